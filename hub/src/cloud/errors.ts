@@ -1,0 +1,64 @@
+/**
+ * The contract errors every provider maps its vendor errors to (toContractError in
+ * each provider). Reconcilers decide what to do from these classes alone.
+ */
+
+export class CloudError extends Error {
+  override name = "CloudError";
+}
+
+/** A direct lookup said the instance does not exist. The only "not found" that counts. */
+export class InstanceNotFoundError extends CloudError {
+  override name = "InstanceNotFoundError";
+  constructor(
+    readonly lookup: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`instance not found: ${lookup}`, options);
+  }
+}
+
+/** The provider lacks this operation. */
+export class NotImplementedError extends CloudError {
+  override name = "NotImplementedError";
+}
+
+/** 429 or the vendor's equivalent. */
+export class ThrottledError extends CloudError {
+  override name = "ThrottledError";
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Timeouts, connection errors, 5xx: try again later, change nothing. */
+export class TransientCloudError extends CloudError {
+  override name = "TransientCloudError";
+}
+
+/** Bad or insufficient credentials: retrying will not help until the config changes. */
+export class ForbiddenError extends CloudError {
+  override name = "ForbiddenError";
+}
+
+/** An answer that cannot be right (empty where something must be, wrong id): suspect, not an answer. */
+export class SuspectAnswerError extends CloudError {
+  override name = "SuspectAnswerError";
+}
+
+export function isRetryable(err: unknown): boolean {
+  return (
+    err instanceof ThrottledError ||
+    err instanceof TransientCloudError ||
+    err instanceof SuspectAnswerError ||
+    !(err instanceof CloudError)
+  );
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

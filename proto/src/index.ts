@@ -1,0 +1,38 @@
+export { ClusterEvent, DesiredBatch, NodeDesired, ServiceDesired } from "./gen/fleet/v1/desired.js";
+export {
+  LoadBalancerIngress,
+  LoadBalancerIngressList,
+  Node,
+  NodeAddress,
+  NodeAddressList,
+  NodeCondition,
+  ObjectKind,
+  ObjectRef,
+  Service,
+  ServicePort,
+  Taint,
+} from "./gen/fleet/v1/objects.js";
+export type { HubServer } from "./gen/fleet/v1/sync.js";
+export {
+  Ack,
+  AgentMessage,
+  ApplyOutcome,
+  ApplyResult,
+  Delta,
+  Heartbeat,
+  Hello,
+  HubClient,
+  HubMessage,
+  HubService,
+  Limits,
+  ResyncRequest,
+  SnapshotChunk,
+  Welcome,
+} from "./gen/fleet/v1/sync.js";
+export {
+  agentInboxPrefix,
+  CLUSTER_NAME_PATTERN,
+  clusterSubjectFilter,
+  desiredSubject,
+  isValidClusterName,
+} from "./subjects.js";
