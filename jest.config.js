@@ -7,7 +7,7 @@ export default {
     "^@fleet-ccm/(proto|hub|agent|sim)/internal$": "<rootDir>/$1/src/internal.ts",
     "^(\\.{1,2}/.*)\\.js$": "$1",
   },
-  transform: { "^.+\\.ts$": ["ts-jest", { useESM: true }] },
+  transform: { "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "<rootDir>/tsconfig.test.json" }] },
   testMatch: ["<rootDir>/{proto,hub,agent,sim,cli}/src/**/*.test.ts", "<rootDir>/test/**/*.test.ts"],
   testTimeout: 60000,
 };

@@ -1,0 +1,179 @@
+import { hostname } from "node:os";
+import {
+  ApplyOutcome,
+  type ClusterEvent,
+  DesiredBatch,
+  type NodeDesired,
+  agentInboxPrefix,
+  clusterSubjectFilter,
+} from "@fleet-ccm/proto";
+import { CoreV1Api, type KubeConfig, VersionApi } from "@kubernetes/client-node";
+import { type NatsConnection, type Subscription, connect } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import { KeyedDispatcher } from "./apply/dispatcher.js";
+import { apiFailure } from "./apply/errors.js";
+import { EventRecorder } from "./apply/events.js";
+import { applyNodeDesired } from "./apply/node.js";
+import { toWireNode, toWireService } from "./convert.js";
+import { HubStream } from "./hub-stream.js";
+import { ClusterWatch, type WatchEvent } from "./watch.js";
+
+export const AGENT_VERSION = "0.1.0";
+
+export interface AgentOptions {
+  readonly cluster: string;
+  readonly kubeConfig: KubeConfig;
+  readonly hub: { readonly address: string; readonly token: string; readonly insecure: boolean; readonly caPem?: Buffer };
+  readonly nats: { readonly servers: readonly string[]; readonly user?: string; readonly password?: string };
+  readonly logger: Logger;
+  /** Patches applied in parallel (different objects). */
+  readonly applyConcurrency?: number;
+  readonly countBytes?: boolean;
+}
+
+type Job = { kind: "node"; desired: NodeDesired } | { kind: "event"; event: ClusterEvent };
+
+/**
+ * The per-cluster agent: watches Nodes and Services and streams them to the
+ * hub; receives desired state over NATS and applies it as patches. It holds
+ * no cloud credential and decides nothing.
+ */
+export class Agent {
+  private readonly core: CoreV1Api;
+  private readonly watch: ClusterWatch;
+  private readonly stream: HubStream;
+  private readonly events: EventRecorder;
+  private readonly dispatcher: KeyedDispatcher<Job>;
+  private nc: NatsConnection | undefined;
+  private sub: Subscription | undefined;
+  private kubernetesVersion = "";
+  private readonly log: Logger;
+  private eventSeq = 0;
+  natsBytesReceived = 0;
+  applied = 0;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.log = opts.logger;
+    this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
+    this.events = new EventRecorder(this.core, `fleet-ccm-agent/${hostname()}`);
+    this.watch = new ClusterWatch(opts.kubeConfig, this.log.child({ component: "watch" }), (e) => this.onWatch(e));
+    this.stream = new HubStream({
+      address: opts.hub.address,
+      cluster: opts.cluster,
+      token: opts.hub.token,
+      insecure: opts.hub.insecure,
+      caPem: opts.hub.caPem,
+      agentVersion: AGENT_VERSION,
+      kubernetesVersion: () => this.kubernetesVersion,
+      logger: this.log.child({ component: "hub-stream" }),
+      countBytes: opts.countBytes,
+      snapshot: () => ({
+        nodes: this.watch.listNodes().map(toWireNode),
+        services: this.watch.listServices().map(toWireService),
+      }),
+    });
+    this.dispatcher = new KeyedDispatcher(opts.applyConcurrency ?? 16, (job) => this.apply(job));
+  }
+
+  get hubBytesSent(): number {
+    return this.stream.bytesSent;
+  }
+
+  get connectedToHub(): boolean {
+    return this.stream.streaming;
+  }
+
+  async start(): Promise<void> {
+    try {
+      const v = await this.opts.kubeConfig.makeApiClient(VersionApi).getCode();
+      this.kubernetesVersion = v.gitVersion;
+    } catch {
+      // Optional: only reported to the hub.
+    }
+    await this.watch.start();
+    this.log.info({ nodes: this.watch.listNodes().length, services: this.watch.listServices().length }, "caches synced");
+    await this.startNats();
+    this.stream.start();
+  }
+
+  private async startNats(): Promise<void> {
+    const { cluster, nats } = this.opts;
+    this.nc = await connect({
+      servers: [...nats.servers],
+      user: nats.user,
+      pass: nats.password,
+      name: `fleet-ccm-agent-${cluster}`,
+      inboxPrefix: agentInboxPrefix(cluster),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      waitOnFirstConnect: true,
+      pingInterval: 10_000,
+    });
+    void (async (nc: NatsConnection) => {
+      for await (const s of nc.status())
+        if (s.type === "disconnect" || s.type === "reconnect") this.log.warn({ nats: s.type }, "NATS connection status changed");
+    })(this.nc);
+    this.sub = this.nc.subscribe(clusterSubjectFilter(cluster), {
+      callback: (err, msg) => {
+        if (err) {
+          this.log.error({ err: err.message }, "NATS subscription failed");
+          return;
+        }
+        this.natsBytesReceived += msg.data.length;
+        let batch: DesiredBatch;
+        try {
+          batch = DesiredBatch.decode(msg.data);
+        } catch (e) {
+          this.log.warn({ subject: msg.subject, err: String(e) }, "undecodable message ignored");
+          return;
+        }
+        for (const d of batch.nodes) this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d });
+        for (const e of batch.events)
+          this.dispatcher.submit(`event/${++this.eventSeq}`, { kind: "event", event: e });
+      },
+    });
+  }
+
+  private onWatch(e: WatchEvent): void {
+    if (e.kind === "node") {
+      if (e.type === "upsert") this.stream.sendChange({ $case: "node", value: toWireNode(e.obj) });
+      else
+        this.stream.sendChange({
+          $case: "nodeDeleted",
+          value: { namespace: "", name: e.obj.metadata?.name ?? "", uid: e.obj.metadata?.uid ?? "" },
+        });
+    } else if (e.type === "upsert") this.stream.sendChange({ $case: "service", value: toWireService(e.obj) });
+    else
+      this.stream.sendChange({
+        $case: "serviceDeleted",
+        value: { namespace: e.obj.metadata?.namespace ?? "", name: e.obj.metadata?.name ?? "", uid: e.obj.metadata?.uid ?? "" },
+      });
+  }
+
+  private async apply(job: Job): Promise<void> {
+    if (job.kind === "event") {
+      try {
+        await this.events.record(job.event);
+      } catch (err) {
+        const f = apiFailure(err);
+        this.log.warn({ reason: job.event.reason, object: job.event.name, status: f.code, err: f.message }, "event not recorded");
+      }
+      return;
+    }
+    const d = job.desired;
+    const result = await applyNodeDesired(this.core, d, this.watch.node(d.name));
+    if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
+    else
+      this.log.info(
+        { node: d.name, outcome: ApplyOutcome[result.outcome], status: result.httpStatus, message: result.message },
+        "node patch not applied",
+      );
+    this.stream.sendApplyResult(result);
+  }
+
+  async stop(): Promise<void> {
+    this.stream.stop();
+    await this.watch.stop();
+    if (this.nc !== undefined && !this.nc.isClosed()) await this.nc.close();
+  }
+}

@@ -1,0 +1,78 @@
+import { type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
+import { type CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { apiFailure } from "./errors.js";
+
+const SMP = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
+const MAX_CACHED = 4096;
+
+interface Seen {
+  name: string;
+  namespace: string;
+  count: number;
+}
+
+function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+/**
+ * Records the hub's Events the way client-go's recorder does: a new Event per
+ * (source, object, type, reason, message), and a count/lastTimestamp patch
+ * when the same one repeats (recreated if it expired meanwhile).
+ */
+export class EventRecorder {
+  private readonly seen = new Map<string, Seen>();
+
+  constructor(
+    private readonly core: CoreV1Api,
+    private readonly host: string,
+  ) {}
+
+  async record(e: ClusterEvent): Promise<void> {
+    const namespace = e.namespace === "" ? "default" : e.namespace;
+    const key = [e.sourceComponent, e.kind, namespace, e.name, e.uid, e.type, e.reason, e.message].join("\u0000");
+    const now = new Date();
+    const prev = this.seen.get(key);
+    if (prev !== undefined) {
+      prev.count++;
+      try {
+        await this.core.patchNamespacedEvent(
+          { name: prev.name, namespace: prev.namespace, body: { count: prev.count, lastTimestamp: rfc3339(now) } },
+          SMP,
+        );
+        return;
+      } catch (err) {
+        if (apiFailure(err).code !== 404) throw err;
+        this.seen.delete(key);
+      }
+    }
+    const name = `${e.name}.${(BigInt(now.getTime()) * 1_000_000n + BigInt(Math.floor(Math.random() * 1e6))).toString(16)}`;
+    await this.core.createNamespacedEvent({
+      namespace,
+      body: {
+        metadata: { name, namespace },
+        involvedObject: {
+          kind: e.kind === ObjectKind.OBJECT_KIND_SERVICE ? "Service" : "Node",
+          apiVersion: "v1",
+          name: e.name,
+          namespace: e.namespace === "" ? undefined : e.namespace,
+          uid: e.uid,
+        },
+        type: e.type,
+        reason: e.reason,
+        message: e.message,
+        source: { component: e.sourceComponent, host: this.host },
+        reportingComponent: e.sourceComponent,
+        reportingInstance: this.host,
+        count: prev?.count ?? 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+      },
+    });
+    if (this.seen.size >= MAX_CACHED) {
+      const oldest = this.seen.keys().next().value;
+      if (oldest !== undefined) this.seen.delete(oldest);
+    }
+    this.seen.set(key, { name, namespace, count: prev?.count ?? 1 });
+  }
+}

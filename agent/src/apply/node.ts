@@ -1,0 +1,156 @@
+import { ApplyOutcome, type ApplyResult, type NodeDesired, ObjectKind } from "@fleet-ccm/proto";
+import {
+  type CoreV1Api,
+  PatchStrategy,
+  type V1Node,
+  type V1NodeAddress,
+  type V1NodeCondition,
+  type V1Taint,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
+import { apiFailure } from "./errors.js";
+
+const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+/** Conflicts are retried with a fresh read (upstream UpdateNodeSpecBackoff retries 20 times). */
+const MAX_ATTEMPTS = 8;
+
+type Body = Record<string, unknown>;
+
+function sameAddresses(a: readonly V1NodeAddress[], b: readonly { type: string; address: string }[]): boolean {
+  return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
+}
+
+/** The status part of the desired state, as a merge patch, or null when the node already has it. */
+export function statusPatch(node: V1Node, d: NodeDesired): Body | null {
+  const status: Body = {};
+  const current = node.status?.addresses ?? [];
+  if (d.addresses !== undefined && !sameAddresses(current, d.addresses.items))
+    status["addresses"] = d.addresses.items.map((a) => ({ type: a.type, address: a.address }));
+  if (d.conditions.length > 0) {
+    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    const conds: V1NodeCondition[] = [...(node.status?.conditions ?? [])];
+    let changed = false;
+    for (const want of d.conditions) {
+      const i = conds.findIndex((c) => c.type === want.type);
+      const have = i < 0 ? undefined : conds[i];
+      if (have && have.status === want.status && have.reason === want.reason && have.message === want.message) continue;
+      changed = true;
+      const next = {
+        type: want.type,
+        status: want.status,
+        reason: want.reason,
+        message: want.message,
+        lastHeartbeatTime: now,
+        lastTransitionTime: have && have.status === want.status ? have.lastTransitionTime : now,
+      } as unknown as V1NodeCondition;
+      if (i < 0) conds.push(next);
+      else conds[i] = next;
+    }
+    if (changed) status["conditions"] = conds;
+  }
+  if (Object.keys(status).length === 0) return null;
+  return { metadata: preconditions(node), status };
+}
+
+/** providerID, labels and taints as a merge patch, or null when the node already has them. */
+export function specPatch(node: V1Node, d: NodeDesired): Body | null {
+  const metadata: Body = preconditions(node);
+  const spec: Body = {};
+  const labels: Record<string, string> = {};
+  const have = node.metadata?.labels ?? {};
+  for (const [k, v] of Object.entries(d.labels)) if (have[k] !== v) labels[k] = v;
+  if (Object.keys(labels).length > 0) metadata["labels"] = labels;
+  // providerID is set only from empty; the API server refuses any other change.
+  if (d.providerId !== "" && (node.spec?.providerID ?? "") === "") spec["providerID"] = d.providerId;
+  const taints = desiredTaints(node.spec?.taints ?? [], d);
+  if (taints !== null) spec["taints"] = taints;
+  if (Object.keys(spec).length === 0 && metadata["labels"] === undefined) return null;
+  const body: Body = { metadata };
+  if (Object.keys(spec).length > 0) body["spec"] = spec;
+  return body;
+}
+
+function desiredTaints(current: readonly V1Taint[], d: NodeDesired): V1Taint[] | null {
+  const remove = new Set(d.removeTaintKeys);
+  const out = current
+    .filter((t) => !remove.has(t.key))
+    .map((t) => {
+      const copy: V1Taint = { key: t.key, effect: t.effect };
+      if (t.value !== undefined) copy.value = t.value;
+      if (t.timeAdded !== undefined) copy.timeAdded = t.timeAdded;
+      return copy;
+    });
+  let changed = out.length !== current.length;
+  for (const add of d.addTaints) {
+    const i = out.findIndex((t) => t.key === add.key && t.effect === add.effect);
+    const want: V1Taint = { key: add.key, effect: add.effect };
+    if (add.value !== "") want.value = add.value;
+    if (i < 0) {
+      out.push(want);
+      changed = true;
+    } else if ((out[i]?.value ?? "") !== add.value) {
+      out[i] = want;
+      changed = true;
+    }
+  }
+  return changed ? out : null;
+}
+
+/** uid and resourceVersion in the body: the server refuses the patch if the object changed or was replaced. */
+function preconditions(node: V1Node): Body {
+  return { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion };
+}
+
+/**
+ * Applies one desired node state with a uid precondition: a patch meant for a
+ * node that was deleted and recreated under the same name never lands on the
+ * new one. Conflicts are retried on a fresh read.
+ */
+export async function applyNodeDesired(
+  core: CoreV1Api,
+  d: NodeDesired,
+  cached: V1Node | undefined,
+): Promise<ApplyResult> {
+  const result = (outcome: ApplyOutcome, httpStatus = 0, reason = "", message = ""): ApplyResult => ({
+    kind: ObjectKind.OBJECT_KIND_NODE,
+    namespace: "",
+    name: d.name,
+    uid: d.uid,
+    generation: d.generation,
+    outcome,
+    httpStatus,
+    reason,
+    message,
+  });
+  if (d.delete) {
+    try {
+      await core.deleteNode({ name: d.name, body: { preconditions: { uid: d.uid } } });
+      return result(ApplyOutcome.APPLY_OUTCOME_APPLIED);
+    } catch (err) {
+      const f = apiFailure(err);
+      if (f.code === 404 || f.code === 409) return result(ApplyOutcome.APPLY_OUTCOME_STALE, f.code, f.reason, f.message);
+      return result(ApplyOutcome.APPLY_OUTCOME_FAILED, f.code, f.reason, f.message);
+    }
+  }
+  let node = cached;
+  let last = { code: 0, reason: "", message: "" };
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    try {
+      if (node === undefined || attempt > 0) node = await core.readNode({ name: d.name });
+      if (node.metadata?.uid !== d.uid)
+        return result(ApplyOutcome.APPLY_OUTCOME_STALE, 0, "UIDMismatch", `node ${d.name} now has another uid`);
+      // Addresses first, so the node never loses its taint before it has its addresses.
+      const sp = statusPatch(node, d);
+      if (sp !== null) node = await core.patchNodeStatus({ name: d.name, body: sp }, MERGE);
+      const mp = specPatch(node, d);
+      if (mp !== null) await core.patchNode({ name: d.name, body: mp }, MERGE);
+      return result(ApplyOutcome.APPLY_OUTCOME_APPLIED);
+    } catch (err) {
+      last = apiFailure(err);
+      if (last.code === 404) return result(ApplyOutcome.APPLY_OUTCOME_STALE, 404, last.reason, last.message);
+      if (last.code !== 409) break;
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 50 * (attempt + 1)));
+    }
+  }
+  return result(ApplyOutcome.APPLY_OUTCOME_FAILED, last.code, last.reason, last.message);
+}

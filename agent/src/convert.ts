@@ -1,0 +1,76 @@
+import type { Node, Service } from "@fleet-ccm/proto";
+import type { V1Node, V1Service } from "@kubernetes/client-node";
+
+/** Annotations the hub reads; everything else stays in the cluster. */
+const FORWARDED_ANNOTATION = /^(alpha\.kubernetes\.io\/provided-node-ip|lb\.fleet-ccm\.io\/.+)$/;
+/** Node conditions the hub reads. */
+const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
+
+function forwardedAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(annotations ?? {})) if (FORWARDED_ANNOTATION.test(k)) out[k] = v;
+  return out;
+}
+
+/** Objects from a LIST are typed (Date), from a WATCH raw JSON (string): accept both. */
+function toDate(v: Date | string | undefined | null): Date | undefined {
+  if (v === undefined || v === null) return undefined;
+  const d = v instanceof Date ? v : new Date(v);
+  return Number.isNaN(d.getTime()) ? undefined : d;
+}
+
+/** The slice of a Node the hub needs (fleet.v1.Node). */
+export function toWireNode(n: V1Node): Node {
+  const md = n.metadata ?? {};
+  return {
+    name: md.name ?? "",
+    uid: md.uid ?? "",
+    resourceVersion: md.resourceVersion ?? "",
+    providerId: n.spec?.providerID ?? "",
+    labels: { ...(md.labels ?? {}) },
+    annotations: forwardedAnnotations(md.annotations),
+    taints: (n.spec?.taints ?? []).map((t) => ({ key: t.key, value: t.value ?? "", effect: t.effect })),
+    addresses: (n.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),
+    conditions: (n.status?.conditions ?? [])
+      .filter((c) => FORWARDED_CONDITIONS.has(c.type))
+      .map((c) => ({ type: c.type, status: c.status, reason: c.reason ?? "", message: c.message ?? "" })),
+    podCidrs: n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []),
+    creationTimestamp: toDate(md.creationTimestamp),
+    deletionTimestamp: toDate(md.deletionTimestamp),
+    finalizers: md.finalizers ?? [],
+  };
+}
+
+/** The slice of a Service the hub needs (fleet.v1.Service). */
+export function toWireService(s: V1Service): Service {
+  const md = s.metadata ?? {};
+  const spec = s.spec ?? {};
+  return {
+    namespace: md.namespace ?? "",
+    name: md.name ?? "",
+    uid: md.uid ?? "",
+    resourceVersion: md.resourceVersion ?? "",
+    type: spec.type ?? "ClusterIP",
+    loadBalancerClass: spec.loadBalancerClass ?? "",
+    ports: (spec.ports ?? []).map((p) => ({
+      name: p.name ?? "",
+      protocol: p.protocol ?? "TCP",
+      port: p.port,
+      nodePort: p.nodePort ?? 0,
+    })),
+    externalTrafficPolicy: spec.externalTrafficPolicy ?? "",
+    healthCheckNodePort: spec.healthCheckNodePort ?? 0,
+    ipFamilies: spec.ipFamilies ?? [],
+    loadBalancerSourceRanges: spec.loadBalancerSourceRanges ?? [],
+    annotations: forwardedAnnotations(md.annotations),
+    ingress: (s.status?.loadBalancer?.ingress ?? []).map((i) => ({
+      ip: i.ip ?? "",
+      hostname: i.hostname ?? "",
+      ipMode: i.ipMode ?? "",
+    })),
+    creationTimestamp: toDate(md.creationTimestamp),
+    deletionTimestamp: toDate(md.deletionTimestamp),
+    finalizers: md.finalizers ?? [],
+    sessionAffinity: spec.sessionAffinity ?? "None",
+  };
+}

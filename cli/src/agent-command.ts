@@ -1,0 +1,93 @@
+import { readFileSync } from "node:fs";
+import { Agent } from "@fleet-ccm/agent";
+import { isValidClusterName } from "@fleet-ccm/proto";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Command, FlagValues } from "./flags.js";
+import { UsageError, bool, int, requiredStr, str } from "./flags.js";
+import { makeLogger } from "./logger.js";
+
+function secretFrom(v: FlagValues, fileFlag: string, envName: string): string | undefined {
+  const file = str(v, fileFlag);
+  if (file !== undefined) {
+    try {
+      return readFileSync(file, "utf8").trim();
+    } catch (err) {
+      throw new UsageError(`--${fileFlag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  }
+  const env = process.env[envName];
+  return env === undefined || env.trim() === "" ? undefined : env.trim();
+}
+
+export const agentCommand: Command = {
+  name: "agent",
+  summary: "run the per-cluster agent: stream Nodes/Services to the hub, apply its results",
+  usage: "fleet-ccm agent --cluster NAME --hub HOST:PORT --token-file FILE --nats URL [flags]",
+  flags: {
+    cluster: { type: "string", placeholder: "NAME", description: "This cluster's name in the hub configuration." },
+    hub: { type: "string", placeholder: "HOST:PORT", description: "The hub's gRPC address." },
+    "token-file": {
+      type: "string",
+      placeholder: "FILE",
+      description: "File with this cluster's hub token (else the FLEET_CCM_TOKEN environment variable).",
+    },
+    insecure: { type: "boolean", description: "Plain TCP to the hub, no TLS. Only for loopback and tests." },
+    "ca-file": { type: "string", placeholder: "FILE", description: "CA bundle to verify the hub's TLS certificate (default: system roots)." },
+    nats: { type: "string", placeholder: "URL", multiple: true, description: "NATS server URL, e.g. nats://nats:4222." },
+    "nats-user": { type: "string", placeholder: "USER", description: "NATS user for this cluster's agent." },
+    "nats-password-file": {
+      type: "string",
+      placeholder: "FILE",
+      description: "File with the NATS password (else the FLEET_CCM_NATS_PASSWORD environment variable).",
+    },
+    kubeconfig: {
+      type: "string",
+      placeholder: "FILE",
+      description: "kubeconfig to reach the cluster's API server (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config).",
+    },
+    "apply-concurrency": { type: "string", placeholder: "N", default: "16", description: "Objects patched in parallel." },
+    "log-level": { type: "string", placeholder: "LEVEL", default: "info", description: "trace, debug, info, warn or error." },
+  },
+  async run(v) {
+    const cluster = requiredStr(v, "cluster");
+    if (!isValidClusterName(cluster)) throw new UsageError(`--cluster: "${cluster}" is not a DNS-1123 label`);
+    const address = requiredStr(v, "hub");
+    const token = secretFrom(v, "token-file", "FLEET_CCM_TOKEN");
+    if (token === undefined) throw new UsageError("a hub token is required: --token-file or FLEET_CCM_TOKEN");
+    const servers = (v["nats"] as string[] | undefined) ?? [];
+    if (servers.length === 0) throw new UsageError("--nats is required");
+    const kc = new KubeConfig();
+    const kubeconfig = str(v, "kubeconfig");
+    if (kubeconfig !== undefined) kc.loadFromFile(kubeconfig);
+    else kc.loadFromDefault();
+    const caFile = str(v, "ca-file");
+    const log = makeLogger(str(v, "log-level") ?? "info", { component: "agent", cluster });
+    const agent = new Agent({
+      cluster,
+      kubeConfig: kc,
+      hub: {
+        address,
+        token,
+        insecure: bool(v, "insecure"),
+        ...(caFile === undefined ? {} : { caPem: readFileSync(caFile) }),
+      },
+      nats: {
+        servers,
+        ...(str(v, "nats-user") === undefined ? {} : { user: str(v, "nats-user") }),
+        ...(secretFrom(v, "nats-password-file", "FLEET_CCM_NATS_PASSWORD") === undefined
+          ? {}
+          : { password: secretFrom(v, "nats-password-file", "FLEET_CCM_NATS_PASSWORD") }),
+      },
+      logger: log,
+      applyConcurrency: int(v, "apply-concurrency", 1),
+    });
+    await agent.start();
+    await new Promise<void>((resolve) => {
+      process.once("SIGTERM", () => resolve());
+      process.once("SIGINT", () => resolve());
+    });
+    log.info("shutting down");
+    await agent.stop();
+    return 0;
+  },
+};

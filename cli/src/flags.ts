@@ -1,0 +1,88 @@
+import { parseArgs } from "node:util";
+
+export interface FlagSpec {
+  readonly type: "string" | "boolean";
+  readonly description: string;
+  /** Shown in help and used when the flag is absent. */
+  readonly default?: string | boolean;
+  readonly placeholder?: string;
+  readonly multiple?: boolean;
+}
+
+export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
+
+export interface Command {
+  readonly name: string;
+  readonly summary: string;
+  readonly usage: string;
+  readonly flags: FlagSpecs;
+  run(values: FlagValues): Promise<number>;
+}
+
+export type FlagValues = Readonly<Record<string, string | boolean | string[] | undefined>>;
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** --help text listing every flag with its default. */
+export function helpText(cmd: Command): string {
+  const rows = Object.entries({ ...cmd.flags, help: { type: "boolean", description: "Show this help." } as FlagSpec }).map(
+    ([name, f]) => {
+      const left = `  --${name}${f.type === "string" ? ` ${f.placeholder ?? "VALUE"}` : ""}`;
+      const def = f.default === undefined || f.default === false ? "" : ` (default: ${String(f.default)})`;
+      return [left, `${f.description}${def}${f.multiple ? " Repeatable." : ""}`] as const;
+    },
+  );
+  const width = Math.max(...rows.map(([l]) => l.length)) + 2;
+  return [
+    `fleet-ccm ${cmd.name}: ${cmd.summary}`,
+    "",
+    `Usage: ${cmd.usage}`,
+    "",
+    "Flags:",
+    ...rows.map(([l, r]) => l.padEnd(width) + r),
+    "",
+  ].join("\n");
+}
+
+/** Parses argv for a command; unknown flags and missing values are usage errors. */
+export function parseFlags(cmd: Command, argv: readonly string[]): FlagValues | "help" {
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = { help: { type: "boolean" } };
+  for (const [name, f] of Object.entries(cmd.flags)) options[name] = { type: f.type, multiple: f.multiple ?? false };
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (parsed.values["help"] === true) return "help";
+  const out: Record<string, string | boolean | string[] | undefined> = {};
+  for (const [name, f] of Object.entries(cmd.flags)) {
+    const v = parsed.values[name];
+    out[name] = v === undefined ? f.default : (v as string | boolean | string[]);
+  }
+  return out;
+}
+
+export function str(v: FlagValues, name: string): string | undefined {
+  const x = v[name];
+  return typeof x === "string" && x !== "" ? x : undefined;
+}
+
+export function requiredStr(v: FlagValues, name: string): string {
+  const x = str(v, name);
+  if (x === undefined) throw new UsageError(`--${name} is required`);
+  return x;
+}
+
+export function int(v: FlagValues, name: string, min = 0): number {
+  const raw = str(v, name);
+  const n = raw === undefined ? Number.NaN : Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${raw ?? ""}"`);
+  return n;
+}
+
+export function bool(v: FlagValues, name: string): boolean {
+  return v[name] === true;
+}

@@ -1,0 +1,58 @@
+import { ConfigError, Hub, builtinProviders, loadHubConfig, parseControllerList } from "@fleet-ccm/hub";
+import type { Command } from "./flags.js";
+import { UsageError, requiredStr, str } from "./flags.js";
+import { makeLogger } from "./logger.js";
+
+export const hubCommand: Command = {
+  name: "hub",
+  summary: "run the hub: cloud credentials and every CCM reconciler for the fleet",
+  usage: "fleet-ccm hub --config hub.yaml [flags]",
+  flags: {
+    config: { type: "string", placeholder: "FILE", description: "Hub configuration (YAML): accounts, clusters, NATS, limits." },
+    controllers: {
+      type: "string",
+      placeholder: "LIST",
+      description:
+        'Comma-separated controllers, upstream semantics: "*" all, "name" on, "-name" off. Names: cloud-node-controller (cloud-node), cloud-node-lifecycle-controller (cloud-node-lifecycle), service-lb-controller (service), node-route-controller (route). Overrides the config; a cluster\'s own list overrides both.',
+    },
+    "log-level": { type: "string", placeholder: "LEVEL", default: "info", description: "trace, debug, info, warn or error." },
+    "check-config": { type: "boolean", description: "Validate the configuration (and resolve its secrets), then exit." },
+  },
+  async run(v) {
+    const path = requiredStr(v, "config");
+    const log = makeLogger(str(v, "log-level") ?? "info", { component: "hub" });
+    let controllers: string[] | undefined;
+    const list = str(v, "controllers");
+    if (list !== undefined) {
+      try {
+        controllers = parseControllerList(list.split(","));
+      } catch (err) {
+        throw new UsageError(`--controllers: ${(err as Error).message}`);
+      }
+    }
+    let hub: Hub;
+    try {
+      const config = loadHubConfig(path);
+      hub = new Hub({ config, providers: builtinProviders, logger: log, controllers });
+    } catch (err) {
+      if (err instanceof ConfigError || err instanceof Error) {
+        process.stderr.write(`fleet-ccm hub: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
+    }
+    if (v["check-config"] === true) {
+      process.stdout.write("configuration is valid\n");
+      return 0;
+    }
+    await hub.start();
+    await new Promise<void>((resolve) => {
+      const done = () => resolve();
+      process.once("SIGTERM", done);
+      process.once("SIGINT", done);
+    });
+    log.info("shutting down");
+    await hub.stop();
+    return 0;
+  },
+};

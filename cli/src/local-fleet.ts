@@ -1,0 +1,247 @@
+import { randomBytes } from "node:crypto";
+import { Agent } from "@fleet-ccm/agent";
+import { Hub, builtinProviders, parseHubConfig } from "@fleet-ccm/hub";
+import { agentInboxPrefix, clusterSubjectFilter } from "@fleet-ccm/proto";
+import {
+  CLUSTER_TAG,
+  type KubeApiServer,
+  type NatsServer,
+  type SimulatedCloud,
+  createMachine,
+  kubeletNode,
+  nodeName,
+  startKubeApiServer,
+  startNatsServer,
+  startSimulatedCloud,
+} from "@fleet-ccm/sim";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+
+export const DEMO_REGION = "sim-east-1";
+export const DEMO_ACCOUNT = "sim-main";
+const UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
+
+export interface LocalFleetOptions {
+  readonly clusters: number;
+  readonly nodesPerCluster: number;
+  readonly logger: Logger;
+  /** Cloud API latency in ms (fixed). */
+  readonly cloudLatencyMs?: number;
+  readonly convergeDeadlineMs?: number;
+  readonly workers?: number;
+  readonly rateLimitPerSecond?: number;
+  /** Extra hub config merged at the top level (tests). */
+  readonly hubConfig?: Record<string, unknown>;
+}
+
+interface ClusterHandle {
+  readonly name: string;
+  readonly token: string;
+  readonly natsPassword: string;
+  readonly kube: KubeApiServer;
+  agent: Agent | undefined;
+  nextNode: number;
+}
+
+interface KubeNode {
+  metadata?: { name?: string; uid?: string };
+  spec?: { providerID?: string; taints?: { key: string }[] };
+}
+
+/**
+ * A whole fleet on one machine: a real nats-server, the simulated cloud, one
+ * simulated Kubernetes API server per cluster, the hub and one agent per
+ * cluster, all talking over loopback sockets. Used by the demo, the
+ * end-to-end tests and the benchmarks.
+ */
+export class LocalFleet {
+  readonly clusters = new Map<string, ClusterHandle>();
+  private hubPassword = randomBytes(18).toString("base64url");
+  hub: Hub | undefined;
+  hubPort = 0;
+  private env: Record<string, string> = {};
+
+  private constructor(
+    readonly opts: LocalFleetOptions,
+    readonly nats: NatsServer,
+    readonly cloud: SimulatedCloud,
+    private readonly cloudKey: string,
+  ) {}
+
+  static async start(opts: LocalFleetOptions): Promise<LocalFleet> {
+    const names = Array.from({ length: opts.clusters }, (_, i) => `cluster-${String(i + 1).padStart(3, "0")}`);
+    const secrets = names.map(() => ({
+      token: randomBytes(24).toString("base64url"),
+      natsPassword: randomBytes(18).toString("base64url"),
+    }));
+    const hubPassword = randomBytes(18).toString("base64url");
+    const nats = await startNatsServer({
+      users: [
+        { user: "hub", password: hubPassword, publish: ["fleet.v1.>"], subscribe: ["_INBOX_hub.>"] },
+        ...names.map((name, i) => ({
+          user: `agent-${name}`,
+          password: secrets[i]?.natsPassword ?? "",
+          publish: [],
+          subscribe: [clusterSubjectFilter(name), `${agentInboxPrefix(name)}.>`],
+        })),
+      ],
+    });
+    const cloud = await startSimulatedCloud({ regions: [DEMO_REGION] });
+    const account = cloud.createAccount(DEMO_ACCOUNT);
+    if (opts.cloudLatencyMs) cloud.setFaults({ latencyMs: opts.cloudLatencyMs });
+    const fleet = new LocalFleet(opts, nats, cloud, account.apiKey);
+    fleet.hubPassword = hubPassword;
+    await Promise.all(
+      names.map(async (name, i) => {
+        const kube = await startKubeApiServer({});
+        fleet.clusters.set(name, {
+          name,
+          token: secrets[i]?.token ?? "",
+          natsPassword: secrets[i]?.natsPassword ?? "",
+          kube,
+          agent: undefined,
+          nextNode: 0,
+        });
+      }),
+    );
+    return fleet;
+  }
+
+  /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
+  hubConfigText(): string {
+    const env: Record<string, string> = { FLEET_CCM_SIM_KEY: this.cloudKey, FLEET_CCM_NATS_HUB: this.hubPassword };
+    const clusters = [...this.clusters.values()].map((c) => {
+      const envName = `FLEET_CCM_TOKEN_${c.name.replaceAll("-", "_").toUpperCase()}`;
+      env[envName] = c.token;
+      return { name: c.name, token: { env: envName }, account: DEMO_ACCOUNT, scope: { tags: { [CLUSTER_TAG]: c.name } } };
+    });
+    this.env = env;
+    return JSON.stringify({
+      grpc: { listen: "127.0.0.1:0", insecure: true },
+      http: { listen: "127.0.0.1:0" },
+      nats: { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
+      reconcile: {
+        workers: this.opts.workers ?? 32,
+        convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
+        heartbeatIntervalMs: 2000,
+      },
+      accounts: [
+        {
+          name: DEMO_ACCOUNT,
+          provider: "simulated",
+          region: DEMO_REGION,
+          endpoint: this.cloud.url,
+          credentials: { env: "FLEET_CCM_SIM_KEY" },
+          rateLimit: { perSecond: this.opts.rateLimitPerSecond ?? 500, burst: 500 },
+          requestTimeoutMs: 5000,
+        },
+      ],
+      clusters,
+      ...(this.opts.hubConfig ?? {}),
+    });
+  }
+
+  async startHub(): Promise<Hub> {
+    const config = parseHubConfig(this.hubConfigText(), "local fleet");
+    const hub = new Hub({
+      config,
+      providers: builtinProviders,
+      logger: this.opts.logger.child({ component: "hub" }),
+      env: this.env,
+    });
+    const { grpcPort } = await hub.start();
+    this.hub = hub;
+    this.hubPort = grpcPort;
+    return hub;
+  }
+
+  async stopHub(): Promise<void> {
+    await this.hub?.stop();
+    this.hub = undefined;
+  }
+
+  kubeConfigFor(cluster: string): KubeConfig {
+    const c = this.cluster(cluster);
+    const kc = new KubeConfig();
+    kc.loadFromOptions(c.kube.kubeConfigOptions());
+    return kc;
+  }
+
+  cluster(name: string): ClusterHandle {
+    const c = this.clusters.get(name);
+    if (c === undefined) throw new Error(`no cluster ${name}`);
+    return c;
+  }
+
+  async startAgent(cluster: string, hubPort = this.hubPort): Promise<Agent> {
+    const c = this.cluster(cluster);
+    const agent = new Agent({
+      cluster,
+      kubeConfig: this.kubeConfigFor(cluster),
+      hub: { address: `127.0.0.1:${hubPort}`, token: c.token, insecure: true },
+      nats: { servers: [this.nats.url], user: `agent-${cluster}`, password: c.natsPassword },
+      logger: this.opts.logger.child({ component: "agent", cluster }),
+    });
+    await agent.start();
+    c.agent = agent;
+    return agent;
+  }
+
+  async stopAgent(cluster: string): Promise<void> {
+    const c = this.cluster(cluster);
+    await c.agent?.stop();
+    c.agent = undefined;
+  }
+
+  async startAgents(): Promise<void> {
+    await Promise.all([...this.clusters.keys()].map((c) => this.startAgent(c)));
+  }
+
+  /** Creates `count` machines in the cloud and registers their nodes as kubelet does. */
+  addNodes(cluster: string, count: number): string[] {
+    const c = this.cluster(cluster);
+    const names: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const index = c.nextNode++;
+      const name = nodeName(cluster, index);
+      createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
+      c.kube.create("Node", kubeletNode(name));
+      names.push(name);
+    }
+    return names;
+  }
+
+  nodes(cluster: string): KubeNode[] {
+    return this.cluster(cluster).kube.list("Node") as KubeNode[];
+  }
+
+  /** Nodes in every cluster, and how many have lost the uninitialized taint. */
+  progress(): { nodes: number; initialized: number } {
+    let nodes = 0;
+    let initialized = 0;
+    for (const c of this.clusters.keys())
+      for (const n of this.nodes(c)) {
+        nodes++;
+        if (!(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED)) initialized++;
+      }
+    return { nodes, initialized };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.clusters.values()].map((c) => c.agent?.stop()));
+    await this.stopHub();
+    await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
+    await this.cloud.close();
+    await this.nats.stop();
+  }
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes. */
+export async function waitFor(check: () => boolean, timeoutMs: number, intervalMs = 50): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return check();
+}

@@ -1,0 +1,91 @@
+import type { Logger } from "pino";
+import type { AccountConfig, ClusterConfig } from "../config/schema.js";
+import { resolveSecret } from "../config/secret.js";
+import type { HubMetrics } from "../metrics.js";
+import type { Clock } from "../util/clock.js";
+import { TokenBucket } from "../util/rate-limiter.js";
+import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
+import type { AccountBinding, CloudCallWrapper, CloudProvider } from "./provider.js";
+import type { ProviderRegistry } from "./registry.js";
+import type { ClusterCloud } from "./scope.js";
+
+/** One provider client and one rate limiter per account, shared by every cluster bound to it. */
+interface AccountRuntime {
+  readonly binding: AccountBinding;
+  readonly provider: CloudProvider;
+  readonly limiter: TokenBucket;
+}
+
+export interface CloudAccountsDeps {
+  readonly registry: ProviderRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: HubMetrics;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** Binds the configured accounts to providers, and clusters to accounts. */
+export class CloudAccounts {
+  private readonly accounts = new Map<string, AccountRuntime>();
+  private readonly clusters = new Map<string, ClusterCloud>();
+
+  constructor(accounts: readonly AccountConfig[], clusters: readonly ClusterConfig[], deps: CloudAccountsDeps) {
+    accounts.forEach((a, i) => {
+      const factory = deps.registry.get(a.provider);
+      if (factory === undefined)
+        throw new Error(
+          `accounts[${i}].provider: unknown provider "${a.provider}" (known: ${deps.registry.names().join(", ")})`,
+        );
+      const binding: AccountBinding = {
+        name: a.name,
+        provider: a.provider,
+        region: a.region,
+        network: a.network,
+        endpoint: a.endpoint,
+        credential: resolveSecret(a.credentials, `accounts[${i}].credentials`, deps.env),
+        requestTimeoutMs: a.requestTimeoutMs,
+      };
+      const limiter = new TokenBucket({ ratePerSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst, clock: deps.clock });
+      const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
+      const call = instrumentedCall(binding, limiter, deps.metrics);
+      const provider = factory.create({ account: binding, logger, clock: deps.clock, call });
+      this.accounts.set(a.name, { binding, provider, limiter });
+    });
+    for (const c of clusters) {
+      const account = this.accounts.get(c.account);
+      if (account === undefined) throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
+      this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
+    }
+  }
+
+  cloudFor(cluster: string): ClusterCloud | undefined {
+    return this.clusters.get(cluster);
+  }
+}
+
+function outcomeOf(err: unknown): string {
+  if (err === undefined) return "ok";
+  if (err instanceof ThrottledError) return "throttled";
+  if (err instanceof TransientCloudError) return "transient";
+  if (err instanceof CloudError) return err.name.replace(/Error$/, "").toLowerCase();
+  return "error";
+}
+
+/** Every cloud call: wait for the account's token, time it, count it by outcome. */
+function instrumentedCall(binding: AccountBinding, limiter: TokenBucket, metrics: HubMetrics): CloudCallWrapper {
+  return async (op, fn) => {
+    await limiter.take();
+    const timer = metrics.cloudCallDuration.startTimer({ provider: binding.provider, op });
+    const signal = AbortSignal.timeout(binding.requestTimeoutMs);
+    let failure: unknown;
+    try {
+      return await fn(signal);
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      timer();
+      metrics.cloudCalls.inc({ provider: binding.provider, account: binding.name, op, outcome: outcomeOf(failure) });
+    }
+  };
+}

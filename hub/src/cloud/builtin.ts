@@ -1,0 +1,5 @@
+import type { ProviderFactory } from "./provider.js";
+import { simulatedProvider } from "./providers/simulated/index.js";
+
+/** Every provider this hub build ships. */
+export const builtinProviders: readonly ProviderFactory[] = [simulatedProvider];

@@ -1,0 +1,145 @@
+import { CLUSTER_NAME_PATTERN } from "@fleet-ccm/proto";
+import { z } from "zod";
+import { parseControllerList } from "../controllers.js";
+import { SecretRefSchema } from "./secret.js";
+
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, "expected host:port, e.g. 0.0.0.0:7443");
+
+const controllers = z
+  .array(z.string())
+  .min(1)
+  .superRefine((list, ctx) => {
+    try {
+      parseControllerList(list);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+    }
+  })
+  .transform((list) => parseControllerList(list));
+
+export const AccountSchema = z
+  .object({
+    name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label"),
+    provider: z.string().min(1),
+    region: z.string().min(1),
+    /** VPC / network the account's clusters live in, where the cloud has one. */
+    network: z.string().min(1).optional(),
+    /** API endpoint override: private endpoints, and the simulators in tests and the demo. */
+    endpoint: z.url().optional(),
+    credentials: SecretRefSchema,
+    /** Cloud API calls per second for the whole account, shared by every cluster in it. */
+    rateLimit: z
+      .object({ perSecond: z.number().positive(), burst: z.number().int().positive() })
+      .strict()
+      .default({ perSecond: 20, burst: 40 }),
+    requestTimeoutMs: z.number().int().positive().default(10_000),
+  })
+  .strict();
+
+export const ClusterSchema = z
+  .object({
+    name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label (it is a NATS subject token)"),
+    token: SecretRefSchema,
+    account: z.string().min(1),
+    /** Overrides the hub-wide controller list for this cluster. */
+    controllers: controllers.optional(),
+    /** Instances this cluster may use: anything outside is refused (agents are untrusted). */
+    scope: z
+      .object({
+        network: z.string().min(1).optional(),
+        tags: z.record(z.string(), z.string()).optional(),
+      })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
+export const HubConfigSchema = z
+  .object({
+    grpc: z
+      .object({
+        listen: hostPort.default("0.0.0.0:7443"),
+        /** Plain TCP. Only with this explicit flag; TLS otherwise. */
+        insecure: z.boolean().default(false),
+        tls: z
+          .object({ certFile: z.string().min(1), keyFile: z.string().min(1), clientCaFile: z.string().optional() })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .default({ listen: "0.0.0.0:7443", insecure: false }),
+    http: z
+      .object({ listen: hostPort.default("0.0.0.0:9090") })
+      .strict()
+      .default({ listen: "0.0.0.0:9090" }),
+    nats: z
+      .object({
+        servers: z.array(z.string().min(1)).min(1),
+        user: z.string().min(1).optional(),
+        password: SecretRefSchema.optional(),
+      })
+      .strict(),
+    controllers: controllers.default(["*"]),
+    limits: z
+      .object({
+        maxMessageBytes: z
+          .number()
+          .int()
+          .min(64 * 1024)
+          .default(4 * 1024 * 1024),
+        maxObjectsPerChunk: z.number().int().positive().default(500),
+        maxObjectsPerCluster: z.number().int().positive().default(20_000),
+        maxStreamsPerCluster: z.number().int().positive().default(2),
+      })
+      .strict()
+      .default({
+        maxMessageBytes: 4 * 1024 * 1024,
+        maxObjectsPerChunk: 500,
+        maxObjectsPerCluster: 20_000,
+        maxStreamsPerCluster: 2,
+      }),
+    reconcile: z
+      .object({
+        workers: z.number().int().positive().default(32),
+        /** How long a published patch has to show up in the agent's reports before the hub publishes again. */
+        convergeDeadlineMs: z.number().int().positive().default(15_000),
+        heartbeatIntervalMs: z.number().int().positive().default(10_000),
+      })
+      .strict()
+      .default({ workers: 32, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
+    accounts: z.array(AccountSchema).min(1),
+    clusters: z.array(ClusterSchema),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const accounts = new Set<string>();
+    cfg.accounts.forEach((a, i) => {
+      if (accounts.has(a.name))
+        ctx.addIssue({ code: "custom", path: ["accounts", i, "name"], message: `duplicate account "${a.name}"` });
+      accounts.add(a.name);
+    });
+    const clusters = new Set<string>();
+    cfg.clusters.forEach((c, i) => {
+      if (clusters.has(c.name))
+        ctx.addIssue({ code: "custom", path: ["clusters", i, "name"], message: `duplicate cluster "${c.name}"` });
+      clusters.add(c.name);
+      if (!accounts.has(c.account))
+        ctx.addIssue({
+          code: "custom",
+          path: ["clusters", i, "account"],
+          message: `unknown account "${c.account}"`,
+        });
+    });
+    if (!cfg.grpc.insecure && cfg.grpc.tls === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["grpc", "tls"],
+        message: "TLS is required: set grpc.tls.certFile and grpc.tls.keyFile, or grpc.insecure: true",
+      });
+  });
+
+export type HubConfig = z.infer<typeof HubConfigSchema>;
+export type AccountConfig = z.infer<typeof AccountSchema>;
+export type ClusterConfig = z.infer<typeof ClusterSchema>;

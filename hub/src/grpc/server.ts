@@ -1,0 +1,183 @@
+import { readFileSync } from "node:fs";
+import { desiredSubject } from "@fleet-ccm/proto";
+import type { AgentMessage, ApplyResult, HubMessage, HubServer } from "@fleet-ccm/proto";
+import { HubService } from "@fleet-ccm/proto";
+import { Server, ServerCredentials, type ServerDuplexStream, status } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import type { FleetState } from "../fleet/state.js";
+import type { Clock } from "../util/clock.js";
+import type { TokenAuthenticator } from "./auth.js";
+import { AgentSession, type SessionLimits } from "./session.js";
+
+export interface GrpcServerOptions {
+  readonly listen: string;
+  readonly insecure: boolean;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile?: string | undefined };
+  readonly maxMessageBytes: number;
+  readonly maxStreamsPerCluster: number;
+  readonly limits: SessionLimits;
+  readonly heartbeatIntervalMs: number;
+}
+
+export interface GrpcServerDeps {
+  readonly fleet: FleetState;
+  readonly auth: TokenAuthenticator;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  onApplyResult(cluster: string, result: ApplyResult): void;
+  /** Streams connected changed (for the metric). */
+  onStreamsChanged?(total: number): void;
+}
+
+/** The hub's gRPC endpoint: authenticates each stream and hands it to an AgentSession. */
+export class HubGrpcServer {
+  private readonly server: Server;
+  private readonly sessions = new Map<string, Set<AgentSession>>();
+  private readonly primary = new Map<string, AgentSession>();
+  private nextId = 1;
+  private boundPort = 0;
+
+  constructor(
+    private readonly opts: GrpcServerOptions,
+    private readonly deps: GrpcServerDeps,
+  ) {
+    this.server = new Server({
+      "grpc.max_receive_message_length": opts.maxMessageBytes,
+      "grpc.max_send_message_length": opts.maxMessageBytes,
+      // Agents ping every 30 s; allow it without calls in flight.
+      "grpc.keepalive_permit_without_calls": 1,
+      "grpc.http2.min_ping_interval_without_data_ms": 10_000,
+    });
+    const impl: HubServer = { sync: (call) => this.onSync(call) };
+    this.server.addService(HubService, impl);
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  streamCount(): number {
+    let n = 0;
+    for (const s of this.sessions.values()) n += s.size;
+    return n;
+  }
+
+  isConnected(cluster: string): boolean {
+    return this.primary.has(cluster);
+  }
+
+  async start(): Promise<number> {
+    const creds = this.credentials();
+    this.boundPort = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync(this.opts.listen, creds, (err, port) => (err ? reject(err) : resolve(port))),
+    );
+    return this.boundPort;
+  }
+
+  private credentials(): ServerCredentials {
+    if (this.opts.insecure) return ServerCredentials.createInsecure();
+    const tls = this.opts.tls;
+    if (tls === undefined) throw new Error("grpc.tls is required unless grpc.insecure is set");
+    const ca = tls.clientCaFile === undefined ? null : readFileSync(tls.clientCaFile);
+    return ServerCredentials.createSsl(
+      ca,
+      [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }],
+      ca !== null,
+    );
+  }
+
+  async stop(): Promise<void> {
+    for (const set of this.sessions.values()) for (const s of set) s.refuse(status.UNAVAILABLE, "hub shutting down");
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, 2000);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Drops every stream of a cluster (token revoked, cluster removed). */
+  disconnectCluster(cluster: string, reason: string): void {
+    for (const s of this.sessions.get(cluster) ?? []) s.refuse(status.UNAUTHENTICATED, reason);
+  }
+
+  private onSync(call: ServerDuplexStream<AgentMessage, HubMessage>): void {
+    const header = call.metadata.get("authorization")[0];
+    const cluster = this.deps.auth.clusterFor(typeof header === "string" ? header : undefined);
+    const fail = (code: status, details: string) => call.emit("error", { code, details });
+    if (cluster === undefined) {
+      this.deps.logger.warn({ peer: call.getPeer() }, "stream without a valid token refused");
+      fail(status.UNAUTHENTICATED, "missing or unknown bearer token");
+      return;
+    }
+    const set = this.sessions.get(cluster) ?? new Set<AgentSession>();
+    if (set.size >= this.opts.maxStreamsPerCluster) {
+      fail(
+        status.RESOURCE_EXHAUSTED,
+        `cluster "${cluster}" already has ${set.size} streams; the limit is ${this.opts.maxStreamsPerCluster}`,
+      );
+      return;
+    }
+    this.sessions.set(cluster, set);
+    const logger = this.deps.logger.child({ cluster, stream: this.nextId });
+    let ended = false;
+    const session = new AgentSession(
+      cluster,
+      this.nextId++,
+      {
+        write: (msg) => {
+          if (!ended) call.write(msg);
+        },
+        fail: (code, details) => {
+          if (ended) return;
+          ended = true;
+          fail(code, details);
+        },
+      },
+      {
+        fleet: this.deps.fleet,
+        limits: this.opts.limits,
+        clock: this.deps.clock,
+        logger,
+        heartbeatIntervalMs: this.opts.heartbeatIntervalMs,
+        desiredSubject: desiredSubject(cluster),
+        maxMessageBytes: this.opts.maxMessageBytes,
+        onPrimary: (s) => {
+          this.primary.set(cluster, s);
+          this.deps.fleet.setConnected(cluster, true);
+        },
+        isPrimary: (s) => this.primary.get(cluster) === s,
+        onApplyResult: (c, r) => this.deps.onApplyResult(c, r),
+        onClosed: (s) => this.onSessionClosed(s),
+      },
+    );
+    set.add(session);
+    this.deps.onStreamsChanged?.(this.streamCount());
+    call.on("data", (msg: AgentMessage) => session.handle(msg));
+    const finish = () => {
+      if (!ended) {
+        ended = true;
+        call.end();
+      }
+      session.close();
+    };
+    call.on("end", finish);
+    call.on("cancelled", finish);
+    call.on("error", () => session.close());
+  }
+
+  private onSessionClosed(session: AgentSession): void {
+    const set = this.sessions.get(session.cluster);
+    set?.delete(session);
+    if (this.primary.get(session.cluster) === session) {
+      this.primary.delete(session.cluster);
+      this.deps.fleet.setConnected(session.cluster, false);
+      this.deps.logger.info({ cluster: session.cluster }, "agent disconnected");
+    }
+    this.deps.onStreamsChanged?.(this.streamCount());
+  }
+}

@@ -1,0 +1,71 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** The hub's Prometheus series. One instance per hub (no global registry), so tests can run several hubs. */
+export class HubMetrics {
+  readonly registry = new Registry();
+
+  readonly streamsConnected = new Gauge({
+    name: "fleet_ccm_hub_streams_connected",
+    help: "Agent gRPC streams currently open.",
+    registers: [this.registry],
+  });
+
+  readonly clustersSynced = new Gauge({
+    name: "fleet_ccm_hub_clusters_synced",
+    help: "Clusters whose agent is connected and whose snapshot is applied.",
+    registers: [this.registry],
+  });
+
+  readonly queueDepth = new Gauge({
+    name: "fleet_ccm_hub_queue_depth",
+    help: "Work keys waiting to be reconciled (ready, not delayed).",
+    registers: [this.registry],
+  });
+
+  readonly reconcileDuration = new Histogram({
+    name: "fleet_ccm_reconcile_duration_seconds",
+    help: "Time one reconcile took, by controller and requeue outcome.",
+    labelNames: ["controller", "outcome"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  readonly cloudCalls = new Counter({
+    name: "fleet_ccm_cloud_calls_total",
+    help: "Cloud API calls, by provider, account, operation and outcome.",
+    labelNames: ["provider", "account", "op", "outcome"] as const,
+    registers: [this.registry],
+  });
+
+  readonly cloudCallDuration = new Histogram({
+    name: "fleet_ccm_cloud_call_duration_seconds",
+    help: "Cloud API call latency, by provider and operation (rate-limit wait excluded).",
+    labelNames: ["provider", "op"] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly patchesPublished = new Counter({
+    name: "fleet_ccm_desired_published_total",
+    help: "Desired patches and events published to agents over NATS, by kind.",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+
+  readonly applyResults = new Counter({
+    name: "fleet_ccm_apply_results_total",
+    help: "Apply results reported by agents, by outcome.",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+
+  readonly nodesInitialized = new Counter({
+    name: "fleet_ccm_nodes_initialized_total",
+    help: "Nodes whose initialization the hub saw converge (uninitialized taint gone).",
+    registers: [this.registry],
+  });
+
+  constructor(withProcessMetrics = true) {
+    if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,139 @@
+import type { Node, NodeDesired } from "@fleet-ccm/proto";
+import type { Logger } from "pino";
+import {
+  ForbiddenError,
+  InstanceNotFoundError,
+  NotImplementedError,
+  SuspectAnswerError,
+  ThrottledError,
+  errorMessage,
+} from "../../cloud/errors.js";
+import type { InstanceMetadata } from "../../cloud/provider.js";
+import { type ClusterCloud, outOfScope } from "../../cloud/scope.js";
+import type { FleetState } from "../../fleet/state.js";
+import { TAINT_UNINITIALIZED } from "../../k8s/well-known.js";
+import { type WorkKey, keyOf } from "../../queue/index.js";
+import type { Clock } from "../../util/clock.js";
+import type { ConvergenceTracker } from "../convergence.js";
+import { DONE, type Outcome, after, backoff } from "../outcome.js";
+import {
+  REASON_INIT_FAILED,
+  REASON_INSTANCE_NOT_FOUND,
+  REASON_OUT_OF_SCOPE,
+  nodeEvent,
+  syncedEvent,
+} from "./events.js";
+import { InitError, initFields, needsInit } from "./predicates.js";
+
+export const NODE_INIT = "node-init";
+
+export interface NodeInitDeps {
+  readonly fleet: FleetState;
+  cloudFor(cluster: string): ClusterCloud | undefined;
+  readonly tracker: ConvergenceTracker;
+  readonly logger: Logger;
+  readonly clock: Clock;
+}
+
+/**
+ * The cloud node controller's syncNode for one node of one cluster: look the
+ * instance up, and publish providerID, labels, addresses and the taint
+ * removal as one desired patch. The taint goes only when everything else is
+ * known; every failure leaves it and backs off.
+ */
+export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promise<Outcome> {
+  const view = deps.fleet.view(key.cluster);
+  // Never judge from a partial view: wait for the agent's full snapshot.
+  if (view === undefined || !view.synced) return DONE;
+  const k = keyOf(key);
+  const node = view.nodes.get(key.name);
+  if (node === undefined || node.deletionTimestamp !== undefined) {
+    deps.tracker.clear(k);
+    return DONE;
+  }
+  if (!needsInit(node)) {
+    // The report shows the patch landed: the loop is closed.
+    const was = deps.tracker.get(k);
+    deps.tracker.clear(k);
+    return was !== undefined && was.uid === node.uid ? { events: [syncedEvent(node)], requeue: { kind: "done" } } : DONE;
+  }
+  const pending = deps.tracker.pending(k, node.uid);
+  if (pending !== undefined) return after(pending.deadlineMs - deps.clock.now());
+
+  const cloud = deps.cloudFor(key.cluster);
+  if (cloud === undefined) return backoff(new Error(`cluster ${key.cluster} has no cloud account bound`));
+
+  let meta: InstanceMetadata;
+  try {
+    meta = await lookup(node, cloud);
+  } catch (err) {
+    return lookupFailed(node, err, deps.logger);
+  }
+  const refused = outOfScope(meta, cloud);
+  if (refused !== null)
+    return backoff(new Error(refused), {
+      events: [nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Refusing to initialize node: ${refused}`)],
+    });
+
+  let desired: NodeDesired;
+  try {
+    const fields = initFields(node, meta);
+    const inflight = deps.tracker.record(k, node.uid);
+    desired = {
+      name: node.name,
+      uid: node.uid,
+      generation: inflight.generation,
+      providerId: fields.providerID,
+      labels: { ...fields.labels },
+      addresses: fields.addresses === undefined ? undefined : { items: [...fields.addresses] },
+      addTaints: [],
+      removeTaintKeys: [TAINT_UNINITIALIZED],
+      delete: false,
+      conditions: [],
+    };
+    return after(inflight.deadlineMs - inflight.publishedAtMs, { nodes: [desired] });
+  } catch (err) {
+    if (!(err instanceof InitError)) throw err;
+    return backoff(err, { events: [nodeEvent(node, "Warning", REASON_INIT_FAILED, err.message)] });
+  }
+}
+
+async function lookup(node: Readonly<Node>, cloud: ClusterCloud): Promise<InstanceMetadata> {
+  const instances = cloud.provider.instances;
+  if (node.providerId === "") {
+    const meta = await instances.getByName(node.name);
+    if (meta.name !== node.name) throw new SuspectAnswerError(`lookup of ${node.name} returned ${meta.name}`);
+    return meta;
+  }
+  if (instances.parseProviderID(node.providerId) === undefined)
+    throw new ForbiddenError(`providerID ${node.providerId} does not belong to this cluster's cloud account`);
+  const meta = await instances.getByProviderID(node.providerId);
+  if (meta.providerID !== node.providerId)
+    throw new SuspectAnswerError(`lookup of ${node.providerId} returned ${meta.providerID}`);
+  return meta;
+}
+
+function lookupFailed(node: Readonly<Node>, err: unknown, logger: Logger): Outcome {
+  const by = node.providerId === "" ? `name ${node.name}` : `providerID ${node.providerId}`;
+  if (err instanceof ThrottledError && err.retryAfterMs !== undefined) return after(err.retryAfterMs);
+  if (err instanceof InstanceNotFoundError)
+    return backoff(err, {
+      events: [
+        nodeEvent(
+          node,
+          "Warning",
+          REASON_INSTANCE_NOT_FOUND,
+          `Instance for node ${node.name} not found in the cloud (looked up by ${by}); the node stays uninitialized`,
+        ),
+      ],
+    });
+  if (err instanceof ForbiddenError || err instanceof NotImplementedError)
+    return backoff(err, {
+      events: [
+        nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Cannot initialize node: ${errorMessage(err)}`),
+      ],
+    });
+  // Transient: timeouts, 5xx, throttling, suspect answers change nothing in the cluster.
+  logger.warn({ node: node.name, err: errorMessage(err) }, "instance lookup failed; will retry");
+  return backoff(err);
+}

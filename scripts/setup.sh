@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what the demo and the tests need, only when it is missing or stale:
+#  - npm dependencies (npm ci) when node_modules does not match package-lock.json;
+#  - nats-server (Debian package, via apt-get; sudo when not root) when it is not installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stamp=node_modules/.fleet-ccm-setup
+want=$(cat package-lock.json package.json */package.json 2>/dev/null | sha256sum | cut -d' ' -f1)
+if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
+  echo "setup: installing npm dependencies (npm ci)…" >&2
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  echo "$want" >"$stamp"
+fi
+
+if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then
+  echo "setup: nats-server not found; installing the Debian package nats-server with apt-get…" >&2
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
+  $sudo apt-get update -qq >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >&2
+fi

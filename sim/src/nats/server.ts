@@ -1,0 +1,153 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+
+export interface NatsUser {
+  readonly user: string;
+  readonly password: string;
+  /** Subjects the user may publish to; empty = none. */
+  readonly publish: readonly string[];
+  /** Subjects the user may subscribe to; empty = none. */
+  readonly subscribe: readonly string[];
+}
+
+export interface NatsServerOptions {
+  readonly users: readonly NatsUser[];
+  /** 0 = a free port, kept across restarts. */
+  readonly port?: number;
+}
+
+export interface NatsServer {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (SIGTERM, then SIGKILL). */
+  stop(): Promise<void>;
+  /** Stops and starts it again on the same port. */
+  restart(downMs?: number): Promise<void>;
+}
+
+/** The nats-server binary: on PATH, or where Debian's package puts it. */
+export function findNatsServer(): string | undefined {
+  const dirs = [...(process.env["PATH"] ?? "").split(delimiter), "/usr/sbin", "/usr/bin", "/usr/local/bin"];
+  for (const d of dirs) {
+    const p = join(d, "nats-server");
+    if (d !== "" && existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function quote(s: string): string {
+  return JSON.stringify(s);
+}
+
+function list(subjects: readonly string[]): string {
+  return subjects.length === 0 ? `{ deny: [">"] }` : `{ allow: [${subjects.map(quote).join(", ")}] }`;
+}
+
+/** nats-server configuration with one user per identity and per-user subject permissions. */
+export function natsConfig(port: number, users: readonly NatsUser[]): string {
+  const lines = users.map(
+    (u) =>
+      `    { user: ${quote(u.user)}, password: ${quote(u.password)}, permissions: { publish: ${list(u.publish)}, subscribe: ${list(u.subscribe)} } }`,
+  );
+  return [
+    `listen: "127.0.0.1:${port}"`,
+    `max_payload: 1048576`,
+    `ping_interval: "10s"`,
+    `authorization {`,
+    `  users: [`,
+    ...lines,
+    `  ]`,
+    `}`,
+    ``,
+  ].join("\n");
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ port, host: "127.0.0.1" }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts a real nats-server on loopback with the given users. */
+export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServer> {
+  const bin = findNatsServer();
+  if (bin === undefined)
+    throw new Error("nats-server not found: install the Debian package nats-server (npm run setup does)");
+  const port = opts.port && opts.port > 0 ? opts.port : await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-nats-"));
+  const confPath = join(dir, "nats.conf");
+  writeFileSync(confPath, natsConfig(port, opts.users), { mode: 0o600 });
+  let child: ChildProcess | undefined;
+  let stderr = "";
+
+  const start = async () => {
+    stderr = "";
+    const proc = spawn(bin, ["-c", confPath], { stdio: ["ignore", "ignore", "pipe"] });
+    child = proc;
+    proc.stderr?.on("data", (b: Buffer) => {
+      stderr = (stderr + b.toString()).slice(-4000);
+    });
+    const exited = new Promise<never>((_, reject) =>
+      proc.once("exit", (code) => reject(new Error(`nats-server exited (${code}): ${stderr}`))),
+    );
+    exited.catch(() => undefined);
+    await Promise.race([waitForPort(port, 10_000), exited]);
+  };
+
+  const stop = async () => {
+    const proc = child;
+    child = undefined;
+    if (proc === undefined || proc.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const kill = setTimeout(() => proc.kill("SIGKILL"), 3000);
+      proc.once("exit", () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      proc.kill("SIGTERM");
+    });
+  };
+
+  await start();
+  const exitHook = () => child?.kill("SIGKILL");
+  process.once("exit", exitHook);
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    stop: async () => {
+      await stop();
+      process.removeListener("exit", exitHook);
+      rmSync(dir, { recursive: true, force: true });
+    },
+    restart: async (downMs = 0) => {
+      await stop();
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+      await start();
+    },
+  };
+}
