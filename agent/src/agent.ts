@@ -1,14 +1,14 @@
 import { hostname } from "node:os";
 import {
   ApplyOutcome,
+  agentInboxPrefix,
   type ClusterEvent,
+  clusterSubjectFilter,
   DesiredBatch,
   type NodeDesired,
-  agentInboxPrefix,
-  clusterSubjectFilter,
 } from "@fleet-ccm/proto";
 import { CoreV1Api, type KubeConfig, VersionApi } from "@kubernetes/client-node";
-import { type NatsConnection, type Subscription, connect } from "@nats-io/transport-node";
+import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
@@ -23,7 +23,12 @@ export const AGENT_VERSION = "0.1.0";
 export interface AgentOptions {
   readonly cluster: string;
   readonly kubeConfig: KubeConfig;
-  readonly hub: { readonly address: string; readonly token: string; readonly insecure: boolean; readonly caPem?: Buffer };
+  readonly hub: {
+    readonly address: string;
+    readonly token: string;
+    readonly insecure: boolean;
+    readonly caPem?: Buffer;
+  };
   readonly nats: { readonly servers: readonly string[]; readonly user?: string; readonly password?: string };
   readonly logger: Logger;
   /** Patches applied in parallel (different objects). */
@@ -45,7 +50,6 @@ export class Agent {
   private readonly events: EventRecorder;
   private readonly dispatcher: KeyedDispatcher<Job>;
   private nc: NatsConnection | undefined;
-  private sub: Subscription | undefined;
   private kubernetesVersion = "";
   private readonly log: Logger;
   private eventSeq = 0;
@@ -56,7 +60,9 @@ export class Agent {
     this.log = opts.logger;
     this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
     this.events = new EventRecorder(this.core, `fleet-ccm-agent/${hostname()}`);
-    this.watch = new ClusterWatch(opts.kubeConfig, this.log.child({ component: "watch" }), (e) => this.onWatch(e));
+    this.watch = new ClusterWatch(opts.kubeConfig, this.log.child({ component: "watch" }), (e) =>
+      this.onWatch(e),
+    );
     this.stream = new HubStream({
       address: opts.hub.address,
       cluster: opts.cluster,
@@ -91,7 +97,10 @@ export class Agent {
       // Optional: only reported to the hub.
     }
     await this.watch.start();
-    this.log.info({ nodes: this.watch.listNodes().length, services: this.watch.listServices().length }, "caches synced");
+    this.log.info(
+      { nodes: this.watch.listNodes().length, services: this.watch.listServices().length },
+      "caches synced",
+    );
     await this.startNats();
     this.stream.start();
   }
@@ -111,9 +120,10 @@ export class Agent {
     });
     void (async (nc: NatsConnection) => {
       for await (const s of nc.status())
-        if (s.type === "disconnect" || s.type === "reconnect") this.log.warn({ nats: s.type }, "NATS connection status changed");
+        if (s.type === "disconnect" || s.type === "reconnect")
+          this.log.warn({ nats: s.type }, "NATS connection status changed");
     })(this.nc);
-    this.sub = this.nc.subscribe(clusterSubjectFilter(cluster), {
+    this.nc.subscribe(clusterSubjectFilter(cluster), {
       callback: (err, msg) => {
         if (err) {
           this.log.error({ err: err.message }, "NATS subscription failed");
@@ -146,7 +156,11 @@ export class Agent {
     else
       this.stream.sendChange({
         $case: "serviceDeleted",
-        value: { namespace: e.obj.metadata?.namespace ?? "", name: e.obj.metadata?.name ?? "", uid: e.obj.metadata?.uid ?? "" },
+        value: {
+          namespace: e.obj.metadata?.namespace ?? "",
+          name: e.obj.metadata?.name ?? "",
+          uid: e.obj.metadata?.uid ?? "",
+        },
       });
   }
 
@@ -156,7 +170,10 @@ export class Agent {
         await this.events.record(job.event);
       } catch (err) {
         const f = apiFailure(err);
-        this.log.warn({ reason: job.event.reason, object: job.event.name, status: f.code, err: f.message }, "event not recorded");
+        this.log.warn(
+          { reason: job.event.reason, object: job.event.name, status: f.code, err: f.message },
+          "event not recorded",
+        );
       }
       return;
     }
@@ -165,7 +182,12 @@ export class Agent {
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
     else
       this.log.info(
-        { node: d.name, outcome: ApplyOutcome[result.outcome], status: result.httpStatus, message: result.message },
+        {
+          node: d.name,
+          outcome: ApplyOutcome[result.outcome],
+          status: result.httpStatus,
+          message: result.message,
+        },
         "node patch not applied",
       );
     this.stream.sendApplyResult(result);

@@ -4,11 +4,17 @@ import {
   type Delta,
   HubClient,
   type HubMessage,
+  type Welcome,
   Node as WireNode,
   Service as WireService,
-  type Welcome,
 } from "@fleet-ccm/proto";
-import { type ChannelCredentials, type ClientDuplexStream, Metadata, credentials, status } from "@grpc/grpc-js";
+import {
+  type ChannelCredentials,
+  type ClientDuplexStream,
+  credentials,
+  Metadata,
+  status,
+} from "@grpc/grpc-js";
 import type { Logger } from "pino";
 
 export interface HubStreamOptions {
@@ -204,7 +210,11 @@ export class HubStream {
     if (this.phase === "stopped") return;
     this.teardown();
     this.phase = "connecting";
-    const delay = reconnectDelayMs(this.attempt++, this.opts.reconnectMinMs ?? 500, this.opts.reconnectMaxMs ?? 30_000);
+    const delay = reconnectDelayMs(
+      this.attempt++,
+      this.opts.reconnectMinMs ?? 500,
+      this.opts.reconnectMaxMs ?? 30_000,
+    );
     this.opts.logger.info({ retryInMs: Math.round(delay) }, "reconnecting to hub");
     this.retry = setTimeout(() => {
       this.retry = undefined;

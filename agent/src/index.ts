@@ -1,4 +1,4 @@
-export { Agent, AGENT_VERSION } from "./agent.js";
 export type { AgentOptions } from "./agent.js";
+export { AGENT_VERSION, Agent } from "./agent.js";
+export { applyNodeDesired, specPatch, statusPatch } from "./apply/node.js";
 export { toWireNode, toWireService } from "./convert.js";
-export { statusPatch, specPatch, applyNodeDesired } from "./apply/node.js";

@@ -1,12 +1,12 @@
 import {
   CoreV1Api,
   type Informer,
-  type ObjectCache,
   type KubeConfig,
   type KubernetesObject,
+  makeInformer,
+  type ObjectCache,
   type V1Node,
   type V1Service,
-  makeInformer,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 
@@ -33,7 +33,7 @@ export class ClusterWatch {
   constructor(
     kc: KubeConfig,
     private readonly logger: Logger,
-    private readonly onEvent: (e: WatchEvent) => void,
+    onEvent: (e: WatchEvent) => void,
   ) {
     const core = kc.makeApiClient(CoreV1Api);
     this.nodes = makeInformer(kc, "/api/v1/nodes", () => core.listNode());
@@ -58,10 +58,13 @@ export class ClusterWatch {
       failures++;
       const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** Math.min(failures - 1, 10));
       this.logger.warn({ what, err: String(err), retryInMs: delay }, "watch failed; restarting");
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        if (!this.stopped) informer.start().catch(() => undefined);
-      }, delay * (0.5 + Math.random() / 2));
+      const t = setTimeout(
+        () => {
+          this.timers.delete(t);
+          if (!this.stopped) informer.start().catch(() => undefined);
+        },
+        delay * (0.5 + Math.random() / 2),
+      );
       this.timers.add(t);
     });
   }

@@ -3,7 +3,7 @@ import { Agent } from "@fleet-ccm/agent";
 import { isValidClusterName } from "@fleet-ccm/proto";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command, FlagValues } from "./flags.js";
-import { UsageError, bool, int, requiredStr, str } from "./flags.js";
+import { bool, int, requiredStr, str, UsageError } from "./flags.js";
 import { makeLogger } from "./logger.js";
 
 function secretFrom(v: FlagValues, fileFlag: string, envName: string): string | undefined {
@@ -12,7 +12,9 @@ function secretFrom(v: FlagValues, fileFlag: string, envName: string): string | 
     try {
       return readFileSync(file, "utf8").trim();
     } catch (err) {
-      throw new UsageError(`--${fileFlag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+      throw new UsageError(
+        `--${fileFlag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      );
     }
   }
   const env = process.env[envName];
@@ -24,7 +26,11 @@ export const agentCommand: Command = {
   summary: "run the per-cluster agent: stream Nodes/Services to the hub, apply its results",
   usage: "fleet-ccm agent --cluster NAME --hub HOST:PORT --token-file FILE --nats URL [flags]",
   flags: {
-    cluster: { type: "string", placeholder: "NAME", description: "This cluster's name in the hub configuration." },
+    cluster: {
+      type: "string",
+      placeholder: "NAME",
+      description: "This cluster's name in the hub configuration.",
+    },
     hub: { type: "string", placeholder: "HOST:PORT", description: "The hub's gRPC address." },
     "token-file": {
       type: "string",
@@ -32,8 +38,17 @@ export const agentCommand: Command = {
       description: "File with this cluster's hub token (else the FLEET_CCM_TOKEN environment variable).",
     },
     insecure: { type: "boolean", description: "Plain TCP to the hub, no TLS. Only for loopback and tests." },
-    "ca-file": { type: "string", placeholder: "FILE", description: "CA bundle to verify the hub's TLS certificate (default: system roots)." },
-    nats: { type: "string", placeholder: "URL", multiple: true, description: "NATS server URL, e.g. nats://nats:4222." },
+    "ca-file": {
+      type: "string",
+      placeholder: "FILE",
+      description: "CA bundle to verify the hub's TLS certificate (default: system roots).",
+    },
+    nats: {
+      type: "string",
+      placeholder: "URL",
+      multiple: true,
+      description: "NATS server URL, e.g. nats://nats:4222.",
+    },
     "nats-user": { type: "string", placeholder: "USER", description: "NATS user for this cluster's agent." },
     "nats-password-file": {
       type: "string",
@@ -43,10 +58,21 @@ export const agentCommand: Command = {
     kubeconfig: {
       type: "string",
       placeholder: "FILE",
-      description: "kubeconfig to reach the cluster's API server (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config).",
+      description:
+        "kubeconfig to reach the cluster's API server (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config).",
     },
-    "apply-concurrency": { type: "string", placeholder: "N", default: "16", description: "Objects patched in parallel." },
-    "log-level": { type: "string", placeholder: "LEVEL", default: "info", description: "trace, debug, info, warn or error." },
+    "apply-concurrency": {
+      type: "string",
+      placeholder: "N",
+      default: "16",
+      description: "Objects patched in parallel.",
+    },
+    "log-level": {
+      type: "string",
+      placeholder: "LEVEL",
+      default: "info",
+      description: "trace, debug, info, warn or error.",
+    },
   },
   async run(v) {
     const cluster = requiredStr(v, "cluster");

@@ -24,9 +24,24 @@ export const demoCommand: Command = {
       description: "Exit once every node is initialized (exit 0), or when --timeout passes (exit 1).",
     },
     json: { type: "boolean", description: "Print one JSON summary on stdout instead of progress lines." },
-    timeout: { type: "string", placeholder: "SECONDS", default: "300", description: "Give up converging after this long." },
-    "cloud-latency-ms": { type: "string", placeholder: "MS", default: "20", description: "Latency of every simulated cloud API call." },
-    "log-level": { type: "string", placeholder: "LEVEL", default: "warn", description: "Log level of the hub and agents (logs go to stderr)." },
+    timeout: {
+      type: "string",
+      placeholder: "SECONDS",
+      default: "300",
+      description: "Give up converging after this long.",
+    },
+    "cloud-latency-ms": {
+      type: "string",
+      placeholder: "MS",
+      default: "20",
+      description: "Latency of every simulated cloud API call.",
+    },
+    "log-level": {
+      type: "string",
+      placeholder: "LEVEL",
+      default: "warn",
+      description: "Log level of the hub and agents (logs go to stderr).",
+    },
   },
   async run(v) {
     const clusters = int(v, "clusters", 1);
@@ -38,7 +53,12 @@ export const demoCommand: Command = {
       if (!json) process.stdout.write(`${line}\n`);
     };
     say(`starting nats-server, the simulated cloud and ${clusters} simulated clusters…`);
-    const fleet = await LocalFleet.start({ clusters, nodesPerCluster: nodes, logger, cloudLatencyMs: int(v, "cloud-latency-ms", 0) });
+    const fleet = await LocalFleet.start({
+      clusters,
+      nodesPerCluster: nodes,
+      logger,
+      cloudLatencyMs: int(v, "cloud-latency-ms", 0),
+    });
     let stopping = false;
     const shutdown = async () => {
       if (stopping) return;
@@ -51,7 +71,9 @@ export const demoCommand: Command = {
       await fleet.startAgents();
       const t0 = Date.now();
       for (const c of fleet.clusters.keys()) fleet.addNodes(c, nodes);
-      say(`${clusters * nodes} nodes registered with the uninitialized taint, as kubelet --cloud-provider=external does`);
+      say(
+        `${clusters * nodes} nodes registered with the uninitialized taint, as kubelet --cloud-provider=external does`,
+      );
       let last = -1;
       const converged = await waitFor(
         () => {
@@ -78,7 +100,11 @@ export const demoCommand: Command = {
       else {
         const sample = fleet.nodes([...fleet.clusters.keys()][0] ?? "")[0];
         if (sample) say(`example node:\n${JSON.stringify(sample, null, 2)}`);
-        say(converged ? `all ${p.nodes} nodes initialized in ${summary.convergeMs} ms` : "did not converge in time");
+        say(
+          converged
+            ? `all ${p.nodes} nodes initialized in ${summary.convergeMs} ms`
+            : "did not converge in time",
+        );
       }
       if (bool(v, "exit-when-converged") || !converged) return converged ? 0 : 1;
       say("running; press Ctrl-C to stop");

@@ -27,13 +27,14 @@ export class UsageError extends Error {
 
 /** --help text listing every flag with its default. */
 export function helpText(cmd: Command): string {
-  const rows = Object.entries({ ...cmd.flags, help: { type: "boolean", description: "Show this help." } as FlagSpec }).map(
-    ([name, f]) => {
-      const left = `  --${name}${f.type === "string" ? ` ${f.placeholder ?? "VALUE"}` : ""}`;
-      const def = f.default === undefined || f.default === false ? "" : ` (default: ${String(f.default)})`;
-      return [left, `${f.description}${def}${f.multiple ? " Repeatable." : ""}`] as const;
-    },
-  );
+  const rows = Object.entries({
+    ...cmd.flags,
+    help: { type: "boolean", description: "Show this help." } as FlagSpec,
+  }).map(([name, f]) => {
+    const left = `  --${name}${f.type === "string" ? ` ${f.placeholder ?? "VALUE"}` : ""}`;
+    const def = f.default === undefined || f.default === false ? "" : ` (default: ${String(f.default)})`;
+    return [left, `${f.description}${def}${f.multiple ? " Repeatable." : ""}`] as const;
+  });
   const width = Math.max(...rows.map(([l]) => l.length)) + 2;
   return [
     `fleet-ccm ${cmd.name}: ${cmd.summary}`,
@@ -48,8 +49,11 @@ export function helpText(cmd: Command): string {
 
 /** Parses argv for a command; unknown flags and missing values are usage errors. */
 export function parseFlags(cmd: Command, argv: readonly string[]): FlagValues | "help" {
-  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = { help: { type: "boolean" } };
-  for (const [name, f] of Object.entries(cmd.flags)) options[name] = { type: f.type, multiple: f.multiple ?? false };
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {
+    help: { type: "boolean" },
+  };
+  for (const [name, f] of Object.entries(cmd.flags))
+    options[name] = { type: f.type, multiple: f.multiple ?? false };
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
@@ -79,7 +83,8 @@ export function requiredStr(v: FlagValues, name: string): string {
 export function int(v: FlagValues, name: string, min = 0): number {
   const raw = str(v, name);
   const n = raw === undefined ? Number.NaN : Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${raw ?? ""}"`);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}, got "${raw ?? ""}"`);
   return n;
 }
 

@@ -1,6 +1,6 @@
-import { ConfigError, Hub, builtinProviders, loadHubConfig, parseControllerList } from "@fleet-ccm/hub";
+import { builtinProviders, ConfigError, Hub, loadHubConfig, parseControllerList } from "@fleet-ccm/hub";
 import type { Command } from "./flags.js";
-import { UsageError, requiredStr, str } from "./flags.js";
+import { requiredStr, str, UsageError } from "./flags.js";
 import { makeLogger } from "./logger.js";
 
 export const hubCommand: Command = {
@@ -8,15 +8,27 @@ export const hubCommand: Command = {
   summary: "run the hub: cloud credentials and every CCM reconciler for the fleet",
   usage: "fleet-ccm hub --config hub.yaml [flags]",
   flags: {
-    config: { type: "string", placeholder: "FILE", description: "Hub configuration (YAML): accounts, clusters, NATS, limits." },
+    config: {
+      type: "string",
+      placeholder: "FILE",
+      description: "Hub configuration (YAML): accounts, clusters, NATS, limits.",
+    },
     controllers: {
       type: "string",
       placeholder: "LIST",
       description:
         'Comma-separated controllers, upstream semantics: "*" all, "name" on, "-name" off. Names: cloud-node-controller (cloud-node), cloud-node-lifecycle-controller (cloud-node-lifecycle), service-lb-controller (service), node-route-controller (route). Overrides the config; a cluster\'s own list overrides both.',
     },
-    "log-level": { type: "string", placeholder: "LEVEL", default: "info", description: "trace, debug, info, warn or error." },
-    "check-config": { type: "boolean", description: "Validate the configuration (and resolve its secrets), then exit." },
+    "log-level": {
+      type: "string",
+      placeholder: "LEVEL",
+      default: "info",
+      description: "trace, debug, info, warn or error.",
+    },
+    "check-config": {
+      type: "boolean",
+      description: "Validate the configuration (and resolve its secrets), then exit.",
+    },
   },
   async run(v) {
     const path = requiredStr(v, "config");

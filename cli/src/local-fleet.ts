@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { Agent } from "@fleet-ccm/agent";
-import { Hub, builtinProviders, parseHubConfig } from "@fleet-ccm/hub";
+import { builtinProviders, Hub, parseHubConfig } from "@fleet-ccm/hub";
 import { agentInboxPrefix, clusterSubjectFilter } from "@fleet-ccm/proto";
 import {
   CLUSTER_TAG,
-  type KubeApiServer,
-  type NatsServer,
-  type SimulatedCloud,
   createMachine,
+  type KubeApiServer,
   kubeletNode,
+  type NatsServer,
   nodeName,
+  type SimulatedCloud,
   startKubeApiServer,
   startNatsServer,
   startSimulatedCloud,
@@ -56,7 +56,7 @@ interface KubeNode {
  */
 export class LocalFleet {
   readonly clusters = new Map<string, ClusterHandle>();
-  private hubPassword = randomBytes(18).toString("base64url");
+  hubNatsPassword = "";
   hub: Hub | undefined;
   hubPort = 0;
   private env: Record<string, string> = {};
@@ -69,7 +69,10 @@ export class LocalFleet {
   ) {}
 
   static async start(opts: LocalFleetOptions): Promise<LocalFleet> {
-    const names = Array.from({ length: opts.clusters }, (_, i) => `cluster-${String(i + 1).padStart(3, "0")}`);
+    const names = Array.from(
+      { length: opts.clusters },
+      (_, i) => `cluster-${String(i + 1).padStart(3, "0")}`,
+    );
     const secrets = names.map(() => ({
       token: randomBytes(24).toString("base64url"),
       natsPassword: randomBytes(18).toString("base64url"),
@@ -90,7 +93,7 @@ export class LocalFleet {
     const account = cloud.createAccount(DEMO_ACCOUNT);
     if (opts.cloudLatencyMs) cloud.setFaults({ latencyMs: opts.cloudLatencyMs });
     const fleet = new LocalFleet(opts, nats, cloud, account.apiKey);
-    fleet.hubPassword = hubPassword;
+    fleet.hubNatsPassword = hubPassword;
     await Promise.all(
       names.map(async (name, i) => {
         const kube = await startKubeApiServer({});
@@ -109,11 +112,19 @@ export class LocalFleet {
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
   hubConfigText(): string {
-    const env: Record<string, string> = { FLEET_CCM_SIM_KEY: this.cloudKey, FLEET_CCM_NATS_HUB: this.hubPassword };
+    const env: Record<string, string> = {
+      FLEET_CCM_SIM_KEY: this.cloudKey,
+      FLEET_CCM_NATS_HUB: this.hubNatsPassword,
+    };
     const clusters = [...this.clusters.values()].map((c) => {
       const envName = `FLEET_CCM_TOKEN_${c.name.replaceAll("-", "_").toUpperCase()}`;
       env[envName] = c.token;
-      return { name: c.name, token: { env: envName }, account: DEMO_ACCOUNT, scope: { tags: { [CLUSTER_TAG]: c.name } } };
+      return {
+        name: c.name,
+        token: { env: envName },
+        account: DEMO_ACCOUNT,
+        scope: { tags: { [CLUSTER_TAG]: c.name } },
+      };
     });
     this.env = env;
     return JSON.stringify({
@@ -237,10 +248,14 @@ export class LocalFleet {
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes. */
-export async function waitFor(check: () => boolean, timeoutMs: number, intervalMs = 50): Promise<boolean> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 50,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (check()) return true;
+    if (await check()) return true;
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   return check();

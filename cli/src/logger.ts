@@ -6,7 +6,10 @@ export function makeLogger(level: string, base: Record<string, unknown> = {}): L
     {
       level,
       base: { ...base },
-      redact: { paths: ["token", "password", "credential", "*.token", "*.password", "*.credential"], censor: "[redacted]" },
+      redact: {
+        paths: ["token", "password", "credential", "*.token", "*.password", "*.credential"],
+        censor: "[redacted]",
+      },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     pino.destination(2),

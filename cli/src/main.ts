@@ -1,6 +1,6 @@
 import { agentCommand } from "./agent-command.js";
 import { demoCommand } from "./demo-command.js";
-import { type Command, UsageError, helpText, parseFlags } from "./flags.js";
+import { type Command, helpText, parseFlags, UsageError } from "./flags.js";
 import { hubCommand } from "./hub-command.js";
 
 const commands: readonly Command[] = [hubCommand, agentCommand, demoCommand];
@@ -39,7 +39,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return await cmd.run(values);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`fleet-ccm ${cmd.name}: ${err.message}\nRun 'fleet-ccm ${cmd.name} --help' for usage.\n`);
+      process.stderr.write(
+        `fleet-ccm ${cmd.name}: ${err.message}\nRun 'fleet-ccm ${cmd.name} --help' for usage.\n`,
+      );
       return 2;
     }
     throw err;

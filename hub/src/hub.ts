@@ -4,8 +4,8 @@ import type { ApplyResult } from "@fleet-ccm/proto";
 import { ApplyOutcome } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
-import { ProviderRegistry } from "./cloud/registry.js";
 import type { ProviderFactory } from "./cloud/provider.js";
+import { ProviderRegistry } from "./cloud/registry.js";
 import type { HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
 import { type ControllerName, isControllerEnabled } from "./controllers.js";
@@ -15,9 +15,14 @@ import { HubGrpcServer } from "./grpc/server.js";
 import { startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
 import { DesiredPublisher } from "./nats/publisher.js";
-import { type WorkKey, WorkQueue, clusterKeyPrefix, keyOf, runWorkers, type Requeue } from "./queue/index.js";
+import { clusterKeyPrefix, keyOf, type Requeue, runWorkers, type WorkKey, WorkQueue } from "./queue/index.js";
 import { ConvergenceTracker } from "./reconcilers/convergence.js";
-import { NODE_INIT, nodeInitTriggers, onNodeApplyResult, reconcileNodeInit } from "./reconcilers/node-init/index.js";
+import {
+  NODE_INIT,
+  nodeInitTriggers,
+  onNodeApplyResult,
+  reconcileNodeInit,
+} from "./reconcilers/node-init/index.js";
 import type { Outcome } from "./reconcilers/outcome.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
@@ -73,7 +78,10 @@ export class Hub {
       {
         servers: cfg.nats.servers,
         user: cfg.nats.user,
-        password: cfg.nats.password === undefined ? undefined : resolveSecret(cfg.nats.password, "nats.password", opts.env),
+        password:
+          cfg.nats.password === undefined
+            ? undefined
+            : resolveSecret(cfg.nats.password, "nats.password", opts.env),
       },
       this.log.child({ component: "nats" }),
     );
@@ -106,10 +114,14 @@ export class Hub {
         // The agent (re)connected: whatever was in flight may have been lost with it. Publish again now.
         const prefix = clusterKeyPrefix(cluster);
         this.tracker.expireWhere((k) => k.startsWith(prefix));
-        this.metrics.clustersSynced.set(this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length);
+        this.metrics.clustersSynced.set(
+          this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length,
+        );
       },
       onDisconnected: () =>
-        this.metrics.clustersSynced.set(this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length),
+        this.metrics.clustersSynced.set(
+          this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length,
+        ),
     });
   }
 
@@ -125,14 +137,18 @@ export class Hub {
       concurrency: this.opts.config.reconcile.workers,
       handler: (key) => this.reconcile(key),
       onProcessed: (key, requeue, durationMs) => {
-        this.metrics.reconcileDuration.observe({ controller: key.kind, outcome: requeue.kind }, durationMs / 1000);
+        this.metrics.reconcileDuration.observe(
+          { controller: key.kind, outcome: requeue.kind },
+          durationMs / 1000,
+        );
         this.metrics.queueDepth.set(this.queue.len());
       },
     });
     const grpcPort = await this.grpc.start();
     this.http = await startHttpServer(this.opts.config.http.listen, {
       healthy: () => true,
-      notReady: () => (!this.started ? "starting" : this.publisher.connected() ? null : "NATS is not connected"),
+      notReady: () =>
+        !this.started ? "starting" : this.publisher.connected() ? null : "NATS is not connected",
       registry: this.metrics.registry,
     });
     this.started = true;
@@ -162,7 +178,8 @@ export class Hub {
       this.publisher.enqueue(key.cluster, outcome);
       if (outcome.nodes?.length) this.metrics.patchesPublished.inc({ kind: "node" }, outcome.nodes.length);
       if (outcome.events?.length) this.metrics.patchesPublished.inc({ kind: "event" }, outcome.events.length);
-      if (key.kind === NODE_INIT && outcome.events?.some((e) => e.reason === "Synced")) this.metrics.nodesInitialized.inc();
+      if (key.kind === NODE_INIT && outcome.events?.some((e) => e.reason === "Synced"))
+        this.metrics.nodesInitialized.inc();
     }
     if (outcome.requeue.kind === "backoff")
       this.log.debug({ key: keyOf(key), err: String(outcome.requeue.error) }, "reconcile backing off");
@@ -173,7 +190,13 @@ export class Hub {
     this.metrics.applyResults.inc({ outcome: ApplyOutcome[result.outcome] ?? "unknown" });
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED)
       this.log.warn(
-        { cluster, object: result.name, status: result.httpStatus, reason: result.reason, message: result.message },
+        {
+          cluster,
+          object: result.name,
+          status: result.httpStatus,
+          reason: result.reason,
+          message: result.message,
+        },
         "agent could not apply a patch",
       );
     onNodeApplyResult(cluster, result, this.queue, this.tracker);

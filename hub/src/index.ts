@@ -1,7 +1,7 @@
-export { Hub } from "./hub.js";
-export type { HubOptions } from "./hub.js";
-export { loadHubConfig, parseHubConfig, ConfigError } from "./config/load.js";
-export type { HubConfig, AccountConfig, ClusterConfig } from "./config/schema.js";
-export { CONTROLLERS, parseControllerList, isControllerEnabled } from "./controllers.js";
-export { simulatedProvider } from "./cloud/providers/simulated/index.js";
 export { builtinProviders } from "./cloud/builtin.js";
+export { simulatedProvider } from "./cloud/providers/simulated/index.js";
+export { ConfigError, loadHubConfig, parseHubConfig } from "./config/load.js";
+export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
+export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
+export type { HubOptions } from "./hub.js";
+export { Hub } from "./hub.js";

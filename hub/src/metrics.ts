@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** The hub's Prometheus series. One instance per hub (no global registry), so tests can run several hubs. */
 export class HubMetrics {

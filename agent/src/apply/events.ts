@@ -30,14 +30,20 @@ export class EventRecorder {
 
   async record(e: ClusterEvent): Promise<void> {
     const namespace = e.namespace === "" ? "default" : e.namespace;
-    const key = [e.sourceComponent, e.kind, namespace, e.name, e.uid, e.type, e.reason, e.message].join("\u0000");
+    const key = [e.sourceComponent, e.kind, namespace, e.name, e.uid, e.type, e.reason, e.message].join(
+      "\u0000",
+    );
     const now = new Date();
     const prev = this.seen.get(key);
     if (prev !== undefined) {
       prev.count++;
       try {
         await this.core.patchNamespacedEvent(
-          { name: prev.name, namespace: prev.namespace, body: { count: prev.count, lastTimestamp: rfc3339(now) } },
+          {
+            name: prev.name,
+            namespace: prev.namespace,
+            body: { count: prev.count, lastTimestamp: rfc3339(now) },
+          },
           SMP,
         );
         return;

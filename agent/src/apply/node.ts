@@ -2,11 +2,11 @@ import { ApplyOutcome, type ApplyResult, type NodeDesired, ObjectKind } from "@f
 import {
   type CoreV1Api,
   PatchStrategy,
+  setHeaderOptions,
   type V1Node,
   type V1NodeAddress,
   type V1NodeCondition,
   type V1Taint,
-  setHeaderOptions,
 } from "@kubernetes/client-node";
 import { apiFailure } from "./errors.js";
 
@@ -16,7 +16,10 @@ const MAX_ATTEMPTS = 8;
 
 type Body = Record<string, unknown>;
 
-function sameAddresses(a: readonly V1NodeAddress[], b: readonly { type: string; address: string }[]): boolean {
+function sameAddresses(
+  a: readonly V1NodeAddress[],
+  b: readonly { type: string; address: string }[],
+): boolean {
   return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
 }
 
@@ -33,7 +36,8 @@ export function statusPatch(node: V1Node, d: NodeDesired): Body | null {
     for (const want of d.conditions) {
       const i = conds.findIndex((c) => c.type === want.type);
       const have = i < 0 ? undefined : conds[i];
-      if (have && have.status === want.status && have.reason === want.reason && have.message === want.message) continue;
+      if (have && have.status === want.status && have.reason === want.reason && have.message === want.message)
+        continue;
       changed = true;
       const next = {
         type: want.type,
@@ -128,7 +132,8 @@ export async function applyNodeDesired(
       return result(ApplyOutcome.APPLY_OUTCOME_APPLIED);
     } catch (err) {
       const f = apiFailure(err);
-      if (f.code === 404 || f.code === 409) return result(ApplyOutcome.APPLY_OUTCOME_STALE, f.code, f.reason, f.message);
+      if (f.code === 404 || f.code === 409)
+        return result(ApplyOutcome.APPLY_OUTCOME_STALE, f.code, f.reason, f.message);
       return result(ApplyOutcome.APPLY_OUTCOME_FAILED, f.code, f.reason, f.message);
     }
   }
@@ -138,7 +143,12 @@ export async function applyNodeDesired(
     try {
       if (node === undefined || attempt > 0) node = await core.readNode({ name: d.name });
       if (node.metadata?.uid !== d.uid)
-        return result(ApplyOutcome.APPLY_OUTCOME_STALE, 0, "UIDMismatch", `node ${d.name} now has another uid`);
+        return result(
+          ApplyOutcome.APPLY_OUTCOME_STALE,
+          0,
+          "UIDMismatch",
+          `node ${d.name} now has another uid`,
+        );
       // Addresses first, so the node never loses its taint before it has its addresses.
       const sp = statusPatch(node, d);
       if (sp !== null) node = await core.patchNodeStatus({ name: d.name, body: sp }, MERGE);

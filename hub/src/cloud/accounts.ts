@@ -29,7 +29,11 @@ export class CloudAccounts {
   private readonly accounts = new Map<string, AccountRuntime>();
   private readonly clusters = new Map<string, ClusterCloud>();
 
-  constructor(accounts: readonly AccountConfig[], clusters: readonly ClusterConfig[], deps: CloudAccountsDeps) {
+  constructor(
+    accounts: readonly AccountConfig[],
+    clusters: readonly ClusterConfig[],
+    deps: CloudAccountsDeps,
+  ) {
     accounts.forEach((a, i) => {
       const factory = deps.registry.get(a.provider);
       if (factory === undefined)
@@ -45,7 +49,11 @@ export class CloudAccounts {
         credential: resolveSecret(a.credentials, `accounts[${i}].credentials`, deps.env),
         requestTimeoutMs: a.requestTimeoutMs,
       };
-      const limiter = new TokenBucket({ ratePerSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst, clock: deps.clock });
+      const limiter = new TokenBucket({
+        ratePerSecond: a.rateLimit.perSecond,
+        burst: a.rateLimit.burst,
+        clock: deps.clock,
+      });
       const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
       const call = instrumentedCall(binding, limiter, deps.metrics);
       const provider = factory.create({ account: binding, logger, clock: deps.clock, call });
@@ -53,7 +61,8 @@ export class CloudAccounts {
     });
     for (const c of clusters) {
       const account = this.accounts.get(c.account);
-      if (account === undefined) throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
+      if (account === undefined)
+        throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
       this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
     }
   }
@@ -72,7 +81,11 @@ function outcomeOf(err: unknown): string {
 }
 
 /** Every cloud call: wait for the account's token, time it, count it by outcome. */
-function instrumentedCall(binding: AccountBinding, limiter: TokenBucket, metrics: HubMetrics): CloudCallWrapper {
+function instrumentedCall(
+  binding: AccountBinding,
+  limiter: TokenBucket,
+  metrics: HubMetrics,
+): CloudCallWrapper {
   return async (op, fn) => {
     await limiter.take();
     const timer = metrics.cloudCallDuration.startTimer({ provider: binding.provider, op });
@@ -85,7 +98,12 @@ function instrumentedCall(binding: AccountBinding, limiter: TokenBucket, metrics
       throw err;
     } finally {
       timer();
-      metrics.cloudCalls.inc({ provider: binding.provider, account: binding.name, op, outcome: outcomeOf(failure) });
+      metrics.cloudCalls.inc({
+        provider: binding.provider,
+        account: binding.name,
+        op,
+        outcome: outcomeOf(failure),
+      });
     }
   };
 }

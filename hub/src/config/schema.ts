@@ -64,7 +64,11 @@ export const HubConfigSchema = z
         /** Plain TCP. Only with this explicit flag; TLS otherwise. */
         insecure: z.boolean().default(false),
         tls: z
-          .object({ certFile: z.string().min(1), keyFile: z.string().min(1), clientCaFile: z.string().optional() })
+          .object({
+            certFile: z.string().min(1),
+            keyFile: z.string().min(1),
+            clientCaFile: z.string().optional(),
+          })
           .strict()
           .optional(),
       })
@@ -117,13 +121,21 @@ export const HubConfigSchema = z
     const accounts = new Set<string>();
     cfg.accounts.forEach((a, i) => {
       if (accounts.has(a.name))
-        ctx.addIssue({ code: "custom", path: ["accounts", i, "name"], message: `duplicate account "${a.name}"` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["accounts", i, "name"],
+          message: `duplicate account "${a.name}"`,
+        });
       accounts.add(a.name);
     });
     const clusters = new Set<string>();
     cfg.clusters.forEach((c, i) => {
       if (clusters.has(c.name))
-        ctx.addIssue({ code: "custom", path: ["clusters", i, "name"], message: `duplicate cluster "${c.name}"` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["clusters", i, "name"],
+          message: `duplicate cluster "${c.name}"`,
+        });
       clusters.add(c.name);
       if (!accounts.has(c.account))
         ctx.addIssue({

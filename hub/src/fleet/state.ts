@@ -80,8 +80,10 @@ export class FleetState {
     s.synced = true;
     for (const l of this.listeners) {
       if (l.onNode) {
-        for (const [name, old] of oldNodes) if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", old });
-        for (const [name, cur] of s.nodes) l.onNode(cluster, name, { type: "upsert", old: oldNodes.get(name), cur });
+        for (const [name, old] of oldNodes)
+          if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", old });
+        for (const [name, cur] of s.nodes)
+          l.onNode(cluster, name, { type: "upsert", old: oldNodes.get(name), cur });
       }
       if (l.onService) {
         for (const [key, old] of oldServices)
@@ -97,7 +99,8 @@ export class FleetState {
     const s = this.state(cluster);
     const old = s.nodes.get(node.name);
     s.nodes.set(node.name, node);
-    if (s.synced) for (const l of this.listeners) l.onNode?.(cluster, node.name, { type: "upsert", old, cur: node });
+    if (s.synced)
+      for (const l of this.listeners) l.onNode?.(cluster, node.name, { type: "upsert", old, cur: node });
   }
 
   deleteNode(cluster: string, name: string): void {
@@ -113,7 +116,8 @@ export class FleetState {
     const key = serviceKey(svc.namespace, svc.name);
     const old = s.services.get(key);
     s.services.set(key, svc);
-    if (s.synced) for (const l of this.listeners) l.onService?.(cluster, key, { type: "upsert", old, cur: svc });
+    if (s.synced)
+      for (const l of this.listeners) l.onService?.(cluster, key, { type: "upsert", old, cur: svc });
   }
 
   deleteService(cluster: string, namespace: string, name: string): void {

@@ -13,7 +13,8 @@ const MAX_STRING = 4096;
 const MAX_LIST = 64;
 
 function subdomain(what: string, v: string): string | null {
-  if (v.length === 0 || v.length > 253 || !DNS1123_SUBDOMAIN.test(v)) return `${what} "${clip(v)}" is not a valid name`;
+  if (v.length === 0 || v.length > 253 || !DNS1123_SUBDOMAIN.test(v))
+    return `${what} "${clip(v)}" is not a valid name`;
   return null;
 }
 
@@ -63,7 +64,8 @@ export function invalidService(s: Service): string | null {
   const what = `service "${clip(s.namespace)}/${clip(s.name)}"`;
   if (s.namespace.length === 0 || s.namespace.length > 63 || !DNS1123_LABEL.test(s.namespace))
     return `${what}: namespace is not a valid name`;
-  if (s.name.length === 0 || s.name.length > 63 || !DNS1123_LABEL.test(s.name)) return `${what}: name is not valid`;
+  if (s.name.length === 0 || s.name.length > 63 || !DNS1123_LABEL.test(s.name))
+    return `${what}: name is not valid`;
   return (
     uid(what, s.uid) ??
     bounded(`${what} field`, [

@@ -13,7 +13,9 @@ export class TokenAuthenticator {
       const digest = sha256(token);
       const other = this.byDigest.get(digest);
       if (other !== undefined && other !== cluster)
-        throw new Error(`clusters "${other}" and "${cluster}" have the same token; each cluster needs its own`);
+        throw new Error(
+          `clusters "${other}" and "${cluster}" have the same token; each cluster needs its own`,
+        );
       this.byDigest.set(digest, cluster);
     }
   }

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
-import { desiredSubject } from "@fleet-ccm/proto";
 import type { AgentMessage, ApplyResult, HubMessage, HubServer } from "@fleet-ccm/proto";
-import { HubService } from "@fleet-ccm/proto";
+import { desiredSubject, HubService } from "@fleet-ccm/proto";
 import { Server, ServerCredentials, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { FleetState } from "../fleet/state.js";
@@ -12,7 +11,11 @@ import { AgentSession, type SessionLimits } from "./session.js";
 export interface GrpcServerOptions {
   readonly listen: string;
   readonly insecure: boolean;
-  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile?: string | undefined };
+  readonly tls?: {
+    readonly certFile: string;
+    readonly keyFile: string;
+    readonly clientCaFile?: string | undefined;
+  };
   readonly maxMessageBytes: number;
   readonly maxStreamsPerCluster: number;
   readonly limits: SessionLimits;
@@ -87,7 +90,8 @@ export class HubGrpcServer {
   }
 
   async stop(): Promise<void> {
-    for (const set of this.sessions.values()) for (const s of set) s.refuse(status.UNAVAILABLE, "hub shutting down");
+    for (const set of this.sessions.values())
+      for (const s of set) s.refuse(status.UNAVAILABLE, "hub shutting down");
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.server.forceShutdown();

@@ -1,5 +1,5 @@
-import { status } from "@grpc/grpc-js";
 import type { AgentMessage, ApplyResult, HubMessage, Node, Service, SnapshotChunk } from "@fleet-ccm/proto";
+import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { FleetState } from "../fleet/state.js";
 import { invalidNode, invalidService } from "../fleet/validate.js";
@@ -97,7 +97,10 @@ export class AgentSession {
         `this token belongs to cluster "${this.cluster}", not "${claimed.slice(0, 64)}"`,
       );
     this.agentVersion = agentVersion.slice(0, 64);
-    this.deps.logger.info({ agentVersion: this.agentVersion, kubernetesVersion: kubernetesVersion.slice(0, 64) }, "agent connected");
+    this.deps.logger.info(
+      { agentVersion: this.agentVersion, kubernetesVersion: kubernetesVersion.slice(0, 64) },
+      "agent connected",
+    );
     this.phase = { kind: "await-snapshot", nodes: [], services: [] };
     this.port.write({
       body: {
@@ -152,7 +155,10 @@ export class AgentSession {
     this.phase = { kind: "streaming", seq: chunk.seq };
     this.deps.onPrimary(this);
     this.deps.fleet.replace(this.cluster, nodes, services);
-    this.deps.logger.info({ nodes: nodes.length, services: services.length, seq: chunk.seq }, "snapshot applied");
+    this.deps.logger.info(
+      { nodes: nodes.length, services: services.length, seq: chunk.seq },
+      "snapshot applied",
+    );
     this.ack();
   }
 
@@ -161,10 +167,12 @@ export class AgentSession {
     const delta = msg.body.value;
     // Deltas that race a resync request are dropped: the coming snapshot covers them.
     if (this.phase.kind !== "streaming") return;
-    if (delta.seq !== this.phase.seq + 1) return this.resync(`expected seq ${this.phase.seq + 1}, got ${delta.seq}`);
+    if (delta.seq !== this.phase.seq + 1)
+      return this.resync(`expected seq ${this.phase.seq + 1}, got ${delta.seq}`);
     this.phase.seq = delta.seq;
     const change = delta.change;
-    if (change === undefined) return this.refuse(status.INVALID_ARGUMENT, `delta ${delta.seq} carries no change`);
+    if (change === undefined)
+      return this.refuse(status.INVALID_ARGUMENT, `delta ${delta.seq} carries no change`);
     const fleet = this.deps.fleet;
     const primary = this.deps.isPrimary(this);
     switch (change.$case) {
@@ -173,8 +181,15 @@ export class AgentSession {
         if (bad !== null) return this.refuse(status.INVALID_ARGUMENT, bad);
         if (primary) {
           const view = fleet.view(this.cluster);
-          if (view !== undefined && !view.nodes.has(change.value.name) && this.objectCount() >= this.deps.limits.maxObjectsPerCluster)
-            return this.refuse(status.RESOURCE_EXHAUSTED, `cluster exceeds ${this.deps.limits.maxObjectsPerCluster} objects`);
+          if (
+            view !== undefined &&
+            !view.nodes.has(change.value.name) &&
+            this.objectCount() >= this.deps.limits.maxObjectsPerCluster
+          )
+            return this.refuse(
+              status.RESOURCE_EXHAUSTED,
+              `cluster exceeds ${this.deps.limits.maxObjectsPerCluster} objects`,
+            );
           fleet.upsertNode(this.cluster, change.value);
         }
         break;
@@ -202,7 +217,8 @@ export class AgentSession {
 
   private onHeartbeat(seq: number): void {
     if (this.phase.kind !== "streaming") return;
-    if (seq > this.phase.seq) return this.resync(`heartbeat reports seq ${seq}, last delta seen is ${this.phase.seq}`);
+    if (seq > this.phase.seq)
+      return this.resync(`heartbeat reports seq ${seq}, last delta seen is ${this.phase.seq}`);
     this.ack();
   }
 
@@ -223,7 +239,8 @@ export class AgentSession {
     if (this.idleTimer !== undefined) clock.clearTimeout(this.idleTimer);
     const idleMs = this.deps.heartbeatIntervalMs * MISSED_HEARTBEATS;
     this.idleTimer = clock.setTimeout(
-      () => this.refuse(status.DEADLINE_EXCEEDED, `no message for ${idleMs} ms: the stream is considered dead`),
+      () =>
+        this.refuse(status.DEADLINE_EXCEEDED, `no message for ${idleMs} ms: the stream is considered dead`),
       idleMs,
     );
   }

@@ -1,5 +1,11 @@
-import { type ClusterEvent, DesiredBatch, type NodeDesired, type ServiceDesired, desiredSubject } from "@fleet-ccm/proto";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
+import {
+  type ClusterEvent,
+  DesiredBatch,
+  desiredSubject,
+  type NodeDesired,
+  type ServiceDesired,
+} from "@fleet-ccm/proto";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 
 export interface NatsOptions {
@@ -55,7 +61,8 @@ export class DesiredPublisher {
     for await (const s of nc.status()) {
       if (s.type === "disconnect") this.isConnected = false;
       if (s.type === "reconnect") this.isConnected = true;
-      if (s.type === "disconnect" || s.type === "reconnect") this.logger.warn({ nats: s.type }, "NATS connection status changed");
+      if (s.type === "disconnect" || s.type === "reconnect")
+        this.logger.warn({ nats: s.type }, "NATS connection status changed");
     }
     this.isConnected = false;
   }
@@ -65,7 +72,14 @@ export class DesiredPublisher {
     return this.isConnected && this.nc !== undefined && !this.nc.isClosed();
   }
 
-  enqueue(cluster: string, items: { nodes?: readonly NodeDesired[]; services?: readonly ServiceDesired[]; events?: readonly ClusterEvent[] }): void {
+  enqueue(
+    cluster: string,
+    items: {
+      nodes?: readonly NodeDesired[];
+      services?: readonly ServiceDesired[];
+      events?: readonly ClusterEvent[];
+    },
+  ): void {
     if (this.closed) return;
     let p = this.pending.get(cluster);
     if (p === undefined) {

@@ -17,8 +17,11 @@ export interface KubeletNodeOptions {
 /** A Node as kubelet with --cloud-provider=external registers it: tainted, no providerID, Hostname only. */
 export function kubeletNode(name: string, opts: KubeletNodeOptions = {}): Record<string, unknown> {
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  const annotations: Record<string, string> = { "volumes.kubernetes.io/controller-managed-attach-detach": "true" };
-  if (opts.providedNodeIP !== undefined) annotations["alpha.kubernetes.io/provided-node-ip"] = opts.providedNodeIP;
+  const annotations: Record<string, string> = {
+    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+  };
+  if (opts.providedNodeIP !== undefined)
+    annotations["alpha.kubernetes.io/provided-node-ip"] = opts.providedNodeIP;
   const spec: Record<string, unknown> = { taints: [{ ...UNINITIALIZED_TAINT }] };
   if (opts.podCIDRs !== undefined && opts.podCIDRs.length > 0) {
     spec["podCIDR"] = opts.podCIDRs[0];

@@ -88,7 +88,8 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
       s.once("error", () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

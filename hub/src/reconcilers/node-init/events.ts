@@ -1,5 +1,5 @@
-import { type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
 import type { Node } from "@fleet-ccm/proto";
+import { type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 
 /** Upstream reason and message on a successful initialization. */
@@ -9,7 +9,12 @@ export const REASON_INSTANCE_NOT_FOUND = "InstanceNotFound";
 export const REASON_OUT_OF_SCOPE = "InstanceOutOfScope";
 export const REASON_INIT_FAILED = "InitializationFailed";
 
-export function nodeEvent(node: Readonly<Node>, type: "Normal" | "Warning", reason: string, message: string): ClusterEvent {
+export function nodeEvent(
+  node: Readonly<Node>,
+  type: "Normal" | "Warning",
+  reason: string,
+  message: string,
+): ClusterEvent {
   return {
     kind: ObjectKind.OBJECT_KIND_NODE,
     namespace: "",

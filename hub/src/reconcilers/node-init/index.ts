@@ -1,6 +1,6 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
 import type { FleetListener } from "../../fleet/state.js";
-import { type WorkKey, type WorkQueue, keyOf } from "../../queue/index.js";
+import { keyOf, type WorkKey, type WorkQueue } from "../../queue/index.js";
 import type { ConvergenceTracker } from "../convergence.js";
 import { needsInit } from "./predicates.js";
 import { NODE_INIT } from "./reconcile.js";
@@ -45,5 +45,5 @@ export function onNodeApplyResult(
   }
 }
 
-export { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
 export type { NodeInitDeps } from "./reconcile.js";
+export { NODE_INIT, reconcileNodeInit } from "./reconcile.js";

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import type { Node, NodeAddress } from "@fleet-ccm/proto";
 import type { InstanceMetadata } from "../../cloud/provider.js";
 import {
@@ -11,7 +12,6 @@ import {
   RESERVED_LABEL_NAMESPACE,
   TAINT_UNINITIALIZED,
 } from "../../k8s/well-known.js";
-import { isIP } from "node:net";
 
 /** A node the cloud node controller still has to initialize. */
 export function needsInit(node: Readonly<Node>): boolean {
@@ -88,7 +88,8 @@ function withProvidedNodeIPs(annotation: string, addresses: NodeAddress[]): Node
   const markedTypes = new Set<string>();
   for (const ip of ips) {
     const matches = addresses.filter((a) => a.address === ip);
-    if (matches.length === 0) throw new InitError(`failed to get node address from cloud provider that matches ip: ${ip}`);
+    if (matches.length === 0)
+      throw new InitError(`failed to get node address from cloud provider that matches ip: ${ip}`);
     for (const m of matches) {
       first.push(m);
       markedTypes.add(m.type);

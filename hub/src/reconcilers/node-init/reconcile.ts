@@ -1,26 +1,26 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import {
+  errorMessage,
   ForbiddenError,
   InstanceNotFoundError,
   NotImplementedError,
   SuspectAnswerError,
   ThrottledError,
-  errorMessage,
 } from "../../cloud/errors.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
 import { type ClusterCloud, outOfScope } from "../../cloud/scope.js";
 import type { FleetState } from "../../fleet/state.js";
 import { TAINT_UNINITIALIZED } from "../../k8s/well-known.js";
-import { type WorkKey, keyOf } from "../../queue/index.js";
+import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Clock } from "../../util/clock.js";
 import type { ConvergenceTracker } from "../convergence.js";
-import { DONE, type Outcome, after, backoff } from "../outcome.js";
+import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import {
+  nodeEvent,
   REASON_INIT_FAILED,
   REASON_INSTANCE_NOT_FOUND,
   REASON_OUT_OF_SCOPE,
-  nodeEvent,
   syncedEvent,
 } from "./events.js";
 import { InitError, initFields, needsInit } from "./predicates.js";
@@ -55,7 +55,9 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
     // The report shows the patch landed: the loop is closed.
     const was = deps.tracker.get(k);
     deps.tracker.clear(k);
-    return was !== undefined && was.uid === node.uid ? { events: [syncedEvent(node)], requeue: { kind: "done" } } : DONE;
+    return was !== undefined && was.uid === node.uid
+      ? { events: [syncedEvent(node)], requeue: { kind: "done" } }
+      : DONE;
   }
   const pending = deps.tracker.pending(k, node.uid);
   if (pending !== undefined) return after(pending.deadlineMs - deps.clock.now());

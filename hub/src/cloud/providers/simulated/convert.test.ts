@@ -1,0 +1,112 @@
+import { describe, expect, test } from "@jest/globals";
+import { SuspectAnswerError } from "../../errors.js";
+import {
+  formatProviderID,
+  parseProviderIDParts,
+  parseWireInstance,
+  parseWireInstanceList,
+  toInstanceMetadata,
+  type WireInstance,
+} from "./convert.js";
+
+const fixture: WireInstance = {
+  id: "i-0a1b2c3d4e5f",
+  name: "node-1",
+  region: "sim-east-1",
+  zone: "sim-east-1a",
+  instance_type: "sim.large",
+  state: "running",
+  addresses: [
+    { type: "InternalIP", address: "10.0.0.1" },
+    { type: "ExternalIP", address: "100.64.0.1" },
+    { type: "Hostname", address: "node-1" },
+    { type: "InternalDNS", address: "i-0a1b2c3d4e5f.sim-east-1.compute.sim.internal" },
+  ],
+  network: "vpc-1234abcd",
+  tags: { "fleet-ccm/cluster": "a" },
+  created_at: "2026-01-01T00:00:00.000Z",
+};
+
+function withField(field: string, value: unknown): unknown {
+  return { ...fixture, [field]: value };
+}
+
+describe("simulated convert", () => {
+  test("convert - wire instance maps to InstanceMetadata", () => {
+    expect(toInstanceMetadata(parseWireInstance(fixture))).toEqual({
+      providerID: "simulated://sim-east-1/i-0a1b2c3d4e5f",
+      instanceID: "i-0a1b2c3d4e5f",
+      name: "node-1",
+      instanceType: "sim.large",
+      region: "sim-east-1",
+      zone: "sim-east-1a",
+      addresses: fixture.addresses,
+      state: "running",
+      network: "vpc-1234abcd",
+      tags: { "fleet-ccm/cluster": "a" },
+    });
+  });
+
+  test.each(["pending", "running", "stopping", "stopped", "terminated"])(
+    "convert - state %s maps as is",
+    (state) => {
+      expect(toInstanceMetadata({ ...fixture, state }).state).toBe(state);
+    },
+  );
+
+  test("convert - an unknown state is 'unknown', unknown address types are left out", () => {
+    const meta = toInstanceMetadata({
+      ...fixture,
+      state: "rebooting",
+      addresses: [...fixture.addresses, { type: "IPv6Magic", address: "::1" }],
+    });
+    expect(meta.state).toBe("unknown");
+    expect(meta.addresses).toEqual(fixture.addresses);
+  });
+
+  test.each([
+    ["empty object", {}],
+    ["null", null],
+    ["array", [fixture]],
+    ["id not a string", withField("id", 7)],
+    ["empty id", withField("id", "")],
+    ["missing zone", withField("zone", undefined)],
+    ["addresses not an array", withField("addresses", "10.0.0.1")],
+    ["address without type", withField("addresses", [{ address: "10.0.0.1" }])],
+    ["tags not an object", withField("tags", ["a"])],
+    ["tag value not a string", withField("tags", { a: 1 })],
+  ])("convert - malformed instance (%s) is a SuspectAnswerError", (_name, body) => {
+    expect(() => parseWireInstance(body)).toThrow(SuspectAnswerError);
+  });
+
+  test("convert - list: token kept, empty token dropped, malformed items suspect", () => {
+    expect(parseWireInstanceList({ instances: [fixture], next_page_token: "abc" })).toEqual({
+      instances: [fixture],
+      next_page_token: "abc",
+    });
+    expect(parseWireInstanceList({ instances: [], next_page_token: "" })).toEqual({ instances: [] });
+    expect(() => parseWireInstanceList({})).toThrow(SuspectAnswerError);
+    expect(() => parseWireInstanceList({ instances: [{}] })).toThrow(SuspectAnswerError);
+    expect(() => parseWireInstanceList({ instances: [], next_page_token: 5 })).toThrow(SuspectAnswerError);
+  });
+
+  test("convert - providerID round trip and refusals", () => {
+    expect(formatProviderID("sim-east-1", "i-0a1b2c3d4e5f")).toBe("simulated://sim-east-1/i-0a1b2c3d4e5f");
+    expect(parseProviderIDParts("simulated://sim-east-1/i-0a1b2c3d4e5f")).toEqual({
+      region: "sim-east-1",
+      id: "i-0a1b2c3d4e5f",
+    });
+    for (const bad of [
+      "",
+      "aws:///us-east-1a/i-0a1b2c3d4e5f",
+      "simulated://i-0a1b2c3d4e5f",
+      "simulated:///i-0a1b2c3d4e5f",
+      "simulated://sim-east-1/i-0a1b2c3d4e5f/extra",
+      "simulated://sim-east-1/../admin",
+      "simulated://SIM/i-0a1b2c3d4e5f",
+      "simulated://sim-east-1/node-1",
+    ]) {
+      expect(parseProviderIDParts(bad)).toBeUndefined();
+    }
+  });
+});

@@ -1,0 +1,70 @@
+import { describe, expect, test } from "@jest/globals";
+import { isControllerEnabled, parseControllerList } from "../controllers.js";
+import { ConfigError, parseHubConfig } from "./load.js";
+
+const valid = {
+  grpc: { listen: "127.0.0.1:7443", insecure: true },
+  nats: { servers: ["nats://127.0.0.1:4222"] },
+  accounts: [{ name: "main", provider: "simulated", region: "r1", credentials: { env: "KEY" } }],
+  clusters: [{ name: "alpha", token: { file: "/run/alpha" }, account: "main", controllers: ["*", "-route"] }],
+};
+
+function errorOf(cfg: unknown): string {
+  try {
+    parseHubConfig(JSON.stringify(cfg), "hub.yaml");
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("hub config", () => {
+  test("a valid config gets its defaults and canonical controller names", () => {
+    const cfg = parseHubConfig(JSON.stringify(valid));
+    expect(cfg.limits.maxMessageBytes).toBe(4 * 1024 * 1024);
+    expect(cfg.accounts[0]?.rateLimit).toEqual({ perSecond: 20, burst: 40 });
+    expect(cfg.clusters[0]?.controllers).toEqual(["*", "-node-route-controller"]);
+    expect(cfg.controllers).toEqual(["*"]);
+  });
+
+  test("errors name the field", () => {
+    expect(errorOf({ ...valid, clusters: [{ ...valid.clusters[0], account: "nope" }] })).toContain(
+      'clusters[0].account: unknown account "nope"',
+    );
+    expect(errorOf({ ...valid, clusters: [{ ...valid.clusters[0], name: "Bad.Name" }] })).toContain(
+      "clusters[0].name",
+    );
+    expect(errorOf({ ...valid, clusters: [{ ...valid.clusters[0], token: "inline-secret" }] })).toContain(
+      "clusters[0].token",
+    );
+    expect(errorOf({ ...valid, grpc: { listen: "7443" } })).toContain("grpc.listen");
+    expect(errorOf({ ...valid, bogus: 1 })).toContain("bogus");
+    expect(errorOf({ ...valid, controllers: ["cloud-node", "nodeipam"] })).toContain(
+      'controllers: "nodeipam" is not in the list of known controllers',
+    );
+  });
+
+  test("TLS is required unless grpc.insecure is set", () => {
+    expect(errorOf({ ...valid, grpc: { listen: "0.0.0.0:7443" } })).toContain("grpc.tls: TLS is required");
+  });
+
+  test("not YAML at all", () => {
+    expect(() => parseHubConfig("a: [", "x.yaml")).toThrow(/x.yaml: not valid YAML/);
+  });
+});
+
+describe("--controllers semantics (upstream)", () => {
+  test("star, names, negations and aliases; first match wins", () => {
+    const list = parseControllerList(["*", "-route"]);
+    expect(isControllerEnabled(list, "cloud-node-controller")).toBe(true);
+    expect(isControllerEnabled(list, "node-route-controller")).toBe(false);
+    const only = parseControllerList(["cloud-node", "service"]);
+    expect(isControllerEnabled(only, "cloud-node-controller")).toBe(true);
+    expect(isControllerEnabled(only, "service-lb-controller")).toBe(true);
+    expect(isControllerEnabled(only, "cloud-node-lifecycle-controller")).toBe(false);
+    const first = parseControllerList(["-cloud-node", "cloud-node", "*"]);
+    expect(isControllerEnabled(first, "cloud-node-controller")).toBe(false);
+    expect(() => parseControllerList(["bogus"])).toThrow('"bogus" is not in the list of known controllers');
+  });
+});

@@ -1,0 +1,431 @@
+import type { RandomSource } from "./random.js";
+import { defaultBurst, TokenBucket } from "./rate-limit.js";
+import {
+  SIM_ADDRESS_TYPES,
+  SIM_INSTANCE_STATES,
+  type SimAccountDetail,
+  type SimAccountInfo,
+  type SimAccountOptions,
+  type SimAddress,
+  type SimInstance,
+  type SimInstanceSpec,
+  type SimInstanceState,
+  type SimInstanceUpdate,
+} from "./types.js";
+
+/** A refusal with the HTTP status and error code the API answers it with. */
+export class SimCloudError extends Error {
+  override name = "SimCloudError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface AccountRecord {
+  readonly name: string;
+  readonly apiKey: string;
+  readonly defaultNetwork: string;
+  suspended: boolean;
+  rateLimitPerSecond: number;
+  rateLimitBurst: number;
+  readonly bucket: TokenBucket;
+}
+
+interface InstanceRecord {
+  /** Creation order; page tokens point at it. */
+  readonly seq: number;
+  current: SimInstance;
+  /** The version before the last change; null when the last change was the creation. */
+  previous: SimInstance | null;
+  changedAtMs: number;
+  terminatedAtMs: number | undefined;
+}
+
+/** How an API read sees the store: staleness from faults, linger from the options. */
+export interface ReadView {
+  readonly nowMs: number;
+  readonly staleReadMs: number;
+}
+
+export interface ListQuery {
+  readonly account: string;
+  readonly region: string;
+  readonly name?: string;
+  /** Exclusive: items created after this seq. */
+  readonly afterSeq?: number;
+  readonly pageSize: number;
+}
+
+export interface ListResult {
+  readonly instances: SimInstance[];
+  /** Seq of the last item scanned when more remain. */
+  readonly nextAfterSeq?: number;
+}
+
+export const DEFAULT_REGIONS: readonly string[] = ["sim-east-1", "sim-west-1", "sim-central-1"];
+
+const REGION_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const MAX_NAME_LENGTH = 253;
+/** Usable host numbers per /24 (x.y.z.1 to x.y.z.254). */
+const HOSTS_PER_24 = 254;
+
+/** Accounts, regions and instances, with the indexes the API needs to stay cheap at 30k instances. */
+export class CloudStore {
+  private readonly accounts = new Map<string, AccountRecord>();
+  private readonly accountsByKey = new Map<string, AccountRecord>();
+  private readonly regions = new Set<string>();
+  private readonly byId = new Map<string, InstanceRecord>();
+  private readonly all: InstanceRecord[] = [];
+  /** `${account}\0${region}` → records in creation order. */
+  private readonly byScope = new Map<string, InstanceRecord[]>();
+  /** `${account}\0${region}\0${name}` → records in creation order. */
+  private readonly byName = new Map<string, InstanceRecord[]>();
+  private seq = 0;
+  private addressIndex = 0;
+
+  constructor(
+    private readonly random: RandomSource,
+    private readonly now: () => number,
+    private readonly terminatedLingerMs: number,
+    regions: readonly string[],
+  ) {
+    for (const r of regions) this.addRegion(r);
+  }
+
+  // --- accounts ---------------------------------------------------------
+
+  createAccount(name: string, opts: SimAccountOptions = {}): SimAccountInfo {
+    if (typeof name !== "string" || name === "" || name.length > 128) {
+      throw new SimCloudError(400, "InvalidParameter", "account name must be 1 to 128 characters");
+    }
+    if (this.accounts.has(name)) throw new SimCloudError(409, "Conflict", `account "${name}" exists`);
+    const apiKey = opts.apiKey ?? `sk-sim-${this.random.hex(32)}`;
+    if (typeof apiKey !== "string" || apiKey === "") {
+      throw new SimCloudError(400, "InvalidParameter", "apiKey must be a non-empty string");
+    }
+    if (this.accountsByKey.has(apiKey)) {
+      throw new SimCloudError(409, "Conflict", "apiKey is already used by another account");
+    }
+    const rate = checkRate(opts.rateLimitPerSecond ?? 0);
+    const burst = checkBurst(opts.rateLimitBurst ?? defaultBurst(rate));
+    const record: AccountRecord = {
+      name,
+      apiKey,
+      defaultNetwork: `vpc-${this.random.hex(8)}`,
+      suspended: false,
+      rateLimitPerSecond: rate,
+      rateLimitBurst: burst,
+      bucket: new TokenBucket(rate, burst, this.now()),
+    };
+    this.accounts.set(name, record);
+    this.accountsByKey.set(apiKey, record);
+    return accountInfo(record);
+  }
+
+  account(name: string): AccountRecord {
+    const record = this.accounts.get(name);
+    if (record === undefined) throw new SimCloudError(404, "NotFound", `account "${name}" not found`);
+    return record;
+  }
+
+  accountByKey(apiKey: string): AccountRecord | undefined {
+    return this.accountsByKey.get(apiKey);
+  }
+
+  accountList(): SimAccountDetail[] {
+    return [...this.accounts.values()].map(accountDetail);
+  }
+
+  accountDetail(name: string): SimAccountDetail {
+    return accountDetail(this.account(name));
+  }
+
+  setRateLimit(name: string, ratePerSecond: number, burst?: number): void {
+    const record = this.account(name);
+    const rate = checkRate(ratePerSecond);
+    const b = checkBurst(burst ?? defaultBurst(rate));
+    record.rateLimitPerSecond = rate;
+    record.rateLimitBurst = b;
+    record.bucket.configure(rate, b, this.now());
+  }
+
+  setSuspended(name: string, suspended: boolean): void {
+    this.account(name).suspended = suspended;
+  }
+
+  // --- regions ----------------------------------------------------------
+
+  addRegion(region: string): void {
+    if (typeof region !== "string" || !REGION_PATTERN.test(region)) {
+      throw new SimCloudError(400, "InvalidParameter", `invalid region name "${String(region)}"`);
+    }
+    this.regions.add(region);
+  }
+
+  hasRegion(region: string): boolean {
+    return this.regions.has(region);
+  }
+
+  regionList(): string[] {
+    return [...this.regions].sort();
+  }
+
+  // --- instances: admin side (the truth) --------------------------------
+
+  createInstance(accountName: string, spec: SimInstanceSpec): SimInstance {
+    const account = this.account(accountName);
+    checkSpec(spec);
+    if (!this.regions.has(spec.region)) this.addRegion(spec.region);
+    let id: string;
+    do id = `i-${this.random.hex(12)}`;
+    while (this.byId.has(id));
+    const nowMs = this.now();
+    const instance: SimInstance = freezeInstance({
+      id,
+      account: account.name,
+      name: spec.name,
+      region: spec.region,
+      zone: spec.zone ?? `${spec.region}a`,
+      instanceType: spec.instanceType ?? "sim.small",
+      state: spec.state ?? "running",
+      addresses: spec.addresses ?? this.allocateAddresses(spec, id),
+      network: spec.network ?? account.defaultNetwork,
+      tags: { ...spec.tags },
+      createdAt: new Date(nowMs).toISOString(),
+    });
+    const record: InstanceRecord = {
+      seq: ++this.seq,
+      current: instance,
+      previous: null,
+      changedAtMs: nowMs,
+      terminatedAtMs: instance.state === "terminated" ? nowMs : undefined,
+    };
+    this.byId.set(id, record);
+    this.all.push(record);
+    pushTo(this.byScope, scopeKey(account.name, spec.region), record);
+    pushTo(this.byName, nameKey(account.name, spec.region, spec.name), record);
+    return instance;
+  }
+
+  updateInstance(id: string, update: SimInstanceUpdate): SimInstance {
+    const record = this.byId.get(id);
+    if (record === undefined) throw new SimCloudError(404, "NotFound", `instance ${id} not found`);
+    checkUpdate(update);
+    if (record.current.state === "terminated") {
+      throw new SimCloudError(409, "Conflict", `instance ${id} is terminated`);
+    }
+    const nowMs = this.now();
+    const next = freezeInstance({
+      ...record.current,
+      ...(update.state !== undefined && { state: update.state }),
+      ...(update.tags !== undefined && { tags: { ...update.tags } }),
+      ...(update.instanceType !== undefined && { instanceType: update.instanceType }),
+      ...(update.addresses !== undefined && { addresses: update.addresses }),
+    });
+    record.previous = record.current;
+    record.current = next;
+    record.changedAtMs = nowMs;
+    if (next.state === "terminated") record.terminatedAtMs = nowMs;
+    return next;
+  }
+
+  get(id: string): SimInstance | undefined {
+    return this.byId.get(id)?.current;
+  }
+
+  list(account?: string): SimInstance[] {
+    const out: SimInstance[] = [];
+    for (const r of this.all) if (account === undefined || r.current.account === account) out.push(r.current);
+    return out;
+  }
+
+  // --- instances: API side (what a client sees) -------------------------
+
+  /** The instance as the API sees it, or undefined (404). */
+  read(account: string, region: string, id: string, view: ReadView): SimInstance | undefined {
+    const record = this.byId.get(id);
+    if (record === undefined || record.current.account !== account || record.current.region !== region) {
+      return undefined;
+    }
+    return this.visible(record, view);
+  }
+
+  page(query: ListQuery, view: ReadView): ListResult {
+    const records =
+      (query.name === undefined
+        ? this.byScope.get(scopeKey(query.account, query.region))
+        : this.byName.get(nameKey(query.account, query.region, query.name))) ?? [];
+    let i = query.afterSeq === undefined ? 0 : firstAfter(records, query.afterSeq);
+    const instances: SimInstance[] = [];
+    let lastSeq: number | undefined;
+    for (; i < records.length && instances.length < query.pageSize; i++) {
+      const record = records[i]!;
+      lastSeq = record.seq;
+      const seen = this.visible(record, view);
+      if (seen !== undefined) instances.push(seen);
+    }
+    return i < records.length && lastSeq !== undefined ? { instances, nextAfterSeq: lastSeq } : { instances };
+  }
+
+  private visible(record: InstanceRecord, view: ReadView): SimInstance | undefined {
+    const stale = view.staleReadMs > 0 && view.nowMs - record.changedAtMs < view.staleReadMs;
+    const version = stale ? record.previous : record.current;
+    if (version === null) return undefined;
+    if (version.state === "terminated") {
+      const since = record.terminatedAtMs ?? record.changedAtMs;
+      if (view.nowMs - since >= this.terminatedLingerMs) return undefined;
+    }
+    return version;
+  }
+
+  /** InternalIP in 10.0.0.0/8, ExternalIP in 100.64.0.0/10, both unique per instance. */
+  private allocateAddresses(spec: SimInstanceSpec, id: string): SimAddress[] {
+    const k = this.addressIndex++;
+    const host = (k % HOSTS_PER_24) + 1;
+    const net24 = Math.floor(k / HOSTS_PER_24);
+    if (net24 >= 64 * 256) throw new SimCloudError(507, "AddressSpaceExhausted", "no addresses left");
+    const internal = `10.${Math.floor(net24 / 256)}.${net24 % 256}.${host}`;
+    const addresses: SimAddress[] = [{ type: "InternalIP", address: internal }];
+    if (spec.externalIP !== false) {
+      addresses.push({
+        type: "ExternalIP",
+        address: `100.${64 + Math.floor(net24 / 256)}.${net24 % 256}.${host}`,
+      });
+    }
+    addresses.push({ type: "Hostname", address: spec.name });
+    addresses.push({ type: "InternalDNS", address: `${id}.${spec.region}.compute.sim.internal` });
+    return addresses;
+  }
+}
+
+function accountInfo(r: AccountRecord): SimAccountInfo {
+  return { name: r.name, apiKey: r.apiKey, defaultNetwork: r.defaultNetwork };
+}
+
+function accountDetail(r: AccountRecord): SimAccountDetail {
+  return {
+    ...accountInfo(r),
+    rateLimitPerSecond: r.rateLimitPerSecond,
+    rateLimitBurst: r.rateLimitBurst,
+    suspended: r.suspended,
+  };
+}
+
+function scopeKey(account: string, region: string): string {
+  return `${account}\u0000${region}`;
+}
+
+function nameKey(account: string, region: string, name: string): string {
+  return `${account}\u0000${region}\u0000${name}`;
+}
+
+function pushTo(index: Map<string, InstanceRecord[]>, key: string, record: InstanceRecord): void {
+  const list = index.get(key);
+  if (list === undefined) index.set(key, [record]);
+  else list.push(record);
+}
+
+/** Index of the first record with seq > after (records are sorted by seq). */
+function firstAfter(records: readonly InstanceRecord[], after: number): number {
+  let lo = 0;
+  let hi = records.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (records[mid]!.seq <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function freezeInstance(i: SimInstance): SimInstance {
+  return Object.freeze({
+    ...i,
+    addresses: Object.freeze(i.addresses.map((a) => Object.freeze({ ...a }))),
+    tags: Object.freeze({ ...i.tags }),
+  });
+}
+
+function checkRate(rate: unknown): number {
+  if (typeof rate !== "number" || !Number.isFinite(rate) || rate < 0) {
+    throw new SimCloudError(400, "InvalidParameter", "rateLimitPerSecond must be a finite number >= 0");
+  }
+  return rate;
+}
+
+function checkBurst(burst: unknown): number {
+  if (typeof burst !== "number" || !Number.isFinite(burst) || burst < 1) {
+    throw new SimCloudError(400, "InvalidParameter", "rateLimitBurst must be a finite number >= 1");
+  }
+  return burst;
+}
+
+function checkSpec(spec: SimInstanceSpec): void {
+  if (typeof spec !== "object" || spec === null) {
+    throw new SimCloudError(400, "InvalidParameter", "instance spec must be an object");
+  }
+  if (typeof spec.name !== "string" || spec.name === "" || spec.name.length > MAX_NAME_LENGTH) {
+    throw new SimCloudError(400, "InvalidParameter", `name must be 1 to ${MAX_NAME_LENGTH} characters`);
+  }
+  if (typeof spec.region !== "string") throw new SimCloudError(400, "InvalidParameter", "region is required");
+  checkOptionalString(spec.zone, "zone");
+  checkOptionalString(spec.instanceType, "instanceType");
+  checkOptionalString(spec.network, "network");
+  if (spec.state !== undefined) checkState(spec.state);
+  if (spec.tags !== undefined) checkTags(spec.tags);
+  if (spec.addresses !== undefined) checkAddresses(spec.addresses);
+  if (spec.externalIP !== undefined && typeof spec.externalIP !== "boolean") {
+    throw new SimCloudError(400, "InvalidParameter", "externalIP must be a boolean");
+  }
+}
+
+function checkUpdate(update: SimInstanceUpdate): void {
+  if (typeof update !== "object" || update === null) {
+    throw new SimCloudError(400, "InvalidParameter", "instance update must be an object");
+  }
+  if (update.state !== undefined) checkState(update.state);
+  if (update.tags !== undefined) checkTags(update.tags);
+  checkOptionalString(update.instanceType, "instanceType");
+  if (update.addresses !== undefined) checkAddresses(update.addresses);
+}
+
+function checkOptionalString(value: unknown, field: string): void {
+  if (value !== undefined && (typeof value !== "string" || value === "")) {
+    throw new SimCloudError(400, "InvalidParameter", `${field} must be a non-empty string`);
+  }
+}
+
+function checkState(state: unknown): asserts state is SimInstanceState {
+  if (!(SIM_INSTANCE_STATES as readonly unknown[]).includes(state)) {
+    throw new SimCloudError(
+      400,
+      "InvalidParameter",
+      `state must be one of ${SIM_INSTANCE_STATES.join(", ")}`,
+    );
+  }
+}
+
+function checkTags(tags: unknown): void {
+  if (typeof tags !== "object" || tags === null || Array.isArray(tags)) {
+    throw new SimCloudError(400, "InvalidParameter", "tags must be an object of strings");
+  }
+  for (const v of Object.values(tags)) {
+    if (typeof v !== "string") throw new SimCloudError(400, "InvalidParameter", "tag values must be strings");
+  }
+}
+
+function checkAddresses(addresses: unknown): void {
+  const ok =
+    Array.isArray(addresses) &&
+    addresses.every(
+      (a: unknown) =>
+        typeof a === "object" &&
+        a !== null &&
+        (SIM_ADDRESS_TYPES as readonly unknown[]).includes((a as { type?: unknown }).type) &&
+        typeof (a as { address?: unknown }).address === "string",
+    );
+  if (!ok) throw new SimCloudError(400, "InvalidParameter", "addresses must be [{type, address}]");
+}
