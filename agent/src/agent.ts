@@ -6,6 +6,7 @@ import {
   clusterSubjectFilter,
   DesiredBatch,
   type NodeDesired,
+  type ServiceDesired,
 } from "@fleet-ccm/proto";
 import { CoreV1Api, type KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
@@ -14,6 +15,7 @@ import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
 import { EventRecorder } from "./apply/events.js";
 import { applyNodeDesired } from "./apply/node.js";
+import { applyServiceDesired } from "./apply/service.js";
 import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
@@ -36,7 +38,10 @@ export interface AgentOptions {
   readonly countBytes?: boolean;
 }
 
-type Job = { kind: "node"; desired: NodeDesired } | { kind: "event"; event: ClusterEvent };
+type Job =
+  | { kind: "node"; desired: NodeDesired }
+  | { kind: "service"; desired: ServiceDesired }
+  | { kind: "event"; event: ClusterEvent };
 
 /**
  * The per-cluster agent: watches Nodes and Services and streams them to the
@@ -138,6 +143,8 @@ export class Agent {
           return;
         }
         for (const d of batch.nodes) this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d });
+        for (const d of batch.services)
+          this.dispatcher.submit(`service/${d.namespace}/${d.name}`, { kind: "service", desired: d });
         for (const e of batch.events)
           this.dispatcher.submit(`event/${++this.eventSeq}`, { kind: "event", event: e });
       },
@@ -177,18 +184,25 @@ export class Agent {
       }
       return;
     }
-    const d = job.desired;
-    const result = await applyNodeDesired(this.core, d, this.watch.node(d.name));
+    const result =
+      job.kind === "node"
+        ? await applyNodeDesired(this.core, job.desired, this.watch.node(job.desired.name))
+        : await applyServiceDesired(
+            this.core,
+            job.desired,
+            this.watch.service(job.desired.namespace, job.desired.name),
+          );
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
     else
       this.log.info(
         {
-          node: d.name,
+          kind: job.kind,
+          object: result.namespace === "" ? result.name : `${result.namespace}/${result.name}`,
           outcome: ApplyOutcome[result.outcome],
           status: result.httpStatus,
           message: result.message,
         },
-        "node patch not applied",
+        "patch not applied",
       );
     this.stream.sendApplyResult(result);
   }

@@ -2,7 +2,8 @@ import type { Node, Service } from "@fleet-ccm/proto";
 import type { V1Node, V1Service } from "@kubernetes/client-node";
 
 /** Annotations the hub reads; everything else stays in the cluster. */
-const FORWARDED_ANNOTATION = /^(alpha\.kubernetes\.io\/provided-node-ip|lb\.fleet-ccm\.io\/.+)$/;
+const FORWARDED_ANNOTATION =
+  /^(alpha\.kubernetes\.io\/provided-node-ip|service\.beta\.kubernetes\.io\/load-balancer-source-ranges|lb\.fleet-ccm\.io\/.+)$/;
 /** Node conditions the hub reads. */
 const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
 

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
 import { ProviderRegistry } from "./cloud/registry.js";
+import { VerifiedInstances } from "./cloud/verified-instances.js";
 import type { HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
 import { type ControllerName, isControllerEnabled } from "./controllers.js";
@@ -24,6 +25,14 @@ import {
   reconcileNodeInit,
 } from "./reconcilers/node-init/index.js";
 import type { Outcome } from "./reconcilers/outcome.js";
+import {
+  type EnsuredRecord,
+  onServiceApplyResult,
+  reconcileService,
+  SERVICE,
+  SERVICE_NODES,
+  serviceTriggers,
+} from "./reconcilers/service/index.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
 export interface HubOptions {
@@ -51,6 +60,8 @@ export class Hub {
   private readonly grpc: HubGrpcServer;
   private readonly publisher: DesiredPublisher;
   private readonly controllersByCluster = new Map<string, readonly string[]>();
+  private readonly verified: VerifiedInstances;
+  private readonly ensured = new Map<string, EnsuredRecord>();
   private http: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
   private started = false;
@@ -61,6 +72,7 @@ export class Hub {
     this.log = opts.logger;
     this.queue = new WorkQueue({ clock: this.clock, backoff: RECONCILE_BACKOFF });
     this.tracker = new ConvergenceTracker(this.clock, cfg.reconcile.convergeDeadlineMs);
+    this.verified = new VerifiedInstances(this.clock);
     const globalControllers = opts.controllers ?? cfg.controllers;
     for (const c of cfg.clusters) this.controllersByCluster.set(c.name, c.controllers ?? globalControllers);
 
@@ -106,9 +118,14 @@ export class Hub {
     );
 
     const initTriggers = nodeInitTriggers(this.queue, this.tracker);
+    const svcTriggers = serviceTriggers(this.queue, this.tracker, cfg.loadBalancerClass);
     this.fleet.subscribe({
       onNode: (cluster, name, change) => {
         if (this.enabled(cluster, "cloud-node-controller")) initTriggers.onNode?.(cluster, name, change);
+        if (this.enabled(cluster, "service-lb-controller")) svcTriggers.onNode?.(cluster, name, change);
+      },
+      onService: (cluster, key, change) => {
+        if (this.enabled(cluster, "service-lb-controller")) svcTriggers.onService?.(cluster, key, change);
       },
       onSynced: (cluster) => {
         // The agent (re)connected: whatever was in flight may have been lost with it. Publish again now.
@@ -166,10 +183,31 @@ export class Hub {
           fleet: this.fleet,
           cloudFor: (c) => this.accounts.cloudFor(c),
           tracker: this.tracker,
+          verified: this.verified,
           logger: this.log.child({ component: NODE_INIT, cluster: key.cluster }),
           clock: this.clock,
         });
         break;
+      case SERVICE:
+        if (!this.enabled(key.cluster, "service-lb-controller")) return { kind: "done" };
+        outcome = await reconcileService(key, {
+          fleet: this.fleet,
+          cloudFor: (c) => this.accounts.cloudFor(c),
+          tracker: this.tracker,
+          verified: this.verified,
+          ensured: this.ensured,
+          logger: this.log.child({ component: SERVICE, cluster: key.cluster }),
+          clock: this.clock,
+          loadBalancerClass: this.opts.config.loadBalancerClass,
+        });
+        break;
+      case SERVICE_NODES: {
+        // Batched: one key per cluster fans out to every load-balanced Service of it.
+        const view = this.fleet.view(key.cluster);
+        for (const name of view?.services.keys() ?? [])
+          this.queue.add({ cluster: key.cluster, kind: SERVICE, name });
+        return { kind: "done" };
+      }
       default:
         this.log.error({ key: keyOf(key) }, "no reconciler for this key kind");
         return { kind: "done" };
@@ -177,6 +215,8 @@ export class Hub {
     if (outcome.nodes?.length || outcome.services?.length || outcome.events?.length) {
       this.publisher.enqueue(key.cluster, outcome);
       if (outcome.nodes?.length) this.metrics.patchesPublished.inc({ kind: "node" }, outcome.nodes.length);
+      if (outcome.services?.length)
+        this.metrics.patchesPublished.inc({ kind: "service" }, outcome.services.length);
       if (outcome.events?.length) this.metrics.patchesPublished.inc({ kind: "event" }, outcome.events.length);
       if (key.kind === NODE_INIT && outcome.events?.some((e) => e.reason === "Synced"))
         this.metrics.nodesInitialized.inc();
@@ -200,6 +240,7 @@ export class Hub {
         "agent could not apply a patch",
       );
     onNodeApplyResult(cluster, result, this.queue, this.tracker);
+    onServiceApplyResult(cluster, result, this.queue, this.tracker);
   }
 
   grpcPort(): number {

@@ -47,7 +47,122 @@ export interface CloudProvider {
   /** The providerID scheme, e.g. "simulated", "linode", "aws". */
   readonly name: string;
   readonly instances: Instances;
-  // loadBalancers and routes arrive with their issues; absent means unsupported.
+  /** Absent: the provider has no load balancers (checked once, like upstream's LoadBalancer() bool). */
+  readonly loadBalancers?: LoadBalancers;
+  /** Absent: the provider has no VPC routes. */
+  readonly routes?: Routes;
+}
+
+// ---- Load balancers -------------------------------------------------------------------------
+
+export type LbProtocol = "TCP" | "UDP" | "SCTP" | "HTTP" | "HTTPS";
+
+export interface LbListener {
+  readonly protocol: LbProtocol;
+  /** The Service port clients connect to. */
+  readonly port: number;
+  /** Where traffic goes on each backend instance. */
+  readonly nodePort: number;
+  readonly proxyProtocol: boolean;
+}
+
+export interface LbHealthCheck {
+  readonly protocol: "TCP" | "HTTP";
+  readonly port: number;
+  /** HTTP only. */
+  readonly path: string;
+  readonly intervalSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly healthyThreshold: number;
+  readonly unhealthyThreshold: number;
+}
+
+/** Everything the hub wants a Service's load balancer to be. Sub-resources are derived from it. */
+export interface LoadBalancerSpec {
+  /** Deterministic from (cluster, Service uid): see naming.ts. Also the adoption key after a crash. */
+  readonly name: string;
+  /** Ownership tags (naming.ts ownerTags): the provider never touches a load balancer without them. */
+  readonly tags: Readonly<Record<string, string>>;
+  readonly listeners: readonly LbListener[];
+  /** Instance ids (not providerIDs) of the backends, sorted. */
+  readonly backends: readonly string[];
+  readonly healthCheck: LbHealthCheck;
+  /** Allowed client CIDRs; empty = open to all. */
+  readonly sourceRanges: readonly string[];
+  readonly sessionAffinity: "None" | "ClientIP";
+  readonly idleTimeoutSeconds: number;
+  readonly internal: boolean;
+}
+
+export interface LbIngress {
+  readonly ip?: string;
+  readonly hostname?: string;
+}
+
+/** What exists in the cloud for one load balancer, as the provider found it. */
+export interface LoadBalancerState {
+  readonly id: string;
+  readonly name: string;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly ingress: readonly LbIngress[];
+  readonly backends: readonly string[];
+}
+
+export interface LoadBalancerCapabilities {
+  readonly sessionAffinity: boolean;
+  readonly proxyProtocol: boolean;
+  readonly internal: boolean;
+  readonly protocols: readonly LbProtocol[];
+}
+
+/**
+ * Optional capability. Every method is idempotent and safe to repeat after a crash at any
+ * point: resources are found by deterministic name and ownership tags, never created twice.
+ */
+export interface LoadBalancers {
+  readonly capabilities: LoadBalancerCapabilities;
+  /** The load balancer of this name if it exists and carries `ownerTags`; undefined if absent. */
+  get(
+    name: string,
+    ownerTags: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<LoadBalancerState | undefined>;
+  /** Creates or updates in place every sub-resource so the cloud matches `spec`; returns the ingress. */
+  ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[]>;
+  /** Replaces only the backends (node set changed). */
+  updateBackends(
+    name: string,
+    ownerTags: Readonly<Record<string, string>>,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void>;
+  /**
+   * Deletes the load balancer and every sub-resource carrying `ownerTags` (including orphans of
+   * an interrupted create). Succeeds when nothing is left; never deletes what lacks the tags.
+   */
+  ensureDeleted(
+    name: string,
+    ownerTags: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<void>;
+}
+
+// ---- Routes -----------------------------------------------------------------------------------
+
+export interface CloudRoute {
+  /** Provider id of the route (for deletion). */
+  readonly id: string;
+  readonly destinationCIDR: string;
+  readonly targetInstanceID: string;
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+/** Optional capability: routes in the account's network route table. */
+export interface Routes {
+  /** Every route of the route table (all pages). Used to create and to remove stale owned routes only. */
+  list(signal?: AbortSignal): Promise<readonly CloudRoute[]>;
+  create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute>;
+  delete(route: CloudRoute, signal?: AbortSignal): Promise<void>;
 }
 
 /** What a provider gets from the hub: its account, a logger, a clock. Never global state. */

@@ -86,6 +86,8 @@ export const HubConfigSchema = z
       })
       .strict(),
     controllers: controllers.default(["*"]),
+    /** spec.loadBalancerClass the service controller handles besides Services without a class. */
+    loadBalancerClass: z.string().min(1).max(253).optional(),
     limits: z
       .object({
         maxMessageBytes: z

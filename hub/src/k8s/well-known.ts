@@ -2,6 +2,8 @@
 
 export const TAINT_UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
 export const TAINT_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown";
+/** Cluster autoscaler marks nodes it is removing; upstream drops them from load balancers. */
+export const TAINT_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 
 export const LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type";
 export const LABEL_INSTANCE_TYPE_BETA = "beta.kubernetes.io/instance-type";

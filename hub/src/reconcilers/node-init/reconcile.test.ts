@@ -4,6 +4,7 @@ import { pino } from "pino";
 import { InstanceNotFoundError, ThrottledError, TransientCloudError } from "../../cloud/errors.js";
 import type { CloudProvider, InstanceMetadata } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
+import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { FleetState } from "../../fleet/state.js";
 import { keyOf } from "../../queue/index.js";
 import { FakeClock } from "../../util/clock.js";
@@ -89,7 +90,14 @@ function harness(nodes: Node[], cloud: ClusterCloud) {
   const fleet = new FleetState();
   fleet.replace("c1", nodes, []);
   const tracker = new ConvergenceTracker(clock, 10_000);
-  const deps = { fleet, cloudFor: () => cloud, tracker, logger: pino({ level: "silent" }), clock };
+  const deps = {
+    fleet,
+    cloudFor: () => cloud,
+    tracker,
+    verified: new VerifiedInstances(clock),
+    logger: pino({ level: "silent" }),
+    clock,
+  };
   return {
     clock,
     fleet,
@@ -229,6 +237,7 @@ describe("node-init reconcile", () => {
         fleet,
         cloudFor: () => cloud,
         tracker: new ConvergenceTracker(clock, 1000),
+        verified: new VerifiedInstances(clock),
         logger: pino({ level: "silent" }),
         clock,
       },

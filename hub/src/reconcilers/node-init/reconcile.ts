@@ -9,7 +9,8 @@ import {
   ThrottledError,
 } from "../../cloud/errors.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
-import { type ClusterCloud, outOfScope } from "../../cloud/scope.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { FleetState } from "../../fleet/state.js";
 import { TAINT_UNINITIALIZED } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
@@ -31,6 +32,7 @@ export interface NodeInitDeps {
   readonly fleet: FleetState;
   cloudFor(cluster: string): ClusterCloud | undefined;
   readonly tracker: ConvergenceTracker;
+  readonly verified: VerifiedInstances;
   readonly logger: Logger;
   readonly clock: Clock;
 }
@@ -71,10 +73,12 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
   } catch (err) {
     return lookupFailed(node, err, deps.logger);
   }
-  const refused = outOfScope(meta, cloud);
-  if (refused !== null)
-    return backoff(new Error(refused), {
-      events: [nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Refusing to initialize node: ${refused}`)],
+  const verdict = deps.verified.record(key.cluster, cloud, meta);
+  if (!verdict.ok)
+    return backoff(new Error(verdict.reason), {
+      events: [
+        nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Refusing to initialize node: ${verdict.reason}`),
+      ],
     });
 
   let desired: NodeDesired;

@@ -1,0 +1,76 @@
+import type { Clock } from "../util/clock.js";
+import { InstanceNotFoundError } from "./errors.js";
+import type { InstanceMetadata } from "./provider.js";
+import { type ClusterCloud, outOfScope } from "./scope.js";
+
+export type Verdict =
+  | { readonly ok: true; readonly instanceID: string }
+  | { readonly ok: false; readonly reason: string };
+
+interface Entry {
+  readonly verdict: Verdict;
+  readonly expiresAtMs: number;
+}
+
+const OK_TTL_MS = 10 * 60_000;
+const REFUSED_TTL_MS = 60_000;
+
+/**
+ * Which providerIDs a cluster may use. Agents are untrusted: before an instance serves as a
+ * load balancer backend or a route target, its providerID must resolve, by a direct lookup, to
+ * an instance inside the cluster's account, region, network and tags. Verdicts are cached
+ * (node-init records what it already looked up), so this costs a cloud call only for
+ * providerIDs nobody has checked recently.
+ */
+export class VerifiedInstances {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly clock: Clock) {}
+
+  private key(cluster: string, providerID: string): string {
+    return `${cluster}\u0000${providerID}`;
+  }
+
+  record(cluster: string, cloud: ClusterCloud, meta: InstanceMetadata): Verdict {
+    const reason = outOfScope(meta, cloud);
+    const verdict: Verdict =
+      reason === null ? { ok: true, instanceID: meta.instanceID } : { ok: false, reason };
+    this.entries.set(this.key(cluster, meta.providerID), {
+      verdict,
+      expiresAtMs: this.clock.now() + (verdict.ok ? OK_TTL_MS : REFUSED_TTL_MS),
+    });
+    return verdict;
+  }
+
+  /** Cached verdict, or a direct lookup. Cloud errors other than "not found" propagate (retry later). */
+  async verify(cluster: string, providerID: string, cloud: ClusterCloud): Promise<Verdict> {
+    const k = this.key(cluster, providerID);
+    const hit = this.entries.get(k);
+    if (hit !== undefined && hit.expiresAtMs > this.clock.now()) return hit.verdict;
+    if (cloud.provider.instances.parseProviderID(providerID) === undefined)
+      return this.remember(k, {
+        ok: false,
+        reason: `providerID ${providerID} is not in this cluster's cloud account`,
+      });
+    try {
+      const meta = await cloud.provider.instances.getByProviderID(providerID);
+      if (meta.providerID !== providerID)
+        return this.remember(k, { ok: false, reason: `lookup of ${providerID} returned ${meta.providerID}` });
+      return this.record(cluster, cloud, meta);
+    } catch (err) {
+      if (err instanceof InstanceNotFoundError)
+        return this.remember(k, { ok: false, reason: `instance ${providerID} not found` });
+      throw err;
+    }
+  }
+
+  private remember(k: string, verdict: Verdict): Verdict {
+    this.entries.set(k, { verdict, expiresAtMs: this.clock.now() + REFUSED_TTL_MS });
+    return verdict;
+  }
+
+  forgetCluster(cluster: string): void {
+    const prefix = `${cluster}\u0000`;
+    for (const k of [...this.entries.keys()]) if (k.startsWith(prefix)) this.entries.delete(k);
+  }
+}

@@ -1,0 +1,140 @@
+import type { LbProtocol } from "../../cloud/provider.js";
+
+/** The one provider-neutral annotation prefix for load balancer settings. */
+export const LB_ANNOTATION_PREFIX = "lb.fleet-ccm.io/";
+
+export const ANNOTATIONS = {
+  /** Protocol of every TCP port: tcp, http or https. */
+  protocol: `${LB_ANNOTATION_PREFIX}protocol`,
+  /** Per-port override: lb.fleet-ccm.io/protocol.<port>. */
+  protocolPortPrefix: `${LB_ANNOTATION_PREFIX}protocol.`,
+  healthCheckProtocol: `${LB_ANNOTATION_PREFIX}health-check-protocol`,
+  healthCheckPath: `${LB_ANNOTATION_PREFIX}health-check-path`,
+  healthCheckInterval: `${LB_ANNOTATION_PREFIX}health-check-interval`,
+  healthCheckTimeout: `${LB_ANNOTATION_PREFIX}health-check-timeout`,
+  healthyThreshold: `${LB_ANNOTATION_PREFIX}health-check-healthy-threshold`,
+  unhealthyThreshold: `${LB_ANNOTATION_PREFIX}health-check-unhealthy-threshold`,
+  proxyProtocol: `${LB_ANNOTATION_PREFIX}proxy-protocol`,
+  idleTimeout: `${LB_ANNOTATION_PREFIX}idle-timeout`,
+  internal: `${LB_ANNOTATION_PREFIX}internal`,
+} as const;
+
+export interface LbSettings {
+  readonly defaultProtocol: "TCP" | "HTTP" | "HTTPS";
+  readonly portProtocols: ReadonlyMap<number, "TCP" | "HTTP" | "HTTPS">;
+  readonly healthCheckProtocol: "TCP" | "HTTP" | undefined;
+  readonly healthCheckPath: string | undefined;
+  readonly healthCheckIntervalSeconds: number;
+  readonly healthCheckTimeoutSeconds: number;
+  readonly healthyThreshold: number;
+  readonly unhealthyThreshold: number;
+  readonly proxyProtocol: boolean;
+  readonly idleTimeoutSeconds: number;
+  readonly internal: boolean;
+}
+
+/** An annotation with a value we cannot use: names it and the expected form. */
+export class AnnotationError extends Error {
+  override name = "AnnotationError";
+  constructor(
+    readonly annotation: string,
+    readonly value: string,
+    readonly expected: string,
+  ) {
+    super(`invalid annotation ${annotation}="${value.slice(0, 100)}": expected ${expected}`);
+  }
+}
+
+function oneOf<T extends string>(key: string, raw: string, values: readonly T[]): T {
+  const v = raw.trim().toUpperCase();
+  const hit = values.find((x) => x === v);
+  if (hit === undefined)
+    throw new AnnotationError(key, raw, `one of ${values.map((x) => x.toLowerCase()).join(", ")}`);
+  return hit;
+}
+
+function integer(key: string, raw: string, min: number, max: number): number {
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new AnnotationError(key, raw, `a whole number of seconds from ${min} to ${max}`);
+  return n;
+}
+
+function boolean(key: string, raw: string): boolean {
+  const v = raw.trim().toLowerCase();
+  if (v === "true") return true;
+  if (v === "false") return false;
+  throw new AnnotationError(key, raw, `"true" or "false"`);
+}
+
+const HTTP_PROTOCOLS = ["TCP", "HTTP", "HTTPS"] as const;
+
+/** Parses every lb.fleet-ccm.io/ annotation; throws AnnotationError on the first bad one. */
+export function parseLbAnnotations(annotations: Readonly<Record<string, string>>): LbSettings {
+  const get = (k: string) => annotations[k];
+  const portProtocols = new Map<number, "TCP" | "HTTP" | "HTTPS">();
+  for (const [k, v] of Object.entries(annotations)) {
+    if (!k.startsWith(LB_ANNOTATION_PREFIX)) continue;
+    if (k.startsWith(ANNOTATIONS.protocolPortPrefix)) {
+      const port = Number(k.slice(ANNOTATIONS.protocolPortPrefix.length));
+      if (!Number.isInteger(port) || port < 1 || port > 65535)
+        throw new AnnotationError(
+          k,
+          v,
+          `${ANNOTATIONS.protocolPortPrefix}<port> with a port from 1 to 65535`,
+        );
+      portProtocols.set(port, oneOf(k, v, HTTP_PROTOCOLS));
+      continue;
+    }
+    if (!(Object.values(ANNOTATIONS) as string[]).includes(k))
+      throw new AnnotationError(k, v, `a known annotation (${Object.values(ANNOTATIONS).join(", ")})`);
+  }
+  const hcProtoRaw = get(ANNOTATIONS.healthCheckProtocol);
+  const hcPath = get(ANNOTATIONS.healthCheckPath);
+  if (hcPath !== undefined && !/^\/[\x21-\x7e]*$/.test(hcPath))
+    throw new AnnotationError(ANNOTATIONS.healthCheckPath, hcPath, "an absolute URL path such as /healthz");
+  const interval =
+    get(ANNOTATIONS.healthCheckInterval) === undefined
+      ? 10
+      : integer(ANNOTATIONS.healthCheckInterval, get(ANNOTATIONS.healthCheckInterval) ?? "", 2, 300);
+  const timeout =
+    get(ANNOTATIONS.healthCheckTimeout) === undefined
+      ? Math.min(5, interval)
+      : integer(ANNOTATIONS.healthCheckTimeout, get(ANNOTATIONS.healthCheckTimeout) ?? "", 1, 120);
+  if (timeout > interval)
+    throw new AnnotationError(
+      ANNOTATIONS.healthCheckTimeout,
+      String(timeout),
+      `at most the interval (${interval} s)`,
+    );
+  const protocolRaw = get(ANNOTATIONS.protocol);
+  const proxyRaw = get(ANNOTATIONS.proxyProtocol);
+  const idleRaw = get(ANNOTATIONS.idleTimeout);
+  const internalRaw = get(ANNOTATIONS.internal);
+  const healthyRaw = get(ANNOTATIONS.healthyThreshold);
+  const unhealthyRaw = get(ANNOTATIONS.unhealthyThreshold);
+  return {
+    defaultProtocol:
+      protocolRaw === undefined ? "TCP" : oneOf(ANNOTATIONS.protocol, protocolRaw, HTTP_PROTOCOLS),
+    portProtocols,
+    healthCheckProtocol:
+      hcProtoRaw === undefined
+        ? undefined
+        : oneOf(ANNOTATIONS.healthCheckProtocol, hcProtoRaw, ["TCP", "HTTP"] as const),
+    healthCheckPath: hcPath,
+    healthCheckIntervalSeconds: interval,
+    healthCheckTimeoutSeconds: timeout,
+    healthyThreshold: healthyRaw === undefined ? 2 : integer(ANNOTATIONS.healthyThreshold, healthyRaw, 1, 10),
+    unhealthyThreshold:
+      unhealthyRaw === undefined ? 3 : integer(ANNOTATIONS.unhealthyThreshold, unhealthyRaw, 1, 10),
+    proxyProtocol: proxyRaw === undefined ? false : boolean(ANNOTATIONS.proxyProtocol, proxyRaw),
+    idleTimeoutSeconds: idleRaw === undefined ? 60 : integer(ANNOTATIONS.idleTimeout, idleRaw, 1, 3600),
+    internal: internalRaw === undefined ? false : boolean(ANNOTATIONS.internal, internalRaw),
+  };
+}
+
+/** The load balancer protocol of one Service port under these settings. */
+export function listenerProtocol(settings: LbSettings, servicePort: number, protocol: string): LbProtocol {
+  if (protocol === "UDP" || protocol === "SCTP") return protocol;
+  return settings.portProtocols.get(servicePort) ?? settings.defaultProtocol;
+}

@@ -1,0 +1,33 @@
+import { type ClusterEvent, ObjectKind, type Service } from "@fleet-ccm/proto";
+import { EVENT_SOURCE } from "../../k8s/well-known.js";
+
+/** Upstream service controller reasons, verbatim. */
+export const REASON = {
+  ensuring: "EnsuringLoadBalancer",
+  ensured: "EnsuredLoadBalancer",
+  updated: "UpdatedLoadBalancer",
+  updateFailed: "UpdateLoadBalancerFailed",
+  deleting: "DeletingLoadBalancer",
+  deleted: "DeletedLoadBalancer",
+  deleteFailed: "DeleteLoadBalancerFailed",
+  syncFailed: "SyncLoadBalancerFailed",
+  unavailable: "UnAvailableLoadBalancer",
+} as const;
+
+export function serviceEvent(
+  svc: Readonly<Service>,
+  type: "Normal" | "Warning",
+  reason: string,
+  message: string,
+): ClusterEvent {
+  return {
+    kind: ObjectKind.OBJECT_KIND_SERVICE,
+    namespace: svc.namespace,
+    name: svc.name,
+    uid: svc.uid,
+    type,
+    reason,
+    message,
+    sourceComponent: EVENT_SOURCE.service,
+  };
+}

@@ -1,0 +1,139 @@
+import { isIP } from "node:net";
+import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
+import type { LbHealthCheck, LbIngress, LoadBalancerSpec } from "../../cloud/provider.js";
+import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
+import { AnnotationError, type LbSettings, listenerProtocol } from "./annotations.js";
+
+/** Upstream's annotation for source ranges, honoured when spec.loadBalancerSourceRanges is empty. */
+export const ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges";
+
+export function hasFinalizer(svc: Readonly<Service>): boolean {
+  return svc.finalizers.includes(FINALIZER_LB_CLEANUP);
+}
+
+/** A LoadBalancer Service this hub handles: no class, or the class it is configured to own. */
+export function wantsLoadBalancer(svc: Readonly<Service>, ownedClass: string | undefined): boolean {
+  if (svc.type !== "LoadBalancer" || svc.deletionTimestamp !== undefined) return false;
+  return svc.loadBalancerClass === "" || svc.loadBalancerClass === ownedClass;
+}
+
+/** Upstream needsCleanup: our finalizer is on a Service that is going away or no longer wants a load balancer. */
+export function needsCleanup(svc: Readonly<Service>, ownedClass: string | undefined): boolean {
+  return hasFinalizer(svc) && (svc.deletionTimestamp !== undefined || !wantsLoadBalancer(svc, ownedClass));
+}
+
+const PARSE_BOOL_FALSE = new Set(["0", "f", "F", "FALSE", "false", "False"]);
+
+/**
+ * Upstream stableNodeSetPredicates (readiness is not one: KEP-3458): not being deleted, not
+ * excluded by label (Go ParseBool: only a false value includes; anything unparsable excludes),
+ * not tainted ToBeDeletedByClusterAutoscaler. Unlike upstream a providerID is required: it is the
+ * only identity the hub trusts for a backend.
+ */
+export function isEligibleBackend(node: Readonly<Node>): boolean {
+  if (node.providerId === "" || node.deletionTimestamp !== undefined) return false;
+  const exclude = node.labels[LABEL_EXCLUDE_FROM_LB];
+  if (exclude !== undefined && !PARSE_BOOL_FALSE.has(exclude)) return false;
+  return !node.taints.some((t) => t.key === TAINT_TO_BE_DELETED);
+}
+
+/** The fields of a node that decide load balancer membership; a change to any re-syncs backends. */
+export function backendFacts(node: Readonly<Node> | undefined): string {
+  return node === undefined ? "" : `${isEligibleBackend(node)}|${node.providerId}`;
+}
+
+function validCidr(s: string): boolean {
+  const [ip, bits, extra] = s.trim().split("/");
+  if (ip === undefined || bits === undefined || extra !== undefined || !/^\d{1,3}$/.test(bits)) return false;
+  const family = isIP(ip);
+  const n = Number(bits);
+  return (family === 4 && n <= 32) || (family === 6 && n <= 128);
+}
+
+export function sourceRanges(svc: Readonly<Service>): string[] {
+  const fromSpec = svc.loadBalancerSourceRanges.map((s) => s.trim()).filter((s) => s !== "");
+  const fromAnnotation = (svc.annotations[ANNOTATION_SOURCE_RANGES] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  const ranges = fromSpec.length > 0 ? fromSpec : fromAnnotation;
+  for (const r of ranges)
+    if (!validCidr(r))
+      throw new AnnotationError(
+        fromSpec.length > 0 ? "spec.loadBalancerSourceRanges" : ANNOTATION_SOURCE_RANGES,
+        r,
+        "CIDRs such as 203.0.113.0/24",
+      );
+  // 0.0.0.0/0 (or ::/0) alone means open: the same as no rule.
+  return ranges.every((r) => r === "0.0.0.0/0" || r === "::/0") ? [] : [...new Set(ranges)].sort();
+}
+
+export function healthCheck(svc: Readonly<Service>, settings: LbSettings): LbHealthCheck {
+  const common = {
+    intervalSeconds: settings.healthCheckIntervalSeconds,
+    timeoutSeconds: settings.healthCheckTimeoutSeconds,
+    healthyThreshold: settings.healthyThreshold,
+    unhealthyThreshold: settings.unhealthyThreshold,
+  };
+  // externalTrafficPolicy Local: kube-proxy answers /healthz on healthCheckNodePort only where endpoints are.
+  if (svc.externalTrafficPolicy === "Local" && svc.healthCheckNodePort > 0)
+    return {
+      protocol: "HTTP",
+      port: svc.healthCheckNodePort,
+      path: settings.healthCheckPath ?? "/healthz",
+      ...common,
+    };
+  const port = svc.ports.find((p) => p.protocol !== "UDP")?.nodePort ?? svc.ports[0]?.nodePort ?? 0;
+  const protocol = settings.healthCheckProtocol ?? (settings.healthCheckPath !== undefined ? "HTTP" : "TCP");
+  return { protocol, port, path: protocol === "HTTP" ? (settings.healthCheckPath ?? "/") : "", ...common };
+}
+
+/** The load balancer the hub wants for a Service. Pure: same inputs, same spec. */
+export function loadBalancerSpec(
+  svc: Readonly<Service>,
+  settings: LbSettings,
+  name: string,
+  tags: Readonly<Record<string, string>>,
+  backends: readonly string[],
+): LoadBalancerSpec {
+  const listeners = svc.ports
+    .map((p) => ({
+      protocol: listenerProtocol(settings, p.port, p.protocol),
+      port: p.port,
+      nodePort: p.nodePort,
+      proxyProtocol: settings.proxyProtocol,
+    }))
+    .sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
+  return {
+    name,
+    tags: { ...tags },
+    listeners,
+    backends: [...backends].sort(),
+    healthCheck: healthCheck(svc, settings),
+    sourceRanges: sourceRanges(svc),
+    sessionAffinity: svc.sessionAffinity === "ClientIP" ? "ClientIP" : "None",
+    idleTimeoutSeconds: settings.idleTimeoutSeconds,
+    internal: settings.internal,
+  };
+}
+
+/** A stable digest of everything but the backends: changes mean a full ensure, not a backend update. */
+export function specKey(spec: LoadBalancerSpec): string {
+  const { backends: _backends, ...rest } = spec;
+  return JSON.stringify(rest);
+}
+
+export function toWireIngress(ingress: readonly LbIngress[]): LoadBalancerIngress[] {
+  return ingress.map((i) => ({ ip: i.ip ?? "", hostname: i.ip ? "" : (i.hostname ?? ""), ipMode: "" }));
+}
+
+/** Compares what the Service shows with what the hub wants (ipMode is defaulted by the API server). */
+export function ingressEqual(
+  have: readonly LoadBalancerIngress[],
+  want: readonly LoadBalancerIngress[],
+): boolean {
+  return (
+    have.length === want.length &&
+    have.every((h, i) => h.ip === want[i]?.ip && h.hostname === want[i]?.hostname)
+  );
+}

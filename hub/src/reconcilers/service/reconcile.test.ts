@@ -1,0 +1,233 @@
+import type { Node, Service } from "@fleet-ccm/proto";
+import { describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.js";
+import type { CloudProvider, LbIngress, LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import { VerifiedInstances } from "../../cloud/verified-instances.js";
+import { FleetState } from "../../fleet/state.js";
+import { FakeClock } from "../../util/clock.js";
+import { ConvergenceTracker } from "../convergence.js";
+import { type EnsuredRecord, reconcileService, SERVICE } from "./reconcile.js";
+
+const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
+
+function svc(over: Partial<Service> = {}): Service {
+  return {
+    namespace: "default",
+    name: "web",
+    uid: "svc-uid",
+    resourceVersion: "1",
+    type: "LoadBalancer",
+    loadBalancerClass: "",
+    ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
+    externalTrafficPolicy: "Cluster",
+    healthCheckNodePort: 0,
+    ipFamilies: ["IPv4"],
+    loadBalancerSourceRanges: [],
+    annotations: {},
+    ingress: [],
+    creationTimestamp: undefined,
+    deletionTimestamp: undefined,
+    finalizers: [FINALIZER],
+    sessionAffinity: "None",
+    ...over,
+  };
+}
+
+function node(name: string, labels: Record<string, string> = {}): Node {
+  return {
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: "1",
+    providerId: `simulated://r1/i-${name}`,
+    labels,
+    annotations: {},
+    taints: [],
+    addresses: [],
+    conditions: [],
+    podCidrs: [],
+    creationTimestamp: undefined,
+    deletionTimestamp: undefined,
+    finalizers: [],
+  };
+}
+
+/** A load balancer double recording calls; instances all in scope. */
+function cloudDouble(fail?: Error) {
+  const calls: string[] = [];
+  const specs: LoadBalancerSpec[] = [];
+  const lbs: LoadBalancers = {
+    capabilities: { sessionAffinity: false, proxyProtocol: true, internal: true, protocols: ["TCP", "UDP"] },
+    async get() {
+      return undefined;
+    },
+    async ensure(spec): Promise<LbIngress[]> {
+      calls.push("ensure");
+      if (fail) throw fail;
+      specs.push(spec);
+      return [{ ip: "198.18.0.1", hostname: "lb.example" }];
+    },
+    async updateBackends(_n, _t, backends) {
+      calls.push(`updateBackends ${backends.join(",")}`);
+    },
+    async ensureDeleted() {
+      calls.push("ensureDeleted");
+      if (fail) throw fail;
+    },
+  };
+  const provider: CloudProvider = {
+    name: "simulated",
+    instances: {
+      async getByProviderID(id) {
+        const m = /^simulated:\/\/r1\/(i-.+)$/.exec(id);
+        if (!m?.[1]) throw new InstanceNotFoundError(id);
+        return {
+          providerID: id,
+          instanceID: m[1],
+          name: m[1],
+          instanceType: "t",
+          region: "r1",
+          zone: "r1a",
+          addresses: [],
+          state: "running",
+          tags: {},
+        };
+      },
+      async getByName(n) {
+        throw new InstanceNotFoundError(n);
+      },
+      async listPage() {
+        return { instances: [] };
+      },
+      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
+    },
+    loadBalancers: lbs,
+  };
+  const cloud: ClusterCloud = {
+    provider,
+    account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
+    scope: {},
+  };
+  return { cloud, calls, specs };
+}
+
+function harness(services: Service[], nodes: Node[], fail?: Error) {
+  const clock = new FakeClock();
+  const fleet = new FleetState();
+  fleet.replace("c1", nodes, services);
+  const d = cloudDouble(fail);
+  const ensured = new Map<string, EnsuredRecord>();
+  const deps = {
+    fleet,
+    cloudFor: () => d.cloud,
+    tracker: new ConvergenceTracker(clock, 5000),
+    verified: new VerifiedInstances(clock),
+    ensured,
+    logger: pino({ level: "silent" }),
+    clock,
+    loadBalancerClass: undefined,
+  };
+  return {
+    ...d,
+    fleet,
+    clock,
+    run: () => reconcileService({ cluster: "c1", kind: SERVICE, name: "default/web" }, deps),
+  };
+}
+
+describe("service reconcile", () => {
+  test("finalizer first: nothing is created in the cloud before the finalizer shows", async () => {
+    const h = harness([svc({ finalizers: [] })], [node("a")]);
+    const out = await h.run();
+    expect(h.calls).toEqual([]);
+    expect(out.services?.[0]).toMatchObject({ addFinalizers: [FINALIZER], uid: "svc-uid" });
+  });
+
+  test("ensures the load balancer with listeners, eligible backends and health check, then publishes the ingress", async () => {
+    const h = harness(
+      [svc()],
+      [
+        node("a"),
+        node("b"),
+        node("x", { "node.kubernetes.io/exclude-from-external-load-balancers": "true" }),
+      ],
+    );
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    expect(h.specs[0]).toMatchObject({
+      listeners: [{ protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false }],
+      backends: ["i-a", "i-b"],
+      healthCheck: { protocol: "TCP", port: 30080 },
+      sourceRanges: [],
+      sessionAffinity: "None",
+    });
+    expect(out.services?.[0]?.ingress?.items).toEqual([{ ip: "198.18.0.1", hostname: "", ipMode: "" }]);
+    expect(out.events?.map((e) => e.reason)).toEqual(["EnsuringLoadBalancer", "EnsuredLoadBalancer"]);
+  });
+
+  test("externalTrafficPolicy Local health-checks /healthz on healthCheckNodePort", async () => {
+    const h = harness([svc({ externalTrafficPolicy: "Local", healthCheckNodePort: 31999 })], [node("a")]);
+    await h.run();
+    expect(h.specs[0]?.healthCheck).toMatchObject({ protocol: "HTTP", port: 31999, path: "/healthz" });
+  });
+
+  test("an invalid annotation names itself and changes nothing in the cloud", async () => {
+    const h = harness([svc({ annotations: { "lb.fleet-ccm.io/idle-timeout": "soon" } })], [node("a")]);
+    const out = await h.run();
+    expect(h.calls).toEqual([]);
+    expect(out.events?.[0]).toMatchObject({ type: "Warning", reason: "SyncLoadBalancerFailed" });
+    expect(out.events?.[0]?.message).toContain("lb.fleet-ccm.io/idle-timeout");
+    expect(out.events?.[0]?.message).toContain("whole number of seconds");
+  });
+
+  test("ClientIP affinity on a provider without it: Event, load balancer still ensured", async () => {
+    const h = harness([svc({ sessionAffinity: "ClientIP" })], [node("a")]);
+    const out = await h.run();
+    expect(h.specs[0]?.sessionAffinity).toBe("None");
+    expect(out.events?.some((e) => e.message.includes("sessionAffinity ClientIP is not supported"))).toBe(
+      true,
+    );
+  });
+
+  test("a node set change updates only the backends", async () => {
+    const h = harness([svc({ ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }] })], [node("a")]);
+    await h.run();
+    h.fleet.upsertNode("c1", node("b"));
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensure", "updateBackends i-a,i-b"]);
+    expect(out.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
+  });
+
+  test("deletion: every cloud resource first, then the finalizer and the ingress", async () => {
+    const h = harness(
+      [svc({ deletionTimestamp: new Date(), ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }] })],
+      [],
+    );
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensureDeleted"]);
+    expect(out.services?.[0]).toMatchObject({ removeFinalizers: [FINALIZER], ingress: { items: [] } });
+    expect(out.events?.map((e) => e.reason)).toEqual(["DeletingLoadBalancer", "DeletedLoadBalancer"]);
+  });
+
+  test("type changed away from LoadBalancer is cleaned up like a deletion", async () => {
+    const h = harness([svc({ type: "ClusterIP" })], []);
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensureDeleted"]);
+    expect(out.services?.[0]?.removeFinalizers).toEqual([FINALIZER]);
+  });
+
+  test("a cloud error keeps the finalizer and backs off", async () => {
+    const h = harness([svc({ deletionTimestamp: new Date() })], [], new TransientCloudError("503"));
+    const out = await h.run();
+    expect(out.services).toBeUndefined();
+    expect(out.requeue.kind).toBe("backoff");
+    expect(out.events?.map((e) => e.reason)).toEqual(["DeletingLoadBalancer", "DeleteLoadBalancerFailed"]);
+  });
+
+  test("a Service of another loadBalancerClass is ignored", async () => {
+    const h = harness([svc({ loadBalancerClass: "example.com/other", finalizers: [] })], [node("a")]);
+    expect(await h.run()).toEqual({ requeue: { kind: "done" } });
+    expect(h.calls).toEqual([]);
+  });
+});

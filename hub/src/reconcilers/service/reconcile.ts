@@ -1,0 +1,255 @@
+import type { ClusterEvent, Service, ServiceDesired } from "@fleet-ccm/proto";
+import type { Logger } from "pino";
+import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
+import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
+import type { LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import type { VerifiedInstances } from "../../cloud/verified-instances.js";
+import type { ClusterView, FleetState } from "../../fleet/state.js";
+import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
+import { keyOf, type WorkKey } from "../../queue/index.js";
+import type { Clock } from "../../util/clock.js";
+import type { ConvergenceTracker } from "../convergence.js";
+import { nodeEvent } from "../node-init/events.js";
+import { after, backoff, DONE, type Outcome } from "../outcome.js";
+import { AnnotationError, parseLbAnnotations } from "./annotations.js";
+import { REASON, serviceEvent } from "./events.js";
+import {
+  hasFinalizer,
+  ingressEqual,
+  isEligibleBackend,
+  loadBalancerSpec,
+  needsCleanup,
+  specKey,
+  toWireIngress,
+  wantsLoadBalancer,
+} from "./predicates.js";
+
+export const SERVICE = "service";
+/** One key per cluster: a node set change re-syncs the backends of every load balancer of the cluster. */
+export const SERVICE_NODES = "service-nodes";
+
+/** What the hub last made true in the cloud for one Service (memory only; a restart re-ensures). */
+export interface EnsuredRecord {
+  readonly uid: string;
+  readonly specKey: string;
+  readonly backends: readonly string[];
+}
+
+export interface ServiceDeps {
+  readonly fleet: FleetState;
+  cloudFor(cluster: string): ClusterCloud | undefined;
+  readonly tracker: ConvergenceTracker;
+  readonly verified: VerifiedInstances;
+  readonly ensured: Map<string, EnsuredRecord>;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** spec.loadBalancerClass this hub also owns (besides none). */
+  readonly loadBalancerClass: string | undefined;
+}
+
+function desired(svc: Readonly<Service>, generation: number, patch: Partial<ServiceDesired>): ServiceDesired {
+  return {
+    namespace: svc.namespace,
+    name: svc.name,
+    uid: svc.uid,
+    generation,
+    addFinalizers: [],
+    removeFinalizers: [],
+    ingress: undefined,
+    ...patch,
+  };
+}
+
+function cloudFailure(err: unknown, events: ClusterEvent[]): Outcome {
+  if (err instanceof ThrottledError && err.retryAfterMs !== undefined)
+    return after(err.retryAfterMs, { events });
+  return backoff(err, { events });
+}
+
+/**
+ * The service controller's syncService for one Service of one cluster: finalizer first, then
+ * the load balancer with every sub-resource, then status.loadBalancer.ingress; on deletion or a
+ * type change, every cloud resource, then the finalizer.
+ */
+export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise<Outcome> {
+  const view = deps.fleet.view(key.cluster);
+  if (view === undefined || !view.synced) return DONE;
+  const k = keyOf(key);
+  const svc = view.services.get(key.name);
+  if (svc === undefined) {
+    // Gone from the cluster. With our finalizer that only happens after cleanup.
+    deps.tracker.clear(k);
+    deps.ensured.delete(k);
+    return DONE;
+  }
+  const cloud = deps.cloudFor(key.cluster);
+  const lbs = cloud?.provider.loadBalancers;
+  const cleanup = needsCleanup(svc, deps.loadBalancerClass);
+  if (!cleanup && !wantsLoadBalancer(svc, deps.loadBalancerClass)) {
+    deps.ensured.delete(k);
+    return DONE;
+  }
+  // A finalizer or status patch is in flight: wait for the report instead of acting twice.
+  const pending = deps.tracker.pending(k, svc.uid);
+  if (pending !== undefined) return after(pending.deadlineMs - deps.clock.now());
+  if (cloud === undefined || lbs === undefined) {
+    const why =
+      cloud === undefined
+        ? "no cloud account is bound to this cluster"
+        : `provider ${cloud.provider.name} has no load balancers`;
+    return backoff(new Error(why), {
+      events: [serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${why}`)],
+    });
+  }
+  const name = loadBalancerName(key.cluster, svc.uid);
+  const tags = loadBalancerOwnerTags(key.cluster, svc.uid);
+  if (cleanup) return deleteLoadBalancer(k, svc, lbs, name, tags, deps);
+
+  if (!hasFinalizer(svc)) {
+    // Before anything exists in the cloud, so a deletion can never leak it.
+    const inflight = deps.tracker.record(k, svc.uid);
+    return after(inflight.deadlineMs - inflight.publishedAtMs, {
+      services: [desired(svc, inflight.generation, { addFinalizers: [FINALIZER_LB_CLEANUP] })],
+    });
+  }
+
+  let spec: LoadBalancerSpec;
+  const events: ClusterEvent[] = [];
+  try {
+    const settings = parseLbAnnotations(svc.annotations);
+    const backends = await verifiedBackends(key.cluster, view, cloud, deps, events);
+    spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends);
+  } catch (err) {
+    if (err instanceof AnnotationError) {
+      // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
+      deps.logger.warn({ service: key.name, err: err.message }, "invalid annotation");
+      return {
+        events: [
+          serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${err.message}`),
+        ],
+        requeue: { kind: "done" },
+      };
+    }
+    return cloudFailure(err, events);
+  }
+  if (spec.sessionAffinity === "ClientIP" && !lbs.capabilities.sessionAffinity) {
+    events.push(
+      serviceEvent(
+        svc,
+        "Warning",
+        REASON.syncFailed,
+        `sessionAffinity ClientIP is not supported by provider ${cloud.provider.name}; ignored`,
+      ),
+    );
+    spec = { ...spec, sessionAffinity: "None" };
+  }
+  if (spec.backends.length === 0)
+    events.push(
+      serviceEvent(svc, "Warning", REASON.unavailable, "There are no available nodes for LoadBalancer"),
+    );
+
+  const last = deps.ensured.get(k);
+  const sameSpec = last !== undefined && last.uid === svc.uid && last.specKey === specKey(spec);
+  if (sameSpec && svc.ingress.length > 0) {
+    if (last.backends.join(",") === spec.backends.join(","))
+      return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
+    try {
+      await lbs.updateBackends(name, tags, spec.backends);
+    } catch (err) {
+      events.push(
+        serviceEvent(
+          svc,
+          "Warning",
+          REASON.updateFailed,
+          `Error updating load balancer with new hosts: ${errorMessage(err)}`,
+        ),
+      );
+      return cloudFailure(err, events);
+    }
+    deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backends: spec.backends });
+    if (spec.backends.length > 0)
+      events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
+    return { events, requeue: { kind: "done" } };
+  }
+
+  events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
+  let ingress: ReturnType<typeof toWireIngress>;
+  try {
+    ingress = toWireIngress(await lbs.ensure(spec));
+  } catch (err) {
+    events.push(
+      serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
+    );
+    return isRetryable(err) ? cloudFailure(err, events) : backoff(err, { events });
+  }
+  deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backends: spec.backends });
+  events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
+  if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
+  const inflight = deps.tracker.record(k, svc.uid);
+  return after(inflight.deadlineMs - inflight.publishedAtMs, {
+    events,
+    services: [desired(svc, inflight.generation, { ingress: { items: ingress } })],
+  });
+}
+
+async function deleteLoadBalancer(
+  k: string,
+  svc: Readonly<Service>,
+  lbs: LoadBalancers,
+  name: string,
+  tags: Record<string, string>,
+  deps: ServiceDeps,
+): Promise<Outcome> {
+  const events = [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
+  try {
+    await lbs.ensureDeleted(name, tags);
+  } catch (err) {
+    events.push(
+      serviceEvent(svc, "Warning", REASON.deleteFailed, `Error deleting load balancer: ${errorMessage(err)}`),
+    );
+    return cloudFailure(err, events);
+  }
+  deps.ensured.delete(k);
+  events.push(serviceEvent(svc, "Normal", REASON.deleted, "Deleted load balancer"));
+  const inflight = deps.tracker.record(k, svc.uid);
+  return after(inflight.deadlineMs - inflight.publishedAtMs, {
+    events,
+    services: [
+      desired(svc, inflight.generation, {
+        removeFinalizers: [FINALIZER_LB_CLEANUP],
+        ingress: svc.ingress.length > 0 ? { items: [] } : undefined,
+      }),
+    ],
+  });
+}
+
+/**
+ * Instance ids of the cluster's eligible nodes, each verified to be in the cluster's scope. A
+ * refused node gets an Event and is left out; a cloud error fails the whole sync, so a partial
+ * view never shrinks a backend set.
+ */
+async function verifiedBackends(
+  cluster: string,
+  view: ClusterView,
+  cloud: ClusterCloud,
+  deps: ServiceDeps,
+  events: ClusterEvent[],
+): Promise<string[]> {
+  const out: string[] = [];
+  for (const node of view.nodes.values()) {
+    if (!isEligibleBackend(node)) continue;
+    const verdict = await deps.verified.verify(cluster, node.providerId, cloud);
+    if (verdict.ok) out.push(verdict.instanceID);
+    else
+      events.push(
+        nodeEvent(
+          node,
+          "Warning",
+          "InstanceOutOfScope",
+          `Not used as a load balancer backend: ${verdict.reason}`,
+        ),
+      );
+  }
+  return out.sort();
+}
