@@ -154,6 +154,28 @@ describe("node initialization across a fleet", () => {
     expect(await waitFor(() => allInitialized(fleet, c), 30_000)).toBe(true);
   });
 
+  test("agent process killed (SIGKILL) mid-way and restarted: everything converges", async () => {
+    const c = [...fleet.clusters.keys()][1] ?? "";
+    await fleet.stopAgent(c);
+    const first = fleet.spawnAgentProcess(c);
+    expect(await waitFor(() => allInitialized(fleet, c), 20_000)).toBe(true);
+    fleet.addNodes(c, 6);
+    // Kill it as soon as the first of the new nodes is done: the rest is mid-way.
+    await waitFor(
+      () => fleet.nodes(c).filter((n) => !tainted(n as KubeNode)).length > fleet.nodes(c).length - 6,
+      20_000,
+      5,
+    );
+    first.kill("SIGKILL");
+    await new Promise((r) => first.once("exit", r));
+    fleet.addNodes(c, 2);
+    const second = fleet.spawnAgentProcess(c);
+    expect(await waitFor(() => allInitialized(fleet, c), 30_000)).toBe(true);
+    second.kill("SIGTERM");
+    await new Promise((r) => second.once("exit", r));
+    await fleet.startAgent(c);
+  });
+
   test("nats-server restarted mid-way: everything converges", async () => {
     const c = [...fleet.clusters.keys()][2] ?? "";
     await fleet.nats.restart(0);

@@ -1,4 +1,9 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Agent } from "@fleet-ccm/agent";
 import { builtinProviders, Hub, parseHubConfig } from "@fleet-ccm/hub";
 import { agentInboxPrefix, clusterSubjectFilter } from "@fleet-ccm/proto";
@@ -60,6 +65,7 @@ export class LocalFleet {
   hub: Hub | undefined;
   hubPort = 0;
   private env: Record<string, string> = {};
+  private readonly children = new Set<ChildProcess>();
 
   private constructor(
     readonly opts: LocalFleetOptions,
@@ -157,7 +163,7 @@ export class LocalFleet {
     const hub = new Hub({
       config,
       providers: builtinProviders,
-      logger: this.opts.logger.child({ component: "hub" }),
+      logger: this.opts.logger,
       env: this.env,
     });
     const { grpcPort } = await hub.start();
@@ -196,6 +202,48 @@ export class LocalFleet {
     await agent.start();
     c.agent = agent;
     return agent;
+  }
+
+  /**
+   * Runs the cluster's agent as its own process through the CLI (`fleet-ccm agent`), with its
+   * kubeconfig, token and NATS password in files, as in a real deployment. Needs `npm run build`.
+   */
+  spawnAgentProcess(cluster: string, hubPort = this.hubPort): ChildProcess {
+    const c = this.cluster(cluster);
+    const dir = mkdtempSync(join(tmpdir(), `fleet-ccm-agent-${cluster}-`));
+    writeFileSync(join(dir, "kubeconfig"), c.kube.kubeconfigYaml(), { mode: 0o600 });
+    writeFileSync(join(dir, "token"), c.token, { mode: 0o600 });
+    writeFileSync(join(dir, "nats-password"), c.natsPassword, { mode: 0o600 });
+    const bin = fileURLToPath(new URL("../../bin/fleet-ccm.js", import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        "agent",
+        "--cluster",
+        cluster,
+        "--hub",
+        `127.0.0.1:${hubPort}`,
+        "--insecure",
+        "--token-file",
+        join(dir, "token"),
+        "--nats",
+        this.nats.url,
+        "--nats-user",
+        `agent-${cluster}`,
+        "--nats-password-file",
+        join(dir, "nats-password"),
+        "--kubeconfig",
+        join(dir, "kubeconfig"),
+        "--log-level",
+        "warn",
+      ],
+      { stdio: ["ignore", "ignore", "inherit"] },
+    );
+    child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    this.children.add(child);
+    child.once("exit", () => this.children.delete(child));
+    return child;
   }
 
   async stopAgent(cluster: string): Promise<void> {
@@ -239,6 +287,7 @@ export class LocalFleet {
   }
 
   async stop(): Promise<void> {
+    for (const child of this.children) child.kill("SIGKILL");
     await Promise.all([...this.clusters.values()].map((c) => c.agent?.stop()));
     await this.stopHub();
     await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
