@@ -3,7 +3,7 @@ import type { V1Node, V1Service } from "@kubernetes/client-node";
 
 /** Annotations the hub reads; everything else stays in the cluster. */
 const FORWARDED_ANNOTATION =
-  /^(alpha\.kubernetes\.io\/provided-node-ip|service\.beta\.kubernetes\.io\/load-balancer-source-ranges|lb\.fleet-ccm\.io\/.+)$/;
+  /^(alpha\.kubernetes\.io\/provided-node-ip|service\.beta\.kubernetes\.io\/load-balancer-source-ranges|(lb|lifecycle)\.fleet-ccm\.io\/.+)$/;
 /** Node conditions the hub reads. */
 const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
 

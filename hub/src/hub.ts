@@ -1,7 +1,6 @@
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ApplyResult } from "@fleet-ccm/proto";
-import { ApplyOutcome } from "@fleet-ccm/proto";
+import { ApplyOutcome, type ApplyResult } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
@@ -10,29 +9,20 @@ import { VerifiedInstances } from "./cloud/verified-instances.js";
 import type { HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
 import { type ControllerName, isControllerEnabled } from "./controllers.js";
-import { FleetState } from "./fleet/state.js";
+import { type FleetListener, FleetState } from "./fleet/state.js";
 import { TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
 import { DesiredPublisher } from "./nats/publisher.js";
 import { clusterKeyPrefix, keyOf, type Requeue, runWorkers, type WorkKey, WorkQueue } from "./queue/index.js";
+import type { Controller, ControllerContext } from "./reconcilers/controller.js";
 import { ConvergenceTracker } from "./reconcilers/convergence.js";
-import {
-  NODE_INIT,
-  nodeInitTriggers,
-  onNodeApplyResult,
-  reconcileNodeInit,
-} from "./reconcilers/node-init/index.js";
-import type { Outcome } from "./reconcilers/outcome.js";
-import {
-  type EnsuredRecord,
-  onServiceApplyResult,
-  reconcileService,
-  SERVICE,
-  SERVICE_NODES,
-  serviceTriggers,
-} from "./reconcilers/service/index.js";
+import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
+import { cloudNodeController } from "./reconcilers/node-init/index.js";
+import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
+import { routeController } from "./reconcilers/route/index.js";
+import { serviceController } from "./reconcilers/service/index.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
 export interface HubOptions {
@@ -45,10 +35,10 @@ export interface HubOptions {
   readonly controllers?: readonly string[];
 }
 
-/** Backoff of failed reconciles: upstream's service controller range (5 s … 300 s) starts too slow for init; 250 ms doubling. */
+/** Backoff of failed reconciles, per key: 250 ms doubling to 5 min (upstream's service controller caps at 300 s too). */
 const RECONCILE_BACKOFF = { initialMs: 250, maxMs: 300_000, factor: 2, jitter: 0.1 };
 
-/** The hub process: gRPC ingest, fleet state, work queue, reconcilers, NATS publisher, health and metrics. */
+/** The hub process: gRPC ingest, fleet state, work queue, controllers, NATS publisher, health and metrics. */
 export class Hub {
   readonly fleet = new FleetState();
   readonly metrics = new HubMetrics();
@@ -59,9 +49,10 @@ export class Hub {
   private readonly accounts: CloudAccounts;
   private readonly grpc: HubGrpcServer;
   private readonly publisher: DesiredPublisher;
-  private readonly controllersByCluster = new Map<string, readonly string[]>();
-  private readonly verified: VerifiedInstances;
-  private readonly ensured = new Map<string, EnsuredRecord>();
+  private readonly controllerLists = new Map<string, readonly string[]>();
+  private readonly routesWanted = new Set<string>();
+  private readonly controllers: readonly Controller[];
+  private readonly byKind = new Map<string, Controller>();
   private http: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
   private started = false;
@@ -72,9 +63,11 @@ export class Hub {
     this.log = opts.logger;
     this.queue = new WorkQueue({ clock: this.clock, backoff: RECONCILE_BACKOFF });
     this.tracker = new ConvergenceTracker(this.clock, cfg.reconcile.convergeDeadlineMs);
-    this.verified = new VerifiedInstances(this.clock);
     const globalControllers = opts.controllers ?? cfg.controllers;
-    for (const c of cfg.clusters) this.controllersByCluster.set(c.name, c.controllers ?? globalControllers);
+    for (const c of cfg.clusters) {
+      this.controllerLists.set(c.name, c.controllers ?? globalControllers);
+      if (c.configureCloudRoutes) this.routesWanted.add(c.name);
+    }
 
     this.accounts = new CloudAccounts(cfg.accounts, cfg.clusters, {
       registry: new ProviderRegistry(opts.providers),
@@ -82,6 +75,8 @@ export class Hub {
       logger: this.log,
       metrics: this.metrics,
       env: opts.env,
+      refresh: cfg.refresh,
+      maxConcurrentRouteWrites: cfg.routes.maxConcurrentPerAccount,
     });
     const auth = new TokenAuthenticator(
       cfg.clusters.map((c, i) => [c.name, resolveSecret(c.token, `clusters[${i}].token`, opts.env)] as const),
@@ -117,34 +112,59 @@ export class Hub {
       },
     );
 
-    const initTriggers = nodeInitTriggers(this.queue, this.tracker);
-    const svcTriggers = serviceTriggers(this.queue, this.tracker, cfg.loadBalancerClass);
-    this.fleet.subscribe({
-      onNode: (cluster, name, change) => {
-        if (this.enabled(cluster, "cloud-node-controller")) initTriggers.onNode?.(cluster, name, change);
-        if (this.enabled(cluster, "service-lb-controller")) svcTriggers.onNode?.(cluster, name, change);
-      },
-      onService: (cluster, key, change) => {
-        if (this.enabled(cluster, "service-lb-controller")) svcTriggers.onService?.(cluster, key, change);
-      },
-      onSynced: (cluster) => {
+    const ctx: ControllerContext = {
+      config: cfg,
+      fleet: this.fleet,
+      queue: this.queue,
+      tracker: this.tracker,
+      verified: new VerifiedInstances(this.clock),
+      metrics: this.metrics,
+      clock: this.clock,
+      logger: this.log,
+      cloudFor: (c) => this.accounts.cloudFor(c),
+      cacheFor: (c) => this.accounts.cacheFor(c),
+      routeWritesFor: (c) => this.accounts.routeWritesFor(c),
+    };
+    this.controllers = [
+      cloudNodeController(ctx),
+      nodeLifecycleController(ctx),
+      serviceController(ctx),
+      routeController(ctx),
+    ];
+    for (const c of this.controllers) for (const kind of c.kinds) this.byKind.set(kind, c);
+    this.fleet.subscribe(this.dispatchFleetEvents());
+  }
+
+  /** Whether a controller runs for a cluster: its --controllers list, and routes only where configured. */
+  private enabled(cluster: string, controller: ControllerName): boolean {
+    const list = this.controllerLists.get(cluster);
+    if (list === undefined || !isControllerEnabled(list, controller)) return false;
+    return controller !== "node-route-controller" || this.routesWanted.has(cluster);
+  }
+
+  private dispatchFleetEvents(): FleetListener {
+    const each = (cluster: string, fn: (l: FleetListener) => void) => {
+      for (const c of this.controllers) if (this.enabled(cluster, c.name)) fn(c.triggers);
+    };
+    const synced = () =>
+      this.metrics.clustersSynced.set(
+        this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length,
+      );
+    return {
+      onNode: (cluster, name, change) => each(cluster, (l) => l.onNode?.(cluster, name, change)),
+      onService: (cluster, key, change) => each(cluster, (l) => l.onService?.(cluster, key, change)),
+      onSynced: (cluster, view) => {
         // The agent (re)connected: whatever was in flight may have been lost with it. Publish again now.
         const prefix = clusterKeyPrefix(cluster);
         this.tracker.expireWhere((k) => k.startsWith(prefix));
-        this.metrics.clustersSynced.set(
-          this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length,
-        );
+        each(cluster, (l) => l.onSynced?.(cluster, view));
+        synced();
       },
-      onDisconnected: () =>
-        this.metrics.clustersSynced.set(
-          this.fleet.clusterNames().filter((c) => this.grpc.isConnected(c)).length,
-        ),
-    });
-  }
-
-  private enabled(cluster: string, controller: ControllerName): boolean {
-    const list = this.controllersByCluster.get(cluster);
-    return list !== undefined && isControllerEnabled(list, controller);
+      onDisconnected: (cluster) => {
+        each(cluster, (l) => l.onDisconnected?.(cluster));
+        synced();
+      },
+    };
   }
 
   /** Starts NATS, the workers, gRPC and HTTP. Resolves with the bound ports. */
@@ -175,51 +195,23 @@ export class Hub {
   }
 
   private async reconcile(key: WorkKey): Promise<Requeue> {
-    let outcome: Outcome;
-    switch (key.kind) {
-      case NODE_INIT:
-        if (!this.enabled(key.cluster, "cloud-node-controller")) return { kind: "done" };
-        outcome = await reconcileNodeInit(key, {
-          fleet: this.fleet,
-          cloudFor: (c) => this.accounts.cloudFor(c),
-          tracker: this.tracker,
-          verified: this.verified,
-          logger: this.log.child({ component: NODE_INIT, cluster: key.cluster }),
-          clock: this.clock,
-        });
-        break;
-      case SERVICE:
-        if (!this.enabled(key.cluster, "service-lb-controller")) return { kind: "done" };
-        outcome = await reconcileService(key, {
-          fleet: this.fleet,
-          cloudFor: (c) => this.accounts.cloudFor(c),
-          tracker: this.tracker,
-          verified: this.verified,
-          ensured: this.ensured,
-          logger: this.log.child({ component: SERVICE, cluster: key.cluster }),
-          clock: this.clock,
-          loadBalancerClass: this.opts.config.loadBalancerClass,
-        });
-        break;
-      case SERVICE_NODES: {
-        // Batched: one key per cluster fans out to every load-balanced Service of it.
-        const view = this.fleet.view(key.cluster);
-        for (const name of view?.services.keys() ?? [])
-          this.queue.add({ cluster: key.cluster, kind: SERVICE, name });
-        return { kind: "done" };
-      }
-      default:
-        this.log.error({ key: keyOf(key) }, "no reconciler for this key kind");
-        return { kind: "done" };
+    const controller = this.byKind.get(key.kind);
+    if (controller === undefined) {
+      this.log.error({ key: keyOf(key) }, "no controller for this key kind");
+      return { kind: "done" };
     }
-    if (outcome.nodes?.length || outcome.services?.length || outcome.events?.length) {
+    if (!this.enabled(key.cluster, controller.name)) return { kind: "done" };
+    const outcome = await controller.reconcile(key);
+    const nodes = outcome.nodes?.length ?? 0;
+    const services = outcome.services?.length ?? 0;
+    const events = outcome.events?.length ?? 0;
+    if (nodes + services + events > 0) {
       this.publisher.enqueue(key.cluster, outcome);
-      if (outcome.nodes?.length) this.metrics.patchesPublished.inc({ kind: "node" }, outcome.nodes.length);
-      if (outcome.services?.length)
-        this.metrics.patchesPublished.inc({ kind: "service" }, outcome.services.length);
-      if (outcome.events?.length) this.metrics.patchesPublished.inc({ kind: "event" }, outcome.events.length);
-      if (key.kind === NODE_INIT && outcome.events?.some((e) => e.reason === "Synced"))
-        this.metrics.nodesInitialized.inc();
+      if (nodes > 0) this.metrics.patchesPublished.inc({ kind: "node" }, nodes);
+      if (services > 0) this.metrics.patchesPublished.inc({ kind: "service" }, services);
+      if (events > 0) this.metrics.patchesPublished.inc({ kind: "event" }, events);
+      for (const e of outcome.events ?? [])
+        if (e.reason === REASON_SYNCED) this.metrics.nodesInitialized.inc();
     }
     if (outcome.requeue.kind === "backoff")
       this.log.debug({ key: keyOf(key), err: String(outcome.requeue.error) }, "reconcile backing off");
@@ -239,12 +231,16 @@ export class Hub {
         },
         "agent could not apply a patch",
       );
-    onNodeApplyResult(cluster, result, this.queue, this.tracker);
-    onServiceApplyResult(cluster, result, this.queue, this.tracker);
+    for (const c of this.controllers) c.onApplyResult?.(cluster, result);
   }
 
   grpcPort(): number {
     return this.grpc.port;
+  }
+
+  /** Bytes of desired state published over NATS (benchmarks). */
+  natsBytesPublished(): number {
+    return this.publisher.publishedBytes;
   }
 
   async stop(): Promise<void> {

@@ -65,6 +65,32 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly lifecycleChecks = new Counter({
+    name: "fleet_ccm_lifecycle_checks_total",
+    help: "Direct instance lookups of nodes that are not Ready, by outcome (exists, not-found, error).",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+
+  readonly lifecycleDeletions = new Counter({
+    name: "fleet_ccm_lifecycle_node_deletions_total",
+    help: "Nodes deleted because their instance is confirmed gone.",
+    registers: [this.registry],
+  });
+
+  readonly lifecycleDeletionsBlocked = new Counter({
+    name: "fleet_ccm_lifecycle_deletions_blocked_total",
+    help: "Node deletions held back by the per-cluster blast-radius limit.",
+    registers: [this.registry],
+  });
+
+  readonly routeOperations = new Counter({
+    name: "fleet_ccm_route_operations_total",
+    help: "Route creations and deletions, by operation and outcome.",
+    labelNames: ["op", "outcome"] as const,
+    registers: [this.registry],
+  });
+
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }

@@ -4,7 +4,9 @@ import { resolveSecret } from "../config/secret.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Clock } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
+import { Semaphore } from "../util/semaphore.js";
 import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
+import { InstanceCache } from "./instance-cache.js";
 import type { AccountBinding, CloudCallWrapper, CloudProvider } from "./provider.js";
 import type { ProviderRegistry } from "./registry.js";
 import type { ClusterCloud } from "./scope.js";
@@ -14,10 +16,16 @@ interface AccountRuntime {
   readonly binding: AccountBinding;
   readonly provider: CloudProvider;
   readonly limiter: TokenBucket;
+  readonly cache: InstanceCache;
+  /** Bounds concurrent route writes for the account. */
+  readonly routeWrites: Semaphore;
 }
 
 export interface CloudAccountsDeps {
   readonly registry: ProviderRegistry;
+  /** Instance-list refresh period and whether one list serves the account or each cluster lists on its own. */
+  readonly refresh: { readonly periodMs: number; readonly cacheScope: "account" | "cluster" };
+  readonly maxConcurrentRouteWrites: number;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: HubMetrics;
@@ -28,6 +36,8 @@ export interface CloudAccountsDeps {
 export class CloudAccounts {
   private readonly accounts = new Map<string, AccountRuntime>();
   private readonly clusters = new Map<string, ClusterCloud>();
+  private readonly caches = new Map<string, InstanceCache>();
+  private readonly routeWrites = new Map<string, Semaphore>();
 
   constructor(
     accounts: readonly AccountConfig[],
@@ -57,14 +67,43 @@ export class CloudAccounts {
       const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
       const call = instrumentedCall(binding, limiter, deps.metrics);
       const provider = factory.create({ account: binding, logger, clock: deps.clock, call });
-      this.accounts.set(a.name, { binding, provider, limiter });
+      const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
+      this.accounts.set(a.name, {
+        binding,
+        provider,
+        limiter,
+        cache,
+        routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
+      });
     });
     for (const c of clusters) {
       const account = this.accounts.get(c.account);
       if (account === undefined)
         throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
       this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
+      this.routeWrites.set(c.name, account.routeWrites);
+      this.caches.set(
+        c.name,
+        deps.refresh.cacheScope === "account"
+          ? account.cache
+          : new InstanceCache(
+              account.provider.instances,
+              deps.clock,
+              deps.refresh.periodMs,
+              deps.logger.child({ component: "cloud", cluster: c.name }),
+            ),
+      );
     }
+  }
+
+  /** The instance view that serves this cluster's periodic refresh. */
+  cacheFor(cluster: string): InstanceCache | undefined {
+    return this.caches.get(cluster);
+  }
+
+  /** The account-wide bound on concurrent route writes, for this cluster's account. */
+  routeWritesFor(cluster: string): Semaphore | undefined {
+    return this.routeWrites.get(cluster);
   }
 
   cloudFor(cluster: string): ClusterCloud | undefined {

@@ -43,6 +43,11 @@ export const ClusterSchema = z
     name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label (it is a NATS subject token)"),
     token: SecretRefSchema,
     account: z.string().min(1),
+    /**
+     * Program VPC routes for this cluster's pod CIDRs (upstream --configure-cloud-routes with
+     * --allocate-node-cidrs). Off by default: overlay networks need no routes.
+     */
+    configureCloudRoutes: z.boolean().default(false),
     /** Overrides the hub-wide controller list for this cluster. */
     controllers: controllers.optional(),
     /** Instances this cluster may use: anything outside is refused (agents are untrusted). */
@@ -115,6 +120,52 @@ export const HubConfigSchema = z
       })
       .strict()
       .default({ workers: 32, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
+    lifecycle: z
+      .object({
+        /** How often nodes that are not Ready are checked (upstream --node-monitor-period). */
+        monitorPeriodMs: z.number().int().positive().default(5000),
+        /** A node is deleted only after this many consecutive direct lookups said "not found"… */
+        deleteAfterChecks: z.number().int().min(1).default(3),
+        /** …spread over at least this long (cloud APIs are eventually consistent). */
+        deleteAfterMs: z.number().int().min(0).default(60_000),
+        /** Per cluster and window, at most max(maxNodes, maxPercent % of its nodes) deletions. */
+        blastRadius: z
+          .object({
+            maxPercent: z.number().min(0).max(100).default(10),
+            maxNodes: z.number().int().min(0).default(2),
+            windowMs: z.number().int().positive().default(600_000),
+          })
+          .strict()
+          .default({ maxPercent: 10, maxNodes: 2, windowMs: 600_000 }),
+      })
+      .strict()
+      .default({
+        monitorPeriodMs: 5000,
+        deleteAfterChecks: 3,
+        deleteAfterMs: 60_000,
+        blastRadius: { maxPercent: 10, maxNodes: 2, windowMs: 600_000 },
+      }),
+    refresh: z
+      .object({
+        /** Initialized nodes' addresses are refreshed this often (upstream --node-status-update-frequency). */
+        periodMs: z.number().int().positive().default(300_000),
+        /**
+         * "account": one instance list per account and period serves every cluster in it.
+         * "cluster": one list per cluster, like a per-cluster CCM (the baseline the benchmark compares).
+         */
+        cacheScope: z.enum(["account", "cluster"]).default("account"),
+      })
+      .strict()
+      .default({ periodMs: 300_000, cacheScope: "account" }),
+    routes: z
+      .object({
+        /** How often route tables are reconciled besides node changes (upstream 10 s). */
+        periodMs: z.number().int().positive().default(10_000),
+        /** Route create/delete calls in flight per account (upstream caps at 200 per cluster). */
+        maxConcurrentPerAccount: z.number().int().positive().default(10),
+      })
+      .strict()
+      .default({ periodMs: 10_000, maxConcurrentPerAccount: 10 }),
     accounts: z.array(AccountSchema).min(1),
     clusters: z.array(ClusterSchema),
   })

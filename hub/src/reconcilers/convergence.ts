@@ -33,6 +33,11 @@ export class ConvergenceTracker {
     return this.inflight.get(key);
   }
 
+  /** A generation for an untracked publication. */
+  nextGeneration(): number {
+    return ++this.generation;
+  }
+
   /** Records a publication and returns it (with a fresh generation). */
   record(key: string, uid: string): Inflight {
     const prev = this.inflight.get(key);

@@ -1,47 +1,84 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
-import type { FleetListener } from "../../fleet/state.js";
-import { keyOf, type WorkKey, type WorkQueue } from "../../queue/index.js";
-import type { ConvergenceTracker } from "../convergence.js";
+import { keyOf, type WorkKey } from "../../queue/index.js";
+import type { Controller, ControllerContext } from "../controller.js";
+import { NODE_REFRESH, reconcileNodeRefresh } from "../node-refresh/reconcile.js";
 import { needsInit } from "./predicates.js";
-import { NODE_INIT } from "./reconcile.js";
+import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
 
 /**
- * Which fleet events enqueue node-init keys (filters only): nodes that carry
- * the uninitialized taint, and nodes with a publication in flight (their next
- * report closes the loop).
+ * cloud-node-controller: initialization of tainted nodes (node-init keys, on node events), and
+ * the periodic refresh of initialized ones (one node-refresh key per cluster, re-armed).
  */
-export function nodeInitTriggers(queue: WorkQueue, tracker: ConvergenceTracker): FleetListener {
+export function cloudNodeController(ctx: ControllerContext): Controller {
+  const { queue, tracker } = ctx;
   const key = (cluster: string, name: string): WorkKey => ({ cluster, kind: NODE_INIT, name });
+  const initDeps = {
+    fleet: ctx.fleet,
+    cloudFor: ctx.cloudFor,
+    tracker,
+    verified: ctx.verified,
+    logger: ctx.logger.child({ component: NODE_INIT }),
+    clock: ctx.clock,
+  };
+  const refreshDeps = {
+    fleet: ctx.fleet,
+    cloudFor: ctx.cloudFor,
+    cacheFor: ctx.cacheFor,
+    verified: ctx.verified,
+    tracker,
+    periodMs: ctx.config.refresh.periodMs,
+    logger: ctx.logger.child({ component: NODE_REFRESH }),
+  };
   return {
-    onNode(cluster, name, change) {
-      const k = key(cluster, name);
-      if (change.type === "delete") {
-        tracker.clear(keyOf(k));
-        return;
-      }
-      if (needsInit(change.cur) || tracker.get(keyOf(k)) !== undefined) queue.add(k);
+    name: "cloud-node-controller",
+    kinds: [NODE_INIT, NODE_REFRESH],
+    triggers: {
+      onNode(cluster, name, change) {
+        const k = key(cluster, name);
+        if (change.type === "delete") {
+          tracker.clear(keyOf(k));
+          return;
+        }
+        // Tainted nodes, and nodes with a publication in flight (their report closes the loop).
+        if (needsInit(change.cur) || tracker.get(keyOf(k)) !== undefined) queue.add(k);
+      },
+      onSynced(cluster) {
+        queue.addAfter({ cluster, kind: NODE_REFRESH, name: "" }, ctx.config.refresh.periodMs);
+      },
+    },
+    reconcile: (k) =>
+      k.kind === NODE_REFRESH ? reconcileNodeRefresh(k, refreshDeps) : reconcileNodeInit(k, initDeps),
+    onApplyResult(cluster, result) {
+      onTrackedApplyResult(
+        ctx,
+        ObjectKind.OBJECT_KIND_NODE,
+        { cluster, kind: NODE_INIT, name: result.name },
+        result,
+      );
     },
   };
 }
 
-/** An agent's report on a node patch: a failure makes the next reconcile publish again, with backoff. */
-export function onNodeApplyResult(
-  cluster: string,
+/**
+ * An agent's report on a tracked patch: a failure makes the next reconcile publish again (with
+ * backoff); a stale one (object gone or replaced) re-reconciles at once.
+ */
+export function onTrackedApplyResult(
+  ctx: Pick<ControllerContext, "queue" | "tracker">,
+  kind: ObjectKind,
+  k: WorkKey,
   result: ApplyResult,
-  queue: WorkQueue,
-  tracker: ConvergenceTracker,
 ): void {
-  if (result.kind !== ObjectKind.OBJECT_KIND_NODE) return;
-  const k: WorkKey = { cluster, kind: NODE_INIT, name: result.name };
+  if (result.kind !== kind) return;
   const id = keyOf(k);
-  const inflight = tracker.get(id);
+  const inflight = ctx.tracker.get(id);
   if (inflight === undefined || inflight.generation !== result.generation) return;
   if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) {
-    tracker.expire(id);
-    queue.addRateLimited(k);
+    ctx.tracker.expire(id);
+    ctx.queue.addRateLimited(k);
   } else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_STALE) {
-    tracker.clear(id);
-    queue.add(k);
+    ctx.tracker.clear(id);
+    ctx.queue.add(k);
   }
 }
 

@@ -1,62 +1,66 @@
-import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
-import type { FleetListener } from "../../fleet/state.js";
+import { ObjectKind } from "@fleet-ccm/proto";
 import { serviceKey } from "../../fleet/state.js";
-import { keyOf, type WorkKey, type WorkQueue } from "../../queue/index.js";
-import type { ConvergenceTracker } from "../convergence.js";
+import { keyOf, type WorkKey } from "../../queue/index.js";
+import type { Controller, ControllerContext } from "../controller.js";
+import { onTrackedApplyResult } from "../node-init/index.js";
 import { backendFacts, needsCleanup, wantsLoadBalancer } from "./predicates.js";
-import { SERVICE, SERVICE_NODES } from "./reconcile.js";
+import { type EnsuredRecord, reconcileService, SERVICE, SERVICE_NODES } from "./reconcile.js";
 
 /** Node changes are coalesced for this long before every load balancer's backends are re-synced. */
 export const NODE_SYNC_DELAY_MS = 1000;
 
-/** Which fleet events enqueue service keys (filters only). */
-export function serviceTriggers(
-  queue: WorkQueue,
-  tracker: ConvergenceTracker,
-  ownedClass: string | undefined,
-): FleetListener {
+/** service-lb-controller: one key per Service, plus one per cluster for node-set changes (batched). */
+export function serviceController(ctx: ControllerContext): Controller {
+  const { queue, tracker } = ctx;
+  const ownedClass = ctx.config.loadBalancerClass;
+  const ensured = new Map<string, EnsuredRecord>();
+  const deps = {
+    fleet: ctx.fleet,
+    cloudFor: ctx.cloudFor,
+    tracker,
+    verified: ctx.verified,
+    ensured,
+    logger: ctx.logger.child({ component: SERVICE }),
+    clock: ctx.clock,
+    loadBalancerClass: ownedClass,
+  };
   return {
-    onService(cluster, key, change) {
-      const k: WorkKey = { cluster, kind: SERVICE, name: key };
-      if (change.type === "delete") {
-        queue.add(k);
-        return;
-      }
-      const cur = change.cur;
-      if (
-        wantsLoadBalancer(cur, ownedClass) ||
-        needsCleanup(cur, ownedClass) ||
-        tracker.get(keyOf(k)) !== undefined ||
-        (change.old !== undefined && wantsLoadBalancer(change.old, ownedClass))
-      )
-        queue.add(k);
+    name: "service-lb-controller",
+    kinds: [SERVICE, SERVICE_NODES],
+    triggers: {
+      onService(cluster, key, change) {
+        const k: WorkKey = { cluster, kind: SERVICE, name: key };
+        if (change.type === "delete") {
+          queue.add(k);
+          return;
+        }
+        const cur = change.cur;
+        if (
+          wantsLoadBalancer(cur, ownedClass) ||
+          needsCleanup(cur, ownedClass) ||
+          tracker.get(keyOf(k)) !== undefined ||
+          (change.old !== undefined && wantsLoadBalancer(change.old, ownedClass))
+        )
+          queue.add(k);
+      },
+      onNode(cluster, _name, change) {
+        const before = backendFacts(change.old);
+        const after = change.type === "delete" ? "" : backendFacts(change.cur);
+        if (before !== after) queue.addAfter({ cluster, kind: SERVICE_NODES, name: "" }, NODE_SYNC_DELAY_MS);
+      },
     },
-    onNode(cluster, _name, change) {
-      const before = backendFacts(change.old);
-      const after = change.type === "delete" ? "" : backendFacts(change.cur);
-      if (before !== after) queue.addAfter({ cluster, kind: SERVICE_NODES, name: "" }, NODE_SYNC_DELAY_MS);
+    async reconcile(k) {
+      if (k.kind === SERVICE) return reconcileService(k, deps);
+      // Batched node-set change: fan out to every Service of the cluster (each filters itself).
+      for (const name of ctx.fleet.view(k.cluster)?.services.keys() ?? [])
+        queue.add({ cluster: k.cluster, kind: SERVICE, name });
+      return { requeue: { kind: "done" } };
+    },
+    onApplyResult(cluster, result) {
+      const k = { cluster, kind: SERVICE, name: serviceKey(result.namespace, result.name) };
+      onTrackedApplyResult(ctx, ObjectKind.OBJECT_KIND_SERVICE, k, result);
     },
   };
-}
-
-export function onServiceApplyResult(
-  cluster: string,
-  result: ApplyResult,
-  queue: WorkQueue,
-  tracker: ConvergenceTracker,
-): void {
-  if (result.kind !== ObjectKind.OBJECT_KIND_SERVICE) return;
-  const k: WorkKey = { cluster, kind: SERVICE, name: serviceKey(result.namespace, result.name) };
-  const id = keyOf(k);
-  const inflight = tracker.get(id);
-  if (inflight === undefined || inflight.generation !== result.generation) return;
-  if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) {
-    tracker.expire(id);
-    queue.addRateLimited(k);
-  } else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_STALE) {
-    tracker.clear(id);
-    queue.add(k);
-  }
 }
 
 export type { EnsuredRecord, ServiceDeps } from "./reconcile.js";

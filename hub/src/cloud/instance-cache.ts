@@ -1,0 +1,67 @@
+import type { Logger } from "pino";
+import type { Clock } from "../util/clock.js";
+import { errorMessage } from "./errors.js";
+import type { InstanceMetadata, Instances } from "./provider.js";
+
+/**
+ * A periodically refreshed view of an account's instances (all pages of one list), shared by
+ * every cluster in the account: one list per period answers every node's refresh, where a
+ * per-cluster CCM calls the cloud once per node. The view is only replaced by a complete list;
+ * a failed or partial one keeps the previous view. Absence from the view proves nothing: it is
+ * never a reason to act, only presence is.
+ */
+export class InstanceCache {
+  private view = new Map<string, InstanceMetadata>();
+  private fetchedAtMs = Number.NEGATIVE_INFINITY;
+  private inflight: Promise<void> | undefined;
+  lists = 0;
+
+  constructor(
+    private readonly instances: Instances,
+    private readonly clock: Clock,
+    private readonly maxAgeMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Refreshes when the view is older than maxAgeMs; concurrent callers share one list. */
+  async fresh(): Promise<void> {
+    if (this.clock.now() - this.fetchedAtMs < this.maxAgeMs) return;
+    this.inflight ??= this.refresh().finally(() => {
+      this.inflight = undefined;
+    });
+    await this.inflight;
+  }
+
+  private async refresh(): Promise<void> {
+    const next = new Map<string, InstanceMetadata>();
+    let token: string | undefined;
+    const seenTokens = new Set<string>();
+    try {
+      do {
+        const page = await this.instances.listPage(token);
+        for (const i of page.instances) next.set(i.providerID, i);
+        token = page.nextPageToken;
+        if (token !== undefined) {
+          if (seenTokens.has(token)) throw new Error(`page token ${token} repeated`);
+          seenTokens.add(token);
+        }
+      } while (token !== undefined);
+      this.lists++;
+    } catch (err) {
+      // Keep the last complete view; try again next period.
+      this.logger.warn({ err: errorMessage(err) }, "instance list failed; keeping the previous view");
+      this.fetchedAtMs = this.clock.now();
+      return;
+    }
+    this.view = next;
+    this.fetchedAtMs = this.clock.now();
+  }
+
+  get(providerID: string): InstanceMetadata | undefined {
+    return this.view.get(providerID);
+  }
+
+  size(): number {
+    return this.view.size;
+  }
+}

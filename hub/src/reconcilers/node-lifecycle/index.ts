@@ -1,0 +1,60 @@
+import { ObjectKind } from "@fleet-ccm/proto";
+import type { Controller, ControllerContext } from "../controller.js";
+import { onTrackedApplyResult } from "../node-init/index.js";
+import {
+  NODE_LIFECYCLE,
+  NODE_LIFECYCLE_SCAN,
+  needsLifecycleCheck,
+  reconcileNodeLifecycle,
+} from "./reconcile.js";
+import { DeletionBudget, NotFoundEvidence } from "./safety.js";
+
+/**
+ * cloud-node-lifecycle-controller: every monitor period a per-cluster scan enqueues the nodes
+ * that are not Ready (or carry the shutdown taint); each is checked with a direct lookup.
+ */
+export function nodeLifecycleController(ctx: ControllerContext): Controller {
+  const { queue } = ctx;
+  const lc = ctx.config.lifecycle;
+  const deps = {
+    fleet: ctx.fleet,
+    cloudFor: ctx.cloudFor,
+    tracker: ctx.tracker,
+    verified: ctx.verified,
+    evidence: new NotFoundEvidence(ctx.clock),
+    budget: new DeletionBudget(ctx.clock),
+    policy: lc,
+    metrics: ctx.metrics,
+    logger: ctx.logger.child({ component: NODE_LIFECYCLE }),
+    clock: ctx.clock,
+  };
+  return {
+    name: "cloud-node-lifecycle-controller",
+    kinds: [NODE_LIFECYCLE, NODE_LIFECYCLE_SCAN],
+    triggers: {
+      onSynced(cluster) {
+        queue.add({ cluster, kind: NODE_LIFECYCLE_SCAN, name: "" });
+      },
+    },
+    async reconcile(k) {
+      if (k.kind === NODE_LIFECYCLE) return reconcileNodeLifecycle(k, deps);
+      const view = ctx.fleet.view(k.cluster);
+      // A disconnected cluster's view may be stale: judge nothing until its agent is back.
+      if (view?.connected)
+        for (const node of view.nodes.values())
+          if (needsLifecycleCheck(node))
+            queue.add({ cluster: k.cluster, kind: NODE_LIFECYCLE, name: node.name });
+      return { requeue: { kind: "after", ms: lc.monitorPeriodMs } };
+    },
+    onApplyResult(cluster, result) {
+      onTrackedApplyResult(
+        ctx,
+        ObjectKind.OBJECT_KIND_NODE,
+        { cluster, kind: NODE_LIFECYCLE, name: result.name },
+        result,
+      );
+    },
+  };
+}
+
+export { ANNOTATION_CONFIRM_DELETION, NODE_LIFECYCLE, NODE_LIFECYCLE_SCAN } from "./reconcile.js";

@@ -1,0 +1,86 @@
+import type { NodeDesired } from "@fleet-ccm/proto";
+import type { Logger } from "pino";
+import { errorMessage } from "../../cloud/errors.js";
+import type { InstanceCache } from "../../cloud/instance-cache.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import type { VerifiedInstances } from "../../cloud/verified-instances.js";
+import type { FleetState } from "../../fleet/state.js";
+import type { WorkKey } from "../../queue/index.js";
+import type { ConvergenceTracker } from "../convergence.js";
+import { InitError, initFields, needsInit } from "../node-init/predicates.js";
+import { after, type Outcome } from "../outcome.js";
+
+/** One key per cluster, re-armed every refresh period. */
+export const NODE_REFRESH = "node-refresh";
+
+export interface RefreshDeps {
+  readonly fleet: FleetState;
+  cloudFor(cluster: string): ClusterCloud | undefined;
+  cacheFor(cluster: string): InstanceCache | undefined;
+  readonly verified: VerifiedInstances;
+  readonly tracker: ConvergenceTracker;
+  readonly periodMs: number;
+  readonly logger: Logger;
+}
+
+function sameAddresses(
+  a: readonly { type: string; address: string }[],
+  b: readonly { type: string; address: string }[],
+) {
+  return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
+}
+
+/**
+ * Upstream's UpdateNodeStatus for every initialized node of a cluster, served from the
+ * account-level instance view: addresses (and the topology labels) follow the cloud. A node
+ * missing from the view is skipped, never judged.
+ */
+export async function reconcileNodeRefresh(key: WorkKey, deps: RefreshDeps): Promise<Outcome> {
+  const rearm = after(deps.periodMs);
+  const view = deps.fleet.view(key.cluster);
+  const cloud = deps.cloudFor(key.cluster);
+  const cache = deps.cacheFor(key.cluster);
+  if (view === undefined || !view.synced || !view.connected || cloud === undefined || cache === undefined)
+    return rearm;
+  try {
+    await cache.fresh();
+  } catch (err) {
+    deps.logger.warn({ err: errorMessage(err) }, "instance refresh failed");
+    return rearm;
+  }
+  const nodes: NodeDesired[] = [];
+  for (const node of view.nodes.values()) {
+    if (node.providerId === "" || needsInit(node) || node.deletionTimestamp !== undefined) continue;
+    const meta = cache.get(node.providerId);
+    if (meta === undefined || meta.state === "terminated") continue;
+    if (!deps.verified.record(key.cluster, cloud, meta).ok) continue;
+    let fields: ReturnType<typeof initFields>;
+    try {
+      fields = initFields(node, meta);
+    } catch (err) {
+      if (err instanceof InitError) continue;
+      throw err;
+    }
+    const labels: Record<string, string> = {};
+    for (const [k, v] of Object.entries(fields.labels)) if (node.labels[k] !== v) labels[k] = v;
+    const addresses =
+      fields.addresses !== undefined && !sameAddresses(node.addresses, fields.addresses)
+        ? fields.addresses
+        : undefined;
+    if (addresses === undefined && Object.keys(labels).length === 0) continue;
+    nodes.push({
+      name: node.name,
+      uid: node.uid,
+      // Periodic and level-based: not tracked; a lost patch is simply published next period.
+      generation: deps.tracker.nextGeneration(),
+      providerId: "",
+      labels,
+      addresses: addresses === undefined ? undefined : { items: [...addresses] },
+      addTaints: [],
+      removeTaintKeys: [],
+      delete: false,
+      conditions: [],
+    });
+  }
+  return nodes.length === 0 ? rearm : { ...rearm, nodes };
+}
