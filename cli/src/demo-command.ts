@@ -7,6 +7,8 @@ export interface DemoSummary {
   clusters: number;
   nodes: number;
   nodesInitialized: number;
+  services: number;
+  servicesWithIngress: number;
   convergeMs: number | null;
   converged: boolean;
   cloudCalls: number;
@@ -15,13 +17,20 @@ export interface DemoSummary {
 export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
-  usage: "fleet-ccm demo [--clusters N] [--nodes M] [--exit-when-converged] [--json]",
+  usage: "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json]",
   flags: {
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
+    services: {
+      type: "string",
+      placeholder: "K",
+      default: "0",
+      description: "LoadBalancer Services per cluster.",
+    },
     "exit-when-converged": {
       type: "boolean",
-      description: "Exit once every node is initialized (exit 0), or when --timeout passes (exit 1).",
+      description:
+        "Exit once every node is initialized and every Service has an ingress (exit 0), or when --timeout passes (exit 1).",
     },
     json: { type: "boolean", description: "Print one JSON summary on stdout instead of progress lines." },
     timeout: {
@@ -46,6 +55,7 @@ export const demoCommand: Command = {
   async run(v) {
     const clusters = int(v, "clusters", 1);
     const nodes = int(v, "nodes", 0);
+    const services = int(v, "services", 0);
     const json = bool(v, "json");
     const timeoutMs = int(v, "timeout", 1) * 1000;
     const logger = makeLogger(str(v, "log-level") ?? "warn");
@@ -88,10 +98,13 @@ export const demoCommand: Command = {
         100,
       );
       const p = fleet.progress();
+      const s = fleet.serviceProgress();
       const summary: DemoSummary = {
         clusters,
         nodes: p.nodes,
         nodesInitialized: p.initialized,
+        services: s.services,
+        servicesWithIngress: s.withIngress,
         convergeMs: converged ? Date.now() - t0 : null,
         converged,
         cloudCalls: fleet.cloud.stats().totalCalls,

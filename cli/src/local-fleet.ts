@@ -10,6 +10,7 @@ import { agentInboxPrefix, clusterSubjectFilter } from "@fleet-ccm/proto";
 import {
   CLUSTER_TAG,
   createMachine,
+  freePort,
   type KubeApiServer,
   kubeletNode,
   type NatsServer,
@@ -23,6 +24,8 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 
 export const DEMO_REGION = "sim-east-1";
+/** The built CLI entry point. */
+const CLI = fileURLToPath(new URL("../../bin/fleet-ccm.js", import.meta.url));
 export const DEMO_ACCOUNT = "sim-main";
 const UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
 
@@ -46,6 +49,13 @@ interface ClusterHandle {
   readonly kube: KubeApiServer;
   agent: Agent | undefined;
   nextNode: number;
+  nextService: number;
+}
+
+interface KubeService {
+  metadata?: { name?: string; namespace?: string; uid?: string; finalizers?: string[] };
+  spec?: { type?: string };
+  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 }
 
 interface KubeNode {
@@ -110,6 +120,7 @@ export class LocalFleet {
           kube,
           agent: undefined,
           nextNode: 0,
+          nextService: 0,
         });
       }),
     );
@@ -117,7 +128,7 @@ export class LocalFleet {
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
-  hubConfigText(): string {
+  hubConfigText(grpcPort = 0): string {
     const env: Record<string, string> = {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
@@ -134,7 +145,7 @@ export class LocalFleet {
     });
     this.env = env;
     return JSON.stringify({
-      grpc: { listen: "127.0.0.1:0", insecure: true },
+      grpc: { listen: `127.0.0.1:${grpcPort}`, insecure: true },
       http: { listen: "127.0.0.1:0" },
       nats: { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
       reconcile: {
@@ -170,6 +181,27 @@ export class LocalFleet {
     this.hub = hub;
     this.hubPort = grpcPort;
     return hub;
+  }
+
+  /**
+   * Runs the hub as its own process through the CLI (`fleet-ccm hub --config`), on a fixed gRPC
+   * port so agents reconnect to its successor. Secrets reach it as environment variables, as
+   * the config's `{env: …}` references say. Needs `npm run build`.
+   */
+  async spawnHubProcess(grpcPort?: number): Promise<{ child: ChildProcess; grpcPort: number }> {
+    const port = grpcPort ?? (await freePort());
+    const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-hub-"));
+    const configPath = join(dir, "hub.yaml");
+    writeFileSync(configPath, this.hubConfigText(port), { mode: 0o600 });
+    const child = spawn(process.execPath, [CLI, "hub", "--config", configPath, "--log-level", "warn"], {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, ...this.env },
+    });
+    child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    this.children.add(child);
+    child.once("exit", () => this.children.delete(child));
+    this.hubPort = port;
+    return { child, grpcPort: port };
   }
 
   async stopHub(): Promise<void> {
@@ -214,11 +246,10 @@ export class LocalFleet {
     writeFileSync(join(dir, "kubeconfig"), c.kube.kubeconfigYaml(), { mode: 0o600 });
     writeFileSync(join(dir, "token"), c.token, { mode: 0o600 });
     writeFileSync(join(dir, "nats-password"), c.natsPassword, { mode: 0o600 });
-    const bin = fileURLToPath(new URL("../../bin/fleet-ccm.js", import.meta.url));
     const child = spawn(
       process.execPath,
       [
-        bin,
+        CLI,
         "agent",
         "--cluster",
         cluster,
@@ -268,6 +299,44 @@ export class LocalFleet {
       names.push(name);
     }
     return names;
+  }
+
+  /** Creates `count` LoadBalancer Services in the cluster's default namespace. */
+  addServices(cluster: string, count: number, namespace = "default"): string[] {
+    const c = this.cluster(cluster);
+    const names: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const name = `web-${String(c.nextService++).padStart(4, "0")}`;
+      c.kube.create("Service", {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name, namespace },
+        spec: {
+          type: "LoadBalancer",
+          selector: { app: name },
+          ports: [{ name: "http", port: 80, targetPort: 8080 }],
+        },
+      });
+      names.push(name);
+    }
+    return names;
+  }
+
+  services(cluster: string): KubeService[] {
+    return this.cluster(cluster).kube.list("Service") as KubeService[];
+  }
+
+  /** LoadBalancer Services in every cluster, and how many show an ingress. */
+  serviceProgress(): { services: number; withIngress: number } {
+    let services = 0;
+    let withIngress = 0;
+    for (const c of this.clusters.keys())
+      for (const s of this.services(c)) {
+        if (s.spec?.type !== "LoadBalancer") continue;
+        services++;
+        if ((s.status?.loadBalancer?.ingress ?? []).length > 0) withIngress++;
+      }
+    return { services, withIngress };
   }
 
   nodes(cluster: string): KubeNode[] {

@@ -1,1 +1,23 @@
-export {};
+// Kubernetes API server simulator: a plain-HTTP kube-apiserver look-alike for @kubernetes/client-node.
+// Names are Kube-prefixed because sim/src/index.ts re-exports this module next to the cloud simulator.
+
+export {
+  KubeApiError,
+  type Status as KubeStatus,
+  type StatusCause as KubeStatusCause,
+  type StatusDetails as KubeStatusDetails,
+} from "./errors.js";
+export type { KindName as KubeKind } from "./resources.js";
+export {
+  type KubeApiServer,
+  type KubeApiServerOptions,
+  type KubeConfigCluster,
+  type KubeConfigContext,
+  type KubeConfigOptions,
+  type KubeConfigUser,
+  type KubeObject,
+  type KubeObjectMeta,
+  type KubePatchType,
+  startKubeApiServer,
+} from "./server.js";
+export type { DeleteOptionsInput as KubeDeleteOptions } from "./store.js";
