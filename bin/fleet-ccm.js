@@ -5,7 +5,9 @@ import { fileURLToPath } from "node:url";
 
 const entry = new URL("../cli/dist/main.js", import.meta.url);
 if (!existsSync(fileURLToPath(entry))) {
-  process.stderr.write("fleet-ccm: not built yet; run `npm run build` (or `npm run setup && npm run build`)\n");
+  process.stderr.write(
+    "fleet-ccm: not built yet; run `npm run build` (or `npm run setup && npm run build`)\n",
+  );
   process.exit(2);
 }
 const { main } = await import(entry.href);

@@ -9,7 +9,7 @@ import {
   type ServiceDesired,
 } from "@fleet-ccm/proto";
 import { CoreV1Api, type KubeConfig, VersionApi } from "@kubernetes/client-node";
-import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";

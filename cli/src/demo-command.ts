@@ -80,19 +80,26 @@ export const demoCommand: Command = {
       say(`hub listening on 127.0.0.1:${fleet.hubPort} (gRPC); starting ${clusters} agents…`);
       await fleet.startAgents();
       const t0 = Date.now();
-      for (const c of fleet.clusters.keys()) fleet.addNodes(c, nodes);
+      for (const c of fleet.clusters.keys()) {
+        fleet.addNodes(c, nodes);
+        fleet.addServices(c, services);
+      }
       say(
         `${clusters * nodes} nodes registered with the uninitialized taint, as kubelet --cloud-provider=external does`,
       );
-      let last = -1;
+      if (services > 0) say(`${clusters * services} LoadBalancer Services created`);
+      let last = "";
       const converged = await waitFor(
         () => {
           const p = fleet.progress();
-          if (p.initialized !== last) {
-            last = p.initialized;
-            say(`  initialized ${p.initialized}/${p.nodes} nodes (${Date.now() - t0} ms)`);
+          const s = fleet.serviceProgress();
+          const services = s.services > 0 ? `, ${s.withIngress}/${s.services} Services have an ingress` : "";
+          const line = `  initialized ${p.initialized}/${p.nodes} nodes${services}`;
+          if (line !== last) {
+            last = line;
+            say(`${line} (${Date.now() - t0} ms)`);
           }
-          return p.initialized === p.nodes;
+          return p.initialized === p.nodes && s.withIngress === s.services;
         },
         timeoutMs,
         100,
@@ -115,7 +122,7 @@ export const demoCommand: Command = {
         if (sample) say(`example node:\n${JSON.stringify(sample, null, 2)}`);
         say(
           converged
-            ? `all ${p.nodes} nodes initialized in ${summary.convergeMs} ms`
+            ? `all ${p.nodes} nodes initialized${s.services > 0 ? ` and ${s.services} load balancers assigned` : ""} in ${summary.convergeMs} ms`
             : "did not converge in time",
         );
       }
