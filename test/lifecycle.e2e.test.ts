@@ -57,7 +57,7 @@ function instanceOf(f: LocalFleet, name: string) {
 }
 
 function node(f: LocalFleet, cluster: string, name: string): KubeNode | undefined {
-  return f.cluster(cluster).kube.get("Node", undefined, name) as KubeNode | undefined;
+  return f.cluster(cluster).kube.get("Node", undefined, name) as unknown as KubeNode | undefined;
 }
 
 function initialized(f: LocalFleet): boolean {

@@ -89,11 +89,11 @@ describe("node initialization across a fleet", () => {
     const kube = fleet.cluster(c).kube;
     const [name] = fleet.addNodes(c, 1);
     expect(await waitFor(() => allInitialized(fleet, c), 20_000)).toBe(true);
-    const old = kube.get("Node", undefined, name ?? "") as KubeNode;
+    const old = kube.get("Node", undefined, name ?? "") as unknown as KubeNode;
     kube.delete("Node", undefined, name ?? "");
     const { kubeletNode } = await import("@fleet-ccm/sim");
     kube.create("Node", kubeletNode(name ?? ""));
-    const fresh = kube.get("Node", undefined, name ?? "") as KubeNode;
+    const fresh = kube.get("Node", undefined, name ?? "") as unknown as KubeNode;
     expect(fresh.metadata.uid).not.toBe(old.metadata.uid);
     // Publish, as the hub would, a patch for the OLD uid on the cluster's subject.
     const nc = await connect({
@@ -126,7 +126,7 @@ describe("node initialization across a fleet", () => {
     await nc.flush();
     await nc.close();
     // The hub initializes the new node (new uid) on its own…
-    expect(await waitFor(() => !tainted(kube.get("Node", undefined, name ?? "") as KubeNode), 20_000)).toBe(
+    expect(await waitFor(() => !tainted(kube.get("Node", undefined, name ?? "") as unknown as KubeNode), 20_000)).toBe(
       true,
     );
     // …and the agent refused the stale patch (reported STALE to the hub).
@@ -139,7 +139,7 @@ describe("node initialization across a fleet", () => {
         10_000,
       ),
     ).toBe(true);
-    const now = kube.get("Node", undefined, name ?? "") as KubeNode;
+    const now = kube.get("Node", undefined, name ?? "") as unknown as KubeNode;
     expect(now.metadata.uid).toBe(fresh.metadata.uid);
     expect(now.metadata.labels?.["poisoned-by-old-patch"]).toBeUndefined();
   });
