@@ -126,9 +126,9 @@ describe("node initialization across a fleet", () => {
     await nc.flush();
     await nc.close();
     // The hub initializes the new node (new uid) on its own…
-    expect(await waitFor(() => !tainted(kube.get("Node", undefined, name ?? "") as unknown as KubeNode), 20_000)).toBe(
-      true,
-    );
+    expect(
+      await waitFor(() => !tainted(kube.get("Node", undefined, name ?? "") as unknown as KubeNode), 20_000),
+    ).toBe(true);
     // …and the agent refused the stale patch (reported STALE to the hub).
     expect(
       await waitFor(
