@@ -38,6 +38,10 @@ export interface LocalFleetOptions {
   readonly convergeDeadlineMs?: number;
   readonly workers?: number;
   readonly rateLimitPerSecond?: number;
+  /** Every cluster has configureCloudRoutes (default false). */
+  readonly configureCloudRoutes?: boolean;
+  /** Per-call cloud request timeout of the hub (default 5000 ms). */
+  readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
 }
@@ -141,6 +145,7 @@ export class LocalFleet {
         token: { env: envName },
         account: DEMO_ACCOUNT,
         scope: { tags: { [CLUSTER_TAG]: c.name } },
+        configureCloudRoutes: this.opts.configureCloudRoutes ?? false,
       };
     });
     this.env = env;
@@ -161,7 +166,7 @@ export class LocalFleet {
           endpoint: this.cloud.url,
           credentials: { env: "FLEET_CCM_SIM_KEY" },
           rateLimit: { perSecond: this.opts.rateLimitPerSecond ?? 500, burst: 500 },
-          requestTimeoutMs: 5000,
+          requestTimeoutMs: this.opts.requestTimeoutMs ?? 5000,
         },
       ],
       clusters,

@@ -32,7 +32,8 @@ export class VerifiedInstances {
   }
 
   record(cluster: string, cloud: ClusterCloud, meta: InstanceMetadata): Verdict {
-    const reason = outOfScope(meta, cloud);
+    const reason =
+      meta.state === "terminated" ? `instance ${meta.instanceID} is terminated` : outOfScope(meta, cloud);
     const verdict: Verdict =
       reason === null ? { ok: true, instanceID: meta.instanceID } : { ok: false, reason };
     this.entries.set(this.key(cluster, meta.providerID), {

@@ -9,6 +9,8 @@ export interface Inflight {
   readonly deadlineMs: number;
   /** Publications of this desired state so far (1 = first). */
   readonly attempts: number;
+  /** What the report must show for the loop to be closed (reconciler-defined). */
+  readonly expectation: string;
 }
 
 const MAX_DEADLINE_MS = 5 * 60_000;
@@ -39,9 +41,10 @@ export class ConvergenceTracker {
   }
 
   /** Records a publication and returns it (with a fresh generation). */
-  record(key: string, uid: string): Inflight {
+  record(key: string, uid: string, expectation = ""): Inflight {
     const prev = this.inflight.get(key);
-    const attempts = prev !== undefined && prev.uid === uid ? prev.attempts + 1 : 1;
+    const attempts =
+      prev !== undefined && prev.uid === uid && prev.expectation === expectation ? prev.attempts + 1 : 1;
     const now = this.clock.now();
     const entry: Inflight = {
       uid,
@@ -49,6 +52,7 @@ export class ConvergenceTracker {
       publishedAtMs: now,
       deadlineMs: now + Math.min(MAX_DEADLINE_MS, this.deadlineMs * 2 ** (attempts - 1)),
       attempts,
+      expectation,
     };
     this.inflight.set(key, entry);
     return entry;

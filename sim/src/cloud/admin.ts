@@ -18,6 +18,15 @@
  *   DELETE /admin/faults                        no faults anywhere → same as GET
  *   PATCH  /admin/faults/accounts/{name}        Partial<CloudFaultConfig>, merged into the override → same as GET
  *   DELETE /admin/faults/accounts/{name}        drop the override → same as GET
+ *   GET    /admin/load-balancers[?account=A]    → SimLbInventory (every kind of load-balancer resource)
+ *   GET    /admin/load-balancers/audit[?account=A&tag=k=v...] → SimLbAudit (orphans, duplicates)
+ *   POST   /admin/{kind}                        { account, ...spec } → 201 the resource
+ *   DELETE /admin/{kind}/{id}                   → 204 (dependency rules apply: 409)
+ *            kind: load-balancers | listeners | pools | health-checks | firewall-rules
+ *   GET    /admin/networks?account=A&region=R   → { networks: SimNetwork[] }
+ *   GET    /admin/routes[?network=N]            → { routes: SimRoute[] }
+ *   POST   /admin/routes                        { account, ...SimRouteSpec } → 201 SimRoute
+ *   DELETE /admin/routes/{id}                   → 204
  *   GET    /admin/stats                         → CloudStats
  *   POST   /admin/stats/reset                   → 204
  *
@@ -26,8 +35,20 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SimulatedCloudServer } from "./cloud.js";
 import { readJsonBody, sendJson } from "./http.js";
+import { kindOfId } from "./lb-store.js";
 import { SimCloudError } from "./store.js";
-import type { CloudFaultConfig, SimInstanceSpec, SimInstanceUpdate } from "./types.js";
+import type {
+  CloudFaultConfig,
+  SimFirewallRuleSpec,
+  SimHealthCheckSpec,
+  SimInstanceSpec,
+  SimInstanceUpdate,
+  SimLbResourceKind,
+  SimListenerSpec,
+  SimLoadBalancerSpec,
+  SimPoolSpec,
+  SimRouteSpec,
+} from "./types.js";
 
 type Handler = (ctx: AdminCall) => Promise<AdminAnswer> | AdminAnswer;
 
@@ -205,12 +226,121 @@ function routes(cloud: SimulatedCloudServer): Array<[method: string, pattern: Re
         return faultsView();
       },
     ],
+    ...lbRoutes(cloud),
     ["GET", /^\/admin\/stats$/, () => ({ status: 200, body: cloud.stats() })],
     [
       "POST",
       /^\/admin\/stats\/reset$/,
       () => {
         cloud.resetStats();
+        return { status: 204 };
+      },
+    ],
+  ];
+}
+
+const KIND_OF_PATH: Record<string, SimLbResourceKind> = {
+  "load-balancers": "load-balancer",
+  listeners: "listener",
+  pools: "pool",
+  "health-checks": "health-check",
+  "firewall-rules": "firewall-rule",
+};
+
+function lbRoutes(cloud: SimulatedCloudServer): Array<[method: string, pattern: RegExp, handler: Handler]> {
+  const creators: Record<string, (account: string, spec: Record<string, unknown>) => unknown> = {
+    "load-balancers": (a, spec) => cloud.createLoadBalancer(a, spec as unknown as SimLoadBalancerSpec),
+    listeners: (a, spec) => cloud.createListener(a, spec as unknown as SimListenerSpec),
+    pools: (a, spec) => cloud.createPool(a, spec as unknown as SimPoolSpec),
+    "health-checks": (a, spec) => cloud.createHealthCheck(a, spec as unknown as SimHealthCheckSpec),
+    "firewall-rules": (a, spec) => cloud.createFirewallRule(a, spec as unknown as SimFirewallRuleSpec),
+  };
+  const kinds = /^\/admin\/(load-balancers|listeners|pools|health-checks|firewall-rules)$/;
+  const kindItem = /^\/admin\/(load-balancers|listeners|pools|health-checks|firewall-rules)\/([^/]+)$/;
+  return [
+    [
+      "GET",
+      /^\/admin\/load-balancers$/,
+      ({ url }) => ({ status: 200, body: cloud.inventory(url.searchParams.get("account") ?? undefined) }),
+    ],
+    [
+      "GET",
+      /^\/admin\/load-balancers\/audit$/,
+      ({ url }) => {
+        const account = url.searchParams.get("account") ?? undefined;
+        const tags: Record<string, string> = {};
+        for (const t of url.searchParams.getAll("tag")) {
+          const eq = t.indexOf("=");
+          if (eq <= 0)
+            throw new SimCloudError(400, "InvalidParameter", `tag ${JSON.stringify(t)} is not k=v`);
+          tags[t.slice(0, eq)] = t.slice(eq + 1);
+        }
+        return {
+          status: 200,
+          body: cloud.auditLoadBalancers({
+            ...(account !== undefined && { account }),
+            ...(Object.keys(tags).length > 0 && { tags }),
+          }),
+        };
+      },
+    ],
+    [
+      "POST",
+      kinds,
+      async ({ params, body }) => {
+        const { account, ...spec } = await body();
+        const create = creators[params[0]!];
+        if (create === undefined) throw new SimCloudError(404, "RouteNotFound", "unknown kind");
+        return { status: 201, body: create(str(account, "account"), spec) };
+      },
+    ],
+    [
+      "DELETE",
+      kindItem,
+      ({ params }) => {
+        const [kind = "", id = ""] = params;
+        if (kindOfId(id) !== KIND_OF_PATH[kind]) throw new SimCloudError(404, "NotFound", `no ${kind} ${id}`);
+        cloud.deleteLbResource(id);
+        return { status: 204 };
+      },
+    ],
+    [
+      "GET",
+      /^\/admin\/networks$/,
+      ({ url }) => ({
+        status: 200,
+        body: {
+          networks: cloud.networks(
+            str(url.searchParams.get("account") ?? undefined, "account"),
+            str(url.searchParams.get("region") ?? undefined, "region"),
+          ),
+        },
+      }),
+    ],
+    [
+      "GET",
+      /^\/admin\/routes$/,
+      ({ url }) => ({
+        status: 200,
+        body: { routes: cloud.routes(url.searchParams.get("network") ?? undefined) },
+      }),
+    ],
+    [
+      "POST",
+      /^\/admin\/routes$/,
+      async ({ body }) => {
+        const { account, ...spec } = await body();
+        return {
+          status: 201,
+          body: cloud.createRoute(str(account, "account"), spec as unknown as SimRouteSpec),
+        };
+      },
+    ],
+    [
+      "DELETE",
+      /^\/admin\/routes\/([^/]+)$/,
+      ({ params }) => {
+        cloud.deleteRoute(params[0]!);
         return { status: 204 };
       },
     ],

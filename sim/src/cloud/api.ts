@@ -1,41 +1,51 @@
 /**
- * The public API, the one providers call:
+ * The public API, the one providers call (snake_case JSON, see wire.ts):
  *
- *   GET /v1/regions/{region}/instances/{id}
- *   GET /v1/regions/{region}/instances?name=X&page_size=N&page_token=T
+ *   GET    /v1/regions/{region}/instances/{id}
+ *   GET    /v1/regions/{region}/instances?name=X&page_size=N&page_token=T
+ *
+ *   GET    /v1/regions/{region}/{collection}?name=X&tag=k=v&tag=...&lb_id=L&page_size=N&page_token=T
+ *   POST   /v1/regions/{region}/{collection}                  → 201 the resource
+ *   GET    /v1/regions/{region}/{collection}/{id}
+ *   PATCH  /v1/regions/{region}/{collection}/{id}             → 200 the resource
+ *   DELETE /v1/regions/{region}/{collection}/{id}             → 204
+ *     collection: load-balancers | listeners | pools | health-checks | firewall-rules
+ *     (load balancers cannot filter on lb_id; health checks neither)
+ *
+ *   GET    /v1/regions/{region}/networks
+ *   GET    /v1/regions/{region}/networks/{network}/routes?tag=k=v&page_size=N&page_token=T
+ *   POST   /v1/regions/{region}/networks/{network}/routes     → 201 the route
+ *   GET    /v1/regions/{region}/networks/{network}/routes/{id}
+ *   DELETE /v1/regions/{region}/networks/{network}/routes/{id} → 204
  *
  * Every call is authenticated with `Authorization: Bearer <api key>`, counted as
  * (account, operation, outcome), and passes through the account's rate limit and the
- * fault config in force.
+ * fault config in force. List faults (empty answer, dropped items) apply to every list,
+ * stale reads and empty answers to every get, lost answers to every change.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { sendJson, sleep } from "./http.js";
+import { readJsonBody, sendJson, sleep } from "./http.js";
+import type { LbStore } from "./lb-store.js";
 import type { RandomSource } from "./random.js";
+import { resourceRoutes } from "./resource-api.js";
+import type { RouteStore } from "./route-store.js";
 import type { CallCounter } from "./stats.js";
-import type { AccountRecord, CloudStore, ReadView } from "./store.js";
+import { type AccountRecord, type CloudStore, type ReadView, SimCloudError } from "./store.js";
 import type { CloudFaultConfig } from "./types.js";
-import {
-  decodePageToken,
-  encodePageToken,
-  toWireInstance,
-  type WireError,
-  type WireInstanceList,
-} from "./wire.js";
+import { decodePageToken, encodePageToken, toWireInstance, type WireError } from "./wire.js";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
+/** Public API bodies are small. */
+const MAX_API_BODY_BYTES = 1024 * 1024;
 
 /** Stats key for calls that never authenticated. */
 export const UNAUTHENTICATED = "(unauthenticated)";
 
-export const OPERATIONS = {
-  get: "instances.get",
-  list: "instances.list",
-  unknown: "unknown",
-} as const;
-
 export interface ApiDeps {
   readonly store: CloudStore;
+  readonly lbs: LbStore;
+  readonly routes: RouteStore;
   readonly counter: CallCounter;
   readonly random: RandomSource;
   readonly now: () => number;
@@ -49,21 +59,108 @@ export interface ApiDeps {
   nextRequestId(): string;
 }
 
-type Route =
-  | { kind: "get"; region: string; id: string }
-  | { kind: "list"; region: string }
-  | { kind: "unknown" };
-
-const INSTANCE_PATH = /^\/v1\/regions\/([^/]+)\/instances(?:\/([^/]+))?\/?$/;
-
-function route(pathname: string): Route {
-  const m = INSTANCE_PATH.exec(pathname);
-  const region = m?.[1] === undefined ? undefined : safeDecode(m[1]);
-  if (m === null || region === undefined) return { kind: "unknown" };
-  if (m[2] === undefined) return { kind: "list", region };
-  const id = safeDecode(m[2]);
-  return id === undefined ? { kind: "unknown" } : { kind: "get", region, id };
+/** What a handler gets: the caller's account, the path parameters after the region, and so on. */
+export interface ApiCall {
+  readonly account: AccountRecord;
+  readonly region: string;
+  /** Path parameters after the region. */
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  /** The JSON object body of a POST or PATCH; {} otherwise. */
+  readonly body: Record<string, unknown>;
+  readonly view: ReadView;
+  readonly deps: ApiDeps;
 }
+
+/** Paging and filters of a list call, checked before the handler runs. */
+export interface ListParams {
+  readonly pageSize: number;
+  readonly afterSeq?: number;
+  readonly name?: string;
+  /** `tag=k=v`, repeatable: all must match. */
+  readonly tags?: Readonly<Record<string, string>>;
+  readonly lbId?: string;
+}
+
+export interface ListAnswer {
+  readonly items: readonly unknown[];
+  readonly nextAfterSeq?: number;
+}
+
+export type ApiRoute =
+  | {
+      readonly method: "GET";
+      readonly pattern: RegExp;
+      readonly op: string;
+      readonly kind: "get";
+      /** The wire body; throws SimCloudError (404) when absent. */
+      handle(c: ApiCall): unknown;
+    }
+  | {
+      readonly method: "GET";
+      readonly pattern: RegExp;
+      readonly op: string;
+      readonly kind: "list";
+      /** The answer's array field, e.g. "instances". */
+      readonly collection: string;
+      /** Query parameters this list accepts beyond page_size and page_token. */
+      readonly filters: readonly ("name" | "tag" | "lb_id")[];
+      handle(c: ApiCall, list: ListParams): ListAnswer;
+    }
+  | {
+      readonly method: "POST" | "PATCH" | "DELETE";
+      readonly pattern: RegExp;
+      readonly op: string;
+      readonly kind: "mutate";
+      /** The wire body of a 200/201; undefined answers 204. */
+      handle(c: ApiCall): { status: number; body?: unknown };
+    };
+
+const INSTANCE_ROUTES: readonly ApiRoute[] = [
+  {
+    method: "GET",
+    pattern: /^\/v1\/regions\/([^/]+)\/instances\/?$/,
+    op: "instances.list",
+    kind: "list",
+    collection: "instances",
+    filters: ["name"],
+    handle: ({ deps, account, region, view }, list) => {
+      const page = deps.store.page(
+        {
+          account: account.name,
+          region,
+          pageSize: list.pageSize,
+          ...(list.name !== undefined && { name: list.name }),
+          ...(list.afterSeq !== undefined && { afterSeq: list.afterSeq }),
+        },
+        view,
+      );
+      return {
+        items: page.instances.map(toWireInstance),
+        ...(page.nextAfterSeq !== undefined && { nextAfterSeq: page.nextAfterSeq }),
+      };
+    },
+  },
+  {
+    method: "GET",
+    pattern: /^\/v1\/regions\/([^/]+)\/instances\/([^/]+)\/?$/,
+    op: "instances.get",
+    kind: "get",
+    handle: ({ deps, account, region, params, view }) => {
+      const id = params[0] ?? "";
+      const instance = deps.store.read(account.name, region, id, view);
+      if (instance === undefined) {
+        throw new SimCloudError(404, "NotFound", `instance ${id} not found in region ${region}`, {
+          type: "instance",
+          id,
+        });
+      }
+      return toWireInstance(instance);
+    },
+  },
+];
+
+const ROUTES: readonly ApiRoute[] = [...INSTANCE_ROUTES, ...resourceRoutes];
 
 /** One answer per call: records the outcome exactly once and writes unless the client left. */
 class Exchange {
@@ -106,9 +203,30 @@ class Exchange {
     extra: { headers?: Record<string, string>; resource?: { type: string; id: string } } = {},
   ): void {
     const body: WireError = { error: { code, message, request_id: this.requestId } };
-    if (extra.resource !== undefined) body.error.resource = extra.resource;
+    if (extra.resource !== undefined) body.error.resource = { ...extra.resource };
     this.answer(status, body, extra.headers);
   }
+}
+
+type Match =
+  | { kind: "found"; route: ApiRoute; region: string; params: string[] }
+  | { kind: "method"; op: string; allow: string }
+  | { kind: "unknown" };
+
+function match(method: string, pathname: string): Match {
+  let pathOp: string | undefined;
+  const allow: string[] = [];
+  for (const route of ROUTES) {
+    const m = route.pattern.exec(pathname);
+    if (m === null) continue;
+    const decoded = m.slice(1).map((p) => safeDecode(p ?? ""));
+    const [region, ...params] = decoded;
+    if (region === undefined || decoded.some((p) => p === undefined)) return { kind: "unknown" };
+    pathOp ??= route.op;
+    allow.push(route.method);
+    if (route.method === method) return { kind: "found", route, region, params: params as string[] };
+  }
+  return pathOp === undefined ? { kind: "unknown" } : { kind: "method", op: pathOp, allow: allow.join(", ") };
 }
 
 export async function handleApi(
@@ -117,8 +235,10 @@ export async function handleApi(
   url: URL,
   deps: ApiDeps,
 ): Promise<void> {
-  const r = route(url.pathname);
-  const ex = new Exchange(res, deps.counter, OPERATIONS[r.kind], deps.nextRequestId(), deps.inFlight);
+  const method = req.method ?? "GET";
+  const m = match(method, url.pathname);
+  const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
+  const ex = new Exchange(res, deps.counter, op, deps.nextRequestId(), deps.inFlight);
 
   const account = authenticate(req, deps.store);
   if (account === undefined) {
@@ -128,13 +248,24 @@ export async function handleApi(
     return;
   }
   ex.account = account.name;
-  if (r.kind === "unknown") {
-    ex.fail(404, "RouteNotFound", `no route for ${req.method} ${url.pathname}`);
+  if (m.kind === "unknown") {
+    ex.fail(404, "RouteNotFound", `no route for ${method} ${url.pathname}`);
     return;
   }
-  if (req.method !== "GET") {
-    ex.fail(405, "MethodNotAllowed", `${req.method} is not allowed here`, { headers: { allow: "GET" } });
+  if (m.kind === "method") {
+    ex.fail(405, "MethodNotAllowed", `${method} is not allowed here`, { headers: { allow: m.allow } });
     return;
+  }
+  const { route, region, params } = m;
+  let body: Record<string, unknown> = {};
+  if (route.method === "POST" || route.method === "PATCH") {
+    try {
+      body = await readApiBody(req);
+    } catch (err) {
+      if (!(err instanceof SimCloudError)) throw err;
+      ex.fail(err.status, err.code, err.message);
+      return;
+    }
   }
   if (account.suspended) {
     ex.fail(403, "AccountSuspended", `account ${account.name} is suspended`);
@@ -151,13 +282,35 @@ export async function handleApi(
   const faults = deps.faultsFor(account.name);
   if (!(await injectCallFaults(ex, faults, deps))) return;
 
-  if (!deps.store.hasRegion(r.region)) {
-    ex.fail(400, "InvalidRegion", `unknown region "${r.region}"`);
+  if (!deps.store.hasRegion(region)) {
+    ex.fail(400, "InvalidRegion", `unknown region "${region}"`);
     return;
   }
-  const view: ReadView = { nowMs: deps.now(), staleReadMs: faults.staleReadMs };
-  if (r.kind === "get") answerGet(ex, account, r.region, r.id, view, faults, deps);
-  else answerList(ex, account, r.region, url.searchParams, view, faults, deps);
+  const call: ApiCall = {
+    account,
+    region,
+    params,
+    query: url.searchParams,
+    body,
+    view: { nowMs: deps.now(), staleReadMs: faults.staleReadMs },
+    deps,
+  };
+  try {
+    switch (route.kind) {
+      case "get":
+        answerGet(ex, route.handle(call), faults, deps);
+        return;
+      case "list":
+        answerList(ex, route, call, faults, deps);
+        return;
+      case "mutate":
+        answerMutation(ex, route.handle(call), faults, deps);
+        return;
+    }
+  } catch (err) {
+    if (!(err instanceof SimCloudError)) throw err;
+    ex.fail(err.status, err.code, err.message, err.resource === undefined ? {} : { resource: err.resource });
+  }
 }
 
 function authenticate(req: IncomingMessage, store: CloudStore): AccountRecord | undefined {
@@ -165,6 +318,17 @@ function authenticate(req: IncomingMessage, store: CloudStore): AccountRecord | 
   if (header === undefined) return undefined;
   const m = /^Bearer\s+(\S+)$/i.exec(header.trim());
   return m?.[1] === undefined ? undefined : store.accountByKey(m[1]);
+}
+
+async function readApiBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > MAX_API_BODY_BYTES)
+    throw new SimCloudError(413, "PayloadTooLarge", "request body too large");
+  const body = await readJsonBody(req);
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new SimCloudError(400, "InvalidParameter", "request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
 }
 
 function chance(rate: number, random: RandomSource): boolean {
@@ -200,83 +364,92 @@ async function injectCallFaults(ex: Exchange, f: CloudFaultConfig, deps: ApiDeps
   return true;
 }
 
-function answerGet(
-  ex: Exchange,
-  account: AccountRecord,
-  region: string,
-  id: string,
-  view: ReadView,
-  f: CloudFaultConfig,
-  deps: ApiDeps,
-): void {
-  const instance = deps.store.read(account.name, region, id, view);
-  if (instance === undefined) {
-    ex.fail(404, "NotFound", `instance ${id} not found in region ${region}`, {
-      resource: { type: "instance", id },
-    });
-    return;
-  }
+function answerGet(ex: Exchange, body: unknown, f: CloudFaultConfig, deps: ApiDeps): void {
   if (chance(f.emptyGetRate, deps.random)) {
     ex.answer(200, {});
     return;
   }
-  ex.answer(200, toWireInstance(instance));
+  ex.answer(200, body);
 }
 
 function answerList(
   ex: Exchange,
-  account: AccountRecord,
-  region: string,
-  params: URLSearchParams,
-  view: ReadView,
+  route: Extract<ApiRoute, { kind: "list" }>,
+  call: ApiCall,
   f: CloudFaultConfig,
   deps: ApiDeps,
 ): void {
-  const name = params.get("name") ?? undefined;
-  if (name === "") {
-    ex.fail(400, "InvalidParameter", "name must not be empty");
+  const list = listParams(call.query, route.filters);
+  if (chance(f.emptyListRate, deps.random)) {
+    ex.answer(200, { [route.collection]: [] });
     return;
   }
-  const sizeParam = params.get("page_size");
+  const page = route.handle(call, list);
+  const kept =
+    f.dropFromListRate > 0 ? page.items.filter(() => !chance(f.dropFromListRate, deps.random)) : page.items;
+  const body: Record<string, unknown> = { [route.collection]: kept };
+  if (page.nextAfterSeq !== undefined) body["next_page_token"] = encodePageToken(page.nextAfterSeq);
+  ex.answer(200, body);
+}
+
+function answerMutation(
+  ex: Exchange,
+  result: { status: number; body?: unknown },
+  f: CloudFaultConfig,
+  deps: ApiDeps,
+): void {
+  if (chance(f.lostResponseRate, deps.random)) {
+    // The change is made; only its answer is lost.
+    ex.fail(504, "GatewayTimeout", "the request timed out upstream");
+    return;
+  }
+  if (result.body === undefined) ex.answer(204, undefined);
+  else ex.answer(result.status, result.body);
+}
+
+/** Checks paging and filter parameters; throws 400 SimCloudError. */
+function listParams(q: URLSearchParams, filters: readonly ("name" | "tag" | "lb_id")[]): ListParams {
+  const name = filters.includes("name") ? (q.get("name") ?? undefined) : undefined;
+  if (name === "") throw new SimCloudError(400, "InvalidParameter", "name must not be empty");
+  const sizeParam = q.get("page_size");
   let pageSize = DEFAULT_PAGE_SIZE;
   if (sizeParam !== null) {
     const n = Number(sizeParam);
     if (!/^\d+$/.test(sizeParam) || !Number.isSafeInteger(n) || n < 1) {
-      ex.fail(400, "InvalidParameter", "page_size must be a positive integer");
-      return;
+      throw new SimCloudError(400, "InvalidParameter", "page_size must be a positive integer");
     }
     pageSize = Math.min(n, MAX_PAGE_SIZE);
   }
-  const tokenParam = params.get("page_token");
+  const tokenParam = q.get("page_token");
   let afterSeq: number | undefined;
   if (tokenParam !== null && tokenParam !== "") {
     afterSeq = decodePageToken(tokenParam);
-    if (afterSeq === undefined) {
-      ex.fail(400, "InvalidPageToken", "page_token is not valid");
-      return;
+    if (afterSeq === undefined) throw new SimCloudError(400, "InvalidPageToken", "page_token is not valid");
+  }
+  let tags: Record<string, string> | undefined;
+  if (filters.includes("tag")) {
+    for (const t of q.getAll("tag")) {
+      const eq = t.indexOf("=");
+      if (eq <= 0)
+        throw new SimCloudError(400, "InvalidParameter", `tag filter ${JSON.stringify(t)} is not k=v`);
+      const key = t.slice(0, eq);
+      const value = t.slice(eq + 1);
+      tags ??= {};
+      if (tags[key] !== undefined && tags[key] !== value) {
+        throw new SimCloudError(400, "InvalidParameter", `tag filter ${key} given with two values`);
+      }
+      tags[key] = value;
     }
   }
-  if (chance(f.emptyListRate, deps.random)) {
-    ex.answer(200, { instances: [] } satisfies WireInstanceList);
-    return;
-  }
-  const page = deps.store.page(
-    {
-      account: account.name,
-      region,
-      pageSize,
-      ...(name !== undefined && { name }),
-      ...(afterSeq !== undefined && { afterSeq }),
-    },
-    view,
-  );
-  const kept =
-    f.dropFromListRate > 0
-      ? page.instances.filter(() => !chance(f.dropFromListRate, deps.random))
-      : page.instances;
-  const body: WireInstanceList = { instances: kept.map(toWireInstance) };
-  if (page.nextAfterSeq !== undefined) body.next_page_token = encodePageToken(page.nextAfterSeq);
-  ex.answer(200, body);
+  const lbId = filters.includes("lb_id") ? (q.get("lb_id") ?? undefined) : undefined;
+  if (lbId === "") throw new SimCloudError(400, "InvalidParameter", "lb_id must not be empty");
+  return {
+    pageSize,
+    ...(afterSeq !== undefined && { afterSeq }),
+    ...(name !== undefined && { name }),
+    ...(tags !== undefined && { tags }),
+    ...(lbId !== undefined && { lbId }),
+  };
 }
 
 function safeDecode(segment: string): string | undefined {

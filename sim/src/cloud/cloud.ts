@@ -4,7 +4,9 @@ import { handleAdmin } from "./admin.js";
 import { type ApiDeps, handleApi } from "./api.js";
 import { effectiveFaults, NO_FAULTS, validateFaults } from "./faults.js";
 import { sendJson } from "./http.js";
+import { LbStore } from "./lb-store.js";
 import { type RandomSource, seededRandom } from "./random.js";
+import { RouteStore } from "./route-store.js";
 import { CallCounter } from "./stats.js";
 import { CloudStore, DEFAULT_REGIONS } from "./store.js";
 import type {
@@ -13,10 +15,26 @@ import type {
   SimAccountDetail,
   SimAccountInfo,
   SimAccountOptions,
+  SimFirewallRule,
+  SimFirewallRuleSpec,
+  SimHealthCheck,
+  SimHealthCheckSpec,
   SimInstance,
   SimInstanceSpec,
   SimInstanceState,
   SimInstanceUpdate,
+  SimLbAudit,
+  SimLbAuditFilter,
+  SimLbInventory,
+  SimListener,
+  SimListenerSpec,
+  SimLoadBalancer,
+  SimLoadBalancerSpec,
+  SimNetwork,
+  SimPool,
+  SimPoolSpec,
+  SimRoute,
+  SimRouteSpec,
   SimulatedCloud,
   SimulatedCloudOptions,
 } from "./types.js";
@@ -38,6 +56,10 @@ export class SimulatedCloudServer implements SimulatedCloud {
   private readonly random: RandomSource;
   private readonly now: () => number;
   private readonly store: CloudStore;
+  private readonly lbs: LbStore;
+  private readonly routeStore: RouteStore;
+  /** Creation order shared by the load balancer and route tables (page tokens). */
+  private resourceSeq = 0;
   private readonly counter = new CallCounter();
   private globalFaults: CloudFaultConfig = NO_FAULTS;
   private readonly accountFaults = new Map<string, Partial<CloudFaultConfig>>();
@@ -55,8 +77,13 @@ export class SimulatedCloudServer implements SimulatedCloud {
       opts.terminatedLingerMs ?? 0,
       opts.regions ?? DEFAULT_REGIONS,
     );
+    const nextSeq = (): number => ++this.resourceSeq;
+    this.lbs = new LbStore(this.store, this.random, this.now, nextSeq);
+    this.routeStore = new RouteStore(this.store, this.random, this.now, nextSeq);
     const deps: ApiDeps = {
       store: this.store,
+      lbs: this.lbs,
+      routes: this.routeStore,
       counter: this.counter,
       random: this.random,
       now: this.now,
@@ -160,6 +187,78 @@ export class SimulatedCloudServer implements SimulatedCloud {
 
   listInstances(account?: string): SimInstance[] {
     return this.store.list(account);
+  }
+
+  // --- load balancers ------------------------------------------------------
+
+  createLoadBalancer(account: string, spec: SimLoadBalancerSpec): SimLoadBalancer {
+    return this.lbs.createLoadBalancer(account, spec);
+  }
+
+  createListener(account: string, spec: SimListenerSpec): SimListener {
+    return this.lbs.createListener(account, spec);
+  }
+
+  createPool(account: string, spec: SimPoolSpec): SimPool {
+    return this.lbs.createPool(account, spec);
+  }
+
+  createHealthCheck(account: string, spec: SimHealthCheckSpec): SimHealthCheck {
+    return this.lbs.createHealthCheck(account, spec);
+  }
+
+  createFirewallRule(account: string, spec: SimFirewallRuleSpec): SimFirewallRule {
+    return this.lbs.createFirewallRule(account, spec);
+  }
+
+  deleteLbResource(id: string): void {
+    this.lbs.delete(id);
+  }
+
+  loadBalancers(account?: string): SimLoadBalancer[] {
+    return this.lbs.loadBalancers(account);
+  }
+
+  listeners(account?: string): SimListener[] {
+    return this.lbs.listeners(account);
+  }
+
+  pools(account?: string): SimPool[] {
+    return this.lbs.pools(account);
+  }
+
+  healthChecks(account?: string): SimHealthCheck[] {
+    return this.lbs.healthChecks(account);
+  }
+
+  firewallRules(account?: string): SimFirewallRule[] {
+    return this.lbs.firewallRules(account);
+  }
+
+  inventory(account?: string): SimLbInventory {
+    return this.lbs.inventory(account);
+  }
+
+  auditLoadBalancers(filter?: SimLbAuditFilter): SimLbAudit {
+    return this.lbs.audit(filter);
+  }
+
+  // --- networks and routes -------------------------------------------------
+
+  networks(account: string, region: string): SimNetwork[] {
+    return this.routeStore.networks(account, region);
+  }
+
+  createRoute(account: string, spec: SimRouteSpec): SimRoute {
+    return this.routeStore.create(account, spec);
+  }
+
+  deleteRoute(id: string): void {
+    this.routeStore.delete(id);
+  }
+
+  routes(network?: string): SimRoute[] {
+    return this.routeStore.all(network);
   }
 
   // --- faults and stats ---------------------------------------------------

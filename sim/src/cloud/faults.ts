@@ -12,6 +12,7 @@ export const NO_FAULTS: CloudFaultConfig = Object.freeze({
   dropFromListRate: 0,
   emptyListRate: 0,
   emptyGetRate: 0,
+  lostResponseRate: 0,
   staleReadMs: 0,
 });
 
@@ -22,6 +23,7 @@ const RATE_KEYS = new Set<keyof CloudFaultConfig>([
   "dropFromListRate",
   "emptyListRate",
   "emptyGetRate",
+  "lostResponseRate",
 ]);
 
 const FAULT_KEYS = new Set<string>(Object.keys(NO_FAULTS));

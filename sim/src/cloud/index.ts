@@ -5,7 +5,7 @@ export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./api.js";
 export type { FaultsView } from "./cloud.js";
 export { startSimulatedCloud } from "./cloud.js";
 export { NO_FAULTS } from "./faults.js";
-export { DEFAULT_REGIONS } from "./store.js";
+export { DEFAULT_REGIONS, SimCloudError } from "./store.js";
 export type {
   CloudCallCount,
   CloudFaultConfig,
@@ -16,12 +16,61 @@ export type {
   SimAccountOptions,
   SimAddress,
   SimAddressType,
+  SimFirewallRule,
+  SimFirewallRuleSpec,
+  SimHealthCheck,
+  SimHealthCheckProtocol,
+  SimHealthCheckSpec,
   SimInstance,
   SimInstanceSpec,
   SimInstanceState,
   SimInstanceUpdate,
+  SimLbAudit,
+  SimLbAuditFilter,
+  SimLbDuplicate,
+  SimLbIngress,
+  SimLbInventory,
+  SimLbOrphan,
+  SimLbProtocol,
+  SimLbResourceBase,
+  SimLbResourceKind,
+  SimListener,
+  SimListenerSpec,
+  SimLoadBalancer,
+  SimLoadBalancerSpec,
+  SimNetwork,
+  SimPool,
+  SimPoolSpec,
+  SimRoute,
+  SimRouteSpec,
+  SimSessionAffinity,
   SimulatedCloud,
   SimulatedCloudOptions,
 } from "./types.js";
-export { SIM_ADDRESS_TYPES, SIM_INSTANCE_STATES } from "./types.js";
-export type { WireAddress, WireError, WireInstance, WireInstanceList } from "./wire.js";
+export {
+  SIM_ADDRESS_TYPES,
+  SIM_HEALTH_CHECK_PROTOCOLS,
+  SIM_INSTANCE_STATES,
+  SIM_LB_PROTOCOLS,
+  SIM_SESSION_AFFINITIES,
+} from "./types.js";
+export type {
+  WireAddress,
+  WireError,
+  WireFirewallRule,
+  WireFirewallRuleList,
+  WireHealthCheck,
+  WireHealthCheckList,
+  WireInstance,
+  WireInstanceList,
+  WireListener,
+  WireListenerList,
+  WireLoadBalancer,
+  WireLoadBalancerList,
+  WireNetwork,
+  WireNetworkList,
+  WirePool,
+  WirePoolList,
+  WireRoute,
+  WireRouteList,
+} from "./wire.js";

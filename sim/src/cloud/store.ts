@@ -20,6 +20,8 @@ export class SimCloudError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** For NotFound: what was looked up (the API sends it as `error.resource`). */
+    readonly resource?: { readonly type: string; readonly id: string },
   ) {
     super(message);
   }
@@ -84,6 +86,8 @@ export class CloudStore {
   private readonly byScope = new Map<string, InstanceRecord[]>();
   /** `${account}\0${region}\0${name}` → records in creation order. */
   private readonly byName = new Map<string, InstanceRecord[]>();
+  /** `${account}\0${region}` → networks its instances use, in first-use order. */
+  private readonly networksByScope = new Map<string, Set<string>>();
   private seq = 0;
   private addressIndex = 0;
 
@@ -208,6 +212,10 @@ export class CloudStore {
     this.all.push(record);
     pushTo(this.byScope, scopeKey(account.name, spec.region), record);
     pushTo(this.byName, nameKey(account.name, spec.region, spec.name), record);
+    const scope = scopeKey(account.name, spec.region);
+    const networks = this.networksByScope.get(scope);
+    if (networks === undefined) this.networksByScope.set(scope, new Set([instance.network]));
+    else networks.add(instance.network);
     return instance;
   }
 
@@ -241,6 +249,13 @@ export class CloudStore {
     const out: SimInstance[] = [];
     for (const r of this.all) if (account === undefined || r.current.account === account) out.push(r.current);
     return out;
+  }
+
+  /** The account's networks in `region`: its default network first, then those its instances use. */
+  networksIn(accountName: string, region: string): string[] {
+    const account = this.account(accountName);
+    const used = this.networksByScope.get(scopeKey(account.name, region)) ?? new Set<string>();
+    return [account.defaultNetwork, ...[...used].filter((n) => n !== account.defaultNetwork)];
   }
 
   // --- instances: API side (what a client sees) -------------------------

@@ -86,7 +86,8 @@ export interface SimAccountInfo {
  * [0, 1], drawn per call from the cloud's seeded random source.
  *
  * Order for one call: authenticate → account rate limit → latency → timeout → throttle →
- * error → the real answer → answer faults (stale read, empty answer, dropped list items).
+ * error → the real answer → answer faults (stale read, empty answer, dropped list items,
+ * lost answer of a change).
  */
 export interface CloudFaultConfig {
   /** Added to every call. */
@@ -106,13 +107,20 @@ export interface CloudFaultConfig {
   readonly timeoutHangMs: number;
   /** Fraction of the items of each list page silently left out (the page token still advances). */
   readonly dropFromListRate: number;
-  /** Fraction of list calls answered 200 `{"instances": []}` with no next_page_token. */
+  /** Fraction of list calls answered 200 with an empty array (`{"instances": []}`) and no next_page_token. */
   readonly emptyListRate: number;
   /** Fraction of get calls answered 200 `{}`. */
   readonly emptyGetRate: number;
   /**
+   * Fraction of mutating calls (POST, PATCH, DELETE) that take effect but whose answer is lost:
+   * the client gets a 504 although the change was made (a connection dropped after the commit).
+   */
+  readonly lostResponseRate: number;
+  /**
    * Eventual consistency: a read within this many ms of an instance's last change sees the
-   * version before it (for a new instance: nothing, so 404 / absent from lists).
+   * version before it (for a new instance: nothing, so 404 / absent from lists). Load
+   * balancer resources and routes: direct gets only (a deleted one is still seen); their
+   * lists are consistent.
    */
   readonly staleReadMs: number;
 }
@@ -177,6 +185,272 @@ export interface SimulatedCloud {
   stats(): CloudStats;
   resetStats(): void;
   close(): Promise<void>;
+
+  // --- load balancers: the truth, regardless of faults ----------------------------------------
+  // Creation and deletion follow the same rules as the API (references, dependencies) and
+  // throw SimCloudError-like errors (`status`, `code`) when refused.
+
+  createLoadBalancer(account: string, spec: SimLoadBalancerSpec): SimLoadBalancer;
+  createListener(account: string, spec: SimListenerSpec): SimListener;
+  createPool(account: string, spec: SimPoolSpec): SimPool;
+  createHealthCheck(account: string, spec: SimHealthCheckSpec): SimHealthCheck;
+  createFirewallRule(account: string, spec: SimFirewallRuleSpec): SimFirewallRule;
+  /** Deletes a load-balancer resource of any kind by id; dependency rules apply (409). */
+  deleteLbResource(id: string): void;
+  /** Every load balancer (of `account` if given), in creation order. */
+  loadBalancers(account?: string): SimLoadBalancer[];
+  listeners(account?: string): SimListener[];
+  pools(account?: string): SimPool[];
+  healthChecks(account?: string): SimHealthCheck[];
+  firewallRules(account?: string): SimFirewallRule[];
+  /** All of the above at once. */
+  inventory(account?: string): SimLbInventory;
+  /** Orphans and duplicates among the load-balancer resources (optionally only those carrying `tags`). */
+  auditLoadBalancers(filter?: SimLbAuditFilter): SimLbAudit;
+
+  // --- networks and routes --------------------------------------------------------------------
+
+  /** The account's networks in `region`: its default network, plus every network its instances or routes use. */
+  networks(account: string, region: string): SimNetwork[];
+  /** Adds a route as if some other client made it (tests: a "foreign" route). Same rules as the API. */
+  createRoute(account: string, spec: SimRouteSpec): SimRoute;
+  deleteRoute(id: string): void;
+  /** Every route (of `network` if given), in creation order; `blackhole` reflects the target now. */
+  routes(network?: string): SimRoute[];
+}
+
+// ---- load balancers -------------------------------------------------------------------------
+
+export const SIM_LB_PROTOCOLS = ["TCP", "UDP", "SCTP", "HTTP", "HTTPS"] as const;
+export type SimLbProtocol = (typeof SIM_LB_PROTOCOLS)[number];
+
+export const SIM_HEALTH_CHECK_PROTOCOLS = ["TCP", "HTTP"] as const;
+export type SimHealthCheckProtocol = (typeof SIM_HEALTH_CHECK_PROTOCOLS)[number];
+
+export const SIM_SESSION_AFFINITIES = ["None", "ClientIP"] as const;
+export type SimSessionAffinity = (typeof SIM_SESSION_AFFINITIES)[number];
+
+export type SimLbResourceKind = "load-balancer" | "listener" | "pool" | "health-check" | "firewall-rule";
+
+/** What every load-balancer resource has: its own id, name and tags, in one account and region. */
+export interface SimLbResourceBase {
+  readonly id: string;
+  readonly account: string;
+  readonly region: string;
+  /** Not unique: two resources of a kind may share a name (like AWS Name tags). */
+  readonly name: string;
+  readonly tags: Readonly<Record<string, string>>;
+  /** RFC 3339, ms precision. */
+  readonly createdAt: string;
+}
+
+export interface SimLbIngress {
+  readonly ip: string;
+  readonly hostname: string;
+}
+
+export interface SimLoadBalancer extends SimLbResourceBase {
+  /** "lb-" + 12 hex. */
+  readonly id: string;
+  readonly network: string;
+  /** Internal: a 10.x ingress address; else a public one from 198.18.0.0/15. Fixed at creation. */
+  readonly internal: boolean;
+  readonly ingress: SimLbIngress;
+  /** Derived from the sub-resources that name this load balancer (pools: by lbId; health checks: via its pools). */
+  readonly listenerIds: readonly string[];
+  readonly poolIds: readonly string[];
+  readonly healthCheckIds: readonly string[];
+  readonly firewallIds: readonly string[];
+}
+
+export interface SimListener extends SimLbResourceBase {
+  /** "lsn-" + 12 hex. */
+  readonly id: string;
+  readonly lbId: string;
+  readonly protocol: SimLbProtocol;
+  /** Unique per load balancer and protocol (409 DuplicateListener). */
+  readonly port: number;
+  readonly poolId: string;
+  readonly proxyProtocol: boolean;
+  readonly idleTimeoutSeconds: number;
+}
+
+export interface SimPool extends SimLbResourceBase {
+  /** "pool-" + 12 hex. */
+  readonly id: string;
+  readonly lbId: string;
+  readonly protocol: SimLbProtocol;
+  /** The port on each member (a Service's nodePort). */
+  readonly targetPort: number;
+  /** Instance ids. */
+  readonly members: readonly string[];
+  readonly sessionAffinity: SimSessionAffinity;
+  readonly healthCheckId?: string;
+}
+
+export interface SimHealthCheck extends SimLbResourceBase {
+  /** "hc-" + 12 hex. */
+  readonly id: string;
+  readonly protocol: SimHealthCheckProtocol;
+  readonly port: number;
+  /** HTTP: an absolute path; TCP: usually "". */
+  readonly path: string;
+  readonly intervalSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly healthyThreshold: number;
+  readonly unhealthyThreshold: number;
+}
+
+export interface SimFirewallRule extends SimLbResourceBase {
+  /** "fw-" + 12 hex. */
+  readonly id: string;
+  readonly lbId: string;
+  readonly protocol: SimLbProtocol;
+  readonly port: number;
+  readonly sourceCidrs: readonly string[];
+}
+
+export interface SimLoadBalancerSpec {
+  readonly name: string;
+  readonly region: string;
+  /** Default: the account's default network. Must be a network of the account in that region. */
+  readonly network?: string;
+  /** Default false. */
+  readonly internal?: boolean;
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface SimListenerSpec {
+  readonly name: string;
+  readonly lbId: string;
+  readonly protocol: SimLbProtocol;
+  readonly port: number;
+  /** A pool of the same load balancer. */
+  readonly poolId: string;
+  /** Default false. */
+  readonly proxyProtocol?: boolean;
+  /** Default 60; 1 to 4000. */
+  readonly idleTimeoutSeconds?: number;
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface SimPoolSpec {
+  readonly name: string;
+  readonly lbId: string;
+  readonly protocol: SimLbProtocol;
+  readonly targetPort: number;
+  /** Existing, non-terminated instances of the account in the load balancer's region. Default []. */
+  readonly members?: readonly string[];
+  /** Default "None". */
+  readonly sessionAffinity?: SimSessionAffinity;
+  readonly healthCheckId?: string;
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface SimHealthCheckSpec {
+  readonly name: string;
+  readonly region: string;
+  readonly protocol: SimHealthCheckProtocol;
+  readonly port: number;
+  /** Default "/" for HTTP, "" for TCP. */
+  readonly path?: string;
+  /** Defaults: 10, 5, 2, 3. */
+  readonly intervalSeconds?: number;
+  readonly timeoutSeconds?: number;
+  readonly healthyThreshold?: number;
+  readonly unhealthyThreshold?: number;
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface SimFirewallRuleSpec {
+  readonly name: string;
+  readonly lbId: string;
+  readonly protocol: SimLbProtocol;
+  readonly port: number;
+  /** At least one CIDR (IPv4 or IPv6). */
+  readonly sourceCidrs: readonly string[];
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface SimLbInventory {
+  readonly loadBalancers: SimLoadBalancer[];
+  readonly listeners: SimListener[];
+  readonly pools: SimPool[];
+  readonly healthChecks: SimHealthCheck[];
+  readonly firewallRules: SimFirewallRule[];
+}
+
+export interface SimLbAuditFilter {
+  readonly account?: string;
+  /** Only resources carrying every one of these tags are judged (their parents are looked up among all). */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface SimLbOrphan {
+  readonly kind: Exclude<SimLbResourceKind, "load-balancer">;
+  readonly id: string;
+  readonly name: string;
+  readonly reason: string;
+}
+
+export interface SimLbDuplicate {
+  readonly kind: SimLbResourceKind;
+  readonly account: string;
+  readonly region: string;
+  readonly name: string;
+  /** Oldest first. */
+  readonly ids: readonly string[];
+}
+
+export interface SimLbAudit {
+  /**
+   * Sub-resources nothing uses: a listener, pool or firewall rule whose load balancer is gone,
+   * a pool no listener forwards to, a health check no pool uses.
+   */
+  readonly orphans: SimLbOrphan[];
+  /** More than one resource of a kind with the same name in one account and region. */
+  readonly duplicates: SimLbDuplicate[];
+}
+
+// ---- networks and routes --------------------------------------------------------------------
+
+export interface SimNetwork {
+  /** "vpc-…". */
+  readonly id: string;
+  readonly account: string;
+  readonly region: string;
+  readonly isDefault: boolean;
+  /** One route table per network and region. */
+  readonly routeTableId: string;
+}
+
+export interface SimRoute {
+  /** "rt-" + 12 hex. */
+  readonly id: string;
+  readonly account: string;
+  readonly region: string;
+  readonly network: string;
+  readonly routeTableId: string;
+  /** Unique within the route table (409 RouteAlreadyExists). */
+  readonly destinationCidr: string;
+  readonly targetInstanceId: string;
+  readonly description: string;
+  readonly tags: Readonly<Record<string, string>>;
+  /** The target instance is terminated (or gone): the route stays, traffic goes nowhere. */
+  readonly blackhole: boolean;
+  readonly createdAt: string;
+}
+
+export interface SimRouteSpec {
+  readonly region: string;
+  /** Default: the target instance's network. */
+  readonly network?: string;
+  readonly destinationCidr: string;
+  /** A non-terminated instance of the account in that region and network. */
+  readonly targetInstanceId: string;
+  /** Default "". */
+  readonly description?: string;
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 /** An account with its current limits, as the admin API shows it. */

@@ -22,6 +22,8 @@ export const NODE_LIFECYCLE_SCAN = "node-lifecycle-scan";
 export const ANNOTATION_CONFIRM_DELETION = "lifecycle.fleet-ccm.io/confirm-deletion";
 
 export const REASON_DELETING_NODE = "DeletingNode";
+const EXPECT_TAINTED = "shutdown-taint";
+const EXPECT_UNTAINTED = "no-shutdown-taint";
 export const REASON_DELETION_LIMITED = "NodeDeletionLimitExceeded";
 
 export interface LifecycleDeps {
@@ -83,8 +85,16 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
     deps.evidence.forget(k);
     return DONE;
   }
-  const pending = deps.tracker.pending(k, node.uid);
-  if (pending !== undefined) return after(pending.deadlineMs - deps.clock.now());
+  // A patch is in flight: wait for the report, unless it already shows the patch.
+  const inflight = deps.tracker.get(k);
+  if (inflight !== undefined && inflight.uid === node.uid) {
+    const met =
+      inflight.expectation === EXPECT_TAINTED
+        ? hasShutdownTaint(node)
+        : inflight.expectation === EXPECT_UNTAINTED && !hasShutdownTaint(node);
+    if (met) deps.tracker.clear(k);
+    else if (inflight.deadlineMs > deps.clock.now()) return after(inflight.deadlineMs - deps.clock.now());
+  }
   const publish = (d: NodeDesired, events: ReturnType<typeof lifecycleEvent>[] = []): Outcome => ({
     nodes: [d],
     events,
@@ -95,7 +105,7 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
     deps.evidence.found(k);
     // Upstream removes the shutdown taint once the node is Ready again.
     if (hasShutdownTaint(node))
-      return publish(taintPatch(node, deps.tracker.record(k, node.uid).generation, false));
+      return publish(taintPatch(node, deps.tracker.record(k, node.uid, EXPECT_UNTAINTED).generation, false));
     return DONE;
   }
   // Identity is the providerID: a node without one is never judged.
@@ -124,9 +134,9 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
     if (!verdict.ok) return DONE;
     const shutdown = meta.state === "stopped" || meta.state === "stopping";
     if (shutdown && !hasShutdownTaint(node))
-      return publish(taintPatch(node, deps.tracker.record(k, node.uid).generation, true));
+      return publish(taintPatch(node, deps.tracker.record(k, node.uid, EXPECT_TAINTED).generation, true));
     if (meta.state === "running" && hasShutdownTaint(node))
-      return publish(taintPatch(node, deps.tracker.record(k, node.uid).generation, false));
+      return publish(taintPatch(node, deps.tracker.record(k, node.uid, EXPECT_UNTAINTED).generation, false));
     return DONE;
   }
 
@@ -152,8 +162,8 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
   }
   deps.metrics.lifecycleDeletions.inc();
   deps.evidence.forget(k);
-  const inflight = deps.tracker.record(k, node.uid);
-  return publish({ ...taintPatch(node, inflight.generation, false), removeTaintKeys: [], delete: true }, [
+  const deletion = deps.tracker.record(k, node.uid, "deleted");
+  return publish({ ...taintPatch(node, deletion.generation, false), removeTaintKeys: [], delete: true }, [
     lifecycleEvent(
       node,
       "Normal",

@@ -1,4 +1,4 @@
-import type { ClusterEvent, Service, ServiceDesired } from "@fleet-ccm/proto";
+import type { ClusterEvent, LoadBalancerIngress, Service, ServiceDesired } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
@@ -61,6 +61,22 @@ function desired(svc: Readonly<Service>, generation: number, patch: Partial<Serv
   };
 }
 
+const EXPECT_FINALIZER = "finalizer";
+const EXPECT_NO_FINALIZER = "no-finalizer";
+const EXPECT_INGRESS = "ingress:";
+
+/** Whether the Service, as last reported, shows what was published. */
+function expectationMet(expectation: string, svc: Readonly<Service>): boolean {
+  if (expectation === EXPECT_FINALIZER) return hasFinalizer(svc);
+  if (expectation === EXPECT_NO_FINALIZER) return !hasFinalizer(svc);
+  if (expectation.startsWith(EXPECT_INGRESS))
+    return ingressEqual(
+      svc.ingress,
+      JSON.parse(expectation.slice(EXPECT_INGRESS.length)) as LoadBalancerIngress[],
+    );
+  return false;
+}
+
 function cloudFailure(err: unknown, events: ClusterEvent[]): Outcome {
   if (err instanceof ThrottledError && err.retryAfterMs !== undefined)
     return after(err.retryAfterMs, { events });
@@ -90,9 +106,13 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     deps.ensured.delete(k);
     return DONE;
   }
-  // A finalizer or status patch is in flight: wait for the report instead of acting twice.
-  const pending = deps.tracker.pending(k, svc.uid);
-  if (pending !== undefined) return after(pending.deadlineMs - deps.clock.now());
+  // A finalizer or status patch is in flight: wait for the report instead of acting twice,
+  // unless the report already shows it.
+  const inflight = deps.tracker.get(k);
+  if (inflight !== undefined && inflight.uid === svc.uid) {
+    if (expectationMet(inflight.expectation, svc)) deps.tracker.clear(k);
+    else if (inflight.deadlineMs > deps.clock.now()) return after(inflight.deadlineMs - deps.clock.now());
+  }
   if (cloud === undefined || lbs === undefined) {
     const why =
       cloud === undefined
@@ -108,9 +128,9 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
 
   if (!hasFinalizer(svc)) {
     // Before anything exists in the cloud, so a deletion can never leak it.
-    const inflight = deps.tracker.record(k, svc.uid);
-    return after(inflight.deadlineMs - inflight.publishedAtMs, {
-      services: [desired(svc, inflight.generation, { addFinalizers: [FINALIZER_LB_CLEANUP] })],
+    const published = deps.tracker.record(k, svc.uid, EXPECT_FINALIZER);
+    return after(published.deadlineMs - published.publishedAtMs, {
+      services: [desired(svc, published.generation, { addFinalizers: [FINALIZER_LB_CLEANUP] })],
     });
   }
 
@@ -165,6 +185,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
           `Error updating load balancer with new hosts: ${errorMessage(err)}`,
         ),
       );
+      if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
       return cloudFailure(err, events);
     }
     deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backends: spec.backends });
@@ -181,15 +202,17 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );
-    return isRetryable(err) ? cloudFailure(err, events) : backoff(err, { events });
+    // A backend may have gone since it was verified: look every node up again next time.
+    if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
+    return cloudFailure(err, events);
   }
   deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backends: spec.backends });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
   if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
-  const inflight = deps.tracker.record(k, svc.uid);
-  return after(inflight.deadlineMs - inflight.publishedAtMs, {
+  const published = deps.tracker.record(k, svc.uid, `${EXPECT_INGRESS}${JSON.stringify(ingress)}`);
+  return after(published.deadlineMs - published.publishedAtMs, {
     events,
-    services: [desired(svc, inflight.generation, { ingress: { items: ingress } })],
+    services: [desired(svc, published.generation, { ingress: { items: ingress } })],
   });
 }
 
@@ -212,11 +235,11 @@ async function deleteLoadBalancer(
   }
   deps.ensured.delete(k);
   events.push(serviceEvent(svc, "Normal", REASON.deleted, "Deleted load balancer"));
-  const inflight = deps.tracker.record(k, svc.uid);
-  return after(inflight.deadlineMs - inflight.publishedAtMs, {
+  const published = deps.tracker.record(k, svc.uid, EXPECT_NO_FINALIZER);
+  return after(published.deadlineMs - published.publishedAtMs, {
     events,
     services: [
-      desired(svc, inflight.generation, {
+      desired(svc, published.generation, {
         removeFinalizers: [FINALIZER_LB_CLEANUP],
         ingress: svc.ingress.length > 0 ? { items: [] } : undefined,
       }),

@@ -5,6 +5,12 @@ import {
   parseProviderIDParts,
   parseWireInstance,
   parseWireInstanceList,
+  parseWireLoadBalancer,
+  parseWireNetworkList,
+  parseWirePool,
+  parseWirePoolPage,
+  parseWireRoutePage,
+  toCloudRoute,
   toInstanceMetadata,
   type WireInstance,
 } from "./convert.js";
@@ -108,5 +114,88 @@ describe("simulated convert", () => {
     ]) {
       expect(parseProviderIDParts(bad)).toBeUndefined();
     }
+  });
+});
+
+describe("simulated convert - load balancers and routes", () => {
+  const lb = {
+    id: "lb-0123456789ab",
+    name: "fccm-x",
+    region: "sim-east-1",
+    network: "vpc-1",
+    internal: false,
+    ingress: { ip: "198.18.0.1", hostname: "fccm-x.sim-east-1.lb.sim.example" },
+    listener_ids: [],
+    pool_ids: [],
+    health_check_ids: [],
+    firewall_ids: [],
+    tags: { a: "b" },
+    created_at: "2026-01-01T00:00:00.000Z",
+  };
+  const pool = {
+    id: "pool-0123456789ab",
+    name: "fccm-x-pool-tcp-80",
+    region: "sim-east-1",
+    lb_id: lb.id,
+    protocol: "TCP",
+    target_port: 30080,
+    members: ["i-0a1b2c3d4e5f"],
+    session_affinity: "None",
+    health_check_id: null,
+    tags: {},
+    created_at: "2026-01-01T00:00:00.000Z",
+  };
+
+  test("convert - well-formed resources and pages parse", () => {
+    expect(parseWireLoadBalancer(lb)).toEqual(lb);
+    expect(parseWirePool(pool)).toEqual(pool);
+    expect(parseWirePoolPage({ pools: [pool], next_page_token: "t" })).toEqual({
+      items: [pool],
+      next_page_token: "t",
+    });
+    expect(parseWirePoolPage({ pools: [], next_page_token: "" })).toEqual({ items: [] });
+  });
+
+  test.each([
+    ["an ingress without ip", { ...lb, ingress: { hostname: "h" } }],
+    ["a string internal", { ...lb, internal: "false" }],
+    ["non-string tag values", { ...lb, tags: { a: 1 } }],
+    ["an empty id", { ...lb, id: "" }],
+    ["not an object", [lb]],
+  ])("convert - a load balancer with %s is suspect", (_name, body) => {
+    expect(() => parseWireLoadBalancer(body)).toThrow(SuspectAnswerError);
+  });
+
+  test("convert - malformed pools and pages are suspect", () => {
+    expect(() => parseWirePool({ ...pool, members: [1] })).toThrow(SuspectAnswerError);
+    expect(() => parseWirePool({ ...pool, target_port: "80" })).toThrow(SuspectAnswerError);
+    expect(() => parseWirePoolPage({ items: [] })).toThrow(SuspectAnswerError);
+    expect(() => parseWirePoolPage({ pools: [], next_page_token: 3 })).toThrow(SuspectAnswerError);
+    expect(() => parseWireNetworkList({ networks: [{ id: "vpc-1" }] })).toThrow(SuspectAnswerError);
+  });
+
+  test("convert - routes map to the contract's CloudRoute", () => {
+    const route = {
+      id: "rt-0123456789ab",
+      network: "vpc-1",
+      destination_cidr: "10.244.0.0/24",
+      target_instance_id: "i-0a1b2c3d4e5f",
+      description: "",
+      blackhole: false,
+      tags: { "fleet-ccm.io/cluster": "c1" },
+      region: "sim-east-1",
+      route_table_id: "rtb-1",
+      created_at: "2026-01-01T00:00:00.000Z",
+    };
+    const page = parseWireRoutePage({ routes: [route] });
+    expect(page.items.map(toCloudRoute)).toEqual([
+      {
+        id: route.id,
+        destinationCIDR: "10.244.0.0/24",
+        targetInstanceID: "i-0a1b2c3d4e5f",
+        tags: { "fleet-ccm.io/cluster": "c1" },
+      },
+    ]);
+    expect(() => parseWireRoutePage({ routes: [{ ...route, blackhole: "no" }] })).toThrow(SuspectAnswerError);
   });
 });

@@ -4,7 +4,7 @@
  * purpose: the hub never imports sim/, the two sides share only the wire format.
  */
 import { SuspectAnswerError } from "../../errors.js";
-import type { InstanceMetadata, InstanceState, NodeAddress } from "../../provider.js";
+import type { CloudRoute, InstanceMetadata, InstanceState, NodeAddress } from "../../provider.js";
 
 export const PROVIDER_NAME = "simulated";
 
@@ -131,4 +131,241 @@ function requireString(o: Record<string, unknown>, field: string, what: string):
 
 function suspect(reason: string): SuspectAnswerError {
   return new SuspectAnswerError(`malformed answer from the simulated cloud: ${reason}`);
+}
+
+// ---- load balancers, networks, routes ----------------------------------------------------------
+
+export interface WireLbIngress {
+  readonly ip: string;
+  readonly hostname: string;
+}
+
+interface WireLbResource {
+  readonly id: string;
+  readonly name: string;
+  readonly region: string;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly created_at: string;
+}
+
+export interface WireLoadBalancer extends WireLbResource {
+  readonly network: string;
+  readonly internal: boolean;
+  readonly ingress: WireLbIngress;
+  readonly listener_ids: readonly string[];
+  readonly pool_ids: readonly string[];
+  readonly health_check_ids: readonly string[];
+  readonly firewall_ids: readonly string[];
+}
+
+export interface WireListener extends WireLbResource {
+  readonly lb_id: string;
+  readonly protocol: string;
+  readonly port: number;
+  readonly pool_id: string;
+  readonly proxy_protocol: boolean;
+  readonly idle_timeout_seconds: number;
+}
+
+export interface WirePool extends WireLbResource {
+  readonly lb_id: string;
+  readonly protocol: string;
+  readonly target_port: number;
+  readonly members: readonly string[];
+  readonly session_affinity: string;
+  readonly health_check_id: string | null;
+}
+
+export interface WireHealthCheck extends WireLbResource {
+  readonly protocol: string;
+  readonly port: number;
+  readonly path: string;
+  readonly interval_seconds: number;
+  readonly timeout_seconds: number;
+  readonly healthy_threshold: number;
+  readonly unhealthy_threshold: number;
+}
+
+export interface WireFirewallRule extends WireLbResource {
+  readonly lb_id: string;
+  readonly protocol: string;
+  readonly port: number;
+  readonly source_cidrs: readonly string[];
+}
+
+export interface WireNetwork {
+  readonly id: string;
+  readonly is_default: boolean;
+  readonly route_table_id: string;
+}
+
+export interface WireRoute {
+  readonly id: string;
+  readonly network: string;
+  readonly destination_cidr: string;
+  readonly target_instance_id: string;
+  readonly description: string;
+  readonly blackhole: boolean;
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+export interface WirePage<T> {
+  readonly items: readonly T[];
+  readonly next_page_token?: string;
+}
+
+type FieldType = "string" | "number" | "boolean" | "string[]" | "tags" | "string?" | "ingress";
+type Shape = Readonly<Record<string, FieldType>>;
+
+const RESOURCE_SHAPE: Shape = {
+  id: "string",
+  name: "string",
+  region: "string",
+  tags: "tags",
+  created_at: "string",
+};
+
+const LB_SHAPE: Shape = {
+  ...RESOURCE_SHAPE,
+  network: "string",
+  internal: "boolean",
+  ingress: "ingress",
+  listener_ids: "string[]",
+  pool_ids: "string[]",
+  health_check_ids: "string[]",
+  firewall_ids: "string[]",
+};
+const LISTENER_SHAPE: Shape = {
+  ...RESOURCE_SHAPE,
+  lb_id: "string",
+  protocol: "string",
+  port: "number",
+  pool_id: "string",
+  proxy_protocol: "boolean",
+  idle_timeout_seconds: "number",
+};
+const POOL_SHAPE: Shape = {
+  ...RESOURCE_SHAPE,
+  lb_id: "string",
+  protocol: "string",
+  target_port: "number",
+  members: "string[]",
+  session_affinity: "string",
+  health_check_id: "string?",
+};
+const HC_SHAPE: Shape = {
+  ...RESOURCE_SHAPE,
+  protocol: "string",
+  port: "number",
+  path: "string",
+  interval_seconds: "number",
+  timeout_seconds: "number",
+  healthy_threshold: "number",
+  unhealthy_threshold: "number",
+};
+const FW_SHAPE: Shape = {
+  ...RESOURCE_SHAPE,
+  lb_id: "string",
+  protocol: "string",
+  port: "number",
+  source_cidrs: "string[]",
+};
+const NETWORK_SHAPE: Shape = { id: "string", is_default: "boolean", route_table_id: "string" };
+const ROUTE_SHAPE: Shape = {
+  id: "string",
+  network: "string",
+  destination_cidr: "string",
+  target_instance_id: "string",
+  description: "string",
+  blackhole: "boolean",
+  tags: "tags",
+};
+
+/** Checks one object against a shape; any mismatch makes the whole answer suspect. */
+function parseShape<T>(body: unknown, what: string, shape: Shape): T {
+  const o = asRecord(body, what);
+  for (const [field, type] of Object.entries(shape)) {
+    const v = o[field];
+    const bad = (expected: string): SuspectAnswerError => suspect(`${what}.${field} is not ${expected}`);
+    switch (type) {
+      case "string":
+        if (typeof v !== "string") throw bad("a string");
+        break;
+      case "string?":
+        if (v !== null && v !== undefined && typeof v !== "string") throw bad("a string or null");
+        break;
+      case "number":
+        if (typeof v !== "number" || !Number.isFinite(v)) throw bad("a number");
+        break;
+      case "boolean":
+        if (typeof v !== "boolean") throw bad("a boolean");
+        break;
+      case "string[]":
+        if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw bad("an array of strings");
+        break;
+      case "tags": {
+        const tags = asRecord(v, `${what}.${field}`);
+        for (const [k, t] of Object.entries(tags)) {
+          if (typeof t !== "string") throw suspect(`${what}.${field}.${k} is not a string`);
+        }
+        break;
+      }
+      case "ingress": {
+        const ingress = asRecord(v, `${what}.${field}`);
+        requireString(ingress, "ip", `${what}.${field}`);
+        requireString(ingress, "hostname", `${what}.${field}`);
+        break;
+      }
+    }
+  }
+  if (o["id"] === "") throw suspect(`${what}.id is empty`);
+  return o as unknown as T;
+}
+
+function parsePage<T>(body: unknown, what: string, key: string, item: (b: unknown) => T): WirePage<T> {
+  const o = asRecord(body, `${what} list`);
+  const items = o[key];
+  if (!Array.isArray(items)) throw suspect(`${what} list has no ${key} array`);
+  const token = o["next_page_token"];
+  if (token !== undefined && token !== null && typeof token !== "string") {
+    throw suspect("next_page_token is not a string");
+  }
+  const parsed = items.map(item);
+  return typeof token === "string" && token !== ""
+    ? { items: parsed, next_page_token: token }
+    : { items: parsed };
+}
+
+export const parseWireLoadBalancer = (b: unknown): WireLoadBalancer =>
+  parseShape(b, "load balancer", LB_SHAPE);
+export const parseWireListener = (b: unknown): WireListener => parseShape(b, "listener", LISTENER_SHAPE);
+export const parseWirePool = (b: unknown): WirePool => parseShape(b, "pool", POOL_SHAPE);
+export const parseWireHealthCheck = (b: unknown): WireHealthCheck => parseShape(b, "health check", HC_SHAPE);
+export const parseWireFirewallRule = (b: unknown): WireFirewallRule =>
+  parseShape(b, "firewall rule", FW_SHAPE);
+export const parseWireNetwork = (b: unknown): WireNetwork => parseShape(b, "network", NETWORK_SHAPE);
+export const parseWireRoute = (b: unknown): WireRoute => parseShape(b, "route", ROUTE_SHAPE);
+
+export const parseWireLoadBalancerPage = (b: unknown): WirePage<WireLoadBalancer> =>
+  parsePage(b, "load balancer", "load_balancers", parseWireLoadBalancer);
+export const parseWireListenerPage = (b: unknown): WirePage<WireListener> =>
+  parsePage(b, "listener", "listeners", parseWireListener);
+export const parseWirePoolPage = (b: unknown): WirePage<WirePool> =>
+  parsePage(b, "pool", "pools", parseWirePool);
+export const parseWireHealthCheckPage = (b: unknown): WirePage<WireHealthCheck> =>
+  parsePage(b, "health check", "health_checks", parseWireHealthCheck);
+export const parseWireFirewallRulePage = (b: unknown): WirePage<WireFirewallRule> =>
+  parsePage(b, "firewall rule", "firewall_rules", parseWireFirewallRule);
+export const parseWireNetworkList = (b: unknown): WirePage<WireNetwork> =>
+  parsePage(b, "network", "networks", parseWireNetwork);
+export const parseWireRoutePage = (b: unknown): WirePage<WireRoute> =>
+  parsePage(b, "route", "routes", parseWireRoute);
+
+export function toCloudRoute(w: WireRoute): CloudRoute {
+  return {
+    id: w.id,
+    destinationCIDR: w.destination_cidr,
+    targetInstanceID: w.target_instance_id,
+    tags: { ...w.tags },
+  };
 }

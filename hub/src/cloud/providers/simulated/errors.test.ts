@@ -9,6 +9,8 @@ import {
 } from "../../errors.js";
 import {
   type ErrorContext,
+  isConflict,
+  isNotFoundOf,
   parseRetryAfterMs,
   SimulatedApiError,
   SimulatedMalformedBodyError,
@@ -93,5 +95,27 @@ describe("simulated toContractError", () => {
     expect(parseRetryAfterMs(new Date(NOW - 5_000).toUTCString(), NOW)).toBe(0);
     expect(parseRetryAfterMs("soon", NOW)).toBeUndefined();
     expect(parseRetryAfterMs(undefined, NOW)).toBeUndefined();
+  });
+
+  test("errors - 409 DependencyViolation and DuplicateListener are transient; other conflicts are not", () => {
+    const call: ErrorContext = { lookup: { kind: "call" }, nowMs: NOW };
+    expect(toContractError(api(409, "DependencyViolation"), call)).toBeInstanceOf(TransientCloudError);
+    expect(toContractError(api(409, "DuplicateListener"), call)).toBeInstanceOf(TransientCloudError);
+    const other = toContractError(api(409, "RouteAlreadyExists"), call);
+    expect(other).toBeInstanceOf(CloudError);
+    expect(other).not.toBeInstanceOf(TransientCloudError);
+    expect(isConflict(api(409, "RouteAlreadyExists"), "RouteAlreadyExists")).toBe(true);
+    expect(isConflict(api(400, "RouteAlreadyExists"), "RouteAlreadyExists")).toBe(false);
+  });
+
+  test("errors - a 404 on a call is suspect; isNotFoundOf only accepts the cloud's NotFound for that id", () => {
+    const call: ErrorContext = { lookup: { kind: "call" }, nowMs: NOW };
+    const gone = new SimulatedApiError(404, "NotFound", "m", undefined, { type: "pool", id: "pool-1" });
+    expect(toContractError(gone, call)).toBeInstanceOf(SuspectAnswerError);
+    expect(isNotFoundOf(gone, "pool", "pool-1")).toBe(true);
+    expect(isNotFoundOf(gone, "pool", "pool-2")).toBe(false);
+    expect(isNotFoundOf(gone, "listener", "pool-1")).toBe(false);
+    expect(isNotFoundOf(api(404, "RouteNotFound"), "pool", "pool-1")).toBe(false);
+    expect(isNotFoundOf(api(404), "pool", "pool-1")).toBe(false);
   });
 });

@@ -54,7 +54,9 @@ export interface ErrorContext {
    */
   readonly lookup:
     | { readonly kind: "get"; readonly id: string; readonly providerID: string }
-    | { readonly kind: "list" };
+    | { readonly kind: "list" }
+    /** Any other call (load balancers, routes): a 404 here is never InstanceNotFoundError. */
+    | { readonly kind: "call" };
   readonly nowMs: number;
 }
 
@@ -90,9 +92,34 @@ export function toContractError(err: unknown, ctx: ErrorContext): unknown {
   if (status === 401 || status === 403) return new ForbiddenError(what, { cause: err });
   if (status === 408 || status >= 500) return new TransientCloudError(what, { cause: err });
   if (status >= 300 && status < 400) return new SuspectAnswerError(what, { cause: err });
+  // Something we did not see holds the thing (a dependent a dropped list item hid, the
+  // listener of an earlier attempt whose answer was lost): the next attempt lists again.
+  if (status === 409 && err.code !== undefined && RETRYABLE_CONFLICTS.has(err.code))
+    return new TransientCloudError(what, { cause: err });
   // 400, 405, 409, ...: our request is wrong (bad region, bad page token). Retrying the
   // same request will not help, so this is the plain, non-retryable CloudError.
   return new CloudError(what, { cause: err });
+}
+
+const RETRYABLE_CONFLICTS: ReadonlySet<string> = new Set(["DependencyViolation", "DuplicateListener"]);
+
+/**
+ * The cloud's own NotFound for exactly this resource: the one 404 that says "it is gone".
+ * A 404 from a wrong endpoint or a proxy (no code, another resource) is not such an answer.
+ */
+export function isNotFoundOf(err: unknown, type: string, id: string): boolean {
+  return (
+    err instanceof SimulatedApiError &&
+    err.status === 404 &&
+    err.code === "NotFound" &&
+    err.resource?.type === type &&
+    err.resource.id === id
+  );
+}
+
+/** A 409 with this error code. */
+export function isConflict(err: unknown, code: string): boolean {
+  return err instanceof SimulatedApiError && err.status === 409 && err.code === code;
 }
 
 /** Retry-After as delta-seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */

@@ -6,6 +6,8 @@ import type { CloudProvider, ProviderContext, ProviderFactory } from "../../prov
 import { SimulatedClient } from "./client.js";
 import { PROVIDER_NAME } from "./convert.js";
 import { SimulatedInstances } from "./instances.js";
+import { SimulatedLoadBalancers } from "./load-balancers.js";
+import { SimulatedRoutes } from "./routes.js";
 
 export const simulatedProvider: ProviderFactory = {
   name: PROVIDER_NAME,
@@ -26,7 +28,12 @@ export const simulatedProvider: ProviderFactory = {
       clock: ctx.clock,
     });
     ctx.logger.debug({ account: account.name, region: account.region, endpoint }, "simulated provider bound");
-    return { name: PROVIDER_NAME, instances: new SimulatedInstances(ctx, client) };
+    return {
+      name: PROVIDER_NAME,
+      instances: new SimulatedInstances(ctx, client),
+      loadBalancers: new SimulatedLoadBalancers(ctx, client),
+      routes: new SimulatedRoutes(ctx, client),
+    };
   },
 };
 

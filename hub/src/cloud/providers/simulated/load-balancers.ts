@@ -1,0 +1,619 @@
+/**
+ * Load balancers on the simulated cloud. A Service's load balancer is six kinds of cloud
+ * resource (load balancer, health check, pools, listeners, firewall rules), each created by
+ * its own call, so any call may be the last one before a crash. Every resource is therefore
+ * named deterministically from the load balancer's name and carries the owner tags, and
+ * every method starts from what tag-filtered lists show:
+ *
+ * - ensure adopts what exists (the oldest of duplicates), updates in place what differs,
+ *   creates what is missing (health check → pools → listeners → firewall rules), then
+ *   deletes, in reverse order, every owned resource the spec no longer wants: removed
+ *   ports, orphans of earlier attempts, duplicate load balancers and their sub-resources.
+ * - ensureDeleted deletes everything owned, in dependency order, then lists again until
+ *   nothing owned is left (a list that dropped an item may have hidden an orphan).
+ *
+ * Nothing without the owner tags is ever changed or deleted.
+ */
+import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
+import type {
+  LbIngress,
+  LbListener,
+  LbProtocol,
+  LoadBalancerCapabilities,
+  LoadBalancerSpec,
+  LoadBalancerState,
+  LoadBalancers,
+  ProviderContext,
+} from "../../provider.js";
+import type { LbCollection, SimulatedClient } from "./client.js";
+import {
+  parseWireFirewallRule,
+  parseWireFirewallRulePage,
+  parseWireHealthCheck,
+  parseWireHealthCheckPage,
+  parseWireListener,
+  parseWireListenerPage,
+  parseWireLoadBalancer,
+  parseWireLoadBalancerPage,
+  parseWirePool,
+  parseWirePoolPage,
+  type WireFirewallRule,
+  type WireHealthCheck,
+  type WireListener,
+  type WireLoadBalancer,
+  type WirePage,
+  type WirePool,
+} from "./convert.js";
+import { isConflict, isNotFoundOf, toContractError } from "./errors.js";
+
+type Tags = Readonly<Record<string, string>>;
+
+export interface SimulatedLoadBalancersOptions {
+  /** Items per list call; the cloud caps it at 500. */
+  readonly pageSize?: number;
+  /** A tag-filtered list with more pages than this is suspect (owned resources are few). */
+  readonly maxPages?: number;
+  /** ensureDeleted: delete-and-list rounds before giving up with TransientCloudError. */
+  readonly deleteRounds?: number;
+}
+
+const DEFAULT_PAGE_SIZE = 100;
+const DEFAULT_MAX_PAGES = 20;
+const DEFAULT_DELETE_ROUNDS = 3;
+/** The cloud's default, used when the spec leaves the idle timeout unset (0). */
+const DEFAULT_IDLE_TIMEOUT_SECONDS = 60;
+/** Firewall rules for "open to all": both families. */
+const OPEN_TO_ALL: readonly string[] = ["0.0.0.0/0", "::/0"];
+
+const SUPPORTED_PROTOCOLS: readonly LbProtocol[] = ["TCP", "UDP", "HTTP", "HTTPS"];
+
+export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
+  sessionAffinity: true,
+  proxyProtocol: true,
+  internal: true,
+  protocols: SUPPORTED_PROTOCOLS,
+});
+
+interface KindInfo<T> {
+  readonly collection: LbCollection;
+  /** Operation prefix for ctx.call, e.g. "lb" → "lb.list". */
+  readonly op: string;
+  /** `error.resource.type` of the cloud's NotFound. */
+  readonly type: string;
+  parsePage(body: unknown): WirePage<T>;
+  parse(body: unknown): T;
+}
+
+const LB: KindInfo<WireLoadBalancer> = {
+  collection: "load-balancers",
+  op: "lb",
+  type: "load-balancer",
+  parsePage: parseWireLoadBalancerPage,
+  parse: parseWireLoadBalancer,
+};
+const LISTENER: KindInfo<WireListener> = {
+  collection: "listeners",
+  op: "listener",
+  type: "listener",
+  parsePage: parseWireListenerPage,
+  parse: parseWireListener,
+};
+const POOL: KindInfo<WirePool> = {
+  collection: "pools",
+  op: "pool",
+  type: "pool",
+  parsePage: parseWirePoolPage,
+  parse: parseWirePool,
+};
+const HEALTH_CHECK: KindInfo<WireHealthCheck> = {
+  collection: "health-checks",
+  op: "healthcheck",
+  type: "health-check",
+  parsePage: parseWireHealthCheckPage,
+  parse: parseWireHealthCheck,
+};
+const FIREWALL: KindInfo<WireFirewallRule> = {
+  collection: "firewall-rules",
+  op: "firewall",
+  type: "firewall-rule",
+  parsePage: parseWireFirewallRulePage,
+  parse: parseWireFirewallRule,
+};
+
+/** Everything owned (by tags) that one round of lists showed. */
+interface Owned {
+  /** Named like the load balancer, oldest first. */
+  readonly lbs: readonly WireLoadBalancer[];
+  readonly listeners: readonly WireListener[];
+  readonly pools: readonly WirePool[];
+  readonly healthChecks: readonly WireHealthCheck[];
+  readonly firewallRules: readonly WireFirewallRule[];
+}
+
+/** One listener of the spec with the names of its resources. */
+interface PlannedListener {
+  readonly listenerName: string;
+  readonly poolName: string;
+  readonly listener: LbListener;
+}
+
+interface PlannedFirewallRule {
+  readonly name: string;
+  readonly protocol: "TCP" | "UDP";
+  readonly port: number;
+}
+
+/** Names of a load balancer's sub-resources: deterministic, so a restart finds them. */
+export function subResourceNames(lbName: string) {
+  const key = (protocol: string, port: number): string => `${protocol.toLowerCase()}-${port}`;
+  return {
+    listener: (protocol: string, port: number): string => `${lbName}-${key(protocol, port)}`,
+    pool: (protocol: string, port: number): string => `${lbName}-pool-${key(protocol, port)}`,
+    healthCheck: `${lbName}-hc`,
+    firewallRule: (protocol: string, port: number): string => `${lbName}-fw-${key(protocol, port)}`,
+  };
+}
+
+export class SimulatedLoadBalancers implements LoadBalancers {
+  readonly capabilities = CAPABILITIES;
+  private readonly pageSize: number;
+  private readonly maxPages: number;
+  private readonly deleteRounds: number;
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly client: SimulatedClient,
+    opts: SimulatedLoadBalancersOptions = {},
+  ) {
+    this.pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
+    this.maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
+    this.deleteRounds = opts.deleteRounds ?? DEFAULT_DELETE_ROUNDS;
+  }
+
+  async get(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    checkOwnership(name, ownerTags);
+    const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
+    if (lb === undefined) return undefined;
+    const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
+    const backends = [...new Set(pools.flatMap((p) => p.members))].sort();
+    return { id: lb.id, name: lb.name, tags: { ...lb.tags }, ingress: ingressOf(lb), backends };
+  }
+
+  async ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[]> {
+    checkOwnership(spec.name, spec.tags);
+    const planned = plan(spec);
+    const firewallPlan = planFirewall(spec);
+    const owned = await this.snapshot(spec.name, spec.tags, signal);
+
+    const lb = oldest(owned.lbs) ?? (await this.createLoadBalancer(spec, signal));
+    if (lb.internal !== spec.internal) {
+      throw new CloudError(
+        `load balancer ${lb.name} (${lb.id}) is ${lb.internal ? "internal" : "public"}, the spec wants it ` +
+          `${spec.internal ? "internal" : "public"}: the cloud cannot change this in place, it must be deleted and recreated`,
+      );
+    }
+    const names = subResourceNames(spec.name);
+    const mine = <T extends { lb_id: string; name: string }>(items: readonly T[], name: string): T[] =>
+      items.filter((i) => i.lb_id === lb.id && i.name === name);
+
+    // What to adopt, decided before any change: for each listener key, the oldest owned
+    // listener, then the pool it forwards to if that is a candidate, then their health check.
+    const chosenListeners = new Map<string, WireListener>();
+    const chosenPools = new Map<string, WirePool>();
+    for (const p of planned) {
+      const listener = oldest(mine(owned.listeners, p.listenerName));
+      if (listener !== undefined) chosenListeners.set(p.listenerName, listener);
+      const pools = mine(owned.pools, p.poolName);
+      const pool = pools.find((c) => c.id === listener?.pool_id) ?? oldest(pools);
+      if (pool !== undefined) chosenPools.set(p.poolName, pool);
+    }
+    const hcCandidates = owned.healthChecks.filter((h) => h.name === names.healthCheck);
+    const usedHc = new Set([...chosenPools.values()].map((p) => p.health_check_id));
+    let hc = hcCandidates.find((h) => usedHc.has(h.id)) ?? oldest(hcCandidates);
+
+    // 1. Health check (pools use it; without listeners there are no pools and no health check).
+    const wantHc = healthCheckBody(spec);
+    if (planned.length === 0) hc = undefined;
+    else if (hc === undefined) {
+      hc = await this.create(HEALTH_CHECK, { name: names.healthCheck, tags: spec.tags, ...wantHc }, signal);
+    } else {
+      const patch = diff(hc, wantHc);
+      if (patch !== undefined) hc = await this.update(HEALTH_CHECK, hc.id, patch, signal);
+    }
+    const hcId = hc?.id;
+
+    // 2. Pools (with their members).
+    const poolIds = new Map<string, string>();
+    for (const p of planned) {
+      const want = {
+        target_port: p.listener.nodePort,
+        members: [...new Set(spec.backends)].sort(),
+        session_affinity: spec.sessionAffinity,
+        health_check_id: hcId ?? null,
+      };
+      const found = chosenPools.get(p.poolName);
+      let pool: WirePool;
+      if (found === undefined) {
+        pool = await this.create(
+          POOL,
+          { name: p.poolName, lb_id: lb.id, protocol: p.listener.protocol, tags: spec.tags, ...want },
+          signal,
+        );
+      } else {
+        const patch = diff({ ...found, members: [...found.members].sort() }, want);
+        pool = patch === undefined ? found : await this.update(POOL, found.id, patch, signal);
+      }
+      poolIds.set(p.poolName, pool.id);
+    }
+
+    // 3. Listeners.
+    const keptListeners = new Set<string>();
+    for (const p of planned) {
+      const want = {
+        pool_id: poolIds.get(p.poolName) ?? "",
+        proxy_protocol: p.listener.proxyProtocol,
+        idle_timeout_seconds:
+          spec.idleTimeoutSeconds > 0 ? spec.idleTimeoutSeconds : DEFAULT_IDLE_TIMEOUT_SECONDS,
+      };
+      const found = chosenListeners.get(p.listenerName);
+      if (found === undefined) {
+        const created = await this.create(
+          LISTENER,
+          {
+            name: p.listenerName,
+            lb_id: lb.id,
+            protocol: p.listener.protocol,
+            port: p.listener.port,
+            tags: spec.tags,
+            ...want,
+          },
+          signal,
+        );
+        keptListeners.add(created.id);
+      } else {
+        const patch = diff(found, want);
+        if (patch !== undefined) await this.update(LISTENER, found.id, patch, signal);
+        keptListeners.add(found.id);
+      }
+    }
+
+    // 4. Firewall rules.
+    const sourceCidrs =
+      spec.sourceRanges.length === 0 ? [...OPEN_TO_ALL] : [...new Set(spec.sourceRanges)].sort();
+    const keptFirewallRules = new Set<string>();
+    for (const f of firewallPlan) {
+      const found = oldest(mine(owned.firewallRules, f.name));
+      if (found === undefined) {
+        const created = await this.create(
+          FIREWALL,
+          {
+            name: f.name,
+            lb_id: lb.id,
+            protocol: f.protocol,
+            port: f.port,
+            source_cidrs: sourceCidrs,
+            tags: spec.tags,
+          },
+          signal,
+        );
+        keptFirewallRules.add(created.id);
+      } else {
+        if (!sameSet(found.source_cidrs, sourceCidrs)) {
+          await this.update(FIREWALL, found.id, { source_cidrs: sourceCidrs }, signal);
+        }
+        keptFirewallRules.add(found.id);
+      }
+    }
+
+    // 5. Everything else that is owned goes, dependents first: removed ports, duplicates,
+    // orphans of interrupted attempts, duplicate load balancers.
+    const keptPools = new Set(poolIds.values());
+    await this.deleteAll(
+      {
+        lbs: owned.lbs.filter((l) => l.id !== lb.id),
+        listeners: owned.listeners.filter((l) => !keptListeners.has(l.id)),
+        pools: owned.pools.filter((p) => !keptPools.has(p.id)),
+        healthChecks: owned.healthChecks.filter((h) => h.id !== hcId),
+        firewallRules: owned.firewallRules.filter((f) => !keptFirewallRules.has(f.id)),
+      },
+      false,
+      signal,
+    );
+    return ingressOf(lb);
+  }
+
+  async updateBackends(
+    name: string,
+    ownerTags: Tags,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    checkOwnership(name, ownerTags);
+    const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
+    if (lb === undefined) {
+      // The hub only calls this for a load balancer it ensured: absence is a suspect answer.
+      throw new SuspectAnswerError(`load balancer ${name} is not listed; cannot update its backends`);
+    }
+    const members = [...new Set(backends)].sort();
+    const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
+    for (const pool of pools) {
+      if (!sameSet(pool.members, members)) await this.update(POOL, pool.id, { members }, signal);
+    }
+  }
+
+  async ensureDeleted(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<void> {
+    checkOwnership(name, ownerTags);
+    for (let round = 0; ; round++) {
+      const owned = await this.snapshot(name, ownerTags, signal);
+      const left = count(owned);
+      if (left === 0) return;
+      if (round >= this.deleteRounds) {
+        throw new TransientCloudError(
+          `load balancer ${name}: ${left} owned resource(s) still listed after ${round} delete rounds (${describe(owned)})`,
+        );
+      }
+      await this.deleteAll(owned, true, signal);
+    }
+  }
+
+  // --- steps ----------------------------------------------------------------------------------
+
+  private createLoadBalancer(
+    spec: LoadBalancerSpec,
+    signal: AbortSignal | undefined,
+  ): Promise<WireLoadBalancer> {
+    const { network } = this.ctx.account;
+    return this.create(
+      LB,
+      {
+        name: spec.name,
+        internal: spec.internal,
+        tags: spec.tags,
+        ...(network !== undefined && network !== "" && { network }),
+      },
+      signal,
+    );
+  }
+
+  /** The load balancers of this name and everything else carrying the owner tags. */
+  private async snapshot(name: string, tags: Tags, signal: AbortSignal | undefined): Promise<Owned> {
+    const [lbs, listeners, pools, healthChecks, firewallRules] = await Promise.all([
+      this.listOwned(LB, { name, tags }, signal),
+      this.listOwned(LISTENER, { tags }, signal),
+      this.listOwned(POOL, { tags }, signal),
+      this.listOwned(HEALTH_CHECK, { tags }, signal),
+      this.listOwned(FIREWALL, { tags }, signal),
+    ]);
+    return { lbs: sortOldestFirst(lbs), listeners, pools, healthChecks, firewallRules };
+  }
+
+  /**
+   * Deletes in dependency order: firewall rules, listeners, pools, health checks, load
+   * balancers. With `tolerateDependents`, a 409 (something unseen still depends on it) is
+   * left for the next round instead of failing the call.
+   */
+  private async deleteAll(
+    owned: Owned,
+    tolerateDependents: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const steps: Array<[KindInfo<{ id: string }>, readonly { id: string }[]]> = [
+      [FIREWALL, owned.firewallRules],
+      [LISTENER, owned.listeners],
+      [POOL, owned.pools],
+      [HEALTH_CHECK, owned.healthChecks],
+      [LB, owned.lbs],
+    ];
+    for (const [kind, items] of steps) {
+      for (const item of items) {
+        try {
+          await this.remove(kind, item.id, signal);
+        } catch (err) {
+          if (!(tolerateDependents && isDependencyViolation(err))) throw err;
+          this.ctx.logger.debug({ id: item.id, err: (err as Error).message }, "delete blocked; next round");
+        }
+      }
+    }
+  }
+
+  // --- calls ----------------------------------------------------------------------------------
+
+  /**
+   * Every page of a filtered list. Each item must match the filter (a cloud that ignored it
+   * is suspect: acting on what it returned could touch what is not ours).
+   */
+  private async listOwned<T extends { id: string; name: string; tags: Tags; lb_id?: string }>(
+    kind: KindInfo<T>,
+    filter: { name?: string; tags: Tags; lbId?: string },
+    signal: AbortSignal | undefined,
+  ): Promise<T[]> {
+    const out: T[] = [];
+    let pageToken: string | undefined;
+    for (let page = 0; ; page++) {
+      if (page >= this.maxPages) {
+        throw new SuspectAnswerError(`${kind.collection} list still had pages after ${page}`);
+      }
+      const body = await this.call(`${kind.op}.list`, signal, undefined, (signals) =>
+        this.client.listLbResources(
+          kind.collection,
+          {
+            ...filter,
+            pageSize: this.pageSize,
+            ...(pageToken !== undefined && { pageToken }),
+          },
+          signals,
+        ),
+      );
+      const { items, next_page_token } = kind.parsePage(body);
+      for (const item of items) {
+        const matches =
+          (filter.name === undefined || item.name === filter.name) &&
+          hasTags(item.tags, filter.tags) &&
+          (filter.lbId === undefined || item.lb_id === filter.lbId);
+        if (!matches) {
+          throw new SuspectAnswerError(
+            `${kind.collection} list answered ${item.id}, which does not match the filter`,
+          );
+        }
+        out.push(item);
+      }
+      pageToken = next_page_token;
+      if (pageToken === undefined) return out;
+    }
+  }
+
+  private async create<T>(
+    kind: KindInfo<T>,
+    body: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    const answer = await this.call(`${kind.op}.create`, signal, undefined, (signals) =>
+      this.client.createLbResource(kind.collection, body, signals),
+    );
+    const created = kind.parse(answer);
+    this.ctx.logger.debug({ kind: kind.type, name: body["name"] }, "created");
+    return created;
+  }
+
+  private async update<T>(
+    kind: KindInfo<T>,
+    id: string,
+    patch: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    const answer = await this.call(`${kind.op}.update`, signal, undefined, (signals) =>
+      this.client.updateLbResource(kind.collection, id, patch, signals),
+    );
+    return kind.parse(answer);
+  }
+
+  /** Deletes; the cloud's own NotFound for this id counts as done. */
+  private async remove(kind: KindInfo<unknown>, id: string, signal: AbortSignal | undefined): Promise<void> {
+    await this.call(`${kind.op}.delete`, signal, { type: kind.type, id }, (signals) =>
+      this.client.deleteLbResource(kind.collection, id, signals),
+    );
+  }
+
+  private call(
+    op: string,
+    signal: AbortSignal | undefined,
+    goneOk: { type: string; id: string } | undefined,
+    fn: (signals: AbortSignal[]) => Promise<unknown>,
+  ): Promise<unknown> {
+    return this.ctx.call(op, async (callSignal) => {
+      try {
+        return await fn(signal === undefined ? [callSignal] : [callSignal, signal]);
+      } catch (err) {
+        if (goneOk !== undefined && isNotFoundOf(err, goneOk.type, goneOk.id)) return null;
+        throw toContractError(err, { lookup: { kind: "call" }, nowMs: this.ctx.clock.now() });
+      }
+    });
+  }
+}
+
+// --- pure helpers ---------------------------------------------------------------------------------
+
+/** Refuses to manage anything by an empty name or without ownership tags (a tag filter of nothing matches all). */
+function checkOwnership(name: string, tags: Tags): void {
+  if (name === "") throw new CloudError("load balancer name is empty");
+  if (Object.keys(tags).length === 0) {
+    throw new CloudError(`load balancer ${name}: refusing to act without ownership tags`);
+  }
+}
+
+function plan(spec: LoadBalancerSpec): PlannedListener[] {
+  const names = subResourceNames(spec.name);
+  const seen = new Set<string>();
+  return spec.listeners.map((listener) => {
+    if (!SUPPORTED_PROTOCOLS.includes(listener.protocol)) {
+      throw new CloudError(
+        `load balancer ${spec.name}: protocol ${listener.protocol} (port ${listener.port}) is not supported ` +
+          `by the simulated cloud (supported: ${SUPPORTED_PROTOCOLS.join(", ")})`,
+      );
+    }
+    const key = `${listener.protocol}/${listener.port}`;
+    if (seen.has(key)) throw new CloudError(`load balancer ${spec.name}: two listeners on ${key}`);
+    seen.add(key);
+    return {
+      listenerName: names.listener(listener.protocol, listener.port),
+      poolName: names.pool(listener.protocol, listener.port),
+      listener,
+    };
+  });
+}
+
+/** One rule per transport protocol and port (HTTP and HTTPS are TCP). */
+function planFirewall(spec: LoadBalancerSpec): PlannedFirewallRule[] {
+  const names = subResourceNames(spec.name);
+  const rules = new Map<string, PlannedFirewallRule>();
+  for (const l of spec.listeners) {
+    const protocol = l.protocol === "UDP" ? "UDP" : "TCP";
+    const name = names.firewallRule(protocol, l.port);
+    if (!rules.has(name)) rules.set(name, { name, protocol, port: l.port });
+  }
+  return [...rules.values()];
+}
+
+function healthCheckBody(spec: LoadBalancerSpec): Record<string, unknown> {
+  const h = spec.healthCheck;
+  return {
+    protocol: h.protocol,
+    port: h.port,
+    path: h.protocol === "HTTP" && !h.path.startsWith("/") ? "/" : h.path,
+    interval_seconds: h.intervalSeconds,
+    timeout_seconds: h.timeoutSeconds,
+    healthy_threshold: h.healthyThreshold,
+    unhealthy_threshold: h.unhealthyThreshold,
+  };
+}
+
+/** The fields of `want` that `have` does not already have; undefined when none. */
+function diff(have: object, want: Record<string, unknown>): Record<string, unknown> | undefined {
+  const current = have as Record<string, unknown>;
+  const patch: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(want)) {
+    const c = current[k] ?? null;
+    const same = Array.isArray(v) && Array.isArray(c) ? sameSet(c as string[], v as string[]) : c === v;
+    if (!same) patch[k] = v;
+  }
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const sa = new Set(a);
+  const sb = new Set(b);
+  return sa.size === sb.size && [...sa].every((x) => sb.has(x));
+}
+
+function hasTags(tags: Tags, wanted: Tags): boolean {
+  return Object.entries(wanted).every(([k, v]) => tags[k] === v);
+}
+
+/** Oldest first by creation time; the cloud's list order (creation order) breaks ties. */
+function sortOldestFirst<T extends { created_at: string }>(items: readonly T[]): T[] {
+  return [...items].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+}
+
+function oldest<T extends { created_at: string }>(items: readonly T[]): T | undefined {
+  return sortOldestFirst(items)[0];
+}
+
+function ingressOf(lb: WireLoadBalancer): LbIngress[] {
+  return [{ ip: lb.ingress.ip, hostname: lb.ingress.hostname }];
+}
+
+function count(o: Owned): number {
+  return o.lbs.length + o.listeners.length + o.pools.length + o.healthChecks.length + o.firewallRules.length;
+}
+
+function describe(o: Owned): string {
+  return [...o.lbs, ...o.listeners, ...o.pools, ...o.healthChecks, ...o.firewallRules]
+    .slice(0, 10)
+    .map((r) => r.id)
+    .join(", ");
+}
+
+/** A contract error made from the cloud's 409 DependencyViolation. */
+function isDependencyViolation(err: unknown): boolean {
+  return err instanceof TransientCloudError && isConflict(err.cause, "DependencyViolation");
+}

@@ -1,0 +1,156 @@
+/**
+ * Routes in the route table of the account's network: the account binding's `network`, or
+ * the account's default network as the cloud names it (looked up once, then kept).
+ */
+import { CloudError, SuspectAnswerError } from "../../errors.js";
+import type { CloudRoute, ProviderContext, Routes } from "../../provider.js";
+import type { SimulatedClient } from "./client.js";
+import { parseWireNetworkList, parseWireRoute, parseWireRoutePage, toCloudRoute } from "./convert.js";
+import { isConflict, isNotFoundOf, toContractError } from "./errors.js";
+
+export const ROUTE_OPS = {
+  networks: "network.list",
+  list: "route.list",
+  create: "route.create",
+  delete: "route.delete",
+} as const;
+
+export interface SimulatedRoutesOptions {
+  /** Items per list call; the cloud caps it at 500. */
+  readonly pageSize?: number;
+  /** A route table with more pages than this is suspect. */
+  readonly maxPages?: number;
+  /** Description the cloud shows on routes this provider creates. */
+  readonly description?: string;
+}
+
+const DEFAULT_PAGE_SIZE = 500;
+const DEFAULT_MAX_PAGES = 200;
+
+export class SimulatedRoutes implements Routes {
+  private readonly pageSize: number;
+  private readonly maxPages: number;
+  private readonly description: string;
+  private network: string | undefined;
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly client: SimulatedClient,
+    opts: SimulatedRoutesOptions = {},
+  ) {
+    this.pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
+    this.maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
+    this.description = opts.description ?? "fleet-ccm";
+    const bound = ctx.account.network;
+    this.network = bound === undefined || bound === "" ? undefined : bound;
+  }
+
+  async list(signal?: AbortSignal): Promise<readonly CloudRoute[]> {
+    const network = await this.networkId(signal);
+    const out: CloudRoute[] = [];
+    let pageToken: string | undefined;
+    for (let page = 0; ; page++) {
+      if (page >= this.maxPages) throw new SuspectAnswerError(`route list still had pages after ${page}`);
+      const body = await this.call(ROUTE_OPS.list, signal, (signals) =>
+        this.client.listRoutes(
+          network,
+          { pageSize: this.pageSize, ...(pageToken !== undefined && { pageToken }) },
+          signals,
+        ),
+      );
+      const { items, next_page_token } = parseWireRoutePage(body);
+      for (const w of items) {
+        if (w.network !== network) {
+          throw new SuspectAnswerError(
+            `asked for routes of ${network}, the cloud answered ${w.id} of ${w.network}`,
+          );
+        }
+        out.push(toCloudRoute(w));
+      }
+      pageToken = next_page_token;
+      if (pageToken === undefined) return out;
+    }
+  }
+
+  /**
+   * Creates the route. When the destination is taken by a route to the same target that
+   * carries the requested tags (our own earlier attempt whose answer was lost), that route
+   * is the answer; any other holder is a conflict the caller must resolve.
+   */
+  async create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute> {
+    const network = await this.networkId(signal);
+    const body = {
+      destination_cidr: route.destinationCIDR,
+      target_instance_id: route.targetInstanceID,
+      description: this.description,
+      tags: { ...route.tags },
+    };
+    const answer = await this.ctx.call(ROUTE_OPS.create, async (callSignal) => {
+      try {
+        return { created: await this.client.createRoute(network, body, signals(callSignal, signal)) };
+      } catch (err) {
+        if (isConflict(err, "RouteAlreadyExists")) return { taken: true } as const;
+        throw toContractError(err, { lookup: { kind: "call" }, nowMs: this.ctx.clock.now() });
+      }
+    });
+    if ("created" in answer) return toCloudRoute(parseWireRoute(answer.created));
+    const existing = (await this.list(signal)).find((r) => r.destinationCIDR === route.destinationCIDR);
+    if (
+      existing !== undefined &&
+      existing.targetInstanceID === route.targetInstanceID &&
+      Object.entries(route.tags).every(([k, v]) => existing.tags[k] === v)
+    ) {
+      return existing;
+    }
+    throw new CloudError(
+      existing === undefined
+        ? `route to ${route.destinationCIDR} already exists in ${network} but is not listed`
+        : `route ${existing.id} already sends ${route.destinationCIDR} to ${existing.targetInstanceID} in ${network}`,
+    );
+  }
+
+  /** Deletes by id; the cloud's own NotFound for that id means it is already gone. */
+  async delete(route: CloudRoute, signal?: AbortSignal): Promise<void> {
+    const network = await this.networkId(signal);
+    await this.ctx.call(ROUTE_OPS.delete, async (callSignal) => {
+      try {
+        await this.client.deleteRoute(network, route.id, signals(callSignal, signal));
+      } catch (err) {
+        if (isNotFoundOf(err, "route", route.id)) return;
+        throw toContractError(err, { lookup: { kind: "call" }, nowMs: this.ctx.clock.now() });
+      }
+    });
+  }
+
+  /** The bound network, else the account's default network in the region (asked once). */
+  private async networkId(signal: AbortSignal | undefined): Promise<string> {
+    if (this.network !== undefined) return this.network;
+    const body = await this.call(ROUTE_OPS.networks, signal, (s) => this.client.listNetworks(s));
+    const defaults = parseWireNetworkList(body).items.filter((n) => n.is_default);
+    const [only, ...rest] = defaults;
+    if (only === undefined || rest.length > 0 || only.id === "") {
+      // Every account has exactly one default network: an answer without it is not an answer.
+      throw new SuspectAnswerError(`the network list named ${defaults.length} default networks`);
+    }
+    this.network = only.id;
+    return only.id;
+  }
+
+  private call(
+    op: string,
+    signal: AbortSignal | undefined,
+    fn: (signals: AbortSignal[]) => Promise<unknown>,
+  ): Promise<unknown> {
+    return this.ctx.call(op, async (callSignal) => {
+      try {
+        return await fn(signals(callSignal, signal));
+      } catch (err) {
+        throw toContractError(err, { lookup: { kind: "call" }, nowMs: this.ctx.clock.now() });
+      }
+    });
+  }
+}
+
+function signals(callSignal: AbortSignal, callerSignal: AbortSignal | undefined): AbortSignal[] {
+  return callerSignal === undefined ? [callSignal] : [callSignal, callerSignal];
+}

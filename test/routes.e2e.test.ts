@@ -1,0 +1,156 @@
+/**
+ * Routes end to end: each node's podCIDRs (dual-stack included) routed to its instance in the
+ * account network's route table; stale owned routes removed; foreign routes untouched;
+ * NetworkUnavailable follows.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { DEMO_ACCOUNT, DEMO_REGION, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+
+const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+const OWNER = "fleet-ccm.io/cluster";
+
+interface KubeNode {
+  metadata: { name: string };
+  spec: { podCIDRs?: string[] };
+  status: { conditions?: { type: string; status: string; reason?: string }[] };
+}
+
+let fleet: LocalFleet;
+let cluster: string;
+
+beforeAll(async () => {
+  fleet = await LocalFleet.start({
+    clusters: 1,
+    nodesPerCluster: 0,
+    logger,
+    configureCloudRoutes: true,
+    hubConfig: { routes: { periodMs: 500, maxConcurrentPerAccount: 4 } },
+  });
+  await fleet.startHub();
+  await fleet.startAgents();
+  cluster = [...fleet.clusters.keys()][0] ?? "";
+});
+
+afterAll(async () => {
+  await fleet?.stop();
+});
+
+function instanceId(name: string): string {
+  return fleet.cloud.listInstances().find((i) => i.name === name && i.state !== "terminated")?.id ?? "";
+}
+
+function setPodCIDRs(name: string, cidrs: string[]): void {
+  fleet
+    .cluster(cluster)
+    .kube.patch("Node", undefined, name, "merge", { spec: { podCIDR: cidrs[0], podCIDRs: cidrs } });
+}
+
+/** The cluster's routes in the cloud, as "cidr -> instance", sorted. */
+function ownedRoutes(): string[] {
+  return fleet.cloud
+    .routes()
+    .filter((r) => r.tags[OWNER] === cluster)
+    .map((r) => `${r.destinationCidr} -> ${r.targetInstanceId}`)
+    .sort();
+}
+
+function want(entries: [string, string][]): string[] {
+  return entries.map(([cidr, node]) => `${cidr} -> ${instanceId(node)}`).sort();
+}
+
+function networkUnavailable(name: string) {
+  const n = fleet.cluster(cluster).kube.get("Node", undefined, name) as unknown as KubeNode | undefined;
+  return n?.status.conditions?.find((c) => c.type === "NetworkUnavailable");
+}
+
+describe("routes", () => {
+  test("podCIDRs routed, dual-stack included; removed nodes' routes deleted; a foreign route survives", async () => {
+    const [a, b, c] = fleet.addNodes(cluster, 3);
+    expect(await waitFor(() => fleet.progress().initialized === 3, 20_000)).toBe(true);
+    // A route someone else made in the same table.
+    const foreign = fleet.cloud.createRoute(DEMO_ACCOUNT, {
+      region: DEMO_REGION,
+      destinationCidr: "192.168.77.0/24",
+      targetInstanceId: instanceId(c ?? ""),
+      description: "made by hand",
+    });
+
+    setPodCIDRs(a ?? "", ["10.244.1.0/24"]);
+    setPodCIDRs(b ?? "", ["10.244.2.0/24", "fd00:10:244:2::/64"]);
+    let expected = want([
+      ["10.244.1.0/24", a ?? ""],
+      ["10.244.2.0/24", b ?? ""],
+      ["fd00:10:244:2::/64", b ?? ""],
+    ]);
+    expect(await waitFor(() => ownedRoutes().join() === expected.join(), 20_000)).toBe(true);
+    expect(await waitFor(() => networkUnavailable(b ?? "")?.status === "False", 20_000)).toBe(true);
+    expect(networkUnavailable(b ?? "")?.reason).toBe("RouteCreated");
+    expect(networkUnavailable(c ?? "")).toBeUndefined();
+
+    // A new node with CIDRs, and one more dual-stack.
+    const [d] = fleet.addNodes(cluster, 1);
+    expect(await waitFor(() => fleet.progress().initialized === 4, 20_000)).toBe(true);
+    setPodCIDRs(d ?? "", ["10.244.4.0/24", "fd00:10:244:4::/64"]);
+    setPodCIDRs(c ?? "", ["10.244.3.0/24"]);
+    expected = want([
+      ["10.244.1.0/24", a ?? ""],
+      ["10.244.2.0/24", b ?? ""],
+      ["fd00:10:244:2::/64", b ?? ""],
+      ["10.244.3.0/24", c ?? ""],
+      ["10.244.4.0/24", d ?? ""],
+      ["fd00:10:244:4::/64", d ?? ""],
+    ]);
+    expect(await waitFor(() => ownedRoutes().join() === expected.join(), 20_000)).toBe(true);
+
+    // Nodes removed: their routes go, nothing else does.
+    fleet.cluster(cluster).kube.delete("Node", undefined, b ?? "");
+    fleet.cluster(cluster).kube.delete("Node", undefined, a ?? "");
+    expected = want([
+      ["10.244.3.0/24", c ?? ""],
+      ["10.244.4.0/24", d ?? ""],
+      ["fd00:10:244:4::/64", d ?? ""],
+    ]);
+    expect(await waitFor(() => ownedRoutes().join() === expected.join(), 20_000)).toBe(true);
+    // Several more periods: stable, and the foreign route is untouched.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(ownedRoutes()).toEqual(expected);
+    const still = fleet.cloud.routes().find((r) => r.id === foreign.id);
+    expect(still?.destinationCidr).toBe("192.168.77.0/24");
+    expect(still?.description).toBe("made by hand");
+  });
+
+  test("a route that conflicts with a foreign one is refused with an Event and NetworkUnavailable=True", async () => {
+    const [e] = fleet.addNodes(cluster, 1);
+    expect(await waitFor(() => fleet.progress().initialized === fleet.progress().nodes, 20_000)).toBe(true);
+    fleet.cloud.createRoute(DEMO_ACCOUNT, {
+      region: DEMO_REGION,
+      destinationCidr: "10.244.9.0/24",
+      targetInstanceId: instanceId(e ?? ""),
+    });
+    setPodCIDRs(e ?? "", ["10.244.9.0/24"]);
+    // The foreign route points at the right instance: it counts as routed.
+    expect(await waitFor(() => networkUnavailable(e ?? "")?.status === "False", 20_000)).toBe(true);
+    const [g] = fleet.addNodes(cluster, 1);
+    expect(await waitFor(() => fleet.progress().initialized === fleet.progress().nodes, 20_000)).toBe(true);
+    fleet.cloud.createRoute(DEMO_ACCOUNT, {
+      region: DEMO_REGION,
+      destinationCidr: "10.244.10.0/24",
+      targetInstanceId: instanceId(e ?? ""),
+    });
+    setPodCIDRs(g ?? "", ["10.244.10.0/24"]);
+    expect(await waitFor(() => networkUnavailable(g ?? "")?.status === "True", 20_000)).toBe(true);
+    expect(networkUnavailable(g ?? "")?.reason).toBe("NoRouteCreated");
+    const events = fleet.cluster(cluster).kube.list("Event", "default") as {
+      reason?: string;
+      message?: string;
+    }[];
+    expect(
+      events.some((ev) => ev.reason === "FailedToCreateRoute" && ev.message?.includes("10.244.10.0/24")),
+    ).toBe(true);
+    // The foreign route is still there, still pointing where it did.
+    expect(fleet.cloud.routes().find((r) => r.destinationCidr === "10.244.10.0/24")?.targetInstanceId).toBe(
+      instanceId(e ?? ""),
+    );
+  });
+});
