@@ -1,5 +1,6 @@
 import type { Clock } from "../util/clock.js";
 import { InstanceNotFoundError } from "./errors.js";
+import type { InstanceCache } from "./instance-cache.js";
 import type { InstanceMetadata } from "./provider.js";
 import { type ClusterCloud, outOfScope } from "./scope.js";
 
@@ -14,6 +15,8 @@ interface Entry {
 
 const OK_TTL_MS = 10 * 60_000;
 const REFUSED_TTL_MS = 60_000;
+/** Direct lookups in flight for one verifyAll. */
+const LOOKUP_CONCURRENCY = 8;
 
 /**
  * Which providerIDs a cluster may use. Agents are untrusted: before an instance serves as a
@@ -63,6 +66,41 @@ export class VerifiedInstances {
         return this.remember(k, { ok: false, reason: `instance ${providerID} not found` });
       throw err;
     }
+  }
+
+  /**
+   * Verdicts for many providerIDs at once: cached ones first, then the shared instance view
+   * (one list for the whole account), then direct lookups for the rest, a few at a time. Any
+   * cloud error fails the whole call: callers never act on a partial answer.
+   */
+  async verifyAll(
+    cluster: string,
+    providerIDs: readonly string[],
+    cloud: ClusterCloud,
+    view?: InstanceCache,
+  ): Promise<Map<string, Verdict>> {
+    const out = new Map<string, Verdict>();
+    let misses: string[] = [];
+    for (const id of providerIDs) {
+      const hit = this.entries.get(this.key(cluster, id));
+      if (hit !== undefined && hit.expiresAtMs > this.clock.now()) out.set(id, hit.verdict);
+      else misses.push(id);
+    }
+    if (misses.length > 1 && view !== undefined) {
+      await view.fresh();
+      misses = misses.filter((id) => {
+        const meta = view.get(id);
+        if (meta === undefined) return true;
+        out.set(id, this.record(cluster, cloud, meta));
+        return false;
+      });
+    }
+    for (let i = 0; i < misses.length; i += LOOKUP_CONCURRENCY) {
+      const batch = misses.slice(i, i + LOOKUP_CONCURRENCY);
+      const verdicts = await Promise.all(batch.map((id) => this.verify(cluster, id, cloud)));
+      batch.forEach((id, j) => out.set(id, verdicts[j] as Verdict));
+    }
+    return out;
   }
 
   private remember(k: string, verdict: Verdict): Verdict {

@@ -17,6 +17,7 @@ export function routeController(ctx: ControllerContext): Controller {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
     routeWritesFor: ctx.routeWritesFor,
+    cacheFor: ctx.cacheFor,
     verified: ctx.verified,
     tracker: ctx.tracker,
     metrics: ctx.metrics,

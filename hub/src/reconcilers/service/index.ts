@@ -17,6 +17,7 @@ export function serviceController(ctx: ControllerContext): Controller {
   const deps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
+    cacheFor: ctx.cacheFor,
     tracker,
     verified: ctx.verified,
     ensured,

@@ -121,6 +121,7 @@ function harness(services: Service[], nodes: Node[], fail?: Error) {
   const deps = {
     fleet,
     cloudFor: () => d.cloud,
+    cacheFor: () => undefined,
     tracker: new ConvergenceTracker(clock, 5000),
     verified: new VerifiedInstances(clock),
     ensured,

@@ -1,6 +1,7 @@
 import type { ClusterEvent, LoadBalancerIngress, Service, ServiceDesired } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
+import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
 import type { LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
@@ -39,6 +40,7 @@ export interface EnsuredRecord {
 export interface ServiceDeps {
   readonly fleet: FleetState;
   cloudFor(cluster: string): ClusterCloud | undefined;
+  cacheFor(cluster: string): InstanceCache | undefined;
   readonly tracker: ConvergenceTracker;
   readonly verified: VerifiedInstances;
   readonly ensured: Map<string, EnsuredRecord>;
@@ -259,12 +261,18 @@ async function verifiedBackends(
   deps: ServiceDeps,
   events: ClusterEvent[],
 ): Promise<string[]> {
+  const eligible = [...view.nodes.values()].filter(isEligibleBackend);
+  const verdicts = await deps.verified.verifyAll(
+    cluster,
+    eligible.map((n) => n.providerId),
+    cloud,
+    deps.cacheFor(cluster),
+  );
   const out: string[] = [];
-  for (const node of view.nodes.values()) {
-    if (!isEligibleBackend(node)) continue;
-    const verdict = await deps.verified.verify(cluster, node.providerId, cloud);
-    if (verdict.ok) out.push(verdict.instanceID);
-    else
+  for (const node of eligible) {
+    const verdict = verdicts.get(node.providerId);
+    if (verdict?.ok) out.push(verdict.instanceID);
+    else if (verdict !== undefined)
       events.push(
         nodeEvent(
           node,
