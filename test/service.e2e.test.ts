@@ -66,7 +66,8 @@ function nodeNames(f: LocalFleet, cluster: string): string[] {
 
 describe("LoadBalancer Services", () => {
   test("create, update ports, scale nodes up and down, exclude a node, delete: the cloud matches at each step", async () => {
-    const f = (fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger }));
+    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
+    const f = fleet;
     await f.startHub();
     await f.startAgents();
     const c = [...f.clusters.keys()][0] ?? "";
@@ -140,7 +141,8 @@ describe("LoadBalancer Services", () => {
   });
 
   test("type change away from LoadBalancer cleans up the cloud and the ingress", async () => {
-    const f = (fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger }));
+    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
+    const f = fleet;
     await f.startHub();
     await f.startAgents();
     const c = [...f.clusters.keys()][0] ?? "";
@@ -161,7 +163,8 @@ describe("LoadBalancer Services", () => {
   });
 
   test("two clusters with Services of the same namespace/name get separate load balancers", async () => {
-    const f = (fleet = await LocalFleet.start({ clusters: 2, nodesPerCluster: 0, logger }));
+    fleet = await LocalFleet.start({ clusters: 2, nodesPerCluster: 0, logger });
+    const f = fleet;
     await f.startHub();
     await f.startAgents();
     const [a, b] = [...f.clusters.keys()];
@@ -188,7 +191,8 @@ describe("LoadBalancer Services", () => {
   });
 
   test("an invalid annotation gives SyncLoadBalancerFailed naming it, and nothing in the cloud", async () => {
-    const f = (fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger }));
+    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
+    const f = fleet;
     await f.startHub();
     await f.startAgents();
     const c = [...f.clusters.keys()][0] ?? "";
@@ -212,12 +216,13 @@ describe("LoadBalancer Services", () => {
   });
 
   test("50 Services across 3 clusters with 30% cloud faults: all converge once faults stop, no duplicates, no orphans", async () => {
-    const f = (fleet = await LocalFleet.start({
+    fleet = await LocalFleet.start({
       clusters: 3,
       nodesPerCluster: 0,
       logger,
       requestTimeoutMs: 1000,
-    }));
+    });
+    const f = fleet;
     await f.startHub();
     await f.startAgents();
     const clusters = [...f.clusters.keys()];
@@ -230,7 +235,7 @@ describe("LoadBalancer Services", () => {
       timeoutRate: 0.1,
       timeoutHangMs: 3000,
     });
-    clusters.forEach((c, i) => f.addServices(c, i === 0 ? 18 : 16));
+    for (const [i, c] of clusters.entries()) f.addServices(c, i === 0 ? 18 : 16);
     await new Promise((r) => setTimeout(r, 8000));
     f.cloud.resetFaults();
     expect(await waitFor(() => f.serviceProgress().withIngress === 50, 90_000, 200)).toBe(true);
@@ -241,12 +246,13 @@ describe("LoadBalancer Services", () => {
   }, 150_000);
 
   test("hub killed (SIGKILL) between sub-resource creations: one load balancer per Service, no orphans", async () => {
-    const f = (fleet = await LocalFleet.start({
+    fleet = await LocalFleet.start({
       clusters: 1,
       nodesPerCluster: 0,
       logger,
       cloudLatencyMs: 150,
-    }));
+    });
+    const f = fleet;
     const first = await f.spawnHubProcess();
     await f.startAgents();
     const c = [...f.clusters.keys()][0] ?? "";

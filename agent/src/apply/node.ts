@@ -9,10 +9,9 @@ import {
   type V1Taint,
 } from "@kubernetes/client-node";
 import { apiFailure } from "./errors.js";
+import { applyGuarded, applyResult, type Target } from "./guarded.js";
 
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-/** Conflicts are retried with a fresh read (upstream UpdateNodeSpecBackoff retries 20 times). */
-const MAX_ATTEMPTS = 8;
 
 type Body = Record<string, unknown>;
 
@@ -106,61 +105,45 @@ function preconditions(node: V1Node): Body {
 }
 
 /**
- * Applies one desired node state with a uid precondition: a patch meant for a
- * node that was deleted and recreated under the same name never lands on the
- * new one. Conflicts are retried on a fresh read.
+ * Applies one desired node state with a uid precondition: a patch meant for a node that was
+ * deleted and recreated under the same name never lands on the new one.
  */
 export async function applyNodeDesired(
   core: CoreV1Api,
   d: NodeDesired,
   cached: V1Node | undefined,
 ): Promise<ApplyResult> {
-  const result = (outcome: ApplyOutcome, httpStatus = 0, reason = "", message = ""): ApplyResult => ({
+  const target: Target = {
     kind: ObjectKind.OBJECT_KIND_NODE,
     namespace: "",
     name: d.name,
     uid: d.uid,
     generation: d.generation,
-    outcome,
-    httpStatus,
-    reason,
-    message,
-  });
+  };
   if (d.delete) {
     try {
       await core.deleteNode({ name: d.name, body: { preconditions: { uid: d.uid } } });
-      return result(ApplyOutcome.APPLY_OUTCOME_APPLIED);
+      return applyResult(target, ApplyOutcome.APPLY_OUTCOME_APPLIED);
     } catch (err) {
       const f = apiFailure(err);
-      if (f.code === 404 || f.code === 409)
-        return result(ApplyOutcome.APPLY_OUTCOME_STALE, f.code, f.reason, f.message);
-      return result(ApplyOutcome.APPLY_OUTCOME_FAILED, f.code, f.reason, f.message);
+      const gone = f.code === 404 || f.code === 409;
+      return applyResult(
+        target,
+        gone ? ApplyOutcome.APPLY_OUTCOME_STALE : ApplyOutcome.APPLY_OUTCOME_FAILED,
+        f,
+      );
     }
   }
-  let node = cached;
-  let last = { code: 0, reason: "", message: "" };
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    try {
-      if (node === undefined || attempt > 0) node = await core.readNode({ name: d.name });
-      if (node.metadata?.uid !== d.uid)
-        return result(
-          ApplyOutcome.APPLY_OUTCOME_STALE,
-          0,
-          "UIDMismatch",
-          `node ${d.name} now has another uid`,
-        );
+  return applyGuarded(
+    target,
+    cached,
+    () => core.readNode({ name: d.name }),
+    async (node) => {
       // Addresses first, so the node never loses its taint before it has its addresses.
       const sp = statusPatch(node, d);
-      if (sp !== null) node = await core.patchNodeStatus({ name: d.name, body: sp }, MERGE);
-      const mp = specPatch(node, d);
+      const current = sp === null ? node : await core.patchNodeStatus({ name: d.name, body: sp }, MERGE);
+      const mp = specPatch(current, d);
       if (mp !== null) await core.patchNode({ name: d.name, body: mp }, MERGE);
-      return result(ApplyOutcome.APPLY_OUTCOME_APPLIED);
-    } catch (err) {
-      last = apiFailure(err);
-      if (last.code === 404) return result(ApplyOutcome.APPLY_OUTCOME_STALE, 404, last.reason, last.message);
-      if (last.code !== 409) break;
-      await new Promise((r) => setTimeout(r, 20 + Math.random() * 50 * (attempt + 1)));
-    }
-  }
-  return result(ApplyOutcome.APPLY_OUTCOME_FAILED, last.code, last.reason, last.message);
+    },
+  );
 }

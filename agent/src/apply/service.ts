@@ -1,9 +1,8 @@
-import { ApplyOutcome, type ApplyResult, ObjectKind, type ServiceDesired } from "@fleet-ccm/proto";
+import { type ApplyResult, ObjectKind, type ServiceDesired } from "@fleet-ccm/proto";
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from "@kubernetes/client-node";
-import { apiFailure } from "./errors.js";
+import { applyGuarded } from "./guarded.js";
 
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-const MAX_ATTEMPTS = 8;
 
 type Body = Record<string, unknown>;
 
@@ -42,46 +41,20 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
   return body;
 }
 
-/** Applies one desired Service state to exactly the Service with that uid; retries conflicts on a fresh read. */
-export async function applyServiceDesired(
+/** Applies one desired Service state to exactly the Service with that uid. */
+export function applyServiceDesired(
   core: CoreV1Api,
   d: ServiceDesired,
   cached: V1Service | undefined,
 ): Promise<ApplyResult> {
-  const result = (outcome: ApplyOutcome, httpStatus = 0, reason = "", message = ""): ApplyResult => ({
-    kind: ObjectKind.OBJECT_KIND_SERVICE,
-    namespace: d.namespace,
-    name: d.name,
-    uid: d.uid,
-    generation: d.generation,
-    outcome,
-    httpStatus,
-    reason,
-    message,
-  });
-  let svc = cached;
-  let last = { code: 0, reason: "", message: "" };
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    try {
-      if (svc === undefined || attempt > 0)
-        svc = await core.readNamespacedService({ name: d.name, namespace: d.namespace });
-      if (svc.metadata?.uid !== d.uid)
-        return result(
-          ApplyOutcome.APPLY_OUTCOME_STALE,
-          0,
-          "UIDMismatch",
-          `service ${d.namespace}/${d.name} now has another uid`,
-        );
+  const { name, namespace } = d;
+  return applyGuarded(
+    { kind: ObjectKind.OBJECT_KIND_SERVICE, namespace, name, uid: d.uid, generation: d.generation },
+    cached,
+    () => core.readNamespacedService({ name, namespace }),
+    async (svc) => {
       const body = serviceStatusPatch(svc, d);
-      if (body !== null)
-        await core.patchNamespacedServiceStatus({ name: d.name, namespace: d.namespace, body }, MERGE);
-      return result(ApplyOutcome.APPLY_OUTCOME_APPLIED);
-    } catch (err) {
-      last = apiFailure(err);
-      if (last.code === 404) return result(ApplyOutcome.APPLY_OUTCOME_STALE, 404, last.reason, last.message);
-      if (last.code !== 409) break;
-      await new Promise((r) => setTimeout(r, 20 + Math.random() * 50 * (attempt + 1)));
-    }
-  }
-  return result(ApplyOutcome.APPLY_OUTCOME_FAILED, last.code, last.reason, last.message);
+      if (body !== null) await core.patchNamespacedServiceStatus({ name, namespace, body }, MERGE);
+    },
+  );
 }

@@ -98,7 +98,9 @@ export class VerifiedInstances {
     for (let i = 0; i < misses.length; i += LOOKUP_CONCURRENCY) {
       const batch = misses.slice(i, i + LOOKUP_CONCURRENCY);
       const verdicts = await Promise.all(batch.map((id) => this.verify(cluster, id, cloud)));
-      batch.forEach((id, j) => out.set(id, verdicts[j] as Verdict));
+      batch.forEach((id, j) => {
+        out.set(id, verdicts[j] as Verdict);
+      });
     }
     return out;
   }
