@@ -1,4 +1,5 @@
 import { ObjectKind } from "@fleet-ccm/proto";
+import { keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
 import {
@@ -34,6 +35,12 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     triggers: {
       onSynced(cluster) {
         queue.add({ cluster, kind: NODE_LIFECYCLE_SCAN, name: "" });
+      },
+      onNode(cluster, name, change) {
+        if (change.type !== "delete") return;
+        const k = keyOf({ cluster, kind: NODE_LIFECYCLE, name });
+        ctx.tracker.clear(k);
+        deps.evidence.forget(k);
       },
     },
     async reconcile(k) {

@@ -1,6 +1,7 @@
 import type { Node } from "@fleet-ccm/proto";
+import { keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
-import { ROUTE, reconcileRoutes } from "./reconcile.js";
+import { ROUTE, ROUTE_CONDITION, reconcileRoutes } from "./reconcile.js";
 
 /** Node changes are coalesced for this long before the route table is reconciled. */
 const ROUTE_SYNC_DELAY_MS = 200;
@@ -31,7 +32,8 @@ export function routeController(ctx: ControllerContext): Controller {
       onSynced(cluster) {
         ctx.queue.add({ cluster, kind: ROUTE, name: "" });
       },
-      onNode(cluster, _name, change) {
+      onNode(cluster, name, change) {
+        if (change.type === "delete") ctx.tracker.clear(keyOf({ cluster, kind: ROUTE_CONDITION, name }));
         const after = change.type === "delete" ? "" : routeFacts(change.cur);
         if (routeFacts(change.old) !== after)
           ctx.queue.addAfter({ cluster, kind: ROUTE, name: "" }, ROUTE_SYNC_DELAY_MS);

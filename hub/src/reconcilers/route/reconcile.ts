@@ -16,7 +16,8 @@ import { after, backoff, type Outcome } from "../outcome.js";
 
 /** One key per cluster: its whole route table is reconciled at once. */
 export const ROUTE = "route";
-const ROUTE_CONDITION = "route-condition";
+/** Tracker key kind of a node's NetworkUnavailable publication. */
+export const ROUTE_CONDITION = "route-condition";
 
 export const CONDITION_NETWORK_UNAVAILABLE = "NetworkUnavailable";
 export const REASON_ROUTE_CREATED = "RouteCreated";
