@@ -248,7 +248,9 @@ export class AgentSession {
   /** Ends the stream with a status that says why; the hub keeps serving every other stream. */
   refuse(code: status, details: string): void {
     if (this.phase.kind === "closed") return;
-    this.deps.logger.warn({ code: status[code], details }, "refusing agent stream");
+    // The hub's own shutdown is routine; every other refusal is the agent's problem to see.
+    const level = code === status.UNAVAILABLE ? "info" : "warn";
+    this.deps.logger[level]({ code: status[code], details }, "ending agent stream");
     this.port.fail(code, details);
     this.close();
   }
