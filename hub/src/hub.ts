@@ -123,6 +123,7 @@ export class Hub {
       logger: this.log,
       cloudFor: (c) => this.accounts.cloudFor(c),
       cacheFor: (c) => this.accounts.cacheFor(c),
+      lookupsFor: (c) => this.accounts.lookupsFor(c),
       routeWritesFor: (c) => this.accounts.routeWritesFor(c),
     };
     this.controllers = [

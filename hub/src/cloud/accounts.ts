@@ -7,6 +7,7 @@ import { TokenBucket } from "../util/rate-limiter.js";
 import { Semaphore } from "../util/semaphore.js";
 import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
 import { InstanceCache } from "./instance-cache.js";
+import { InstanceLookups } from "./instance-lookups.js";
 import type { AccountBinding, CloudCallWrapper, CloudProvider } from "./provider.js";
 import type { ProviderRegistry } from "./registry.js";
 import type { ClusterCloud } from "./scope.js";
@@ -17,6 +18,7 @@ interface AccountRuntime {
   readonly provider: CloudProvider;
   readonly limiter: TokenBucket;
   readonly cache: InstanceCache;
+  readonly lookups: InstanceLookups;
   /** Bounds concurrent route writes for the account. */
   readonly routeWrites: Semaphore;
 }
@@ -37,6 +39,7 @@ export class CloudAccounts {
   private readonly accounts = new Map<string, AccountRuntime>();
   private readonly clusters = new Map<string, ClusterCloud>();
   private readonly caches = new Map<string, InstanceCache>();
+  private readonly lookups = new Map<string, InstanceLookups>();
   private readonly routeWrites = new Map<string, Semaphore>();
 
   constructor(
@@ -73,6 +76,7 @@ export class CloudAccounts {
         provider,
         limiter,
         cache,
+        lookups: new InstanceLookups(provider.instances, cache, deps.clock),
         routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
       });
     });
@@ -82,18 +86,27 @@ export class CloudAccounts {
         throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
       this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
       this.routeWrites.set(c.name, account.routeWrites);
-      this.caches.set(
-        c.name,
-        deps.refresh.cacheScope === "account"
-          ? account.cache
-          : new InstanceCache(
-              account.provider.instances,
-              deps.clock,
-              deps.refresh.periodMs,
-              deps.logger.child({ component: "cloud", cluster: c.name }),
-            ),
-      );
+      // "cluster" scope is the per-cluster-CCM baseline: each cluster lists on its own.
+      if (deps.refresh.cacheScope === "account") {
+        this.caches.set(c.name, account.cache);
+        this.lookups.set(c.name, account.lookups);
+      } else {
+        const logger = deps.logger.child({ component: "cloud", cluster: c.name });
+        const cache = new InstanceCache(
+          account.provider.instances,
+          deps.clock,
+          deps.refresh.periodMs,
+          logger,
+        );
+        this.caches.set(c.name, cache);
+        this.lookups.set(c.name, new InstanceLookups(account.provider.instances, cache, deps.clock));
+      }
     }
+  }
+
+  /** Coalesced instance lookups for this cluster's node initialization (same scope as its cache). */
+  lookupsFor(cluster: string): InstanceLookups | undefined {
+    return this.lookups.get(cluster);
   }
 
   /** The instance view that serves this cluster's periodic refresh. */

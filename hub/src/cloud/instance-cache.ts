@@ -12,6 +12,8 @@ import type { InstanceMetadata, Instances } from "./provider.js";
  */
 export class InstanceCache {
   private view = new Map<string, InstanceMetadata>();
+  /** name → the one live instance of that name; names held by several instances are left out. */
+  private byName = new Map<string, InstanceMetadata>();
   private fetchedAtMs = Number.NEGATIVE_INFINITY;
   private inflight: Promise<void> | undefined;
   lists = 0;
@@ -23,9 +25,14 @@ export class InstanceCache {
     private readonly logger: Logger,
   ) {}
 
-  /** Refreshes when the view is older than maxAgeMs; concurrent callers share one list. */
-  async fresh(): Promise<void> {
-    if (this.clock.now() - this.fetchedAtMs < this.maxAgeMs) return;
+  /** Refreshes when the view is older than the refresh period; concurrent callers share one list. */
+  fresh(): Promise<void> {
+    return this.freshWithin(this.maxAgeMs);
+  }
+
+  /** Refreshes when the view is older than `maxAgeMs`; concurrent callers share one list. */
+  async freshWithin(maxAgeMs: number): Promise<void> {
+    if (this.clock.now() - this.fetchedAtMs < maxAgeMs) return;
     this.inflight ??= this.refresh().finally(() => {
       this.inflight = undefined;
     });
@@ -53,8 +60,22 @@ export class InstanceCache {
       this.fetchedAtMs = this.clock.now();
       return;
     }
+    const byName = new Map<string, InstanceMetadata>();
+    const ambiguous = new Set<string>();
+    for (const i of next.values()) {
+      if (i.state === "terminated") continue;
+      if (byName.has(i.name)) ambiguous.add(i.name);
+      byName.set(i.name, i);
+    }
+    for (const name of ambiguous) byName.delete(name);
     this.view = next;
+    this.byName = byName;
     this.fetchedAtMs = this.clock.now();
+  }
+
+  /** The one live instance called `name` in the view, if exactly one is. */
+  getByName(name: string): InstanceMetadata | undefined {
+    return this.byName.get(name);
   }
 
   get(providerID: string): InstanceMetadata | undefined {

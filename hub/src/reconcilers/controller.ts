@@ -1,6 +1,7 @@
 import type { ApplyResult } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import type { InstanceCache } from "../cloud/instance-cache.js";
+import type { InstanceLookups } from "../cloud/instance-lookups.js";
 import type { ClusterCloud } from "../cloud/scope.js";
 import type { VerifiedInstances } from "../cloud/verified-instances.js";
 import type { HubConfig } from "../config/schema.js";
@@ -25,6 +26,7 @@ export interface ControllerContext {
   readonly logger: Logger;
   cloudFor(cluster: string): ClusterCloud | undefined;
   cacheFor(cluster: string): InstanceCache | undefined;
+  lookupsFor(cluster: string): InstanceLookups | undefined;
   routeWritesFor(cluster: string): Semaphore | undefined;
 }
 

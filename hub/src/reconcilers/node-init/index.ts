@@ -15,6 +15,7 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
   const initDeps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
+    lookupsFor: ctx.lookupsFor,
     tracker,
     verified: ctx.verified,
     logger: ctx.logger.child({ component: NODE_INIT }),

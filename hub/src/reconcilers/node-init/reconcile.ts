@@ -8,6 +8,7 @@ import {
   SuspectAnswerError,
   ThrottledError,
 } from "../../cloud/errors.js";
+import type { InstanceLookups } from "../../cloud/instance-lookups.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
@@ -31,6 +32,8 @@ export const NODE_INIT = "node-init";
 export interface NodeInitDeps {
   readonly fleet: FleetState;
   cloudFor(cluster: string): ClusterCloud | undefined;
+  /** Coalesced lookups (a join storm is answered by one list); direct lookups when absent. */
+  lookupsFor?(cluster: string): InstanceLookups | undefined;
   readonly tracker: ConvergenceTracker;
   readonly verified: VerifiedInstances;
   readonly logger: Logger;
@@ -69,7 +72,7 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
 
   let meta: InstanceMetadata;
   try {
-    meta = await lookup(node, cloud);
+    meta = await lookup(node, cloud, deps.lookupsFor?.(key.cluster));
   } catch (err) {
     return lookupFailed(node, err, deps.logger);
   }
@@ -104,16 +107,22 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
   }
 }
 
-async function lookup(node: Readonly<Node>, cloud: ClusterCloud): Promise<InstanceMetadata> {
+async function lookup(
+  node: Readonly<Node>,
+  cloud: ClusterCloud,
+  lookups: InstanceLookups | undefined,
+): Promise<InstanceMetadata> {
   const instances = cloud.provider.instances;
   if (node.providerId === "") {
-    const meta = await instances.getByName(node.name);
+    const meta = await (lookups ? lookups.byName(node.name) : instances.getByName(node.name));
     if (meta.name !== node.name) throw new SuspectAnswerError(`lookup of ${node.name} returned ${meta.name}`);
     return meta;
   }
   if (instances.parseProviderID(node.providerId) === undefined)
     throw new ForbiddenError(`providerID ${node.providerId} does not belong to this cluster's cloud account`);
-  const meta = await instances.getByProviderID(node.providerId);
+  const meta = await (lookups
+    ? lookups.byProviderID(node.providerId)
+    : instances.getByProviderID(node.providerId));
   if (meta.providerID !== node.providerId)
     throw new SuspectAnswerError(`lookup of ${node.providerId} returned ${meta.providerID}`);
   return meta;

@@ -1,10 +1,21 @@
 import { ObjectKind } from "@fleet-ccm/proto";
-import { serviceKey } from "../../fleet/state.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterView, serviceKey } from "../../fleet/state.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
 import { backendFacts, needsCleanup, wantsLoadBalancer } from "./predicates.js";
-import { type EnsuredRecord, reconcileService, SERVICE, SERVICE_NODES } from "./reconcile.js";
+import {
+  type BackendSet,
+  computeBackendSet,
+  type EnsuredRecord,
+  reconcileService,
+  SERVICE,
+  SERVICE_NODES,
+} from "./reconcile.js";
+
+/** A backend set is recomputed at least this often (instance verdicts expire). */
+const BACKEND_SET_MAX_AGE_MS = 60_000;
 
 /** Node changes are coalesced for this long before every load balancer's backends are re-synced. */
 export const NODE_SYNC_DELAY_MS = 1000;
@@ -14,6 +25,24 @@ export function serviceController(ctx: ControllerContext): Controller {
   const { queue, tracker } = ctx;
   const ownedClass = ctx.config.loadBalancerClass;
   const ensured = new Map<string, EnsuredRecord>();
+  // The backend set is the same for every Service of a cluster: computed once per node-set
+  // change (or per verification TTL), not once per Service.
+  const nodeSetVersion = new Map<string, number>();
+  const backendCache = new Map<string, { version: number; atMs: number; set: BackendSet }>();
+  const bump = (cluster: string) => nodeSetVersion.set(cluster, (nodeSetVersion.get(cluster) ?? 0) + 1);
+  const backendsFor = async (
+    cluster: string,
+    view: ClusterView,
+    cloud: ClusterCloud,
+  ): Promise<BackendSet> => {
+    const version = nodeSetVersion.get(cluster) ?? 0;
+    const hit = backendCache.get(cluster);
+    if (hit !== undefined && hit.version === version && ctx.clock.now() - hit.atMs < BACKEND_SET_MAX_AGE_MS)
+      return { ...hit.set, events: [] };
+    const set = await computeBackendSet(cluster, view, cloud, ctx.verified, ctx.cacheFor(cluster));
+    backendCache.set(cluster, { version, atMs: ctx.clock.now(), set });
+    return set;
+  };
   const deps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
@@ -24,6 +53,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     loadBalancerClass: ownedClass,
+    backendsFor,
   };
   return {
     name: "service-lb-controller",
@@ -47,7 +77,12 @@ export function serviceController(ctx: ControllerContext): Controller {
       onNode(cluster, _name, change) {
         const before = backendFacts(change.old);
         const after = change.type === "delete" ? "" : backendFacts(change.cur);
-        if (before !== after) queue.addAfter({ cluster, kind: SERVICE_NODES, name: "" }, NODE_SYNC_DELAY_MS);
+        if (before === after) return;
+        bump(cluster);
+        queue.addAfter({ cluster, kind: SERVICE_NODES, name: "" }, NODE_SYNC_DELAY_MS);
+      },
+      onSynced(cluster) {
+        bump(cluster);
       },
     },
     async reconcile(k) {

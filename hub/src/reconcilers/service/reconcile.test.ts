@@ -5,10 +5,10 @@ import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.j
 import type { CloudProvider, LbIngress, LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
-import { FleetState } from "../../fleet/state.js";
+import { type ClusterView, FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
 import { ConvergenceTracker } from "../convergence.js";
-import { type EnsuredRecord, reconcileService, SERVICE } from "./reconcile.js";
+import { computeBackendSet, type EnsuredRecord, reconcileService, SERVICE } from "./reconcile.js";
 
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 
@@ -118,13 +118,16 @@ function harness(services: Service[], nodes: Node[], fail?: Error) {
   fleet.replace("c1", nodes, services);
   const d = cloudDouble(fail);
   const ensured = new Map<string, EnsuredRecord>();
+  const verified = new VerifiedInstances(clock);
   const deps = {
     fleet,
     cloudFor: () => d.cloud,
     cacheFor: () => undefined,
     tracker: new ConvergenceTracker(clock, 5000),
-    verified: new VerifiedInstances(clock),
+    verified,
     ensured,
+    backendsFor: (cluster: string, view: ClusterView, cloud: ClusterCloud) =>
+      computeBackendSet(cluster, view, cloud, verified, undefined),
     logger: pino({ level: "silent" }),
     clock,
     loadBalancerClass: undefined,

@@ -34,7 +34,16 @@ export const SERVICE_NODES = "service-nodes";
 export interface EnsuredRecord {
   readonly uid: string;
   readonly specKey: string;
-  readonly backends: readonly string[];
+  /** BackendSet.key of the backends last written. */
+  readonly backendsKey: string;
+}
+
+/** Instance ids of a cluster's eligible, verified nodes, sorted, with a key to compare sets cheaply. */
+export interface BackendSet {
+  readonly ids: readonly string[];
+  readonly key: string;
+  /** Nodes refused (out of scope): Events, emitted once per computation. */
+  readonly events: readonly ClusterEvent[];
 }
 
 export interface ServiceDeps {
@@ -46,6 +55,8 @@ export interface ServiceDeps {
   readonly ensured: Map<string, EnsuredRecord>;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** The cluster's verified backend set, computed once per node-set change and shared by its Services. */
+  backendsFor(cluster: string, view: ClusterView, cloud: ClusterCloud): Promise<BackendSet>;
   /** spec.loadBalancerClass this hub also owns (besides none). */
   readonly loadBalancerClass: string | undefined;
 }
@@ -137,11 +148,13 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   }
 
   let spec: LoadBalancerSpec;
+  let backends: BackendSet;
   const events: ClusterEvent[] = [];
   try {
     const settings = parseLbAnnotations(svc.annotations);
-    const backends = await verifiedBackends(key.cluster, view, cloud, deps, events);
-    spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends);
+    backends = await deps.backendsFor(key.cluster, view, cloud);
+    events.push(...backends.events);
+    spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends.ids);
   } catch (err) {
     if (err instanceof AnnotationError) {
       // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
@@ -174,7 +187,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   const last = deps.ensured.get(k);
   const sameSpec = last !== undefined && last.uid === svc.uid && last.specKey === specKey(spec);
   if (sameSpec && svc.ingress.length > 0) {
-    if (last.backends.join(",") === spec.backends.join(","))
+    if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
       await lbs.updateBackends(name, tags, spec.backends);
@@ -190,7 +203,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
       return cloudFailure(err, events);
     }
-    deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backends: spec.backends });
+    deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backendsKey: backends.key });
     if (spec.backends.length > 0)
       events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
     return { events, requeue: { kind: "done" } };
@@ -208,7 +221,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
     return cloudFailure(err, events);
   }
-  deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backends: spec.backends });
+  deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
   if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
   const published = deps.tracker.record(k, svc.uid, `${EXPECT_INGRESS}${JSON.stringify(ingress)}`);
@@ -251,27 +264,28 @@ async function deleteLoadBalancer(
 
 /**
  * Instance ids of the cluster's eligible nodes, each verified to be in the cluster's scope. A
- * refused node gets an Event and is left out; a cloud error fails the whole sync, so a partial
- * view never shrinks a backend set.
+ * refused node gets an Event and is left out; a cloud error fails the whole computation, so a
+ * partial view never shrinks a backend set.
  */
-async function verifiedBackends(
+export async function computeBackendSet(
   cluster: string,
   view: ClusterView,
   cloud: ClusterCloud,
-  deps: ServiceDeps,
-  events: ClusterEvent[],
-): Promise<string[]> {
+  verified: VerifiedInstances,
+  cache: InstanceCache | undefined,
+): Promise<BackendSet> {
   const eligible = [...view.nodes.values()].filter(isEligibleBackend);
-  const verdicts = await deps.verified.verifyAll(
+  const verdicts = await verified.verifyAll(
     cluster,
     eligible.map((n) => n.providerId),
     cloud,
-    deps.cacheFor(cluster),
+    cache,
   );
-  const out: string[] = [];
+  const ids: string[] = [];
+  const events: ClusterEvent[] = [];
   for (const node of eligible) {
     const verdict = verdicts.get(node.providerId);
-    if (verdict?.ok) out.push(verdict.instanceID);
+    if (verdict?.ok) ids.push(verdict.instanceID);
     else if (verdict !== undefined)
       events.push(
         nodeEvent(
@@ -282,5 +296,6 @@ async function verifiedBackends(
         ),
       );
   }
-  return out.sort();
+  ids.sort();
+  return { ids, key: ids.join(","), events };
 }
