@@ -3,10 +3,11 @@ import {
   type Informer,
   type KubeConfig,
   type KubernetesObject,
-  makeInformer,
+  ListWatch,
   type ObjectCache,
   type V1Node,
   type V1Service,
+  Watch,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 
@@ -15,6 +16,50 @@ export type WatchEvent =
   | { readonly kind: "node"; readonly type: "delete"; readonly obj: V1Node }
   | { readonly kind: "service"; readonly type: "upsert"; readonly obj: V1Service }
   | { readonly kind: "service"; readonly type: "delete"; readonly obj: V1Service };
+
+/**
+ * What the agent never reads: managedFields, and on Nodes the image list, node info and volume
+ * lists (on real nodes tens of kilobytes each). Dropped before the informer caches an object, so
+ * the agent's memory follows the number of objects, not their size.
+ */
+function trim<T extends KubernetesObject>(obj: T): T {
+  const o = obj as T & { status?: Record<string, unknown> };
+  if (o.metadata?.managedFields !== undefined) o.metadata.managedFields = undefined;
+  if (o.kind === "Node" || o.status?.["nodeInfo"] !== undefined) {
+    const st = o.status;
+    if (st !== undefined) {
+      st["images"] = undefined;
+      st["nodeInfo"] = undefined;
+      st["volumesAttached"] = undefined;
+      st["volumesInUse"] = undefined;
+    }
+  }
+  return obj;
+}
+
+function trimList<L extends { items: KubernetesObject[] }>(list: L): L {
+  for (const item of list.items) trim(item);
+  return list;
+}
+
+/** client-node's Watch, with every object trimmed before it reaches the cache. */
+class TrimmingWatch extends Watch {
+  override watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    // biome-ignore lint/suspicious/noExplicitAny: client-node's own callback signature
+    callback: (phase: string, apiObj: any, watchObj?: any) => void,
+    // biome-ignore lint/suspicious/noExplicitAny: client-node's own callback signature
+    done: (err: any) => void,
+  ): Promise<AbortController> {
+    return super.watch(
+      path,
+      queryParams,
+      (phase, obj, watchObj) => callback(phase, obj ? trim(obj) : obj, watchObj),
+      done,
+    );
+  }
+}
 
 const RESTART_MIN_MS = 500;
 const RESTART_MAX_MS = 30_000;
@@ -36,8 +81,15 @@ export class ClusterWatch {
     onEvent: (e: WatchEvent) => void,
   ) {
     const core = kc.makeApiClient(CoreV1Api);
-    this.nodes = makeInformer(kc, "/api/v1/nodes", () => core.listNode());
-    this.services = makeInformer(kc, "/api/v1/services", () => core.listServiceForAllNamespaces());
+    const watch = new TrimmingWatch(kc);
+    // autoStart false, as makeInformer does: start() is called once handlers are attached.
+    this.nodes = new ListWatch("/api/v1/nodes", watch, async () => trimList(await core.listNode()), false);
+    this.services = new ListWatch(
+      "/api/v1/services",
+      watch,
+      async () => trimList(await core.listServiceForAllNamespaces()),
+      false,
+    );
     this.nodes.on("add", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
     this.nodes.on("update", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
     this.nodes.on("delete", (obj) => onEvent({ kind: "node", type: "delete", obj }));

@@ -1,9 +1,26 @@
-import { agentCommand } from "./agent-command.js";
-import { demoCommand } from "./demo-command.js";
 import { type Command, helpText, parseFlags, UsageError } from "./flags.js";
-import { hubCommand } from "./hub-command.js";
 
-const commands: readonly Command[] = [hubCommand, agentCommand, demoCommand];
+/**
+ * Commands load on demand: the agent process must not pay for the hub's or the simulators'
+ * modules (its memory is a figure we keep small).
+ */
+const commands: readonly { name: string; summary: string; load: () => Promise<Command> }[] = [
+  {
+    name: "hub",
+    summary: "run the hub: cloud credentials and every CCM reconciler for the fleet",
+    load: async () => (await import("./hub-command.js")).hubCommand,
+  },
+  {
+    name: "agent",
+    summary: "run the per-cluster agent: stream Nodes/Services to the hub, apply its results",
+    load: async () => (await import("./agent-command.js")).agentCommand,
+  },
+  {
+    name: "demo",
+    summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
+    load: async () => (await import("./demo-command.js")).demoCommand,
+  },
+];
 
 function topHelp(): string {
   return [
@@ -25,11 +42,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(topHelp());
     return name === undefined ? 2 : 0;
   }
-  const cmd = commands.find((c) => c.name === name);
-  if (cmd === undefined) {
+  const entry = commands.find((c) => c.name === name);
+  if (entry === undefined) {
     process.stderr.write(`fleet-ccm: unknown command "${name}"\n\n${topHelp()}`);
     return 2;
   }
+  const cmd = await entry.load();
   try {
     const values = parseFlags(cmd, rest);
     if (values === "help") {
