@@ -14,8 +14,10 @@ import {
   SERVICE_NODES,
 } from "./reconcile.js";
 
-/** A backend set is recomputed at least this often (instance verdicts expire). */
+/** A backend set is recomputed at least this often (instance verdicts expire)… */
 const BACKEND_SET_MAX_AGE_MS = 60_000;
+/** …and at most this often while nodes keep changing (the batched sync catches up after). */
+const BACKEND_SET_MIN_INTERVAL_MS = 1000;
 
 /** Node changes are coalesced for this long before every load balancer's backends are re-synced. */
 export const NODE_SYNC_DELAY_MS = 1000;
@@ -25,23 +27,42 @@ export function serviceController(ctx: ControllerContext): Controller {
   const { queue, tracker } = ctx;
   const ownedClass = ctx.config.loadBalancerClass;
   const ensured = new Map<string, EnsuredRecord>();
-  // The backend set is the same for every Service of a cluster: computed once per node-set
-  // change (or per verification TTL), not once per Service.
+  // The backend set is the same for every Service of a cluster: computed at most once per
+  // second per cluster (and by the batched node-set sync right before it fans out), shared by
+  // every Service, never once per Service.
   const nodeSetVersion = new Map<string, number>();
   const backendCache = new Map<string, { version: number; atMs: number; set: BackendSet }>();
+  const computing = new Map<string, { version: number; promise: Promise<BackendSet> }>();
   const bump = (cluster: string) => nodeSetVersion.set(cluster, (nodeSetVersion.get(cluster) ?? 0) + 1);
+  const compute = (cluster: string, view: ClusterView, cloud: ClusterCloud): Promise<BackendSet> => {
+    // Share a computation in flight only if it is for the current node set.
+    const version = nodeSetVersion.get(cluster) ?? 0;
+    const running = computing.get(cluster);
+    if (running !== undefined && running.version === version) return running.promise;
+    const promise = computeBackendSet(cluster, view, cloud, ctx.verified, ctx.cacheFor(cluster))
+      .then((set) => {
+        const cached = backendCache.get(cluster);
+        if (cached === undefined || cached.version <= version)
+          backendCache.set(cluster, { version, atMs: ctx.clock.now(), set });
+        return set;
+      })
+      .finally(() => {
+        if (computing.get(cluster)?.promise === promise) computing.delete(cluster);
+      });
+    computing.set(cluster, { version, promise });
+    return promise;
+  };
   const backendsFor = async (
     cluster: string,
     view: ClusterView,
     cloud: ClusterCloud,
   ): Promise<BackendSet> => {
-    const version = nodeSetVersion.get(cluster) ?? 0;
     const hit = backendCache.get(cluster);
-    if (hit !== undefined && hit.version === version && ctx.clock.now() - hit.atMs < BACKEND_SET_MAX_AGE_MS)
+    const age = hit === undefined ? Number.POSITIVE_INFINITY : ctx.clock.now() - hit.atMs;
+    const current = hit !== undefined && hit.version === (nodeSetVersion.get(cluster) ?? 0);
+    if (hit !== undefined && age < BACKEND_SET_MAX_AGE_MS && (current || age < BACKEND_SET_MIN_INTERVAL_MS))
       return { ...hit.set, events: [] };
-    const set = await computeBackendSet(cluster, view, cloud, ctx.verified, ctx.cacheFor(cluster));
-    backendCache.set(cluster, { version, atMs: ctx.clock.now(), set });
-    return set;
+    return compute(cluster, view, cloud);
   };
   const deps = {
     fleet: ctx.fleet,
@@ -87,9 +108,17 @@ export function serviceController(ctx: ControllerContext): Controller {
     },
     async reconcile(k) {
       if (k.kind === SERVICE) return reconcileService(k, deps);
-      // Batched node-set change: fan out to every Service of the cluster (each filters itself).
-      for (const name of ctx.fleet.view(k.cluster)?.services.keys() ?? [])
-        queue.add({ cluster: k.cluster, kind: SERVICE, name });
+      // Batched node-set change: compute the new backend set once, then fan out to every
+      // Service of the cluster (each filters itself).
+      const view = ctx.fleet.view(k.cluster);
+      const cloud = ctx.cloudFor(k.cluster);
+      if (view === undefined || cloud === undefined) return { requeue: { kind: "done" } };
+      try {
+        await compute(k.cluster, view, cloud);
+      } catch (err) {
+        return { requeue: { kind: "backoff", error: err } };
+      }
+      for (const name of view.services.keys()) queue.add({ cluster: k.cluster, kind: SERVICE, name });
       return { requeue: { kind: "done" } };
     },
     onApplyResult(cluster, result) {
