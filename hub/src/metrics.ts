@@ -65,6 +65,13 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly nodeInitHubOverhead = new Histogram({
+    name: "fleet_ccm_node_init_hub_overhead_seconds",
+    help: "Node initialization inside the hub: first report of the node to its patch published, minus the cloud lookup.",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   readonly lifecycleChecks = new Counter({
     name: "fleet_ccm_lifecycle_checks_total",
     help: "Direct instance lookups of nodes that are not Ready, by outcome (exists, not-found, error).",

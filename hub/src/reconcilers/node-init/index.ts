@@ -12,6 +12,9 @@ import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
 export function cloudNodeController(ctx: ControllerContext): Controller {
   const { queue, tracker } = ctx;
   const key = (cluster: string, name: string): WorkKey => ({ cluster, kind: NODE_INIT, name });
+  // When the hub first saw each node that needs initialization: the hub's own overhead is the
+  // time from then to publishing its patch, minus the cloud lookup.
+  const firstSeenMs = new Map<string, number>();
   const initDeps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
@@ -20,6 +23,12 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
     verified: ctx.verified,
     logger: ctx.logger.child({ component: NODE_INIT }),
     clock: ctx.clock,
+    onPublished(k: string, cloudMs: number) {
+      const seen = firstSeenMs.get(k);
+      if (seen === undefined) return;
+      firstSeenMs.delete(k);
+      ctx.metrics.nodeInitHubOverhead.observe(Math.max(0, ctx.clock.now() - seen - cloudMs) / 1000);
+    },
   };
   const refreshDeps = {
     fleet: ctx.fleet,
@@ -36,12 +45,16 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
     triggers: {
       onNode(cluster, name, change) {
         const k = key(cluster, name);
+        const id = keyOf(k);
+        if (change.type === "delete" || !needsInit(change.cur)) firstSeenMs.delete(id);
         if (change.type === "delete") {
-          tracker.clear(keyOf(k));
+          tracker.clear(id);
           return;
         }
         // Tainted nodes, and nodes with a publication in flight (their report closes the loop).
-        if (needsInit(change.cur) || tracker.get(keyOf(k)) !== undefined) queue.add(k);
+        if (needsInit(change.cur) && !firstSeenMs.has(id) && tracker.get(id) === undefined)
+          firstSeenMs.set(id, ctx.clock.now());
+        if (needsInit(change.cur) || tracker.get(id) !== undefined) queue.add(k);
       },
       onSynced(cluster) {
         queue.addAfter({ cluster, kind: NODE_REFRESH, name: "" }, ctx.config.refresh.periodMs);

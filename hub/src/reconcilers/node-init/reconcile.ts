@@ -38,6 +38,8 @@ export interface NodeInitDeps {
   readonly verified: VerifiedInstances;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** Told when an initialization is published, with the time its cloud lookup took. */
+  onPublished?(key: string, cloudMs: number): void;
 }
 
 /**
@@ -71,8 +73,11 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
   if (cloud === undefined) return backoff(new Error(`cluster ${key.cluster} has no cloud account bound`));
 
   let meta: InstanceMetadata;
+  let cloudMs = 0;
   try {
+    const started = deps.clock.now();
     meta = await lookup(node, cloud, deps.lookupsFor?.(key.cluster));
+    cloudMs = deps.clock.now() - started;
   } catch (err) {
     return lookupFailed(node, err, deps.logger);
   }
@@ -100,6 +105,7 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
       delete: false,
       conditions: [],
     };
+    deps.onPublished?.(k, cloudMs);
     return after(inflight.deadlineMs - inflight.publishedAtMs, { nodes: [desired] });
   } catch (err) {
     if (!(err instanceof InitError)) throw err;
