@@ -1,0 +1,168 @@
+// The hub as its own process, started through the CLI exactly as in production
+// (`fleet-ccm hub --config FILE`), with its secrets as {env: NAME} references.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, openSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "@fleet-ccm/sim";
+import { cpuSeconds, httpText, parsePrometheus, peakRssBytes, type Sample, sleep, until } from "./util.js";
+
+export const ACCOUNT = "sim-main";
+export const REGION = "sim-east-1";
+export const CLI_BIN = fileURLToPath(new URL("../../bin/fleet-ccm.js", import.meta.url));
+
+export interface ClusterSecret {
+  readonly cluster: string;
+  readonly token: string;
+}
+
+export interface HubSettings {
+  readonly natsUrl: string;
+  readonly natsPassword: string;
+  readonly cloudUrl: string;
+  readonly cloudKey: string;
+  readonly clusters: readonly ClusterSecret[];
+  readonly workers: number;
+  readonly rateLimitPerSecond: number;
+  readonly convergeDeadlineMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly refresh?: { periodMs: number; cacheScope: "account" | "cluster" };
+  readonly lifecycle?: Record<string, unknown>;
+  readonly logLevel: string;
+  /** Write a V8 CPU profile of the hub into this directory (node --cpu-prof). */
+  readonly cpuProfDir?: string;
+  readonly pinPrefix: readonly string[];
+  readonly dir: string;
+  /** Reuse these ports (a fresh hub in the same fleet: agents reconnect to the same address). */
+  readonly grpcPort?: number;
+  readonly httpPort?: number;
+}
+
+export class HubProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly grpcPort: number,
+    readonly httpPort: number,
+    readonly logFile: string,
+  ) {}
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.grpcPort}`;
+  }
+
+  static async start(s: HubSettings, label: string): Promise<HubProcess> {
+    const grpcPort = s.grpcPort ?? (await freePort());
+    const httpPort = s.httpPort ?? (await freePort());
+    const env: Record<string, string> = {
+      FLEET_CCM_SIM_KEY: s.cloudKey,
+      FLEET_CCM_NATS_HUB: s.natsPassword,
+    };
+    const clusters = s.clusters.map((c) => {
+      const envName = `FLEET_CCM_TOKEN_${c.cluster.replaceAll("-", "_").toUpperCase()}`;
+      env[envName] = c.token;
+      return {
+        name: c.cluster,
+        token: { env: envName },
+        account: ACCOUNT,
+        scope: { tags: { "fleet-ccm.io/cluster": c.cluster } },
+      };
+    });
+    const config = {
+      grpc: { listen: `127.0.0.1:${grpcPort}`, insecure: true },
+      http: { listen: `127.0.0.1:${httpPort}` },
+      nats: { servers: [s.natsUrl], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
+      reconcile: {
+        workers: s.workers,
+        convergeDeadlineMs: s.convergeDeadlineMs,
+        heartbeatIntervalMs: s.heartbeatIntervalMs,
+      },
+      ...(s.refresh === undefined ? {} : { refresh: s.refresh }),
+      ...(s.lifecycle === undefined ? {} : { lifecycle: s.lifecycle }),
+      accounts: [
+        {
+          name: ACCOUNT,
+          provider: "simulated",
+          region: REGION,
+          endpoint: s.cloudUrl,
+          credentials: { env: "FLEET_CCM_SIM_KEY" },
+          rateLimit: {
+            perSecond: s.rateLimitPerSecond,
+            burst: Math.max(1, Math.round(s.rateLimitPerSecond)),
+          },
+          requestTimeoutMs: 10_000,
+        },
+      ],
+      clusters,
+    };
+    const configFile = join(s.dir, `hub-${label}.yaml`);
+    // JSON is YAML.
+    writeFileSync(configFile, JSON.stringify(config, null, 1), { mode: 0o600 });
+    const logFile = join(s.dir, `hub-${label}.log`);
+    const fd = openSync(logFile, "a");
+    const nodeArgs = [
+      ...(s.cpuProfDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", s.cpuProfDir]),
+      CLI_BIN,
+      "hub",
+      "--config",
+      configFile,
+      "--log-level",
+      s.logLevel,
+    ];
+    const [cmd, ...prefixArgs] = s.pinPrefix.length > 0 ? s.pinPrefix : [process.execPath];
+    const args = s.pinPrefix.length > 0 ? [...prefixArgs, process.execPath, ...nodeArgs] : nodeArgs;
+    const child = spawn(cmd ?? process.execPath, args, {
+      stdio: ["ignore", "ignore", fd],
+      env: { ...process.env, ...env },
+    });
+    closeSync(fd);
+    const hub = new HubProcess(child, grpcPort, httpPort, logFile);
+    const kill = () => child.kill("SIGKILL");
+    process.once("exit", kill);
+    child.once("exit", () => process.removeListener("exit", kill));
+    const ready = await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`hub exited (${child.exitCode}); see ${logFile}`);
+        try {
+          await httpText(`http://127.0.0.1:${httpPort}/readyz`, 1000);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+      100,
+    );
+    if (!ready) throw new Error(`hub not ready within 30 s; see ${logFile}`);
+    return hub;
+  }
+
+  async metrics(): Promise<Sample[]> {
+    return parsePrometheus(await httpText(`http://127.0.0.1:${this.httpPort}/metrics`, 10_000));
+  }
+
+  cpuSeconds(): number | null {
+    return cpuSeconds(this.pid);
+  }
+
+  peakRssBytes(): number | null {
+    return peakRssBytes(this.pid);
+  }
+
+  /** SIGTERM (the hub stops gracefully and, with --cpu-prof, writes its profile), SIGKILL after 30 s. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    child.kill("SIGTERM");
+    await Promise.race([exited, sleep(30_000)]);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  }
+}

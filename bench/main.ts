@@ -1,0 +1,180 @@
+// fleet-ccm benchmarks: `npm run bench -- --scenario NAME --clusters N --nodes M [flags] --json`
+// prints one JSON object on stdout. Progress goes to stderr. See bench/README.md.
+
+import { execFileSync } from "node:child_process";
+import { parseArgs } from "node:util";
+import {
+  type BenchOptions,
+  type Result,
+  runChaos,
+  runChurn,
+  runJoin,
+  runSteady,
+  type ScenarioName,
+} from "./scenarios.js";
+import { pinCores } from "./util.js";
+
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags]
+
+  --clusters N            simulated clusters (default 3; chaos 3)
+  --nodes M               nodes per cluster (default 5; chaos 30)
+  --services K            Services of type LoadBalancer per cluster (default 0)
+  --cloud-latency-ms MS   latency of every simulated cloud call (default 50)
+  --json                  print only the JSON object on stdout
+  --timeout-s S           give up waiting for the join after S seconds (default 300)
+  --duration-s S          steady: measured window per phase (20); churn: churn window (30);
+                          chaos: longest fault phase (120)
+  --refresh-period-ms MS  steady: hub refresh.periodMs (default 2000)
+  --churn-rate R          churn: node joins, node leaves and Service changes per second (default 5)
+  --workers N             hub reconcile.workers (default 32, the hub's default)
+  --rate-limit R          the account's cloud calls per second in the hub (default 1000)
+  --not-ready N           chaos: NotReady nodes per cluster whose instance keeps running (default 3)
+  --gone N                chaos: NotReady nodes per cluster whose instance is terminated (default 1)
+  --min-checks N          chaos: lifecycle checks to run at least (default 60)
+  --monitor-period-ms MS  chaos: hub lifecycle.monitorPeriodMs (default 200)
+  --extra-instances N     chaos: unrelated instances in the account, so lists are paged (default 1200)
+  --cpu-prof DIR          write a V8 CPU profile of the hub process into DIR (node --cpu-prof)
+  --fleet-cpu-prof DIR    the same for the fleet worker process (API servers and agents)
+  --hub-log-level L       hub log level (default warn); logs go to a file in the run directory
+  --agent-log-level L     agents' log level (default warn)
+  --seed N                picks of churn and chaos (default 1)
+  --no-pin                do not pin the hub to core 0 and the rest to core 1
+  --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
+  --keep                  keep the run directory (configs, logs) and print its path
+`;
+
+function num(v: string | undefined, name: string, dflt: number, min = 0): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new Error(`--${name}: expected a number >= ${min}, got "${v}"`);
+  return n;
+}
+
+function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      scenario: { type: "string" },
+      clusters: { type: "string" },
+      nodes: { type: "string" },
+      services: { type: "string" },
+      "cloud-latency-ms": { type: "string" },
+      json: { type: "boolean" },
+      "timeout-s": { type: "string" },
+      "duration-s": { type: "string" },
+      "refresh-period-ms": { type: "string" },
+      "churn-rate": { type: "string" },
+      workers: { type: "string" },
+      "rate-limit": { type: "string" },
+      "not-ready": { type: "string" },
+      gone: { type: "string" },
+      "min-checks": { type: "string" },
+      "monitor-period-ms": { type: "string" },
+      "extra-instances": { type: "string" },
+      "cpu-prof": { type: "string" },
+      "fleet-cpu-prof": { type: "string" },
+      "hub-log-level": { type: "string" },
+      "agent-log-level": { type: "string" },
+      seed: { type: "string" },
+      "no-pin": { type: "boolean" },
+      "no-separate-agent": { type: "boolean" },
+      keep: { type: "boolean" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const scenario = values.scenario ?? "join";
+  if (!["join", "steady", "churn", "chaos"].includes(scenario))
+    throw new Error(`--scenario: expected join, steady, churn or chaos, got "${scenario}"`);
+  const s = scenario as ScenarioName;
+  const json = values.json === true;
+  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120 }[s];
+  const opts: BenchOptions = {
+    scenario: s,
+    clusters: num(values.clusters, "clusters", 3, 1),
+    nodes: num(values.nodes, "nodes", s === "chaos" ? 30 : 5, 0),
+    services: num(values.services, "services", 0, 0),
+    cloudLatencyMs: num(values["cloud-latency-ms"], "cloud-latency-ms", 50, 0),
+    workers: num(values.workers, "workers", 32, 1),
+    rateLimitPerSecond: num(values["rate-limit"], "rate-limit", 1000, 0.001),
+    timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
+    durationS: num(values["duration-s"], "duration-s", defaultDuration, 1),
+    refreshPeriodMs: num(values["refresh-period-ms"], "refresh-period-ms", 2000, 1),
+    churnRate: num(values["churn-rate"], "churn-rate", 5, 0.01),
+    seed: num(values.seed, "seed", 1, 0),
+    hubLogLevel: values["hub-log-level"] ?? "warn",
+    agentLogLevel: values["agent-log-level"] ?? "warn",
+    cpuProfDir: values["cpu-prof"],
+    fleetCpuProfDir: values["fleet-cpu-prof"],
+    pinning: pinCores(values["no-pin"] !== true),
+    separateAgent: values["no-separate-agent"] !== true,
+    keep: values.keep === true,
+    notReady: num(values["not-ready"], "not-ready", 3, 0),
+    gone: num(values.gone, "gone", 1, 0),
+    minChecks: num(values["min-checks"], "min-checks", 60, 0),
+    monitorPeriodMs: num(values["monitor-period-ms"], "monitor-period-ms", 200, 1),
+    extraInstances: num(values["extra-instances"], "extra-instances", 1200, 0),
+    log: (line) => process.stderr.write(`[bench +${Math.round(performance.now() / 1000)}s] ${line}\n`),
+  };
+  return { opts, json };
+}
+
+/** The commit measured, and how many files differed from it (others may be editing the tree). */
+function gitDescription(): string | null {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8" })
+      .split("\n")
+      .filter(Boolean);
+    return dirty.length === 0 ? head : `${head}+${dirty.length} changed files`;
+  } catch {
+    return null;
+  }
+}
+
+async function main(): Promise<number> {
+  let parsed: { opts: BenchOptions; json: boolean };
+  try {
+    parsed = parse(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { opts, json } = parsed;
+  // Every run is bounded: the join timeout plus the scenario's windows plus set-up and tear-down.
+  const hardLimitMs = (opts.timeoutS + 3 * opts.durationS + 300) * 1000;
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: still running after ${hardLimitMs / 1000} s; giving up\n`);
+    process.exit(3);
+  }, hardLimitMs);
+  const started = Date.now();
+  let result: Result;
+  try {
+    const run = { join: runJoin, steady: runSteady, churn: runChurn, chaos: runChaos }[opts.scenario];
+    result = await run(opts);
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+    clearTimeout(watchdog);
+    return 1;
+  }
+  clearTimeout(watchdog);
+  result["runMs"] = Date.now() - started;
+  result["node"] = process.version;
+  result["git"] = gitDescription();
+  process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${JSON.stringify(result, null, 2)}\n`);
+  const ok =
+    (result["converged"] ?? true) !== false && (opts.scenario !== "chaos" || result["wrongDeletions"] === 0);
+  return ok ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench: ${String(err)}\n`);
+    process.exit(1);
+  },
+);

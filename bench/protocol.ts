@@ -1,0 +1,78 @@
+// Requests the benchmark sends to its fleet worker process over the Node IPC channel, and their answers.
+
+export interface AgentCredentials {
+  readonly cluster: string;
+  readonly token: string;
+  readonly natsPassword: string;
+}
+
+export interface NodeRef {
+  readonly cluster: string;
+  readonly name: string;
+}
+
+export interface ServiceSpecRef {
+  readonly cluster: string;
+  readonly name: string;
+  /** Changes the Service's spec: variant 0 is the original; others change a port and an annotation. */
+  readonly variant: number;
+  /** Default true: type LoadBalancer (else ClusterIP). */
+  readonly loadBalancer?: boolean;
+  /** false: spec.allocateLoadBalancerNodePorts=false (a cluster has only 2,768 node ports). */
+  readonly nodePorts?: boolean;
+}
+
+export interface WorkerStats {
+  readonly pid: number;
+  readonly agents: number;
+  /** Protobuf bytes the in-process agents wrote on their hub streams (countBytes). */
+  readonly agentHubBytes: number;
+  /** NATS payload bytes the in-process agents received. */
+  readonly agentNatsBytes: number;
+  readonly agentsConnected: number;
+  readonly kubeRequests: number;
+}
+
+export interface WorkerApi {
+  init: {
+    req: { clusters: readonly string[]; watchHistory: number };
+    res: { kube: Record<string, { url: string; kubeconfig: string }> };
+  };
+  startAgents: {
+    req: {
+      hubAddress: string;
+      natsUrl: string;
+      agents: readonly AgentCredentials[];
+      logLevel: string;
+    };
+    res: { started: number };
+  };
+  stopAgents: { req: Record<string, never>; res: { stopped: number } };
+  /** Registers nodes as kubelet does; answers each node's creation time (epoch ms). */
+  createNodes: {
+    req: { nodes: readonly NodeRef[]; ready?: boolean };
+    res: { createdAt: [string, number][] };
+  };
+  deleteNodes: { req: { nodes: readonly NodeRef[] }; res: { deleted: number } };
+  setReady: { req: { nodes: readonly NodeRef[]; ready: boolean }; res: { changed: number } };
+  upsertServices: { req: { services: readonly ServiceSpecRef[] }; res: { createdAt: [string, number][] } };
+  deleteServices: { req: { services: readonly NodeRef[] }; res: { deleted: number } };
+  /** Node names per cluster, and how many still carry the uninitialized taint. */
+  listNodes: { req: Record<string, never>; res: { nodes: Record<string, string[]>; tainted: number } };
+  stats: { req: Record<string, never>; res: WorkerStats };
+  stop: { req: Record<string, never>; res: { ok: true } };
+}
+
+export type Method = keyof WorkerApi;
+
+export interface RequestMessage {
+  readonly id: number;
+  readonly method: Method;
+  readonly params: unknown;
+}
+
+export interface ReplyMessage {
+  readonly id: number;
+  readonly result?: unknown;
+  readonly error?: string;
+}

@@ -1,0 +1,727 @@
+// The four scenarios. Each builds a BenchFleet, drives it, and returns one flat JSON object.
+
+import { readdirSync, readFileSync } from "node:fs";
+import { join as joinPath } from "node:path";
+import { CLUSTER_TAG } from "@fleet-ccm/sim";
+import { BenchFleet, type Delta, type Snapshot } from "./fleet.js";
+import { ACCOUNT, type HubSettings, REGION } from "./hub-process.js";
+import type { NodeRef, ServiceSpecRef } from "./protocol.js";
+import { hasMetric, metricSum, type Pinning, percentile, prng, round, sleep, until } from "./util.js";
+
+export type ScenarioName = "join" | "steady" | "churn" | "chaos";
+
+export interface BenchOptions {
+  readonly scenario: ScenarioName;
+  readonly clusters: number;
+  /** Per cluster. */
+  readonly nodes: number;
+  /** Per cluster. */
+  readonly services: number;
+  readonly cloudLatencyMs: number;
+  readonly workers: number;
+  readonly rateLimitPerSecond: number;
+  readonly timeoutS: number;
+  /** steady: each phase's measured window; churn: the churn window; chaos: the longest fault phase. */
+  readonly durationS: number;
+  readonly refreshPeriodMs: number;
+  /** churn: operations per second across the fleet. */
+  readonly churnRate: number;
+  readonly seed: number;
+  readonly hubLogLevel: string;
+  readonly agentLogLevel: string;
+  readonly cpuProfDir: string | undefined;
+  readonly fleetCpuProfDir: string | undefined;
+  readonly pinning: Pinning;
+  readonly separateAgent: boolean;
+  readonly keep: boolean;
+  /** chaos */
+  readonly notReady: number;
+  readonly gone: number;
+  readonly minChecks: number;
+  readonly monitorPeriodMs: number;
+  readonly extraInstances: number;
+  readonly log: (line: string) => void;
+}
+
+export type Result = Record<string, unknown>;
+
+const NODE_PORT_BUDGET = 2500;
+
+function fleetFor(o: BenchOptions, watchServices: boolean): BenchFleet {
+  return new BenchFleet({
+    clusters: o.clusters,
+    cloudLatencyMs: o.cloudLatencyMs,
+    watchServices,
+    separateAgent: o.separateAgent,
+    pinning: o.pinning,
+    logLevel: o.agentLogLevel,
+    watchHistory: Math.max(10_000, o.nodes * 8 + o.services * 4),
+    cpuProfDir: o.fleetCpuProfDir,
+    log: o.log,
+  });
+}
+
+function serviceRefs(fleet: BenchFleet, perCluster: number): ServiceSpecRef[] {
+  const out: ServiceSpecRef[] = [];
+  for (const cluster of fleet.names)
+    for (let i = 0; i < perCluster; i++)
+      out.push({
+        cluster,
+        name: `svc-${String(i).padStart(5, "0")}`,
+        variant: 0,
+        nodePorts: i < NODE_PORT_BUDGET,
+      });
+  return out;
+}
+
+interface JoinFigures {
+  readonly converged: boolean;
+  readonly nodesInitialized: number;
+  readonly allInitializedMs: number | null;
+  readonly nodeInitP50Ms: number | null;
+  readonly nodeInitP99Ms: number | null;
+  readonly nodeInitMaxMs: number | null;
+  readonly hubOverheadP50Ms: number | null;
+  readonly hubOverheadP99Ms: number | null;
+  readonly cloudMsPerNodeP50: number | null;
+  readonly cloudMsPerNodeP99: number | null;
+  /** Direct lookups by name per node (node-init without coalescing does one). */
+  readonly directLookupsPerNode: number | null;
+  /** Account-wide paged lists (and their pages) the cloud answered in the window. */
+  readonly accountLists: number;
+  readonly accountListPages: number;
+  readonly cloudMaxLookupsInFlight: number;
+  /** p50 / p99 of each leg of a node's initialization (see README). */
+  readonly legsP50Ms: Record<string, number | null>;
+  readonly legsP99Ms: Record<string, number | null>;
+}
+
+/**
+ * Node-init latency (creation → taint removal), and the same minus the cloud's time on that
+ * node's lookups (CloudCallTimer.nodeCloudMs). The legs split each node's latency at its first
+ * patch: `toFirstPatch` (agent report, hub ingest and queue, cloud, publish, NATS, the agent's
+ * first write), its `cloud` part, and `toTaintGone` (the rest of the agent's apply).
+ */
+function joinFigures(fleet: BenchFleet, refs: readonly NodeRef[], converged: boolean): JoinFigures {
+  const latency: number[] = [];
+  const overhead: number[] = [];
+  const cloudMs: number[] = [];
+  let lookups = 0;
+  const legs: Record<string, number[]> = { toFirstPatch: [], cloud: [], toTaintGone: [] };
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const r of refs) {
+    const created = fleet.createdAt.get(`${r.cluster}/${r.name}`);
+    if (created === undefined) continue;
+    first = Math.min(first, created);
+    const obs = fleet.observer.clusters.get(r.cluster);
+    const done = obs?.initializedAt.get(r.name);
+    if (done === undefined) continue;
+    last = Math.max(last, done);
+    const patched = obs?.firstModifiedAt.get(r.name);
+    const l = done - created;
+    const c = Math.min(l, fleet.timer.nodeCloudMs(r.name, created, patched));
+    lookups += fleet.timer.calls(`name:${r.name}`);
+    latency.push(l);
+    cloudMs.push(c);
+    overhead.push(l - c);
+    if (patched !== undefined) {
+      legs["toFirstPatch"]?.push(patched - created);
+      legs["cloud"]?.push(c);
+      legs["toTaintGone"]?.push(done - patched);
+    }
+  }
+  const chains = fleet.timer.chains;
+  return {
+    converged,
+    nodesInitialized: latency.length,
+    allInitializedMs: converged && latency.length > 0 ? last - first : null,
+    nodeInitP50Ms: round(percentile(latency, 50)),
+    nodeInitP99Ms: round(percentile(latency, 99)),
+    nodeInitMaxMs: round(percentile(latency, 100)),
+    hubOverheadP50Ms: round(percentile(overhead, 50)),
+    hubOverheadP99Ms: round(percentile(overhead, 99)),
+    cloudMsPerNodeP50: round(percentile(cloudMs, 50), 1),
+    cloudMsPerNodeP99: round(percentile(cloudMs, 99), 1),
+    directLookupsPerNode: latency.length === 0 ? null : round(lookups / latency.length, 2),
+    accountLists: chains.length,
+    accountListPages: chains.reduce((n, c) => n + c.pages, 0),
+    cloudMaxLookupsInFlight: fleet.timer.maxInFlight,
+    legsP50Ms: Object.fromEntries(Object.entries(legs).map(([k, v]) => [k, round(percentile(v, 50))])),
+    legsP99Ms: Object.fromEntries(Object.entries(legs).map(([k, v]) => [k, round(percentile(v, 99))])),
+  };
+}
+
+function perUpdate(bytes: number | null, updates: number): number | null {
+  return bytes === null || updates <= 0 ? null : round(bytes / updates);
+}
+
+/** Resource and wire figures of one measured window. */
+function windowFigures(d: Delta): Result {
+  return {
+    hubCpuSeconds: round(d.hubCpu, 2),
+    fleetCpuSeconds: round(d.workerCpu, 2),
+    agentProcessCpuSeconds: round(d.agentCpu, 2),
+    natsCpuSeconds: round(d.natsCpu, 2),
+    benchProcessCpuSeconds: round(d.selfCpu, 2),
+    grpcBytesPerNodeUpdate: perUpdate(d.grpcWire, d.nodeEvents),
+    grpcPayloadBytesPerNodeUpdate: perUpdate(d.grpcPayloadInProcess, d.nodeEventsInProcess),
+    natsBytesPerNodeUpdate: perUpdate(d.natsWire ?? d.natsPayload, d.nodePatches),
+    natsPayloadBytesPerNodeUpdate: perUpdate(d.natsPayload, d.nodePatches),
+    natsBytesPerDesiredPatch: perUpdate(d.natsWire ?? d.natsPayload, d.nodePatches + d.servicePatches),
+    nodeUpdates: d.nodeEvents,
+    nodePatchesPublished: d.nodePatches,
+    servicePatchesPublished: d.servicePatches,
+    grpcBytes: d.grpcWire,
+    natsBytes: d.natsWire,
+    cloudCalls: d.cloudCalls,
+    cloudCallsByOperation: d.cloudByOperation,
+    windowMs: d.ms,
+  };
+}
+
+function memoryFigures(fleet: BenchFleet, hubPeak: number | null): Result {
+  return {
+    hubPeakRssBytes: hubPeak,
+    agentPeakRssBytes: fleet.agentPeakRssBytes(),
+    fleetPeakRssBytes: fleet.workerPeakRssBytes(),
+  };
+}
+
+function header(o: BenchOptions, fleet: BenchFleet): Result {
+  return {
+    scenario: o.scenario,
+    clusters: o.clusters,
+    nodes: o.clusters * o.nodes,
+    services: o.clusters * o.services,
+    nodesPerCluster: o.nodes,
+    servicesPerCluster: o.services,
+    cloudLatencyMs: o.cloudLatencyMs,
+    hubWorkers: o.workers,
+    accountRateLimitPerSecond: o.rateLimitPerSecond,
+    separateAgentCluster: fleet.separateCluster ?? null,
+    pinning: o.pinning.description,
+  };
+}
+
+/** Stops everything; keeps the run directory (configs and logs) when asked or when the run failed. */
+async function stopFleet(o: BenchOptions, fleet: BenchFleet, failed: boolean): Promise<void> {
+  if (failed) {
+    o.log(`run failed; configs and logs kept in ${fleet.dir}`);
+    for (const f of [
+      "fleet-worker.log",
+      ...readdirSync(fleet.dir).filter((x) => x.startsWith("hub-") && x.endsWith(".log")),
+    ]) {
+      try {
+        const tail = readFileSync(joinPath(fleet.dir, f), "utf8").split("\n").slice(-8).join("\n").trim();
+        if (tail !== "") o.log(`last lines of ${f}:\n${tail}`);
+      } catch {
+        // not written
+      }
+    }
+  }
+  try {
+    await fleet.stop(o.keep || failed);
+  } catch (err) {
+    o.log(`stopping the fleet: ${(err as Error).message}`);
+  }
+}
+
+/** Starts the fleet and a hub, connects every agent; the common first half of every scenario. */
+async function bringUp(
+  o: BenchOptions,
+  fleet: BenchFleet,
+  extra: Partial<HubSettings> | undefined,
+  label: string,
+): Promise<void> {
+  o.log(`starting nats-server, the simulated cloud and ${o.clusters} simulated API servers…`);
+  await fleet.start();
+  await fleet.startHub(
+    fleet.hubSettings({
+      workers: o.workers,
+      rateLimitPerSecond: o.rateLimitPerSecond,
+      logLevel: o.hubLogLevel,
+      ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
+      ...extra,
+    }),
+    label,
+  );
+  o.log(`hub pid ${fleet.hub?.pid} on ${fleet.hub?.address}; starting ${o.clusters} agents…`);
+  await fleet.startAgents();
+  if (!(await fleet.waitSynced(120_000))) throw new Error("not every agent synced with the hub within 120 s");
+}
+
+/** Creates machines and nodes (and Services) everywhere at once; waits for every taint to go. */
+async function join(
+  o: BenchOptions,
+  fleet: BenchFleet,
+): Promise<{
+  refs: NodeRef[];
+  converged: boolean;
+  before: Snapshot;
+  after: Snapshot;
+  hubSawAllMs: number | null;
+}> {
+  const refs: NodeRef[] = [];
+  for (const c of fleet.names) refs.push(...fleet.addMachines(c, o.nodes));
+  const total = refs.length;
+  const before = await fleet.snapshot();
+  fleet.timer.reset();
+  o.log(
+    `registering ${total} nodes with the uninitialized taint${o.services > 0 ? " and the Services" : ""}…`,
+  );
+  const services = o.services > 0 ? fleet.upsertServices(serviceRefs(fleet, o.services)) : undefined;
+  await fleet.createNodes(refs);
+  await services;
+  let lastLog = Date.now();
+  const converged = await until(
+    () => {
+      const n = fleet.observer.initializedCount();
+      if (Date.now() - lastLog >= 5000) {
+        lastLog = Date.now();
+        o.log(`  ${n}/${total} initialized`);
+      }
+      return n >= total;
+    },
+    o.timeoutS * 1000,
+    100,
+  );
+  o.log(
+    converged ? `all ${total} nodes initialized` : `timed out: ${fleet.observer.initializedCount()}/${total}`,
+  );
+  // The hub learns that a patch landed from the agent's next report; on a saturated fleet core
+  // the reports lag behind the API servers. Read the counters once the hub has seen every node
+  // converge (fleet_ccm_nodes_initialized_total), so every byte of the join is in the window.
+  const seen = () => metricSum(before.metrics, "fleet_ccm_nodes_initialized_total");
+  let hubSawAllMs: number | null = null;
+  if (converged && fleet.hub !== undefined) {
+    const hub = fleet.hub;
+    const first = refs.reduce(
+      (m, r) => Math.min(m, fleet.createdAt.get(`${r.cluster}/${r.name}`) ?? m),
+      Date.now(),
+    );
+    const ok = await until(
+      async () => {
+        const m = await hub.metrics().catch(() => []);
+        return metricSum(m, "fleet_ccm_nodes_initialized_total") - seen() >= total;
+      },
+      60_000,
+      250,
+    );
+    if (ok) hubSawAllMs = Date.now() - first;
+  }
+  await sleep(500);
+  const after = await fleet.snapshot();
+  return { refs, converged, before, after, hubSawAllMs };
+}
+
+/** What the cloud holds after the run: load balancers, and orphans or duplicates among them (should be 0). */
+function lbAudit(fleet: BenchFleet): Result {
+  const cloud = fleet.cloud;
+  if (cloud === undefined) return {};
+  const audit = cloud.auditLoadBalancers({ account: ACCOUNT });
+  return {
+    cloudLoadBalancers: cloud.loadBalancers(ACCOUNT).length,
+    cloudLbOrphans: audit.orphans.length,
+    cloudLbDuplicates: audit.duplicates.length,
+  };
+}
+
+function serviceFigures(o: BenchOptions, fleet: BenchFleet, since: number): Result {
+  if (o.services === 0) return {};
+  let last = 0;
+  for (const obs of fleet.observer.clusters.values())
+    for (const t of obs.serviceReadyAt.values()) last = Math.max(last, t);
+  const ready = fleet.observer.servicesReady();
+  return {
+    servicesWithIngress: ready,
+    allServicesReadyMs: ready === o.services * o.clusters && ready > 0 ? last - since : null,
+    ...lbAudit(fleet),
+  };
+}
+
+export async function runJoin(o: BenchOptions): Promise<Result> {
+  const fleet = fleetFor(o, o.services > 0);
+  let failed = false;
+  try {
+    await bringUp(o, fleet, undefined, "join");
+    const { refs, converged, before, after, hubSawAllMs } = await join(o, fleet);
+    if (o.services > 0) {
+      const want = o.services * o.clusters;
+      o.log(`waiting for ${want} Services to get a load-balancer ingress (at most ${o.timeoutS} s)…`);
+      await until(() => fleet.observer.servicesReady() >= want, o.timeoutS * 1000, 250);
+      o.log(`${fleet.observer.servicesReady()}/${want} Services have an ingress`);
+    }
+    const d = BenchFleet.delta(before, after);
+    const hubPeak = fleet.hubPeakRssBytes();
+    const hubTotalCpu = fleet.hub?.cpuSeconds() ?? null;
+    return {
+      ...header(o, fleet),
+      ...joinFigures(fleet, refs, converged),
+      hubSawAllInitializedMs: hubSawAllMs,
+      ...serviceFigures(o, fleet, before.t),
+      ...windowFigures(d),
+      hubCpuSecondsTotal: round(hubTotalCpu, 2),
+      ...memoryFigures(fleet, hubPeak),
+      observerWatchRestarts: fleet.observer.restarts(),
+      benchDir: o.keep ? fleet.dir : undefined,
+    };
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    await stopFleet(o, fleet, failed);
+  }
+}
+
+/**
+ * steady: the same fleet, twice: first with one instance cache per account (what the hub is
+ * for), then a fresh hub with one cache per cluster (what N per-cluster CCMs do). After every
+ * node is initialized and one refresh period has passed, count cloud calls over the window.
+ */
+export async function runSteady(o: BenchOptions): Promise<Result> {
+  const fleet = fleetFor(o, false);
+  let failed = false;
+  try {
+    const refresh = (cacheScope: "account" | "cluster") => ({
+      refresh: { periodMs: o.refreshPeriodMs, cacheScope },
+    });
+    await bringUp(o, fleet, refresh("account"), "steady-account");
+    const { refs, converged, before, after } = await join(o, fleet);
+    const joinDelta = BenchFleet.delta(before, after);
+    const joinFigs = joinFigures(fleet, refs, converged);
+    const nodes = refs.length;
+    const settleMs = o.refreshPeriodMs + 2000;
+
+    const measure = async (scope: string) => {
+      o.log(`[${scope}] settling ${settleMs} ms, then measuring ${o.durationS} s of steady state…`);
+      await sleep(settleMs);
+      const a = await fleet.snapshot();
+      await sleep(o.durationS * 1000);
+      const b = await fleet.snapshot();
+      const d = BenchFleet.delta(a, b);
+      const hours = d.ms / 3_600_000;
+      const instanceCalls = Object.entries(d.cloudByOperation)
+        .filter(([op]) => op.startsWith("instances."))
+        .reduce((sum, [, n]) => sum + n, 0);
+      return {
+        d,
+        perNodeHour: nodes === 0 ? null : d.cloudCalls / nodes / hours,
+        instancePerNodeHour: nodes === 0 ? null : instanceCalls / nodes / hours,
+        hubCpuPercent: d.hubCpu === null ? null : (100 * d.hubCpu) / (d.ms / 1000),
+        peak: fleet.hubPeakRssBytes(),
+      };
+    };
+    const shared = await measure("account");
+    o.log("restarting the hub with refresh.cacheScope: cluster…");
+    const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
+    await fleet.stopHub();
+    await fleet.startHub(
+      fleet.hubSettings({
+        workers: o.workers,
+        rateLimitPerSecond: o.rateLimitPerSecond,
+        logLevel: o.hubLogLevel,
+        ...refresh("cluster"),
+        ...ports,
+      }),
+      "steady-cluster",
+    );
+    if (!(await fleet.waitSynced(120_000))) throw new Error("agents did not resync with the fresh hub");
+    const isolated = await measure("cluster");
+    const scaleToDefault = o.refreshPeriodMs / 300_000;
+    const ratio =
+      shared.perNodeHour !== null && isolated.perNodeHour !== null && shared.perNodeHour > 0
+        ? isolated.perNodeHour / shared.perNodeHour
+        : null;
+    return {
+      ...header(o, fleet),
+      ...joinFigs,
+      ...windowFigures(joinDelta),
+      refreshPeriodMs: o.refreshPeriodMs,
+      steadyWindowMs: shared.d.ms,
+      cloudCallsPerNodeHour: round(shared.perNodeHour, 2),
+      cloudCallsPerNodeHourIsolated: round(isolated.perNodeHour, 2),
+      cloudCallsRatio: round(ratio, 2),
+      cloudCallsPerNodeHourAtDefaultPeriod: round(
+        shared.perNodeHour === null ? null : shared.perNodeHour * scaleToDefault,
+        3,
+      ),
+      cloudCallsPerNodeHourIsolatedAtDefaultPeriod: round(
+        isolated.perNodeHour === null ? null : isolated.perNodeHour * scaleToDefault,
+        3,
+      ),
+      instanceCallsPerNodeHour: round(shared.instancePerNodeHour, 2),
+      instanceCallsPerNodeHourIsolated: round(isolated.instancePerNodeHour, 2),
+      steadyCloudCalls: shared.d.cloudCalls,
+      steadyCloudCallsIsolated: isolated.d.cloudCalls,
+      steadyCloudCallsByOperation: shared.d.cloudByOperation,
+      steadyCloudCallsByOperationIsolated: isolated.d.cloudByOperation,
+      hubIdleCpuPercent: round(shared.hubCpuPercent, 2),
+      hubIdleCpuPercentIsolated: round(isolated.hubCpuPercent, 2),
+      grpcBytesPerSecondIdle:
+        shared.d.grpcWire === null ? null : round(shared.d.grpcWire / (shared.d.ms / 1000)),
+      natsBytesPerSecondIdle:
+        shared.d.natsWire === null ? null : round(shared.d.natsWire / (shared.d.ms / 1000)),
+      ...memoryFigures(fleet, Math.max(shared.peak ?? 0, isolated.peak ?? 0) || null),
+      hubPeakRssBytesShared: shared.peak,
+      hubPeakRssBytesIsolated: isolated.peak,
+    };
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    await stopFleet(o, fleet, failed);
+  }
+}
+
+/** churn: after the join, a fixed rate of node joins, node leaves and Service changes. */
+export async function runChurn(o: BenchOptions): Promise<Result> {
+  const fleet = fleetFor(o, true);
+  const random = prng(o.seed);
+  const pick = <T>(xs: readonly T[]): T | undefined => xs[Math.floor(random() * xs.length)];
+  let failed = false;
+  try {
+    await bringUp(o, fleet, undefined, "churn");
+    const initial = await join(o, fleet);
+    if (!initial.converged) throw new Error("the initial join did not converge");
+    const live = new Map<string, string[]>(fleet.names.map((c) => [c, []]));
+    for (const r of initial.refs) live.get(r.cluster)?.push(r.name);
+    const svcs = new Map<string, { name: string; variant: number }[]>(fleet.names.map((c) => [c, []]));
+    for (const s of serviceRefs(fleet, o.services)) svcs.get(s.cluster)?.push({ name: s.name, variant: 0 });
+    let nextSvc = o.services;
+    const joined: NodeRef[] = [];
+    const counts = { join: 0, leave: 0, serviceCreate: 0, serviceUpdate: 0, serviceDelete: 0 };
+    const intervalMs = 1000 / o.churnRate;
+    const kinds = ["join", "leave", "service"] as const;
+
+    o.log(`churn: ${o.churnRate} changes/s for ${o.durationS} s…`);
+    const a = await fleet.snapshot();
+    const start = Date.now();
+    for (let i = 0; Date.now() - start < o.durationS * 1000; i++) {
+      const due = start + i * intervalMs;
+      if (due > Date.now()) await sleep(due - Date.now());
+      const cluster = pick(fleet.names) ?? "";
+      const kind = kinds[i % kinds.length];
+      if (kind === "join") {
+        const refs = fleet.addMachines(cluster, 1);
+        await fleet.createNodes(refs);
+        joined.push(...refs);
+        live.get(cluster)?.push(...refs.map((r) => r.name));
+        counts.join++;
+      } else if (kind === "leave") {
+        // Scale-down: the instance is terminated and the Node deleted (cluster-autoscaler's order).
+        const names = live.get(cluster) ?? [];
+        const name = pick(names);
+        if (name === undefined) continue;
+        names.splice(names.indexOf(name), 1);
+        const id = fleet.instances.get(`${cluster}/${name}`);
+        if (id !== undefined) fleet.cloud?.terminateInstance(id);
+        await fleet.deleteNodes([{ cluster, name }]);
+        counts.leave++;
+      } else {
+        const list = svcs.get(cluster) ?? [];
+        const r = random();
+        const s = pick(list);
+        if (s === undefined || r < 0.25) {
+          const name = `svc-${String(nextSvc++).padStart(5, "0")}`;
+          list.push({ name, variant: 0 });
+          await fleet.upsertServices([{ cluster, name, variant: 0 }]);
+          counts.serviceCreate++;
+        } else if (r < 0.5) {
+          list.splice(list.indexOf(s), 1);
+          await fleet.deleteServices([{ cluster, name: s.name }]);
+          counts.serviceDelete++;
+        } else {
+          s.variant++;
+          await fleet.upsertServices([{ cluster, name: s.name, variant: s.variant }]);
+          counts.serviceUpdate++;
+        }
+      }
+    }
+    const b = await fleet.snapshot();
+    o.log(`churn done; waiting for the ${joined.length} joined nodes…`);
+    const converged = await until(
+      () => joined.every((r) => fleet.observer.clusters.get(r.cluster)?.initializedAt.has(r.name) ?? false),
+      60_000,
+      200,
+    );
+    const d = BenchFleet.delta(a, b);
+    const initial_ = joinFigures(fleet, initial.refs, initial.converged);
+    const churn = joinFigures(fleet, joined, converged);
+    return {
+      ...header(o, fleet),
+      ...churn,
+      allInitializedMs: initial_.allInitializedMs,
+      initialJoinNodeInitP99Ms: initial_.nodeInitP99Ms,
+      churnJoinsAllInitializedMs: churn.allInitializedMs,
+      churnRatePerSecond: o.churnRate,
+      churnOps: counts,
+      ...windowFigures(d),
+      hubCpuPercent: d.hubCpu === null ? null : round((100 * d.hubCpu) / (d.ms / 1000), 2),
+      servicesWithIngress: fleet.observer.servicesReady(),
+      ...lbAudit(fleet),
+      cloudCallsPerChurnOp: round(
+        d.cloudCalls /
+          Math.max(
+            1,
+            Object.values(counts).reduce((x, y) => x + y, 0),
+          ),
+        2,
+      ),
+      ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
+    };
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    await stopFleet(o, fleet, failed);
+  }
+}
+
+export const CHAOS_FAULTS = {
+  dropFromListRate: 0.2,
+  emptyListRate: 0.3,
+  emptyGetRate: 0.3,
+  errorRate: 0.3,
+  throttleRate: 0.3,
+  errorRetryAfterSeconds: 1,
+  throttleRetryAfterSeconds: 1,
+} as const;
+
+/**
+ * chaos: every node initialized, then some nodes NotReady while their instances keep running
+ * (a kubelet or network problem, never a reason to delete), a few NotReady whose instance is
+ * really gone, and a cloud that drops 20 % of list items and answers 30 % of calls with empty
+ * 200s, 5xx or 429. Runs until the hub made at least --min-checks lifecycle checks.
+ */
+export async function runChaos(o: BenchOptions): Promise<Result> {
+  const fleet = fleetFor(o, false);
+  const random = prng(o.seed);
+  let failed = false;
+  try {
+    const lifecycle = {
+      // The instance cache refreshes every second, so paged lists (with dropped items and empty
+      // answers) run all through the fault phase: their omissions must never delete a node.
+      refresh: { periodMs: 1000, cacheScope: "account" as const },
+      lifecycle: {
+        monitorPeriodMs: o.monitorPeriodMs,
+        deleteAfterChecks: 3,
+        deleteAfterMs: 3000,
+        blastRadius: { maxPercent: 10, maxNodes: 2, windowMs: 600_000 },
+      },
+    };
+    await bringUp(o, fleet, lifecycle, "chaos");
+    const cloud = fleet.cloud;
+    if (cloud === undefined) throw new Error("no cloud");
+    // Other workloads in the same account: lists are several pages long.
+    for (let i = 0; i < o.extraInstances; i++)
+      cloud.createInstance(ACCOUNT, {
+        name: `other-${i}`,
+        region: REGION,
+        tags: { [CLUSTER_TAG]: "not-a-fleet-cluster" },
+      });
+    const initial = await join(o, fleet);
+    if (!initial.converged) throw new Error("the initial join did not converge");
+
+    const notReady: NodeRef[] = [];
+    const gone: NodeRef[] = [];
+    for (const c of fleet.names) {
+      const names = initial.refs.filter((r) => r.cluster === c).map((r) => r.name);
+      for (let i = names.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        const t = names[i] ?? "";
+        names[i] = names[j] ?? "";
+        names[j] = t;
+      }
+      for (const n of names.slice(0, o.notReady)) notReady.push({ cluster: c, name: n });
+      for (const n of names.slice(o.notReady, o.notReady + o.gone)) gone.push({ cluster: c, name: n });
+    }
+    const a = await fleet.snapshot();
+    cloud.setFaults(CHAOS_FAULTS);
+    for (const g of gone) {
+      const id = fleet.instances.get(`${g.cluster}/${g.name}`);
+      if (id !== undefined) cloud.terminateInstance(id);
+    }
+    await fleet.setReady([...notReady, ...gone], false);
+    o.log(
+      `chaos: ${notReady.length} NotReady nodes with running instances, ${gone.length} whose instance is gone; faults on`,
+    );
+
+    const start = Date.now();
+    let checks = 0;
+    let source = "none";
+    let lastLog = 0;
+    const deleted = (r: NodeRef) => fleet.observer.clusters.get(r.cluster)?.deletedAt.has(r.name) ?? false;
+    for (;;) {
+      await sleep(1000);
+      const b = await fleet.snapshot();
+      if (hasMetric(b.metrics, "fleet_ccm_lifecycle_checks_total")) {
+        source = "hub metric fleet_ccm_lifecycle_checks_total";
+        checks =
+          metricSum(b.metrics, "fleet_ccm_lifecycle_checks_total") -
+          metricSum(a.metrics, "fleet_ccm_lifecycle_checks_total");
+      } else {
+        source = "cloud calls instances.get";
+        checks = (b.cloud.byOperation["instances.get"] ?? 0) - (a.cloud.byOperation["instances.get"] ?? 0);
+      }
+      const elapsed = Date.now() - start;
+      if (elapsed - lastLog >= 5000) {
+        lastLog = elapsed;
+        o.log(
+          `  ${Math.round(elapsed / 1000)} s: ${checks} checks, ${gone.filter(deleted).length}/${gone.length} gone nodes deleted`,
+        );
+      }
+      const enough = checks >= o.minChecks && elapsed >= 10_000;
+      if ((enough && gone.every(deleted)) || (enough && elapsed >= 60_000) || elapsed >= o.durationS * 1000)
+        break;
+    }
+    const end = await fleet.snapshot();
+    cloud.resetFaults();
+    if (o.cloudLatencyMs > 0) cloud.setFaults({ latencyMs: o.cloudLatencyMs });
+
+    // Ground truth: every node that is gone from its API server, against the cloud.
+    const { nodes: present } = await fleet.listNodes();
+    let wrongDeletions = 0;
+    let correctDeletions = 0;
+    const wrong: string[] = [];
+    for (const r of initial.refs) {
+      if ((present[r.cluster] ?? []).includes(r.name)) continue;
+      const id = fleet.instances.get(`${r.cluster}/${r.name}`);
+      const inst = id === undefined ? undefined : cloud.getInstance(id);
+      if (inst !== undefined && inst.state !== "terminated") {
+        wrongDeletions++;
+        wrong.push(`${r.cluster}/${r.name}`);
+      } else correctDeletions++;
+    }
+    let wrongShutdownTaints = 0;
+    for (const [c, obs] of fleet.observer.clusters)
+      for (const name of obs.shutdownTainted) {
+        const id = fleet.instances.get(`${c}/${name}`);
+        if (cloud.getInstance(id ?? "")?.state === "running") wrongShutdownTaints++;
+      }
+    const d = BenchFleet.delta(a, end);
+    return {
+      ...header(o, fleet),
+      monitorPeriodMs: o.monitorPeriodMs,
+      faults: CHAOS_FAULTS,
+      extraInstances: o.extraInstances,
+      notReadyNodes: notReady.length,
+      goneNodes: gone.length,
+      checks,
+      checksSource: source,
+      wrongDeletions,
+      wrongDeletionNodes: wrong,
+      correctDeletions,
+      wrongShutdownTaints,
+      chaosMs: d.ms,
+      cloudCallsByOutcome: d.cloudByOutcome,
+      ...windowFigures(d),
+      ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
+    };
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    await stopFleet(o, fleet, failed);
+  }
+}

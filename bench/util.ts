@@ -1,0 +1,168 @@
+// Small helpers shared by the benchmark modules: time, statistics, /proc, taskset, ss, Prometheus text.
+
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { cpus } from "node:os";
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every `intervalMs` until it returns true or `timeoutMs` passes; returns the last answer. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(intervalMs);
+  }
+}
+
+/** Nearest-rank percentile (p in [0, 100]) of unsorted values; null when there are none. */
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(sorted.length, rank) - 1] ?? null;
+}
+
+export function round(v: number | null, digits = 0): number | null {
+  if (v === null || !Number.isFinite(v)) return null;
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+/** Seeded PRNG (mulberry32): churn and chaos pick the same objects on every run. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---- /proc -------------------------------------------------------------------------------------
+
+/** Linux USER_HZ: /proc/<pid>/stat counts CPU time in these ticks (100 on every mainstream kernel). */
+export const CLK_TCK = 100;
+
+/** utime + stime of a live process, in seconds; null once it is gone. */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after "(comm)": state is field 3, utime field 14, stime field 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    return (utime + stime) / CLK_TCK;
+  } catch {
+    return null;
+  }
+}
+
+function statusField(pid: number, field: string): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
+    return m?.[1] === undefined ? null : Number(m[1]) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+/** Peak resident set size (VmHWM) of a live process, in bytes. */
+export const peakRssBytes = (pid: number): number | null => statusField(pid, "VmHWM");
+/** Current resident set size (VmRSS), in bytes. */
+export const rssBytes = (pid: number): number | null => statusField(pid, "VmRSS");
+
+// ---- CPU pinning -------------------------------------------------------------------------------
+
+export interface Pinning {
+  /** taskset prefix for the hub (empty when pinning is off). */
+  readonly hubPrefix: readonly string[];
+  readonly description: string;
+}
+
+/**
+ * With taskset and at least two cores: this process (and so every child it spawns: the fleet
+ * worker, nats-server, the separate agent) moves to core 1; the hub is started on core 0.
+ */
+export function pinCores(enabled: boolean): Pinning {
+  const taskset = ["/usr/bin/taskset", "/bin/taskset"].find((p) => existsSync(p));
+  if (!enabled) return { hubPrefix: [], description: "off (--no-pin)" };
+  if (taskset === undefined) return { hubPrefix: [], description: "off (no taskset)" };
+  if (cpus().length < 2) return { hubPrefix: [], description: "off (one core)" };
+  const r = spawnSync(taskset, ["-pc", "1", String(process.pid)], { stdio: "ignore" });
+  if (r.status !== 0) return { hubPrefix: [], description: "off (taskset failed)" };
+  return {
+    hubPrefix: [taskset, "-c", "0"],
+    description: "hub on core 0; fleet, observer, cloud, NATS on core 1",
+  };
+}
+
+// ---- TCP byte counters (ss) --------------------------------------------------------------------
+
+/**
+ * Bytes acknowledged on established TCP connections matching an ss filter, e.g.
+ * `dport = :7443` (the agents' ends of their gRPC connections). Null without ss.
+ * This is what really crossed the wire above TCP: HTTP/2 and gRPC framing included.
+ */
+export function tcpBytesAcked(filter: string): number | null {
+  try {
+    const out = execFileSync("ss", ["-tinH", "state", "established", filter], {
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    let total = 0;
+    for (const m of out.matchAll(/bytes_acked:(\d+)/g)) total += Number(m[1]);
+    return total;
+  } catch {
+    return null;
+  }
+}
+
+// ---- Prometheus text ---------------------------------------------------------------------------
+
+export interface Sample {
+  readonly name: string;
+  readonly labels: string;
+  readonly value: number;
+}
+
+export function parsePrometheus(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const brace = line.indexOf("{");
+    const space = line.lastIndexOf(" ");
+    if (space < 0) continue;
+    const name = brace >= 0 && brace < space ? line.slice(0, brace) : line.slice(0, line.indexOf(" "));
+    const labels = brace >= 0 && brace < space ? line.slice(brace + 1, line.lastIndexOf("}")) : "";
+    const value = Number(line.slice(space + 1));
+    if (Number.isFinite(value)) out.push({ name, labels, value });
+  }
+  return out;
+}
+
+/** Sum of every series of `name` whose label text contains each of `labelParts`. */
+export function metricSum(samples: readonly Sample[], name: string, ...labelParts: string[]): number {
+  let sum = 0;
+  for (const s of samples)
+    if (s.name === name && labelParts.every((p) => s.labels.includes(p))) sum += s.value;
+  return sum;
+}
+
+export function hasMetric(samples: readonly Sample[], name: string): boolean {
+  return samples.some((s) => s.name === name);
+}
+
+export async function httpText(url: string, timeoutMs = 5000): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
+  return res.text();
+}
