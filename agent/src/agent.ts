@@ -16,6 +16,7 @@ import { apiFailure } from "./apply/errors.js";
 import { EventRecorder } from "./apply/events.js";
 import { applyNodeDesired } from "./apply/node.js";
 import { applyServiceDesired } from "./apply/service.js";
+import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
@@ -63,6 +64,7 @@ export class Agent {
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger;
+    withConnectionReuse(opts.kubeConfig);
     this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
     this.events = new EventRecorder(this.core, `fleet-ccm-agent/${hostname()}`);
     this.watch = new ClusterWatch(opts.kubeConfig, this.log.child({ component: "watch" }), (e) =>

@@ -14,6 +14,8 @@ export interface Inflight {
 }
 
 const MAX_DEADLINE_MS = 5 * 60_000;
+/** After an APPLIED result, the report gets this many deadlines more to arrive. */
+const APPLIED_GRACE_FACTOR = 4;
 
 /**
  * Observation closes the loop: a published patch counts only when the agent's
@@ -62,6 +64,17 @@ export class ConvergenceTracker {
   pending(key: string, uid: string): Inflight | undefined {
     const e = this.inflight.get(key);
     return e !== undefined && e.uid === uid && e.deadlineMs > this.clock.now() ? e : undefined;
+  }
+
+  /**
+   * The agent applied this generation: the report showing it is on its way (a busy cluster's
+   * reports can lag well behind). Waiting longer is right; publishing again would only add load.
+   */
+  applied(key: string, generation: number): void {
+    const e = this.inflight.get(key);
+    if (e === undefined || e.generation !== generation) return;
+    const deadlineMs = Math.max(e.deadlineMs, this.clock.now() + APPLIED_GRACE_FACTOR * this.deadlineMs);
+    this.inflight.set(key, { ...e, deadlineMs });
   }
 
   /** Makes the next reconcile publish at once (apply failed, agent reconnected). Keeps the attempt count. */

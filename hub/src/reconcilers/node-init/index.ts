@@ -87,7 +87,8 @@ export function onTrackedApplyResult(
   const id = keyOf(k);
   const inflight = ctx.tracker.get(id);
   if (inflight === undefined || inflight.generation !== result.generation) return;
-  if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) {
+  if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) ctx.tracker.applied(id, result.generation);
+  else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) {
     ctx.tracker.expire(id);
     ctx.queue.addRateLimited(k);
   } else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_STALE) {
