@@ -25,6 +25,7 @@ import { FleetObserver } from "./observer.js";
 import type { Method, NodeRef, ReplyMessage, WorkerApi, WorkerStats } from "./protocol.js";
 import {
   cpuSeconds,
+  histogramQuantile,
   metricSum,
   type Pinning,
   peakRssBytes,
@@ -125,6 +126,8 @@ export interface Delta {
   readonly cloudByOperation: Record<string, number>;
   readonly cloudByOutcome: Record<string, number>;
   readonly metric: (name: string, ...labels: string[]) => number;
+  /** Quantile (0–1) of a hub histogram over the window, in the histogram's unit (bucket upper bound). */
+  readonly quantile: (name: string, q: number) => number | null;
 }
 
 function diff(a: number | null, b: number | null): number | null {
@@ -441,6 +444,7 @@ export class BenchFleet {
       cloudByOperation: diffRecord(a.cloud.byOperation, b.cloud.byOperation),
       cloudByOutcome: diffRecord(a.cloud.byOutcome, b.cloud.byOutcome),
       metric,
+      quantile: (name: string, q: number) => histogramQuantile(a.metrics, b.metrics, name, q),
     };
   }
 

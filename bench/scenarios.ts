@@ -152,6 +152,10 @@ function joinFigures(fleet: BenchFleet, refs: readonly NodeRef[], converged: boo
   };
 }
 
+function msOrNull(seconds: number | null): number | null {
+  return seconds === null || !Number.isFinite(seconds) ? null : round(seconds * 1000);
+}
+
 function perUpdate(bytes: number | null, updates: number): number | null {
   return bytes === null || updates <= 0 ? null : round(bytes / updates);
 }
@@ -176,6 +180,10 @@ function windowFigures(d: Delta): Result {
     natsBytes: d.natsWire,
     cloudCalls: d.cloudCalls,
     cloudCallsByOperation: d.cloudByOperation,
+    // The hub's own part of node-init (first report → patch published, minus the cloud lookup),
+    // from its fleet_ccm_node_init_hub_overhead_seconds histogram: bucket upper bounds.
+    hubInternalOverheadP50Ms: msOrNull(d.quantile("fleet_ccm_node_init_hub_overhead_seconds", 0.5)),
+    hubInternalOverheadP99Ms: msOrNull(d.quantile("fleet_ccm_node_init_hub_overhead_seconds", 0.99)),
     windowMs: d.ms,
   };
 }

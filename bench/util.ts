@@ -157,6 +157,32 @@ export function metricSum(samples: readonly Sample[], name: string, ...labelPart
   return sum;
 }
 
+/**
+ * Quantile of a Prometheus histogram between two scrapes: the upper bound of the first bucket
+ * whose count reaches q of the total (so it is coarse: as fine as the buckets).
+ */
+export function histogramQuantile(
+  before: readonly Sample[],
+  after: readonly Sample[],
+  name: string,
+  q: number,
+): number | null {
+  const buckets = new Map<string, number>();
+  for (const s of after) if (s.name === `${name}_bucket`) buckets.set(s.labels, s.value);
+  for (const s of before)
+    if (s.name === `${name}_bucket` && buckets.has(s.labels))
+      buckets.set(s.labels, (buckets.get(s.labels) ?? 0) - s.value);
+  const rows = [...buckets.entries()]
+    .map(([labels, count]) => {
+      const le = /le="([^"]+)"/.exec(labels)?.[1] ?? "+Inf";
+      return { le: le === "+Inf" ? Number.POSITIVE_INFINITY : Number(le), count };
+    })
+    .sort((x, y) => x.le - y.le);
+  const total = rows.at(-1)?.count ?? 0;
+  if (total <= 0) return null;
+  return rows.find((r) => r.count >= q * total)?.le ?? null;
+}
+
 export function hasMetric(samples: readonly Sample[], name: string): boolean {
   return samples.some((s) => s.name === name);
 }

@@ -113,13 +113,15 @@ export const HubConfigSchema = z
       }),
     reconcile: z
       .object({
-        workers: z.number().int().positive().default(32),
+        /** Reconciles in flight. Most of their time is spent awaiting cloud I/O (bounded by each
+         * account's rate limit), so many workers cost little and keep a join storm from queueing. */
+        workers: z.number().int().positive().default(512),
         /** How long a published patch has to show up in the agent's reports before the hub publishes again. */
         convergeDeadlineMs: z.number().int().positive().default(15_000),
         heartbeatIntervalMs: z.number().int().positive().default(10_000),
       })
       .strict()
-      .default({ workers: 32, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
+      .default({ workers: 512, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
     lifecycle: z
       .object({
         /** How often nodes that are not Ready are checked (upstream --node-monitor-period). */
