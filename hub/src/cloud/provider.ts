@@ -113,6 +113,8 @@ export interface LoadBalancerCapabilities {
   readonly proxyProtocol: boolean;
   readonly internal: boolean;
   readonly protocols: readonly LbProtocol[];
+  /** Most backends one pool takes (undefined: no limit). */
+  readonly maxBackends?: number;
 }
 
 /**

@@ -137,3 +137,29 @@ export function ingressEqual(
     have.every((h, i) => h.ip === want[i]?.ip && h.hostname === want[i]?.hostname)
   );
 }
+
+/** 32-bit FNV-1a: cheap, stable, good enough to spread backends. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * At most `max` of `backends` for one Service, chosen by rendezvous hashing on the Service uid:
+ * each Service gets its own spread of nodes, and a node joining or leaving changes at most one
+ * member of each subset. With externalTrafficPolicy Cluster any node forwards to any endpoint,
+ * so a subset serves all traffic (upstream's GCE ILB subsetting rests on the same fact).
+ */
+export function backendSubset(backends: readonly string[], serviceUid: string, max: number): string[] {
+  if (backends.length <= max) return [...backends];
+  return backends
+    .map((id) => ({ id, score: fnv1a(`${serviceUid}/${id}`) }))
+    .sort((a, b) => a.score - b.score || a.id.localeCompare(b.id))
+    .slice(0, max)
+    .map((x) => x.id)
+    .sort();
+}

@@ -16,6 +16,7 @@ import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
+  backendSubset,
   hasFinalizer,
   ingressEqual,
   isEligibleBackend,
@@ -154,6 +155,20 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     const settings = parseLbAnnotations(svc.annotations);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
+    const max = lbs.capabilities.maxBackends;
+    if (max !== undefined && backends.ids.length > max) {
+      if (svc.externalTrafficPolicy === "Local")
+        events.push(
+          serviceEvent(
+            svc,
+            "Warning",
+            REASON.syncFailed,
+            `${backends.ids.length} eligible nodes exceed the provider's ${max} backends per load balancer; with externalTrafficPolicy Local only ${max} nodes receive traffic`,
+          ),
+        );
+      const ids = backendSubset(backends.ids, svc.uid, max);
+      backends = { ids, key: ids.join(","), events: [] };
+    }
     spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends.ids);
   } catch (err) {
     if (err instanceof AnnotationError) {

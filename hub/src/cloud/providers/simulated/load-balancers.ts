@@ -72,6 +72,8 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   proxyProtocol: true,
   internal: true,
   protocols: SUPPORTED_PROTOCOLS,
+  // The simulated cloud, like most, caps a pool at 1,000 members.
+  maxBackends: 1000,
 });
 
 interface KindInfo<T> {

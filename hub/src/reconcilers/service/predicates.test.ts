@@ -1,0 +1,55 @@
+import { describe, expect, test } from "@jest/globals";
+import { parseLbAnnotations } from "./annotations.js";
+import { backendSubset } from "./predicates.js";
+
+describe("backendSubset", () => {
+  const ids = Array.from({ length: 50 }, (_, i) => `i-${String(i).padStart(3, "0")}`);
+
+  test("everything when under the limit; exactly max, sorted, otherwise", () => {
+    expect(backendSubset(ids.slice(0, 5), "svc", 10)).toEqual(ids.slice(0, 5));
+    const s = backendSubset(ids, "svc", 10);
+    expect(s).toHaveLength(10);
+    expect([...s].sort()).toEqual(s);
+    expect(new Set(s).size).toBe(10);
+  });
+
+  test("stable: a node joining or leaving changes at most one member", () => {
+    const before = backendSubset(ids, "svc", 10);
+    const joined = backendSubset([...ids, "i-new"], "svc", 10);
+    expect(joined.filter((x) => !before.includes(x)).length).toBeLessThanOrEqual(1);
+    const left = backendSubset(
+      ids.filter((x) => x !== before[0]),
+      "svc",
+      10,
+    );
+    expect(left.filter((x) => !before.includes(x)).length).toBeLessThanOrEqual(1);
+  });
+
+  test("different Services spread over different nodes", () => {
+    expect(backendSubset(ids, "svc-a", 10)).not.toEqual(backendSubset(ids, "svc-b", 10));
+  });
+});
+
+describe("lb annotations", () => {
+  test("defaults, per-port protocol, and errors that name the annotation and the form", () => {
+    const s = parseLbAnnotations({
+      "lb.fleet-ccm.io/protocol.443": "https",
+      "lb.fleet-ccm.io/proxy-protocol": "true",
+    });
+    expect(s.portProtocols.get(443)).toBe("HTTPS");
+    expect(s.proxyProtocol).toBe(true);
+    expect(s.idleTimeoutSeconds).toBe(60);
+    expect(() => parseLbAnnotations({ "lb.fleet-ccm.io/internal": "yes" })).toThrow(
+      'invalid annotation lb.fleet-ccm.io/internal="yes": expected "true" or "false"',
+    );
+    expect(() => parseLbAnnotations({ "lb.fleet-ccm.io/protcol": "tcp" })).toThrow(
+      /expected a known annotation/,
+    );
+    expect(() =>
+      parseLbAnnotations({
+        "lb.fleet-ccm.io/health-check-interval": "5",
+        "lb.fleet-ccm.io/health-check-timeout": "9",
+      }),
+    ).toThrow(/at most the interval/);
+  });
+});
