@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@fleet-ccm/agent";
 import { builtinProviders, Hub, parseHubConfig } from "@fleet-ccm/hub";
-import { agentInboxPrefix, clusterSubjectFilter } from "@fleet-ccm/proto";
 import {
   CLUSTER_TAG,
   createMachine,
+  fleetNatsUsers,
   freePort,
   type KubeApiServer,
   kubeletNode,
@@ -99,15 +99,10 @@ export class LocalFleet {
     }));
     const hubPassword = randomBytes(18).toString("base64url");
     const nats = await startNatsServer({
-      users: [
-        { user: "hub", password: hubPassword, publish: ["fleet.v1.>"], subscribe: ["_INBOX_hub.>"] },
-        ...names.map((name, i) => ({
-          user: `agent-${name}`,
-          password: secrets[i]?.natsPassword ?? "",
-          publish: [],
-          subscribe: [clusterSubjectFilter(name), `${agentInboxPrefix(name)}.>`],
-        })),
-      ],
+      users: fleetNatsUsers(
+        hubPassword,
+        names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
+      ),
     });
     const cloud = await startSimulatedCloud({ regions: [DEMO_REGION] });
     const account = cloud.createAccount(DEMO_ACCOUNT);

@@ -10,5 +10,5 @@ export {
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
 export * from "./kube/index.js";
-export type { NatsServer, NatsServerOptions, NatsUser } from "./nats/server.js";
-export { findNatsServer, freePort, natsConfig, startNatsServer } from "./nats/server.js";
+export type { FleetNatsIdentity, NatsServer, NatsServerOptions, NatsUser } from "./nats/server.js";
+export { findNatsServer, fleetNatsUsers, freePort, natsConfig, startNatsServer } from "./nats/server.js";

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+import { agentInboxPrefix, clusterSubjectFilter } from "@fleet-ccm/proto";
 
 export interface NatsUser {
   readonly user: string;
@@ -17,11 +18,17 @@ export interface NatsServerOptions {
   readonly users: readonly NatsUser[];
   /** 0 = a free port, kept across restarts. */
   readonly port?: number;
+  /** Also serve nats-server's HTTP monitoring (/varz, /connz) on a free loopback port. */
+  readonly monitor?: boolean;
 }
 
 export interface NatsServer {
   readonly url: string;
   readonly port: number;
+  /** http://127.0.0.1:PORT when `monitor` was asked for. */
+  readonly monitorUrl: string | undefined;
+  /** The running server's process id (0 while stopped). */
+  pid(): number;
   /** Stops the server (SIGTERM, then SIGKILL). */
   stop(): Promise<void>;
   /** Stops and starts it again on the same port. */
@@ -56,6 +63,27 @@ function quote(s: string): string {
 
 function list(subjects: readonly string[]): string {
   return subjects.length === 0 ? `{ deny: [">"] }` : `{ allow: [${subjects.map(quote).join(", ")}] }`;
+}
+
+export interface FleetNatsIdentity {
+  readonly cluster: string;
+  readonly password: string;
+}
+
+/**
+ * The fleet's NATS users: the hub may publish desired state to every cluster; each cluster's
+ * agent may only subscribe to its own subjects and inbox, and publish nothing.
+ */
+export function fleetNatsUsers(hubPassword: string, agents: readonly FleetNatsIdentity[]): NatsUser[] {
+  return [
+    { user: "hub", password: hubPassword, publish: ["fleet.v1.>"], subscribe: ["_INBOX_hub.>"] },
+    ...agents.map((a) => ({
+      user: `agent-${a.cluster}`,
+      password: a.password,
+      publish: [],
+      subscribe: [clusterSubjectFilter(a.cluster), `${agentInboxPrefix(a.cluster)}.>`],
+    })),
+  ];
 }
 
 /** nats-server configuration with one user per identity and per-user subject permissions. */
@@ -102,7 +130,9 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const port = opts.port && opts.port > 0 ? opts.port : await freePort();
   const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-nats-"));
   const confPath = join(dir, "nats.conf");
-  writeFileSync(confPath, natsConfig(port, opts.users), { mode: 0o600 });
+  const monitorPort = opts.monitor ? await freePort() : undefined;
+  const monitorLine = monitorPort === undefined ? "" : `http: "127.0.0.1:${monitorPort}"\n`;
+  writeFileSync(confPath, natsConfig(port, opts.users) + monitorLine, { mode: 0o600 });
   let child: ChildProcess | undefined;
   let stderr = "";
 
@@ -118,6 +148,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     );
     exited.catch(() => undefined);
     await Promise.race([waitForPort(port, 10_000), exited]);
+    if (monitorPort !== undefined) await Promise.race([waitForPort(monitorPort, 10_000), exited]);
   };
 
   const stop = async () => {
@@ -140,6 +171,8 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    monitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
+    pid: () => child?.pid ?? 0,
     stop: async () => {
       await stop();
       process.removeListener("exit", exitHook);
