@@ -129,8 +129,10 @@ describe("node patches", () => {
         ],
       }),
     );
-    const conds = (p?.["status"] as { conditions: { type: string; status: string; reason: string }[] })
-      .conditions;
+    const status = p?.["status"] as
+      | { conditions: { type: string; status: string; reason: string }[] }
+      | undefined;
+    const conds = status?.conditions ?? [];
     expect(conds.map((c) => [c.type, c.status, c.reason])).toEqual([
       ["Ready", "True", "KubeletReady"],
       ["NetworkUnavailable", "False", "RouteCreated"],
