@@ -156,12 +156,13 @@ function expectConverged(s: LoadBalancerSpec): void {
 const mutating = (op: string) => /\.(create|update|delete)$/.test(op);
 
 describe("simulated provider - load balancers", () => {
-  test("lb - capabilities: affinity, proxy protocol, internal; TCP, UDP, HTTP, HTTPS", () => {
+  test("lb - capabilities: affinity, proxy protocol, internal; TCP, UDP, HTTP, HTTPS; 1,000 backends", () => {
     expect(provider().lbs.capabilities).toEqual({
       sessionAffinity: true,
       proxyProtocol: true,
       internal: true,
       protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
+      maxBackends: 1000,
     });
   });
 
