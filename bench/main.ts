@@ -26,7 +26,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
                           chaos: longest fault phase (120)
   --refresh-period-ms MS  steady: hub refresh.periodMs (default 2000)
   --churn-rate R          churn: node joins, node leaves and Service changes per second (default 5)
-  --workers N             hub reconcile.workers (default 512, the hub's default)
+  --workers N             hub reconcile.workers (default 4096, the hub's default)
   --rate-limit R          the account's cloud calls per second in the hub (default 1000)
   --not-ready N           chaos: NotReady nodes per cluster whose instance keeps running (default 3)
   --gone N                chaos: NotReady nodes per cluster whose instance is terminated (default 1)
@@ -99,7 +99,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     nodes: num(values.nodes, "nodes", s === "chaos" ? 30 : 5, 0),
     services: num(values.services, "services", 0, 0),
     cloudLatencyMs: num(values["cloud-latency-ms"], "cloud-latency-ms", 50, 0),
-    workers: num(values.workers, "workers", 512, 1),
+    workers: num(values.workers, "workers", 4096, 1),
     rateLimitPerSecond: num(values["rate-limit"], "rate-limit", 1000, 0.001),
     timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
     durationS: num(values["duration-s"], "duration-s", defaultDuration, 1),

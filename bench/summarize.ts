@@ -49,7 +49,7 @@ export function summarize(rows: readonly Row[]): string {
   for (const r of rows) {
     const key = `${r["scenario"]} ${r["clusters"]}×${r["nodesPerCluster"]}${
       Number(r["servicesPerCluster"] ?? 0) > 0 ? ` +${r["servicesPerCluster"]} svc/cluster` : ""
-    }${r["hubWorkers"] !== 512 ? ` (workers ${r["hubWorkers"]})` : ""}`;
+    }${r["hubWorkers"] !== 4096 ? ` (workers ${r["hubWorkers"]})` : ""}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
   const out: string[] = [];
