@@ -1,27 +1,19 @@
 import type { NodeDesired } from "@fleet-ccm/proto";
-import type { Logger } from "pino";
 import { errorMessage } from "../../cloud/errors.js";
-import type { InstanceCache } from "../../cloud/instance-cache.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
-import type { VerifiedInstances } from "../../cloud/verified-instances.js";
-import type { FleetState } from "../../fleet/state.js";
 import type { WorkKey } from "../../queue/index.js";
-import type { ConvergenceTracker } from "../convergence.js";
+import type { ControllerContext } from "../controller.js";
 import { InitError, initFields, needsInit } from "../node-init/predicates.js";
 import { after, type Outcome } from "../outcome.js";
 
 /** One key per cluster, re-armed every refresh period. */
 export const NODE_REFRESH = "node-refresh";
 
-export interface RefreshDeps {
-  readonly fleet: FleetState;
-  cloudFor(cluster: string): ClusterCloud | undefined;
-  cacheFor(cluster: string): InstanceCache | undefined;
-  readonly verified: VerifiedInstances;
-  readonly tracker: ConvergenceTracker;
+export type RefreshDeps = Pick<
+  ControllerContext,
+  "fleet" | "cloudFor" | "cacheFor" | "verified" | "tracker" | "logger"
+> & {
   readonly periodMs: number;
-  readonly logger: Logger;
-}
+};
 
 function sameAddresses(
   a: readonly { type: string; address: string }[],

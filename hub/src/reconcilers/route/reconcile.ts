@@ -1,16 +1,10 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
-import type { Logger } from "pino";
 import { CloudError, errorMessage } from "../../cloud/errors.js";
 import { OWNER_TAG_CLUSTER, routeOwnerTags } from "../../cloud/naming.js";
 import type { CloudRoute } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
-import type { VerifiedInstances } from "../../cloud/verified-instances.js";
-import type { FleetState } from "../../fleet/state.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
-import type { HubMetrics } from "../../metrics.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
-import type { Semaphore } from "../../util/semaphore.js";
-import type { ConvergenceTracker } from "../convergence.js";
+import type { ControllerContext } from "../controller.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, type Outcome } from "../outcome.js";
 
@@ -24,16 +18,12 @@ export const REASON_ROUTE_CREATED = "RouteCreated";
 export const REASON_NO_ROUTE_CREATED = "NoRouteCreated";
 export const REASON_FAILED_TO_CREATE_ROUTE = "FailedToCreateRoute";
 
-export interface RouteDeps {
-  readonly fleet: FleetState;
-  cloudFor(cluster: string): ClusterCloud | undefined;
-  routeWritesFor(cluster: string): Semaphore | undefined;
-  readonly verified: VerifiedInstances;
-  readonly tracker: ConvergenceTracker;
-  readonly metrics: HubMetrics;
-  readonly logger: Logger;
+export type RouteDeps = Pick<
+  ControllerContext,
+  "fleet" | "cloudFor" | "cacheFor" | "routeWritesFor" | "verified" | "tracker" | "metrics" | "logger"
+> & {
   readonly periodMs: number;
-}
+};
 
 interface Want {
   readonly node: Readonly<Node>;
@@ -71,11 +61,19 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   }
   const want = new Map<string, Want>();
   const events = [];
+  const routed = [...view.nodes.values()].filter(
+    (n) => n.deletionTimestamp === undefined && n.providerId !== "" && n.podCidrs.length > 0,
+  );
   try {
-    for (const node of view.nodes.values()) {
-      if (node.deletionTimestamp !== undefined || node.providerId === "" || node.podCidrs.length === 0)
-        continue;
-      const verdict = await deps.verified.verify(key.cluster, node.providerId, cloud);
+    const verdicts = await deps.verified.verifyAll(
+      key.cluster,
+      routed.map((n) => n.providerId),
+      cloud,
+      deps.cacheFor(key.cluster),
+    );
+    for (const node of routed) {
+      const verdict = verdicts.get(node.providerId);
+      if (verdict === undefined) continue;
       if (!verdict.ok) {
         events.push(routeEvent(node, `Not routing pod CIDRs to this node: ${verdict.reason}`));
         continue;

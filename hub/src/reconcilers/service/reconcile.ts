@@ -1,16 +1,14 @@
 import type { ClusterEvent, LoadBalancerIngress, Service, ServiceDesired } from "@fleet-ccm/proto";
-import type { Logger } from "pino";
 import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
 import type { LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
-import type { ClusterView, FleetState } from "../../fleet/state.js";
+import type { ClusterView } from "../../fleet/state.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
-import type { Clock } from "../../util/clock.js";
-import type { ConvergenceTracker } from "../convergence.js";
+import type { ControllerContext } from "../controller.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
@@ -47,20 +45,16 @@ export interface BackendSet {
   readonly events: readonly ClusterEvent[];
 }
 
-export interface ServiceDeps {
-  readonly fleet: FleetState;
-  cloudFor(cluster: string): ClusterCloud | undefined;
-  cacheFor(cluster: string): InstanceCache | undefined;
-  readonly tracker: ConvergenceTracker;
-  readonly verified: VerifiedInstances;
+export type ServiceDeps = Pick<
+  ControllerContext,
+  "fleet" | "cloudFor" | "cacheFor" | "tracker" | "verified" | "logger" | "clock"
+> & {
   readonly ensured: Map<string, EnsuredRecord>;
-  readonly logger: Logger;
-  readonly clock: Clock;
   /** The cluster's verified backend set, computed once per node-set change and shared by its Services. */
   backendsFor(cluster: string, view: ClusterView, cloud: ClusterCloud): Promise<BackendSet>;
   /** spec.loadBalancerClass this hub also owns (besides none). */
   readonly loadBalancerClass: string | undefined;
-}
+};
 
 function desired(svc: Readonly<Service>, generation: number, patch: Partial<ServiceDesired>): ServiceDesired {
   return {
