@@ -2,6 +2,7 @@ import { ObjectKind } from "@fleet-ccm/proto";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { type ClusterView, serviceKey } from "../../fleet/state.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
+import { Semaphore } from "../../util/semaphore.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
 import { backendFacts, needsCleanup, wantsLoadBalancer } from "./predicates.js";
@@ -13,6 +14,9 @@ import {
   SERVICE,
   SERVICE_NODES,
 } from "./reconcile.js";
+
+/** Service syncs in flight across the hub. */
+const SERVICE_SYNC_CONCURRENCY = 256;
 
 /** A backend set is recomputed at least this often (instance verdicts expire)… */
 const BACKEND_SET_MAX_AGE_MS = 60_000;
@@ -27,6 +31,9 @@ export function serviceController(ctx: ControllerContext): Controller {
   const { queue, tracker } = ctx;
   const ownedClass = ctx.config.loadBalancerClass;
   const ensured = new Map<string, EnsuredRecord>();
+  // A Service sync holds several cloud answers at once and is paced by the account's rate limit
+  // anyway: bound how many run together, so thousands of waiting ones cost no memory.
+  const ensures = new Semaphore(SERVICE_SYNC_CONCURRENCY);
   // The backend set is the same for every Service of a cluster: computed at most once per
   // second per cluster (and by the batched node-set sync right before it fans out), shared by
   // every Service, never once per Service.
@@ -107,7 +114,7 @@ export function serviceController(ctx: ControllerContext): Controller {
       },
     },
     async reconcile(k) {
-      if (k.kind === SERVICE) return reconcileService(k, deps);
+      if (k.kind === SERVICE) return ensures.run(() => reconcileService(k, deps));
       // Batched node-set change: compute the new backend set once, then fan out to every
       // Service of the cluster (each filters itself).
       const view = ctx.fleet.view(k.cluster);
