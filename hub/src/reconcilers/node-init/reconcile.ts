@@ -17,6 +17,7 @@ import { TAINT_UNINITIALIZED } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Clock } from "../../util/clock.js";
 import type { ConvergenceTracker } from "../convergence.js";
+import { nodeDesired } from "../desired.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import {
   nodeEvent,
@@ -93,18 +94,12 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
   try {
     const fields = initFields(node, meta);
     const inflight = deps.tracker.record(k, node.uid);
-    desired = {
-      name: node.name,
-      uid: node.uid,
-      generation: inflight.generation,
+    desired = nodeDesired(node, inflight.generation, {
       providerId: fields.providerID,
       labels: { ...fields.labels },
       addresses: fields.addresses === undefined ? undefined : { items: [...fields.addresses] },
-      addTaints: [],
       removeTaintKeys: [TAINT_UNINITIALIZED],
-      delete: false,
-      conditions: [],
-    };
+    });
     deps.onPublished?.(k, cloudMs);
     return after(inflight.deadlineMs - inflight.publishedAtMs, { nodes: [desired] });
   } catch (err) {

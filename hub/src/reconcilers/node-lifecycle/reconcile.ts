@@ -10,6 +10,7 @@ import type { HubMetrics } from "../../metrics.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Clock } from "../../util/clock.js";
 import type { ConvergenceTracker } from "../convergence.js";
+import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, DONE, type Outcome } from "../outcome.js";
 import type { DeletionBudget, DeletionPolicy, NotFoundEvidence } from "./safety.js";
@@ -57,18 +58,9 @@ function lifecycleEvent(node: Readonly<Node>, type: "Normal" | "Warning", reason
 }
 
 function taintPatch(node: Readonly<Node>, generation: number, add: boolean): NodeDesired {
-  return {
-    name: node.name,
-    uid: node.uid,
-    generation,
-    providerId: "",
-    labels: {},
-    addresses: undefined,
-    addTaints: add ? [{ key: TAINT_SHUTDOWN, value: "", effect: "NoSchedule" }] : [],
-    removeTaintKeys: add ? [] : [TAINT_SHUTDOWN],
-    delete: false,
-    conditions: [],
-  };
+  return add
+    ? nodeDesired(node, generation, { addTaints: [{ key: TAINT_SHUTDOWN, value: "", effect: "NoSchedule" }] })
+    : nodeDesired(node, generation, { removeTaintKeys: [TAINT_SHUTDOWN] });
 }
 
 /**
@@ -163,7 +155,7 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
   deps.metrics.lifecycleDeletions.inc();
   deps.evidence.forget(k);
   const deletion = deps.tracker.record(k, node.uid, "deleted");
-  return publish({ ...taintPatch(node, deletion.generation, false), removeTaintKeys: [], delete: true }, [
+  return publish(nodeDesired(node, deletion.generation, { delete: true }), [
     lifecycleEvent(
       node,
       "Normal",

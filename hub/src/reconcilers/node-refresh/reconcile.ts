@@ -2,6 +2,7 @@ import type { NodeDesired } from "@fleet-ccm/proto";
 import { errorMessage } from "../../cloud/errors.js";
 import type { WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
+import { nodeDesired } from "../desired.js";
 import { InitError, initFields, needsInit } from "../node-init/predicates.js";
 import { after, type Outcome } from "../outcome.js";
 
@@ -60,19 +61,13 @@ export async function reconcileNodeRefresh(key: WorkKey, deps: RefreshDeps): Pro
         ? fields.addresses
         : undefined;
     if (addresses === undefined && Object.keys(labels).length === 0) continue;
-    nodes.push({
-      name: node.name,
-      uid: node.uid,
-      // Periodic and level-based: not tracked; a lost patch is simply published next period.
-      generation: deps.tracker.nextGeneration(),
-      providerId: "",
-      labels,
-      addresses: addresses === undefined ? undefined : { items: [...addresses] },
-      addTaints: [],
-      removeTaintKeys: [],
-      delete: false,
-      conditions: [],
-    });
+    // Periodic and level-based: not tracked; a lost patch is simply published next period.
+    nodes.push(
+      nodeDesired(node, deps.tracker.nextGeneration(), {
+        labels,
+        addresses: addresses === undefined ? undefined : { items: [...addresses] },
+      }),
+    );
   }
   return nodes.length === 0 ? rearm : { ...rearm, nodes };
 }

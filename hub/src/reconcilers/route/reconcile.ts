@@ -5,6 +5,7 @@ import type { CloudRoute } from "../../cloud/provider.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
+import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, type Outcome } from "../outcome.js";
 
@@ -175,28 +176,21 @@ function conditionPatches(
     if (have?.status === status && have.reason === reason) continue;
     const k = keyOf({ cluster, kind: ROUTE_CONDITION, name: node.name });
     if (deps.tracker.pending(k, node.uid) !== undefined) continue;
-    out.push({
-      name: node.name,
-      uid: node.uid,
-      generation: deps.tracker.record(k, node.uid).generation,
-      providerId: "",
-      labels: {},
-      addresses: undefined,
-      addTaints: [],
-      removeTaintKeys: [],
-      delete: false,
-      conditions: [
-        {
-          type: CONDITION_NETWORK_UNAVAILABLE,
-          status,
-          reason,
-          message:
-            status === "False"
-              ? "RouteController created a route"
-              : "RouteController failed to create a route",
-        },
-      ],
-    });
+    out.push(
+      nodeDesired(node, deps.tracker.record(k, node.uid).generation, {
+        conditions: [
+          {
+            type: CONDITION_NETWORK_UNAVAILABLE,
+            status,
+            reason,
+            message:
+              status === "False"
+                ? "RouteController created a route"
+                : "RouteController failed to create a route",
+          },
+        ],
+      }),
+    );
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import type { ClusterEvent, LoadBalancerIngress, Service, ServiceDesired } from "@fleet-ccm/proto";
+import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
 import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
@@ -9,6 +9,7 @@ import type { ClusterView } from "../../fleet/state.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
+import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
@@ -55,19 +56,6 @@ export type ServiceDeps = Pick<
   /** spec.loadBalancerClass this hub also owns (besides none). */
   readonly loadBalancerClass: string | undefined;
 };
-
-function desired(svc: Readonly<Service>, generation: number, patch: Partial<ServiceDesired>): ServiceDesired {
-  return {
-    namespace: svc.namespace,
-    name: svc.name,
-    uid: svc.uid,
-    generation,
-    addFinalizers: [],
-    removeFinalizers: [],
-    ingress: undefined,
-    ...patch,
-  };
-}
 
 const EXPECT_FINALIZER = "finalizer";
 const EXPECT_NO_FINALIZER = "no-finalizer";
@@ -138,7 +126,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     // Before anything exists in the cloud, so a deletion can never leak it.
     const published = deps.tracker.record(k, svc.uid, EXPECT_FINALIZER);
     return after(published.deadlineMs - published.publishedAtMs, {
-      services: [desired(svc, published.generation, { addFinalizers: [FINALIZER_LB_CLEANUP] })],
+      services: [serviceDesired(svc, published.generation, { addFinalizers: [FINALIZER_LB_CLEANUP] })],
     });
   }
 
@@ -236,7 +224,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   const published = deps.tracker.record(k, svc.uid, `${EXPECT_INGRESS}${JSON.stringify(ingress)}`);
   return after(published.deadlineMs - published.publishedAtMs, {
     events,
-    services: [desired(svc, published.generation, { ingress: { items: ingress } })],
+    services: [serviceDesired(svc, published.generation, { ingress: { items: ingress } })],
   });
 }
 
@@ -263,7 +251,7 @@ async function deleteLoadBalancer(
   return after(published.deadlineMs - published.publishedAtMs, {
     events,
     services: [
-      desired(svc, published.generation, {
+      serviceDesired(svc, published.generation, {
         removeFinalizers: [FINALIZER_LB_CLEANUP],
         ingress: svc.ingress.length > 0 ? { items: [] } : undefined,
       }),
