@@ -3,21 +3,17 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
+import { waitFor } from "@fleet-ccm/sim";
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `check` every `intervalMs` until it returns true or `timeoutMs` passes; returns the last answer. */
-export async function until(
+/** Polls `check` every `intervalMs` (100 by default here) until it returns true or `timeoutMs` passes. */
+export function until(
   check: () => boolean | Promise<boolean>,
   timeoutMs: number,
   intervalMs = 100,
 ): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() >= deadline) return false;
-    await sleep(intervalMs);
-  }
+  return waitFor(check, timeoutMs, intervalMs);
 }
 
 /** Nearest-rank percentile (p in [0, 100]) of unsorted values; null when there are none. */

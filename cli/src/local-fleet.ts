@@ -19,6 +19,7 @@ import {
   startKubeApiServer,
   startNatsServer,
   startSimulatedCloud,
+  waitFor,
 } from "@fleet-ccm/sim";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -365,16 +366,4 @@ export class LocalFleet {
   }
 }
 
-/** Polls `check` until it returns true or `timeoutMs` passes. */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  intervalMs = 50,
-): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  return check();
-}
+export { waitFor };

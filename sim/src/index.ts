@@ -12,3 +12,4 @@ export {
 export * from "./kube/index.js";
 export type { FleetNatsIdentity, NatsServer, NatsServerOptions, NatsUser } from "./nats/server.js";
 export { findNatsServer, fleetNatsUsers, freePort, natsConfig, startNatsServer } from "./nats/server.js";
+export { waitFor } from "./util/wait.js";
