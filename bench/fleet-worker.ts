@@ -37,7 +37,6 @@ function serviceObject(ref: ServiceSpecRef, index: number): KubeObject {
       ports: [
         { name: "http", protocol: "TCP", port: 80 + (ref.variant % 100), targetPort: 8080 + (index % 10) },
       ],
-      ...(lb && ref.nodePorts === false ? { allocateLoadBalancerNodePorts: false } : {}),
     },
   };
 }
@@ -49,7 +48,13 @@ const handlers: Handlers = {
     for (let i = 0; i < clusters.length; i += 20) {
       await Promise.all(
         clusters.slice(i, i + 20).map(async (c) => {
-          const k = await startKubeApiServer({ watchHistory, name: c });
+          // As kube-apiserver --service-node-port-range=30000-44999: the default range (2,768 ports)
+          // cannot hold one cluster's 5,000 LoadBalancer Services.
+          const k = await startKubeApiServer({
+            watchHistory,
+            name: c,
+            serviceNodePortRange: { min: 30000, max: 44999 },
+          });
           kube.set(c, k);
           out[c] = { url: k.url, kubeconfig: k.kubeconfigYaml() };
         }),

@@ -41,6 +41,8 @@ export interface FleetOptions {
   readonly watchServices: boolean;
   /** Run the first cluster's agent as its own process through the CLI. */
   readonly separateAgent: boolean;
+  /** NODE_OPTIONS of that process. */
+  readonly agentNodeOptions: string;
   readonly pinning: Pinning;
   readonly logLevel: string;
   readonly watchHistory: number;
@@ -305,7 +307,7 @@ export class BenchFleet {
         "--log-level",
         this.opts.logLevel,
       ],
-      { stdio: ["ignore", "ignore", fd] },
+      { stdio: ["ignore", "ignore", fd], env: { ...process.env, NODE_OPTIONS: this.opts.agentNodeOptions } },
     );
     closeSync(fd);
     const kill = () => child.kill("SIGKILL");

@@ -2,6 +2,7 @@
 // prints one JSON object on stdout. Progress goes to stderr. See bench/README.md.
 
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import {
   type BenchOptions,
@@ -40,8 +41,17 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --seed N                picks of churn and chaos (default 1)
   --no-pin                do not pin the hub to core 0 and the rest to core 1
   --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
+  --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --keep                  keep the run directory (configs, logs) and print its path
 `;
+
+/** The agent process runs with the NODE_OPTIONS of the shipped manifest, as in production. */
+function deployedAgentNodeOptions(): string {
+  const manifest = readFileSync(new URL("../../deploy/agent/deployment.yaml", import.meta.url), "utf8");
+  const m = /- name: NODE_OPTIONS\s+value: "([^"]*)"/.exec(manifest);
+  if (m?.[1] === undefined) throw new Error("deploy/agent/deployment.yaml sets no NODE_OPTIONS");
+  return m[1];
+}
 
 function num(v: string | undefined, name: string, dflt: number, min = 0): number {
   if (v === undefined) return dflt;
@@ -79,6 +89,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       seed: { type: "string" },
       "no-pin": { type: "boolean" },
       "no-separate-agent": { type: "boolean" },
+      "agent-node-options": { type: "string" },
       keep: { type: "boolean" },
       help: { type: "boolean" },
     },
@@ -112,6 +123,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     fleetCpuProfDir: values["fleet-cpu-prof"],
     pinning: pinCores(values["no-pin"] !== true),
     separateAgent: values["no-separate-agent"] !== true,
+    agentNodeOptions: values["agent-node-options"] ?? deployedAgentNodeOptions(),
     keep: values.keep === true,
     notReady: num(values["not-ready"], "not-ready", 3, 0),
     gone: num(values.gone, "gone", 1, 0),

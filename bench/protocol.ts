@@ -18,8 +18,6 @@ export interface ServiceSpecRef {
   readonly variant: number;
   /** Default true: type LoadBalancer (else ClusterIP). */
   readonly loadBalancer?: boolean;
-  /** false: spec.allocateLoadBalancerNodePorts=false (a cluster has only 2,768 node ports). */
-  readonly nodePorts?: boolean;
 }
 
 export interface WorkerStats {

@@ -33,6 +33,8 @@ export interface BenchOptions {
   readonly fleetCpuProfDir: string | undefined;
   readonly pinning: Pinning;
   readonly separateAgent: boolean;
+  /** NODE_OPTIONS of the separate agent process. */
+  readonly agentNodeOptions: string;
   readonly keep: boolean;
   /** chaos */
   readonly notReady: number;
@@ -45,14 +47,13 @@ export interface BenchOptions {
 
 export type Result = Record<string, unknown>;
 
-const NODE_PORT_BUDGET = 2500;
-
 function fleetFor(o: BenchOptions, watchServices: boolean): BenchFleet {
   return new BenchFleet({
     clusters: o.clusters,
     cloudLatencyMs: o.cloudLatencyMs,
     watchServices,
     separateAgent: o.separateAgent,
+    agentNodeOptions: o.agentNodeOptions,
     pinning: o.pinning,
     logLevel: o.agentLogLevel,
     watchHistory: Math.max(10_000, o.nodes * 8 + o.services * 4),
@@ -65,12 +66,7 @@ function serviceRefs(fleet: BenchFleet, perCluster: number): ServiceSpecRef[] {
   const out: ServiceSpecRef[] = [];
   for (const cluster of fleet.names)
     for (let i = 0; i < perCluster; i++)
-      out.push({
-        cluster,
-        name: `svc-${String(i).padStart(5, "0")}`,
-        variant: 0,
-        nodePorts: i < NODE_PORT_BUDGET,
-      });
+      out.push({ cluster, name: `svc-${String(i).padStart(5, "0")}`, variant: 0 });
   return out;
 }
 
@@ -208,6 +204,7 @@ function header(o: BenchOptions, fleet: BenchFleet): Result {
     hubWorkers: o.workers,
     accountRateLimitPerSecond: o.rateLimitPerSecond,
     separateAgentCluster: fleet.separateCluster ?? null,
+    agentNodeOptions: fleet.separateCluster === undefined ? null : o.agentNodeOptions,
     pinning: o.pinning.description,
   };
 }

@@ -7,7 +7,7 @@ export {
   type StatusCause as KubeStatusCause,
   type StatusDetails as KubeStatusDetails,
 } from "./errors.js";
-export type { KindName as KubeKind } from "./resources.js";
+export type { KindName as KubeKind, NodePortRange as KubeNodePortRange } from "./resources.js";
 export {
   type KubeApiServer,
   type KubeApiServerOptions,

@@ -256,8 +256,13 @@ export const NODES: ResourceDef = {
 // ---------------------------------------------------------------------------------------------
 // Services
 
-export const NODE_PORT_MIN = 30000;
-export const NODE_PORT_MAX = 32767;
+export interface NodePortRange {
+  readonly min: number;
+  readonly max: number;
+}
+
+/** kube-apiserver's default --service-node-port-range. */
+export const NODE_PORT_RANGE: NodePortRange = { min: 30000, max: 32767 };
 
 const SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 

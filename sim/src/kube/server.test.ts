@@ -1057,3 +1057,37 @@ describe("direct store access and auth", () => {
     }
   });
 });
+
+describe("--service-node-port-range", () => {
+  test("allocates inside the configured range and says so when it is full", async () => {
+    const small = await startKubeApiServer({ serviceNodePortRange: { min: 40000, max: 40001 } });
+    try {
+      const skc = new KubeConfig();
+      skc.loadFromOptions(small.kubeConfigOptions());
+      const api = skc.makeApiClient(CoreV1Api);
+      const ports: number[] = [];
+      for (const name of ["a", "b"]) {
+        const s = await api.createNamespacedService({ namespace: "default", body: lbService(name) });
+        ports.push(s.spec?.ports?.[0]?.nodePort ?? 0);
+      }
+      expect(ports.sort()).toEqual([40000, 40001]);
+      const full = await apiError(
+        api.createNamespacedService({ namespace: "default", body: lbService("c") }),
+      );
+      expect(full.code).toBe(422);
+      expect(full.status.message).toContain("failed to allocate a nodePort: range is full");
+      const outside = await apiError(
+        api.createNamespacedService({
+          namespace: "default",
+          body: {
+            metadata: { name: "d" },
+            spec: { type: "NodePort", ports: [{ port: 80, nodePort: 30000 }] },
+          },
+        }),
+      );
+      expect(outside.status.message).toContain("The range of valid ports is 40000-40001");
+    } finally {
+      await small.close();
+    }
+  });
+});

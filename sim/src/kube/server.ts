@@ -22,6 +22,8 @@ import { getString, isObject, type JsonObject, type JsonValue, parseJson, toJson
 import {
   ALL_RESOURCES,
   type KindName,
+  NODE_PORT_RANGE,
+  type NodePortRange,
   type ResourceDef,
   resourceByKind,
   type Subresource,
@@ -57,6 +59,8 @@ export interface KubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** gitVersion reported by /version (default v1.31.0-sim). */
   gitVersion?: string;
+  /** kube-apiserver --service-node-port-range (default 30000-32767, 2,768 ports). */
+  serviceNodePortRange?: NodePortRange;
 }
 
 /** Minimal KubeObjectMeta; other fields are kept as-is. */
@@ -243,6 +247,7 @@ class SimServer implements KubeApiServer {
       simulateGarbageCollector: opts.simulateGarbageCollector ?? true,
       eventTTLSeconds: opts.eventTTLSeconds ?? 3600,
       futureResourceVersionWaitMs: 3000,
+      nodePortRange: opts.serviceNodePortRange ?? NODE_PORT_RANGE,
     });
     for (const ns of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       this.store.create(resourceByKind("Namespace"), undefined, { metadata: { name: ns } });

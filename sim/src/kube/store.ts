@@ -45,8 +45,7 @@ import {
   ALL_RESOURCES,
   EVENTS,
   NAMESPACES,
-  NODE_PORT_MAX,
-  NODE_PORT_MIN,
+  type NodePortRange,
   needsHealthCheckNodePort,
   needsNodePorts,
   type ResourceDef,
@@ -149,6 +148,8 @@ export interface StoreOptions {
   eventTTLSeconds: number;
   /** How long a LIST/WATCH for a resourceVersion newer than the store waits before failing (ms). */
   futureResourceVersionWaitMs: number;
+  /** kube-apiserver --service-node-port-range. */
+  nodePortRange: NodePortRange;
 }
 
 export const PATCH_TYPES = [
@@ -442,11 +443,12 @@ export class KubeStore {
   private readonly clusterIPOwner = new Map<string, string>();
   private readonly serviceAllocations = new Map<string, ServiceAllocation>();
   private nextClusterIP = 10;
-  private nextNodePort = NODE_PORT_MIN;
+  private nextNodePort: number;
   private readonly eventExpiry = new Map<string, number>();
   private closed = false;
 
   constructor(readonly opts: StoreOptions) {
+    this.nextNodePort = opts.nodePortRange.min;
     for (const def of ALL_RESOURCES) {
       this.tables.set(def, { def, entries: new Map(), sorted: undefined, watchers: new Set() });
     }
@@ -1266,11 +1268,12 @@ export class KubeStore {
   }
 
   private pickNodePort(taken: ReadonlySet<number>): number | undefined {
-    const span = NODE_PORT_MAX - NODE_PORT_MIN + 1;
+    const { min, max } = this.opts.nodePortRange;
+    const span = max - min + 1;
     for (let i = 0; i < span; i++) {
-      const p = NODE_PORT_MIN + ((this.nextNodePort - NODE_PORT_MIN + i) % span);
+      const p = min + ((this.nextNodePort - min + i) % span);
       if (!this.nodePortOwner.has(p) && !taken.has(p)) {
-        this.nextNodePort = p + 1 > NODE_PORT_MAX ? NODE_PORT_MIN : p + 1;
+        this.nextNodePort = p + 1 > max ? min : p + 1;
         return p;
       }
     }
@@ -1348,12 +1351,13 @@ export class KubeStore {
       ports.forEach((p, i) => {
         const np = p["nodePort"];
         if (typeof np !== "number" || np === 0) return;
-        if (np < NODE_PORT_MIN || np > NODE_PORT_MAX) {
+        const { min, max } = this.opts.nodePortRange;
+        if (np < min || np > max) {
           errs.push(
             fieldInvalid(
               `spec.ports[${i}].nodePort`,
               np,
-              `provided port is not in the valid range. The range of valid ports is ${NODE_PORT_MIN}-${NODE_PORT_MAX}`,
+              `provided port is not in the valid range. The range of valid ports is ${min}-${max}`,
             ),
           );
           return;
