@@ -3,7 +3,7 @@
 # one closing line "N passed, N failed". Extra arguments go to jest (e.g. a path filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-npx tsc -b
+bash scripts/build.sh
 npx tsc -p tsconfig.test.json
 rm -f .jest.json
 status=0

@@ -8,7 +8,7 @@ import {
   type NodeDesired,
   type ServiceDesired,
 } from "@fleet-ccm/proto";
-import { CoreV1Api, type KubeConfig, VersionApi } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
@@ -19,6 +19,7 @@ import { applyServiceDesired } from "./apply/service.js";
 import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
+import { KubeClient } from "./kube-client.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
@@ -50,7 +51,7 @@ type Job =
  * no cloud credential and decides nothing.
  */
 export class Agent {
-  private readonly core: CoreV1Api;
+  private readonly api: KubeClient;
   private readonly watch: ClusterWatch;
   private readonly stream: HubStream;
   private readonly events: EventRecorder;
@@ -65,8 +66,8 @@ export class Agent {
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger;
     withConnectionReuse(opts.kubeConfig);
-    this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
-    this.events = new EventRecorder(this.core, `fleet-ccm-agent/${hostname()}`);
+    this.api = new KubeClient(opts.kubeConfig);
+    this.events = new EventRecorder(this.api, `fleet-ccm-agent/${hostname()}`);
     this.watch = new ClusterWatch(opts.kubeConfig, this.log.child({ component: "watch" }), (e) =>
       this.onWatch(e),
     );
@@ -98,7 +99,7 @@ export class Agent {
 
   async start(): Promise<void> {
     try {
-      const v = await this.opts.kubeConfig.makeApiClient(VersionApi).getCode();
+      const v = await this.api.version();
       this.kubernetesVersion = v.gitVersion;
     } catch {
       // Optional: only reported to the hub.
@@ -188,9 +189,9 @@ export class Agent {
     }
     const result =
       job.kind === "node"
-        ? await applyNodeDesired(this.core, job.desired, this.watch.node(job.desired.name))
+        ? await applyNodeDesired(this.api, job.desired, this.watch.node(job.desired.name))
         : await applyServiceDesired(
-            this.core,
+            this.api,
             job.desired,
             this.watch.service(job.desired.namespace, job.desired.name),
           );

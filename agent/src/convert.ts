@@ -7,7 +7,9 @@ const FORWARDED_ANNOTATION =
 /** Node conditions the hub reads. */
 const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
 
-function forwardedAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
+export function forwardedAnnotations(
+  annotations: Record<string, string> | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(annotations ?? {})) if (FORWARDED_ANNOTATION.test(k)) out[k] = v;
   return out;

@@ -1,15 +1,21 @@
-import {
-  CoreV1Api,
-  type Informer,
-  type KubeConfig,
-  type KubernetesObject,
-  ListWatch,
-  type ObjectCache,
-  type V1Node,
-  type V1Service,
-  Watch,
+import type {
+  Informer,
+  KubeConfig,
+  KubernetesObject,
+  ObjectCache,
+  V1Node,
+  V1Service,
 } from "@kubernetes/client-node";
+// The modules themselves, not the package index: the index also loads exec/attach/port-forward
+// (ws, tar) and every generated API, which the agent bundle would otherwise carry.
+import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
+import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
+import { KubeClient } from "./kube-client.js";
+import { slimNode, slimService } from "./slim.js";
+
+const NODES = "/api/v1/nodes";
+const SERVICES = "/api/v1/services";
 
 export type WatchEvent =
   | { readonly kind: "node"; readonly type: "upsert"; readonly obj: V1Node }
@@ -17,33 +23,15 @@ export type WatchEvent =
   | { readonly kind: "service"; readonly type: "upsert"; readonly obj: V1Service }
   | { readonly kind: "service"; readonly type: "delete"; readonly obj: V1Service };
 
-/**
- * What the agent never reads: managedFields, and on Nodes the image list, node info and volume
- * lists (on real nodes tens of kilobytes each). Dropped before the informer caches an object, so
- * the agent's memory follows the number of objects, not their size.
- */
-function trim<T extends KubernetesObject>(obj: T): T {
-  const o = obj as T & { status?: Record<string, unknown> };
-  if (o.metadata?.managedFields !== undefined) o.metadata.managedFields = undefined;
-  if (o.kind === "Node" || o.status?.["nodeInfo"] !== undefined) {
-    const st = o.status;
-    if (st !== undefined) {
-      st["images"] = undefined;
-      st["nodeInfo"] = undefined;
-      st["volumesAttached"] = undefined;
-      st["volumesInUse"] = undefined;
-    }
+/** client-node's Watch, with every object slimmed (slim.ts) before it reaches a cache. */
+class SlimmingWatch extends Watch {
+  constructor(
+    kc: KubeConfig,
+    private readonly slimmers: Readonly<Record<string, (obj: never) => KubernetesObject>>,
+  ) {
+    super(kc);
   }
-  return obj;
-}
 
-function trimList<L extends { items: KubernetesObject[] }>(list: L): L {
-  for (const item of list.items) trim(item);
-  return list;
-}
-
-/** client-node's Watch, with every object trimmed before it reaches the cache. */
-class TrimmingWatch extends Watch {
   override watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
@@ -52,10 +40,18 @@ class TrimmingWatch extends Watch {
     // biome-ignore lint/suspicious/noExplicitAny: client-node's own callback signature
     done: (err: any) => void,
   ): Promise<AbortController> {
+    const slim = this.slimmers[path];
+    if (slim === undefined) throw new Error(`no slimmer for ${path}`);
     return super.watch(
       path,
       queryParams,
-      (phase, obj, watchObj) => callback(phase, obj ? trim(obj) : obj, watchObj),
+      // BOOKMARK and ERROR objects are not cached: only ADDED/MODIFIED/DELETED are slimmed.
+      (phase, obj, watchObj) =>
+        callback(
+          phase,
+          obj && phase !== "BOOKMARK" && phase !== "ERROR" ? slim(obj as never) : obj,
+          watchObj,
+        ),
       done,
     );
   }
@@ -80,16 +76,11 @@ export class ClusterWatch {
     private readonly logger: Logger,
     onEvent: (e: WatchEvent) => void,
   ) {
-    const core = kc.makeApiClient(CoreV1Api);
-    const watch = new TrimmingWatch(kc);
+    const api = new KubeClient(kc);
+    const watch = new SlimmingWatch(kc, { [NODES]: slimNode, [SERVICES]: slimService });
     // autoStart false, as makeInformer does: start() is called once handlers are attached.
-    this.nodes = new ListWatch("/api/v1/nodes", watch, async () => trimList(await core.listNode()), false);
-    this.services = new ListWatch(
-      "/api/v1/services",
-      watch,
-      async () => trimList(await core.listServiceForAllNamespaces()),
-      false,
-    );
+    this.nodes = new ListWatch(NODES, watch, () => api.listNodes(slimNode), false);
+    this.services = new ListWatch(SERVICES, watch, () => api.listServices(slimService), false);
     this.nodes.on("add", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
     this.nodes.on("update", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
     this.nodes.on("delete", (obj) => onEvent({ kind: "node", type: "delete", obj }));

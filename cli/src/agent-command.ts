@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { Agent } from "@fleet-ccm/agent";
 import { isValidClusterName } from "@fleet-ccm/proto";
-import { KubeConfig } from "@kubernetes/client-node";
+// The module, not the package index (see agent/src/watch.ts).
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import type { Command, FlagValues } from "./flags.js";
 import { bool, int, requiredStr, str, UsageError } from "./flags.js";
 import { makeLogger } from "./logger.js";

@@ -1,24 +1,31 @@
-import { type Command, helpText, parseFlags, UsageError } from "./flags.js";
+import { runCommand } from "./run-command.js";
+
+/** Built next to this file by scripts/build.sh; see agent-main.ts. */
+const AGENT_BUNDLE = "./agent.bundle.js";
 
 /**
  * Commands load on demand: the agent process must not pay for the hub's or the simulators'
- * modules (its memory is a figure we keep small).
+ * modules (its memory is a figure we keep small), and it runs from its bundle.
  */
-const commands: readonly { name: string; summary: string; load: () => Promise<Command> }[] = [
+const commands: readonly {
+  name: string;
+  summary: string;
+  run: (argv: readonly string[]) => Promise<number>;
+}[] = [
   {
     name: "hub",
     summary: "run the hub: cloud credentials and every CCM reconciler for the fleet",
-    load: async () => (await import("./hub-command.js")).hubCommand,
+    run: async (argv) => runCommand((await import("./hub-command.js")).hubCommand, argv),
   },
   {
     name: "agent",
     summary: "run the per-cluster agent: stream Nodes/Services to the hub, apply its results",
-    load: async () => (await import("./agent-command.js")).agentCommand,
+    run: async (argv) => ((await import(AGENT_BUNDLE)) as typeof import("./agent-main.js")).runAgent(argv),
   },
   {
     name: "demo",
     summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
-    load: async () => (await import("./demo-command.js")).demoCommand,
+    run: async (argv) => runCommand((await import("./demo-command.js")).demoCommand, argv),
   },
 ];
 
@@ -47,21 +54,5 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`fleet-ccm: unknown command "${name}"\n\n${topHelp()}`);
     return 2;
   }
-  const cmd = await entry.load();
-  try {
-    const values = parseFlags(cmd, rest);
-    if (values === "help") {
-      process.stdout.write(helpText(cmd));
-      return 0;
-    }
-    return await cmd.run(values);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(
-        `fleet-ccm ${cmd.name}: ${err.message}\nRun 'fleet-ccm ${cmd.name} --help' for usage.\n`,
-      );
-      return 2;
-    }
-    throw err;
-  }
+  return entry.run(rest);
 }

@@ -1,4 +1,4 @@
-/** client-node throws ApiException { code, body: string }; the body is a Status JSON. */
+/** KubeRequestError (and client-node's ApiException) carry { code, body: string }; the body is a Status JSON. */
 export interface ApiFailure {
   readonly code: number;
   readonly reason: string;

@@ -1,8 +1,7 @@
 import { type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
-import { type CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube-client.js";
 import { apiFailure } from "./errors.js";
 
-const SMP = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
 const MAX_CACHED = 4096;
 
 interface Seen {
@@ -24,7 +23,7 @@ export class EventRecorder {
   private readonly seen = new Map<string, Seen>();
 
   constructor(
-    private readonly core: CoreV1Api,
+    private readonly api: KubeClient,
     private readonly host: string,
   ) {}
 
@@ -38,14 +37,10 @@ export class EventRecorder {
     if (prev !== undefined) {
       prev.count++;
       try {
-        await this.core.patchNamespacedEvent(
-          {
-            name: prev.name,
-            namespace: prev.namespace,
-            body: { count: prev.count, lastTimestamp: rfc3339(now) },
-          },
-          SMP,
-        );
+        await this.api.patchEvent(prev.namespace, prev.name, {
+          count: prev.count,
+          lastTimestamp: rfc3339(now),
+        });
         return;
       } catch (err) {
         if (apiFailure(err).code !== 404) throw err;
@@ -53,27 +48,24 @@ export class EventRecorder {
       }
     }
     const name = `${e.name}.${(BigInt(now.getTime()) * 1_000_000n + BigInt(Math.floor(Math.random() * 1e6))).toString(16)}`;
-    await this.core.createNamespacedEvent({
-      namespace,
-      body: {
-        metadata: { name, namespace },
-        involvedObject: {
-          kind: e.kind === ObjectKind.OBJECT_KIND_SERVICE ? "Service" : "Node",
-          apiVersion: "v1",
-          name: e.name,
-          namespace: e.namespace === "" ? undefined : e.namespace,
-          uid: e.uid,
-        },
-        type: e.type,
-        reason: e.reason,
-        message: e.message,
-        source: { component: e.sourceComponent, host: this.host },
-        reportingComponent: e.sourceComponent,
-        reportingInstance: this.host,
-        count: prev?.count ?? 1,
-        firstTimestamp: now,
-        lastTimestamp: now,
+    await this.api.createEvent(namespace, {
+      metadata: { name, namespace },
+      involvedObject: {
+        kind: e.kind === ObjectKind.OBJECT_KIND_SERVICE ? "Service" : "Node",
+        apiVersion: "v1",
+        name: e.name,
+        namespace: e.namespace === "" ? undefined : e.namespace,
+        uid: e.uid,
       },
+      type: e.type,
+      reason: e.reason,
+      message: e.message,
+      source: { component: e.sourceComponent, host: this.host },
+      reportingComponent: e.sourceComponent,
+      reportingInstance: this.host,
+      count: prev?.count ?? 1,
+      firstTimestamp: rfc3339(now),
+      lastTimestamp: rfc3339(now),
     });
     if (this.seen.size >= MAX_CACHED) {
       const oldest = this.seen.keys().next().value;

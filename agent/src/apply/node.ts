@@ -1,17 +1,8 @@
 import { ApplyOutcome, type ApplyResult, type NodeDesired, ObjectKind } from "@fleet-ccm/proto";
-import {
-  type CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Node,
-  type V1NodeAddress,
-  type V1NodeCondition,
-  type V1Taint,
-} from "@kubernetes/client-node";
+import type { V1Node, V1NodeAddress, V1NodeCondition, V1Taint } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube-client.js";
 import { apiFailure } from "./errors.js";
 import { applyGuarded, applyResult, type Target } from "./guarded.js";
-
-const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 type Body = Record<string, unknown>;
 
@@ -109,7 +100,7 @@ function preconditions(node: V1Node): Body {
  * deleted and recreated under the same name never lands on the new one.
  */
 export async function applyNodeDesired(
-  core: CoreV1Api,
+  api: KubeClient,
   d: NodeDesired,
   cached: V1Node | undefined,
 ): Promise<ApplyResult> {
@@ -122,7 +113,7 @@ export async function applyNodeDesired(
   };
   if (d.delete) {
     try {
-      await core.deleteNode({ name: d.name, body: { preconditions: { uid: d.uid } } });
+      await api.deleteNode(d.name, d.uid);
       return applyResult(target, ApplyOutcome.APPLY_OUTCOME_APPLIED);
     } catch (err) {
       const f = apiFailure(err);
@@ -137,13 +128,13 @@ export async function applyNodeDesired(
   return applyGuarded(
     target,
     cached,
-    () => core.readNode({ name: d.name }),
+    () => api.readNode(d.name),
     async (node) => {
       // Addresses first, so the node never loses its taint before it has its addresses.
       const sp = statusPatch(node, d);
-      const current = sp === null ? node : await core.patchNodeStatus({ name: d.name, body: sp }, MERGE);
+      const current = sp === null ? node : await api.patchNodeStatus(d.name, sp);
       const mp = specPatch(current, d);
-      if (mp !== null) await core.patchNode({ name: d.name, body: mp }, MERGE);
+      if (mp !== null) await api.patchNode(d.name, mp);
     },
   );
 }

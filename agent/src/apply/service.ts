@@ -1,8 +1,7 @@
 import { type ApplyResult, ObjectKind, type ServiceDesired } from "@fleet-ccm/proto";
-import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from "@kubernetes/client-node";
+import type { V1Service } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube-client.js";
 import { applyGuarded } from "./guarded.js";
-
-const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 type Body = Record<string, unknown>;
 
@@ -43,7 +42,7 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
 
 /** Applies one desired Service state to exactly the Service with that uid. */
 export function applyServiceDesired(
-  core: CoreV1Api,
+  api: KubeClient,
   d: ServiceDesired,
   cached: V1Service | undefined,
 ): Promise<ApplyResult> {
@@ -51,10 +50,10 @@ export function applyServiceDesired(
   return applyGuarded(
     { kind: ObjectKind.OBJECT_KIND_SERVICE, namespace, name, uid: d.uid, generation: d.generation },
     cached,
-    () => core.readNamespacedService({ name, namespace }),
+    () => api.readService(namespace, name),
     async (svc) => {
       const body = serviceStatusPatch(svc, d);
-      if (body !== null) await core.patchNamespacedServiceStatus({ name, namespace, body }, MERGE);
+      if (body !== null) await api.patchServiceStatus(namespace, name, body);
     },
   );
 }

@@ -1,0 +1,171 @@
+import type {
+  KubeConfig,
+  KubernetesListObject,
+  KubernetesObject,
+  V1Node,
+  V1Service,
+} from "@kubernetes/client-node";
+import fetch from "node-fetch";
+
+/**
+ * The API server refused a request: `code` is the HTTP status, `body` its answer (a Status
+ * JSON). The same shape as client-node's ApiException, so one `apiFailure` reads both.
+ */
+export class KubeRequestError extends Error {
+  constructor(
+    readonly code: number,
+    readonly body: string,
+    what: string,
+  ) {
+    super(`${what}: HTTP ${code}`);
+    this.name = "KubeRequestError";
+  }
+}
+
+type Json = Record<string, unknown>;
+type PatchType = "merge" | "strategic";
+
+const CONTENT_TYPE: Record<PatchType, string> = {
+  merge: "application/merge-patch+json",
+  strategic: "application/strategic-merge-patch+json",
+};
+
+/** Items per LIST page: one page is all that is ever parsed at once. */
+const PAGE_SIZE = 500;
+/** No single API call hangs an apply or a relist for longer than this. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+const seg = encodeURIComponent;
+
+/**
+ * The few core/v1 calls the agent makes, over client-node's KubeConfig (credentials, TLS,
+ * exec plugins, the keep-alive agent) and the same HTTP client its Watch uses. client-node's
+ * generated CoreV1Api would do the same calls but loads every model of the Kubernetes API
+ * (≈ 55 MiB of the agent's memory before it holds a single object).
+ */
+export class KubeClient {
+  constructor(private readonly kc: KubeConfig) {}
+
+  version(): Promise<{ gitVersion: string }> {
+    return this.request("GET", "/version") as Promise<{ gitVersion: string }>;
+  }
+
+  /** Every Node, in pages; `keep` maps each item to what is kept of it before the next page is read. */
+  listNodes(keep: (n: V1Node) => V1Node): Promise<KubernetesListObject<V1Node>> {
+    return this.listAll("/api/v1/nodes", keep);
+  }
+
+  /** Every Service of every namespace, in pages. */
+  listServices(keep: (s: V1Service) => V1Service): Promise<KubernetesListObject<V1Service>> {
+    return this.listAll("/api/v1/services", keep);
+  }
+
+  readNode(name: string): Promise<V1Node> {
+    return this.request("GET", `/api/v1/nodes/${seg(name)}`) as Promise<V1Node>;
+  }
+
+  async patchNode(name: string, body: Json): Promise<void> {
+    await this.request("PATCH", `/api/v1/nodes/${seg(name)}`, { body, patch: "merge", discard: true });
+  }
+
+  patchNodeStatus(name: string, body: Json): Promise<V1Node> {
+    return this.request("PATCH", `/api/v1/nodes/${seg(name)}/status`, {
+      body,
+      patch: "merge",
+    }) as Promise<V1Node>;
+  }
+
+  /** Deletes exactly the node with this uid (409 if the name now has another). */
+  async deleteNode(name: string, uid: string): Promise<void> {
+    await this.request("DELETE", `/api/v1/nodes/${seg(name)}`, {
+      body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid } },
+      discard: true,
+    });
+  }
+
+  readService(namespace: string, name: string): Promise<V1Service> {
+    return this.request(
+      "GET",
+      `/api/v1/namespaces/${seg(namespace)}/services/${seg(name)}`,
+    ) as Promise<V1Service>;
+  }
+
+  async patchServiceStatus(namespace: string, name: string, body: Json): Promise<void> {
+    await this.request("PATCH", `/api/v1/namespaces/${seg(namespace)}/services/${seg(name)}/status`, {
+      body,
+      patch: "merge",
+      discard: true,
+    });
+  }
+
+  async createEvent(namespace: string, body: Json): Promise<void> {
+    await this.request("POST", `/api/v1/namespaces/${seg(namespace)}/events`, { body, discard: true });
+  }
+
+  async patchEvent(namespace: string, name: string, body: Json): Promise<void> {
+    await this.request("PATCH", `/api/v1/namespaces/${seg(namespace)}/events/${seg(name)}`, {
+      body,
+      patch: "strategic",
+      discard: true,
+    });
+  }
+
+  /**
+   * A paged LIST. The list's resourceVersion is the first page's (the server keeps it constant
+   * across pages). When a continue token expires (410), the list starts over without paging,
+   * as client-go's pager does, so the result is never a mix of two points in time.
+   */
+  private async listAll<T extends KubernetesObject>(
+    path: string,
+    keep: (item: T) => T,
+  ): Promise<KubernetesListObject<T>> {
+    const items: T[] = [];
+    let resourceVersion: string | undefined;
+    let token = "";
+    do {
+      let page: KubernetesListObject<T>;
+      try {
+        page = (await this.request("GET", path, {
+          query: token === "" ? { limit: PAGE_SIZE } : { limit: PAGE_SIZE, continue: token },
+        })) as KubernetesListObject<T>;
+      } catch (err) {
+        if (token === "" || !(err instanceof KubeRequestError) || err.code !== 410) throw err;
+        const full = (await this.request("GET", path)) as KubernetesListObject<T>;
+        return { metadata: { resourceVersion: full.metadata?.resourceVersion }, items: full.items.map(keep) };
+      }
+      resourceVersion ??= page.metadata?.resourceVersion;
+      for (const item of page.items) items.push(keep(item));
+      // The wire name; client-node's typed models call it _continue.
+      token = (page.metadata as { continue?: string } | undefined)?.continue ?? "";
+    } while (token !== "");
+    return { metadata: { resourceVersion }, items };
+  }
+
+  private async request(
+    method: "GET" | "POST" | "PATCH" | "DELETE",
+    path: string,
+    opts: {
+      query?: Record<string, string | number>;
+      body?: Json;
+      patch?: PatchType;
+      /** The caller needs no answer: the response body is read but not parsed. */
+      discard?: boolean;
+    } = {},
+  ): Promise<unknown> {
+    const cluster = this.kc.getCurrentCluster();
+    if (cluster === null) throw new Error("the kubeconfig has no current cluster");
+    const url = new URL(cluster.server.replace(/\/+$/, "") + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { Accept: "application/json" };
+    if (opts.body !== undefined)
+      headers["Content-Type"] = opts.patch === undefined ? "application/json" : CONTENT_TYPE[opts.patch];
+    const init = await this.kc.applyToFetchOptions({ method, headers, timeout: REQUEST_TIMEOUT_MS });
+    const res = await fetch(url.toString(), {
+      ...init,
+      ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new KubeRequestError(res.status, text, `${method} ${path}`);
+    return text === "" || opts.discard === true ? undefined : JSON.parse(text);
+  }
+}
