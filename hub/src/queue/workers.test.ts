@@ -47,6 +47,7 @@ function spyQueue(queue: WorkQueue) {
   const calls: string[] = [];
   const spy: WorkerQueue = {
     get: (signal) => queue.get(signal),
+    tryGet: () => queue.tryGet(),
     done: (key) => {
       calls.push(`done ${key.name}`);
       queue.done(key);
@@ -66,6 +67,53 @@ function spyQueue(queue: WorkQueue) {
   };
   return { calls, spy };
 }
+
+describe("workers - idle slots", () => {
+  test("however high the concurrency, at most one get() waits, and every key is handled once", async () => {
+    const { queue } = setup();
+    let waitingGets = 0;
+    let maxWaitingGets = 0;
+    const counting: WorkerQueue = {
+      get: (signal) => {
+        waitingGets++;
+        maxWaitingGets = Math.max(maxWaitingGets, waitingGets);
+        return queue.get(signal).finally(() => {
+          waitingGets--;
+        });
+      },
+      tryGet: () => queue.tryGet(),
+      done: (key) => queue.done(key),
+      forget: (key) => queue.forget(key),
+      addAfter: (key, ms) => queue.addAfter(key, ms),
+      addRateLimited: (key) => queue.addRateLimited(key),
+    };
+    const handled = new Map<string, number>();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const pool = runWorkers(counting, {
+      concurrency: 100_000,
+      handler: async (key) => {
+        handled.set(key.name, (handled.get(key.name) ?? 0) + 1);
+        await gate;
+        return { kind: "done" };
+      },
+    });
+    for (let i = 0; i < 5000; i++) queue.add(k(`c${i % 7}`, `n${i}`));
+    await flush();
+    expect(pool.inFlight).toBe(5000);
+    release();
+    await flush();
+    expect(pool.inFlight).toBe(0);
+    for (let i = 0; i < 10; i++) queue.add(k("c1", `late${i}`));
+    await flush();
+    await pool.stop();
+    expect(handled.size).toBe(5010);
+    expect([...handled.values()].every((n) => n === 1)).toBe(true);
+    expect(maxWaitingGets).toBe(1);
+  });
+});
 
 describe("workers - outcome to queue", () => {
   test.each<[string, Requeue, string[]]>([

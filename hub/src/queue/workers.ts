@@ -3,7 +3,6 @@
  * happen next (Requeue); this runner alone turns that into queue calls, as
  * processNextServiceItem does upstream: done → forget, after → addAfter, backoff → addRateLimited.
  */
-import { setMaxListeners } from "node:events";
 import { type Clock, systemClock } from "../util/clock.js";
 import type { WorkKey } from "./key.js";
 import type { WorkQueue } from "./work-queue.js";
@@ -16,7 +15,10 @@ export type Requeue =
 export type WorkHandler = (key: WorkKey) => Promise<Requeue>;
 
 /** The part of WorkQueue the runner uses; tests may pass a spy. */
-export type WorkerQueue = Pick<WorkQueue, "get" | "done" | "forget" | "addAfter" | "addRateLimited">;
+export type WorkerQueue = Pick<
+  WorkQueue,
+  "get" | "tryGet" | "done" | "forget" | "addAfter" | "addRateLimited"
+>;
 
 export interface WorkerPoolOptions {
   /** Keys processed at once; handlers are I/O-bound. Default DEFAULT_CONCURRENCY. */
@@ -39,8 +41,14 @@ export interface WorkerPool {
 export const DEFAULT_CONCURRENCY = 16;
 
 /**
- * Starts `concurrency` workers on `queue`. They run until stop() or until the queue shuts
- * down. The queue guarantees a key is never handled by two workers at once.
+ * Runs up to `concurrency` handlers at once on `queue` until stop() or until the queue shuts
+ * down. The queue guarantees a key is never handled by two handlers at once.
+ *
+ * Not one loop per worker: keys are pulled with tryGet() while there is room, and at most one
+ * get() waits for the next key. An idle slot therefore costs nothing, so `concurrency` can be
+ * set as high as the I/O-bound reconcilers need (thousands of them awaiting one account list
+ * during a join storm) — with one waiting get() per idle worker, each key handed out cost time
+ * proportional to the number of idle workers (their abort listeners).
  */
 export function runWorkers(queue: WorkerQueue, options: WorkerPoolOptions): WorkerPool {
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
@@ -49,15 +57,22 @@ export function runWorkers(queue: WorkerQueue, options: WorkerPoolOptions): Work
   }
   const clock = options.clock ?? systemClock;
   const stopping = new AbortController();
-  // Every idle worker waits in queue.get() with a listener on this one signal.
-  setMaxListeners(concurrency, stopping.signal);
   let inFlight = 0;
+  let waiting = false;
+  let ended = false;
+  let onFinished: (() => void) | undefined;
+  const finished = new Promise<void>((resolve) => {
+    onFinished = resolve;
+  });
+  const finishIfIdle = (): void => {
+    if (ended && inFlight === 0 && !waiting) onFinished?.();
+  };
 
   const reportError = (key: WorkKey, error: unknown): void => {
     try {
       options.onError?.(key, error);
     } catch {
-      // An error reporter that throws has nowhere left to report to; the worker must go on.
+      // An error reporter that throws has nowhere left to report to; the pool must go on.
     }
   };
 
@@ -82,30 +97,53 @@ export function runWorkers(queue: WorkerQueue, options: WorkerPoolOptions): Work
     }
   };
 
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const key = await queue.get(stopping.signal);
-      if (key === undefined) return;
-      inFlight++;
-      try {
-        await processOne(key);
-      } catch (error) {
-        reportError(key, error); // a queue call threw; keep the worker alive
-      } finally {
+  const start = (key: WorkKey): void => {
+    inFlight++;
+    processOne(key)
+      .catch((error: unknown) => reportError(key, error)) // a queue call threw; the pool goes on
+      .finally(() => {
         inFlight--;
-      }
-    }
+        pump();
+        finishIfIdle();
+      });
   };
 
-  const workers = Array.from({ length: concurrency }, () => worker());
-  const finished = Promise.all(workers).then(() => undefined);
+  const pump = (): void => {
+    if (ended) return;
+    while (inFlight < concurrency) {
+      const key = queue.tryGet();
+      if (key === undefined) break;
+      start(key);
+    }
+    if (inFlight >= concurrency || waiting) return;
+    waiting = true;
+    queue.get(stopping.signal).then(
+      (key) => {
+        waiting = false;
+        if (key === undefined) ended = true;
+        else start(key);
+        pump();
+        finishIfIdle();
+      },
+      (error: unknown) => {
+        waiting = false;
+        ended = true;
+        reportError({ cluster: "", kind: "", name: "" }, error);
+        finishIfIdle();
+      },
+    );
+  };
+
+  pump();
 
   return {
     get inFlight() {
       return inFlight;
     },
     stop() {
+      ended = true;
       stopping.abort();
+      finishIfIdle();
       return finished;
     },
   };
