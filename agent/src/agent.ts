@@ -128,8 +128,11 @@ export class Agent {
     });
     void (async (nc: NatsConnection) => {
       for await (const s of nc.status())
-        if (s.type === "disconnect" || s.type === "reconnect")
+        if (s.type === "disconnect" || s.type === "reconnect") {
           this.log.warn({ nats: s.type }, "NATS connection status changed");
+          // NATS does not redeliver: ask the hub, through a new stream, for what it published meanwhile.
+          if (s.type === "reconnect") this.stream.restart();
+        }
     })(this.nc);
     this.nc.subscribe(clusterSubjectFilter(cluster), {
       callback: (err, msg) => {

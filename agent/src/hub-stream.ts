@@ -1,7 +1,6 @@
 import {
   AgentMessage,
   type ApplyResult,
-  type Delta,
   HubClient,
   type HubMessage,
   type Welcome,
@@ -16,6 +15,7 @@ import {
   status,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { type Change, Outbox } from "./outbox.js";
 
 export interface HubStreamOptions {
   readonly address: string;
@@ -37,8 +37,6 @@ export interface HubStreamOptions {
 
 type Phase = "idle" | "connecting" | "streaming" | "stopped";
 
-const MAX_BUFFERED_RESULTS = 1000;
-
 /** Full jitter: a fleet of agents reconnecting after a hub restart spreads out. */
 function reconnectDelayMs(attempt: number, minMs: number, maxMs: number): number {
   const cap = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 20));
@@ -49,6 +47,8 @@ function reconnectDelayMs(attempt: number, minMs: number, maxMs: number): number
  * The agent's side of Hub.Sync: Hello, a full snapshot on every (re)connect
  * and on every ResyncRequest, then one delta per change with a sequence
  * number, heartbeats, and apply results. Reconnects forever with backoff.
+ * Deltas and results respect the stream's flow control: while the hub reads
+ * slower than the cluster changes, they wait in an Outbox (latest per object).
  */
 export class HubStream {
   private readonly client: HubClient;
@@ -60,7 +60,9 @@ export class HubStream {
   private heartbeat: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private welcome: Welcome | undefined;
-  private readonly pendingResults: ApplyResult[] = [];
+  private readonly outbox = new Outbox();
+  /** The stream's buffer is full: wait for "drain" before writing more deltas or results. */
+  private blocked = false;
   /** Bytes written on the stream, when countBytes is set. */
   bytesSent = 0;
   connects = 0;
@@ -171,7 +173,7 @@ export class HubStream {
     }
     flush(true);
     this.phase = "streaming";
-    for (const r of this.pendingResults.splice(0)) this.sendApplyResult(r);
+    this.flushOutbox();
   }
 
   private startHeartbeat(intervalMs: number): void {
@@ -184,26 +186,57 @@ export class HubStream {
   }
 
   /** A change seen after the snapshot. Dropped while not streaming: the next snapshot includes it. */
-  sendChange(change: Delta["change"]): void {
+  sendChange(change: Change): void {
     if (this.phase !== "streaming") return;
-    this.seq++;
-    this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
+    this.outbox.put({ type: "change", change });
+    this.flushOutbox();
   }
 
+  /** Kept across a reconnect (one per object); the hub republishes anyway if one is lost. */
   sendApplyResult(result: ApplyResult): void {
-    if (this.phase === "streaming") {
-      this.write({ body: { $case: "applyResult", value: result } });
-      return;
+    this.outbox.put({ type: "result", result });
+    this.flushOutbox();
+  }
+
+  /** Deltas waiting for the stream (benchmarks and tests). */
+  get backlog(): number {
+    return this.outbox.size;
+  }
+
+  /** Writes what waits, while the stream takes it. A delta's seq is given when it is written. */
+  private flushOutbox(): void {
+    while (this.phase === "streaming" && !this.blocked && this.call !== undefined) {
+      const item = this.outbox.take();
+      if (item === undefined) return;
+      if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
+      else {
+        this.seq++;
+        this.write({ body: { $case: "delta", value: { seq: this.seq, change: item.change } } });
+      }
     }
-    // Kept for the next stream; the hub republishes anyway if these are lost.
-    if (this.pendingResults.length < MAX_BUFFERED_RESULTS) this.pendingResults.push(result);
   }
 
   private write(msg: AgentMessage): void {
     const call = this.call;
     if (call === undefined) return;
     if (this.opts.countBytes) this.bytesSent += AgentMessage.encode(msg).finish().length;
-    call.write(msg);
+    if (call.write(msg) || this.blocked) return;
+    this.blocked = true;
+    call.once("drain", () => {
+      if (this.call !== call) return;
+      this.blocked = false;
+      this.flushOutbox();
+    });
+  }
+
+  /**
+   * A new stream now: the hub then republishes whatever it had in flight for this cluster. Used
+   * when NATS reconnected, since what the hub published during the gap never arrived.
+   */
+  restart(): void {
+    if (this.phase === "idle" || this.phase === "stopped") return;
+    this.teardown();
+    this.connect();
   }
 
   private reconnect(): void {
@@ -225,6 +258,9 @@ export class HubStream {
   private teardown(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
+    this.blocked = false;
+    // Changes are covered by the next snapshot; apply results are kept for the next stream.
+    for (const item of this.outbox.drain()) if (item.type === "result") this.outbox.put(item);
     const call = this.call;
     this.call = undefined;
     if (call !== undefined) {

@@ -108,6 +108,7 @@ export class Hub {
         clock: this.clock,
         logger: this.log.child({ component: "grpc" }),
         onApplyResult: (cluster, r) => this.onApplyResult(cluster, r),
+        onAlive: (cluster) => this.tracker.heardFrom(cluster),
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
       },
     );
@@ -158,10 +159,12 @@ export class Hub {
         // The agent (re)connected: whatever was in flight may have been lost with it. Publish again now.
         const prefix = clusterKeyPrefix(cluster);
         this.tracker.expireWhere((k) => k.startsWith(prefix));
+        this.tracker.restartProgress(cluster);
         each(cluster, (l) => l.onSynced?.(cluster, view));
         synced();
       },
       onDisconnected: (cluster) => {
+        this.tracker.forgetProgress(cluster);
         each(cluster, (l) => l.onDisconnected?.(cluster));
         synced();
       },
@@ -232,6 +235,7 @@ export class Hub {
         },
         "agent could not apply a patch",
       );
+    this.tracker.reported(cluster, result.generation);
     for (const c of this.controllers) c.onApplyResult?.(cluster, result);
   }
 

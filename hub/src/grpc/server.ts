@@ -28,6 +28,8 @@ export interface GrpcServerDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   onApplyResult(cluster: string, result: ApplyResult): void;
+  /** A cluster's agent sent a heartbeat or a delta. */
+  onAlive?(cluster: string): void;
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
 }
@@ -156,6 +158,7 @@ export class HubGrpcServer {
         },
         isPrimary: (s) => this.primary.get(cluster) === s,
         onApplyResult: (c, r) => this.deps.onApplyResult(c, r),
+        onAlive: (c) => this.deps.onAlive?.(c),
         onClosed: (s) => this.onSessionClosed(s),
       },
     );

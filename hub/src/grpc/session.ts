@@ -29,6 +29,8 @@ export interface SessionDeps {
   onPrimary(session: AgentSession): void;
   isPrimary(session: AgentSession): boolean;
   onApplyResult(cluster: string, result: ApplyResult): void;
+  /** A heartbeat or a delta: the agent is alive and keeping up with its cluster. */
+  onAlive?(cluster: string): void;
   onClosed(session: AgentSession): void;
 }
 
@@ -170,6 +172,7 @@ export class AgentSession {
     if (delta.seq !== this.phase.seq + 1)
       return this.resync(`expected seq ${this.phase.seq + 1}, got ${delta.seq}`);
     this.phase.seq = delta.seq;
+    this.deps.onAlive?.(this.cluster);
     const change = delta.change;
     if (change === undefined)
       return this.refuse(status.INVALID_ARGUMENT, `delta ${delta.seq} carries no change`);
@@ -219,6 +222,7 @@ export class AgentSession {
     if (this.phase.kind !== "streaming") return;
     if (seq > this.phase.seq)
       return this.resync(`heartbeat reports seq ${seq}, last delta seen is ${this.phase.seq}`);
+    this.deps.onAlive?.(this.cluster);
     this.ack();
   }
 

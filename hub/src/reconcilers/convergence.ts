@@ -1,3 +1,4 @@
+import { clusterKeyPrefix } from "../queue/index.js";
 import type { Clock } from "../util/clock.js";
 
 /** A desired state published and not yet seen in the agent's reports. */
@@ -14,6 +15,17 @@ export interface Inflight {
 }
 
 const MAX_DEADLINE_MS = 5 * 60_000;
+
+/**
+ * How far one cluster's agent has worked through the hub's publications: when it first reported
+ * a result past each generation (increasing in both), the oldest kept being the last one at
+ * least a deadline old; and when it last reported anything.
+ */
+interface Progress {
+  readonly marks: { generation: number; atMs: number }[];
+  /** When the agent last showed it is alive: a result, a heartbeat or a delta. */
+  lastReportMs: number;
+}
 /** After an APPLIED result, the report gets this many deadlines more to arrive. */
 const APPLIED_GRACE_FACTOR = 4;
 
@@ -26,6 +38,8 @@ const APPLIED_GRACE_FACTOR = 4;
  */
 export class ConvergenceTracker {
   private readonly inflight = new Map<string, Inflight>();
+  /** By clusterKeyPrefix: a tracker key starts with its cluster's prefix. */
+  private readonly progress = new Map<string, Progress>();
   private generation = 0;
 
   constructor(
@@ -60,10 +74,54 @@ export class ConvergenceTracker {
     return entry;
   }
 
-  /** Whether `key` waits on a live publication for this object. */
+  /**
+   * Whether `key` waits on a live publication for this object. A missed deadline is extended
+   * while the cluster's agent is still working through older publications (it reported a
+   * result recently, all for earlier generations): it has not reached this one yet, and
+   * publishing again would only lengthen its queue. It publishes again once the agent is past
+   * this generation (the message was lost), has gone quiet, or after MAX_DEADLINE_MS.
+   */
   pending(key: string, uid: string): Inflight | undefined {
     const e = this.inflight.get(key);
-    return e !== undefined && e.uid === uid && e.deadlineMs > this.clock.now() ? e : undefined;
+    if (e === undefined || e.uid !== uid) return undefined;
+    const now = this.clock.now();
+    if (e.deadlineMs > now) return e;
+    if (!this.agentBehind(key, e, now)) return undefined;
+    const extended = { ...e, deadlineMs: now + this.deadlineMs };
+    this.inflight.set(key, extended);
+    return extended;
+  }
+
+  /** An agent of `cluster` reported a result for `generation` (any outcome, any object). */
+  reported(cluster: string, generation: number): void {
+    const prefix = clusterKeyPrefix(cluster);
+    const now = this.clock.now();
+    let p = this.progress.get(prefix);
+    if (p === undefined) {
+      p = { marks: [], lastReportMs: now };
+      this.progress.set(prefix, p);
+    }
+    p.lastReportMs = now;
+    const last = p.marks[p.marks.length - 1];
+    if (last === undefined || generation > last.generation) p.marks.push({ generation, atMs: now });
+    const cutoff = now - this.deadlineMs;
+    while (p.marks.length > 1 && (p.marks[1]?.atMs ?? now) <= cutoff) p.marks.shift();
+  }
+
+  /**
+   * The agent has not settled this publication yet and is alive: it was heard from within a
+   * deadline, and it was not already past this generation a whole deadline ago (its applies run
+   * concurrently, so being just past one says nothing yet).
+   */
+  private agentBehind(key: string, e: Inflight, now: number): boolean {
+    // expire() asks for a publication now (failure, reconnect): never extended.
+    if (e.deadlineMs === 0 || now - e.publishedAtMs >= MAX_DEADLINE_MS) return false;
+    const p = this.progress.get(key.slice(0, key.indexOf("/") + 1));
+    if (p === undefined || now - p.lastReportMs >= this.deadlineMs) return false;
+    const cutoff = now - this.deadlineMs;
+    let pastLongAgo = 0;
+    for (const m of p.marks) if (m.atMs <= cutoff) pastLongAgo = m.generation;
+    return pastLongAgo < e.generation;
   }
 
   /**
@@ -93,6 +151,22 @@ export class ConvergenceTracker {
 
   clearWhere(predicate: (key: string) => boolean): void {
     for (const key of [...this.inflight.keys()]) if (predicate(key)) this.inflight.delete(key);
+  }
+
+  /** Forgets a cluster's progress (its agent disconnected or the cluster was removed). */
+  forgetProgress(cluster: string): void {
+    this.progress.delete(clusterKeyPrefix(cluster));
+  }
+
+  /** The agent's stream is alive (heartbeat, delta): it may be slow, it is not gone. */
+  heardFrom(cluster: string): void {
+    const p = this.progress.get(clusterKeyPrefix(cluster));
+    if (p !== undefined) p.lastReportMs = this.clock.now();
+  }
+
+  /** A new agent stream is synced: it has applied nothing of this hub's yet, and is alive now. */
+  restartProgress(cluster: string): void {
+    this.progress.set(clusterKeyPrefix(cluster), { marks: [], lastReportMs: this.clock.now() });
   }
 
   size(): number {
