@@ -148,6 +148,10 @@ export class Agent {
           this.log.warn({ subject: msg.subject, err: String(e) }, "undecodable message ignored");
           return;
         }
+        let newest = 0;
+        for (const d of batch.nodes) newest = Math.max(newest, d.generation);
+        for (const d of batch.services) newest = Math.max(newest, d.generation);
+        if (newest > 0) this.stream.noteReceived(newest);
         for (const d of batch.nodes) this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d });
         for (const d of batch.services)
           this.dispatcher.submit(`service/${d.namespace}/${d.name}`, { kind: "service", desired: d });

@@ -37,6 +37,8 @@ export interface HubStreamOptions {
 
 type Phase = "idle" | "connecting" | "streaming" | "stopped";
 
+const RECEIPT_DELAY_MS = 250;
+
 /** Full jitter: a fleet of agents reconnecting after a hub restart spreads out. */
 function reconnectDelayMs(attempt: number, minMs: number, maxMs: number): number {
   const cap = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 20));
@@ -58,6 +60,9 @@ export class HubStream {
   private snapshotId = 0;
   private attempt = 0;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Highest desired generation received over NATS, and whether the hub has been told. */
+  private receivedGeneration = 0;
+  private receiptTimer: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private welcome: Welcome | undefined;
   private readonly outbox = new Outbox();
@@ -178,11 +183,33 @@ export class HubStream {
 
   private startHeartbeat(intervalMs: number): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.heartbeat = setInterval(() => {
-      if (this.phase === "streaming")
-        this.write({ body: { $case: "heartbeat", value: { seq: this.seq, sentAt: new Date() } } });
-    }, intervalMs);
+    this.heartbeat = setInterval(() => this.sendHeartbeat(), intervalMs);
     this.heartbeat.unref();
+  }
+
+  private sendHeartbeat(): void {
+    if (this.phase !== "streaming") return;
+    this.write({
+      body: {
+        $case: "heartbeat",
+        value: { seq: this.seq, sentAt: new Date(), receivedGeneration: this.receivedGeneration },
+      },
+    });
+  }
+
+  /**
+   * Desired state up to `generation` arrived over NATS. The hub hears of it within
+   * RECEIPT_DELAY_MS (one heartbeat for many batches), so it waits for a queued patch instead of
+   * publishing it again.
+   */
+  noteReceived(generation: number): void {
+    if (generation <= this.receivedGeneration) return;
+    this.receivedGeneration = generation;
+    if (this.receiptTimer !== undefined) return;
+    this.receiptTimer = setTimeout(() => {
+      this.receiptTimer = undefined;
+      this.sendHeartbeat();
+    }, RECEIPT_DELAY_MS);
   }
 
   /** A change seen after the snapshot. Dropped while not streaming: the next snapshot includes it. */
@@ -258,6 +285,10 @@ export class HubStream {
   private teardown(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
+    if (this.receiptTimer) clearTimeout(this.receiptTimer);
+    this.receiptTimer = undefined;
+    // What arrives from now on is counted for the next stream (the hub republishes on sync).
+    this.receivedGeneration = 0;
     this.blocked = false;
     // Changes are covered by the next snapshot; apply results are kept for the next stream.
     for (const item of this.outbox.drain()) if (item.type === "result") this.outbox.put(item);

@@ -108,7 +108,7 @@ export class Hub {
         clock: this.clock,
         logger: this.log.child({ component: "grpc" }),
         onApplyResult: (cluster, r) => this.onApplyResult(cluster, r),
-        onAlive: (cluster) => this.tracker.heardFrom(cluster),
+        onReceived: (cluster, generation) => this.tracker.received(cluster, generation),
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
       },
     );

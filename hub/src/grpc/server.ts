@@ -28,8 +28,8 @@ export interface GrpcServerDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   onApplyResult(cluster: string, result: ApplyResult): void;
-  /** A cluster's agent sent a heartbeat or a delta. */
-  onAlive?(cluster: string): void;
+  /** A cluster's agent has received desired state up to this generation. */
+  onReceived?(cluster: string, generation: number): void;
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
 }
@@ -158,7 +158,7 @@ export class HubGrpcServer {
         },
         isPrimary: (s) => this.primary.get(cluster) === s,
         onApplyResult: (c, r) => this.deps.onApplyResult(c, r),
-        onAlive: (c) => this.deps.onAlive?.(c),
+        onReceived: (c, g) => this.deps.onReceived?.(c, g),
         onClosed: (s) => this.onSessionClosed(s),
       },
     );

@@ -29,6 +29,7 @@ function harness(limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 })
   const fleet = new FleetState();
   const written: HubMessage[] = [];
   const failures: { code: status; details: string }[] = [];
+  const received: [string, number][] = [];
   let primary: AgentSession | undefined;
   const session = new AgentSession(
     "alpha",
@@ -47,13 +48,14 @@ function harness(limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 })
       },
       isPrimary: (s) => s === primary,
       onApplyResult: () => undefined,
+      onReceived: (c, g) => received.push([c, g]),
       onClosed: () => undefined,
     },
   );
   const send = (m: AgentMessage["body"]) => session.handle({ body: m });
   const hello = (cluster = "alpha") =>
     send({ $case: "hello", value: { cluster, agentVersion: "t", kubernetesVersion: "v1.31.0" } });
-  return { clock, fleet, written, failures, session, send, hello };
+  return { clock, fleet, written, failures, received, session, send, hello };
 }
 
 describe("AgentSession", () => {
@@ -69,7 +71,7 @@ describe("AgentSession", () => {
 
   test("anything before Hello is refused", () => {
     const h = harness();
-    h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined } });
+    h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 0 } });
     expect(h.failures[0]?.code).toBe(status.FAILED_PRECONDITION);
   });
 
@@ -88,6 +90,18 @@ describe("AgentSession", () => {
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
     expect(h.written.at(-1)).toEqual({ body: { $case: "ack", value: { seq: 7 } } });
+  });
+
+  test("a heartbeat tells the hub what desired state the agent has received, once it streams", () => {
+    const h = harness();
+    h.hello();
+    h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 7 } });
+    expect(h.received).toEqual([]); // no view yet: not the primary stream
+    h.send({ $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [], last: true, seq: 0 } });
+    h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 0 } });
+    h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 9 } });
+    expect(h.received).toEqual([["alpha", 9]]);
+    expect(h.written.at(-1)?.body?.$case).toBe("ack");
   });
 
   test("a sequence gap asks for a resync and ignores deltas until the next snapshot", () => {

@@ -29,8 +29,8 @@ export interface SessionDeps {
   onPrimary(session: AgentSession): void;
   isPrimary(session: AgentSession): boolean;
   onApplyResult(cluster: string, result: ApplyResult): void;
-  /** A heartbeat or a delta: the agent is alive and keeping up with its cluster. */
-  onAlive?(cluster: string): void;
+  /** The agent has received desired state up to this generation over NATS. */
+  onReceived?(cluster: string, generation: number): void;
   onClosed(session: AgentSession): void;
 }
 
@@ -84,7 +84,7 @@ export class AgentSession {
       case "delta":
         return this.onDelta(msg);
       case "heartbeat":
-        return this.onHeartbeat(body.value.seq);
+        return this.onHeartbeat(body.value.seq, body.value.receivedGeneration);
       case "applyResult":
         this.deps.onApplyResult(this.cluster, body.value);
         return;
@@ -172,7 +172,6 @@ export class AgentSession {
     if (delta.seq !== this.phase.seq + 1)
       return this.resync(`expected seq ${this.phase.seq + 1}, got ${delta.seq}`);
     this.phase.seq = delta.seq;
-    this.deps.onAlive?.(this.cluster);
     const change = delta.change;
     if (change === undefined)
       return this.refuse(status.INVALID_ARGUMENT, `delta ${delta.seq} carries no change`);
@@ -218,11 +217,12 @@ export class AgentSession {
     return view === undefined ? 0 : view.nodes.size + view.services.size;
   }
 
-  private onHeartbeat(seq: number): void {
+  private onHeartbeat(seq: number, receivedGeneration: number): void {
     if (this.phase.kind !== "streaming") return;
     if (seq > this.phase.seq)
       return this.resync(`heartbeat reports seq ${seq}, last delta seen is ${this.phase.seq}`);
-    this.deps.onAlive?.(this.cluster);
+    if (receivedGeneration > 0 && this.deps.isPrimary(this))
+      this.deps.onReceived?.(this.cluster, receivedGeneration);
     this.ack();
   }
 

@@ -22,24 +22,40 @@ test("deadlines double per republication; an applied result extends the wait; ex
 });
 
 describe("progress-aware deadlines", () => {
-  test("a missed deadline waits while the agent is alive and has not been past the publication for a deadline", () => {
+  test("a missed deadline waits while the publication is queued in the agent (received, not yet applied)", () => {
     const clock = new FakeClock();
     const t = new ConvergenceTracker(clock, 1000);
     const older = t.record("c1/node-init/a", "ua");
-    t.record("c1/node-init/b", "ub");
+    const mine = t.record("c1/node-init/b", "ub");
+    t.received("c1", mine.generation);
     clock.advance(900);
     t.reported("c1", older.generation); // busy with older publications
     clock.advance(200);
     expect(t.pending("c1/node-init/b", "ub")?.deadlineMs).toBe(clock.now() + 1000);
-    // Quiet for a whole deadline: publish again.
-    clock.advance(1000);
-    expect(t.pending("c1/node-init/b", "ub")).toBeUndefined();
+    clock.advance(5000);
+    expect(t.pending("c1/node-init/b", "ub")).toBeDefined(); // still queued, still extended
   });
 
-  test("past the publication for a whole deadline and still not seen: lost, publish again", () => {
+  test("a publication the agent never received is published again at its deadline", () => {
+    const clock = new FakeClock();
+    const t = new ConvergenceTracker(clock, 1000);
+    const before = t.record("c1/node-init/a", "ua");
+    t.record("c1/node-init/b", "ub");
+    t.received("c1", before.generation); // the agent got the earlier one only
+    clock.advance(1001);
+    expect(t.pending("c1/node-init/b", "ub")).toBeUndefined();
+    // Another cluster's receipts say nothing about this one.
+    t.record("c2/node-init/x", "ux");
+    t.received("c1", 10_000);
+    clock.advance(1001);
+    expect(t.pending("c2/node-init/x", "ux")).toBeUndefined();
+  });
+
+  test("past the publication for a whole deadline and still not seen: published again", () => {
     const clock = new FakeClock();
     const t = new ConvergenceTracker(clock, 1000);
     const mine = t.record("c2/node-init/b", "ub");
+    t.received("c2", mine.generation + 5);
     clock.advance(900);
     t.reported("c2", mine.generation + 1); // just past it: its applies run concurrently
     clock.advance(200);
@@ -50,34 +66,29 @@ describe("progress-aware deadlines", () => {
     expect(t.pending("c2/node-init/b", "ub")).toBeUndefined();
   });
 
-  test("a forced publication is never extended; a fresh stream counts as alive for one deadline", () => {
+  test("forced publications, new streams and forgotten agents are never extended", () => {
     const clock = new FakeClock();
     const t = new ConvergenceTracker(clock, 1000);
-    t.record("c1/node-init/b", "ub");
-    t.restartProgress("c1");
+    const forced = t.record("c1/node-init/b", "ub");
+    t.received("c1", forced.generation);
     t.expire("c1/node-init/b");
     expect(t.pending("c1/node-init/b", "ub")).toBeUndefined();
-    const fresh = t.record("c4/node-init/y", "uy");
-    clock.advance(500);
-    t.restartProgress("c4");
-    clock.advance(501);
-    expect(t.pending("c4/node-init/y", "uy")).toBeDefined();
-    clock.advance(1000);
-    expect(t.pending("c4/node-init/y", "uy")).toBeUndefined();
-    expect(fresh.attempts).toBe(1);
-    // An agent never heard from, or forgotten: the deadline holds.
-    t.record("c3/node-init/x", "ux");
-    t.record("c4/node-init/z", "uz");
+    const a = t.record("c3/node-init/x", "ux");
+    t.received("c3", a.generation);
+    t.restartProgress("c3"); // a new stream: what the old one received may be lost
+    const b = t.record("c4/node-init/z", "uz");
+    t.received("c4", b.generation);
     t.forgetProgress("c4");
     clock.advance(1001);
     expect(t.pending("c3/node-init/x", "ux")).toBeUndefined();
     expect(t.pending("c4/node-init/z", "uz")).toBeUndefined();
   });
 
-  test("however busy the agent, five minutes after publication it is published again", () => {
+  test("however long the agent's queue, five minutes after publication it is published again", () => {
     const clock = new FakeClock();
     const t = new ConvergenceTracker(clock, 1000);
     const patient = t.record("c1/node-init/d", "ud");
+    t.received("c1", patient.generation);
     let extended = 0;
     for (let i = 0; i < 400; i++) {
       clock.advance(900);

@@ -17,14 +17,14 @@ export interface Inflight {
 const MAX_DEADLINE_MS = 5 * 60_000;
 
 /**
- * How far one cluster's agent has worked through the hub's publications: when it first reported
- * a result past each generation (increasing in both), the oldest kept being the last one at
- * least a deadline old; and when it last reported anything.
+ * How far one cluster's agent (its current stream) has got with the hub's publications: the
+ * highest generation it has received over NATS (from its heartbeats), and when it first
+ * reported a result past each generation (increasing in both; the oldest kept is the last one
+ * at least a deadline old).
  */
 interface Progress {
+  receivedMax: number;
   readonly marks: { generation: number; atMs: number }[];
-  /** When the agent last showed it is alive: a result, a heartbeat or a delta. */
-  lastReportMs: number;
 }
 /** After an APPLIED result, the report gets this many deadlines more to arrive. */
 const APPLIED_GRACE_FACTOR = 4;
@@ -76,10 +76,10 @@ export class ConvergenceTracker {
 
   /**
    * Whether `key` waits on a live publication for this object. A missed deadline is extended
-   * while the cluster's agent is still working through older publications (it reported a
-   * result recently, all for earlier generations): it has not reached this one yet, and
-   * publishing again would only lengthen its queue. It publishes again once the agent is past
-   * this generation (the message was lost), has gone quiet, or after MAX_DEADLINE_MS.
+   * while the publication waits in the cluster's agent (received, not yet applied: a busy
+   * cluster's agent can be tens of seconds behind), since publishing again would only lengthen
+   * its queue. It publishes again when the agent never received it, has been past it for a
+   * whole deadline, or after MAX_DEADLINE_MS.
    */
   pending(key: string, uid: string): Inflight | undefined {
     const e = this.inflight.get(key);
@@ -98,26 +98,34 @@ export class ConvergenceTracker {
     const now = this.clock.now();
     let p = this.progress.get(prefix);
     if (p === undefined) {
-      p = { marks: [], lastReportMs: now };
+      p = { receivedMax: 0, marks: [] };
       this.progress.set(prefix, p);
     }
-    p.lastReportMs = now;
     const last = p.marks[p.marks.length - 1];
     if (last === undefined || generation > last.generation) p.marks.push({ generation, atMs: now });
     const cutoff = now - this.deadlineMs;
     while (p.marks.length > 1 && (p.marks[1]?.atMs ?? now) <= cutoff) p.marks.shift();
   }
 
+  /** The agent's stream says it has received desired state up to `generation`. */
+  received(cluster: string, generation: number): void {
+    const prefix = clusterKeyPrefix(cluster);
+    const p = this.progress.get(prefix);
+    if (p === undefined) this.progress.set(prefix, { receivedMax: generation, marks: [] });
+    else p.receivedMax = Math.max(p.receivedMax, generation);
+  }
+
   /**
-   * The agent has not settled this publication yet and is alive: it was heard from within a
-   * deadline, and it was not already past this generation a whole deadline ago (its applies run
-   * concurrently, so being just past one says nothing yet).
+   * The publication waits in the agent's queue: the agent has received it, and has not been
+   * past it (in its results) for a whole deadline — its applies run concurrently, so being just
+   * past one says nothing yet. A publication the agent has not received was lost (or the
+   * agent is not reading): publish again.
    */
   private agentBehind(key: string, e: Inflight, now: number): boolean {
     // expire() asks for a publication now (failure, reconnect): never extended.
     if (e.deadlineMs === 0 || now - e.publishedAtMs >= MAX_DEADLINE_MS) return false;
     const p = this.progress.get(key.slice(0, key.indexOf("/") + 1));
-    if (p === undefined || now - p.lastReportMs >= this.deadlineMs) return false;
+    if (p === undefined || p.receivedMax < e.generation) return false;
     const cutoff = now - this.deadlineMs;
     let pastLongAgo = 0;
     for (const m of p.marks) if (m.atMs <= cutoff) pastLongAgo = m.generation;
@@ -158,15 +166,9 @@ export class ConvergenceTracker {
     this.progress.delete(clusterKeyPrefix(cluster));
   }
 
-  /** The agent's stream is alive (heartbeat, delta): it may be slow, it is not gone. */
-  heardFrom(cluster: string): void {
-    const p = this.progress.get(clusterKeyPrefix(cluster));
-    if (p !== undefined) p.lastReportMs = this.clock.now();
-  }
-
-  /** A new agent stream is synced: it has applied nothing of this hub's yet, and is alive now. */
+  /** A new agent stream is synced: it has received and applied nothing of this hub's yet. */
   restartProgress(cluster: string): void {
-    this.progress.set(clusterKeyPrefix(cluster), { marks: [], lastReportMs: this.clock.now() });
+    this.progress.set(clusterKeyPrefix(cluster), { receivedMax: 0, marks: [] });
   }
 
   size(): number {

@@ -124,7 +124,15 @@ export interface Delta {
 export interface Heartbeat {
   /** The last seq the agent sent. */
   seq: number;
-  sentAt?: Date | undefined;
+  sentAt?:
+    | Date
+    | undefined;
+  /**
+   * The highest generation of desired state this stream's agent has received over NATS (0: none
+   * yet). Sent soon after new desired state arrives, so the hub can tell a publication that is
+   * queued in the agent from one that was lost.
+   */
+  receivedGeneration: number;
 }
 
 /** What happened to one desired patch received over NATS. */
@@ -749,7 +757,7 @@ export const Delta: MessageFns<Delta> = {
 };
 
 function createBaseHeartbeat(): Heartbeat {
-  return { seq: 0, sentAt: undefined };
+  return { seq: 0, sentAt: undefined, receivedGeneration: 0 };
 }
 
 export const Heartbeat: MessageFns<Heartbeat> = {
@@ -759,6 +767,9 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     }
     if (message.sentAt !== undefined) {
       Timestamp.encode(toTimestamp(message.sentAt), writer.uint32(18).fork()).join();
+    }
+    if (message.receivedGeneration !== 0) {
+      writer.uint32(24).uint64(message.receivedGeneration);
     }
     return writer;
   },
@@ -792,6 +803,14 @@ export const Heartbeat: MessageFns<Heartbeat> = {
             message.sentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.receivedGeneration = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -812,6 +831,11 @@ export const Heartbeat: MessageFns<Heartbeat> = {
         : isSet(object.sent_at)
         ? fromJsonTimestamp(object.sent_at)
         : undefined,
+      receivedGeneration: isSet(object.receivedGeneration)
+        ? globalThis.Number(object.receivedGeneration)
+        : isSet(object.received_generation)
+        ? globalThis.Number(object.received_generation)
+        : 0,
     };
   },
 
@@ -823,6 +847,9 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     if (message.sentAt !== undefined) {
       obj.sentAt = message.sentAt.toISOString();
     }
+    if (message.receivedGeneration !== 0) {
+      obj.receivedGeneration = Math.round(message.receivedGeneration);
+    }
     return obj;
   },
 
@@ -833,6 +860,7 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     const message = createBaseHeartbeat();
     message.seq = object.seq ?? 0;
     message.sentAt = object.sentAt ?? undefined;
+    message.receivedGeneration = object.receivedGeneration ?? 0;
     return message;
   },
 };

@@ -1,0 +1,50 @@
+/**
+ * Convergence deadlines against a slow API server (real nats-server, gRPC, API simulator): a
+ * patch that waits in the agent's queue is not published again when its deadline passes, because
+ * the agent's heartbeats tell the hub what it has received.
+ */
+import { afterEach, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+
+const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+const DEADLINE_MS = 300;
+
+let fleet: LocalFleet | undefined;
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+});
+
+async function nodePatchesPublished(f: LocalFleet): Promise<number> {
+  const metric = await f.hub?.metrics.patchesPublished.get();
+  return metric?.values.find((v) => v.labels["kind"] === "node")?.value ?? 0;
+}
+
+function tainted(n: unknown): boolean {
+  const taints = (n as { spec?: { taints?: { key: string }[] } }).spec?.taints ?? [];
+  return taints.some((t) => t.key === "node.cloudprovider.kubernetes.io/uninitialized");
+}
+
+test("a slow API server: patches queued in the agent are published once, however many deadlines pass", async () => {
+  const f = await LocalFleet.start({
+    clusters: 1,
+    nodesPerCluster: 0,
+    logger,
+    convergeDeadlineMs: DEADLINE_MS,
+  });
+  fleet = f;
+  await f.startHub();
+  await f.startAgents();
+  const cluster = [...f.clusters.keys()][0] ?? "";
+  // Every API request takes 150 ms: 80 nodes (two patches and an Event each, 16 at a time) keep
+  // the agent busy for several deadlines.
+  f.cluster(cluster).kube.setLatencyMs(150);
+  const started = Date.now();
+  f.addNodes(cluster, 80);
+  expect(await waitFor(() => f.nodes(cluster).every((n) => !tainted(n)), 60_000)).toBe(true);
+  const elapsed = Date.now() - started;
+  expect(elapsed).toBeGreaterThan(4 * DEADLINE_MS);
+  // With deadlines alone, every patch still queued after 300 ms would have been published again.
+  expect(await nodePatchesPublished(f)).toBe(80);
+});
