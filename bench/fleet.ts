@@ -43,6 +43,8 @@ export interface FleetOptions {
   readonly separateAgent: boolean;
   /** NODE_OPTIONS of that process. */
   readonly agentNodeOptions: string;
+  /** NODE_OPTIONS of the hub process. */
+  readonly hubNodeOptions: string;
   readonly pinning: Pinning;
   readonly logLevel: string;
   readonly watchHistory: number;
@@ -243,6 +245,7 @@ export class BenchFleet {
       convergeDeadlineMs: 15_000,
       heartbeatIntervalMs: 10_000,
       pinPrefix: this.opts.pinning.hubPrefix,
+      nodeOptions: this.opts.hubNodeOptions,
       dir: this.dir,
       ...extra,
     };

@@ -33,6 +33,8 @@ export interface HubSettings {
   /** Write a V8 CPU profile of the hub into this directory (node --cpu-prof). */
   readonly cpuProfDir?: string;
   readonly pinPrefix: readonly string[];
+  /** NODE_OPTIONS of the hub process. */
+  readonly nodeOptions: string;
   readonly dir: string;
   /** Reuse these ports (a fresh hub in the same fleet: agents reconnect to the same address). */
   readonly grpcPort?: number;
@@ -117,7 +119,7 @@ export class HubProcess {
     const args = s.pinPrefix.length > 0 ? [...prefixArgs, process.execPath, ...nodeArgs] : nodeArgs;
     const child = spawn(cmd ?? process.execPath, args, {
       stdio: ["ignore", "ignore", fd],
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...env, NODE_OPTIONS: s.nodeOptions },
     });
     closeSync(fd);
     const hub = new HubProcess(child, grpcPort, httpPort, logFile);

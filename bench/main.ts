@@ -27,7 +27,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
                           chaos: longest fault phase (120)
   --refresh-period-ms MS  steady: hub refresh.periodMs (default 2000)
   --churn-rate R          churn: node joins, node leaves and Service changes per second (default 5)
-  --workers N             hub reconcile.workers (default 4096, the hub's default)
+  --workers N             hub reconcile.workers (default 32768, the hub's default)
   --rate-limit R          the account's cloud calls per second in the hub (default 1000)
   --not-ready N           chaos: NotReady nodes per cluster whose instance keeps running (default 3)
   --gone N                chaos: NotReady nodes per cluster whose instance is terminated (default 1)
@@ -42,15 +42,17 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --no-pin                do not pin the hub to core 0 and the rest to core 1
   --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
+  --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
   --keep                  keep the run directory (configs, logs) and print its path
 `;
 
-/** The agent process runs with the NODE_OPTIONS of the shipped manifest, as in production. */
-function deployedAgentNodeOptions(): string {
-  const manifest = readFileSync(new URL("../../deploy/agent/deployment.yaml", import.meta.url), "utf8");
-  const m = /- name: NODE_OPTIONS\s+value: "([^"]*)"/.exec(manifest);
-  if (m?.[1] === undefined) throw new Error("deploy/agent/deployment.yaml sets no NODE_OPTIONS");
-  return m[1];
+/** The hub and agent processes run with the NODE_OPTIONS of the shipped manifests, as in production. */
+function deployedNodeOptions(role: "hub" | "agent"): string {
+  const path = `deploy/${role}/deployment.yaml`;
+  const manifest = readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
+  const m = /- name: NODE_OPTIONS\s+value: "?([^"\n]*)"?/.exec(manifest);
+  if (m?.[1] === undefined) throw new Error(`${path} sets no NODE_OPTIONS`);
+  return m[1].trim();
 }
 
 function num(v: string | undefined, name: string, dflt: number, min = 0): number {
@@ -90,6 +92,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "no-pin": { type: "boolean" },
       "no-separate-agent": { type: "boolean" },
       "agent-node-options": { type: "string" },
+      "hub-node-options": { type: "string" },
       keep: { type: "boolean" },
       help: { type: "boolean" },
     },
@@ -110,7 +113,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     nodes: num(values.nodes, "nodes", s === "chaos" ? 30 : 5, 0),
     services: num(values.services, "services", 0, 0),
     cloudLatencyMs: num(values["cloud-latency-ms"], "cloud-latency-ms", 50, 0),
-    workers: num(values.workers, "workers", 4096, 1),
+    workers: num(values.workers, "workers", 32_768, 1),
     rateLimitPerSecond: num(values["rate-limit"], "rate-limit", 1000, 0.001),
     timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
     durationS: num(values["duration-s"], "duration-s", defaultDuration, 1),
@@ -123,7 +126,8 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     fleetCpuProfDir: values["fleet-cpu-prof"],
     pinning: pinCores(values["no-pin"] !== true),
     separateAgent: values["no-separate-agent"] !== true,
-    agentNodeOptions: values["agent-node-options"] ?? deployedAgentNodeOptions(),
+    agentNodeOptions: values["agent-node-options"] ?? deployedNodeOptions("agent"),
+    hubNodeOptions: values["hub-node-options"] ?? deployedNodeOptions("hub"),
     keep: values.keep === true,
     notReady: num(values["not-ready"], "not-ready", 3, 0),
     gone: num(values.gone, "gone", 1, 0),

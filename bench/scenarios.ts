@@ -35,6 +35,8 @@ export interface BenchOptions {
   readonly separateAgent: boolean;
   /** NODE_OPTIONS of the separate agent process. */
   readonly agentNodeOptions: string;
+  /** NODE_OPTIONS of the hub process. */
+  readonly hubNodeOptions: string;
   readonly keep: boolean;
   /** chaos */
   readonly notReady: number;
@@ -54,6 +56,7 @@ function fleetFor(o: BenchOptions, watchServices: boolean): BenchFleet {
     watchServices,
     separateAgent: o.separateAgent,
     agentNodeOptions: o.agentNodeOptions,
+    hubNodeOptions: o.hubNodeOptions,
     pinning: o.pinning,
     logLevel: o.agentLogLevel,
     watchHistory: Math.max(10_000, o.nodes * 8 + o.services * 4),
@@ -205,6 +208,7 @@ function header(o: BenchOptions, fleet: BenchFleet): Result {
     accountRateLimitPerSecond: o.rateLimitPerSecond,
     separateAgentCluster: fleet.separateCluster ?? null,
     agentNodeOptions: fleet.separateCluster === undefined ? null : o.agentNodeOptions,
+    hubNodeOptions: o.hubNodeOptions,
     pinning: o.pinning.description,
   };
 }

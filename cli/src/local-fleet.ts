@@ -150,7 +150,7 @@ export class LocalFleet {
       http: { listen: "127.0.0.1:0" },
       nats: { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
       reconcile: {
-        workers: this.opts.workers ?? 4096,
+        workers: this.opts.workers ?? 32_768,
         convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
         heartbeatIntervalMs: 2000,
       },

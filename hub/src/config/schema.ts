@@ -115,13 +115,13 @@ export const HubConfigSchema = z
       .object({
         /** Reconciles in flight. Most of their time is spent awaiting cloud I/O (bounded by each
          * account's rate limit), so many workers cost little and keep a join storm from queueing. */
-        workers: z.number().int().positive().default(4096),
+        workers: z.number().int().positive().default(32_768),
         /** How long a published patch has to show up in the agent's reports before the hub publishes again. */
         convergeDeadlineMs: z.number().int().positive().default(15_000),
         heartbeatIntervalMs: z.number().int().positive().default(10_000),
       })
       .strict()
-      .default({ workers: 4096, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
+      .default({ workers: 32_768, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
     lifecycle: z
       .object({
         /** How often nodes that are not Ready are checked (upstream --node-monitor-period). */
