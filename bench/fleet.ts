@@ -41,10 +41,10 @@ export interface FleetOptions {
   readonly watchServices: boolean;
   /** Run the first cluster's agent as its own process through the CLI. */
   readonly separateAgent: boolean;
-  /** NODE_OPTIONS of that process. */
-  readonly agentNodeOptions: string;
-  /** NODE_OPTIONS of the hub process. */
-  readonly hubNodeOptions: string;
+  /** NODE_OPTIONS and MALLOC_* of that process. */
+  readonly agentEnv: Readonly<Record<string, string>>;
+  /** NODE_OPTIONS and MALLOC_* of the hub process. */
+  readonly hubEnv: Readonly<Record<string, string>>;
   readonly pinning: Pinning;
   readonly logLevel: string;
   readonly watchHistory: number;
@@ -245,7 +245,7 @@ export class BenchFleet {
       convergeDeadlineMs: 15_000,
       heartbeatIntervalMs: 10_000,
       pinPrefix: this.opts.pinning.hubPrefix,
-      nodeOptions: this.opts.hubNodeOptions,
+      runtimeEnv: this.opts.hubEnv,
       dir: this.dir,
       ...extra,
     };
@@ -310,7 +310,7 @@ export class BenchFleet {
         "--log-level",
         this.opts.logLevel,
       ],
-      { stdio: ["ignore", "ignore", fd], env: { ...process.env, NODE_OPTIONS: this.opts.agentNodeOptions } },
+      { stdio: ["ignore", "ignore", fd], env: { ...process.env, ...this.opts.agentEnv } },
     );
     closeSync(fd);
     const kill = () => child.kill("SIGKILL");

@@ -33,8 +33,8 @@ export interface HubSettings {
   /** Write a V8 CPU profile of the hub into this directory (node --cpu-prof). */
   readonly cpuProfDir?: string;
   readonly pinPrefix: readonly string[];
-  /** NODE_OPTIONS of the hub process. */
-  readonly nodeOptions: string;
+  /** NODE_OPTIONS and MALLOC_* of the hub process. */
+  readonly runtimeEnv: Readonly<Record<string, string>>;
   readonly dir: string;
   /** Reuse these ports (a fresh hub in the same fleet: agents reconnect to the same address). */
   readonly grpcPort?: number;
@@ -119,7 +119,7 @@ export class HubProcess {
     const args = s.pinPrefix.length > 0 ? [...prefixArgs, process.execPath, ...nodeArgs] : nodeArgs;
     const child = spawn(cmd ?? process.execPath, args, {
       stdio: ["ignore", "ignore", fd],
-      env: { ...process.env, ...env, NODE_OPTIONS: s.nodeOptions },
+      env: { ...process.env, ...env, ...s.runtimeEnv },
     });
     closeSync(fd);
     const hub = new HubProcess(child, grpcPort, httpPort, logFile);

@@ -46,13 +46,23 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --keep                  keep the run directory (configs, logs) and print its path
 `;
 
-/** The hub and agent processes run with the NODE_OPTIONS of the shipped manifests, as in production. */
-function deployedNodeOptions(role: "hub" | "agent"): string {
+/**
+ * The hub and agent processes run with the runtime settings of the shipped manifests, as in
+ * production: their literal NODE_OPTIONS and MALLOC_* environment variables.
+ */
+function deployedRuntimeEnv(role: "hub" | "agent"): Record<string, string> {
   const path = `deploy/${role}/deployment.yaml`;
   const manifest = readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
-  const m = /- name: NODE_OPTIONS\s+value: "?([^"\n]*)"?/.exec(manifest);
-  if (m?.[1] === undefined) throw new Error(`${path} sets no NODE_OPTIONS`);
-  return m[1].trim();
+  const env: Record<string, string> = {};
+  for (const m of manifest.matchAll(/- name: (NODE_OPTIONS|MALLOC_[A-Z_]+)\s+value: "?([^"\n]*)"?/g))
+    if (m[1] !== undefined && m[2] !== undefined) env[m[1]] = m[2].trim();
+  if (env["NODE_OPTIONS"] === undefined) throw new Error(`${path} sets no NODE_OPTIONS`);
+  return env;
+}
+
+function runtimeEnv(role: "hub" | "agent", nodeOptions: string | undefined): Record<string, string> {
+  const env = deployedRuntimeEnv(role);
+  return nodeOptions === undefined ? env : { ...env, NODE_OPTIONS: nodeOptions };
 }
 
 function num(v: string | undefined, name: string, dflt: number, min = 0): number {
@@ -126,8 +136,8 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     fleetCpuProfDir: values["fleet-cpu-prof"],
     pinning: pinCores(values["no-pin"] !== true),
     separateAgent: values["no-separate-agent"] !== true,
-    agentNodeOptions: values["agent-node-options"] ?? deployedNodeOptions("agent"),
-    hubNodeOptions: values["hub-node-options"] ?? deployedNodeOptions("hub"),
+    agentEnv: runtimeEnv("agent", values["agent-node-options"]),
+    hubEnv: runtimeEnv("hub", values["hub-node-options"]),
     keep: values.keep === true,
     notReady: num(values["not-ready"], "not-ready", 3, 0),
     gone: num(values.gone, "gone", 1, 0),

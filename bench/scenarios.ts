@@ -33,10 +33,10 @@ export interface BenchOptions {
   readonly fleetCpuProfDir: string | undefined;
   readonly pinning: Pinning;
   readonly separateAgent: boolean;
-  /** NODE_OPTIONS of the separate agent process. */
-  readonly agentNodeOptions: string;
-  /** NODE_OPTIONS of the hub process. */
-  readonly hubNodeOptions: string;
+  /** NODE_OPTIONS and MALLOC_* of the separate agent process (from deploy/agent). */
+  readonly agentEnv: Readonly<Record<string, string>>;
+  /** NODE_OPTIONS and MALLOC_* of the hub process (from deploy/hub). */
+  readonly hubEnv: Readonly<Record<string, string>>;
   readonly keep: boolean;
   /** chaos */
   readonly notReady: number;
@@ -55,8 +55,8 @@ function fleetFor(o: BenchOptions, watchServices: boolean): BenchFleet {
     cloudLatencyMs: o.cloudLatencyMs,
     watchServices,
     separateAgent: o.separateAgent,
-    agentNodeOptions: o.agentNodeOptions,
-    hubNodeOptions: o.hubNodeOptions,
+    agentEnv: o.agentEnv,
+    hubEnv: o.hubEnv,
     pinning: o.pinning,
     logLevel: o.agentLogLevel,
     watchHistory: Math.max(10_000, o.nodes * 8 + o.services * 4),
@@ -207,8 +207,8 @@ function header(o: BenchOptions, fleet: BenchFleet): Result {
     hubWorkers: o.workers,
     accountRateLimitPerSecond: o.rateLimitPerSecond,
     separateAgentCluster: fleet.separateCluster ?? null,
-    agentNodeOptions: fleet.separateCluster === undefined ? null : o.agentNodeOptions,
-    hubNodeOptions: o.hubNodeOptions,
+    agentRuntimeEnv: fleet.separateCluster === undefined ? null : o.agentEnv,
+    hubRuntimeEnv: o.hubEnv,
     pinning: o.pinning.description,
   };
 }

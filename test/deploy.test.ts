@@ -103,6 +103,18 @@ describe("deploy/ manifests", () => {
       expect(kinds).toContain(k);
   });
 
+  test("no container sets an environment variable twice (the last one would silently win)", () => {
+    for (const { file, obj } of DEPLOYMENTS)
+      for (const c of obj["spec"]["template"]["spec"]["containers"] as Obj[]) {
+        const names = ((c["env"] as Obj[] | undefined) ?? []).map((e) => e["name"] as string);
+        const twice = names.filter((n, i) => names.indexOf(n) !== i);
+        expect({ where: `${file} ${c["name"]}`, twice }).toEqual({
+          where: `${file} ${c["name"]}`,
+          twice: [],
+        });
+      }
+  });
+
   test("every object is named, labelled part-of fleet-ccm and namespaced in fleet-ccm-system", () => {
     for (const { file, obj } of OBJECTS) {
       if (obj["kind"] === "Kustomization") continue;
