@@ -68,7 +68,7 @@ export class Agent {
     withConnectionReuse(opts.kubeConfig);
     this.api = new KubeClient(opts.kubeConfig);
     this.events = new EventRecorder(this.api, `fleet-ccm-agent/${hostname()}`);
-    this.watch = new ClusterWatch(opts.kubeConfig, this.log.child({ component: "watch" }), (e) =>
+    this.watch = new ClusterWatch(opts.kubeConfig, this.api, this.log.child({ component: "watch" }), (e) =>
       this.onWatch(e),
     );
     this.stream = new HubStream({
@@ -149,12 +149,15 @@ export class Agent {
           return;
         }
         let newest = 0;
-        for (const d of batch.nodes) newest = Math.max(newest, d.generation);
-        for (const d of batch.services) newest = Math.max(newest, d.generation);
-        if (newest > 0) this.stream.noteReceived(newest);
-        for (const d of batch.nodes) this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d });
-        for (const d of batch.services)
+        for (const d of batch.nodes) {
+          newest = Math.max(newest, d.generation);
+          this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d });
+        }
+        for (const d of batch.services) {
+          newest = Math.max(newest, d.generation);
           this.dispatcher.submit(`service/${d.namespace}/${d.name}`, { kind: "service", desired: d });
+        }
+        if (newest > 0) this.stream.noteReceived(newest);
         for (const e of batch.events)
           this.dispatcher.submit(`event/${++this.eventSeq}`, { kind: "event", event: e });
       },

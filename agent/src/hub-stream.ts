@@ -60,8 +60,9 @@ export class HubStream {
   private snapshotId = 0;
   private attempt = 0;
   private heartbeat: NodeJS.Timeout | undefined;
-  /** Highest desired generation received over NATS, and whether the hub has been told. */
+  /** Highest desired generation received over NATS on this stream's watch. */
   private receivedGeneration = 0;
+  /** Set while a heartbeat telling the hub of a new receivedGeneration is due. */
   private receiptTimer: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private welcome: Welcome | undefined;
@@ -223,11 +224,6 @@ export class HubStream {
   sendApplyResult(result: ApplyResult): void {
     this.outbox.put({ type: "result", result });
     this.flushOutbox();
-  }
-
-  /** Deltas waiting for the stream (benchmarks and tests). */
-  get backlog(): number {
-    return this.outbox.size;
   }
 
   /** Writes what waits, while the stream takes it. A delta's seq is given when it is written. */

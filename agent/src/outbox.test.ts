@@ -1,40 +1,13 @@
-import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
+import { ApplyOutcome, ApplyResult, Node, ObjectKind } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { type Change, Outbox } from "./outbox.js";
 
 function node(name: string, uid: string, rv: string): Change {
-  return {
-    $case: "node",
-    value: {
-      name,
-      uid,
-      resourceVersion: rv,
-      providerId: "",
-      labels: {},
-      annotations: {},
-      taints: [],
-      addresses: [],
-      conditions: [],
-      podCidrs: [],
-      creationTimestamp: undefined,
-      deletionTimestamp: undefined,
-      finalizers: [],
-    },
-  };
+  return { $case: "node", value: Node.fromPartial({ name, uid, resourceVersion: rv }) };
 }
 
 function result(name: string, uid: string, outcome: ApplyOutcome): ApplyResult {
-  return {
-    kind: ObjectKind.OBJECT_KIND_NODE,
-    namespace: "",
-    name,
-    uid,
-    generation: 1,
-    outcome,
-    httpStatus: 0,
-    reason: "",
-    message: "",
-  };
+  return ApplyResult.fromPartial({ kind: ObjectKind.OBJECT_KIND_NODE, name, uid, generation: 1, outcome });
 }
 
 function describeItem(o: Outbox): string[] {

@@ -11,7 +11,7 @@ import type {
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
-import { KubeClient } from "./kube-client.js";
+import type { KubeClient } from "./kube-client.js";
 import { slimNode, slimService } from "./slim.js";
 
 const NODES = "/api/v1/nodes";
@@ -73,10 +73,10 @@ export class ClusterWatch {
 
   constructor(
     kc: KubeConfig,
+    api: KubeClient,
     private readonly logger: Logger,
     onEvent: (e: WatchEvent) => void,
   ) {
-    const api = new KubeClient(kc);
     const watch = new SlimmingWatch(kc, { [NODES]: slimNode, [SERVICES]: slimService });
     // autoStart false, as makeInformer does: start() is called once handlers are attached.
     this.nodes = new ListWatch(NODES, watch, () => api.listNodes(slimNode), false);

@@ -1,4 +1,4 @@
-import type { AgentMessage, HubMessage, Node } from "@fleet-ccm/proto";
+import { type AgentMessage, type HubMessage, Node } from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
@@ -7,21 +7,7 @@ import { FakeClock } from "../util/clock.js";
 import { AgentSession } from "./session.js";
 
 function node(name: string, rv = "1"): Node {
-  return {
-    name,
-    uid: `uid-${name}`,
-    resourceVersion: rv,
-    providerId: "",
-    labels: {},
-    annotations: {},
-    taints: [],
-    addresses: [],
-    conditions: [],
-    podCidrs: [],
-    creationTimestamp: undefined,
-    deletionTimestamp: undefined,
-    finalizers: [],
-  };
+  return Node.fromPartial({ name, uid: `uid-${name}`, resourceVersion: rv });
 }
 
 function harness(limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 }) {
