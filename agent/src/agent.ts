@@ -20,6 +20,7 @@ import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
+import { changeKey, readyChange } from "./outbox.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
@@ -165,23 +166,27 @@ export class Agent {
   }
 
   private onWatch(e: WatchEvent): void {
+    const md = e.obj.metadata;
+    const [name, uid] = [md?.name ?? "", md?.uid ?? ""];
     if (e.kind === "node") {
-      if (e.type === "upsert") this.stream.sendChange({ $case: "node", value: toWireNode(e.obj) });
-      else
-        this.stream.sendChange({
-          $case: "nodeDeleted",
-          value: { namespace: "", name: e.obj.metadata?.name ?? "", uid: e.obj.metadata?.uid ?? "" },
-        });
-    } else if (e.type === "upsert") this.stream.sendChange({ $case: "service", value: toWireService(e.obj) });
-    else
-      this.stream.sendChange({
-        $case: "serviceDeleted",
-        value: {
-          namespace: e.obj.metadata?.namespace ?? "",
-          name: e.obj.metadata?.name ?? "",
-          uid: e.obj.metadata?.uid ?? "",
-        },
-      });
+      const obj = e.obj;
+      this.stream.sendChange(
+        e.type === "upsert"
+          ? { key: changeKey("node", "", name, uid), wire: () => ({ $case: "node", value: toWireNode(obj) }) }
+          : readyChange({ $case: "nodeDeleted", value: { namespace: "", name, uid } }),
+      );
+      return;
+    }
+    const obj = e.obj;
+    const namespace = md?.namespace ?? "";
+    this.stream.sendChange(
+      e.type === "upsert"
+        ? {
+            key: changeKey("service", namespace, name, uid),
+            wire: () => ({ $case: "service", value: toWireService(obj) }),
+          }
+        : readyChange({ $case: "serviceDeleted", value: { namespace, name, uid } }),
+    );
   }
 
   private async apply(job: Job): Promise<void> {

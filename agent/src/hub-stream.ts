@@ -15,7 +15,7 @@ import {
   status,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { type Change, Outbox } from "./outbox.js";
+import { Outbox, type PendingChange } from "./outbox.js";
 
 export interface HubStreamOptions {
   readonly address: string;
@@ -78,6 +78,10 @@ export class HubStream {
       ? credentials.createInsecure()
       : credentials.createSsl(opts.caPem ?? null);
     this.client = new HubClient(opts.address, creds, {
+      // grpc-js holds up to 1 MiB of unsent messages per call for transparent retries (some
+      // 10,000 small deltas, each with its own buffer and objects) before a write blocks; with
+      // 64 KiB the stream blocks early and the Outbox, latest per object, holds the rest.
+      "grpc.per_rpc_retry_buffer_size": 64 * 1024,
       "grpc.keepalive_time_ms": 30_000,
       "grpc.keepalive_timeout_ms": 10_000,
       "grpc.keepalive_permit_without_calls": 1,
@@ -214,7 +218,7 @@ export class HubStream {
   }
 
   /** A change seen after the snapshot. Dropped while not streaming: the next snapshot includes it. */
-  sendChange(change: Change): void {
+  sendChange(change: PendingChange): void {
     if (this.phase !== "streaming") return;
     this.outbox.put({ type: "change", change });
     this.flushOutbox();
@@ -234,7 +238,7 @@ export class HubStream {
       if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
       else {
         this.seq++;
-        this.write({ body: { $case: "delta", value: { seq: this.seq, change: item.change } } });
+        this.write({ body: { $case: "delta", value: { seq: this.seq, change: item.change.wire() } } });
       }
     }
   }

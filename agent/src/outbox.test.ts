@@ -1,9 +1,9 @@
 import { ApplyOutcome, ApplyResult, Node, ObjectKind } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
-import { type Change, Outbox } from "./outbox.js";
+import { changeKey, Outbox, type PendingChange, readyChange } from "./outbox.js";
 
-function node(name: string, uid: string, rv: string): Change {
-  return { $case: "node", value: Node.fromPartial({ name, uid, resourceVersion: rv }) };
+function node(name: string, uid: string, rv: string): PendingChange {
+  return readyChange({ $case: "node", value: Node.fromPartial({ name, uid, resourceVersion: rv }) });
 }
 
 function result(name: string, uid: string, outcome: ApplyOutcome): ApplyResult {
@@ -11,15 +11,13 @@ function result(name: string, uid: string, outcome: ApplyOutcome): ApplyResult {
 }
 
 function describeItem(o: Outbox): string[] {
-  return o
-    .drain()
-    .map((i) =>
-      i.type === "result"
-        ? `result ${i.result.name} ${ApplyOutcome[i.result.outcome]}`
-        : i.change.$case === "node"
-          ? `node ${i.change.value.name}/${i.change.value.uid}@${i.change.value.resourceVersion}`
-          : `${i.change.$case} ${i.change.value.name}/${i.change.value.uid}`,
-    );
+  return o.drain().map((i) => {
+    if (i.type === "result") return `result ${i.result.name} ${ApplyOutcome[i.result.outcome]}`;
+    const c = i.change.wire();
+    return c.$case === "node"
+      ? `node ${c.value.name}/${c.value.uid}@${c.value.resourceVersion}`
+      : `${c.$case} ${c.value.name}/${c.value.uid}`;
+  });
 }
 
 describe("Outbox", () => {
@@ -40,7 +38,7 @@ describe("Outbox", () => {
     o.put({ type: "change", change: node("a", "u1", "5") });
     o.put({
       type: "change",
-      change: { $case: "nodeDeleted", value: { namespace: "", name: "a", uid: "u1" } },
+      change: readyChange({ $case: "nodeDeleted", value: { namespace: "", name: "a", uid: "u1" } }),
     });
     o.put({ type: "change", change: node("a", "u9", "7") });
     expect(describeItem(o)).toEqual(["nodeDeleted a/u1", "node a/u9@7"]);
@@ -52,9 +50,26 @@ describe("Outbox", () => {
       o.put({ type: "change", change: node(`n${i % 100}`, `u${i % 100}`, String(i)) });
     expect(o.size).toBe(100);
     const first = o.take();
-    expect(
-      first?.type === "change" && first.change.$case === "node" && first.change.value.resourceVersion,
-    ).toBe("9900");
+    const c = first?.type === "change" ? first.change.wire() : undefined;
+    expect(c?.$case === "node" && c.value.resourceVersion).toBe("9900");
     expect(o.size).toBe(99);
+  });
+
+  test("a change's wire form is built once, when it is taken, and never for a superseded one", () => {
+    const o = new Outbox();
+    const built: string[] = [];
+    const lazy = (rv: string): PendingChange => ({
+      key: changeKey("node", "", "a", "u1"),
+      wire: () => {
+        built.push(rv);
+        return { $case: "node", value: Node.fromPartial({ name: "a", uid: "u1", resourceVersion: rv }) };
+      },
+    });
+    o.put({ type: "change", change: lazy("1") });
+    o.put({ type: "change", change: lazy("2") });
+    expect(built).toEqual([]);
+    const taken = o.take();
+    expect(taken?.type === "change" && taken.change.wire().$case).toBe("node");
+    expect(built).toEqual(["2"]);
   });
 });

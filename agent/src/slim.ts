@@ -1,12 +1,19 @@
 import type { V1Node, V1Service } from "@kubernetes/client-node";
 import { forwardedAnnotations } from "./convert.js";
+import { StringTable } from "./strings.js";
+
+const shared = new StringTable();
+const i = <T extends string | undefined>(s: T): T => shared.intern(s);
+/** Timestamps are strings in watched objects, Dates only if a caller typed them. */
+const t = <T>(v: T): T => (typeof v === "string" ? shared.intern(v) : v);
 
 /**
  * What the agent keeps of an object: exactly the fields it sends to the hub (convert.ts) and
  * computes patches from (apply/). Everything else (images, node info, capacity, managed fields,
  * selectors, other annotations) is dropped before the informer caches the object, so the agent's
  * memory follows the number of objects, not their size. The caches are never written back whole:
- * patches are built field by field, with uid and resourceVersion preconditions.
+ * patches are built field by field, with uid and resourceVersion preconditions. Values that
+ * repeat from object to object are interned (strings.ts).
  */
 export function slimNode(n: V1Node): V1Node {
   const md = n.metadata ?? {};
@@ -15,19 +22,36 @@ export function slimNode(n: V1Node): V1Node {
       name: md.name,
       uid: md.uid,
       resourceVersion: md.resourceVersion,
-      labels: md.labels,
+      labels: shared.values(md.labels),
       annotations: forwardedAnnotations(md.annotations),
-      creationTimestamp: md.creationTimestamp,
+      creationTimestamp: t(md.creationTimestamp),
       deletionTimestamp: md.deletionTimestamp,
       finalizers: md.finalizers,
     },
     spec: {
       providerID: n.spec?.providerID,
-      taints: n.spec?.taints,
+      taints: n.spec?.taints?.map((x) => ({
+        ...x,
+        key: i(x.key),
+        value: i(x.value),
+        effect: i(x.effect),
+        timeAdded: t(x.timeAdded),
+      })),
       podCIDR: n.spec?.podCIDR,
       podCIDRs: n.spec?.podCIDRs,
     },
-    status: { addresses: n.status?.addresses, conditions: n.status?.conditions },
+    status: {
+      addresses: n.status?.addresses?.map((a) => ({ type: i(a.type), address: a.address })),
+      conditions: n.status?.conditions?.map((c) => ({
+        ...c,
+        type: i(c.type),
+        status: i(c.status),
+        reason: i(c.reason),
+        message: i(c.message),
+        lastHeartbeatTime: t(c.lastHeartbeatTime),
+        lastTransitionTime: t(c.lastTransitionTime),
+      })),
+    },
   };
 }
 
@@ -41,19 +65,19 @@ export function slimService(s: V1Service): V1Service {
       uid: md.uid,
       resourceVersion: md.resourceVersion,
       annotations: forwardedAnnotations(md.annotations),
-      creationTimestamp: md.creationTimestamp,
+      creationTimestamp: t(md.creationTimestamp),
       deletionTimestamp: md.deletionTimestamp,
-      finalizers: md.finalizers,
+      finalizers: md.finalizers?.map(i),
     },
     spec: {
-      type: spec.type,
+      type: i(spec.type),
       loadBalancerClass: spec.loadBalancerClass,
-      ports: spec.ports,
-      externalTrafficPolicy: spec.externalTrafficPolicy,
+      ports: spec.ports?.map((p) => ({ ...p, protocol: i(p.protocol) })),
+      externalTrafficPolicy: i(spec.externalTrafficPolicy),
       healthCheckNodePort: spec.healthCheckNodePort,
-      ipFamilies: spec.ipFamilies,
+      ipFamilies: spec.ipFamilies?.map(i),
       loadBalancerSourceRanges: spec.loadBalancerSourceRanges,
-      sessionAffinity: spec.sessionAffinity,
+      sessionAffinity: i(spec.sessionAffinity),
     },
     status: { loadBalancer: s.status?.loadBalancer },
   };
