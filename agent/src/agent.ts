@@ -16,11 +16,11 @@ import { apiFailure } from "./apply/errors.js";
 import { EventRecorder } from "./apply/events.js";
 import { applyNodeDesired } from "./apply/node.js";
 import { applyServiceDesired } from "./apply/service.js";
+import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
-import { changeKey, readyChange } from "./outbox.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
@@ -166,27 +166,7 @@ export class Agent {
   }
 
   private onWatch(e: WatchEvent): void {
-    const md = e.obj.metadata;
-    const [name, uid] = [md?.name ?? "", md?.uid ?? ""];
-    if (e.kind === "node") {
-      const obj = e.obj;
-      this.stream.sendChange(
-        e.type === "upsert"
-          ? { key: changeKey("node", "", name, uid), wire: () => ({ $case: "node", value: toWireNode(obj) }) }
-          : readyChange({ $case: "nodeDeleted", value: { namespace: "", name, uid } }),
-      );
-      return;
-    }
-    const obj = e.obj;
-    const namespace = md?.namespace ?? "";
-    this.stream.sendChange(
-      e.type === "upsert"
-        ? {
-            key: changeKey("service", namespace, name, uid),
-            wire: () => ({ $case: "service", value: toWireService(obj) }),
-          }
-        : readyChange({ $case: "serviceDeleted", value: { namespace, name, uid } }),
-    );
+    this.stream.sendChange(changeOf(e));
   }
 
   private async apply(job: Job): Promise<void> {

@@ -15,7 +15,7 @@ import {
   status,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { Outbox, type PendingChange } from "./outbox.js";
+import { Outbox, type PendingChange, pendingResult } from "./outbox.js";
 
 export interface HubStreamOptions {
   readonly address: string;
@@ -220,13 +220,13 @@ export class HubStream {
   /** A change seen after the snapshot. Dropped while not streaming: the next snapshot includes it. */
   sendChange(change: PendingChange): void {
     if (this.phase !== "streaming") return;
-    this.outbox.put({ type: "change", change });
+    this.outbox.put(change);
     this.flushOutbox();
   }
 
   /** Kept across a reconnect (one per object); the hub republishes anyway if one is lost. */
   sendApplyResult(result: ApplyResult): void {
-    this.outbox.put({ type: "result", result });
+    this.outbox.put(pendingResult(result));
     this.flushOutbox();
   }
 
@@ -238,7 +238,7 @@ export class HubStream {
       if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
       else {
         this.seq++;
-        this.write({ body: { $case: "delta", value: { seq: this.seq, change: item.change.wire() } } });
+        this.write({ body: { $case: "delta", value: { seq: this.seq, change: item.wire() } } });
       }
     }
   }

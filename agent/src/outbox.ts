@@ -1,4 +1,4 @@
-import type { ApplyResult, Delta } from "@fleet-ccm/proto";
+import { type ApplyResult, type Delta, ObjectKind } from "@fleet-ccm/proto";
 
 export type Change = NonNullable<Delta["change"]>;
 
@@ -8,30 +8,40 @@ export type Change = NonNullable<Delta["change"]>;
  * copy of it (at 5,000 nodes that copy was ~3 MiB of the agent's peak heap).
  */
 export interface PendingChange {
+  readonly type: "change";
+  /** objectKey() of the object. */
   readonly key: string;
-  readonly wire: () => Change;
+  wire(): Change;
 }
 
-export type Outgoing =
-  | { readonly type: "change"; readonly change: PendingChange }
-  | { readonly type: "result"; readonly result: ApplyResult };
+export interface PendingResult {
+  readonly type: "result";
+  readonly key: string;
+  readonly result: ApplyResult;
+}
 
-/** The outbox key of an object's change: one per object (a recreated object has another uid). */
-export function changeKey(kind: "node" | "service", namespace: string, name: string, uid: string): string {
-  return `${kind}\u0000${namespace}\u0000${name}\u0000${uid}`;
+export type Outgoing = PendingChange | PendingResult;
+
+/**
+ * One key per object: its uid (unique across kinds; a recreated object has another). The uid
+ * string is shared with the cached object, so a pending entry adds no key of its own; objects
+ * without one (never from an API server) fall back to kind, namespace and name.
+ */
+export function objectKey(kind: "node" | "service", namespace: string, name: string, uid: string): string {
+  return uid !== "" ? uid : `${kind}\u0000${namespace}\u0000${name}`;
 }
 
 /** A change already in wire form. */
 export function readyChange(c: Change): PendingChange {
   const kind = c.$case === "node" || c.$case === "nodeDeleted" ? "node" : "service";
   const namespace = c.$case === "node" ? "" : c.value.namespace;
-  return { key: changeKey(kind, namespace, c.value.name, c.value.uid), wire: () => c };
+  return { type: "change", key: objectKey(kind, namespace, c.value.name, c.value.uid), wire: () => c };
 }
 
-function keyOf(item: Outgoing): string {
-  if (item.type === "change") return item.change.key;
-  const r = item.result;
-  return `result\u0000${r.kind}\u0000${r.namespace}\u0000${r.name}\u0000${r.uid}`;
+/** An apply result: the latest per object waits, under a key apart from the object's change. */
+export function pendingResult(r: ApplyResult): PendingResult {
+  const kind = r.kind === ObjectKind.OBJECT_KIND_SERVICE ? "service" : "node";
+  return { type: "result", key: `r${objectKey(kind, r.namespace, r.name, r.uid)}`, result: r };
 }
 
 /**
@@ -52,7 +62,7 @@ export class Outbox {
   }
 
   put(item: Outgoing): void {
-    this.pending.set(keyOf(item), item);
+    this.pending.set(item.key, item);
   }
 
   /** Removes and returns the oldest pending message. */
