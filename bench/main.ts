@@ -23,6 +23,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --cloud-latency-ms MS   latency of every simulated cloud call (default 50)
   --json                  print only the JSON object on stdout
   --timeout-s S           give up waiting for the join after S seconds (default 300)
+  --probes N              join: after the storm, N more nodes join one at a time, 100 ms apart,
+                          each in another cluster (default 100; 0: none)
   --duration-s S          steady: measured window per phase (20); churn: churn window (30);
                           chaos: longest fault phase (120)
   --refresh-period-ms MS  steady: hub refresh.periodMs (default 2000)
@@ -84,6 +86,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "cloud-latency-ms": { type: "string" },
       json: { type: "boolean" },
       "timeout-s": { type: "string" },
+      probes: { type: "string" },
       "duration-s": { type: "string" },
       "refresh-period-ms": { type: "string" },
       "churn-rate": { type: "string" },
@@ -126,6 +129,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     workers: num(values.workers, "workers", 32_768, 1),
     rateLimitPerSecond: num(values["rate-limit"], "rate-limit", 1000, 0.001),
     timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
+    probes: num(values.probes, "probes", 100, 0),
     durationS: num(values["duration-s"], "duration-s", defaultDuration, 1),
     refreshPeriodMs: num(values["refresh-period-ms"], "refresh-period-ms", 2000, 1),
     churnRate: num(values["churn-rate"], "churn-rate", 5, 0.01),

@@ -21,6 +21,8 @@ export interface BenchOptions {
   readonly workers: number;
   readonly rateLimitPerSecond: number;
   readonly timeoutS: number;
+  /** join: nodes joining one at a time after the storm. */
+  readonly probes: number;
   /** steady: each phase's measured window; churn: the churn window; chaos: the longest fault phase. */
   readonly durationS: number;
   readonly refreshPeriodMs: number;
@@ -324,6 +326,38 @@ async function join(
   return { refs, converged, before, after, hubSawAllMs };
 }
 
+/**
+ * After the storm, while the hub holds the whole fleet: `--probes` nodes join one at a time,
+ * 100 ms apart, each in another cluster. In a storm every node waits behind the others (its
+ * p99 is the storm's length); a probe's latency is what one new node of a running fleet sees.
+ * Same figures as the storm's (creation to taint removal, and that minus its cloud calls).
+ */
+async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
+  if (o.probes === 0) return {};
+  await sleep(2000);
+  o.log(`${o.probes} probe nodes join one at a time…`);
+  const refs: NodeRef[] = [];
+  for (let i = 0; i < o.probes; i++) {
+    const cluster = fleet.names[(i * 7919) % fleet.names.length] as string;
+    const added = fleet.addMachines(cluster, 1);
+    refs.push(...added);
+    await fleet.createNodes(added);
+    await sleep(100);
+  }
+  const initialized = (r: NodeRef) => fleet.observer.clusters.get(r.cluster)?.initializedAt.has(r.name);
+  const done = await until(() => refs.every(initialized), 60_000, 50);
+  const f = joinFigures(fleet, refs, done);
+  return {
+    probeNodes: refs.length,
+    probeNodesInitialized: f.nodesInitialized,
+    probeNodeInitP50Ms: f.nodeInitP50Ms,
+    probeNodeInitP99Ms: f.nodeInitP99Ms,
+    probeHubOverheadP50Ms: f.hubOverheadP50Ms,
+    probeHubOverheadP99Ms: f.hubOverheadP99Ms,
+    probeCloudMsPerNodeP99: f.cloudMsPerNodeP99,
+  };
+}
+
 /** What the cloud holds after the run: load balancers, and orphans or duplicates among them (should be 0). */
 function lbAudit(fleet: BenchFleet): Result {
   const cloud = fleet.cloud;
@@ -362,13 +396,18 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
       o.log(`${fleet.observer.servicesReady()}/${want} Services have an ingress`);
     }
     const d = BenchFleet.delta(before, after);
+    // Figures of the storm first: the probes' cloud calls must not count in them.
+    const storm = joinFigures(fleet, refs, converged);
+    const services = serviceFigures(o, fleet, before.t);
+    const probes = converged ? await probe(o, fleet) : {};
     const hubPeak = fleet.hubPeakRssBytes();
     const hubTotalCpu = fleet.hub?.cpuSeconds() ?? null;
     return {
       ...header(o, fleet),
-      ...joinFigures(fleet, refs, converged),
+      ...storm,
       hubSawAllInitializedMs: hubSawAllMs,
-      ...serviceFigures(o, fleet, before.t),
+      ...services,
+      ...probes,
       ...windowFigures(d),
       hubCpuSecondsTotal: round(hubTotalCpu, 2),
       ...memoryFigures(fleet, hubPeak),
