@@ -1,4 +1,4 @@
-import type { Node } from "@fleet-ccm/proto";
+import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { InitError, needsInit, nodeAddresses } from "./predicates.js";
 
@@ -6,21 +6,7 @@ function node(
   annotations: Record<string, string> = {},
   addresses = [{ type: "Hostname", address: "h" }],
 ): Node {
-  return {
-    name: "n",
-    uid: "u",
-    resourceVersion: "1",
-    providerId: "",
-    labels: {},
-    annotations,
-    taints: [],
-    addresses,
-    conditions: [],
-    podCidrs: [],
-    creationTimestamp: undefined,
-    deletionTimestamp: undefined,
-    finalizers: [],
-  };
+  return Node.fromPartial({ name: "n", uid: "u", resourceVersion: "1", annotations, addresses });
 }
 
 const cloud = [

@@ -1,4 +1,4 @@
-import type { Node } from "@fleet-ccm/proto";
+import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, ThrottledError, TransientCloudError } from "../../cloud/errors.js";
@@ -14,22 +14,16 @@ import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
 const TAINT = { key: "node.cloudprovider.kubernetes.io/uninitialized", value: "true", effect: "NoSchedule" };
 
 function node(name: string, over: Partial<Node> = {}): Node {
-  return {
+  return Node.fromPartial({
     name,
     uid: `uid-${name}`,
     resourceVersion: "1",
-    providerId: "",
     labels: { "kubernetes.io/hostname": name },
-    annotations: {},
     taints: [TAINT],
     addresses: [{ type: "Hostname", address: name }],
     conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
-    podCidrs: [],
-    creationTimestamp: undefined,
-    deletionTimestamp: undefined,
-    finalizers: [],
     ...over,
-  };
+  });
 }
 
 function instance(name: string, over: Partial<InstanceMetadata> = {}): InstanceMetadata {

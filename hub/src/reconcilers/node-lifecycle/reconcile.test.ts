@@ -1,4 +1,4 @@
-import type { Node } from "@fleet-ccm/proto";
+import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.js";
@@ -13,22 +13,14 @@ import { ANNOTATION_CONFIRM_DELETION, NODE_LIFECYCLE, reconcileNodeLifecycle } f
 import { DeletionBudget, NotFoundEvidence } from "./safety.js";
 
 function node(name: string, ready: string, over: Partial<Node> = {}): Node {
-  return {
+  return Node.fromPartial({
     name,
     uid: `uid-${name}`,
     resourceVersion: "1",
     providerId: `simulated://r1/i-${name}`,
-    labels: {},
-    annotations: {},
-    taints: [],
-    addresses: [],
     conditions: [{ type: "Ready", status: ready, reason: "", message: "" }],
-    podCidrs: [],
-    creationTimestamp: undefined,
-    deletionTimestamp: undefined,
-    finalizers: [],
     ...over,
-  };
+  });
 }
 
 type Answer = InstanceState | "gone" | "error";

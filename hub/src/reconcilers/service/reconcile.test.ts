@@ -1,4 +1,4 @@
-import type { Node, Service } from "@fleet-ccm/proto";
+import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.js";
@@ -13,44 +13,29 @@ import { computeBackendSet, type EnsuredRecord, reconcileService, SERVICE } from
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 
 function svc(over: Partial<Service> = {}): Service {
-  return {
+  return Service.fromPartial({
     namespace: "default",
     name: "web",
     uid: "svc-uid",
     resourceVersion: "1",
     type: "LoadBalancer",
-    loadBalancerClass: "",
     ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
     externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
     ipFamilies: ["IPv4"],
-    loadBalancerSourceRanges: [],
-    annotations: {},
-    ingress: [],
-    creationTimestamp: undefined,
-    deletionTimestamp: undefined,
     finalizers: [FINALIZER],
     sessionAffinity: "None",
     ...over,
-  };
+  });
 }
 
 function node(name: string, labels: Record<string, string> = {}): Node {
-  return {
+  return Node.fromPartial({
     name,
     uid: `uid-${name}`,
     resourceVersion: "1",
     providerId: `simulated://r1/i-${name}`,
     labels,
-    annotations: {},
-    taints: [],
-    addresses: [],
-    conditions: [],
-    podCidrs: [],
-    creationTimestamp: undefined,
-    deletionTimestamp: undefined,
-    finalizers: [],
-  };
+  });
 }
 
 /** A load balancer double recording calls; instances all in scope. */
