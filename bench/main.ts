@@ -24,7 +24,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --json                  print only the JSON object on stdout
   --timeout-s S           give up waiting for the join after S seconds (default 300)
   --probes N              join: after the storm, N more nodes join one at a time, 100 ms apart,
-                          each in another cluster (default 100; 0: none)
+                          spread over the clusters (default 100; 0: none)
   --duration-s S          steady: measured window per phase (20); churn: churn window (30);
                           chaos: longest fault phase (120)
   --refresh-period-ms MS  steady: hub refresh.periodMs (default 2000)

@@ -215,6 +215,19 @@ function header(o: BenchOptions, fleet: BenchFleet): Result {
   };
 }
 
+/** Runs a scenario on its fleet and always stops the fleet, keeping its files when the run failed. */
+async function onFleet(o: BenchOptions, fleet: BenchFleet, run: () => Promise<Result>): Promise<Result> {
+  let failed = false;
+  try {
+    return await run();
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    await stopFleet(o, fleet, failed);
+  }
+}
+
 /** Stops everything; keeps the run directory (configs and logs) when asked or when the run failed. */
 async function stopFleet(o: BenchOptions, fleet: BenchFleet, failed: boolean): Promise<void> {
   if (failed) {
@@ -328,7 +341,7 @@ async function join(
 
 /**
  * After the storm, while the hub holds the whole fleet: `--probes` nodes join one at a time,
- * 100 ms apart, each in another cluster. In a storm every node waits behind the others (its
+ * 100 ms apart, spread over the clusters. In a storm every node waits behind the others (its
  * p99 is the storm's length); a probe's latency is what one new node of a running fleet sees.
  * Same figures as the storm's (creation to taint removal, and that minus its cloud calls).
  */
@@ -385,8 +398,7 @@ function serviceFigures(o: BenchOptions, fleet: BenchFleet, since: number): Resu
 
 export async function runJoin(o: BenchOptions): Promise<Result> {
   const fleet = fleetFor(o, o.services > 0);
-  let failed = false;
-  try {
+  return onFleet(o, fleet, async () => {
     await bringUp(o, fleet, undefined, "join");
     const { refs, converged, before, after, hubSawAllMs } = await join(o, fleet);
     if (o.services > 0) {
@@ -414,12 +426,7 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
       observerWatchRestarts: fleet.observer.restarts(),
       benchDir: o.keep ? fleet.dir : undefined,
     };
-  } catch (err) {
-    failed = true;
-    throw err;
-  } finally {
-    await stopFleet(o, fleet, failed);
-  }
+  });
 }
 
 /**
@@ -429,8 +436,7 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
  */
 export async function runSteady(o: BenchOptions): Promise<Result> {
   const fleet = fleetFor(o, false);
-  let failed = false;
-  try {
+  return onFleet(o, fleet, async () => {
     const refresh = (cacheScope: "account" | "cluster") => ({
       refresh: { periodMs: o.refreshPeriodMs, cacheScope },
     });
@@ -514,12 +520,7 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
       hubPeakRssBytesShared: shared.peak,
       hubPeakRssBytesIsolated: isolated.peak,
     };
-  } catch (err) {
-    failed = true;
-    throw err;
-  } finally {
-    await stopFleet(o, fleet, failed);
-  }
+  });
 }
 
 /** churn: after the join, a fixed rate of node joins, node leaves and Service changes. */
@@ -527,8 +528,7 @@ export async function runChurn(o: BenchOptions): Promise<Result> {
   const fleet = fleetFor(o, true);
   const random = prng(o.seed);
   const pick = <T>(xs: readonly T[]): T | undefined => xs[Math.floor(random() * xs.length)];
-  let failed = false;
-  try {
+  return onFleet(o, fleet, async () => {
     await bringUp(o, fleet, undefined, "churn");
     const initial = await join(o, fleet);
     if (!initial.converged) throw new Error("the initial join did not converge");
@@ -618,12 +618,7 @@ export async function runChurn(o: BenchOptions): Promise<Result> {
       ),
       ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
     };
-  } catch (err) {
-    failed = true;
-    throw err;
-  } finally {
-    await stopFleet(o, fleet, failed);
-  }
+  });
 }
 
 export const CHAOS_FAULTS = {
@@ -645,8 +640,7 @@ export const CHAOS_FAULTS = {
 export async function runChaos(o: BenchOptions): Promise<Result> {
   const fleet = fleetFor(o, false);
   const random = prng(o.seed);
-  let failed = false;
-  try {
+  return onFleet(o, fleet, async () => {
     const lifecycle = {
       // The instance cache refreshes every second, so paged lists (with dropped items and empty
       // answers) run all through the fault phase: their omissions must never delete a node.
@@ -766,10 +760,5 @@ export async function runChaos(o: BenchOptions): Promise<Result> {
       ...windowFigures(d),
       ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
     };
-  } catch (err) {
-    failed = true;
-    throw err;
-  } finally {
-    await stopFleet(o, fleet, failed);
-  }
+  });
 }
