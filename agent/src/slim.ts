@@ -1,4 +1,4 @@
-import type { V1Node, V1Service } from "@kubernetes/client-node";
+import type { V1Node, V1ObjectMeta, V1Service } from "@kubernetes/client-node";
 import { forwardedAnnotations } from "./convert.js";
 import { StringTable } from "./strings.js";
 
@@ -6,6 +6,19 @@ const shared = new StringTable();
 const i = <T extends string | undefined>(s: T): T => shared.intern(s);
 /** Timestamps are strings in watched objects, Dates only if a caller typed them. */
 const t = <T>(v: T): T => (typeof v === "string" ? shared.intern(v) : v);
+
+/** The metadata both kinds keep (Nodes add labels, Services their namespace). */
+function slimMetadata(md: V1ObjectMeta): V1ObjectMeta {
+  return {
+    name: md.name,
+    uid: md.uid,
+    resourceVersion: md.resourceVersion,
+    annotations: forwardedAnnotations(md.annotations),
+    creationTimestamp: t(md.creationTimestamp),
+    deletionTimestamp: md.deletionTimestamp,
+    finalizers: md.finalizers?.map(i),
+  };
+}
 
 /**
  * What the agent keeps of an object: exactly the fields it sends to the hub (convert.ts) and
@@ -18,16 +31,7 @@ const t = <T>(v: T): T => (typeof v === "string" ? shared.intern(v) : v);
 export function slimNode(n: V1Node): V1Node {
   const md = n.metadata ?? {};
   return {
-    metadata: {
-      name: md.name,
-      uid: md.uid,
-      resourceVersion: md.resourceVersion,
-      labels: shared.values(md.labels),
-      annotations: forwardedAnnotations(md.annotations),
-      creationTimestamp: t(md.creationTimestamp),
-      deletionTimestamp: md.deletionTimestamp,
-      finalizers: md.finalizers,
-    },
+    metadata: { ...slimMetadata(md), labels: shared.values(md.labels) },
     spec: {
       providerID: n.spec?.providerID,
       taints: n.spec?.taints?.map((x) => ({
@@ -59,16 +63,7 @@ export function slimService(s: V1Service): V1Service {
   const md = s.metadata ?? {};
   const spec = s.spec ?? {};
   return {
-    metadata: {
-      namespace: md.namespace,
-      name: md.name,
-      uid: md.uid,
-      resourceVersion: md.resourceVersion,
-      annotations: forwardedAnnotations(md.annotations),
-      creationTimestamp: t(md.creationTimestamp),
-      deletionTimestamp: md.deletionTimestamp,
-      finalizers: md.finalizers?.map(i),
-    },
+    metadata: { ...slimMetadata(md), namespace: md.namespace },
     spec: {
       type: i(spec.type),
       loadBalancerClass: spec.loadBalancerClass,
