@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -14,18 +13,21 @@ type AgentFactory = (cluster: unknown, options: Record<string, unknown>) => http
 export function withConnectionReuse(kc: KubeConfig): KubeConfig {
   const target = kc as unknown as { createAgent: AgentFactory };
   const original = target.createAgent.bind(kc);
-  let current: { key: string; agent: http.Agent } | undefined;
+  let current: { key: unknown[]; agent: http.Agent } | undefined;
   target.createAgent = (cluster, options) => {
     const c = cluster as { server?: string; proxyUrl?: string } | null;
     // Proxied connections keep client-node's own agents.
     if (c?.proxyUrl) return original(cluster, options);
-    const key = createHash("sha256")
-      .update(JSON.stringify([c?.server, options["rejectUnauthorized"], options["servername"]]))
-      .update(String(options["ca"] ?? ""))
-      .update(String(options["cert"] ?? ""))
-      .update(String(options["key"] ?? ""))
-      .digest("hex");
-    if (current?.key === key) return current.agent;
+    // Compared field by field on every request (no hashing of certificates on this hot path).
+    const key = [
+      c?.server,
+      options["rejectUnauthorized"],
+      options["servername"],
+      options["ca"],
+      options["cert"],
+      options["key"],
+    ];
+    if (current !== undefined && key.every((v, i) => sameSetting(v, current?.key[i]))) return current.agent;
     current?.agent.destroy();
     const agentOptions = { ...options, keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 16 };
     const agent = c?.server?.startsWith("http:")
@@ -37,4 +39,12 @@ export function withConnectionReuse(kc: KubeConfig): KubeConfig {
     return agent;
   };
   return kc;
+}
+
+/** Strings compare by value; certificates and keys read from files arrive as new Buffers each time. */
+function sameSetting(a: unknown, b: unknown): boolean {
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.length === b.length && a.every((v, i) => sameSetting(v, b[i]));
+  return a === b;
 }
