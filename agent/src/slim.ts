@@ -7,9 +7,17 @@ const i = <T extends string | undefined>(s: T): T => shared.intern(s);
 /** Timestamps are strings in watched objects, Dates only if a caller typed them. */
 const t = <T>(v: T): T => (typeof v === "string" ? shared.intern(v) : v);
 
-/** The metadata both kinds keep (Nodes add labels, Services their namespace). */
-function slimMetadata(md: V1ObjectMeta): V1ObjectMeta {
+/**
+ * The metadata both kinds keep; Nodes add their labels, Services their namespace. One literal
+ * (not a spread plus a property): a spread-then-extended object took ~320 more bytes per Node.
+ */
+function slimMetadata(
+  md: V1ObjectMeta,
+  namespace: string | undefined,
+  labels: Record<string, string> | undefined,
+): V1ObjectMeta {
   return {
+    namespace,
     name: md.name,
     uid: md.uid,
     resourceVersion: md.resourceVersion,
@@ -17,6 +25,7 @@ function slimMetadata(md: V1ObjectMeta): V1ObjectMeta {
     creationTimestamp: t(md.creationTimestamp),
     deletionTimestamp: md.deletionTimestamp,
     finalizers: md.finalizers?.map(i),
+    labels,
   };
 }
 
@@ -31,7 +40,7 @@ function slimMetadata(md: V1ObjectMeta): V1ObjectMeta {
 export function slimNode(n: V1Node): V1Node {
   const md = n.metadata ?? {};
   return {
-    metadata: { ...slimMetadata(md), labels: shared.values(md.labels) },
+    metadata: slimMetadata(md, undefined, shared.values(md.labels)),
     spec: {
       providerID: n.spec?.providerID,
       taints: n.spec?.taints?.map((x) => ({
@@ -63,7 +72,7 @@ export function slimService(s: V1Service): V1Service {
   const md = s.metadata ?? {};
   const spec = s.spec ?? {};
   return {
-    metadata: { ...slimMetadata(md), namespace: md.namespace },
+    metadata: slimMetadata(md, md.namespace, undefined),
     spec: {
       type: i(spec.type),
       loadBalancerClass: spec.loadBalancerClass,
