@@ -5,6 +5,7 @@
 // never clone and callers can never mutate stored state: every writer parses a fresh copy.
 
 import { randomUUID } from "node:crypto";
+import { canonicalize } from "./canonical.js";
 import {
   alreadyExists,
   badRequest,
@@ -161,41 +162,6 @@ export const PATCH_TYPES = [
 const CONTINUE_EXPIRED =
   "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now might show up in the list.";
 
-const META_ORDER = [
-  "name",
-  "generateName",
-  "namespace",
-  "uid",
-  "resourceVersion",
-  "generation",
-  "creationTimestamp",
-  "deletionTimestamp",
-  "deletionGracePeriodSeconds",
-  "labels",
-  "annotations",
-  "ownerReferences",
-  "finalizers",
-] as const;
-
-/** Top-level field order of the Go structs (json.Marshal follows struct field order). */
-const SPEC_STATUS_ORDER = ["spec", "status"] as const;
-const EVENT_ORDER = [
-  "involvedObject",
-  "reason",
-  "message",
-  "source",
-  "firstTimestamp",
-  "lastTimestamp",
-  "count",
-  "type",
-  "eventTime",
-  "series",
-  "action",
-  "related",
-  "reportingComponent",
-  "reportingInstance",
-] as const;
-
 export function nowTimestamp(): string {
   return new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 }
@@ -210,35 +176,6 @@ function keyOf(def: ResourceDef, namespace: string, name: string): string {
 
 function metaOf(obj: JsonObject): JsonObject {
   return ensureObject(obj, "metadata");
-}
-
-function isEmptyValue(v: JsonValue | undefined): boolean {
-  if (v === undefined || v === null || v === "") return true;
-  if (Array.isArray(v)) return v.length === 0;
-  if (isObject(v)) return Object.keys(v).length === 0;
-  return false;
-}
-
-/** Orders keys like the Go structs serialize them and drops empty omitempty metadata fields. */
-function canonicalize(def: ResourceDef, obj: JsonObject): JsonObject {
-  const m = getObject(obj, "metadata") ?? {};
-  const meta: JsonObject = {};
-  for (const k of META_ORDER) {
-    const v = m[k];
-    if (v === undefined || isEmptyValue(v)) continue;
-    if (k === "generation" && v === 0) continue;
-    meta[k] = v;
-  }
-  const out: JsonObject = { kind: def.kind, apiVersion: def.apiVersion, metadata: meta };
-  for (const k of def.kind === "Event" ? EVENT_ORDER : SPEC_STATUS_ORDER) {
-    const v = obj[k];
-    if (v !== undefined) out[k] = v;
-  }
-  for (const [k, v] of Object.entries(obj)) {
-    if (k === "kind" || k === "apiVersion" || k === "metadata" || Object.hasOwn(out, k)) continue;
-    out[k] = v;
-  }
-  return out;
 }
 
 function makeEntry(def: ResourceDef, obj: JsonObject, rv: number): Entry {
