@@ -1,8 +1,5 @@
 // The object store: one global resourceVersion counter, a bounded event history, watch fan-out and
 // the create/update/patch/delete semantics of k8s.io/apiserver's generic registry.
-//
-// Objects are stored as their serialized JSON text (plus the few attributes selectors need), so reads
-// never clone and callers can never mutate stored state: every writer parses a fresh copy.
 
 import { randomUUID } from "node:crypto";
 import { canonicalize } from "./canonical.js";
@@ -35,7 +32,6 @@ import {
   getObject,
   getString,
   getStringArray,
-  getStringMap,
   isObject,
   type JsonObject,
   type JsonValue,
@@ -62,6 +58,7 @@ import {
   parseFieldSelector,
   parseLabelSelector,
 } from "./selectors.js";
+import { compareKeys, type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
 import {
   IP_ERROR,
   isValidIP,
@@ -72,20 +69,6 @@ import {
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
-/** One stored object version. Immutable. */
-export interface Entry {
-  readonly key: string;
-  readonly name: string;
-  readonly namespace: string;
-  readonly json: string;
-  readonly rv: number;
-  readonly uid: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly fields: Readonly<Record<string, string>>;
-  readonly deleting: boolean;
-  readonly finalizers: readonly string[];
-}
-
 interface HistoryEvent {
   readonly rv: number;
   readonly def: ResourceDef;
@@ -94,13 +77,6 @@ interface HistoryEvent {
   readonly entry: Entry;
   /** The state before this event (undefined for ADDED). */
   readonly prev: Entry | undefined;
-}
-
-interface Table {
-  readonly def: ResourceDef;
-  readonly entries: Map<string, Entry>;
-  sorted: string[] | undefined;
-  readonly watchers: Set<Watcher>;
 }
 
 export interface WriteResult {
@@ -168,39 +144,6 @@ export function nowTimestamp(): string {
 
 function gr(def: ResourceDef): GroupResource {
   return { group: def.group, resource: def.plural };
-}
-
-function keyOf(def: ResourceDef, namespace: string, name: string): string {
-  return def.namespaced ? `${namespace}/${name}` : name;
-}
-
-function metaOf(obj: JsonObject): JsonObject {
-  return ensureObject(obj, "metadata");
-}
-
-function makeEntry(def: ResourceDef, obj: JsonObject, rv: number): Entry {
-  const m = getObject(obj, "metadata") ?? {};
-  const name = getString(m, "name") ?? "";
-  const namespace = def.namespaced ? (getString(m, "namespace") ?? "") : "";
-  const dt = m["deletionTimestamp"];
-  return {
-    key: keyOf(def, namespace, name),
-    name,
-    namespace,
-    json: JSON.stringify(obj),
-    rv,
-    uid: getString(m, "uid") ?? "",
-    labels: getStringMap(m, "labels"),
-    fields: def.fieldsOf(obj),
-    deleting: dt !== undefined && dt !== null,
-    finalizers: getStringArray(m, "finalizers"),
-  };
-}
-
-function parseObject(json: string): JsonObject {
-  const v = parseJson(json);
-  if (!isObject(v)) throw internalRaw("stored object is not an object");
-  return v;
 }
 
 function watchLine(type: string, objectJson: string): string {
@@ -369,6 +312,7 @@ interface ServiceAllocation {
 export class KubeStore {
   private rv = 0;
   private readonly tables = new Map<ResourceDef, Table>();
+  private readonly watchersByDef = new Map<ResourceDef, Set<Watcher>>();
   private readonly history: HistoryEvent[] = [];
   private histStart = 0;
   private evictedUpTo = 0;
@@ -387,7 +331,8 @@ export class KubeStore {
   constructor(readonly opts: StoreOptions) {
     this.nextNodePort = opts.nodePortRange.min;
     for (const def of ALL_RESOURCES) {
-      this.tables.set(def, { def, entries: new Map(), sorted: undefined, watchers: new Set() });
+      this.tables.set(def, new Table(def));
+      this.watchersByDef.set(def, new Set());
     }
     if (opts.eventTTLSeconds > 0) {
       const every = Math.max(10, Math.min(opts.eventTTLSeconds * 1000, 30_000));
@@ -413,6 +358,12 @@ export class KubeStore {
     const t = this.tables.get(def);
     if (t === undefined) throw new Error(`no table for ${def.kind}`);
     return t;
+  }
+
+  private watchersOf(def: ResourceDef): Set<Watcher> {
+    const s = this.watchersByDef.get(def);
+    if (s === undefined) throw new Error(`no table for ${def.kind}`);
+    return s;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -448,8 +399,7 @@ export class KubeStore {
 
   private emit(ev: HistoryEvent): void {
     this.pushHistory(ev);
-    const t = this.table(ev.def);
-    for (const w of t.watchers) w.deliver(ev);
+    for (const w of this.watchersOf(ev.def)) w.deliver(ev);
     if (this.rvWaiters.size > 0) for (const fn of [...this.rvWaiters]) fn();
   }
 
@@ -481,8 +431,7 @@ export class KubeStore {
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
     const t = this.table(def);
-    t.entries.set(entry.key, entry);
-    t.sorted = undefined;
+    t.insert(entry);
     this.afterWrite(def, entry.key, obj);
     this.emit({ rv, def, type: "ADDED", entry, prev: undefined });
     return entry;
@@ -492,7 +441,7 @@ export class KubeStore {
     const rv = ++this.rv;
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
-    this.table(def).entries.set(entry.key, entry);
+    this.table(def).replace(entry);
     this.afterWrite(def, entry.key, obj);
     this.emit({ rv, def, type: "MODIFIED", entry, prev });
     return entry;
@@ -504,8 +453,7 @@ export class KubeStore {
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
     const t = this.table(def);
-    t.entries.delete(prev.key);
-    t.sorted = undefined;
+    t.remove(prev.key);
     this.afterWrite(def, prev.key, undefined);
     this.emit({ rv, def, type: "DELETED", entry, prev });
     return entry;
@@ -523,29 +471,16 @@ export class KubeStore {
   // Reads
 
   get(def: ResourceDef, namespace: string | undefined, name: string): Entry | undefined {
-    return this.table(def).entries.get(keyOf(def, namespace ?? "", name));
+    return this.table(def).get(keyOf(def, namespace ?? "", name));
   }
 
   /** Current entries in key order (optionally one namespace). */
   entries(def: ResourceDef, namespace?: string): Entry[] {
-    const t = this.table(def);
-    const out: Entry[] = [];
-    for (const k of this.sortedKeys(t)) {
-      const e = t.entries.get(k);
-      if (e === undefined) continue;
-      if (namespace !== undefined && def.namespaced && e.namespace !== namespace) continue;
-      out.push(e);
-    }
-    return out;
-  }
-
-  private sortedKeys(t: Table): string[] {
-    if (t.sorted === undefined) t.sorted = [...t.entries.keys()].sort(compareKeys);
-    return t.sorted;
+    return this.table(def).list(namespace);
   }
 
   /** The table content at revision `rv`, reconstructed from the history. */
-  private snapshotAt(def: ResourceDef, rv: number): Map<string, Entry> {
+  private snapshotAt(def: ResourceDef, rv: number): ReadonlyMap<string, Entry> {
     const t = this.table(def);
     if (rv >= this.rv) return t.entries;
     if (rv < this.evictedUpTo) throw tooOldResourceVersion(rv, this.evictedUpTo);
@@ -611,7 +546,7 @@ export class KubeStore {
     this.validateListOptions(o);
     const filter = compileFilter(def, o);
     let listRV: number;
-    let source: Map<string, Entry>;
+    let source: ReadonlyMap<string, Entry>;
     let start = "";
     if (o.continue) {
       if (o.resourceVersion && o.resourceVersion !== "0") {
@@ -643,7 +578,7 @@ export class KubeStore {
       source = this.table(def).entries;
     }
     const t = this.table(def);
-    const keys = source === t.entries ? this.sortedKeys(t) : [...source.keys()].sort(compareKeys);
+    const keys = source === t.entries ? t.sortedKeys() : [...source.keys()].sort(compareKeys);
     const limit = o.limit !== undefined && o.limit > 0 ? o.limit : undefined;
     const items: string[] = [];
     let lastKey = "";
@@ -740,7 +675,6 @@ export class KubeStore {
 
   /** Starts a planned watch: writes the initial events (or the 410 ERROR) synchronously and registers. */
   startWatch(plan: WatchPlan, sink: WatchSink): Watcher | undefined {
-    const t = this.table(plan.def);
     if (plan.fromRV !== undefined && plan.fromRV < this.evictedUpTo) {
       const err = tooOldResourceVersion(plan.fromRV, this.evictedUpTo);
       sink.write(watchLine("ERROR", statusJson(err.status)));
@@ -771,13 +705,13 @@ export class KubeStore {
       timer.unref();
       w.addTimer(timer);
     }
-    t.watchers.add(w);
+    this.watchersOf(plan.def).add(w);
     this.allWatchers.add(w);
     return w;
   }
 
   removeWatcher(w: Watcher): void {
-    this.table(w.def).watchers.delete(w);
+    this.watchersOf(w.def).delete(w);
     this.allWatchers.delete(w);
   }
 
@@ -874,11 +808,11 @@ export class KubeStore {
     }
     delete m["resourceVersion"];
     let key = keyOf(def, getString(m, "namespace") ?? "", name);
-    let existing = this.table(def).entries.get(key);
+    let existing = this.table(def).get(key);
     for (let attempt = 0; existing !== undefined && generated && attempt < 8; attempt++) {
       m["name"] = generateNameFrom(generateName);
       key = keyOf(def, getString(m, "namespace") ?? "", getString(m, "name") ?? "");
-      existing = this.table(def).entries.get(key);
+      existing = this.table(def).get(key);
     }
     if (existing !== undefined) {
       const err = alreadyExists(gr(def), getString(m, "name") ?? "");
@@ -929,7 +863,7 @@ export class KubeStore {
     this.checkName(def, obj, name, urlNamespace);
     def.defaults(obj);
     const key = keyOf(def, urlNamespace ?? "", name);
-    const existing = this.table(def).entries.get(key);
+    const existing = this.table(def).get(key);
     const uid = getString(metaOf(obj), "uid") ?? "";
     return this.updatePipeline(def, key, name, existing, obj, sub, uid, opts);
   }
@@ -1022,7 +956,7 @@ export class KubeStore {
       throw unsupportedMediaType([...PATCH_TYPES, "application/apply-patch+yaml"]);
     }
     const key = keyOf(def, urlNamespace ?? "", name);
-    const existing = this.table(def).entries.get(key);
+    const existing = this.table(def).get(key);
     if (existing === undefined) throw notFound(gr(def), name);
     let patch: JsonValue;
     try {
@@ -1056,7 +990,7 @@ export class KubeStore {
   ): WriteResult {
     validateDeleteOptions(options);
     const key = keyOf(def, urlNamespace ?? "", name);
-    const existing = this.table(def).entries.get(key);
+    const existing = this.table(def).get(key);
     if (existing === undefined) throw notFound(gr(def), name);
     const kindGR: GroupResource = { group: def.group, resource: def.kind };
     const pre = options.preconditions;
@@ -1143,7 +1077,7 @@ export class KubeStore {
     const t = setTimeout(() => {
       this.timers.delete(t);
       if (this.closed) return;
-      const cur = this.table(def).entries.get(entry.key);
+      const cur = this.table(def).get(entry.key);
       if (cur === undefined || cur.uid !== entry.uid) return;
       const remaining = cur.finalizers.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
       if (remaining.length === cur.finalizers.length) return;
@@ -1173,7 +1107,7 @@ export class KubeStore {
     for (const [key, at] of this.eventExpiry) {
       if (at > now) continue;
       this.eventExpiry.delete(key);
-      const e = this.table(EVENTS).entries.get(key);
+      const e = this.table(EVENTS).get(key);
       if (e !== undefined) this.commitDelete(EVENTS, e);
     }
   }
@@ -1362,10 +1296,6 @@ export class KubeStore {
   groupResourceString(def: ResourceDef): string {
     return groupResourceString(gr(def));
   }
-}
-
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 const NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789";
