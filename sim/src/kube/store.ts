@@ -2,6 +2,7 @@
 // the create/update/patch/delete semantics of k8s.io/apiserver's generic registry.
 
 import { randomUUID } from "node:crypto";
+import { ServiceAllocator } from "./allocation.js";
 import { canonicalize } from "./canonical.js";
 import {
   alreadyExists,
@@ -27,8 +28,6 @@ import {
 } from "./errors.js";
 import {
   deepEqual,
-  ensureObject,
-  getArray,
   getObject,
   getString,
   getStringArray,
@@ -43,12 +42,9 @@ import {
   EVENTS,
   NAMESPACES,
   type NodePortRange,
-  needsHealthCheckNodePort,
-  needsNodePorts,
   type ResourceDef,
   SERVICES,
   type Subresource,
-  serviceType,
 } from "./resources.js";
 import {
   type FieldSelector,
@@ -60,8 +56,6 @@ import {
 } from "./selectors.js";
 import { compareKeys, type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
 import {
-  IP_ERROR,
-  isValidIP,
   pathSegmentName,
   validateObjectMeta,
   validateObjectMetaUpdate as validateObjectMetaUpdateGeneric,
@@ -304,11 +298,6 @@ export interface WatchPlan {
   readonly allowBookmarks: boolean;
 }
 
-interface ServiceAllocation {
-  ip: string | undefined;
-  ports: number[];
-}
-
 export class KubeStore {
   private rv = 0;
   private readonly tables = new Map<ResourceDef, Table>();
@@ -319,17 +308,12 @@ export class KubeStore {
   private readonly rvWaiters = new Set<() => void>();
   private readonly allWatchers = new Set<Watcher>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  // Service allocators (per simulated cluster)
-  private readonly nodePortOwner = new Map<number, string>();
-  private readonly clusterIPOwner = new Map<string, string>();
-  private readonly serviceAllocations = new Map<string, ServiceAllocation>();
-  private nextClusterIP = 10;
-  private nextNodePort: number;
+  private readonly serviceAllocator: ServiceAllocator;
   private readonly eventExpiry = new Map<string, number>();
   private closed = false;
 
   constructor(readonly opts: StoreOptions) {
-    this.nextNodePort = opts.nodePortRange.min;
+    this.serviceAllocator = new ServiceAllocator(opts.nodePortRange);
     for (const def of ALL_RESOURCES) {
       this.tables.set(def, new Table(def));
       this.watchersByDef.set(def, new Set());
@@ -460,7 +444,7 @@ export class KubeStore {
   }
 
   private afterWrite(def: ResourceDef, key: string, obj: JsonObject | undefined): void {
-    if (def === SERVICES) this.recordServiceAllocation(key, obj);
+    if (def === SERVICES) this.serviceAllocator.record(key, obj);
     if (def === EVENTS && this.opts.eventTTLSeconds > 0) {
       if (obj === undefined) this.eventExpiry.delete(key);
       else this.eventExpiry.set(key, Date.now() + this.opts.eventTTLSeconds * 1000);
@@ -795,7 +779,7 @@ export class KubeStore {
     const common = validateObjectMeta(obj, def.namespaced, pathSegmentName, true);
     if (common.length > 0) throw invalid(def.group, def.kind, name, common);
     if (def === SERVICES) {
-      const allocErrs = this.allocateService(
+      const allocErrs = this.serviceAllocator.allocate(
         obj,
         undefined,
         keyOf(def, getString(m, "namespace") ?? "", name),
@@ -917,7 +901,7 @@ export class KubeStore {
     delete m["selfLink"];
     delete m["managedFields"];
     if (def === SERVICES && sub === "") {
-      const allocErrs = this.allocateService(obj, old, key);
+      const allocErrs = this.serviceAllocator.allocate(obj, old, key);
       if (allocErrs.length > 0) throw invalid(def.group, def.kind, name, allocErrs);
     }
     const errs: FieldError[] = [
@@ -1110,176 +1094,6 @@ export class KubeStore {
       const e = this.table(EVENTS).get(key);
       if (e !== undefined) this.commitDelete(EVENTS, e);
     }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Service IP / node port allocation
-
-  private recordServiceAllocation(key: string, obj: JsonObject | undefined): void {
-    const prev = this.serviceAllocations.get(key);
-    if (prev !== undefined) {
-      if (prev.ip !== undefined && this.clusterIPOwner.get(prev.ip) === key)
-        this.clusterIPOwner.delete(prev.ip);
-      for (const p of prev.ports) if (this.nodePortOwner.get(p) === key) this.nodePortOwner.delete(p);
-      this.serviceAllocations.delete(key);
-    }
-    if (obj === undefined) return;
-    const spec = getObject(obj, "spec") ?? {};
-    const ip = getString(spec, "clusterIP");
-    const alloc: ServiceAllocation = { ip: ip && ip !== "None" ? ip : undefined, ports: [] };
-    for (const p of (Array.isArray(spec["ports"]) ? spec["ports"] : []).filter(isObject)) {
-      const np = p["nodePort"];
-      if (typeof np === "number" && np > 0) alloc.ports.push(np);
-    }
-    const hc = spec["healthCheckNodePort"];
-    if (typeof hc === "number" && hc > 0) alloc.ports.push(hc);
-    if (alloc.ip !== undefined) this.clusterIPOwner.set(alloc.ip, key);
-    for (const p of alloc.ports) this.nodePortOwner.set(p, key);
-    this.serviceAllocations.set(key, alloc);
-  }
-
-  private pickNodePort(taken: ReadonlySet<number>): number | undefined {
-    const { min, max } = this.opts.nodePortRange;
-    const span = max - min + 1;
-    for (let i = 0; i < span; i++) {
-      const p = min + ((this.nextNodePort - min + i) % span);
-      if (!this.nodePortOwner.has(p) && !taken.has(p)) {
-        this.nextNodePort = p + 1 > max ? min : p + 1;
-        return p;
-      }
-    }
-    return undefined;
-  }
-
-  private pickClusterIP(): string | undefined {
-    // 10.96.0.0/12; .1 is reserved for the kubernetes service.
-    for (let i = 0; i < 1 << 20; i++) {
-      const n = this.nextClusterIP + i;
-      const ip = `10.${96 + ((n >> 16) & 0x0f)}.${(n >> 8) & 0xff}.${n & 0xff}`;
-      if ((n & 0xff) === 0 || (n & 0xff) === 255) continue;
-      if (!this.clusterIPOwner.has(ip)) {
-        this.nextClusterIP = n + 1;
-        return ip;
-      }
-    }
-    return undefined;
-  }
-
-  /** patchAllocatedValues + allocation of clusterIP, nodePorts and healthCheckNodePort. */
-  private allocateService(obj: JsonObject, old: JsonObject | undefined, key: string): FieldError[] {
-    const errs: FieldError[] = [];
-    const spec = ensureObject(obj, "spec");
-    const oldSpec = old !== undefined ? (getObject(old, "spec") ?? {}) : undefined;
-    const type = serviceType(obj);
-    if (type === "ExternalName") {
-      if (old !== undefined && (getString(spec, "clusterIP") ?? "") === getString(oldSpec, "clusterIP")) {
-        delete spec["clusterIP"];
-        delete spec["clusterIPs"];
-      }
-      delete spec["ipFamilies"];
-      delete spec["ipFamilyPolicy"];
-    } else {
-      let ip = getString(spec, "clusterIP") ?? "";
-      const oldIP = getString(oldSpec, "clusterIP") ?? "";
-      if (ip === "" && oldIP !== "" && old !== undefined && serviceType(old) !== "ExternalName") {
-        ip = oldIP;
-        spec["clusterIP"] = ip;
-      }
-      if (ip === "") {
-        const picked = this.pickClusterIP();
-        if (picked === undefined) {
-          errs.push(fieldInvalid("spec.clusterIPs", [], "failed to allocate IP: range is full"));
-        } else {
-          ip = picked;
-          spec["clusterIP"] = ip;
-        }
-      } else if (ip !== "None") {
-        if (!isValidIP(ip)) {
-          errs.push(fieldInvalid("spec.clusterIPs[0]", ip, IP_ERROR));
-        } else {
-          const owner = this.clusterIPOwner.get(ip);
-          if (owner !== undefined && owner !== key) {
-            errs.push({
-              type: "FieldValueInvalid",
-              field: "spec.clusterIPs",
-              value: `[]string{${JSON.stringify(ip)}}`,
-              detail: `failed to allocate IP ${ip}: provided IP is already allocated`,
-            });
-          }
-        }
-      }
-      if (ip !== "") spec["clusterIPs"] = [ip];
-      if (!Array.isArray(spec["ipFamilies"]) && ip !== "None") spec["ipFamilies"] = ["IPv4"];
-      if (ip === "None" && !Array.isArray(spec["ipFamilies"])) spec["ipFamilies"] = ["IPv4"];
-      if (!getString(spec, "ipFamilyPolicy")) spec["ipFamilyPolicy"] = "SingleStack";
-    }
-    const taken = new Set<number>();
-    const takenBy = new Map<number, string>();
-    const oldPorts = (getArray(oldSpec, "ports") ?? []).filter(isObject);
-    const ports = (Array.isArray(spec["ports"]) ? spec["ports"] : []).filter(isObject);
-    if (needsNodePorts(obj)) {
-      // user-specified ports first
-      ports.forEach((p, i) => {
-        const np = p["nodePort"];
-        if (typeof np !== "number" || np === 0) return;
-        const { min, max } = this.opts.nodePortRange;
-        if (np < min || np > max) {
-          errs.push(
-            fieldInvalid(
-              `spec.ports[${i}].nodePort`,
-              np,
-              `provided port is not in the valid range. The range of valid ports is ${min}-${max}`,
-            ),
-          );
-          return;
-        }
-        const owner = this.nodePortOwner.get(np);
-        const proto = getString(p, "protocol") ?? "TCP";
-        const sameService = takenBy.get(np);
-        if ((owner !== undefined && owner !== key) || (sameService !== undefined && sameService === proto)) {
-          errs.push(fieldInvalid(`spec.ports[${i}].nodePort`, np, "provided port is already allocated"));
-          return;
-        }
-        taken.add(np);
-        takenBy.set(np, proto);
-      });
-      for (const p of ports) {
-        const np = p["nodePort"];
-        if (typeof np === "number" && np !== 0) continue;
-        const prev = oldPorts.find((o) => o["port"] === p["port"] && o["protocol"] === p["protocol"]);
-        const prevNp = prev?.["nodePort"];
-        if (typeof prevNp === "number" && prevNp > 0 && !taken.has(prevNp)) {
-          p["nodePort"] = prevNp;
-          taken.add(prevNp);
-          continue;
-        }
-        const picked = this.pickNodePort(taken);
-        if (picked === undefined) {
-          errs.push(fieldInvalid("spec.ports", null, "failed to allocate a nodePort: range is full"));
-          break;
-        }
-        p["nodePort"] = picked;
-        taken.add(picked);
-      }
-    }
-    if (needsHealthCheckNodePort(obj)) {
-      const hc = spec["healthCheckNodePort"];
-      if (typeof hc !== "number" || hc === 0) {
-        const prevHc = oldSpec?.["healthCheckNodePort"];
-        if (typeof prevHc === "number" && prevHc > 0 && !taken.has(prevHc)) {
-          spec["healthCheckNodePort"] = prevHc;
-        } else {
-          const picked = this.pickNodePort(taken);
-          if (picked !== undefined) spec["healthCheckNodePort"] = picked;
-        }
-      } else {
-        const owner = this.nodePortOwner.get(hc);
-        if ((owner !== undefined && owner !== key) || taken.has(hc)) {
-          errs.push(fieldInvalid("spec.healthCheckNodePort", hc, "provided port is already allocated"));
-        }
-      }
-    }
-    return errs;
   }
 
   close(): void {
