@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { ServiceAllocator } from "./allocation.js";
 import { canonicalize } from "./canonical.js";
+import { type DeleteOptionsInput, gcFinalizers, validateDeleteOptions } from "./delete-options.js";
 import {
   alreadyExists,
   badRequest,
@@ -97,14 +98,6 @@ export interface ListOptions {
 
 export interface WatchOptions extends ListOptions {
   allowWatchBookmarks?: boolean | undefined;
-}
-
-export interface DeleteOptionsInput {
-  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
-  propagationPolicy?: string | undefined;
-  orphanDependents?: boolean | undefined;
-  gracePeriodSeconds?: number | undefined;
-  dryRun?: boolean | undefined;
 }
 
 export interface WatchSink {
@@ -1119,55 +1112,4 @@ function generateNameFrom(base: string): string {
   let suffix = "";
   for (let i = 0; i < 5; i++) suffix += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)] ?? "x";
   return b + suffix;
-}
-
-function validateDeleteOptions(o: DeleteOptionsInput): void {
-  const errs: FieldError[] = [];
-  const policy = o.propagationPolicy;
-  if (policy !== undefined) {
-    if (o.orphanDependents !== undefined) {
-      errs.push(
-        fieldInvalid(
-          "propagationPolicy",
-          policy,
-          "orphanDependents and deletionPropagation cannot be both set",
-        ),
-      );
-    }
-    if (policy !== "Foreground" && policy !== "Background" && policy !== "Orphan") {
-      errs.push(fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"]));
-    }
-  }
-  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) {
-    // negative grace periods are treated as 1s by the server; nothing to reject
-  }
-  if (errs.length > 0) throw invalid("meta.k8s.io", "DeleteOptions", "", errs);
-}
-
-/** deletionFinalizersForGarbageCollection from the generic registry. */
-function gcFinalizers(
-  def: ResourceDef,
-  current: readonly string[],
-  o: DeleteOptionsInput,
-): { changed: boolean; finalizers: string[] } {
-  if (!def.gcSupported) return { changed: false, finalizers: [...current] };
-  let orphan: boolean;
-  let foreground: boolean;
-  if (o.orphanDependents !== undefined) {
-    orphan = o.orphanDependents;
-    foreground = false;
-  } else if (o.propagationPolicy !== undefined) {
-    orphan = o.propagationPolicy === "Orphan";
-    foreground = o.propagationPolicy === "Foreground";
-  } else {
-    orphan = current.includes("orphan") && !current.includes("foregroundDeletion");
-    foreground = current.includes("foregroundDeletion") && !current.includes("orphan");
-  }
-  const next = current.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
-  if (orphan) next.push("orphan");
-  if (foreground) next.push("foregroundDeletion");
-  const a = new Set(current);
-  const b = new Set(next);
-  const same = a.size === b.size && [...a].every((x) => b.has(x));
-  return same ? { changed: false, finalizers: [...current] } : { changed: true, finalizers: next };
 }
