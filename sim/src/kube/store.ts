@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { ServiceAllocator } from "./allocation.js";
 import { canonicalize } from "./canonical.js";
+import { SimulatedControllers } from "./controllers.js";
 import { type DeleteOptionsInput, gcFinalizers, validateDeleteOptions } from "./delete-options.js";
 import {
   alreadyExists,
@@ -40,7 +41,6 @@ import {
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from "./patch.js";
 import {
   ALL_RESOURCES,
-  EVENTS,
   NAMESPACES,
   type NodePortRange,
   type ResourceDef,
@@ -300,10 +300,8 @@ export class KubeStore {
   private evictedUpTo = 0;
   private readonly rvWaiters = new Set<() => void>();
   private readonly allWatchers = new Set<Watcher>();
-  private readonly timers = new Set<NodeJS.Timeout>();
   private readonly serviceAllocator: ServiceAllocator;
-  private readonly eventExpiry = new Map<string, number>();
-  private closed = false;
+  private readonly controllers: SimulatedControllers;
 
   constructor(readonly opts: StoreOptions) {
     this.serviceAllocator = new ServiceAllocator(opts.nodePortRange);
@@ -311,12 +309,15 @@ export class KubeStore {
       this.tables.set(def, new Table(def));
       this.watchersByDef.set(def, new Set());
     }
-    if (opts.eventTTLSeconds > 0) {
-      const every = Math.max(10, Math.min(opts.eventTTLSeconds * 1000, 30_000));
-      const t = setInterval(() => this.expireEvents(), every);
-      t.unref();
-      this.timers.add(t);
-    }
+    this.controllers = new SimulatedControllers(opts, {
+      current: (def, key) => this.table(def).get(key),
+      entries: (def, namespace) => this.entries(def, namespace),
+      delete: (def, namespace, name) => {
+        this.delete(def, namespace, name, {});
+      },
+      commitUpdate: (def, prev, obj) => this.commitUpdate(def, prev, obj),
+      commitDelete: (def, prev) => this.commitDelete(def, prev),
+    });
   }
 
   get resourceVersion(): number {
@@ -438,10 +439,7 @@ export class KubeStore {
 
   private afterWrite(def: ResourceDef, key: string, obj: JsonObject | undefined): void {
     if (def === SERVICES) this.serviceAllocator.record(key, obj);
-    if (def === EVENTS && this.opts.eventTTLSeconds > 0) {
-      if (obj === undefined) this.eventExpiry.delete(key);
-      else this.eventExpiry.set(key, Date.now() + this.opts.eventTTLSeconds * 1000);
-    }
+    this.controllers.afterWrite(def, key, obj);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -999,15 +997,10 @@ export class KubeStore {
       if (deepEqual(canon, parseObject(existing.json))) return { json: existing.json, code: 200 };
       if (options.dryRun) return { json: JSON.stringify(canon), code: 200 };
       const entry = this.commitUpdate(def, existing, canon);
-      if (
-        this.opts.simulateGarbageCollector &&
-        finalizers.some((f) => f === "orphan" || f === "foregroundDeletion")
-      ) {
-        this.scheduleGarbageCollection(def, entry);
-      }
+      this.controllers.deletionPending(def, entry, finalizers);
       return { json: entry.json, code: 200 };
     }
-    if (def === NAMESPACES && !options.dryRun) this.deleteNamespaceContent(name);
+    if (def === NAMESPACES && !options.dryRun) this.controllers.deleteNamespaceContent(name);
     const deleted = options.dryRun ? existing : this.commitDelete(def, existing);
     if (def.returnDeletedObject) return { json: deleted.json, code: 200 };
     const det: Status["details"] = { name };
@@ -1037,63 +1030,9 @@ export class KubeStore {
     return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":{"resourceVersion":"${this.rv}"},"items":[${items.join(",")}]}`;
   }
 
-  private deleteNamespaceContent(ns: string): void {
-    for (const def of ALL_RESOURCES) {
-      if (!def.namespaced) continue;
-      for (const e of this.entries(def, ns)) {
-        try {
-          this.delete(def, ns, e.name, {});
-        } catch {
-          // best effort, like the namespace controller retrying later
-        }
-      }
-    }
-  }
-
-  private scheduleGarbageCollection(def: ResourceDef, entry: Entry): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      if (this.closed) return;
-      const cur = this.table(def).get(entry.key);
-      if (cur === undefined || cur.uid !== entry.uid) return;
-      const remaining = cur.finalizers.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
-      if (remaining.length === cur.finalizers.length) return;
-      this.systemWrite(def, cur, (obj) => {
-        metaOf(obj)["finalizers"] = remaining;
-      });
-    }, 20);
-    t.unref();
-    this.timers.add(t);
-  }
-
-  /** A controller-side write that bypasses validation (GC, TTL), still bumping RV and notifying watchers. */
-  private systemWrite(def: ResourceDef, cur: Entry, mutate: (obj: JsonObject) => void): void {
-    const obj = parseObject(cur.json);
-    mutate(obj);
-    const canon = canonicalize(def, obj);
-    if (cur.deleting && getStringArray(getObject(canon, "metadata"), "finalizers").length === 0) {
-      this.commitDelete(def, cur);
-      return;
-    }
-    this.commitUpdate(def, cur, canon);
-  }
-
-  private expireEvents(): void {
-    if (this.closed) return;
-    const now = Date.now();
-    for (const [key, at] of this.eventExpiry) {
-      if (at > now) continue;
-      this.eventExpiry.delete(key);
-      const e = this.table(EVENTS).get(key);
-      if (e !== undefined) this.commitDelete(EVENTS, e);
-    }
-  }
-
   close(): void {
-    this.closed = true;
     for (const w of [...this.allWatchers]) w.close();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    this.controllers.close();
   }
 
   closeAllWatchers(): void {
