@@ -28,6 +28,7 @@ import {
   tooOldResourceVersion,
   unsupportedMediaType,
 } from "./errors.js";
+import { History, type HistoryEvent } from "./history.js";
 import {
   deepEqual,
   getObject,
@@ -61,18 +62,6 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate as validateObjectMetaUpdateGeneric,
 } from "./validation.js";
-
-export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
-
-interface HistoryEvent {
-  readonly rv: number;
-  readonly def: ResourceDef;
-  readonly type: WatchEventType;
-  /** The new state; for DELETED the last state carrying the deletion resourceVersion. */
-  readonly entry: Entry;
-  /** The state before this event (undefined for ADDED). */
-  readonly prev: Entry | undefined;
-}
 
 export interface WriteResult {
   /** Response body (JSON text). */
@@ -292,18 +281,15 @@ export interface WatchPlan {
 }
 
 export class KubeStore {
-  private rv = 0;
   private readonly tables = new Map<ResourceDef, Table>();
   private readonly watchersByDef = new Map<ResourceDef, Set<Watcher>>();
-  private readonly history: HistoryEvent[] = [];
-  private histStart = 0;
-  private evictedUpTo = 0;
-  private readonly rvWaiters = new Set<() => void>();
+  private readonly history: History;
   private readonly allWatchers = new Set<Watcher>();
   private readonly serviceAllocator: ServiceAllocator;
   private readonly controllers: SimulatedControllers;
 
   constructor(readonly opts: StoreOptions) {
+    this.history = new History(opts.watchHistory);
     this.serviceAllocator = new ServiceAllocator(opts.nodePortRange);
     for (const def of ALL_RESOURCES) {
       this.tables.set(def, new Table(def));
@@ -321,11 +307,11 @@ export class KubeStore {
   }
 
   get resourceVersion(): number {
-    return this.rv;
+    return this.history.current;
   }
 
   get oldestResourceVersion(): number {
-    return this.evictedUpTo;
+    return this.history.oldest;
   }
 
   watcherCount(): number {
@@ -347,65 +333,22 @@ export class KubeStore {
   // ---------------------------------------------------------------------------------------------
   // History / fan-out
 
-  private pushHistory(ev: HistoryEvent): void {
-    const cap = Math.max(1, this.opts.watchHistory);
-    if (this.history.length < cap) {
-      this.history.push(ev);
-    } else {
-      const old = this.history[this.histStart];
-      if (old !== undefined) this.evictedUpTo = old.rv;
-      this.history[this.histStart] = ev;
-      this.histStart = (this.histStart + 1) % cap;
-    }
-  }
-
-  private historyAt(i: number): HistoryEvent | undefined {
-    return this.history[(this.histStart + i) % this.history.length];
-  }
-
-  /** Events with rv > after, oldest first (after must be >= evictedUpTo). */
-  private *eventsAfter(after: number): Generator<HistoryEvent> {
-    const n = this.history.length;
-    if (n === 0) return;
-    const oldest = this.historyAt(0)?.rv ?? this.rv + 1;
-    let i = Math.max(0, after + 1 - oldest);
-    for (; i < n; i++) {
-      const ev = this.historyAt(i);
-      if (ev !== undefined) yield ev;
-    }
-  }
-
   private emit(ev: HistoryEvent): void {
-    this.pushHistory(ev);
+    this.history.append(ev);
     for (const w of this.watchersOf(ev.def)) w.deliver(ev);
-    if (this.rvWaiters.size > 0) for (const fn of [...this.rvWaiters]) fn();
+    this.history.wakeWaiters();
   }
 
   /** Resolves true once the store reached `rv`, false after `ms`. */
   waitForResourceVersion(rv: number, ms: number): Promise<boolean> {
-    if (this.rv >= rv) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const check = (): void => {
-        if (this.rv >= rv) {
-          clearTimeout(timer);
-          this.rvWaiters.delete(check);
-          resolve(true);
-        }
-      };
-      const timer = setTimeout(() => {
-        this.rvWaiters.delete(check);
-        resolve(this.rv >= rv);
-      }, ms);
-      timer.unref();
-      this.rvWaiters.add(check);
-    });
+    return this.history.waitFor(rv, ms);
   }
 
   // ---------------------------------------------------------------------------------------------
   // Commits (the only places that bump the resourceVersion)
 
   private commitCreate(def: ResourceDef, obj: JsonObject): Entry {
-    const rv = ++this.rv;
+    const rv = this.history.next();
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
     const t = this.table(def);
@@ -416,7 +359,7 @@ export class KubeStore {
   }
 
   private commitUpdate(def: ResourceDef, prev: Entry, obj: JsonObject): Entry {
-    const rv = ++this.rv;
+    const rv = this.history.next();
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
     this.table(def).replace(entry);
@@ -426,7 +369,7 @@ export class KubeStore {
   }
 
   private commitDelete(def: ResourceDef, prev: Entry): Entry {
-    const rv = ++this.rv;
+    const rv = this.history.next();
     const obj = parseObject(prev.json);
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
@@ -452,23 +395,6 @@ export class KubeStore {
   /** Current entries in key order (optionally one namespace). */
   entries(def: ResourceDef, namespace?: string): Entry[] {
     return this.table(def).list(namespace);
-  }
-
-  /** The table content at revision `rv`, reconstructed from the history. */
-  private snapshotAt(def: ResourceDef, rv: number): ReadonlyMap<string, Entry> {
-    const t = this.table(def);
-    if (rv >= this.rv) return t.entries;
-    if (rv < this.evictedUpTo) throw tooOldResourceVersion(rv, this.evictedUpTo);
-    let map: Map<string, Entry> | undefined;
-    for (let i = this.history.length - 1; i >= 0; i--) {
-      const ev = this.historyAt(i);
-      if (ev === undefined || ev.rv <= rv) break;
-      if (ev.def !== def) continue;
-      map ??= new Map(t.entries);
-      if (ev.type === "ADDED") map.delete(ev.entry.key);
-      else if (ev.prev !== undefined) map.set(ev.prev.key, ev.prev);
-    }
-    return map ?? t.entries;
   }
 
   validateListOptions(o: ListOptions): void {
@@ -513,7 +439,7 @@ export class KubeStore {
   listWaitTarget(o: ListOptions): number | undefined {
     if (!o.resourceVersion || o.resourceVersion === "0" || o.continue) return undefined;
     const rv = parseRV(o.resourceVersion);
-    return rv > this.rv ? rv : undefined;
+    return rv > this.history.current ? rv : undefined;
   }
 
   /** Serves a LIST; returns the full response body. */
@@ -530,26 +456,26 @@ export class KubeStore {
       const tok = decodeContinue(o.continue);
       start = tok.start;
       if (tok.rv === -1) {
-        listRV = this.rv;
+        listRV = this.history.current;
         source = this.table(def).entries;
-      } else if (tok.rv < this.evictedUpTo) {
+      } else if (tok.rv < this.history.oldest) {
         const err = expired(CONTINUE_EXPIRED);
         err.status.metadata = { continue: encodeContinue(-1, tok.start) };
         throw err;
       } else {
         listRV = tok.rv;
-        source = this.snapshotAt(def, tok.rv);
+        source = this.history.snapshotAt(this.table(def), tok.rv);
       }
     } else if (o.resourceVersionMatch === "Exact" && o.resourceVersion) {
       listRV = parseRV(o.resourceVersion);
-      if (listRV > this.rv) throw timeoutTooLargeResourceVersion(listRV, this.rv);
-      source = this.snapshotAt(def, listRV);
+      if (listRV > this.history.current) throw timeoutTooLargeResourceVersion(listRV, this.history.current);
+      source = this.history.snapshotAt(this.table(def), listRV);
     } else {
       if (o.resourceVersion && o.resourceVersion !== "0") {
         const want = parseRV(o.resourceVersion);
-        if (want > this.rv) throw timeoutTooLargeResourceVersion(want, this.rv);
+        if (want > this.history.current) throw timeoutTooLargeResourceVersion(want, this.history.current);
       }
-      listRV = this.rv;
+      listRV = this.history.current;
       source = this.table(def).entries;
     }
     const t = this.table(def);
@@ -650,29 +576,29 @@ export class KubeStore {
 
   /** Starts a planned watch: writes the initial events (or the 410 ERROR) synchronously and registers. */
   startWatch(plan: WatchPlan, sink: WatchSink): Watcher | undefined {
-    if (plan.fromRV !== undefined && plan.fromRV < this.evictedUpTo) {
-      const err = tooOldResourceVersion(plan.fromRV, this.evictedUpTo);
+    if (plan.fromRV !== undefined && plan.fromRV < this.history.oldest) {
+      const err = tooOldResourceVersion(plan.fromRV, this.history.oldest);
       sink.write(watchLine("ERROR", statusJson(err.status)));
       sink.end();
       return undefined;
     }
-    const w = new Watcher(this, plan.def, plan.filter, sink, this.rv);
+    const w = new Watcher(this, plan.def, plan.filter, sink, this.history.current);
     if (plan.fromRV === undefined) {
       w.sendInitial(this.entries(plan.def, plan.filter.namespace));
-      if (plan.sendInitialEvents) w.bookmark(this.rv, true);
-    } else if (plan.fromRV <= this.rv) {
+      if (plan.sendInitialEvents) w.bookmark(this.history.current, true);
+    } else if (plan.fromRV <= this.history.current) {
       w.startAfter = plan.fromRV;
-      for (const ev of this.eventsAfter(plan.fromRV)) {
+      for (const ev of this.history.after(plan.fromRV)) {
         if (ev.def === plan.def) w.deliver(ev);
       }
-      w.startAfter = this.rv;
+      w.startAfter = this.history.current;
     } else {
       // A resourceVersion from the future: deliver changes after it, or fail like the watch cache does.
       w.startAfter = plan.fromRV;
       const want = plan.fromRV;
       const timer = setTimeout(() => {
-        if (this.rv < want && !w.closed) {
-          const err = timeoutTooLargeResourceVersion(want, this.rv);
+        if (this.history.current < want && !w.closed) {
+          const err = timeoutTooLargeResourceVersion(want, this.history.current);
           w.writeRaw(watchLine("ERROR", statusJson(err.status)));
           w.close();
         }
@@ -1027,7 +953,7 @@ export class KubeStore {
         if (!(err instanceof KubeApiError) || err.code !== 404) throw err;
       }
     }
-    return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":{"resourceVersion":"${this.rv}"},"items":[${items.join(",")}]}`;
+    return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":{"resourceVersion":"${this.history.current}"},"items":[${items.join(",")}]}`;
   }
 
   close(): void {
