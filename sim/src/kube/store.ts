@@ -10,7 +10,6 @@ import {
   alreadyExists,
   badRequest,
   conflict,
-  expired,
   type FieldError,
   fieldForbidden,
   fieldInvalid,
@@ -39,6 +38,16 @@ import {
   type JsonValue,
   parseJson,
 } from "./json.js";
+import { listBody, listWaitTarget } from "./list.js";
+import {
+  compileFilter,
+  type Filter,
+  type ListOptions,
+  listOptionsInvalid,
+  matches,
+  parseRV,
+  validateListOptions,
+} from "./list-options.js";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from "./patch.js";
 import {
   ALL_RESOURCES,
@@ -48,15 +57,7 @@ import {
   SERVICES,
   type Subresource,
 } from "./resources.js";
-import {
-  type FieldSelector,
-  type LabelSelector,
-  matchFields,
-  matchLabels,
-  parseFieldSelector,
-  parseLabelSelector,
-} from "./selectors.js";
-import { compareKeys, type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
+import { type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
 import {
   pathSegmentName,
   validateObjectMeta,
@@ -72,17 +73,6 @@ export interface WriteResult {
 
 export interface WriteOptions {
   dryRun?: boolean;
-}
-
-export interface ListOptions {
-  namespace?: string | undefined;
-  labelSelector?: string | undefined;
-  fieldSelector?: string | undefined;
-  limit?: number | undefined;
-  continue?: string | undefined;
-  resourceVersion?: string | undefined;
-  resourceVersionMatch?: string | undefined;
-  sendInitialEvents?: boolean | undefined;
 }
 
 export interface WatchOptions extends ListOptions {
@@ -111,9 +101,6 @@ export const PATCH_TYPES = [
   "application/strategic-merge-patch+json",
 ] as const;
 
-const CONTINUE_EXPIRED =
-  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now might show up in the list.";
-
 export function nowTimestamp(): string {
   return new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 }
@@ -128,80 +115,6 @@ function watchLine(type: string, objectJson: string): string {
 
 function statusJson(s: Status): string {
   return JSON.stringify(s);
-}
-
-function listOptionsInvalid(errs: FieldError[]): KubeApiError {
-  return invalid("meta.k8s.io", "ListOptions", "", errs);
-}
-
-function parseRV(value: string): number {
-  if (!/^\d+$/.test(value)) {
-    throw badRequest(
-      `resourceVersion: Invalid value: ${JSON.stringify(value)}: strconv.ParseUint: parsing ${JSON.stringify(value)}: invalid syntax`,
-    );
-  }
-  return Number(value);
-}
-
-interface ContinueToken {
-  rv: number;
-  start: string;
-}
-
-function encodeContinue(rv: number, start: string): string {
-  return Buffer.from(JSON.stringify({ v: "meta.k8s.io/v1", rv, start })).toString("base64url");
-}
-
-function decodeContinue(token: string): ContinueToken {
-  let parsed: JsonValue;
-  try {
-    parsed = parseJson(Buffer.from(token, "base64url").toString("utf8"));
-  } catch {
-    throw badRequest("continue key is not valid: illegal base64 data or malformed JSON");
-  }
-  if (!isObject(parsed) || parsed["v"] !== "meta.k8s.io/v1") {
-    throw badRequest(
-      "continue key is not valid: continue key is not valid: server does not recognize this encoded version",
-    );
-  }
-  const rv = parsed["rv"];
-  const start = parsed["start"];
-  if (typeof rv !== "number" || typeof start !== "string") {
-    throw badRequest(
-      "continue key is not valid: continue key is not valid: incorrect encoded start resourceVersion",
-    );
-  }
-  if (rv === 0) {
-    throw badRequest(
-      "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-    );
-  }
-  return { rv, start };
-}
-
-/** A compiled list/watch filter. */
-interface Filter {
-  readonly namespace: string | undefined;
-  readonly labels: LabelSelector;
-  readonly fields: FieldSelector;
-  readonly trivial: boolean;
-}
-
-function compileFilter(def: ResourceDef, o: ListOptions): Filter {
-  const labels = parseLabelSelector(o.labelSelector ?? "");
-  const fields = parseFieldSelector(o.fieldSelector ?? "");
-  for (const f of fields) {
-    if (!def.fieldLabels.includes(f.field)) throw def.unsupportedFieldError(f.field);
-  }
-  const namespace = def.namespaced && o.namespace ? o.namespace : undefined;
-  return { namespace, labels, fields, trivial: labels.length === 0 && fields.length === 0 };
-}
-
-function matches(f: Filter, e: Entry): boolean {
-  if (f.namespace !== undefined && e.namespace !== f.namespace) return false;
-  if (f.labels.length > 0 && !matchLabels(f.labels, e.labels)) return false;
-  if (f.fields.length > 0 && !matchFields(f.fields, e.fields)) return false;
-  return true;
 }
 
 export class Watcher {
@@ -392,126 +305,23 @@ export class KubeStore {
     return this.table(def).get(keyOf(def, namespace ?? "", name));
   }
 
-  /** Current entries in key order (optionally one namespace). */
-  entries(def: ResourceDef, namespace?: string): Entry[] {
-    return this.table(def).list(namespace);
-  }
-
   validateListOptions(o: ListOptions): void {
-    const errs: FieldError[] = [];
-    const match = o.resourceVersionMatch ?? "";
-    if (match !== "") {
-      if (!o.resourceVersion) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden unless resourceVersion is provided",
-          ),
-        );
-      }
-      if (o.continue) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden when continue is provided",
-          ),
-        );
-      }
-      if (match !== "Exact" && match !== "NotOlderThan") {
-        errs.push(fieldNotSupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]));
-      }
-      if (match === "Exact" && o.resourceVersion === "0") {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
-          ),
-        );
-      }
-    }
-    if (o.sendInitialEvents !== undefined) {
-      errs.push(fieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
-    }
-    if (errs.length > 0) throw listOptionsInvalid(errs);
+    validateListOptions(o);
   }
 
   /** The minimum resourceVersion a LIST must wait for (NotOlderThan semantics), or undefined. */
   listWaitTarget(o: ListOptions): number | undefined {
-    if (!o.resourceVersion || o.resourceVersion === "0" || o.continue) return undefined;
-    const rv = parseRV(o.resourceVersion);
-    return rv > this.history.current ? rv : undefined;
+    return listWaitTarget(o, this.history.current);
   }
 
   /** Serves a LIST; returns the full response body. */
   list(def: ResourceDef, o: ListOptions): string {
-    this.validateListOptions(o);
-    const filter = compileFilter(def, o);
-    let listRV: number;
-    let source: ReadonlyMap<string, Entry>;
-    let start = "";
-    if (o.continue) {
-      if (o.resourceVersion && o.resourceVersion !== "0") {
-        throw badRequest("specifying resource version is not allowed when using continue");
-      }
-      const tok = decodeContinue(o.continue);
-      start = tok.start;
-      if (tok.rv === -1) {
-        listRV = this.history.current;
-        source = this.table(def).entries;
-      } else if (tok.rv < this.history.oldest) {
-        const err = expired(CONTINUE_EXPIRED);
-        err.status.metadata = { continue: encodeContinue(-1, tok.start) };
-        throw err;
-      } else {
-        listRV = tok.rv;
-        source = this.history.snapshotAt(this.table(def), tok.rv);
-      }
-    } else if (o.resourceVersionMatch === "Exact" && o.resourceVersion) {
-      listRV = parseRV(o.resourceVersion);
-      if (listRV > this.history.current) throw timeoutTooLargeResourceVersion(listRV, this.history.current);
-      source = this.history.snapshotAt(this.table(def), listRV);
-    } else {
-      if (o.resourceVersion && o.resourceVersion !== "0") {
-        const want = parseRV(o.resourceVersion);
-        if (want > this.history.current) throw timeoutTooLargeResourceVersion(want, this.history.current);
-      }
-      listRV = this.history.current;
-      source = this.table(def).entries;
-    }
-    const t = this.table(def);
-    const keys = source === t.entries ? t.sortedKeys() : [...source.keys()].sort(compareKeys);
-    const limit = o.limit !== undefined && o.limit > 0 ? o.limit : undefined;
-    const items: string[] = [];
-    let lastKey = "";
-    let i = 0;
-    let hasMore = false;
-    for (; i < keys.length; i++) {
-      const k = keys[i] ?? "";
-      if (start !== "" && k < start) continue;
-      const e = source.get(k);
-      if (e === undefined || !matches(filter, e)) continue;
-      if (limit !== undefined && items.length >= limit) {
-        hasMore = true;
-        break;
-      }
-      items.push(e.json);
-      lastKey = k;
-    }
-    let metaJson = `{"resourceVersion":"${listRV}"`;
-    if (hasMore) {
-      metaJson += `,"continue":"${encodeContinue(listRV, `${lastKey}\u0000`)}"`;
-      if (filter.trivial) {
-        let remaining = 0;
-        for (let j = i; j < keys.length; j++) {
-          const e = source.get(keys[j] ?? "");
-          if (e !== undefined && (filter.namespace === undefined || e.namespace === filter.namespace))
-            remaining++;
-        }
-        metaJson += `,"remainingItemCount":${remaining}`;
-      }
-    }
-    metaJson += "}";
-    return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":${metaJson},"items":[${items.join(",")}]}`;
+    return listBody(def, o, this.table(def), this.history);
+  }
+
+  /** Current entries in key order (optionally one namespace). */
+  entries(def: ResourceDef, namespace?: string): Entry[] {
+    return this.table(def).list(namespace);
   }
 
   // ---------------------------------------------------------------------------------------------
