@@ -29,7 +29,8 @@ import {
   resourceByKind,
   type Subresource,
 } from "./resources.js";
-import { KubeStore, type WatchOptions, type WatchSink, type WriteResult } from "./store.js";
+import { KubeStore, type WriteResult } from "./store.js";
+import type { WatchOptions, WatchSink } from "./watch.js";
 
 export interface KubeApiServerOptions {
   /** TCP port; 0 (default) picks a free one. */

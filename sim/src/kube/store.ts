@@ -11,9 +11,7 @@ import {
   badRequest,
   conflict,
   type FieldError,
-  fieldForbidden,
   fieldInvalid,
-  fieldNotSupported,
   type GroupResource,
   groupResourceString,
   internalRaw,
@@ -23,8 +21,6 @@ import {
   OPTIMISTIC_LOCK_MSG,
   type Status,
   successStatus,
-  timeoutTooLargeResourceVersion,
-  tooOldResourceVersion,
   unsupportedMediaType,
 } from "./errors.js";
 import { History, type HistoryEvent } from "./history.js";
@@ -39,15 +35,7 @@ import {
   parseJson,
 } from "./json.js";
 import { listBody, listWaitTarget } from "./list.js";
-import {
-  compileFilter,
-  type Filter,
-  type ListOptions,
-  listOptionsInvalid,
-  matches,
-  parseRV,
-  validateListOptions,
-} from "./list-options.js";
+import { compileFilter, type ListOptions, matches, validateListOptions } from "./list-options.js";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from "./patch.js";
 import {
   ALL_RESOURCES,
@@ -63,6 +51,14 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate as validateObjectMetaUpdateGeneric,
 } from "./validation.js";
+import {
+  planWatch,
+  type Watcher,
+  Watches,
+  type WatchOptions,
+  type WatchPlan,
+  type WatchSink,
+} from "./watch.js";
 
 export interface WriteResult {
   /** Response body (JSON text). */
@@ -73,15 +69,6 @@ export interface WriteResult {
 
 export interface WriteOptions {
   dryRun?: boolean;
-}
-
-export interface WatchOptions extends ListOptions {
-  allowWatchBookmarks?: boolean | undefined;
-}
-
-export interface WatchSink {
-  write(line: string): void;
-  end(): void;
 }
 
 export interface StoreOptions {
@@ -109,104 +96,19 @@ function gr(def: ResourceDef): GroupResource {
   return { group: def.group, resource: def.plural };
 }
 
-function watchLine(type: string, objectJson: string): string {
-  return `{"type":"${type}","object":${objectJson}}\n`;
-}
-
-function statusJson(s: Status): string {
-  return JSON.stringify(s);
-}
-
-export class Watcher {
-  closed = false;
-  private readonly timers: NodeJS.Timeout[] = [];
-  constructor(
-    private readonly store: KubeStore,
-    readonly def: ResourceDef,
-    private readonly filter: Filter,
-    private readonly sink: WatchSink,
-    /** Events with rv <= startAfter are not delivered (already covered by the initial state). */
-    public startAfter: number,
-  ) {}
-
-  addTimer(t: NodeJS.Timeout): void {
-    this.timers.push(t);
-  }
-
-  /** Delivers one event, applying namespace and selector filtering with ADDED/DELETED transitions. */
-  deliver(ev: HistoryEvent): void {
-    if (this.closed || ev.rv <= this.startAfter) return;
-    const f = this.filter;
-    if (f.namespace !== undefined && ev.entry.namespace !== f.namespace) return;
-    if (f.trivial) {
-      this.sink.write(watchLine(ev.type, ev.entry.json));
-      return;
-    }
-    const cur = ev.type !== "DELETED" && matches(f, ev.entry);
-    const old = ev.prev !== undefined && matches(f, ev.prev);
-    if (!cur && !old) return;
-    if (cur && !old) this.sink.write(watchLine("ADDED", ev.entry.json));
-    else if (cur && old) this.sink.write(watchLine("MODIFIED", ev.entry.json));
-    else if (ev.type === "DELETED") this.sink.write(watchLine("DELETED", ev.entry.json));
-    else if (ev.prev !== undefined) {
-      // The object left the selector: DELETED with the previous content at the event's revision.
-      const prevObj = parseObject(ev.prev.json);
-      metaOf(prevObj)["resourceVersion"] = String(ev.rv);
-      this.sink.write(watchLine("DELETED", JSON.stringify(prevObj)));
-    }
-  }
-
-  sendInitial(entries: Iterable<Entry>): void {
-    for (const e of entries) {
-      if (matches(this.filter, e)) this.sink.write(watchLine("ADDED", e.json));
-    }
-  }
-
-  writeRaw(line: string): void {
-    if (!this.closed) this.sink.write(line);
-  }
-
-  bookmark(rv: number, initialEventsEnd: boolean): void {
-    if (this.closed || rv < this.startAfter) return;
-    const metadata: JsonObject = { resourceVersion: String(rv) };
-    if (initialEventsEnd) metadata["annotations"] = { "k8s.io/initial-events-end": "true" };
-    const obj = { kind: this.def.kind, apiVersion: this.def.apiVersion, metadata };
-    this.sink.write(watchLine("BOOKMARK", JSON.stringify(obj)));
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
-    this.store.removeWatcher(this);
-    this.sink.end();
-  }
-}
-
-/** The validated, not-yet-started form of a watch request (so errors can still become HTTP errors). */
-export interface WatchPlan {
-  readonly def: ResourceDef;
-  readonly filter: Filter;
-  /** undefined = start from current state with synthetic ADDED events. */
-  readonly fromRV: number | undefined;
-  readonly sendInitialEvents: boolean;
-  readonly allowBookmarks: boolean;
-}
-
 export class KubeStore {
   private readonly tables = new Map<ResourceDef, Table>();
-  private readonly watchersByDef = new Map<ResourceDef, Set<Watcher>>();
   private readonly history: History;
-  private readonly allWatchers = new Set<Watcher>();
+  private readonly watches: Watches;
   private readonly serviceAllocator: ServiceAllocator;
   private readonly controllers: SimulatedControllers;
 
   constructor(readonly opts: StoreOptions) {
     this.history = new History(opts.watchHistory);
+    this.watches = new Watches(ALL_RESOURCES, opts.futureResourceVersionWaitMs);
     this.serviceAllocator = new ServiceAllocator(opts.nodePortRange);
     for (const def of ALL_RESOURCES) {
       this.tables.set(def, new Table(def));
-      this.watchersByDef.set(def, new Set());
     }
     this.controllers = new SimulatedControllers(opts, {
       current: (def, key) => this.table(def).get(key),
@@ -228,7 +130,7 @@ export class KubeStore {
   }
 
   watcherCount(): number {
-    return this.allWatchers.size;
+    return this.watches.size;
   }
 
   private table(def: ResourceDef): Table {
@@ -237,18 +139,12 @@ export class KubeStore {
     return t;
   }
 
-  private watchersOf(def: ResourceDef): Set<Watcher> {
-    const s = this.watchersByDef.get(def);
-    if (s === undefined) throw new Error(`no table for ${def.kind}`);
-    return s;
-  }
-
   // ---------------------------------------------------------------------------------------------
   // History / fan-out
 
   private emit(ev: HistoryEvent): void {
     this.history.append(ev);
-    for (const w of this.watchersOf(ev.def)) w.deliver(ev);
+    this.watches.deliver(ev);
     this.history.wakeWaiters();
   }
 
@@ -328,102 +224,12 @@ export class KubeStore {
   // Watch
 
   planWatch(def: ResourceDef, o: WatchOptions): WatchPlan {
-    const errs: FieldError[] = [];
-    const match = o.resourceVersionMatch ?? "";
-    if (o.sendInitialEvents !== undefined) {
-      if (match !== "NotOlderThan") {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-          ),
-        );
-      }
-      if (o.sendInitialEvents && !o.allowWatchBookmarks) {
-        errs.push(
-          fieldForbidden(
-            "allowWatchBookmarks",
-            "sendInitialEvents requires setting allowWatchBookmarks to true",
-          ),
-        );
-      }
-    }
-    if (match !== "") {
-      if (o.sendInitialEvents === undefined) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-          ),
-        );
-      }
-      if (match !== "NotOlderThan")
-        errs.push(fieldNotSupported("resourceVersionMatch", match, ["NotOlderThan"]));
-      if (o.continue) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden when continue is provided",
-          ),
-        );
-      }
-    }
-    if (errs.length > 0) throw listOptionsInvalid(errs);
-    const filter = compileFilter(def, o);
-    const rvText = o.resourceVersion ?? "";
-    const sendInitial = o.sendInitialEvents === true;
-    let fromRV: number | undefined;
-    if (sendInitial || rvText === "" || rvText === "0") fromRV = undefined;
-    else fromRV = parseRV(rvText);
-    return {
-      def,
-      filter,
-      fromRV,
-      sendInitialEvents: sendInitial,
-      allowBookmarks: o.allowWatchBookmarks === true,
-    };
+    return planWatch(def, o);
   }
 
   /** Starts a planned watch: writes the initial events (or the 410 ERROR) synchronously and registers. */
   startWatch(plan: WatchPlan, sink: WatchSink): Watcher | undefined {
-    if (plan.fromRV !== undefined && plan.fromRV < this.history.oldest) {
-      const err = tooOldResourceVersion(plan.fromRV, this.history.oldest);
-      sink.write(watchLine("ERROR", statusJson(err.status)));
-      sink.end();
-      return undefined;
-    }
-    const w = new Watcher(this, plan.def, plan.filter, sink, this.history.current);
-    if (plan.fromRV === undefined) {
-      w.sendInitial(this.entries(plan.def, plan.filter.namespace));
-      if (plan.sendInitialEvents) w.bookmark(this.history.current, true);
-    } else if (plan.fromRV <= this.history.current) {
-      w.startAfter = plan.fromRV;
-      for (const ev of this.history.after(plan.fromRV)) {
-        if (ev.def === plan.def) w.deliver(ev);
-      }
-      w.startAfter = this.history.current;
-    } else {
-      // A resourceVersion from the future: deliver changes after it, or fail like the watch cache does.
-      w.startAfter = plan.fromRV;
-      const want = plan.fromRV;
-      const timer = setTimeout(() => {
-        if (this.history.current < want && !w.closed) {
-          const err = timeoutTooLargeResourceVersion(want, this.history.current);
-          w.writeRaw(watchLine("ERROR", statusJson(err.status)));
-          w.close();
-        }
-      }, this.opts.futureResourceVersionWaitMs);
-      timer.unref();
-      w.addTimer(timer);
-    }
-    this.watchersOf(plan.def).add(w);
-    this.allWatchers.add(w);
-    return w;
-  }
-
-  removeWatcher(w: Watcher): void {
-    this.watchersOf(w.def).delete(w);
-    this.allWatchers.delete(w);
+    return this.watches.start(plan, sink, this.table(plan.def), this.history);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -743,7 +549,7 @@ export class KubeStore {
     if (def.group !== "") det.group = def.group;
     det.kind = def.plural;
     det.uid = existing.uid;
-    return { json: statusJson(successStatus(det)), code: 200 };
+    return { json: JSON.stringify(successStatus(det)), code: 200 };
   }
 
   deleteCollection(def: ResourceDef, o: ListOptions, options: DeleteOptionsInput): string {
@@ -767,12 +573,12 @@ export class KubeStore {
   }
 
   close(): void {
-    for (const w of [...this.allWatchers]) w.close();
+    this.watches.closeAll();
     this.controllers.close();
   }
 
   closeAllWatchers(): void {
-    for (const w of [...this.allWatchers]) w.close();
+    this.watches.closeAll();
   }
 
   groupResourceString(def: ResourceDef): string {
