@@ -1,5 +1,6 @@
-// The object store: one global resourceVersion counter, a bounded event history, watch fan-out and
-// the create/update/patch/delete semantics of k8s.io/apiserver's generic registry.
+// The object store: the create/update/patch/delete semantics of k8s.io/apiserver's generic registry,
+// committing to one Table per resource and recording each commit in the History, from which the
+// Watches fan it out. Service allocation and the simulated controllers hook into the commits.
 
 import { randomUUID } from "node:crypto";
 import { ServiceAllocator } from "./allocation.js";
@@ -139,15 +140,6 @@ export class KubeStore {
     return t;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // History / fan-out
-
-  private emit(ev: HistoryEvent): void {
-    this.history.append(ev);
-    this.watches.deliver(ev);
-    this.history.wakeWaiters();
-  }
-
   /** Resolves true once the store reached `rv`, false after `ms`. */
   waitForResourceVersion(rv: number, ms: number): Promise<boolean> {
     return this.history.waitFor(rv, ms);
@@ -160,8 +152,7 @@ export class KubeStore {
     const rv = this.history.next();
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
-    const t = this.table(def);
-    t.insert(entry);
+    this.table(def).insert(entry);
     this.afterWrite(def, entry.key, obj);
     this.emit({ rv, def, type: "ADDED", entry, prev: undefined });
     return entry;
@@ -182,8 +173,7 @@ export class KubeStore {
     const obj = parseObject(prev.json);
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
-    const t = this.table(def);
-    t.remove(prev.key);
+    this.table(def).remove(prev.key);
     this.afterWrite(def, prev.key, undefined);
     this.emit({ rv, def, type: "DELETED", entry, prev });
     return entry;
@@ -192,6 +182,13 @@ export class KubeStore {
   private afterWrite(def: ResourceDef, key: string, obj: JsonObject | undefined): void {
     if (def === SERVICES) this.serviceAllocator.record(key, obj);
     this.controllers.afterWrite(def, key, obj);
+  }
+
+  /** Records a commit, lets the watchers see it, then wakes the waits for its revision. */
+  private emit(ev: HistoryEvent): void {
+    this.history.append(ev);
+    this.watches.deliver(ev);
+    this.history.wakeWaiters();
   }
 
   // ---------------------------------------------------------------------------------------------
