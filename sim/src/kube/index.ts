@@ -1,6 +1,7 @@
 // Kubernetes API server simulator: a plain-HTTP kube-apiserver look-alike for @kubernetes/client-node.
 // Names are Kube-prefixed because sim/src/index.ts re-exports this module next to the cloud simulator.
 
+export type { DeleteOptionsInput as KubeDeleteOptions } from "./delete-options.js";
 export {
   KubeApiError,
   type Status as KubeStatus,
@@ -20,4 +21,3 @@ export {
   type KubePatchType,
   startKubeApiServer,
 } from "./server.js";
-export type { DeleteOptionsInput as KubeDeleteOptions } from "./store.js";

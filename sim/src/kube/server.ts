@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import type { DeleteOptionsInput } from "./delete-options.js";
 import {
   badRequest,
   fieldForbidden,
@@ -28,13 +29,8 @@ import {
   resourceByKind,
   type Subresource,
 } from "./resources.js";
-import {
-  type DeleteOptionsInput,
-  KubeStore,
-  type WatchOptions,
-  type WatchSink,
-  type WriteResult,
-} from "./store.js";
+import { KubeStore, type WriteResult } from "./store.js";
+import type { WatchOptions, WatchSink } from "./watch.js";
 
 export interface KubeApiServerOptions {
   /** TCP port; 0 (default) picks a free one. */

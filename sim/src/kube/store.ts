@@ -1,19 +1,18 @@
-// The object store: one global resourceVersion counter, a bounded event history, watch fan-out and
-// the create/update/patch/delete semantics of k8s.io/apiserver's generic registry.
-//
-// Objects are stored as their serialized JSON text (plus the few attributes selectors need), so reads
-// never clone and callers can never mutate stored state: every writer parses a fresh copy.
+// The object store: the create/update/patch/delete semantics of k8s.io/apiserver's generic registry,
+// committing to one Table per resource and recording each commit in the History, from which the
+// Watches fan it out. Service allocation and the simulated controllers hook into the commits.
 
 import { randomUUID } from "node:crypto";
+import { ServiceAllocator } from "./allocation.js";
+import { canonicalize } from "./canonical.js";
+import { SimulatedControllers } from "./controllers.js";
+import { type DeleteOptionsInput, gcFinalizers, validateDeleteOptions } from "./delete-options.js";
 import {
   alreadyExists,
   badRequest,
   conflict,
-  expired,
   type FieldError,
-  fieldForbidden,
   fieldInvalid,
-  fieldNotSupported,
   type GroupResource,
   groupResourceString,
   internalRaw,
@@ -23,84 +22,44 @@ import {
   OPTIMISTIC_LOCK_MSG,
   type Status,
   successStatus,
-  timeoutTooLargeResourceVersion,
-  tooOldResourceVersion,
   unsupportedMediaType,
 } from "./errors.js";
+import { History, type HistoryEvent } from "./history.js";
 import {
   deepEqual,
-  ensureObject,
-  getArray,
   getObject,
   getString,
   getStringArray,
-  getStringMap,
   isObject,
   type JsonObject,
   type JsonValue,
   parseJson,
 } from "./json.js";
+import { listBody, listWaitTarget } from "./list.js";
+import { compileFilter, type ListOptions, matches, validateListOptions } from "./list-options.js";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from "./patch.js";
 import {
   ALL_RESOURCES,
-  EVENTS,
   NAMESPACES,
   type NodePortRange,
-  needsHealthCheckNodePort,
-  needsNodePorts,
   type ResourceDef,
   SERVICES,
   type Subresource,
-  serviceType,
 } from "./resources.js";
+import { type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
 import {
-  type FieldSelector,
-  type LabelSelector,
-  matchFields,
-  matchLabels,
-  parseFieldSelector,
-  parseLabelSelector,
-} from "./selectors.js";
-import {
-  IP_ERROR,
-  isValidIP,
   pathSegmentName,
   validateObjectMeta,
   validateObjectMetaUpdate as validateObjectMetaUpdateGeneric,
 } from "./validation.js";
-
-export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
-
-/** One stored object version. Immutable. */
-export interface Entry {
-  readonly key: string;
-  readonly name: string;
-  readonly namespace: string;
-  readonly json: string;
-  readonly rv: number;
-  readonly uid: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly fields: Readonly<Record<string, string>>;
-  readonly deleting: boolean;
-  readonly finalizers: readonly string[];
-}
-
-interface HistoryEvent {
-  readonly rv: number;
-  readonly def: ResourceDef;
-  readonly type: WatchEventType;
-  /** The new state; for DELETED the last state carrying the deletion resourceVersion. */
-  readonly entry: Entry;
-  /** The state before this event (undefined for ADDED). */
-  readonly prev: Entry | undefined;
-}
-
-interface Table {
-  readonly def: ResourceDef;
-  readonly entries: Map<string, Entry>;
-  sorted: string[] | undefined;
-  readonly watchers: Set<Watcher>;
-}
+import {
+  planWatch,
+  type Watcher,
+  Watches,
+  type WatchOptions,
+  type WatchPlan,
+  type WatchSink,
+} from "./watch.js";
 
 export interface WriteResult {
   /** Response body (JSON text). */
@@ -111,34 +70,6 @@ export interface WriteResult {
 
 export interface WriteOptions {
   dryRun?: boolean;
-}
-
-export interface ListOptions {
-  namespace?: string | undefined;
-  labelSelector?: string | undefined;
-  fieldSelector?: string | undefined;
-  limit?: number | undefined;
-  continue?: string | undefined;
-  resourceVersion?: string | undefined;
-  resourceVersionMatch?: string | undefined;
-  sendInitialEvents?: boolean | undefined;
-}
-
-export interface WatchOptions extends ListOptions {
-  allowWatchBookmarks?: boolean | undefined;
-}
-
-export interface DeleteOptionsInput {
-  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
-  propagationPolicy?: string | undefined;
-  orphanDependents?: boolean | undefined;
-  gracePeriodSeconds?: number | undefined;
-  dryRun?: boolean | undefined;
-}
-
-export interface WatchSink {
-  write(line: string): void;
-  end(): void;
 }
 
 export interface StoreOptions {
@@ -158,44 +89,6 @@ export const PATCH_TYPES = [
   "application/strategic-merge-patch+json",
 ] as const;
 
-const CONTINUE_EXPIRED =
-  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now might show up in the list.";
-
-const META_ORDER = [
-  "name",
-  "generateName",
-  "namespace",
-  "uid",
-  "resourceVersion",
-  "generation",
-  "creationTimestamp",
-  "deletionTimestamp",
-  "deletionGracePeriodSeconds",
-  "labels",
-  "annotations",
-  "ownerReferences",
-  "finalizers",
-] as const;
-
-/** Top-level field order of the Go structs (json.Marshal follows struct field order). */
-const SPEC_STATUS_ORDER = ["spec", "status"] as const;
-const EVENT_ORDER = [
-  "involvedObject",
-  "reason",
-  "message",
-  "source",
-  "firstTimestamp",
-  "lastTimestamp",
-  "count",
-  "type",
-  "eventTime",
-  "series",
-  "action",
-  "related",
-  "reportingComponent",
-  "reportingInstance",
-] as const;
-
 export function nowTimestamp(): string {
   return new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 }
@@ -204,272 +97,41 @@ function gr(def: ResourceDef): GroupResource {
   return { group: def.group, resource: def.plural };
 }
 
-function keyOf(def: ResourceDef, namespace: string, name: string): string {
-  return def.namespaced ? `${namespace}/${name}` : name;
-}
-
-function metaOf(obj: JsonObject): JsonObject {
-  return ensureObject(obj, "metadata");
-}
-
-function isEmptyValue(v: JsonValue | undefined): boolean {
-  if (v === undefined || v === null || v === "") return true;
-  if (Array.isArray(v)) return v.length === 0;
-  if (isObject(v)) return Object.keys(v).length === 0;
-  return false;
-}
-
-/** Orders keys like the Go structs serialize them and drops empty omitempty metadata fields. */
-function canonicalize(def: ResourceDef, obj: JsonObject): JsonObject {
-  const m = getObject(obj, "metadata") ?? {};
-  const meta: JsonObject = {};
-  for (const k of META_ORDER) {
-    const v = m[k];
-    if (v === undefined || isEmptyValue(v)) continue;
-    if (k === "generation" && v === 0) continue;
-    meta[k] = v;
-  }
-  const out: JsonObject = { kind: def.kind, apiVersion: def.apiVersion, metadata: meta };
-  for (const k of def.kind === "Event" ? EVENT_ORDER : SPEC_STATUS_ORDER) {
-    const v = obj[k];
-    if (v !== undefined) out[k] = v;
-  }
-  for (const [k, v] of Object.entries(obj)) {
-    if (k === "kind" || k === "apiVersion" || k === "metadata" || Object.hasOwn(out, k)) continue;
-    out[k] = v;
-  }
-  return out;
-}
-
-function makeEntry(def: ResourceDef, obj: JsonObject, rv: number): Entry {
-  const m = getObject(obj, "metadata") ?? {};
-  const name = getString(m, "name") ?? "";
-  const namespace = def.namespaced ? (getString(m, "namespace") ?? "") : "";
-  const dt = m["deletionTimestamp"];
-  return {
-    key: keyOf(def, namespace, name),
-    name,
-    namespace,
-    json: JSON.stringify(obj),
-    rv,
-    uid: getString(m, "uid") ?? "",
-    labels: getStringMap(m, "labels"),
-    fields: def.fieldsOf(obj),
-    deleting: dt !== undefined && dt !== null,
-    finalizers: getStringArray(m, "finalizers"),
-  };
-}
-
-function parseObject(json: string): JsonObject {
-  const v = parseJson(json);
-  if (!isObject(v)) throw internalRaw("stored object is not an object");
-  return v;
-}
-
-function watchLine(type: string, objectJson: string): string {
-  return `{"type":"${type}","object":${objectJson}}\n`;
-}
-
-function statusJson(s: Status): string {
-  return JSON.stringify(s);
-}
-
-function listOptionsInvalid(errs: FieldError[]): KubeApiError {
-  return invalid("meta.k8s.io", "ListOptions", "", errs);
-}
-
-function parseRV(value: string): number {
-  if (!/^\d+$/.test(value)) {
-    throw badRequest(
-      `resourceVersion: Invalid value: ${JSON.stringify(value)}: strconv.ParseUint: parsing ${JSON.stringify(value)}: invalid syntax`,
-    );
-  }
-  return Number(value);
-}
-
-interface ContinueToken {
-  rv: number;
-  start: string;
-}
-
-function encodeContinue(rv: number, start: string): string {
-  return Buffer.from(JSON.stringify({ v: "meta.k8s.io/v1", rv, start })).toString("base64url");
-}
-
-function decodeContinue(token: string): ContinueToken {
-  let parsed: JsonValue;
-  try {
-    parsed = parseJson(Buffer.from(token, "base64url").toString("utf8"));
-  } catch {
-    throw badRequest("continue key is not valid: illegal base64 data or malformed JSON");
-  }
-  if (!isObject(parsed) || parsed["v"] !== "meta.k8s.io/v1") {
-    throw badRequest(
-      "continue key is not valid: continue key is not valid: server does not recognize this encoded version",
-    );
-  }
-  const rv = parsed["rv"];
-  const start = parsed["start"];
-  if (typeof rv !== "number" || typeof start !== "string") {
-    throw badRequest(
-      "continue key is not valid: continue key is not valid: incorrect encoded start resourceVersion",
-    );
-  }
-  if (rv === 0) {
-    throw badRequest(
-      "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-    );
-  }
-  return { rv, start };
-}
-
-/** A compiled list/watch filter. */
-interface Filter {
-  readonly namespace: string | undefined;
-  readonly labels: LabelSelector;
-  readonly fields: FieldSelector;
-  readonly trivial: boolean;
-}
-
-function compileFilter(def: ResourceDef, o: ListOptions): Filter {
-  const labels = parseLabelSelector(o.labelSelector ?? "");
-  const fields = parseFieldSelector(o.fieldSelector ?? "");
-  for (const f of fields) {
-    if (!def.fieldLabels.includes(f.field)) throw def.unsupportedFieldError(f.field);
-  }
-  const namespace = def.namespaced && o.namespace ? o.namespace : undefined;
-  return { namespace, labels, fields, trivial: labels.length === 0 && fields.length === 0 };
-}
-
-function matches(f: Filter, e: Entry): boolean {
-  if (f.namespace !== undefined && e.namespace !== f.namespace) return false;
-  if (f.labels.length > 0 && !matchLabels(f.labels, e.labels)) return false;
-  if (f.fields.length > 0 && !matchFields(f.fields, e.fields)) return false;
-  return true;
-}
-
-export class Watcher {
-  closed = false;
-  private readonly timers: NodeJS.Timeout[] = [];
-  constructor(
-    private readonly store: KubeStore,
-    readonly def: ResourceDef,
-    private readonly filter: Filter,
-    private readonly sink: WatchSink,
-    /** Events with rv <= startAfter are not delivered (already covered by the initial state). */
-    public startAfter: number,
-  ) {}
-
-  addTimer(t: NodeJS.Timeout): void {
-    this.timers.push(t);
-  }
-
-  /** Delivers one event, applying namespace and selector filtering with ADDED/DELETED transitions. */
-  deliver(ev: HistoryEvent): void {
-    if (this.closed || ev.rv <= this.startAfter) return;
-    const f = this.filter;
-    if (f.namespace !== undefined && ev.entry.namespace !== f.namespace) return;
-    if (f.trivial) {
-      this.sink.write(watchLine(ev.type, ev.entry.json));
-      return;
-    }
-    const cur = ev.type !== "DELETED" && matches(f, ev.entry);
-    const old = ev.prev !== undefined && matches(f, ev.prev);
-    if (!cur && !old) return;
-    if (cur && !old) this.sink.write(watchLine("ADDED", ev.entry.json));
-    else if (cur && old) this.sink.write(watchLine("MODIFIED", ev.entry.json));
-    else if (ev.type === "DELETED") this.sink.write(watchLine("DELETED", ev.entry.json));
-    else if (ev.prev !== undefined) {
-      // The object left the selector: DELETED with the previous content at the event's revision.
-      const prevObj = parseObject(ev.prev.json);
-      metaOf(prevObj)["resourceVersion"] = String(ev.rv);
-      this.sink.write(watchLine("DELETED", JSON.stringify(prevObj)));
-    }
-  }
-
-  sendInitial(entries: Iterable<Entry>): void {
-    for (const e of entries) {
-      if (matches(this.filter, e)) this.sink.write(watchLine("ADDED", e.json));
-    }
-  }
-
-  writeRaw(line: string): void {
-    if (!this.closed) this.sink.write(line);
-  }
-
-  bookmark(rv: number, initialEventsEnd: boolean): void {
-    if (this.closed || rv < this.startAfter) return;
-    const metadata: JsonObject = { resourceVersion: String(rv) };
-    if (initialEventsEnd) metadata["annotations"] = { "k8s.io/initial-events-end": "true" };
-    const obj = { kind: this.def.kind, apiVersion: this.def.apiVersion, metadata };
-    this.sink.write(watchLine("BOOKMARK", JSON.stringify(obj)));
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
-    this.store.removeWatcher(this);
-    this.sink.end();
-  }
-}
-
-/** The validated, not-yet-started form of a watch request (so errors can still become HTTP errors). */
-export interface WatchPlan {
-  readonly def: ResourceDef;
-  readonly filter: Filter;
-  /** undefined = start from current state with synthetic ADDED events. */
-  readonly fromRV: number | undefined;
-  readonly sendInitialEvents: boolean;
-  readonly allowBookmarks: boolean;
-}
-
-interface ServiceAllocation {
-  ip: string | undefined;
-  ports: number[];
-}
-
 export class KubeStore {
-  private rv = 0;
   private readonly tables = new Map<ResourceDef, Table>();
-  private readonly history: HistoryEvent[] = [];
-  private histStart = 0;
-  private evictedUpTo = 0;
-  private readonly rvWaiters = new Set<() => void>();
-  private readonly allWatchers = new Set<Watcher>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  // Service allocators (per simulated cluster)
-  private readonly nodePortOwner = new Map<number, string>();
-  private readonly clusterIPOwner = new Map<string, string>();
-  private readonly serviceAllocations = new Map<string, ServiceAllocation>();
-  private nextClusterIP = 10;
-  private nextNodePort: number;
-  private readonly eventExpiry = new Map<string, number>();
-  private closed = false;
+  private readonly history: History;
+  private readonly watches: Watches;
+  private readonly serviceAllocator: ServiceAllocator;
+  private readonly controllers: SimulatedControllers;
 
   constructor(readonly opts: StoreOptions) {
-    this.nextNodePort = opts.nodePortRange.min;
+    this.history = new History(opts.watchHistory);
+    this.watches = new Watches(ALL_RESOURCES, opts.futureResourceVersionWaitMs);
+    this.serviceAllocator = new ServiceAllocator(opts.nodePortRange);
     for (const def of ALL_RESOURCES) {
-      this.tables.set(def, { def, entries: new Map(), sorted: undefined, watchers: new Set() });
+      this.tables.set(def, new Table(def));
     }
-    if (opts.eventTTLSeconds > 0) {
-      const every = Math.max(10, Math.min(opts.eventTTLSeconds * 1000, 30_000));
-      const t = setInterval(() => this.expireEvents(), every);
-      t.unref();
-      this.timers.add(t);
-    }
+    this.controllers = new SimulatedControllers(opts, {
+      current: (def, key) => this.table(def).get(key),
+      entries: (def, namespace) => this.entries(def, namespace),
+      delete: (def, namespace, name) => {
+        this.delete(def, namespace, name, {});
+      },
+      commitUpdate: (def, prev, obj) => this.commitUpdate(def, prev, obj),
+      commitDelete: (def, prev) => this.commitDelete(def, prev),
+    });
   }
 
   get resourceVersion(): number {
-    return this.rv;
+    return this.history.current;
   }
 
   get oldestResourceVersion(): number {
-    return this.evictedUpTo;
+    return this.history.oldest;
   }
 
   watcherCount(): number {
-    return this.allWatchers.size;
+    return this.watches.size;
   }
 
   private table(def: ResourceDef): Table {
@@ -478,370 +140,93 @@ export class KubeStore {
     return t;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // History / fan-out
-
-  private pushHistory(ev: HistoryEvent): void {
-    const cap = Math.max(1, this.opts.watchHistory);
-    if (this.history.length < cap) {
-      this.history.push(ev);
-    } else {
-      const old = this.history[this.histStart];
-      if (old !== undefined) this.evictedUpTo = old.rv;
-      this.history[this.histStart] = ev;
-      this.histStart = (this.histStart + 1) % cap;
-    }
-  }
-
-  private historyAt(i: number): HistoryEvent | undefined {
-    return this.history[(this.histStart + i) % this.history.length];
-  }
-
-  /** Events with rv > after, oldest first (after must be >= evictedUpTo). */
-  private *eventsAfter(after: number): Generator<HistoryEvent> {
-    const n = this.history.length;
-    if (n === 0) return;
-    const oldest = this.historyAt(0)?.rv ?? this.rv + 1;
-    let i = Math.max(0, after + 1 - oldest);
-    for (; i < n; i++) {
-      const ev = this.historyAt(i);
-      if (ev !== undefined) yield ev;
-    }
-  }
-
-  private emit(ev: HistoryEvent): void {
-    this.pushHistory(ev);
-    const t = this.table(ev.def);
-    for (const w of t.watchers) w.deliver(ev);
-    if (this.rvWaiters.size > 0) for (const fn of [...this.rvWaiters]) fn();
-  }
-
   /** Resolves true once the store reached `rv`, false after `ms`. */
   waitForResourceVersion(rv: number, ms: number): Promise<boolean> {
-    if (this.rv >= rv) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const check = (): void => {
-        if (this.rv >= rv) {
-          clearTimeout(timer);
-          this.rvWaiters.delete(check);
-          resolve(true);
-        }
-      };
-      const timer = setTimeout(() => {
-        this.rvWaiters.delete(check);
-        resolve(this.rv >= rv);
-      }, ms);
-      timer.unref();
-      this.rvWaiters.add(check);
-    });
+    return this.history.waitFor(rv, ms);
   }
 
   // ---------------------------------------------------------------------------------------------
   // Commits (the only places that bump the resourceVersion)
 
   private commitCreate(def: ResourceDef, obj: JsonObject): Entry {
-    const rv = ++this.rv;
+    const rv = this.history.next();
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
-    const t = this.table(def);
-    t.entries.set(entry.key, entry);
-    t.sorted = undefined;
+    this.table(def).insert(entry);
     this.afterWrite(def, entry.key, obj);
     this.emit({ rv, def, type: "ADDED", entry, prev: undefined });
     return entry;
   }
 
   private commitUpdate(def: ResourceDef, prev: Entry, obj: JsonObject): Entry {
-    const rv = ++this.rv;
+    const rv = this.history.next();
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
-    this.table(def).entries.set(entry.key, entry);
+    this.table(def).replace(entry);
     this.afterWrite(def, entry.key, obj);
     this.emit({ rv, def, type: "MODIFIED", entry, prev });
     return entry;
   }
 
   private commitDelete(def: ResourceDef, prev: Entry): Entry {
-    const rv = ++this.rv;
+    const rv = this.history.next();
     const obj = parseObject(prev.json);
     metaOf(obj)["resourceVersion"] = String(rv);
     const entry = makeEntry(def, obj, rv);
-    const t = this.table(def);
-    t.entries.delete(prev.key);
-    t.sorted = undefined;
+    this.table(def).remove(prev.key);
     this.afterWrite(def, prev.key, undefined);
     this.emit({ rv, def, type: "DELETED", entry, prev });
     return entry;
   }
 
   private afterWrite(def: ResourceDef, key: string, obj: JsonObject | undefined): void {
-    if (def === SERVICES) this.recordServiceAllocation(key, obj);
-    if (def === EVENTS && this.opts.eventTTLSeconds > 0) {
-      if (obj === undefined) this.eventExpiry.delete(key);
-      else this.eventExpiry.set(key, Date.now() + this.opts.eventTTLSeconds * 1000);
-    }
+    if (def === SERVICES) this.serviceAllocator.record(key, obj);
+    this.controllers.afterWrite(def, key, obj);
+  }
+
+  /** Records a commit, lets the watchers see it, then wakes the waits for its revision. */
+  private emit(ev: HistoryEvent): void {
+    this.history.append(ev);
+    this.watches.deliver(ev);
+    this.history.wakeWaiters();
   }
 
   // ---------------------------------------------------------------------------------------------
   // Reads
 
   get(def: ResourceDef, namespace: string | undefined, name: string): Entry | undefined {
-    return this.table(def).entries.get(keyOf(def, namespace ?? "", name));
-  }
-
-  /** Current entries in key order (optionally one namespace). */
-  entries(def: ResourceDef, namespace?: string): Entry[] {
-    const t = this.table(def);
-    const out: Entry[] = [];
-    for (const k of this.sortedKeys(t)) {
-      const e = t.entries.get(k);
-      if (e === undefined) continue;
-      if (namespace !== undefined && def.namespaced && e.namespace !== namespace) continue;
-      out.push(e);
-    }
-    return out;
-  }
-
-  private sortedKeys(t: Table): string[] {
-    if (t.sorted === undefined) t.sorted = [...t.entries.keys()].sort(compareKeys);
-    return t.sorted;
-  }
-
-  /** The table content at revision `rv`, reconstructed from the history. */
-  private snapshotAt(def: ResourceDef, rv: number): Map<string, Entry> {
-    const t = this.table(def);
-    if (rv >= this.rv) return t.entries;
-    if (rv < this.evictedUpTo) throw tooOldResourceVersion(rv, this.evictedUpTo);
-    let map: Map<string, Entry> | undefined;
-    for (let i = this.history.length - 1; i >= 0; i--) {
-      const ev = this.historyAt(i);
-      if (ev === undefined || ev.rv <= rv) break;
-      if (ev.def !== def) continue;
-      map ??= new Map(t.entries);
-      if (ev.type === "ADDED") map.delete(ev.entry.key);
-      else if (ev.prev !== undefined) map.set(ev.prev.key, ev.prev);
-    }
-    return map ?? t.entries;
+    return this.table(def).get(keyOf(def, namespace ?? "", name));
   }
 
   validateListOptions(o: ListOptions): void {
-    const errs: FieldError[] = [];
-    const match = o.resourceVersionMatch ?? "";
-    if (match !== "") {
-      if (!o.resourceVersion) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden unless resourceVersion is provided",
-          ),
-        );
-      }
-      if (o.continue) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden when continue is provided",
-          ),
-        );
-      }
-      if (match !== "Exact" && match !== "NotOlderThan") {
-        errs.push(fieldNotSupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]));
-      }
-      if (match === "Exact" && o.resourceVersion === "0") {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
-          ),
-        );
-      }
-    }
-    if (o.sendInitialEvents !== undefined) {
-      errs.push(fieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
-    }
-    if (errs.length > 0) throw listOptionsInvalid(errs);
+    validateListOptions(o);
   }
 
   /** The minimum resourceVersion a LIST must wait for (NotOlderThan semantics), or undefined. */
   listWaitTarget(o: ListOptions): number | undefined {
-    if (!o.resourceVersion || o.resourceVersion === "0" || o.continue) return undefined;
-    const rv = parseRV(o.resourceVersion);
-    return rv > this.rv ? rv : undefined;
+    return listWaitTarget(o, this.history.current);
   }
 
   /** Serves a LIST; returns the full response body. */
   list(def: ResourceDef, o: ListOptions): string {
-    this.validateListOptions(o);
-    const filter = compileFilter(def, o);
-    let listRV: number;
-    let source: Map<string, Entry>;
-    let start = "";
-    if (o.continue) {
-      if (o.resourceVersion && o.resourceVersion !== "0") {
-        throw badRequest("specifying resource version is not allowed when using continue");
-      }
-      const tok = decodeContinue(o.continue);
-      start = tok.start;
-      if (tok.rv === -1) {
-        listRV = this.rv;
-        source = this.table(def).entries;
-      } else if (tok.rv < this.evictedUpTo) {
-        const err = expired(CONTINUE_EXPIRED);
-        err.status.metadata = { continue: encodeContinue(-1, tok.start) };
-        throw err;
-      } else {
-        listRV = tok.rv;
-        source = this.snapshotAt(def, tok.rv);
-      }
-    } else if (o.resourceVersionMatch === "Exact" && o.resourceVersion) {
-      listRV = parseRV(o.resourceVersion);
-      if (listRV > this.rv) throw timeoutTooLargeResourceVersion(listRV, this.rv);
-      source = this.snapshotAt(def, listRV);
-    } else {
-      if (o.resourceVersion && o.resourceVersion !== "0") {
-        const want = parseRV(o.resourceVersion);
-        if (want > this.rv) throw timeoutTooLargeResourceVersion(want, this.rv);
-      }
-      listRV = this.rv;
-      source = this.table(def).entries;
-    }
-    const t = this.table(def);
-    const keys = source === t.entries ? this.sortedKeys(t) : [...source.keys()].sort(compareKeys);
-    const limit = o.limit !== undefined && o.limit > 0 ? o.limit : undefined;
-    const items: string[] = [];
-    let lastKey = "";
-    let i = 0;
-    let hasMore = false;
-    for (; i < keys.length; i++) {
-      const k = keys[i] ?? "";
-      if (start !== "" && k < start) continue;
-      const e = source.get(k);
-      if (e === undefined || !matches(filter, e)) continue;
-      if (limit !== undefined && items.length >= limit) {
-        hasMore = true;
-        break;
-      }
-      items.push(e.json);
-      lastKey = k;
-    }
-    let metaJson = `{"resourceVersion":"${listRV}"`;
-    if (hasMore) {
-      metaJson += `,"continue":"${encodeContinue(listRV, `${lastKey}\u0000`)}"`;
-      if (filter.trivial) {
-        let remaining = 0;
-        for (let j = i; j < keys.length; j++) {
-          const e = source.get(keys[j] ?? "");
-          if (e !== undefined && (filter.namespace === undefined || e.namespace === filter.namespace))
-            remaining++;
-        }
-        metaJson += `,"remainingItemCount":${remaining}`;
-      }
-    }
-    metaJson += "}";
-    return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":${metaJson},"items":[${items.join(",")}]}`;
+    return listBody(def, o, this.table(def), this.history);
+  }
+
+  /** Current entries in key order (optionally one namespace). */
+  entries(def: ResourceDef, namespace?: string): Entry[] {
+    return this.table(def).list(namespace);
   }
 
   // ---------------------------------------------------------------------------------------------
   // Watch
 
   planWatch(def: ResourceDef, o: WatchOptions): WatchPlan {
-    const errs: FieldError[] = [];
-    const match = o.resourceVersionMatch ?? "";
-    if (o.sendInitialEvents !== undefined) {
-      if (match !== "NotOlderThan") {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-          ),
-        );
-      }
-      if (o.sendInitialEvents && !o.allowWatchBookmarks) {
-        errs.push(
-          fieldForbidden(
-            "allowWatchBookmarks",
-            "sendInitialEvents requires setting allowWatchBookmarks to true",
-          ),
-        );
-      }
-    }
-    if (match !== "") {
-      if (o.sendInitialEvents === undefined) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-          ),
-        );
-      }
-      if (match !== "NotOlderThan")
-        errs.push(fieldNotSupported("resourceVersionMatch", match, ["NotOlderThan"]));
-      if (o.continue) {
-        errs.push(
-          fieldForbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden when continue is provided",
-          ),
-        );
-      }
-    }
-    if (errs.length > 0) throw listOptionsInvalid(errs);
-    const filter = compileFilter(def, o);
-    const rvText = o.resourceVersion ?? "";
-    const sendInitial = o.sendInitialEvents === true;
-    let fromRV: number | undefined;
-    if (sendInitial || rvText === "" || rvText === "0") fromRV = undefined;
-    else fromRV = parseRV(rvText);
-    return {
-      def,
-      filter,
-      fromRV,
-      sendInitialEvents: sendInitial,
-      allowBookmarks: o.allowWatchBookmarks === true,
-    };
+    return planWatch(def, o);
   }
 
   /** Starts a planned watch: writes the initial events (or the 410 ERROR) synchronously and registers. */
   startWatch(plan: WatchPlan, sink: WatchSink): Watcher | undefined {
-    const t = this.table(plan.def);
-    if (plan.fromRV !== undefined && plan.fromRV < this.evictedUpTo) {
-      const err = tooOldResourceVersion(plan.fromRV, this.evictedUpTo);
-      sink.write(watchLine("ERROR", statusJson(err.status)));
-      sink.end();
-      return undefined;
-    }
-    const w = new Watcher(this, plan.def, plan.filter, sink, this.rv);
-    if (plan.fromRV === undefined) {
-      w.sendInitial(this.entries(plan.def, plan.filter.namespace));
-      if (plan.sendInitialEvents) w.bookmark(this.rv, true);
-    } else if (plan.fromRV <= this.rv) {
-      w.startAfter = plan.fromRV;
-      for (const ev of this.eventsAfter(plan.fromRV)) {
-        if (ev.def === plan.def) w.deliver(ev);
-      }
-      w.startAfter = this.rv;
-    } else {
-      // A resourceVersion from the future: deliver changes after it, or fail like the watch cache does.
-      w.startAfter = plan.fromRV;
-      const want = plan.fromRV;
-      const timer = setTimeout(() => {
-        if (this.rv < want && !w.closed) {
-          const err = timeoutTooLargeResourceVersion(want, this.rv);
-          w.writeRaw(watchLine("ERROR", statusJson(err.status)));
-          w.close();
-        }
-      }, this.opts.futureResourceVersionWaitMs);
-      timer.unref();
-      w.addTimer(timer);
-    }
-    t.watchers.add(w);
-    this.allWatchers.add(w);
-    return w;
-  }
-
-  removeWatcher(w: Watcher): void {
-    this.table(w.def).watchers.delete(w);
-    this.allWatchers.delete(w);
+    return this.watches.start(plan, sink, this.table(plan.def), this.history);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -924,7 +309,7 @@ export class KubeStore {
     const common = validateObjectMeta(obj, def.namespaced, pathSegmentName, true);
     if (common.length > 0) throw invalid(def.group, def.kind, name, common);
     if (def === SERVICES) {
-      const allocErrs = this.allocateService(
+      const allocErrs = this.serviceAllocator.allocate(
         obj,
         undefined,
         keyOf(def, getString(m, "namespace") ?? "", name),
@@ -937,11 +322,11 @@ export class KubeStore {
     }
     delete m["resourceVersion"];
     let key = keyOf(def, getString(m, "namespace") ?? "", name);
-    let existing = this.table(def).entries.get(key);
+    let existing = this.table(def).get(key);
     for (let attempt = 0; existing !== undefined && generated && attempt < 8; attempt++) {
       m["name"] = generateNameFrom(generateName);
       key = keyOf(def, getString(m, "namespace") ?? "", getString(m, "name") ?? "");
-      existing = this.table(def).entries.get(key);
+      existing = this.table(def).get(key);
     }
     if (existing !== undefined) {
       const err = alreadyExists(gr(def), getString(m, "name") ?? "");
@@ -992,7 +377,7 @@ export class KubeStore {
     this.checkName(def, obj, name, urlNamespace);
     def.defaults(obj);
     const key = keyOf(def, urlNamespace ?? "", name);
-    const existing = this.table(def).entries.get(key);
+    const existing = this.table(def).get(key);
     const uid = getString(metaOf(obj), "uid") ?? "";
     return this.updatePipeline(def, key, name, existing, obj, sub, uid, opts);
   }
@@ -1046,7 +431,7 @@ export class KubeStore {
     delete m["selfLink"];
     delete m["managedFields"];
     if (def === SERVICES && sub === "") {
-      const allocErrs = this.allocateService(obj, old, key);
+      const allocErrs = this.serviceAllocator.allocate(obj, old, key);
       if (allocErrs.length > 0) throw invalid(def.group, def.kind, name, allocErrs);
     }
     const errs: FieldError[] = [
@@ -1085,7 +470,7 @@ export class KubeStore {
       throw unsupportedMediaType([...PATCH_TYPES, "application/apply-patch+yaml"]);
     }
     const key = keyOf(def, urlNamespace ?? "", name);
-    const existing = this.table(def).entries.get(key);
+    const existing = this.table(def).get(key);
     if (existing === undefined) throw notFound(gr(def), name);
     let patch: JsonValue;
     try {
@@ -1119,7 +504,7 @@ export class KubeStore {
   ): WriteResult {
     validateDeleteOptions(options);
     const key = keyOf(def, urlNamespace ?? "", name);
-    const existing = this.table(def).entries.get(key);
+    const existing = this.table(def).get(key);
     if (existing === undefined) throw notFound(gr(def), name);
     const kindGR: GroupResource = { group: def.group, resource: def.kind };
     const pre = options.preconditions;
@@ -1151,22 +536,17 @@ export class KubeStore {
       if (deepEqual(canon, parseObject(existing.json))) return { json: existing.json, code: 200 };
       if (options.dryRun) return { json: JSON.stringify(canon), code: 200 };
       const entry = this.commitUpdate(def, existing, canon);
-      if (
-        this.opts.simulateGarbageCollector &&
-        finalizers.some((f) => f === "orphan" || f === "foregroundDeletion")
-      ) {
-        this.scheduleGarbageCollection(def, entry);
-      }
+      this.controllers.deletionPending(def, entry, finalizers);
       return { json: entry.json, code: 200 };
     }
-    if (def === NAMESPACES && !options.dryRun) this.deleteNamespaceContent(name);
+    if (def === NAMESPACES && !options.dryRun) this.controllers.deleteNamespaceContent(name);
     const deleted = options.dryRun ? existing : this.commitDelete(def, existing);
     if (def.returnDeletedObject) return { json: deleted.json, code: 200 };
     const det: Status["details"] = { name };
     if (def.group !== "") det.group = def.group;
     det.kind = def.plural;
     det.uid = existing.uid;
-    return { json: statusJson(successStatus(det)), code: 200 };
+    return { json: JSON.stringify(successStatus(det)), code: 200 };
   }
 
   deleteCollection(def: ResourceDef, o: ListOptions, options: DeleteOptionsInput): string {
@@ -1186,249 +566,21 @@ export class KubeStore {
         if (!(err instanceof KubeApiError) || err.code !== 404) throw err;
       }
     }
-    return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":{"resourceVersion":"${this.rv}"},"items":[${items.join(",")}]}`;
-  }
-
-  private deleteNamespaceContent(ns: string): void {
-    for (const def of ALL_RESOURCES) {
-      if (!def.namespaced) continue;
-      for (const e of this.entries(def, ns)) {
-        try {
-          this.delete(def, ns, e.name, {});
-        } catch {
-          // best effort, like the namespace controller retrying later
-        }
-      }
-    }
-  }
-
-  private scheduleGarbageCollection(def: ResourceDef, entry: Entry): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      if (this.closed) return;
-      const cur = this.table(def).entries.get(entry.key);
-      if (cur === undefined || cur.uid !== entry.uid) return;
-      const remaining = cur.finalizers.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
-      if (remaining.length === cur.finalizers.length) return;
-      this.systemWrite(def, cur, (obj) => {
-        metaOf(obj)["finalizers"] = remaining;
-      });
-    }, 20);
-    t.unref();
-    this.timers.add(t);
-  }
-
-  /** A controller-side write that bypasses validation (GC, TTL), still bumping RV and notifying watchers. */
-  private systemWrite(def: ResourceDef, cur: Entry, mutate: (obj: JsonObject) => void): void {
-    const obj = parseObject(cur.json);
-    mutate(obj);
-    const canon = canonicalize(def, obj);
-    if (cur.deleting && getStringArray(getObject(canon, "metadata"), "finalizers").length === 0) {
-      this.commitDelete(def, cur);
-      return;
-    }
-    this.commitUpdate(def, cur, canon);
-  }
-
-  private expireEvents(): void {
-    if (this.closed) return;
-    const now = Date.now();
-    for (const [key, at] of this.eventExpiry) {
-      if (at > now) continue;
-      this.eventExpiry.delete(key);
-      const e = this.table(EVENTS).entries.get(key);
-      if (e !== undefined) this.commitDelete(EVENTS, e);
-    }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Service IP / node port allocation
-
-  private recordServiceAllocation(key: string, obj: JsonObject | undefined): void {
-    const prev = this.serviceAllocations.get(key);
-    if (prev !== undefined) {
-      if (prev.ip !== undefined && this.clusterIPOwner.get(prev.ip) === key)
-        this.clusterIPOwner.delete(prev.ip);
-      for (const p of prev.ports) if (this.nodePortOwner.get(p) === key) this.nodePortOwner.delete(p);
-      this.serviceAllocations.delete(key);
-    }
-    if (obj === undefined) return;
-    const spec = getObject(obj, "spec") ?? {};
-    const ip = getString(spec, "clusterIP");
-    const alloc: ServiceAllocation = { ip: ip && ip !== "None" ? ip : undefined, ports: [] };
-    for (const p of (Array.isArray(spec["ports"]) ? spec["ports"] : []).filter(isObject)) {
-      const np = p["nodePort"];
-      if (typeof np === "number" && np > 0) alloc.ports.push(np);
-    }
-    const hc = spec["healthCheckNodePort"];
-    if (typeof hc === "number" && hc > 0) alloc.ports.push(hc);
-    if (alloc.ip !== undefined) this.clusterIPOwner.set(alloc.ip, key);
-    for (const p of alloc.ports) this.nodePortOwner.set(p, key);
-    this.serviceAllocations.set(key, alloc);
-  }
-
-  private pickNodePort(taken: ReadonlySet<number>): number | undefined {
-    const { min, max } = this.opts.nodePortRange;
-    const span = max - min + 1;
-    for (let i = 0; i < span; i++) {
-      const p = min + ((this.nextNodePort - min + i) % span);
-      if (!this.nodePortOwner.has(p) && !taken.has(p)) {
-        this.nextNodePort = p + 1 > max ? min : p + 1;
-        return p;
-      }
-    }
-    return undefined;
-  }
-
-  private pickClusterIP(): string | undefined {
-    // 10.96.0.0/12; .1 is reserved for the kubernetes service.
-    for (let i = 0; i < 1 << 20; i++) {
-      const n = this.nextClusterIP + i;
-      const ip = `10.${96 + ((n >> 16) & 0x0f)}.${(n >> 8) & 0xff}.${n & 0xff}`;
-      if ((n & 0xff) === 0 || (n & 0xff) === 255) continue;
-      if (!this.clusterIPOwner.has(ip)) {
-        this.nextClusterIP = n + 1;
-        return ip;
-      }
-    }
-    return undefined;
-  }
-
-  /** patchAllocatedValues + allocation of clusterIP, nodePorts and healthCheckNodePort. */
-  private allocateService(obj: JsonObject, old: JsonObject | undefined, key: string): FieldError[] {
-    const errs: FieldError[] = [];
-    const spec = ensureObject(obj, "spec");
-    const oldSpec = old !== undefined ? (getObject(old, "spec") ?? {}) : undefined;
-    const type = serviceType(obj);
-    if (type === "ExternalName") {
-      if (old !== undefined && (getString(spec, "clusterIP") ?? "") === getString(oldSpec, "clusterIP")) {
-        delete spec["clusterIP"];
-        delete spec["clusterIPs"];
-      }
-      delete spec["ipFamilies"];
-      delete spec["ipFamilyPolicy"];
-    } else {
-      let ip = getString(spec, "clusterIP") ?? "";
-      const oldIP = getString(oldSpec, "clusterIP") ?? "";
-      if (ip === "" && oldIP !== "" && old !== undefined && serviceType(old) !== "ExternalName") {
-        ip = oldIP;
-        spec["clusterIP"] = ip;
-      }
-      if (ip === "") {
-        const picked = this.pickClusterIP();
-        if (picked === undefined) {
-          errs.push(fieldInvalid("spec.clusterIPs", [], "failed to allocate IP: range is full"));
-        } else {
-          ip = picked;
-          spec["clusterIP"] = ip;
-        }
-      } else if (ip !== "None") {
-        if (!isValidIP(ip)) {
-          errs.push(fieldInvalid("spec.clusterIPs[0]", ip, IP_ERROR));
-        } else {
-          const owner = this.clusterIPOwner.get(ip);
-          if (owner !== undefined && owner !== key) {
-            errs.push({
-              type: "FieldValueInvalid",
-              field: "spec.clusterIPs",
-              value: `[]string{${JSON.stringify(ip)}}`,
-              detail: `failed to allocate IP ${ip}: provided IP is already allocated`,
-            });
-          }
-        }
-      }
-      if (ip !== "") spec["clusterIPs"] = [ip];
-      if (!Array.isArray(spec["ipFamilies"]) && ip !== "None") spec["ipFamilies"] = ["IPv4"];
-      if (ip === "None" && !Array.isArray(spec["ipFamilies"])) spec["ipFamilies"] = ["IPv4"];
-      if (!getString(spec, "ipFamilyPolicy")) spec["ipFamilyPolicy"] = "SingleStack";
-    }
-    const taken = new Set<number>();
-    const takenBy = new Map<number, string>();
-    const oldPorts = (getArray(oldSpec, "ports") ?? []).filter(isObject);
-    const ports = (Array.isArray(spec["ports"]) ? spec["ports"] : []).filter(isObject);
-    if (needsNodePorts(obj)) {
-      // user-specified ports first
-      ports.forEach((p, i) => {
-        const np = p["nodePort"];
-        if (typeof np !== "number" || np === 0) return;
-        const { min, max } = this.opts.nodePortRange;
-        if (np < min || np > max) {
-          errs.push(
-            fieldInvalid(
-              `spec.ports[${i}].nodePort`,
-              np,
-              `provided port is not in the valid range. The range of valid ports is ${min}-${max}`,
-            ),
-          );
-          return;
-        }
-        const owner = this.nodePortOwner.get(np);
-        const proto = getString(p, "protocol") ?? "TCP";
-        const sameService = takenBy.get(np);
-        if ((owner !== undefined && owner !== key) || (sameService !== undefined && sameService === proto)) {
-          errs.push(fieldInvalid(`spec.ports[${i}].nodePort`, np, "provided port is already allocated"));
-          return;
-        }
-        taken.add(np);
-        takenBy.set(np, proto);
-      });
-      for (const p of ports) {
-        const np = p["nodePort"];
-        if (typeof np === "number" && np !== 0) continue;
-        const prev = oldPorts.find((o) => o["port"] === p["port"] && o["protocol"] === p["protocol"]);
-        const prevNp = prev?.["nodePort"];
-        if (typeof prevNp === "number" && prevNp > 0 && !taken.has(prevNp)) {
-          p["nodePort"] = prevNp;
-          taken.add(prevNp);
-          continue;
-        }
-        const picked = this.pickNodePort(taken);
-        if (picked === undefined) {
-          errs.push(fieldInvalid("spec.ports", null, "failed to allocate a nodePort: range is full"));
-          break;
-        }
-        p["nodePort"] = picked;
-        taken.add(picked);
-      }
-    }
-    if (needsHealthCheckNodePort(obj)) {
-      const hc = spec["healthCheckNodePort"];
-      if (typeof hc !== "number" || hc === 0) {
-        const prevHc = oldSpec?.["healthCheckNodePort"];
-        if (typeof prevHc === "number" && prevHc > 0 && !taken.has(prevHc)) {
-          spec["healthCheckNodePort"] = prevHc;
-        } else {
-          const picked = this.pickNodePort(taken);
-          if (picked !== undefined) spec["healthCheckNodePort"] = picked;
-        }
-      } else {
-        const owner = this.nodePortOwner.get(hc);
-        if ((owner !== undefined && owner !== key) || taken.has(hc)) {
-          errs.push(fieldInvalid("spec.healthCheckNodePort", hc, "provided port is already allocated"));
-        }
-      }
-    }
-    return errs;
+    return `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}","metadata":{"resourceVersion":"${this.history.current}"},"items":[${items.join(",")}]}`;
   }
 
   close(): void {
-    this.closed = true;
-    for (const w of [...this.allWatchers]) w.close();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    this.watches.closeAll();
+    this.controllers.close();
   }
 
   closeAllWatchers(): void {
-    for (const w of [...this.allWatchers]) w.close();
+    this.watches.closeAll();
   }
 
   groupResourceString(def: ResourceDef): string {
     return groupResourceString(gr(def));
   }
-}
-
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 const NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789";
@@ -1438,55 +590,4 @@ function generateNameFrom(base: string): string {
   let suffix = "";
   for (let i = 0; i < 5; i++) suffix += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)] ?? "x";
   return b + suffix;
-}
-
-function validateDeleteOptions(o: DeleteOptionsInput): void {
-  const errs: FieldError[] = [];
-  const policy = o.propagationPolicy;
-  if (policy !== undefined) {
-    if (o.orphanDependents !== undefined) {
-      errs.push(
-        fieldInvalid(
-          "propagationPolicy",
-          policy,
-          "orphanDependents and deletionPropagation cannot be both set",
-        ),
-      );
-    }
-    if (policy !== "Foreground" && policy !== "Background" && policy !== "Orphan") {
-      errs.push(fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"]));
-    }
-  }
-  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) {
-    // negative grace periods are treated as 1s by the server; nothing to reject
-  }
-  if (errs.length > 0) throw invalid("meta.k8s.io", "DeleteOptions", "", errs);
-}
-
-/** deletionFinalizersForGarbageCollection from the generic registry. */
-function gcFinalizers(
-  def: ResourceDef,
-  current: readonly string[],
-  o: DeleteOptionsInput,
-): { changed: boolean; finalizers: string[] } {
-  if (!def.gcSupported) return { changed: false, finalizers: [...current] };
-  let orphan: boolean;
-  let foreground: boolean;
-  if (o.orphanDependents !== undefined) {
-    orphan = o.orphanDependents;
-    foreground = false;
-  } else if (o.propagationPolicy !== undefined) {
-    orphan = o.propagationPolicy === "Orphan";
-    foreground = o.propagationPolicy === "Foreground";
-  } else {
-    orphan = current.includes("orphan") && !current.includes("foregroundDeletion");
-    foreground = current.includes("foregroundDeletion") && !current.includes("orphan");
-  }
-  const next = current.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
-  if (orphan) next.push("orphan");
-  if (foreground) next.push("foregroundDeletion");
-  const a = new Set(current);
-  const b = new Set(next);
-  const same = a.size === b.size && [...a].every((x) => b.has(x));
-  return same ? { changed: false, finalizers: [...current] } : { changed: true, finalizers: next };
 }

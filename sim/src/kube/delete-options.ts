@@ -1,0 +1,63 @@
+// DeleteOptions: validation, and the finalizers a delete adds for the garbage collector's propagation policy.
+
+import { type FieldError, fieldInvalid, fieldNotSupported, invalid } from "./errors.js";
+import type { ResourceDef } from "./resources.js";
+
+export interface DeleteOptionsInput {
+  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
+  propagationPolicy?: string | undefined;
+  orphanDependents?: boolean | undefined;
+  gracePeriodSeconds?: number | undefined;
+  dryRun?: boolean | undefined;
+}
+
+export function validateDeleteOptions(o: DeleteOptionsInput): void {
+  const errs: FieldError[] = [];
+  const policy = o.propagationPolicy;
+  if (policy !== undefined) {
+    if (o.orphanDependents !== undefined) {
+      errs.push(
+        fieldInvalid(
+          "propagationPolicy",
+          policy,
+          "orphanDependents and deletionPropagation cannot be both set",
+        ),
+      );
+    }
+    if (policy !== "Foreground" && policy !== "Background" && policy !== "Orphan") {
+      errs.push(fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"]));
+    }
+  }
+  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) {
+    // negative grace periods are treated as 1s by the server; nothing to reject
+  }
+  if (errs.length > 0) throw invalid("meta.k8s.io", "DeleteOptions", "", errs);
+}
+
+/** deletionFinalizersForGarbageCollection from the generic registry. */
+export function gcFinalizers(
+  def: ResourceDef,
+  current: readonly string[],
+  o: DeleteOptionsInput,
+): { changed: boolean; finalizers: string[] } {
+  if (!def.gcSupported) return { changed: false, finalizers: [...current] };
+  let orphan: boolean;
+  let foreground: boolean;
+  if (o.orphanDependents !== undefined) {
+    orphan = o.orphanDependents;
+    foreground = false;
+  } else if (o.propagationPolicy !== undefined) {
+    orphan = o.propagationPolicy === "Orphan";
+    foreground = o.propagationPolicy === "Foreground";
+  } else {
+    orphan = current.includes("orphan") && !current.includes("foregroundDeletion");
+    foreground = current.includes("foregroundDeletion") && !current.includes("orphan");
+  }
+  const next = current.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
+  if (orphan) next.push("orphan");
+  if (foreground) next.push("foregroundDeletion");
+  const a = new Set(current);
+  const b = new Set(next);
+  const same = a.size === b.size && [...a].every((x) => b.has(x));
+  return same ? { changed: false, finalizers: [...current] } : { changed: true, finalizers: next };
+}
