@@ -64,6 +64,8 @@ const rootPkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 for (const f of spec.cli)
   if (!existsSync(join(ROOT, "cli/dist", f))) fail(`cli/dist/${f} is missing: run \`npm run build\` first`);
 
+// OUTDIR is replaced: never the checkout or a directory holding it.
+if (!relative(out, ROOT).startsWith("..")) fail(`refusing to replace ${out}: it holds the checkout`);
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(app, "cli/dist"), { recursive: true });
 
