@@ -19,7 +19,12 @@ import type { HubConfig } from "../hub/src/config/schema.js";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const DEPLOY = join(ROOT, "deploy");
 const NAMESPACE = "fleet-ccm-system";
-const IMAGE = "ghcr.io/fleet-ccm/fleet-ccm:0.1.0";
+/** Per Deployment: its role's image (deploy/images/*.Containerfile) and that image's user. */
+const IMAGES: Record<string, string> = {
+  "fleet-ccm-hub": "ghcr.io/fleet-ccm/fleet-ccm-hub:0.1.0",
+  "fleet-ccm-agent": "ghcr.io/fleet-ccm/fleet-ccm-agent:0.1.0",
+};
+const IMAGE_USER = 65532;
 
 // biome-ignore lint/suspicious/noExplicitAny: Kubernetes objects are checked field by field below.
 type Obj = Record<string, any>;
@@ -176,15 +181,17 @@ describe("deploy/ manifests", () => {
         runAsNonRoot: true,
         seccompProfile: { type: "RuntimeDefault" },
       });
-      // A numeric non-root user, so the kubelet can verify runAsNonRoot whatever the image says.
-      expect(pod["securityContext"]["runAsUser"]).toBeGreaterThan(0);
+      // A numeric non-root user, so the kubelet can verify runAsNonRoot whatever the image says;
+      // the images' own USER (deploy/images/*.Containerfile).
+      expect(pod["securityContext"]["runAsUser"]).toBe(IMAGE_USER);
+      expect(pod["securityContext"]["runAsGroup"]).toBe(IMAGE_USER);
       const containers = [
         ...(pod["containers"] as Obj[]),
         ...((pod["initContainers"] as Obj[] | undefined) ?? []),
       ];
       expect(containers.length).toBeGreaterThan(0);
       for (const c of containers) {
-        expect(c["image"]).toBe(IMAGE);
+        expect(c["image"]).toBe(IMAGES[obj["metadata"]["name"]]);
         expect(c["securityContext"]).toEqual({
           runAsNonRoot: true,
           readOnlyRootFilesystem: true,

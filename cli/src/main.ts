@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { runCommand } from "./run-command.js";
 
 /** Built next to this file by scripts/build.sh; see agent-main.ts. */
@@ -10,20 +11,25 @@ const AGENT_BUNDLE = "./agent.bundle.js";
 const commands: readonly {
   name: string;
   summary: string;
+  /** The module the command loads, next to this file. */
+  module: string;
   run: (argv: readonly string[]) => Promise<number>;
 }[] = [
   {
     name: "hub",
+    module: "./hub-command.js",
     summary: "run the hub: cloud credentials and every CCM reconciler for the fleet",
     run: async (argv) => runCommand((await import("./hub-command.js")).hubCommand, argv),
   },
   {
     name: "agent",
+    module: AGENT_BUNDLE,
     summary: "run the per-cluster agent: stream Nodes/Services to the hub, apply its results",
     run: async (argv) => ((await import(AGENT_BUNDLE)) as typeof import("./agent-main.js")).runAgent(argv),
   },
   {
     name: "demo",
+    module: "./demo-command.js",
     summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
     run: async (argv) => runCommand((await import("./demo-command.js")).demoCommand, argv),
   },
@@ -54,5 +60,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`fleet-ccm: unknown command "${name}"\n\n${topHelp()}`);
     return 2;
   }
-  return entry.run(rest);
+  try {
+    return await entry.run(rest);
+  } catch (err) {
+    // Each image ships one role's modules only (deploy/README.md, "Images").
+    const missing = fileURLToPath(new URL(entry.module, import.meta.url));
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === "ERR_MODULE_NOT_FOUND" && e.message.includes(`'${missing}'`)) {
+      process.stderr.write(`fleet-ccm: the ${name} command is not part of this installation\n`);
+      return 2;
+    }
+    throw err;
+  }
 }
