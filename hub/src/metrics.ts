@@ -98,6 +98,27 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  // Ingest safety: refused objects and held snapshot drops.
+  readonly objectsRefused = new Counter({
+    name: "fleet_ccm_objects_refused_total",
+    help: "Objects an agent reported that the hub refused (left out of its view, Warning Event ObjectRefused), by kind and the limit broken.",
+    labelNames: ["kind", "reason"] as const,
+    registers: [this.registry],
+  });
+
+  readonly snapshotDrops = new Counter({
+    name: "fleet_ccm_snapshot_drops_total",
+    help: "Objects a snapshot no longer listed, by kind and outcome: removed (small drop), held (large drop kept in the view), confirmed (held, then removed), released (held, then listed again).",
+    labelNames: ["kind", "outcome"] as const,
+    registers: [this.registry],
+  });
+
+  readonly objectsHeld = new Gauge({
+    name: "fleet_ccm_snapshot_objects_held",
+    help: "Objects currently held in the hub's view after a large snapshot drop, awaiting confirmation.",
+    registers: [this.registry],
+  });
+
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }

@@ -111,6 +111,20 @@ export const HubConfigSchema = z
         maxObjectsPerCluster: 20_000,
         maxStreamsPerCluster: 2,
       }),
+    /**
+     * A snapshot that would remove more than max(maxObjects, maxPercent % of the cluster's nodes,
+     * or Services) from the hub's view at once is held: the objects stay (reconcilers treat them
+     * as present) until a snapshot at least confirmAfterMs later still lacks them, or the agent
+     * reports their deletion.
+     */
+    snapshotHold: z
+      .object({
+        maxObjects: z.number().int().min(0).default(10),
+        maxPercent: z.number().min(0).max(100).default(10),
+        confirmAfterMs: z.number().int().min(0).default(60_000),
+      })
+      .strict()
+      .default({ maxObjects: 10, maxPercent: 10, confirmAfterMs: 60_000 }),
     reconcile: z
       .object({
         /** Reconciles in flight. Most of their time is spent awaiting cloud I/O (bounded by each
