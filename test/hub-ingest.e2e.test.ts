@@ -229,6 +229,7 @@ describe("a snapshot that drops most of a cluster is held", () => {
         5000,
       ),
     ).toBe(true);
+    expect((await f.hub?.metrics.objectsHeld.get())?.values[0]?.value).toBe(5);
 
     // Reconcilers run on the held view (route syncs every 300 ms) and remove nothing.
     const routeSyncs = async () =>
@@ -249,6 +250,7 @@ describe("a snapshot that drops most of a cluster is held", () => {
     faulty.send({ $case: "snapshot", value: { snapshotId: 2, ...partial } });
     expect(await waitFor(() => f.hub?.fleet.view(cluster)?.nodes.size === 1, 5000)).toBe(true);
     expect(await counter(f, "snapshotDrops", { kind: "node", outcome: "confirmed" })).toBe(5);
+    expect((await f.hub?.metrics.objectsHeld.get())?.values[0]?.value).toBe(0);
     expect(await waitFor(() => routes() === 1 && members() === 1, 15_000)).toBe(true);
     faulty.close();
   });

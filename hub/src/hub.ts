@@ -116,6 +116,11 @@ export class Hub {
       this.log.child({ component: "nats" }),
     );
     this.publisher.onConnected = () => this.onNatsConnected();
+    this.metrics.heldObjects = () => {
+      let n = 0;
+      for (const c of this.fleet.clusterNames()) n += this.fleet.view(c)?.held.size ?? 0;
+      return n;
+    };
     this.grpc = new HubGrpcServer(
       {
         listen: cfg.grpc.listen,
@@ -291,20 +296,15 @@ export class Hub {
 
   private onSnapshotApplied(cluster: string, outcome: ReplaceOutcome): void {
     const view = this.fleet.view(cluster);
-    let heldTotal = 0;
-    for (const c of this.fleet.clusterNames()) heldTotal += this.fleet.view(c)?.held.size ?? 0;
-    this.metrics.objectsHeld.set(heldTotal);
     const count = (kind: ObjectKindName, outcomeName: string, n: number) => {
       if (n > 0) this.metrics.snapshotDrops.inc({ kind, outcome: outcomeName }, n);
     };
     for (const kind of ["node", "service"] as const) {
+      count(kind, "removed", outcome.removed[kind]);
       count(kind, "held", outcome.held.filter((h) => h.kind === kind).length);
       count(kind, "confirmed", outcome.confirmed.filter((h) => h.kind === kind).length);
+      count(kind, "released", outcome.released[kind]);
     }
-    if (outcome.removed > 0)
-      this.metrics.snapshotDrops.inc({ kind: "any", outcome: "removed" }, outcome.removed);
-    if (outcome.released > 0)
-      this.metrics.snapshotDrops.inc({ kind: "any", outcome: "released" }, outcome.released);
     const hold = this.opts.config.snapshotHold;
     if (outcome.held.length > 0) {
       const { node, service } = outcome.dropped;
@@ -339,8 +339,8 @@ export class Hub {
         { cluster, confirmed: outcome.confirmed.length, stillHeld: view?.held.size ?? 0 },
         "held snapshot drop confirmed by a later snapshot: objects removed from the view",
       );
-    if (outcome.released > 0)
-      this.log.info({ cluster, released: outcome.released }, "held objects listed again: hold released");
+    const released = outcome.released.node + outcome.released.service;
+    if (released > 0) this.log.info({ cluster, released }, "held objects listed again: hold released");
   }
 
   private async reconcile(key: WorkKey): Promise<Requeue> {

@@ -113,10 +113,16 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  /** Set by the hub: objects held now, read at each scrape. */
+  heldObjects: () => number = () => 0;
+
   readonly objectsHeld = new Gauge({
     name: "fleet_ccm_snapshot_objects_held",
     help: "Objects currently held in the hub's view after a large snapshot drop, awaiting confirmation.",
     registers: [this.registry],
+    collect: () => {
+      this.objectsHeld.set(this.heldObjects());
+    },
   });
 
   constructor(withProcessMetrics = true) {

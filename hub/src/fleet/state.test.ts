@@ -24,7 +24,7 @@ describe("snapshot hold", () => {
     fleet.replace("c", nodes(50), []);
     // 10 % of 50 = 5: dropping 5 is applied, dropping 6 more (of 45: limit 4) is held.
     const small = fleet.replace("c", nodes(45), []);
-    expect(small.removed).toBe(5);
+    expect(small.removed).toEqual({ node: 5, service: 0 });
     expect(deleted).toHaveLength(5);
     const big = fleet.replace("c", nodes(39), []);
     expect(big.held).toHaveLength(6);
@@ -63,7 +63,7 @@ describe("snapshot hold", () => {
   test("without a policy every drop is applied (as before)", () => {
     const fleet = new FleetState();
     fleet.replace("c", nodes(10), []);
-    expect(fleet.replace("c", [], []).removed).toBe(10);
+    expect(fleet.replace("c", [], []).removed.node).toBe(10);
     expect(fleet.view("c")?.nodes.size).toBe(0);
   });
 

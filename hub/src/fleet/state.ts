@@ -56,10 +56,10 @@ export interface ReplaceOutcome {
   readonly held: readonly { readonly kind: ObjectKindName; readonly key: string; readonly uid: string }[];
   /** Held objects whose drop a later snapshot confirmed: removed now. */
   readonly confirmed: readonly { readonly kind: ObjectKindName; readonly key: string }[];
-  /** Held objects the snapshot lists again. */
-  readonly released: number;
-  /** Objects removed from the view without holding (a small drop). */
-  readonly removed: number;
+  /** Per kind: held objects the snapshot lists again. */
+  readonly released: Readonly<Record<ObjectKindName, number>>;
+  /** Per kind: objects removed from the view without holding (a small drop). */
+  readonly removed: Readonly<Record<ObjectKindName, number>>;
   /** Per kind: objects dropped at once by this snapshot, and the view's count before it. */
   readonly dropped: Readonly<Record<ObjectKindName, { readonly count: number; readonly of: number }>>;
 }
@@ -157,8 +157,8 @@ export class FleetState {
     s.held = new Map();
     const held: { kind: ObjectKindName; key: string; uid: string }[] = [];
     const confirmed: { kind: ObjectKindName; key: string }[] = [];
-    let released = 0;
-    let removed = 0;
+    const released = { node: 0, service: 0 };
+    const removed = { node: 0, service: 0 };
     const dropped = { node: { count: 0, of: s.nodes.size }, service: { count: 0, of: s.services.size } };
 
     const plan = <T extends { uid: string }>(
@@ -171,7 +171,7 @@ export class FleetState {
       for (const [key, o] of old) {
         const hk = heldKey(kind, key);
         if (incoming.has(key)) {
-          if (heldBefore.has(hk)) released++;
+          if (heldBefore.has(hk)) released[kind]++;
           continue;
         }
         if (refusedNow.has(hk)) {
@@ -199,7 +199,7 @@ export class FleetState {
           held.push({ kind, key, uid: o.uid });
           incoming.set(key, o);
         }
-      else removed += fresh.length;
+      else removed[kind] += fresh.length;
       return incoming;
     };
 

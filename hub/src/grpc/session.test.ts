@@ -307,7 +307,7 @@ describe("AgentSession", () => {
     h.snapshot(3, all.slice(0, 9), [], 1);
     expect(h.nodeNames()).toHaveLength(9);
     expect(h.fleet.view("alpha")?.held.size).toBe(0);
-    expect(h.outcomes.at(-1)?.released).toBe(9);
+    expect(h.outcomes.at(-1)?.released).toEqual({ node: 9, service: 0 });
     // A small drop is applied as today.
     h.snapshot(4, all.slice(0, 7), [], 1);
     expect(h.nodeNames()).toHaveLength(7);
