@@ -210,7 +210,8 @@ export class Hub {
    */
   async start(): Promise<{ grpcPort: number; httpPort: number }> {
     let grpcUp = false;
-    this.http = await startHttpServer(this.opts.config.http.listen, {
+    const httpListen = this.opts.config.http.listen;
+    this.http = await startHttpServer(httpListen, {
       healthy: () => true,
       notReady: () => {
         const missing: string[] = [];
@@ -220,6 +221,8 @@ export class Hub {
         return missing.length === 0 ? null : missing.join("; ");
       },
       registry: this.metrics.registry,
+    }).catch((err: Error) => {
+      throw new Error(`cannot serve HTTP on http.listen ${httpListen}: ${err.message}`);
     });
     const httpPort = (this.http.address() as AddressInfo).port;
     this.publisher.start();

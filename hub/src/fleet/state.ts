@@ -239,12 +239,15 @@ export class FleetState {
   /**
    * Records that the agent reported an object the hub refused. Its last accepted version, if
    * any, stays in the view: a refusal is no evidence of deletion. Returns whether the refusal
-   * is new (another object, uid or reason than the one recorded).
+   * is new (another object, uid or reason than the one recorded); beyond `maxRecorded`
+   * refusals per cluster new ones are not recorded (nor reported).
    */
-  refuse(cluster: string, r: Refusal): boolean {
+  refuse(cluster: string, r: Refusal, maxRecorded = Number.POSITIVE_INFINITY): boolean {
     const s = this.state(cluster);
     const k = heldKey(r.kind, refusalKey(r));
     const before = s.refused.get(k);
+    // Bounded memory: an agent cannot grow the hub by sending ever new invalid objects.
+    if (before === undefined && s.refused.size >= maxRecorded) return false;
     s.refused.set(k, r);
     return before === undefined || before.uid !== r.uid || before.message !== r.message;
   }

@@ -218,7 +218,8 @@ export class AgentSession {
   }
 
   private refuseObject(r: Refusal): void {
-    if (this.deps.fleet.refuse(this.cluster, r)) this.deps.onRefused?.(this.cluster, [r]);
+    if (this.deps.fleet.refuse(this.cluster, r, this.deps.limits.maxObjectsPerCluster))
+      this.deps.onRefused?.(this.cluster, [r]);
   }
 
   private onDelta(msg: AgentMessage): void {

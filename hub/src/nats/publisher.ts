@@ -46,7 +46,7 @@ export function describeNatsError(err: unknown, servers: readonly string[]): str
   const e = err as { name?: string; message?: string; code?: string };
   const name = e?.name ?? "";
   const msg = (e?.message ?? String(err)).split("\n")[0] ?? "";
-  if (/authori[sz]ation|authentication|auth/i.test(`${name} ${msg}`))
+  if (/authori[sz]ation|authentication/i.test(`${name} ${msg}`))
     return `NATS at ${where} refused the hub's credentials (${msg}): check nats.user and nats.password`;
   if (/permission/i.test(`${name} ${msg}`))
     return `NATS at ${where} denied a permission (${msg}): the hub's NATS user must be allowed to publish fleet.v1.>`;
