@@ -3,9 +3,16 @@
  * one bad object costs only that object, and a snapshot that drops most of a cluster at once is
  * held instead of acted on.
  */
-import { type AgentMessage, HubClient, type HubMessage } from "@fleet-ccm/proto";
+import {
+  type AgentMessage,
+  type ClusterEvent,
+  DesiredBatch,
+  HubClient,
+  type HubMessage,
+} from "@fleet-ccm/proto";
 import { credentials, Metadata } from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "@jest/globals";
+import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 
@@ -218,6 +225,20 @@ describe("a snapshot that drops most of a cluster is held", () => {
     const view = f.hub?.fleet.view(cluster);
     const wireNodes = [...(view?.nodes.values() ?? [])];
     const wireServices = [...(view?.services.values() ?? [])];
+    // What the hub publishes for the cluster, read as the cluster's agent would.
+    const nc = await connect({
+      servers: f.nats.url,
+      user: `agent-${cluster}`,
+      pass: f.cluster(cluster).natsPassword,
+      inboxPrefix: `_INBOX_${cluster}`,
+    });
+    const events: ClusterEvent[] = [];
+    nc.subscribe(`fleet.v1.${cluster}.>`, {
+      callback: (_e, m) => {
+        events.push(...DesiredBatch.decode(m.data).events);
+      },
+    });
+    await nc.flush();
     const faulty = craftedAgent(f.hubPort, f.cluster(cluster).token);
     faulty.send({ $case: "hello", value: { cluster, agentVersion: "faulty", kubernetesVersion: "v1.31.0" } });
     expect(await waitFor(() => faulty.received.some((m) => m.body?.$case === "welcome"), 5000)).toBe(true);
@@ -230,6 +251,21 @@ describe("a snapshot that drops most of a cluster is held", () => {
       ),
     ).toBe(true);
     expect((await f.hub?.metrics.objectsHeld.get())?.values[0]?.value).toBe(5);
+    // A Warning Event on each held node, saying why and until when.
+    const held = () => events.filter((e) => e.reason === "SnapshotDropHeld");
+    expect(await waitFor(() => held().length === 5, 5000)).toBe(true);
+    expect(
+      held()
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(
+      wireNodes
+        .slice(1)
+        .map((n) => n.name)
+        .sort(),
+    );
+    expect(held()[0]?.type).toBe("Warning");
+    expect(held()[0]?.message).toContain("5 of 6 nodes at once");
 
     // Reconcilers run on the held view (route syncs every 300 ms) and remove nothing.
     const routeSyncs = async () =>
@@ -253,5 +289,6 @@ describe("a snapshot that drops most of a cluster is held", () => {
     expect((await f.hub?.metrics.objectsHeld.get())?.values[0]?.value).toBe(0);
     expect(await waitFor(() => routes() === 1 && members() === 1, 15_000)).toBe(true);
     faulty.close();
+    await nc.close();
   });
 });
