@@ -1,4 +1,11 @@
-import { builtinProviders, ConfigError, Hub, loadHubConfig, parseControllerList } from "@fleet-ccm/hub";
+import {
+  builtinProviders,
+  ConfigError,
+  configSecretProblems,
+  Hub,
+  loadHubConfig,
+  parseControllerList,
+} from "@fleet-ccm/hub";
 import type { Command } from "./flags.js";
 import { requiredStr, str, UsageError } from "./flags.js";
 import { makeLogger } from "./logger.js";
@@ -45,6 +52,9 @@ export const hubCommand: Command = {
     let hub: Hub;
     try {
       const config = loadHubConfig(path);
+      const secrets = configSecretProblems(config);
+      if (secrets.length > 0)
+        throw new ConfigError(`${path}: cannot resolve its secrets:\n${secrets.join("\n")}`);
       hub = new Hub({ config, providers: builtinProviders, logger: log, controllers });
     } catch (err) {
       if (err instanceof ConfigError || err instanceof Error) {
@@ -57,7 +67,12 @@ export const hubCommand: Command = {
       process.stdout.write("configuration is valid\n");
       return 0;
     }
-    await hub.start();
+    try {
+      await hub.start();
+    } catch (err) {
+      process.stderr.write(`fleet-ccm hub: ${(err as Error).message}\n`);
+      return 1;
+    }
     await new Promise<void>((resolve) => {
       const done = () => resolve();
       process.once("SIGTERM", done);

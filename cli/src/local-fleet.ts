@@ -128,7 +128,7 @@ export class LocalFleet {
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
-  hubConfigText(grpcPort = 0): string {
+  hubConfigText(grpcPort = 0, httpPort = 0): string {
     const env: Record<string, string> = {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
@@ -147,7 +147,7 @@ export class LocalFleet {
     this.env = env;
     return JSON.stringify({
       grpc: { listen: `127.0.0.1:${grpcPort}`, insecure: true },
-      http: { listen: "127.0.0.1:0" },
+      http: { listen: `127.0.0.1:${httpPort}` },
       nats: { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
       reconcile: {
         workers: this.opts.workers ?? 32_768,
@@ -186,23 +186,37 @@ export class LocalFleet {
 
   /**
    * Runs the hub as its own process through the CLI (`fleet-ccm hub --config`), on a fixed gRPC
-   * port so agents reconnect to its successor. Secrets reach it as environment variables, as
-   * the config's `{env: …}` references say. Needs `npm run build`.
+   * port so agents reconnect to its successor, and a fixed HTTP port (/healthz, /readyz,
+   * /metrics). Secrets reach it as environment variables, as the config's `{env: …}`
+   * references say. With `captureOutput` its stderr (the log) is kept for `output()` instead of
+   * passed through. Needs `npm run build`.
    */
-  async spawnHubProcess(grpcPort?: number): Promise<{ child: ChildProcess; grpcPort: number }> {
+  async spawnHubProcess(
+    grpcPort?: number,
+    opts: { captureOutput?: boolean; logLevel?: string; env?: Record<string, string> } = {},
+  ): Promise<{ child: ChildProcess; grpcPort: number; httpPort: number; output: () => string }> {
     const port = grpcPort ?? (await freePort());
+    const httpPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-hub-"));
     const configPath = join(dir, "hub.yaml");
-    writeFileSync(configPath, this.hubConfigText(port), { mode: 0o600 });
-    const child = spawn(process.execPath, [CLI, "hub", "--config", configPath, "--log-level", "warn"], {
-      stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, ...this.env },
+    writeFileSync(configPath, this.hubConfigText(port, httpPort), { mode: 0o600 });
+    const child = spawn(
+      process.execPath,
+      [CLI, "hub", "--config", configPath, "--log-level", opts.logLevel ?? "warn"],
+      {
+        stdio: ["ignore", "ignore", opts.captureOutput ? "pipe" : "inherit"],
+        env: { ...process.env, ...this.env, ...opts.env },
+      },
+    );
+    let output = "";
+    child.stderr?.on("data", (b: Buffer) => {
+      output += b.toString();
     });
     child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     this.children.add(child);
     child.once("exit", () => this.children.delete(child));
     this.hubPort = port;
-    return { child, grpcPort: port };
+    return { child, grpcPort: port, httpPort, output: () => output };
   }
 
   async stopHub(): Promise<void> {

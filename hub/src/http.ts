@@ -2,9 +2,9 @@ import { createServer, type Server } from "node:http";
 import type { Registry } from "prom-client";
 
 export interface HealthSources {
-  /** Liveness: the process can serve. */
+  /** Liveness: the process can serve (answered from start-up, whatever NATS does). */
   healthy(): boolean;
-  /** Readiness: gRPC is listening and NATS is connected; returns why not, or null. */
+  /** Readiness: gRPC is listening and NATS is connected; returns what is missing, or null. */
   notReady(): string | null;
   readonly registry: Registry;
 }

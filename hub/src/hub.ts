@@ -1,6 +1,6 @@
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApplyOutcome, type ApplyResult } from "@fleet-ccm/proto";
+import { ApplyOutcome, type ApplyResult, type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
@@ -9,13 +9,27 @@ import { VerifiedInstances } from "./cloud/verified-instances.js";
 import type { HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
 import { type ControllerName, isControllerEnabled } from "./controllers.js";
-import { type FleetListener, FleetState } from "./fleet/state.js";
+import {
+  type FleetListener,
+  FleetState,
+  type ObjectKindName,
+  type Refusal,
+  type ReplaceOutcome,
+} from "./fleet/state.js";
 import { TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
 import { DesiredPublisher } from "./nats/publisher.js";
-import { clusterKeyPrefix, keyOf, type Requeue, runWorkers, type WorkKey, WorkQueue } from "./queue/index.js";
+import {
+  clusterKeyPrefix,
+  keyOf,
+  parseKey,
+  type Requeue,
+  runWorkers,
+  type WorkKey,
+  WorkQueue,
+} from "./queue/index.js";
 import type { Controller, ControllerContext } from "./reconcilers/controller.js";
 import { ConvergenceTracker } from "./reconcilers/convergence.js";
 import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
@@ -38,9 +52,18 @@ export interface HubOptions {
 /** Backoff of failed reconciles, per key: 250 ms doubling to 5 min (upstream's service controller caps at 300 s too). */
 const RECONCILE_BACKOFF = { initialMs: 250, maxMs: 300_000, factor: 2, jitter: 0.1 };
 
+/** Event reasons of the ingest side (on the object concerned, source fleet-ccm-hub). */
+export const REASON_OBJECT_REFUSED = "ObjectRefused";
+export const REASON_SNAPSHOT_DROP_HELD = "SnapshotDropHeld";
+const INGEST_EVENT_SOURCE = "fleet-ccm-hub";
+/** Events per snapshot for refused or held objects; the log line and the metric count them all. */
+const MAX_EVENTS_PER_SNAPSHOT = 500;
+/** Log lines per batch of refusals; the rest are summarized. */
+const MAX_REFUSAL_LOG_LINES = 20;
+
 /** The hub process: gRPC ingest, fleet state, work queue, controllers, NATS publisher, health and metrics. */
 export class Hub {
-  readonly fleet = new FleetState();
+  readonly fleet: FleetState;
   readonly metrics = new HubMetrics();
   readonly queue: WorkQueue;
   readonly tracker: ConvergenceTracker;
@@ -55,13 +78,13 @@ export class Hub {
   private readonly byKind = new Map<string, Controller>();
   private http: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
-  private started = false;
 
   constructor(private readonly opts: HubOptions) {
     const cfg = opts.config;
     this.clock = opts.clock ?? systemClock;
     this.log = opts.logger;
     this.queue = new WorkQueue({ clock: this.clock, backoff: RECONCILE_BACKOFF });
+    this.fleet = new FleetState({ hold: cfg.snapshotHold, now: () => this.clock.now() });
     this.tracker = new ConvergenceTracker(this.clock, cfg.reconcile.convergeDeadlineMs);
     const globalControllers = opts.controllers ?? cfg.controllers;
     for (const c of cfg.clusters) {
@@ -92,6 +115,12 @@ export class Hub {
       },
       this.log.child({ component: "nats" }),
     );
+    this.publisher.onConnected = () => this.onNatsConnected();
+    this.metrics.heldObjects = () => {
+      let n = 0;
+      for (const c of this.fleet.clusterNames()) n += this.fleet.view(c)?.held.size ?? 0;
+      return n;
+    };
     this.grpc = new HubGrpcServer(
       {
         listen: cfg.grpc.listen,
@@ -101,6 +130,7 @@ export class Hub {
         maxStreamsPerCluster: cfg.limits.maxStreamsPerCluster,
         limits: cfg.limits,
         heartbeatIntervalMs: cfg.reconcile.heartbeatIntervalMs,
+        confirmAfterMs: cfg.snapshotHold.confirmAfterMs,
       },
       {
         fleet: this.fleet,
@@ -110,6 +140,8 @@ export class Hub {
         onApplyResult: (cluster, r) => this.onApplyResult(cluster, r),
         onReceived: (cluster, generation) => this.tracker.received(cluster, generation),
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
+        onRefused: (cluster, refusals) => this.onRefused(cluster, refusals),
+        onSnapshotApplied: (cluster, outcome) => this.onSnapshotApplied(cluster, outcome),
       },
     );
 
@@ -171,9 +203,29 @@ export class Hub {
     };
   }
 
-  /** Starts NATS, the workers, gRPC and HTTP. Resolves with the bound ports. */
+  /**
+   * Starts HTTP first (so /healthz answers from start-up), then the NATS connection in the
+   * background, the workers and gRPC. Agents are served while NATS is down. Resolves with the
+   * bound ports.
+   */
   async start(): Promise<{ grpcPort: number; httpPort: number }> {
-    await this.publisher.start();
+    let grpcUp = false;
+    const httpListen = this.opts.config.http.listen;
+    this.http = await startHttpServer(httpListen, {
+      healthy: () => true,
+      notReady: () => {
+        const missing: string[] = [];
+        if (!grpcUp) missing.push("gRPC: the agents' listener is not up yet");
+        const nats = this.publisher.notConnectedReason();
+        if (nats !== null) missing.push(`NATS: ${nats}`);
+        return missing.length === 0 ? null : missing.join("; ");
+      },
+      registry: this.metrics.registry,
+    }).catch((err: Error) => {
+      throw new Error(`cannot serve HTTP on http.listen ${httpListen}: ${err.message}`);
+    });
+    const httpPort = (this.http.address() as AddressInfo).port;
+    this.publisher.start();
     this.workers = runWorkers(this.queue, {
       concurrency: this.opts.config.reconcile.workers,
       handler: (key) => this.reconcile(key),
@@ -185,17 +237,113 @@ export class Hub {
         this.metrics.queueDepth.set(this.queue.len());
       },
     });
-    const grpcPort = await this.grpc.start();
-    this.http = await startHttpServer(this.opts.config.http.listen, {
-      healthy: () => true,
-      notReady: () =>
-        !this.started ? "starting" : this.publisher.connected() ? null : "NATS is not connected",
-      registry: this.metrics.registry,
-    });
-    this.started = true;
-    const httpPort = (this.http.address() as AddressInfo).port;
+    let grpcPort: number;
+    try {
+      grpcPort = await this.grpc.start();
+    } catch (err) {
+      await this.stop();
+      throw new Error(
+        `cannot listen for agents on grpc.listen ${this.opts.config.grpc.listen}: ${(err as Error).message}`,
+      );
+    }
+    grpcUp = true;
     this.log.info({ grpcPort, httpPort, clusters: this.opts.config.clusters.length }, "hub started");
     return { grpcPort, httpPort };
+  }
+
+  /**
+   * NATS is (back) up. What the publisher kept is flushed; publications made while the link was
+   * silently dead may still be lost, so everything in flight is published again now.
+   */
+  private onNatsConnected(): void {
+    const keys: string[] = [];
+    this.tracker.expireWhere((k) => {
+      keys.push(k);
+      return true;
+    });
+    for (const id of keys) {
+      const k = parseKey(id);
+      if (k !== undefined && this.byKind.has(k.kind)) this.queue.add(k);
+    }
+  }
+
+  private onRefused(cluster: string, refusals: readonly Refusal[]): void {
+    const events: ClusterEvent[] = [];
+    refusals.forEach((r, i) => {
+      this.metrics.objectsRefused.inc({ kind: r.kind, reason: r.limit });
+      const object = r.kind === "node" ? r.name : `${r.namespace}/${r.name}`;
+      if (i < MAX_REFUSAL_LOG_LINES)
+        this.log.warn(
+          { cluster, kind: r.kind, object, limit: r.limit, reason: r.message },
+          "object refused: left out of the hub's view",
+        );
+      if (i < MAX_EVENTS_PER_SNAPSHOT)
+        events.push(
+          ingestEvent(
+            r.kind,
+            r.namespace,
+            r.name,
+            r.uid,
+            REASON_OBJECT_REFUSED,
+            `The hub refused this ${r.kind}: ${r.message}. It ignores the object until it is within the limits; the cluster's other objects are unaffected.`,
+          ),
+        );
+    });
+    if (refusals.length > MAX_REFUSAL_LOG_LINES)
+      this.log.warn(
+        { cluster, refused: refusals.length, logged: MAX_REFUSAL_LOG_LINES },
+        "more objects refused (counted in fleet_ccm_objects_refused_total)",
+      );
+    this.publisher.enqueue(cluster, { events });
+  }
+
+  private onSnapshotApplied(cluster: string, outcome: ReplaceOutcome): void {
+    const view = this.fleet.view(cluster);
+    const count = (kind: ObjectKindName, outcomeName: string, n: number) => {
+      if (n > 0) this.metrics.snapshotDrops.inc({ kind, outcome: outcomeName }, n);
+    };
+    for (const kind of ["node", "service"] as const) {
+      count(kind, "removed", outcome.removed[kind]);
+      count(kind, "held", outcome.held.filter((h) => h.kind === kind).length);
+      count(kind, "confirmed", outcome.confirmed.filter((h) => h.kind === kind).length);
+      count(kind, "released", outcome.released[kind]);
+    }
+    const hold = this.opts.config.snapshotHold;
+    if (outcome.held.length > 0) {
+      const { node, service } = outcome.dropped;
+      this.log.warn(
+        {
+          cluster,
+          held: outcome.held.length,
+          nodesDropped: `${node.count}/${node.of}`,
+          servicesDropped: `${service.count}/${service.of}`,
+          confirmAfterMs: hold.confirmAfterMs,
+        },
+        "snapshot dropped a large share of the cluster at once: held, not acted on, until a later snapshot confirms it",
+      );
+      const events = outcome.held.slice(0, MAX_EVENTS_PER_SNAPSHOT).map((h) => {
+        const d = outcome.dropped[h.kind];
+        const slash = h.key.indexOf("/");
+        const [namespace, name] =
+          h.kind === "node" ? ["", h.key] : [h.key.slice(0, slash), h.key.slice(slash + 1)];
+        return ingestEvent(
+          h.kind,
+          namespace,
+          name,
+          h.uid,
+          REASON_SNAPSHOT_DROP_HELD,
+          `The agent's snapshot no longer lists this ${h.kind}, with ${d.count} of ${d.of} ${h.kind}s at once (more than max(${hold.maxObjects}, ${hold.maxPercent}%)). The hub keeps treating it as present until a snapshot at least ${Math.round(hold.confirmAfterMs / 1000)} s later confirms the drop, or the agent reports its deletion.`,
+        );
+      });
+      this.publisher.enqueue(cluster, { events });
+    }
+    if (outcome.confirmed.length > 0)
+      this.log.warn(
+        { cluster, confirmed: outcome.confirmed.length, stillHeld: view?.held.size ?? 0 },
+        "held snapshot drop confirmed by a later snapshot: objects removed from the view",
+      );
+    const released = outcome.released.node + outcome.released.service;
+    if (released > 0) this.log.info({ cluster, released }, "held objects listed again: hold released");
   }
 
   private async reconcile(key: WorkKey): Promise<Requeue> {
@@ -249,7 +397,6 @@ export class Hub {
   }
 
   async stop(): Promise<void> {
-    this.started = false;
     await this.grpc.stop();
     this.queue.shutDown();
     await this.workers?.stop();
@@ -257,4 +404,24 @@ export class Hub {
     await new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));
     this.http?.closeAllConnections();
   }
+}
+
+function ingestEvent(
+  kind: ObjectKindName,
+  namespace: string,
+  name: string,
+  uid: string,
+  reason: string,
+  message: string,
+): ClusterEvent {
+  return {
+    kind: kind === "node" ? ObjectKind.OBJECT_KIND_NODE : ObjectKind.OBJECT_KIND_SERVICE,
+    namespace,
+    name,
+    uid,
+    type: "Warning",
+    reason,
+    message,
+    sourceComponent: INGEST_EVENT_SOURCE,
+  };
 }

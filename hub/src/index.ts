@@ -1,6 +1,6 @@
 export { builtinProviders } from "./cloud/builtin.js";
 export { simulatedProvider } from "./cloud/providers/simulated/index.js";
-export { ConfigError, loadHubConfig, parseHubConfig } from "./config/load.js";
+export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from "./config/load.js";
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
 export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
 export type { HubOptions } from "./hub.js";

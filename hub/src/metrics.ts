@@ -98,6 +98,33 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  // Ingest safety: refused objects and held snapshot drops.
+  readonly objectsRefused = new Counter({
+    name: "fleet_ccm_objects_refused_total",
+    help: "Objects an agent reported that the hub refused (left out of its view, Warning Event ObjectRefused), by kind and the limit broken.",
+    labelNames: ["kind", "reason"] as const,
+    registers: [this.registry],
+  });
+
+  readonly snapshotDrops = new Counter({
+    name: "fleet_ccm_snapshot_drops_total",
+    help: "Objects a snapshot no longer listed, by kind and outcome: removed (small drop), held (large drop kept in the view), confirmed (held, then removed), released (held, then listed again).",
+    labelNames: ["kind", "outcome"] as const,
+    registers: [this.registry],
+  });
+
+  /** Set by the hub: objects held now, read at each scrape. */
+  heldObjects: () => number = () => 0;
+
+  readonly objectsHeld = new Gauge({
+    name: "fleet_ccm_snapshot_objects_held",
+    help: "Objects currently held in the hub's view after a large snapshot drop, awaiting confirmation.",
+    registers: [this.registry],
+    collect: () => {
+      this.objectsHeld.set(this.heldObjects());
+    },
+  });
+
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }

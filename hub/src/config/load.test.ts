@@ -45,6 +45,63 @@ describe("hub config", () => {
     );
   });
 
+  test("every problem is reported in one pass, one line each, cross-field checks included", () => {
+    const msg = errorOf({
+      ...valid,
+      grpc: { listen: "7443" },
+      limits: { maxObjectsPerChunk: 0 },
+      accounts: [
+        { ...valid.accounts[0], name: "main" },
+        { ...valid.accounts[0], name: "main" },
+      ],
+      clusters: [
+        { ...valid.clusters[0], account: "nope" },
+        { ...valid.clusters[0], name: "Bad.Name", account: "missing", token: "inline" },
+      ],
+    });
+    const lines = msg.split("\n").slice(1);
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^grpc\.listen: /),
+        expect.stringMatching(/^limits\.maxObjectsPerChunk: /),
+        'accounts[1].name: duplicate account "main"',
+        'clusters[0].account: unknown account "nope"',
+        expect.stringMatching(/^clusters\[1\]\.name: /),
+        'clusters[1].account: unknown account "missing"',
+        expect.stringMatching(/^clusters\[1\]\.token: a secret is given by reference/),
+      ]),
+    );
+    expect(lines.length).toBeGreaterThanOrEqual(7);
+    // A missing section does not hide the rest either.
+    const noNats = errorOf({ ...valid, nats: undefined, clusters: [{ ...valid.clusters[0], account: "x" }] });
+    expect(noNats).toContain("nats: ");
+    expect(noNats).toContain('clusters[0].account: unknown account "x"');
+  });
+
+  test("an inline credential names the accepted forms and never echoes the secret", () => {
+    const msg = errorOf({
+      ...valid,
+      accounts: [{ ...valid.accounts[0], credentials: "abc-secret-123" }],
+      clusters: [{ ...valid.clusters[0], token: "tok-secret-456" }],
+      nats: { ...valid.nats, password: { value: "pw-secret-789" } },
+    });
+    expect(msg).toContain("accounts[0].credentials: ");
+    expect(msg).toContain("clusters[0].token: ");
+    expect(msg).toContain("nats.password: ");
+    expect(msg).toContain("{file: /path}");
+    expect(msg).toContain("{env: NAME}");
+    expect(msg).not.toMatch(/secret-123|secret-456|secret-789|Invalid input/);
+  });
+
+  test("snapshotHold is validated and defaulted", () => {
+    expect(parseHubConfig(JSON.stringify(valid)).snapshotHold).toEqual({
+      maxObjects: 10,
+      maxPercent: 10,
+      confirmAfterMs: 60_000,
+    });
+    expect(errorOf({ ...valid, snapshotHold: { maxPercent: 150 } })).toContain("snapshotHold.maxPercent");
+  });
+
   test("TLS is required unless grpc.insecure is set", () => {
     expect(errorOf({ ...valid, grpc: { listen: "0.0.0.0:7443" } })).toContain("grpc.tls: TLS is required");
   });

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { type HubConfig, HubConfigSchema } from "./schema.js";
+import { type ConfigIssue, crossFieldIssues, type HubConfig, HubConfigSchema } from "./schema.js";
+import { secretProblems } from "./secret.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -13,9 +14,10 @@ function formatPath(path: readonly PropertyKey[]): string {
   return out === "" ? "(root)" : out;
 }
 
-/** One line per problem, each naming the field: `clusters[2].token: Invalid input`. */
-export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("\n");
+/** One line per problem, each naming the field: `clusters[2].account: unknown account "main"`. */
+export function formatIssues(issues: readonly (z.core.$ZodIssue | ConfigIssue)[]): string {
+  const lines = issues.map((i) => `${formatPath(i.path)}: ${i.message}`);
+  return [...new Set(lines)].join("\n");
 }
 
 export function parseHubConfig(text: string, source = "config"): HubConfig {
@@ -26,7 +28,10 @@ export function parseHubConfig(text: string, source = "config"): HubConfig {
     throw new ConfigError(`${source}: not valid YAML: ${(err as Error).message}`);
   }
   const result = HubConfigSchema.safeParse(raw ?? {});
-  if (!result.success) throw new ConfigError(`${source} is invalid:\n${formatIssues(result.error.issues)}`);
+  // Zod stops at a field of the wrong type; the cross-field checks run regardless.
+  const issues = [...(result.success ? [] : result.error.issues), ...crossFieldIssues(raw ?? {})];
+  if (issues.length > 0) throw new ConfigError(`${source} is invalid:\n${formatIssues(issues)}`);
+  if (!result.success) throw new ConfigError(`${source} is invalid`);
   return result.data;
 }
 
@@ -38,4 +43,16 @@ export function loadHubConfig(path: string): HubConfig {
     throw new ConfigError(`cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
   return parseHubConfig(text, path);
+}
+
+/** Every secret of a valid configuration that cannot be resolved, one line each. */
+export function configSecretProblems(cfg: HubConfig, env: NodeJS.ProcessEnv = process.env): string[] {
+  return secretProblems(
+    [
+      ["nats.password", cfg.nats.password],
+      ...cfg.accounts.map((a, i) => [`accounts[${i}].credentials`, a.credentials] as const),
+      ...cfg.clusters.map((c, i) => [`clusters[${i}].token`, c.token] as const),
+    ],
+    env,
+  );
 }

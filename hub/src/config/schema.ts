@@ -111,6 +111,20 @@ export const HubConfigSchema = z
         maxObjectsPerCluster: 20_000,
         maxStreamsPerCluster: 2,
       }),
+    /**
+     * A snapshot that would remove more than max(maxObjects, maxPercent % of the cluster's nodes,
+     * or Services) from the hub's view at once is held: the objects stay (reconcilers treat them
+     * as present) until a snapshot at least confirmAfterMs later still lacks them, or the agent
+     * reports their deletion.
+     */
+    snapshotHold: z
+      .object({
+        maxObjects: z.number().int().min(0).default(10),
+        maxPercent: z.number().min(0).max(100).default(10),
+        confirmAfterMs: z.number().int().min(0).default(60_000),
+      })
+      .strict()
+      .default({ maxObjects: 10, maxPercent: 10, confirmAfterMs: 60_000 }),
     reconcile: z
       .object({
         /** Reconciles in flight. Most of their time is spent awaiting cloud I/O (bounded by each
@@ -172,40 +186,54 @@ export const HubConfigSchema = z
     clusters: z.array(ClusterSchema),
   })
   .strict()
-  .superRefine((cfg, ctx) => {
-    const accounts = new Set<string>();
-    cfg.accounts.forEach((a, i) => {
-      if (accounts.has(a.name))
-        ctx.addIssue({
-          code: "custom",
-          path: ["accounts", i, "name"],
-          message: `duplicate account "${a.name}"`,
-        });
-      accounts.add(a.name);
-    });
-    const clusters = new Set<string>();
-    cfg.clusters.forEach((c, i) => {
-      if (clusters.has(c.name))
-        ctx.addIssue({
-          code: "custom",
-          path: ["clusters", i, "name"],
-          message: `duplicate cluster "${c.name}"`,
-        });
-      clusters.add(c.name);
-      if (!accounts.has(c.account))
-        ctx.addIssue({
-          code: "custom",
-          path: ["clusters", i, "account"],
-          message: `unknown account "${c.account}"`,
-        });
-    });
-    if (!cfg.grpc.insecure && cfg.grpc.tls === undefined)
-      ctx.addIssue({
-        code: "custom",
-        path: ["grpc", "tls"],
-        message: "TLS is required: set grpc.tls.certFile and grpc.tls.keyFile, or grpc.insecure: true",
-      });
+  .strict();
+
+export interface ConfigIssue {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+}
+
+function records(v: unknown): Record<string, unknown>[] {
+  return Array.isArray(v)
+    ? v.map((x) => (typeof x === "object" && x !== null ? (x as Record<string, unknown>) : {}))
+    : [];
+}
+
+/**
+ * Checks across fields (duplicates, references, TLS). Run on the raw document, whatever else
+ * is wrong with it, so one pass reports every problem.
+ */
+export function crossFieldIssues(raw: unknown): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const cfg = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const accounts = new Set<string>();
+  records(cfg["accounts"]).forEach((a, i) => {
+    if (typeof a["name"] !== "string") return;
+    if (accounts.has(a["name"]))
+      issues.push({ path: ["accounts", i, "name"], message: `duplicate account "${a["name"]}"` });
+    accounts.add(a["name"]);
   });
+  const clusters = new Set<string>();
+  records(cfg["clusters"]).forEach((c, i) => {
+    const name = c["name"];
+    if (typeof name === "string") {
+      if (clusters.has(name))
+        issues.push({ path: ["clusters", i, "name"], message: `duplicate cluster "${name}"` });
+      clusters.add(name);
+    }
+    const account = c["account"];
+    if (typeof account === "string" && account !== "" && !accounts.has(account))
+      issues.push({ path: ["clusters", i, "account"], message: `unknown account "${account}"` });
+  });
+  const grpc =
+    typeof cfg["grpc"] === "object" && cfg["grpc"] !== null ? (cfg["grpc"] as Record<string, unknown>) : {};
+  if (grpc["insecure"] !== true && grpc["tls"] === undefined)
+    issues.push({
+      path: ["grpc", "tls"],
+      message: "TLS is required: set grpc.tls.certFile and grpc.tls.keyFile, or grpc.insecure: true",
+    });
+  return issues;
+}
 
 export type HubConfig = z.infer<typeof HubConfigSchema>;
 export type AccountConfig = z.infer<typeof AccountSchema>;

@@ -1,4 +1,5 @@
 import type { Node, Service } from "@fleet-ccm/proto";
+import type { RefusalLimit } from "./validate.js";
 
 export type ObjectChange<T> =
   | { readonly type: "upsert"; readonly old: Readonly<T> | undefined; readonly cur: Readonly<T> }
@@ -17,14 +18,69 @@ export function serviceKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
+export type ObjectKindName = "node" | "service";
+
+/** An object the hub refused (over a limit or invalid): it stays out of the view. */
+export interface Refusal {
+  readonly kind: ObjectKindName;
+  /** "" for nodes. */
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly limit: RefusalLimit;
+  readonly message: string;
+}
+
+/** An object a snapshot dropped that the hub keeps in the view until the drop is confirmed. */
+export interface Held {
+  readonly kind: ObjectKindName;
+  readonly key: string;
+  readonly sinceMs: number;
+}
+
+/**
+ * When a snapshot would remove more than max(maxObjects, maxPercent % of the cluster's nodes,
+ * or Services) from the view at once, the removed objects are held: they stay in the view
+ * until a snapshot at least confirmAfterMs later still lacks them, or the agent reports their
+ * deletion.
+ */
+export interface SnapshotHoldPolicy {
+  readonly maxObjects: number;
+  readonly maxPercent: number;
+  readonly confirmAfterMs: number;
+}
+
+/** What one replace() did with the objects the snapshot no longer lists. */
+export interface ReplaceOutcome {
+  /** Objects newly held (with the kind's total before the snapshot, for messages). */
+  readonly held: readonly { readonly kind: ObjectKindName; readonly key: string; readonly uid: string }[];
+  /** Held objects whose drop a later snapshot confirmed: removed now. */
+  readonly confirmed: readonly { readonly kind: ObjectKindName; readonly key: string }[];
+  /** Per kind: held objects the snapshot lists again. */
+  readonly released: Readonly<Record<ObjectKindName, number>>;
+  /** Per kind: objects removed from the view without holding (a small drop). */
+  readonly removed: Readonly<Record<ObjectKindName, number>>;
+  /** Per kind: objects dropped at once by this snapshot, and the view's count before it. */
+  readonly dropped: Readonly<Record<ObjectKindName, { readonly count: number; readonly of: number }>>;
+}
+
 /** A read-only view of what one cluster last reported. */
 export interface ClusterView {
   readonly cluster: string;
   /** True once a complete snapshot arrived; reconcilers act only on a synced view. */
   readonly synced: boolean;
   readonly connected: boolean;
+  /** Every node the hub treats as present, held ones included. */
   readonly nodes: ReadonlyMap<string, Readonly<Node>>;
   readonly services: ReadonlyMap<string, Readonly<Service>>;
+  /** Objects a snapshot dropped, kept in nodes/services until the drop is confirmed (by key). */
+  readonly held: ReadonlyMap<string, Held>;
+  /** Objects the agent reported that the hub refused; not in nodes/services (by kind/key). */
+  readonly refused: ReadonlyMap<string, Refusal>;
+}
+
+function heldKey(kind: ObjectKindName, key: string): string {
+  return `${kind}/${key}`;
 }
 
 class ClusterState implements ClusterView {
@@ -32,7 +88,15 @@ class ClusterState implements ClusterView {
   connected = false;
   nodes = new Map<string, Node>();
   services = new Map<string, Service>();
+  held = new Map<string, Held>();
+  refused = new Map<string, Refusal>();
   constructor(readonly cluster: string) {}
+}
+
+export interface FleetStateOptions {
+  /** Without one, every drop is applied at once. */
+  readonly hold?: SnapshotHoldPolicy;
+  readonly now?: () => number;
 }
 
 /**
@@ -42,6 +106,11 @@ class ClusterState implements ClusterView {
 export class FleetState {
   private readonly clusters = new Map<string, ClusterState>();
   private readonly listeners: FleetListener[] = [];
+  private readonly now: () => number;
+
+  constructor(private readonly opts: FleetStateOptions = {}) {
+    this.now = opts.now ?? Date.now;
+  }
 
   subscribe(listener: FleetListener): void {
     this.listeners.push(listener);
@@ -70,41 +139,134 @@ export class FleetState {
     if (!connected) for (const l of this.listeners) l.onDisconnected?.(cluster);
   }
 
-  /** Replaces the cluster's view wholesale, then tells listeners what changed. */
-  replace(cluster: string, nodes: readonly Node[], services: readonly Service[]): void {
+  /**
+   * Replaces the cluster's view with a snapshot, then tells listeners what changed. An object
+   * the snapshot lacks is not evidence of its deletion: refused objects keep their last
+   * accepted version, and a large drop is held (see SnapshotHoldPolicy).
+   */
+  replace(
+    cluster: string,
+    nodes: readonly Node[],
+    services: readonly Service[],
+    refused: readonly Refusal[] = [],
+  ): ReplaceOutcome {
     const s = this.state(cluster);
+    const now = this.now();
+    const refusedNow = new Map(refused.map((r) => [heldKey(r.kind, refusalKey(r)), r]));
+    const heldBefore = s.held;
+    s.held = new Map();
+    const held: { kind: ObjectKindName; key: string; uid: string }[] = [];
+    const confirmed: { kind: ObjectKindName; key: string }[] = [];
+    const released = { node: 0, service: 0 };
+    const removed = { node: 0, service: 0 };
+    const dropped = { node: { count: 0, of: s.nodes.size }, service: { count: 0, of: s.services.size } };
+
+    const plan = <T extends { uid: string }>(
+      kind: ObjectKindName,
+      old: Map<string, T>,
+      incoming: Map<string, T>,
+    ): Map<string, T> => {
+      const fresh: [string, T][] = [];
+      let stillHeld = 0;
+      for (const [key, o] of old) {
+        const hk = heldKey(kind, key);
+        if (incoming.has(key)) {
+          if (heldBefore.has(hk)) released[kind]++;
+          continue;
+        }
+        if (refusedNow.has(hk)) {
+          incoming.set(key, o);
+          continue;
+        }
+        const before = heldBefore.get(hk);
+        if (before === undefined) fresh.push([key, o]);
+        else if (now - before.sinceMs >= (this.opts.hold?.confirmAfterMs ?? 0)) confirmed.push({ kind, key });
+        else {
+          stillHeld++;
+          s.held.set(hk, before);
+          incoming.set(key, o);
+        }
+      }
+      dropped[kind].count = fresh.length;
+      const policy = this.opts.hold;
+      const limit =
+        policy === undefined
+          ? Number.POSITIVE_INFINITY
+          : Math.max(policy.maxObjects, Math.floor((policy.maxPercent / 100) * old.size));
+      if (fresh.length + stillHeld > limit)
+        for (const [key, o] of fresh) {
+          s.held.set(heldKey(kind, key), { kind, key, sinceMs: now });
+          held.push({ kind, key, uid: o.uid });
+          incoming.set(key, o);
+        }
+      else removed[kind] += fresh.length;
+      return incoming;
+    };
+
     const oldNodes = s.nodes;
     const oldServices = s.services;
-    s.nodes = new Map(nodes.map((n) => [n.name, n]));
-    s.services = new Map(services.map((v) => [serviceKey(v.namespace, v.name), v]));
+    s.nodes = plan("node", oldNodes, new Map(nodes.map((n) => [n.name, n])));
+    s.services = plan(
+      "service",
+      oldServices,
+      new Map(services.map((v) => [serviceKey(v.namespace, v.name), v])),
+    );
+    s.refused = refusedNow;
     s.synced = true;
     for (const l of this.listeners) {
       if (l.onNode) {
         for (const [name, old] of oldNodes)
           if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", old });
-        for (const [name, cur] of s.nodes)
-          l.onNode(cluster, name, { type: "upsert", old: oldNodes.get(name), cur });
+        for (const [name, cur] of s.nodes) {
+          const old = oldNodes.get(name);
+          // A held or refused object keeps its old version: nothing changed for reconcilers.
+          if (old !== cur) l.onNode(cluster, name, { type: "upsert", old, cur });
+        }
       }
       if (l.onService) {
         for (const [key, old] of oldServices)
           if (!s.services.has(key)) l.onService(cluster, key, { type: "delete", old });
-        for (const [key, cur] of s.services)
-          l.onService(cluster, key, { type: "upsert", old: oldServices.get(key), cur });
+        for (const [key, cur] of s.services) {
+          const old = oldServices.get(key);
+          if (old !== cur) l.onService(cluster, key, { type: "upsert", old, cur });
+        }
       }
       l.onSynced?.(cluster, s);
     }
+    return { held, confirmed, released, removed, dropped };
+  }
+
+  /**
+   * Records that the agent reported an object the hub refused. Its last accepted version, if
+   * any, stays in the view: a refusal is no evidence of deletion. Returns whether the refusal
+   * is new (another object, uid or reason than the one recorded); beyond `maxRecorded`
+   * refusals per cluster new ones are not recorded (nor reported).
+   */
+  refuse(cluster: string, r: Refusal, maxRecorded = Number.POSITIVE_INFINITY): boolean {
+    const s = this.state(cluster);
+    const k = heldKey(r.kind, refusalKey(r));
+    const before = s.refused.get(k);
+    // Bounded memory: an agent cannot grow the hub by sending ever new invalid objects.
+    if (before === undefined && s.refused.size >= maxRecorded) return false;
+    s.refused.set(k, r);
+    return before === undefined || before.uid !== r.uid || before.message !== r.message;
   }
 
   upsertNode(cluster: string, node: Node): void {
     const s = this.state(cluster);
     const old = s.nodes.get(node.name);
     s.nodes.set(node.name, node);
+    s.held.delete(heldKey("node", node.name));
+    s.refused.delete(heldKey("node", node.name));
     if (s.synced)
       for (const l of this.listeners) l.onNode?.(cluster, node.name, { type: "upsert", old, cur: node });
   }
 
+  /** The agent observed the node's deletion. */
   deleteNode(cluster: string, name: string): void {
     const s = this.state(cluster);
+    s.refused.delete(heldKey("node", name));
+    s.held.delete(heldKey("node", name));
     const old = s.nodes.get(name);
     if (old === undefined) return;
     s.nodes.delete(name);
@@ -116,21 +278,38 @@ export class FleetState {
     const key = serviceKey(svc.namespace, svc.name);
     const old = s.services.get(key);
     s.services.set(key, svc);
+    s.held.delete(heldKey("service", key));
+    s.refused.delete(heldKey("service", key));
     if (s.synced)
       for (const l of this.listeners) l.onService?.(cluster, key, { type: "upsert", old, cur: svc });
   }
 
+  /** The agent observed the Service's deletion. */
   deleteService(cluster: string, namespace: string, name: string): void {
     const s = this.state(cluster);
     const key = serviceKey(namespace, name);
+    s.refused.delete(heldKey("service", key));
+    s.held.delete(heldKey("service", key));
     const old = s.services.get(key);
     if (old === undefined) return;
     s.services.delete(key);
     if (s.synced) for (const l of this.listeners) l.onService?.(cluster, key, { type: "delete", old });
   }
 
+  /** The oldest hold of a cluster started then (undefined: nothing held). */
+  oldestHoldMs(cluster: string): number | undefined {
+    let oldest: number | undefined;
+    for (const h of this.clusters.get(cluster)?.held.values() ?? [])
+      if (oldest === undefined || h.sinceMs < oldest) oldest = h.sinceMs;
+    return oldest;
+  }
+
   /** Forget a cluster removed from the configuration. */
   removeCluster(cluster: string): void {
     this.clusters.delete(cluster);
   }
+}
+
+export function refusalKey(r: Pick<Refusal, "kind" | "namespace" | "name">): string {
+  return r.kind === "node" ? r.name : serviceKey(r.namespace, r.name);
 }

@@ -2,85 +2,182 @@ import type { Node, Service } from "@fleet-ccm/proto";
 
 /**
  * Agents are untrusted input. Everything they report is checked against the
- * shapes Kubernetes itself allows, with bounds, before it enters fleet state.
- * Each check returns the reason it fails, or null.
+ * shapes and limits Kubernetes itself enforces (apimachinery's validation), so
+ * any object a real API server accepted passes, and a forged or corrupt one is
+ * refused. A refusal costs that object only, never the stream.
  */
+
+/** Which limit an object broke: the `reason` label of fleet_ccm_objects_refused_total. */
+export type RefusalLimit =
+  | "name"
+  | "uid"
+  | "label"
+  | "annotation"
+  | "annotations-size"
+  | "field-size"
+  | "list-length"
+  | "max-objects-per-cluster";
+
+export interface Invalid {
+  readonly limit: RefusalLimit;
+  readonly message: string;
+}
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const MAX_MAP_ENTRIES = 256;
-const MAX_STRING = 4096;
-const MAX_LIST = 64;
+/** apimachinery's qualified name part and label value: alphanumeric ends, `-_.` inside. */
+const QUALIFIED_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
-function subdomain(what: string, v: string): string | null {
-  if (v.length === 0 || v.length > 253 || !DNS1123_SUBDOMAIN.test(v))
-    return `${what} "${clip(v)}" is not a valid name`;
-  return null;
-}
+/** apimachinery TotalAnnotationSizeLimitB: keys and values of all annotations together. */
+export const MAX_ANNOTATIONS_BYTES = 256 * 1024;
+/** apimachinery LabelValueMaxLength and the name part of a qualified name. */
+const MAX_LABEL_VALUE = 63;
+const MAX_QUALIFIED_NAME = 63;
+/** DNS-1123 subdomain: node names and qualified-name prefixes. */
+const MAX_SUBDOMAIN = 253;
+/**
+ * Fields without a Kubernetes length limit of their own (providerID, resourceVersion, CIDRs,
+ * address strings): far above any real value, small enough to bound memory.
+ */
+const MAX_FIELD = 4096;
+/** Lists without a Kubernetes count limit (source ranges, ports, taints, addresses): the object
+ * size limit (1.5 MiB in etcd) bounds them; this bounds them far above any real object. */
+const MAX_LIST = 10_000;
 
 function clip(v: string): string {
   return v.length > 64 ? `${v.slice(0, 64)}…` : v;
 }
 
-function bounded(what: string, values: Iterable<string>): string | null {
-  for (const v of values) if (v.length > MAX_STRING) return `${what} longer than ${MAX_STRING} characters`;
+function bad(limit: RefusalLimit, message: string): Invalid {
+  return { limit, message };
+}
+
+/** apimachinery IsQualifiedName: [prefix/]name, prefix a DNS-1123 subdomain of at most 253. */
+function qualifiedName(what: string, key: string, limit: RefusalLimit): Invalid | null {
+  const slash = key.indexOf("/");
+  const prefix = slash < 0 ? "" : key.slice(0, slash);
+  const name = slash < 0 ? key : key.slice(slash + 1);
+  if (slash >= 0 && (prefix.length === 0 || prefix.length > MAX_SUBDOMAIN || !DNS1123_SUBDOMAIN.test(prefix)))
+    return bad(
+      limit,
+      `${what} key "${clip(key)}": the prefix must be a DNS-1123 subdomain of at most 253 characters`,
+    );
+  if (name.length === 0 || name.length > MAX_QUALIFIED_NAME || !QUALIFIED_NAME.test(name))
+    return bad(
+      limit,
+      `${what} key "${clip(key)}": the name must be at most 63 alphanumeric characters, '-', '_' or '.'`,
+    );
   return null;
 }
 
-function boundedMap(what: string, m: Record<string, string>): string | null {
-  const keys = Object.keys(m);
-  if (keys.length > MAX_MAP_ENTRIES) return `${what} has more than ${MAX_MAP_ENTRIES} entries`;
-  return bounded(`${what} key`, keys) ?? bounded(`${what} value`, Object.values(m));
-}
-
-function uid(what: string, v: string): string | null {
-  if (v.length === 0 || v.length > 128) return `${what} has no valid uid`;
+function labels(what: string, m: Record<string, string>): Invalid | null {
+  for (const [k, v] of Object.entries(m)) {
+    const key = qualifiedName(`${what} label`, k, "label");
+    if (key !== null) return key;
+    if (v.length > MAX_LABEL_VALUE || (v !== "" && !QUALIFIED_NAME.test(v)))
+      return bad(
+        "label",
+        `${what} label "${clip(k)}": the value must be at most 63 alphanumeric characters, '-', '_' or '.'`,
+      );
+  }
   return null;
 }
 
-export function invalidNode(n: Node): string | null {
+function annotations(what: string, m: Record<string, string>): Invalid | null {
+  let bytes = 0;
+  for (const [k, v] of Object.entries(m)) {
+    const key = qualifiedName(`${what} annotation`, k, "annotation");
+    if (key !== null) return key;
+    bytes += Buffer.byteLength(k) + Buffer.byteLength(v);
+  }
+  if (bytes > MAX_ANNOTATIONS_BYTES)
+    return bad(
+      "annotations-size",
+      `${what}: annotations total ${bytes} bytes; the limit is ${MAX_ANNOTATIONS_BYTES} (Kubernetes' own)`,
+    );
+  return null;
+}
+
+function fields(what: string, values: Iterable<string>): Invalid | null {
+  for (const v of values)
+    if (v.length > MAX_FIELD)
+      return bad("field-size", `${what}: a field is longer than ${MAX_FIELD} characters`);
+  return null;
+}
+
+function lists(what: string, counts: Record<string, number>): Invalid | null {
+  for (const [name, n] of Object.entries(counts))
+    if (n > MAX_LIST) return bad("list-length", `${what}: ${n} ${name}; the limit is ${MAX_LIST}`);
+  return null;
+}
+
+function uid(what: string, v: string): Invalid | null {
+  if (v.length === 0 || v.length > 128) return bad("uid", `${what} has no valid uid`);
+  return null;
+}
+
+function finalizers(what: string, list: readonly string[]): Invalid | null {
+  for (const f of list) {
+    const e = qualifiedName(`${what} finalizer`, f, "field-size");
+    if (e !== null) return e;
+  }
+  return null;
+}
+
+export function invalidNode(n: Node): Invalid | null {
   const what = `node "${clip(n.name)}"`;
+  if (n.name.length === 0 || n.name.length > MAX_SUBDOMAIN || !DNS1123_SUBDOMAIN.test(n.name))
+    return bad("name", `${what}: the name is not a valid DNS-1123 subdomain`);
   return (
-    subdomain("node name", n.name) ??
     uid(what, n.uid) ??
-    bounded(`${what} field`, [n.resourceVersion, n.providerId, ...n.podCidrs, ...n.finalizers]) ??
-    boundedMap(`${what} labels`, n.labels) ??
-    boundedMap(`${what} annotations`, n.annotations) ??
-    (n.taints.length > MAX_LIST || n.addresses.length > MAX_LIST || n.conditions.length > MAX_LIST
-      ? `${what} has more than ${MAX_LIST} taints, addresses or conditions`
-      : null) ??
-    bounded(
-      `${what} taint`,
-      n.taints.flatMap((t) => [t.key, t.value, t.effect]),
-    ) ??
-    bounded(
-      `${what} address`,
-      n.addresses.flatMap((a) => [a.type, a.address]),
-    )
+    lists(what, {
+      taints: n.taints.length,
+      addresses: n.addresses.length,
+      conditions: n.conditions.length,
+      podCIDRs: n.podCidrs.length,
+      finalizers: n.finalizers.length,
+    }) ??
+    fields(what, [
+      n.resourceVersion,
+      n.providerId,
+      ...n.podCidrs,
+      ...n.taints.flatMap((t) => [t.key, t.value, t.effect]),
+      ...n.addresses.flatMap((a) => [a.type, a.address]),
+      ...n.conditions.flatMap((c) => [c.type, c.status, c.reason]),
+    ]) ??
+    finalizers(what, n.finalizers) ??
+    labels(what, n.labels) ??
+    annotations(what, n.annotations)
   );
 }
 
-export function invalidService(s: Service): string | null {
+export function invalidService(s: Service): Invalid | null {
   const what = `service "${clip(s.namespace)}/${clip(s.name)}"`;
   if (s.namespace.length === 0 || s.namespace.length > 63 || !DNS1123_LABEL.test(s.namespace))
-    return `${what}: namespace is not a valid name`;
+    return bad("name", `${what}: the namespace is not a valid DNS-1123 label`);
   if (s.name.length === 0 || s.name.length > 63 || !DNS1123_LABEL.test(s.name))
-    return `${what}: name is not valid`;
+    return bad("name", `${what}: the name is not a valid DNS-1123 label`);
   return (
     uid(what, s.uid) ??
-    bounded(`${what} field`, [
+    lists(what, {
+      ports: s.ports.length,
+      "ingress entries": s.ingress.length,
+      "source ranges": s.loadBalancerSourceRanges.length,
+      "IP families": s.ipFamilies.length,
+      finalizers: s.finalizers.length,
+    }) ??
+    fields(what, [
       s.resourceVersion,
       s.type,
       s.loadBalancerClass,
       s.externalTrafficPolicy,
       s.sessionAffinity,
-      ...s.finalizers,
       ...s.ipFamilies,
       ...s.loadBalancerSourceRanges,
+      ...s.ports.flatMap((p) => [p.name, p.protocol]),
+      ...s.ingress.flatMap((i) => [i.ip, i.hostname, i.ipMode]),
     ]) ??
-    boundedMap(`${what} annotations`, s.annotations) ??
-    (s.ports.length > 1024 || s.ingress.length > MAX_LIST || s.loadBalancerSourceRanges.length > 1024
-      ? `${what} has too many ports, ingress entries or source ranges`
-      : null)
+    finalizers(what, s.finalizers) ??
+    annotations(what, s.annotations)
   );
 }

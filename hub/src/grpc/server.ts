@@ -3,7 +3,7 @@ import type { AgentMessage, ApplyResult, HubMessage, HubServer } from "@fleet-cc
 import { desiredSubject, HubService } from "@fleet-ccm/proto";
 import { Server, ServerCredentials, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import type { FleetState } from "../fleet/state.js";
+import type { FleetState, Refusal, ReplaceOutcome } from "../fleet/state.js";
 import type { Clock } from "../util/clock.js";
 import type { TokenAuthenticator } from "./auth.js";
 import { AgentSession, type SessionLimits } from "./session.js";
@@ -20,6 +20,8 @@ export interface GrpcServerOptions {
   readonly maxStreamsPerCluster: number;
   readonly limits: SessionLimits;
   readonly heartbeatIntervalMs: number;
+  /** snapshotHold.confirmAfterMs: when to ask for a snapshot that can confirm a held drop. */
+  readonly confirmAfterMs?: number;
 }
 
 export interface GrpcServerDeps {
@@ -30,6 +32,10 @@ export interface GrpcServerDeps {
   onApplyResult(cluster: string, result: ApplyResult): void;
   /** A cluster's agent has received desired state up to this generation. */
   onReceived?(cluster: string, generation: number): void;
+  /** Objects an agent reported that the hub newly refused. */
+  onRefused?(cluster: string, refusals: readonly Refusal[]): void;
+  /** A snapshot became a cluster's view. */
+  onSnapshotApplied?(cluster: string, outcome: ReplaceOutcome): void;
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
 }
@@ -152,6 +158,9 @@ export class HubGrpcServer {
         heartbeatIntervalMs: this.opts.heartbeatIntervalMs,
         desiredSubject: desiredSubject(cluster),
         maxMessageBytes: this.opts.maxMessageBytes,
+        confirmAfterMs: this.opts.confirmAfterMs,
+        onRefused: (c, r) => this.deps.onRefused?.(c, r),
+        onSnapshotApplied: (c, o) => this.deps.onSnapshotApplied?.(c, o),
         onPrimary: (s) => {
           this.primary.set(cluster, s);
           this.deps.fleet.setConnected(cluster, true);

@@ -1,8 +1,8 @@
-import { type AgentMessage, type HubMessage, Node } from "@fleet-ccm/proto";
+import { type AgentMessage, type HubMessage, Node, Service } from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { FleetState } from "../fleet/state.js";
+import { FleetState, type Refusal, type ReplaceOutcome } from "../fleet/state.js";
 import { FakeClock } from "../util/clock.js";
 import { AgentSession } from "./session.js";
 
@@ -10,9 +10,28 @@ function node(name: string, rv = "1"): Node {
   return Node.fromPartial({ name, uid: `uid-${name}`, resourceVersion: rv });
 }
 
-function harness(limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 }) {
+function service(name: string, extra: Partial<Service> = {}): Service {
+  return Service.fromPartial({
+    namespace: "default",
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: "1",
+    type: "LoadBalancer",
+    ...extra,
+  });
+}
+
+/** 500 CIDRs: a real Service's source ranges (over 7,000 characters as an annotation). */
+const CIDRS = Array.from({ length: 500 }, (_, i) => `100.64.${i >> 2}.${(i & 3) * 64}/26`);
+
+function harness(
+  limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 },
+  hold = { maxObjects: 2, maxPercent: 10, confirmAfterMs: 5000 },
+) {
   const clock = new FakeClock();
-  const fleet = new FleetState();
+  const fleet = new FleetState({ hold, now: () => clock.now() });
+  const refusals: Refusal[] = [];
+  const outcomes: ReplaceOutcome[] = [];
   const written: HubMessage[] = [];
   const failures: { code: status; details: string }[] = [];
   const received: [string, number][] = [];
@@ -29,6 +48,9 @@ function harness(limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 })
       heartbeatIntervalMs: 1000,
       desiredSubject: "fleet.v1.alpha.desired",
       maxMessageBytes: 1 << 20,
+      confirmAfterMs: hold.confirmAfterMs,
+      onRefused: (_c, r) => refusals.push(...r),
+      onSnapshotApplied: (_c, o) => outcomes.push(o),
       onPrimary: (s) => {
         primary = s;
       },
@@ -41,7 +63,23 @@ function harness(limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 })
   const send = (m: AgentMessage["body"]) => session.handle({ body: m });
   const hello = (cluster = "alpha") =>
     send({ $case: "hello", value: { cluster, agentVersion: "t", kubernetesVersion: "v1.31.0" } });
-  return { clock, fleet, written, failures, received, session, send, hello };
+  const snapshot = (id: number, nodes: Node[], services: Service[] = [], seq = 0) =>
+    send({ $case: "snapshot", value: { snapshotId: id, nodes, services, last: true, seq } });
+  const nodeNames = () => [...(fleet.view("alpha")?.nodes.keys() ?? [])];
+  return {
+    clock,
+    fleet,
+    written,
+    failures,
+    received,
+    refusals,
+    outcomes,
+    session,
+    send,
+    hello,
+    snapshot,
+    nodeNames,
+  };
 }
 
 describe("AgentSession", () => {
@@ -114,7 +152,7 @@ describe("AgentSession", () => {
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["c"]);
   });
 
-  test("oversized chunks and invalid objects are refused with a status that says why", () => {
+  test("an oversized chunk (a protocol violation) ends the stream with a status that says why", () => {
     const h = harness({ maxObjectsPerChunk: 2, maxObjectsPerCluster: 100 });
     h.hello();
     h.send({
@@ -125,15 +163,154 @@ describe("AgentSession", () => {
       code: status.RESOURCE_EXHAUSTED,
       details: expect.stringContaining("limit is 2"),
     });
+  });
 
-    const h2 = harness();
-    h2.hello();
-    h2.send({
-      $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("Bad_Name")], services: [], last: true, seq: 0 },
+  test("a Service with 500 source ranges (as annotation and spec) is a real object: accepted", () => {
+    const h = harness();
+    h.hello();
+    const annotation = CIDRS.join(",");
+    expect(annotation.length).toBeGreaterThan(7000);
+    const big = service("big", {
+      annotations: { "service.beta.kubernetes.io/load-balancer-source-ranges": annotation },
+      loadBalancerSourceRanges: CIDRS,
     });
-    expect(h2.failures[0]?.code).toBe(status.INVALID_ARGUMENT);
-    expect(h2.fleet.view("alpha")?.synced ?? false).toBe(false);
+    h.snapshot(1, [node("a")], [big]);
+    expect(h.failures).toEqual([]);
+    expect(h.fleet.view("alpha")?.services.get("default/big")?.loadBalancerSourceRanges).toHaveLength(500);
+    h.send({
+      $case: "delta",
+      value: { seq: 1, change: { $case: "service", value: { ...big, resourceVersion: "2" } } },
+    });
+    expect(h.failures).toEqual([]);
+    expect(h.refusals).toEqual([]);
+  });
+
+  test("an invalid or over-limit object is refused alone; the stream and every other object keep flowing", () => {
+    const h = harness();
+    h.hello();
+    const huge = service("huge", { annotations: { "lb.fleet-ccm.io/x": "y".repeat(256 * 1024) } });
+    h.snapshot(1, [node("a"), node("Bad_Name")], [huge, service("web")]);
+    expect(h.failures).toEqual([]);
+    expect(h.session.closed).toBe(false);
+    expect(h.nodeNames()).toEqual(["a"]);
+    expect([...(h.fleet.view("alpha")?.services.keys() ?? [])]).toEqual(["default/web"]);
+    expect(h.refusals.map((r) => [r.kind, r.name, r.limit])).toEqual([
+      ["node", "Bad_Name", "name"],
+      ["service", "huge", "annotations-size"],
+    ]);
+    expect(h.refusals[1]?.message).toContain("the limit is 262144");
+    expect(h.written.at(-1)?.body?.$case).toBe("ack");
+
+    // Deltas keep flowing; a refused delta neither ends the stream nor reaches the view.
+    h.send({ $case: "delta", value: { seq: 1, change: { $case: "node", value: node("b") } } });
+    h.send({
+      $case: "delta",
+      value: { seq: 2, change: { $case: "service", value: { ...huge, resourceVersion: "2" } } },
+    });
+    expect(h.nodeNames()).toEqual(["a", "b"]);
+    expect(h.fleet.view("alpha")?.services.has("default/huge")).toBe(false);
+    // Same refusal again: no second Event.
+    expect(h.refusals).toHaveLength(2);
+    // Fixed: accepted.
+    h.send({ $case: "delta", value: { seq: 3, change: { $case: "service", value: service("huge") } } });
+    expect(h.fleet.view("alpha")?.services.has("default/huge")).toBe(true);
+    expect(h.fleet.view("alpha")?.refused.size).toBe(1);
+    // A reconnect's snapshot repeating a known refusal emits nothing new.
+    h.snapshot(2, [node("a"), node("b"), node("Bad_Name")], [service("huge"), service("web")], 3);
+    expect(h.refusals).toHaveLength(2);
+    expect(h.failures).toEqual([]);
+  });
+
+  test("an update that breaks a limit keeps the last accepted version (a refusal is no deletion)", () => {
+    const h = harness();
+    h.hello();
+    h.snapshot(1, [node("a")], [service("web")]);
+    const bad = service("web", {
+      resourceVersion: "2",
+      annotations: { "lb.fleet-ccm.io/x": "y".repeat(300_000) },
+    });
+    h.send({ $case: "delta", value: { seq: 1, change: { $case: "service", value: bad } } });
+    expect(h.fleet.view("alpha")?.services.get("default/web")?.resourceVersion).toBe("1");
+    expect(h.refusals.map((r) => r.name)).toEqual(["web"]);
+  });
+
+  test("objects beyond maxObjectsPerCluster are refused, not the stream", () => {
+    const h = harness({ maxObjectsPerChunk: 10, maxObjectsPerCluster: 3 });
+    h.hello();
+    h.snapshot(1, [node("a"), node("b")], [service("s1"), service("s2")]);
+    expect(h.failures).toEqual([]);
+    expect(h.nodeNames()).toEqual(["a", "b"]);
+    expect([...(h.fleet.view("alpha")?.services.keys() ?? [])]).toEqual(["default/s1"]);
+    expect(h.refusals.map((r) => [r.name, r.limit])).toEqual([["s2", "max-objects-per-cluster"]]);
+    h.send({ $case: "delta", value: { seq: 1, change: { $case: "node", value: node("c") } } });
+    expect(h.nodeNames()).toEqual(["a", "b"]);
+    expect(h.refusals.map((r) => r.name)).toEqual(["s2", "c"]);
+    // Updates of known objects still flow.
+    h.send({ $case: "delta", value: { seq: 2, change: { $case: "node", value: node("a", "2") } } });
+    expect(h.fleet.view("alpha")?.nodes.get("a")?.resourceVersion).toBe("2");
+    expect(h.session.closed).toBe(false);
+  });
+
+  test("a snapshot missing most nodes is held, a fresh snapshot is asked for, and a later one confirms", () => {
+    const h = harness(undefined, { maxObjects: 2, maxPercent: 10, confirmAfterMs: 5000 });
+    h.hello();
+    const all = Array.from({ length: 10 }, (_, i) => node(`n${i}`));
+    h.snapshot(1, all);
+    const deletes: string[] = [];
+    h.fleet.subscribe({ onNode: (_c, name, ch) => ch.type === "delete" && deletes.push(name) });
+    // The agent's next snapshot lists 2 of 10 nodes.
+    h.snapshot(2, all.slice(0, 2));
+    expect(h.nodeNames()).toHaveLength(10);
+    expect(deletes).toEqual([]);
+    expect(h.outcomes.at(-1)?.held).toHaveLength(8);
+    expect(h.fleet.view("alpha")?.held.size).toBe(8);
+    // A snapshot before confirmAfterMs still lacking them confirms nothing.
+    h.clock.advance(1000);
+    h.snapshot(3, all.slice(0, 2));
+    expect(h.nodeNames()).toHaveLength(10);
+    expect(h.outcomes.at(-1)?.held).toHaveLength(0);
+    // After confirmAfterMs the hub asks for a fresh snapshot itself.
+    const resyncs = () => h.written.filter((m) => m.body?.$case === "resync").length;
+    const beat = () =>
+      h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 0 } });
+    for (let i = 0; i < 4; i++) {
+      h.clock.advance(999);
+      beat();
+    }
+    h.clock.advance(3);
+    expect(resyncs()).toBe(0);
+    h.clock.advance(1);
+    expect(resyncs()).toBe(1);
+    h.snapshot(4, all.slice(0, 2));
+    expect(h.nodeNames()).toEqual(["n0", "n1"]);
+    expect(deletes).toHaveLength(8);
+    expect(h.outcomes.at(-1)?.confirmed).toHaveLength(8);
+    expect(h.fleet.view("alpha")?.held.size).toBe(0);
+  });
+
+  test("held objects come back with the next full snapshot; an observed deletion needs no confirmation", () => {
+    const h = harness(undefined, { maxObjects: 2, maxPercent: 10, confirmAfterMs: 5000 });
+    h.hello();
+    const all = Array.from({ length: 10 }, (_, i) => node(`n${i}`));
+    h.snapshot(1, all);
+    h.snapshot(2, []);
+    expect(h.fleet.view("alpha")?.held.size).toBe(10);
+    h.send({
+      $case: "delta",
+      value: {
+        seq: 1,
+        change: { $case: "nodeDeleted", value: { namespace: "", name: "n9", uid: "uid-n9" } },
+      },
+    });
+    expect(h.nodeNames()).toHaveLength(9);
+    h.clock.advance(100);
+    h.snapshot(3, all.slice(0, 9), [], 1);
+    expect(h.nodeNames()).toHaveLength(9);
+    expect(h.fleet.view("alpha")?.held.size).toBe(0);
+    expect(h.outcomes.at(-1)?.released).toEqual({ node: 9, service: 0 });
+    // A small drop is applied as today.
+    h.snapshot(4, all.slice(0, 7), [], 1);
+    expect(h.nodeNames()).toHaveLength(7);
   });
 
   test("a silent stream is closed after three heartbeat intervals", () => {

@@ -1,8 +1,14 @@
 import type { AgentMessage, ApplyResult, HubMessage, Node, Service, SnapshotChunk } from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import type { FleetState } from "../fleet/state.js";
-import { invalidNode, invalidService } from "../fleet/validate.js";
+import {
+  type FleetState,
+  type ObjectKindName,
+  type Refusal,
+  type ReplaceOutcome,
+  refusalKey,
+} from "../fleet/state.js";
+import { type Invalid, invalidNode, invalidService } from "../fleet/validate.js";
 import type { Clock, TimerHandle } from "../util/clock.js";
 
 /** The two things a session needs from its gRPC call, so the protocol is testable without a socket. */
@@ -25,6 +31,12 @@ export interface SessionDeps {
   readonly heartbeatIntervalMs: number;
   readonly desiredSubject: string;
   readonly maxMessageBytes: number;
+  /** How long a snapshot's large drop is held before a fresh snapshot may confirm it (0: no hold). */
+  readonly confirmAfterMs?: number;
+  /** Objects newly refused (each gets an Event on it, a metric and a log line). */
+  onRefused?(cluster: string, refusals: readonly Refusal[]): void;
+  /** A snapshot became the view; `outcome` says what it did with the objects it no longer lists. */
+  onSnapshotApplied?(cluster: string, outcome: ReplaceOutcome): void;
   /** This stream's snapshot became the cluster's view: it is now the primary stream. */
   onPrimary(session: AgentSession): void;
   isPrimary(session: AgentSession): boolean;
@@ -36,7 +48,15 @@ export interface SessionDeps {
 
 type Phase =
   | { kind: "await-hello" }
-  | { kind: "await-snapshot"; snapshotId?: number; nodes: Node[]; services: Service[] }
+  | {
+      kind: "await-snapshot";
+      snapshotId?: number;
+      nodes: Node[];
+      services: Service[];
+      refused: Refusal[];
+      /** Refused beyond what is kept in `refused` (bounded memory). */
+      refusedUncounted: number;
+    }
   | { kind: "streaming"; seq: number }
   | { kind: "closed" };
 
@@ -53,6 +73,7 @@ const MISSED_HEARTBEATS = 3;
 export class AgentSession {
   private phase: Phase = { kind: "await-hello" };
   private idleTimer: TimerHandle | undefined;
+  private holdTimer: TimerHandle | undefined;
   private unacked = 0;
   agentVersion = "";
 
@@ -103,7 +124,7 @@ export class AgentSession {
       { agentVersion: this.agentVersion, kubernetesVersion: kubernetesVersion.slice(0, 64) },
       "agent connected",
     );
-    this.phase = { kind: "await-snapshot", nodes: [], services: [] };
+    this.phase = emptySnapshot();
     this.port.write({
       body: {
         $case: "welcome",
@@ -122,46 +143,83 @@ export class AgentSession {
 
   private onSnapshot(chunk: SnapshotChunk): void {
     // A snapshot may also start while streaming: the agent resyncs on its own after a relist.
-    if (this.phase.kind === "streaming") this.phase = { kind: "await-snapshot", nodes: [], services: [] };
+    if (this.phase.kind === "streaming") this.phase = emptySnapshot();
     if (this.phase.kind !== "await-snapshot") return;
     const phase = this.phase;
     if (phase.snapshotId !== undefined && phase.snapshotId !== chunk.snapshotId) {
       // A new snapshot supersedes an unfinished one.
-      phase.nodes = [];
-      phase.services = [];
+      Object.assign(phase, emptySnapshot());
     }
     phase.snapshotId = chunk.snapshotId;
     const count = chunk.nodes.length + chunk.services.length;
+    // The agent was told this limit in Welcome: a bigger chunk is a protocol violation.
     if (count > this.deps.limits.maxObjectsPerChunk)
       return this.refuse(
         status.RESOURCE_EXHAUSTED,
         `snapshot chunk has ${count} objects; the limit is ${this.deps.limits.maxObjectsPerChunk}`,
       );
-    if (phase.nodes.length + phase.services.length + count > this.deps.limits.maxObjectsPerCluster)
-      return this.refuse(
-        status.RESOURCE_EXHAUSTED,
-        `snapshot exceeds ${this.deps.limits.maxObjectsPerCluster} objects for one cluster`,
-      );
+    const max = this.deps.limits.maxObjectsPerCluster;
+    const refuse = (r: Refusal) => {
+      if (phase.refused.length < max) phase.refused.push(r);
+      else phase.refusedUncounted++;
+    };
     for (const n of chunk.nodes) {
-      const bad = invalidNode(n);
-      if (bad !== null) return this.refuse(status.INVALID_ARGUMENT, bad);
-      phase.nodes.push(n);
+      const bad =
+        invalidNode(n) ?? (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
+      if (bad !== null) refuse(refusal("node", "", n.name, n.uid, bad));
+      else phase.nodes.push(n);
     }
     for (const s of chunk.services) {
-      const bad = invalidService(s);
-      if (bad !== null) return this.refuse(status.INVALID_ARGUMENT, bad);
-      phase.services.push(s);
+      const bad =
+        invalidService(s) ?? (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
+      if (bad !== null) refuse(refusal("service", s.namespace, s.name, s.uid, bad));
+      else phase.services.push(s);
     }
     if (!chunk.last) return;
-    const { nodes, services } = phase;
+    const { nodes, services, refused, refusedUncounted } = phase;
     this.phase = { kind: "streaming", seq: chunk.seq };
     this.deps.onPrimary(this);
-    this.deps.fleet.replace(this.cluster, nodes, services);
+    const before = this.deps.fleet.view(this.cluster)?.refused;
+    const outcome = this.deps.fleet.replace(this.cluster, nodes, services, refused);
+    const fresh = refused.filter((r) => {
+      const b = before?.get(`${r.kind}/${refusalKey(r)}`);
+      return b === undefined || b.uid !== r.uid || b.message !== r.message;
+    });
     this.deps.logger.info(
-      { nodes: nodes.length, services: services.length, seq: chunk.seq },
+      {
+        nodes: nodes.length,
+        services: services.length,
+        refused: refused.length + refusedUncounted,
+        held: outcome.held.length,
+        seq: chunk.seq,
+      },
       "snapshot applied",
     );
+    if (fresh.length > 0) this.deps.onRefused?.(this.cluster, fresh);
+    this.deps.onSnapshotApplied?.(this.cluster, outcome);
+    this.armHoldTimer();
     this.ack();
+  }
+
+  /** While a snapshot's drop is held, ask for a fresh snapshot once it can confirm the drop. */
+  private armHoldTimer(): void {
+    const clock = this.deps.clock;
+    if (this.holdTimer !== undefined) clock.clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    const since = this.deps.fleet.oldestHoldMs(this.cluster);
+    if (since === undefined) return;
+    const wait = Math.max(0, since + (this.deps.confirmAfterMs ?? 0) - clock.now());
+    this.holdTimer = clock.setTimeout(() => {
+      this.holdTimer = undefined;
+      if (this.phase.kind !== "streaming" || !this.deps.isPrimary(this)) return;
+      const held = this.deps.fleet.view(this.cluster)?.held.size ?? 0;
+      if (held > 0) this.resync(`confirming whether ${held} objects a snapshot dropped are gone`);
+    }, wait);
+  }
+
+  private refuseObject(r: Refusal): void {
+    if (this.deps.fleet.refuse(this.cluster, r, this.deps.limits.maxObjectsPerCluster))
+      this.deps.onRefused?.(this.cluster, [r]);
   }
 
   private onDelta(msg: AgentMessage): void {
@@ -179,27 +237,20 @@ export class AgentSession {
     const primary = this.deps.isPrimary(this);
     switch (change.$case) {
       case "node": {
-        const bad = invalidNode(change.value);
-        if (bad !== null) return this.refuse(status.INVALID_ARGUMENT, bad);
-        if (primary) {
-          const view = fleet.view(this.cluster);
-          if (
-            view !== undefined &&
-            !view.nodes.has(change.value.name) &&
-            this.objectCount() >= this.deps.limits.maxObjectsPerCluster
-          )
-            return this.refuse(
-              status.RESOURCE_EXHAUSTED,
-              `cluster exceeds ${this.deps.limits.maxObjectsPerCluster} objects`,
-            );
-          fleet.upsertNode(this.cluster, change.value);
-        }
+        if (!primary) break;
+        const n = change.value;
+        const bad = invalidNode(n) ?? this.overCountFor(fleet.view(this.cluster)?.nodes.has(n.name) ?? false);
+        if (bad !== null) this.refuseObject(refusal("node", "", n.name, n.uid, bad));
+        else fleet.upsertNode(this.cluster, n);
         break;
       }
       case "service": {
-        const bad = invalidService(change.value);
-        if (bad !== null) return this.refuse(status.INVALID_ARGUMENT, bad);
-        if (primary) fleet.upsertService(this.cluster, change.value);
+        if (!primary) break;
+        const v = change.value;
+        const known = fleet.view(this.cluster)?.services.has(`${v.namespace}/${v.name}`) ?? false;
+        const bad = invalidService(v) ?? this.overCountFor(known);
+        if (bad !== null) this.refuseObject(refusal("service", v.namespace, v.name, v.uid, bad));
+        else fleet.upsertService(this.cluster, v);
         break;
       }
       case "nodeDeleted":
@@ -212,9 +263,14 @@ export class AgentSession {
     if (++this.unacked >= ACK_EVERY) this.ack();
   }
 
-  private objectCount(): number {
+  /** A new object beyond limits.maxObjectsPerCluster is refused (an update of a known one is not). */
+  private overCountFor(known: boolean): Invalid | null {
+    if (known) return null;
     const view = this.deps.fleet.view(this.cluster);
-    return view === undefined ? 0 : view.nodes.size + view.services.size;
+    const count = view === undefined ? 0 : view.nodes.size + view.services.size;
+    return count >= this.deps.limits.maxObjectsPerCluster
+      ? overCount(this.deps.limits.maxObjectsPerCluster)
+      : null;
   }
 
   private onHeartbeat(seq: number, receivedGeneration: number): void {
@@ -233,8 +289,8 @@ export class AgentSession {
   }
 
   private resync(reason: string): void {
-    this.deps.logger.warn({ reason }, "sequence gap: asking the agent for a snapshot");
-    this.phase = { kind: "await-snapshot", nodes: [], services: [] };
+    this.deps.logger.warn({ reason }, "asking the agent for a snapshot");
+    this.phase = emptySnapshot();
     this.port.write({ body: { $case: "resync", value: { reason } } });
   }
 
@@ -264,6 +320,30 @@ export class AgentSession {
     if (this.phase.kind === "closed") return;
     this.phase = { kind: "closed" };
     if (this.idleTimer !== undefined) this.deps.clock.clearTimeout(this.idleTimer);
+    if (this.holdTimer !== undefined) this.deps.clock.clearTimeout(this.holdTimer);
     this.deps.onClosed(this);
   }
+}
+
+function emptySnapshot(): Extract<Phase, { kind: "await-snapshot" }> {
+  return { kind: "await-snapshot", nodes: [], services: [], refused: [], refusedUncounted: 0 };
+}
+
+function overCount(max: number): Invalid {
+  return {
+    limit: "max-objects-per-cluster",
+    message: `the cluster reports more than ${max} objects (limits.maxObjectsPerCluster)`,
+  };
+}
+
+function refusal(kind: ObjectKindName, namespace: string, name: string, uid: string, why: Invalid): Refusal {
+  // Clipped: the names of an invalid object are untrusted and may be huge.
+  return {
+    kind,
+    namespace: namespace.slice(0, 253),
+    name: name.slice(0, 253),
+    uid: uid.slice(0, 128),
+    limit: why.limit,
+    message: why.message,
+  };
 }

@@ -7,6 +7,7 @@ import {
 } from "@fleet-ccm/proto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { backoffDelayMs } from "../util/backoff.js";
 
 export interface NatsOptions {
   readonly servers: readonly string[];
@@ -22,54 +23,215 @@ interface Pending {
 
 /** Items per DesiredBatch: keeps each message far below NATS' default 1 MiB max_payload. */
 const MAX_ITEMS_PER_BATCH = 500;
+/** Items kept while NATS is unreachable; beyond, the oldest go (reconcilers republish desired state). */
+const MAX_PENDING_ITEMS = 200_000;
+/** First-connection retries: 500 ms doubling to 30 s, jittered. */
+const CONNECT_BACKOFF = { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 };
+/** Reconnection after a loss: 250 ms growing to 5 s, jittered. */
+const RECONNECT_BACKOFF = { initialMs: 250, maxMs: 5000, factor: 2, jitter: 0.2 };
+/** While NATS stays unreachable, one summary line this often (not a line per try). */
+const SUMMARY_EVERY_MS = 60_000;
+
+/** nats://user:pass@host:4222 → nats://host:4222: a server URL may carry credentials. */
+export function redactServer(url: string): string {
+  return url.replace(/^([a-z]+:\/\/)[^@/]*@/i, "$1");
+}
+
+/**
+ * A NATS failure as a user can act on it: which server, what happened, which setting to
+ * check. Never a stack trace, never the password.
+ */
+export function describeNatsError(err: unknown, servers: readonly string[]): string {
+  const where = servers.map(redactServer).join(", ");
+  const e = err as { name?: string; message?: string; code?: string };
+  const name = e?.name ?? "";
+  const msg = (e?.message ?? String(err)).split("\n")[0] ?? "";
+  if (/authori[sz]ation|authentication/i.test(`${name} ${msg}`))
+    return `NATS at ${where} refused the hub's credentials (${msg}): check nats.user and nats.password`;
+  if (/permission/i.test(`${name} ${msg}`))
+    return `NATS at ${where} denied a permission (${msg}): the hub's NATS user must be allowed to publish fleet.v1.>`;
+  return `cannot connect to NATS at ${where} (${msg || name}): check nats.servers and that NATS is running`;
+}
+
+type NatsState = "connecting" | "connected" | "reconnecting" | "closed";
 
 /**
  * Publishes desired state to `fleet.v1.<cluster>.desired`, coalescing what the
- * workers produce in one tick into one DesiredBatch per cluster. Losing a
- * message is fine by design: the hub republishes when reports do not converge.
+ * workers produce in one tick into one DesiredBatch per cluster. The connection is made in
+ * the background and retried for ever: the hub serves agents while NATS is down, keeps what
+ * it would publish, and sends it once NATS is back (`onConnected` lets the hub republish what
+ * was in flight). Losing a message is fine by design: the hub republishes when reports do
+ * not converge.
  */
 export class DesiredPublisher {
   private nc: NatsConnection | undefined;
   private readonly pending = new Map<string, Pending>();
+  private pendingItems = 0;
   private flushScheduled = false;
   private closed = false;
-  private isConnected = false;
+  private state: NatsState = "connecting";
+  private problem: string | undefined;
+  private downSinceMs = Date.now();
+  private summaryTimer: NodeJS.Timeout | undefined;
+  private retryTimer: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
+  private droppedWhileDown = 0;
+  private reconnectTries = 0;
   publishedBytes = 0;
+  /** Called on every (re)connection, after what was kept meanwhile is flushed. */
+  onConnected: (() => void) | undefined;
 
   constructor(
     private readonly opts: NatsOptions,
     private readonly logger: Logger,
   ) {}
 
-  async start(): Promise<void> {
-    this.nc = await connect({
-      servers: [...this.opts.servers],
-      user: this.opts.user,
-      pass: this.opts.password,
-      name: "fleet-ccm-hub",
-      inboxPrefix: "_INBOX_hub",
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 500,
-      waitOnFirstConnect: true,
-      pingInterval: 10_000,
+  /** Starts connecting in the background; never waits for NATS. */
+  start(): void {
+    this.downSinceMs = Date.now();
+    void this.connectLoop();
+  }
+
+  private get where(): string {
+    return this.opts.servers.map(redactServer).join(", ");
+  }
+
+  private async connectLoop(): Promise<void> {
+    let attempt = 0;
+    let lastSummary = Date.now();
+    while (!this.closed) {
+      try {
+        const nc = await connect({
+          servers: [...this.opts.servers],
+          user: this.opts.user,
+          pass: this.opts.password,
+          name: "fleet-ccm-hub",
+          inboxPrefix: "_INBOX_hub",
+          maxReconnectAttempts: -1,
+          // Reconnection after a loss: nats.js retries for ever, with this growing delay.
+          reconnectDelayHandler: () => backoffDelayMs(Math.min(this.reconnectTries++, 16), RECONNECT_BACKOFF),
+          waitOnFirstConnect: false,
+          pingInterval: 10_000,
+          timeout: 5000,
+        });
+        if (this.closed) {
+          await nc.close().catch(() => undefined);
+          return;
+        }
+        this.nc = nc;
+        this.becameConnected(nc.getServer(), attempt);
+        void this.watchStatus(nc);
+        return;
+      } catch (err) {
+        attempt++;
+        const problem = describeNatsError(err, this.opts.servers);
+        const now = Date.now();
+        if (problem !== this.problem) {
+          this.logger.warn(
+            { servers: this.where, attempt },
+            `${problem}; retrying with backoff (up to ${CONNECT_BACKOFF.maxMs / 1000} s)`,
+          );
+          lastSummary = now;
+        } else if (now - lastSummary >= SUMMARY_EVERY_MS) {
+          this.logger.warn(
+            { servers: this.where, attempts: attempt, downForS: Math.round((now - this.downSinceMs) / 1000) },
+            `still not connected to NATS: ${problem}`,
+          );
+          lastSummary = now;
+        }
+        this.problem = problem;
+        await this.sleep(backoffDelayMs(Math.min(attempt - 1, 16), CONNECT_BACKOFF));
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.retryTimer = undefined;
+        resolve();
+      }, ms);
+      timer.unref();
+      this.retryTimer = { timer, resolve };
     });
-    void this.watchStatus(this.nc);
+  }
+
+  private becameConnected(server: string, attempts: number): void {
+    const downForS = Math.round((Date.now() - this.downSinceMs) / 1000);
+    this.state = "connected";
+    this.problem = undefined;
+    this.reconnectTries = 0;
+    this.stopSummary();
+    this.logger.info(
+      { server: redactServer(server), attempts, downForS, kept: this.pendingItems },
+      "connected to NATS",
+    );
+    if (this.droppedWhileDown > 0)
+      this.logger.warn(
+        { dropped: this.droppedWhileDown },
+        "NATS was down long enough that the oldest publications were dropped; desired state is republished",
+      );
+    this.droppedWhileDown = 0;
+    this.flush();
+    this.onConnected?.();
   }
 
   private async watchStatus(nc: NatsConnection): Promise<void> {
-    this.isConnected = true;
     for await (const s of nc.status()) {
-      if (s.type === "disconnect") this.isConnected = false;
-      if (s.type === "reconnect") this.isConnected = true;
-      if (s.type === "disconnect" || s.type === "reconnect")
-        this.logger.warn({ nats: s.type }, "NATS connection status changed");
+      if (s.type === "disconnect") {
+        this.state = "reconnecting";
+        this.downSinceMs = Date.now();
+        this.problem = `lost the connection to NATS at ${redactServer(s.server)}`;
+        this.logger.warn(
+          { server: redactServer(s.server) },
+          "NATS connection lost; reconnecting (publications are kept until it is back)",
+        );
+        this.startSummary();
+      } else if (s.type === "reconnect") {
+        this.becameConnected(s.server, 0);
+      } else if (s.type === "error") {
+        const problem = describeNatsError(s.error, this.opts.servers);
+        if (problem !== this.problem) this.logger.warn({ servers: this.where }, problem);
+        this.problem = problem;
+      }
     }
-    this.isConnected = false;
+    // The client gave up (closed): start over unless the hub is stopping.
+    if (this.closed) return;
+    this.state = "connecting";
+    this.nc = undefined;
+    this.downSinceMs = Date.now();
+    this.logger.warn({ servers: this.where }, "NATS connection closed; connecting again");
+    void this.connectLoop();
+  }
+
+  private startSummary(): void {
+    this.stopSummary();
+    this.summaryTimer = setInterval(() => {
+      this.logger.warn(
+        {
+          servers: this.where,
+          downForS: Math.round((Date.now() - this.downSinceMs) / 1000),
+          kept: this.pendingItems,
+        },
+        `still not connected to NATS: ${this.problem ?? "reconnecting"}`,
+      );
+    }, SUMMARY_EVERY_MS);
+    this.summaryTimer.unref();
+  }
+
+  private stopSummary(): void {
+    if (this.summaryTimer !== undefined) clearInterval(this.summaryTimer);
+    this.summaryTimer = undefined;
   }
 
   /** True while connected to a NATS server (readiness). */
   connected(): boolean {
-    return this.isConnected && this.nc !== undefined && !this.nc.isClosed();
+    return this.state === "connected" && this.nc !== undefined && !this.nc.isClosed();
+  }
+
+  /** Why the hub is not connected to NATS, for /readyz; null when it is. */
+  notConnectedReason(): string | null {
+    if (this.connected()) return null;
+    return this.problem ?? `connecting to NATS at ${this.where}`;
   }
 
   enqueue(
@@ -89,16 +251,34 @@ export class DesiredPublisher {
     if (items.nodes) p.nodes.push(...items.nodes);
     if (items.services) p.services.push(...items.services);
     if (items.events) p.events.push(...items.events);
+    this.pendingItems +=
+      (items.nodes?.length ?? 0) + (items.services?.length ?? 0) + (items.events?.length ?? 0);
+    if (this.pendingItems > MAX_PENDING_ITEMS) this.dropOldest(p);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
     }
   }
 
+  /** Over the bound while NATS is down: drop the oldest items of this cluster first. */
+  private dropOldest(p: Pending): void {
+    const excess = this.pendingItems - MAX_PENDING_ITEMS;
+    let left = excess;
+    for (const list of [p.nodes, p.services, p.events] as unknown[][]) {
+      const n = Math.min(left, list.length);
+      list.splice(0, n);
+      left -= n;
+    }
+    const dropped = excess - left;
+    this.pendingItems -= dropped;
+    this.droppedWhileDown += dropped;
+  }
+
   private flush(): void {
     this.flushScheduled = false;
     const nc = this.nc;
-    if (nc === undefined || nc.isClosed()) return;
+    // Not connected: keep everything for the reconnection.
+    if (nc === undefined || nc.isClosed() || !this.connected()) return;
     for (const [cluster, p] of this.pending) {
       const subject = desiredSubject(cluster);
       while (p.nodes.length + p.services.length + p.events.length > 0) {
@@ -119,10 +299,17 @@ export class DesiredPublisher {
       }
     }
     this.pending.clear();
+    this.pendingItems = 0;
   }
 
   async stop(): Promise<void> {
     this.closed = true;
+    this.state = "closed";
+    this.stopSummary();
+    if (this.retryTimer !== undefined) {
+      clearTimeout(this.retryTimer.timer);
+      this.retryTimer.resolve();
+    }
     const nc = this.nc;
     this.nc = undefined;
     if (nc !== undefined && !nc.isClosed()) {
