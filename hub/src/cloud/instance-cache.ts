@@ -12,8 +12,8 @@ import type { InstanceMetadata, Instances } from "./provider.js";
  */
 export class InstanceCache {
   private view = new Map<string, InstanceMetadata>();
-  /** name → the one live instance of that name; names held by several instances are left out. */
-  private byName = new Map<string, InstanceMetadata>();
+  /** name → every live instance of that name (names are not unique across an account's clusters). */
+  private byName = new Map<string, InstanceMetadata[]>();
   private fetchedAtMs = Number.NEGATIVE_INFINITY;
   private inflight: Promise<void> | undefined;
   lists = 0;
@@ -60,22 +60,21 @@ export class InstanceCache {
       this.fetchedAtMs = this.clock.now();
       return;
     }
-    const byName = new Map<string, InstanceMetadata>();
-    const ambiguous = new Set<string>();
+    const byName = new Map<string, InstanceMetadata[]>();
     for (const i of next.values()) {
       if (i.state === "terminated") continue;
-      if (byName.has(i.name)) ambiguous.add(i.name);
-      byName.set(i.name, i);
+      const same = byName.get(i.name);
+      if (same === undefined) byName.set(i.name, [i]);
+      else same.push(i);
     }
-    for (const name of ambiguous) byName.delete(name);
     this.view = next;
     this.byName = byName;
     this.fetchedAtMs = this.clock.now();
   }
 
-  /** The one live instance called `name` in the view, if exactly one is. */
-  getByName(name: string): InstanceMetadata | undefined {
-    return this.byName.get(name);
+  /** The live instances called `name` in the view (empty proves nothing: the view may be old). */
+  getByName(name: string): readonly InstanceMetadata[] {
+    return this.byName.get(name) ?? [];
   }
 
   get(providerID: string): InstanceMetadata | undefined {

@@ -1,6 +1,7 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
+import { FailureSummary } from "../failure-summary.js";
 import { NODE_REFRESH, reconcileNodeRefresh } from "../node-refresh/reconcile.js";
 import { needsInit } from "./predicates.js";
 import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
@@ -15,14 +16,16 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
   // When the hub first saw each node that needs initialization: the hub's own overhead is the
   // time from then to publishing its patch, minus the cloud lookup.
   const firstSeenMs = new Map<string, number>();
+  const initLogger = ctx.logger.child({ component: NODE_INIT });
   const initDeps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
     lookupsFor: ctx.lookupsFor,
     tracker,
     verified: ctx.verified,
-    logger: ctx.logger.child({ component: NODE_INIT }),
+    logger: initLogger,
     clock: ctx.clock,
+    failures: new FailureSummary(initLogger, ctx.clock, "instance lookups failing; retrying with backoff"),
     onPublished(k: string, cloudMs: number) {
       const seen = firstSeenMs.get(k);
       if (seen === undefined) return;
@@ -49,6 +52,7 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
         if (change.type === "delete" || !needsInit(change.cur)) firstSeenMs.delete(id);
         if (change.type === "delete") {
           tracker.clear(id);
+          initDeps.failures.ok(id);
           return;
         }
         // Tainted nodes, and nodes with a publication in flight (their report closes the loop).

@@ -49,8 +49,8 @@ function cloudDouble(answers: Map<string, Answer>) {
         };
         return meta;
       },
-      async getByName(n) {
-        throw new InstanceNotFoundError(n);
+      async findByName() {
+        return [];
       },
       async listPage() {
         return { instances: [] };
