@@ -45,11 +45,9 @@ beforeAll(async () => {
   await fleet.startAgent(cluster, port);
   names = fleet.addNodes(cluster, 4);
   names.forEach((n, i) => {
-    fleet
-      .cluster(cluster)
-      .kube.patch("Node", undefined, n, "merge", {
-        spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
-      });
+    fleet.cluster(cluster).kube.patch("Node", undefined, n, "merge", {
+      spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
+    });
   });
   expect(await waitFor(() => ownedRoutes().length === 4, 30_000)).toBe(true);
 }, 60_000);

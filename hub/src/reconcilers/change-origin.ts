@@ -1,31 +1,38 @@
+interface Pending {
+  readonly delta?: () => void;
+  readonly snapshot?: () => void;
+}
+
 /**
- * Tells a deletion the agent observed from an object missing from a snapshot. FleetState calls
- * onNode for every change of a snapshot and then onSynced, all in one synchronous run; a
- * delta's change is never followed synchronously by onSynced. So a deletion is held until the
- * current synchronous run ends, and dropped if a snapshot ends it: absence from a list is not
- * evidence, only a deletion the agent's watch reported is.
+ * Tells a change the agent's watch reported (a delta) from one a snapshot applied. FleetState
+ * calls onNode for every change of a snapshot and then onSynced, all in one synchronous run; a
+ * delta's change is never followed synchronously by onSynced. So a change's handling is held
+ * until its synchronous run ends, and `snapshot()` (from onSynced) decides which it was. An
+ * object missing from a snapshot was not seen deleted: absence from a list is not evidence.
  */
 export class ChangeOrigin {
-  private readonly pending = new Map<string, (() => void)[]>();
+  private readonly pending = new Map<string, Pending[]>();
 
-  /** Runs `fn` once the change proves to be a delta; never if a snapshot applied it. */
-  ifDelta(cluster: string, fn: () => void): void {
+  /** Runs `on.delta` if the change proves to be a delta, `on.snapshot` if a snapshot applied it. */
+  defer(cluster: string, on: Pending): void {
     let list = this.pending.get(cluster);
     if (list === undefined) {
-      const mine: (() => void)[] = [];
+      const mine: Pending[] = [];
       list = mine;
       this.pending.set(cluster, mine);
       queueMicrotask(() => {
         if (this.pending.get(cluster) !== mine) return;
         this.pending.delete(cluster);
-        for (const f of mine) f();
+        for (const p of mine) p.delta?.();
       });
     }
-    list.push(fn);
+    list.push(on);
   }
 
   /** A snapshot was applied: the changes of this run came from it. */
   snapshot(cluster: string): void {
+    const list = this.pending.get(cluster);
     this.pending.delete(cluster);
+    for (const p of list ?? []) p.snapshot?.();
   }
 }

@@ -1,10 +1,12 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
 import { keyOf, type WorkKey } from "../../queue/index.js";
+import { ChangeOrigin } from "../change-origin.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { FailureSummary } from "../failure-summary.js";
 import { NODE_REFRESH, reconcileNodeRefresh } from "../node-refresh/reconcile.js";
 import { needsInit } from "./predicates.js";
 import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
+import { SyncedEvidence } from "./synced.js";
 
 /**
  * cloud-node-controller: initialization of tainted nodes (node-init keys, on node events), and
@@ -17,6 +19,8 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
   // time from then to publishing its patch, minus the cloud lookup.
   const firstSeenMs = new Map<string, number>();
   const initLogger = ctx.logger.child({ component: NODE_INIT });
+  const synced = new SyncedEvidence();
+  const origin = new ChangeOrigin();
   const initDeps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
@@ -25,6 +29,7 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
     verified: ctx.verified,
     logger: initLogger,
     clock: ctx.clock,
+    synced,
     failures: new FailureSummary(initLogger, ctx.clock, "instance lookups failing; retrying with backoff"),
     onPublished(k: string, cloudMs: number) {
       const seen = firstSeenMs.get(k);
@@ -53,14 +58,28 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
         if (change.type === "delete") {
           tracker.clear(id);
           initDeps.failures.ok(id);
+          synced.forget(cluster, change.old.uid);
           return;
         }
+        const cur = change.cur;
+        if (needsInit(cur)) synced.sawTainted(cluster, cur.uid);
+        else if (change.old === undefined)
+          // First seen initialized: owed its Synced Event only if a snapshot shows it (a restarted
+          // hub, another replica's cluster); a new node reported untainted was never ours.
+          origin.defer(cluster, {
+            snapshot: () => {
+              const ours = ctx.cloudFor(cluster)?.provider.instances.parseProviderID(cur.providerId);
+              if (ours !== undefined && synced.firstSeenInitialized(cluster, cur, ctx.clock.now()))
+                queue.add(k);
+            },
+          });
         // Tainted nodes, and nodes with a publication in flight (their report closes the loop).
-        if (needsInit(change.cur) && !firstSeenMs.has(id) && tracker.get(id) === undefined)
+        if (needsInit(cur) && !firstSeenMs.has(id) && tracker.get(id) === undefined)
           firstSeenMs.set(id, ctx.clock.now());
-        if (needsInit(change.cur) || tracker.get(id) !== undefined) queue.add(k);
+        if (needsInit(cur) || tracker.get(id) !== undefined || synced.owes(cluster, cur.uid)) queue.add(k);
       },
       onSynced(cluster) {
+        origin.snapshot(cluster);
         queue.addAfter({ cluster, kind: NODE_REFRESH, name: "" }, ctx.config.refresh.periodMs);
       },
     },

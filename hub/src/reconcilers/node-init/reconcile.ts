@@ -29,6 +29,7 @@ import {
   syncedEvent,
 } from "./events.js";
 import { InitError, initFields, needsInit } from "./predicates.js";
+import type { SyncedEvidence } from "./synced.js";
 
 export const NODE_INIT = "node-init";
 
@@ -41,6 +42,8 @@ export interface NodeInitDeps {
   readonly verified: VerifiedInstances;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** Initialized nodes owed their Synced Event beyond the ones whose patch this hub saw converge. */
+  readonly synced?: SyncedEvidence;
   /** Transient lookup failures, logged as a summary (one key fails many times while it backs off). */
   readonly failures?: FailureSummary;
   /** Told when an initialization is published, with the time its cloud lookup took. */
@@ -67,7 +70,8 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
     // The report shows the patch landed: the loop is closed.
     const was = deps.tracker.get(k);
     deps.tracker.clear(k);
-    return was !== undefined && was.uid === node.uid
+    const owed = deps.synced?.take(key.cluster, node) ?? false;
+    return owed || (was !== undefined && was.uid === node.uid)
       ? { events: [syncedEvent(node)], requeue: { kind: "done" } }
       : DONE;
   }

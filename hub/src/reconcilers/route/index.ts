@@ -87,7 +87,7 @@ export function routeController(ctx: ControllerContext): Controller {
         if (change.type === "delete") {
           ctx.tracker.clear(keyOf({ cluster, kind: ROUTE_CONDITION, name }));
           const old = change.old;
-          origin.ifDelta(cluster, () => release(cluster, old, undefined));
+          origin.defer(cluster, { delta: () => release(cluster, old, undefined) });
         } else if (change.old !== undefined && change.old.deletionTimestamp === undefined)
           release(cluster, change.old, change.cur);
         const after = change.type === "delete" ? "" : routeFacts(change.cur);
