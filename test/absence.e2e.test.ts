@@ -1,9 +1,10 @@
 /**
- * The route controller destroys nothing because something is absent: an empty report (an agent
- * whose lists failed) and a restarted hub keep every route; a node deleted while the hub was
- * away loses its route only after the confirmation time; a node deleted normally loses its
- * route at once. The hub runs as its own process; the empty report comes over real gRPC from
- * a client speaking the agent's protocol.
+ * Nothing is destroyed because something is absent: an empty report (an agent whose lists
+ * failed) keeps every route, the load balancer and its backends; a restarted hub keeps every
+ * route, and a node deleted while the hub was away loses its route only after the confirmation
+ * time; a node deleted normally loses its route and its backend at once; a Service deleted
+ * normally loses its load balancer. The hub runs as its own process; the empty report comes
+ * over real gRPC from a client speaking the agent's protocol.
  */
 import type { ChildProcess } from "node:child_process";
 import { HubClient, type HubMessage } from "@fleet-ccm/proto";
@@ -50,6 +51,8 @@ beforeAll(async () => {
     });
   });
   expect(await waitFor(() => ownedRoutes().length === 4, 30_000)).toBe(true);
+  fleet.addServices(cluster, 1);
+  expect(await waitFor(() => members().length === 4, 30_000)).toBe(true);
 }, 60_000);
 
 afterAll(async () => {
@@ -61,6 +64,21 @@ function ownedRoutes(): string[] {
     .routes()
     .filter((r) => r.tags[OWNER] === cluster)
     .map((r) => r.destinationCidr)
+    .sort();
+}
+
+/** Instance ids in the cluster's load balancer pools (one Service, one port: one pool). */
+function members(): string[] {
+  return fleet.cloud
+    .pools()
+    .filter((p) => p.tags[OWNER] === cluster)
+    .flatMap((p) => [...p.members])
+    .sort();
+}
+
+function instanceIds(nodeNames: string[]): string[] {
+  return nodeNames
+    .map((n) => fleet.cloud.listInstances().find((i) => i.name === n && i.state !== "terminated")?.id ?? "")
     .sort();
 }
 
@@ -104,17 +122,22 @@ async function emptyReport(): Promise<() => void> {
 }
 
 describe("route deletion needs positive evidence", () => {
-  test("an agent reporting an empty, synced cluster deletes no route, past every confirmation time", async () => {
+  test("an agent reporting an empty, synced cluster deletes no route and drains no load balancer", async () => {
     const before = ownedRoutes();
+    const backends = members();
+    expect(backends).toEqual(instanceIds(names));
     await fleet.stopAgent(cluster);
     const close = await emptyReport();
     // Absence of an action can only be shown by waiting: past deleteAfterMs and many periods.
     await sleep(DELETE_AFTER_MS + 10 * PERIOD_MS);
     expect(ownedRoutes()).toEqual(before);
+    expect(members()).toEqual(backends);
+    expect(fleet.cloud.loadBalancers().filter((lb) => lb.tags[OWNER] === cluster)).toHaveLength(1);
     close();
     await fleet.startAgent(cluster, port);
     await sleep(5 * PERIOD_MS);
     expect(ownedRoutes()).toEqual(before);
+    expect(members()).toEqual(backends);
   }, 40_000);
 
   test("hub restarted, a node deleted while it was down: that route is held, then removed; the rest stay", async () => {
@@ -130,12 +153,26 @@ describe("route deletion needs positive evidence", () => {
     expect(ownedRoutes()).toEqual(["10.244.0.0/24", "10.244.1.0/24", "10.244.2.0/24"]);
   }, 60_000);
 
-  test("a node deleted normally (the agent sees the deletion) loses its route at once", async () => {
+  test("a node deleted normally (the agent sees the deletion) loses its route and backend at once", async () => {
     // The restarted hub is serving the cluster (its view claims the remaining CIDRs).
     const started = Date.now();
     fleet.cluster(cluster).kube.delete("Node", undefined, names[2] ?? "");
     expect(await waitFor(() => ownedRoutes().length === 2, DELETE_AFTER_MS)).toBe(true);
     expect(Date.now() - started).toBeLessThan(DELETE_AFTER_MS);
     expect(ownedRoutes()).toEqual(["10.244.0.0/24", "10.244.1.0/24"]);
+    expect(await waitFor(() => members().join() === instanceIds(names.slice(0, 2)).join(), 10_000)).toBe(
+      true,
+    );
+  }, 30_000);
+
+  test("a Service deleted normally loses its load balancer", async () => {
+    fleet.cluster(cluster).kube.delete("Service", "default", "web-0000");
+    expect(
+      await waitFor(
+        () => fleet.cloud.loadBalancers().filter((lb) => lb.tags[OWNER] === cluster).length === 0,
+        20_000,
+      ),
+    ).toBe(true);
+    expect(members()).toEqual([]);
   }, 30_000);
 });
