@@ -89,13 +89,20 @@ export function serviceController(ctx: ControllerContext): Controller {
       m = new Map();
       departed.set(cluster, m);
     }
+    m.delete(id);
     m.set(id, ctx.clock.now());
+    // Insertion order is time order: the oldest is first.
+    const oldest = m.values().next().value;
+    if (oldest !== undefined && oldest < ctx.clock.now() - DEPARTED_TTL_MS) prune(m);
+  };
+  const prune = (m: Map<string, number>) => {
+    const since = ctx.clock.now() - DEPARTED_TTL_MS;
+    for (const [id, at] of m) if (at < since) m.delete(id);
   };
   const departedOf = (cluster: string): ReadonlySet<string> => {
     const m = departed.get(cluster);
     if (m === undefined) return new Set();
-    const since = ctx.clock.now() - DEPARTED_TTL_MS;
-    for (const [id, at] of m) if (at < since) m.delete(id);
+    prune(m);
     return new Set(m.keys());
   };
   const deps = {
