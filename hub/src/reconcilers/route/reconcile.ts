@@ -161,8 +161,13 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       struck.add(rk);
       const s = deps.evidence.strike(key.cluster, rk, now);
       if (s.count < deps.policy.deleteAfterChecks || s.sinceMs < deps.policy.deleteAfterMs) held.push(r);
-      else if (deps.budget.tryConsume(key.cluster, owned, deps.policy)) toDelete.push(r);
-      else {
+      else if (deps.budget.tryConsume(key.cluster, owned, deps.policy)) {
+        deps.logger.info(
+          { cidr: r.destinationCIDR, target: r.targetInstanceID, checks: s.count, unclaimedMs: s.sinceMs },
+          "deleting an owned route no node has claimed for the confirmation time",
+        );
+        toDelete.push(r);
+      } else {
         overBudget++;
         held.push(r);
       }
