@@ -12,6 +12,7 @@ import type { InstanceMetadata, Instances } from "./provider.js";
  */
 export class InstanceCache {
   private view = new Map<string, InstanceMetadata>();
+  private byID = new Map<string, InstanceMetadata>();
   /** name → every live instance of that name (names are not unique across an account's clusters). */
   private byName = new Map<string, InstanceMetadata[]>();
   private fetchedAtMs = Number.NEGATIVE_INFINITY;
@@ -68,6 +69,7 @@ export class InstanceCache {
       else same.push(i);
     }
     this.view = next;
+    this.byID = new Map([...next.values()].map((i) => [i.instanceID, i]));
     this.byName = byName;
     this.fetchedAtMs = this.clock.now();
   }
@@ -79,6 +81,11 @@ export class InstanceCache {
 
   get(providerID: string): InstanceMetadata | undefined {
     return this.view.get(providerID);
+  }
+
+  /** By instance id (load balancer backends are instance ids). */
+  getByInstanceID(instanceID: string): InstanceMetadata | undefined {
+    return this.byID.get(instanceID);
   }
 
   size(): number {

@@ -2,6 +2,7 @@ import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError } from "../../cloud/errors.js";
+import { InstanceCache } from "../../cloud/instance-cache.js";
 import type { CloudProvider, LbIngress, LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
@@ -43,7 +44,7 @@ function node(name: string, labels: Record<string, string> = {}): Node {
 }
 
 /** One load balancer in the cloud: its backends as last written. */
-function harness(inCloud?: readonly string[]) {
+function harness(inCloud?: readonly string[], terminated: readonly string[] = []) {
   const clock = new FakeClock();
   const fleet = new FleetState();
   const calls: string[] = [];
@@ -90,7 +91,19 @@ function harness(inCloud?: readonly string[]) {
         return [];
       },
       async listPage() {
-        return { instances: [] };
+        return {
+          instances: terminated.map((id) => ({
+            providerID: `simulated://r1/${id}`,
+            instanceID: id,
+            name: id,
+            instanceType: "t",
+            region: "r1",
+            zone: "z",
+            addresses: [],
+            state: "terminated" as const,
+            tags: {},
+          })),
+        };
       },
       parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
     },
@@ -100,6 +113,7 @@ function harness(inCloud?: readonly string[]) {
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
     scope: {},
   };
+  const cache = new InstanceCache(provider.instances, clock, 60_000, pino({ level: "silent" }));
   const config = parseHubConfig(
     JSON.stringify({
       grpc: { insecure: true },
@@ -118,7 +132,7 @@ function harness(inCloud?: readonly string[]) {
     clock,
     logger: pino({ level: "silent" }),
     cloudFor: () => cloud,
-    cacheFor: () => undefined,
+    cacheFor: () => cache,
     lookupsFor: () => undefined,
     routeWritesFor: () => new Semaphore(1),
   });
@@ -162,6 +176,13 @@ describe("service controller: nothing destroyed because something is absent", ()
     await h.run();
     expect(h.calls).toEqual(["ensure i-a,i-b"]);
     expect(h.backends()).toEqual(["i-a", "i-b"]);
+  });
+
+  test("backends the account's instance list shows terminated are not kept", async () => {
+    const h = harness(["i-a", "i-b"], ["i-a"]);
+    h.fleet.replace("c1", [], [svc()]);
+    await h.run();
+    expect(h.backends()).toEqual(["i-b"]);
   });
 
   test("nodes seen leaving (deleted, excluded) empty the load balancer, as upstream does", async () => {

@@ -239,7 +239,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
  * this hub saw leave (deleted, excluded, replaced) or whose instance is refused. Others stay:
  * an empty report (an agent whose lists failed, a restarted hub's partial view) must not drain
  * every load balancer of the cluster (upstream kubernetes#45126). When every backend was seen
- * leaving the load balancer is emptied, as upstream does.
+ * leaving (or is terminated) the load balancer is emptied, as upstream does.
  */
 async function keepUnseenBackends(
   cluster: string,
@@ -254,7 +254,13 @@ async function keepUnseenBackends(
   const current = (await lbs.get(name, tags))?.backends ?? [];
   if (current.length === 0) return backends;
   const departed = deps.departed?.(cluster) ?? new Set<string>();
-  const kept = current.filter((id) => !departed.has(id) && !(backends.refused?.has(id) ?? false)).sort();
+  // The account's instance list saying "terminated" is an answer (absence from it is not).
+  const cache = deps.cacheFor(cluster);
+  await cache?.fresh();
+  const terminated = (id: string) => cache?.getByInstanceID(id)?.state === "terminated";
+  const kept = current
+    .filter((id) => !departed.has(id) && !(backends.refused?.has(id) ?? false) && !terminated(id))
+    .sort();
   if (kept.length === 0) return backends;
   events.push(
     serviceEvent(
