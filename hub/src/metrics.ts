@@ -125,6 +125,18 @@ export class HubMetrics {
     },
   });
 
+  readonly routesHeld = new Gauge({
+    name: "fleet_ccm_routes_held",
+    help: "Owned routes no node claims that are kept until their release is confirmed (all clusters).",
+    registers: [this.registry],
+  });
+
+  readonly routeDeletionsBlocked = new Counter({
+    name: "fleet_ccm_route_deletions_blocked_total",
+    help: "Confirmed deletions of unclaimed routes held back by the per-cluster blast-radius limit.",
+    registers: [this.registry],
+  });
+
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }

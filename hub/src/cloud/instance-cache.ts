@@ -12,8 +12,9 @@ import type { InstanceMetadata, Instances } from "./provider.js";
  */
 export class InstanceCache {
   private view = new Map<string, InstanceMetadata>();
-  /** name → the one live instance of that name; names held by several instances are left out. */
-  private byName = new Map<string, InstanceMetadata>();
+  private byID = new Map<string, InstanceMetadata>();
+  /** name → every live instance of that name (names are not unique across an account's clusters). */
+  private byName = new Map<string, InstanceMetadata[]>();
   private fetchedAtMs = Number.NEGATIVE_INFINITY;
   private inflight: Promise<void> | undefined;
   lists = 0;
@@ -60,26 +61,31 @@ export class InstanceCache {
       this.fetchedAtMs = this.clock.now();
       return;
     }
-    const byName = new Map<string, InstanceMetadata>();
-    const ambiguous = new Set<string>();
+    const byName = new Map<string, InstanceMetadata[]>();
     for (const i of next.values()) {
       if (i.state === "terminated") continue;
-      if (byName.has(i.name)) ambiguous.add(i.name);
-      byName.set(i.name, i);
+      const same = byName.get(i.name);
+      if (same === undefined) byName.set(i.name, [i]);
+      else same.push(i);
     }
-    for (const name of ambiguous) byName.delete(name);
     this.view = next;
+    this.byID = new Map([...next.values()].map((i) => [i.instanceID, i]));
     this.byName = byName;
     this.fetchedAtMs = this.clock.now();
   }
 
-  /** The one live instance called `name` in the view, if exactly one is. */
-  getByName(name: string): InstanceMetadata | undefined {
-    return this.byName.get(name);
+  /** The live instances called `name` in the view (empty proves nothing: the view may be old). */
+  getByName(name: string): readonly InstanceMetadata[] {
+    return this.byName.get(name) ?? [];
   }
 
   get(providerID: string): InstanceMetadata | undefined {
     return this.view.get(providerID);
+  }
+
+  /** By instance id (load balancer backends are instance ids). */
+  getByInstanceID(instanceID: string): InstanceMetadata | undefined {
+    return this.byID.get(instanceID);
   }
 
   size(): number {

@@ -23,11 +23,9 @@ function meta(name: string): InstanceMetadata {
 function cloud(listed: InstanceMetadata[], all: InstanceMetadata[]) {
   const calls: string[] = [];
   const instances: Instances = {
-    async getByName(name) {
+    async findByName(name) {
       calls.push(`get ${name}`);
-      const m = all.find((i) => i.name === name);
-      if (!m) throw new InstanceNotFoundError(name);
-      return m;
+      return all.filter((i) => i.name === name);
     },
     async getByProviderID(id) {
       calls.push(`get ${id}`);
@@ -67,12 +65,37 @@ describe("coalesced instance lookups", () => {
     );
     const results = await settle(
       clock,
-      [...names, "ghost"].map((n) => lookups.byName(n)),
+      [...names, "ghost"].map((n) => lookups.byName(n, () => true)),
     );
-    expect(results.slice(0, 20).every((r) => r.status === "fulfilled")).toBe(true);
-    expect(results[20]).toMatchObject({ status: "rejected", reason: expect.any(InstanceNotFoundError) });
+    expect(results.every((r) => r.status === "fulfilled")).toBe(true);
+    // Not found only from a direct lookup: an empty answer to the name query.
+    expect(results[20]).toEqual({ status: "fulfilled", value: [] });
     expect(c.calls).toEqual(["list ", "list p2", "get n19", "get ghost"]);
     expect(lookups.servedFromList).toBe(19);
+  });
+
+  test("a name the list shows for several clusters: served only when one is in the caller's scope", async () => {
+    const twins = [
+      { ...meta("w"), instanceID: "i-a", providerID: "simulated://r/i-a", tags: { c: "a" } },
+      { ...meta("w"), instanceID: "i-b", providerID: "simulated://r/i-b", tags: { c: "b" } },
+    ];
+    const fill = Array.from({ length: 16 }, (_, i) => meta(`f${i}`));
+    const c = cloud([...twins, ...fill], [...twins, ...fill]);
+    const clock = new FakeClock();
+    const lookups = new InstanceLookups(
+      c.instances,
+      new InstanceCache(c.instances, clock, 60_000, pino({ level: "silent" })),
+      clock,
+    );
+    const results = await settle(clock, [
+      lookups.byName("w", (m) => m.tags["c"] === "a"),
+      lookups.byName("w", () => true),
+      ...fill.map((m) => lookups.byName(m.name, () => true)),
+    ]);
+    expect(results[0]).toEqual({ status: "fulfilled", value: twins });
+    // Both in scope: ambiguous, so asked directly (never a stale list's answer).
+    expect(c.calls.filter((x) => x === "get w")).toHaveLength(1);
+    expect(lookups.servedFromList).toBe(17);
   });
 
   test("a lone lookup goes straight to the cloud", async () => {

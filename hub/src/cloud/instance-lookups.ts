@@ -17,12 +17,20 @@ export const DEFAULT_LOOKUP_BATCH: LookupBatchOptions = {
   listMaxAgeMs: 5000,
 };
 
-interface Request {
-  readonly by: "name" | "providerID";
-  readonly key: string;
-  resolve(meta: InstanceMetadata): void;
-  reject(err: unknown): void;
-}
+type Request =
+  | {
+      readonly by: "name";
+      readonly key: string;
+      readonly inScope: (meta: InstanceMetadata) => boolean;
+      resolve(matches: readonly InstanceMetadata[]): void;
+      reject(err: unknown): void;
+    }
+  | {
+      readonly by: "providerID";
+      readonly key: string;
+      resolve(meta: InstanceMetadata): void;
+      reject(err: unknown): void;
+    };
 
 /**
  * Instance lookups for node initialization, coalesced per account: when many nodes join at
@@ -44,19 +52,27 @@ export class InstanceLookups {
     private readonly opts: LookupBatchOptions = DEFAULT_LOOKUP_BATCH,
   ) {}
 
-  byName(name: string): Promise<InstanceMetadata> {
-    return this.enqueue("name", name);
+  /**
+   * Every instance called `name`. The account-wide list answers only when it shows exactly one
+   * live instance of that name inside the caller's scope (`inScope`); anything else (none,
+   * several, only others') is asked directly, so an ambiguous or missing answer is never a
+   * stale list's.
+   */
+  byName(name: string, inScope: (meta: InstanceMetadata) => boolean): Promise<readonly InstanceMetadata[]> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({ by: "name", key: name, inScope, resolve, reject });
+    });
   }
 
   byProviderID(providerID: string): Promise<InstanceMetadata> {
-    return this.enqueue("providerID", providerID);
+    return new Promise((resolve, reject) => {
+      this.enqueue({ by: "providerID", key: providerID, resolve, reject });
+    });
   }
 
-  private enqueue(by: Request["by"], key: string): Promise<InstanceMetadata> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ by, key, resolve, reject });
-      this.timer ??= this.clock.setTimeout(() => void this.flush(), this.opts.windowMs);
-    });
+  private enqueue(r: Request): void {
+    this.pending.push(r);
+    this.timer ??= this.clock.setTimeout(() => void this.flush(), this.opts.windowMs);
   }
 
   private async flush(): Promise<void> {
@@ -69,17 +85,28 @@ export class InstanceLookups {
       await this.cache.freshWithin(this.opts.listMaxAgeMs);
       rest = [];
       for (const r of batch) {
-        const meta = r.by === "name" ? this.cache.getByName(r.key) : this.cache.get(r.key);
-        if (meta !== undefined && meta.state !== "terminated") {
-          this.servedFromList++;
-          r.resolve(meta);
-        } else rest.push(r);
+        if (r.by === "name") {
+          const matches = this.cache.getByName(r.key);
+          if (matches.filter(r.inScope).length === 1) {
+            this.servedFromList++;
+            r.resolve(matches);
+            continue;
+          }
+        } else {
+          const meta = this.cache.get(r.key);
+          if (meta !== undefined && meta.state !== "terminated") {
+            this.servedFromList++;
+            r.resolve(meta);
+            continue;
+          }
+        }
+        rest.push(r);
       }
     }
     for (const r of rest) {
       this.direct++;
-      const call = r.by === "name" ? this.instances.getByName(r.key) : this.instances.getByProviderID(r.key);
-      call.then(r.resolve, r.reject);
+      if (r.by === "name") this.instances.findByName(r.key).then(r.resolve, r.reject);
+      else this.instances.getByProviderID(r.key).then(r.resolve, r.reject);
     }
   }
 }

@@ -36,7 +36,12 @@ export interface InstanceListPage {
 /** Required capability. Lookups throw InstanceNotFoundError only on a direct, authoritative "not found". */
 export interface Instances {
   getByProviderID(providerID: string, signal?: AbortSignal): Promise<InstanceMetadata>;
-  getByName(name: string, signal?: AbortSignal): Promise<InstanceMetadata>;
+  /**
+   * Every instance called exactly `name` in the account's region (all pages; terminated ones
+   * included, marked so). Names are not identities: the caller picks by its cluster's scope. An
+   * empty answer to this direct query is a "not found".
+   */
+  findByName(name: string, signal?: AbortSignal): Promise<readonly InstanceMetadata[]>;
   /** One page of the account's instances in the bound region; for batched refresh, never for deletion. */
   listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage>;
   /** The instance id if `providerID` belongs to this provider, else undefined. */

@@ -28,3 +28,68 @@ export function outOfScope(meta: InstanceMetadata, cloud: ClusterCloud): string 
     if (meta.tags[k] !== v) return `instance ${meta.instanceID} lacks tag ${k}=${v}`;
   return null;
 }
+
+/** The cluster's scope in words, for Events: region, network, tags. */
+export function describeScope(cloud: ClusterCloud): string {
+  const parts = [`region ${cloud.account.region}`];
+  const network = cloud.scope.network ?? cloud.account.network;
+  if (network !== undefined) parts.push(`network ${network}`);
+  const tags = Object.entries(cloud.scope.tags ?? {}).map(([k, v]) => `${k}=${v}`);
+  if (tags.length > 0) parts.push(`tags ${tags.join(",")}`);
+  return parts.join(", ");
+}
+
+export type NameResolution =
+  | { readonly kind: "found"; readonly meta: InstanceMetadata }
+  | { readonly kind: "not-found" | "ambiguous" | "out-of-scope"; readonly message: string };
+
+/** How many ids an Event lists before it says "and N more". */
+const LISTED_IDS = 10;
+
+function ids(list: readonly InstanceMetadata[]): string {
+  const shown = list.slice(0, LISTED_IDS).map((m) => m.instanceID);
+  return list.length > LISTED_IDS
+    ? `${shown.join(", ")} and ${list.length - LISTED_IDS} more`
+    : shown.join(", ");
+}
+
+/**
+ * Picks the instance a node named `name` runs on from every instance of that name in the
+ * account: the one live instance inside the cluster's scope. Names are not identities, so
+ * several in scope is ambiguous, and instances outside the scope (another cluster's) are never
+ * picked; either way the message says what was found.
+ */
+export function resolveByName(
+  name: string,
+  matches: readonly InstanceMetadata[],
+  cloud: ClusterCloud,
+): NameResolution {
+  const live = matches.filter((m) => m.name === name && m.state !== "terminated");
+  const inScope: InstanceMetadata[] = [];
+  const outside: { meta: InstanceMetadata; why: string }[] = [];
+  for (const m of live) {
+    const why = outOfScope(m, cloud);
+    if (why === null) inScope.push(m);
+    else outside.push({ meta: m, why });
+  }
+  const [only, ...more] = inScope;
+  if (only !== undefined && more.length === 0) return { kind: "found", meta: only };
+  const scope = describeScope(cloud);
+  if (only !== undefined)
+    return {
+      kind: "ambiguous",
+      message: `${inScope.length} instances named ${name} in this cluster's scope (${scope}): ${ids(inScope)}`,
+    };
+  if (outside.length > 0) {
+    const n = outside.length;
+    const reasons = [...new Set(outside.slice(0, LISTED_IDS).map((o) => o.why))].join("; ");
+    return {
+      kind: "out-of-scope",
+      message: `${n} ${n === 1 ? "instance" : "instances"} named ${name} ${n === 1 ? "exists" : "exist"} but outside this cluster's scope (${scope}): ${reasons}`,
+    };
+  }
+  return {
+    kind: "not-found",
+    message: `no instance named ${name} in the cloud account (this cluster's scope: ${scope})`,
+  };
+}

@@ -1,9 +1,21 @@
 import type { Node, Service } from "@fleet-ccm/proto";
 import type { RefusalLimit } from "./validate.js";
 
+/**
+ * Where a change came from. A "delta" is what the agent's watch reported (a deletion it
+ * observed is positive evidence); a "snapshot" change is the difference between two full
+ * reports, and an object missing from a snapshot was not seen deleted.
+ */
+export type ChangeOrigin = "delta" | "snapshot";
+
 export type ObjectChange<T> =
-  | { readonly type: "upsert"; readonly old: Readonly<T> | undefined; readonly cur: Readonly<T> }
-  | { readonly type: "delete"; readonly old: Readonly<T> };
+  | {
+      readonly type: "upsert";
+      readonly origin: ChangeOrigin;
+      readonly old: Readonly<T> | undefined;
+      readonly cur: Readonly<T>;
+    }
+  | { readonly type: "delete"; readonly origin: ChangeOrigin; readonly old: Readonly<T> };
 
 export interface FleetListener {
   /** A node changed in a synced cluster (after a delta, or per node after a snapshot replaced the view). */
@@ -216,19 +228,19 @@ export class FleetState {
     for (const l of this.listeners) {
       if (l.onNode) {
         for (const [name, old] of oldNodes)
-          if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", old });
+          if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", origin: "snapshot", old });
         for (const [name, cur] of s.nodes) {
           const old = oldNodes.get(name);
           // A held or refused object keeps its old version: nothing changed for reconcilers.
-          if (old !== cur) l.onNode(cluster, name, { type: "upsert", old, cur });
+          if (old !== cur) l.onNode(cluster, name, { type: "upsert", origin: "snapshot", old, cur });
         }
       }
       if (l.onService) {
         for (const [key, old] of oldServices)
-          if (!s.services.has(key)) l.onService(cluster, key, { type: "delete", old });
+          if (!s.services.has(key)) l.onService(cluster, key, { type: "delete", origin: "snapshot", old });
         for (const [key, cur] of s.services) {
           const old = oldServices.get(key);
-          if (old !== cur) l.onService(cluster, key, { type: "upsert", old, cur });
+          if (old !== cur) l.onService(cluster, key, { type: "upsert", origin: "snapshot", old, cur });
         }
       }
       l.onSynced?.(cluster, s);
@@ -259,7 +271,8 @@ export class FleetState {
     s.held.delete(heldKey("node", node.name));
     s.refused.delete(heldKey("node", node.name));
     if (s.synced)
-      for (const l of this.listeners) l.onNode?.(cluster, node.name, { type: "upsert", old, cur: node });
+      for (const l of this.listeners)
+        l.onNode?.(cluster, node.name, { type: "upsert", origin: "delta", old, cur: node });
   }
 
   /** The agent observed the node's deletion. */
@@ -270,7 +283,8 @@ export class FleetState {
     const old = s.nodes.get(name);
     if (old === undefined) return;
     s.nodes.delete(name);
-    if (s.synced) for (const l of this.listeners) l.onNode?.(cluster, name, { type: "delete", old });
+    if (s.synced)
+      for (const l of this.listeners) l.onNode?.(cluster, name, { type: "delete", origin: "delta", old });
   }
 
   upsertService(cluster: string, svc: Service): void {
@@ -281,7 +295,8 @@ export class FleetState {
     s.held.delete(heldKey("service", key));
     s.refused.delete(heldKey("service", key));
     if (s.synced)
-      for (const l of this.listeners) l.onService?.(cluster, key, { type: "upsert", old, cur: svc });
+      for (const l of this.listeners)
+        l.onService?.(cluster, key, { type: "upsert", origin: "delta", old, cur: svc });
   }
 
   /** The agent observed the Service's deletion. */
@@ -293,7 +308,8 @@ export class FleetState {
     const old = s.services.get(key);
     if (old === undefined) return;
     s.services.delete(key);
-    if (s.synced) for (const l of this.listeners) l.onService?.(cluster, key, { type: "delete", old });
+    if (s.synced)
+      for (const l of this.listeners) l.onService?.(cluster, key, { type: "delete", origin: "delta", old });
   }
 
   /** The oldest hold of a cluster started then (undefined: nothing held). */

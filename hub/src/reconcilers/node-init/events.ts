@@ -7,6 +7,8 @@ export const REASON_SYNCED = "Synced";
 /** fleet-ccm additions: upstream only logs these; a fleet operator needs them on the node. */
 export const REASON_INSTANCE_NOT_FOUND = "InstanceNotFound";
 export const REASON_OUT_OF_SCOPE = "InstanceOutOfScope";
+/** Several instances of the node's name inside the cluster's scope: names are not identities. */
+export const REASON_AMBIGUOUS_NAME = "AmbiguousInstanceName";
 export const REASON_INIT_FAILED = "InitializationFailed";
 
 export function nodeEvent(

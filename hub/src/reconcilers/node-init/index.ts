@@ -1,9 +1,11 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
+import { FailureSummary } from "../failure-summary.js";
 import { NODE_REFRESH, reconcileNodeRefresh } from "../node-refresh/reconcile.js";
 import { needsInit } from "./predicates.js";
 import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
+import { SyncedEvidence } from "./synced.js";
 
 /**
  * cloud-node-controller: initialization of tainted nodes (node-init keys, on node events), and
@@ -15,14 +17,18 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
   // When the hub first saw each node that needs initialization: the hub's own overhead is the
   // time from then to publishing its patch, minus the cloud lookup.
   const firstSeenMs = new Map<string, number>();
+  const initLogger = ctx.logger.child({ component: NODE_INIT });
+  const synced = new SyncedEvidence();
   const initDeps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
     lookupsFor: ctx.lookupsFor,
     tracker,
     verified: ctx.verified,
-    logger: ctx.logger.child({ component: NODE_INIT }),
+    logger: initLogger,
     clock: ctx.clock,
+    synced,
+    failures: new FailureSummary(initLogger, ctx.clock, "instance lookups failing; retrying with backoff"),
     onPublished(k: string, cloudMs: number) {
       const seen = firstSeenMs.get(k);
       if (seen === undefined) return;
@@ -49,12 +55,22 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
         if (change.type === "delete" || !needsInit(change.cur)) firstSeenMs.delete(id);
         if (change.type === "delete") {
           tracker.clear(id);
+          initDeps.failures.ok(id);
+          synced.forget(cluster, change.old.uid);
           return;
         }
+        const cur = change.cur;
+        if (needsInit(cur)) synced.sawTainted(cluster, cur.uid);
+        else if (change.old === undefined && change.origin === "snapshot") {
+          // First seen initialized: owed its Synced Event only if a snapshot shows it (a restarted
+          // hub, another replica's cluster); a new node reported untainted was never ours.
+          const ours = ctx.cloudFor(cluster)?.provider.instances.parseProviderID(cur.providerId);
+          if (ours !== undefined && synced.firstSeenInitialized(cluster, cur, ctx.clock.now())) queue.add(k);
+        }
         // Tainted nodes, and nodes with a publication in flight (their report closes the loop).
-        if (needsInit(change.cur) && !firstSeenMs.has(id) && tracker.get(id) === undefined)
+        if (needsInit(cur) && !firstSeenMs.has(id) && tracker.get(id) === undefined)
           firstSeenMs.set(id, ctx.clock.now());
-        if (needsInit(change.cur) || tracker.get(id) !== undefined) queue.add(k);
+        if (needsInit(cur) || tracker.get(id) !== undefined || synced.owes(cluster, cur.uid)) queue.add(k);
       },
       onSynced(cluster) {
         queue.addAfter({ cluster, kind: NODE_REFRESH, name: "" }, ctx.config.refresh.periodMs);

@@ -57,12 +57,10 @@ function fakeCloud(instances: InstanceMetadata[], fail?: Error): ClusterCloud & 
         if (!m) throw new InstanceNotFoundError(id);
         return m;
       },
-      async getByName(name) {
+      async findByName(name) {
         calls.push(`byName ${name}`);
         if (fail) throw fail;
-        const m = instances.find((i) => i.name === name);
-        if (!m) throw new InstanceNotFoundError(name);
-        return m;
+        return instances.filter((i) => i.name === name);
       },
       async listPage() {
         return { instances };
@@ -150,6 +148,65 @@ describe("node-init reconcile", () => {
       name: "n2",
       uid: "uid-n2",
     });
+  });
+
+  test("same name in another cluster's scope: the in-scope instance is picked", async () => {
+    const h = harness(
+      [node("w1")],
+      fakeCloud([
+        instance("w1", {
+          instanceID: "i-other",
+          providerID: "simulated://r1/i-other",
+          tags: { "fleet-ccm.io/cluster": "c2" },
+        }),
+        instance("w1"),
+      ]),
+    );
+    const out = await h.run("w1");
+    expect(out.events ?? []).toEqual([]);
+    expect(out.nodes?.[0]?.providerId).toBe("simulated://r1/i-w1");
+  });
+
+  test("two in-scope instances of the name: Warning naming both, no patch, backoff", async () => {
+    const h = harness(
+      [node("w2")],
+      fakeCloud([
+        instance("w2"),
+        instance("w2", { instanceID: "i-w2b", providerID: "simulated://r1/i-w2b" }),
+      ]),
+    );
+    const out = await h.run("w2");
+    expect(out.nodes ?? []).toEqual([]);
+    expect(out.requeue.kind).toBe("backoff");
+    expect(out.events).toHaveLength(1);
+    expect(out.events?.[0]).toMatchObject({ type: "Warning", reason: "AmbiguousInstanceName", name: "w2" });
+    expect(out.events?.[0]?.message).toContain(
+      "2 instances named w2 in this cluster's scope (region r1, tags fleet-ccm.io/cluster=c1): i-w2, i-w2b",
+    );
+  });
+
+  test("only instances outside the scope: Warning says why, no patch", async () => {
+    const h = harness(
+      [node("w3")],
+      fakeCloud([
+        instance("w3", { tags: { "fleet-ccm.io/cluster": "c2" } }),
+        instance("w3", { instanceID: "i-dead", providerID: "simulated://r1/i-dead", state: "terminated" }),
+      ]),
+    );
+    const out = await h.run("w3");
+    expect(out.nodes ?? []).toEqual([]);
+    expect(out.events?.[0]).toMatchObject({ reason: "InstanceOutOfScope" });
+    expect(out.events?.[0]?.message).toContain(
+      "1 instance named w3 exists but outside this cluster's scope (region r1, tags fleet-ccm.io/cluster=c1): instance i-w3 lacks tag fleet-ccm.io/cluster=c1",
+    );
+  });
+
+  test("a network in the scope: an instance in another network is outside it", async () => {
+    const cloud = fakeCloud([instance("w4", { network: "net-b" })]);
+    const h = harness([node("w4")], { ...cloud, scope: { ...cloud.scope, network: "net-a" } });
+    const out = await h.run("w4");
+    expect(out.events?.[0]?.message).toContain("(region r1, network net-a, tags fleet-ccm.io/cluster=c1)");
+    expect(out.events?.[0]?.message).toContain("instance i-w4 is not in network net-a");
   });
 
   test("throttled: requeue after the provider's delay, nothing published", async () => {

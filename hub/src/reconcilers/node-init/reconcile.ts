@@ -10,7 +10,7 @@ import {
 } from "../../cloud/errors.js";
 import type { InstanceLookups } from "../../cloud/instance-lookups.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, outOfScope, resolveByName } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { FleetState } from "../../fleet/state.js";
 import { TAINT_UNINITIALIZED } from "../../k8s/well-known.js";
@@ -18,15 +18,18 @@ import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { Clock } from "../../util/clock.js";
 import type { ConvergenceTracker } from "../convergence.js";
 import { nodeDesired } from "../desired.js";
+import type { FailureSummary } from "../failure-summary.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import {
   nodeEvent,
+  REASON_AMBIGUOUS_NAME,
   REASON_INIT_FAILED,
   REASON_INSTANCE_NOT_FOUND,
   REASON_OUT_OF_SCOPE,
   syncedEvent,
 } from "./events.js";
 import { InitError, initFields, needsInit } from "./predicates.js";
+import type { SyncedEvidence } from "./synced.js";
 
 export const NODE_INIT = "node-init";
 
@@ -39,6 +42,10 @@ export interface NodeInitDeps {
   readonly verified: VerifiedInstances;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** Initialized nodes owed their Synced Event beyond the ones whose patch this hub saw converge. */
+  readonly synced?: SyncedEvidence;
+  /** Transient lookup failures, logged as a summary (one key fails many times while it backs off). */
+  readonly failures?: FailureSummary;
   /** Told when an initialization is published, with the time its cloud lookup took. */
   onPublished?(key: string, cloudMs: number): void;
 }
@@ -63,7 +70,8 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
     // The report shows the patch landed: the loop is closed.
     const was = deps.tracker.get(k);
     deps.tracker.clear(k);
-    return was !== undefined && was.uid === node.uid
+    const owed = deps.synced?.take(key.cluster, node) ?? false;
+    return owed || (was !== undefined && was.uid === node.uid)
       ? { events: [syncedEvent(node)], requeue: { kind: "done" } }
       : DONE;
   }
@@ -80,8 +88,9 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
     meta = await lookup(node, cloud, deps.lookupsFor?.(key.cluster));
     cloudMs = deps.clock.now() - started;
   } catch (err) {
-    return lookupFailed(node, err, deps.logger);
+    return lookupFailed(k, node, err, deps);
   }
+  deps.failures?.ok(k);
   const verdict = deps.verified.record(key.cluster, cloud, meta);
   if (!verdict.ok)
     return backoff(new Error(verdict.reason), {
@@ -115,9 +124,12 @@ async function lookup(
 ): Promise<InstanceMetadata> {
   const instances = cloud.provider.instances;
   if (node.providerId === "") {
-    const meta = await (lookups ? lookups.byName(node.name) : instances.getByName(node.name));
-    if (meta.name !== node.name) throw new SuspectAnswerError(`lookup of ${node.name} returned ${meta.name}`);
-    return meta;
+    // Names are not identities: the one live instance of that name inside this cluster's scope.
+    const inScope = (m: InstanceMetadata) => m.state !== "terminated" && outOfScope(m, cloud) === null;
+    const matches = await (lookups ? lookups.byName(node.name, inScope) : instances.findByName(node.name));
+    const found = resolveByName(node.name, matches, cloud);
+    if (found.kind === "found") return found.meta;
+    throw new NameLookupError(found.kind, found.message);
   }
   if (instances.parseProviderID(node.providerId) === undefined)
     throw new ForbiddenError(`providerID ${node.providerId} does not belong to this cluster's cloud account`);
@@ -129,27 +141,62 @@ async function lookup(
   return meta;
 }
 
-function lookupFailed(node: Readonly<Node>, err: unknown, logger: Logger): Outcome {
-  const by = node.providerId === "" ? `name ${node.name}` : `providerID ${node.providerId}`;
+/** A lookup by name that found no single instance of that name in the cluster's scope. */
+class NameLookupError extends Error {
+  override name = "NameLookupError";
+  constructor(
+    readonly kind: "not-found" | "ambiguous" | "out-of-scope",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const NAME_LOOKUP_REASON = {
+  "not-found": REASON_INSTANCE_NOT_FOUND,
+  ambiguous: REASON_AMBIGUOUS_NAME,
+  "out-of-scope": REASON_OUT_OF_SCOPE,
+} as const;
+
+function lookupFailed(k: string, node: Readonly<Node>, err: unknown, deps: NodeInitDeps): Outcome {
   if (err instanceof ThrottledError && err.retryAfterMs !== undefined) return after(err.retryAfterMs);
-  if (err instanceof InstanceNotFoundError)
+  // Answers, not failures: the node says what was found; the queue backs off; no log line per try.
+  if (err instanceof NameLookupError) {
+    deps.failures?.ok(k);
+    return backoff(err, {
+      events: [
+        nodeEvent(
+          node,
+          "Warning",
+          NAME_LOOKUP_REASON[err.kind],
+          `Cannot initialize node ${node.name}: ${err.message}; the node stays uninitialized`,
+        ),
+      ],
+    });
+  }
+  if (err instanceof InstanceNotFoundError) {
+    deps.failures?.ok(k);
     return backoff(err, {
       events: [
         nodeEvent(
           node,
           "Warning",
           REASON_INSTANCE_NOT_FOUND,
-          `Instance for node ${node.name} not found in the cloud (looked up by ${by}); the node stays uninitialized`,
+          `Instance for node ${node.name} not found in the cloud (looked up by providerID ${node.providerId}); the node stays uninitialized`,
         ),
       ],
     });
-  if (err instanceof ForbiddenError || err instanceof NotImplementedError)
+  }
+  if (err instanceof ForbiddenError || err instanceof NotImplementedError) {
+    deps.failures?.ok(k);
     return backoff(err, {
       events: [
         nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Cannot initialize node: ${errorMessage(err)}`),
       ],
     });
+  }
   // Transient: timeouts, 5xx, throttling, suspect answers change nothing in the cluster.
-  logger.warn({ node: node.name, err: errorMessage(err) }, "instance lookup failed; will retry");
+  if (deps.failures !== undefined) deps.failures.failed(k, errorMessage(err));
+  else deps.logger.debug({ node: node.name, err: errorMessage(err) }, "instance lookup failed; will retry");
   return backoff(err);
 }

@@ -49,8 +49,8 @@ function cloudDouble(answers: Map<string, Answer>) {
         };
         return meta;
       },
-      async getByName(n) {
-        throw new InstanceNotFoundError(n);
+      async findByName() {
+        return [];
       },
       async listPage() {
         return { instances: [] };
@@ -78,6 +78,7 @@ function harness(
   const clock = new FakeClock();
   const fleet = new FleetState();
   fleet.replace("c1", nodes, []);
+  fleet.setConnected("c1", true);
   const d = cloudDouble(answers);
   const deps = {
     fleet,
@@ -96,6 +97,33 @@ function harness(
 }
 
 describe("node lifecycle", () => {
+  test("a disconnected cluster's view judges nothing: no lookup, no evidence", async () => {
+    const h = harness([node("a", "False")], new Map([["a", "gone"]]));
+    h.fleet.setConnected("c1", false);
+    for (let i = 0; i < 5; i++) {
+      expect(await h.run("a")).toEqual({ requeue: { kind: "done" } });
+      h.clock.advance(10_000);
+    }
+    expect(h.calls()).toBe(0);
+  });
+
+  test("a node that disappears from the view and comes back starts its evidence over", async () => {
+    const h = harness([node("a", "False"), node("b", "True")], new Map([["a", "gone"]]));
+    await h.run("a");
+    h.clock.advance(6000);
+    await h.run("a");
+    h.fleet.replace("c1", [node("b", "True")], []); // missing from a snapshot: forgotten, not judged
+    expect(await h.run("a")).toEqual({ requeue: { kind: "done" } });
+    h.fleet.replace("c1", [node("a", "False"), node("b", "True")], []);
+    h.clock.advance(6000);
+    // Two more answers, 12 s after the first: the count started over, so no deletion yet.
+    expect((await h.run("a")).nodes).toBeUndefined();
+    h.clock.advance(6000);
+    expect((await h.run("a")).nodes).toBeUndefined();
+    h.clock.advance(6000);
+    expect((await h.run("a")).nodes?.[0]).toMatchObject({ name: "a", delete: true });
+  });
+
   test("a node is deleted only after K not-found answers spread over at least T", async () => {
     const h = harness([node("a", "False")], new Map([["a", "gone"]]));
     expect((await h.run("a")).nodes).toBeUndefined();

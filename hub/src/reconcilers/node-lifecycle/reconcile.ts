@@ -70,7 +70,8 @@ function taintPatch(node: Readonly<Node>, generation: number, add: boolean): Nod
  */
 export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps): Promise<Outcome> {
   const view = deps.fleet.view(key.cluster);
-  if (view === undefined || !view.synced) return DONE;
+  // A disconnected cluster's view may be stale: a key queued before the disconnect judges nothing.
+  if (view === undefined || !view.synced || !view.connected) return DONE;
   const k = keyOf(key);
   const node = view.nodes.get(key.name);
   if (node === undefined || node.deletionTimestamp !== undefined) {

@@ -7,7 +7,9 @@ import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
+import type { DeletionBudget, DeletionPolicy } from "../node-lifecycle/safety.js";
 import { after, backoff, type Outcome } from "../outcome.js";
+import type { RouteEvidence } from "./evidence.js";
 
 /** One key per cluster: its whole route table is reconciled at once. */
 export const ROUTE = "route";
@@ -21,9 +23,24 @@ export const REASON_FAILED_TO_CREATE_ROUTE = "FailedToCreateRoute";
 
 export type RouteDeps = Pick<
   ControllerContext,
-  "fleet" | "cloudFor" | "cacheFor" | "routeWritesFor" | "verified" | "tracker" | "metrics" | "logger"
+  | "fleet"
+  | "cloudFor"
+  | "cacheFor"
+  | "routeWritesFor"
+  | "verified"
+  | "tracker"
+  | "metrics"
+  | "logger"
+  | "clock"
 > & {
   readonly periodMs: number;
+  readonly evidence: RouteEvidence;
+  /** Deletions of unclaimed routes nobody was seen releasing: per-cluster blast radius. */
+  readonly budget: DeletionBudget;
+  /** Consecutive checks, minimum time and blast radius (the node lifecycle's settings). */
+  readonly policy: DeletionPolicy;
+  /** How many owned routes are held in this cluster now (metrics, summary log). */
+  held(cluster: string, routes: readonly CloudRoute[], why: string): void;
 };
 
 interface Want {
@@ -32,7 +49,7 @@ interface Want {
 }
 
 /** CIDRs compare by canonical text. */
-function canonical(cidr: string): string {
+export function canonical(cidr: string): string {
   return cidr.trim().toLowerCase();
 }
 
@@ -45,8 +62,14 @@ function routeEvent(node: Readonly<Node>, message: string) {
 
 /**
  * The route controller for one cluster: every node's podCIDRs (each of them: dual-stack)
- * routed to its instance; routes the cluster owns that match no node removed; routes it does
- * not own never touched. Then NetworkUnavailable per node.
+ * routed to its instance; routes it does not own never touched. An owned route goes only on
+ * positive evidence: (a) a node claims its CIDR for another instance (replaced); (b) this hub
+ * saw the CIDR released (the node's deletion reported by the agent, its deletionTimestamp, a
+ * change of its podCIDRs or providerID); (c) otherwise only once it was found unclaimed in
+ * consecutive reconciles of a connected, synced view that claims some CIDRs, over the
+ * lifecycle's deleteAfterChecks and deleteAfterMs, within the blast-radius budget. A CIDR that
+ * a node claims but cannot be routed now (instance refused, no providerID yet) keeps its route.
+ * Then NetworkUnavailable per node.
  */
 export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Outcome> {
   const rearm = after(deps.periodMs);
@@ -62,6 +85,12 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   }
   const want = new Map<string, Want>();
   const events = [];
+  // Every CIDR some live node claims, routable or not; and those of nodes being deleted.
+  const claimed = new Set<string>();
+  const releasing = new Set<string>();
+  for (const n of view.nodes.values())
+    for (const cidr of n.podCidrs)
+      (n.deletionTimestamp === undefined ? claimed : releasing).add(canonical(cidr));
   const routed = [...view.nodes.values()].filter(
     (n) => n.deletionTimestamp === undefined && n.providerId !== "" && n.podCidrs.length > 0,
   );
@@ -91,19 +120,76 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
     return backoff(err, { events });
   }
 
+  const now = deps.clock.now();
   const ok = new Set<string>(); // CIDRs routed correctly
   const failed = new Set<string>(); // CIDRs whose create failed
   const toDelete: CloudRoute[] = [];
   const foreign = new Set<string>();
+  const unclaimed: CloudRoute[] = [];
+  let owned = 0;
   for (const r of existing) {
     const cidr = canonical(r.destinationCIDR);
     const w = want.get(cidr);
-    const owned = r.tags[OWNER_TAG_CLUSTER] === key.cluster;
+    const ours = r.tags[OWNER_TAG_CLUSTER] === key.cluster;
+    if (ours) owned++;
     if (w !== undefined && r.targetInstanceID === w.instanceID) ok.add(cidr);
-    else if (owned)
-      toDelete.push(r); // stale, or pointing at a replaced instance
-    else if (w !== undefined) foreign.add(cidr);
+    else if (!ours) {
+      if (w !== undefined) foreign.add(cidr);
+    } else if (w !== undefined)
+      toDelete.push(r); // (a) claimed for another instance: replaced
+    else if (claimed.has(cidr)) {
+      // Claimed, but not routable now: no evidence the route is wrong.
+    } else if (releasing.has(cidr) || deps.evidence.wasReleased(key.cluster, cidr, r.targetInstanceID))
+      toDelete.push(r); // (b) release observed
+    else unclaimed.push(r);
   }
+  deps.evidence.pruneReleases(
+    key.cluster,
+    (cidr) => !claimed.has(cidr) && existing.some((r) => canonical(r.destinationCIDR) === cidr),
+    now,
+  );
+  // (c) Nobody was seen releasing these: only on consecutive checks over time, within budget.
+  // A view that claims nothing at all (an empty or broken report) counts for nothing.
+  const struck = new Set<string>();
+  const held: CloudRoute[] = [];
+  let overBudget = 0;
+  if (claimed.size === 0) {
+    held.push(...unclaimed);
+  } else {
+    for (const r of unclaimed) {
+      const rk = `${r.id}\u0000${r.destinationCIDR}`;
+      struck.add(rk);
+      const s = deps.evidence.strike(key.cluster, rk, now);
+      if (s.count < deps.policy.deleteAfterChecks || s.sinceMs < deps.policy.deleteAfterMs) held.push(r);
+      else if (deps.budget.tryConsume(key.cluster, owned, deps.policy)) {
+        deps.logger.info(
+          { cidr: r.destinationCIDR, target: r.targetInstanceID, checks: s.count, unclaimedMs: s.sinceMs },
+          "deleting an owned route no node has claimed for the confirmation time",
+        );
+        toDelete.push(r);
+      } else {
+        overBudget++;
+        held.push(r);
+      }
+    }
+  }
+  deps.evidence.keepStrikes(key.cluster, struck);
+  if (overBudget > 0) {
+    deps.metrics.routeDeletionsBlocked.inc(overBudget);
+    deps.logger.warn(
+      {
+        blocked: overBudget,
+        limit: deps.budget.limit(owned, deps.policy),
+        windowMs: deps.policy.blastRadius.windowMs,
+      },
+      "unclaimed route deletions held back by the blast-radius limit",
+    );
+  }
+  deps.held(
+    key.cluster,
+    held,
+    claimed.size === 0 ? "no node in the view claims any CIDR" : "no release of their CIDRs was observed",
+  );
   const op = async (name: "create" | "delete", fn: () => Promise<unknown>): Promise<unknown> =>
     writes.run(async () => {
       try {

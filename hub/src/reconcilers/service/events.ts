@@ -12,6 +12,8 @@ export const REASON = {
   deleteFailed: "DeleteLoadBalancerFailed",
   syncFailed: "SyncLoadBalancerFailed",
   unavailable: "UnAvailableLoadBalancer",
+  /** fleet-ccm: no eligible node reported, but the backends were not seen leaving. */
+  backendsKept: "LoadBalancerBackendsKept",
 } as const;
 
 export function serviceEvent(

@@ -1,11 +1,11 @@
-import { ObjectKind } from "@fleet-ccm/proto";
+import { type Node, ObjectKind } from "@fleet-ccm/proto";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { type ClusterView, serviceKey } from "../../fleet/state.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import { Semaphore } from "../../util/semaphore.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
-import { backendFacts, needsCleanup, wantsLoadBalancer } from "./predicates.js";
+import { backendFacts, isEligibleBackend, needsCleanup, wantsLoadBalancer } from "./predicates.js";
 import {
   type BackendSet,
   computeBackendSet,
@@ -22,6 +22,9 @@ const SERVICE_SYNC_CONCURRENCY = 256;
 const BACKEND_SET_MAX_AGE_MS = 60_000;
 /** …and at most this often while nodes keep changing (the batched sync catches up after). */
 const BACKEND_SET_MIN_INTERVAL_MS = 1000;
+
+/** A departure is remembered this long (the backends it justifies removing are written long before). */
+const DEPARTED_TTL_MS = 60 * 60_000;
 
 /** Node changes are coalesced for this long before every load balancer's backends are re-synced. */
 export const NODE_SYNC_DELAY_MS = 1000;
@@ -71,10 +74,40 @@ export function serviceController(ctx: ControllerContext): Controller {
       return { ...hit.set, events: [] };
     return compute(cluster, view, cloud);
   };
+  // Instances whose nodes this hub saw leave the backend set: the evidence an empty eligible set
+  // needs before it empties a load balancer.
+  const departed = new Map<string, Map<string, number>>();
+  const instanceOf = (cluster: string, n: Readonly<Node>): string | undefined =>
+    n.providerId === "" ? undefined : ctx.cloudFor(cluster)?.provider.instances.parseProviderID(n.providerId);
+  const depart = (cluster: string, n: Readonly<Node>) => {
+    const id = instanceOf(cluster, n);
+    if (id === undefined) return;
+    let m = departed.get(cluster);
+    if (m === undefined) {
+      m = new Map();
+      departed.set(cluster, m);
+    }
+    m.delete(id);
+    m.set(id, ctx.clock.now());
+    // Insertion order is time order: the oldest is first.
+    const oldest = m.values().next().value;
+    if (oldest !== undefined && oldest < ctx.clock.now() - DEPARTED_TTL_MS) prune(m);
+  };
+  const prune = (m: Map<string, number>) => {
+    const since = ctx.clock.now() - DEPARTED_TTL_MS;
+    for (const [id, at] of m) if (at < since) m.delete(id);
+  };
+  const departedOf = (cluster: string): ReadonlySet<string> => {
+    const m = departed.get(cluster);
+    if (m === undefined) return new Set();
+    prune(m);
+    return new Set(m.keys());
+  };
   const deps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
     cacheFor: ctx.cacheFor,
+    departed: departedOf,
     tracker,
     verified: ctx.verified,
     ensured,
@@ -103,6 +136,23 @@ export function serviceController(ctx: ControllerContext): Controller {
           queue.add(k);
       },
       onNode(cluster, _name, change) {
+        const old = change.old;
+        if (change.type === "delete") {
+          // A node missing from a snapshot was not seen leaving.
+          if (old !== undefined && isEligibleBackend(old) && change.origin === "delta") depart(cluster, old);
+        } else {
+          const cur = change.cur;
+          if (
+            old !== undefined &&
+            isEligibleBackend(old) &&
+            (!isEligibleBackend(cur) || cur.providerId !== old.providerId)
+          )
+            depart(cluster, old);
+          if (isEligibleBackend(cur)) {
+            const id = instanceOf(cluster, cur);
+            if (id !== undefined) departed.get(cluster)?.delete(id);
+          }
+        }
         const before = backendFacts(change.old);
         const after = change.type === "delete" ? "" : backendFacts(change.cur);
         if (before === after) return;

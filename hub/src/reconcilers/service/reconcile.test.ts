@@ -79,8 +79,8 @@ function cloudDouble(fail?: Error) {
           tags: {},
         };
       },
-      async getByName(n) {
-        throw new InstanceNotFoundError(n);
+      async findByName() {
+        return [];
       },
       async listPage() {
         return { instances: [] };

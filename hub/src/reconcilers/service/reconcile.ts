@@ -44,6 +44,8 @@ export interface BackendSet {
   readonly key: string;
   /** Nodes refused (out of scope): Events, emitted once per computation. */
   readonly events: readonly ClusterEvent[];
+  /** Instance ids of eligible nodes whose instance was refused (never kept as backends). */
+  readonly refused?: ReadonlySet<string>;
 }
 
 export type ServiceDeps = Pick<
@@ -55,6 +57,8 @@ export type ServiceDeps = Pick<
   backendsFor(cluster: string, view: ClusterView, cloud: ClusterCloud): Promise<BackendSet>;
   /** spec.loadBalancerClass this hub also owns (besides none). */
   readonly loadBalancerClass: string | undefined;
+  /** Instance ids of nodes this hub saw leave the backend set (deleted, excluded, replaced). */
+  departed?(cluster: string): ReadonlySet<string>;
 };
 
 const EXPECT_FINALIZER = "finalizer";
@@ -151,6 +155,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       const ids = backendSubset(backends.ids, svc.uid, max);
       backends = { ids, key: ids.join(","), events: [] };
     }
+    if (backends.ids.length === 0)
+      backends = await keepUnseenBackends(key.cluster, svc, lbs, name, tags, backends, deps, events);
     spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends.ids);
   } catch (err) {
     if (err instanceof AnnotationError) {
@@ -228,6 +234,49 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   });
 }
 
+/**
+ * No eligible node in the report: the load balancer is emptied only of backends whose nodes
+ * this hub saw leave (deleted, excluded, replaced) or whose instance is refused. Others stay:
+ * an empty report (an agent whose lists failed, a restarted hub's partial view) must not drain
+ * every load balancer of the cluster (upstream kubernetes#45126). When every backend was seen
+ * leaving (or is terminated) the load balancer is emptied, as upstream does.
+ */
+async function keepUnseenBackends(
+  cluster: string,
+  svc: Readonly<Service>,
+  lbs: LoadBalancers,
+  name: string,
+  tags: Record<string, string>,
+  backends: BackendSet,
+  deps: ServiceDeps,
+  events: ClusterEvent[],
+): Promise<BackendSet> {
+  const current = (await lbs.get(name, tags))?.backends ?? [];
+  if (current.length === 0) return backends;
+  const departed = deps.departed?.(cluster) ?? new Set<string>();
+  // The account's instance list saying "terminated" is an answer (absence from it is not).
+  const cache = deps.cacheFor(cluster);
+  await cache?.fresh();
+  const terminated = (id: string) => cache?.getByInstanceID(id)?.state === "terminated";
+  const kept = current
+    .filter((id) => !departed.has(id) && !(backends.refused?.has(id) ?? false) && !terminated(id))
+    .sort();
+  if (kept.length === 0) return backends;
+  events.push(
+    serviceEvent(
+      svc,
+      "Warning",
+      REASON.backendsKept,
+      `No eligible node in the cluster's report, but ${kept.length} of the load balancer's ${current.length} backends were not seen leaving: keeping them`,
+    ),
+  );
+  deps.logger.warn(
+    { service: `${svc.namespace}/${svc.name}`, kept: kept.length, backends: current.length },
+    "no eligible node reported; keeping the backends not seen leaving",
+  );
+  return { ids: kept, key: kept.join(","), events: [] };
+}
+
 async function deleteLoadBalancer(
   k: string,
   svc: Readonly<Service>,
@@ -280,10 +329,13 @@ export async function computeBackendSet(
   );
   const ids: string[] = [];
   const events: ClusterEvent[] = [];
+  const refused = new Set<string>();
   for (const node of eligible) {
     const verdict = verdicts.get(node.providerId);
     if (verdict?.ok) ids.push(verdict.instanceID);
-    else if (verdict !== undefined)
+    else if (verdict !== undefined) {
+      const id = cloud.provider.instances.parseProviderID(node.providerId);
+      if (id !== undefined) refused.add(id);
       events.push(
         nodeEvent(
           node,
@@ -292,7 +344,8 @@ export async function computeBackendSet(
           `Not used as a load balancer backend: ${verdict.reason}`,
         ),
       );
+    }
   }
   ids.sort();
-  return { ids, key: ids.join(","), events };
+  return { ids, key: ids.join(","), events, refused };
 }

@@ -1,4 +1,4 @@
-import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
+import { ForbiddenError, SuspectAnswerError } from "../../errors.js";
 import type { InstanceListPage, InstanceMetadata, Instances, ProviderContext } from "../../provider.js";
 import type { SimulatedClient } from "./client.js";
 import {
@@ -20,7 +20,7 @@ export const OPS = {
 export interface SimulatedInstancesOptions {
   /** Items per list call; the cloud caps it at 500. */
   readonly pageSize?: number;
-  /** getByName follows at most this many pages of a name query before calling the answer suspect. */
+  /** findByName follows at most this many pages of a name query before calling the answer suspect. */
   readonly maxNamePages?: number;
 }
 
@@ -74,12 +74,12 @@ export class SimulatedInstances implements Instances {
   }
 
   /**
-   * A name query is a direct question, so no match is InstanceNotFoundError; more than one
-   * match is suspect (names are not identities). Follows pages, since instances hidden
-   * from the API (terminated) may fill a page.
+   * A name query is a direct question: every instance of that name, whoever it belongs to
+   * (the hub picks by the cluster's scope). Follows pages, since instances hidden from the API
+   * (terminated) may fill a page; an answer naming another instance is suspect.
    */
-  async getByName(name: string, signal?: AbortSignal): Promise<InstanceMetadata> {
-    const matches: WireInstance[] = [];
+  async findByName(name: string, signal?: AbortSignal): Promise<readonly InstanceMetadata[]> {
+    const matches: InstanceMetadata[] = [];
     let pageToken: string | undefined;
     for (let page = 0; ; page++) {
       if (page >= this.maxNamePages) {
@@ -92,17 +92,12 @@ export class SimulatedInstances implements Instances {
             `name query ${JSON.stringify(name)} answered instance named ${wire.name}`,
           );
         }
-        matches.push(wire);
+        matches.push(toInstanceMetadata(wire));
       }
       pageToken = list.next_page_token;
       if (pageToken === undefined) break;
     }
-    const [only, ...rest] = matches;
-    if (only === undefined) throw new InstanceNotFoundError(name);
-    if (rest.length > 0) {
-      throw new SuspectAnswerError(`${matches.length} instances are named ${JSON.stringify(name)}`);
-    }
-    return toInstanceMetadata(only);
+    return matches;
   }
 
   async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {

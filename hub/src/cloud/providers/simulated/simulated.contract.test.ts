@@ -188,26 +188,33 @@ describe("simulated provider - contract", () => {
     expect(new Set(seen)).toEqual(ids);
   });
 
-  test("contract - getByName is exact: one match, none, several", async () => {
+  test("contract - findByName is exact: one match, none, several (with their tags)", async () => {
     const { provider: p, ops } = provider();
     const name = uniqueName("web");
     const i = cloud.createInstance("acme", { name, region: REGION });
     cloud.createInstance("acme", { name: `${name}-0`, region: REGION });
-    expect((await p.instances.getByName(name)).instanceID).toBe(i.id);
+    expect((await p.instances.findByName(name)).map((m) => m.instanceID)).toEqual([i.id]);
     expect(ops).toEqual(["instances.getByName"]);
-    await expect(p.instances.getByName(uniqueName("nobody"))).rejects.toBeInstanceOf(InstanceNotFoundError);
+    expect(await p.instances.findByName(uniqueName("nobody"))).toEqual([]);
     const twin = uniqueName("twin");
-    cloud.createInstance("acme", { name: twin, region: REGION });
-    cloud.createInstance("acme", { name: twin, region: REGION });
-    await expect(p.instances.getByName(twin)).rejects.toBeInstanceOf(SuspectAnswerError);
+    const t1 = cloud.createInstance("acme", { name: twin, region: REGION, tags: { c: "one" } });
+    const t2 = cloud.createInstance("acme", { name: twin, region: REGION, tags: { c: "two" } });
+    const both = await p.instances.findByName(twin);
+    expect(both.map((m) => [m.instanceID, m.tags["c"]])).toEqual([
+      [t1.id, "one"],
+      [t2.id, "two"],
+    ]);
   });
 
-  test("contract - getByName finds a reused name past terminated predecessors", async () => {
+  test("contract - findByName finds a reused name past terminated predecessors", async () => {
     const name = uniqueName("reused");
     for (let n = 0; n < 3; n++)
       cloud.terminateInstance(cloud.createInstance("acme", { name, region: REGION }).id);
     const current = cloud.createInstance("acme", { name, region: REGION });
-    expect((await provider().provider.instances.getByName(name)).instanceID).toBe(current.id);
+    const live = (await provider().provider.instances.findByName(name)).filter(
+      (m) => m.state !== "terminated",
+    );
+    expect(live.map((m) => m.instanceID)).toEqual([current.id]);
   });
 
   test("contract - foreign providerIDs are refused without a cloud call", async () => {
@@ -261,7 +268,7 @@ describe("simulated provider - contract", () => {
     const i = cloud.createInstance("acme", { name: uniqueName("node"), region: REGION });
     await p.instances.getByProviderID(`simulated://${REGION}/${i.id}`);
     await p.instances.getByProviderID(`simulated://${REGION}/i-000000000000`).catch(() => undefined);
-    await p.instances.getByName(i.name);
+    await p.instances.findByName(i.name);
     await p.instances.listPage(undefined);
     const stats = cloud.stats();
     expect(stats.totalCalls).toBe(4);

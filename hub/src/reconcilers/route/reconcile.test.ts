@@ -1,0 +1,288 @@
+import { Node } from "@fleet-ccm/proto";
+import { describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { InstanceNotFoundError } from "../../cloud/errors.js";
+import type { CloudProvider, CloudRoute, InstanceMetadata } from "../../cloud/provider.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import { VerifiedInstances } from "../../cloud/verified-instances.js";
+import { parseHubConfig } from "../../config/load.js";
+import { FleetState } from "../../fleet/state.js";
+import { HubMetrics } from "../../metrics.js";
+import { WorkQueue } from "../../queue/index.js";
+import { FakeClock } from "../../util/clock.js";
+import { Semaphore } from "../../util/semaphore.js";
+import { ConvergenceTracker } from "../convergence.js";
+import { routeController } from "./index.js";
+import { ROUTE } from "./reconcile.js";
+
+const OWNER = "fleet-ccm.io/cluster";
+
+function node(name: string, cidrs: string[], over: Partial<Node> = {}): Node {
+  return Node.fromPartial({
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: "1",
+    providerId: `simulated://r1/i-${name}`,
+    podCidrs: cidrs,
+    conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+    ...over,
+  });
+}
+
+function meta(id: string, over: Partial<InstanceMetadata> = {}): InstanceMetadata {
+  return {
+    providerID: `simulated://r1/${id}`,
+    instanceID: id,
+    name: id,
+    instanceType: "t",
+    region: "r1",
+    zone: "z",
+    addresses: [],
+    state: "running",
+    tags: {},
+    ...over,
+  };
+}
+
+/** A route table and an instance table; records deletions. */
+function cloudDouble(outOfScope: Set<string> = new Set()) {
+  const table: CloudRoute[] = [];
+  const deleted: string[] = [];
+  let seq = 0;
+  const provider: CloudProvider = {
+    name: "simulated",
+    instances: {
+      async getByProviderID(id) {
+        const i = id.replace("simulated://r1/", "");
+        if (i === "i-gone") throw new InstanceNotFoundError(id);
+        return meta(i, outOfScope.has(i) ? { region: "elsewhere" } : {});
+      },
+      async findByName() {
+        return [];
+      },
+      async listPage() {
+        return { instances: [] };
+      },
+      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
+    },
+    routes: {
+      async list() {
+        return [...table];
+      },
+      async create(r) {
+        const route = { ...r, id: `r-${++seq}` };
+        table.push(route);
+        return route;
+      },
+      async delete(r) {
+        const i = table.findIndex((x) => x.id === r.id);
+        if (i >= 0) table.splice(i, 1);
+        deleted.push(r.destinationCIDR);
+      },
+    },
+  };
+  const cloud: ClusterCloud = {
+    provider,
+    account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
+    scope: {},
+  };
+  return { cloud, table, deleted };
+}
+
+function harness(opts: { outOfScope?: Set<string>; maxNodes?: number } = {}) {
+  const clock = new FakeClock();
+  const fleet = new FleetState();
+  const d = cloudDouble(opts.outOfScope);
+  const config = parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [{ name: "a", provider: "simulated", region: "r1", credentials: { env: "K" } }],
+      clusters: [],
+      lifecycle: {
+        deleteAfterChecks: 3,
+        deleteAfterMs: 30_000,
+        blastRadius: { maxPercent: 0, maxNodes: opts.maxNodes ?? 1, windowMs: 600_000 },
+      },
+    }),
+  );
+  const metrics = new HubMetrics(false);
+  const writes = new Semaphore(4);
+  const controller = routeController({
+    config,
+    fleet,
+    queue: new WorkQueue({ clock }),
+    tracker: new ConvergenceTracker(clock, 5000),
+    verified: new VerifiedInstances(clock),
+    metrics,
+    clock,
+    logger: pino({ level: "silent" }),
+    cloudFor: () => d.cloud,
+    cacheFor: () => undefined,
+    lookupsFor: () => undefined,
+    routeWritesFor: () => writes,
+  });
+  fleet.subscribe(controller.triggers);
+  fleet.setConnected("c1", true);
+  const owned = (cidr: string, target: string) =>
+    d.table.push({
+      id: `pre-${cidr}`,
+      destinationCIDR: cidr,
+      targetInstanceID: target,
+      tags: { [OWNER]: "c1" },
+    });
+  const reconcile = async () => {
+    await Promise.resolve(); // let deltas settle (they are classified at the end of their run)
+    return controller.reconcile({ cluster: "c1", kind: ROUTE, name: "" });
+  };
+  const routes = () =>
+    d.table
+      .map((r) => `${r.destinationCIDR}>${r.targetInstanceID}`)
+      .sort()
+      .join(" ");
+  const held = async () => (await metrics.routesHeld.get()).values[0]?.value ?? 0;
+  const blocked = async () => (await metrics.routeDeletionsBlocked.get()).values[0]?.value ?? 0;
+  return { clock, fleet, d, owned, reconcile, routes, held, blocked };
+}
+
+describe("route controller: owned routes go only on positive evidence", () => {
+  test("routes are created for every claimed CIDR", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24", "fd00::/64"])], []);
+    await h.reconcile();
+    expect(h.routes()).toBe("10.0.1.0/24>i-a 10.0.2.0/24>i-b fd00::/64>i-b");
+  });
+
+  test("(a) a node claims the CIDR for another instance: the route is replaced at once", async () => {
+    const h = harness();
+    h.owned("10.0.1.0/24", "i-old");
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    await h.reconcile(); // the old route goes first…
+    await h.reconcile(); // …then the new one is created
+    expect(h.d.deleted).toEqual(["10.0.1.0/24"]);
+    expect(h.routes()).toBe("10.0.1.0/24>i-a");
+  });
+
+  test("(b) a node deletion the agent reported releases its route at once", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24"])], []);
+    await h.reconcile();
+    h.fleet.deleteNode("c1", "b");
+    await h.reconcile();
+    expect(h.d.deleted).toEqual(["10.0.2.0/24"]);
+    expect(h.routes()).toBe("10.0.1.0/24>i-a");
+  });
+
+  test("(b) a deletionTimestamp or a podCIDRs change releases at once; (a) a new providerID replaces", async () => {
+    const h = harness();
+    h.fleet.replace(
+      "c1",
+      [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24"]), node("c", ["10.0.3.0/24"])],
+      [],
+    );
+    await h.reconcile();
+    h.fleet.upsertNode("c1", node("a", ["10.0.1.0/24"], { deletionTimestamp: new Date() }));
+    h.fleet.upsertNode("c1", node("b", ["10.0.9.0/24"]));
+    h.fleet.upsertNode("c1", node("c", ["10.0.3.0/24"], { providerId: "simulated://r1/i-c2" }));
+    await h.reconcile();
+    expect([...h.d.deleted].sort()).toEqual(["10.0.1.0/24", "10.0.2.0/24", "10.0.3.0/24"]);
+    expect(h.routes()).toBe("10.0.3.0/24>i-c2 10.0.9.0/24>i-b");
+  });
+
+  test("(c) a node missing from a snapshot: held until K consecutive checks over T, then within budget", async () => {
+    const h = harness({ maxNodes: 1 });
+    const all = [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24"]), node("c", ["10.0.3.0/24"])];
+    h.fleet.replace("c1", all, []);
+    await h.reconcile();
+    // The agent reconnects with a snapshot lacking b and c (deleted while it was away, or not).
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    for (let i = 0; i < 3; i++) {
+      await h.reconcile();
+      h.clock.advance(10_000);
+    }
+    expect(h.d.deleted).toEqual([]);
+    expect(await h.held()).toBe(2);
+    await h.reconcile(); // 4 checks over 30 s: confirmed, but only one fits the blast radius
+    expect(h.d.deleted).toHaveLength(1);
+    expect(await h.blocked()).toBe(1);
+    expect(await h.held()).toBe(1);
+    h.clock.advance(600_000);
+    await h.reconcile();
+    expect(h.d.deleted).toHaveLength(2);
+    expect(h.routes()).toBe("10.0.1.0/24>i-a");
+    expect(await h.held()).toBe(0);
+  });
+
+  test("(c) strikes are consecutive: a node back in the view (or a disconnect) starts them over", async () => {
+    const h = harness();
+    const a = node("a", ["10.0.1.0/24"]);
+    const b = node("b", ["10.0.2.0/24"]);
+    h.fleet.replace("c1", [a, b], []);
+    await h.reconcile();
+    h.fleet.replace("c1", [a], []);
+    await h.reconcile();
+    h.clock.advance(20_000);
+    await h.reconcile();
+    h.fleet.replace("c1", [a, b], []); // b is back
+    await h.reconcile();
+    h.fleet.replace("c1", [a], []);
+    await h.reconcile();
+    h.clock.advance(20_000);
+    await h.reconcile();
+    h.fleet.setConnected("c1", false);
+    h.fleet.setConnected("c1", true);
+    h.fleet.replace("c1", [a], []);
+    h.clock.advance(20_000);
+    await h.reconcile();
+    expect(h.d.deleted).toEqual([]);
+  });
+
+  test("a view that claims no CIDR at all (empty snapshot, restarted hub) deletes nothing, ever", async () => {
+    const h = harness({ maxNodes: 10 });
+    h.owned("10.0.1.0/24", "i-a");
+    h.owned("10.0.2.0/24", "i-b");
+    h.fleet.replace("c1", [], []);
+    for (let i = 0; i < 10; i++) {
+      await h.reconcile();
+      h.clock.advance(60_000);
+    }
+    expect(h.d.deleted).toEqual([]);
+    expect(await h.held()).toBe(2);
+  });
+
+  test("a snapshot that drops a node is not a reported deletion (no prompt removal)", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24"])], []);
+    await h.reconcile();
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    await h.reconcile();
+    expect(h.d.deleted).toEqual([]);
+  });
+
+  test("a claimed CIDR whose instance is refused keeps its route", async () => {
+    const h = harness({ outOfScope: new Set(["i-b"]) });
+    h.owned("10.0.2.0/24", "i-b");
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24"])], []);
+    const out = await h.reconcile();
+    h.clock.advance(120_000);
+    await h.reconcile();
+    expect(h.d.deleted).toEqual([]);
+    expect(out.events?.some((e) => e.name === "b" && e.reason === "FailedToCreateRoute")).toBe(true);
+  });
+
+  test("routes of other clusters are never touched", async () => {
+    const h = harness({ maxNodes: 10 });
+    h.d.table.push({
+      id: "x",
+      destinationCIDR: "10.9.0.0/24",
+      targetInstanceID: "i-x",
+      tags: { [OWNER]: "c2" },
+    });
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    for (let i = 0; i < 5; i++) {
+      await h.reconcile();
+      h.clock.advance(60_000);
+    }
+    expect(h.routes()).toBe("10.0.1.0/24>i-a 10.9.0.0/24>i-x");
+  });
+});

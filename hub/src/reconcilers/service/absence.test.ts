@@ -1,0 +1,213 @@
+import { Node, Service } from "@fleet-ccm/proto";
+import { describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { InstanceNotFoundError } from "../../cloud/errors.js";
+import { InstanceCache } from "../../cloud/instance-cache.js";
+import type { CloudProvider, LbIngress, LoadBalancers } from "../../cloud/provider.js";
+import type { ClusterCloud } from "../../cloud/scope.js";
+import { VerifiedInstances } from "../../cloud/verified-instances.js";
+import { parseHubConfig } from "../../config/load.js";
+import { FleetState } from "../../fleet/state.js";
+import { HubMetrics } from "../../metrics.js";
+import { WorkQueue } from "../../queue/index.js";
+import { FakeClock } from "../../util/clock.js";
+import { Semaphore } from "../../util/semaphore.js";
+import { ConvergenceTracker } from "../convergence.js";
+import { SERVICE, serviceController } from "./index.js";
+
+const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
+
+function svc(over: Partial<Service> = {}): Service {
+  return Service.fromPartial({
+    namespace: "default",
+    name: "web",
+    uid: "svc-uid",
+    resourceVersion: "1",
+    type: "LoadBalancer",
+    ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
+    externalTrafficPolicy: "Cluster",
+    finalizers: [FINALIZER],
+    sessionAffinity: "None",
+    ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }],
+    ...over,
+  });
+}
+
+function node(name: string, labels: Record<string, string> = {}): Node {
+  return Node.fromPartial({
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: "1",
+    providerId: `simulated://r1/i-${name}`,
+    labels,
+  });
+}
+
+/** One load balancer in the cloud: its backends as last written. */
+function harness(inCloud?: readonly string[], terminated: readonly string[] = []) {
+  const clock = new FakeClock();
+  const fleet = new FleetState();
+  const calls: string[] = [];
+  let backends: readonly string[] | undefined = inCloud;
+  const lbs: LoadBalancers = {
+    capabilities: { sessionAffinity: false, proxyProtocol: true, internal: true, protocols: ["TCP"] },
+    async get(name, tags) {
+      return backends === undefined ? undefined : { id: "lb-1", name, tags, ingress: [], backends };
+    },
+    async ensure(spec): Promise<LbIngress[]> {
+      calls.push(`ensure ${spec.backends.join(",")}`);
+      backends = spec.backends;
+      return [{ ip: "198.18.0.1" }];
+    },
+    async updateBackends(_n, _t, b) {
+      calls.push(`updateBackends ${b.join(",")}`);
+      backends = b;
+    },
+    async ensureDeleted() {
+      calls.push("ensureDeleted");
+      backends = undefined;
+    },
+  };
+  const provider: CloudProvider = {
+    name: "simulated",
+    loadBalancers: lbs,
+    instances: {
+      async getByProviderID(id) {
+        const m = /^simulated:\/\/r1\/(i-.+)$/.exec(id);
+        if (!m?.[1]) throw new InstanceNotFoundError(id);
+        return {
+          providerID: id,
+          instanceID: m[1],
+          name: m[1],
+          instanceType: "t",
+          region: "r1",
+          zone: "z",
+          addresses: [],
+          state: "running",
+          tags: {},
+        };
+      },
+      async findByName() {
+        return [];
+      },
+      async listPage() {
+        return {
+          instances: terminated.map((id) => ({
+            providerID: `simulated://r1/${id}`,
+            instanceID: id,
+            name: id,
+            instanceType: "t",
+            region: "r1",
+            zone: "z",
+            addresses: [],
+            state: "terminated" as const,
+            tags: {},
+          })),
+        };
+      },
+      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
+    },
+  };
+  const cloud: ClusterCloud = {
+    provider,
+    account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
+    scope: {},
+  };
+  const cache = new InstanceCache(provider.instances, clock, 60_000, pino({ level: "silent" }));
+  const config = parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [{ name: "a", provider: "simulated", region: "r1", credentials: { env: "K" } }],
+      clusters: [],
+    }),
+  );
+  const c = serviceController({
+    config,
+    fleet,
+    queue: new WorkQueue({ clock }),
+    tracker: new ConvergenceTracker(clock, 5000),
+    verified: new VerifiedInstances(clock),
+    metrics: new HubMetrics(false),
+    clock,
+    logger: pino({ level: "silent" }),
+    cloudFor: () => cloud,
+    cacheFor: () => cache,
+    lookupsFor: () => undefined,
+    routeWritesFor: () => new Semaphore(1),
+  });
+  fleet.subscribe(c.triggers);
+  const run = async () => {
+    await Promise.resolve(); // deltas are classified at the end of their run
+    clock.advance(2000); // past the shared backend set's minimum age
+    return c.reconcile({ cluster: "c1", kind: SERVICE, name: "default/web" });
+  };
+  return { fleet, calls, run, backends: () => backends };
+}
+
+describe("service controller: nothing destroyed because something is absent", () => {
+  test("a Service missing from a snapshot never deletes its load balancer", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a")], [svc()]);
+    await h.run();
+    h.fleet.replace("c1", [node("a")], []);
+    expect(await h.run()).toEqual({ requeue: { kind: "done" } });
+    h.fleet.replace("c1", [node("a")], [svc()]);
+    await h.run();
+    expect(h.calls).not.toContain("ensureDeleted");
+    expect(h.backends()).toEqual(["i-a"]);
+  });
+
+  test("an empty eligible set from a snapshot keeps the backends not seen leaving, with a Warning", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a"), node("b")], [svc()]);
+    await h.run();
+    h.fleet.replace("c1", [], [svc()]);
+    const out = await h.run();
+    expect(h.backends()).toEqual(["i-a", "i-b"]);
+    expect(out.events?.find((e) => e.reason === "LoadBalancerBackendsKept")?.message).toContain(
+      "2 of the load balancer's 2 backends were not seen leaving",
+    );
+  });
+
+  test("a restarted hub (nothing remembered) whose first report is empty keeps them too", async () => {
+    const h = harness(["i-a", "i-b"]);
+    h.fleet.replace("c1", [], [svc()]);
+    await h.run();
+    expect(h.calls).toEqual(["ensure i-a,i-b"]);
+    expect(h.backends()).toEqual(["i-a", "i-b"]);
+  });
+
+  test("backends the account's instance list shows terminated are not kept", async () => {
+    const h = harness(["i-a", "i-b"], ["i-a"]);
+    h.fleet.replace("c1", [], [svc()]);
+    await h.run();
+    expect(h.backends()).toEqual(["i-b"]);
+  });
+
+  test("nodes seen leaving (deleted, excluded) empty the load balancer, as upstream does", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a"), node("b")], [svc()]);
+    await h.run();
+    h.fleet.deleteNode("c1", "a");
+    h.fleet.upsertNode(
+      "c1",
+      node("b", { "node.kubernetes.io/exclude-from-external-load-balancers": "true" }),
+    );
+    const out = await h.run();
+    expect(h.backends()).toEqual([]);
+    expect(out.events?.map((e) => e.reason)).toContain("UnAvailableLoadBalancer");
+  });
+
+  test("only the unseen ones stay: one node deleted, the other missing from a snapshot", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a"), node("b")], [svc()]);
+    await h.run();
+    h.fleet.deleteNode("c1", "a");
+    await h.run();
+    expect(h.backends()).toEqual(["i-b"]);
+    h.fleet.replace("c1", [], [svc()]);
+    await h.run();
+    expect(h.backends()).toEqual(["i-b"]);
+  });
+});
