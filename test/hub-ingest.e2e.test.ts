@@ -136,11 +136,8 @@ describe("one bad object costs only that object", () => {
 });
 
 describe("500 source ranges", () => {
-  // Fails today for a reason outside the ingest: the simulated provider (hub/src/cloud) puts
-  // every CIDR of a port into one firewall rule, and the simulated cloud takes at most 100 per
-  // rule (HTTP 400 InvalidParameter), so the Service backs off. Turn into `test` once the
-  // provider splits the ranges over several rules.
-  test.failing("the Service gets its load balancer with all 500 source ranges", async () => {
+  // The simulated cloud takes at most 100 CIDRs per firewall rule: the provider splits them.
+  test("the Service gets its load balancer with all 500 source ranges", async () => {
     const f = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
     fleet = f;
     await f.startHub();
@@ -196,6 +193,13 @@ describe("a snapshot that drops most of a cluster is held", () => {
       hubConfig: {
         routes: { periodMs: 300, maxConcurrentPerAccount: 4 },
         snapshotHold: { maxObjects: 1, maxPercent: 10, confirmAfterMs: CONFIRM_MS },
+        // A confirmed drop is still no observed deletion: its routes go by the unclaimed-route
+        // rule (lifecycle evidence and blast radius), kept short and wide here.
+        lifecycle: {
+          deleteAfterChecks: 2,
+          deleteAfterMs: 1000,
+          blastRadius: { maxPercent: 100, maxNodes: 10, windowMs: 600_000 },
+        },
       },
     });
     fleet = f;

@@ -143,7 +143,12 @@ interface PlannedFirewallRule {
   readonly name: string;
   readonly protocol: "TCP" | "UDP";
   readonly port: number;
+  /** Sorted; at most MAX_SOURCE_CIDRS_PER_RULE. */
+  readonly sourceCidrs: readonly string[];
 }
+
+/** The simulated cloud takes at most this many source CIDRs per firewall rule (a 400 beyond). */
+const MAX_SOURCE_CIDRS_PER_RULE = 100;
 
 /** Names of a load balancer's sub-resources: deterministic, so a restart finds them. */
 export function subResourceNames(lbName: string) {
@@ -152,7 +157,9 @@ export function subResourceNames(lbName: string) {
     listener: (protocol: string, port: number): string => `${lbName}-${key(protocol, port)}`,
     pool: (protocol: string, port: number): string => `${lbName}-pool-${key(protocol, port)}`,
     healthCheck: `${lbName}-hc`,
-    firewallRule: (protocol: string, port: number): string => `${lbName}-fw-${key(protocol, port)}`,
+    /** Part 0 keeps the unsuffixed name; a long source-range list continues in -1, -2, … */
+    firewallRule: (protocol: string, port: number, part = 0): string =>
+      `${lbName}-fw-${key(protocol, port)}${part === 0 ? "" : `-${part}`}`,
   };
 }
 
@@ -280,8 +287,6 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     }
 
     // 4. Firewall rules.
-    const sourceCidrs =
-      spec.sourceRanges.length === 0 ? [...OPEN_TO_ALL] : [...new Set(spec.sourceRanges)].sort();
     const keptFirewallRules = new Set<string>();
     for (const f of firewallPlan) {
       const found = oldest(mine(owned.firewallRules, f.name));
@@ -293,15 +298,15 @@ export class SimulatedLoadBalancers implements LoadBalancers {
             lb_id: lb.id,
             protocol: f.protocol,
             port: f.port,
-            source_cidrs: sourceCidrs,
+            source_cidrs: f.sourceCidrs,
             tags: spec.tags,
           },
           signal,
         );
         keptFirewallRules.add(created.id);
       } else {
-        if (!sameSet(found.source_cidrs, sourceCidrs)) {
-          await this.update(FIREWALL, found.id, { source_cidrs: sourceCidrs }, signal);
+        if (!sameSet(found.source_cidrs, f.sourceCidrs)) {
+          await this.update(FIREWALL, found.id, { source_cidrs: f.sourceCidrs }, signal);
         }
         keptFirewallRules.add(found.id);
       }
@@ -544,14 +549,24 @@ function plan(spec: LoadBalancerSpec): PlannedListener[] {
   });
 }
 
-/** One rule per transport protocol and port (HTTP and HTTPS are TCP). */
+/**
+ * One rule per transport protocol and port (HTTP and HTTPS are TCP), split in parts of at most
+ * MAX_SOURCE_CIDRS_PER_RULE source CIDRs: a Service with 500 source ranges is a real one.
+ */
 function planFirewall(spec: LoadBalancerSpec): PlannedFirewallRule[] {
   const names = subResourceNames(spec.name);
+  const cidrs = spec.sourceRanges.length === 0 ? [...OPEN_TO_ALL] : [...new Set(spec.sourceRanges)].sort();
   const rules = new Map<string, PlannedFirewallRule>();
   for (const l of spec.listeners) {
     const protocol = l.protocol === "UDP" ? "UDP" : "TCP";
-    const name = names.firewallRule(protocol, l.port);
-    if (!rules.has(name)) rules.set(name, { name, protocol, port: l.port });
+    for (let part = 0; part * MAX_SOURCE_CIDRS_PER_RULE < cidrs.length; part++) {
+      const name = names.firewallRule(protocol, l.port, part);
+      const sourceCidrs = cidrs.slice(
+        part * MAX_SOURCE_CIDRS_PER_RULE,
+        (part + 1) * MAX_SOURCE_CIDRS_PER_RULE,
+      );
+      if (!rules.has(name)) rules.set(name, { name, protocol, port: l.port, sourceCidrs });
+    }
   }
   return [...rules.values()];
 }
