@@ -105,7 +105,8 @@ export class Agent {
     } catch {
       // Optional: only reported to the hub.
     }
-    await this.watch.start();
+    // Nothing reaches the hub before every list has succeeded: a partial view is never reported.
+    if (!(await this.watch.start())) return;
     this.log.info(
       { nodes: this.watch.listNodes().length, services: this.watch.listServices().length },
       "caches synced",
