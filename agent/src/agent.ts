@@ -21,6 +21,7 @@ import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
+import { FailureSummary } from "./log-summary.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
@@ -61,11 +62,16 @@ export class Agent {
   private kubernetesVersion = "";
   private readonly log: Logger;
   private eventSeq = 0;
+  private readonly applyFailures: FailureSummary;
   natsBytesReceived = 0;
   applied = 0;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger;
+    this.applyFailures = new FailureSummary(
+      this.log,
+      "patch not applied: the API server refused it (the hub publishes it again with backoff)",
+    );
     withConnectionReuse(opts.kubeConfig);
     this.api = new KubeClient(opts.kubeConfig);
     this.events = new EventRecorder(this.api, `fleet-ccm-agent/${hostname()}`);
@@ -191,22 +197,24 @@ export class Agent {
             job.desired,
             this.watch.service(job.desired.namespace, job.desired.name),
           );
+    const object = result.namespace === "" ? result.name : `${result.namespace}/${result.name}`;
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
+    else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED)
+      this.applyFailures.failed(`${job.kind}/${object}`, {
+        status: result.httpStatus,
+        reason: result.reason,
+        message: result.message,
+      });
     else
       this.log.info(
-        {
-          kind: job.kind,
-          object: result.namespace === "" ? result.name : `${result.namespace}/${result.name}`,
-          outcome: ApplyOutcome[result.outcome],
-          status: result.httpStatus,
-          message: result.message,
-        },
+        { kind: job.kind, object, outcome: ApplyOutcome[result.outcome], message: result.message },
         "patch not applied",
       );
     this.stream.sendApplyResult(result);
   }
 
   async stop(): Promise<void> {
+    this.applyFailures.stop();
     this.stream.stop();
     await this.watch.stop();
     if (this.nc !== undefined && !this.nc.isClosed()) await this.nc.close();
