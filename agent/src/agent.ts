@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import {
   ApplyOutcome,
-  agentInboxPrefix,
   type ClusterEvent,
   clusterSubjectFilter,
   DesiredBatch,
@@ -9,7 +8,6 @@ import {
   type ServiceDesired,
 } from "@fleet-ccm/proto";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
@@ -22,6 +20,7 @@ import { toWireNode, toWireService } from "./convert.js";
 import { HubStream } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
+import { NatsLink } from "./nats.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
@@ -58,7 +57,7 @@ export class Agent {
   private readonly stream: HubStream;
   private readonly events: EventRecorder;
   private readonly dispatcher: KeyedDispatcher<Job>;
-  private nc: NatsConnection | undefined;
+  private readonly nats: NatsLink;
   private kubernetesVersion = "";
   private readonly log: Logger;
   private eventSeq = 0;
@@ -93,6 +92,13 @@ export class Agent {
         services: this.watch.listServices().map(toWireService),
       }),
     });
+    this.nats = new NatsLink({
+      ...opts.nats,
+      cluster: opts.cluster,
+      logger: this.log.child({ component: "nats" }),
+      // NATS does not redeliver: ask the hub, through a new stream, for what it published meanwhile.
+      onReconnect: () => this.stream.restart(),
+    });
     this.dispatcher = new KeyedDispatcher(opts.applyConcurrency ?? 16, (job) => this.apply(job));
   }
 
@@ -117,32 +123,15 @@ export class Agent {
       { nodes: this.watch.listNodes().length, services: this.watch.listServices().length },
       "caches synced",
     );
-    await this.startNats();
+    if (!(await this.startNats())) return;
     this.stream.start();
   }
 
-  private async startNats(): Promise<void> {
-    const { cluster, nats } = this.opts;
-    this.nc = await connect({
-      servers: [...nats.servers],
-      user: nats.user,
-      pass: nats.password,
-      name: `fleet-ccm-agent-${cluster}`,
-      inboxPrefix: agentInboxPrefix(cluster),
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 500,
-      waitOnFirstConnect: true,
-      pingInterval: 10_000,
-    });
-    void (async (nc: NatsConnection) => {
-      for await (const s of nc.status())
-        if (s.type === "disconnect" || s.type === "reconnect") {
-          this.log.warn({ nats: s.type }, "NATS connection status changed");
-          // NATS does not redeliver: ask the hub, through a new stream, for what it published meanwhile.
-          if (s.type === "reconnect") this.stream.restart();
-        }
-    })(this.nc);
-    this.nc.subscribe(clusterSubjectFilter(cluster), {
+  private async startNats(): Promise<boolean> {
+    const { cluster } = this.opts;
+    const nc = await this.nats.connect();
+    if (nc === undefined) return false;
+    nc.subscribe(clusterSubjectFilter(cluster), {
       callback: (err, msg) => {
         if (err) {
           this.log.error({ err: err.message }, "NATS subscription failed");
@@ -170,6 +159,7 @@ export class Agent {
           this.dispatcher.submit(`event/${++this.eventSeq}`, { kind: "event", event: e });
       },
     });
+    return true;
   }
 
   private onWatch(e: WatchEvent): void {
@@ -217,6 +207,6 @@ export class Agent {
     this.applyFailures.stop();
     this.stream.stop();
     await this.watch.stop();
-    if (this.nc !== undefined && !this.nc.isClosed()) await this.nc.close();
+    await this.nats.stop();
   }
 }
