@@ -5,6 +5,7 @@ import {
   clusterSubjectFilter,
   DesiredBatch,
   type NodeDesired,
+  ObjectKind,
   type ServiceDesired,
 } from "@fleet-ccm/proto";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -17,13 +18,15 @@ import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
-import { HubStream } from "./hub-stream.js";
+import { HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
+/** The reason of the Warning Event on an object too large to be sent to the hub. */
+export const REASON_TOO_LARGE = "TooLargeForHub";
 
 export interface AgentOptions {
   readonly cluster: string;
@@ -87,6 +90,7 @@ export class Agent {
       kubernetesVersion: () => this.kubernetesVersion,
       logger: this.log.child({ component: "hub-stream" }),
       countBytes: opts.countBytes,
+      onTooLarge: (o) => this.onTooLarge(o),
       snapshot: () => ({
         nodes: this.watch.listNodes().map(toWireNode),
         services: this.watch.listServices().map(toWireService),
@@ -160,6 +164,29 @@ export class Agent {
       },
     });
     return true;
+  }
+
+  /** An object too large for the hub: logged, and a Warning Event on it (the rest keeps flowing). */
+  private onTooLarge(o: TooLarge): void {
+    const object = o.namespace === "" ? o.name : `${o.namespace}/${o.name}`;
+    const message = `${o.kind === "node" ? "Node" : "Service"} ${object} is not sent to the fleet-ccm hub: its forwarded fields take ${o.bytes} bytes, more than the hub's message limit of ${o.limitBytes} bytes (limits.maxMessageBytes); the hub keeps what it last had of it`;
+    this.log.warn(
+      { kind: o.kind, object, bytes: o.bytes, limitBytes: o.limitBytes },
+      "object too large for the hub: left out",
+    );
+    this.dispatcher.submit(`event/${++this.eventSeq}`, {
+      kind: "event",
+      event: {
+        kind: o.kind === "node" ? ObjectKind.OBJECT_KIND_NODE : ObjectKind.OBJECT_KIND_SERVICE,
+        namespace: o.namespace,
+        name: o.name,
+        uid: o.uid,
+        type: "Warning",
+        reason: REASON_TOO_LARGE,
+        message,
+        sourceComponent: "fleet-ccm-agent",
+      },
+    });
   }
 
   private onWatch(e: WatchEvent): void {
