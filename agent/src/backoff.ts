@@ -7,13 +7,10 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** Timers keep the process alive: a pending retry may be all the agent has to do. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref?.();
-    return t;
-  },
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
