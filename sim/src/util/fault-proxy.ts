@@ -14,6 +14,8 @@ export interface FaultMatch {
   readonly path?: string | RegExp;
   /** true: only watch requests (?watch=true); false: only others. */
   readonly watch?: boolean;
+  /** Tested against the query string ("?limit=500&continue=…"). */
+  readonly query?: RegExp;
 }
 
 export interface FaultRule extends FaultMatch {
@@ -53,7 +55,13 @@ export class FaultProxy {
   private rules: FaultRule[] = [];
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
-  private readonly open = new Set<{ method: string; path: string; watch: boolean; res: ServerResponse }>();
+  private readonly open = new Set<{
+    method: string;
+    path: string;
+    watch: boolean;
+    query: string;
+    res: ServerResponse;
+  }>();
   private readonly target: URL;
   port = 0;
 
@@ -75,7 +83,7 @@ export class FaultProxy {
   setFaults(rules: readonly FaultRule[]): void {
     this.rules = [...rules];
     for (const o of this.open)
-      if (this.rules.some((r) => matches(r, o.method, o.path, o.watch))) o.res.destroy();
+      if (this.rules.some((r) => matches(r, o.method, o.path, o.watch, o.query))) o.res.destroy();
   }
 
   clearFaults(): void {
@@ -84,7 +92,8 @@ export class FaultProxy {
 
   /** Requests seen matching `m` (and, if given, since `sinceMs`). */
   count(m: FaultMatch = {}, sinceMs = 0): number {
-    return this.requests.filter((r) => r.atMs >= sinceMs && matches(m, r.method, r.path, r.watch)).length;
+    return this.requests.filter((r) => r.atMs >= sinceMs && matches(m, r.method, r.path, r.watch, r.query))
+      .length;
   }
 
   /** Closes every open connection (running watches included); the proxy keeps listening. */
@@ -112,7 +121,7 @@ export class FaultProxy {
     const url = new URL(req.url ?? "/", "http://proxy");
     const method = req.method ?? "GET";
     const watch = url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1";
-    const rule = this.rules.find((r) => matches(r, method, url.pathname, watch));
+    const rule = this.rules.find((r) => matches(r, method, url.pathname, watch, url.search));
     const record: ProxiedRequest = {
       method,
       path: url.pathname,
@@ -144,7 +153,7 @@ export class FaultProxy {
       },
       (up) => {
         record.status = up.statusCode ?? 0;
-        const entry = { method, path: url.pathname, watch, res };
+        const entry = { method, path: url.pathname, watch, query: url.search, res };
         this.open.add(entry);
         res.writeHead(up.statusCode ?? 502, up.headers);
         // A watch's headers go out at once, not with its first event.
@@ -174,9 +183,10 @@ export class FaultProxy {
   }
 }
 
-function matches(m: FaultMatch, method: string, path: string, watch: boolean): boolean {
+function matches(m: FaultMatch, method: string, path: string, watch: boolean, query: string): boolean {
   if (m.method !== undefined && m.method.toUpperCase() !== method.toUpperCase()) return false;
   if (m.watch !== undefined && m.watch !== watch) return false;
+  if (m.query !== undefined && !m.query.test(query)) return false;
   if (m.path === undefined) return true;
   return typeof m.path === "string" ? m.path === path : m.path.test(path);
 }
