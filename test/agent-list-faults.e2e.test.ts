@@ -67,16 +67,17 @@ function ownedRoutes(): string[] {
     .sort();
 }
 
-function logged(msg: string): { msg: string; [k: string]: unknown }[] {
+/** The agent's log lines whose message contains `msg` (logged at `sinceMs` or later). */
+function logged(msg: string, sinceMs = 0): { msg: string; [k: string]: unknown }[] {
   return output
     .map((l) => {
       try {
-        return JSON.parse(l) as { msg: string };
+        return JSON.parse(l) as { msg: string; time?: string };
       } catch {
         return { msg: l };
       }
     })
-    .filter((l) => l.msg.includes(msg));
+    .filter((l) => l.msg.includes(msg) && (sinceMs === 0 || Date.parse(l.time ?? "") >= sinceMs));
 }
 
 describe("agent start while the API server fails the LIST of Nodes", () => {
@@ -151,5 +152,22 @@ describe("agent start while the API server fails the LIST of Nodes", () => {
     expect(await waitFor(() => fleet.hub?.fleet.view(cluster)?.nodes.size === 4, 40_000)).toBe(true);
     expect(await waitFor(() => fleet.progress().initialized === 4, 30_000)).toBe(true);
     expect(ownedRoutes()).toEqual(routes);
+  });
+
+  test("watches refused for 10 s: restarts back off instead of retrying every 500 ms", async () => {
+    await waitFor(() => logged("caches synced").length === 1, 30_000);
+    const WATCH = { method: "GET", path: "/api/v1/nodes", watch: true } as const;
+    proxy.setFaults([{ ...WATCH, status: 500 }]);
+    const since = Date.now();
+    await new Promise((r) => setTimeout(r, 10_000));
+    // 0.5 s, 1 s, 2 s, 4 s (jittered): at most ~8 tries; a fixed 500 ms would be ~20.
+    const tries = proxy.count(WATCH, since);
+    expect(tries).toBeGreaterThanOrEqual(3);
+    expect(tries).toBeLessThanOrEqual(8);
+    expect(logged("watch of nodes", since).length).toBeGreaterThanOrEqual(1);
+    expect(logged("watch of nodes", since).length).toBeLessThanOrEqual(2);
+    proxy.clearFaults();
+    fleet.addNodes(cluster, 1);
+    expect(await waitFor(() => fleet.hub?.fleet.view(cluster)?.nodes.size === 5, 40_000)).toBe(true);
   });
 });

@@ -27,10 +27,12 @@ export type WatchEvent =
 
 /** A watch that ends cleanly this soon without a single event is a failure (as client-go's reflector says). */
 const SHORT_WATCH_MS = 1000;
+const HEALTHY_WATCH_MS = 30_000;
 
 /**
  * client-node's Watch, with every object slimmed (slim.ts) before it reaches a cache. It also
- * tells when a watch delivered something (the API server is serving it: backoff starts over)
+ * tells when a watch delivered something or stayed up a while (the API server is serving it:
+ * backoff starts over)
  * and turns a watch that ends at once without events into an error, so that a server closing
  * every watch makes the informer back off instead of reconnecting in a tight loop.
  */
@@ -67,12 +69,16 @@ class SlimmingWatch extends Watch {
           watchObj,
         );
       },
-      (err: unknown) =>
+      (err: unknown) => {
+        const lasted = Date.now() - started;
+        // A quiet watch that stayed up a while proves the server serves it too.
+        if (events === 0 && lasted >= HEALTHY_WATCH_MS) this.onServing(path);
         done(
-          err === null && events === 0 && Date.now() - started < SHORT_WATCH_MS
+          err === null && events === 0 && lasted < SHORT_WATCH_MS
             ? new Error(`watch of ${path} ended at once without events`)
             : err,
-        ),
+        );
+      },
     );
   }
 }
