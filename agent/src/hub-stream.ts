@@ -185,7 +185,7 @@ export class HubStream {
       case "welcome":
         this.welcome = msg.body.value;
         this.connects++;
-        this.opts.logger.info({ subject: this.welcome.desiredSubject }, "connected to hub");
+        this.opts.logger.debug({ subject: this.welcome.desiredSubject }, "hub welcomed the stream");
         this.opts.onWelcome?.(this.welcome);
         this.sendSnapshot();
         this.startHeartbeat(this.welcome.heartbeatIntervalMs || 10_000);
@@ -197,6 +197,8 @@ export class HubStream {
       case "ack":
         if (!this.healthy && this.phase === "streaming") {
           this.healthy = true;
+          // Logged once the hub has taken the snapshot, not per try of a stream it refuses.
+          this.opts.logger.info({ subject: this.welcome?.desiredSubject }, "connected to hub");
           this.transientRetry.succeeded();
           this.refusedRetry.succeeded();
         }
@@ -280,6 +282,8 @@ export class HubStream {
     flush(true);
     this.phase = "streaming";
     this.flushOutbox();
+    // The hub's ack of it says at once that the stream is healthy (the backoff starts over).
+    this.sendHeartbeat();
   }
 
   private startHeartbeat(intervalMs: number): void {
