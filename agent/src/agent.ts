@@ -1,15 +1,14 @@
 import { hostname } from "node:os";
 import {
   ApplyOutcome,
-  agentInboxPrefix,
   type ClusterEvent,
   clusterSubjectFilter,
   DesiredBatch,
   type NodeDesired,
+  ObjectKind,
   type ServiceDesired,
 } from "@fleet-ccm/proto";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
@@ -19,11 +18,15 @@ import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
-import { HubStream } from "./hub-stream.js";
+import { HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
+import { FailureSummary } from "./log-summary.js";
+import { NatsLink } from "./nats.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = "0.1.0";
+/** The reason of the Warning Event on an object too large to be sent to the hub. */
+export const REASON_TOO_LARGE = "TooLargeForHub";
 
 export interface AgentOptions {
   readonly cluster: string;
@@ -57,15 +60,20 @@ export class Agent {
   private readonly stream: HubStream;
   private readonly events: EventRecorder;
   private readonly dispatcher: KeyedDispatcher<Job>;
-  private nc: NatsConnection | undefined;
+  private readonly nats: NatsLink;
   private kubernetesVersion = "";
   private readonly log: Logger;
   private eventSeq = 0;
+  private readonly applyFailures: FailureSummary;
   natsBytesReceived = 0;
   applied = 0;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger;
+    this.applyFailures = new FailureSummary(
+      this.log,
+      "patch not applied: the API server refused it (the hub publishes it again with backoff)",
+    );
     withConnectionReuse(opts.kubeConfig);
     this.api = new KubeClient(opts.kubeConfig);
     this.events = new EventRecorder(this.api, `fleet-ccm-agent/${hostname()}`);
@@ -82,10 +90,18 @@ export class Agent {
       kubernetesVersion: () => this.kubernetesVersion,
       logger: this.log.child({ component: "hub-stream" }),
       countBytes: opts.countBytes,
+      onTooLarge: (o) => this.onTooLarge(o),
       snapshot: () => ({
         nodes: this.watch.listNodes().map(toWireNode),
         services: this.watch.listServices().map(toWireService),
       }),
+    });
+    this.nats = new NatsLink({
+      ...opts.nats,
+      cluster: opts.cluster,
+      logger: this.log.child({ component: "nats" }),
+      // NATS does not redeliver: ask the hub, through a new stream, for what it published meanwhile.
+      onReconnect: () => this.stream.restart(),
     });
     this.dispatcher = new KeyedDispatcher(opts.applyConcurrency ?? 16, (job) => this.apply(job));
   }
@@ -105,37 +121,21 @@ export class Agent {
     } catch {
       // Optional: only reported to the hub.
     }
-    await this.watch.start();
+    // Nothing reaches the hub before every list has succeeded: a partial view is never reported.
+    if (!(await this.watch.start())) return;
     this.log.info(
       { nodes: this.watch.listNodes().length, services: this.watch.listServices().length },
       "caches synced",
     );
-    await this.startNats();
+    if (!(await this.startNats())) return;
     this.stream.start();
   }
 
-  private async startNats(): Promise<void> {
-    const { cluster, nats } = this.opts;
-    this.nc = await connect({
-      servers: [...nats.servers],
-      user: nats.user,
-      pass: nats.password,
-      name: `fleet-ccm-agent-${cluster}`,
-      inboxPrefix: agentInboxPrefix(cluster),
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 500,
-      waitOnFirstConnect: true,
-      pingInterval: 10_000,
-    });
-    void (async (nc: NatsConnection) => {
-      for await (const s of nc.status())
-        if (s.type === "disconnect" || s.type === "reconnect") {
-          this.log.warn({ nats: s.type }, "NATS connection status changed");
-          // NATS does not redeliver: ask the hub, through a new stream, for what it published meanwhile.
-          if (s.type === "reconnect") this.stream.restart();
-        }
-    })(this.nc);
-    this.nc.subscribe(clusterSubjectFilter(cluster), {
+  private async startNats(): Promise<boolean> {
+    const { cluster } = this.opts;
+    const nc = await this.nats.connect();
+    if (nc === undefined) return false;
+    nc.subscribe(clusterSubjectFilter(cluster), {
       callback: (err, msg) => {
         if (err) {
           this.log.error({ err: err.message }, "NATS subscription failed");
@@ -161,6 +161,30 @@ export class Agent {
         if (newest > 0) this.stream.noteReceived(newest);
         for (const e of batch.events)
           this.dispatcher.submit(`event/${++this.eventSeq}`, { kind: "event", event: e });
+      },
+    });
+    return true;
+  }
+
+  /** An object too large for the hub: logged, and a Warning Event on it (the rest keeps flowing). */
+  private onTooLarge(o: TooLarge): void {
+    const object = o.namespace === "" ? o.name : `${o.namespace}/${o.name}`;
+    const message = `${o.kind === "node" ? "Node" : "Service"} ${object} is not sent to the fleet-ccm hub: its forwarded fields take ${o.bytes} bytes, more than the hub's message limit of ${o.limitBytes} bytes (limits.maxMessageBytes); the hub keeps what it last had of it`;
+    this.log.warn(
+      { kind: o.kind, object, bytes: o.bytes, limitBytes: o.limitBytes },
+      "object too large for the hub: left out",
+    );
+    this.dispatcher.submit(`event/${++this.eventSeq}`, {
+      kind: "event",
+      event: {
+        kind: o.kind === "node" ? ObjectKind.OBJECT_KIND_NODE : ObjectKind.OBJECT_KIND_SERVICE,
+        namespace: o.namespace,
+        name: o.name,
+        uid: o.uid,
+        type: "Warning",
+        reason: REASON_TOO_LARGE,
+        message,
+        sourceComponent: "fleet-ccm-agent",
       },
     });
   }
@@ -190,24 +214,26 @@ export class Agent {
             job.desired,
             this.watch.service(job.desired.namespace, job.desired.name),
           );
+    const object = result.namespace === "" ? result.name : `${result.namespace}/${result.name}`;
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
+    else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED)
+      this.applyFailures.failed(`${job.kind}/${object}`, {
+        status: result.httpStatus,
+        reason: result.reason,
+        message: result.message,
+      });
     else
       this.log.info(
-        {
-          kind: job.kind,
-          object: result.namespace === "" ? result.name : `${result.namespace}/${result.name}`,
-          outcome: ApplyOutcome[result.outcome],
-          status: result.httpStatus,
-          message: result.message,
-        },
+        { kind: job.kind, object, outcome: ApplyOutcome[result.outcome], message: result.message },
         "patch not applied",
       );
     this.stream.sendApplyResult(result);
   }
 
   async stop(): Promise<void> {
+    this.applyFailures.stop();
     this.stream.stop();
     await this.watch.stop();
-    if (this.nc !== undefined && !this.nc.isClosed()) await this.nc.close();
+    await this.nats.stop();
   }
 }

@@ -15,6 +15,7 @@ import {
   status,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { type Clock, Retry } from "./backoff.js";
 import { Outbox, type PendingChange, pendingResult } from "./outbox.js";
 
 export interface HubStreamOptions {
@@ -29,26 +30,72 @@ export interface HubStreamOptions {
   /** The current full view, taken synchronously when a snapshot is due. */
   readonly snapshot: () => { nodes: WireNode[]; services: WireService[] };
   readonly onWelcome?: (welcome: Welcome) => void;
-  readonly reconnectMinMs?: number;
-  readonly reconnectMaxMs?: number;
+  /**
+   * An object too large for one message within the hub's limit: it is left out (the hub keeps
+   * what it last had of it) and reported here, once per resourceVersion.
+   */
+  readonly onTooLarge?: (object: TooLarge) => void;
+  readonly clock?: Clock;
   /** Count bytes written (encodes each message twice: benchmarks only). */
   readonly countBytes?: boolean;
 }
 
+export interface TooLarge {
+  readonly kind: "node" | "service";
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly bytes: number;
+  readonly limitBytes: number;
+}
+
 type Phase = "idle" | "connecting" | "streaming" | "stopped";
 
-const RECEIPT_DELAY_MS = 250;
+/** Connection trouble (hub restarting, network): 500 ms doubling to 30 s, jittered. */
+const TRANSIENT_BACKOFF = { initialMs: 500, maxMs: 30_000 };
+/** The hub refused the stream for its own reasons (identity, limits): 2 s doubling to 2 min. */
+const REFUSED_BACKOFF = { initialMs: 2_000, maxMs: 120_000 };
+/** Codes by which the hub refuses a stream for what it is, not for a passing trouble. */
+const REFUSED: ReadonlySet<number> = new Set([
+  status.INVALID_ARGUMENT,
+  status.PERMISSION_DENIED,
+  status.UNAUTHENTICATED,
+  status.RESOURCE_EXHAUSTED,
+  status.FAILED_PRECONDITION,
+  status.OUT_OF_RANGE,
+  status.UNIMPLEMENTED,
+]);
+/** Room for the message around one object (AgentMessage, SnapshotChunk or Delta framing). */
+const FRAMING_BYTES = 1024;
+const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
-/** Full jitter: a fleet of agents reconnecting after a hub restart spreads out. */
-function reconnectDelayMs(attempt: number, minMs: number, maxMs: number): number {
-  const cap = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 20));
-  return minMs / 2 + Math.random() * (cap - minMs / 2);
+/**
+ * An upper bound of an object's protobuf size, without encoding it: every string at 3 bytes per
+ * UTF-16 unit plus a field header and length, every number or flag 11 bytes, every message and
+ * map entry 6 bytes of framing. Only objects whose bound is near the limit are encoded.
+ */
+export function sizeBound(v: unknown): number {
+  if (typeof v === "string") return 3 * v.length + 6;
+  if (typeof v === "number" || typeof v === "boolean") return 11;
+  if (v === null || v === undefined) return 0;
+  if (v instanceof Date) return 24;
+  let n = 6;
+  if (Array.isArray(v)) for (const x of v) n += sizeBound(x);
+  else for (const [k, x] of Object.entries(v)) n += 3 * k.length + 6 + sizeBound(x);
+  return n;
 }
+
+const RECEIPT_DELAY_MS = 250;
 
 /**
  * The agent's side of Hub.Sync: Hello, a full snapshot on every (re)connect
  * and on every ResyncRequest, then one delta per change with a sequence
- * number, heartbeats, and apply results. Reconnects forever with backoff.
+ * number, heartbeats, and apply results. Reconnects forever with jittered backoff; the backoff
+ * starts over only once a stream has proved healthy (the hub acknowledged it after the
+ * snapshot), so a hub that accepts the Hello and then refuses the stream is not hammered with
+ * snapshots. A stream the hub refuses for its own reasons backs off longer than a lost one.
+ * No message is larger than the hub's maxMessageBytes: an object that alone would be is left
+ * out and reported (onTooLarge).
  * Deltas and results respect the stream's flow control: while the hub reads
  * slower than the cluster changes, they wait in an Outbox (latest per object).
  */
@@ -58,13 +105,17 @@ export class HubStream {
   private phase: Phase = "idle";
   private seq = 0;
   private snapshotId = 0;
-  private attempt = 0;
+  private readonly transientRetry: Retry;
+  private readonly refusedRetry: Retry;
+  /** A stream is healthy once the hub acknowledged something on it after the snapshot. */
+  private healthy = false;
+  /** uid → resourceVersion of objects reported too large (reported again when they change). */
+  private readonly tooLarge = new Map<string, string>();
   private heartbeat: NodeJS.Timeout | undefined;
   /** Highest desired generation received over NATS on this stream's watch. */
   private receivedGeneration = 0;
   /** Set while a heartbeat telling the hub of a new receivedGeneration is due. */
   private receiptTimer: NodeJS.Timeout | undefined;
-  private retry: NodeJS.Timeout | undefined;
   private welcome: Welcome | undefined;
   private readonly outbox = new Outbox();
   /** The stream's buffer is full: wait for "drain" before writing more deltas or results. */
@@ -74,6 +125,10 @@ export class HubStream {
   connects = 0;
 
   constructor(private readonly opts: HubStreamOptions) {
+    const retry = (what: string, backoff: typeof TRANSIENT_BACKOFF) =>
+      new Retry({ what, logger: opts.logger, clock: opts.clock, backoff, fields: { hub: opts.address } });
+    this.transientRetry = retry("hub stream", TRANSIENT_BACKOFF);
+    this.refusedRetry = retry("hub stream (refused by the hub)", REFUSED_BACKOFF);
     const creds: ChannelCredentials = opts.insecure
       ? credentials.createInsecure()
       : credentials.createSsl(opts.caPem ?? null);
@@ -107,13 +162,10 @@ export class HubStream {
     this.call = call;
     call.on("data", (msg: HubMessage) => this.onMessage(call, msg));
     call.on("error", (err: Error & { code?: number; details?: string }) => {
-      if (this.call !== call) return;
-      const code = err.code === undefined ? "unknown" : (status[err.code] ?? String(err.code));
-      this.opts.logger.warn({ code, details: err.details ?? err.message }, "hub stream failed");
-      this.reconnect();
+      if (this.call === call) this.reconnect(err);
     });
     call.on("end", () => {
-      if (this.call === call) this.reconnect();
+      if (this.call === call) this.reconnect(new Error("the hub ended the stream"));
     });
     this.write({
       body: {
@@ -132,9 +184,8 @@ export class HubStream {
     switch (msg.body.$case) {
       case "welcome":
         this.welcome = msg.body.value;
-        this.attempt = 0;
         this.connects++;
-        this.opts.logger.info({ subject: this.welcome.desiredSubject }, "connected to hub");
+        this.opts.logger.debug({ subject: this.welcome.desiredSubject }, "hub welcomed the stream");
         this.opts.onWelcome?.(this.welcome);
         this.sendSnapshot();
         this.startHeartbeat(this.welcome.heartbeatIntervalMs || 10_000);
@@ -144,8 +195,51 @@ export class HubStream {
         this.sendSnapshot();
         return;
       case "ack":
+        if (!this.healthy && this.phase === "streaming") {
+          this.healthy = true;
+          // Logged once the hub has taken the snapshot, not per try of a stream it refuses.
+          this.opts.logger.info({ subject: this.welcome?.desiredSubject }, "connected to hub");
+          this.transientRetry.succeeded();
+          this.refusedRetry.succeeded();
+        }
         return;
     }
+  }
+
+  /** The largest message the hub takes (its Welcome says). */
+  private maxMessageBytes(): number {
+    return this.welcome?.limits?.maxMessageBytes || DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  /**
+   * The object's encoded size, or undefined if it is too large for a message of its own (then
+   * reported, once per resourceVersion). Small objects are not encoded.
+   */
+  private fits(
+    kind: "node" | "service",
+    obj: WireNode | WireService,
+    encode: () => number,
+  ): number | undefined {
+    const limit = this.maxMessageBytes() - FRAMING_BYTES;
+    const bound = sizeBound(obj);
+    const size = bound <= limit / 4 ? 0 : encode();
+    if (size <= limit) {
+      if (bound > limit / 4) this.tooLarge.delete(obj.uid);
+      return size === 0 ? bound : size;
+    }
+    if (this.tooLarge.get(obj.uid) !== obj.resourceVersion) {
+      if (this.tooLarge.size >= 10_000) this.tooLarge.clear();
+      this.tooLarge.set(obj.uid, obj.resourceVersion);
+      this.opts.onTooLarge?.({
+        kind,
+        namespace: "namespace" in obj ? obj.namespace : "",
+        name: obj.name,
+        uid: obj.uid,
+        bytes: size,
+        limitBytes: this.maxMessageBytes(),
+      });
+    }
+    return undefined;
   }
 
   /** Snapshot taken and written in one tick, so every later change is a delta after it. */
@@ -154,7 +248,7 @@ export class HubStream {
     const id = ++this.snapshotId;
     const maxObjects = Math.max(1, this.welcome?.limits?.maxObjectsPerChunk ?? 500);
     // Leave room for framing: a chunk stays under 3/4 of the hub's message limit.
-    const maxBytes = Math.floor((this.welcome?.limits?.maxMessageBytes ?? 4 * 1024 * 1024) * 0.75);
+    const maxBytes = Math.floor(this.maxMessageBytes() * 0.75);
     let chunkNodes: WireNode[] = [];
     let chunkServices: WireService[] = [];
     let bytes = 0;
@@ -174,16 +268,22 @@ export class HubStream {
       bytes += size;
     };
     for (const n of nodes) {
-      room(WireNode.encode(n).finish().length);
+      const size = this.fits("node", n, () => WireNode.encode(n).finish().length);
+      if (size === undefined) continue;
+      room(size);
       chunkNodes.push(n);
     }
     for (const s of services) {
-      room(WireService.encode(s).finish().length);
+      const size = this.fits("service", s, () => WireService.encode(s).finish().length);
+      if (size === undefined) continue;
+      room(size);
       chunkServices.push(s);
     }
     flush(true);
     this.phase = "streaming";
     this.flushOutbox();
+    // The hub's ack of it says at once that the stream is healthy (the backoff starts over).
+    this.sendHeartbeat();
   }
 
   private startHeartbeat(intervalMs: number): void {
@@ -237,8 +337,20 @@ export class HubStream {
       if (item === undefined) return;
       if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
       else {
+        const change = item.wire();
+        if (
+          change.$case === "node" &&
+          this.fits("node", change.value, () => WireNode.encode(change.value).finish().length) === undefined
+        )
+          continue;
+        if (
+          change.$case === "service" &&
+          this.fits("service", change.value, () => WireService.encode(change.value).finish().length) ===
+            undefined
+        )
+          continue;
         this.seq++;
-        this.write({ body: { $case: "delta", value: { seq: this.seq, change: item.wire() } } });
+        this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
       }
     }
   }
@@ -266,20 +378,22 @@ export class HubStream {
     this.connect();
   }
 
-  private reconnect(): void {
+  private reconnect(err: Error & { code?: number; details?: string }): void {
     if (this.phase === "stopped") return;
     this.teardown();
     this.phase = "connecting";
-    const delay = reconnectDelayMs(
-      this.attempt++,
-      this.opts.reconnectMinMs ?? 500,
-      this.opts.reconnectMaxMs ?? 30_000,
+    const refused = err.code !== undefined && REFUSED.has(err.code);
+    const fields = {
+      code: err.code === undefined ? "unknown" : (status[err.code] ?? String(err.code)),
+      details: err.details ?? err.message,
+    };
+    (refused ? this.refusedRetry : this.transientRetry).failed(
+      err.details ?? err.message,
+      () => {
+        if (this.phase !== "stopped") this.connect();
+      },
+      fields,
     );
-    this.opts.logger.info({ retryInMs: Math.round(delay) }, "reconnecting to hub");
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      if (this.phase !== "stopped") this.connect();
-    }, delay);
   }
 
   private teardown(): void {
@@ -289,6 +403,7 @@ export class HubStream {
     this.receiptTimer = undefined;
     // What arrives from now on is counted for the next stream (the hub republishes on sync).
     this.receivedGeneration = 0;
+    this.healthy = false;
     this.blocked = false;
     // Changes are covered by the next snapshot; apply results are kept for the next stream.
     for (const item of this.outbox.drain()) if (item.type === "result") this.outbox.put(item);
@@ -303,7 +418,8 @@ export class HubStream {
 
   stop(): void {
     this.phase = "stopped";
-    if (this.retry) clearTimeout(this.retry);
+    this.transientRetry.cancel();
+    this.refusedRetry.cancel();
     this.teardown();
     this.client.close();
   }

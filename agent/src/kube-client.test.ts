@@ -1,6 +1,6 @@
 // The agent's core/v1 client against the Kubernetes API simulator, over real HTTP.
 
-import { type KubeApiServer, startKubeApiServer } from "@fleet-ccm/sim";
+import { type KubeApiServer, startFaultProxy, startKubeApiServer } from "@fleet-ccm/sim";
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { KubeConfig } from "@kubernetes/client-node";
 import { apiFailure } from "./apply/errors.js";
@@ -55,6 +55,26 @@ describe("KubeClient", () => {
     });
     expect(list.items).toHaveLength(620);
     expect(list.metadata?.resourceVersion).toBe(s.resourceVersion());
+  });
+
+  test("a failed page or an answer that is not a list is an error, never a partial or empty list", async () => {
+    const [s] = await client();
+    addNodes(s, 0, 700);
+    const proxy = await startFaultProxy({ target: s.url });
+    try {
+      const kc = new KubeConfig();
+      const opts = s.kubeConfigOptions();
+      kc.loadFromOptions({ ...opts, clusters: opts.clusters.map((c) => ({ ...c, server: proxy.url })) });
+      const api = new KubeClient(kc);
+      proxy.setFaults([{ method: "GET", path: "/api/v1/nodes", query: /continue=/, status: 500 }]);
+      await expect(api.listNodes((n) => n)).rejects.toMatchObject({ code: 500 });
+      proxy.setFaults([{ method: "GET", path: "/api/v1/nodes", status: 200, body: "{}" }]);
+      await expect(api.listNodes((n) => n)).rejects.toThrow(/not a list/);
+      proxy.clearFaults();
+      expect((await api.listNodes((n) => n)).items).toHaveLength(700);
+    } finally {
+      await proxy.close();
+    }
   });
 
   test("patches, reads and deletes with preconditions; refusals carry the API's Status", async () => {

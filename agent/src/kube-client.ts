@@ -131,8 +131,10 @@ export class KubeClient {
       } catch (err) {
         if (token === "" || !(err instanceof KubeRequestError) || err.code !== 410) throw err;
         const full = (await this.request("GET", path)) as KubernetesListObject<T>;
+        if (!Array.isArray(full?.items)) throw new Error(`LIST ${path}: the answer is not a list`);
         return { metadata: { resourceVersion: full.metadata?.resourceVersion }, items: full.items.map(keep) };
       }
+      if (!Array.isArray(page?.items)) throw new Error(`LIST ${path}: the answer is not a list`);
       resourceVersion ??= page.metadata?.resourceVersion;
       for (const item of page.items) items.push(keep(item));
       // The wire name; client-node's typed models call it _continue.

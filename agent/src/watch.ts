@@ -1,6 +1,7 @@
 import type {
   Informer,
   KubeConfig,
+  KubernetesListObject,
   KubernetesObject,
   ObjectCache,
   V1Node,
@@ -11,6 +12,7 @@ import type {
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
+import { type Clock, Retry, systemClock } from "./backoff.js";
 import type { KubeClient } from "./kube-client.js";
 import { slimNode, slimService } from "./slim.js";
 
@@ -23,11 +25,22 @@ export type WatchEvent =
   | { readonly kind: "service"; readonly type: "upsert"; readonly obj: V1Service }
   | { readonly kind: "service"; readonly type: "delete"; readonly obj: V1Service };
 
-/** client-node's Watch, with every object slimmed (slim.ts) before it reaches a cache. */
+/** A watch that ends cleanly this soon without a single event is a failure (as client-go's reflector says). */
+const SHORT_WATCH_MS = 1000;
+const HEALTHY_WATCH_MS = 30_000;
+
+/**
+ * client-node's Watch, with every object slimmed (slim.ts) before it reaches a cache. It also
+ * tells when a watch delivered something or stayed up a while (the API server is serving it:
+ * backoff starts over)
+ * and turns a watch that ends at once without events into an error, so that a server closing
+ * every watch makes the informer back off instead of reconnecting in a tight loop.
+ */
 class SlimmingWatch extends Watch {
   constructor(
     kc: KubeConfig,
     private readonly slimmers: Readonly<Record<string, (obj: never) => KubernetesObject>>,
+    private readonly onServing: (path: string) => void,
   ) {
     super(kc);
   }
@@ -42,109 +55,199 @@ class SlimmingWatch extends Watch {
   ): Promise<AbortController> {
     const slim = this.slimmers[path];
     if (slim === undefined) throw new Error(`no slimmer for ${path}`);
+    const started = Date.now();
+    let events = 0;
     return super.watch(
       path,
       queryParams,
       // BOOKMARK and ERROR objects are not cached: only ADDED/MODIFIED/DELETED are slimmed.
-      (phase, obj, watchObj) =>
+      (phase, obj, watchObj) => {
+        if (phase !== "ERROR" && events++ === 0) this.onServing(path);
         callback(
           phase,
           obj && phase !== "BOOKMARK" && phase !== "ERROR" ? slim(obj as never) : obj,
           watchObj,
-        ),
-      done,
+        );
+      },
+      (err: unknown) => {
+        const lasted = Date.now() - started;
+        // A quiet watch that stayed up a while proves the server serves it too.
+        if (events === 0 && lasted >= HEALTHY_WATCH_MS) this.onServing(path);
+        done(
+          err === null && events === 0 && lasted < SHORT_WATCH_MS
+            ? new Error(`watch of ${path} ended at once without events`)
+            : err,
+        );
+      },
     );
   }
 }
 
-const RESTART_MIN_MS = 500;
-const RESTART_MAX_MS = 30_000;
+/** A LIST answer that is not a list: never taken for an empty one. */
+function checkedList<T extends KubernetesObject>(
+  path: string,
+  list: KubernetesListObject<T>,
+): KubernetesListObject<T> {
+  if (typeof list !== "object" || list === null || !Array.isArray(list.items))
+    throw new Error(`LIST ${path} answered something that is not a list`);
+  return list;
+}
+
+/** Informer restarts and initial lists: 500 ms doubling to 30 s, jittered. */
+const WATCH_BACKOFF = { initialMs: 500, maxMs: 30_000 };
+
+interface Informed<T extends KubernetesObject> {
+  readonly what: string;
+  readonly informer: Informer<T> & ObjectCache<T>;
+  readonly retry: Retry;
+  /** Set once a list of this kind has succeeded and its items are in the cache. */
+  synced: boolean;
+}
 
 /**
- * Informers on Nodes and Services. client-node's informer stops on a failed
- * list or a non-410 watch error; this restarts it with backoff, and its relist
- * then reports what changed meanwhile as ordinary events.
+ * Informers on Nodes and Services. client-node's informer stops on a failed list or a non-410
+ * watch error (and its start() resolves even when the list failed); this restarts it with
+ * backoff, and its relist then reports what changed meanwhile as ordinary events. A failed
+ * list never changes the cache: the previous view stands. `start()` resolves only once every
+ * kind has been listed completely.
  */
 export class ClusterWatch {
-  private readonly nodes: Informer<V1Node> & ObjectCache<V1Node>;
-  private readonly services: Informer<V1Service> & ObjectCache<V1Service>;
+  private readonly nodes: Informed<V1Node>;
+  private readonly services: Informed<V1Service>;
   private stopped = false;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly waiters = new Set<() => void>();
 
   constructor(
     kc: KubeConfig,
     api: KubeClient,
-    private readonly logger: Logger,
+    logger: Logger,
     onEvent: (e: WatchEvent) => void,
+    clock: Clock = systemClock,
   ) {
-    const watch = new SlimmingWatch(kc, { [NODES]: slimNode, [SERVICES]: slimService });
-    // autoStart false, as makeInformer does: start() is called once handlers are attached.
-    this.nodes = new ListWatch(NODES, watch, () => api.listNodes(slimNode), false);
-    this.services = new ListWatch(SERVICES, watch, () => api.listServices(slimService), false);
-    this.nodes.on("add", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
-    this.nodes.on("update", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
-    this.nodes.on("delete", (obj) => onEvent({ kind: "node", type: "delete", obj }));
-    this.services.on("add", (obj) => onEvent({ kind: "service", type: "upsert", obj }));
-    this.services.on("update", (obj) => onEvent({ kind: "service", type: "upsert", obj }));
-    this.services.on("delete", (obj) => onEvent({ kind: "service", type: "delete", obj }));
-    this.restartOnError("nodes", this.nodes);
-    this.restartOnError("services", this.services);
+    const watch = new SlimmingWatch(kc, { [NODES]: slimNode, [SERVICES]: slimService }, (path) =>
+      (path === NODES ? this.nodes : this.services).retry.succeeded(),
+    );
+    const informed = <T extends KubernetesObject>(
+      what: string,
+      path: string,
+      list: () => Promise<KubernetesListObject<T>>,
+    ): Informed<T> => {
+      const self: Informed<T> = {
+        what,
+        // autoStart false, as makeInformer does: start() is called once handlers are attached.
+        informer: new ListWatch(
+          path,
+          watch,
+          async () => {
+            const l = checkedList(path, await list());
+            // ListWatch fills its cache right after this resolves, in the same task.
+            setImmediate(() => this.listed(self));
+            return l;
+          },
+          false,
+        ),
+        retry: new Retry({
+          what: `watch of ${what}`,
+          logger,
+          clock,
+          backoff: WATCH_BACKOFF,
+          fields: { resource: what },
+        }),
+        synced: false,
+      };
+      return self;
+    };
+    this.nodes = informed("nodes", NODES, () => api.listNodes(slimNode));
+    this.services = informed("services", SERVICES, () => api.listServices(slimService));
+    const n = this.nodes.informer;
+    n.on("add", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
+    n.on("update", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
+    n.on("delete", (obj) => onEvent({ kind: "node", type: "delete", obj }));
+    const s = this.services.informer;
+    s.on("add", (obj) => onEvent({ kind: "service", type: "upsert", obj }));
+    s.on("update", (obj) => onEvent({ kind: "service", type: "upsert", obj }));
+    s.on("delete", (obj) => onEvent({ kind: "service", type: "delete", obj }));
+    this.restartOnError(this.nodes);
+    this.restartOnError(this.services);
   }
 
-  private restartOnError<T extends KubernetesObject>(what: string, informer: Informer<T>): void {
-    let failures = 0;
-    informer.on("connect", () => {
-      failures = 0;
-    });
-    informer.on("error", (err: unknown) => {
-      if (this.stopped) return;
-      failures++;
-      const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** Math.min(failures - 1, 10));
-      this.logger.warn({ what, err: String(err), retryInMs: delay }, "watch failed; restarting");
-      const t = setTimeout(
-        () => {
-          this.timers.delete(t);
-          if (!this.stopped) informer.start().catch(() => undefined);
-        },
-        delay * (0.5 + Math.random() / 2),
-      );
-      this.timers.add(t);
-    });
+  private listed<T extends KubernetesObject>(i: Informed<T>): void {
+    if (this.stopped) return;
+    i.retry.succeeded();
+    if (i.synced) return;
+    i.synced = true;
+    if (this.synced) for (const w of this.waiters) w();
   }
 
-  /** Resolves once both informers have listed (retrying until they can). */
-  async start(): Promise<void> {
-    for (;;) {
-      try {
-        await Promise.all([this.nodes.start(), this.services.start()]);
-        return;
-      } catch (err) {
-        if (this.stopped) return;
-        this.logger.warn({ err: String(err) }, "initial list failed; retrying");
-        await new Promise((r) => setTimeout(r, 1000));
-      }
-    }
+  /** Every kind has been listed completely at least once. */
+  get synced(): boolean {
+    return this.nodes.synced && this.services.synced;
+  }
+
+  private restartOnError<T extends KubernetesObject>(i: Informed<T>): void {
+    i.informer.on("error", (err: unknown) => this.failed(i, err));
+  }
+
+  private failed<T extends KubernetesObject>(i: Informed<T>, err: unknown): void {
+    if (this.stopped) return;
+    const e = err as { code?: unknown; statusCode?: unknown };
+    const status = typeof e.code === "number" ? e.code : e.statusCode;
+    i.retry.failed(
+      err,
+      () => this.run(i),
+      typeof status === "number" ? { status } : {},
+      // Until the first complete list, nothing is sent to the hub.
+      i.synced
+        ? `watch of ${i.what}`
+        : `initial list of ${i.what} (nothing is sent to the hub until it succeeds)`,
+    );
+  }
+
+  private run<T extends KubernetesObject>(i: Informed<T>): void {
+    if (this.stopped) return;
+    // A failed list or watch is reported as an "error" event; a throw is treated the same way.
+    i.informer.start().catch((err: unknown) => this.failed(i, err));
+  }
+
+  /**
+   * Resolves true once both kinds have been listed completely, retrying with backoff until they
+   * are; false if stopped before.
+   */
+  async start(): Promise<boolean> {
+    const done = new Promise<void>((resolve) => {
+      const w = () => {
+        this.waiters.delete(w);
+        resolve();
+      };
+      this.waiters.add(w);
+    });
+    this.run(this.nodes);
+    this.run(this.services);
+    await done;
+    return this.synced && !this.stopped;
   }
 
   listNodes(): readonly V1Node[] {
-    return this.nodes.list();
+    return this.nodes.informer.list();
   }
 
   listServices(): readonly V1Service[] {
-    return this.services.list();
+    return this.services.informer.list();
   }
 
   node(name: string): V1Node | undefined {
-    return this.nodes.get(name);
+    return this.nodes.informer.get(name);
   }
 
   service(namespace: string, name: string): V1Service | undefined {
-    return this.services.get(name, namespace);
+    return this.services.informer.get(name, namespace);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timers) clearTimeout(t);
-    await Promise.all([this.nodes.stop(), this.services.stop()]);
+    this.nodes.retry.cancel();
+    this.services.retry.cancel();
+    for (const w of this.waiters) w();
+    await Promise.all([this.nodes.informer.stop(), this.services.informer.stop()]);
   }
 }

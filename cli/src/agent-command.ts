@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Agent } from "@fleet-ccm/agent";
+import { Agent, NatsAuthError } from "@fleet-ccm/agent";
 import { isValidClusterName } from "@fleet-ccm/proto";
 // The module, not the package index (see agent/src/watch.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
@@ -108,11 +108,21 @@ export const agentCommand: Command = {
       logger: log,
       applyConcurrency: int(v, "apply-concurrency", 1),
     });
-    await agent.start();
-    await new Promise<void>((resolve) => {
+    // Signals are handled from the start: the agent may wait long for its API server or NATS.
+    const signalled = new Promise<void>((resolve) => {
       process.once("SIGTERM", () => resolve());
       process.once("SIGINT", () => resolve());
     });
+    try {
+      await Promise.race([agent.start(), signalled]);
+    } catch (err) {
+      if (!(err instanceof NatsAuthError)) throw err;
+      // A configuration error: one line that says what to check, no stack trace.
+      log.error({ servers: err.servers, user: err.user }, err.message);
+      await agent.stop();
+      return 1;
+    }
+    await signalled;
     log.info("shutting down");
     await agent.stop();
     return 0;

@@ -47,6 +47,21 @@ export interface LocalFleetOptions {
   readonly hubConfig?: Record<string, unknown>;
 }
 
+export interface AgentProcessOptions {
+  /** The hub's gRPC port (default: the fleet's hub). */
+  readonly hubPort?: number;
+  /** The API server URL in the agent's kubeconfig instead of the simulator's (a fault proxy). */
+  readonly kubeServer?: string;
+  /** NATS servers (default: the fleet's). */
+  readonly natsServers?: readonly string[];
+  /** The NATS password written to --nats-password-file (default: the cluster's). */
+  readonly natsPassword?: string;
+  /** --log-level (default warn). */
+  readonly logLevel?: string;
+  /** Collects the agent's stdout and stderr, one line per entry, instead of inheriting stderr. */
+  readonly output?: string[];
+}
+
 interface ClusterHandle {
   readonly name: string;
   readonly token: string;
@@ -254,13 +269,21 @@ export class LocalFleet {
   /**
    * Runs the cluster's agent as its own process through the CLI (`fleet-ccm agent`), with its
    * kubeconfig, token and NATS password in files, as in a real deployment. Needs `npm run build`.
+   * A number is the hub's port (the default options otherwise).
    */
-  spawnAgentProcess(cluster: string, hubPort = this.hubPort): ChildProcess {
+  spawnAgentProcess(cluster: string, options: number | AgentProcessOptions = {}): ChildProcess {
+    const o: AgentProcessOptions = typeof options === "number" ? { hubPort: options } : options;
     const c = this.cluster(cluster);
     const dir = mkdtempSync(join(tmpdir(), `fleet-ccm-agent-${cluster}-`));
-    writeFileSync(join(dir, "kubeconfig"), c.kube.kubeconfigYaml(), { mode: 0o600 });
+    const kubeconfig = c.kube.kubeconfigYaml();
+    writeFileSync(
+      join(dir, "kubeconfig"),
+      o.kubeServer === undefined ? kubeconfig : kubeconfig.replaceAll(c.kube.url, o.kubeServer),
+      { mode: 0o600 },
+    );
     writeFileSync(join(dir, "token"), c.token, { mode: 0o600 });
-    writeFileSync(join(dir, "nats-password"), c.natsPassword, { mode: 0o600 });
+    writeFileSync(join(dir, "nats-password"), o.natsPassword ?? c.natsPassword, { mode: 0o600 });
+    const nats = (o.natsServers ?? [this.nats.url]).flatMap((u) => ["--nats", u]);
     const child = spawn(
       process.execPath,
       [
@@ -269,12 +292,11 @@ export class LocalFleet {
         "--cluster",
         cluster,
         "--hub",
-        `127.0.0.1:${hubPort}`,
+        `127.0.0.1:${o.hubPort ?? this.hubPort}`,
         "--insecure",
         "--token-file",
         join(dir, "token"),
-        "--nats",
-        this.nats.url,
+        ...nats,
         "--nats-user",
         `agent-${cluster}`,
         "--nats-password-file",
@@ -282,10 +304,30 @@ export class LocalFleet {
         "--kubeconfig",
         join(dir, "kubeconfig"),
         "--log-level",
-        "warn",
+        o.logLevel ?? "warn",
       ],
-      { stdio: ["ignore", "ignore", "inherit"] },
+      {
+        stdio: [
+          "ignore",
+          o.output === undefined ? "ignore" : "pipe",
+          o.output === undefined ? "inherit" : "pipe",
+        ],
+      },
     );
+    const out = o.output;
+    if (out !== undefined) {
+      let partial = "";
+      const onData = (chunk: Buffer) => {
+        const lines = (partial + chunk.toString("utf8")).split("\n");
+        partial = lines.pop() ?? "";
+        out.push(...lines.filter((l) => l !== ""));
+      };
+      child.stdout?.on("data", onData);
+      child.stderr?.on("data", onData);
+      child.once("exit", () => {
+        if (partial !== "") out.push(partial);
+      });
+    }
     child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     this.children.add(child);
     child.once("exit", () => this.children.delete(child));

@@ -30,6 +30,7 @@ import {
   type WorkKey,
   WorkQueue,
 } from "./queue/index.js";
+import { ApplyFailureLog } from "./reconcilers/apply-failures.js";
 import type { Controller, ControllerContext } from "./reconcilers/controller.js";
 import { ConvergenceTracker } from "./reconcilers/convergence.js";
 import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
@@ -67,6 +68,7 @@ export class Hub {
   readonly metrics = new HubMetrics();
   readonly queue: WorkQueue;
   readonly tracker: ConvergenceTracker;
+  private readonly applyFailures: ApplyFailureLog;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly accounts: CloudAccounts;
@@ -86,6 +88,7 @@ export class Hub {
     this.queue = new WorkQueue({ clock: this.clock, backoff: RECONCILE_BACKOFF });
     this.fleet = new FleetState({ hold: cfg.snapshotHold, now: () => this.clock.now() });
     this.tracker = new ConvergenceTracker(this.clock, cfg.reconcile.convergeDeadlineMs);
+    this.applyFailures = new ApplyFailureLog(this.log, this.clock);
     const globalControllers = opts.controllers ?? cfg.controllers;
     for (const c of cfg.clusters) {
       this.controllerLists.set(c.name, c.controllers ?? globalControllers);
@@ -372,17 +375,7 @@ export class Hub {
 
   private onApplyResult(cluster: string, result: ApplyResult): void {
     this.metrics.applyResults.inc({ outcome: ApplyOutcome[result.outcome] ?? "unknown" });
-    if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED)
-      this.log.warn(
-        {
-          cluster,
-          object: result.name,
-          status: result.httpStatus,
-          reason: result.reason,
-          message: result.message,
-        },
-        "agent could not apply a patch",
-      );
+    if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) this.applyFailures.failed(cluster, result);
     this.tracker.reported(cluster, result.generation);
     for (const c of this.controllers) c.onApplyResult?.(cluster, result);
   }
@@ -399,6 +392,7 @@ export class Hub {
   async stop(): Promise<void> {
     await this.grpc.stop();
     this.queue.shutDown();
+    this.applyFailures.stop();
     await this.workers?.stop();
     await this.publisher.stop();
     await new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));

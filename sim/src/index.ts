@@ -12,4 +12,6 @@ export {
 export * from "./kube/index.js";
 export type { FleetNatsIdentity, NatsServer, NatsServerOptions, NatsUser } from "./nats/server.js";
 export { findNatsServer, fleetNatsUsers, freePort, natsConfig, startNatsServer } from "./nats/server.js";
+export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";
+export { FaultProxy, startFaultProxy } from "./util/fault-proxy.js";
 export { waitFor } from "./util/wait.js";

@@ -1,8 +1,11 @@
 import { ApplyOutcome, type ApplyResult, type ObjectKind } from "@fleet-ccm/proto";
+import { Backoff, sleep } from "../backoff.js";
 import { type ApiFailure, apiFailure } from "./errors.js";
 
 /** Conflicts are retried with a fresh read (upstream UpdateNodeSpecBackoff retries 20 times). */
 const MAX_ATTEMPTS = 8;
+/** Between conflict retries: 20 ms doubling to 500 ms, jittered. */
+const CONFLICT_BACKOFF = { initialMs: 20, maxMs: 500 };
 
 /** Which object, exactly, one desired state is for. */
 export interface Target {
@@ -39,6 +42,7 @@ export async function applyGuarded<T extends { metadata?: { uid?: string } }>(
   apply: (obj: T) => Promise<void>,
 ): Promise<ApplyResult> {
   let obj = cached;
+  const conflicts = new Backoff(CONFLICT_BACKOFF);
   let last: ApiFailure = { code: 0, reason: "", message: "" };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     try {
@@ -56,7 +60,7 @@ export async function applyGuarded<T extends { metadata?: { uid?: string } }>(
       last = apiFailure(err);
       if (last.code === 404) return applyResult(target, ApplyOutcome.APPLY_OUTCOME_STALE, last);
       if (last.code !== 409) break;
-      await new Promise((r) => setTimeout(r, 20 + Math.random() * 50 * (attempt + 1)));
+      await sleep(conflicts.next());
     }
   }
   return applyResult(target, ApplyOutcome.APPLY_OUTCOME_FAILED, last);

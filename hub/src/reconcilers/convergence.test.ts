@@ -99,3 +99,48 @@ describe("progress-aware deadlines", () => {
     expect(t.pending("c1/node-init/d", "ud")).toBeUndefined();
   });
 });
+
+describe("failed applies", () => {
+  test("republished after a per-object backoff that grows with the attempts, never extended", () => {
+    const clock = new FakeClock();
+    const t = new ConvergenceTracker(clock, 5000, () => 0.5);
+    const delays: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const e = t.record("c1/node-init/a", "ua");
+      t.received("c1", e.generation);
+      const d = t.failedApply("c1/node-init/a", e.generation, 503) ?? -1;
+      delays.push(d);
+      clock.advance(d - 1);
+      expect(t.pending("c1/node-init/a", "ua")).toBeDefined();
+      clock.advance(1);
+      // Received by the agent, yet due: a failure is not "queued in the agent".
+      expect(t.pending("c1/node-init/a", "ua")).toBeUndefined();
+    }
+    expect(delays).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+    // Another generation's failure changes nothing.
+    expect(t.failedApply("c1/node-init/a", 12345, 503)).toBeUndefined();
+  });
+
+  test("an applied patch in the cluster makes its transient failures due at once, once per desired state", () => {
+    const clock = new FakeClock();
+    const t = new ConvergenceTracker(clock, 5000, () => 0.5);
+    const a = t.record("c1/node-init/a", "ua");
+    const b = t.record("c1/node-init/b", "ub");
+    const other = t.record("c2/node-init/x", "ux");
+    t.failedApply("c1/node-init/a", a.generation, 500);
+    t.failedApply("c1/node-init/b", b.generation, 422); // the object's own problem
+    t.failedApply("c2/node-init/x", other.generation, 0);
+    expect(t.recovered("c1")).toEqual(["c1/node-init/a"]);
+    expect(t.pending("c1/node-init/a", "ua")).toBeUndefined();
+    expect(t.pending("c1/node-init/b", "ub")).toBeDefined();
+    expect(t.pending("c2/node-init/x", "ux")).toBeDefined();
+    // Fails again: follows its own backoff now, however many others apply.
+    const again = t.record("c1/node-init/a", "ua");
+    t.failedApply("c1/node-init/a", again.generation, 500);
+    expect(t.recovered("c1")).toEqual([]);
+    expect(t.pending("c1/node-init/a", "ua")).toBeDefined();
+    // A cleared key is not made due.
+    t.clear("c2/node-init/x");
+    expect(t.recovered("c2")).toEqual([]);
+  });
+});

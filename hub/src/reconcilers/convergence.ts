@@ -1,4 +1,5 @@
 import { clusterKeyPrefix } from "../queue/index.js";
+import { backoffDelayMs } from "../util/backoff.js";
 import type { Clock } from "../util/clock.js";
 
 /** A desired state published and not yet seen in the agent's reports. */
@@ -12,6 +13,21 @@ export interface Inflight {
   readonly attempts: number;
   /** What the report must show for the loop to be closed (reconciler-defined). */
   readonly expectation: string;
+  /** The agent could not apply it: published again at the deadline (a backoff), never extended. */
+  readonly failed: boolean;
+  /** Already retried early once because the cluster's API server applied something else. */
+  readonly fastTracked: boolean;
+}
+
+/**
+ * Republication after a failed apply, per object: 1 s doubling to 30 s, ±20%. The count is the
+ * publication's attempts, so it grows while the same desired state keeps failing.
+ */
+const FAILED_APPLY_BACKOFF = { initialMs: 1000, maxMs: 30_000, jitter: 0.2 };
+
+/** Failures that say the API server (not the object) is in trouble: connection, timeout, throttling, 5xx. */
+export function transientApplyFailure(httpStatus: number): boolean {
+  return httpStatus === 0 || httpStatus === 408 || httpStatus === 429 || httpStatus >= 500;
 }
 
 const MAX_DEADLINE_MS = 5 * 60_000;
@@ -40,11 +56,14 @@ export class ConvergenceTracker {
   private readonly inflight = new Map<string, Inflight>();
   /** By clusterKeyPrefix: a tracker key starts with its cluster's prefix. */
   private readonly progress = new Map<string, Progress>();
+  /** By clusterKeyPrefix: keys whose publication failed transiently, for an early retry on recovery. */
+  private readonly failedTransiently = new Map<string, Set<string>>();
   private generation = 0;
 
   constructor(
     private readonly clock: Clock,
     private readonly deadlineMs: number,
+    private readonly random: () => number = Math.random,
   ) {}
 
   get(key: string): Inflight | undefined {
@@ -59,8 +78,8 @@ export class ConvergenceTracker {
   /** Records a publication and returns it (with a fresh generation). */
   record(key: string, uid: string, expectation = ""): Inflight {
     const prev = this.inflight.get(key);
-    const attempts =
-      prev !== undefined && prev.uid === uid && prev.expectation === expectation ? prev.attempts + 1 : 1;
+    const same = prev !== undefined && prev.uid === uid && prev.expectation === expectation;
+    const attempts = same ? prev.attempts + 1 : 1;
     const now = this.clock.now();
     const entry: Inflight = {
       uid,
@@ -69,6 +88,8 @@ export class ConvergenceTracker {
       deadlineMs: now + Math.min(MAX_DEADLINE_MS, this.deadlineMs * 2 ** (attempts - 1)),
       attempts,
       expectation,
+      failed: false,
+      fastTracked: same && prev.fastTracked,
     };
     this.inflight.set(key, entry);
     return entry;
@@ -86,7 +107,7 @@ export class ConvergenceTracker {
     if (e === undefined || e.uid !== uid) return undefined;
     const now = this.clock.now();
     if (e.deadlineMs > now) return e;
-    if (!this.agentBehind(key, e, now)) return undefined;
+    if (e.failed || !this.agentBehind(key, e, now)) return undefined;
     const extended = { ...e, deadlineMs: now + this.deadlineMs };
     this.inflight.set(key, extended);
     return extended;
@@ -143,6 +164,48 @@ export class ConvergenceTracker {
     this.inflight.set(key, { ...e, deadlineMs });
   }
 
+  /**
+   * The agent could not apply this generation: it is published again after a backoff that grows
+   * with its attempts (per object), and not before. Returns the delay, or undefined if `generation`
+   * is not the one in flight.
+   */
+  failedApply(key: string, generation: number, httpStatus: number): number | undefined {
+    const e = this.inflight.get(key);
+    if (e === undefined || e.generation !== generation) return undefined;
+    const delay = backoffDelayMs(e.attempts - 1, { ...FAILED_APPLY_BACKOFF, random: this.random });
+    this.inflight.set(key, { ...e, deadlineMs: this.clock.now() + delay, failed: true });
+    if (transientApplyFailure(httpStatus) && !e.fastTracked) {
+      const prefix = key.slice(0, key.indexOf("/") + 1);
+      let set = this.failedTransiently.get(prefix);
+      if (set === undefined) {
+        set = new Set();
+        this.failedTransiently.set(prefix, set);
+      }
+      set.add(key);
+    }
+    return delay;
+  }
+
+  /**
+   * The cluster's API server applied a patch: publications of the cluster that failed
+   * transiently are due at once (each at most once per desired state, so an object that keeps
+   * failing on its own is not retried at the rate of the others' successes). Returns their keys.
+   */
+  recovered(cluster: string): string[] {
+    const prefix = clusterKeyPrefix(cluster);
+    const set = this.failedTransiently.get(prefix);
+    if (set === undefined) return [];
+    this.failedTransiently.delete(prefix);
+    const due: string[] = [];
+    for (const key of set) {
+      const e = this.inflight.get(key);
+      if (e === undefined || !e.failed) continue;
+      this.inflight.set(key, { ...e, deadlineMs: this.clock.now(), fastTracked: true });
+      due.push(key);
+    }
+    return due;
+  }
+
   /** Makes the next reconcile publish at once (apply failed, agent reconnected). Keeps the attempt count. */
   expire(key: string): void {
     const e = this.inflight.get(key);
@@ -155,10 +218,11 @@ export class ConvergenceTracker {
 
   clear(key: string): void {
     this.inflight.delete(key);
+    this.failedTransiently.get(key.slice(0, key.indexOf("/") + 1))?.delete(key);
   }
 
   clearWhere(predicate: (key: string) => boolean): void {
-    for (const key of [...this.inflight.keys()]) if (predicate(key)) this.inflight.delete(key);
+    for (const key of [...this.inflight.keys()]) if (predicate(key)) this.clear(key);
   }
 
   /** Forgets a cluster's progress (its agent disconnected or the cluster was removed). */

@@ -1,5 +1,5 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
-import { keyOf, type WorkKey } from "../../queue/index.js";
+import { keyOf, parseKey, type WorkKey } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { FailureSummary } from "../failure-summary.js";
 import { NODE_REFRESH, reconcileNodeRefresh } from "../node-refresh/reconcile.js";
@@ -90,8 +90,9 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
 }
 
 /**
- * An agent's report on a tracked patch: a failure makes the next reconcile publish again (with
- * backoff); a stale one (object gone or replaced) re-reconciles at once.
+ * An agent's report on a tracked patch: a failure publishes it again after a per-object backoff
+ * (never sooner); an applied one also makes the cluster's transiently failed publications due
+ * (its API server works again); a stale one (object gone or replaced) re-reconciles at once.
  */
 export function onTrackedApplyResult(
   ctx: Pick<ControllerContext, "queue" | "tracker">,
@@ -100,13 +101,18 @@ export function onTrackedApplyResult(
   result: ApplyResult,
 ): void {
   if (result.kind !== kind) return;
+  if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED)
+    for (const due of ctx.tracker.recovered(k.cluster)) {
+      const key = parseKey(due);
+      if (key !== undefined) ctx.queue.add(key);
+    }
   const id = keyOf(k);
   const inflight = ctx.tracker.get(id);
   if (inflight === undefined || inflight.generation !== result.generation) return;
   if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) ctx.tracker.applied(id, result.generation);
   else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) {
-    ctx.tracker.expire(id);
-    ctx.queue.addRateLimited(k);
+    const delay = ctx.tracker.failedApply(id, result.generation, result.httpStatus);
+    if (delay !== undefined) ctx.queue.addAfter(k, delay);
   } else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_STALE) {
     ctx.tracker.clear(id);
     ctx.queue.add(k);
