@@ -139,6 +139,10 @@ export function notFoundRoute(): KubeApiError {
   return failure(404, "NotFound", "the server could not find the requested resource", {});
 }
 
+export function notAcceptable(message: string): KubeApiError {
+  return failure(406, "NotAcceptable", message, undefined);
+}
+
 export function requestEntityTooLarge(message: string): KubeApiError {
   return failure(413, "RequestEntityTooLarge", message, undefined);
 }

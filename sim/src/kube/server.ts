@@ -19,7 +19,17 @@ import {
   unauthorized,
   unsupportedMediaType,
 } from "./errors.js";
-import { getString, isObject, type JsonObject, type JsonValue, parseJson, toJson } from "./json.js";
+import {
+  getObject,
+  getString,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+  parseJson,
+  toJson,
+} from "./json.js";
+import { negotiateOutput } from "./negotiation.js";
+import { type TableOptions, tableOptions, toTable } from "./printers.js";
 import {
   ALL_RESOURCES,
   type KindName,
@@ -175,11 +185,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-function boolParam(v: string | null): boolean | undefined {
+/**
+ * A boolean query parameter as apimachinery's Convert_Slice_string_To_bool reads it: absent → unset;
+ * "false" (any case) or "0" → false; any other value, the empty string included → true.
+ */
+export function boolParam(v: string | null): boolean | undefined {
   if (v === null) return undefined;
-  if (v === "true" || v === "1") return true;
-  if (v === "false" || v === "0" || v === "") return false;
-  throw badRequest(`strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`);
+  const lower = v.toLowerCase();
+  return !(lower === "false" || v === "0");
 }
 
 function intParam(name: string, v: string | null): number | undefined {
@@ -248,6 +261,15 @@ class SimServer implements KubeApiServer {
     for (const ns of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       this.store.create(resourceByKind("Namespace"), undefined, { metadata: { name: ns } });
     }
+    // The Service kube-apiserver's controller keeps in every cluster, on the range's first address.
+    this.store.create(resourceByKind("Service"), "default", {
+      metadata: { name: "kubernetes", labels: { component: "apiserver", provider: "kubernetes" } },
+      spec: {
+        type: "ClusterIP",
+        clusterIP: "10.96.0.1",
+        ports: [{ name: "https", port: 443, protocol: "TCP", targetPort: 6443 }],
+      },
+    });
   }
 
   async listen(): Promise<void> {
@@ -661,19 +683,25 @@ class SimServer implements KubeApiServer {
   ): Promise<void> {
     const { def } = rt;
     const ns = def.namespaced ? rt.namespace : undefined;
+    let table: TableOptions | undefined;
+    if (method === "GET") {
+      const form = negotiateOutput(req.headers.accept);
+      if (form.table !== undefined) table = tableOptions(form.table, q.get("includeObject"));
+    }
     if (rt.name === undefined) {
       // collection
       const isWatch = rt.watchPath || boolParam(q.get("watch")) === true;
       if (method === "GET") {
         const o = this.listOptions(q, rt);
         if (isWatch) {
-          this.serveWatch(res, def, o, q);
+          this.serveWatch(res, def, o, q, table);
           return;
         }
         this.store.validateListOptions(o);
         const target = this.store.listWaitTarget(o);
         if (target !== undefined) await this.store.waitForResourceVersion(target, 3000);
-        this.sendJson(res, 200, this.store.list(def, o));
+        const body = this.store.list(def, o);
+        this.sendJson(res, 200, table === undefined ? body : SimServer.listAsTable(def, body, table));
         return;
       }
       if (rt.watchPath) throw methodNotAllowed();
@@ -699,14 +727,20 @@ class SimServer implements KubeApiServer {
       const o = this.listOptions(q, rt);
       const selector = `metadata.name=${name.replace(/\\/g, "\\\\").replace(/,/g, "\\,").replace(/=/g, "\\=")}`;
       o.fieldSelector = o.fieldSelector ? `${o.fieldSelector},${selector}` : selector;
-      this.serveWatch(res, def, o, q);
+      this.serveWatch(res, def, o, q, table);
       return;
     }
     switch (method) {
       case "GET": {
         const e = this.store.get(def, ns, name);
         if (e === undefined) throw notFound({ group: def.group, resource: def.plural }, name);
-        this.sendJson(res, 200, e.json);
+        if (table === undefined) {
+          this.sendJson(res, 200, e.json);
+          return;
+        }
+        const obj = SimServer.parseObjectText(e.json);
+        const t = toTable(def, [obj], { resourceVersion: String(e.rv) }, table);
+        this.sendJson(res, 200, JSON.stringify(t));
         return;
       }
       case "PUT": {
@@ -791,7 +825,37 @@ class SimServer implements KubeApiServer {
     return opts;
   }
 
-  private serveWatch(res: ServerResponse, def: ResourceDef, o: WatchOptions, q: URLSearchParams): void {
+  private static parseObjectText(text: string): JsonObject {
+    const v = parseJson(text);
+    if (!isObject(v)) throw internalError("stored object is not an object");
+    return v;
+  }
+
+  private static listAsTable(def: ResourceDef, listBody: string, opts: TableOptions): string {
+    const list = SimServer.parseObjectText(listBody);
+    const items = Array.isArray(list["items"]) ? list["items"].filter(isObject) : [];
+    return JSON.stringify(toTable(def, items, getObject(list, "metadata") ?? {}, opts));
+  }
+
+  /** A watch event line with its object turned into a one-row Table (column definitions only in the first). */
+  private static watchLineAsTable(def: ResourceDef, line: string, opts: TableOptions): string {
+    const ev = SimServer.parseObjectText(line);
+    const type = ev["type"];
+    const obj = ev["object"];
+    if ((type !== "ADDED" && type !== "MODIFIED" && type !== "DELETED") || !isObject(obj)) return line;
+    const rv = getString(getObject(obj, "metadata"), "resourceVersion") ?? "";
+    const t = toTable(def, [obj], { resourceVersion: rv }, opts);
+    opts.noHeaders = true;
+    return `${JSON.stringify({ type, object: t })}\n`;
+  }
+
+  private serveWatch(
+    res: ServerResponse,
+    def: ResourceDef,
+    o: WatchOptions,
+    q: URLSearchParams,
+    table: TableOptions | undefined,
+  ): void {
     const plan = this.store.planWatch(def, o);
     const timeoutSeconds = intParam("timeoutSeconds", q.get("timeoutSeconds"));
     res.writeHead(200, { ...JSON_HEADERS, "Transfer-Encoding": "chunked" });
@@ -799,7 +863,8 @@ class SimServer implements KubeApiServer {
     res.socket?.setNoDelay(true);
     const sink: WatchSink = {
       write: (line) => {
-        if (!res.writableEnded) res.write(line);
+        if (res.writableEnded) return;
+        res.write(table === undefined ? line : SimServer.watchLineAsTable(def, line, table));
       },
       end: () => {
         if (!res.writableEnded) res.end();
