@@ -12,6 +12,7 @@ import {
   invalid,
   KubeApiError,
   methodNotAllowed,
+  notAcceptable,
   notFound,
   notFoundRoute,
   requestEntityTooLarge,
@@ -29,6 +30,7 @@ import {
   toJson,
 } from "./json.js";
 import { negotiateOutput } from "./negotiation.js";
+import { buildOpenAPI, type OpenAPIDocs } from "./openapi.js";
 import { type TableOptions, tableOptions, toTable } from "./printers.js";
 import {
   ALL_RESOURCES,
@@ -39,7 +41,7 @@ import {
   resourceByKind,
   type Subresource,
 } from "./resources.js";
-import { KubeStore, type WriteResult } from "./store.js";
+import { type FieldValidation, KubeStore, type WriteResult } from "./store.js";
 import type { WatchOptions, WatchSink } from "./watch.js";
 
 export interface KubeApiServerOptions {
@@ -437,13 +439,33 @@ class SimServer implements KubeApiServer {
   // -------------------------------------------------------------------------------------------
   // HTTP
 
-  private sendJson(res: ServerResponse, code: number, body: string): void {
+  private sendJson(res: ServerResponse, code: number, body: string, warnings: readonly string[] = []): void {
     if (res.headersSent) {
       res.end();
       return;
     }
+    if (warnings.length > 0) {
+      // RFC 7234 warn-code 299 with a quoted text, one header per warning, as k8s.io/apiserver's warning recorder.
+      res.setHeader(
+        "Warning",
+        warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+      );
+    }
     res.writeHead(code, { ...JSON_HEADERS, "Content-Length": Buffer.byteLength(body) });
     res.end(body);
+  }
+
+  private writeResult(res: ServerResponse, r: WriteResult): void {
+    this.sendJson(res, r.code, r.json, r.warnings);
+  }
+
+  private fieldValidation(q: URLSearchParams, optionsKind: string): FieldValidation | undefined {
+    const v = q.get("fieldValidation");
+    if (v === null || v === "") return undefined;
+    if (v === "Ignore" || v === "Warn" || v === "Strict") return v;
+    throw invalid("meta.k8s.io", optionsKind, "", [
+      fieldNotSupported("fieldValidation", v, ["", "Ignore", "Strict", "Warn"]),
+    ]);
   }
 
   private sendStatus(res: ServerResponse, s: Status): void {
@@ -629,6 +651,10 @@ class SimServer implements KubeApiServer {
       return;
     }
     if (this.latencyMs > 0) await sleep(this.latencyMs);
+    if (path === "/openapi/v2" || path.startsWith("/openapi/v3")) {
+      this.serveOpenAPI(req, res, method, path);
+      return;
+    }
     const r = this.route(path);
     if (r.type === "notFoundText") {
       res.writeHead(404, {
@@ -648,6 +674,34 @@ class SimServer implements KubeApiServer {
       return;
     }
     await this.handleResource(req, res, method, url.searchParams, r.route);
+  }
+
+  private openapi: OpenAPIDocs | undefined;
+
+  private serveOpenAPI(req: IncomingMessage, res: ServerResponse, method: string, path: string): void {
+    if (method !== "GET") throw methodNotAllowed();
+    this.openapi ??= buildOpenAPI(this.opts.gitVersion ?? "v1.31.0-sim");
+    const docs = this.openapi;
+    if (path === "/openapi/v2") {
+      // client-go asks for the protobuf form only; JSON is served to whoever accepts it.
+      const accept = req.headers.accept ?? "";
+      if (accept !== "" && !/application\/json|\*\/\*|application\/\*/.test(accept)) {
+        throw notAcceptable("only the following media types are accepted: application/json");
+      }
+      this.sendJson(res, 200, docs.v2);
+      return;
+    }
+    const rest = path.replace(/^\/openapi\/v3\/?/, "");
+    const body = rest === "" ? docs.index : docs.groupVersions.get(rest);
+    if (body === undefined) {
+      res.writeHead(404, {
+        "Content-Type": "text/plain; charset=utf-8",
+        "X-Content-Type-Options": "nosniff",
+      });
+      res.end("404 page not found\n");
+      return;
+    }
+    this.sendJson(res, 200, body);
   }
 
   private listOptions(q: URLSearchParams, rt: ResourceRoute): WatchOptions {
@@ -708,9 +762,9 @@ class SimServer implements KubeApiServer {
       if (method === "POST") {
         if (def.namespaced && rt.namespace === undefined) throw methodNotAllowed();
         const dry = this.dryRun(q, "CreateOptions");
+        const fieldValidation = this.fieldValidation(q, "CreateOptions");
         const body = this.decodeBody(req, await this.readBody(req));
-        const r = this.store.create(def, ns, body, { dryRun: dry });
-        this.sendJson(res, r.code, r.json);
+        this.writeResult(res, this.store.create(def, ns, body, { dryRun: dry, fieldValidation }));
         return;
       }
       if (method === "DELETE") {
@@ -745,9 +799,12 @@ class SimServer implements KubeApiServer {
       }
       case "PUT": {
         const dry = this.dryRun(q, "UpdateOptions");
+        const fieldValidation = this.fieldValidation(q, "UpdateOptions");
         const body = this.decodeBody(req, await this.readBody(req));
-        const r = this.store.update(def, ns, name, body, rt.sub, { dryRun: dry });
-        this.sendJson(res, r.code, r.json);
+        this.writeResult(
+          res,
+          this.store.update(def, ns, name, body, rt.sub, { dryRun: dry, fieldValidation }),
+        );
         return;
       }
       case "PATCH": {
@@ -758,10 +815,12 @@ class SimServer implements KubeApiServer {
           ]);
         }
         const text = await this.readBody(req);
+        const fieldValidation = this.fieldValidation(q, "PatchOptions");
         const r = this.store.patch(def, ns, name, req.headers["content-type"] ?? "", text, rt.sub, {
           dryRun: dry,
+          fieldValidation,
         });
-        this.sendJson(res, r.code, r.json);
+        this.writeResult(res, r);
         return;
       }
       case "DELETE": {

@@ -46,6 +46,7 @@ import {
   SERVICES,
   type Subresource,
 } from "./resources.js";
+import { KIND_SCHEMAS, unknownFields } from "./schema.js";
 import { type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
 import {
   pathSegmentName,
@@ -66,10 +67,16 @@ export interface WriteResult {
   readonly json: string;
   /** HTTP status: 200 or 201. */
   readonly code: number;
+  /** Texts for `Warning: 299 - "..."` response headers (fieldValidation=Warn). */
+  readonly warnings?: readonly string[];
 }
+
+export type FieldValidation = "Ignore" | "Warn" | "Strict";
 
 export interface WriteOptions {
   dryRun?: boolean;
+  /** What to do about fields the kind does not declare (default Warn, as kube-apiserver). */
+  fieldValidation?: FieldValidation;
 }
 
 export interface StoreOptions {
@@ -247,6 +254,28 @@ export class KubeStore {
     obj["apiVersion"] = def.apiVersion;
   }
 
+  /**
+   * Decoding into the kind's type: unknown fields are dropped, and reported (Warn) or refused (Strict)
+   * with the strict-decoding message of the create/update handlers, or of the patch handler.
+   */
+  private decodeFields(def: ResourceDef, obj: JsonObject, opts: WriteOptions, patch: boolean): string[] {
+    const directive = opts.fieldValidation ?? "Warn";
+    const unknown = unknownFields(KIND_SCHEMAS[def.kind], obj, directive !== "Strict");
+    if (unknown.length === 0 || directive === "Ignore") return [];
+    const errs = unknown.map((p) => `unknown field ${JSON.stringify(p)}`);
+    if (directive === "Warn") return errs;
+    const strict = `strict decoding error: ${errs.join(", ")}`;
+    throw badRequest(
+      patch
+        ? strict
+        : `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${strict}`,
+    );
+  }
+
+  private static withWarnings(r: WriteResult, warnings: readonly string[]): WriteResult {
+    return warnings.length === 0 ? r : { ...r, warnings };
+  }
+
   private requireObject(body: JsonValue): JsonObject {
     if (!isObject(body)) {
       throw badRequest(`Object 'Kind' is missing in '${JSON.stringify(body)}'`);
@@ -262,6 +291,7 @@ export class KubeStore {
   ): WriteResult {
     const obj = this.requireObject(body);
     this.checkTypeMeta(def, obj);
+    const warnings = this.decodeFields(def, obj, opts, false);
     const m = metaOf(obj);
     if (def.namespaced) {
       const ns = getString(m, "namespace") ?? "";
@@ -274,7 +304,7 @@ export class KubeStore {
     } else {
       delete m["namespace"];
     }
-    return this.createPrepared(def, obj, opts);
+    return KubeStore.withWarnings(this.createPrepared(def, obj, opts), warnings);
   }
 
   private checkNamespaceExists(def: ResourceDef, obj: JsonObject): void {
@@ -374,12 +404,16 @@ export class KubeStore {
   ): WriteResult {
     const obj = this.requireObject(body);
     this.checkTypeMeta(def, obj);
+    const warnings = this.decodeFields(def, obj, opts, false);
     this.checkName(def, obj, name, urlNamespace);
     def.defaults(obj);
     const key = keyOf(def, urlNamespace ?? "", name);
     const existing = this.table(def).get(key);
     const uid = getString(metaOf(obj), "uid") ?? "";
-    return this.updatePipeline(def, key, name, existing, obj, sub, uid, opts);
+    return KubeStore.withWarnings(
+      this.updatePipeline(def, key, name, existing, obj, sub, uid, opts),
+      warnings,
+    );
   }
 
   private updatePipeline(
@@ -488,9 +522,13 @@ export class KubeStore {
       throw badRequest("the body of the request was in an unknown format: the patch result is not an object");
     }
     this.checkTypeMeta(def, result);
+    const warnings = this.decodeFields(def, result, opts, true);
     this.checkName(def, result, name, urlNamespace);
     def.defaults(result);
-    return this.updatePipeline(def, key, name, existing, result, sub, "", opts);
+    return KubeStore.withWarnings(
+      this.updatePipeline(def, key, name, existing, result, sub, "", opts),
+      warnings,
+    );
   }
 
   // ---------------------------------------------------------------------------------------------
