@@ -41,6 +41,10 @@ function kubectl(...args: string[]): Promise<Run> {
   return run(KUBECTL, ["--kubeconfig", kubeconfig, "--cache-dir", join(dir, "cache"), ...args]);
 }
 
+function kubectlWithInput(input: string, ...args: string[]): Promise<Run> {
+  return run(KUBECTL, ["--kubeconfig", kubeconfig, "--cache-dir", join(dir, "cache"), ...args], input);
+}
+
 async function kubectlOk(...args: string[]): Promise<string> {
   const r = await kubectl(...args);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (${r.code}): ${r.stderr}`);
@@ -252,6 +256,75 @@ describe("kubectl describe", () => {
   });
 });
 
+describe("kubectl apply / create -f: validation on the server (/openapi/v3, fieldValidation)", () => {
+  const manifest = (port: number, extra = ""): string => `apiVersion: v1
+kind: Service
+metadata:
+  name: applied
+spec:
+  type: ClusterIP
+  ports:
+  - port: ${port}${extra}
+`;
+
+  test("apply creates, and re-apply patches with the merge keys /openapi/v3 publishes", async () => {
+    const created = await kubectlWithInput(manifest(81), "apply", "-f", "-");
+    expect(created).toMatchObject({ code: 0, stderr: "" });
+    expect(created.stdout.trim()).toBe("service/applied created");
+    const changed = await kubectlWithInput(manifest(82), "apply", "-f", "-");
+    expect(changed).toMatchObject({ code: 0, stderr: "", stdout: "service/applied configured\n" });
+    const svc = sim.get("Service", "default", "applied") as { spec: { ports: { port: number }[] } };
+    expect(svc.spec.ports.map((p) => p.port)).toEqual([82]);
+  });
+
+  test("an unknown field: Strict (kubectl's default) refuses with the strict decoding error", async () => {
+    const r = await kubectlWithInput(
+      manifest(90, "\n    portx: 1").replace("name: applied", "name: strict"),
+      "create",
+      "-f",
+      "-",
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      'Service in version "v1" cannot be handled as a Service: strict decoding error: unknown field "spec.ports[0].portx"',
+    );
+    expect(sim.get("Service", "default", "strict")).toBeUndefined();
+  });
+
+  test("--validate=warn prints the server's Warning and stores the object without the field", async () => {
+    const r = await kubectlWithInput(
+      manifest(91, "\n    portx: 1").replace("name: applied", "name: warned"),
+      "apply",
+      "--validate=warn",
+      "-f",
+      "-",
+    );
+    expect(r).toMatchObject({ code: 0, stdout: "service/warned created\n" });
+    expect(r.stderr).toBe('Warning: unknown field "spec.ports[0].portx"\n');
+    const svc = sim.get("Service", "default", "warned") as { spec: { ports: Record<string, unknown>[] } };
+    expect(Object.keys(svc.spec.ports[0] ?? {})).not.toContain("portx");
+  });
+
+  test("--validate=false (Ignore) drops the field silently", async () => {
+    const r = await kubectlWithInput(
+      manifest(92, "\n    portx: 1").replace("name: applied", "name: ignored"),
+      "apply",
+      "--validate=false",
+      "-f",
+      "-",
+    );
+    expect(r).toMatchObject({ code: 0, stderr: "", stdout: "service/ignored created\n" });
+    const svc = sim.get("Service", "default", "ignored") as { spec: { ports: Record<string, unknown>[] } };
+    expect(Object.keys(svc.spec.ports[0] ?? {})).not.toContain("portx");
+  });
+
+  test("kubectl explain reads the schema from /openapi/v3", async () => {
+    const out = await kubectlOk("explain", "svc.spec.ports");
+    expect(out).toContain("FIELD: ports <[]ServicePort>");
+    expect(out).toMatch(/nodePort\s+<integer>/);
+  });
+});
+
 describe("the Python client (python3-kubernetes)", () => {
   const pyTest = hasPythonClient ? test : test.skip;
   pyTest("lists, and watches with watch=True", async () => {
@@ -261,7 +334,7 @@ from kubernetes import client, config, watch
 config.load_kube_config(config_file=sys.argv[1])
 v1 = client.CoreV1Api()
 print("nodes", ",".join(sorted(n.metadata.name for n in v1.list_node().items)))
-print("services", ",".join(sorted(s.metadata.name for s in v1.list_namespaced_service("default").items)))
+print("services", ",".join(sorted(s.metadata.name for s in v1.list_namespaced_service("default", label_selector="provider=kubernetes").items)))
 print("pods", len(v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=node-a,status.phase!=Succeeded").items))
 w = watch.Watch()
 for ev in w.stream(v1.list_node, field_selector="metadata.name=node-a", timeout_seconds=5):
@@ -272,7 +345,7 @@ for ev in w.stream(v1.list_node, field_selector="metadata.name=node-a", timeout_
     expect(r.stderr).toBe("");
     expect(r.stdout.trim().split("\n")).toEqual([
       "nodes node-a,node-b",
-      "services kubernetes,web",
+      "services kubernetes",
       "pods 0",
       "watch ADDED node-a",
     ]);
