@@ -25,13 +25,21 @@ export function validateDeleteOptions(o: DeleteOptionsInput): void {
       );
     }
     if (policy !== "Foreground" && policy !== "Background" && policy !== "Orphan") {
-      errs.push(fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"]));
+      errs.push(
+        fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"]),
+      );
     }
   }
-  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) {
-    // negative grace periods are treated as 1s by the server; nothing to reject
-  }
   if (errs.length > 0) throw invalid("meta.k8s.io", "DeleteOptions", "", errs);
+}
+
+/**
+ * rest.BeforeDelete: a negative gracePeriodSeconds is not an error but read as 1 s. None of the served
+ * kinds deletes gracefully (Pods here have no kubelet to wait for), so the period has no further effect.
+ */
+export function normalizeDeleteOptions(o: DeleteOptionsInput): DeleteOptionsInput {
+  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) return { ...o, gracePeriodSeconds: 1 };
+  return o;
 }
 
 /** deletionFinalizersForGarbageCollection from the generic registry. */

@@ -5,8 +5,13 @@
 import { randomUUID } from "node:crypto";
 import { ServiceAllocator } from "./allocation.js";
 import { canonicalize } from "./canonical.js";
-import { SimulatedControllers } from "./controllers.js";
-import { type DeleteOptionsInput, gcFinalizers, validateDeleteOptions } from "./delete-options.js";
+import { SimulatedControllers, shouldDeleteDuringUpdate } from "./controllers.js";
+import {
+  type DeleteOptionsInput,
+  gcFinalizers,
+  normalizeDeleteOptions,
+  validateDeleteOptions,
+} from "./delete-options.js";
 import {
   alreadyExists,
   badRequest,
@@ -18,6 +23,7 @@ import {
   internalRaw,
   invalid,
   KubeApiError,
+  namespaceTerminating,
   notFound,
   OPTIMISTIC_LOCK_MSG,
   type Status,
@@ -27,6 +33,7 @@ import {
 import { History, type HistoryEvent } from "./history.js";
 import {
   deepEqual,
+  ensureObject,
   getObject,
   getString,
   getStringArray,
@@ -307,12 +314,18 @@ export class KubeStore {
     return KubeStore.withWarnings(this.createPrepared(def, obj, opts), warnings);
   }
 
+  /** The NamespaceLifecycle admission plugin: no new content in a terminating (or, if required, missing) namespace. */
   private checkNamespaceExists(def: ResourceDef, obj: JsonObject): void {
-    if (!def.namespaced || !this.opts.requireNamespaces) return;
-    const ns = getString(getObject(obj, "metadata"), "namespace") ?? "";
-    if (ns !== "" && this.get(NAMESPACES, undefined, ns) === undefined) {
-      throw notFound(gr(NAMESPACES), ns);
+    if (!def.namespaced) return;
+    const m = getObject(obj, "metadata");
+    const ns = getString(m, "namespace") ?? "";
+    if (ns === "") return;
+    const entry = this.get(NAMESPACES, undefined, ns);
+    if (entry === undefined) {
+      if (this.opts.requireNamespaces) throw notFound(gr(NAMESPACES), ns);
+      return;
     }
+    if (entry.deleting) throw namespaceTerminating(gr(def), getString(m, "name") ?? "", ns);
   }
 
   private createPrepared(def: ResourceDef, obj: JsonObject, opts: WriteOptions): WriteResult {
@@ -476,7 +489,7 @@ export class KubeStore {
     if (errs.length > 0) throw invalid(def.group, def.kind, name, errs);
     const canon = canonicalize(def, obj);
     if (deepEqual(canon, old)) return { json: existing.json, code: 200 };
-    if (existing.deleting && getStringArray(getObject(canon, "metadata"), "finalizers").length === 0) {
+    if (existing.deleting && shouldDeleteDuringUpdate(def, canon)) {
       // ShouldDeleteDuringUpdate: the last finalizer is gone → delete; reply with the submitted object.
       if (!opts.dryRun) this.commitDelete(def, existing);
       return { json: JSON.stringify(canon), code: 200 };
@@ -538,12 +551,25 @@ export class KubeStore {
     def: ResourceDef,
     urlNamespace: string | undefined,
     name: string,
-    options: DeleteOptionsInput = {},
+    requested: DeleteOptionsInput = {},
   ): WriteResult {
-    validateDeleteOptions(options);
+    validateDeleteOptions(requested);
+    const options = normalizeDeleteOptions(requested);
     const key = keyOf(def, urlNamespace ?? "", name);
     const existing = this.table(def).get(key);
     if (existing === undefined) throw notFound(gr(def), name);
+    const result = this.deleteExisting(def, existing, name, options);
+    // 202 when the object is not gone yet and cascading deletion was asked for with orphanDependents=false.
+    if (!result.deleted && options.orphanDependents === false) return { json: result.json, code: 202 };
+    return { json: result.json, code: 200 };
+  }
+
+  private deleteExisting(
+    def: ResourceDef,
+    existing: Entry,
+    name: string,
+    options: DeleteOptionsInput,
+  ): { json: string; deleted: boolean } {
     const kindGR: GroupResource = { group: def.group, resource: def.kind };
     const pre = options.preconditions;
     if (pre?.uid !== undefined && pre.uid !== existing.uid) {
@@ -562,6 +588,10 @@ export class KubeStore {
     }
     const gc = gcFinalizers(def, existing.finalizers, options);
     const finalizers = gc.changed ? gc.finalizers : [...existing.finalizers];
+    if (def === NAMESPACES) {
+      const pending = this.namespaceDeletePending(existing, finalizers, options);
+      if (pending !== undefined) return { json: pending, deleted: false };
+    }
     if (finalizers.length > 0) {
       const obj = parseObject(existing.json);
       const m = metaOf(obj);
@@ -571,20 +601,46 @@ export class KubeStore {
       }
       m["deletionGracePeriodSeconds"] = 0;
       const canon = canonicalize(def, obj);
-      if (deepEqual(canon, parseObject(existing.json))) return { json: existing.json, code: 200 };
-      if (options.dryRun) return { json: JSON.stringify(canon), code: 200 };
+      if (deepEqual(canon, parseObject(existing.json))) return { json: existing.json, deleted: false };
+      if (options.dryRun) return { json: JSON.stringify(canon), deleted: false };
       const entry = this.commitUpdate(def, existing, canon);
       this.controllers.deletionPending(def, entry, finalizers);
-      return { json: entry.json, code: 200 };
+      return { json: entry.json, deleted: false };
     }
-    if (def === NAMESPACES && !options.dryRun) this.controllers.deleteNamespaceContent(name);
     const deleted = options.dryRun ? existing : this.commitDelete(def, existing);
-    if (def.returnDeletedObject) return { json: deleted.json, code: 200 };
+    if (def.returnDeletedObject) return { json: deleted.json, deleted: true };
     const det: Status["details"] = { name };
     if (def.group !== "") det.group = def.group;
     det.kind = def.plural;
     det.uid = existing.uid;
-    return { json: JSON.stringify(successStatus(det)), code: 200 };
+    return { json: JSON.stringify(successStatus(det)), deleted: true };
+  }
+
+  /**
+   * The namespace registry's delete: the first DELETE only marks the namespace (deletionTimestamp, phase
+   * Terminating, the GC finalizers the options ask for) and hands it to the namespace controller, which
+   * deletes its content and then its `kubernetes` finalizer; while spec.finalizers is not empty every
+   * DELETE returns the namespace unchanged. Undefined: the namespace may be deleted now.
+   */
+  private namespaceDeletePending(
+    existing: Entry,
+    finalizers: readonly string[],
+    options: DeleteOptionsInput,
+  ): string | undefined {
+    const obj = parseObject(existing.json);
+    if (existing.deleting) {
+      return getStringArray(getObject(obj, "spec"), "finalizers").length > 0 ? existing.json : undefined;
+    }
+    const m = metaOf(obj);
+    m["deletionTimestamp"] = nowTimestamp();
+    m["finalizers"] = [...finalizers];
+    ensureObject(obj, "status")["phase"] = "Terminating";
+    const canon = canonicalize(NAMESPACES, obj);
+    if (options.dryRun) return JSON.stringify(canon);
+    const entry = this.commitUpdate(NAMESPACES, existing, canon);
+    this.controllers.deletionPending(NAMESPACES, entry, finalizers);
+    this.controllers.namespaceTerminating(entry.name);
+    return entry.json;
   }
 
   deleteCollection(def: ResourceDef, o: ListOptions, options: DeleteOptionsInput): string {
