@@ -214,6 +214,20 @@ describe("kubectl get: server-side Tables", () => {
     expect(pods.stderr).toContain("No resources found");
   });
 
+  test('get all lists the Services (the "all" category from discovery)', async () => {
+    const t = rows(await kubectlOk("get", "all"));
+    expect(t[0]).toEqual(["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]);
+    expect(t.map((r) => r[0])).toEqual(expect.arrayContaining(["service/kubernetes", "service/web"]));
+  });
+
+  test("delete namespace waits until the namespace controller has emptied and removed it", async () => {
+    await kubectlOk("create", "namespace", "scratch");
+    await kubectlOk("-n", "scratch", "create", "service", "clusterip", "tmp", "--tcp=80:80");
+    expect(await kubectlOk("delete", "namespace", "scratch")).toBe('namespace "scratch" deleted\n');
+    expect(sim.get("Namespace", undefined, "scratch")).toBeUndefined();
+    expect(sim.list("Service", "scratch")).toEqual([]);
+  });
+
   test("get -w prints a row per change under one header", async () => {
     const child: ChildProcess = spawn(KUBECTL, [
       "--kubeconfig",

@@ -225,6 +225,8 @@ function apiResourceList(groupVersion: string, defs: readonly ResourceDef[]): Js
       verbs: verbsFor(d),
     };
     if (d.shortNames.length > 0) r["shortNames"] = [...d.shortNames];
+    // `kubectl get all` expands the "all" category from discovery.
+    if (d.kind === "Pod" || d.kind === "Service") r["categories"] = ["all"];
     resources.push(r);
     if (d.hasStatus) {
       resources.push({
