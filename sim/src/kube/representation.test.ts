@@ -127,6 +127,23 @@ describe("Tables", () => {
   });
 });
 
+describe("Pods", () => {
+  test("namespaced and all-namespace Pod lists with the field selectors kubectl describe node sends", async () => {
+    const sel = encodeURIComponent("spec.nodeName=n1,status.phase!=Failed,status.phase!=Succeeded");
+    for (const path of [
+      `/api/v1/pods?fieldSelector=${sel}`,
+      `/api/v1/namespaces/default/pods?fieldSelector=${sel}`,
+    ]) {
+      const r = await get(path);
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ kind: "PodList", apiVersion: "v1", items: [] });
+    }
+    const bad = await get("/api/v1/pods?fieldSelector=spec.bogus%3Dx");
+    expect(bad.status).toBe(400);
+    expect(bad.body["message"]).toBe("field label not supported: spec.bogus");
+  });
+});
+
 describe("boolean query parameters (apimachinery Convert_Slice_string_To_bool)", () => {
   test.each([
     ["true", true],
