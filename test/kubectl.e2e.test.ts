@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { type KubeApiServer, startKubeApiServer } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 
-const KUBECTL = "/usr/bin/kubectl";
+const KUBECTL = process.env["KUBECTL"] ?? "/usr/bin/kubectl";
 const PYTHON = "/usr/bin/python3";
 const hasPythonClient = spawnSync(PYTHON, ["-c", "import kubernetes"]).status === 0;
 if (!hasPythonClient) {
@@ -69,6 +69,11 @@ async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
 }
 
 beforeAll(async () => {
+  if (spawnSync(KUBECTL, ["version", "--client"]).status !== 0) {
+    throw new Error(
+      `kubectl not runnable at ${KUBECTL} (set KUBECTL to its path): these tests need a real kubectl`,
+    );
+  }
   dir = mkdtempSync(join(tmpdir(), "kubectl-e2e-"));
   sim = await startKubeApiServer({ name: "sim-kubectl" });
   kubeconfig = join(dir, "kubeconfig");
