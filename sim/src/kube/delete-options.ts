@@ -69,3 +69,23 @@ export function gcFinalizers(
   const same = a.size === b.size && [...a].every((x) => b.has(x));
   return same ? { changed: false, finalizers: [...current] } : { changed: true, finalizers: next };
 }
+
+/**
+ * The GC finalizers the namespace registry puts on a namespace at its first DELETE: orphanDependents
+ * decides both (true → orphan, false → foregroundDeletion), else propagationPolicy, else what is there.
+ */
+export function namespaceGCFinalizers(current: readonly string[], o: DeleteOptionsInput): string[] {
+  let orphan = current.includes("orphan");
+  let foreground = current.includes("foregroundDeletion");
+  if (o.orphanDependents !== undefined) {
+    orphan = o.orphanDependents;
+    foreground = !o.orphanDependents;
+  } else if (o.propagationPolicy !== undefined) {
+    orphan = o.propagationPolicy === "Orphan";
+    foreground = o.propagationPolicy === "Foreground";
+  }
+  const next = current.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
+  if (orphan) next.push("orphan");
+  if (foreground) next.push("foregroundDeletion");
+  return next;
+}

@@ -124,6 +124,26 @@ describe("deleting a namespace", () => {
   });
 });
 
+describe("the namespace registry's DELETE", () => {
+  test("orphanDependents=false: foregroundDeletion added, 202 as the namespace is not gone yet", async () => {
+    sim.create("Namespace", { metadata: { name: "ns-fg" } });
+    const r = await del("/api/v1/namespaces/ns-fg", { orphanDependents: false });
+    expect(r.status).toBe(202);
+    expect(r.body.metadata?.finalizers).toEqual(["foregroundDeletion"]);
+    expect(await waitFor(() => sim.get("Namespace", undefined, "ns-fg") === undefined)).toBe(true);
+  });
+
+  test("a UID precondition that does not match: 409 with the namespace registry's message", async () => {
+    const ns = sim.create("Namespace", { metadata: { name: "ns-uid" } });
+    const r = await del("/api/v1/namespaces/ns-uid", { preconditions: { uid: "other" } });
+    expect(r.status).toBe(409);
+    expect(r.body["message"]).toBe(
+      `Operation cannot be fulfilled on namespaces "ns-uid": Precondition failed: UID in precondition: other, UID in object meta: ${ns.metadata?.uid}`,
+    );
+    expect(sim.get("Namespace", undefined, "ns-uid")?.metadata?.deletionTimestamp).toBeUndefined();
+  });
+});
+
 describe("DELETE status codes and options", () => {
   test("202 when the object stays (finalizers) and orphanDependents=false; 200 otherwise", async () => {
     sim.create("Service", service("default", "fin-202", ["example.com/hold"]));

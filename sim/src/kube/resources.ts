@@ -713,7 +713,7 @@ export const NAMESPACES: ResourceDef = {
   hasStatus: true,
   allowCreateOnUpdate: false,
   allowUnconditionalUpdate: true,
-  returnDeletedObject: false,
+  returnDeletedObject: true,
   gcSupported: true,
   storagePrefix: "/registry/namespaces/",
   smp: {

@@ -9,6 +9,7 @@ import { SimulatedControllers, shouldDeleteDuringUpdate } from "./controllers.js
 import {
   type DeleteOptionsInput,
   gcFinalizers,
+  namespaceGCFinalizers,
   normalizeDeleteOptions,
   validateDeleteOptions,
 } from "./delete-options.js";
@@ -570,6 +571,10 @@ export class KubeStore {
     name: string,
     options: DeleteOptionsInput,
   ): { json: string; deleted: boolean } {
+    if (def === NAMESPACES) {
+      const pending = this.namespaceDeletePending(existing, name, options);
+      if (pending !== undefined) return { json: pending, deleted: false };
+    }
     const kindGR: GroupResource = { group: def.group, resource: def.kind };
     const pre = options.preconditions;
     if (pre?.uid !== undefined && pre.uid !== existing.uid) {
@@ -588,10 +593,6 @@ export class KubeStore {
     }
     const gc = gcFinalizers(def, existing.finalizers, options);
     const finalizers = gc.changed ? gc.finalizers : [...existing.finalizers];
-    if (def === NAMESPACES) {
-      const pending = this.namespaceDeletePending(existing, finalizers, options);
-      if (pending !== undefined) return { json: pending, deleted: false };
-    }
     if (finalizers.length > 0) {
       const obj = parseObject(existing.json);
       const m = metaOf(obj);
@@ -624,16 +625,34 @@ export class KubeStore {
    */
   private namespaceDeletePending(
     existing: Entry,
-    finalizers: readonly string[],
+    name: string,
     options: DeleteOptionsInput,
   ): string | undefined {
+    const pre = options.preconditions;
+    const gr = { group: "", resource: "namespaces" };
+    if (pre?.uid !== undefined && pre.uid !== existing.uid) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.uid}`,
+      );
+    }
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== String(existing.rv)) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.rv}`,
+      );
+    }
     const obj = parseObject(existing.json);
     if (existing.deleting) {
       return getStringArray(getObject(obj, "spec"), "finalizers").length > 0 ? existing.json : undefined;
     }
+    const finalizers = namespaceGCFinalizers(existing.finalizers, options);
     const m = metaOf(obj);
     m["deletionTimestamp"] = nowTimestamp();
-    m["finalizers"] = [...finalizers];
+    if (finalizers.length > 0) m["finalizers"] = finalizers;
+    else delete m["finalizers"];
     ensureObject(obj, "status")["phase"] = "Terminating";
     const canon = canonicalize(NAMESPACES, obj);
     if (options.dryRun) return JSON.stringify(canon);
