@@ -369,4 +369,32 @@ for ev in w.stream(v1.list_node, field_selector="metadata.name=node-a", timeout_
       "watch ADDED node-a",
     ]);
   });
+
+  pyTest("creates, patches (also /status) and deletes a Service", async () => {
+    const script = `
+import sys
+from kubernetes import client, config
+config.load_kube_config(config_file=sys.argv[1])
+v1 = client.CoreV1Api()
+svc = client.V1Service(metadata=client.V1ObjectMeta(name="py-svc"),
+    spec=client.V1ServiceSpec(type="LoadBalancer", ports=[client.V1ServicePort(port=80)]))
+print("type", v1.create_namespaced_service("default", svc).spec.type)
+print("labels", v1.patch_namespaced_service("py-svc", "default", {"metadata": {"labels": {"a": "b"}}}).metadata.labels)
+st = v1.patch_namespaced_service_status("py-svc", "default", {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.9"}]}}})
+print("ingress", st.status.load_balancer.ingress[0].ip)
+v1.delete_namespaced_service("py-svc", "default")
+try:
+    v1.read_namespaced_service("py-svc", "default")
+except client.exceptions.ApiException as e:
+    print("read", e.status)
+`;
+    const r = await run(PYTHON, ["-c", script, kubeconfig]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim().split("\n")).toEqual([
+      "type LoadBalancer",
+      "labels {'a': 'b'}",
+      "ingress 192.0.2.9",
+      "read 404",
+    ]);
+  });
 });
