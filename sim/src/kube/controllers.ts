@@ -4,7 +4,7 @@
 
 import { canonicalize } from "./canonical.js";
 import { getObject, getStringArray, type JsonObject } from "./json.js";
-import { ALL_RESOURCES, EVENTS, type ResourceDef } from "./resources.js";
+import { ALL_RESOURCES, EVENTS, NAMESPACES, type ResourceDef } from "./resources.js";
 import { type Entry, metaOf, parseObject } from "./table.js";
 
 /** The store operations the controllers use. */
@@ -17,6 +17,18 @@ export interface ControlledStore {
   commitUpdate(def: ResourceDef, prev: Entry, obj: JsonObject): Entry;
   commitDelete(def: ResourceDef, prev: Entry): Entry;
 }
+
+/**
+ * ShouldDeleteDuringUpdate: an object being deleted goes once its last finalizer is gone; a namespace
+ * only once the namespace controller has also removed its spec.finalizers (ShouldDeleteNamespaceDuringUpdate).
+ */
+export function shouldDeleteDuringUpdate(def: ResourceDef, obj: JsonObject): boolean {
+  if (getStringArray(getObject(obj, "metadata"), "finalizers").length > 0) return false;
+  return def !== NAMESPACES || getStringArray(getObject(obj, "spec"), "finalizers").length === 0;
+}
+
+/** How often the namespace controller looks again at content still waiting on its own finalizers. */
+const NAMESPACE_RETRY_MS = 50;
 
 export interface ControllerOptions {
   readonly simulateGarbageCollector: boolean;
@@ -58,17 +70,49 @@ export class SimulatedControllers {
     }
   }
 
-  deleteNamespaceContent(ns: string): void {
+  /**
+   * The namespace controller for a namespace just marked for deletion: delete its content, wait until
+   * the content is gone (objects may wait on their own finalizers), then remove the `kubernetes` spec
+   * finalizer, which deletes the namespace if no metadata finalizer remains.
+   */
+  namespaceTerminating(name: string): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      if (this.closed) return;
+      const ns = this.store.current(NAMESPACES, name);
+      if (ns === undefined || !ns.deleting) return;
+      if (this.deleteNamespaceContent(name) > 0) {
+        this.namespaceTerminating(name);
+        return;
+      }
+      this.systemWrite(NAMESPACES, ns, (obj) => {
+        const spec = getObject(obj, "spec");
+        if (spec === undefined) return;
+        const rest = getStringArray(spec, "finalizers").filter((f) => f !== "kubernetes");
+        if (rest.length > 0) spec["finalizers"] = rest;
+        else delete spec["finalizers"];
+      });
+    }, NAMESPACE_RETRY_MS);
+    t.unref();
+    this.timers.add(t);
+  }
+
+  /** Deletes what is in namespace `ns`; returns how many objects are still there. */
+  private deleteNamespaceContent(ns: string): number {
+    let remaining = 0;
     for (const def of ALL_RESOURCES) {
       if (!def.namespaced) continue;
       for (const e of this.store.entries(def, ns)) {
+        remaining++;
+        if (e.deleting) continue;
         try {
           this.store.delete(def, ns, e.name);
         } catch {
-          // best effort, like the namespace controller retrying later
+          // retried on the next pass, like the namespace controller
         }
       }
     }
+    return remaining;
   }
 
   close(): void {
@@ -98,7 +142,7 @@ export class SimulatedControllers {
     const obj = parseObject(cur.json);
     mutate(obj);
     const canon = canonicalize(def, obj);
-    if (cur.deleting && getStringArray(getObject(canon, "metadata"), "finalizers").length === 0) {
+    if (cur.deleting && shouldDeleteDuringUpdate(def, canon)) {
       this.store.commitDelete(def, cur);
       return;
     }

@@ -25,13 +25,21 @@ export function validateDeleteOptions(o: DeleteOptionsInput): void {
       );
     }
     if (policy !== "Foreground" && policy !== "Background" && policy !== "Orphan") {
-      errs.push(fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"]));
+      errs.push(
+        fieldNotSupported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"]),
+      );
     }
   }
-  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) {
-    // negative grace periods are treated as 1s by the server; nothing to reject
-  }
   if (errs.length > 0) throw invalid("meta.k8s.io", "DeleteOptions", "", errs);
+}
+
+/**
+ * rest.BeforeDelete: a negative gracePeriodSeconds is not an error but read as 1 s. None of the served
+ * kinds deletes gracefully (Pods here have no kubelet to wait for), so the period has no further effect.
+ */
+export function normalizeDeleteOptions(o: DeleteOptionsInput): DeleteOptionsInput {
+  if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds < 0) return { ...o, gracePeriodSeconds: 1 };
+  return o;
 }
 
 /** deletionFinalizersForGarbageCollection from the generic registry. */
@@ -60,4 +68,24 @@ export function gcFinalizers(
   const b = new Set(next);
   const same = a.size === b.size && [...a].every((x) => b.has(x));
   return same ? { changed: false, finalizers: [...current] } : { changed: true, finalizers: next };
+}
+
+/**
+ * The GC finalizers the namespace registry puts on a namespace at its first DELETE: orphanDependents
+ * decides both (true → orphan, false → foregroundDeletion), else propagationPolicy, else what is there.
+ */
+export function namespaceGCFinalizers(current: readonly string[], o: DeleteOptionsInput): string[] {
+  let orphan = current.includes("orphan");
+  let foreground = current.includes("foregroundDeletion");
+  if (o.orphanDependents !== undefined) {
+    orphan = o.orphanDependents;
+    foreground = !o.orphanDependents;
+  } else if (o.propagationPolicy !== undefined) {
+    orphan = o.propagationPolicy === "Orphan";
+    foreground = o.propagationPolicy === "Foreground";
+  }
+  const next = current.filter((f) => f !== "orphan" && f !== "foregroundDeletion");
+  if (orphan) next.push("orphan");
+  if (foreground) next.push("foregroundDeletion");
+  return next;
 }

@@ -139,6 +139,28 @@ export function notFoundRoute(): KubeApiError {
   return failure(404, "NotFound", "the server could not find the requested resource", {});
 }
 
+/** NamespaceLifecycle admission: creating `name` (of resource `gr`) in a namespace being deleted. */
+export function namespaceTerminating(gr: GroupResource, name: string, namespace: string): KubeApiError {
+  const det = details(name, gr.group, gr.resource);
+  det.causes = [
+    {
+      reason: "NamespaceTerminating",
+      message: `namespace ${namespace} is being terminated`,
+      field: "metadata.namespace",
+    },
+  ];
+  return failure(
+    403,
+    "Forbidden",
+    `${groupResourceString(gr)} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+    det,
+  );
+}
+
+export function notAcceptable(message: string): KubeApiError {
+  return failure(406, "NotAcceptable", message, undefined);
+}
+
 export function requestEntityTooLarge(message: string): KubeApiError {
   return failure(413, "RequestEntityTooLarge", message, undefined);
 }

@@ -1,4 +1,5 @@
-// Kubernetes API server simulator: a plain-HTTP kube-apiserver look-alike for @kubernetes/client-node.
+// Kubernetes API server simulator: a plain-HTTP kube-apiserver look-alike for @kubernetes/client-node,
+// kubectl (server-side Tables, /openapi/v3, fieldValidation) and the Python client.
 // Names are Kube-prefixed because sim/src/index.ts re-exports this module next to the cloud simulator.
 
 export type { DeleteOptionsInput as KubeDeleteOptions } from "./delete-options.js";

@@ -40,7 +40,7 @@ import {
   validateTaints,
 } from "./validation.js";
 
-export type KindName = "Node" | "Service" | "Event" | "Namespace" | "Lease";
+export type KindName = "Node" | "Service" | "Event" | "Namespace" | "Lease" | "Pod";
 export type Subresource = "" | "status";
 
 export interface ResourceDef {
@@ -713,7 +713,7 @@ export const NAMESPACES: ResourceDef = {
   hasStatus: true,
   allowCreateOnUpdate: false,
   allowUnconditionalUpdate: true,
-  returnDeletedObject: false,
+  returnDeletedObject: true,
   gcSupported: true,
   storagePrefix: "/registry/namespaces/",
   smp: {
@@ -809,7 +809,110 @@ export const LEASES: ResourceDef = {
   ],
 };
 
-export const ALL_RESOURCES: readonly ResourceDef[] = [NODES, SERVICES, EVENTS, NAMESPACES, LEASES];
+// ---------------------------------------------------------------------------------------------
+// Pods (minimal: enough that clients listing a node's Pods, such as `kubectl describe node`, get
+// an answer; nothing runs them)
+
+function validatePod(obj: JsonObject): FieldError[] {
+  const errs = coreValidateObjectMeta(obj, true, nameIsDNSSubdomain);
+  const containers = getArray(getObject(obj, "spec"), "containers") ?? [];
+  if (containers.length === 0) errs.push(fieldRequired("spec.containers"));
+  containers.forEach((raw, i) => {
+    const c = isObject(raw) ? raw : {};
+    const name = getString(c, "name") ?? "";
+    if (name === "") errs.push(fieldRequired(`spec.containers[${i}].name`));
+    else for (const m of isDNS1123Label(name)) errs.push(fieldInvalid(`spec.containers[${i}].name`, name, m));
+    if ((getString(c, "image") ?? "") === "") errs.push(fieldRequired(`spec.containers[${i}].image`));
+  });
+  return errs;
+}
+
+export const PODS: ResourceDef = {
+  kind: "Pod",
+  listKind: "PodList",
+  plural: "pods",
+  singular: "pod",
+  shortNames: ["po"],
+  group: "",
+  version: "v1",
+  apiVersion: "v1",
+  namespaced: true,
+  hasStatus: true,
+  allowCreateOnUpdate: false,
+  allowUnconditionalUpdate: true,
+  returnDeletedObject: false,
+  gcSupported: true,
+  storagePrefix: "/registry/pods/",
+  smp: {
+    fields: {
+      metadata: META_SMP,
+      spec: { fields: { containers: { mergeList: true, mergeKey: "name" } } },
+      status: { fields: { conditions: CONDITIONS_SMP } },
+    },
+  },
+  fieldLabels: [
+    "metadata.name",
+    "metadata.namespace",
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+  ],
+  nameValidator: nameIsDNSSubdomain,
+  unsupportedFieldError: coreFieldError,
+  fieldsOf(obj) {
+    const spec = getObject(obj, "spec");
+    const status = getObject(obj, "status");
+    return {
+      "metadata.name": nameOf(obj),
+      "metadata.namespace": nsOf(obj),
+      "spec.nodeName": getString(spec, "nodeName") ?? "",
+      "spec.restartPolicy": getString(spec, "restartPolicy") ?? "",
+      "spec.schedulerName": getString(spec, "schedulerName") ?? "",
+      "spec.serviceAccountName": getString(spec, "serviceAccountName") ?? "",
+      "spec.hostNetwork": spec?.["hostNetwork"] === true ? "true" : "false",
+      "status.phase": getString(status, "phase") ?? "",
+      "status.podIP": getString(status, "podIP") ?? "",
+      "status.nominatedNodeName": getString(status, "nominatedNodeName") ?? "",
+    };
+  },
+  defaults(obj) {
+    const spec = ensureObject(obj, "spec");
+    if (!getString(spec, "restartPolicy")) spec["restartPolicy"] = "Always";
+    if (!getString(spec, "dnsPolicy")) spec["dnsPolicy"] = "ClusterFirst";
+    if (!getString(spec, "schedulerName")) spec["schedulerName"] = "default-scheduler";
+    if (typeof spec["terminationGracePeriodSeconds"] !== "number") spec["terminationGracePeriodSeconds"] = 30;
+    for (const c of getArray(spec, "containers") ?? []) {
+      if (!isObject(c)) continue;
+      if (!getString(c, "imagePullPolicy")) {
+        const image = getString(c, "image") ?? "";
+        c["imagePullPolicy"] =
+          image.endsWith(":latest") || !/:[^/]+$/.test(image) ? "Always" : "IfNotPresent";
+      }
+      if (!getString(c, "terminationMessagePath")) c["terminationMessagePath"] = "/dev/termination-log";
+      if (!getString(c, "terminationMessagePolicy")) c["terminationMessagePolicy"] = "File";
+    }
+    ensureObject(obj, "status");
+  },
+  prepareForCreate(obj) {
+    obj["status"] = { phase: "Pending", qosClass: "BestEffort" };
+  },
+  prepareForUpdate(newObj, oldObj, sub) {
+    if (sub === "status") newObj["spec"] = oldObj["spec"] ?? {};
+    else newObj["status"] = oldObj["status"] ?? {};
+  },
+  validateCreate: validatePod,
+  validateUpdate: (newObj, oldObj, sub) => [
+    ...coreValidateObjectMetaUpdate(newObj, oldObj),
+    ...(sub === "status" ? [] : validatePod(newObj)),
+  ],
+};
+
+export const ALL_RESOURCES: readonly ResourceDef[] = [NODES, SERVICES, EVENTS, NAMESPACES, LEASES, PODS];
 
 export function resourceByKind(kind: KindName): ResourceDef {
   const def = ALL_RESOURCES.find((d) => d.kind === kind);

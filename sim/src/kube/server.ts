@@ -12,6 +12,7 @@ import {
   invalid,
   KubeApiError,
   methodNotAllowed,
+  notAcceptable,
   notFound,
   notFoundRoute,
   requestEntityTooLarge,
@@ -19,7 +20,18 @@ import {
   unauthorized,
   unsupportedMediaType,
 } from "./errors.js";
-import { getString, isObject, type JsonObject, type JsonValue, parseJson, toJson } from "./json.js";
+import {
+  getObject,
+  getString,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+  parseJson,
+  toJson,
+} from "./json.js";
+import { negotiateOutput } from "./negotiation.js";
+import { buildOpenAPI, type OpenAPIDocs } from "./openapi.js";
+import { type TableOptions, tableOptions, toTable } from "./printers.js";
 import {
   ALL_RESOURCES,
   type KindName,
@@ -29,7 +41,7 @@ import {
   resourceByKind,
   type Subresource,
 } from "./resources.js";
-import { KubeStore, type WriteResult } from "./store.js";
+import { type FieldValidation, KubeStore, type WriteResult } from "./store.js";
 import type { WatchOptions, WatchSink } from "./watch.js";
 
 export interface KubeApiServerOptions {
@@ -175,11 +187,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-function boolParam(v: string | null): boolean | undefined {
+/**
+ * A boolean query parameter as apimachinery's Convert_Slice_string_To_bool reads it: absent → unset;
+ * "false" (any case) or "0" → false; any other value, the empty string included → true.
+ */
+export function boolParam(v: string | null): boolean | undefined {
   if (v === null) return undefined;
-  if (v === "true" || v === "1") return true;
-  if (v === "false" || v === "0" || v === "") return false;
-  throw badRequest(`strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`);
+  const lower = v.toLowerCase();
+  return !(lower === "false" || v === "0");
 }
 
 function intParam(name: string, v: string | null): number | undefined {
@@ -210,6 +225,8 @@ function apiResourceList(groupVersion: string, defs: readonly ResourceDef[]): Js
       verbs: verbsFor(d),
     };
     if (d.shortNames.length > 0) r["shortNames"] = [...d.shortNames];
+    // `kubectl get all` expands the "all" category from discovery.
+    if (d.kind === "Pod" || d.kind === "Service") r["categories"] = ["all"];
     resources.push(r);
     if (d.hasStatus) {
       resources.push({
@@ -248,6 +265,15 @@ class SimServer implements KubeApiServer {
     for (const ns of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       this.store.create(resourceByKind("Namespace"), undefined, { metadata: { name: ns } });
     }
+    // The Service kube-apiserver's controller keeps in every cluster, on the range's first address.
+    this.store.create(resourceByKind("Service"), "default", {
+      metadata: { name: "kubernetes", labels: { component: "apiserver", provider: "kubernetes" } },
+      spec: {
+        type: "ClusterIP",
+        clusterIP: "10.96.0.1",
+        ports: [{ name: "https", port: 443, protocol: "TCP", targetPort: 6443 }],
+      },
+    });
   }
 
   async listen(): Promise<void> {
@@ -415,13 +441,33 @@ class SimServer implements KubeApiServer {
   // -------------------------------------------------------------------------------------------
   // HTTP
 
-  private sendJson(res: ServerResponse, code: number, body: string): void {
+  private sendJson(res: ServerResponse, code: number, body: string, warnings: readonly string[] = []): void {
     if (res.headersSent) {
       res.end();
       return;
     }
+    if (warnings.length > 0) {
+      // RFC 7234 warn-code 299 with a quoted text, one header per warning, as k8s.io/apiserver's warning recorder.
+      res.setHeader(
+        "Warning",
+        warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+      );
+    }
     res.writeHead(code, { ...JSON_HEADERS, "Content-Length": Buffer.byteLength(body) });
     res.end(body);
+  }
+
+  private writeResult(res: ServerResponse, r: WriteResult): void {
+    this.sendJson(res, r.code, r.json, r.warnings);
+  }
+
+  private fieldValidation(q: URLSearchParams, optionsKind: string): FieldValidation | undefined {
+    const v = q.get("fieldValidation");
+    if (v === null || v === "") return undefined;
+    if (v === "Ignore" || v === "Warn" || v === "Strict") return v;
+    throw invalid("meta.k8s.io", optionsKind, "", [
+      fieldNotSupported("fieldValidation", v, ["", "Ignore", "Strict", "Warn"]),
+    ]);
   }
 
   private sendStatus(res: ServerResponse, s: Status): void {
@@ -607,6 +653,10 @@ class SimServer implements KubeApiServer {
       return;
     }
     if (this.latencyMs > 0) await sleep(this.latencyMs);
+    if (path === "/openapi/v2" || path.startsWith("/openapi/v3")) {
+      this.serveOpenAPI(req, res, method, path);
+      return;
+    }
     const r = this.route(path);
     if (r.type === "notFoundText") {
       res.writeHead(404, {
@@ -626,6 +676,34 @@ class SimServer implements KubeApiServer {
       return;
     }
     await this.handleResource(req, res, method, url.searchParams, r.route);
+  }
+
+  private openapi: OpenAPIDocs | undefined;
+
+  private serveOpenAPI(req: IncomingMessage, res: ServerResponse, method: string, path: string): void {
+    if (method !== "GET") throw methodNotAllowed();
+    this.openapi ??= buildOpenAPI(this.opts.gitVersion ?? "v1.31.0-sim");
+    const docs = this.openapi;
+    if (path === "/openapi/v2") {
+      // client-go asks for the protobuf form only; JSON is served to whoever accepts it.
+      const accept = req.headers.accept ?? "";
+      if (accept !== "" && !/application\/json|\*\/\*|application\/\*/.test(accept)) {
+        throw notAcceptable("only the following media types are accepted: application/json");
+      }
+      this.sendJson(res, 200, docs.v2);
+      return;
+    }
+    const rest = path.replace(/^\/openapi\/v3\/?/, "");
+    const body = rest === "" ? docs.index : docs.groupVersions.get(rest);
+    if (body === undefined) {
+      res.writeHead(404, {
+        "Content-Type": "text/plain; charset=utf-8",
+        "X-Content-Type-Options": "nosniff",
+      });
+      res.end("404 page not found\n");
+      return;
+    }
+    this.sendJson(res, 200, body);
   }
 
   private listOptions(q: URLSearchParams, rt: ResourceRoute): WatchOptions {
@@ -661,28 +739,34 @@ class SimServer implements KubeApiServer {
   ): Promise<void> {
     const { def } = rt;
     const ns = def.namespaced ? rt.namespace : undefined;
+    let table: TableOptions | undefined;
+    if (method === "GET") {
+      const form = negotiateOutput(req.headers.accept);
+      if (form.table !== undefined) table = tableOptions(form.table, q.get("includeObject"));
+    }
     if (rt.name === undefined) {
       // collection
       const isWatch = rt.watchPath || boolParam(q.get("watch")) === true;
       if (method === "GET") {
         const o = this.listOptions(q, rt);
         if (isWatch) {
-          this.serveWatch(res, def, o, q);
+          this.serveWatch(res, def, o, q, table);
           return;
         }
         this.store.validateListOptions(o);
         const target = this.store.listWaitTarget(o);
         if (target !== undefined) await this.store.waitForResourceVersion(target, 3000);
-        this.sendJson(res, 200, this.store.list(def, o));
+        const body = this.store.list(def, o);
+        this.sendJson(res, 200, table === undefined ? body : SimServer.listAsTable(def, body, table));
         return;
       }
       if (rt.watchPath) throw methodNotAllowed();
       if (method === "POST") {
         if (def.namespaced && rt.namespace === undefined) throw methodNotAllowed();
         const dry = this.dryRun(q, "CreateOptions");
+        const fieldValidation = this.fieldValidation(q, "CreateOptions");
         const body = this.decodeBody(req, await this.readBody(req));
-        const r = this.store.create(def, ns, body, { dryRun: dry });
-        this.sendJson(res, r.code, r.json);
+        this.writeResult(res, this.store.create(def, ns, body, { dryRun: dry, fieldValidation }));
         return;
       }
       if (method === "DELETE") {
@@ -699,21 +783,30 @@ class SimServer implements KubeApiServer {
       const o = this.listOptions(q, rt);
       const selector = `metadata.name=${name.replace(/\\/g, "\\\\").replace(/,/g, "\\,").replace(/=/g, "\\=")}`;
       o.fieldSelector = o.fieldSelector ? `${o.fieldSelector},${selector}` : selector;
-      this.serveWatch(res, def, o, q);
+      this.serveWatch(res, def, o, q, table);
       return;
     }
     switch (method) {
       case "GET": {
         const e = this.store.get(def, ns, name);
         if (e === undefined) throw notFound({ group: def.group, resource: def.plural }, name);
-        this.sendJson(res, 200, e.json);
+        if (table === undefined) {
+          this.sendJson(res, 200, e.json);
+          return;
+        }
+        const obj = SimServer.parseObjectText(e.json);
+        const t = toTable(def, [obj], { resourceVersion: String(e.rv) }, table);
+        this.sendJson(res, 200, JSON.stringify(t));
         return;
       }
       case "PUT": {
         const dry = this.dryRun(q, "UpdateOptions");
+        const fieldValidation = this.fieldValidation(q, "UpdateOptions");
         const body = this.decodeBody(req, await this.readBody(req));
-        const r = this.store.update(def, ns, name, body, rt.sub, { dryRun: dry });
-        this.sendJson(res, r.code, r.json);
+        this.writeResult(
+          res,
+          this.store.update(def, ns, name, body, rt.sub, { dryRun: dry, fieldValidation }),
+        );
         return;
       }
       case "PATCH": {
@@ -724,10 +817,12 @@ class SimServer implements KubeApiServer {
           ]);
         }
         const text = await this.readBody(req);
+        const fieldValidation = this.fieldValidation(q, "PatchOptions");
         const r = this.store.patch(def, ns, name, req.headers["content-type"] ?? "", text, rt.sub, {
           dryRun: dry,
+          fieldValidation,
         });
-        this.sendJson(res, r.code, r.json);
+        this.writeResult(res, r);
         return;
       }
       case "DELETE": {
@@ -791,7 +886,37 @@ class SimServer implements KubeApiServer {
     return opts;
   }
 
-  private serveWatch(res: ServerResponse, def: ResourceDef, o: WatchOptions, q: URLSearchParams): void {
+  private static parseObjectText(text: string): JsonObject {
+    const v = parseJson(text);
+    if (!isObject(v)) throw internalError("stored object is not an object");
+    return v;
+  }
+
+  private static listAsTable(def: ResourceDef, listBody: string, opts: TableOptions): string {
+    const list = SimServer.parseObjectText(listBody);
+    const items = Array.isArray(list["items"]) ? list["items"].filter(isObject) : [];
+    return JSON.stringify(toTable(def, items, getObject(list, "metadata") ?? {}, opts));
+  }
+
+  /** A watch event line with its object turned into a one-row Table (column definitions only in the first). */
+  private static watchLineAsTable(def: ResourceDef, line: string, opts: TableOptions): string {
+    const ev = SimServer.parseObjectText(line);
+    const type = ev["type"];
+    const obj = ev["object"];
+    if ((type !== "ADDED" && type !== "MODIFIED" && type !== "DELETED") || !isObject(obj)) return line;
+    const rv = getString(getObject(obj, "metadata"), "resourceVersion") ?? "";
+    const t = toTable(def, [obj], { resourceVersion: rv }, opts);
+    opts.noHeaders = true;
+    return `${JSON.stringify({ type, object: t })}\n`;
+  }
+
+  private serveWatch(
+    res: ServerResponse,
+    def: ResourceDef,
+    o: WatchOptions,
+    q: URLSearchParams,
+    table: TableOptions | undefined,
+  ): void {
     const plan = this.store.planWatch(def, o);
     const timeoutSeconds = intParam("timeoutSeconds", q.get("timeoutSeconds"));
     res.writeHead(200, { ...JSON_HEADERS, "Transfer-Encoding": "chunked" });
@@ -799,7 +924,8 @@ class SimServer implements KubeApiServer {
     res.socket?.setNoDelay(true);
     const sink: WatchSink = {
       write: (line) => {
-        if (!res.writableEnded) res.write(line);
+        if (res.writableEnded) return;
+        res.write(table === undefined ? line : SimServer.watchLineAsTable(def, line, table));
       },
       end: () => {
         if (!res.writableEnded) res.end();

@@ -5,8 +5,14 @@
 import { randomUUID } from "node:crypto";
 import { ServiceAllocator } from "./allocation.js";
 import { canonicalize } from "./canonical.js";
-import { SimulatedControllers } from "./controllers.js";
-import { type DeleteOptionsInput, gcFinalizers, validateDeleteOptions } from "./delete-options.js";
+import { SimulatedControllers, shouldDeleteDuringUpdate } from "./controllers.js";
+import {
+  type DeleteOptionsInput,
+  gcFinalizers,
+  namespaceGCFinalizers,
+  normalizeDeleteOptions,
+  validateDeleteOptions,
+} from "./delete-options.js";
 import {
   alreadyExists,
   badRequest,
@@ -18,6 +24,7 @@ import {
   internalRaw,
   invalid,
   KubeApiError,
+  namespaceTerminating,
   notFound,
   OPTIMISTIC_LOCK_MSG,
   type Status,
@@ -27,6 +34,7 @@ import {
 import { History, type HistoryEvent } from "./history.js";
 import {
   deepEqual,
+  ensureObject,
   getObject,
   getString,
   getStringArray,
@@ -46,6 +54,7 @@ import {
   SERVICES,
   type Subresource,
 } from "./resources.js";
+import { KIND_SCHEMAS, unknownFields } from "./schema.js";
 import { type Entry, keyOf, makeEntry, metaOf, parseObject, Table } from "./table.js";
 import {
   pathSegmentName,
@@ -66,10 +75,16 @@ export interface WriteResult {
   readonly json: string;
   /** HTTP status: 200 or 201. */
   readonly code: number;
+  /** Texts for `Warning: 299 - "..."` response headers (fieldValidation=Warn). */
+  readonly warnings?: readonly string[];
 }
+
+export type FieldValidation = "Ignore" | "Warn" | "Strict";
 
 export interface WriteOptions {
   dryRun?: boolean;
+  /** What to do about fields the kind does not declare (default Warn, as kube-apiserver). */
+  fieldValidation?: FieldValidation;
 }
 
 export interface StoreOptions {
@@ -247,6 +262,28 @@ export class KubeStore {
     obj["apiVersion"] = def.apiVersion;
   }
 
+  /**
+   * Decoding into the kind's type: unknown fields are dropped, and reported (Warn) or refused (Strict)
+   * with the strict-decoding message of the create/update handlers, or of the patch handler.
+   */
+  private decodeFields(def: ResourceDef, obj: JsonObject, opts: WriteOptions, patch: boolean): string[] {
+    const directive = opts.fieldValidation ?? "Warn";
+    const unknown = unknownFields(KIND_SCHEMAS[def.kind], obj, directive !== "Strict");
+    if (unknown.length === 0 || directive === "Ignore") return [];
+    const errs = unknown.map((p) => `unknown field ${JSON.stringify(p)}`);
+    if (directive === "Warn") return errs;
+    const strict = `strict decoding error: ${errs.join(", ")}`;
+    throw badRequest(
+      patch
+        ? strict
+        : `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${strict}`,
+    );
+  }
+
+  private static withWarnings(r: WriteResult, warnings: readonly string[]): WriteResult {
+    return warnings.length === 0 ? r : { ...r, warnings };
+  }
+
   private requireObject(body: JsonValue): JsonObject {
     if (!isObject(body)) {
       throw badRequest(`Object 'Kind' is missing in '${JSON.stringify(body)}'`);
@@ -262,6 +299,7 @@ export class KubeStore {
   ): WriteResult {
     const obj = this.requireObject(body);
     this.checkTypeMeta(def, obj);
+    const warnings = this.decodeFields(def, obj, opts, false);
     const m = metaOf(obj);
     if (def.namespaced) {
       const ns = getString(m, "namespace") ?? "";
@@ -274,15 +312,21 @@ export class KubeStore {
     } else {
       delete m["namespace"];
     }
-    return this.createPrepared(def, obj, opts);
+    return KubeStore.withWarnings(this.createPrepared(def, obj, opts), warnings);
   }
 
+  /** The NamespaceLifecycle admission plugin: no new content in a terminating (or, if required, missing) namespace. */
   private checkNamespaceExists(def: ResourceDef, obj: JsonObject): void {
-    if (!def.namespaced || !this.opts.requireNamespaces) return;
-    const ns = getString(getObject(obj, "metadata"), "namespace") ?? "";
-    if (ns !== "" && this.get(NAMESPACES, undefined, ns) === undefined) {
-      throw notFound(gr(NAMESPACES), ns);
+    if (!def.namespaced) return;
+    const m = getObject(obj, "metadata");
+    const ns = getString(m, "namespace") ?? "";
+    if (ns === "") return;
+    const entry = this.get(NAMESPACES, undefined, ns);
+    if (entry === undefined) {
+      if (this.opts.requireNamespaces) throw notFound(gr(NAMESPACES), ns);
+      return;
     }
+    if (entry.deleting) throw namespaceTerminating(gr(def), getString(m, "name") ?? "", ns);
   }
 
   private createPrepared(def: ResourceDef, obj: JsonObject, opts: WriteOptions): WriteResult {
@@ -374,12 +418,16 @@ export class KubeStore {
   ): WriteResult {
     const obj = this.requireObject(body);
     this.checkTypeMeta(def, obj);
+    const warnings = this.decodeFields(def, obj, opts, false);
     this.checkName(def, obj, name, urlNamespace);
     def.defaults(obj);
     const key = keyOf(def, urlNamespace ?? "", name);
     const existing = this.table(def).get(key);
     const uid = getString(metaOf(obj), "uid") ?? "";
-    return this.updatePipeline(def, key, name, existing, obj, sub, uid, opts);
+    return KubeStore.withWarnings(
+      this.updatePipeline(def, key, name, existing, obj, sub, uid, opts),
+      warnings,
+    );
   }
 
   private updatePipeline(
@@ -442,7 +490,7 @@ export class KubeStore {
     if (errs.length > 0) throw invalid(def.group, def.kind, name, errs);
     const canon = canonicalize(def, obj);
     if (deepEqual(canon, old)) return { json: existing.json, code: 200 };
-    if (existing.deleting && getStringArray(getObject(canon, "metadata"), "finalizers").length === 0) {
+    if (existing.deleting && shouldDeleteDuringUpdate(def, canon)) {
       // ShouldDeleteDuringUpdate: the last finalizer is gone → delete; reply with the submitted object.
       if (!opts.dryRun) this.commitDelete(def, existing);
       return { json: JSON.stringify(canon), code: 200 };
@@ -488,9 +536,13 @@ export class KubeStore {
       throw badRequest("the body of the request was in an unknown format: the patch result is not an object");
     }
     this.checkTypeMeta(def, result);
+    const warnings = this.decodeFields(def, result, opts, true);
     this.checkName(def, result, name, urlNamespace);
     def.defaults(result);
-    return this.updatePipeline(def, key, name, existing, result, sub, "", opts);
+    return KubeStore.withWarnings(
+      this.updatePipeline(def, key, name, existing, result, sub, "", opts),
+      warnings,
+    );
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -500,12 +552,29 @@ export class KubeStore {
     def: ResourceDef,
     urlNamespace: string | undefined,
     name: string,
-    options: DeleteOptionsInput = {},
+    requested: DeleteOptionsInput = {},
   ): WriteResult {
-    validateDeleteOptions(options);
+    validateDeleteOptions(requested);
+    const options = normalizeDeleteOptions(requested);
     const key = keyOf(def, urlNamespace ?? "", name);
     const existing = this.table(def).get(key);
     if (existing === undefined) throw notFound(gr(def), name);
+    const result = this.deleteExisting(def, existing, name, options);
+    // 202 when the object is not gone yet and cascading deletion was asked for with orphanDependents=false.
+    if (!result.deleted && options.orphanDependents === false) return { json: result.json, code: 202 };
+    return { json: result.json, code: 200 };
+  }
+
+  private deleteExisting(
+    def: ResourceDef,
+    existing: Entry,
+    name: string,
+    options: DeleteOptionsInput,
+  ): { json: string; deleted: boolean } {
+    if (def === NAMESPACES) {
+      const pending = this.namespaceDeletePending(existing, name, options);
+      if (pending !== undefined) return { json: pending, deleted: false };
+    }
     const kindGR: GroupResource = { group: def.group, resource: def.kind };
     const pre = options.preconditions;
     if (pre?.uid !== undefined && pre.uid !== existing.uid) {
@@ -533,20 +602,64 @@ export class KubeStore {
       }
       m["deletionGracePeriodSeconds"] = 0;
       const canon = canonicalize(def, obj);
-      if (deepEqual(canon, parseObject(existing.json))) return { json: existing.json, code: 200 };
-      if (options.dryRun) return { json: JSON.stringify(canon), code: 200 };
+      if (deepEqual(canon, parseObject(existing.json))) return { json: existing.json, deleted: false };
+      if (options.dryRun) return { json: JSON.stringify(canon), deleted: false };
       const entry = this.commitUpdate(def, existing, canon);
       this.controllers.deletionPending(def, entry, finalizers);
-      return { json: entry.json, code: 200 };
+      return { json: entry.json, deleted: false };
     }
-    if (def === NAMESPACES && !options.dryRun) this.controllers.deleteNamespaceContent(name);
     const deleted = options.dryRun ? existing : this.commitDelete(def, existing);
-    if (def.returnDeletedObject) return { json: deleted.json, code: 200 };
+    if (def.returnDeletedObject) return { json: deleted.json, deleted: true };
     const det: Status["details"] = { name };
     if (def.group !== "") det.group = def.group;
     det.kind = def.plural;
     det.uid = existing.uid;
-    return { json: JSON.stringify(successStatus(det)), code: 200 };
+    return { json: JSON.stringify(successStatus(det)), deleted: true };
+  }
+
+  /**
+   * The namespace registry's delete: the first DELETE only marks the namespace (deletionTimestamp, phase
+   * Terminating, the GC finalizers the options ask for) and hands it to the namespace controller, which
+   * deletes its content and then its `kubernetes` finalizer; while spec.finalizers is not empty every
+   * DELETE returns the namespace unchanged. Undefined: the namespace may be deleted now.
+   */
+  private namespaceDeletePending(
+    existing: Entry,
+    name: string,
+    options: DeleteOptionsInput,
+  ): string | undefined {
+    const pre = options.preconditions;
+    const gr = { group: "", resource: "namespaces" };
+    if (pre?.uid !== undefined && pre.uid !== existing.uid) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.uid}`,
+      );
+    }
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== String(existing.rv)) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.rv}`,
+      );
+    }
+    const obj = parseObject(existing.json);
+    if (existing.deleting) {
+      return getStringArray(getObject(obj, "spec"), "finalizers").length > 0 ? existing.json : undefined;
+    }
+    const finalizers = namespaceGCFinalizers(existing.finalizers, options);
+    const m = metaOf(obj);
+    m["deletionTimestamp"] = nowTimestamp();
+    if (finalizers.length > 0) m["finalizers"] = finalizers;
+    else delete m["finalizers"];
+    ensureObject(obj, "status")["phase"] = "Terminating";
+    const canon = canonicalize(NAMESPACES, obj);
+    if (options.dryRun) return JSON.stringify(canon);
+    const entry = this.commitUpdate(NAMESPACES, existing, canon);
+    this.controllers.deletionPending(NAMESPACES, entry, finalizers);
+    this.controllers.namespaceTerminating(entry.name);
+    return entry.json;
   }
 
   deleteCollection(def: ResourceDef, o: ListOptions, options: DeleteOptionsInput): string {
