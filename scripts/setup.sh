@@ -13,10 +13,17 @@ if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
   echo "$want" >"$stamp"
 fi
 
-if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then
-  echo "setup: nats-server not found; installing the Debian package nats-server with apt-get…" >&2
+# Debian packages the tests use: nats-server (every e2e test) and the official Python client
+# (test/kubectl.e2e.test.ts drives the Kubernetes API simulator with it and with the machine's kubectl).
+missing=()
+if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then missing+=(nats-server); fi
+if [[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1; then
+  missing+=(python3-kubernetes)
+fi
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "setup: installing the Debian packages ${missing[*]} with apt-get…" >&2
   sudo=""
   if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
   $sudo apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 fi
