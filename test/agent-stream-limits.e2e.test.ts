@@ -22,35 +22,42 @@ function hubLog(): { lines: { msg: string; [k: string]: unknown }[]; logger: pin
   return { lines, logger: pino({ level: "info" }, { write: (s: string) => lines.push(JSON.parse(s)) }) };
 }
 
-test("a stream the hub refuses after its Welcome is retried with growing backoff", async () => {
+test("a stream the hub refuses for its own reasons is retried with growing backoff", async () => {
   const { lines, logger } = hubLog();
   const f = await LocalFleet.start({
     clusters: 1,
     nodesPerCluster: 0,
     logger,
-    hubConfig: { limits: { maxObjectsPerCluster: 3 } },
+    hubConfig: { limits: { maxStreamsPerCluster: 1 } },
   });
   fleet = f;
   const c = [...f.clusters.keys()][0] ?? "";
   await f.startHub();
-  const names = f.addNodes(c, 5);
+  f.addNodes(c, 2);
+  // A second agent of the same cluster (a botched rollout): the first holds the only stream.
+  await f.startAgent(c);
+  expect(await waitFor(() => f.hub?.fleet.view(c)?.synced === true, 20_000)).toBe(true);
   const output: string[] = [];
   const since = Date.now();
   agent = f.spawnAgentProcess(c, { output, logLevel: "info" });
-  const streams = () => lines.filter((l) => l.msg === "agent connected").length;
-  expect(await waitFor(() => streams() >= 2, 20_000)).toBe(true);
-  // The refusal itself: 20 s of it. A fixed 400 ms rate would be ~50 streams (and snapshots).
+  const refused = () => lines.filter((l) => l.msg.startsWith("stream refused")).length;
+  expect(await waitFor(() => refused() >= 2, 20_000)).toBe(true);
+  // 20 s of refusals. A fixed 400 ms rate would be ~50 streams (and snapshots).
   await new Promise((r) => setTimeout(r, 20_000 - (Date.now() - since)));
-  expect(streams()).toBeGreaterThanOrEqual(3);
-  expect(streams()).toBeLessThanOrEqual(8);
+  expect(refused()).toBeGreaterThanOrEqual(3);
+  expect(refused()).toBeLessThanOrEqual(8);
   const agentLines = output.filter((l) => l.includes("hub stream"));
   expect(agentLines.some((l) => l.includes("RESOURCE_EXHAUSTED"))).toBe(true);
   expect(agentLines.length).toBeLessThanOrEqual(3);
 
-  // Back under the limit: the next try gets through.
-  for (const n of names.slice(0, 3)) f.cluster(c).kube.delete("Node", undefined, n);
-  expect(await waitFor(() => f.hub?.fleet.view(c)?.synced === true, 120_000)).toBe(true);
-  expect(f.hub?.fleet.view(c)?.nodes.size).toBe(2);
+  // The stream is free again: the next try gets through.
+  const connected = () => lines.filter((l) => l.msg === "agent connected").length;
+  const before = connected();
+  await f.stopAgent(c);
+  expect(await waitFor(() => connected() > before && f.hub?.fleet.view(c)?.connected === true, 130_000)).toBe(
+    true,
+  );
+  expect(await waitFor(() => f.hub?.fleet.view(c)?.nodes.size === 2, 10_000)).toBe(true);
 }, 180_000);
 
 test("an object too large for a message is left out with a warning and an Event; the rest keeps flowing", async () => {

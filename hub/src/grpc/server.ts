@@ -128,6 +128,10 @@ export class HubGrpcServer {
     }
     const set = this.sessions.get(cluster) ?? new Set<AgentSession>();
     if (set.size >= this.opts.maxStreamsPerCluster) {
+      this.deps.logger.warn(
+        { cluster, streams: set.size, limit: this.opts.maxStreamsPerCluster },
+        "stream refused: the cluster already has its limit of streams",
+      );
       fail(
         status.RESOURCE_EXHAUSTED,
         `cluster "${cluster}" already has ${set.size} streams; the limit is ${this.opts.maxStreamsPerCluster}`,
