@@ -1,3 +1,6 @@
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Command } from "./flags.js";
 import { bool, int, str } from "./flags.js";
 import { LocalFleet, waitFor } from "./local-fleet.js";
@@ -12,6 +15,8 @@ export interface DemoSummary {
   convergeMs: number | null;
   converged: boolean;
   cloudCalls: number;
+  /** One kubeconfig per simulated cluster, for kubectl (removed when the demo stops). */
+  kubeconfigs: string[];
 }
 
 export const demoCommand: Command = {
@@ -45,6 +50,12 @@ export const demoCommand: Command = {
       default: "20",
       description: "Latency of every simulated cloud API call.",
     },
+    "kubeconfig-dir": {
+      type: "string",
+      placeholder: "DIR",
+      description:
+        "Where to write one kubeconfig per simulated cluster, for kubectl (default: a fleet-ccm-demo folder in the temporary directory). Removed when the demo stops.",
+    },
     "log-level": {
       type: "string",
       placeholder: "LEVEL",
@@ -69,10 +80,18 @@ export const demoCommand: Command = {
       logger,
       cloudLatencyMs: int(v, "cloud-latency-ms", 0),
     });
+    const kubeconfigDir = str(v, "kubeconfig-dir") ?? join(tmpdir(), "fleet-ccm-demo");
+    mkdirSync(kubeconfigDir, { recursive: true });
+    const kubeconfigs = [...fleet.clusters.values()].map((c) => {
+      const file = join(kubeconfigDir, `${c.name}.kubeconfig`);
+      writeFileSync(file, c.kube.kubeconfigYaml(), { mode: 0o600 });
+      return file;
+    });
     let stopping = false;
     const shutdown = async () => {
       if (stopping) return;
       stopping = true;
+      for (const f of kubeconfigs) rmSync(f, { force: true });
       await fleet.stop();
     };
     try {
@@ -115,11 +134,10 @@ export const demoCommand: Command = {
         convergeMs: converged ? Date.now() - t0 : null,
         converged,
         cloudCalls: fleet.cloud.stats().totalCalls,
+        kubeconfigs,
       };
       if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
-        const sample = fleet.nodes([...fleet.clusters.keys()][0] ?? "")[0];
-        if (sample) say(`example node:\n${JSON.stringify(sample, null, 2)}`);
         say(
           converged
             ? `all ${p.nodes} nodes initialized${s.services > 0 ? ` and ${s.services} load balancers assigned` : ""} in ${summary.convergeMs} ms`
@@ -127,6 +145,16 @@ export const demoCommand: Command = {
         );
       }
       if (bool(v, "exit-when-converged") || !converged) return converged ? 0 : 1;
+      const first = kubeconfigs[0] ?? "";
+      say(
+        [
+          `look at the simulated clusters with kubectl (one kubeconfig per cluster in ${kubeconfigDir}):`,
+          `  kubectl --kubeconfig ${first} get nodes -o wide       # initialized nodes, their addresses`,
+          `  kubectl --kubeconfig ${first} get nodes --show-labels # region, zone, instance type`,
+          `  kubectl --kubeconfig ${first} get svc                 # load-balancer IPs (EXTERNAL-IP)`,
+          `  kubectl --kubeconfig ${first} get events              # Synced, EnsuredLoadBalancer, …`,
+        ].join("\n"),
+      );
       say("running; press Ctrl-C to stop");
       await new Promise<void>((resolve) => {
         process.once("SIGINT", () => resolve());

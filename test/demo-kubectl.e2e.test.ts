@@ -1,0 +1,66 @@
+/**
+ * The demo as a user runs it: `fleet-ccm demo` writes a kubeconfig per simulated cluster, and
+ * kubectl (the machine's, not ours) shows the initialized nodes, the load-balancer IPs and the
+ * Events; Ctrl-C stops it and removes the kubeconfigs.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, test } from "@jest/globals";
+import { waitFor } from "../cli/src/local-fleet.js";
+
+const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
+const KUBECTL = process.env["KUBECTL"] ?? "/usr/bin/kubectl";
+
+test("kubectl sees the demo's initialized nodes, load-balancer IPs and Events", async () => {
+  expect(existsSync(KUBECTL)).toBe(true);
+  const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-demo-test-"));
+  const demo = spawn(
+    process.execPath,
+    [CLI, "demo", "--clusters", "2", "--nodes", "3", "--services", "1", "--kubeconfig-dir", dir],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let out = "";
+  demo.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  try {
+    expect(await waitFor(() => out.includes("press Ctrl-C"), 60_000)).toBe(true);
+    const kubeconfig = join(dir, "cluster-002.kubeconfig");
+    expect(out).toContain(`kubectl --kubeconfig ${join(dir, "cluster-001.kubeconfig")} get nodes -o wide`);
+    const kubectl = (...args: string[]) =>
+      execFileSync(KUBECTL, ["--kubeconfig", kubeconfig, ...args], { encoding: "utf8" });
+
+    const nodes = kubectl("get", "nodes", "-o", "wide", "--no-headers")
+      .trim()
+      .split("\n")
+      .map((l) => l.split(/\s+/));
+    expect(nodes).toHaveLength(3);
+    for (const cols of nodes) {
+      expect(cols[0]).toMatch(/^cluster-002-node-/);
+      expect(cols[1]).toBe("Ready");
+      expect(cols[5]).toMatch(/^\d+\.\d+\.\d+\.\d+$/); // INTERNAL-IP from the cloud
+      expect(cols[6]).toMatch(/^\d+\.\d+\.\d+\.\d+$/); // EXTERNAL-IP from the cloud
+    }
+    const labels = kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.labels}");
+    expect(labels).toContain("topology.kubernetes.io/region");
+    expect(labels).toContain("node.kubernetes.io/instance-type");
+    expect(kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.taints}")).not.toContain("uninitialized");
+
+    const svc = kubectl("get", "svc", "web-0000", "--no-headers").trim().split(/\s+/);
+    expect(svc[1]).toBe("LoadBalancer");
+    expect(svc[3]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+
+    const events = kubectl("get", "events", "--no-headers");
+    expect(events).toMatch(/Normal\s+Synced\s+node\/cluster-002-node-0000\s+Node synced successfully/);
+    expect(events).toMatch(/Normal\s+EnsuredLoadBalancer\s+service\/web-0000/);
+  } finally {
+    const exited = new Promise<number | null>((resolve) => demo.once("exit", (code) => resolve(code)));
+    demo.kill("SIGINT");
+    expect(await exited).toBe(0);
+    expect(existsSync(join(dir, "cluster-001.kubeconfig"))).toBe(false);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
