@@ -16,6 +16,7 @@ import {
   type Refusal,
   type ReplaceOutcome,
 } from "./fleet/state.js";
+import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
 import { TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startHttpServer } from "./http.js";
@@ -37,7 +38,7 @@ import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
 import { cloudNodeController } from "./reconcilers/node-init/index.js";
 import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
-import { serviceController } from "./reconcilers/service/index.js";
+import { SERVICE, serviceController } from "./reconcilers/service/index.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
 export interface HubOptions {
@@ -76,6 +77,10 @@ export class Hub {
   private readonly publisher: DesiredPublisher;
   private readonly controllerLists = new Map<string, readonly string[]>();
   private readonly routesWanted = new Set<string>();
+  /** When each cluster's agent stream last closed (metrics). */
+  private readonly disconnectedAt = new Map<string, number>();
+  /** Service work keys whose last sync failed (metrics). */
+  private readonly failingServices = new Set<string>();
   private readonly controllers: readonly Controller[];
   private readonly byKind = new Map<string, Controller>();
   private http: HttpServer | undefined;
@@ -124,6 +129,7 @@ export class Hub {
       for (const c of this.fleet.clusterNames()) n += this.fleet.view(c)?.held.size ?? 0;
       return n;
     };
+    this.exportFleetState();
     this.grpc = new HubGrpcServer(
       {
         listen: cfg.grpc.listen,
@@ -199,6 +205,7 @@ export class Hub {
         synced();
       },
       onDisconnected: (cluster) => {
+        this.disconnectedAt.set(cluster, this.clock.now());
         this.tracker.forgetProgress(cluster);
         each(cluster, (l) => l.onDisconnected?.(cluster));
         synced();
@@ -238,6 +245,10 @@ export class Hub {
           durationMs / 1000,
         );
         this.metrics.queueDepth.set(this.queue.len());
+        if (key.kind === SERVICE) {
+          if (requeue.kind === "backoff") this.failingServices.add(keyOf(key));
+          else this.failingServices.delete(keyOf(key));
+        }
       },
     });
     let grpcPort: number;
@@ -268,6 +279,34 @@ export class Hub {
       const k = parseKey(id);
       if (k !== undefined && this.byKind.has(k.kind)) this.queue.add(k);
     }
+  }
+
+  /** The scrape-time gauges: agents connected, nodes waiting for initialization, load balancers by state. */
+  private exportFleetState(): void {
+    const cfg = this.opts.config;
+    const startedAt = this.clock.now();
+    const names = cfg.clusters.map((c) => c.name);
+    this.metrics.clusterAgents = () => {
+      const now = this.clock.now();
+      return names.map((cluster) => {
+        const connected = this.fleet.view(cluster)?.connected ?? false;
+        const since = this.disconnectedAt.get(cluster) ?? startedAt;
+        return { cluster, connected, disconnectedSeconds: connected ? 0 : (now - since) / 1000 };
+      });
+    };
+    this.metrics.nodesWaiting = () =>
+      nodesWaitingStats(
+        this.fleet,
+        names.filter((c) => this.enabled(c, "cloud-node-controller")),
+        this.clock.now(),
+      );
+    this.metrics.loadBalancers = () =>
+      loadBalancerStats(
+        this.fleet,
+        names.filter((c) => this.enabled(c, "service-lb-controller")),
+        cfg.loadBalancerClass,
+        (cluster, name) => this.failingServices.has(keyOf({ cluster, kind: SERVICE, name })),
+      );
   }
 
   private onRefused(cluster: string, refusals: readonly Refusal[]): void {

@@ -137,7 +137,94 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  // Fleet state, computed at each scrape from the hooks the hub sets.
+  /** Per configured cluster: whether its agent's stream is open, and seconds since it last closed (since the hub started if none opened). */
+  clusterAgents: () => readonly ClusterAgentStat[] = () => [];
+  /** Per cluster running cloud-node-controller: nodes still tainted uninitialized, and the oldest one's age. */
+  nodesWaiting: () => readonly NodesWaitingStat[] = () => [];
+  /** Per cluster and state: Services that want a load balancer from this hub. */
+  loadBalancers: () => readonly LoadBalancerStat[] = () => [];
+
+  readonly agentConnected = new Gauge({
+    name: "fleet_ccm_cluster_agent_connected",
+    help: "1 while the cluster's agent has a stream open to this hub, else 0 (every configured cluster).",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.agentConnected.reset();
+      for (const a of this.clusterAgents())
+        this.agentConnected.set({ cluster: a.cluster }, a.connected ? 1 : 0);
+    },
+  });
+
+  readonly agentDisconnected = new Gauge({
+    name: "fleet_ccm_cluster_agent_disconnected_seconds",
+    help: "Seconds since the cluster's agent last had a stream open to this hub (since the hub started if it never had); 0 while connected.",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.agentDisconnected.reset();
+      for (const a of this.clusterAgents())
+        this.agentDisconnected.set({ cluster: a.cluster }, a.disconnectedSeconds);
+    },
+  });
+
+  readonly nodesWaitingInit = new Gauge({
+    name: "fleet_ccm_nodes_waiting_initialization",
+    help: "Nodes still carrying the uninitialized taint, per cluster running cloud-node-controller.",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.nodesWaitingInit.reset();
+      for (const w of this.nodesWaiting()) this.nodesWaitingInit.set({ cluster: w.cluster }, w.count);
+    },
+  });
+
+  readonly nodesWaitingOldest = new Gauge({
+    name: "fleet_ccm_nodes_waiting_initialization_oldest_seconds",
+    help: "Age (from its creationTimestamp) of the oldest node still waiting for initialization, per cluster; 0 when none waits.",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.nodesWaitingOldest.reset();
+      for (const w of this.nodesWaiting())
+        this.nodesWaitingOldest.set({ cluster: w.cluster }, w.oldestSeconds);
+    },
+  });
+
+  readonly loadBalancersByState = new Gauge({
+    name: "fleet_ccm_load_balancers",
+    help: "LoadBalancer Services this hub serves, per cluster and state: ready (has an ingress, last sync ok), pending (no ingress yet), failing (last sync failed, retrying with backoff).",
+    labelNames: ["cluster", "state"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.loadBalancersByState.reset();
+      for (const l of this.loadBalancers())
+        this.loadBalancersByState.set({ cluster: l.cluster, state: l.state }, l.count);
+    },
+  });
+
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }
+}
+
+export interface ClusterAgentStat {
+  readonly cluster: string;
+  readonly connected: boolean;
+  readonly disconnectedSeconds: number;
+}
+
+export interface NodesWaitingStat {
+  readonly cluster: string;
+  readonly count: number;
+  readonly oldestSeconds: number;
+}
+
+export type LoadBalancerState = "ready" | "pending" | "failing";
+
+export interface LoadBalancerStat {
+  readonly cluster: string;
+  readonly state: LoadBalancerState;
+  readonly count: number;
 }
