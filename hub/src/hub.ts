@@ -38,6 +38,7 @@ import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
 import { cloudNodeController } from "./reconcilers/node-init/index.js";
 import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
+import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
 import { SERVICE, serviceController } from "./reconcilers/service/index.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
@@ -53,6 +54,12 @@ export interface HubOptions {
 
 /** Backoff of failed reconciles, per key: 250 ms doubling to 5 min (upstream's service controller caps at 300 s too). */
 const RECONCILE_BACKOFF = { initialMs: 250, maxMs: 300_000, factor: 2, jitter: 0.1 };
+
+const SERVICE_FAILURE_REASONS: ReadonlySet<string> = new Set([
+  SERVICE_REASON.syncFailed,
+  SERVICE_REASON.updateFailed,
+  SERVICE_REASON.deleteFailed,
+]);
 
 /** Event reasons of the ingest side (on the object concerned, source fleet-ccm-hub). */
 export const REASON_OBJECT_REFUSED = "ObjectRefused";
@@ -245,10 +252,6 @@ export class Hub {
           durationMs / 1000,
         );
         this.metrics.queueDepth.set(this.queue.len());
-        if (key.kind === SERVICE) {
-          if (requeue.kind === "backoff") this.failingServices.add(keyOf(key));
-          else this.failingServices.delete(keyOf(key));
-        }
       },
     });
     let grpcPort: number;
@@ -396,6 +399,14 @@ export class Hub {
     }
     if (!this.enabled(key.cluster, controller.name)) return { kind: "done" };
     const outcome = await controller.reconcile(key);
+    if (key.kind === SERVICE) {
+      // Failed: backing off, or waiting out the cloud's Retry-After with a failure Event.
+      const failed =
+        outcome.requeue.kind === "backoff" ||
+        (outcome.events ?? []).some((e) => SERVICE_FAILURE_REASONS.has(e.reason));
+      if (failed) this.failingServices.add(keyOf(key));
+      else this.failingServices.delete(keyOf(key));
+    }
     const nodes = outcome.nodes?.length ?? 0;
     const services = outcome.services?.length ?? 0;
     const events = outcome.events?.length ?? 0;
