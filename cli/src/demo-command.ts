@@ -5,6 +5,7 @@ import type { Command } from "./flags.js";
 import { bool, int, str } from "./flags.js";
 import { LocalFleet, waitFor } from "./local-fleet.js";
 import { makeLogger } from "./logger.js";
+import { Progress } from "./progress.js";
 
 export interface DemoSummary {
   clusters: number;
@@ -22,7 +23,8 @@ export interface DemoSummary {
 export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
-  usage: "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json]",
+  usage:
+    "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
   flags: {
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
@@ -38,6 +40,11 @@ export const demoCommand: Command = {
         "Exit once every node is initialized and every Service has an ingress (exit 0), or when --timeout passes (exit 1).",
     },
     json: { type: "boolean", description: "Print one JSON summary on stdout instead of progress lines." },
+    verbose: {
+      type: "boolean",
+      description:
+        "When stderr is not a terminal, print start-up progress there as plain lines (on a terminal it is one line updated in place).",
+    },
     timeout: {
       type: "string",
       placeholder: "SECONDS",
@@ -70,10 +77,12 @@ export const demoCommand: Command = {
     const json = bool(v, "json");
     const timeoutMs = int(v, "timeout", 1) * 1000;
     const logger = makeLogger(str(v, "log-level") ?? "warn");
+    const progress = new Progress({ verbose: bool(v, "verbose") });
     const say = (line: string) => {
-      if (!json) process.stdout.write(`${line}\n`);
+      if (!json) progress.around(() => process.stdout.write(`${line}\n`));
     };
     say(`starting nats-server, the simulated cloud and ${clusters} simulated clusters…`);
+    progress.update(`starting nats-server, the simulated cloud and ${clusters} simulated clusters`);
     const fleet = await LocalFleet.start({
       clusters,
       nodesPerCluster: nodes,
@@ -95,9 +104,12 @@ export const demoCommand: Command = {
       await fleet.stop();
     };
     try {
+      progress.update("starting the hub");
       await fleet.startHub();
       say(`hub listening on 127.0.0.1:${fleet.hubPort} (gRPC); starting ${clusters} agents…`);
+      progress.update(`starting ${clusters} agents`);
       await fleet.startAgents();
+      progress.update(`registering ${clusters * nodes} nodes and ${clusters * services} Services`);
       const t0 = Date.now();
       for (const c of fleet.clusters.keys()) {
         fleet.addNodes(c, nodes);
@@ -114,6 +126,7 @@ export const demoCommand: Command = {
           const s = fleet.serviceProgress();
           const services = s.services > 0 ? `, ${s.withIngress}/${s.services} Services have an ingress` : "";
           const line = `  initialized ${p.initialized}/${p.nodes} nodes${services}`;
+          progress.update(line.trim());
           if (line !== last) {
             last = line;
             say(`${line} (${Date.now() - t0} ms)`);
@@ -125,6 +138,7 @@ export const demoCommand: Command = {
       );
       const p = fleet.progress();
       const s = fleet.serviceProgress();
+      progress.done(converged ? "converged" : "did not converge in time");
       const summary: DemoSummary = {
         clusters,
         nodes: p.nodes,
@@ -162,6 +176,7 @@ export const demoCommand: Command = {
       });
       return 0;
     } finally {
+      progress.done();
       await shutdown();
     }
   },
