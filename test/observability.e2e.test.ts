@@ -7,13 +7,14 @@
  * accept the rules. promtool comes with the Debian package prometheus (npm run setup).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { kubeletNode } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -171,6 +172,24 @@ describe("deploy/observability/grafana-dashboard.json", () => {
     }
     const ids = panels.map((p) => p["id"]);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test("every panel's expression is valid PromQL (promtool check rules on them as recording rules)", () => {
+    const exprs = panels.flatMap((p) => (p["targets"] ?? []).map((t: { expr: string }) => t.expr));
+    expect(exprs.length).toBeGreaterThan(20);
+    const rules = exprs.map((e, i) => ({
+      record: `dashboard:panel_${i}`,
+      expr: e.replaceAll("$__rate_interval", "5m").replaceAll(/\$(cluster|job)\b/g, ".*"),
+    }));
+    const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-dashboard-"));
+    try {
+      const file = join(dir, "panels.yaml");
+      writeFileSync(file, stringify({ groups: [{ name: "dashboard", rules }] }));
+      const r = run(["check", "rules", file]);
+      expect({ status: r.status, out: r.out }).toMatchObject({ status: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("every panel's expression reads metrics the hub exports", () => {
