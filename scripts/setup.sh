@@ -13,10 +13,12 @@ if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
   echo "$want" >"$stamp"
 fi
 
-# Debian packages the tests use: nats-server (every e2e test) and the official Python client
-# (test/kubectl.e2e.test.ts drives the Kubernetes API simulator with it and with the machine's kubectl).
+# Debian packages the tests use: nats-server (every e2e test), the official Python client
+# (test/kubectl.e2e.test.ts drives the Kubernetes API simulator with it and with the machine's
+# kubectl), promtool from prometheus (alert rules and the hub's /metrics are checked with it).
 missing=()
 if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then missing+=(nats-server); fi
+if ! command -v promtool >/dev/null 2>&1 && [[ ! -x /usr/bin/promtool ]]; then missing+=(prometheus); fi
 if [[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1; then
   missing+=(python3-kubernetes)
 fi
@@ -25,5 +27,5 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   sudo=""
   if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
   $sudo apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
