@@ -1,5 +1,7 @@
-import type { RandomSource } from "./random.js";
-import { defaultBurst, TokenBucket } from "./rate-limit.js";
+import type { ConsistencyView } from "../fake-kit/consistency.js";
+import { FakeError } from "../fake-kit/errors.js";
+import type { RandomSource } from "../fake-kit/random.js";
+import { defaultBurst, TokenBucket } from "../fake-kit/rate-limit.js";
 import {
   SIM_ADDRESS_TYPES,
   SIM_INSTANCE_STATES,
@@ -14,16 +16,16 @@ import {
 } from "./types.js";
 
 /** A refusal with the HTTP status and error code the API answers it with. */
-export class SimCloudError extends Error {
+export class SimCloudError extends FakeError {
   override name = "SimCloudError";
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
     /** For NotFound: what was looked up (the API sends it as `error.resource`). */
     readonly resource?: { readonly type: string; readonly id: string },
   ) {
-    super(message);
+    super(status, code, message, resource === undefined ? {} : { resource });
   }
 }
 
@@ -48,10 +50,7 @@ interface InstanceRecord {
 }
 
 /** How an API read sees the store: staleness from faults, linger from the options. */
-export interface ReadView {
-  readonly nowMs: number;
-  readonly staleReadMs: number;
-}
+export type ReadView = ConsistencyView;
 
 export interface ListQuery {
   readonly account: string;

@@ -1,8 +1,9 @@
 /**
- * A table of versioned resources for the load balancer and route APIs: creation order for
- * page tokens, a scope index (account and region, or a route table) for cheap pages, and
- * the version before the last change for stale reads, deletions included.
+ * A table of versioned resources for a vendor fake: creation order for page tokens, a scope
+ * index (account and region, a route table, a project) for cheap pages, and the version
+ * before the last change for eventually consistent reads, deletions included.
  */
+import { type ConsistencyView, visibleVersion } from "./consistency.js";
 
 /** Every resource a table holds. */
 export interface TableItem {
@@ -23,10 +24,7 @@ interface Versioned<T> {
 }
 
 /** How an API read sees the table: staleness from the fault config. */
-export interface TableView {
-  readonly nowMs: number;
-  readonly staleReadMs: number;
-}
+export type TableView = ConsistencyView;
 
 export interface TablePage<T> {
   readonly items: T[];
@@ -128,23 +126,43 @@ export class ResourceTable<T extends TableItem> {
   read(id: string, view: TableView): T | undefined {
     const record = this.byId.get(id);
     if (record === undefined) return undefined;
-    const stale = view.staleReadMs > 0 && view.nowMs - record.changedAtMs < view.staleReadMs;
-    return (stale ? record.previous : record.current) ?? undefined;
+    return (
+      visibleVersion(record.current, record.previous, record.changedAtMs, view.nowMs, view.staleReadMs) ??
+      undefined
+    );
+  }
+
+  /** When the item last changed (creation included), or undefined for an unknown id. */
+  changedAtMs(id: string): number | undefined {
+    return this.byId.get(id)?.changedAtMs;
   }
 
   /**
-   * Up to `pageSize` live items of `scope` that `keep` accepts, after `afterSeq`. Lists are
-   * consistent (no stale view): only direct reads are eventually consistent.
+   * Up to `pageSize` items of `scope` that `keep` accepts, after `afterSeq`, in creation
+   * order. Without a view (or with `listStaleMs` 0) the page is consistent; with one, an item
+   * changed within `listStaleMs` shows its previous version (a new one is left out). Deleted
+   * items are not scanned, so a stale list never resurrects them; only direct reads do.
    */
-  page(scope: string, keep: (item: T) => boolean, pageSize: number, afterSeq?: number): TablePage<T> {
+  page(
+    scope: string,
+    keep: (item: T, changedAtMs: number) => boolean,
+    pageSize: number,
+    afterSeq?: number,
+    view?: TableView,
+  ): TablePage<T> {
     const records = this.byScope.get(scope) ?? [];
+    const windowMs = view?.listStaleMs ?? 0;
     let i = afterSeq === undefined ? 0 : firstAfter(records, afterSeq);
     const items: T[] = [];
     let lastSeq: number | undefined;
     for (; i < records.length && items.length < pageSize; i++) {
       const record = records[i]!;
       lastSeq = record.seq;
-      if (record.current !== null && keep(record.current)) items.push(record.current);
+      const seen =
+        view === undefined || windowMs <= 0
+          ? record.current
+          : visibleVersion(record.current, record.previous, record.changedAtMs, view.nowMs, windowMs);
+      if (seen !== null && keep(seen, record.changedAtMs)) items.push(seen);
     }
     return i < records.length && lastSeq !== undefined ? { items, nextAfterSeq: lastSeq } : { items };
   }
@@ -181,4 +199,12 @@ function firstAfter(records: ReadonlyArray<{ readonly seq: number }>, after: num
 function removeBySeq(records: Array<{ readonly seq: number }>, seq: number): void {
   const i = firstAfter(records, seq - 1);
   if (records[i]?.seq === seq) records.splice(i, 1);
+}
+
+/** A fresh id from `make` that `table` has never used (ids are never reused, as in clouds). */
+export function freshId(table: { knows(id: string): boolean }, make: () => string): string {
+  let id: string;
+  do id = make();
+  while (table.knows(id));
+  return id;
 }
