@@ -261,7 +261,7 @@ export async function handleApi(
     params,
     query: url.searchParams,
     body,
-    view: { nowMs: deps.now(), staleReadMs: faults.staleReadMs, listStaleMs: faults.staleReadMs },
+    view: { nowMs: deps.now(), staleReadMs: faults.staleReadMs },
     deps,
   };
   try {

@@ -111,7 +111,7 @@ export class OpenApiChecker implements SpecChecker {
     }
     this.uncheckedFormats = unchecked;
     // Two copies of the document: one for requests (readOnly not required), one for answers.
-    const base = v31 ? doc : nullableToJsonSchema(doc);
+    const base = mergeClosedAllOf(v31 ? doc : nullableToJsonSchema(doc));
     this.ajv.addSchema(relaxRequired(base, "readOnly") as Json, "request");
     this.ajv.addSchema(relaxRequired(base, "writeOnly") as Json, "response");
     for (const [template, item] of Object.entries(doc["paths"])) {
@@ -381,6 +381,45 @@ function nullableToJsonSchema(node: unknown): unknown {
     return out;
   }
   return { anyOf: [out, { type: "null" }] };
+}
+
+/**
+ * `allOf: [{properties: A, additionalProperties: false}, {properties: B}]` means "A and B"
+ * to a spec's authors but fails every body under JSON Schema (each member refuses the other's
+ * properties). Inline object members are merged into one schema: properties and `required`
+ * united, closed when any member was.
+ */
+function mergeClosedAllOf(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(mergeClosedAllOf);
+  if (!isObject(node)) return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node)) out[k] = mergeClosedAllOf(v);
+  const members = out["allOf"];
+  if (
+    !Array.isArray(members) ||
+    !members.some((m) => isObject(m) && m["additionalProperties"] === false) ||
+    !members.every((m) => isObject(m) && m["$ref"] === undefined && isObject(m["properties"]))
+  ) {
+    return out;
+  }
+  const properties: Json = {};
+  const required = new Set<string>();
+  let closed = false;
+  for (const m of members as Json[]) {
+    for (const [k, v] of Object.entries(m["properties"] as Json)) {
+      properties[k] = properties[k] === undefined ? v : { allOf: [properties[k], v] };
+    }
+    if (Array.isArray(m["required"])) for (const r of m["required"]) required.add(String(r));
+    if (m["additionalProperties"] === false) closed = true;
+  }
+  const { allOf: _merged, ...rest } = out;
+  return {
+    ...rest,
+    type: "object",
+    properties: { ...(isObject(rest["properties"]) ? rest["properties"] : {}), ...properties },
+    ...(required.size > 0 && { required: [...required] }),
+    ...(closed && { additionalProperties: false }),
+  };
 }
 
 function formatsIn(node: unknown, out = new Set<string>()): Set<string> {

@@ -43,11 +43,17 @@ export class ResourceTable<T extends TableItem> {
   private readonly live: Versioned<T>[] = [];
   /** Deleted records in deletion order, for pruning. */
   private readonly tombstones: Array<{ id: string; atMs: number }> = [];
+  /** Secondary indexes (e.g. by name): index → key → live records in creation order. */
+  private readonly indexes = new Map<string, Map<string, Versioned<T>[]>>();
 
   constructor(
     private readonly nextSeq: () => number,
     private readonly scopeOf: (item: T) => string,
-  ) {}
+    /** Secondary indexes for cheap filtered pages, by name: item → key. */
+    private readonly indexKeys: Readonly<Record<string, (item: T) => string>> = {},
+  ) {
+    for (const name of Object.keys(indexKeys)) this.indexes.set(name, new Map());
+  }
 
   has(id: string): boolean {
     return this.byId.get(id)?.current != null;
@@ -76,6 +82,8 @@ export class ResourceTable<T extends TableItem> {
     const list = this.byScope.get(record.scope);
     if (list === undefined) this.byScope.set(record.scope, [record]);
     else list.push(record);
+    for (const [name, keyOf] of Object.entries(this.indexKeys))
+      addSorted(this.indexes.get(name)!, keyOf(item), record);
     return item;
   }
 
@@ -83,6 +91,14 @@ export class ResourceTable<T extends TableItem> {
   replace(item: T, nowMs: number): T {
     const record = this.byId.get(item.id);
     if (record?.current == null) throw new Error(`replace: ${item.id} does not exist`);
+    for (const [name, keyOf] of Object.entries(this.indexKeys)) {
+      const before = keyOf(record.current);
+      const after = keyOf(item);
+      if (before === after) continue;
+      const index = this.indexes.get(name)!;
+      removeFrom(index, before, record.seq);
+      addSorted(index, after, record);
+    }
     record.previous = record.current;
     record.current = item;
     record.changedAtMs = nowMs;
@@ -102,6 +118,8 @@ export class ResourceTable<T extends TableItem> {
       removeBySeq(list, record.seq);
       if (list.length === 0) this.byScope.delete(record.scope);
     }
+    for (const [name, keyOf] of Object.entries(this.indexKeys))
+      removeFrom(this.indexes.get(name)!, keyOf(gone), record.seq);
     this.tombstones.push({ id, atMs: nowMs });
     this.prune(nowMs);
     return gone;
@@ -150,7 +168,30 @@ export class ResourceTable<T extends TableItem> {
     afterSeq?: number,
     view?: TableView,
   ): TablePage<T> {
-    const records = this.byScope.get(scope) ?? [];
+    return this.pageOf(this.byScope.get(scope) ?? [], keep, pageSize, afterSeq, view);
+  }
+
+  /** The same as page(), over the items whose `index` key is `key`. */
+  pageIndex(
+    index: string,
+    key: string,
+    keep: (item: T, changedAtMs: number) => boolean,
+    pageSize: number,
+    afterSeq?: number,
+    view?: TableView,
+  ): TablePage<T> {
+    const byKey = this.indexes.get(index);
+    if (byKey === undefined) throw new Error(`no index "${index}"`);
+    return this.pageOf(byKey.get(key) ?? [], keep, pageSize, afterSeq, view);
+  }
+
+  private pageOf(
+    records: readonly Versioned<T>[],
+    keep: (item: T, changedAtMs: number) => boolean,
+    pageSize: number,
+    afterSeq: number | undefined,
+    view: TableView | undefined,
+  ): TablePage<T> {
     const windowMs = view?.listStaleMs ?? 0;
     let i = afterSeq === undefined ? 0 : firstAfter(records, afterSeq);
     const items: T[] = [];
@@ -194,6 +235,26 @@ function firstAfter(records: ReadonlyArray<{ readonly seq: number }>, after: num
     else hi = mid;
   }
   return lo;
+}
+
+function addSorted<R extends { readonly seq: number }>(
+  index: Map<string, R[]>,
+  key: string,
+  record: R,
+): void {
+  const list = index.get(key);
+  if (list === undefined) {
+    index.set(key, [record]);
+    return;
+  }
+  list.splice(firstAfter(list, record.seq), 0, record);
+}
+
+function removeFrom(index: Map<string, Array<{ readonly seq: number }>>, key: string, seq: number): void {
+  const list = index.get(key);
+  if (list === undefined) return;
+  removeBySeq(list, seq);
+  if (list.length === 0) index.delete(key);
 }
 
 function removeBySeq(records: Array<{ readonly seq: number }>, seq: number): void {
