@@ -6,9 +6,8 @@
  * not required, as OpenAPI says.
  */
 import { readFileSync } from "node:fs";
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020.js";
-import * as ajvFormats from "ajv-formats";
+import { createRequire } from "node:module";
+import type { Ajv, ErrorObject, Options, ValidateFunction } from "ajv";
 import { parse as parseYaml } from "yaml";
 import type { SpecChecker, SpecRequest, SpecResponse } from "./spec.js";
 
@@ -38,6 +37,20 @@ interface Operation {
   readonly op: Json;
   readonly pathItem: Json;
   readonly id: string;
+}
+
+/** Ajv is loaded on first use: importing the kit costs nothing to processes that never check specs. */
+function loadAjv(): {
+  Ajv: new (o: Options) => Ajv;
+  Ajv2020: new (o: Options) => Ajv;
+  addFormats: (a: Ajv) => void;
+} {
+  const require = createRequire(import.meta.url);
+  return {
+    Ajv: (require("ajv") as { Ajv: new (o: Options) => Ajv }).Ajv,
+    Ajv2020: (require("ajv/dist/2020") as { Ajv2020: new (o: Options) => Ajv }).Ajv2020,
+    addFormats: require("ajv-formats") as (a: Ajv) => void,
+  };
 }
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
@@ -91,9 +104,9 @@ export class OpenApiChecker implements SpecChecker {
       throw new Error("not an OpenAPI 3 document (no `openapi` version or `paths`)");
     }
     const v31 = doc["openapi"].startsWith("3.1");
-    const options = { strict: false, allErrors: true, validateSchema: false } as const;
-    this.ajv = v31 ? new Ajv2020(options) : new Ajv(options);
-    const addFormats = (ajvFormats as unknown as { default: (a: Ajv) => void }).default;
+    const { Ajv: Ajv07, Ajv2020, addFormats } = loadAjv();
+    const options: Options = { strict: false, allErrors: true, validateSchema: false };
+    this.ajv = v31 ? new Ajv2020(options) : new Ajv07(options);
     addFormats(this.ajv);
     const unchecked: string[] = [];
     for (const name of formatsIn(doc)) {
