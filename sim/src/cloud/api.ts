@@ -18,8 +18,8 @@
  *   GET    /v1/regions/{region}/networks/{network}/routes/{id}
  *   DELETE /v1/regions/{region}/networks/{network}/routes/{id} → 204
  *
- * Every call is authenticated with `Authorization: Bearer <api key>`, counted as
- * (account, operation, outcome), and passes through the account's rate limit and the
+ * Every call is authenticated with `Authorization: Bearer <api key>`, logged as
+ * (account, operation, outcome) in the kit's request log, and passes through the account's rate limit and the
  * fault config in force. List faults (empty answer, dropped items) apply to every list,
  * stale reads and empty answers to every get, lost answers to every change.
  */
