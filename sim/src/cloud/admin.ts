@@ -33,6 +33,7 @@
  * Errors use the public API's body: { error: { code, message, request_id } }.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { FakeError } from "../fake-kit/errors.js";
 import type { SimulatedCloudServer } from "./cloud.js";
 import { readJsonBody, sendJson } from "./http.js";
 import { kindOfId } from "./lb-store.js";
@@ -365,7 +366,7 @@ function match(
 }
 
 function describe(err: unknown): { status: number; code: string; message: string } {
-  if (err instanceof SimCloudError) return { status: err.status, code: err.code, message: err.message };
+  if (err instanceof FakeError) return { status: err.status, code: err.code, message: err.message };
   if (err instanceof RangeError) return { status: 400, code: "InvalidParameter", message: err.message };
   if (err instanceof URIError) return { status: 400, code: "InvalidParameter", message: "bad path encoding" };
   return { status: 500, code: "InternalError", message: err instanceof Error ? err.message : String(err) };

@@ -18,21 +18,22 @@
  *   GET    /v1/regions/{region}/networks/{network}/routes/{id}
  *   DELETE /v1/regions/{region}/networks/{network}/routes/{id} → 204
  *
- * Every call is authenticated with `Authorization: Bearer <api key>`, counted as
- * (account, operation, outcome), and passes through the account's rate limit and the
+ * Every call is authenticated with `Authorization: Bearer <api key>`, logged as
+ * (account, operation, outcome) in the kit's request log, and passes through the account's rate limit and the
  * fault config in force. List faults (empty answer, dropped items) apply to every list,
  * stale reads and empty answers to every get, lost answers to every change.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { readJsonBody, sendJson, sleep } from "./http.js";
+import { FakeError } from "../fake-kit/errors.js";
+import type { FaultConfig, FaultInjector } from "../fake-kit/faults.js";
+import { Exchange, Router, readJsonBody } from "../fake-kit/http.js";
+import { parsePageSize, parseSeqToken } from "../fake-kit/pagination.js";
+import type { RequestLog } from "../fake-kit/request-log.js";
 import type { LbStore } from "./lb-store.js";
-import type { RandomSource } from "./random.js";
 import { resourceRoutes } from "./resource-api.js";
 import type { RouteStore } from "./route-store.js";
-import type { CallCounter } from "./stats.js";
 import { type AccountRecord, type CloudStore, type ReadView, SimCloudError } from "./store.js";
-import type { CloudFaultConfig } from "./types.js";
-import { decodePageToken, encodePageToken, toWireInstance, type WireError } from "./wire.js";
+import { encodePageToken, simErrorRenderer, toWireInstance } from "./wire.js";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
@@ -46,10 +47,9 @@ export interface ApiDeps {
   readonly store: CloudStore;
   readonly lbs: LbStore;
   readonly routes: RouteStore;
-  readonly counter: CallCounter;
-  readonly random: RandomSource;
+  readonly log: RequestLog;
+  readonly faults: FaultInjector;
   readonly now: () => number;
-  faultsFor(account: string): CloudFaultConfig;
   /**
    * Calls in flight; close() aborts them all, so every pending latency or hang ends at once.
    * (A set rather than AbortSignal.any over one long-lived signal, which retains a little
@@ -162,72 +162,7 @@ const INSTANCE_ROUTES: readonly ApiRoute[] = [
 
 const ROUTES: readonly ApiRoute[] = [...INSTANCE_ROUTES, ...resourceRoutes];
 
-/** One answer per call: records the outcome exactly once and writes unless the client left. */
-class Exchange {
-  private done = false;
-  /** Aborts when the client leaves or the cloud closes. */
-  readonly clientGone: AbortSignal;
-  account = UNAUTHENTICATED;
-
-  constructor(
-    private readonly res: ServerResponse,
-    private readonly counter: CallCounter,
-    readonly operation: string,
-    readonly requestId: string,
-    inFlight: Set<AbortController>,
-  ) {
-    const gone = new AbortController();
-    inFlight.add(gone);
-    res.on("close", () => {
-      inFlight.delete(gone);
-      if (!res.writableFinished) gone.abort();
-      if (!this.done) {
-        this.done = true;
-        this.counter.record(this.account, this.operation, "aborted");
-      }
-    });
-    this.clientGone = gone.signal;
-  }
-
-  answer(status: number, body: unknown, headers: Record<string, string> = {}): void {
-    if (this.done) return;
-    this.done = true;
-    this.counter.record(this.account, this.operation, String(status));
-    sendJson(this.res, status, body, { "x-request-id": this.requestId, ...headers });
-  }
-
-  fail(
-    status: number,
-    code: string,
-    message: string,
-    extra: { headers?: Record<string, string>; resource?: { type: string; id: string } } = {},
-  ): void {
-    const body: WireError = { error: { code, message, request_id: this.requestId } };
-    if (extra.resource !== undefined) body.error.resource = { ...extra.resource };
-    this.answer(status, body, extra.headers);
-  }
-}
-
-type Match =
-  | { kind: "found"; route: ApiRoute; region: string; params: string[] }
-  | { kind: "method"; op: string; allow: string }
-  | { kind: "unknown" };
-
-function match(method: string, pathname: string): Match {
-  let pathOp: string | undefined;
-  const allow: string[] = [];
-  for (const route of ROUTES) {
-    const m = route.pattern.exec(pathname);
-    if (m === null) continue;
-    const decoded = m.slice(1).map((p) => safeDecode(p ?? ""));
-    const [region, ...params] = decoded;
-    if (region === undefined || decoded.some((p) => p === undefined)) return { kind: "unknown" };
-    pathOp ??= route.op;
-    allow.push(route.method);
-    if (route.method === method) return { kind: "found", route, region, params: params as string[] };
-  }
-  return pathOp === undefined ? { kind: "unknown" } : { kind: "method", op: pathOp, allow: allow.join(", ") };
-}
+const ROUTER = new Router<ApiRoute>(ROUTES);
 
 export async function handleApi(
   req: IncomingMessage,
@@ -236,54 +171,88 @@ export async function handleApi(
   deps: ApiDeps,
 ): Promise<void> {
   const method = req.method ?? "GET";
-  const m = match(method, url.pathname);
+  const m = ROUTER.match(method, url.pathname);
   const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
-  const ex = new Exchange(res, deps.counter, op, deps.nextRequestId(), deps.inFlight);
+  const ex = new Exchange(
+    req,
+    res,
+    {
+      log: deps.log,
+      renderer: simErrorRenderer,
+      inFlight: deps.inFlight,
+      operation: op,
+      requestId: deps.nextRequestId(),
+      requestIdHeader: "x-request-id",
+    },
+    UNAUTHENTICATED,
+  );
 
   const account = authenticate(req, deps.store);
   if (account === undefined) {
-    ex.fail(401, "Unauthorized", "missing or invalid API key", {
-      headers: { "www-authenticate": 'Bearer realm="simulated-cloud"' },
-    });
+    ex.fail(
+      new FakeError(401, "Unauthorized", "missing or invalid API key", {
+        kind: "auth",
+        headers: { "www-authenticate": 'Bearer realm="simulated-cloud"' },
+      }),
+    );
     return;
   }
   ex.account = account.name;
   if (m.kind === "unknown") {
-    ex.fail(404, "RouteNotFound", `no route for ${method} ${url.pathname}`);
+    ex.fail(new FakeError(404, "RouteNotFound", `no route for ${method} ${url.pathname}`));
     return;
   }
   if (m.kind === "method") {
-    ex.fail(405, "MethodNotAllowed", `${method} is not allowed here`, { headers: { allow: m.allow } });
+    ex.fail(
+      new FakeError(405, "MethodNotAllowed", `${method} is not allowed here`, {
+        headers: { allow: m.allow },
+      }),
+    );
     return;
   }
-  const { route, region, params } = m;
+  const { route } = m;
+  const [region = "", ...params] = m.params;
   let body: Record<string, unknown> = {};
   if (route.method === "POST" || route.method === "PATCH") {
     try {
       body = await readApiBody(req);
     } catch (err) {
-      if (!(err instanceof SimCloudError)) throw err;
-      ex.fail(err.status, err.code, err.message);
+      if (!(err instanceof FakeError)) throw err;
+      ex.fail(err);
       return;
     }
   }
   if (account.suspended) {
-    ex.fail(403, "AccountSuspended", `account ${account.name} is suspended`);
+    ex.fail(new FakeError(403, "AccountSuspended", `account ${account.name} is suspended`, { kind: "auth" }));
     return;
   }
   const waitMs = account.bucket.take(deps.now());
   if (waitMs > 0) {
-    ex.fail(429, "RateLimitExceeded", `account rate limit of ${account.rateLimitPerSecond}/s exceeded`, {
-      headers: { "retry-after": String(Math.max(1, Math.ceil(waitMs / 1000))) },
-    });
+    ex.fail(
+      new FakeError(
+        429,
+        "RateLimitExceeded",
+        `account rate limit of ${account.rateLimitPerSecond}/s exceeded`,
+        {
+          kind: "throttled",
+          headers: { "retry-after": String(Math.max(1, Math.ceil(waitMs / 1000))) },
+        },
+      ),
+    );
     return;
   }
 
-  const faults = deps.faultsFor(account.name);
-  if (!(await injectCallFaults(ex, faults, deps))) return;
+  const faults = deps.faults.config(account.name);
+  const injected = await deps.faults.beforeCall(faults, ex.clientGone);
+  if (injected.kind === "abandoned") return;
+  if (injected.kind === "error") {
+    ex.fault = injected.fault;
+    ex.fail(injected.error);
+    return;
+  }
 
   if (!deps.store.hasRegion(region)) {
-    ex.fail(400, "InvalidRegion", `unknown region "${region}"`);
+    ex.fail(new SimCloudError(400, "InvalidRegion", `unknown region "${region}"`));
     return;
   }
   const call: ApiCall = {
@@ -308,8 +277,8 @@ export async function handleApi(
         return;
     }
   } catch (err) {
-    if (!(err instanceof SimCloudError)) throw err;
-    ex.fail(err.status, err.code, err.message, err.resource === undefined ? {} : { resource: err.resource });
+    if (!(err instanceof FakeError)) throw err;
+    ex.fail(err);
   }
 }
 
@@ -321,51 +290,16 @@ function authenticate(req: IncomingMessage, store: CloudStore): AccountRecord | 
 }
 
 async function readApiBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const declared = Number(req.headers["content-length"] ?? "0");
-  if (declared > MAX_API_BODY_BYTES)
-    throw new SimCloudError(413, "PayloadTooLarge", "request body too large");
-  const body = await readJsonBody(req);
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new SimCloudError(400, "InvalidParameter", "request body must be a JSON object");
   }
   return body as Record<string, unknown>;
 }
 
-function chance(rate: number, random: RandomSource): boolean {
-  return rate > 0 && random.next() < rate;
-}
-
-/** Latency, hang, throttle, error. Returns false when the call has been answered (or abandoned). */
-async function injectCallFaults(ex: Exchange, f: CloudFaultConfig, deps: ApiDeps): Promise<boolean> {
-  const delayMs = f.latencyMs + (f.latencyJitterMs > 0 ? deps.random.next() * f.latencyJitterMs : 0);
-  if (delayMs > 0 && !(await sleep(delayMs, ex.clientGone))) return false;
-  if (chance(f.timeoutRate, deps.random)) {
-    if (await sleep(f.timeoutHangMs, ex.clientGone)) {
-      ex.fail(504, "GatewayTimeout", "the request timed out upstream");
-    }
-    return false;
-  }
-  if (chance(f.throttleRate, deps.random)) {
-    ex.fail(429, "Throttling", "rate exceeded", {
-      headers: { "retry-after": String(f.throttleRetryAfterSeconds) },
-    });
-    return false;
-  }
-  if (chance(f.errorRate, deps.random)) {
-    if (deps.random.next() < 0.5) {
-      ex.fail(500, "InternalError", "an internal error occurred");
-    } else {
-      const headers: Record<string, string> =
-        deps.random.next() < 0.5 ? { "retry-after": String(f.errorRetryAfterSeconds) } : {};
-      ex.fail(503, "ServiceUnavailable", "the service is temporarily unavailable", { headers });
-    }
-    return false;
-  }
-  return true;
-}
-
-function answerGet(ex: Exchange, body: unknown, f: CloudFaultConfig, deps: ApiDeps): void {
-  if (chance(f.emptyGetRate, deps.random)) {
+function answerGet(ex: Exchange, body: unknown, f: FaultConfig, deps: ApiDeps): void {
+  if (deps.faults.emptyGet(f)) {
+    ex.fault = "empty-get";
     ex.answer(200, {});
     return;
   }
@@ -376,17 +310,18 @@ function answerList(
   ex: Exchange,
   route: Extract<ApiRoute, { kind: "list" }>,
   call: ApiCall,
-  f: CloudFaultConfig,
+  f: FaultConfig,
   deps: ApiDeps,
 ): void {
   const list = listParams(call.query, route.filters);
-  if (chance(f.emptyListRate, deps.random)) {
+  if (deps.faults.emptyList(f)) {
+    ex.fault = "empty-list";
     ex.answer(200, { [route.collection]: [] });
     return;
   }
   const page = route.handle(call, list);
-  const kept =
-    f.dropFromListRate > 0 ? page.items.filter(() => !chance(f.dropFromListRate, deps.random)) : page.items;
+  const kept = deps.faults.dropFromList(f, page.items);
+  if (kept.length < page.items.length) ex.fault = "dropped-items";
   const body: Record<string, unknown> = { [route.collection]: kept };
   if (page.nextAfterSeq !== undefined) body["next_page_token"] = encodePageToken(page.nextAfterSeq);
   ex.answer(200, body);
@@ -395,12 +330,14 @@ function answerList(
 function answerMutation(
   ex: Exchange,
   result: { status: number; body?: unknown },
-  f: CloudFaultConfig,
+  f: FaultConfig,
   deps: ApiDeps,
 ): void {
-  if (chance(f.lostResponseRate, deps.random)) {
+  const lost = deps.faults.lostResponse(f);
+  if (lost !== undefined) {
     // The change is made; only its answer is lost.
-    ex.fail(504, "GatewayTimeout", "the request timed out upstream");
+    ex.fault = "lost-response";
+    ex.fail(lost);
     return;
   }
   if (result.body === undefined) ex.answer(204, undefined);
@@ -411,21 +348,12 @@ function answerMutation(
 function listParams(q: URLSearchParams, filters: readonly ("name" | "tag" | "lb_id")[]): ListParams {
   const name = filters.includes("name") ? (q.get("name") ?? undefined) : undefined;
   if (name === "") throw new SimCloudError(400, "InvalidParameter", "name must not be empty");
-  const sizeParam = q.get("page_size");
-  let pageSize = DEFAULT_PAGE_SIZE;
-  if (sizeParam !== null) {
-    const n = Number(sizeParam);
-    if (!/^\d+$/.test(sizeParam) || !Number.isSafeInteger(n) || n < 1) {
-      throw new SimCloudError(400, "InvalidParameter", "page_size must be a positive integer");
-    }
-    pageSize = Math.min(n, MAX_PAGE_SIZE);
-  }
-  const tokenParam = q.get("page_token");
-  let afterSeq: number | undefined;
-  if (tokenParam !== null && tokenParam !== "") {
-    afterSeq = decodePageToken(tokenParam);
-    if (afterSeq === undefined) throw new SimCloudError(400, "InvalidPageToken", "page_token is not valid");
-  }
+  const pageSize = parsePageSize(q.get("page_size"), {
+    param: "page_size",
+    defaultSize: DEFAULT_PAGE_SIZE,
+    max: MAX_PAGE_SIZE,
+  });
+  const afterSeq = parseSeqToken(q.get("page_token"), "page_token");
   let tags: Record<string, string> | undefined;
   if (filters.includes("tag")) {
     for (const t of q.getAll("tag")) {
@@ -450,12 +378,4 @@ function listParams(q: URLSearchParams, filters: readonly ("name" | "tag" | "lb_
     ...(tags !== undefined && { tags }),
     ...(lbId !== undefined && { lbId }),
   };
-}
-
-function safeDecode(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
 }

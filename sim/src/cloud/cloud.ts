@@ -1,13 +1,12 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { FaultInjector, type FaultsView, validateFaults } from "../fake-kit/faults.js";
+import { FakeHttpServer, sendJson } from "../fake-kit/http.js";
+import { type RandomSource, seededRandom } from "../fake-kit/random.js";
+import { type LoggedRequest, type RequestFilter, RequestLog } from "../fake-kit/request-log.js";
 import { handleAdmin } from "./admin.js";
 import { type ApiDeps, handleApi } from "./api.js";
-import { effectiveFaults, NO_FAULTS, validateFaults } from "./faults.js";
-import { sendJson } from "./http.js";
 import { LbStore } from "./lb-store.js";
-import { type RandomSource, seededRandom } from "./random.js";
 import { RouteStore } from "./route-store.js";
-import { CallCounter } from "./stats.js";
 import { CloudStore, DEFAULT_REGIONS } from "./store.js";
 import type {
   CloudFaultConfig,
@@ -46,10 +45,7 @@ export async function startSimulatedCloud(opts: SimulatedCloudOptions = {}): Pro
   return cloud;
 }
 
-export interface FaultsView {
-  readonly global: CloudFaultConfig;
-  readonly accounts: Record<string, Partial<CloudFaultConfig>>;
-}
+export type { FaultsView };
 
 /** The one implementation of SimulatedCloud; the admin API drives it through these methods. */
 export class SimulatedCloudServer implements SimulatedCloud {
@@ -60,17 +56,16 @@ export class SimulatedCloudServer implements SimulatedCloud {
   private readonly routeStore: RouteStore;
   /** Creation order shared by the load balancer and route tables (page tokens). */
   private resourceSeq = 0;
-  private readonly counter = new CallCounter();
-  private globalFaults: CloudFaultConfig = NO_FAULTS;
-  private readonly accountFaults = new Map<string, Partial<CloudFaultConfig>>();
-  private readonly inFlight = new Set<AbortController>();
-  private readonly server: Server;
+  private readonly log: RequestLog;
+  private readonly injector: FaultInjector;
+  private readonly server: FakeHttpServer;
   private requestSeq = 0;
-  private baseUrl = "";
 
   constructor(opts: SimulatedCloudOptions) {
     this.random = seededRandom(opts.seed ?? 1);
     this.now = opts.now ?? Date.now;
+    this.log = new RequestLog(this.now);
+    this.injector = new FaultInjector(this.random);
     this.store = new CloudStore(
       this.random,
       this.now,
@@ -80,56 +75,47 @@ export class SimulatedCloudServer implements SimulatedCloud {
     const nextSeq = (): number => ++this.resourceSeq;
     this.lbs = new LbStore(this.store, this.random, this.now, nextSeq);
     this.routeStore = new RouteStore(this.store, this.random, this.now, nextSeq);
-    const deps: ApiDeps = {
+    let deps: ApiDeps | undefined;
+    this.server = new FakeHttpServer(
+      (req, res) => this.dispatch(req, res, deps!),
+      (err, res) => {
+        const message = err instanceof Error ? err.message : String(err);
+        sendJson(res, 500, { error: { code: "InternalError", message, request_id: "-" } });
+      },
+    );
+    deps = {
       store: this.store,
       lbs: this.lbs,
       routes: this.routeStore,
-      counter: this.counter,
-      random: this.random,
+      log: this.log,
+      faults: this.injector,
       now: this.now,
-      faultsFor: (account) => this.faults(account),
-      inFlight: this.inFlight,
+      inFlight: this.server.inFlight,
       nextRequestId: () => this.nextRequestId(),
     };
-    this.server = createServer({ keepAlive: true }, (req, res) => this.dispatch(req, res, deps));
-    // Hanging calls are part of the job; the defaults would cut them at 5 min anyway.
-    this.server.requestTimeout = 0;
   }
 
   get url(): string {
-    return this.baseUrl;
+    return this.server.url;
   }
 
   listen(port: number, host: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(port, host, () => {
-        this.server.off("error", reject);
-        const address = this.server.address() as AddressInfo;
-        const printable = address.family === "IPv6" ? `[${address.address}]` : address.address;
-        this.baseUrl = `http://${printable}:${address.port}`;
-        resolve();
-      });
-    });
+    return this.server.listen(port, host);
   }
 
   nextRequestId(): string {
     return `req-${(++this.requestSeq).toString(36)}`;
   }
 
-  private dispatch(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): void {
+  private dispatch(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> | undefined {
     const url = new URL(req.url ?? "/", "http://sim.invalid");
     if (url.pathname === "/healthz") {
       sendJson(res, 200, { status: "ok" });
-      return;
+      return undefined;
     }
-    const work = url.pathname.startsWith("/admin/")
+    return url.pathname.startsWith("/admin/")
       ? handleAdmin(req, res, url, this)
       : handleApi(req, res, url, deps);
-    work.catch((err: unknown) => {
-      const message = err instanceof Error ? err.message : String(err);
-      sendJson(res, 500, { error: { code: "InternalError", message, request_id: "-" } });
-    });
   }
 
   // --- accounts and regions ---------------------------------------------
@@ -265,52 +251,35 @@ export class SimulatedCloudServer implements SimulatedCloud {
 
   setFaults(faults: Partial<CloudFaultConfig>, account?: string): void {
     const checked = validateFaults(faults);
-    if (account === undefined) {
-      this.globalFaults = Object.freeze({ ...this.globalFaults, ...checked });
-      return;
-    }
-    this.store.account(account); // 404 for an unknown account
-    this.accountFaults.set(account, Object.freeze({ ...this.accountFaults.get(account), ...checked }));
+    if (account !== undefined) this.store.account(account); // 404 for an unknown account
+    this.injector.set(checked, account);
   }
 
   resetFaults(account?: string): void {
-    if (account === undefined) {
-      this.globalFaults = NO_FAULTS;
-      this.accountFaults.clear();
-    } else {
-      this.accountFaults.delete(account);
-    }
+    this.injector.reset(account);
   }
 
   faults(account?: string): CloudFaultConfig {
-    return effectiveFaults(
-      this.globalFaults,
-      account === undefined ? undefined : this.accountFaults.get(account),
-    );
+    return this.injector.config(account);
   }
 
   faultsView(): FaultsView {
-    return { global: this.globalFaults, accounts: Object.fromEntries(this.accountFaults) };
+    return this.injector.view();
   }
 
   stats(): CloudStats {
-    return this.counter.snapshot();
+    return this.log.stats();
+  }
+
+  requests(filter?: RequestFilter): LoggedRequest[] {
+    return this.log.requests(filter);
   }
 
   resetStats(): void {
-    this.counter.reset();
+    this.log.reset();
   }
 
   close(): Promise<void> {
-    for (const call of this.inFlight) call.abort();
-    this.inFlight.clear();
-    return new Promise((resolve) => {
-      if (!this.server.listening) {
-        resolve();
-        return;
-      }
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    return this.server.close();
   }
 }

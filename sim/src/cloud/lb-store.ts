@@ -5,6 +5,8 @@
  * dependency rules (409 DependencyViolation), so an interrupted multi-step create or delete
  * leaves real orphans behind, which auditLoadBalancers() reports.
  */
+
+import { hasTags, ResourceTable, type TablePage, type TableView } from "../fake-kit/table.js";
 import {
   checkBoolean,
   checkInteger,
@@ -20,7 +22,6 @@ import {
 import { parseCidr } from "./cidr.js";
 import type { RandomSource } from "./random.js";
 import { type CloudStore, SimCloudError } from "./store.js";
-import { hasTags, ResourceTable, type TablePage, type TableView } from "./table.js";
 import {
   SIM_HEALTH_CHECK_PROTOCOLS,
   SIM_LB_PROTOCOLS,

@@ -1,9 +1,10 @@
 /** Public API routes of load balancers, their sub-resources, networks and routes (see api.ts). */
+
+import type { TablePage } from "../fake-kit/table.js";
 import type { ApiCall, ApiRoute, ListAnswer, ListParams } from "./api.js";
 import { invalid } from "./checks.js";
 import { kindOfId, type LbListFilter, notFound } from "./lb-store.js";
 import { routeNotFound } from "./route-store.js";
-import type { TablePage } from "./table.js";
 import type {
   SimFirewallRuleSpec,
   SimHealthCheckSpec,

@@ -4,11 +4,11 @@
  * RouteAlreadyExists); a route whose target is terminated stays, as a blackhole.
  */
 import { createHash } from "node:crypto";
+import { hasTags, ResourceTable, type TablePage, type TableView } from "../fake-kit/table.js";
 import { checkObject, checkString, checkTags, invalid } from "./checks.js";
 import { cidrKey, isNetworkAddress, parseCidr } from "./cidr.js";
 import type { RandomSource } from "./random.js";
 import { type CloudStore, SimCloudError } from "./store.js";
-import { hasTags, ResourceTable, type TablePage, type TableView } from "./table.js";
 import type { SimNetwork, SimRoute, SimRouteSpec } from "./types.js";
 
 /** A route as stored: `blackhole` is derived from the target when it is read. */

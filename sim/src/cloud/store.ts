@@ -1,5 +1,8 @@
-import type { RandomSource } from "./random.js";
-import { defaultBurst, TokenBucket } from "./rate-limit.js";
+import type { ConsistencyView } from "../fake-kit/consistency.js";
+import { FakeError } from "../fake-kit/errors.js";
+import type { RandomSource } from "../fake-kit/random.js";
+import { defaultBurst, TokenBucket } from "../fake-kit/rate-limit.js";
+import { freshId, ResourceTable } from "../fake-kit/table.js";
 import {
   SIM_ADDRESS_TYPES,
   SIM_INSTANCE_STATES,
@@ -14,16 +17,16 @@ import {
 } from "./types.js";
 
 /** A refusal with the HTTP status and error code the API answers it with. */
-export class SimCloudError extends Error {
+export class SimCloudError extends FakeError {
   override name = "SimCloudError";
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
     /** For NotFound: what was looked up (the API sends it as `error.resource`). */
     readonly resource?: { readonly type: string; readonly id: string },
   ) {
-    super(message);
+    super(status, code, message, resource === undefined ? {} : { resource });
   }
 }
 
@@ -37,21 +40,8 @@ export interface AccountRecord {
   readonly bucket: TokenBucket;
 }
 
-interface InstanceRecord {
-  /** Creation order; page tokens point at it. */
-  readonly seq: number;
-  current: SimInstance;
-  /** The version before the last change; null when the last change was the creation. */
-  previous: SimInstance | null;
-  changedAtMs: number;
-  terminatedAtMs: number | undefined;
-}
-
 /** How an API read sees the store: staleness from faults, linger from the options. */
-export interface ReadView {
-  readonly nowMs: number;
-  readonly staleReadMs: number;
-}
+export type ReadView = ConsistencyView;
 
 export interface ListQuery {
   readonly account: string;
@@ -80,12 +70,8 @@ export class CloudStore {
   private readonly accounts = new Map<string, AccountRecord>();
   private readonly accountsByKey = new Map<string, AccountRecord>();
   private readonly regions = new Set<string>();
-  private readonly byId = new Map<string, InstanceRecord>();
-  private readonly all: InstanceRecord[] = [];
-  /** `${account}\0${region}` → records in creation order. */
-  private readonly byScope = new Map<string, InstanceRecord[]>();
-  /** `${account}\0${region}\0${name}` → records in creation order. */
-  private readonly byName = new Map<string, InstanceRecord[]>();
+  /** Scoped by account and region, indexed by name; terminated instances stay (they linger). */
+  private readonly instances: ResourceTable<SimInstance>;
   /** `${account}\0${region}` → networks its instances use, in first-use order. */
   private readonly networksByScope = new Map<string, Set<string>>();
   private seq = 0;
@@ -97,6 +83,11 @@ export class CloudStore {
     private readonly terminatedLingerMs: number,
     regions: readonly string[],
   ) {
+    this.instances = new ResourceTable<SimInstance>(
+      () => ++this.seq,
+      (i) => scopeKey(i.account, i.region),
+      { name: (i) => nameKey(i.account, i.region, i.name) },
+    );
     for (const r of regions) this.addRegion(r);
   }
 
@@ -184,9 +175,7 @@ export class CloudStore {
     const account = this.account(accountName);
     checkSpec(spec);
     if (!this.regions.has(spec.region)) this.addRegion(spec.region);
-    let id: string;
-    do id = `i-${this.random.hex(12)}`;
-    while (this.byId.has(id));
+    const id = freshId(this.instances, () => `i-${this.random.hex(12)}`);
     const nowMs = this.now();
     const instance: SimInstance = freezeInstance({
       id,
@@ -201,17 +190,7 @@ export class CloudStore {
       tags: { ...spec.tags },
       createdAt: new Date(nowMs).toISOString(),
     });
-    const record: InstanceRecord = {
-      seq: ++this.seq,
-      current: instance,
-      previous: null,
-      changedAtMs: nowMs,
-      terminatedAtMs: instance.state === "terminated" ? nowMs : undefined,
-    };
-    this.byId.set(id, record);
-    this.all.push(record);
-    pushTo(this.byScope, scopeKey(account.name, spec.region), record);
-    pushTo(this.byName, nameKey(account.name, spec.region, spec.name), record);
+    this.instances.insert(instance, nowMs);
     const scope = scopeKey(account.name, spec.region);
     const networks = this.networksByScope.get(scope);
     if (networks === undefined) this.networksByScope.set(scope, new Set([instance.network]));
@@ -220,35 +199,29 @@ export class CloudStore {
   }
 
   updateInstance(id: string, update: SimInstanceUpdate): SimInstance {
-    const record = this.byId.get(id);
-    if (record === undefined) throw new SimCloudError(404, "NotFound", `instance ${id} not found`);
+    const current = this.instances.get(id);
+    if (current === undefined) throw new SimCloudError(404, "NotFound", `instance ${id} not found`);
     checkUpdate(update);
-    if (record.current.state === "terminated") {
+    if (current.state === "terminated") {
       throw new SimCloudError(409, "Conflict", `instance ${id} is terminated`);
     }
     const nowMs = this.now();
     const next = freezeInstance({
-      ...record.current,
+      ...current,
       ...(update.state !== undefined && { state: update.state }),
       ...(update.tags !== undefined && { tags: { ...update.tags } }),
       ...(update.instanceType !== undefined && { instanceType: update.instanceType }),
       ...(update.addresses !== undefined && { addresses: update.addresses }),
     });
-    record.previous = record.current;
-    record.current = next;
-    record.changedAtMs = nowMs;
-    if (next.state === "terminated") record.terminatedAtMs = nowMs;
-    return next;
+    return this.instances.replace(next, nowMs);
   }
 
   get(id: string): SimInstance | undefined {
-    return this.byId.get(id)?.current;
+    return this.instances.get(id);
   }
 
   list(account?: string): SimInstance[] {
-    const out: SimInstance[] = [];
-    for (const r of this.all) if (account === undefined || r.current.account === account) out.push(r.current);
-    return out;
+    return this.instances.all(account);
   }
 
   /** The account's networks in `region`: its default network first, then those its instances use. */
@@ -262,39 +235,46 @@ export class CloudStore {
 
   /** The instance as the API sees it, or undefined (404). */
   read(account: string, region: string, id: string, view: ReadView): SimInstance | undefined {
-    const record = this.byId.get(id);
-    if (record === undefined || record.current.account !== account || record.current.region !== region) {
-      return undefined;
-    }
-    return this.visible(record, view);
+    const truth = this.instances.get(id);
+    if (truth === undefined || truth.account !== account || truth.region !== region) return undefined;
+    const seen = this.instances.read(id, view);
+    return seen !== undefined && this.lingering(seen, this.instances.changedAtMs(id) ?? 0, view)
+      ? seen
+      : undefined;
   }
 
-  page(query: ListQuery, view: ReadView): ListResult {
-    const records =
-      (query.name === undefined
-        ? this.byScope.get(scopeKey(query.account, query.region))
-        : this.byName.get(nameKey(query.account, query.region, query.name))) ?? [];
-    let i = query.afterSeq === undefined ? 0 : firstAfter(records, query.afterSeq);
-    const instances: SimInstance[] = [];
-    let lastSeq: number | undefined;
-    for (; i < records.length && instances.length < query.pageSize; i++) {
-      const record = records[i]!;
-      lastSeq = record.seq;
-      const seen = this.visible(record, view);
-      if (seen !== undefined) instances.push(seen);
-    }
-    return i < records.length && lastSeq !== undefined ? { instances, nextAfterSeq: lastSeq } : { instances };
+  /** Lists lag like reads: a new instance is absent for `staleReadMs`. */
+  page(query: ListQuery, readView: ReadView): ListResult {
+    const view: ReadView = { ...readView, listStaleMs: readView.staleReadMs };
+    const keep = (i: SimInstance, changedAtMs: number): boolean => this.lingering(i, changedAtMs, view);
+    const page =
+      query.name === undefined
+        ? this.instances.page(
+            scopeKey(query.account, query.region),
+            keep,
+            query.pageSize,
+            query.afterSeq,
+            view,
+          )
+        : this.instances.pageIndex(
+            "name",
+            nameKey(query.account, query.region, query.name),
+            keep,
+            query.pageSize,
+            query.afterSeq,
+            view,
+          );
+    return page.nextAfterSeq === undefined
+      ? { instances: page.items }
+      : { instances: page.items, nextAfterSeq: page.nextAfterSeq };
   }
 
-  private visible(record: InstanceRecord, view: ReadView): SimInstance | undefined {
-    const stale = view.staleReadMs > 0 && view.nowMs - record.changedAtMs < view.staleReadMs;
-    const version = stale ? record.previous : record.current;
-    if (version === null) return undefined;
-    if (version.state === "terminated") {
-      const since = record.terminatedAtMs ?? record.changedAtMs;
-      if (view.nowMs - since >= this.terminatedLingerMs) return undefined;
-    }
-    return version;
+  /**
+   * False for a terminated instance past the linger time. A terminated instance never
+   * changes again, so its last change is its termination.
+   */
+  private lingering(version: SimInstance, changedAtMs: number, view: ReadView): boolean {
+    return version.state !== "terminated" || view.nowMs - changedAtMs < this.terminatedLingerMs;
   }
 
   /** InternalIP in 10.0.0.0/8, ExternalIP in 100.64.0.0/10, both unique per instance. */
@@ -336,24 +316,6 @@ function scopeKey(account: string, region: string): string {
 
 function nameKey(account: string, region: string, name: string): string {
   return `${account}\u0000${region}\u0000${name}`;
-}
-
-function pushTo(index: Map<string, InstanceRecord[]>, key: string, record: InstanceRecord): void {
-  const list = index.get(key);
-  if (list === undefined) index.set(key, [record]);
-  else list.push(record);
-}
-
-/** Index of the first record with seq > after (records are sorted by seq). */
-function firstAfter(records: readonly InstanceRecord[], after: number): number {
-  let lo = 0;
-  let hi = records.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (records[mid]!.seq <= after) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 function freezeInstance(i: SimInstance): SimInstance {

@@ -2,6 +2,14 @@
  * Public types of the simulated cloud. Names carry a `Sim`/`Cloud` prefix because
  * `sim/src/index.ts` re-exports this module next to the Kubernetes simulator.
  */
+import type { FaultConfig } from "../fake-kit/faults.js";
+import type {
+  CallCount,
+  CallStats,
+  CallStatsGroup,
+  LoggedRequest,
+  RequestFilter,
+} from "../fake-kit/request-log.js";
 
 export const SIM_INSTANCE_STATES = ["pending", "running", "stopping", "stopped", "terminated"] as const;
 export type SimInstanceState = (typeof SIM_INSTANCE_STATES)[number];
@@ -88,62 +96,15 @@ export interface SimAccountInfo {
  * Order for one call: authenticate → account rate limit → latency → timeout → throttle →
  * error → the real answer → answer faults (stale read, empty answer, dropped list items,
  * lost answer of a change).
+ *
+ * `staleReadMs`: instances lag in gets and lists (a new one is absent from both); load
+ * balancer resources and routes in direct gets only (a deleted one is still seen), their
+ * lists are consistent.
  */
-export interface CloudFaultConfig {
-  /** Added to every call. */
-  readonly latencyMs: number;
-  /** Plus a uniform random [0, latencyJitterMs). */
-  readonly latencyJitterMs: number;
-  /** Fraction of calls answered 500 or 503 (half each; a 503 carries Retry-After half the time). */
-  readonly errorRate: number;
-  /** Retry-After (seconds) sent with an injected 503. */
-  readonly errorRetryAfterSeconds: number;
-  /** Fraction of calls answered 429 with Retry-After. */
-  readonly throttleRate: number;
-  /** Retry-After (seconds) sent with an injected 429. */
-  readonly throttleRetryAfterSeconds: number;
-  /** Fraction of calls that hang: no answer for `timeoutHangMs` (then 504), or until the client goes away. */
-  readonly timeoutRate: number;
-  readonly timeoutHangMs: number;
-  /** Fraction of the items of each list page silently left out (the page token still advances). */
-  readonly dropFromListRate: number;
-  /** Fraction of list calls answered 200 with an empty array (`{"instances": []}`) and no next_page_token. */
-  readonly emptyListRate: number;
-  /** Fraction of get calls answered 200 `{}`. */
-  readonly emptyGetRate: number;
-  /**
-   * Fraction of mutating calls (POST, PATCH, DELETE) that take effect but whose answer is lost:
-   * the client gets a 504 although the change was made (a connection dropped after the commit).
-   */
-  readonly lostResponseRate: number;
-  /**
-   * Eventual consistency: a read within this many ms of an instance's last change sees the
-   * version before it (for a new instance: nothing, so 404 / absent from lists). Load
-   * balancer resources and routes: direct gets only (a deleted one is still seen); their
-   * lists are consistent.
-   */
-  readonly staleReadMs: number;
-}
-
-export interface CloudCallCount {
-  readonly account: string;
-  readonly operation: string;
-  /** HTTP status as a string ("200", "429", ...), or "aborted" when the client left first. */
-  readonly outcome: string;
-  readonly count: number;
-}
-
-export interface CloudStatsGroup {
-  readonly totalCalls: number;
-  readonly byOperation: Record<string, number>;
-  readonly byOutcome: Record<string, number>;
-}
-
-export interface CloudStats extends CloudStatsGroup {
-  readonly byAccount: Record<string, CloudStatsGroup>;
-  /** Every (account, operation, outcome) with its count, sorted. */
-  readonly calls: readonly CloudCallCount[];
-}
+export type CloudFaultConfig = FaultConfig;
+export type CloudCallCount = CallCount;
+export type CloudStatsGroup = CallStatsGroup;
+export type CloudStats = CallStats;
 
 export interface SimulatedCloudOptions {
   /** Default 0 (a free port). */
@@ -183,6 +144,9 @@ export interface SimulatedCloud {
   /** The config in force for `account` (global merged with its override), or the global one. */
   faults(account?: string): CloudFaultConfig;
   stats(): CloudStats;
+  /** The last public API calls in full (method, path, query, outcome, injected fault), oldest first. */
+  requests(filter?: RequestFilter): LoggedRequest[];
+  /** Clears the counts and the request log. */
   resetStats(): void;
   close(): Promise<void>;
 

@@ -3,6 +3,7 @@
  * error bodies. The hub's `simulated` provider has its own copy of these shapes in its
  * convert.ts: the two sides share a wire format, never code.
  */
+import type { ErrorRenderer } from "../fake-kit/errors.js";
 import type {
   SimFirewallRule,
   SimHealthCheck,
@@ -286,21 +287,19 @@ export function toWireRoute(r: SimRoute): WireRoute {
   };
 }
 
-/** Page tokens are opaque to clients: base64url of a small versioned JSON. */
-export function encodePageToken(afterSeq: number): string {
-  return Buffer.from(JSON.stringify({ v: 1, after: afterSeq }), "utf8").toString("base64url");
-}
+/** Page tokens are opaque to clients (the kit's seq tokens). */
+export {
+  decodeSeqToken as decodePageToken,
+  encodeSeqToken as encodePageToken,
+} from "../fake-kit/pagination.js";
 
-/** The seq to continue after, or undefined when the token is not one of ours. */
-export function decodePageToken(token: string): number | undefined {
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (typeof parsed !== "object" || parsed === null) return undefined;
-    const { v, after } = parsed as { v?: unknown; after?: unknown };
-    return v === 1 && typeof after === "number" && Number.isSafeInteger(after) && after >= 0
-      ? after
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
+/** Errors as the public API answers them: `{ error: { code, message, request_id, resource? } }`. */
+export const simErrorRenderer: ErrorRenderer = {
+  render(error, call) {
+    const body: WireError = {
+      error: { code: error.code, message: error.message, request_id: call.requestId },
+    };
+    if (error.resource !== undefined) body.error.resource = { ...error.resource };
+    return { status: error.status, body, ...(error.headers !== undefined && { headers: error.headers }) };
+  },
+};

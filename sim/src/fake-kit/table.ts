@@ -1,8 +1,9 @@
 /**
- * A table of versioned resources for the load balancer and route APIs: creation order for
- * page tokens, a scope index (account and region, or a route table) for cheap pages, and
- * the version before the last change for stale reads, deletions included.
+ * A table of versioned resources for a vendor fake: creation order for page tokens, a scope
+ * index (account and region, a route table, a project) for cheap pages, and the version
+ * before the last change for eventually consistent reads, deletions included.
  */
+import { type ConsistencyView, visibleVersion } from "./consistency.js";
 
 /** Every resource a table holds. */
 export interface TableItem {
@@ -23,10 +24,7 @@ interface Versioned<T> {
 }
 
 /** How an API read sees the table: staleness from the fault config. */
-export interface TableView {
-  readonly nowMs: number;
-  readonly staleReadMs: number;
-}
+export type TableView = ConsistencyView;
 
 export interface TablePage<T> {
   readonly items: T[];
@@ -45,11 +43,17 @@ export class ResourceTable<T extends TableItem> {
   private readonly live: Versioned<T>[] = [];
   /** Deleted records in deletion order, for pruning. */
   private readonly tombstones: Array<{ id: string; atMs: number }> = [];
+  /** Secondary indexes (e.g. by name): index → key → live records in creation order. */
+  private readonly indexes = new Map<string, Map<string, Versioned<T>[]>>();
 
   constructor(
     private readonly nextSeq: () => number,
     private readonly scopeOf: (item: T) => string,
-  ) {}
+    /** Secondary indexes for cheap filtered pages, by name: item → key. */
+    private readonly indexKeys: Readonly<Record<string, (item: T) => string>> = {},
+  ) {
+    for (const name of Object.keys(indexKeys)) this.indexes.set(name, new Map());
+  }
 
   has(id: string): boolean {
     return this.byId.get(id)?.current != null;
@@ -78,6 +82,8 @@ export class ResourceTable<T extends TableItem> {
     const list = this.byScope.get(record.scope);
     if (list === undefined) this.byScope.set(record.scope, [record]);
     else list.push(record);
+    for (const [name, keyOf] of Object.entries(this.indexKeys))
+      addSorted(this.indexes.get(name)!, keyOf(item), record);
     return item;
   }
 
@@ -85,6 +91,14 @@ export class ResourceTable<T extends TableItem> {
   replace(item: T, nowMs: number): T {
     const record = this.byId.get(item.id);
     if (record?.current == null) throw new Error(`replace: ${item.id} does not exist`);
+    for (const [name, keyOf] of Object.entries(this.indexKeys)) {
+      const before = keyOf(record.current);
+      const after = keyOf(item);
+      if (before === after) continue;
+      const index = this.indexes.get(name)!;
+      removeFrom(index, before, record.seq);
+      addSorted(index, after, record);
+    }
     record.previous = record.current;
     record.current = item;
     record.changedAtMs = nowMs;
@@ -104,6 +118,8 @@ export class ResourceTable<T extends TableItem> {
       removeBySeq(list, record.seq);
       if (list.length === 0) this.byScope.delete(record.scope);
     }
+    for (const [name, keyOf] of Object.entries(this.indexKeys))
+      removeFrom(this.indexes.get(name)!, keyOf(gone), record.seq);
     this.tombstones.push({ id, atMs: nowMs });
     this.prune(nowMs);
     return gone;
@@ -128,23 +144,66 @@ export class ResourceTable<T extends TableItem> {
   read(id: string, view: TableView): T | undefined {
     const record = this.byId.get(id);
     if (record === undefined) return undefined;
-    const stale = view.staleReadMs > 0 && view.nowMs - record.changedAtMs < view.staleReadMs;
-    return (stale ? record.previous : record.current) ?? undefined;
+    return (
+      visibleVersion(record.current, record.previous, record.changedAtMs, view.nowMs, view.staleReadMs) ??
+      undefined
+    );
+  }
+
+  /** When the item last changed (creation included), or undefined for an unknown id. */
+  changedAtMs(id: string): number | undefined {
+    return this.byId.get(id)?.changedAtMs;
   }
 
   /**
-   * Up to `pageSize` live items of `scope` that `keep` accepts, after `afterSeq`. Lists are
-   * consistent (no stale view): only direct reads are eventually consistent.
+   * Up to `pageSize` items of `scope` that `keep` accepts, after `afterSeq`, in creation
+   * order. Without a view (or with `listStaleMs` 0) the page is consistent; with one, an item
+   * changed within `listStaleMs` shows its previous version (a new one is left out). Deleted
+   * items are not scanned, so a stale list never resurrects them; only direct reads do.
    */
-  page(scope: string, keep: (item: T) => boolean, pageSize: number, afterSeq?: number): TablePage<T> {
-    const records = this.byScope.get(scope) ?? [];
+  page(
+    scope: string,
+    keep: (item: T, changedAtMs: number) => boolean,
+    pageSize: number,
+    afterSeq?: number,
+    view?: TableView,
+  ): TablePage<T> {
+    return this.pageOf(this.byScope.get(scope) ?? [], keep, pageSize, afterSeq, view);
+  }
+
+  /** The same as page(), over the items whose `index` key is `key`. */
+  pageIndex(
+    index: string,
+    key: string,
+    keep: (item: T, changedAtMs: number) => boolean,
+    pageSize: number,
+    afterSeq?: number,
+    view?: TableView,
+  ): TablePage<T> {
+    const byKey = this.indexes.get(index);
+    if (byKey === undefined) throw new Error(`no index "${index}"`);
+    return this.pageOf(byKey.get(key) ?? [], keep, pageSize, afterSeq, view);
+  }
+
+  private pageOf(
+    records: readonly Versioned<T>[],
+    keep: (item: T, changedAtMs: number) => boolean,
+    pageSize: number,
+    afterSeq: number | undefined,
+    view: TableView | undefined,
+  ): TablePage<T> {
+    const windowMs = view?.listStaleMs ?? 0;
     let i = afterSeq === undefined ? 0 : firstAfter(records, afterSeq);
     const items: T[] = [];
     let lastSeq: number | undefined;
     for (; i < records.length && items.length < pageSize; i++) {
       const record = records[i]!;
       lastSeq = record.seq;
-      if (record.current !== null && keep(record.current)) items.push(record.current);
+      const seen =
+        view === undefined || windowMs <= 0
+          ? record.current
+          : visibleVersion(record.current, record.previous, record.changedAtMs, view.nowMs, windowMs);
+      if (seen !== null && keep(seen, record.changedAtMs)) items.push(seen);
     }
     return i < records.length && lastSeq !== undefined ? { items, nextAfterSeq: lastSeq } : { items };
   }
@@ -178,7 +237,35 @@ function firstAfter(records: ReadonlyArray<{ readonly seq: number }>, after: num
   return lo;
 }
 
+function addSorted<R extends { readonly seq: number }>(
+  index: Map<string, R[]>,
+  key: string,
+  record: R,
+): void {
+  const list = index.get(key);
+  if (list === undefined) {
+    index.set(key, [record]);
+    return;
+  }
+  list.splice(firstAfter(list, record.seq), 0, record);
+}
+
+function removeFrom(index: Map<string, Array<{ readonly seq: number }>>, key: string, seq: number): void {
+  const list = index.get(key);
+  if (list === undefined) return;
+  removeBySeq(list, seq);
+  if (list.length === 0) index.delete(key);
+}
+
 function removeBySeq(records: Array<{ readonly seq: number }>, seq: number): void {
   const i = firstAfter(records, seq - 1);
   if (records[i]?.seq === seq) records.splice(i, 1);
+}
+
+/** A fresh id from `make` that `table` has never used (ids are never reused, as in clouds). */
+export function freshId(table: { knows(id: string): boolean }, make: () => string): string {
+  let id: string;
+  do id = make();
+  while (table.knows(id));
+  return id;
 }
