@@ -106,7 +106,13 @@ describe("the hub's fleet API", () => {
       // The cloud's API key, among the values of the hub's environment references.
       ...Object.values((f.fleet as unknown as { env: Record<string, string> }).env),
     ].filter((s) => s.length > 0);
-    for (const path of ["/api/v1/fleet", "/api/v1/clusters/cluster-001", "/api/v1/clusters/cluster-002"]) {
+    for (const path of [
+      "/api/v1/fleet",
+      "/api/v1/clusters/cluster-001",
+      "/api/v1/clusters/cluster-002",
+      "/ui/",
+      "/ui/app.js",
+    ]) {
       const { status, text } = await f.get(path);
       expect(status).toBe(200);
       for (const s of secrets) expect(text).not.toContain(s);

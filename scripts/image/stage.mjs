@@ -115,6 +115,8 @@ while (queue.length > 0) {
     mkdirSync(dest, { recursive: true });
     cpSync(join(src, "package.json"), join(dest, "package.json"));
     cpSync(join(src, "dist"), join(dest, "dist"), { recursive: true, filter: copyFilter });
+    // The hub's fleet page (plain static files, served next to dist/).
+    if (existsSync(join(src, "ui"))) cpSync(join(src, "ui"), join(dest, "ui"), { recursive: true });
   } else {
     cpSync(src, dest, {
       recursive: true,
