@@ -118,4 +118,38 @@ describe("the hub's fleet API", () => {
       for (const s of secrets) expect(text).not.toContain(s);
     }
   });
+
+  test("a throttled account and a failing load balancer make their cluster unhealthy", async () => {
+    const fleetView = async () => (await f.get("/api/v1/fleet")).body as FleetJson;
+    f.fleet.cloud.setFaults({ throttleRate: 1 });
+    f.fleet.addNodes("cluster-001", 1);
+    expect(
+      await waitFor(async () => ((await fleetView()).accounts[0]?.throttled.recent ?? 0) > 0, 15_000),
+    ).toBe(true);
+    const throttled = await fleetView();
+    expect(throttled.accounts[0]?.health).toBe("unhealthy");
+    expect(throttled.accounts[0]?.throttled.last).not.toBeNull();
+    const c1 = throttled.clusters.find((c) => c.name === "cluster-001");
+    expect(c1?.health).toBe("unhealthy");
+    expect(c1?.problems.map((p) => p.message)).toContain("account sim-main throttled by the cloud");
+
+    f.fleet.cloud.setFaults({ throttleRate: 0, errorRate: 1 });
+    const [svc] = f.fleet.addServices("cluster-002", 1);
+    const read = async () => (await f.get("/api/v1/clusters/cluster-002")).body as ClusterDetailJson;
+    expect(
+      await waitFor(async () => (await read()).loadBalancerList.some((l) => l.state === "failing"), 15_000),
+    ).toBe(true);
+    const lb = (await read()).loadBalancerList.find((l) => l.name === svc);
+    expect(lb).toMatchObject({ state: "failing", reason: "SyncLoadBalancerFailed", ingress: [] });
+    expect(lb?.message).toContain("Error syncing load balancer");
+    expect((await read()).problems.map((p) => p.message)).toContain("1 load balancer failing");
+    f.fleet.cloud.setFaults({ errorRate: 0 });
+    // Once the cloud answers again the load balancer becomes ready, and the view says so.
+    expect(
+      await waitFor(
+        async () => (await read()).loadBalancerList.find((l) => l.name === svc)?.state === "ready",
+        20_000,
+      ),
+    ).toBe(true);
+  });
 });
