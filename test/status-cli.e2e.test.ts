@@ -19,14 +19,24 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI with stdout a pipe; `until` ends it with SIGINT once its output satisfies it. */
+const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+
+/**
+ * Runs the CLI with stdout a pipe, or with `tty` a terminal (util-linux `script` gives it a
+ * pseudo-terminal); `until` ends it with SIGINT once its output satisfies it.
+ */
 function run(
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
   until?: (out: string) => boolean,
+  tty = false,
 ): Promise<Run> {
+  const argv = [CLI, "status", ...args];
+  const [cmd, cmdArgs] = tty
+    ? ["script", ["-qec", [process.execPath, ...argv].map(quote).join(" "), "/dev/null"]]
+    : [process.execPath, argv];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, "status", ...args], {
+    const child = spawn(cmd, cmdArgs, {
       env: { PATH: process.env["PATH"], ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -135,6 +145,21 @@ describe("fleet-ccm status", () => {
     const down = await run(["--hub", "http://127.0.0.1:1", "--token-file", f.tokenFile]);
     expect(down.code).toBe(3);
     expect(down.stderr).toContain("cannot reach");
+  });
+
+  test("on a terminal: colour, and --watch redraws in place", async () => {
+    const r = await run(base, {}, undefined, true);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`${ESC}31;1munhealthy`);
+    expect((await run(base, { NO_COLOR: "1" }, undefined, true)).stdout).not.toContain(ESC);
+    const redraw = `${ESC}H${ESC}2J`;
+    const w = await run(
+      [...base, "--watch", "--interval", "1"],
+      {},
+      (out) => out.split(redraw).length > 2,
+      true,
+    );
+    expect(w.stdout.split(redraw).length).toBeGreaterThan(2);
   });
 
   test("--watch refreshes until interrupted; its exit status is the last refresh's", async () => {

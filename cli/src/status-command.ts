@@ -184,7 +184,8 @@ function table(header: readonly string[], rows: readonly (readonly Cell[])[], pa
       })
       .join("  ")
       .trimEnd();
-  return [line(header.map((h) => ({ text: h, style: "bold" as const }))), ...rows.map(line)].join("\n");
+  const body = rows.length === 0 ? [paint("dim", "(none)")] : rows.map(line);
+  return [line(header.map((h) => ({ text: h, style: "bold" as const }))), ...body].join("\n");
 }
 
 const cell = (text: string | number, style?: Health | "dim" | "bold"): Cell =>
