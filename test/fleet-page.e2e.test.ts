@@ -1,14 +1,16 @@
 /**
  * The fleet page in a real browser: Debian's headless Chromium loads it from the hub of a running
  * fleet, lets it fetch the API with the token, and the test compares what the page shows (its
- * DOM) with the API's answers; screenshots are saved under a temp dir.
+ * DOM) with the API's answers; then drives it over the DevTools protocol (a click, the fleet
+ * changing under it). Screenshots are saved under a temp dir.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ClusterDetailJson, FleetJson } from "@fleet-ccm/hub";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { HeadlessChromium } from "./cdp-pipe.js";
 import { type ApiFleet, GHOST, startApiFleet, waitFor } from "./fleet-api-fixture.js";
 
 const CHROMIUM = process.env["CHROMIUM"] ?? "/usr/bin/chromium";
@@ -142,5 +144,54 @@ describe("the fleet page in headless Chromium", () => {
       expect(statSync(file).size).toBeGreaterThan(10_000);
     }
     process.stderr.write(`fleet page screenshots: ${SHOTS}\n`);
+  });
+
+  test("driven: a click selects a cluster, and the page follows the fleet as it changes", async () => {
+    const browser = await HeadlessChromium.launch(CHROMIUM);
+    try {
+      await browser.navigate(`${f.url}/ui/#token=${encodeURIComponent(f.token)}`);
+      const tiles = () =>
+        browser.evaluate<string[]>(
+          "[...document.querySelectorAll('[data-cluster]')].map((t) => t.dataset.cluster + ':' + t.dataset.health)",
+        );
+      expect(await waitFor(async () => (await tiles()).length === 3, 10_000)).toBe(true);
+      // The token left the address bar; it is kept in the tab only.
+      expect(await browser.evaluate<string>("location.href")).not.toContain(f.token);
+      expect(await browser.evaluate<string>("sessionStorage.getItem('fleet-ccm-api-token')")).toBe(f.token);
+      // Trouble first: the first tile is selected until another is clicked.
+      expect(await browser.evaluate<string>("document.getElementById('detail-name').textContent")).toBe(
+        "cluster-003",
+      );
+      await browser.evaluate("document.querySelector('[data-cluster=\"cluster-001\"]').click()");
+      const nodes = () => browser.evaluate<number>("document.querySelectorAll('#nodes [data-node]').length");
+      expect(
+        await waitFor(
+          async () =>
+            (await browser.evaluate<string>("document.getElementById('detail-name').textContent")) ===
+              "cluster-001" && (await nodes()) >= 3,
+          10_000,
+        ),
+      ).toBe(true);
+      const before = await nodes();
+      // The fleet changes under the page: a new node shows up, initialized, without a reload.
+      const [added] = f.fleet.addNodes("cluster-001", 1);
+      const state = (n: string) =>
+        browser.evaluate<string | null>(
+          `document.querySelector('#nodes [data-node="${n}"]')?.dataset.state ?? null`,
+        );
+      expect(await waitFor(async () => (await state(added ?? "")) === "initialized", 20_000)).toBe(true);
+      expect(await nodes()).toBe(before + 1);
+      const api = (await f.get("/api/v1/clusters/cluster-001")).body as ClusterDetailJson;
+      expect(await nodes()).toBe(api.nodeList.length);
+      writeFileSync(join(SHOTS, "driven-cluster-001.png"), await browser.screenshot());
+      // Forgetting the token hides the data again.
+      await browser.evaluate("document.getElementById('forget').click()");
+      expect(await browser.evaluate<boolean>("document.getElementById('main').hidden")).toBe(true);
+      expect(
+        await browser.evaluate<string | null>("sessionStorage.getItem('fleet-ccm-api-token')"),
+      ).toBeNull();
+    } finally {
+      await browser.close();
+    }
   });
 });
