@@ -21,6 +21,7 @@ export interface ClusterObservations {
   lastSnapshotMs: number | undefined;
   /** Nodes deleted by the lifecycle controller (DeletingNode Events published). */
   lifecycleDeletions: number;
+  readonly deletedUids: Set<string>;
   readonly nodeEvents: Map<string, LastEvent>;
   /** By namespace/name. */
   readonly serviceEvents: Map<string, LastEvent>;
@@ -52,6 +53,7 @@ export class FleetObservations {
         connected: false,
         lastSnapshotMs: undefined,
         lifecycleDeletions: 0,
+        deletedUids: new Set(),
         nodeEvents: new Map(),
         serviceEvents: new Map(),
         waitingSince: new Map(),
@@ -69,7 +71,12 @@ export class FleetObservations {
     for (const e of events) {
       const last: LastEvent = { uid: e.uid, type: e.type, reason: e.reason, message: e.message, atMs };
       if (e.kind === ObjectKind.OBJECT_KIND_NODE) {
-        if (e.reason === REASON_DELETING_NODE) s.lifecycleDeletions++;
+        // A republished deletion repeats its Event: count each node (uid) once.
+        if (e.reason === REASON_DELETING_NODE && !s.deletedUids.has(e.uid)) {
+          s.lifecycleDeletions++;
+          s.deletedUids.add(e.uid);
+          if (s.deletedUids.size > MAX_EVENTS_PER_CLUSTER) s.deletedUids.clear();
+        }
         put(s.nodeEvents, e.name, last);
       } else if (e.kind === ObjectKind.OBJECT_KIND_SERVICE)
         put(s.serviceEvents, `${e.namespace}/${e.name}`, last);

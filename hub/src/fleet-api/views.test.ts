@@ -75,6 +75,8 @@ describe("cluster view", () => {
       event("node", "gone", "Warning", "NodeDeletionLimitExceeded"),
       event("node", "x", "Normal", "DeletingNode"),
     ]);
+    // The same deletion published again is one deletion.
+    obs.published("c1", [event("node", "x", "Normal", "DeletingNode")]);
     advance(2 * MIN);
     const d = clusterDetail(input(), { nowMs: now(), waitingUnhealthyAfterMs: 5 * MIN });
     const by = Object.fromEntries(d.nodeList.map((n) => [n.name, n]));
