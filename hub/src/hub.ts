@@ -16,7 +16,7 @@ import {
   type Refusal,
   type ReplaceOutcome,
 } from "./fleet/state.js";
-import { FleetApi, fleetApiHandler } from "./fleet-api/index.js";
+import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startApiServer, startHttpServer } from "./http.js";
@@ -81,7 +81,7 @@ export class Hub {
   private readonly byKind = new Map<string, Controller>();
   private http: HttpServer | undefined;
   /** The fleet API and page (api.*): undefined when not configured. */
-  private readonly api: { readonly views: FleetApi; readonly token: string } | undefined;
+  private readonly api: { readonly views: FleetApi; readonly token: () => string } | undefined;
   private apiServer: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
 
@@ -185,7 +185,8 @@ export class Hub {
         patches: () => this.tracker.countsByPrefix(),
       });
       this.fleet.subscribe(views.observations.listener());
-      this.api = { views, token: resolveSecret(cfg.api.token, "api.token", opts.env) };
+      const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());
+      this.api = { views, token };
     }
   }
 

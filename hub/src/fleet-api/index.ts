@@ -1,5 +1,6 @@
 import type { AccountSummary } from "../cloud/accounts.js";
 import type { HubConfig } from "../config/schema.js";
+import { resolveSecret, type SecretRef } from "../config/secret.js";
 import type { FleetState } from "../fleet/state.js";
 import type { HubMetrics } from "../metrics.js";
 import { clusterKeyPrefix } from "../queue/index.js";
@@ -142,6 +143,35 @@ export class FleetApi implements FleetApiViews {
     const policy = this.policy();
     return { generatedAt: new Date(policy.nowMs).toISOString(), ...clusterDetail(input, policy) };
   }
+}
+
+/** How often a rotated API token is read again. */
+const TOKEN_REREAD_MS = 5000;
+
+/**
+ * The API token, read again at most every few seconds, so a rotated file (a Kubernetes Secret
+ * volume) takes effect without a restart; a failed read keeps the last good token. Resolves once
+ * up front so a missing secret fails start-up.
+ */
+export function rotatingSecret(
+  ref: SecretRef,
+  field: string,
+  env: NodeJS.ProcessEnv | undefined,
+  now: () => number,
+): () => string {
+  let value = resolveSecret(ref, field, env);
+  let readAt = now();
+  return () => {
+    if (now() - readAt >= TOKEN_REREAD_MS) {
+      readAt = now();
+      try {
+        value = resolveSecret(ref, field, env);
+      } catch {
+        // Keep the last good token: a Secret volume swaps its files, a read can fall in between.
+      }
+    }
+    return value;
+  };
 }
 
 export { fleetApiHandler } from "./server.js";

@@ -1,7 +1,11 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { parseHubConfig } from "../config/load.js";
+import { rotatingSecret } from "./index.js";
 import { fleetApiHandler } from "./server.js";
 
 const TOKEN = "s3cret-api-token";
@@ -54,6 +58,24 @@ describe("fleet API handler", () => {
     expect((await get("/ui/app.js")).headers.get("content-type")).toContain("javascript");
     for (const p of ["/ui/../package.json", "/ui/%2e%2e/package.json", "/ui/nope.js"])
       expect((await get(p)).status).toBe(404);
+  });
+});
+
+describe("the API token", () => {
+  test("a rotated token file takes effect within seconds; a failed read keeps the last token", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "api-token-")), "token");
+    writeFileSync(file, "first\n");
+    let now = 0;
+    const token = rotatingSecret({ file }, "api.token", {}, () => now);
+    expect(token()).toBe("first");
+    writeFileSync(file, "second\n");
+    expect(token()).toBe("first");
+    now += 5000;
+    expect(token()).toBe("second");
+    writeFileSync(file, "");
+    now += 5000;
+    expect(token()).toBe("second");
+    expect(() => rotatingSecret({ env: "NOPE" }, "api.token", {}, () => now)).toThrow(/api.token/);
   });
 });
 

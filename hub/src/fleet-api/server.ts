@@ -25,13 +25,16 @@ const digest = (s: string) => createHash("sha256").update(s).digest();
  * a cluster's), the page's static files under /ui/ (they hold no data: every figure they show
  * comes from the API with the token).
  */
-export function fleetApiHandler(token: string, views: FleetApiViews) {
-  const expected = digest(token);
+export function fleetApiHandler(token: string | (() => string), views: FleetApiViews) {
+  const current = typeof token === "string" ? () => token : token;
+  let expected = { token: "", digest: digest("") };
   const authorized = (req: IncomingMessage): boolean => {
+    const t = current();
+    if (t !== expected.token) expected = { token: t, digest: digest(t) };
     const header = req.headers.authorization ?? "";
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     // Digests make the comparison constant-time whatever the lengths.
-    return m?.[1] !== undefined && timingSafeEqual(digest(m[1]), expected);
+    return m?.[1] !== undefined && t !== "" && timingSafeEqual(digest(m[1]), expected.digest);
   };
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res
