@@ -15,10 +15,12 @@ fi
 
 # Debian packages the tests use: nats-server (every e2e test), the official Python client
 # (test/kubectl.e2e.test.ts drives the Kubernetes API simulator with it and with the machine's
-# kubectl), promtool from prometheus (alert rules and the hub's /metrics are checked with it).
+# kubectl), promtool from prometheus (alert rules and the hub's /metrics are checked with it),
+# chromium (test/fleet-page.e2e.test.ts drives the hub's fleet page headless).
 missing=()
 if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then missing+=(nats-server); fi
 if ! command -v promtool >/dev/null 2>&1 && [[ ! -x /usr/bin/promtool ]]; then missing+=(prometheus); fi
+if ! command -v chromium >/dev/null 2>&1 && [[ ! -x /usr/bin/chromium ]]; then missing+=(chromium); fi
 if [[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1; then
   missing+=(python3-kubernetes)
 fi

@@ -243,7 +243,7 @@ describe("hub image tree", () => {
     // Only what runs: no TypeScript, declarations or source maps, no tests.
     expect(files(tree("hub")).filter((p) => /\.([cm]?ts|map)$|\.test\.js$/.test(p))).toEqual([]);
     expect(files(tree("hub")).filter((p) => p.startsWith(`${APP}/cli/`))).toEqual(
-      ["flags.js", "hub-command.js", "logger.js", "main.js", "run-command.js"].map(
+      ["flags.js", "hub-command.js", "logger.js", "main.js", "run-command.js", "status-command.js"].map(
         (f) => `${APP}/cli/dist/${f}`,
       ),
     );

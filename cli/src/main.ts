@@ -28,6 +28,12 @@ const commands: readonly {
     run: async (argv) => ((await import(AGENT_BUNDLE)) as typeof import("./agent-main.js")).runAgent(argv),
   },
   {
+    name: "status",
+    module: "./status-command.js",
+    summary: "show the fleet as the hub sees it; exit status 1 when something is unhealthy",
+    run: async (argv) => runCommand((await import("./status-command.js")).statusCommand, argv),
+  },
+  {
     name: "demo",
     module: "./demo-command.js",
     summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",

@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
 
 export interface HealthSources {
@@ -34,6 +34,24 @@ export async function startHttpServer(listen: string, sources: HealthSources): P
       res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     }
   });
+  return listenHttp(listen, server);
+}
+
+/** A server for the fleet API and page, on its own listener. */
+export async function startApiServer(
+  listen: string,
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Promise<Server> {
+  const server = createServer((req, res) => {
+    handler(req, res).catch((err: Error) => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+      res.end(`${err.message}\n`);
+    });
+  });
+  return listenHttp(listen, server);
+}
+
+async function listenHttp(listen: string, server: Server): Promise<Server> {
   const idx = listen.lastIndexOf(":");
   const host = listen.slice(0, idx).replace(/^\[|\]$/g, "");
   const port = Number(listen.slice(idx + 1));

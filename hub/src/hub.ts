@@ -16,10 +16,11 @@ import {
   type Refusal,
   type ReplaceOutcome,
 } from "./fleet/state.js";
+import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
 import { TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
-import { startHttpServer } from "./http.js";
+import { startApiServer, startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
 import { DesiredPublisher } from "./nats/publisher.js";
 import {
@@ -91,6 +92,9 @@ export class Hub {
   private readonly controllers: readonly Controller[];
   private readonly byKind = new Map<string, Controller>();
   private http: HttpServer | undefined;
+  /** The fleet API and page (api.*): undefined when not configured. */
+  private readonly api: { readonly views: FleetApi; readonly token: () => string } | undefined;
+  private apiServer: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
 
   constructor(private readonly opts: HubOptions) {
@@ -183,6 +187,20 @@ export class Hub {
     ];
     for (const c of this.controllers) for (const kind of c.kinds) this.byKind.set(kind, c);
     this.fleet.subscribe(this.dispatchFleetEvents());
+    if (cfg.api !== undefined) {
+      const views = new FleetApi({
+        config: cfg,
+        fleet: this.fleet,
+        metrics: this.metrics,
+        clock: this.clock,
+        accounts: () => this.accounts.summaries(),
+        agent: (c) => this.grpc.agentOf(c),
+        patches: () => this.tracker.countsByPrefix(),
+      });
+      this.fleet.subscribe(views.observations.listener());
+      const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());
+      this.api = { views, token };
+    }
   }
 
   /** Whether a controller runs for a cluster: its --controllers list, and routes only where configured. */
@@ -225,7 +243,7 @@ export class Hub {
    * background, the workers and gRPC. Agents are served while NATS is down. Resolves with the
    * bound ports.
    */
-  async start(): Promise<{ grpcPort: number; httpPort: number }> {
+  async start(): Promise<{ grpcPort: number; httpPort: number; apiPort?: number }> {
     let grpcUp = false;
     const httpListen = this.opts.config.http.listen;
     this.http = await startHttpServer(httpListen, {
@@ -242,6 +260,19 @@ export class Hub {
       throw new Error(`cannot serve HTTP on http.listen ${httpListen}: ${err.message}`);
     });
     const httpPort = (this.http.address() as AddressInfo).port;
+    let apiPort: number | undefined;
+    const apiCfg = this.opts.config.api;
+    if (this.api !== undefined && apiCfg !== undefined) {
+      this.api.views.start();
+      this.apiServer = await startApiServer(
+        apiCfg.listen,
+        fleetApiHandler(this.api.token, this.api.views),
+      ).catch(async (err: Error) => {
+        await this.stop();
+        throw new Error(`cannot serve the fleet API on api.listen ${apiCfg.listen}: ${err.message}`);
+      });
+      apiPort = (this.apiServer.address() as AddressInfo).port;
+    }
     this.publisher.start();
     this.workers = runWorkers(this.queue, {
       concurrency: this.opts.config.reconcile.workers,
@@ -264,8 +295,8 @@ export class Hub {
       );
     }
     grpcUp = true;
-    this.log.info({ grpcPort, httpPort, clusters: this.opts.config.clusters.length }, "hub started");
-    return { grpcPort, httpPort };
+    this.log.info({ grpcPort, httpPort, apiPort, clusters: this.opts.config.clusters.length }, "hub started");
+    return { grpcPort, httpPort, ...(apiPort === undefined ? {} : { apiPort }) };
   }
 
   /**
@@ -343,6 +374,7 @@ export class Hub {
   }
 
   private onSnapshotApplied(cluster: string, outcome: ReplaceOutcome): void {
+    this.api?.views.observations.snapshotApplied(cluster);
     const view = this.fleet.view(cluster);
     const count = (kind: ObjectKindName, outcomeName: string, n: number) => {
       if (n > 0) this.metrics.snapshotDrops.inc({ kind, outcome: outcomeName }, n);
@@ -407,6 +439,7 @@ export class Hub {
       if (failed) this.failingServices.add(keyOf(key));
       else this.failingServices.delete(keyOf(key));
     }
+    if (outcome.events !== undefined) this.api?.views.observations.published(key.cluster, outcome.events);
     const nodes = outcome.nodes?.length ?? 0;
     const services = outcome.services?.length ?? 0;
     const events = outcome.events?.length ?? 0;
@@ -434,6 +467,12 @@ export class Hub {
     return this.grpc.port;
   }
 
+  /** The fleet API's bound port (undefined: no api section, or not started). */
+  apiPort(): number | undefined {
+    const a = this.apiServer?.address();
+    return typeof a === "object" && a !== null ? a.port : undefined;
+  }
+
   /** Bytes of desired state published over NATS (benchmarks). */
   natsBytesPublished(): number {
     return this.publisher.publishedBytes;
@@ -447,6 +486,11 @@ export class Hub {
     await this.publisher.stop();
     await new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));
     this.http?.closeAllConnections();
+    this.api?.views.stop();
+    await new Promise<void>((resolve) =>
+      this.apiServer ? this.apiServer.close(() => resolve()) : resolve(),
+    );
+    this.apiServer?.closeAllConnections();
   }
 }
 

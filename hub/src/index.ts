@@ -3,5 +3,6 @@ export { simulatedProvider } from "./cloud/providers/simulated/index.js";
 export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from "./config/load.js";
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
 export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
+export type * from "./fleet-api/views.js";
 export type { HubOptions } from "./hub.js";
 export { Hub } from "./hub.js";

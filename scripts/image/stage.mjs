@@ -31,7 +31,7 @@ const APP = "opt/fleet-ccm";
 /** Per role: the cli/dist modules it loads and the workspace packages it imports. */
 const ROLES = {
   hub: {
-    cli: ["main.js", "run-command.js", "flags.js", "logger.js", "hub-command.js"],
+    cli: ["main.js", "run-command.js", "flags.js", "logger.js", "hub-command.js", "status-command.js"],
     packages: ["@fleet-ccm/hub", "@fleet-ccm/proto"],
   },
   agent: {
@@ -115,6 +115,8 @@ while (queue.length > 0) {
     mkdirSync(dest, { recursive: true });
     cpSync(join(src, "package.json"), join(dest, "package.json"));
     cpSync(join(src, "dist"), join(dest, "dist"), { recursive: true, filter: copyFilter });
+    // The hub's fleet page (plain static files, served next to dist/).
+    if (existsSync(join(src, "ui"))) cpSync(join(src, "ui"), join(dest, "ui"), { recursive: true });
   } else {
     cpSync(src, dest, {
       recursive: true,

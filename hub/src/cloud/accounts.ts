@@ -34,6 +34,19 @@ export interface CloudAccountsDeps {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** What the fleet API shows of an account (no credential). */
+export interface AccountSummary {
+  readonly name: string;
+  readonly provider: string;
+  readonly region: string;
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number };
+  readonly clusters: readonly string[];
+  /** Calls waiting for a token of the account's limiter. */
+  readonly waitingForToken: number;
+  /** The latest instance list among the caches serving the account's clusters. */
+  readonly cacheListedAtMs: number | undefined;
+}
+
 /** Binds the configured accounts to providers, and clusters to accounts. */
 export class CloudAccounts {
   private readonly accounts = new Map<string, AccountRuntime>();
@@ -41,12 +54,16 @@ export class CloudAccounts {
   private readonly caches = new Map<string, InstanceCache>();
   private readonly lookups = new Map<string, InstanceLookups>();
   private readonly routeWrites = new Map<string, Semaphore>();
+  private readonly configs: readonly AccountConfig[];
+  private readonly clusterAccounts: readonly (readonly [string, string])[];
 
   constructor(
     accounts: readonly AccountConfig[],
     clusters: readonly ClusterConfig[],
     deps: CloudAccountsDeps,
   ) {
+    this.configs = accounts;
+    this.clusterAccounts = clusters.map((c) => [c.name, c.account] as const);
     accounts.forEach((a, i) => {
       const factory = deps.registry.get(a.provider);
       if (factory === undefined)
@@ -121,6 +138,26 @@ export class CloudAccounts {
 
   cloudFor(cluster: string): ClusterCloud | undefined {
     return this.clusters.get(cluster);
+  }
+
+  summaries(): AccountSummary[] {
+    return this.configs.map((a) => {
+      const clusters = this.clusterAccounts.filter(([, acc]) => acc === a.name).map(([c]) => c);
+      let listed: number | undefined;
+      for (const c of [this.accounts.get(a.name)?.cache, ...clusters.map((n) => this.caches.get(n))]) {
+        const t = c?.listedAtMs();
+        if (t !== undefined && (listed === undefined || t > listed)) listed = t;
+      }
+      return {
+        name: a.name,
+        provider: a.provider,
+        region: a.region,
+        rateLimit: { perSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst },
+        clusters,
+        waitingForToken: this.accounts.get(a.name)?.limiter.waitingCount ?? 0,
+        cacheListedAtMs: listed,
+      };
+    });
   }
 }
 

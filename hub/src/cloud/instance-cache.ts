@@ -91,4 +91,9 @@ export class InstanceCache {
   size(): number {
     return this.view.size;
   }
+
+  /** When the view was last (re)listed or a list failed; undefined before the first. */
+  listedAtMs(): number | undefined {
+    return Number.isFinite(this.fetchedAtMs) ? this.fetchedAtMs : undefined;
+  }
 }

@@ -50,6 +50,7 @@ export function configSecretProblems(cfg: HubConfig, env: NodeJS.ProcessEnv = pr
   return secretProblems(
     [
       ["nats.password", cfg.nats.password],
+      ["api.token", cfg.api?.token],
       ...cfg.accounts.map((a, i) => [`accounts[${i}].credentials`, a.credentials] as const),
       ...cfg.clusters.map((c, i) => [`clusters[${i}].token`, c.token] as const),
     ],

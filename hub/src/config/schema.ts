@@ -83,6 +83,19 @@ export const HubConfigSchema = z
       .object({ listen: hostPort.default("0.0.0.0:9090") })
       .strict()
       .default({ listen: "0.0.0.0:9090" }),
+    /**
+     * The read-only fleet API and page (/api/v1/…, /ui/) on a listener of their own, loopback by
+     * default, behind a bearer token of their own (never a cluster's token). Off without a token.
+     */
+    api: z
+      .object({
+        listen: hostPort.default("127.0.0.1:9091"),
+        token: SecretRefSchema,
+        /** Nodes waiting for initialization longer than this make their cluster unhealthy. */
+        waitingUnhealthyAfterMs: z.number().int().positive().default(300_000),
+      })
+      .strict()
+      .optional(),
     nats: z
       .object({
         servers: z.array(z.string().min(1)).min(1),

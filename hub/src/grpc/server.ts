@@ -77,6 +77,14 @@ export class HubGrpcServer {
     return this.primary.has(cluster);
   }
 
+  /** What the cluster's connected agent said in its Hello. */
+  agentOf(cluster: string): { agentVersion: string; kubernetesVersion: string } | undefined {
+    const s = this.primary.get(cluster);
+    return s === undefined
+      ? undefined
+      : { agentVersion: s.agentVersion, kubernetesVersion: s.kubernetesVersion };
+  }
+
   async start(): Promise<number> {
     const creds = this.credentials();
     this.boundPort = await new Promise<number>((resolve, reject) =>

@@ -76,6 +76,7 @@ export class AgentSession {
   private holdTimer: TimerHandle | undefined;
   private unacked = 0;
   agentVersion = "";
+  kubernetesVersion = "";
 
   constructor(
     readonly cluster: string,
@@ -120,8 +121,9 @@ export class AgentSession {
         `this token belongs to cluster "${this.cluster}", not "${claimed.slice(0, 64)}"`,
       );
     this.agentVersion = agentVersion.slice(0, 64);
+    this.kubernetesVersion = kubernetesVersion.slice(0, 64);
     this.deps.logger.info(
-      { agentVersion: this.agentVersion, kubernetesVersion: kubernetesVersion.slice(0, 64) },
+      { agentVersion: this.agentVersion, kubernetesVersion: this.kubernetesVersion },
       "agent connected",
     );
     this.phase = emptySnapshot();

@@ -238,4 +238,21 @@ export class ConvergenceTracker {
   size(): number {
     return this.inflight.size;
   }
+
+  /** Per cluster key prefix: publications in flight, published more than once, and failed to apply. */
+  countsByPrefix(): Map<string, { inflight: number; republished: number; failedApply: number }> {
+    const out = new Map<string, { inflight: number; republished: number; failedApply: number }>();
+    for (const [key, e] of this.inflight) {
+      const prefix = key.slice(0, key.indexOf("/") + 1);
+      let c = out.get(prefix);
+      if (c === undefined) {
+        c = { inflight: 0, republished: 0, failedApply: 0 };
+        out.set(prefix, c);
+      }
+      c.inflight++;
+      if (e.attempts > 1) c.republished++;
+      if (e.failed) c.failedApply++;
+    }
+    return out;
+  }
 }

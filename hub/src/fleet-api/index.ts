@@ -1,0 +1,178 @@
+import type { AccountSummary } from "../cloud/accounts.js";
+import type { HubConfig } from "../config/schema.js";
+import { resolveSecret, type SecretRef } from "../config/secret.js";
+import type { FleetState } from "../fleet/state.js";
+import type { HubMetrics } from "../metrics.js";
+import { clusterKeyPrefix } from "../queue/index.js";
+import type { Clock } from "../util/clock.js";
+import { AccountRates } from "./account-rates.js";
+import { FleetObservations } from "./observations.js";
+import type { FleetApiViews } from "./server.js";
+import {
+  type AccountJson,
+  type ClusterDetailJson,
+  type ClusterInput,
+  clusterDetail,
+  clusterSummary,
+  type FleetJson,
+  fleetJson,
+  type HealthPolicy,
+  type Problem,
+  worst,
+} from "./views.js";
+
+export interface FleetApiDeps {
+  readonly config: HubConfig;
+  readonly fleet: FleetState;
+  readonly metrics: HubMetrics;
+  readonly clock: Clock;
+  accounts(): readonly AccountSummary[];
+  /** The connected agent's Hello, if any. */
+  agent(cluster: string): { agentVersion: string; kubernetesVersion: string } | undefined;
+  /** Publications in flight, by cluster key prefix. */
+  patches(): ReadonlyMap<string, { inflight: number; republished: number; failedApply: number }>;
+}
+
+/** Builds the fleet API's JSON views from what the hub holds. */
+export class FleetApi implements FleetApiViews {
+  readonly observations: FleetObservations;
+  private readonly rates: AccountRates;
+  private readonly clusters: ReadonlyMap<string, HubConfig["clusters"][number]>;
+
+  constructor(private readonly deps: FleetApiDeps) {
+    this.clusters = new Map(deps.config.clusters.map((c) => [c.name, c]));
+    const now = () => deps.clock.now();
+    this.observations = new FleetObservations(now);
+    this.rates = new AccountRates(deps.metrics, now);
+  }
+
+  start(): void {
+    this.rates.start();
+  }
+
+  stop(): void {
+    this.rates.stop();
+  }
+
+  private policy(): HealthPolicy {
+    return {
+      nowMs: this.deps.clock.now(),
+      waitingUnhealthyAfterMs: this.deps.config.api?.waitingUnhealthyAfterMs ?? 300_000,
+    };
+  }
+
+  private accountJson(): AccountJson[] {
+    const now = this.deps.clock.now();
+    return this.deps.accounts().map((a) => {
+      const r = this.rates.of(a.name);
+      const problems: Problem[] = [];
+      if (r.throttledRecent > 0)
+        problems.push({
+          health: "unhealthy",
+          message: `${r.throttledRecent} calls throttled by the cloud in the last minute`,
+        });
+      const utilization = a.rateLimit.perSecond > 0 ? r.callsPerSecond / a.rateLimit.perSecond : 0;
+      if (a.waitingForToken > 0 || utilization >= 0.9)
+        problems.push({
+          health: "warning",
+          message: "at its rate limit: calls wait for the account's limiter",
+        });
+      return {
+        name: a.name,
+        provider: a.provider,
+        region: a.region,
+        clusters: a.clusters,
+        health: worst(problems),
+        problems,
+        rateLimit: a.rateLimit,
+        callsPerSecond: Math.round(r.callsPerSecond * 100) / 100,
+        utilization: Math.round(utilization * 1000) / 1000,
+        waitingForToken: a.waitingForToken,
+        throttled: {
+          recent: r.throttledRecent,
+          total: r.throttledTotal,
+          last: r.lastThrottledMs === undefined ? null : new Date(r.lastThrottledMs).toISOString(),
+        },
+        cache: {
+          listedAt: a.cacheListedAtMs === undefined ? null : new Date(a.cacheListedAtMs).toISOString(),
+          ageSeconds: a.cacheListedAtMs === undefined ? null : Math.round((now - a.cacheListedAtMs) / 1000),
+        },
+      };
+    });
+  }
+
+  private input(
+    name: string,
+    throttled: ReadonlySet<string>,
+    patches: ReadonlyMap<string, ClusterInput["patches"]>,
+  ): ClusterInput | undefined {
+    const c = this.clusters.get(name);
+    if (c === undefined) return undefined;
+    return {
+      name,
+      account: c.account,
+      routesEnabled: c.configureCloudRoutes,
+      loadBalancerClass: this.deps.config.loadBalancerClass,
+      view: this.deps.fleet.view(name),
+      observations: this.observations.of(name),
+      agent: this.deps.agent(name),
+      patches: patches.get(clusterKeyPrefix(name)) ?? { inflight: 0, republished: 0, failedApply: 0 },
+      accountThrottled: throttled.has(c.account),
+    };
+  }
+
+  private throttledAccounts(accounts: readonly AccountJson[]): Set<string> {
+    return new Set(accounts.filter((a) => a.throttled.recent > 0).map((a) => a.name));
+  }
+
+  async fleet(): Promise<FleetJson> {
+    const accounts = this.accountJson();
+    const throttled = this.throttledAccounts(accounts);
+    const patches = this.deps.patches();
+    const policy = this.policy();
+    const clusters = this.deps.config.clusters.flatMap((c) => {
+      const input = this.input(c.name, throttled, patches);
+      return input === undefined ? [] : [clusterSummary(input, policy)];
+    });
+    return fleetJson(clusters, accounts, policy.nowMs);
+  }
+
+  async cluster(name: string): Promise<(ClusterDetailJson & { generatedAt: string }) | undefined> {
+    const input = this.input(name, this.throttledAccounts(this.accountJson()), this.deps.patches());
+    if (input === undefined) return undefined;
+    const policy = this.policy();
+    return { generatedAt: new Date(policy.nowMs).toISOString(), ...clusterDetail(input, policy) };
+  }
+}
+
+/** How often a rotated API token is read again. */
+const TOKEN_REREAD_MS = 5000;
+
+/**
+ * The API token, read again at most every few seconds, so a rotated file (a Kubernetes Secret
+ * volume) takes effect without a restart; a failed read keeps the last good token. Resolves once
+ * up front so a missing secret fails start-up.
+ */
+export function rotatingSecret(
+  ref: SecretRef,
+  field: string,
+  env: NodeJS.ProcessEnv | undefined,
+  now: () => number,
+): () => string {
+  let value = resolveSecret(ref, field, env);
+  let readAt = now();
+  return () => {
+    if (now() - readAt >= TOKEN_REREAD_MS) {
+      readAt = now();
+      try {
+        value = resolveSecret(ref, field, env);
+      } catch {
+        // Keep the last good token: a Secret volume swaps its files, a read can fall in between.
+      }
+    }
+    return value;
+  };
+}
+
+export { fleetApiHandler } from "./server.js";
+export type * from "./views.js";
