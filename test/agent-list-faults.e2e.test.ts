@@ -165,6 +165,7 @@ describe("agent start while the API server fails the LIST of Nodes", () => {
     const WATCH = { method: "GET", path: "/api/v1/nodes", watch: true } as const;
     proxy.setFaults([{ ...WATCH, status: 500 }]);
     const since = Date.now();
+    // The backoff is measured over a fixed window: the window's length is the thing under test.
     await new Promise((r) => setTimeout(r, 10_000));
     // 0.5 s, 1 s, 2 s, 4 s (jittered): at most ~8 tries; a fixed 500 ms would be ~20.
     const tries = proxy.count(WATCH, since);
