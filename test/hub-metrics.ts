@@ -38,21 +38,15 @@ async function scrape(source: MetricsSource): Promise<Sample[]> {
   return parse(await source.metrics.registry.metrics());
 }
 
-/** The sum of a series' samples whose labels include `labels` (0 when there are none). */
+/** The sum of a series' samples whose labels include `labels` (0 when none); a failed scrape throws. */
 export async function metricSum(
   source: MetricsSource,
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
-  const samples = await scrape(source).catch(() => []);
-  return samples
+  return (await scrape(source))
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((sum, s) => sum + s.value, 0);
-}
-
-/** Reconcile passes the hub has finished for a controller (a work-key kind: "route", "node-lifecycle", …). */
-export function reconcilePasses(source: MetricsSource, controller: string): Promise<number> {
-  return metricSum(source, "fleet_ccm_reconcile_duration_seconds_count", { controller });
 }
 
 /**
@@ -66,13 +60,15 @@ export async function waitForIncrease(
   opts: { labels?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<boolean> {
   const base = await metricSum(source, name, opts.labels);
-  return waitFor(
-    async () => (await metricSum(source, name, opts.labels)) >= base + n,
-    opts.timeoutMs ?? 20_000,
-  );
+  // A failed scrape (a hub process busy or restarting) is a "not yet".
+  const grown = async () => (await metricSum(source, name, opts.labels).catch(() => base)) >= base + n;
+  return waitFor(grown, opts.timeoutMs ?? 20_000);
 }
 
-/** Waits until the hub has finished `n` more reconcile passes of `controller` than now. */
+/**
+ * Waits until the hub has finished `n` more reconcile passes of `controller` (a work-key kind:
+ * "route", "node-lifecycle", …) than now.
+ */
 export function waitForReconciles(
   source: MetricsSource,
   controller: string,
