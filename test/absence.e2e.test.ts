@@ -12,6 +12,7 @@ import { credentials, Metadata } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { metricSum, waitForReconciles } from "./hub-metrics.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const OWNER = "fleet-ccm.io/cluster";
@@ -22,6 +23,7 @@ let fleet: LocalFleet;
 let cluster: string;
 let hub: ChildProcess;
 let port: number;
+let httpPort: number;
 let names: string[];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -42,7 +44,7 @@ beforeAll(async () => {
     },
   });
   cluster = [...fleet.clusters.keys()][0] ?? "";
-  ({ child: hub, grpcPort: port } = await fleet.spawnHubProcess());
+  ({ child: hub, grpcPort: port, httpPort } = await fleet.spawnHubProcess());
   await fleet.startAgent(cluster, port);
   names = fleet.addNodes(cluster, 4);
   names.forEach((n, i) => {
@@ -127,15 +129,29 @@ describe("route deletion needs positive evidence", () => {
     const backends = members();
     expect(backends).toEqual(instanceIds(names));
     await fleet.stopAgent(cluster);
+    const src = { httpPort };
+    const routeOps = () => metricSum(src, "fleet_ccm_route_operations_total");
+    const opsBefore = await routeOps();
+    const drops = () => metricSum(src, "fleet_ccm_snapshot_drops_total", { kind: "node" });
+    const dropsBefore = await drops();
     const close = await emptyReport();
-    // Absence of an action can only be shown by waiting: past deleteAfterMs and many periods.
-    await sleep(DELETE_AFTER_MS + 10 * PERIOD_MS);
-    expect(ownedRoutes()).toEqual(before);
-    expect(members()).toEqual(backends);
-    expect(fleet.cloud.loadBalancers().filter((lb) => lb.tags[OWNER] === cluster)).toHaveLength(1);
-    close();
-    await fleet.startAgent(cluster, port);
-    await sleep(5 * PERIOD_MS);
+    try {
+      // The hub took the empty snapshot (every node dropped from the report).
+      expect(await waitFor(async () => (await drops()) >= dropsBefore + 4, 10_000)).toBe(true);
+      // deleteAfterMs is a minimum time, so only a wait past it can show it holds; then many route syncs.
+      await sleep(DELETE_AFTER_MS);
+      expect(await waitForReconciles(src, "route", 10)).toBe(true);
+      expect(await routeOps()).toBe(opsBefore);
+      expect(ownedRoutes()).toEqual(before);
+      expect(members()).toEqual(backends);
+      expect(fleet.cloud.loadBalancers().filter((lb) => lb.tags[OWNER] === cluster)).toHaveLength(1);
+    } finally {
+      close();
+    }
+    const agent = await fleet.startAgent(cluster, port);
+    expect(await waitFor(() => agent.connectedToHub, 10_000)).toBe(true);
+    expect(await waitForReconciles(src, "route", 6)).toBe(true);
+    expect(await routeOps()).toBe(opsBefore);
     expect(ownedRoutes()).toEqual(before);
     expect(members()).toEqual(backends);
   }, 40_000);
@@ -145,7 +161,7 @@ describe("route deletion needs positive evidence", () => {
     await new Promise((r) => hub.once("exit", r));
     const gone = names[3] ?? "";
     fleet.cluster(cluster).kube.delete("Node", undefined, gone);
-    ({ child: hub } = await fleet.spawnHubProcess(port));
+    ({ child: hub, httpPort } = await fleet.spawnHubProcess(port));
     const started = Date.now();
     expect(await waitFor(() => ownedRoutes().length === 3, DELETE_AFTER_MS + 20_000)).toBe(true);
     // Not from absence at once: only after consecutive checks over deleteAfterMs.

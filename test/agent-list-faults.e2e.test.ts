@@ -8,6 +8,7 @@ import { type FaultProxy, startFaultProxy } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { waitForReconciles } from "./hub-metrics.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const OWNER = "fleet-ccm.io/cluster";
@@ -143,8 +144,13 @@ describe("agent start while the API server fails the LIST of Nodes", () => {
     ]);
     await waitFor(() => proxy.count({ method: "GET", path: "/api/v1/nodes" }, since) >= 3, 20_000);
     // A new node meanwhile: the agent cannot see it; the old view stands.
+    const added = Date.now();
     fleet.addNodes(cluster, 1);
-    await new Promise((r) => setTimeout(r, 1500));
+    // The agent listed again (refused) since the node exists, and the hub synced routes since.
+    expect(await waitFor(() => proxy.count(LIST_NODES, added) >= 1, 20_000)).toBe(true);
+    const hub = fleet.hub;
+    if (hub === undefined) throw new Error("no hub");
+    expect(await waitForReconciles(hub, "route", 3)).toBe(true);
     expect(ownedRoutes()).toEqual(routes);
     expect(snapshots.filter((s) => s.atMs >= since && s.nodes < 3)).toEqual([]);
     expect(fleet.hub?.fleet.view(cluster)?.nodes.size).toBe(3);
@@ -159,6 +165,7 @@ describe("agent start while the API server fails the LIST of Nodes", () => {
     const WATCH = { method: "GET", path: "/api/v1/nodes", watch: true } as const;
     proxy.setFaults([{ ...WATCH, status: 500 }]);
     const since = Date.now();
+    // The backoff is measured over a fixed window: the window's length is the thing under test.
     await new Promise((r) => setTimeout(r, 10_000));
     // 0.5 s, 1 s, 2 s, 4 s (jittered): at most ~8 tries; a fixed 500 ms would be ~20.
     const tries = proxy.count(WATCH, since);

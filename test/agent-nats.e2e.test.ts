@@ -5,6 +5,7 @@
  * up.
  */
 import type { ChildProcess } from "node:child_process";
+import { connect } from "node:net";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
@@ -25,6 +26,18 @@ afterAll(async () => {
   for (const a of agents) a.kill("SIGKILL");
   await fleet?.stop();
 });
+
+/** True when nothing accepts a TCP connection on the loopback port. */
+function refuses(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect(port, "127.0.0.1");
+    sock.once("connect", () => {
+      sock.destroy();
+      resolve(false);
+    });
+    sock.once("error", () => resolve(true));
+  });
+}
 
 function parsed(lines: readonly string[]): { level?: number; msg: string; [k: string]: unknown }[] {
   return lines.map((l) => {
@@ -58,7 +71,7 @@ test("NATS down when the agent starts: warning naming the server and --nats, bac
   const output: string[] = [];
   const down = fleet.nats.restart(12_000);
   // The server is down once its port refuses connections.
-  await new Promise((r) => setTimeout(r, 500));
+  expect(await waitFor(() => refuses(fleet.nats.port), 10_000)).toBe(true);
   const agent = fleet.spawnAgentProcess(cluster, { output, logLevel: "info" });
   agents.push(agent);
   expect(

@@ -42,7 +42,8 @@ test("a stream the hub refuses for its own reasons is retried with growing backo
   agent = f.spawnAgentProcess(c, { output, logLevel: "info" });
   const refused = () => lines.filter((l) => l.msg.startsWith("stream refused")).length;
   expect(await waitFor(() => refused() >= 2, 20_000)).toBe(true);
-  // 20 s of refusals. A fixed 400 ms rate would be ~50 streams (and snapshots).
+  // 20 s of refusals (the backoff is measured over this window). A fixed 400 ms rate would be
+  // ~50 streams (and snapshots).
   await new Promise((r) => setTimeout(r, 20_000 - (Date.now() - since)));
   expect(refused()).toBeGreaterThanOrEqual(3);
   expect(refused()).toBeLessThanOrEqual(8);

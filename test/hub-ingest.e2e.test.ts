@@ -15,6 +15,7 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { waitForReconciles } from "./hub-metrics.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges";
@@ -272,12 +273,9 @@ describe("a snapshot that drops most of a cluster is held", () => {
     expect(held()[0]?.message).toContain("5 of 6 nodes at once");
 
     // Reconcilers run on the held view (route syncs every 300 ms) and remove nothing.
-    const routeSyncs = async () =>
-      (await f.hub?.metrics.reconcileDuration.get())?.values
-        .filter((v) => v.metricName?.endsWith("_count") && v.labels["controller"] === "route")
-        .reduce((a, v) => a + v.value, 0) ?? 0;
-    const before = await routeSyncs();
-    expect(await waitFor(async () => (await routeSyncs()) >= before + 3, 10_000)).toBe(true);
+    const hub = f.hub;
+    if (hub === undefined) throw new Error("no hub");
+    expect(await waitForReconciles(hub, "route", 3, 10_000)).toBe(true);
     expect(f.hub?.fleet.view(cluster)?.nodes.size).toBe(6);
     expect(routes()).toBe(6);
     expect(members()).toBe(6);

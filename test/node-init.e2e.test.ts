@@ -147,11 +147,14 @@ describe("node initialization across a fleet", () => {
   test("agent stopped mid-way and restarted: everything converges", async () => {
     const c = [...fleet.clusters.keys()][0] ?? "";
     await fleet.stopAgent(c);
+    // The hub knows the agent is gone, so nothing can report (or initialize) the new nodes.
+    expect(await waitFor(() => fleet.hub?.fleet.view(c)?.connected === false, 10_000)).toBe(true);
+    const known = fleet.hub?.fleet.view(c)?.nodes.size;
     fleet.addNodes(c, 4);
-    await new Promise((r) => setTimeout(r, 300));
     expect(allInitialized(fleet, c)).toBe(false);
     await fleet.startAgent(c);
     expect(await waitFor(() => allInitialized(fleet, c), 30_000)).toBe(true);
+    expect(fleet.hub?.fleet.view(c)?.nodes.size).toBe((known ?? 0) + 4);
   });
 
   test("agent process killed (SIGKILL) mid-way and restarted: everything converges", async () => {

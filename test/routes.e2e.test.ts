@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { DEMO_ACCOUNT, DEMO_REGION, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { metricSum, waitForReconciles } from "./hub-metrics.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const OWNER = "fleet-ccm.io/cluster";
@@ -112,8 +113,15 @@ describe("routes", () => {
       ["fd00:10:244:4::/64", d ?? ""],
     ]);
     expect(await waitFor(() => ownedRoutes().join() === expected.join(), 20_000)).toBe(true);
-    // Several more periods: stable, and the foreign route is untouched.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Several more route syncs: stable, and the foreign route is untouched.
+    const hub = fleet.hub;
+    if (hub === undefined) throw new Error("no hub");
+    const ops = () => metricSum(hub, "fleet_ccm_route_operations_total");
+    // The pass that made the last change has counted its operations once it has finished.
+    expect(await waitForReconciles(hub, "route", 1)).toBe(true);
+    const opsBefore = await ops();
+    expect(await waitForReconciles(hub, "route", 4)).toBe(true);
+    expect(await ops()).toBe(opsBefore);
     expect(ownedRoutes()).toEqual(expected);
     const still = fleet.cloud.routes().find((r) => r.id === foreign.id);
     expect(still?.destinationCidr).toBe("192.168.77.0/24");

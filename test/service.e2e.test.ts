@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { metricSum } from "./hub-metrics.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
@@ -235,8 +236,21 @@ describe("LoadBalancer Services", () => {
       timeoutRate: 0.1,
       timeoutHangMs: 3000,
     });
+    const hub = f.hub;
+    if (hub === undefined) throw new Error("no hub");
+    const failedCalls = async () =>
+      (await metricSum(hub, "fleet_ccm_cloud_calls_total")) -
+      (await metricSum(hub, "fleet_ccm_cloud_calls_total", { outcome: "ok" }));
+    const failedBefore = await failedCalls();
     for (const [i, c] of clusters.entries()) f.addServices(c, i === 0 ? 18 : 16);
-    await new Promise((r) => setTimeout(r, 8000));
+    // The faults stop once half the Services converged through them, after many failed calls.
+    expect(
+      await waitFor(
+        async () => f.serviceProgress().withIngress >= 25 && (await failedCalls()) >= failedBefore + 40,
+        60_000,
+        200,
+      ),
+    ).toBe(true);
     f.cloud.resetFaults();
     expect(await waitFor(() => f.serviceProgress().withIngress === 50, 90_000, 200)).toBe(true);
     const audit = f.cloud.auditLoadBalancers();

@@ -61,6 +61,7 @@ describe("Synced Event across a hub restart mid-join", () => {
     first.kill("SIGSTOP");
     const applied = await waitFor(async () => {
       const n = initialized().length;
+      // Quiescence: the agent has no "nothing left to apply" signal and the frozen hub no metrics.
       await new Promise((r) => setTimeout(r, 300));
       return initialized().length === n;
     }, 10_000);
