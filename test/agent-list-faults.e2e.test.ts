@@ -163,8 +163,9 @@ describe("agent start while the API server fails the LIST of Nodes", () => {
   test("watches refused for 10 s: restarts back off instead of retrying every 500 ms", async () => {
     await waitFor(() => logged("caches synced").length === 1, 30_000);
     const WATCH = { method: "GET", path: "/api/v1/nodes", watch: true } as const;
-    proxy.setFaults([{ ...WATCH, status: 500 }]);
+    // Before the faults: setting them cuts the open watch, which the agent may log at once.
     const since = Date.now();
+    proxy.setFaults([{ ...WATCH, status: 500 }]);
     // The backoff is measured over a fixed window: the window's length is the thing under test.
     await new Promise((r) => setTimeout(r, 10_000));
     // 0.5 s, 1 s, 2 s, 4 s (jittered): at most ~8 tries; a fixed 500 ms would be ~20.
