@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import {
+  AnnotationFilter,
   ApplyOutcome,
   type ClusterEvent,
   clusterSubjectFilter,
@@ -7,6 +8,7 @@ import {
   type NodeDesired,
   ObjectKind,
   type ServiceDesired,
+  type Welcome,
 } from "@fleet-ccm/proto";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -56,7 +58,15 @@ type Job =
  */
 export class Agent {
   private readonly api: KubeClient;
-  private readonly watch: ClusterWatch;
+  /** The caches the stream's snapshots come from; absent until the first Welcome. */
+  private watch: ClusterWatch | undefined;
+  /** A watch being listed for a Welcome that asks for other annotations than `watch` keeps. */
+  private pendingWatch: ClusterWatch | undefined;
+  /** What the last Welcome asked for, and whether the caches are ready for it. */
+  private prepared: { readonly filter: AnnotationFilter; readonly ready: Promise<boolean> } | undefined;
+  /** Connecting and subscribing to NATS, started with the agent; the first snapshot waits for it. */
+  private natsReady: Promise<boolean> | undefined;
+  private stopped = false;
   private readonly stream: HubStream;
   private readonly events: EventRecorder;
   private readonly dispatcher: KeyedDispatcher<Job>;
@@ -77,9 +87,6 @@ export class Agent {
     withConnectionReuse(opts.kubeConfig);
     this.api = new KubeClient(opts.kubeConfig);
     this.events = new EventRecorder(this.api, `fleet-ccm-agent/${hostname()}`);
-    this.watch = new ClusterWatch(opts.kubeConfig, this.api, this.log.child({ component: "watch" }), (e) =>
-      this.onWatch(e),
-    );
     this.stream = new HubStream({
       address: opts.hub.address,
       cluster: opts.cluster,
@@ -91,10 +98,15 @@ export class Agent {
       logger: this.log.child({ component: "hub-stream" }),
       countBytes: opts.countBytes,
       onTooLarge: (o) => this.onTooLarge(o),
-      snapshot: () => ({
-        nodes: this.watch.listNodes().map(toWireNode),
-        services: this.watch.listServices().map(toWireService),
-      }),
+      prepare: (w) => this.prepare(w),
+      snapshot: () => {
+        const watch = this.watch;
+        if (watch === undefined) throw new Error("snapshot asked for before the caches synced");
+        return {
+          nodes: watch.listNodes().map(toWireNode),
+          services: watch.listServices().map(toWireService),
+        };
+      },
     });
     this.nats = new NatsLink({
       ...opts.nats,
@@ -121,14 +133,56 @@ export class Agent {
     } catch {
       // Optional: only reported to the hub.
     }
-    // Nothing reaches the hub before every list has succeeded: a partial view is never reported.
-    if (!(await this.watch.start())) return;
+    this.natsReady = this.startNats();
+    // The Welcome says which annotations to keep, so the caches are filled after it (prepare).
+    this.stream.start();
+    // Refused NATS credentials (NatsAuthError) are thrown from here: a configuration error.
+    await this.natsReady;
+  }
+
+  /**
+   * The caches for a Welcome: listed with its annotation prefixes the first time; listed again
+   * into new caches when a later Welcome asks for other prefixes (another hub version or
+   * provider), the old caches serving until the new ones are complete. Nothing reaches the hub
+   * before every list has succeeded: a partial view is never reported.
+   */
+  private prepare(welcome: Welcome): Promise<boolean> {
+    const filter = new AnnotationFilter(welcome.forwardAnnotationPrefixes);
+    if (this.prepared?.filter.sameAs(filter)) return this.prepared.ready;
+    const ready = this.rewatch(filter);
+    this.prepared = { filter, ready };
+    return ready;
+  }
+
+  private async rewatch(filter: AnnotationFilter): Promise<boolean> {
+    // A watch still listing for an earlier Welcome is superseded.
+    const superseded = this.pendingWatch;
+    const watch: ClusterWatch = new ClusterWatch(
+      this.opts.kubeConfig,
+      this.api,
+      this.log.child({ component: "watch" }),
+      filter,
+      (e) => {
+        if (this.watch === watch) this.onWatch(e);
+      },
+    );
+    this.pendingWatch = watch;
+    if (superseded !== undefined) await superseded.stop();
+    if (this.stopped || !(await watch.start()) || this.pendingWatch !== watch) return false;
+    this.pendingWatch = undefined;
+    const previous = this.watch;
+    this.watch = watch;
     this.log.info(
-      { nodes: this.watch.listNodes().length, services: this.watch.listServices().length },
+      {
+        nodes: watch.listNodes().length,
+        services: watch.listServices().length,
+        annotationPrefixes: filter.prefixes,
+      },
       "caches synced",
     );
-    if (!(await this.startNats())) return;
-    this.stream.start();
+    if (previous !== undefined) await previous.stop();
+    // Subscribed before the snapshot, so no desired state the hub publishes for it is missed.
+    return (await this.natsReady) === true && !this.stopped;
   }
 
   private async startNats(): Promise<boolean> {
@@ -208,11 +262,11 @@ export class Agent {
     }
     const result =
       job.kind === "node"
-        ? await applyNodeDesired(this.api, job.desired, this.watch.node(job.desired.name))
+        ? await applyNodeDesired(this.api, job.desired, this.watch?.node(job.desired.name))
         : await applyServiceDesired(
             this.api,
             job.desired,
-            this.watch.service(job.desired.namespace, job.desired.name),
+            this.watch?.service(job.desired.namespace, job.desired.name),
           );
     const object = result.namespace === "" ? result.name : `${result.namespace}/${result.name}`;
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
@@ -231,9 +285,10 @@ export class Agent {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     this.applyFailures.stop();
     this.stream.stop();
-    await this.watch.stop();
+    await Promise.all([this.watch?.stop(), this.pendingWatch?.stop()]);
     await this.nats.stop();
   }
 }

@@ -1,19 +1,8 @@
 import type { Node, Service } from "@fleet-ccm/proto";
 import type { V1Node, V1Service } from "@kubernetes/client-node";
 
-/** Annotations the hub reads; everything else stays in the cluster. */
-const FORWARDED_ANNOTATION =
-  /^(alpha\.kubernetes\.io\/provided-node-ip|service\.beta\.kubernetes\.io\/load-balancer-source-ranges|(lb|lifecycle)\.fleet-ccm\.io\/.+)$/;
 /** Node conditions the hub reads. */
 const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
-
-export function forwardedAnnotations(
-  annotations: Record<string, string> | undefined,
-): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(annotations ?? {})) if (FORWARDED_ANNOTATION.test(k)) out[k] = v;
-  return out;
-}
 
 /** Objects from a LIST are typed (Date), from a WATCH raw JSON (string): accept both. */
 function toDate(v: Date | string | undefined | null): Date | undefined {
@@ -22,7 +11,10 @@ function toDate(v: Date | string | undefined | null): Date | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d;
 }
 
-/** The slice of a Node the hub needs (fleet.v1.Node). */
+/**
+ * The slice of a Node the hub needs (fleet.v1.Node), from a slim object (slim.ts), whose
+ * annotations are already only the forwarded ones.
+ */
 export function toWireNode(n: V1Node): Node {
   const md = n.metadata ?? {};
   return {
@@ -31,7 +23,7 @@ export function toWireNode(n: V1Node): Node {
     resourceVersion: md.resourceVersion ?? "",
     providerId: n.spec?.providerID ?? "",
     labels: { ...(md.labels ?? {}) },
-    annotations: forwardedAnnotations(md.annotations),
+    annotations: { ...md.annotations },
     taints: (n.spec?.taints ?? []).map((t) => ({ key: t.key, value: t.value ?? "", effect: t.effect })),
     addresses: (n.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),
     conditions: (n.status?.conditions ?? [])
@@ -44,7 +36,7 @@ export function toWireNode(n: V1Node): Node {
   };
 }
 
-/** The slice of a Service the hub needs (fleet.v1.Service). */
+/** The slice of a Service the hub needs (fleet.v1.Service), from a slim object (slim.ts). */
 export function toWireService(s: V1Service): Service {
   const md = s.metadata ?? {};
   const spec = s.spec ?? {};
@@ -65,7 +57,7 @@ export function toWireService(s: V1Service): Service {
     healthCheckNodePort: spec.healthCheckNodePort ?? 0,
     ipFamilies: spec.ipFamilies ?? [],
     loadBalancerSourceRanges: spec.loadBalancerSourceRanges ?? [],
-    annotations: forwardedAnnotations(md.annotations),
+    annotations: { ...md.annotations },
     ingress: (s.status?.loadBalancer?.ingress ?? []).map((i) => ({
       ip: i.ip ?? "",
       hostname: i.hostname ?? "",

@@ -31,6 +31,12 @@ export interface HubStreamOptions {
   readonly snapshot: () => { nodes: WireNode[]; services: WireService[] };
   readonly onWelcome?: (welcome: Welcome) => void;
   /**
+   * Called on every Welcome: resolves true once `snapshot` reflects what this Welcome asks for
+   * (e.g. the annotation prefixes to forward), false if it never will (stopping). The snapshot
+   * waits for it; heartbeats keep the stream alive meanwhile. Absent: the snapshot follows at once.
+   */
+  readonly prepare?: (welcome: Welcome) => Promise<boolean>;
+  /**
    * An object too large for one message within the hub's limit: it is left out (the hub keeps
    * what it last had of it) and reported here, once per resourceVersion.
    */
@@ -182,15 +188,28 @@ export class HubStream {
   private onMessage(call: ClientDuplexStream<AgentMessage, HubMessage>, msg: HubMessage): void {
     if (this.call !== call || msg.body === undefined) return;
     switch (msg.body.$case) {
-      case "welcome":
-        this.welcome = msg.body.value;
+      case "welcome": {
+        const welcome = msg.body.value;
+        this.welcome = welcome;
         this.connects++;
-        this.opts.logger.debug({ subject: this.welcome.desiredSubject }, "hub welcomed the stream");
-        this.opts.onWelcome?.(this.welcome);
-        this.sendSnapshot();
-        this.startHeartbeat(this.welcome.heartbeatIntervalMs || 10_000);
+        this.opts.logger.debug({ subject: welcome.desiredSubject }, "hub welcomed the stream");
+        this.opts.onWelcome?.(welcome);
+        this.startHeartbeat(welcome.heartbeatIntervalMs || 10_000);
+        const prepared = this.opts.prepare?.(welcome);
+        if (prepared === undefined) return this.sendSnapshot();
+        prepared.then(
+          (ready) => {
+            if (ready && this.call === call && this.phase === "connecting") this.sendSnapshot();
+          },
+          (err: unknown) => {
+            if (this.call === call) this.reconnect(err instanceof Error ? err : new Error(String(err)));
+          },
+        );
         return;
+      }
       case "resync":
+        // Before the first snapshot of this stream, the coming snapshot answers it.
+        if (this.phase !== "streaming") return;
         this.opts.logger.warn({ reason: msg.body.value.reason }, "hub asked for a resync");
         this.sendSnapshot();
         return;
@@ -293,7 +312,8 @@ export class HubStream {
   }
 
   private sendHeartbeat(): void {
-    if (this.phase !== "streaming") return;
+    // Also while a welcomed stream prepares its snapshot: the hub ends a silent stream.
+    if (this.phase !== "streaming" && (this.phase !== "connecting" || this.welcome === undefined)) return;
     this.write({
       body: {
         $case: "heartbeat",

@@ -1,4 +1,9 @@
-import type { NodeDesired, ServiceDesired } from "@fleet-ccm/proto";
+import {
+  AnnotationFilter,
+  type NodeDesired,
+  type ServiceDesired,
+  UNIFIED_ANNOTATION_PREFIXES,
+} from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import type { V1Node, V1Service } from "@kubernetes/client-node";
 import { specPatch, statusPatch } from "./apply/node.js";
@@ -102,8 +107,14 @@ function fullService(): V1Service {
 describe("slim objects", () => {
   test("a slim Node gives the hub the same view and the same patches as the full one", () => {
     const full = fullNode();
-    const slim = slimNode(fullNode());
-    expect(toWireNode(slim)).toEqual(toWireNode(full));
+    const slim = slimNode(fullNode(), new AnnotationFilter());
+    expect(toWireNode(slim)).toEqual({
+      ...toWireNode(full),
+      annotations: {
+        "alpha.kubernetes.io/provided-node-ip": "10.0.0.9",
+        "lifecycle.fleet-ccm.io/confirm-deletion": "true",
+      },
+    });
     const d: NodeDesired = {
       name: "n1",
       uid: "u1",
@@ -127,8 +138,14 @@ describe("slim objects", () => {
 
   test("a slim Service gives the hub the same view and the same status patch", () => {
     const full = fullService();
-    const slim = slimService(fullService());
-    expect(toWireService(slim)).toEqual(toWireService(full));
+    const slim = slimService(fullService(), new AnnotationFilter());
+    expect(toWireService(slim)).toEqual({
+      ...toWireService(full),
+      annotations: {
+        "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+        "lb.fleet-ccm.io/health-check-interval": "5s",
+      },
+    });
     const d: ServiceDesired = {
       namespace: "shop",
       name: "web",
@@ -140,5 +157,63 @@ describe("slim objects", () => {
     };
     expect(serviceStatusPatch(slim, d)).toEqual(serviceStatusPatch(full, d));
     expect(JSON.stringify(slim)).not.toMatch(/last-applied|selector|clusterIP/);
+  });
+});
+
+describe("forwarded annotations", () => {
+  const annotations = {
+    "lb.fleet-ccm.io/idle-timeout": "30",
+    "lifecycle.fleet-ccm.io/confirm-deletion": "true",
+    "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+    "service.beta.kubernetes.io/simulated-load-balancer-idle-timeout": "40",
+    "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+    "example.com/secret-note": "s3cret",
+  };
+  const withAnnotations = (): V1Service => ({
+    ...fullService(),
+    metadata: { ...fullService().metadata, annotations },
+  });
+
+  test("only the Welcome's prefixes are kept, the rest never enters the cache", () => {
+    const filter = new AnnotationFilter([
+      "lb.fleet-ccm.io/",
+      "lifecycle.fleet-ccm.io/",
+      "service.beta.kubernetes.io/load-balancer-source-ranges",
+      "service.beta.kubernetes.io/simulated-",
+    ]);
+    const slim = slimService(withAnnotations(), filter);
+    expect(slim.metadata?.annotations).toEqual({
+      "lb.fleet-ccm.io/idle-timeout": "30",
+      "lifecycle.fleet-ccm.io/confirm-deletion": "true",
+      "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+      "service.beta.kubernetes.io/simulated-load-balancer-idle-timeout": "40",
+    });
+    expect(toWireService(slim).annotations).toEqual(slim.metadata?.annotations);
+    expect(JSON.stringify(slim)).not.toMatch(/secret|aws-load-balancer/);
+  });
+
+  test("a Welcome without prefixes (an older hub): the unified set, no vendor annotation", () => {
+    const filter = new AnnotationFilter([]);
+    expect(filter.sameAs(new AnnotationFilter(UNIFIED_ANNOTATION_PREFIXES))).toBe(true);
+    expect(slimService(withAnnotations(), filter).metadata?.annotations).toEqual({
+      "lb.fleet-ccm.io/idle-timeout": "30",
+      "lifecycle.fleet-ccm.io/confirm-deletion": "true",
+      "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+    });
+    const node = slimNode(fullNode(), filter);
+    expect(node.metadata?.annotations).toEqual({
+      "alpha.kubernetes.io/provided-node-ip": "10.0.0.9",
+      "lifecycle.fleet-ccm.io/confirm-deletion": "true",
+    });
+  });
+
+  test("an empty prefix never forwards everything; no forwarded annotation leaves no map", () => {
+    expect(new AnnotationFilter([""]).prefixes).toEqual([...UNIFIED_ANNOTATION_PREFIXES].sort());
+    const bare = slimService(
+      { metadata: { name: "x", annotations: { "example.com/a": "b" } } },
+      new AnnotationFilter(["lb.fleet-ccm.io/"]),
+    );
+    expect(bare.metadata?.annotations).toBeUndefined();
+    expect(toWireService(bare).annotations).toEqual({});
   });
 });

@@ -1,5 +1,5 @@
+import type { AnnotationFilter } from "@fleet-ccm/proto";
 import type { V1Node, V1ObjectMeta, V1Service } from "@kubernetes/client-node";
-import { forwardedAnnotations } from "./convert.js";
 import { StringTable } from "./strings.js";
 
 const shared = new StringTable();
@@ -15,13 +15,14 @@ function slimMetadata(
   md: V1ObjectMeta,
   namespace: string | undefined,
   labels: Record<string, string> | undefined,
+  annotations: AnnotationFilter,
 ): V1ObjectMeta {
   return {
     namespace,
     name: md.name,
     uid: md.uid,
     resourceVersion: md.resourceVersion,
-    annotations: forwardedAnnotations(md.annotations),
+    annotations: annotations.pick(md.annotations),
     creationTimestamp: t(md.creationTimestamp),
     deletionTimestamp: md.deletionTimestamp,
     finalizers: md.finalizers?.map(i),
@@ -32,15 +33,15 @@ function slimMetadata(
 /**
  * What the agent keeps of an object: exactly the fields it sends to the hub (convert.ts) and
  * computes patches from (apply/). Everything else (images, node info, capacity, managed fields,
- * selectors, other annotations) is dropped before the informer caches the object, so the agent's
+ * selectors, annotations outside the hub's prefixes) is dropped before the informer caches the object, so the agent's
  * memory follows the number of objects, not their size. The caches are never written back whole:
  * patches are built field by field, with uid and resourceVersion preconditions. Values that
  * repeat from object to object are interned (strings.ts).
  */
-export function slimNode(n: V1Node): V1Node {
+export function slimNode(n: V1Node, annotations: AnnotationFilter): V1Node {
   const md = n.metadata ?? {};
   return {
-    metadata: slimMetadata(md, undefined, shared.values(md.labels)),
+    metadata: slimMetadata(md, undefined, shared.values(md.labels), annotations),
     spec: {
       providerID: n.spec?.providerID,
       taints: n.spec?.taints?.map((x) => ({
@@ -68,11 +69,11 @@ export function slimNode(n: V1Node): V1Node {
   };
 }
 
-export function slimService(s: V1Service): V1Service {
+export function slimService(s: V1Service, annotations: AnnotationFilter): V1Service {
   const md = s.metadata ?? {};
   const spec = s.spec ?? {};
   return {
-    metadata: slimMetadata(md, md.namespace, undefined),
+    metadata: slimMetadata(md, md.namespace, undefined, annotations),
     spec: {
       type: i(spec.type),
       loadBalancerClass: spec.loadBalancerClass,

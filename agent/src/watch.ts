@@ -1,3 +1,4 @@
+import type { AnnotationFilter } from "@fleet-ccm/proto";
 import type {
   Informer,
   KubeConfig,
@@ -121,10 +122,14 @@ export class ClusterWatch {
     kc: KubeConfig,
     api: KubeClient,
     logger: Logger,
+    /** The annotations kept in the caches: those the hub asked for. */
+    readonly annotations: AnnotationFilter,
     onEvent: (e: WatchEvent) => void,
     clock: Clock = systemClock,
   ) {
-    const watch = new SlimmingWatch(kc, { [NODES]: slimNode, [SERVICES]: slimService }, (path) =>
+    const node = (n: V1Node) => slimNode(n, annotations);
+    const service = (s: V1Service) => slimService(s, annotations);
+    const watch = new SlimmingWatch(kc, { [NODES]: node, [SERVICES]: service }, (path) =>
       (path === NODES ? this.nodes : this.services).retry.succeeded(),
     );
     const informed = <T extends KubernetesObject>(
@@ -157,8 +162,8 @@ export class ClusterWatch {
       };
       return self;
     };
-    this.nodes = informed("nodes", NODES, () => api.listNodes(slimNode));
-    this.services = informed("services", SERVICES, () => api.listServices(slimService));
+    this.nodes = informed("nodes", NODES, () => api.listNodes(node));
+    this.services = informed("services", SERVICES, () => api.listServices(service));
     const n = this.nodes.informer;
     n.on("add", (obj) => onEvent({ kind: "node", type: "upsert", obj }));
     n.on("update", (obj) => onEvent({ kind: "node", type: "upsert", obj }));

@@ -111,8 +111,9 @@ export class Hub {
       if (c.configureCloudRoutes) this.routesWanted.add(c.name);
     }
 
+    const registry = new ProviderRegistry(opts.providers);
     this.accounts = new CloudAccounts(cfg.accounts, cfg.clusters, {
-      registry: new ProviderRegistry(opts.providers),
+      registry,
       clock: this.clock,
       logger: this.log,
       metrics: this.metrics,
@@ -162,6 +163,10 @@ export class Hub {
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
         onRefused: (cluster, refusals) => this.onRefused(cluster, refusals),
         onSnapshotApplied: (cluster, outcome) => this.onSnapshotApplied(cluster, outcome),
+        providerAnnotationPrefixes: (cluster) => {
+          const provider = this.accounts.cloudFor(cluster)?.account.provider;
+          return (provider === undefined ? undefined : registry.get(provider)?.annotationPrefixes) ?? [];
+        },
       },
     );
 

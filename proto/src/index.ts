@@ -1,3 +1,4 @@
+export { AnnotationFilter, UNIFIED_ANNOTATION_PREFIXES } from "./annotations.js";
 export { ClusterEvent, DesiredBatch, NodeDesired, ServiceDesired } from "./gen/fleet/v1/desired.js";
 export {
   LoadBalancerIngress,

@@ -199,5 +199,11 @@ export interface AccountBinding {
 
 export interface ProviderFactory {
   readonly name: string;
+  /**
+   * The annotation key prefixes this provider reads on Nodes and Services (its vendor settings,
+   * e.g. `service.beta.kubernetes.io/linode-loadbalancer-`), besides the hub's unified ones.
+   * Agents of its clusters forward these and nothing else.
+   */
+  readonly annotationPrefixes: readonly string[];
   create(ctx: ProviderContext): CloudProvider;
 }

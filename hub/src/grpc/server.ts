@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { AgentMessage, ApplyResult, HubMessage, HubServer } from "@fleet-ccm/proto";
-import { desiredSubject, HubService } from "@fleet-ccm/proto";
+import { AnnotationFilter, desiredSubject, HubService, UNIFIED_ANNOTATION_PREFIXES } from "@fleet-ccm/proto";
 import { Server, ServerCredentials, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { FleetState, Refusal, ReplaceOutcome } from "../fleet/state.js";
@@ -36,6 +36,8 @@ export interface GrpcServerDeps {
   onRefused?(cluster: string, refusals: readonly Refusal[]): void;
   /** A snapshot became a cluster's view. */
   onSnapshotApplied?(cluster: string, outcome: ReplaceOutcome): void;
+  /** The annotation prefixes the cluster's provider reads (besides the unified ones). */
+  providerAnnotationPrefixes?(cluster: string): readonly string[];
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
 }
@@ -170,6 +172,10 @@ export class HubGrpcServer {
         heartbeatIntervalMs: this.opts.heartbeatIntervalMs,
         desiredSubject: desiredSubject(cluster),
         maxMessageBytes: this.opts.maxMessageBytes,
+        annotations: new AnnotationFilter([
+          ...UNIFIED_ANNOTATION_PREFIXES,
+          ...(this.deps.providerAnnotationPrefixes?.(cluster) ?? []),
+        ]),
         confirmAfterMs: this.opts.confirmAfterMs,
         onRefused: (c, r) => this.deps.onRefused?.(c, r),
         onSnapshotApplied: (c, o) => this.deps.onSnapshotApplied?.(c, o),

@@ -1,4 +1,11 @@
-import { type AgentMessage, type HubMessage, Node, Service } from "@fleet-ccm/proto";
+import {
+  type AgentMessage,
+  AnnotationFilter,
+  type HubMessage,
+  Node,
+  Service,
+  UNIFIED_ANNOTATION_PREFIXES,
+} from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
@@ -48,6 +55,10 @@ function harness(
       heartbeatIntervalMs: 1000,
       desiredSubject: "fleet.v1.alpha.desired",
       maxMessageBytes: 1 << 20,
+      annotations: new AnnotationFilter([
+        ...UNIFIED_ANNOTATION_PREFIXES,
+        "service.beta.kubernetes.io/vendor-",
+      ]),
       confirmAfterMs: hold.confirmAfterMs,
       onRefused: (_c, r) => refusals.push(...r),
       onSnapshotApplied: (_c, o) => outcomes.push(o),
@@ -320,5 +331,37 @@ describe("AgentSession", () => {
     expect(h.session.closed).toBe(false);
     h.clock.advance(1);
     expect(h.failures[0]?.code).toBe(status.DEADLINE_EXCEEDED);
+  });
+});
+
+describe("annotations", () => {
+  test("Welcome names the cluster's prefixes; annotations outside them never reach fleet state", () => {
+    const h = harness();
+    h.hello();
+    const welcome = h.written[0]?.body;
+    expect(welcome?.$case === "welcome" ? [...welcome.value.forwardAnnotationPrefixes].sort() : []).toEqual(
+      [...UNIFIED_ANNOTATION_PREFIXES, "service.beta.kubernetes.io/vendor-"].sort(),
+    );
+    const annotations = {
+      "lb.fleet-ccm.io/idle-timeout": "30",
+      "service.beta.kubernetes.io/vendor-idle": "40",
+      "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+      "example.com/secret-note": "s3cret",
+    };
+    h.snapshot(1, [node("n1")], [service("web", { annotations: { ...annotations } })]);
+    const kept = {
+      "lb.fleet-ccm.io/idle-timeout": "30",
+      "service.beta.kubernetes.io/vendor-idle": "40",
+      "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+    };
+    expect(h.fleet.view("alpha")?.services.get("default/web")?.annotations).toEqual(kept);
+    h.send({
+      $case: "delta",
+      value: {
+        seq: 1,
+        change: { $case: "service", value: service("web", { annotations: { ...annotations } }) },
+      },
+    });
+    expect(h.fleet.view("alpha")?.services.get("default/web")?.annotations).toEqual(kept);
   });
 });

@@ -1,4 +1,12 @@
-import type { AgentMessage, ApplyResult, HubMessage, Node, Service, SnapshotChunk } from "@fleet-ccm/proto";
+import type {
+  AgentMessage,
+  AnnotationFilter,
+  ApplyResult,
+  HubMessage,
+  Node,
+  Service,
+  SnapshotChunk,
+} from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import {
@@ -31,6 +39,11 @@ export interface SessionDeps {
   readonly heartbeatIntervalMs: number;
   readonly desiredSubject: string;
   readonly maxMessageBytes: number;
+  /**
+   * The annotations this cluster's agent forwards (Welcome): the hub's unified prefixes and its
+   * provider's. Anything else an agent sends is dropped before it reaches fleet state.
+   */
+  readonly annotations: AnnotationFilter;
   /** How long a snapshot's large drop is held before a fresh snapshot may confirm it (0: no hold). */
   readonly confirmAfterMs?: number;
   /** Objects newly refused (each gets an Event on it, a metric and a log line). */
@@ -138,6 +151,7 @@ export class AgentSession {
           },
           desiredSubject: this.deps.desiredSubject,
           heartbeatIntervalMs: this.deps.heartbeatIntervalMs,
+          forwardAnnotationPrefixes: [...this.deps.annotations.prefixes],
         },
       },
     });
@@ -166,12 +180,14 @@ export class AgentSession {
       else phase.refusedUncounted++;
     };
     for (const n of chunk.nodes) {
+      this.dropUnasked(n);
       const bad =
         invalidNode(n) ?? (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
       if (bad !== null) refuse(refusal("node", "", n.name, n.uid, bad));
       else phase.nodes.push(n);
     }
     for (const s of chunk.services) {
+      this.dropUnasked(s);
       const bad =
         invalidService(s) ?? (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
       if (bad !== null) refuse(refusal("service", s.namespace, s.name, s.uid, bad));
@@ -241,6 +257,7 @@ export class AgentSession {
       case "node": {
         if (!primary) break;
         const n = change.value;
+        this.dropUnasked(n);
         const bad = invalidNode(n) ?? this.overCountFor(fleet.view(this.cluster)?.nodes.has(n.name) ?? false);
         if (bad !== null) this.refuseObject(refusal("node", "", n.name, n.uid, bad));
         else fleet.upsertNode(this.cluster, n);
@@ -249,6 +266,7 @@ export class AgentSession {
       case "service": {
         if (!primary) break;
         const v = change.value;
+        this.dropUnasked(v);
         const known = fleet.view(this.cluster)?.services.has(`${v.namespace}/${v.name}`) ?? false;
         const bad = invalidService(v) ?? this.overCountFor(known);
         if (bad !== null) this.refuseObject(refusal("service", v.namespace, v.name, v.uid, bad));
@@ -263,6 +281,12 @@ export class AgentSession {
         break;
     }
     if (++this.unacked >= ACK_EVERY) this.ack();
+  }
+
+  /** Annotations the agent was not asked for (an older or misbehaving agent) never reach fleet state. */
+  private dropUnasked(obj: Node | Service): void {
+    const filter = this.deps.annotations;
+    for (const k in obj.annotations) if (!filter.forwards(k)) delete obj.annotations[k];
   }
 
   /** A new object beyond limits.maxObjectsPerCluster is refused (an update of a known one is not). */

@@ -1,4 +1,5 @@
 import type { LbProtocol } from "../../cloud/provider.js";
+import { ANNOTATION_PREFIX as SIMULATED_PREFIX } from "../../cloud/providers/simulated/convert.js";
 
 /** The one provider-neutral annotation prefix for load balancer settings. */
 export const LB_ANNOTATION_PREFIX = "lb.fleet-ccm.io/";
@@ -69,8 +70,62 @@ function boolean(key: string, raw: string): boolean {
 
 const HTTP_PROTOCOLS = ["TCP", "HTTP", "HTTPS"] as const;
 
-/** Parses every lb.fleet-ccm.io/ annotation; throws AnnotationError on the first bad one. */
-export function parseLbAnnotations(annotations: Readonly<Record<string, string>>): LbSettings {
+/**
+ * A provider's own load balancer annotations (under a prefix its factory declares in
+ * annotationPrefixes), for users coming from that vendor's CCM. Each setting it returns stands
+ * for a unified key (UNIFIED_KEY_OF) and is used only where that unified key is not set.
+ */
+export interface ProviderLbAnnotations {
+  readonly prefix: string;
+  /** Throws AnnotationError on a bad value; ignores keys it does not know, as vendor CCMs do. */
+  parse(annotations: Readonly<Record<string, string>>): Partial<LbSettings>;
+}
+
+/** The unified key each provider-settable setting stands for: when both are set, the unified key wins. */
+const UNIFIED_KEY_OF: Partial<Record<keyof LbSettings, string>> = {
+  idleTimeoutSeconds: ANNOTATIONS.idleTimeout,
+};
+
+const SIMULATED_IDLE_TIMEOUT = `${SIMULATED_PREFIX}load-balancer-idle-timeout`;
+
+/**
+ * Every provider's reader. A cluster's view only holds annotations under the prefixes of its
+ * own provider (the hub asks its agent for those and drops any other), so a reader applies to
+ * a Service exactly when one of its keys is present.
+ */
+export const PROVIDER_LB_ANNOTATIONS: readonly ProviderLbAnnotations[] = [
+  {
+    prefix: SIMULATED_PREFIX,
+    parse: (a) => {
+      const idle = a[SIMULATED_IDLE_TIMEOUT];
+      return idle === undefined ? {} : { idleTimeoutSeconds: integer(SIMULATED_IDLE_TIMEOUT, idle, 1, 3600) };
+    },
+  },
+];
+
+/**
+ * Parses every lb.fleet-ccm.io/ annotation, then the provider's own ones for settings no unified
+ * key sets; throws AnnotationError on the first bad one.
+ */
+export function parseLbAnnotations(
+  annotations: Readonly<Record<string, string>>,
+  providers: readonly ProviderLbAnnotations[] = PROVIDER_LB_ANNOTATIONS,
+): LbSettings {
+  const unified = parseUnified(annotations);
+  const keys = Object.keys(annotations);
+  let settings = unified;
+  for (const p of providers) {
+    if (!keys.some((k) => k.startsWith(p.prefix))) continue;
+    for (const [setting, value] of Object.entries(p.parse(annotations))) {
+      const key = UNIFIED_KEY_OF[setting as keyof LbSettings];
+      if (value === undefined || key === undefined || annotations[key] !== undefined) continue;
+      settings = { ...settings, [setting]: value };
+    }
+  }
+  return settings;
+}
+
+function parseUnified(annotations: Readonly<Record<string, string>>): LbSettings {
   const get = (k: string) => annotations[k];
   const portProtocols = new Map<number, "TCP" | "HTTP" | "HTTPS">();
   for (const [k, v] of Object.entries(annotations)) {

@@ -7,6 +7,8 @@ import { SuspectAnswerError } from "../../errors.js";
 import type { CloudRoute, InstanceMetadata, InstanceState, NodeAddress } from "../../provider.js";
 
 export const PROVIDER_NAME = "simulated";
+/** Where the simulated provider's own Service annotations live, as a vendor CCM's do. */
+export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/simulated-";
 
 export interface WireAddress {
   readonly type: string;

@@ -4,13 +4,14 @@
  */
 import type { CloudProvider, ProviderContext, ProviderFactory } from "../../provider.js";
 import { SimulatedClient } from "./client.js";
-import { PROVIDER_NAME } from "./convert.js";
+import { ANNOTATION_PREFIX, PROVIDER_NAME } from "./convert.js";
 import { SimulatedInstances } from "./instances.js";
 import { SimulatedLoadBalancers } from "./load-balancers.js";
 import { SimulatedRoutes } from "./routes.js";
 
 export const simulatedProvider: ProviderFactory = {
   name: PROVIDER_NAME,
+  annotationPrefixes: [ANNOTATION_PREFIX],
   create(ctx: ProviderContext): CloudProvider {
     const { account } = ctx;
     if (account.provider !== PROVIDER_NAME) {

@@ -84,8 +84,8 @@ export interface Node {
   providerId: string;
   labels: { [key: string]: string };
   /**
-   * Only annotations the hub reads (alpha.kubernetes.io/provided-node-ip and
-   * the lb.fleet-ccm.io/ prefix); the agent drops the rest.
+   * Only annotations under Welcome.forward_annotation_prefixes; the agent
+   * drops the rest.
    */
   annotations: { [key: string]: string };
   taints: Taint[];
@@ -141,7 +141,7 @@ export interface Service {
   healthCheckNodePort: number;
   ipFamilies: string[];
   loadBalancerSourceRanges: string[];
-  /** Only annotations the hub reads (the lb.fleet-ccm.io/ prefix). */
+  /** Only annotations under Welcome.forward_annotation_prefixes. */
   annotations: { [key: string]: string };
   ingress: LoadBalancerIngress[];
   creationTimestamp?: Date | undefined;

@@ -171,6 +171,15 @@ export interface Welcome {
   /** The NATS subject the agent receives its desired patches on. */
   desiredSubject: string;
   heartbeatIntervalMs: number;
+  /**
+   * The annotation key prefixes the agent forwards for this cluster (a key is
+   * forwarded when it starts with one of them); every other annotation stays
+   * in the cluster. Empty (a hub that predates this field): the agent forwards
+   * "lb.fleet-ccm.io/", "lifecycle.fleet-ccm.io/",
+   * "alpha.kubernetes.io/provided-node-ip" and
+   * "service.beta.kubernetes.io/load-balancer-source-ranges".
+   */
+  forwardAnnotationPrefixes: string[];
 }
 
 export interface Ack {
@@ -1292,7 +1301,7 @@ export const Limits: MessageFns<Limits> = {
 };
 
 function createBaseWelcome(): Welcome {
-  return { cluster: "", limits: undefined, desiredSubject: "", heartbeatIntervalMs: 0 };
+  return { cluster: "", limits: undefined, desiredSubject: "", heartbeatIntervalMs: 0, forwardAnnotationPrefixes: [] };
 }
 
 export const Welcome: MessageFns<Welcome> = {
@@ -1308,6 +1317,9 @@ export const Welcome: MessageFns<Welcome> = {
     }
     if (message.heartbeatIntervalMs !== 0) {
       writer.uint32(32).uint32(message.heartbeatIntervalMs);
+    }
+    for (const v of message.forwardAnnotationPrefixes) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -1357,6 +1369,14 @@ export const Welcome: MessageFns<Welcome> = {
             message.heartbeatIntervalMs = reader.uint32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.forwardAnnotationPrefixes.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1383,6 +1403,11 @@ export const Welcome: MessageFns<Welcome> = {
         : isSet(object.heartbeat_interval_ms)
         ? globalThis.Number(object.heartbeat_interval_ms)
         : 0,
+      forwardAnnotationPrefixes: globalThis.Array.isArray(object?.forwardAnnotationPrefixes)
+        ? object.forwardAnnotationPrefixes.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.forward_annotation_prefixes)
+        ? object.forward_annotation_prefixes.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1400,6 +1425,9 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.heartbeatIntervalMs !== 0) {
       obj.heartbeatIntervalMs = Math.round(message.heartbeatIntervalMs);
     }
+    if (message.forwardAnnotationPrefixes?.length) {
+      obj.forwardAnnotationPrefixes = message.forwardAnnotationPrefixes;
+    }
     return obj;
   },
 
@@ -1414,6 +1442,7 @@ export const Welcome: MessageFns<Welcome> = {
       : undefined;
     message.desiredSubject = object.desiredSubject ?? "";
     message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
+    message.forwardAnnotationPrefixes = object.forwardAnnotationPrefixes?.map((e) => e) || [];
     return message;
   },
 };
