@@ -58,6 +58,33 @@ export interface CloudProvider {
   readonly routes?: Routes;
 }
 
+// ---- Asynchronous operations ------------------------------------------------------------------
+
+/**
+ * A mutation the cloud accepted but has not finished (an operation to poll, a PENDING_* state):
+ * the caller looks again after `retryAfterMs`, repeating the same idempotent call. An answer,
+ * never an error: no failure Event, no backoff, no worker waiting on a poll.
+ */
+export interface InProgress {
+  readonly kind: "in-progress";
+  readonly retryAfterMs: number;
+  /** What the cloud is doing, for logs (e.g. "load balancer provisioning"). */
+  readonly message: string;
+}
+
+export function inProgress(retryAfterMs: number, message: string): InProgress {
+  return { kind: "in-progress", retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)), message };
+}
+
+export function isInProgress(value: unknown): value is InProgress {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === "in-progress" &&
+    typeof (value as { retryAfterMs?: unknown }).retryAfterMs === "number"
+  );
+}
+
 // ---- Load balancers -------------------------------------------------------------------------
 
 export type LbProtocol = "TCP" | "UDP" | "SCTP" | "HTTP" | "HTTPS";

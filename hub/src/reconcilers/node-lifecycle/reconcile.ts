@@ -1,6 +1,6 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
-import { errorMessage, InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
+import { errorMessage, InstanceNotFoundError } from "../../cloud/errors.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
@@ -13,6 +13,7 @@ import type { ConvergenceTracker } from "../convergence.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, DONE, type Outcome } from "../outcome.js";
+import { retryOutcome } from "../retry-policy.js";
 import type { DeletionBudget, DeletionPolicy, NotFoundEvidence } from "./safety.js";
 
 export const NODE_LIFECYCLE = "node-lifecycle";
@@ -115,7 +116,8 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
     if (!(err instanceof InstanceNotFoundError)) {
       deps.metrics.lifecycleChecks.inc({ outcome: "error" });
       deps.logger.debug({ node: node.name, err: errorMessage(err) }, "lifecycle check inconclusive");
-      return err instanceof ThrottledError && err.retryAfterMs !== undefined ? after(err.retryAfterMs) : DONE;
+      // The monitor period is this controller's retry; a Retry-After the cloud gave is kept.
+      return retryOutcome(err, {}, { otherwise: "done" });
     }
     meta = undefined;
   }

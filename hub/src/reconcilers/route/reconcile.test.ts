@@ -1,8 +1,8 @@
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { InstanceNotFoundError } from "../../cloud/errors.js";
-import type { CloudProvider, CloudRoute, InstanceMetadata } from "../../cloud/provider.js";
+import { InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
+import type { CloudProvider, CloudRoute, InstanceMetadata, Routes } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
@@ -144,6 +144,28 @@ function harness(opts: { outOfScope?: Set<string>; maxNodes?: number } = {}) {
   const blocked = async () => (await metrics.routeDeletionsBlocked.get()).values[0]?.value ?? 0;
   return { clock, fleet, d, owned, reconcile, routes, held, blocked };
 }
+
+describe("route controller: retry policy", () => {
+  test("a throttled create comes back after the vendor's Retry-After, not the period", async () => {
+    const h = harness();
+    const routes = h.d.cloud.provider.routes as Routes;
+    routes.create = async () => {
+      throw new ThrottledError("429", 2_500);
+    };
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    expect((await h.reconcile()).requeue).toEqual({ kind: "after", ms: 2_500 });
+  });
+
+  test("a throttled list waits for Retry-After", async () => {
+    const h = harness();
+    const routes = h.d.cloud.provider.routes as Routes;
+    routes.list = async () => {
+      throw new ThrottledError("429", 4_000);
+    };
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    expect((await h.reconcile()).requeue).toEqual({ kind: "after", ms: 4_000 });
+  });
+});
 
 describe("route controller: owned routes go only on positive evidence", () => {
   test("routes are created for every claimed CIDR", async () => {

@@ -8,7 +8,8 @@ import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import type { DeletionBudget, DeletionPolicy } from "../node-lifecycle/safety.js";
-import { after, backoff, type Outcome } from "../outcome.js";
+import { after, type Outcome } from "../outcome.js";
+import { periodicOutcome, retryOutcome } from "../retry-policy.js";
 import type { RouteEvidence } from "./evidence.js";
 
 /** One key per cluster: its whole route table is reconciled at once. */
@@ -111,13 +112,13 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       for (const cidr of node.podCidrs) want.set(canonical(cidr), { node, instanceID: verdict.instanceID });
     }
   } catch (err) {
-    return backoff(err, { events });
+    return retryOutcome(err, { events });
   }
   let existing: readonly CloudRoute[];
   try {
     existing = await routes.list();
   } catch (err) {
-    return backoff(err, { events });
+    return retryOutcome(err, { events });
   }
 
   const now = deps.clock.now();
@@ -190,6 +191,8 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
     held,
     claimed.size === 0 ? "no node in the view claims any CIDR" : "no release of their CIDRs was observed",
   );
+  // Failed writes wait for the next period, or sooner when the cloud said when (Retry-After).
+  const writeFailures: unknown[] = [];
   const op = async (name: "create" | "delete", fn: () => Promise<unknown>): Promise<unknown> =>
     writes.run(async () => {
       try {
@@ -198,6 +201,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
         return undefined;
       } catch (err) {
         deps.metrics.routeOperations.inc({ op: name, outcome: "error" });
+        writeFailures.push(err);
         return err;
       }
     });
@@ -237,7 +241,10 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       }
     }),
   );
-  return { ...rearm, events, nodes: conditionPatches(key.cluster, view.nodes.values(), ok, failed, deps) };
+  return periodicOutcome(deps.periodMs, writeFailures, {
+    events,
+    nodes: conditionPatches(key.cluster, view.nodes.values(), ok, failed, deps),
+  });
 }
 
 /** NetworkUnavailable False once all of a node's routes exist, True when one failed. */

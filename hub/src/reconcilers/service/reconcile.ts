@@ -1,5 +1,5 @@
 import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
-import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
+import { errorMessage, isRetryable } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
 import type { LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
@@ -12,6 +12,7 @@ import type { ControllerContext } from "../controller.js";
 import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
+import { retryOutcome } from "../retry-policy.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
@@ -75,12 +76,6 @@ function expectationMet(expectation: string, svc: Readonly<Service>): boolean {
       JSON.parse(expectation.slice(EXPECT_INGRESS.length)) as LoadBalancerIngress[],
     );
   return false;
-}
-
-function cloudFailure(err: unknown, events: ClusterEvent[]): Outcome {
-  if (err instanceof ThrottledError && err.retryAfterMs !== undefined)
-    return after(err.retryAfterMs, { events });
-  return backoff(err, { events });
 }
 
 /**
@@ -169,7 +164,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         requeue: { kind: "done" },
       };
     }
-    return cloudFailure(err, events);
+    return retryOutcome(err, { events });
   }
   if (spec.sessionAffinity === "ClientIP" && !lbs.capabilities.sessionAffinity) {
     events.push(
@@ -204,7 +199,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         ),
       );
       if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
-      return cloudFailure(err, events);
+      return retryOutcome(err, { events });
     }
     deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backendsKey: backends.key });
     if (spec.backends.length > 0)
@@ -222,7 +217,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     );
     // A backend may have gone since it was verified: look every node up again next time.
     if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
-    return cloudFailure(err, events);
+    return retryOutcome(err, { events });
   }
   deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
@@ -292,7 +287,7 @@ async function deleteLoadBalancer(
     events.push(
       serviceEvent(svc, "Warning", REASON.deleteFailed, `Error deleting load balancer: ${errorMessage(err)}`),
     );
-    return cloudFailure(err, events);
+    return retryOutcome(err, { events });
   }
   deps.ensured.delete(k);
   events.push(serviceEvent(svc, "Normal", REASON.deleted, "Deleted load balancer"));
