@@ -8,7 +8,12 @@ import { Semaphore } from "../util/semaphore.js";
 import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
 import { InstanceCache } from "./instance-cache.js";
 import { InstanceLookups } from "./instance-lookups.js";
-import type { AccountBinding, CloudCallWrapper, CloudProvider } from "./provider.js";
+import {
+  type AccountBinding,
+  AccountConfigError,
+  type CloudCallWrapper,
+  type CloudProvider,
+} from "./provider.js";
 import type { ProviderRegistry } from "./registry.js";
 import type { ClusterCloud } from "./scope.js";
 
@@ -61,6 +66,7 @@ export class CloudAccounts {
         endpoint: a.endpoint,
         credential: resolveSecret(a.credentials, `accounts[${i}].credentials`, deps.env),
         requestTimeoutMs: a.requestTimeoutMs,
+        ...(a.options !== undefined && { options: a.options }),
       };
       const limiter = new TokenBucket({
         ratePerSecond: a.rateLimit.perSecond,
@@ -69,7 +75,13 @@ export class CloudAccounts {
       });
       const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
       const call = instrumentedCall(binding, limiter, deps.metrics);
-      const provider = factory.create({ account: binding, logger, clock: deps.clock, call });
+      let provider: CloudProvider;
+      try {
+        provider = factory.create({ account: binding, logger, clock: deps.clock, call });
+      } catch (err) {
+        if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
+        throw err;
+      }
       const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
       this.accounts.set(a.name, {
         binding,

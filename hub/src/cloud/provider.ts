@@ -161,24 +161,29 @@ export interface LoadBalancers {
     ownerTags: Readonly<Record<string, string>>,
     signal?: AbortSignal,
   ): Promise<LoadBalancerState | undefined>;
-  /** Creates or updates in place every sub-resource so the cloud matches `spec`; returns the ingress. */
-  ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[]>;
-  /** Replaces only the backends (node set changed). */
+  /**
+   * Creates or updates in place every sub-resource so the cloud matches `spec`; returns the
+   * ingress once the load balancer is ready, or InProgress while the cloud is still working
+   * (the caller calls again after the delay).
+   */
+  ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[] | InProgress>;
+  /** Replaces only the backends (node set changed); InProgress while the cloud applies it. */
   updateBackends(
     name: string,
     ownerTags: Readonly<Record<string, string>>,
     backends: readonly string[],
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<undefined | InProgress>;
   /**
    * Deletes the load balancer and every sub-resource carrying `ownerTags` (including orphans of
-   * an interrupted create). Succeeds when nothing is left; never deletes what lacks the tags.
+   * an interrupted create). Succeeds when nothing is left; InProgress while the cloud is still
+   * deleting; never deletes what lacks the tags.
    */
   ensureDeleted(
     name: string,
     ownerTags: Readonly<Record<string, string>>,
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<undefined | InProgress>;
 }
 
 // ---- Routes -----------------------------------------------------------------------------------
@@ -195,8 +200,9 @@ export interface CloudRoute {
 export interface Routes {
   /** Every route of the route table (all pages). Used to create and to remove stale owned routes only. */
   list(signal?: AbortSignal): Promise<readonly CloudRoute[]>;
-  create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute>;
-  delete(route: CloudRoute, signal?: AbortSignal): Promise<void>;
+  /** The created route, or InProgress while the cloud creates it (listed once done). */
+  create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
+  delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress>;
 }
 
 /** What a provider gets from the hub: its account, a logger, a clock. Never global state. */
@@ -222,6 +228,19 @@ export interface AccountBinding {
   /** The secret itself: never logged, never sent to an agent. */
   readonly credential: string;
   readonly requestTimeoutMs: number;
+  /** Provider-specific settings (`accounts[].options`), validated by the provider. */
+  readonly options?: Readonly<Record<string, unknown>>;
+}
+
+/** A provider refusing its account's settings; `field` is relative to the account (e.g. "options.asyncPolls"). */
+export class AccountConfigError extends Error {
+  override name = "AccountConfigError";
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super(`${field}: ${reason}`);
+  }
 }
 
 export interface ProviderFactory {

@@ -35,6 +35,8 @@ export const AccountSchema = z
       .strict()
       .default({ perSecond: 20, burst: 40 }),
     requestTimeoutMs: z.number().int().positive().default(10_000),
+    /** Provider-specific settings, validated by the provider when the account is bound. */
+    options: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

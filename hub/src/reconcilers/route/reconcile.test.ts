@@ -78,6 +78,7 @@ function cloudDouble(outOfScope: Set<string> = new Set()) {
         const i = table.findIndex((x) => x.id === r.id);
         if (i >= 0) table.splice(i, 1);
         deleted.push(r.destinationCIDR);
+        return undefined;
       },
     },
   };

@@ -1,7 +1,7 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import { CloudError, errorMessage } from "../../cloud/errors.js";
 import { OWNER_TAG_CLUSTER, routeOwnerTags } from "../../cloud/naming.js";
-import type { CloudRoute } from "../../cloud/provider.js";
+import { type CloudRoute, isInProgress } from "../../cloud/provider.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
@@ -191,12 +191,18 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
     held,
     claimed.size === 0 ? "no node in the view claims any CIDR" : "no release of their CIDRs was observed",
   );
-  // Failed writes wait for the next period, or sooner when the cloud said when (Retry-After).
+  // Failed or unfinished writes are looked at again next period, or sooner when the cloud said
+  // when (Retry-After, an operation in progress). An InProgress answer is returned like an error.
   const writeFailures: unknown[] = [];
   const op = async (name: "create" | "delete", fn: () => Promise<unknown>): Promise<unknown> =>
     writes.run(async () => {
       try {
-        await fn();
+        const answer = await fn();
+        if (isInProgress(answer)) {
+          deps.metrics.routeOperations.inc({ op: name, outcome: "in-progress" });
+          writeFailures.push(answer);
+          return answer;
+        }
         deps.metrics.routeOperations.inc({ op: name, outcome: "ok" });
         return undefined;
       } catch (err) {
@@ -232,6 +238,8 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
         }),
       );
       if (err === undefined) ok.add(cidr);
+      else if (isInProgress(err))
+        return; // the cloud is creating it: neither routed nor failed yet
       else if (err instanceof CloudError && /already exists/i.test(err.message))
         return; // listed next round
       else {

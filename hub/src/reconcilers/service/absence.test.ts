@@ -62,10 +62,12 @@ function harness(inCloud?: readonly string[], terminated: readonly string[] = []
     async updateBackends(_n, _t, b) {
       calls.push(`updateBackends ${b.join(",")}`);
       backends = b;
+      return undefined;
     },
     async ensureDeleted() {
       calls.push("ensureDeleted");
       backends = undefined;
+      return undefined;
     },
   };
   const provider: CloudProvider = {

@@ -34,6 +34,7 @@ export function serviceController(ctx: ControllerContext): Controller {
   const { queue, tracker } = ctx;
   const ownedClass = ctx.config.loadBalancerClass;
   const ensured = new Map<string, EnsuredRecord>();
+  const pending = new Map<string, "ensure" | "update" | "delete">();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
   // anyway: bound how many run together, so thousands of waiting ones cost no memory.
   const ensures = new Semaphore(SERVICE_SYNC_CONCURRENCY);
@@ -111,6 +112,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     tracker,
     verified: ctx.verified,
     ensured,
+    pending,
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     loadBalancerClass: ownedClass,

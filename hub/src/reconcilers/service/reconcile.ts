@@ -2,7 +2,7 @@ import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/prot
 import { errorMessage, isRetryable } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
-import type { LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
+import { isInProgress, type LoadBalancerSpec, type LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { ClusterView } from "../../fleet/state.js";
@@ -60,6 +60,11 @@ export type ServiceDeps = Pick<
   readonly loadBalancerClass: string | undefined;
   /** Instance ids of nodes this hub saw leave the backend set (deleted, excluded, replaced). */
   departed?(cluster: string): ReadonlySet<string>;
+  /**
+   * Services whose load-balancer operation the cloud is still carrying out (the provider
+   * answered InProgress): their polls repeat no Event. Absent: every poll emits its Event.
+   */
+  readonly pending?: Map<string, "ensure" | "update" | "delete">;
 };
 
 const EXPECT_FINALIZER = "finalizer";
@@ -92,6 +97,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     // Gone from the cluster. With our finalizer that only happens after cleanup.
     deps.tracker.clear(k);
     deps.ensured.delete(k);
+    deps.pending?.delete(k);
     return DONE;
   }
   const cloud = deps.cloudFor(key.cluster);
@@ -188,7 +194,11 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
-      await lbs.updateBackends(name, tags, spec.backends);
+      const answer = await lbs.updateBackends(name, tags, spec.backends);
+      if (isInProgress(answer)) {
+        deps.pending?.set(k, "update");
+        return retryOutcome(answer, { events });
+      }
     } catch (err) {
       events.push(
         serviceEvent(
@@ -201,17 +211,28 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
       return retryOutcome(err, { events });
     }
+    deps.pending?.delete(k);
     deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backendsKey: backends.key });
     if (spec.backends.length > 0)
       events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
     return { events, requeue: { kind: "done" } };
   }
 
-  events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
+  // A poll of an operation in progress is the same sync going on: no second Event.
+  if (deps.pending?.get(k) !== "ensure")
+    events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    ingress = toWireIngress(await lbs.ensure(spec));
+    const answer = await lbs.ensure(spec);
+    if (isInProgress(answer)) {
+      // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
+      deps.pending?.set(k, "ensure");
+      deps.logger.debug({ service: key.name, retryAfterMs: answer.retryAfterMs }, answer.message);
+      return retryOutcome(answer, { events });
+    }
+    ingress = toWireIngress(answer);
   } catch (err) {
+    deps.pending?.delete(k);
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );
@@ -219,6 +240,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
     return retryOutcome(err, { events });
   }
+  deps.pending?.delete(k);
   deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
   if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
@@ -280,15 +302,25 @@ async function deleteLoadBalancer(
   tags: Record<string, string>,
   deps: ServiceDeps,
 ): Promise<Outcome> {
-  const events = [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
+  const events =
+    deps.pending?.get(k) === "delete"
+      ? []
+      : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    await lbs.ensureDeleted(name, tags);
+    const answer = await lbs.ensureDeleted(name, tags);
+    if (isInProgress(answer)) {
+      // The finalizer stays until the cloud says the load balancer is gone.
+      deps.pending?.set(k, "delete");
+      return retryOutcome(answer, { events });
+    }
   } catch (err) {
+    deps.pending?.delete(k);
     events.push(
       serviceEvent(svc, "Warning", REASON.deleteFailed, `Error deleting load balancer: ${errorMessage(err)}`),
     );
     return retryOutcome(err, { events });
   }
+  deps.pending?.delete(k);
   deps.ensured.delete(k);
   events.push(serviceEvent(svc, "Normal", REASON.deleted, "Deleted load balancer"));
   const published = deps.tracker.record(k, svc.uid, EXPECT_NO_FINALIZER);

@@ -11,7 +11,15 @@ import {
 import { systemClock } from "../../../util/clock.js";
 import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName, loadBalancerOwnerTags } from "../../naming.js";
-import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ProviderContext } from "../../provider.js";
+import {
+  type AccountBinding,
+  type InProgress,
+  isInProgress,
+  type LbIngress,
+  type LoadBalancerSpec,
+  type LoadBalancers,
+  type ProviderContext,
+} from "../../provider.js";
 import { simulatedProvider } from "./index.js";
 import { subResourceNames } from "./load-balancers.js";
 
@@ -78,6 +86,12 @@ function provider(
   const lbs = simulatedProvider.create(ctx).loadBalancers;
   if (lbs === undefined) throw new Error("the simulated provider has load balancers");
   return { lbs, ops };
+}
+
+/** A synchronous account's answer: the ingress, never InProgress. */
+function ready(answer: readonly LbIngress[] | InProgress): readonly LbIngress[] {
+  if (isInProgress(answer)) throw new Error(`unexpected in-progress answer: ${answer.message}`);
+  return answer;
 }
 
 let uidSeq = 0;
@@ -282,7 +296,7 @@ describe("simulated provider - load balancers", () => {
     expect((err as Error).message).toMatch(/recreated/);
     expect(owned(s.tags)).toEqual(before);
     const internal = spec({ internal: true });
-    const [ingress] = await provider().lbs.ensure(internal);
+    const [ingress] = ready(await provider().lbs.ensure(internal));
     expect(ingress?.ip).toMatch(/^10\./);
   });
 
@@ -434,7 +448,7 @@ describe("simulated provider - load balancers", () => {
       "load-balancer",
       "health-check",
     ]);
-    const [ingress] = await provider().lbs.ensure(s);
+    const [ingress] = ready(await provider().lbs.ensure(s));
     expect(ingress?.ip).toBe(first.ingress.ip);
     expect(owned(s.tags).loadBalancers.map((l) => l.id)).toEqual([first.id]);
     expectConverged(s);
@@ -612,5 +626,43 @@ describe("simulated provider - load balancers", () => {
     const s = spec({ backends: [] });
     await provider({ account: { network: net } }).lbs.ensure(s);
     expect(owned(s.tags).loadBalancers[0]?.network).toBe(net);
+  });
+
+  test("lb - asyncPolls: create and delete answer in progress N polls, looking at the cloud, then finish", async () => {
+    const h = provider({ account: { options: { asyncPolls: 3, asyncPollMs: 40 } } });
+    const s = spec();
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await h.lbs.ensure(s));
+    expect(answers.every(isInProgress)).toBe(true);
+    expect(answers[0]).toMatchObject({ retryAfterMs: 40 });
+    // The load balancer exists in the cloud (creating), and polls do not create it again.
+    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+    const [ingress] = ready(await h.lbs.ensure(s));
+    expect(ingress?.ip).toBeDefined();
+    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+    // Ready: a repeat is synchronous.
+    expect(isInProgress(await h.lbs.ensure(s))).toBe(false);
+
+    for (let i = 0; i < 3; i++) {
+      expect(isInProgress(await h.lbs.ensureDeleted(s.name, s.tags))).toBe(true);
+      expect(owned(s.tags).loadBalancers).toHaveLength(1); // still there while deleting
+    }
+    expect(await h.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
+    expect(ownedCount(s.tags)).toBe(0);
+    expect(await h.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
+  });
+
+  test("lb - asyncPolls: a load balancer gone while provisioning is created again", async () => {
+    const h = provider({ account: { options: { asyncPolls: 2, asyncPollMs: 40 } } });
+    const s = spec();
+    expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
+    await provider().lbs.ensureDeleted(s.name, s.tags);
+    expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
+    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+  });
+
+  test("lb - account options are the provider's: an invalid one names its field", () => {
+    expect(() => provider({ account: { options: { asyncPolls: -1 } } })).toThrow(/^options\.asyncPolls: /);
+    expect(() => provider({ account: { options: { nope: 1 } } })).toThrow(/options/);
   });
 });

@@ -15,15 +15,17 @@
  * Nothing without the owner tags is ever changed or deleted.
  */
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
-import type {
-  LbIngress,
-  LbListener,
-  LbProtocol,
-  LoadBalancerCapabilities,
-  LoadBalancerSpec,
-  LoadBalancerState,
-  LoadBalancers,
-  ProviderContext,
+import {
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LbListener,
+  type LbProtocol,
+  type LoadBalancerCapabilities,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+  type LoadBalancers,
+  type ProviderContext,
 } from "../../provider.js";
 import type { LbCollection, SimulatedClient } from "./client.js";
 import {
@@ -55,7 +57,16 @@ export interface SimulatedLoadBalancersOptions {
   readonly maxPages?: number;
   /** ensureDeleted: delete-and-list rounds before giving up with TransientCloudError. */
   readonly deleteRounds?: number;
+  /**
+   * Asynchronous cloud: a load balancer's creation and deletion answer InProgress this many
+   * times before they are done (0: synchronous). Each poll looks at the cloud's state.
+   */
+  readonly asyncPolls?: number;
+  /** The delay an InProgress answer asks for. */
+  readonly asyncPollMs?: number;
 }
+
+const DEFAULT_ASYNC_POLL_MS = 1000;
 
 const DEFAULT_PAGE_SIZE = 100;
 const DEFAULT_MAX_PAGES = 20;
@@ -168,6 +179,10 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   private readonly pageSize: number;
   private readonly maxPages: number;
   private readonly deleteRounds: number;
+  private readonly asyncPolls: number;
+  private readonly asyncPollMs: number;
+  /** Operations the (simulated) cloud is still carrying out, by load balancer name. */
+  private readonly operations = new Map<string, { op: "create" | "delete"; left: number }>();
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -177,6 +192,13 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     this.pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
     this.maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
     this.deleteRounds = opts.deleteRounds ?? DEFAULT_DELETE_ROUNDS;
+    this.asyncPolls = opts.asyncPolls ?? 0;
+    this.asyncPollMs = opts.asyncPollMs ?? DEFAULT_ASYNC_POLL_MS;
+  }
+
+  /** Operations in progress (for tests: none may be left behind). */
+  get operationsInProgress(): number {
+    return this.operations.size;
   }
 
   async get(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
@@ -188,12 +210,21 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     return { id: lb.id, name: lb.name, tags: { ...lb.tags }, ingress: ingressOf(lb), backends };
   }
 
-  async ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[]> {
+  async ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[] | InProgress> {
     checkOwnership(spec.name, spec.tags);
     const planned = plan(spec);
     const firewallPlan = planFirewall(spec);
+    const pending = this.operations.get(spec.name);
+    if (pending?.op === "create") {
+      // A poll: the cloud accepts no change meanwhile; the load balancer must still be there.
+      const listed = await this.listOwned(LB, { name: spec.name, tags: spec.tags }, signal);
+      pending.left--;
+      if (listed.length > 0 && pending.left > 0) return this.provisioning(spec.name);
+      this.operations.delete(spec.name);
+    } else if (pending?.op === "delete") this.operations.delete(spec.name);
     const owned = await this.snapshot(spec.name, spec.tags, signal);
 
+    const created = owned.lbs.length === 0;
     const lb = oldest(owned.lbs) ?? (await this.createLoadBalancer(spec, signal));
     if (lb.internal !== spec.internal) {
       throw new CloudError(
@@ -326,7 +357,15 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       false,
       signal,
     );
+    if (created && this.asyncPolls > 0) {
+      this.operations.set(spec.name, { op: "create", left: this.asyncPolls });
+      return this.provisioning(spec.name);
+    }
     return ingressOf(lb);
+  }
+
+  private provisioning(name: string): InProgress {
+    return inProgress(this.asyncPollMs, `load balancer ${name} is provisioning`);
   }
 
   async updateBackends(
@@ -334,7 +373,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     ownerTags: Tags,
     backends: readonly string[],
     signal?: AbortSignal,
-  ): Promise<void> {
+  ): Promise<undefined> {
     checkOwnership(name, ownerTags);
     const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) {
@@ -348,8 +387,23 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     }
   }
 
-  async ensureDeleted(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<void> {
+  async ensureDeleted(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<undefined | InProgress> {
     checkOwnership(name, ownerTags);
+    if (this.asyncPolls > 0) {
+      const pending = this.operations.get(name);
+      if (pending?.op !== "delete") {
+        if (count(await this.snapshot(name, ownerTags, signal)) === 0) {
+          this.operations.delete(name);
+          return;
+        }
+        // Accepted: the cloud deletes in the background; the resources stay listed meanwhile.
+        this.operations.set(name, { op: "delete", left: this.asyncPolls });
+        return inProgress(this.asyncPollMs, `load balancer ${name} is being deleted`);
+      }
+      pending.left--;
+      if (pending.left > 0) return inProgress(this.asyncPollMs, `load balancer ${name} is being deleted`);
+      this.operations.delete(name);
+    }
     for (let round = 0; ; round++) {
       const owned = await this.snapshot(name, ownerTags, signal);
       const left = count(owned);

@@ -15,8 +15,9 @@ import {
   TransientCloudError,
 } from "../../errors.js";
 import { routeOwnerTags } from "../../naming.js";
-import type { AccountBinding, ProviderContext, Routes } from "../../provider.js";
+import type { AccountBinding, ProviderContext } from "../../provider.js";
 import { simulatedProvider } from "./index.js";
+import type { SimulatedRoutes } from "./routes.js";
 
 const REGION = "sim-east-1";
 
@@ -44,7 +45,7 @@ beforeEach(() => {
 });
 
 function provider(opts: { account?: Partial<AccountBinding>; loseAnswerOf?: string } = {}): {
-  routes: Routes;
+  routes: SimulatedRoutes;
   ops: string[];
 } {
   const ops: string[] = [];
@@ -71,7 +72,8 @@ function provider(opts: { account?: Partial<AccountBinding>; loseAnswerOf?: stri
       return result;
     },
   };
-  const routes = simulatedProvider.create(ctx).routes;
+  // This provider's routes are synchronous: its own types say so.
+  const routes = simulatedProvider.create(ctx).routes as SimulatedRoutes | undefined;
   if (routes === undefined) throw new Error("the simulated provider has routes");
   return { routes, ops };
 }

@@ -110,7 +110,7 @@ export class SimulatedRoutes implements Routes {
   }
 
   /** Deletes by id; the cloud's own NotFound for that id means it is already gone. */
-  async delete(route: CloudRoute, signal?: AbortSignal): Promise<void> {
+  async delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined> {
     const network = await this.networkId(signal);
     await this.ctx.call(ROUTE_OPS.delete, async (callSignal) => {
       try {
