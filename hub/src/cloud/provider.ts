@@ -109,12 +109,18 @@ export interface LbHealthCheck {
   readonly unhealthyThreshold: number;
 }
 
+/**
+ * Whose load balancer: the hub addresses load balancers by owner only. How the cloud records
+ * ownership (names, tags, labels, descriptions) and finds it again after a crash is the
+ * provider's knowledge; the hub never sees a name or a tag.
+ */
+export interface LbOwner {
+  readonly cluster: string;
+  readonly serviceUid: string;
+}
+
 /** Everything the hub wants a Service's load balancer to be. Sub-resources are derived from it. */
 export interface LoadBalancerSpec {
-  /** Deterministic from (cluster, Service uid): see naming.ts. Also the adoption key after a crash. */
-  readonly name: string;
-  /** Ownership tags (naming.ts ownerTags): the provider never touches a load balancer without them. */
-  readonly tags: Readonly<Record<string, string>>;
   readonly listeners: readonly LbListener[];
   /** Instance ids (not providerIDs) of the backends, sorted. */
   readonly backends: readonly string[];
@@ -134,8 +140,10 @@ export interface LbIngress {
 /** What exists in the cloud for one load balancer, as the provider found it. */
 export interface LoadBalancerState {
   readonly id: string;
+  /** The cloud's name for it (logs). */
   readonly name: string;
-  readonly tags: Readonly<Record<string, string>>;
+  /** Who owns it, as the provider determined. */
+  readonly owner: LbOwner;
   readonly ingress: readonly LbIngress[];
   readonly backends: readonly string[];
 }
@@ -151,57 +159,65 @@ export interface LoadBalancerCapabilities {
 
 /**
  * Optional capability. Every method is idempotent and safe to repeat after a crash at any
- * point: resources are found by deterministic name and ownership tags, never created twice.
+ * point: the provider finds the owner's resources again (deterministic names, ownership
+ * marks), never creates them twice, and never touches what another owner (or nobody it
+ * knows) holds.
  */
 export interface LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
-  /** The load balancer of this name if it exists and carries `ownerTags`; undefined if absent. */
-  get(
-    name: string,
-    ownerTags: Readonly<Record<string, string>>,
-    signal?: AbortSignal,
-  ): Promise<LoadBalancerState | undefined>;
+  /** The owner's load balancer if it exists; undefined if absent. */
+  get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined>;
   /**
    * Creates or updates in place every sub-resource so the cloud matches `spec`; returns the
    * ingress once the load balancer is ready, or InProgress while the cloud is still working
    * (the caller calls again after the delay).
    */
-  ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[] | InProgress>;
+  ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+  ): Promise<readonly LbIngress[] | InProgress>;
   /** Replaces only the backends (node set changed); InProgress while the cloud applies it. */
   updateBackends(
-    name: string,
-    ownerTags: Readonly<Record<string, string>>,
+    owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<undefined | InProgress>;
   /**
-   * Deletes the load balancer and every sub-resource carrying `ownerTags` (including orphans of
-   * an interrupted create). Succeeds when nothing is left; InProgress while the cloud is still
-   * deleting; never deletes what lacks the tags.
+   * Deletes the owner's load balancer and every sub-resource of it (including orphans of an
+   * interrupted create). Succeeds when nothing is left; InProgress while the cloud is still
+   * deleting; never deletes what is not the owner's.
    */
-  ensureDeleted(
-    name: string,
-    ownerTags: Readonly<Record<string, string>>,
-    signal?: AbortSignal,
-  ): Promise<undefined | InProgress>;
+  ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress>;
 }
 
 // ---- Routes -----------------------------------------------------------------------------------
 
-export interface CloudRoute {
-  /** Provider id of the route (for deletion). */
-  readonly id: string;
+/** Where a route sends a destination. */
+export interface RouteTarget {
   readonly destinationCIDR: string;
   readonly targetInstanceID: string;
-  readonly tags: Readonly<Record<string, string>>;
+}
+
+export interface CloudRoute extends RouteTarget {
+  /** Provider id of the route (for deletion). */
+  readonly id: string;
+  /**
+   * The cluster that owns the route, as the provider determined it (tags, names, descriptions,
+   * a route table per cluster: the vendor's way); absent when no cluster of this hub owns it.
+   */
+  readonly ownerCluster?: string;
 }
 
 /** Optional capability: routes in the account's network route table. */
 export interface Routes {
   /** Every route of the route table (all pages). Used to create and to remove stale owned routes only. */
   list(signal?: AbortSignal): Promise<readonly CloudRoute[]>;
-  /** The created route, or InProgress while the cloud creates it (listed once done). */
-  create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
+  /**
+   * Creates a route owned by `ownerCluster`: the created route, or InProgress while the cloud
+   * creates it (listed once done).
+   */
+  create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
   delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress>;
 }
 

@@ -15,8 +15,6 @@ import { ConvergenceTracker } from "../convergence.js";
 import { routeController } from "./index.js";
 import { ROUTE } from "./reconcile.js";
 
-const OWNER = "fleet-ccm.io/cluster";
-
 function node(name: string, cidrs: string[], over: Partial<Node> = {}): Node {
   return Node.fromPartial({
     name,
@@ -69,8 +67,8 @@ function cloudDouble(outOfScope: Set<string> = new Set()) {
       async list() {
         return [...table];
       },
-      async create(r) {
-        const route = { ...r, id: `r-${++seq}` };
+      async create(r, ownerCluster) {
+        const route = { ...r, id: `r-${++seq}`, ownerCluster };
         table.push(route);
         return route;
       },
@@ -130,7 +128,7 @@ function harness(opts: { outOfScope?: Set<string>; maxNodes?: number } = {}) {
       id: `pre-${cidr}`,
       destinationCIDR: cidr,
       targetInstanceID: target,
-      tags: { [OWNER]: "c1" },
+      ownerCluster: "c1",
     });
   const reconcile = async () => {
     await Promise.resolve(); // let deltas settle (they are classified at the end of their run)
@@ -299,7 +297,7 @@ describe("route controller: owned routes go only on positive evidence", () => {
       id: "x",
       destinationCIDR: "10.9.0.0/24",
       targetInstanceID: "i-x",
-      tags: { [OWNER]: "c2" },
+      ownerCluster: "c2",
     });
     h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
     for (let i = 0; i < 5; i++) {

@@ -1,6 +1,5 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import { CloudError, errorMessage } from "../../cloud/errors.js";
-import { OWNER_TAG_CLUSTER, routeOwnerTags } from "../../cloud/naming.js";
 import { type CloudRoute, isInProgress } from "../../cloud/provider.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
@@ -131,7 +130,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   for (const r of existing) {
     const cidr = canonical(r.destinationCIDR);
     const w = want.get(cidr);
-    const ours = r.tags[OWNER_TAG_CLUSTER] === key.cluster;
+    const ours = r.ownerCluster === key.cluster;
     if (ours) owned++;
     if (w !== undefined && r.targetInstanceID === w.instanceID) ok.add(cidr);
     else if (!ours) {
@@ -231,11 +230,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       const blocked = toDelete.some((r) => canonical(r.destinationCIDR) === cidr) && !deleted.has(cidr);
       if (blocked) return; // the old route is still there; next round
       const err = await op("create", () =>
-        routes.create({
-          destinationCIDR: cidr,
-          targetInstanceID: w.instanceID,
-          tags: routeOwnerTags(key.cluster),
-        }),
+        routes.create({ destinationCIDR: cidr, targetInstanceID: w.instanceID }, key.cluster),
       );
       if (err === undefined) ok.add(cidr);
       else if (isInProgress(err))

@@ -56,14 +56,14 @@ function cloudDouble(fail?: Error, polls = 0) {
     async get() {
       return undefined;
     },
-    async ensure(spec): Promise<LbIngress[] | InProgress> {
+    async ensure(_owner, spec): Promise<LbIngress[] | InProgress> {
       calls.push("ensure");
       if (fail) throw fail;
       specs.push(spec);
       if (ensurePolls-- > 0) return inProgress(1500, "provisioning");
       return [{ ip: "198.18.0.1", hostname: "lb.example" }];
     },
-    async updateBackends(_n, _t, backends) {
+    async updateBackends(_owner, backends) {
       calls.push(`updateBackends ${backends.join(",")}`);
       return undefined;
     },

@@ -1,8 +1,12 @@
 import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
 import { errorMessage, isRetryable } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
-import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
-import { isInProgress, type LoadBalancerSpec, type LoadBalancers } from "../../cloud/provider.js";
+import {
+  isInProgress,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type LoadBalancers,
+} from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { ClusterView } from "../../fleet/state.js";
@@ -123,9 +127,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       events: [serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${why}`)],
     });
   }
-  const name = loadBalancerName(key.cluster, svc.uid);
-  const tags = loadBalancerOwnerTags(key.cluster, svc.uid);
-  if (cleanup) return deleteLoadBalancer(k, svc, lbs, name, tags, deps);
+  const owner: LbOwner = { cluster: key.cluster, serviceUid: svc.uid };
+  if (cleanup) return deleteLoadBalancer(k, svc, lbs, owner, deps);
 
   if (!hasFinalizer(svc)) {
     // Before anything exists in the cloud, so a deletion can never leak it.
@@ -157,8 +160,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       backends = { ids, key: ids.join(","), events: [] };
     }
     if (backends.ids.length === 0)
-      backends = await keepUnseenBackends(key.cluster, svc, lbs, name, tags, backends, deps, events);
-    spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends.ids);
+      backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
+    spec = loadBalancerSpec(svc, settings, backends.ids);
   } catch (err) {
     if (err instanceof AnnotationError) {
       // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
@@ -194,7 +197,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
-      const answer = await lbs.updateBackends(name, tags, spec.backends);
+      const answer = await lbs.updateBackends(owner, spec.backends);
       if (isInProgress(answer)) {
         deps.pending?.set(k, "update");
         return retryOutcome(answer, { events });
@@ -223,7 +226,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    const answer = await lbs.ensure(spec);
+    const answer = await lbs.ensure(owner, spec);
     if (isInProgress(answer)) {
       // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
       deps.pending?.set(k, "ensure");
@@ -262,13 +265,12 @@ async function keepUnseenBackends(
   cluster: string,
   svc: Readonly<Service>,
   lbs: LoadBalancers,
-  name: string,
-  tags: Record<string, string>,
+  owner: LbOwner,
   backends: BackendSet,
   deps: ServiceDeps,
   events: ClusterEvent[],
 ): Promise<BackendSet> {
-  const current = (await lbs.get(name, tags))?.backends ?? [];
+  const current = (await lbs.get(owner))?.backends ?? [];
   if (current.length === 0) return backends;
   const departed = deps.departed?.(cluster) ?? new Set<string>();
   // The account's instance list saying "terminated" is an answer (absence from it is not).
@@ -298,8 +300,7 @@ async function deleteLoadBalancer(
   k: string,
   svc: Readonly<Service>,
   lbs: LoadBalancers,
-  name: string,
-  tags: Record<string, string>,
+  owner: LbOwner,
   deps: ServiceDeps,
 ): Promise<Outcome> {
   const events =
@@ -307,7 +308,7 @@ async function deleteLoadBalancer(
       ? []
       : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    const answer = await lbs.ensureDeleted(name, tags);
+    const answer = await lbs.ensureDeleted(owner);
     if (isInProgress(answer)) {
       // The finalizer stays until the cloud says the load balancer is gone.
       deps.pending?.set(k, "delete");

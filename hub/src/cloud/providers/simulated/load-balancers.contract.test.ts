@@ -10,12 +10,18 @@ import {
 } from "../../../../../sim/src/cloud/index.js";
 import { systemClock } from "../../../util/clock.js";
 import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
-import { loadBalancerName, loadBalancerOwnerTags } from "../../naming.js";
+import {
+  loadBalancerName,
+  loadBalancerOwnerTags,
+  OWNER_TAG_CLUSTER,
+  OWNER_TAG_SERVICE_UID,
+} from "../../naming.js";
 import {
   type AccountBinding,
   type InProgress,
   isInProgress,
   type LbIngress,
+  type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancers,
   type ProviderContext,
@@ -49,8 +55,45 @@ beforeEach(() => {
 /** What the test's ctx.call does with one call: pass it on, fail it before it is sent, or lose its answer. */
 type Interceptor = (op: string, n: number) => "pass" | "before" | "after";
 
+/** A spec with the name and owner tags this provider derives from its owner, for asserting on the cloud. */
+interface TestSpec extends LoadBalancerSpec {
+  readonly name: string;
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+/** The owner whose tags these are (the hub addresses load balancers by owner only). */
+function ownerOf(tags: Readonly<Record<string, string>>): LbOwner {
+  return { cluster: tags[OWNER_TAG_CLUSTER] ?? "", serviceUid: tags[OWNER_TAG_SERVICE_UID] ?? "" };
+}
+
+/** The provider's load balancers, called the way these tests name them: by (name, owner tags). */
+interface NamedLoadBalancers {
+  readonly capabilities: LoadBalancers["capabilities"];
+  get(name: string, tags: Readonly<Record<string, string>>): ReturnType<LoadBalancers["get"]>;
+  ensure(s: TestSpec, signal?: AbortSignal): ReturnType<LoadBalancers["ensure"]>;
+  updateBackends(
+    name: string,
+    tags: Readonly<Record<string, string>>,
+    backends: readonly string[],
+  ): ReturnType<LoadBalancers["updateBackends"]>;
+  ensureDeleted(
+    name: string,
+    tags: Readonly<Record<string, string>>,
+  ): ReturnType<LoadBalancers["ensureDeleted"]>;
+}
+
+function named(lbs: LoadBalancers): NamedLoadBalancers {
+  return {
+    capabilities: lbs.capabilities,
+    get: (_name, tags) => lbs.get(ownerOf(tags)),
+    ensure: (s, signal) => lbs.ensure(ownerOf(s.tags), s, signal),
+    updateBackends: (_name, tags, backends) => lbs.updateBackends(ownerOf(tags), backends),
+    ensureDeleted: (_name, tags) => lbs.ensureDeleted(ownerOf(tags)),
+  };
+}
+
 interface Harness {
-  readonly lbs: LoadBalancers;
+  readonly lbs: NamedLoadBalancers;
   readonly ops: string[];
 }
 
@@ -85,7 +128,7 @@ function provider(
   };
   const lbs = simulatedProvider.create(ctx).loadBalancers;
   if (lbs === undefined) throw new Error("the simulated provider has load balancers");
-  return { lbs, ops };
+  return { lbs: named(lbs), ops };
 }
 
 /** A synchronous account's answer: the ingress, never InProgress. */
@@ -95,7 +138,7 @@ function ready(answer: readonly LbIngress[] | InProgress): readonly LbIngress[] 
 }
 
 let uidSeq = 0;
-function spec(overrides: Partial<LoadBalancerSpec> = {}): LoadBalancerSpec {
+function spec(overrides: Partial<TestSpec> = {}): TestSpec {
   const uid = `uid-${++uidSeq}`;
   return {
     name: loadBalancerName(CLUSTER, uid),
@@ -150,7 +193,7 @@ function ownedCount(tags: Readonly<Record<string, string>>): number {
 }
 
 /** Exactly one load balancer with every sub-resource of a two-port spec; no orphans, no duplicates. */
-function expectConverged(s: LoadBalancerSpec): void {
+function expectConverged(s: TestSpec): void {
   const o = owned(s.tags);
   expect(o.loadBalancers.map((l) => l.name)).toEqual([s.name]);
   expect(o.listeners).toHaveLength(s.listeners.length);
@@ -219,7 +262,7 @@ describe("simulated provider - load balancers", () => {
     expect(await lbs.get(s.name, s.tags)).toEqual({
       id: lb.id,
       name: s.name,
-      tags: s.tags,
+      owner: ownerOf(s.tags),
       ingress,
       backends: [...s.backends].sort(),
     });
@@ -243,7 +286,7 @@ describe("simulated provider - load balancers", () => {
     await lbs.ensure(s);
     const before = owned(s.tags);
     const lbId = before.loadBalancers[0]!.id;
-    const changed: LoadBalancerSpec = {
+    const changed: TestSpec = {
       ...s,
       listeners: [
         { protocol: "TCP", port: 80, nodePort: 31080, proxyProtocol: true },
@@ -363,7 +406,7 @@ describe("simulated provider - load balancers", () => {
     const base = spec();
     const { lbs } = provider();
     await lbs.ensure(base);
-    const target = (s: LoadBalancerSpec): LoadBalancerSpec => ({
+    const target = (s: TestSpec): TestSpec => ({
       ...s,
       listeners: [
         { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: true },
@@ -468,7 +511,9 @@ describe("simulated provider - load balancers", () => {
     await again.updateBackends(s.name, s.tags, [nodes[0]!.id, nodes[3]!.id]);
     expect(againOps.filter(mutating)).toEqual([]);
     expect((await again.get(s.name, s.tags))?.backends).toEqual([nodes[0]!.id, nodes[3]!.id].sort());
-    await expect(again.updateBackends(spec().name, s.tags, [])).rejects.toBeInstanceOf(SuspectAnswerError);
+    await expect(again.updateBackends(spec().name, spec().tags, [])).rejects.toBeInstanceOf(
+      SuspectAnswerError,
+    );
   });
 
   test("lb - get: absent is undefined; a same-named load balancer without the owner tags is not ours", async () => {

@@ -12,14 +12,22 @@
  * - ensureDeleted deletes everything owned, in dependency order, then lists again until
  *   nothing owned is left (a list that dropped an item may have hidden an orphan).
  *
- * Nothing without the owner tags is ever changed or deleted.
+ * The hub addresses a load balancer by its owner (cluster, Service uid); the name and the owner
+ * tags are derived here (naming.ts). Nothing without the owner tags is ever changed or deleted.
  */
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
+import {
+  loadBalancerName,
+  loadBalancerOwnerTags,
+  OWNER_TAG_CLUSTER,
+  OWNER_TAG_SERVICE_UID,
+} from "../../naming.js";
 import {
   type InProgress,
   inProgress,
   type LbIngress,
   type LbListener,
+  type LbOwner,
   type LbProtocol,
   type LoadBalancerCapabilities,
   type LoadBalancerSpec,
@@ -49,6 +57,26 @@ import {
 import { isConflict, isNotFoundOf, toContractError } from "./errors.js";
 
 type Tags = Readonly<Record<string, string>>;
+
+/** A spec with the cloud identity this provider derives from its owner. */
+interface NamedSpec extends LoadBalancerSpec {
+  readonly name: string;
+  readonly tags: Tags;
+}
+
+/** The cloud name and owner tags of an owner's load balancer; refuses an incomplete owner. */
+function identity(owner: LbOwner): { name: string; tags: Tags } {
+  if (owner.cluster === "" || owner.serviceUid === "")
+    throw new CloudError("refusing to act without an owner (cluster and Service uid): no ownership tags");
+  return {
+    name: loadBalancerName(owner.cluster, owner.serviceUid),
+    tags: loadBalancerOwnerTags(owner.cluster, owner.serviceUid),
+  };
+}
+
+function ownerOf(tags: Tags): LbOwner {
+  return { cluster: tags[OWNER_TAG_CLUSTER] ?? "", serviceUid: tags[OWNER_TAG_SERVICE_UID] ?? "" };
+}
 
 export interface SimulatedLoadBalancersOptions {
   /** Items per list call; the cloud caps it at 500. */
@@ -201,16 +229,27 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     return this.operations.size;
   }
 
-  async get(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
-    checkOwnership(name, ownerTags);
+  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    const { name, tags: ownerTags } = identity(owner);
     const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) return undefined;
     const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
     const backends = [...new Set(pools.flatMap((p) => p.members))].sort();
-    return { id: lb.id, name: lb.name, tags: { ...lb.tags }, ingress: ingressOf(lb), backends };
+    return { id: lb.id, name: lb.name, owner: ownerOf(lb.tags), ingress: ingressOf(lb), backends };
   }
 
-  async ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[] | InProgress> {
+  async ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    return await this.ensureNamed({ ...spec, ...identity(owner) }, signal);
+  }
+
+  private async ensureNamed(
+    spec: NamedSpec,
+    signal: AbortSignal | undefined,
+  ): Promise<readonly LbIngress[] | InProgress> {
     checkOwnership(spec.name, spec.tags);
     const planned = plan(spec);
     const firewallPlan = planFirewall(spec);
@@ -369,11 +408,11 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   }
 
   async updateBackends(
-    name: string,
-    ownerTags: Tags,
+    owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<undefined> {
+    const { name, tags: ownerTags } = identity(owner);
     checkOwnership(name, ownerTags);
     const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) {
@@ -387,8 +426,8 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     }
   }
 
-  async ensureDeleted(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<undefined | InProgress> {
-    checkOwnership(name, ownerTags);
+  async ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress> {
+    const { name, tags: ownerTags } = identity(owner);
     if (this.asyncPolls > 0) {
       const pending = this.operations.get(name);
       if (pending?.op !== "delete") {
@@ -419,10 +458,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
 
   // --- steps ----------------------------------------------------------------------------------
 
-  private createLoadBalancer(
-    spec: LoadBalancerSpec,
-    signal: AbortSignal | undefined,
-  ): Promise<WireLoadBalancer> {
+  private createLoadBalancer(spec: NamedSpec, signal: AbortSignal | undefined): Promise<WireLoadBalancer> {
     const { network } = this.ctx.account;
     return this.create(
       LB,
@@ -582,7 +618,7 @@ function checkOwnership(name: string, tags: Tags): void {
   }
 }
 
-function plan(spec: LoadBalancerSpec): PlannedListener[] {
+function plan(spec: NamedSpec): PlannedListener[] {
   const names = subResourceNames(spec.name);
   const seen = new Set<string>();
   return spec.listeners.map((listener) => {
@@ -607,7 +643,7 @@ function plan(spec: LoadBalancerSpec): PlannedListener[] {
  * One rule per transport protocol and port (HTTP and HTTPS are TCP), split in parts of at most
  * MAX_SOURCE_CIDRS_PER_RULE source CIDRs: a Service with 500 source ranges is a real one.
  */
-function planFirewall(spec: LoadBalancerSpec): PlannedFirewallRule[] {
+function planFirewall(spec: NamedSpec): PlannedFirewallRule[] {
   const names = subResourceNames(spec.name);
   const cidrs = spec.sourceRanges.length === 0 ? [...OPEN_TO_ALL] : [...new Set(spec.sourceRanges)].sort();
   const rules = new Map<string, PlannedFirewallRule>();
