@@ -26,6 +26,8 @@ interface AccountRuntime {
   readonly lookups: InstanceLookups;
   /** Bounds concurrent route writes for the account. */
   readonly routeWrites: Semaphore;
+  /** Bounds concurrent load-balancer syncs for the account (accounts.maxConcurrentLoadBalancerOps). */
+  readonly loadBalancerOps: Semaphore;
 }
 
 export interface CloudAccountsDeps {
@@ -37,6 +39,8 @@ export interface CloudAccountsDeps {
   readonly logger: Logger;
   readonly metrics: HubMetrics;
   readonly env?: NodeJS.ProcessEnv;
+  /** Aborted when the hub shuts down: every cloud call in flight ends with it. */
+  readonly signal?: AbortSignal;
 }
 
 /** Binds the configured accounts to providers, and clusters to accounts. */
@@ -46,6 +50,7 @@ export class CloudAccounts {
   private readonly caches = new Map<string, InstanceCache>();
   private readonly lookups = new Map<string, InstanceLookups>();
   private readonly routeWrites = new Map<string, Semaphore>();
+  private readonly loadBalancerOps = new Map<string, Semaphore>();
 
   constructor(
     accounts: readonly AccountConfig[],
@@ -74,7 +79,7 @@ export class CloudAccounts {
         clock: deps.clock,
       });
       const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
-      const call = instrumentedCall(binding, limiter, deps.metrics);
+      const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal);
       let provider: CloudProvider;
       try {
         provider = factory.create({ account: binding, logger, clock: deps.clock, call });
@@ -90,6 +95,7 @@ export class CloudAccounts {
         cache,
         lookups: new InstanceLookups(provider.instances, cache, deps.clock),
         routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
+        loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
       });
     });
     for (const c of clusters) {
@@ -98,6 +104,7 @@ export class CloudAccounts {
         throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
       this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
       this.routeWrites.set(c.name, account.routeWrites);
+      this.loadBalancerOps.set(c.name, account.loadBalancerOps);
       // "cluster" scope is the per-cluster-CCM baseline: each cluster lists on its own.
       if (deps.refresh.cacheScope === "account") {
         this.caches.set(c.name, account.cache);
@@ -131,6 +138,11 @@ export class CloudAccounts {
     return this.routeWrites.get(cluster);
   }
 
+  /** The account-wide bound on concurrent load-balancer syncs, for this cluster's account. */
+  loadBalancerOpsFor(cluster: string): Semaphore | undefined {
+    return this.loadBalancerOps.get(cluster);
+  }
+
   cloudFor(cluster: string): ClusterCloud | undefined {
     return this.clusters.get(cluster);
   }
@@ -144,16 +156,24 @@ function outcomeOf(err: unknown): string {
   return "error";
 }
 
-/** Every cloud call: wait for the account's token, time it, count it by outcome. */
+/** Never aborted: for a CloudAccounts without a shutdown signal (tests). */
+const NEVER = new AbortController().signal;
+
+/**
+ * Every cloud call: wait for the account's token, time it, count it by outcome. The signal it
+ * hands the call is the hub's shutdown; the request timeout is the provider client's, on the
+ * injected clock (one timeout per call, not two).
+ */
 function instrumentedCall(
   binding: AccountBinding,
   limiter: TokenBucket,
   metrics: HubMetrics,
+  shutdown: AbortSignal = NEVER,
 ): CloudCallWrapper {
   return async (op, fn) => {
     await limiter.take();
     const timer = metrics.cloudCallDuration.startTimer({ provider: binding.provider, op });
-    const signal = AbortSignal.timeout(binding.requestTimeoutMs);
+    const signal = shutdown;
     let failure: unknown;
     try {
       return await fn(signal);

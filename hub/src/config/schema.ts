@@ -35,6 +35,12 @@ export const AccountSchema = z
       .strict()
       .default({ perSecond: 20, burst: 40 }),
     requestTimeoutMs: z.number().int().positive().default(10_000),
+    /**
+     * Load-balancer syncs of the account's clusters running at once (each holds a few cloud
+     * answers; the rate limit paces them anyway). Per account, so a slow cloud never takes
+     * another account's share.
+     */
+    maxConcurrentLoadBalancerOps: z.number().int().positive().default(64),
     /** Provider-specific settings, validated by the provider when the account is bound. */
     options: z.record(z.string(), z.unknown()).optional(),
   })

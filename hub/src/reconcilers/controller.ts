@@ -28,6 +28,8 @@ export interface ControllerContext {
   cacheFor(cluster: string): InstanceCache | undefined;
   lookupsFor(cluster: string): InstanceLookups | undefined;
   routeWritesFor(cluster: string): Semaphore | undefined;
+  /** The account-wide bound on concurrent load-balancer syncs (absent: the controller's own). */
+  loadBalancerOpsFor?(cluster: string): Semaphore | undefined;
 }
 
 /**

@@ -15,8 +15,8 @@ import {
   SERVICE_NODES,
 } from "./reconcile.js";
 
-/** Service syncs in flight across the hub. */
-const SERVICE_SYNC_CONCURRENCY = 256;
+/** Service syncs in flight per cluster when the hub gives no account-wide bound (tests). */
+const SERVICE_SYNC_CONCURRENCY = 64;
 
 /** A backend set is recomputed at least this often (instance verdicts expire)… */
 const BACKEND_SET_MAX_AGE_MS = 60_000;
@@ -36,8 +36,19 @@ export function serviceController(ctx: ControllerContext): Controller {
   const ensured = new Map<string, EnsuredRecord>();
   const pending = new Map<string, "ensure" | "update" | "delete">();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
-  // anyway: bound how many run together, so thousands of waiting ones cost no memory.
-  const ensures = new Semaphore(SERVICE_SYNC_CONCURRENCY);
+  // anyway: bound how many run together per account, so thousands of waiting ones cost no
+  // memory and a slow account never holds another's share.
+  const fallback = new Map<string, Semaphore>();
+  const ensuresFor = (cluster: string): Semaphore => {
+    const shared = ctx.loadBalancerOpsFor?.(cluster);
+    if (shared !== undefined) return shared;
+    let own = fallback.get(cluster);
+    if (own === undefined) {
+      own = new Semaphore(SERVICE_SYNC_CONCURRENCY);
+      fallback.set(cluster, own);
+    }
+    return own;
+  };
   // The backend set is the same for every Service of a cluster: computed at most once per
   // second per cluster (and by the batched node-set sync right before it fans out), shared by
   // every Service, never once per Service.
@@ -166,7 +177,7 @@ export function serviceController(ctx: ControllerContext): Controller {
       },
     },
     async reconcile(k) {
-      if (k.kind === SERVICE) return ensures.run(() => reconcileService(k, deps));
+      if (k.kind === SERVICE) return ensuresFor(k.cluster).run(() => reconcileService(k, deps));
       // Batched node-set change: compute the new backend set once, then fan out to every
       // Service of the cluster (each filters itself).
       const view = ctx.fleet.view(k.cluster);
