@@ -99,4 +99,25 @@ describe("cloud accounts", () => {
       ),
     ).toThrow(/^accounts\[1\]\.options\.asyncPolls: /);
   });
+
+  test("the provider checks its credential names; a single reference stays valid", () => {
+    const sim = (credentials: unknown) => () =>
+      bind(
+        [
+          account("a1"),
+          account("a2", { provider: "simulated", endpoint: "http://127.0.0.1:1", credentials }),
+        ],
+        undefined,
+        [simulatedProvider],
+      );
+    expect(sim({ env: "K" })).not.toThrow();
+    expect(sim({ apiKey: { env: "K" } })).not.toThrow();
+    expect(sim({ apiKey: { env: "K" }, roleArn: { env: "K" } })).toThrow(
+      /^accounts\[1\]\.credentials\.roleArn: /,
+    );
+    expect(sim({ token: { env: "K" } })).toThrow(/^accounts\[1\]\.credentials\.token: /);
+    expect(() => bind([account("a1", { credentials: { a: { env: "K" } } }), account("a2")])).toThrow(
+      /^accounts\[0\]\.credentials: provider fake takes one secret reference/,
+    );
+  });
 });

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { AccountConfig, ClusterConfig } from "../config/schema.js";
-import { resolveSecret } from "../config/secret.js";
+import { namedRefs, RotatingSecret } from "../config/secret.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Clock } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
@@ -63,13 +63,30 @@ export class CloudAccounts {
         throw new Error(
           `accounts[${i}].provider: unknown provider "${a.provider}" (known: ${deps.registry.names().join(", ")})`,
         );
+      const refs = namedRefs(a.credentials);
+      try {
+        if (factory.checkCredentials !== undefined) factory.checkCredentials(refs.map(([name]) => name));
+        else if (refs.length !== 1 || refs[0]?.[0] !== "")
+          throw new AccountConfigError("credentials", `provider ${a.provider} takes one secret reference`);
+      } catch (err) {
+        if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
+        throw err;
+      }
+      const secrets = new Map(
+        refs.map(([name, ref]) => {
+          const field = `accounts[${i}].credentials${name === "" ? "" : `.${name}`}`;
+          return [name, new RotatingSecret(ref, field, deps.env)] as const;
+        }),
+      );
+      const primary = secrets.get("") ?? [...secrets.values()][0];
       const binding: AccountBinding = {
         name: a.name,
         provider: a.provider,
         region: a.region,
         network: a.network,
         endpoint: a.endpoint,
-        credential: resolveSecret(a.credentials, `accounts[${i}].credentials`, deps.env),
+        credential: primary?.current() ?? "",
+        secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
         requestTimeoutMs: a.requestTimeoutMs,
         ...(a.options !== undefined && { options: a.options }),
       };

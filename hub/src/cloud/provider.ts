@@ -241,8 +241,13 @@ export interface AccountBinding {
   readonly network?: string;
   /** API endpoint override (tests, demo, private endpoints). */
   readonly endpoint?: string;
-  /** The secret itself: never logged, never sent to an agent. */
+  /** The (primary) secret as read at start: never logged, never sent to an agent. */
   readonly credential: string;
+  /**
+   * The current value of a named credential ("" or absent: the single one), re-read when its
+   * file changes. Providers call it per request so credentials rotate without a restart.
+   */
+  readonly secret?: (name?: string) => string;
   readonly requestTimeoutMs: number;
   /** Provider-specific settings (`accounts[].options`), validated by the provider. */
   readonly options?: Readonly<Record<string, unknown>>;
@@ -261,5 +266,10 @@ export class AccountConfigError extends Error {
 
 export interface ProviderFactory {
   readonly name: string;
+  /**
+   * Checks the names of the account's credentials (`[""]` for a single reference), throwing
+   * AccountConfigError naming the field (e.g. "credentials.apiKey"). Absent: a single reference.
+   */
+  checkCredentials?(names: readonly string[]): void;
   create(ctx: ProviderContext): CloudProvider;
 }

@@ -1,7 +1,7 @@
 import { CLUSTER_NAME_PATTERN } from "@fleet-ccm/proto";
 import { z } from "zod";
 import { parseControllerList } from "../controllers.js";
-import { SecretRefSchema } from "./secret.js";
+import { CredentialRefsSchema, SecretRefSchema } from "./secret.js";
 
 const hostPort = z
   .string()
@@ -28,7 +28,8 @@ export const AccountSchema = z
     network: z.string().min(1).optional(),
     /** API endpoint override: private endpoints, and the simulators in tests and the demo. */
     endpoint: z.url().optional(),
-    credentials: SecretRefSchema,
+    /** One secret reference, or named ones the provider defines (checked by the provider). */
+    credentials: CredentialRefsSchema,
     /** Cloud API calls per second for the whole account, shared by every cluster in it. */
     rateLimit: z
       .object({ perSecond: z.number().positive(), burst: z.number().int().positive() })

@@ -34,8 +34,21 @@ export function parseSimulatedOptions(options: unknown): SimulatedOptions {
   throw new AccountConfigError(where, issue?.message ?? "invalid");
 }
 
+/** The simulated cloud's one credential: `credentials: {apiKey: <ref>}`, or just `<ref>`. */
+const API_KEY = "apiKey";
+
 export const simulatedProvider: ProviderFactory = {
   name: PROVIDER_NAME,
+  checkCredentials(names) {
+    if (names.length === 1 && names[0] === "") return;
+    for (const n of names)
+      if (n !== API_KEY)
+        throw new AccountConfigError(
+          `credentials.${n}`,
+          "not a credential of the simulated provider (apiKey)",
+        );
+    if (!names.includes(API_KEY)) throw new AccountConfigError("credentials.apiKey", "required");
+  },
   create(ctx: ProviderContext): CloudProvider {
     const { account } = ctx;
     if (account.provider !== PROVIDER_NAME) {
@@ -48,7 +61,7 @@ export const simulatedProvider: ProviderFactory = {
     }
     const client = new SimulatedClient({
       endpoint,
-      credential: account.credential,
+      credential: () => account.secret?.(API_KEY) ?? account.credential,
       region: account.region,
       requestTimeoutMs: account.requestTimeoutMs,
       clock: ctx.clock,
