@@ -148,6 +148,21 @@ export interface LoadBalancerState {
   readonly backends: readonly string[];
 }
 
+/** One page of the load balancers the hub owns in an account (all clusters). */
+export interface OwnedLoadBalancerPage {
+  readonly items: readonly OwnedLoadBalancer[];
+  /** Absent on the last page. */
+  readonly nextPageToken?: string;
+}
+
+/** A load balancer of the account-wide listing: whose it is and what clients reach. */
+export interface OwnedLoadBalancer {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: LbOwner;
+  readonly ingress: readonly LbIngress[];
+}
+
 export interface LoadBalancerCapabilities {
   readonly sessionAffinity: boolean;
   readonly proxyProtocol: boolean;
@@ -189,6 +204,12 @@ export interface LoadBalancers {
    * deleting; never deletes what is not the owner's.
    */
   ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress>;
+  /**
+   * One page of every load balancer this hub owns in the account, any cluster: re-verifying
+   * thousands of Services takes a few list calls, not one chain per Service. Absent: the
+   * provider cannot list (each Service is verified on its own).
+   */
+  listOwned?(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage>;
 }
 
 // ---- Routes -----------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ import {
   type LoadBalancerSpec,
   type LoadBalancerState,
   type LoadBalancers,
+  type OwnedLoadBalancer,
+  type OwnedLoadBalancerPage,
   type ProviderContext,
 } from "../../provider.js";
 import type { LbCollection, SimulatedClient } from "./client.js";
@@ -231,9 +233,9 @@ export class SimulatedLoadBalancers implements LoadBalancers {
 
   async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
     const { name, tags: ownerTags } = identity(owner);
-    const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
+    const lb = oldest(await this.listFiltered(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) return undefined;
-    const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
+    const pools = await this.listFiltered(POOL, { tags: ownerTags, lbId: lb.id }, signal);
     const backends = [...new Set(pools.flatMap((p) => p.members))].sort();
     return { id: lb.id, name: lb.name, owner: ownerOf(lb.tags), ingress: ingressOf(lb), backends };
   }
@@ -256,7 +258,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     const pending = this.operations.get(spec.name);
     if (pending?.op === "create") {
       // A poll: the cloud accepts no change meanwhile; the load balancer must still be there.
-      const listed = await this.listOwned(LB, { name: spec.name, tags: spec.tags }, signal);
+      const listed = await this.listFiltered(LB, { name: spec.name, tags: spec.tags }, signal);
       pending.left--;
       if (listed.length > 0 && pending.left > 0) return this.provisioning(spec.name);
       this.operations.delete(spec.name);
@@ -414,13 +416,13 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   ): Promise<undefined> {
     const { name, tags: ownerTags } = identity(owner);
     checkOwnership(name, ownerTags);
-    const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
+    const lb = oldest(await this.listFiltered(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) {
       // The hub only calls this for a load balancer it ensured: absence is a suspect answer.
       throw new SuspectAnswerError(`load balancer ${name} is not listed; cannot update its backends`);
     }
     const members = [...new Set(backends)].sort();
-    const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
+    const pools = await this.listFiltered(POOL, { tags: ownerTags, lbId: lb.id }, signal);
     for (const pool of pools) {
       if (!sameSet(pool.members, members)) await this.update(POOL, pool.id, { members }, signal);
     }
@@ -456,6 +458,26 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     }
   }
 
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const body = await this.call(`${LB.op}.list`, signal, undefined, (signals) =>
+      this.client.listLbResources(
+        LB.collection,
+        { pageSize: this.pageSize, ...(pageToken !== undefined && { pageToken }) },
+        signals,
+      ),
+    );
+    const { items, next_page_token } = LB.parsePage(body);
+    const owned: OwnedLoadBalancer[] = [];
+    for (const lb of items) {
+      const owner = ownerOf(lb.tags);
+      // Ours only when both owner tags are there and the name is the one derived from them.
+      if (owner.cluster === "" || owner.serviceUid === "") continue;
+      if (lb.name !== loadBalancerName(owner.cluster, owner.serviceUid)) continue;
+      owned.push({ id: lb.id, name: lb.name, owner, ingress: ingressOf(lb) });
+    }
+    return { items: owned, ...(next_page_token !== undefined && { nextPageToken: next_page_token }) };
+  }
+
   // --- steps ----------------------------------------------------------------------------------
 
   private createLoadBalancer(spec: NamedSpec, signal: AbortSignal | undefined): Promise<WireLoadBalancer> {
@@ -475,11 +497,11 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   /** The load balancers of this name and everything else carrying the owner tags. */
   private async snapshot(name: string, tags: Tags, signal: AbortSignal | undefined): Promise<Owned> {
     const [lbs, listeners, pools, healthChecks, firewallRules] = await Promise.all([
-      this.listOwned(LB, { name, tags }, signal),
-      this.listOwned(LISTENER, { tags }, signal),
-      this.listOwned(POOL, { tags }, signal),
-      this.listOwned(HEALTH_CHECK, { tags }, signal),
-      this.listOwned(FIREWALL, { tags }, signal),
+      this.listFiltered(LB, { name, tags }, signal),
+      this.listFiltered(LISTENER, { tags }, signal),
+      this.listFiltered(POOL, { tags }, signal),
+      this.listFiltered(HEALTH_CHECK, { tags }, signal),
+      this.listFiltered(FIREWALL, { tags }, signal),
     ]);
     return { lbs: sortOldestFirst(lbs), listeners, pools, healthChecks, firewallRules };
   }
@@ -519,7 +541,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
    * Every page of a filtered list. Each item must match the filter (a cloud that ignored it
    * is suspect: acting on what it returned could touch what is not ours).
    */
-  private async listOwned<T extends { id: string; name: string; tags: Tags; lb_id?: string }>(
+  private async listFiltered<T extends { id: string; name: string; tags: Tags; lb_id?: string }>(
     kind: KindInfo<T>,
     filter: { name?: string; tags: Tags; lbId?: string },
     signal: AbortSignal | undefined,
