@@ -41,6 +41,8 @@ export interface EnsuredRecord {
   readonly specKey: string;
   /** BackendSet.key of the backends last written. */
   readonly backendsKey: string;
+  /** When (deps.clock): an account listing older than this cannot vouch for it. */
+  readonly atMs?: number;
 }
 
 /** Instance ids of a cluster's eligible, verified nodes, sorted, with a key to compare sets cheaply. */
@@ -215,7 +217,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       return retryOutcome(err, { events });
     }
     deps.pending?.delete(k);
-    deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backendsKey: backends.key });
+    deps.ensured.set(k, {
+      uid: svc.uid,
+      specKey: last.specKey,
+      backendsKey: backends.key,
+      atMs: deps.clock.now(),
+    });
     if (spec.backends.length > 0)
       events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
     return { events, requeue: { kind: "done" } };
@@ -244,7 +251,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     return retryOutcome(err, { events });
   }
   deps.pending?.delete(k);
-  deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key });
+  deps.ensured.set(k, {
+    uid: svc.uid,
+    specKey: specKey(spec),
+    backendsKey: backends.key,
+    atMs: deps.clock.now(),
+  });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
   if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
   const published = deps.tracker.record(k, svc.uid, `${EXPECT_INGRESS}${JSON.stringify(ingress)}`);
