@@ -8,13 +8,13 @@ import type { CloudCallWrapper, ProviderFactory } from "./provider.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 import { ProviderRegistry } from "./registry.js";
 
-function config(accounts: unknown[]) {
+function config(accounts: unknown[], clusters?: unknown[]) {
   return parseHubConfig(
     JSON.stringify({
       grpc: { insecure: true },
       nats: { servers: ["nats://127.0.0.1:1"] },
       accounts,
-      clusters: [
+      clusters: clusters ?? [
         { name: "c1", account: "a1", token: { env: "T" } },
         { name: "c2", account: "a2", token: { env: "T" } },
         { name: "c3", account: "a1", token: { env: "T" } },
@@ -31,7 +31,12 @@ const account = (name: string, over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-function bind(accounts: unknown[], signal?: AbortSignal, factories: ProviderFactory[] = []) {
+function bind(
+  accounts: unknown[],
+  signal?: AbortSignal,
+  factories: ProviderFactory[] = [],
+  clusters?: unknown[],
+) {
   const calls: CloudCallWrapper[] = [];
   const fake: ProviderFactory = {
     name: "fake",
@@ -50,7 +55,7 @@ function bind(accounts: unknown[], signal?: AbortSignal, factories: ProviderFact
       };
     },
   };
-  const cfg = config(accounts);
+  const cfg = config(accounts, clusters);
   const accountsRuntime = new CloudAccounts(cfg.accounts, cfg.clusters, {
     registry: new ProviderRegistry([fake, ...factories]),
     refresh: { periodMs: 60_000, cacheScope: "account" },
@@ -119,5 +124,42 @@ describe("cloud accounts", () => {
     expect(() => bind([account("a1", { credentials: { a: { env: "K" } } }), account("a2")])).toThrow(
       /^accounts\[0\]\.credentials: provider fake takes one secret reference/,
     );
+  });
+
+  test("an account serves several regions: a cluster names its region; one client and cache per region", () => {
+    const multi = [account("a1", { region: undefined, regions: ["r1", "r2"] }), account("a2")];
+    const cluster = (name: string, over: Record<string, unknown> = {}) => ({
+      name,
+      account: "a1",
+      token: { env: "T" },
+      ...over,
+    });
+    const { accounts, calls } = bind(
+      multi,
+      undefined,
+      [],
+      [
+        cluster("c1", { region: "r1" }),
+        cluster("c2", { region: "r2", network: "vpc-2" }),
+        cluster("c3", { region: "r1" }),
+      ],
+    );
+    expect(calls).toHaveLength(3); // a1 in r1 and r2, a2
+    expect(accounts.cloudFor("c1")?.account.region).toBe("r1");
+    expect(accounts.cloudFor("c2")?.account.region).toBe("r2");
+    expect(accounts.cloudFor("c2")?.scope.network).toBe("vpc-2");
+    expect(accounts.cacheFor("c1")).toBe(accounts.cacheFor("c3"));
+    expect(accounts.cacheFor("c1")).not.toBe(accounts.cacheFor("c2"));
+    expect(accounts.loadBalancerOpsFor("c1")).toBe(accounts.loadBalancerOpsFor("c2"));
+    expect(() => bind(multi, undefined, [], [cluster("c1")])).toThrow(
+      /^clusters\[0\]\.region: required: account "a1" serves several regions \(r1, r2\)/,
+    );
+    expect(() => bind(multi, undefined, [], [cluster("c1", { region: "r9" })])).toThrow(
+      /^clusters\[0\]\.region: account "a1" does not serve region "r9"/,
+    );
+    expect(() => config([account("a1", { region: undefined }), account("a2")])).toThrow(
+      /accounts\[0\]\.region/,
+    );
+    expect(config([account("a1", { region: "r1" }), account("a2")]).accounts[0]?.regions).toEqual(["r1"]);
   });
 });

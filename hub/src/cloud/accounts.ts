@@ -17,13 +17,17 @@ import {
 import type { ProviderRegistry } from "./registry.js";
 import type { ClusterCloud } from "./scope.js";
 
-/** One provider client and one rate limiter per account, shared by every cluster bound to it. */
-interface AccountRuntime {
+/** One provider client and instance cache per account and region. */
+interface RegionRuntime {
   readonly binding: AccountBinding;
   readonly provider: CloudProvider;
-  readonly limiter: TokenBucket;
   readonly cache: InstanceCache;
   readonly lookups: InstanceLookups;
+}
+
+/** One rate limiter (or one per region), route and load-balancer bounds per account, shared by its clusters. */
+interface AccountRuntime {
+  readonly regions: ReadonlyMap<string, RegionRuntime>;
   /** Bounds concurrent route writes for the account. */
   readonly routeWrites: Semaphore;
   /** Bounds concurrent load-balancer syncs for the account (accounts.maxConcurrentLoadBalancerOps). */
@@ -79,49 +83,76 @@ export class CloudAccounts {
         }),
       );
       const primary = secrets.get("") ?? [...secrets.values()][0];
-      const binding: AccountBinding = {
-        name: a.name,
-        provider: a.provider,
-        region: a.region,
-        network: a.network,
-        endpoint: a.endpoint,
-        credential: primary?.current() ?? "",
-        secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
-        requestTimeoutMs: a.requestTimeoutMs,
-        ...(a.options !== undefined && { options: a.options }),
-      };
-      const limiter = new TokenBucket({
-        ratePerSecond: a.rateLimit.perSecond,
-        burst: a.rateLimit.burst,
-        clock: deps.clock,
-      });
-      const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
-      const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal);
-      let provider: CloudProvider;
-      try {
-        provider = factory.create({ account: binding, logger, clock: deps.clock, call });
-      } catch (err) {
-        if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
-        throw err;
+      const newLimiter = () =>
+        new TokenBucket({
+          ratePerSecond: a.rateLimit.perSecond,
+          burst: a.rateLimit.burst,
+          clock: deps.clock,
+        });
+      const accountLimiter = newLimiter();
+      const regions = new Map<string, RegionRuntime>();
+      for (const region of a.regions) {
+        const binding: AccountBinding = {
+          name: a.name,
+          provider: a.provider,
+          region,
+          network: a.network,
+          endpoint: a.endpoint,
+          credential: primary?.current() ?? "",
+          secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
+          requestTimeoutMs: a.requestTimeoutMs,
+          ...(a.options !== undefined && { options: a.options }),
+        };
+        const limiter = factory.rateLimitScope === "region" ? newLimiter() : accountLimiter;
+        const logger = deps.logger.child({
+          component: "cloud",
+          account: a.name,
+          provider: a.provider,
+          region,
+        });
+        const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal);
+        let provider: CloudProvider;
+        try {
+          provider = factory.create({ account: binding, logger, clock: deps.clock, call });
+        } catch (err) {
+          if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
+          throw err;
+        }
+        const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
+        regions.set(region, {
+          binding,
+          provider,
+          cache,
+          lookups: new InstanceLookups(provider.instances, cache, deps.clock),
+        });
       }
-      const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
       this.accounts.set(a.name, {
-        binding,
-        provider,
-        limiter,
-        cache,
-        lookups: new InstanceLookups(provider.instances, cache, deps.clock),
+        regions,
         routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
         loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
       });
     });
-    for (const c of clusters) {
-      const account = this.accounts.get(c.account);
-      if (account === undefined)
+    clusters.forEach((c, i) => {
+      const runtime = this.accounts.get(c.account);
+      if (runtime === undefined)
         throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
-      this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
-      this.routeWrites.set(c.name, account.routeWrites);
-      this.loadBalancerOps.set(c.name, account.loadBalancerOps);
+      const served = [...runtime.regions.keys()];
+      if (c.region === undefined && served.length > 1)
+        throw new Error(
+          `clusters[${i}].region: required: account "${c.account}" serves several regions (${served.join(", ")})`,
+        );
+      const account = runtime.regions.get(c.region ?? served[0] ?? "");
+      if (account === undefined)
+        throw new Error(
+          `clusters[${i}].region: account "${c.account}" does not serve region "${c.region}" (it serves ${served.join(", ")})`,
+        );
+      const scope =
+        c.network !== undefined && c.scope.network === undefined
+          ? { ...c.scope, network: c.network }
+          : c.scope;
+      this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope });
+      this.routeWrites.set(c.name, runtime.routeWrites);
+      this.loadBalancerOps.set(c.name, runtime.loadBalancerOps);
       // "cluster" scope is the per-cluster-CCM baseline: each cluster lists on its own.
       if (deps.refresh.cacheScope === "account") {
         this.caches.set(c.name, account.cache);
@@ -137,7 +168,7 @@ export class CloudAccounts {
         this.caches.set(c.name, cache);
         this.lookups.set(c.name, new InstanceLookups(account.provider.instances, cache, deps.clock));
       }
-    }
+    });
   }
 
   /** Coalesced instance lookups for this cluster's node initialization (same scope as its cache). */

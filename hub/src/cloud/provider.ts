@@ -292,5 +292,7 @@ export interface ProviderFactory {
    * AccountConfigError naming the field (e.g. "credentials.apiKey"). Absent: a single reference.
    */
   checkCredentials?(names: readonly string[]): void;
+  /** How the vendor rate-limits: one bucket per account (default) or per account and region. */
+  readonly rateLimitScope?: "account" | "region";
   create(ctx: ProviderContext): CloudProvider;
 }

@@ -127,14 +127,15 @@ export function serviceController(ctx: ControllerContext): Controller {
     prune(m);
     return new Set(m.keys());
   };
-  // The account-wide listing of owned load balancers, cached and shared by the account's clusters.
+  // The listing of owned load balancers per account and region, cached and shared by its clusters.
   const listings = new Map<string, { atMs: number; owned: Promise<ReadonlySet<string>> }>();
   const ownedIn = (
     cloud: ClusterCloud,
     lbs: LoadBalancers & Required<Pick<LoadBalancers, "listOwned">>,
     notBeforeMs: number,
   ) => {
-    const hit = listings.get(cloud.account.name);
+    const at = `${cloud.account.name}\u0000${cloud.account.region}`;
+    const hit = listings.get(at);
     if (hit !== undefined && hit.atMs >= notBeforeMs && ctx.clock.now() - hit.atMs < OWNED_LISTING_TTL_MS)
       return hit.owned;
     const owned = (async () => {
@@ -149,9 +150,9 @@ export function serviceController(ctx: ControllerContext): Controller {
       throw new Error(`the owned load-balancer listing still had pages after ${OWNED_LISTING_MAX_PAGES}`);
     })();
     const entry = { atMs: ctx.clock.now(), owned };
-    listings.set(cloud.account.name, entry);
+    listings.set(at, entry);
     owned.catch(() => {
-      if (listings.get(cloud.account.name) === entry) listings.delete(cloud.account.name);
+      if (listings.get(at) === entry) listings.delete(at);
     });
     return owned;
   };
