@@ -159,6 +159,7 @@ export class Hub {
       metrics: this.metrics,
       clock: this.clock,
       logger: this.log,
+      signal: this.cloudShutdown.signal,
       cloudFor: (c) => this.accounts.cloudFor(c),
       cacheFor: (c) => this.accounts.cacheFor(c),
       lookupsFor: (c) => this.accounts.lookupsFor(c),

@@ -39,6 +39,8 @@ export interface LifecycleDeps {
   readonly metrics: HubMetrics;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** Aborted on hub shutdown. */
+  readonly signal?: AbortSignal;
 }
 
 export function readyStatus(node: Readonly<Node>): string {
@@ -109,7 +111,7 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
 
   let meta: InstanceMetadata | undefined;
   try {
-    meta = await cloud.provider.instances.getByProviderID(node.providerId);
+    meta = await cloud.provider.instances.getByProviderID(node.providerId, deps.signal);
     if (meta.providerID !== node.providerId)
       throw new Error(`lookup of ${node.providerId} returned ${meta.providerID}`);
   } catch (err) {

@@ -32,6 +32,7 @@ export type RouteDeps = Pick<
   | "metrics"
   | "logger"
   | "clock"
+  | "signal"
 > & {
   readonly periodMs: number;
   readonly evidence: RouteEvidence;
@@ -115,7 +116,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   }
   let existing: readonly CloudRoute[];
   try {
-    existing = await routes.list();
+    existing = await routes.list(deps.signal);
   } catch (err) {
     return retryOutcome(err, { events });
   }
@@ -210,7 +211,9 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
         return err;
       }
     });
-  const deleteErrors = await Promise.all(toDelete.map((r) => op("delete", () => routes.delete(r))));
+  const deleteErrors = await Promise.all(
+    toDelete.map((r) => op("delete", () => routes.delete(r, deps.signal))),
+  );
   const deleted = new Set(
     toDelete.filter((_, i) => deleteErrors[i] === undefined).map((r) => canonical(r.destinationCIDR)),
   );
@@ -230,7 +233,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       const blocked = toDelete.some((r) => canonical(r.destinationCIDR) === cidr) && !deleted.has(cidr);
       if (blocked) return; // the old route is still there; next round
       const err = await op("create", () =>
-        routes.create({ destinationCIDR: cidr, targetInstanceID: w.instanceID }, key.cluster),
+        routes.create({ destinationCIDR: cidr, targetInstanceID: w.instanceID }, key.cluster, deps.signal),
       );
       if (err === undefined) ok.add(cidr);
       else if (isInProgress(err))

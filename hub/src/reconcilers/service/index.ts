@@ -142,7 +142,7 @@ export function serviceController(ctx: ControllerContext): Controller {
       const keys = new Set<string>();
       let token: string | undefined;
       for (let page = 0; page < OWNED_LISTING_MAX_PAGES; page++) {
-        const answer = await lbs.listOwned(token);
+        const answer = await lbs.listOwned(token, ctx.signal);
         for (const lb of answer.items) keys.add(ownerKey(lb.owner.cluster, lb.owner.serviceUid));
         token = answer.nextPageToken;
         if (token === undefined) return keys;
@@ -202,6 +202,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     pending,
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
+    ...(ctx.signal !== undefined && { signal: ctx.signal }),
     loadBalancerClass: ownedClass,
     backendsFor,
   };

@@ -57,7 +57,7 @@ export interface BackendSet {
 
 export type ServiceDeps = Pick<
   ControllerContext,
-  "fleet" | "cloudFor" | "cacheFor" | "tracker" | "verified" | "logger" | "clock"
+  "fleet" | "cloudFor" | "cacheFor" | "tracker" | "verified" | "logger" | "clock" | "signal"
 > & {
   readonly ensured: Map<string, EnsuredRecord>;
   /** The cluster's verified backend set, computed once per node-set change and shared by its Services. */
@@ -199,7 +199,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
-      const answer = await lbs.updateBackends(owner, spec.backends);
+      const answer = await lbs.updateBackends(owner, spec.backends, deps.signal);
       if (isInProgress(answer)) {
         deps.pending?.set(k, "update");
         return retryOutcome(answer, { events });
@@ -233,7 +233,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    const answer = await lbs.ensure(owner, spec);
+    const answer = await lbs.ensure(owner, spec, deps.signal);
     if (isInProgress(answer)) {
       // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
       deps.pending?.set(k, "ensure");
@@ -282,7 +282,7 @@ async function keepUnseenBackends(
   deps: ServiceDeps,
   events: ClusterEvent[],
 ): Promise<BackendSet> {
-  const current = (await lbs.get(owner))?.backends ?? [];
+  const current = (await lbs.get(owner, deps.signal))?.backends ?? [];
   if (current.length === 0) return backends;
   const departed = deps.departed?.(cluster) ?? new Set<string>();
   // The account's instance list saying "terminated" is an answer (absence from it is not).
@@ -320,7 +320,7 @@ async function deleteLoadBalancer(
       ? []
       : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    const answer = await lbs.ensureDeleted(owner);
+    const answer = await lbs.ensureDeleted(owner, deps.signal);
     if (isInProgress(answer)) {
       // The finalizer stays until the cloud says the load balancer is gone.
       deps.pending?.set(k, "delete");
