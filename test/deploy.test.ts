@@ -15,6 +15,7 @@ import { connect, type NatsConnection, type Subscription } from "@nats-io/transp
 import { parseAllDocuments } from "yaml";
 import { parseHubConfig } from "../hub/src/config/load.js";
 import type { HubConfig } from "../hub/src/config/schema.js";
+import { namedRefs } from "../hub/src/config/secret.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const DEPLOY = join(ROOT, "deploy");
@@ -446,7 +447,7 @@ describe("hub/hub.yaml", () => {
   test("every secret is a file of the mounted hub Secret, and each cluster's token is its own", () => {
     const refs = [
       cfg.nats.password,
-      ...cfg.accounts.map((a) => a.credentials),
+      ...cfg.accounts.flatMap((a) => namedRefs(a.credentials).map(([, ref]) => ref)),
       ...cfg.clusters.map((c) => c.token),
     ];
     for (const ref of refs) {

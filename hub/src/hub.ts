@@ -96,6 +96,7 @@ export class Hub {
   private readonly api: { readonly views: FleetApi; readonly token: () => string } | undefined;
   private apiServer: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
+  private readonly cloudShutdown = new AbortController();
 
   constructor(private readonly opts: HubOptions) {
     const cfg = opts.config;
@@ -120,6 +121,7 @@ export class Hub {
       env: opts.env,
       refresh: cfg.refresh,
       maxConcurrentRouteWrites: cfg.routes.maxConcurrentPerAccount,
+      signal: this.cloudShutdown.signal,
     });
     const auth = new TokenAuthenticator(
       cfg.clusters.map((c, i) => [c.name, resolveSecret(c.token, `clusters[${i}].token`, opts.env)] as const),
@@ -179,10 +181,12 @@ export class Hub {
       metrics: this.metrics,
       clock: this.clock,
       logger: this.log,
+      signal: this.cloudShutdown.signal,
       cloudFor: (c) => this.accounts.cloudFor(c),
       cacheFor: (c) => this.accounts.cacheFor(c),
       lookupsFor: (c) => this.accounts.lookupsFor(c),
       routeWritesFor: (c) => this.accounts.routeWritesFor(c),
+      loadBalancerOpsFor: (c) => this.accounts.loadBalancerOpsFor(c),
     };
     this.controllers = [
       cloudNodeController(ctx),
@@ -486,6 +490,8 @@ export class Hub {
   async stop(): Promise<void> {
     await this.grpc.stop();
     this.queue.shutDown();
+    // Cloud calls in flight end now instead of holding the workers until their timeout.
+    this.cloudShutdown.abort();
     this.applyFailures.stop();
     await this.workers?.stop();
     await this.publisher.stop();

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { AccountConfig, ClusterConfig } from "../config/schema.js";
-import { resolveSecret } from "../config/secret.js";
+import { namedRefs, RotatingSecret } from "../config/secret.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Clock } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
@@ -8,19 +8,32 @@ import { Semaphore } from "../util/semaphore.js";
 import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
 import { InstanceCache } from "./instance-cache.js";
 import { InstanceLookups } from "./instance-lookups.js";
-import type { AccountBinding, CloudCallWrapper, CloudProvider } from "./provider.js";
+import {
+  type AccountBinding,
+  AccountConfigError,
+  type CloudCallWrapper,
+  type CloudProvider,
+} from "./provider.js";
 import type { ProviderRegistry } from "./registry.js";
 import type { ClusterCloud } from "./scope.js";
 
-/** One provider client and one rate limiter per account, shared by every cluster bound to it. */
-interface AccountRuntime {
+/** One provider client and instance cache per account and region. */
+interface RegionRuntime {
   readonly binding: AccountBinding;
   readonly provider: CloudProvider;
-  readonly limiter: TokenBucket;
   readonly cache: InstanceCache;
   readonly lookups: InstanceLookups;
+}
+
+/** One rate limiter (or one per region), route and load-balancer bounds per account, shared by its clusters. */
+interface AccountRuntime {
+  readonly regions: ReadonlyMap<string, RegionRuntime>;
+  /** The account's rate limiter, or one per region (distinct buckets only). */
+  readonly limiters: readonly TokenBucket[];
   /** Bounds concurrent route writes for the account. */
   readonly routeWrites: Semaphore;
+  /** Bounds concurrent load-balancer syncs for the account (accounts.maxConcurrentLoadBalancerOps). */
+  readonly loadBalancerOps: Semaphore;
 }
 
 export interface CloudAccountsDeps {
@@ -32,6 +45,8 @@ export interface CloudAccountsDeps {
   readonly logger: Logger;
   readonly metrics: HubMetrics;
   readonly env?: NodeJS.ProcessEnv;
+  /** Aborted when the hub shuts down: every cloud call in flight ends with it. */
+  readonly signal?: AbortSignal;
 }
 
 /** What the fleet API shows of an account (no credential). */
@@ -56,6 +71,7 @@ export class CloudAccounts {
   private readonly routeWrites = new Map<string, Semaphore>();
   private readonly configs: readonly AccountConfig[];
   private readonly clusterAccounts: readonly (readonly [string, string])[];
+  private readonly loadBalancerOps = new Map<string, Semaphore>();
 
   constructor(
     accounts: readonly AccountConfig[],
@@ -70,39 +86,95 @@ export class CloudAccounts {
         throw new Error(
           `accounts[${i}].provider: unknown provider "${a.provider}" (known: ${deps.registry.names().join(", ")})`,
         );
-      const binding: AccountBinding = {
-        name: a.name,
-        provider: a.provider,
-        region: a.region,
-        network: a.network,
-        endpoint: a.endpoint,
-        credential: resolveSecret(a.credentials, `accounts[${i}].credentials`, deps.env),
-        requestTimeoutMs: a.requestTimeoutMs,
-      };
-      const limiter = new TokenBucket({
-        ratePerSecond: a.rateLimit.perSecond,
-        burst: a.rateLimit.burst,
-        clock: deps.clock,
-      });
-      const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider });
-      const call = instrumentedCall(binding, limiter, deps.metrics);
-      const provider = factory.create({ account: binding, logger, clock: deps.clock, call });
-      const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
+      const refs = namedRefs(a.credentials);
+      try {
+        if (factory.checkCredentials !== undefined) factory.checkCredentials(refs.map(([name]) => name));
+        else if (refs.length !== 1 || refs[0]?.[0] !== "")
+          throw new AccountConfigError("credentials", `provider ${a.provider} takes one secret reference`);
+      } catch (err) {
+        if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
+        throw err;
+      }
+      const secrets = new Map(
+        refs.map(([name, ref]) => {
+          const field = `accounts[${i}].credentials${name === "" ? "" : `.${name}`}`;
+          return [name, new RotatingSecret(ref, field, deps.env)] as const;
+        }),
+      );
+      const primary = secrets.get("") ?? [...secrets.values()][0];
+      const newLimiter = () =>
+        new TokenBucket({
+          ratePerSecond: a.rateLimit.perSecond,
+          burst: a.rateLimit.burst,
+          clock: deps.clock,
+        });
+      const accountLimiter = newLimiter();
+      const regions = new Map<string, RegionRuntime>();
+      const limiters = new Set<TokenBucket>();
+      for (const region of a.regions) {
+        const binding: AccountBinding = {
+          name: a.name,
+          provider: a.provider,
+          region,
+          network: a.network,
+          endpoint: a.endpoint,
+          credential: primary?.current() ?? "",
+          secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
+          requestTimeoutMs: a.requestTimeoutMs,
+          ...(a.options !== undefined && { options: a.options }),
+        };
+        const limiter = factory.rateLimitScope === "region" ? newLimiter() : accountLimiter;
+        limiters.add(limiter);
+        const logger = deps.logger.child({
+          component: "cloud",
+          account: a.name,
+          provider: a.provider,
+          region,
+        });
+        const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal);
+        let provider: CloudProvider;
+        try {
+          provider = factory.create({ account: binding, logger, clock: deps.clock, call });
+        } catch (err) {
+          if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
+          throw err;
+        }
+        const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
+        regions.set(region, {
+          binding,
+          provider,
+          cache,
+          lookups: new InstanceLookups(provider.instances, cache, deps.clock),
+        });
+      }
       this.accounts.set(a.name, {
-        binding,
-        provider,
-        limiter,
-        cache,
-        lookups: new InstanceLookups(provider.instances, cache, deps.clock),
+        regions,
+        limiters: [...limiters],
         routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
+        loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
       });
     });
-    for (const c of clusters) {
-      const account = this.accounts.get(c.account);
-      if (account === undefined)
+    clusters.forEach((c, i) => {
+      const runtime = this.accounts.get(c.account);
+      if (runtime === undefined)
         throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
-      this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope: c.scope });
-      this.routeWrites.set(c.name, account.routeWrites);
+      const served = [...runtime.regions.keys()];
+      if (c.region === undefined && served.length > 1)
+        throw new Error(
+          `clusters[${i}].region: required: account "${c.account}" serves several regions (${served.join(", ")})`,
+        );
+      const account = runtime.regions.get(c.region ?? served[0] ?? "");
+      if (account === undefined)
+        throw new Error(
+          `clusters[${i}].region: account "${c.account}" does not serve region "${c.region}" (it serves ${served.join(", ")})`,
+        );
+      const scope =
+        c.network !== undefined && c.scope.network === undefined
+          ? { ...c.scope, network: c.network }
+          : c.scope;
+      this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope });
+      this.routeWrites.set(c.name, runtime.routeWrites);
+      this.loadBalancerOps.set(c.name, runtime.loadBalancerOps);
       // "cluster" scope is the per-cluster-CCM baseline: each cluster lists on its own.
       if (deps.refresh.cacheScope === "account") {
         this.caches.set(c.name, account.cache);
@@ -118,7 +190,7 @@ export class CloudAccounts {
         this.caches.set(c.name, cache);
         this.lookups.set(c.name, new InstanceLookups(account.provider.instances, cache, deps.clock));
       }
-    }
+    });
   }
 
   /** Coalesced instance lookups for this cluster's node initialization (same scope as its cache). */
@@ -136,6 +208,11 @@ export class CloudAccounts {
     return this.routeWrites.get(cluster);
   }
 
+  /** The account-wide bound on concurrent load-balancer syncs, for this cluster's account. */
+  loadBalancerOpsFor(cluster: string): Semaphore | undefined {
+    return this.loadBalancerOps.get(cluster);
+  }
+
   cloudFor(cluster: string): ClusterCloud | undefined {
     return this.clusters.get(cluster);
   }
@@ -144,7 +221,9 @@ export class CloudAccounts {
     return this.configs.map((a) => {
       const clusters = this.clusterAccounts.filter(([, acc]) => acc === a.name).map(([c]) => c);
       let listed: number | undefined;
-      for (const c of [this.accounts.get(a.name)?.cache, ...clusters.map((n) => this.caches.get(n))]) {
+      const runtime = this.accounts.get(a.name);
+      const regionCaches = [...(runtime?.regions.values() ?? [])].map((r) => r.cache);
+      for (const c of [...regionCaches, ...clusters.map((n) => this.caches.get(n))]) {
         const t = c?.listedAtMs();
         if (t !== undefined && (listed === undefined || t > listed)) listed = t;
       }
@@ -154,7 +233,7 @@ export class CloudAccounts {
         region: a.region,
         rateLimit: { perSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst },
         clusters,
-        waitingForToken: this.accounts.get(a.name)?.limiter.waitingCount ?? 0,
+        waitingForToken: (runtime?.limiters ?? []).reduce((n, l) => n + l.waitingCount, 0),
         cacheListedAtMs: listed,
       };
     });
@@ -169,16 +248,24 @@ function outcomeOf(err: unknown): string {
   return "error";
 }
 
-/** Every cloud call: wait for the account's token, time it, count it by outcome. */
+/** Never aborted: for a CloudAccounts without a shutdown signal (tests). */
+const NEVER = new AbortController().signal;
+
+/**
+ * Every cloud call: wait for the account's token, time it, count it by outcome. The signal it
+ * hands the call is the hub's shutdown; the request timeout is the provider client's, on the
+ * injected clock (one timeout per call, not two).
+ */
 function instrumentedCall(
   binding: AccountBinding,
   limiter: TokenBucket,
   metrics: HubMetrics,
+  shutdown: AbortSignal = NEVER,
 ): CloudCallWrapper {
   return async (op, fn) => {
     await limiter.take();
     const timer = metrics.cloudCallDuration.startTimer({ provider: binding.provider, op });
-    const signal = AbortSignal.timeout(binding.requestTimeoutMs);
+    const signal = shutdown;
     let failure: unknown;
     try {
       return await fn(signal);

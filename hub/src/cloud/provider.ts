@@ -58,6 +58,33 @@ export interface CloudProvider {
   readonly routes?: Routes;
 }
 
+// ---- Asynchronous operations ------------------------------------------------------------------
+
+/**
+ * A mutation the cloud accepted but has not finished (an operation to poll, a PENDING_* state):
+ * the caller looks again after `retryAfterMs`, repeating the same idempotent call. An answer,
+ * never an error: no failure Event, no backoff, no worker waiting on a poll.
+ */
+export interface InProgress {
+  readonly kind: "in-progress";
+  readonly retryAfterMs: number;
+  /** What the cloud is doing, for logs (e.g. "load balancer provisioning"). */
+  readonly message: string;
+}
+
+export function inProgress(retryAfterMs: number, message: string): InProgress {
+  return { kind: "in-progress", retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)), message };
+}
+
+export function isInProgress(value: unknown): value is InProgress {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === "in-progress" &&
+    typeof (value as { retryAfterMs?: unknown }).retryAfterMs === "number"
+  );
+}
+
 // ---- Load balancers -------------------------------------------------------------------------
 
 export type LbProtocol = "TCP" | "UDP" | "SCTP" | "HTTP" | "HTTPS";
@@ -82,12 +109,18 @@ export interface LbHealthCheck {
   readonly unhealthyThreshold: number;
 }
 
+/**
+ * Whose load balancer: the hub addresses load balancers by owner only. How the cloud records
+ * ownership (names, tags, labels, descriptions) and finds it again after a crash is the
+ * provider's knowledge; the hub never sees a name or a tag.
+ */
+export interface LbOwner {
+  readonly cluster: string;
+  readonly serviceUid: string;
+}
+
 /** Everything the hub wants a Service's load balancer to be. Sub-resources are derived from it. */
 export interface LoadBalancerSpec {
-  /** Deterministic from (cluster, Service uid): see naming.ts. Also the adoption key after a crash. */
-  readonly name: string;
-  /** Ownership tags (naming.ts ownerTags): the provider never touches a load balancer without them. */
-  readonly tags: Readonly<Record<string, string>>;
   readonly listeners: readonly LbListener[];
   /** Instance ids (not providerIDs) of the backends, sorted. */
   readonly backends: readonly string[];
@@ -107,10 +140,27 @@ export interface LbIngress {
 /** What exists in the cloud for one load balancer, as the provider found it. */
 export interface LoadBalancerState {
   readonly id: string;
+  /** The cloud's name for it (logs). */
   readonly name: string;
-  readonly tags: Readonly<Record<string, string>>;
+  /** Who owns it, as the provider determined. */
+  readonly owner: LbOwner;
   readonly ingress: readonly LbIngress[];
   readonly backends: readonly string[];
+}
+
+/** One page of the load balancers the hub owns in an account (all clusters). */
+export interface OwnedLoadBalancerPage {
+  readonly items: readonly OwnedLoadBalancer[];
+  /** Absent on the last page. */
+  readonly nextPageToken?: string;
+}
+
+/** A load balancer of the account-wide listing: whose it is and what clients reach. */
+export interface OwnedLoadBalancer {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: LbOwner;
+  readonly ingress: readonly LbIngress[];
 }
 
 export interface LoadBalancerCapabilities {
@@ -124,52 +174,72 @@ export interface LoadBalancerCapabilities {
 
 /**
  * Optional capability. Every method is idempotent and safe to repeat after a crash at any
- * point: resources are found by deterministic name and ownership tags, never created twice.
+ * point: the provider finds the owner's resources again (deterministic names, ownership
+ * marks), never creates them twice, and never touches what another owner (or nobody it
+ * knows) holds.
  */
 export interface LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
-  /** The load balancer of this name if it exists and carries `ownerTags`; undefined if absent. */
-  get(
-    name: string,
-    ownerTags: Readonly<Record<string, string>>,
+  /** The owner's load balancer if it exists; undefined if absent. */
+  get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined>;
+  /**
+   * Creates or updates in place every sub-resource so the cloud matches `spec`; returns the
+   * ingress once the load balancer is ready, or InProgress while the cloud is still working
+   * (the caller calls again after the delay).
+   */
+  ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
     signal?: AbortSignal,
-  ): Promise<LoadBalancerState | undefined>;
-  /** Creates or updates in place every sub-resource so the cloud matches `spec`; returns the ingress. */
-  ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[]>;
-  /** Replaces only the backends (node set changed). */
+  ): Promise<readonly LbIngress[] | InProgress>;
+  /** Replaces only the backends (node set changed); InProgress while the cloud applies it. */
   updateBackends(
-    name: string,
-    ownerTags: Readonly<Record<string, string>>,
+    owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
-  ): Promise<void>;
+  ): Promise<undefined | InProgress>;
   /**
-   * Deletes the load balancer and every sub-resource carrying `ownerTags` (including orphans of
-   * an interrupted create). Succeeds when nothing is left; never deletes what lacks the tags.
+   * Deletes the owner's load balancer and every sub-resource of it (including orphans of an
+   * interrupted create). Succeeds when nothing is left; InProgress while the cloud is still
+   * deleting; never deletes what is not the owner's.
    */
-  ensureDeleted(
-    name: string,
-    ownerTags: Readonly<Record<string, string>>,
-    signal?: AbortSignal,
-  ): Promise<void>;
+  ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress>;
+  /**
+   * One page of every load balancer this hub owns in the account, any cluster: re-verifying
+   * thousands of Services takes a few list calls, not one chain per Service. Absent: the
+   * provider cannot list (each Service is verified on its own).
+   */
+  listOwned?(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage>;
 }
 
 // ---- Routes -----------------------------------------------------------------------------------
 
-export interface CloudRoute {
-  /** Provider id of the route (for deletion). */
-  readonly id: string;
+/** Where a route sends a destination. */
+export interface RouteTarget {
   readonly destinationCIDR: string;
   readonly targetInstanceID: string;
-  readonly tags: Readonly<Record<string, string>>;
+}
+
+export interface CloudRoute extends RouteTarget {
+  /** Provider id of the route (for deletion). */
+  readonly id: string;
+  /**
+   * The cluster that owns the route, as the provider determined it (tags, names, descriptions,
+   * a route table per cluster: the vendor's way); absent when no cluster of this hub owns it.
+   */
+  readonly ownerCluster?: string;
 }
 
 /** Optional capability: routes in the account's network route table. */
 export interface Routes {
   /** Every route of the route table (all pages). Used to create and to remove stale owned routes only. */
   list(signal?: AbortSignal): Promise<readonly CloudRoute[]>;
-  create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute>;
-  delete(route: CloudRoute, signal?: AbortSignal): Promise<void>;
+  /**
+   * Creates a route owned by `ownerCluster`: the created route, or InProgress while the cloud
+   * creates it (listed once done).
+   */
+  create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
+  delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress>;
 }
 
 /** What a provider gets from the hub: its account, a logger, a clock. Never global state. */
@@ -192,9 +262,27 @@ export interface AccountBinding {
   readonly network?: string;
   /** API endpoint override (tests, demo, private endpoints). */
   readonly endpoint?: string;
-  /** The secret itself: never logged, never sent to an agent. */
+  /** The (primary) secret as read at start: never logged, never sent to an agent. */
   readonly credential: string;
+  /**
+   * The current value of a named credential ("" or absent: the single one), re-read when its
+   * file changes. Providers call it per request so credentials rotate without a restart.
+   */
+  readonly secret?: (name?: string) => string;
   readonly requestTimeoutMs: number;
+  /** Provider-specific settings (`accounts[].options`), validated by the provider. */
+  readonly options?: Readonly<Record<string, unknown>>;
+}
+
+/** A provider refusing its account's settings; `field` is relative to the account (e.g. "options.asyncPolls"). */
+export class AccountConfigError extends Error {
+  override name = "AccountConfigError";
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super(`${field}: ${reason}`);
+  }
 }
 
 export interface ProviderFactory {
@@ -205,5 +293,12 @@ export interface ProviderFactory {
    * Agents of its clusters forward these and nothing else.
    */
   readonly annotationPrefixes: readonly string[];
+  /**
+   * Checks the names of the account's credentials (`[""]` for a single reference), throwing
+   * AccountConfigError naming the field (e.g. "credentials.apiKey"). Absent: a single reference.
+   */
+  checkCredentials?(names: readonly string[]): void;
+  /** How the vendor rate-limits: one bucket per account (default) or per account and region. */
+  readonly rateLimitScope?: "account" | "region";
   create(ctx: ProviderContext): CloudProvider;
 }

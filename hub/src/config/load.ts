@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { type ConfigIssue, crossFieldIssues, type HubConfig, HubConfigSchema } from "./schema.js";
-import { secretProblems } from "./secret.js";
+import { namedRefs, secretProblems } from "./secret.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -51,7 +51,11 @@ export function configSecretProblems(cfg: HubConfig, env: NodeJS.ProcessEnv = pr
     [
       ["nats.password", cfg.nats.password],
       ["api.token", cfg.api?.token],
-      ...cfg.accounts.map((a, i) => [`accounts[${i}].credentials`, a.credentials] as const),
+      ...cfg.accounts.flatMap((a, i) =>
+        namedRefs(a.credentials).map(
+          ([name, ref]) => [`accounts[${i}].credentials${name === "" ? "" : `.${name}`}`, ref] as const,
+        ),
+      ),
       ...cfg.clusters.map((c, i) => [`clusters[${i}].token`, c.token] as const),
     ],
     env,

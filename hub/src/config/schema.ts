@@ -1,7 +1,7 @@
 import { CLUSTER_NAME_PATTERN } from "@fleet-ccm/proto";
 import { z } from "zod";
 import { parseControllerList } from "../controllers.js";
-import { SecretRefSchema } from "./secret.js";
+import { CredentialRefsSchema, SecretRefSchema } from "./secret.js";
 
 const hostPort = z
   .string()
@@ -23,26 +23,52 @@ export const AccountSchema = z
   .object({
     name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label"),
     provider: z.string().min(1),
-    region: z.string().min(1),
+    /** Shorthand for `regions: [region]`. */
+    region: z.string().min(1).optional(),
+    /** Regions the account serves (one provider client, instance cache per region). */
+    regions: z.array(z.string().min(1)).min(1).optional(),
     /** VPC / network the account's clusters live in, where the cloud has one. */
     network: z.string().min(1).optional(),
     /** API endpoint override: private endpoints, and the simulators in tests and the demo. */
     endpoint: z.url().optional(),
-    credentials: SecretRefSchema,
+    /** One secret reference, or named ones the provider defines (checked by the provider). */
+    credentials: CredentialRefsSchema,
     /** Cloud API calls per second for the whole account, shared by every cluster in it. */
     rateLimit: z
       .object({ perSecond: z.number().positive(), burst: z.number().int().positive() })
       .strict()
       .default({ perSecond: 20, burst: 40 }),
     requestTimeoutMs: z.number().int().positive().default(10_000),
+    /**
+     * Load-balancer syncs of the account's clusters running at once (each holds a few cloud
+     * answers; the rate limit paces them anyway). Per account, so a slow cloud never takes
+     * another account's share.
+     */
+    maxConcurrentLoadBalancerOps: z.number().int().positive().default(64),
+    /** Provider-specific settings, validated by the provider when the account is bound. */
+    options: z.record(z.string(), z.unknown()).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((a, ctx) => {
+    if (a.region === undefined && a.regions === undefined)
+      ctx.addIssue({ code: "custom", path: ["region"], message: "required (or regions)" });
+    if (a.region !== undefined && a.regions !== undefined && !a.regions.includes(a.region))
+      ctx.addIssue({ code: "custom", path: ["region"], message: "must be one of regions" });
+  })
+  .transform((a) => {
+    const regions = [...new Set(a.regions ?? (a.region === undefined ? [] : [a.region]))];
+    return { ...a, regions, region: a.region ?? regions[0] ?? "" };
+  });
 
 export const ClusterSchema = z
   .object({
     name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label (it is a NATS subject token)"),
     token: SecretRefSchema,
     account: z.string().min(1),
+    /** The account's region this cluster runs in; required when the account serves several. */
+    region: z.string().min(1).optional(),
+    /** VPC / network of the cluster (overrides the account's; same as scope.network). */
+    network: z.string().min(1).optional(),
     /**
      * Program VPC routes for this cluster's pod CIDRs (upstream --configure-cloud-routes with
      * --allocate-node-cidrs). Off by default: overlay networks need no routes.

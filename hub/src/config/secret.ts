@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
 
 export const SECRET_FORMS =
@@ -57,4 +57,62 @@ export function secretProblems(
     }
   }
   return problems;
+}
+
+/**
+ * Credentials of an account: one reference, or named references (`{apiKey: {file: ...}}`)
+ * whose names the account's provider defines and checks.
+ */
+export const CredentialRefsSchema = z.union([SecretRefSchema, z.record(z.string(), SecretRefSchema)], {
+  error: () => `${SECRET_FORMS}; or named references, e.g. {apiKey: {file: /path}}, as the provider asks`,
+});
+export type CredentialRefs = z.infer<typeof CredentialRefsSchema>;
+
+/** Named references of `refs`: a single reference is named "". */
+export function namedRefs(refs: CredentialRefs): [name: string, ref: SecretRef][] {
+  if ("file" in refs && typeof refs.file === "string") return [["", { file: refs.file }]];
+  if ("env" in refs && typeof refs.env === "string") return [["", { env: refs.env }]];
+  return Object.entries(refs as Record<string, SecretRef>);
+}
+
+/**
+ * A secret read again whenever its file changes (a rotated Kubernetes Secret), so credentials
+ * rotate without a restart. A file that cannot be read or is empty mid-rotation keeps the last
+ * good value. Never logged.
+ */
+export class RotatingSecret {
+  private value: string;
+  private stamp: string;
+
+  constructor(
+    private readonly ref: SecretRef,
+    private readonly field: string,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {
+    this.stamp = this.fileStamp();
+    this.value = resolveSecret(ref, field, env);
+  }
+
+  current(): string {
+    if (!("file" in this.ref)) return this.value;
+    const stamp = this.fileStamp();
+    if (stamp === this.stamp) return this.value;
+    try {
+      this.value = resolveSecret(this.ref, this.field, this.env);
+      this.stamp = stamp;
+    } catch {
+      // Keep the last good value; the next call looks again.
+    }
+    return this.value;
+  }
+
+  private fileStamp(): string {
+    if (!("file" in this.ref)) return "";
+    try {
+      const st = statSync(this.ref.file);
+      return `${st.mtimeMs}:${st.size}:${st.ino}`;
+    } catch {
+      return "";
+    }
+  }
 }

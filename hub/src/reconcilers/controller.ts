@@ -24,10 +24,14 @@ export interface ControllerContext {
   readonly metrics: HubMetrics;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Aborted on hub shutdown; passed to every cloud call a reconciler makes. */
+  readonly signal?: AbortSignal;
   cloudFor(cluster: string): ClusterCloud | undefined;
   cacheFor(cluster: string): InstanceCache | undefined;
   lookupsFor(cluster: string): InstanceLookups | undefined;
   routeWritesFor(cluster: string): Semaphore | undefined;
+  /** The account-wide bound on concurrent load-balancer syncs (absent: the controller's own). */
+  loadBalancerOpsFor?(cluster: string): Semaphore | undefined;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { ConvergenceTracker } from "../convergence.js";
 import { nodeDesired } from "../desired.js";
 import type { FailureSummary } from "../failure-summary.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
+import { retryOutcome } from "../retry-policy.js";
 import {
   nodeEvent,
   REASON_AMBIGUOUS_NAME,
@@ -159,11 +160,11 @@ const NAME_LOOKUP_REASON = {
 } as const;
 
 function lookupFailed(k: string, node: Readonly<Node>, err: unknown, deps: NodeInitDeps): Outcome {
-  if (err instanceof ThrottledError && err.retryAfterMs !== undefined) return after(err.retryAfterMs);
+  if (err instanceof ThrottledError && err.retryAfterMs !== undefined) return retryOutcome(err);
   // Answers, not failures: the node says what was found; the queue backs off; no log line per try.
   if (err instanceof NameLookupError) {
     deps.failures?.ok(k);
-    return backoff(err, {
+    return retryOutcome(err, {
       events: [
         nodeEvent(
           node,
@@ -176,7 +177,7 @@ function lookupFailed(k: string, node: Readonly<Node>, err: unknown, deps: NodeI
   }
   if (err instanceof InstanceNotFoundError) {
     deps.failures?.ok(k);
-    return backoff(err, {
+    return retryOutcome(err, {
       events: [
         nodeEvent(
           node,
@@ -189,7 +190,7 @@ function lookupFailed(k: string, node: Readonly<Node>, err: unknown, deps: NodeI
   }
   if (err instanceof ForbiddenError || err instanceof NotImplementedError) {
     deps.failures?.ok(k);
-    return backoff(err, {
+    return retryOutcome(err, {
       events: [
         nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Cannot initialize node: ${errorMessage(err)}`),
       ],
@@ -198,5 +199,5 @@ function lookupFailed(k: string, node: Readonly<Node>, err: unknown, deps: NodeI
   // Transient: timeouts, 5xx, throttling, suspect answers change nothing in the cluster.
   if (deps.failures !== undefined) deps.failures.failed(k, errorMessage(err));
   else deps.logger.debug({ node: node.name, err: errorMessage(err) }, "instance lookup failed; will retry");
-  return backoff(err);
+  return retryOutcome(err);
 }

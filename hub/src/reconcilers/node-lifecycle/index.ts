@@ -28,6 +28,7 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     metrics: ctx.metrics,
     logger: ctx.logger.child({ component: NODE_LIFECYCLE }),
     clock: ctx.clock,
+    ...(ctx.signal !== undefined && { signal: ctx.signal }),
   };
   return {
     name: "cloud-node-lifecycle-controller",

@@ -1,6 +1,6 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
-import { errorMessage, InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
+import { errorMessage, InstanceNotFoundError } from "../../cloud/errors.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
@@ -13,6 +13,7 @@ import type { ConvergenceTracker } from "../convergence.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, DONE, type Outcome } from "../outcome.js";
+import { retryOutcome } from "../retry-policy.js";
 import type { DeletionBudget, DeletionPolicy, NotFoundEvidence } from "./safety.js";
 
 export const NODE_LIFECYCLE = "node-lifecycle";
@@ -38,6 +39,8 @@ export interface LifecycleDeps {
   readonly metrics: HubMetrics;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** Aborted on hub shutdown. */
+  readonly signal?: AbortSignal;
 }
 
 export function readyStatus(node: Readonly<Node>): string {
@@ -108,14 +111,15 @@ export async function reconcileNodeLifecycle(key: WorkKey, deps: LifecycleDeps):
 
   let meta: InstanceMetadata | undefined;
   try {
-    meta = await cloud.provider.instances.getByProviderID(node.providerId);
+    meta = await cloud.provider.instances.getByProviderID(node.providerId, deps.signal);
     if (meta.providerID !== node.providerId)
       throw new Error(`lookup of ${node.providerId} returned ${meta.providerID}`);
   } catch (err) {
     if (!(err instanceof InstanceNotFoundError)) {
       deps.metrics.lifecycleChecks.inc({ outcome: "error" });
       deps.logger.debug({ node: node.name, err: errorMessage(err) }, "lifecycle check inconclusive");
-      return err instanceof ThrottledError && err.retryAfterMs !== undefined ? after(err.retryAfterMs) : DONE;
+      // The monitor period is this controller's retry; a Retry-After the cloud gave is kept.
+      return retryOutcome(err, {}, { otherwise: "done" });
     }
     meta = undefined;
   }

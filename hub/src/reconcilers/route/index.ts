@@ -44,6 +44,7 @@ export function routeController(ctx: ControllerContext): Controller {
     tracker: ctx.tracker,
     metrics: ctx.metrics,
     clock: ctx.clock,
+    ...(ctx.signal !== undefined && { signal: ctx.signal }),
     logger,
     periodMs: ctx.config.routes.periodMs,
     evidence,

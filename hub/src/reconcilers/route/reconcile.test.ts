@@ -1,8 +1,8 @@
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { InstanceNotFoundError } from "../../cloud/errors.js";
-import type { CloudProvider, CloudRoute, InstanceMetadata } from "../../cloud/provider.js";
+import { InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
+import type { CloudProvider, CloudRoute, InstanceMetadata, Routes } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
@@ -14,8 +14,6 @@ import { Semaphore } from "../../util/semaphore.js";
 import { ConvergenceTracker } from "../convergence.js";
 import { routeController } from "./index.js";
 import { ROUTE } from "./reconcile.js";
-
-const OWNER = "fleet-ccm.io/cluster";
 
 function node(name: string, cidrs: string[], over: Partial<Node> = {}): Node {
   return Node.fromPartial({
@@ -69,8 +67,8 @@ function cloudDouble(outOfScope: Set<string> = new Set()) {
       async list() {
         return [...table];
       },
-      async create(r) {
-        const route = { ...r, id: `r-${++seq}` };
+      async create(r, ownerCluster) {
+        const route = { ...r, id: `r-${++seq}`, ownerCluster };
         table.push(route);
         return route;
       },
@@ -78,6 +76,7 @@ function cloudDouble(outOfScope: Set<string> = new Set()) {
         const i = table.findIndex((x) => x.id === r.id);
         if (i >= 0) table.splice(i, 1);
         deleted.push(r.destinationCIDR);
+        return undefined;
       },
     },
   };
@@ -129,7 +128,7 @@ function harness(opts: { outOfScope?: Set<string>; maxNodes?: number } = {}) {
       id: `pre-${cidr}`,
       destinationCIDR: cidr,
       targetInstanceID: target,
-      tags: { [OWNER]: "c1" },
+      ownerCluster: "c1",
     });
   const reconcile = async () => {
     await Promise.resolve(); // let deltas settle (they are classified at the end of their run)
@@ -144,6 +143,28 @@ function harness(opts: { outOfScope?: Set<string>; maxNodes?: number } = {}) {
   const blocked = async () => (await metrics.routeDeletionsBlocked.get()).values[0]?.value ?? 0;
   return { clock, fleet, d, owned, reconcile, routes, held, blocked };
 }
+
+describe("route controller: retry policy", () => {
+  test("a throttled create comes back after the vendor's Retry-After, not the period", async () => {
+    const h = harness();
+    const routes = h.d.cloud.provider.routes as Routes;
+    routes.create = async () => {
+      throw new ThrottledError("429", 2_500);
+    };
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    expect((await h.reconcile()).requeue).toEqual({ kind: "after", ms: 2_500 });
+  });
+
+  test("a throttled list waits for Retry-After", async () => {
+    const h = harness();
+    const routes = h.d.cloud.provider.routes as Routes;
+    routes.list = async () => {
+      throw new ThrottledError("429", 4_000);
+    };
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
+    expect((await h.reconcile()).requeue).toEqual({ kind: "after", ms: 4_000 });
+  });
+});
 
 describe("route controller: owned routes go only on positive evidence", () => {
   test("routes are created for every claimed CIDR", async () => {
@@ -276,7 +297,7 @@ describe("route controller: owned routes go only on positive evidence", () => {
       id: "x",
       destinationCIDR: "10.9.0.0/24",
       targetInstanceID: "i-x",
-      tags: { [OWNER]: "c2" },
+      ownerCluster: "c2",
     });
     h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
     for (let i = 0; i < 5; i++) {

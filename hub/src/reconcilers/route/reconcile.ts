@@ -1,14 +1,14 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import { CloudError, errorMessage } from "../../cloud/errors.js";
-import { OWNER_TAG_CLUSTER, routeOwnerTags } from "../../cloud/naming.js";
-import type { CloudRoute } from "../../cloud/provider.js";
+import { type CloudRoute, isInProgress } from "../../cloud/provider.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import type { DeletionBudget, DeletionPolicy } from "../node-lifecycle/safety.js";
-import { after, backoff, type Outcome } from "../outcome.js";
+import { after, type Outcome } from "../outcome.js";
+import { periodicOutcome, retryOutcome } from "../retry-policy.js";
 import type { RouteEvidence } from "./evidence.js";
 
 /** One key per cluster: its whole route table is reconciled at once. */
@@ -32,6 +32,7 @@ export type RouteDeps = Pick<
   | "metrics"
   | "logger"
   | "clock"
+  | "signal"
 > & {
   readonly periodMs: number;
   readonly evidence: RouteEvidence;
@@ -111,13 +112,13 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       for (const cidr of node.podCidrs) want.set(canonical(cidr), { node, instanceID: verdict.instanceID });
     }
   } catch (err) {
-    return backoff(err, { events });
+    return retryOutcome(err, { events });
   }
   let existing: readonly CloudRoute[];
   try {
-    existing = await routes.list();
+    existing = await routes.list(deps.signal);
   } catch (err) {
-    return backoff(err, { events });
+    return retryOutcome(err, { events });
   }
 
   const now = deps.clock.now();
@@ -130,7 +131,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   for (const r of existing) {
     const cidr = canonical(r.destinationCIDR);
     const w = want.get(cidr);
-    const ours = r.tags[OWNER_TAG_CLUSTER] === key.cluster;
+    const ours = r.ownerCluster === key.cluster;
     if (ours) owned++;
     if (w !== undefined && r.targetInstanceID === w.instanceID) ok.add(cidr);
     else if (!ours) {
@@ -190,18 +191,29 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
     held,
     claimed.size === 0 ? "no node in the view claims any CIDR" : "no release of their CIDRs was observed",
   );
+  // Failed or unfinished writes are looked at again next period, or sooner when the cloud said
+  // when (Retry-After, an operation in progress). An InProgress answer is returned like an error.
+  const writeFailures: unknown[] = [];
   const op = async (name: "create" | "delete", fn: () => Promise<unknown>): Promise<unknown> =>
     writes.run(async () => {
       try {
-        await fn();
+        const answer = await fn();
+        if (isInProgress(answer)) {
+          deps.metrics.routeOperations.inc({ op: name, outcome: "in-progress" });
+          writeFailures.push(answer);
+          return answer;
+        }
         deps.metrics.routeOperations.inc({ op: name, outcome: "ok" });
         return undefined;
       } catch (err) {
         deps.metrics.routeOperations.inc({ op: name, outcome: "error" });
+        writeFailures.push(err);
         return err;
       }
     });
-  const deleteErrors = await Promise.all(toDelete.map((r) => op("delete", () => routes.delete(r))));
+  const deleteErrors = await Promise.all(
+    toDelete.map((r) => op("delete", () => routes.delete(r, deps.signal))),
+  );
   const deleted = new Set(
     toDelete.filter((_, i) => deleteErrors[i] === undefined).map((r) => canonical(r.destinationCIDR)),
   );
@@ -221,13 +233,11 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       const blocked = toDelete.some((r) => canonical(r.destinationCIDR) === cidr) && !deleted.has(cidr);
       if (blocked) return; // the old route is still there; next round
       const err = await op("create", () =>
-        routes.create({
-          destinationCIDR: cidr,
-          targetInstanceID: w.instanceID,
-          tags: routeOwnerTags(key.cluster),
-        }),
+        routes.create({ destinationCIDR: cidr, targetInstanceID: w.instanceID }, key.cluster, deps.signal),
       );
       if (err === undefined) ok.add(cidr);
+      else if (isInProgress(err))
+        return; // the cloud is creating it: neither routed nor failed yet
       else if (err instanceof CloudError && /already exists/i.test(err.message))
         return; // listed next round
       else {
@@ -237,7 +247,10 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       }
     }),
   );
-  return { ...rearm, events, nodes: conditionPatches(key.cluster, view.nodes.values(), ok, failed, deps) };
+  return periodicOutcome(deps.periodMs, writeFailures, {
+    events,
+    nodes: conditionPatches(key.cluster, view.nodes.values(), ok, failed, deps),
+  });
 }
 
 /** NetworkUnavailable False once all of a node's routes exist, True when one failed. */

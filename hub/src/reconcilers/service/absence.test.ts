@@ -51,21 +51,23 @@ function harness(inCloud?: readonly string[], terminated: readonly string[] = []
   let backends: readonly string[] | undefined = inCloud;
   const lbs: LoadBalancers = {
     capabilities: { sessionAffinity: false, proxyProtocol: true, internal: true, protocols: ["TCP"] },
-    async get(name, tags) {
-      return backends === undefined ? undefined : { id: "lb-1", name, tags, ingress: [], backends };
+    async get(owner) {
+      return backends === undefined ? undefined : { id: "lb-1", name: "lb", owner, ingress: [], backends };
     },
-    async ensure(spec): Promise<LbIngress[]> {
+    async ensure(_owner, spec): Promise<LbIngress[]> {
       calls.push(`ensure ${spec.backends.join(",")}`);
       backends = spec.backends;
       return [{ ip: "198.18.0.1" }];
     },
-    async updateBackends(_n, _t, b) {
+    async updateBackends(_owner, b) {
       calls.push(`updateBackends ${b.join(",")}`);
       backends = b;
+      return undefined;
     },
     async ensureDeleted() {
       calls.push("ensureDeleted");
       backends = undefined;
+      return undefined;
     },
   };
   const provider: CloudProvider = {

@@ -1,10 +1,13 @@
 import { type Node, ObjectKind } from "@fleet-ccm/proto";
+import type { LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { type ClusterView, serviceKey } from "../../fleet/state.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import { Semaphore } from "../../util/semaphore.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
+import { DONE, type Outcome } from "../outcome.js";
+import { retryOutcome } from "../retry-policy.js";
 import { backendFacts, isEligibleBackend, needsCleanup, wantsLoadBalancer } from "./predicates.js";
 import {
   type BackendSet,
@@ -15,8 +18,8 @@ import {
   SERVICE_NODES,
 } from "./reconcile.js";
 
-/** Service syncs in flight across the hub. */
-const SERVICE_SYNC_CONCURRENCY = 256;
+/** Service syncs in flight per cluster when the hub gives no account-wide bound (tests). */
+const SERVICE_SYNC_CONCURRENCY = 64;
 
 /** A backend set is recomputed at least this often (instance verdicts expire)… */
 const BACKEND_SET_MAX_AGE_MS = 60_000;
@@ -29,14 +32,35 @@ const DEPARTED_TTL_MS = 60 * 60_000;
 /** Node changes are coalesced for this long before every load balancer's backends are re-synced. */
 export const NODE_SYNC_DELAY_MS = 1000;
 
+/** One key per cluster: after each snapshot (start-up, agent reconnect), its Services are re-verified. */
+export const SERVICE_VERIFY = "service-verify";
+/** An account's listing of owned load balancers serves every cluster of the account this long. */
+const OWNED_LISTING_TTL_MS = 30_000;
+/** More pages than this is a suspect listing: verify per Service instead. */
+const OWNED_LISTING_MAX_PAGES = 10_000;
+
+const ownerKey = (cluster: string, serviceUid: string) => `${cluster}\u0000${serviceUid}`;
+
 /** service-lb-controller: one key per Service, plus one per cluster for node-set changes (batched). */
 export function serviceController(ctx: ControllerContext): Controller {
   const { queue, tracker } = ctx;
   const ownedClass = ctx.config.loadBalancerClass;
   const ensured = new Map<string, EnsuredRecord>();
+  const pending = new Map<string, "ensure" | "update" | "delete">();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
-  // anyway: bound how many run together, so thousands of waiting ones cost no memory.
-  const ensures = new Semaphore(SERVICE_SYNC_CONCURRENCY);
+  // anyway: bound how many run together per account, so thousands of waiting ones cost no
+  // memory and a slow account never holds another's share.
+  const fallback = new Map<string, Semaphore>();
+  const ensuresFor = (cluster: string): Semaphore => {
+    const shared = ctx.loadBalancerOpsFor?.(cluster);
+    if (shared !== undefined) return shared;
+    let own = fallback.get(cluster);
+    if (own === undefined) {
+      own = new Semaphore(SERVICE_SYNC_CONCURRENCY);
+      fallback.set(cluster, own);
+    }
+    return own;
+  };
   // The backend set is the same for every Service of a cluster: computed at most once per
   // second per cluster (and by the batched node-set sync right before it fans out), shared by
   // every Service, never once per Service.
@@ -103,6 +127,70 @@ export function serviceController(ctx: ControllerContext): Controller {
     prune(m);
     return new Set(m.keys());
   };
+  // The listing of owned load balancers per account and region, cached and shared by its clusters.
+  const listings = new Map<string, { atMs: number; owned: Promise<ReadonlySet<string>> }>();
+  const ownedIn = (
+    cloud: ClusterCloud,
+    lbs: LoadBalancers & Required<Pick<LoadBalancers, "listOwned">>,
+    notBeforeMs: number,
+  ) => {
+    const at = `${cloud.account.name}\u0000${cloud.account.region}`;
+    const hit = listings.get(at);
+    if (hit !== undefined && hit.atMs >= notBeforeMs && ctx.clock.now() - hit.atMs < OWNED_LISTING_TTL_MS)
+      return hit.owned;
+    const owned = (async () => {
+      const keys = new Set<string>();
+      let token: string | undefined;
+      for (let page = 0; page < OWNED_LISTING_MAX_PAGES; page++) {
+        const answer = await lbs.listOwned(token, ctx.signal);
+        for (const lb of answer.items) keys.add(ownerKey(lb.owner.cluster, lb.owner.serviceUid));
+        token = answer.nextPageToken;
+        if (token === undefined) return keys;
+      }
+      throw new Error(`the owned load-balancer listing still had pages after ${OWNED_LISTING_MAX_PAGES}`);
+    })();
+    const entry = { atMs: ctx.clock.now(), owned };
+    listings.set(at, entry);
+    owned.catch(() => {
+      if (listings.get(at) === entry) listings.delete(at);
+    });
+    return owned;
+  };
+  /**
+   * After a snapshot: a Service the hub ensured whose load balancer the account listing shows
+   * needs no cloud call; one whose load balancer is gone is ensured again. A few list calls per
+   * account instead of a chain of calls per Service.
+   */
+  const verify = async (cluster: string): Promise<Outcome> => {
+    const view = ctx.fleet.view(cluster);
+    const cloud = ctx.cloudFor(cluster);
+    const lbs = cloud?.provider.loadBalancers;
+    if (view === undefined || cloud === undefined || lbs === undefined) return DONE;
+    // Without a listing, a Service's load balancer is checked at its next full ensure only.
+    if (lbs.listOwned === undefined) return DONE;
+    // Only what this hub ensured needs verifying; a listing must be newer than all of it.
+    let newest = Number.NEGATIVE_INFINITY;
+    for (const name of view.services.keys()) {
+      const record = ensured.get(keyOf({ cluster, kind: SERVICE, name }));
+      if (record !== undefined) newest = Math.max(newest, record.atMs ?? Number.POSITIVE_INFINITY);
+    }
+    if (newest === Number.NEGATIVE_INFINITY) return DONE;
+    let owned: ReadonlySet<string>;
+    try {
+      owned = await ownedIn(cloud, { ...lbs, listOwned: lbs.listOwned.bind(lbs) }, newest);
+    } catch (err) {
+      return retryOutcome(err);
+    }
+    for (const [name, svc] of view.services) {
+      const k = keyOf({ cluster, kind: SERVICE, name });
+      const record = ensured.get(k);
+      if (record === undefined || pending.has(k)) continue;
+      if (record.uid === svc.uid && owned.has(ownerKey(cluster, svc.uid))) continue;
+      ensured.delete(k);
+      queue.add({ cluster, kind: SERVICE, name });
+    }
+    return DONE;
+  };
   const deps = {
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
@@ -111,14 +199,16 @@ export function serviceController(ctx: ControllerContext): Controller {
     tracker,
     verified: ctx.verified,
     ensured,
+    pending,
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
+    ...(ctx.signal !== undefined && { signal: ctx.signal }),
     loadBalancerClass: ownedClass,
     backendsFor,
   };
   return {
     name: "service-lb-controller",
-    kinds: [SERVICE, SERVICE_NODES],
+    kinds: [SERVICE, SERVICE_NODES, SERVICE_VERIFY],
     triggers: {
       onService(cluster, key, change) {
         const k: WorkKey = { cluster, kind: SERVICE, name: key };
@@ -161,10 +251,12 @@ export function serviceController(ctx: ControllerContext): Controller {
       },
       onSynced(cluster) {
         bump(cluster);
+        queue.add({ cluster, kind: SERVICE_VERIFY, name: "" });
       },
     },
     async reconcile(k) {
-      if (k.kind === SERVICE) return ensures.run(() => reconcileService(k, deps));
+      if (k.kind === SERVICE) return ensuresFor(k.cluster).run(() => reconcileService(k, deps));
+      if (k.kind === SERVICE_VERIFY) return verify(k.cluster);
       // Batched node-set change: compute the new backend set once, then fan out to every
       // Service of the cluster (each filters itself).
       const view = ctx.fleet.view(k.cluster);

@@ -92,8 +92,6 @@ export function healthCheck(svc: Readonly<Service>, settings: LbSettings): LbHea
 export function loadBalancerSpec(
   svc: Readonly<Service>,
   settings: LbSettings,
-  name: string,
-  tags: Readonly<Record<string, string>>,
   backends: readonly string[],
 ): LoadBalancerSpec {
   const listeners = svc.ports
@@ -105,8 +103,6 @@ export function loadBalancerSpec(
     }))
     .sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
   return {
-    name,
-    tags: { ...tags },
     listeners,
     backends: [...backends].sort(),
     healthCheck: healthCheck(svc, settings),

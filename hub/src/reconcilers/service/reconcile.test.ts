@@ -2,7 +2,14 @@ import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.js";
-import type { CloudProvider, LbIngress, LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
+import {
+  type CloudProvider,
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LoadBalancerSpec,
+  type LoadBalancers,
+} from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { type ClusterView, FleetState } from "../../fleet/state.js";
@@ -39,26 +46,32 @@ function node(name: string, labels: Record<string, string> = {}): Node {
 }
 
 /** A load balancer double recording calls; instances all in scope. */
-function cloudDouble(fail?: Error) {
+function cloudDouble(fail?: Error, polls = 0) {
   const calls: string[] = [];
   const specs: LoadBalancerSpec[] = [];
+  let ensurePolls = polls;
+  let deletePolls = polls;
   const lbs: LoadBalancers = {
     capabilities: { sessionAffinity: false, proxyProtocol: true, internal: true, protocols: ["TCP", "UDP"] },
     async get() {
       return undefined;
     },
-    async ensure(spec): Promise<LbIngress[]> {
+    async ensure(_owner, spec): Promise<LbIngress[] | InProgress> {
       calls.push("ensure");
       if (fail) throw fail;
       specs.push(spec);
+      if (ensurePolls-- > 0) return inProgress(1500, "provisioning");
       return [{ ip: "198.18.0.1", hostname: "lb.example" }];
     },
-    async updateBackends(_n, _t, backends) {
+    async updateBackends(_owner, backends) {
       calls.push(`updateBackends ${backends.join(",")}`);
+      return undefined;
     },
     async ensureDeleted() {
       calls.push("ensureDeleted");
       if (fail) throw fail;
+      if (deletePolls-- > 0) return inProgress(2500, "deleting");
+      return undefined;
     },
   };
   const provider: CloudProvider = {
@@ -97,11 +110,11 @@ function cloudDouble(fail?: Error) {
   return { cloud, calls, specs };
 }
 
-function harness(services: Service[], nodes: Node[], fail?: Error) {
+function harness(services: Service[], nodes: Node[], fail?: Error, polls = 0) {
   const clock = new FakeClock();
   const fleet = new FleetState();
   fleet.replace("c1", nodes, services);
-  const d = cloudDouble(fail);
+  const d = cloudDouble(fail, polls);
   const ensured = new Map<string, EnsuredRecord>();
   const verified = new VerifiedInstances(clock);
   const deps = {
@@ -116,6 +129,7 @@ function harness(services: Service[], nodes: Node[], fail?: Error) {
     logger: pino({ level: "silent" }),
     clock,
     loadBalancerClass: undefined,
+    pending: new Map<string, "ensure" | "update" | "delete">(),
   };
   return {
     ...d,
@@ -124,6 +138,36 @@ function harness(services: Service[], nodes: Node[], fail?: Error) {
     run: () => reconcileService({ cluster: "c1", kind: SERVICE, name: "default/web" }, deps),
   };
 }
+
+describe("service reconcile: asynchronous load balancers", () => {
+  test("in progress: requeued after the provider's delay, no failure Event, no ingress until ready", async () => {
+    const h = harness([svc()], [node("a")], undefined, 2);
+    const first = await h.run();
+    expect(first.requeue).toEqual({ kind: "after", ms: 1500 });
+    expect(first.services).toBeUndefined();
+    expect(first.events?.map((e) => e.reason)).toEqual(["EnsuringLoadBalancer"]);
+    const second = await h.run();
+    expect(second.requeue).toEqual({ kind: "after", ms: 1500 });
+    expect(second.events ?? []).toEqual([]);
+    const done = await h.run();
+    expect(h.calls).toEqual(["ensure", "ensure", "ensure"]);
+    expect(done.events?.map((e) => e.reason)).toEqual(["EnsuredLoadBalancer"]);
+    expect(done.services?.[0]?.ingress?.items).toEqual([{ ip: "198.18.0.1", hostname: "", ipMode: "" }]);
+  });
+
+  test("deletion in progress keeps the finalizer until the provider says deleted", async () => {
+    const h = harness([svc({ deletionTimestamp: new Date() })], [], undefined, 2);
+    for (let i = 0; i < 2; i++) {
+      const out = await h.run();
+      expect(out.requeue).toEqual({ kind: "after", ms: 2500 });
+      expect(out.services).toBeUndefined();
+      expect(out.events?.map((e) => e.reason)).toEqual(i === 0 ? ["DeletingLoadBalancer"] : []);
+    }
+    const done = await h.run();
+    expect(done.services?.[0]).toMatchObject({ removeFinalizers: [FINALIZER] });
+    expect(done.events?.map((e) => e.reason)).toEqual(["DeletedLoadBalancer"]);
+  });
+});
 
 describe("service reconcile", () => {
   test("finalizer first: nothing is created in the cloud before the finalizer shows", async () => {

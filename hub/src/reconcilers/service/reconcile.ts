@@ -1,8 +1,12 @@
 import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
-import { errorMessage, isRetryable, ThrottledError } from "../../cloud/errors.js";
+import { errorMessage, isRetryable } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
-import { loadBalancerName, loadBalancerOwnerTags } from "../../cloud/naming.js";
-import type { LoadBalancerSpec, LoadBalancers } from "../../cloud/provider.js";
+import {
+  isInProgress,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type LoadBalancers,
+} from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { ClusterView } from "../../fleet/state.js";
@@ -12,6 +16,7 @@ import type { ControllerContext } from "../controller.js";
 import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
+import { retryOutcome } from "../retry-policy.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
@@ -36,6 +41,8 @@ export interface EnsuredRecord {
   readonly specKey: string;
   /** BackendSet.key of the backends last written. */
   readonly backendsKey: string;
+  /** When (deps.clock): an account listing older than this cannot vouch for it. */
+  readonly atMs?: number;
 }
 
 /** Instance ids of a cluster's eligible, verified nodes, sorted, with a key to compare sets cheaply. */
@@ -50,7 +57,7 @@ export interface BackendSet {
 
 export type ServiceDeps = Pick<
   ControllerContext,
-  "fleet" | "cloudFor" | "cacheFor" | "tracker" | "verified" | "logger" | "clock"
+  "fleet" | "cloudFor" | "cacheFor" | "tracker" | "verified" | "logger" | "clock" | "signal"
 > & {
   readonly ensured: Map<string, EnsuredRecord>;
   /** The cluster's verified backend set, computed once per node-set change and shared by its Services. */
@@ -59,6 +66,11 @@ export type ServiceDeps = Pick<
   readonly loadBalancerClass: string | undefined;
   /** Instance ids of nodes this hub saw leave the backend set (deleted, excluded, replaced). */
   departed?(cluster: string): ReadonlySet<string>;
+  /**
+   * Services whose load-balancer operation the cloud is still carrying out (the provider
+   * answered InProgress): their polls repeat no Event. Absent: every poll emits its Event.
+   */
+  readonly pending?: Map<string, "ensure" | "update" | "delete">;
 };
 
 const EXPECT_FINALIZER = "finalizer";
@@ -77,12 +89,6 @@ function expectationMet(expectation: string, svc: Readonly<Service>): boolean {
   return false;
 }
 
-function cloudFailure(err: unknown, events: ClusterEvent[]): Outcome {
-  if (err instanceof ThrottledError && err.retryAfterMs !== undefined)
-    return after(err.retryAfterMs, { events });
-  return backoff(err, { events });
-}
-
 /**
  * The service controller's syncService for one Service of one cluster: finalizer first, then
  * the load balancer with every sub-resource, then status.loadBalancer.ingress; on deletion or a
@@ -97,6 +103,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     // Gone from the cluster. With our finalizer that only happens after cleanup.
     deps.tracker.clear(k);
     deps.ensured.delete(k);
+    deps.pending?.delete(k);
     return DONE;
   }
   const cloud = deps.cloudFor(key.cluster);
@@ -122,9 +129,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       events: [serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${why}`)],
     });
   }
-  const name = loadBalancerName(key.cluster, svc.uid);
-  const tags = loadBalancerOwnerTags(key.cluster, svc.uid);
-  if (cleanup) return deleteLoadBalancer(k, svc, lbs, name, tags, deps);
+  const owner: LbOwner = { cluster: key.cluster, serviceUid: svc.uid };
+  if (cleanup) return deleteLoadBalancer(k, svc, lbs, owner, deps);
 
   if (!hasFinalizer(svc)) {
     // Before anything exists in the cloud, so a deletion can never leak it.
@@ -156,8 +162,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       backends = { ids, key: ids.join(","), events: [] };
     }
     if (backends.ids.length === 0)
-      backends = await keepUnseenBackends(key.cluster, svc, lbs, name, tags, backends, deps, events);
-    spec = loadBalancerSpec(svc, settings, name, { ...tags }, backends.ids);
+      backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
+    spec = loadBalancerSpec(svc, settings, backends.ids);
   } catch (err) {
     if (err instanceof AnnotationError) {
       // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
@@ -169,7 +175,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         requeue: { kind: "done" },
       };
     }
-    return cloudFailure(err, events);
+    return retryOutcome(err, { events });
   }
   if (spec.sessionAffinity === "ClientIP" && !lbs.capabilities.sessionAffinity) {
     events.push(
@@ -193,7 +199,11 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
-      await lbs.updateBackends(name, tags, spec.backends);
+      const answer = await lbs.updateBackends(owner, spec.backends, deps.signal);
+      if (isInProgress(answer)) {
+        deps.pending?.set(k, "update");
+        return retryOutcome(answer, { events });
+      }
     } catch (err) {
       events.push(
         serviceEvent(
@@ -204,27 +214,49 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         ),
       );
       if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
-      return cloudFailure(err, events);
+      return retryOutcome(err, { events });
     }
-    deps.ensured.set(k, { uid: svc.uid, specKey: last.specKey, backendsKey: backends.key });
+    deps.pending?.delete(k);
+    deps.ensured.set(k, {
+      uid: svc.uid,
+      specKey: last.specKey,
+      backendsKey: backends.key,
+      atMs: deps.clock.now(),
+    });
     if (spec.backends.length > 0)
       events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
     return { events, requeue: { kind: "done" } };
   }
 
-  events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
+  // A poll of an operation in progress is the same sync going on: no second Event.
+  if (deps.pending?.get(k) !== "ensure")
+    events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    ingress = toWireIngress(await lbs.ensure(spec));
+    const answer = await lbs.ensure(owner, spec, deps.signal);
+    if (isInProgress(answer)) {
+      // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
+      deps.pending?.set(k, "ensure");
+      deps.logger.debug({ service: key.name, retryAfterMs: answer.retryAfterMs }, answer.message);
+      return retryOutcome(answer, { events });
+    }
+    ingress = toWireIngress(answer);
   } catch (err) {
+    deps.pending?.delete(k);
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );
     // A backend may have gone since it was verified: look every node up again next time.
     if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
-    return cloudFailure(err, events);
+    return retryOutcome(err, { events });
   }
-  deps.ensured.set(k, { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key });
+  deps.pending?.delete(k);
+  deps.ensured.set(k, {
+    uid: svc.uid,
+    specKey: specKey(spec),
+    backendsKey: backends.key,
+    atMs: deps.clock.now(),
+  });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
   if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
   const published = deps.tracker.record(k, svc.uid, `${EXPECT_INGRESS}${JSON.stringify(ingress)}`);
@@ -245,13 +277,12 @@ async function keepUnseenBackends(
   cluster: string,
   svc: Readonly<Service>,
   lbs: LoadBalancers,
-  name: string,
-  tags: Record<string, string>,
+  owner: LbOwner,
   backends: BackendSet,
   deps: ServiceDeps,
   events: ClusterEvent[],
 ): Promise<BackendSet> {
-  const current = (await lbs.get(name, tags))?.backends ?? [];
+  const current = (await lbs.get(owner, deps.signal))?.backends ?? [];
   if (current.length === 0) return backends;
   const departed = deps.departed?.(cluster) ?? new Set<string>();
   // The account's instance list saying "terminated" is an answer (absence from it is not).
@@ -281,19 +312,28 @@ async function deleteLoadBalancer(
   k: string,
   svc: Readonly<Service>,
   lbs: LoadBalancers,
-  name: string,
-  tags: Record<string, string>,
+  owner: LbOwner,
   deps: ServiceDeps,
 ): Promise<Outcome> {
-  const events = [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
+  const events =
+    deps.pending?.get(k) === "delete"
+      ? []
+      : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    await lbs.ensureDeleted(name, tags);
+    const answer = await lbs.ensureDeleted(owner, deps.signal);
+    if (isInProgress(answer)) {
+      // The finalizer stays until the cloud says the load balancer is gone.
+      deps.pending?.set(k, "delete");
+      return retryOutcome(answer, { events });
+    }
   } catch (err) {
+    deps.pending?.delete(k);
     events.push(
       serviceEvent(svc, "Warning", REASON.deleteFailed, `Error deleting load balancer: ${errorMessage(err)}`),
     );
-    return cloudFailure(err, events);
+    return retryOutcome(err, { events });
   }
+  deps.pending?.delete(k);
   deps.ensured.delete(k);
   events.push(serviceEvent(svc, "Normal", REASON.deleted, "Deleted load balancer"));
   const published = deps.tracker.record(k, svc.uid, EXPECT_NO_FINALIZER);

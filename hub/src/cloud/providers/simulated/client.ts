@@ -9,7 +9,8 @@ export interface SimulatedClientConfig {
   /** Base URL of the cloud, e.g. http://127.0.0.1:4100. */
   readonly endpoint: string;
   /** The account's API key; sent as a Bearer token, never logged. */
-  readonly credential: string;
+  /** The current API key (read per request: it may rotate). */
+  readonly credential: () => string;
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly clock: Clock;
@@ -132,7 +133,7 @@ export class SimulatedClient {
       const res = await fetch(url, {
         method,
         headers: {
-          authorization: `Bearer ${this.config.credential}`,
+          authorization: `Bearer ${this.config.credential()}`,
           accept: "application/json",
           ...(body !== undefined && { "content-type": "application/json" }),
         },

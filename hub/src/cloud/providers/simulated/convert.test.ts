@@ -193,7 +193,7 @@ describe("simulated convert - load balancers and routes", () => {
         id: route.id,
         destinationCIDR: "10.244.0.0/24",
         targetInstanceID: "i-0a1b2c3d4e5f",
-        tags: { "fleet-ccm.io/cluster": "c1" },
+        ownerCluster: "c1",
       },
     ]);
     expect(() => parseWireRoutePage({ routes: [{ ...route, blackhole: "no" }] })).toThrow(SuspectAnswerError);

@@ -3,7 +3,9 @@
  * cloud's public API) and the provider contract. The shapes are declared here again on
  * purpose: the hub never imports sim/, the two sides share only the wire format.
  */
+
 import { SuspectAnswerError } from "../../errors.js";
+import { OWNER_TAG_CLUSTER } from "../../naming.js";
 import type { CloudRoute, InstanceMetadata, InstanceState, NodeAddress } from "../../provider.js";
 
 export const PROVIDER_NAME = "simulated";
@@ -368,6 +370,6 @@ export function toCloudRoute(w: WireRoute): CloudRoute {
     id: w.id,
     destinationCIDR: w.destination_cidr,
     targetInstanceID: w.target_instance_id,
-    tags: { ...w.tags },
+    ...(w.tags[OWNER_TAG_CLUSTER] !== undefined && { ownerCluster: w.tags[OWNER_TAG_CLUSTER] }),
   };
 }

@@ -10,8 +10,22 @@ import {
 } from "../../../../../sim/src/cloud/index.js";
 import { systemClock } from "../../../util/clock.js";
 import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
-import { loadBalancerName, loadBalancerOwnerTags } from "../../naming.js";
-import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ProviderContext } from "../../provider.js";
+import {
+  loadBalancerName,
+  loadBalancerOwnerTags,
+  OWNER_TAG_CLUSTER,
+  OWNER_TAG_SERVICE_UID,
+} from "../../naming.js";
+import {
+  type AccountBinding,
+  type InProgress,
+  isInProgress,
+  type LbIngress,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type LoadBalancers,
+  type ProviderContext,
+} from "../../provider.js";
 import { simulatedProvider } from "./index.js";
 import { subResourceNames } from "./load-balancers.js";
 
@@ -41,8 +55,46 @@ beforeEach(() => {
 /** What the test's ctx.call does with one call: pass it on, fail it before it is sent, or lose its answer. */
 type Interceptor = (op: string, n: number) => "pass" | "before" | "after";
 
+/** A spec with the name and owner tags this provider derives from its owner, for asserting on the cloud. */
+interface TestSpec extends LoadBalancerSpec {
+  readonly name: string;
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+/** The owner whose tags these are (the hub addresses load balancers by owner only). */
+function ownerOf(tags: Readonly<Record<string, string>>): LbOwner {
+  return { cluster: tags[OWNER_TAG_CLUSTER] ?? "", serviceUid: tags[OWNER_TAG_SERVICE_UID] ?? "" };
+}
+
+/** The provider's load balancers, called the way these tests name them: by (name, owner tags). */
+interface NamedLoadBalancers {
+  readonly capabilities: LoadBalancers["capabilities"];
+  get(name: string, tags: Readonly<Record<string, string>>): ReturnType<LoadBalancers["get"]>;
+  ensure(s: TestSpec, signal?: AbortSignal): ReturnType<LoadBalancers["ensure"]>;
+  updateBackends(
+    name: string,
+    tags: Readonly<Record<string, string>>,
+    backends: readonly string[],
+  ): ReturnType<LoadBalancers["updateBackends"]>;
+  ensureDeleted(
+    name: string,
+    tags: Readonly<Record<string, string>>,
+  ): ReturnType<LoadBalancers["ensureDeleted"]>;
+}
+
+function named(lbs: LoadBalancers): NamedLoadBalancers {
+  return {
+    capabilities: lbs.capabilities,
+    get: (_name, tags) => lbs.get(ownerOf(tags)),
+    ensure: (s, signal) => lbs.ensure(ownerOf(s.tags), s, signal),
+    updateBackends: (_name, tags, backends) => lbs.updateBackends(ownerOf(tags), backends),
+    ensureDeleted: (_name, tags) => lbs.ensureDeleted(ownerOf(tags)),
+  };
+}
+
 interface Harness {
-  readonly lbs: LoadBalancers;
+  readonly lbs: NamedLoadBalancers;
+  readonly raw: LoadBalancers;
   readonly ops: string[];
 }
 
@@ -77,11 +129,17 @@ function provider(
   };
   const lbs = simulatedProvider.create(ctx).loadBalancers;
   if (lbs === undefined) throw new Error("the simulated provider has load balancers");
-  return { lbs, ops };
+  return { lbs: named(lbs), raw: lbs, ops };
+}
+
+/** A synchronous account's answer: the ingress, never InProgress. */
+function ready(answer: readonly LbIngress[] | InProgress): readonly LbIngress[] {
+  if (isInProgress(answer)) throw new Error(`unexpected in-progress answer: ${answer.message}`);
+  return answer;
 }
 
 let uidSeq = 0;
-function spec(overrides: Partial<LoadBalancerSpec> = {}): LoadBalancerSpec {
+function spec(overrides: Partial<TestSpec> = {}): TestSpec {
   const uid = `uid-${++uidSeq}`;
   return {
     name: loadBalancerName(CLUSTER, uid),
@@ -136,7 +194,7 @@ function ownedCount(tags: Readonly<Record<string, string>>): number {
 }
 
 /** Exactly one load balancer with every sub-resource of a two-port spec; no orphans, no duplicates. */
-function expectConverged(s: LoadBalancerSpec): void {
+function expectConverged(s: TestSpec): void {
   const o = owned(s.tags);
   expect(o.loadBalancers.map((l) => l.name)).toEqual([s.name]);
   expect(o.listeners).toHaveLength(s.listeners.length);
@@ -205,7 +263,7 @@ describe("simulated provider - load balancers", () => {
     expect(await lbs.get(s.name, s.tags)).toEqual({
       id: lb.id,
       name: s.name,
-      tags: s.tags,
+      owner: ownerOf(s.tags),
       ingress,
       backends: [...s.backends].sort(),
     });
@@ -229,7 +287,7 @@ describe("simulated provider - load balancers", () => {
     await lbs.ensure(s);
     const before = owned(s.tags);
     const lbId = before.loadBalancers[0]!.id;
-    const changed: LoadBalancerSpec = {
+    const changed: TestSpec = {
       ...s,
       listeners: [
         { protocol: "TCP", port: 80, nodePort: 31080, proxyProtocol: true },
@@ -282,7 +340,7 @@ describe("simulated provider - load balancers", () => {
     expect((err as Error).message).toMatch(/recreated/);
     expect(owned(s.tags)).toEqual(before);
     const internal = spec({ internal: true });
-    const [ingress] = await provider().lbs.ensure(internal);
+    const [ingress] = ready(await provider().lbs.ensure(internal));
     expect(ingress?.ip).toMatch(/^10\./);
   });
 
@@ -349,7 +407,7 @@ describe("simulated provider - load balancers", () => {
     const base = spec();
     const { lbs } = provider();
     await lbs.ensure(base);
-    const target = (s: LoadBalancerSpec): LoadBalancerSpec => ({
+    const target = (s: TestSpec): TestSpec => ({
       ...s,
       listeners: [
         { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: true },
@@ -434,7 +492,7 @@ describe("simulated provider - load balancers", () => {
       "load-balancer",
       "health-check",
     ]);
-    const [ingress] = await provider().lbs.ensure(s);
+    const [ingress] = ready(await provider().lbs.ensure(s));
     expect(ingress?.ip).toBe(first.ingress.ip);
     expect(owned(s.tags).loadBalancers.map((l) => l.id)).toEqual([first.id]);
     expectConverged(s);
@@ -454,7 +512,9 @@ describe("simulated provider - load balancers", () => {
     await again.updateBackends(s.name, s.tags, [nodes[0]!.id, nodes[3]!.id]);
     expect(againOps.filter(mutating)).toEqual([]);
     expect((await again.get(s.name, s.tags))?.backends).toEqual([nodes[0]!.id, nodes[3]!.id].sort());
-    await expect(again.updateBackends(spec().name, s.tags, [])).rejects.toBeInstanceOf(SuspectAnswerError);
+    await expect(again.updateBackends(spec().name, spec().tags, [])).rejects.toBeInstanceOf(
+      SuspectAnswerError,
+    );
   });
 
   test("lb - get: absent is undefined; a same-named load balancer without the owner tags is not ours", async () => {
@@ -613,4 +673,70 @@ describe("simulated provider - load balancers", () => {
     await provider({ account: { network: net } }).lbs.ensure(s);
     expect(owned(s.tags).loadBalancers[0]?.network).toBe(net);
   });
+
+  test("lb - asyncPolls: create and delete answer in progress N polls, looking at the cloud, then finish", async () => {
+    const h = provider({ account: { options: { asyncPolls: 3, asyncPollMs: 40 } } });
+    const s = spec();
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await h.lbs.ensure(s));
+    expect(answers.every(isInProgress)).toBe(true);
+    expect(answers[0]).toMatchObject({ retryAfterMs: 40 });
+    // The load balancer exists in the cloud (creating), and polls do not create it again.
+    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+    const [ingress] = ready(await h.lbs.ensure(s));
+    expect(ingress?.ip).toBeDefined();
+    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+    // Ready: a repeat is synchronous.
+    expect(isInProgress(await h.lbs.ensure(s))).toBe(false);
+
+    for (let i = 0; i < 3; i++) {
+      expect(isInProgress(await h.lbs.ensureDeleted(s.name, s.tags))).toBe(true);
+      expect(owned(s.tags).loadBalancers).toHaveLength(1); // still there while deleting
+    }
+    expect(await h.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
+    expect(ownedCount(s.tags)).toBe(0);
+    expect(await h.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
+  });
+
+  test("lb - asyncPolls: a load balancer gone while provisioning is created again", async () => {
+    const h = provider({ account: { options: { asyncPolls: 2, asyncPollMs: 40 } } });
+    const s = spec();
+    expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
+    await provider().lbs.ensureDeleted(s.name, s.tags);
+    expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
+    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+  });
+
+  test("lb - account options are the provider's: an invalid one names its field", () => {
+    expect(() => provider({ account: { options: { asyncPolls: -1 } } })).toThrow(/^options\.asyncPolls: /);
+    expect(() => provider({ account: { options: { nope: 1 } } })).toThrow(/options/);
+  });
+
+  test("lb - listOwned pages through every owned load balancer of the account, any cluster, nothing foreign", async () => {
+    const mine = [spec(), spec(), spec()];
+    for (const s of mine) await provider().lbs.ensure(s);
+    const h = provider();
+    const { ops } = h;
+    const ctxLbs = listing(h);
+    const seen = new Map<string, LbOwner>();
+    let token: string | undefined;
+    let pages = 0;
+    do {
+      const page = await ctxLbs.listOwned(token);
+      for (const lb of page.items) seen.set(lb.name, lb.owner);
+      token = page.nextPageToken;
+      pages++;
+    } while (token !== undefined);
+    for (const s of mine) expect(seen.get(s.name)).toEqual(ownerOf(s.tags));
+    // Only list calls, one per page.
+    expect(ops.every((op) => op === "lb.list")).toBe(true);
+    expect(ops).toHaveLength(pages);
+  });
 });
+
+/** The provider's listOwned (the simulated provider has it). */
+function listing(h: Harness): Required<Pick<LoadBalancers, "listOwned">> {
+  const list = h.raw.listOwned?.bind(h.raw);
+  if (list === undefined) throw new Error("the simulated provider lists what it owns");
+  return { listOwned: list };
+}

@@ -12,18 +12,30 @@
  * - ensureDeleted deletes everything owned, in dependency order, then lists again until
  *   nothing owned is left (a list that dropped an item may have hidden an orphan).
  *
- * Nothing without the owner tags is ever changed or deleted.
+ * The hub addresses a load balancer by its owner (cluster, Service uid); the name and the owner
+ * tags are derived here (naming.ts). Nothing without the owner tags is ever changed or deleted.
  */
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
-import type {
-  LbIngress,
-  LbListener,
-  LbProtocol,
-  LoadBalancerCapabilities,
-  LoadBalancerSpec,
-  LoadBalancerState,
-  LoadBalancers,
-  ProviderContext,
+import {
+  loadBalancerName,
+  loadBalancerOwnerTags,
+  OWNER_TAG_CLUSTER,
+  OWNER_TAG_SERVICE_UID,
+} from "../../naming.js";
+import {
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LbListener,
+  type LbOwner,
+  type LbProtocol,
+  type LoadBalancerCapabilities,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+  type LoadBalancers,
+  type OwnedLoadBalancer,
+  type OwnedLoadBalancerPage,
+  type ProviderContext,
 } from "../../provider.js";
 import type { LbCollection, SimulatedClient } from "./client.js";
 import {
@@ -48,6 +60,26 @@ import { isConflict, isNotFoundOf, toContractError } from "./errors.js";
 
 type Tags = Readonly<Record<string, string>>;
 
+/** A spec with the cloud identity this provider derives from its owner. */
+interface NamedSpec extends LoadBalancerSpec {
+  readonly name: string;
+  readonly tags: Tags;
+}
+
+/** The cloud name and owner tags of an owner's load balancer; refuses an incomplete owner. */
+function identity(owner: LbOwner): { name: string; tags: Tags } {
+  if (owner.cluster === "" || owner.serviceUid === "")
+    throw new CloudError("refusing to act without an owner (cluster and Service uid): no ownership tags");
+  return {
+    name: loadBalancerName(owner.cluster, owner.serviceUid),
+    tags: loadBalancerOwnerTags(owner.cluster, owner.serviceUid),
+  };
+}
+
+function ownerOf(tags: Tags): LbOwner {
+  return { cluster: tags[OWNER_TAG_CLUSTER] ?? "", serviceUid: tags[OWNER_TAG_SERVICE_UID] ?? "" };
+}
+
 export interface SimulatedLoadBalancersOptions {
   /** Items per list call; the cloud caps it at 500. */
   readonly pageSize?: number;
@@ -55,7 +87,16 @@ export interface SimulatedLoadBalancersOptions {
   readonly maxPages?: number;
   /** ensureDeleted: delete-and-list rounds before giving up with TransientCloudError. */
   readonly deleteRounds?: number;
+  /**
+   * Asynchronous cloud: a load balancer's creation and deletion answer InProgress this many
+   * times before they are done (0: synchronous). Each poll looks at the cloud's state.
+   */
+  readonly asyncPolls?: number;
+  /** The delay an InProgress answer asks for. */
+  readonly asyncPollMs?: number;
 }
+
+const DEFAULT_ASYNC_POLL_MS = 1000;
 
 const DEFAULT_PAGE_SIZE = 100;
 const DEFAULT_MAX_PAGES = 20;
@@ -168,6 +209,10 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   private readonly pageSize: number;
   private readonly maxPages: number;
   private readonly deleteRounds: number;
+  private readonly asyncPolls: number;
+  private readonly asyncPollMs: number;
+  /** Operations the (simulated) cloud is still carrying out, by load balancer name. */
+  private readonly operations = new Map<string, { op: "create" | "delete"; left: number }>();
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -177,23 +222,50 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     this.pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
     this.maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
     this.deleteRounds = opts.deleteRounds ?? DEFAULT_DELETE_ROUNDS;
+    this.asyncPolls = opts.asyncPolls ?? 0;
+    this.asyncPollMs = opts.asyncPollMs ?? DEFAULT_ASYNC_POLL_MS;
   }
 
-  async get(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
-    checkOwnership(name, ownerTags);
-    const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
+  /** Operations in progress (for tests: none may be left behind). */
+  get operationsInProgress(): number {
+    return this.operations.size;
+  }
+
+  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    const { name, tags: ownerTags } = identity(owner);
+    const lb = oldest(await this.listFiltered(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) return undefined;
-    const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
+    const pools = await this.listFiltered(POOL, { tags: ownerTags, lbId: lb.id }, signal);
     const backends = [...new Set(pools.flatMap((p) => p.members))].sort();
-    return { id: lb.id, name: lb.name, tags: { ...lb.tags }, ingress: ingressOf(lb), backends };
+    return { id: lb.id, name: lb.name, owner: ownerOf(lb.tags), ingress: ingressOf(lb), backends };
   }
 
-  async ensure(spec: LoadBalancerSpec, signal?: AbortSignal): Promise<readonly LbIngress[]> {
+  async ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    return await this.ensureNamed({ ...spec, ...identity(owner) }, signal);
+  }
+
+  private async ensureNamed(
+    spec: NamedSpec,
+    signal: AbortSignal | undefined,
+  ): Promise<readonly LbIngress[] | InProgress> {
     checkOwnership(spec.name, spec.tags);
     const planned = plan(spec);
     const firewallPlan = planFirewall(spec);
+    const pending = this.operations.get(spec.name);
+    if (pending?.op === "create") {
+      // A poll: the cloud accepts no change meanwhile; the load balancer must still be there.
+      const listed = await this.listFiltered(LB, { name: spec.name, tags: spec.tags }, signal);
+      pending.left--;
+      if (listed.length > 0 && pending.left > 0) return this.provisioning(spec.name);
+      this.operations.delete(spec.name);
+    } else if (pending?.op === "delete") this.operations.delete(spec.name);
     const owned = await this.snapshot(spec.name, spec.tags, signal);
 
+    const created = owned.lbs.length === 0;
     const lb = oldest(owned.lbs) ?? (await this.createLoadBalancer(spec, signal));
     if (lb.internal !== spec.internal) {
       throw new CloudError(
@@ -326,30 +398,53 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       false,
       signal,
     );
+    if (created && this.asyncPolls > 0) {
+      this.operations.set(spec.name, { op: "create", left: this.asyncPolls });
+      return this.provisioning(spec.name);
+    }
     return ingressOf(lb);
   }
 
+  private provisioning(name: string): InProgress {
+    return inProgress(this.asyncPollMs, `load balancer ${name} is provisioning`);
+  }
+
   async updateBackends(
-    name: string,
-    ownerTags: Tags,
+    owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
-  ): Promise<void> {
+  ): Promise<undefined> {
+    const { name, tags: ownerTags } = identity(owner);
     checkOwnership(name, ownerTags);
-    const lb = oldest(await this.listOwned(LB, { name, tags: ownerTags }, signal));
+    const lb = oldest(await this.listFiltered(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) {
       // The hub only calls this for a load balancer it ensured: absence is a suspect answer.
       throw new SuspectAnswerError(`load balancer ${name} is not listed; cannot update its backends`);
     }
     const members = [...new Set(backends)].sort();
-    const pools = await this.listOwned(POOL, { tags: ownerTags, lbId: lb.id }, signal);
+    const pools = await this.listFiltered(POOL, { tags: ownerTags, lbId: lb.id }, signal);
     for (const pool of pools) {
       if (!sameSet(pool.members, members)) await this.update(POOL, pool.id, { members }, signal);
     }
   }
 
-  async ensureDeleted(name: string, ownerTags: Tags, signal?: AbortSignal): Promise<void> {
-    checkOwnership(name, ownerTags);
+  async ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress> {
+    const { name, tags: ownerTags } = identity(owner);
+    if (this.asyncPolls > 0) {
+      const pending = this.operations.get(name);
+      if (pending?.op !== "delete") {
+        if (count(await this.snapshot(name, ownerTags, signal)) === 0) {
+          this.operations.delete(name);
+          return;
+        }
+        // Accepted: the cloud deletes in the background; the resources stay listed meanwhile.
+        this.operations.set(name, { op: "delete", left: this.asyncPolls });
+        return inProgress(this.asyncPollMs, `load balancer ${name} is being deleted`);
+      }
+      pending.left--;
+      if (pending.left > 0) return inProgress(this.asyncPollMs, `load balancer ${name} is being deleted`);
+      this.operations.delete(name);
+    }
     for (let round = 0; ; round++) {
       const owned = await this.snapshot(name, ownerTags, signal);
       const left = count(owned);
@@ -363,12 +458,29 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     }
   }
 
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const body = await this.call(`${LB.op}.list`, signal, undefined, (signals) =>
+      this.client.listLbResources(
+        LB.collection,
+        { pageSize: this.pageSize, ...(pageToken !== undefined && { pageToken }) },
+        signals,
+      ),
+    );
+    const { items, next_page_token } = LB.parsePage(body);
+    const owned: OwnedLoadBalancer[] = [];
+    for (const lb of items) {
+      const owner = ownerOf(lb.tags);
+      // Ours only when both owner tags are there and the name is the one derived from them.
+      if (owner.cluster === "" || owner.serviceUid === "") continue;
+      if (lb.name !== loadBalancerName(owner.cluster, owner.serviceUid)) continue;
+      owned.push({ id: lb.id, name: lb.name, owner, ingress: ingressOf(lb) });
+    }
+    return { items: owned, ...(next_page_token !== undefined && { nextPageToken: next_page_token }) };
+  }
+
   // --- steps ----------------------------------------------------------------------------------
 
-  private createLoadBalancer(
-    spec: LoadBalancerSpec,
-    signal: AbortSignal | undefined,
-  ): Promise<WireLoadBalancer> {
+  private createLoadBalancer(spec: NamedSpec, signal: AbortSignal | undefined): Promise<WireLoadBalancer> {
     const { network } = this.ctx.account;
     return this.create(
       LB,
@@ -385,11 +497,11 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   /** The load balancers of this name and everything else carrying the owner tags. */
   private async snapshot(name: string, tags: Tags, signal: AbortSignal | undefined): Promise<Owned> {
     const [lbs, listeners, pools, healthChecks, firewallRules] = await Promise.all([
-      this.listOwned(LB, { name, tags }, signal),
-      this.listOwned(LISTENER, { tags }, signal),
-      this.listOwned(POOL, { tags }, signal),
-      this.listOwned(HEALTH_CHECK, { tags }, signal),
-      this.listOwned(FIREWALL, { tags }, signal),
+      this.listFiltered(LB, { name, tags }, signal),
+      this.listFiltered(LISTENER, { tags }, signal),
+      this.listFiltered(POOL, { tags }, signal),
+      this.listFiltered(HEALTH_CHECK, { tags }, signal),
+      this.listFiltered(FIREWALL, { tags }, signal),
     ]);
     return { lbs: sortOldestFirst(lbs), listeners, pools, healthChecks, firewallRules };
   }
@@ -429,7 +541,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
    * Every page of a filtered list. Each item must match the filter (a cloud that ignored it
    * is suspect: acting on what it returned could touch what is not ours).
    */
-  private async listOwned<T extends { id: string; name: string; tags: Tags; lb_id?: string }>(
+  private async listFiltered<T extends { id: string; name: string; tags: Tags; lb_id?: string }>(
     kind: KindInfo<T>,
     filter: { name?: string; tags: Tags; lbId?: string },
     signal: AbortSignal | undefined,
@@ -528,7 +640,7 @@ function checkOwnership(name: string, tags: Tags): void {
   }
 }
 
-function plan(spec: LoadBalancerSpec): PlannedListener[] {
+function plan(spec: NamedSpec): PlannedListener[] {
   const names = subResourceNames(spec.name);
   const seen = new Set<string>();
   return spec.listeners.map((listener) => {
@@ -553,7 +665,7 @@ function plan(spec: LoadBalancerSpec): PlannedListener[] {
  * One rule per transport protocol and port (HTTP and HTTPS are TCP), split in parts of at most
  * MAX_SOURCE_CIDRS_PER_RULE source CIDRs: a Service with 500 source ranges is a real one.
  */
-function planFirewall(spec: LoadBalancerSpec): PlannedFirewallRule[] {
+function planFirewall(spec: NamedSpec): PlannedFirewallRule[] {
   const names = subResourceNames(spec.name);
   const cidrs = spec.sourceRanges.length === 0 ? [...OPEN_TO_ALL] : [...new Set(spec.sourceRanges)].sort();
   const rules = new Map<string, PlannedFirewallRule>();

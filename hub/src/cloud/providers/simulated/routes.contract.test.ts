@@ -15,8 +15,9 @@ import {
   TransientCloudError,
 } from "../../errors.js";
 import { routeOwnerTags } from "../../naming.js";
-import type { AccountBinding, ProviderContext, Routes } from "../../provider.js";
+import type { AccountBinding, ProviderContext } from "../../provider.js";
 import { simulatedProvider } from "./index.js";
+import type { SimulatedRoutes } from "./routes.js";
 
 const REGION = "sim-east-1";
 
@@ -44,7 +45,7 @@ beforeEach(() => {
 });
 
 function provider(opts: { account?: Partial<AccountBinding>; loseAnswerOf?: string } = {}): {
-  routes: Routes;
+  routes: SimulatedRoutes;
   ops: string[];
 } {
   const ops: string[] = [];
@@ -71,7 +72,8 @@ function provider(opts: { account?: Partial<AccountBinding>; loseAnswerOf?: stri
       return result;
     },
   };
-  const routes = simulatedProvider.create(ctx).routes;
+  // This provider's routes are synchronous: its own types say so.
+  const routes = simulatedProvider.create(ctx).routes as SimulatedRoutes | undefined;
   if (routes === undefined) throw new Error("the simulated provider has routes");
   return { routes, ops };
 }
@@ -81,16 +83,18 @@ const tags = routeOwnerTags("c1");
 describe("simulated provider - routes", () => {
   test("routes - create, list, delete in the account's default network (looked up once)", async () => {
     const { routes, ops } = provider();
-    const created = await routes.create({
-      destinationCIDR: "10.244.0.0/24",
-      targetInstanceID: node.id,
-      tags,
-    });
+    const created = await routes.create(
+      {
+        destinationCIDR: "10.244.0.0/24",
+        targetInstanceID: node.id,
+      },
+      "c1",
+    );
     expect(created).toEqual({
       id: expect.stringMatching(/^rt-[0-9a-f]{12}$/),
       destinationCIDR: "10.244.0.0/24",
       targetInstanceID: node.id,
-      tags,
+      ownerCluster: "c1",
     });
     expect(cloud.routes(defaultNetwork)).toMatchObject([{ id: created.id, description: "fleet-ccm" }]);
     expect(await routes.list()).toEqual([created]);
@@ -124,19 +128,18 @@ describe("simulated provider - routes", () => {
       description: "vpn",
     });
     const { routes } = provider();
-    const mine = await routes.create({ destinationCIDR: "10.244.1.0/24", targetInstanceID: node.id, tags });
+    const mine = await routes.create({ destinationCIDR: "10.244.1.0/24", targetInstanceID: node.id }, "c1");
     const listed = await routes.list();
     expect(listed).toContainEqual({
       id: foreign.id,
       destinationCIDR: "192.168.0.0/16",
       targetInstanceID: other.id,
-      tags: { owner: "someone-else" },
     });
     await routes.delete(mine);
     expect(cloud.routes().map((r) => r.id)).toEqual([foreign.id]);
     // The same destination as the foreign route is a conflict, not an adoption.
     const err = await routes
-      .create({ destinationCIDR: "192.168.0.0/16", targetInstanceID: node.id, tags })
+      .create({ destinationCIDR: "192.168.0.0/16", targetInstanceID: node.id }, "c1")
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CloudError);
     expect(isRetryable(err)).toBe(false);
@@ -145,18 +148,18 @@ describe("simulated provider - routes", () => {
 
   test("routes - create after a lost answer adopts the route it made", async () => {
     const { routes } = provider({ loseAnswerOf: "route.create" });
-    const want = { destinationCIDR: "10.244.2.0/24", targetInstanceID: node.id, tags };
-    await expect(routes.create(want)).rejects.toThrow(/lost/);
+    const want = { destinationCIDR: "10.244.2.0/24", targetInstanceID: node.id };
+    await expect(routes.create(want, "c1")).rejects.toThrow(/lost/);
     const made = cloud.routes();
     expect(made).toHaveLength(1);
-    const adopted = await routes.create(want);
+    const adopted = await routes.create(want, "c1");
     expect(adopted.id).toBe(made[0]!.id);
     expect(cloud.routes()).toHaveLength(1);
   });
 
   test("routes - delete of a route already gone succeeds; a wrong endpoint's 404 does not", async () => {
     const { routes } = provider();
-    const r = await routes.create({ destinationCIDR: "10.244.3.0/24", targetInstanceID: node.id, tags });
+    const r = await routes.create({ destinationCIDR: "10.244.3.0/24", targetInstanceID: node.id }, "c1");
     await routes.delete(r);
     await routes.delete(r);
     const { routes: wrong } = provider({
@@ -168,7 +171,7 @@ describe("simulated provider - routes", () => {
   test("routes - a blackhole route (terminated target) is still listed, so it can be removed", async () => {
     const doomed = cloud.createInstance("acme", { name: "doomed", region: REGION });
     const { routes } = provider();
-    const r = await routes.create({ destinationCIDR: "10.244.4.0/24", targetInstanceID: doomed.id, tags });
+    const r = await routes.create({ destinationCIDR: "10.244.4.0/24", targetInstanceID: doomed.id }, "c1");
     cloud.terminateInstance(doomed.id);
     expect(cloud.routes()[0]?.blackhole).toBe(true);
     expect(await routes.list()).toEqual([r]);
@@ -180,13 +183,13 @@ describe("simulated provider - routes", () => {
     const net = "vpc-routes01";
     const inNet = cloud.createInstance("acme", { name: "in-net", region: REGION, network: net });
     const { routes, ops } = provider({ account: { network: net } });
-    const r = await routes.create({ destinationCIDR: "10.250.0.0/24", targetInstanceID: inNet.id, tags });
+    const r = await routes.create({ destinationCIDR: "10.250.0.0/24", targetInstanceID: inNet.id }, "c1");
     expect(cloud.routes(net).map((x) => x.id)).toEqual([r.id]);
     expect(await routes.list()).toEqual([r]);
     expect(ops).toEqual(["route.create", "route.list"]);
     // An instance outside the bound network is refused by the cloud: a plain CloudError.
     await expect(
-      routes.create({ destinationCIDR: "10.250.1.0/24", targetInstanceID: node.id, tags }),
+      routes.create({ destinationCIDR: "10.250.1.0/24", targetInstanceID: node.id }, "c1"),
     ).rejects.toBeInstanceOf(CloudError);
   });
 
@@ -199,11 +202,13 @@ describe("simulated provider - routes", () => {
     expect((err as ThrottledError).retryAfterMs).toBe(3_000);
     cloud.setFaults({ throttleRate: 0, errorRate: 1 }, "acme");
     await expect(
-      provider({ account: { network: defaultNetwork } }).routes.create({
-        destinationCIDR: "10.244.5.0/24",
-        targetInstanceID: node.id,
-        tags,
-      }),
+      provider({ account: { network: defaultNetwork } }).routes.create(
+        {
+          destinationCIDR: "10.244.5.0/24",
+          targetInstanceID: node.id,
+        },
+        "c1",
+      ),
     ).rejects.toBeInstanceOf(TransientCloudError);
     cloud.setFaults({ errorRate: 0, emptyListRate: 1 }, "acme");
     await expect(provider().routes.list()).rejects.toBeInstanceOf(SuspectAnswerError);

@@ -3,7 +3,8 @@
  * the account's default network as the cloud names it (looked up once, then kept).
  */
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import type { CloudRoute, ProviderContext, Routes } from "../../provider.js";
+import { routeOwnerTags } from "../../naming.js";
+import type { CloudRoute, ProviderContext, Routes, RouteTarget } from "../../provider.js";
 import type { SimulatedClient } from "./client.js";
 import { parseWireNetworkList, parseWireRoute, parseWireRoutePage, toCloudRoute } from "./convert.js";
 import { isConflict, isNotFoundOf, toContractError } from "./errors.js";
@@ -73,17 +74,18 @@ export class SimulatedRoutes implements Routes {
   }
 
   /**
-   * Creates the route. When the destination is taken by a route to the same target that
-   * carries the requested tags (our own earlier attempt whose answer was lost), that route
-   * is the answer; any other holder is a conflict the caller must resolve.
+   * Creates the route, tagged with its owner cluster. When the destination is taken by a route
+   * to the same target owned by the same cluster (our own earlier attempt whose answer was
+   * lost), that route is the answer; any other holder is a conflict the caller must resolve.
    */
-  async create(route: Omit<CloudRoute, "id">, signal?: AbortSignal): Promise<CloudRoute> {
+  async create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute> {
+    if (ownerCluster === "") throw new CloudError("refusing to create a route without an owner cluster");
     const network = await this.networkId(signal);
     const body = {
       destination_cidr: route.destinationCIDR,
       target_instance_id: route.targetInstanceID,
       description: this.description,
-      tags: { ...route.tags },
+      tags: routeOwnerTags(ownerCluster),
     };
     const answer = await this.ctx.call(ROUTE_OPS.create, async (callSignal) => {
       try {
@@ -98,7 +100,7 @@ export class SimulatedRoutes implements Routes {
     if (
       existing !== undefined &&
       existing.targetInstanceID === route.targetInstanceID &&
-      Object.entries(route.tags).every(([k, v]) => existing.tags[k] === v)
+      existing.ownerCluster === ownerCluster
     ) {
       return existing;
     }
@@ -110,7 +112,7 @@ export class SimulatedRoutes implements Routes {
   }
 
   /** Deletes by id; the cloud's own NotFound for that id means it is already gone. */
-  async delete(route: CloudRoute, signal?: AbortSignal): Promise<void> {
+  async delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined> {
     const network = await this.networkId(signal);
     await this.ctx.call(ROUTE_OPS.delete, async (callSignal) => {
       try {

@@ -1,0 +1,166 @@
+import { describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { parseHubConfig } from "../config/load.js";
+import { HubMetrics } from "../metrics.js";
+import { FakeClock } from "../util/clock.js";
+import { CloudAccounts } from "./accounts.js";
+import type { CloudCallWrapper, ProviderFactory } from "./provider.js";
+import { simulatedProvider } from "./providers/simulated/index.js";
+import { ProviderRegistry } from "./registry.js";
+
+function config(accounts: unknown[], clusters?: unknown[]) {
+  return parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts,
+      clusters: clusters ?? [
+        { name: "c1", account: "a1", token: { env: "T" } },
+        { name: "c2", account: "a2", token: { env: "T" } },
+        { name: "c3", account: "a1", token: { env: "T" } },
+      ],
+    }),
+  );
+}
+
+const account = (name: string, over: Record<string, unknown> = {}) => ({
+  name,
+  provider: "fake",
+  region: "r1",
+  credentials: { env: "K" },
+  ...over,
+});
+
+function bind(
+  accounts: unknown[],
+  signal?: AbortSignal,
+  factories: ProviderFactory[] = [],
+  clusters?: unknown[],
+) {
+  const calls: CloudCallWrapper[] = [];
+  const fake: ProviderFactory = {
+    name: "fake",
+    annotationPrefixes: [],
+    create(ctx) {
+      calls.push(ctx.call);
+      return {
+        name: "fake",
+        instances: {
+          getByProviderID: async () => {
+            throw new Error("unused");
+          },
+          findByName: async () => [],
+          listPage: async () => ({ instances: [] }),
+          parseProviderID: () => undefined,
+        },
+      };
+    },
+  };
+  const cfg = config(accounts, clusters);
+  const accountsRuntime = new CloudAccounts(cfg.accounts, cfg.clusters, {
+    registry: new ProviderRegistry([fake, ...factories]),
+    refresh: { periodMs: 60_000, cacheScope: "account" },
+    maxConcurrentRouteWrites: 4,
+    clock: new FakeClock(),
+    logger: pino({ level: "silent" }),
+    metrics: new HubMetrics(false),
+    env: { K: "secret", T: "t" },
+    ...(signal !== undefined && { signal }),
+  });
+  return { accounts: accountsRuntime, calls };
+}
+
+describe("cloud accounts", () => {
+  test("load-balancer concurrency is bounded per account, shared by the account's clusters", () => {
+    const { accounts } = bind([account("a1", { maxConcurrentLoadBalancerOps: 3 }), account("a2")]);
+    const c1 = accounts.loadBalancerOpsFor("c1");
+    expect(c1).toBeDefined();
+    expect(accounts.loadBalancerOpsFor("c3")).toBe(c1);
+    expect(accounts.loadBalancerOpsFor("c2")).not.toBe(c1);
+    expect(config([account("a1"), account("a2")]).accounts[0]?.maxConcurrentLoadBalancerOps).toBe(64);
+  });
+
+  test("every cloud call gets the hub's shutdown signal (no second, wall-clock timeout)", async () => {
+    const shutdown = new AbortController();
+    const { calls } = bind([account("a1"), account("a2")], shutdown.signal);
+    const signal = await calls[0]?.("op", async (s) => s);
+    expect(signal?.aborted).toBe(false);
+    shutdown.abort();
+    expect(signal?.aborted).toBe(true);
+  });
+
+  test("a provider's own account settings are validated by it, errors naming the field", () => {
+    expect(() =>
+      bind(
+        [
+          account("a1"),
+          account("a2", {
+            provider: "simulated",
+            endpoint: "http://127.0.0.1:1",
+            options: { asyncPolls: -2 },
+          }),
+        ],
+        undefined,
+        [simulatedProvider],
+      ),
+    ).toThrow(/^accounts\[1\]\.options\.asyncPolls: /);
+  });
+
+  test("the provider checks its credential names; a single reference stays valid", () => {
+    const sim = (credentials: unknown) => () =>
+      bind(
+        [
+          account("a1"),
+          account("a2", { provider: "simulated", endpoint: "http://127.0.0.1:1", credentials }),
+        ],
+        undefined,
+        [simulatedProvider],
+      );
+    expect(sim({ env: "K" })).not.toThrow();
+    expect(sim({ apiKey: { env: "K" } })).not.toThrow();
+    expect(sim({ apiKey: { env: "K" }, roleArn: { env: "K" } })).toThrow(
+      /^accounts\[1\]\.credentials\.roleArn: /,
+    );
+    expect(sim({ token: { env: "K" } })).toThrow(/^accounts\[1\]\.credentials\.token: /);
+    expect(() => bind([account("a1", { credentials: { a: { env: "K" } } }), account("a2")])).toThrow(
+      /^accounts\[0\]\.credentials: provider fake takes one secret reference/,
+    );
+  });
+
+  test("an account serves several regions: a cluster names its region; one client and cache per region", () => {
+    const multi = [account("a1", { region: undefined, regions: ["r1", "r2"] }), account("a2")];
+    const cluster = (name: string, over: Record<string, unknown> = {}) => ({
+      name,
+      account: "a1",
+      token: { env: "T" },
+      ...over,
+    });
+    const { accounts, calls } = bind(
+      multi,
+      undefined,
+      [],
+      [
+        cluster("c1", { region: "r1" }),
+        cluster("c2", { region: "r2", network: "vpc-2" }),
+        cluster("c3", { region: "r1" }),
+      ],
+    );
+    expect(calls).toHaveLength(3); // a1 in r1 and r2, a2
+    expect(accounts.cloudFor("c1")?.account.region).toBe("r1");
+    expect(accounts.cloudFor("c2")?.account.region).toBe("r2");
+    expect(accounts.cloudFor("c2")?.scope.network).toBe("vpc-2");
+    expect(accounts.cacheFor("c1")).toBe(accounts.cacheFor("c3"));
+    expect(accounts.cacheFor("c1")).not.toBe(accounts.cacheFor("c2"));
+    expect(accounts.loadBalancerOpsFor("c1")).toBe(accounts.loadBalancerOpsFor("c2"));
+    expect(() => bind(multi, undefined, [], [cluster("c1")])).toThrow(
+      /^clusters\[0\]\.region: required: account "a1" serves several regions \(r1, r2\)/,
+    );
+    expect(() => bind(multi, undefined, [], [cluster("c1", { region: "r9" })])).toThrow(
+      /^clusters\[0\]\.region: account "a1" does not serve region "r9"/,
+    );
+    expect(() => config([account("a1", { region: undefined }), account("a2")])).toThrow(
+      /accounts\[0\]\.region/,
+    );
+    expect(config([account("a1", { region: "r1" }), account("a2")]).accounts[0]?.regions).toEqual(["r1"]);
+  });
+});

@@ -1,0 +1,172 @@
+// An asynchronous cloud account next to a synchronous one, through the service controller, the
+// real work queue and ONE worker, against the simulated cloud on a loopback port (tests may
+// import sim/; hub/src code never does).
+import { Node, Service } from "@fleet-ccm/proto";
+import { afterAll, beforeAll, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { type SimulatedCloud, startSimulatedCloud } from "../../../../sim/src/cloud/index.js";
+import { CloudAccounts } from "../../cloud/accounts.js";
+import { simulatedProvider } from "../../cloud/providers/simulated/index.js";
+import { ProviderRegistry } from "../../cloud/registry.js";
+import { VerifiedInstances } from "../../cloud/verified-instances.js";
+import { parseHubConfig } from "../../config/load.js";
+import { FleetState } from "../../fleet/state.js";
+import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
+import { HubMetrics } from "../../metrics.js";
+import { runWorkers, WorkQueue } from "../../queue/index.js";
+import { systemClock } from "../../util/clock.js";
+import { ConvergenceTracker } from "../convergence.js";
+import { serviceController } from "./index.js";
+
+const REGION = "sim-east-1";
+const POLLS = 4;
+const POLL_MS = 250;
+const FAST_SERVICES = 10;
+
+let cloud: SimulatedCloud;
+beforeAll(async () => {
+  cloud = await startSimulatedCloud({ seed: 11 });
+});
+afterAll(async () => {
+  await cloud.close();
+});
+
+test("an asynchronous load balancer converges with no failure Event, while another account's Services converge at full speed on the same single worker", async () => {
+  const env: NodeJS.ProcessEnv = {};
+  const nodes = new Map<string, Node[]>();
+  for (const [account, cluster] of [
+    ["slow", "c-slow"],
+    ["fast", "c-fast"],
+  ] as const) {
+    env[`KEY_${account.toUpperCase()}`] = cloud.createAccount(account).apiKey;
+    const instance = cloud.createInstance(account, { name: `${cluster}-n0`, region: REGION });
+    nodes.set(cluster, [
+      Node.fromPartial({
+        name: `${cluster}-n0`,
+        uid: `uid-${cluster}-n0`,
+        resourceVersion: "1",
+        providerId: `simulated://${REGION}/${instance.id}`,
+        conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+      }),
+    ]);
+  }
+  const account = (name: string, options?: Record<string, unknown>) => ({
+    name,
+    provider: "simulated",
+    region: REGION,
+    endpoint: cloud.url,
+    credentials: { env: `KEY_${name.toUpperCase()}` },
+    rateLimit: { perSecond: 1000, burst: 1000 },
+    ...(options !== undefined && { options }),
+  });
+  const config = parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [account("slow", { asyncPolls: POLLS, asyncPollMs: POLL_MS }), account("fast")],
+      clusters: [
+        { name: "c-slow", account: "slow", token: { env: "T" } },
+        { name: "c-fast", account: "fast", token: { env: "T" } },
+      ],
+    }),
+  );
+  const logger = pino({ level: "silent" });
+  const metrics = new HubMetrics(false);
+  const accounts = new CloudAccounts(config.accounts, config.clusters, {
+    registry: new ProviderRegistry([simulatedProvider]),
+    refresh: { periodMs: 60_000, cacheScope: "account" },
+    maxConcurrentRouteWrites: 4,
+    clock: systemClock,
+    logger,
+    metrics,
+    env,
+  });
+  const fleet = new FleetState();
+  const queue = new WorkQueue({ clock: systemClock });
+  const controller = serviceController({
+    config,
+    fleet,
+    queue,
+    tracker: new ConvergenceTracker(systemClock, 5000),
+    verified: new VerifiedInstances(systemClock),
+    metrics,
+    clock: systemClock,
+    logger,
+    cloudFor: (c) => accounts.cloudFor(c),
+    cacheFor: (c) => accounts.cacheFor(c),
+    lookupsFor: (c) => accounts.lookupsFor(c),
+    routeWritesFor: (c) => accounts.routeWritesFor(c),
+  });
+  fleet.subscribe(controller.triggers);
+
+  const warnings: string[] = [];
+  const ensuring = new Map<string, number>();
+  const convergedAt = new Map<string, number>();
+  const started = Date.now();
+  // The agent's part: apply each published patch to the view.
+  const workers = runWorkers(queue, {
+    concurrency: 1,
+    handler: async (key) => {
+      const out = await controller.reconcile(key);
+      for (const e of out.events ?? []) {
+        if (e.type === "Warning") warnings.push(`${key.cluster} ${e.reason}: ${e.message}`);
+        if (e.reason === "EnsuringLoadBalancer") ensuring.set(key.name, (ensuring.get(key.name) ?? 0) + 1);
+      }
+      for (const d of out.services ?? []) {
+        const svc = fleet.view(key.cluster)?.services.get(`${d.namespace}/${d.name}`);
+        if (svc === undefined) continue;
+        const next = Service.fromPartial({
+          ...svc,
+          resourceVersion: String(Number(svc.resourceVersion) + 1),
+          finalizers: [...svc.finalizers.filter((f) => !d.removeFinalizers.includes(f)), ...d.addFinalizers],
+          ingress: d.ingress === undefined ? svc.ingress : d.ingress.items,
+        });
+        fleet.upsertService(key.cluster, next);
+        if (next.ingress.length > 0) convergedAt.set(`${key.cluster}/${key.name}`, Date.now() - started);
+      }
+      return out.requeue;
+    },
+  });
+  const svc = (name: string) =>
+    Service.fromPartial({
+      namespace: "default",
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: "1",
+      type: "LoadBalancer",
+      ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
+      externalTrafficPolicy: "Cluster",
+      ipFamilies: ["IPv4"],
+      sessionAffinity: "None",
+    });
+  try {
+    fleet.setConnected("c-slow", true);
+    fleet.setConnected("c-fast", true);
+    fleet.replace("c-slow", nodes.get("c-slow") ?? [], [svc("slow-0")]);
+    fleet.replace(
+      "c-fast",
+      nodes.get("c-fast") ?? [],
+      Array.from({ length: FAST_SERVICES }, (_, i) => svc(`fast-${i}`)),
+    );
+    const deadline = Date.now() + 20_000;
+    while (convergedAt.size < FAST_SERVICES + 1 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+
+    expect(warnings).toEqual([]);
+    const slow = convergedAt.get("c-slow/default/slow-0");
+    const fast = [...convergedAt].filter(([k]) => k.startsWith("c-fast/")).map(([, ms]) => ms);
+    expect(fast).toHaveLength(FAST_SERVICES);
+    expect(slow).toBeDefined();
+    // The slow load balancer needed POLLS polls POLL_MS apart; the fast account did not wait for them.
+    expect(slow ?? 0).toBeGreaterThanOrEqual(POLLS * POLL_MS);
+    expect(Math.max(...fast)).toBeLessThan(slow ?? 0);
+    // One Ensuring Event per sync, not one per poll.
+    expect(ensuring.get("default/slow-0")).toBe(1);
+    expect(cloud.inventory("slow").loadBalancers).toHaveLength(1);
+    expect(cloud.inventory("fast").loadBalancers).toHaveLength(FAST_SERVICES);
+    expect(fleet.view("c-slow")?.services.get("default/slow-0")?.finalizers).toEqual([FINALIZER_LB_CLEANUP]);
+  } finally {
+    queue.shutDown();
+    await workers.stop();
+  }
+});
