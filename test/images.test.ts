@@ -346,16 +346,6 @@ describe("the hub image with deploy/compose", () => {
       cfg["grpc"]["listen"] = "127.0.0.1:0";
       cfg["http"]["listen"] = `127.0.0.1:${httpPort}`;
     });
-    let stderr = "";
-    hub = spawn(join(tree("hub"), "usr/local/bin/fleet-ccm"), ["hub", "--config", config], {
-      cwd: "/",
-      env: imageEnv(env()),
-      stdio: ["ignore", "ignore", "pipe"],
-      ...asUser,
-    });
-    hub.stderr?.on("data", (b: Buffer) => {
-      stderr += b.toString();
-    });
     const test = hubService["healthcheck"]["test"] as string[];
     expect(test.slice(0, 2)).toEqual(["CMD", "node"]);
     const port = /^0\.0\.0\.0:(\d+)$/.exec(hubConfig["http"]["listen"])?.[1];
@@ -369,7 +359,19 @@ describe("the hub image with deploy/compose", () => {
           ...asUser,
         },
       ).status === 0;
+    // Nothing answers yet: the healthcheck fails (the hub serves /healthz within milliseconds of
+    // starting, so this is checked before it starts).
     expect(healthcheck()).toBe(false);
+    let stderr = "";
+    hub = spawn(join(tree("hub"), "usr/local/bin/fleet-ccm"), ["hub", "--config", config], {
+      cwd: "/",
+      env: imageEnv(env()),
+      stdio: ["ignore", "ignore", "pipe"],
+      ...asUser,
+    });
+    hub.stderr?.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
     const healthy = await waitFor(async () => hub?.exitCode !== null || healthcheck(), 20_000, 200);
     expect({ healthy, exitCode: hub.exitCode, stderr }).toMatchObject({ healthy: true, exitCode: null });
     if (AS_IMAGE_USER)
