@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { systemClock } from "../../util/clock.js";
-import { InstanceNotFoundError, isRetryable, ThrottledError } from "../errors.js";
+import { InstanceNotFoundError, isRetryable, ThrottledError, TransientCloudError } from "../errors.js";
 import {
   type AccountBinding,
   type CloudProvider,
@@ -66,6 +66,11 @@ export interface ConformanceFixture {
   start(): Promise<ConformanceFake>;
 }
 
+export interface ConformanceOptions {
+  /** The account answers load-balancer mutations InProgress at first (asserted, not just tolerated). */
+  readonly inProgress?: boolean;
+}
+
 interface Harness {
   readonly provider: CloudProvider;
   readonly ops: string[];
@@ -94,7 +99,11 @@ function sameOwner(a: LbOwner | undefined, b: LbOwner): boolean {
  * Runs the conformance suite for one provider through its fake. Call it once per account
  * configuration worth proving (e.g. synchronous and asynchronous operations).
  */
-export function describeProviderConformance(name: string, fixture: ConformanceFixture): void {
+export function describeProviderConformance(
+  name: string,
+  fixture: ConformanceFixture,
+  options: ConformanceOptions = {},
+): void {
   describe(`${name} - conformance`, () => {
     let fake: ConformanceFake;
     let nodes: FakeInstance[];
@@ -216,6 +225,8 @@ export function describeProviderConformance(name: string, fixture: ConformanceFi
         expect(meta).toMatchObject({ providerID: i.providerID, instanceID: i.instanceID });
         expect(p.instances.parseProviderID(i.providerID)).toBe(i.instanceID);
         expect(p.name).toBe(fake.factory.name);
+        fake.createInstance({ name: `${meta.name}-0`, inScope: true });
+        // Exact: a longer name sharing the prefix is not a match.
         const byName = await p.instances.findByName(meta.name);
         expect(byName.map((m) => m.instanceID)).toEqual([i.instanceID]);
       });
@@ -265,6 +276,8 @@ export function describeProviderConformance(name: string, fixture: ConformanceFi
         do {
           const page = await p.instances.listPage(token);
           seen.push(...page.instances.map((i) => i.instanceID));
+          for (const i of page.instances)
+            expect(p.instances.parseProviderID(i.providerID)).toBe(i.instanceID);
           token = page.nextPageToken;
         } while (token !== undefined);
         expect(ops.length).toBeGreaterThanOrEqual(3);
@@ -296,8 +309,7 @@ export function describeProviderConformance(name: string, fixture: ConformanceFi
         if (h.provider.routes) calls.push(h.provider.routes.list());
         for (const call of calls) {
           const err = await call.catch((e: unknown) => e);
-          expect(err).toBeInstanceOf(Error);
-          expect(err).not.toBeInstanceOf(ThrottledError);
+          expect(err).toBeInstanceOf(TransientCloudError);
           expect(isRetryable(err)).toBe(true);
         }
       });
@@ -339,6 +351,37 @@ export function describeProviderConformance(name: string, fixture: ConformanceFi
         expect((await lbsOf(harness()).get(o))?.id).toBe(before?.id);
         expect(ownedKinds(o)).toEqual(want.kinds);
         await fresh((h) => lbsOf(h).ensureDeleted(o));
+      });
+
+      test("in-progress answers: polls repeat the same call and never duplicate a resource", async () => {
+        const want = await baseline(spec());
+        const countKinds = (kinds: readonly string[]) => {
+          const m = new Map<string, number>();
+          for (const k of kinds) m.set(k, (m.get(k) ?? 0) + 1);
+          return m;
+        };
+        const limit = countKinds(want.kinds);
+        const o = owner();
+        const h = harness();
+        let inProgressAnswers = 0;
+        for (let polls = 0; ; polls++) {
+          expect(polls).toBeLessThan(POLL_LIMIT);
+          const answer = await lbsOf(h).ensure(o, spec());
+          for (const [kind, n] of countKinds(ownedKinds(o)))
+            expect(n).toBeLessThanOrEqual(limit.get(kind) ?? 0);
+          if (!isInProgress(answer)) break;
+          inProgressAnswers++;
+          expect(answer.retryAfterMs).toBeGreaterThanOrEqual(0);
+        }
+        if (options.inProgress) expect(inProgressAnswers).toBeGreaterThan(0);
+        expect(ownedKinds(o)).toEqual(want.kinds);
+        let deletePolls = 0;
+        while (isInProgress(await lbsOf(h).ensureDeleted(o))) {
+          deletePolls++;
+          expect(deletePolls).toBeLessThan(POLL_LIMIT);
+        }
+        if (options.inProgress) expect(deletePolls).toBeGreaterThan(0);
+        expect(ownedKinds(o)).toEqual([]);
       });
 
       test("updateBackends replaces the backends, idempotently", async () => {
@@ -415,11 +458,16 @@ export function describeProviderConformance(name: string, fixture: ConformanceFi
         for (const o of mine) await fresh((h) => lbsOf(h).ensure(o, spec()));
         const seen: LbOwner[] = [];
         let token: string | undefined;
+        let pages = 0;
         do {
           const page = await list(token);
           seen.push(...page.items.map((i) => i.owner));
           token = page.nextPageToken;
+          pages++;
         } while (token !== undefined);
+        // One read call per page, nothing changed.
+        expect(h.ops).toHaveLength(pages);
+        expect(h.mutations()).toBe(0);
         for (const o of mine) expect(seen).toContainEqual(o);
         for (const s of seen) expect(s.cluster).not.toBe("");
         const ownedIds = new Set(

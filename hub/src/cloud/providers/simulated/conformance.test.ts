@@ -111,4 +111,6 @@ function simulatedFixture(options?: Readonly<Record<string, unknown>>): Conforma
 }
 
 describeProviderConformance("simulated", simulatedFixture());
-describeProviderConformance("simulated (asyncPolls)", simulatedFixture({ asyncPolls: 2, asyncPollMs: 5 }));
+describeProviderConformance("simulated (asyncPolls)", simulatedFixture({ asyncPolls: 2, asyncPollMs: 5 }), {
+  inProgress: true,
+});
