@@ -711,32 +711,4 @@ describe("simulated provider - load balancers", () => {
     expect(() => provider({ account: { options: { asyncPolls: -1 } } })).toThrow(/^options\.asyncPolls: /);
     expect(() => provider({ account: { options: { nope: 1 } } })).toThrow(/options/);
   });
-
-  test("lb - listOwned pages through every owned load balancer of the account, any cluster, nothing foreign", async () => {
-    const mine = [spec(), spec(), spec()];
-    for (const s of mine) await provider().lbs.ensure(s);
-    const h = provider();
-    const { ops } = h;
-    const ctxLbs = listing(h);
-    const seen = new Map<string, LbOwner>();
-    let token: string | undefined;
-    let pages = 0;
-    do {
-      const page = await ctxLbs.listOwned(token);
-      for (const lb of page.items) seen.set(lb.name, lb.owner);
-      token = page.nextPageToken;
-      pages++;
-    } while (token !== undefined);
-    for (const s of mine) expect(seen.get(s.name)).toEqual(ownerOf(s.tags));
-    // Only list calls, one per page.
-    expect(ops.every((op) => op === "lb.list")).toBe(true);
-    expect(ops).toHaveLength(pages);
-  });
 });
-
-/** The provider's listOwned (the simulated provider has it). */
-function listing(h: Harness): Required<Pick<LoadBalancers, "listOwned">> {
-  const list = h.raw.listOwned?.bind(h.raw);
-  if (list === undefined) throw new Error("the simulated provider lists what it owns");
-  return { listOwned: list };
-}

@@ -1,0 +1,541 @@
+// The provider conformance suite: what every CloudProvider must do, run against the provider's
+// vendor fake. Imported by tests only (the hub build excludes *.testkit.ts); it never imports a
+// fake: the fixture that starts one lives in the provider's conformance.test.ts.
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { systemClock } from "../../util/clock.js";
+import { InstanceNotFoundError, isRetryable, ThrottledError, TransientCloudError } from "../errors.js";
+import {
+  type AccountBinding,
+  type CloudProvider,
+  type InProgress,
+  isInProgress,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type ProviderContext,
+  type ProviderFactory,
+} from "../provider.js";
+
+/** One resource as the fake holds it, with the owner the fake's truth records (never the provider's answer). */
+export interface FakeResource {
+  /** The fake's kind, e.g. "load-balancer", "pool", "route". */
+  readonly kind: string;
+  readonly id: string;
+  /** The load balancer owner whose resource this is, if any. */
+  readonly lbOwner?: LbOwner;
+  /** The cluster whose route this is, if any. */
+  readonly routeOwner?: string;
+  /** Routes: the destination. */
+  readonly destinationCIDR?: string;
+}
+
+export interface FakeInstance {
+  readonly instanceID: string;
+  readonly providerID: string;
+}
+
+/** A started vendor fake with one account bound for the provider under test. */
+export interface ConformanceFake {
+  readonly factory: ProviderFactory;
+  /** The account binding for the fake (endpoint, credentials, options). */
+  account(): AccountBinding;
+  /** Whether a CloudCallWrapper `op` changes the cloud (the crash loop counts these). */
+  isMutation(op: string): boolean;
+  /** An instance in the fake; `inScope: false` puts it where the bound account must not see it (another region). */
+  createInstance(spec: { readonly name: string; readonly inScope: boolean }): FakeInstance;
+  terminateInstance(instanceID: string): void;
+  /** A well-formed providerID of this provider for an instance that does not exist. */
+  missingProviderID(): string;
+  /** The provider's instance page size (the suite creates more than two pages). */
+  readonly instancePageSize: number;
+  /** Every call of the bound account throttled, with Retry-After in seconds. */
+  throttle(retryAfterSeconds: number): void;
+  /** Every call of the bound account answered with a 5xx. */
+  failWithServerErrors(): void;
+  clearFaults(): void;
+  /** Everything load-balancer and route related that exists in the fake's account. */
+  resources(): readonly FakeResource[];
+  /** Load-balancer resources nobody of this hub owns (made by another client). */
+  createForeignLoadBalancer?(): void;
+  /** A route made by another client to `targetInstanceID` (it must be listed, never owned, never touched). */
+  createForeignRoute?(destinationCIDR: string, targetInstanceID: string): void;
+  close(): Promise<void>;
+}
+
+export interface ConformanceFixture {
+  start(): Promise<ConformanceFake>;
+}
+
+export interface ConformanceOptions {
+  /** The account answers load-balancer mutations InProgress at first (asserted, not just tolerated). */
+  readonly inProgress?: boolean;
+}
+
+interface Harness {
+  readonly provider: CloudProvider;
+  readonly ops: string[];
+  readonly mutations: () => number;
+}
+
+const POLL_LIMIT = 200;
+
+/** Repeats an idempotent call while it answers InProgress, honouring its delay (capped: fakes poll fast). */
+async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
+  for (let polls = 0; polls < POLL_LIMIT; polls++) {
+    const answer = await call();
+    if (!isInProgress(answer)) return answer;
+    expect(answer.retryAfterMs).toBeGreaterThanOrEqual(0);
+    expect(typeof answer.message).toBe("string");
+    await new Promise((resolve) => setTimeout(resolve, Math.min(answer.retryAfterMs, 50)));
+  }
+  throw new Error(`still in progress after ${POLL_LIMIT} polls`);
+}
+
+function sameOwner(a: LbOwner | undefined, b: LbOwner): boolean {
+  return a !== undefined && a.cluster === b.cluster && a.serviceUid === b.serviceUid;
+}
+
+/**
+ * Runs the conformance suite for one provider through its fake. Call it once per account
+ * configuration worth proving (e.g. synchronous and asynchronous operations).
+ */
+export function describeProviderConformance(
+  name: string,
+  fixture: ConformanceFixture,
+  options: ConformanceOptions = {},
+): void {
+  describe(`${name} - conformance`, () => {
+    let fake: ConformanceFake;
+    let nodes: FakeInstance[];
+    let seq = 0;
+    const cluster = "conf";
+    const unique = (prefix: string) => `${prefix}-${++seq}`;
+    const owner = (): LbOwner => ({ cluster, serviceUid: unique("uid") });
+
+    /** The provider, its calls through the wrapper; `crashAfter`: the Nth mutation's answer is lost and every later call refused. */
+    function harness(opts: { crashAfter?: number; abort?: AbortController } = {}): Harness {
+      const ops: string[] = [];
+      let mutations = 0;
+      const ctx: ProviderContext = {
+        account: fake.account(),
+        logger: pino({ level: "silent" }),
+        clock: systemClock,
+        call: async (op, fn) => {
+          if (opts.abort?.signal.aborted) throw new Error(`crashed before ${op}`);
+          ops.push(op);
+          const result = await fn(opts.abort?.signal ?? new AbortController().signal);
+          if (fake.isMutation(op)) {
+            mutations++;
+            if (mutations === opts.crashAfter) {
+              opts.abort?.abort();
+              throw new Error(`crashed after ${op}`);
+            }
+          }
+          return result;
+        },
+      };
+      return { provider: fake.factory.create(ctx), ops, mutations: () => mutations };
+    }
+
+    /** Settles a call on one new provider (asynchronous operations are tracked by the provider instance, as in the hub). */
+    function fresh<T>(call: (h: Harness) => Promise<T | InProgress>): Promise<T> {
+      const h = harness();
+      return settle(() => call(h));
+    }
+
+    function lbsOf(h: Harness) {
+      const lbs = h.provider.loadBalancers;
+      if (lbs === undefined) throw new Error(`${name} has no load balancers`);
+      return lbs;
+    }
+
+    function spec(overrides: Partial<LoadBalancerSpec> = {}): LoadBalancerSpec {
+      return {
+        listeners: [
+          { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
+          { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: false },
+        ],
+        backends: nodes
+          .slice(0, 3)
+          .map((n) => n.instanceID)
+          .sort(),
+        healthCheck: {
+          protocol: "TCP",
+          port: 30080,
+          path: "",
+          intervalSeconds: 10,
+          timeoutSeconds: 5,
+          healthyThreshold: 2,
+          unhealthyThreshold: 3,
+        },
+        sourceRanges: [],
+        sessionAffinity: "None",
+        idleTimeoutSeconds: 60,
+        internal: false,
+        ...overrides,
+      };
+    }
+
+    /** The kinds of the owner's resources in the fake, sorted: equal kinds twice is a duplicate. */
+    function ownedKinds(o: LbOwner): string[] {
+      return fake
+        .resources()
+        .filter((r) => sameOwner(r.lbOwner, o))
+        .map((r) => r.kind)
+        .sort();
+    }
+
+    /** Ids of every resource not the owner's: they must outlive anything done for the owner. */
+    function othersIds(o: LbOwner): string[] {
+      return fake
+        .resources()
+        .filter((r) => !sameOwner(r.lbOwner, o))
+        .map((r) => r.id)
+        .sort();
+    }
+
+    /** What one clean ensure of `s` leaves in the fake, and how many mutations it makes. */
+    async function baseline(s: LoadBalancerSpec): Promise<{ kinds: string[]; mutations: number }> {
+      const o = owner();
+      const h = harness();
+      await settle(() => lbsOf(h).ensure(o, s));
+      const kinds = ownedKinds(o);
+      await fresh((h) => lbsOf(h).ensureDeleted(o));
+      return { kinds, mutations: h.mutations() };
+    }
+
+    beforeAll(async () => {
+      fake = await fixture.start();
+      nodes = [0, 1, 2, 3].map((n) => fake.createInstance({ name: unique(`node-${n}`), inScope: true }));
+    });
+
+    afterAll(async () => {
+      await fake?.close();
+    });
+
+    beforeEach(() => {
+      fake.clearFaults();
+    });
+
+    describe("instances", () => {
+      test("lookup by providerID and by name", async () => {
+        const { provider: p } = harness();
+        const i = fake.createInstance({ name: unique("web"), inScope: true });
+        const meta = await p.instances.getByProviderID(i.providerID);
+        expect(meta).toMatchObject({ providerID: i.providerID, instanceID: i.instanceID });
+        expect(p.instances.parseProviderID(i.providerID)).toBe(i.instanceID);
+        expect(p.name).toBe(fake.factory.name);
+        fake.createInstance({ name: `${meta.name}-0`, inScope: true });
+        // Exact: a longer name sharing the prefix is not a match.
+        const byName = await p.instances.findByName(meta.name);
+        expect(byName.map((m) => m.instanceID)).toEqual([i.instanceID]);
+      });
+
+      test("findByName answers every instance of the name in scope, none outside it", async () => {
+        const { provider: p } = harness();
+        const twin = unique("twin");
+        const a = fake.createInstance({ name: twin, inScope: true });
+        const b = fake.createInstance({ name: twin, inScope: true });
+        fake.createInstance({ name: twin, inScope: false });
+        const found = await p.instances.findByName(twin);
+        expect(found.map((m) => m.instanceID).sort()).toEqual([a.instanceID, b.instanceID].sort());
+        expect(await p.instances.findByName(unique("nobody"))).toEqual([]);
+      });
+
+      test("not found only from a direct authoritative lookup", async () => {
+        const { provider: p } = harness();
+        await expect(p.instances.getByProviderID(fake.missingProviderID())).rejects.toBeInstanceOf(
+          InstanceNotFoundError,
+        );
+        const gone = fake.createInstance({ name: unique("gone"), inScope: true });
+        fake.terminateInstance(gone.instanceID);
+        const answer = await p.instances.getByProviderID(gone.providerID).catch((e: unknown) => e);
+        if (!(answer instanceof InstanceNotFoundError)) expect(answer).toMatchObject({ state: "terminated" });
+        // A failing cloud never says "not found", nor an empty "no such name".
+        fake.failWithServerErrors();
+        const errors = [
+          await p.instances.getByProviderID(fake.missingProviderID()).catch((e: unknown) => e),
+          await p.instances.findByName(unique("nobody")).catch((e: unknown) => e),
+          await p.instances.listPage(undefined).catch((e: unknown) => e),
+        ];
+        for (const err of errors) {
+          expect(err).toBeInstanceOf(Error);
+          expect(err).not.toBeInstanceOf(InstanceNotFoundError);
+          expect(isRetryable(err)).toBe(true);
+        }
+      });
+
+      test("listPage walks every in-scope instance across pages, nothing out of scope, no repeats", async () => {
+        const made = new Set<string>();
+        for (let n = 0; n < fake.instancePageSize * 2 + 3; n++)
+          made.add(fake.createInstance({ name: unique("many"), inScope: true }).instanceID);
+        const outside = fake.createInstance({ name: unique("outside"), inScope: false });
+        const { provider: p, ops } = harness();
+        const seen: string[] = [];
+        let token: string | undefined;
+        do {
+          const page = await p.instances.listPage(token);
+          seen.push(...page.instances.map((i) => i.instanceID));
+          for (const i of page.instances)
+            expect(p.instances.parseProviderID(i.providerID)).toBe(i.instanceID);
+          token = page.nextPageToken;
+        } while (token !== undefined);
+        expect(ops.length).toBeGreaterThanOrEqual(3);
+        expect(new Set(seen).size).toBe(seen.length);
+        for (const id of made) expect(seen).toContain(id);
+        expect(seen).not.toContain(outside.instanceID);
+      });
+    });
+
+    describe("errors", () => {
+      test("throttling is ThrottledError with the vendor's Retry-After", async () => {
+        fake.throttle(7);
+        const h = harness();
+        const calls: Promise<unknown>[] = [h.provider.instances.listPage(undefined)];
+        if (h.provider.loadBalancers) calls.push(h.provider.loadBalancers.get(owner()));
+        if (h.provider.routes) calls.push(h.provider.routes.list());
+        for (const call of calls) {
+          const err = await call.catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(ThrottledError);
+          expect((err as ThrottledError).retryAfterMs).toBe(7_000);
+        }
+      });
+
+      test("5xx is a transient (retryable) error on every capability", async () => {
+        fake.failWithServerErrors();
+        const h = harness();
+        const calls: Promise<unknown>[] = [h.provider.instances.getByProviderID(nodes[0]!.providerID)];
+        if (h.provider.loadBalancers) calls.push(h.provider.loadBalancers.ensure(owner(), spec()));
+        if (h.provider.routes) calls.push(h.provider.routes.list());
+        for (const call of calls) {
+          const err = await call.catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(TransientCloudError);
+          expect(isRetryable(err)).toBe(true);
+        }
+      });
+    });
+
+    describe("load balancers", () => {
+      test("ensure is idempotent: one load balancer, a repeat changes nothing", async () => {
+        const o = owner();
+        const others = othersIds(o);
+        const [ingress] = await fresh((h) => lbsOf(h).ensure(o, spec()));
+        expect(ingress?.ip ?? ingress?.hostname).toBeDefined();
+        const kinds = ownedKinds(o);
+        expect(kinds.length).toBeGreaterThan(0);
+        const again = harness();
+        expect(await settle(() => lbsOf(again).ensure(o, spec()))).toEqual([ingress]);
+        expect(again.mutations()).toBe(0);
+        expect(ownedKinds(o)).toEqual(kinds);
+        const state = await lbsOf(again).get(o);
+        expect(state?.owner).toEqual(o);
+        expect(state?.backends).toEqual(spec().backends);
+        expect(othersIds(o)).toEqual(expect.arrayContaining(others));
+      });
+
+      test("an update happens in place and leaves exactly what a fresh ensure of the new spec would", async () => {
+        const changed = spec({
+          listeners: [
+            { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
+            { protocol: "TCP", port: 8443, nodePort: 30843, proxyProtocol: false },
+            { protocol: "TCP", port: 9000, nodePort: 30900, proxyProtocol: false },
+          ],
+          sourceRanges: ["10.0.0.0/8"],
+          idleTimeoutSeconds: 120,
+        });
+        const want = await baseline(changed);
+        const o = owner();
+        await fresh((h) => lbsOf(h).ensure(o, spec()));
+        const before = await lbsOf(harness()).get(o);
+        await fresh((h) => lbsOf(h).ensure(o, changed));
+        expect((await lbsOf(harness()).get(o))?.id).toBe(before?.id);
+        expect(ownedKinds(o)).toEqual(want.kinds);
+        await fresh((h) => lbsOf(h).ensureDeleted(o));
+      });
+
+      test("in-progress answers: polls repeat the same call and never duplicate a resource", async () => {
+        const want = await baseline(spec());
+        const countKinds = (kinds: readonly string[]) => {
+          const m = new Map<string, number>();
+          for (const k of kinds) m.set(k, (m.get(k) ?? 0) + 1);
+          return m;
+        };
+        const limit = countKinds(want.kinds);
+        const o = owner();
+        const h = harness();
+        let inProgressAnswers = 0;
+        for (let polls = 0; ; polls++) {
+          expect(polls).toBeLessThan(POLL_LIMIT);
+          const answer = await lbsOf(h).ensure(o, spec());
+          for (const [kind, n] of countKinds(ownedKinds(o)))
+            expect(n).toBeLessThanOrEqual(limit.get(kind) ?? 0);
+          if (!isInProgress(answer)) break;
+          inProgressAnswers++;
+          expect(answer.retryAfterMs).toBeGreaterThanOrEqual(0);
+        }
+        if (options.inProgress) expect(inProgressAnswers).toBeGreaterThan(0);
+        expect(ownedKinds(o)).toEqual(want.kinds);
+        let deletePolls = 0;
+        while (isInProgress(await lbsOf(h).ensureDeleted(o))) {
+          deletePolls++;
+          expect(deletePolls).toBeLessThan(POLL_LIMIT);
+        }
+        if (options.inProgress) expect(deletePolls).toBeGreaterThan(0);
+        expect(ownedKinds(o)).toEqual([]);
+      });
+
+      test("updateBackends replaces the backends, idempotently", async () => {
+        const o = owner();
+        await fresh((h) => lbsOf(h).ensure(o, spec()));
+        const kinds = ownedKinds(o);
+        const next = [nodes[1]!.instanceID, nodes[3]!.instanceID].sort();
+        for (let n = 0; n < 2; n++) await fresh((h) => lbsOf(h).updateBackends(o, next));
+        expect((await lbsOf(harness()).get(o))?.backends).toEqual(next);
+        expect(ownedKinds(o)).toEqual(kinds);
+        await fresh((h) => lbsOf(h).ensureDeleted(o));
+      });
+
+      test("ensureDeleted removes everything of the owner, is idempotent, touches nothing else", async () => {
+        fake.createForeignLoadBalancer?.();
+        const neighbour = owner();
+        await fresh((h) => lbsOf(h).ensure(neighbour, spec()));
+        const o = owner();
+        await fresh((h) => lbsOf(h).ensure(o, spec()));
+        const others = othersIds(o);
+        await fresh((h) => lbsOf(h).ensureDeleted(o));
+        expect(ownedKinds(o)).toEqual([]);
+        expect(await lbsOf(harness()).get(o)).toBeUndefined();
+        expect(await fresh((h) => lbsOf(h).ensureDeleted(o))).toBeUndefined();
+        expect(othersIds(o)).toEqual(others);
+        await fresh((h) => lbsOf(h).ensureDeleted(neighbour));
+      });
+
+      test("a crash after every single mutation of ensure, then ensure again: no orphans, no duplicates", async () => {
+        const want = await baseline(spec());
+        expect(want.mutations).toBeGreaterThan(0);
+        for (let n = 1; n <= want.mutations; n++) {
+          const o = owner();
+          const others = othersIds(o);
+          const abort = new AbortController();
+          const crashing = harness({ crashAfter: n, abort });
+          await expect(settle(() => lbsOf(crashing).ensure(o, spec(), abort.signal))).rejects.toThrow(
+            /crashed/,
+          );
+          await fresh((h) => lbsOf(h).ensure(o, spec()));
+          expect({ n, kinds: ownedKinds(o) }).toEqual({ n, kinds: want.kinds });
+          expect(othersIds(o)).toEqual(expect.arrayContaining(others));
+          await fresh((h) => lbsOf(h).ensureDeleted(o));
+          expect({ n, kinds: ownedKinds(o) }).toEqual({ n, kinds: [] });
+        }
+      });
+
+      test("a crash after every single mutation of ensureDeleted, then delete again: nothing left", async () => {
+        const probe = owner();
+        await fresh((h) => lbsOf(h).ensure(probe, spec()));
+        const counting = harness();
+        await settle(() => lbsOf(counting).ensureDeleted(probe));
+        const total = counting.mutations();
+        expect(total).toBeGreaterThan(0);
+        for (let n = 1; n <= total; n++) {
+          const o = owner();
+          await fresh((h) => lbsOf(h).ensure(o, spec()));
+          const abort = new AbortController();
+          const crashing = harness({ crashAfter: n, abort });
+          await expect(settle(() => lbsOf(crashing).ensureDeleted(o, abort.signal))).rejects.toThrow(
+            /crashed/,
+          );
+          await fresh((h) => lbsOf(h).ensureDeleted(o));
+          expect({ n, kinds: ownedKinds(o) }).toEqual({ n, kinds: [] });
+        }
+      });
+
+      test("listOwned pages through the owned load balancers with their owners, nothing foreign", async () => {
+        const h = harness();
+        const list = lbsOf(h).listOwned?.bind(lbsOf(h));
+        if (list === undefined) return; // optional capability
+        fake.createForeignLoadBalancer?.();
+        const mine = [owner(), owner()];
+        for (const o of mine) await fresh((h) => lbsOf(h).ensure(o, spec()));
+        const seen: LbOwner[] = [];
+        let token: string | undefined;
+        let pages = 0;
+        do {
+          const page = await list(token);
+          seen.push(...page.items.map((i) => i.owner));
+          token = page.nextPageToken;
+          pages++;
+        } while (token !== undefined);
+        // One read call per page, nothing changed.
+        expect(h.ops).toHaveLength(pages);
+        expect(h.mutations()).toBe(0);
+        for (const o of mine) expect(seen).toContainEqual(o);
+        for (const s of seen) expect(s.cluster).not.toBe("");
+        const ownedIds = new Set(
+          fake
+            .resources()
+            .filter((r) => r.lbOwner !== undefined)
+            .map((r) => r.id),
+        );
+        const page = await list(undefined);
+        for (const item of page.items) expect(ownedIds.has(item.id)).toBe(true);
+        for (const o of mine) await fresh((h) => lbsOf(h).ensureDeleted(o));
+      });
+    });
+
+    describe("routes", () => {
+      let cidr = 0;
+      const nextCidr = () => `10.${200 + Math.floor(cidr / 256)}.${cidr++ % 256}.0/24`;
+
+      function routesOf(h: Harness) {
+        const routes = h.provider.routes;
+        if (routes === undefined) throw new Error(`${name} has no routes`);
+        return routes;
+      }
+
+      test("create, list, delete with ownership; a foreign route is listed, never owned, never touched", async () => {
+        const h = harness();
+        if (h.provider.routes === undefined) return; // optional capability
+        const foreignCidr = nextCidr();
+        fake.createForeignRoute?.(foreignCidr, nodes[1]!.instanceID);
+        const target = { destinationCIDR: nextCidr(), targetInstanceID: nodes[0]!.instanceID };
+        await settle(() => routesOf(h).create(target, cluster));
+        const listed = await routesOf(harness()).list();
+        const mine = listed.filter((r) => r.destinationCIDR === target.destinationCIDR);
+        expect(mine).toHaveLength(1);
+        expect(mine[0]).toMatchObject({ ...target, ownerCluster: cluster });
+        if (fake.createForeignRoute) {
+          const theirs = listed.find((r) => r.destinationCIDR === foreignCidr);
+          expect(theirs).toBeDefined();
+          expect(theirs?.ownerCluster).toBeUndefined();
+        }
+        await fresh((h) => routesOf(h).delete(mine[0]!));
+        await fresh((h) => routesOf(h).delete(mine[0]!));
+        const after = await routesOf(harness()).list();
+        expect(after.filter((r) => r.destinationCIDR === target.destinationCIDR)).toEqual([]);
+        if (fake.createForeignRoute)
+          expect(fake.resources().filter((r) => r.destinationCIDR === foreignCidr)).toHaveLength(1);
+      });
+
+      test("a crash after create's mutation, then create again: one route", async () => {
+        if (harness().provider.routes === undefined) return;
+        const counting = harness();
+        const probe = { destinationCIDR: nextCidr(), targetInstanceID: nodes[0]!.instanceID };
+        const made = await settle(() => routesOf(counting).create(probe, cluster));
+        await fresh((h) => routesOf(h).delete(made));
+        for (let n = 1; n <= counting.mutations(); n++) {
+          const target = { destinationCIDR: nextCidr(), targetInstanceID: nodes[0]!.instanceID };
+          const abort = new AbortController();
+          const crashing = harness({ crashAfter: n, abort });
+          await expect(
+            settle(() => routesOf(crashing).create(target, cluster, abort.signal)),
+          ).rejects.toThrow(/crashed/);
+          const route = await fresh((h) => routesOf(h).create(target, cluster));
+          const inFake = fake.resources().filter((r) => r.destinationCIDR === target.destinationCIDR);
+          expect(inFake).toHaveLength(1);
+          expect(inFake[0]?.routeOwner).toBe(cluster);
+          await fresh((h) => routesOf(h).delete(route));
+        }
+      });
+    });
+  });
+}

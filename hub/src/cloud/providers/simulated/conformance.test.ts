@@ -1,0 +1,116 @@
+// The conformance suite against the simulated provider through its fake, the simulated cloud,
+// once synchronous and once with asynchronous operations (asyncPolls).
+import { type SimulatedCloud, startSimulatedCloud } from "../../../../../sim/src/cloud/index.js";
+import {
+  type ConformanceFake,
+  type ConformanceFixture,
+  describeProviderConformance,
+  type FakeResource,
+} from "../../conformance/conformance.testkit.js";
+import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
+import type { LbOwner } from "../../provider.js";
+import { simulatedProvider } from "./index.js";
+
+const REGION = "sim-east-1";
+const ELSEWHERE = "sim-west-1";
+const ACCOUNT = "acme";
+
+function lbOwner(tags: Readonly<Record<string, string>>): LbOwner | undefined {
+  const cluster = tags[OWNER_TAG_CLUSTER];
+  const serviceUid = tags[OWNER_TAG_SERVICE_UID];
+  return cluster === undefined || serviceUid === undefined ? undefined : { cluster, serviceUid };
+}
+
+function simulatedFixture(options?: Readonly<Record<string, unknown>>): ConformanceFixture {
+  return {
+    async start(): Promise<ConformanceFake> {
+      const cloud: SimulatedCloud = await startSimulatedCloud({ seed: 5 });
+      const { apiKey } = cloud.createAccount(ACCOUNT);
+      cloud.setAccountRateLimit(ACCOUNT, 0);
+      let foreign = 0;
+      return {
+        factory: simulatedProvider,
+        account: () => ({
+          name: ACCOUNT,
+          provider: "simulated",
+          region: REGION,
+          endpoint: cloud.url,
+          credential: apiKey,
+          requestTimeoutMs: 2_000,
+          ...(options === undefined ? {} : { options }),
+        }),
+        isMutation: (op) => /\.(create|update|delete)$/.test(op),
+        createInstance: ({ name, inScope }) => {
+          const region = inScope ? REGION : ELSEWHERE;
+          const i = cloud.createInstance(ACCOUNT, { name, region });
+          return { instanceID: i.id, providerID: `simulated://${region}/${i.id}` };
+        },
+        terminateInstance: (id) => cloud.terminateInstance(id),
+        missingProviderID: () => `simulated://${REGION}/i-000000000000`,
+        instancePageSize: 500,
+        throttle: (seconds) =>
+          cloud.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, ACCOUNT),
+        failWithServerErrors: () => cloud.setFaults({ errorRate: 1 }, ACCOUNT),
+        clearFaults: () => cloud.resetFaults(),
+        resources: () => {
+          const inv = cloud.inventory(ACCOUNT);
+          const out: FakeResource[] = [];
+          const add = (
+            kind: string,
+            items: readonly { id: string; tags: Readonly<Record<string, string>> }[],
+          ) => {
+            for (const r of items) {
+              const o = lbOwner(r.tags);
+              out.push(o === undefined ? { kind, id: r.id } : { kind, id: r.id, lbOwner: o });
+            }
+          };
+          add("load-balancer", inv.loadBalancers);
+          add("listener", inv.listeners);
+          add("pool", inv.pools);
+          add("health-check", inv.healthChecks);
+          add("firewall-rule", inv.firewallRules);
+          for (const r of cloud.routes()) {
+            if (r.account !== ACCOUNT) continue;
+            const cluster = r.tags[OWNER_TAG_CLUSTER];
+            out.push({
+              kind: "route",
+              id: r.id,
+              destinationCIDR: r.destinationCidr,
+              ...(cluster === undefined ? {} : { routeOwner: cluster }),
+            });
+          }
+          return out;
+        },
+        createForeignLoadBalancer: () => {
+          const lb = cloud.createLoadBalancer(ACCOUNT, {
+            name: `theirs-${++foreign}`,
+            region: REGION,
+            tags: { team: "x" },
+          });
+          cloud.createPool(ACCOUNT, {
+            name: `theirs-${foreign}`,
+            lbId: lb.id,
+            protocol: "TCP",
+            targetPort: 8080,
+            tags: { team: "x" },
+          });
+        },
+        createForeignRoute: (destinationCidr, targetInstanceId) => {
+          cloud.createRoute(ACCOUNT, {
+            region: REGION,
+            destinationCidr,
+            targetInstanceId,
+            description: "vpn",
+            tags: { owner: "someone-else" },
+          });
+        },
+        close: () => cloud.close(),
+      };
+    },
+  };
+}
+
+describeProviderConformance("simulated", simulatedFixture());
+describeProviderConformance("simulated (asyncPolls)", simulatedFixture({ asyncPolls: 2, asyncPollMs: 5 }), {
+  inProgress: true,
+});
