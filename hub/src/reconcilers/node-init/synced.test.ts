@@ -1,16 +1,11 @@
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
-import { pino } from "pino";
 import type { CloudProvider } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
-import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
-import { HubMetrics } from "../../metrics.js";
-import { WorkQueue } from "../../queue/index.js";
 import { FakeClock } from "../../util/clock.js";
-import { Semaphore } from "../../util/semaphore.js";
-import { ConvergenceTracker } from "../convergence.js";
+import { testControllerContext } from "../context.testkit.js";
 import { cloudNodeController } from "./index.js";
 import { NODE_INIT } from "./reconcile.js";
 
@@ -52,20 +47,7 @@ function harness() {
       clusters: [],
     }),
   );
-  const c = cloudNodeController({
-    config,
-    fleet,
-    queue: new WorkQueue({ clock }),
-    tracker: new ConvergenceTracker(clock, 5000),
-    verified: new VerifiedInstances(clock),
-    metrics: new HubMetrics(false),
-    clock,
-    logger: pino({ level: "silent" }),
-    cloudFor: () => cloud,
-    cacheFor: () => undefined,
-    lookupsFor: () => undefined,
-    routeWritesFor: () => new Semaphore(1),
-  });
+  const c = cloudNodeController(testControllerContext({ config, fleet, clock, cloudFor: () => cloud }));
   fleet.subscribe(c.triggers);
   const syncedOf = async (name: string) => {
     await Promise.resolve();

@@ -5,14 +5,10 @@ import { InstanceNotFoundError } from "../../cloud/errors.js";
 import { InstanceCache } from "../../cloud/instance-cache.js";
 import type { CloudProvider, LbIngress, LoadBalancers } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
-import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
-import { HubMetrics } from "../../metrics.js";
-import { WorkQueue } from "../../queue/index.js";
 import { FakeClock } from "../../util/clock.js";
-import { Semaphore } from "../../util/semaphore.js";
-import { ConvergenceTracker } from "../convergence.js";
+import { testControllerContext } from "../context.testkit.js";
 import { SERVICE, serviceController } from "./index.js";
 
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
@@ -124,20 +120,9 @@ function harness(inCloud?: readonly string[], terminated: readonly string[] = []
       clusters: [],
     }),
   );
-  const c = serviceController({
-    config,
-    fleet,
-    queue: new WorkQueue({ clock }),
-    tracker: new ConvergenceTracker(clock, 5000),
-    verified: new VerifiedInstances(clock),
-    metrics: new HubMetrics(false),
-    clock,
-    logger: pino({ level: "silent" }),
-    cloudFor: () => cloud,
-    cacheFor: () => cache,
-    lookupsFor: () => undefined,
-    routeWritesFor: () => new Semaphore(1),
-  });
+  const c = serviceController(
+    testControllerContext({ config, fleet, clock, cloudFor: () => cloud, cacheFor: () => cache }),
+  );
   fleet.subscribe(c.triggers);
   const run = async () => {
     await Promise.resolve(); // deltas are classified at the end of their run

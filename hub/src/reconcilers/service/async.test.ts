@@ -1,6 +1,7 @@
 // An asynchronous cloud account next to a synchronous one, through the service controller, the
 // real work queue and ONE worker, against the simulated cloud on a loopback port (tests may
 // import sim/; hub/src code never does).
+
 import { Node, Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
@@ -8,14 +9,13 @@ import { type SimulatedCloud, startSimulatedCloud } from "../../../../sim/src/cl
 import { CloudAccounts } from "../../cloud/accounts.js";
 import { simulatedProvider } from "../../cloud/providers/simulated/index.js";
 import { ProviderRegistry } from "../../cloud/registry.js";
-import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
 import { HubMetrics } from "../../metrics.js";
-import { runWorkers, WorkQueue } from "../../queue/index.js";
+import { runWorkers } from "../../queue/index.js";
 import { systemClock } from "../../util/clock.js";
-import { ConvergenceTracker } from "../convergence.js";
+import { accountsCloud, testControllerContext } from "../context.testkit.js";
 import { serviceController } from "./index.js";
 
 const REGION = "sim-east-1";
@@ -82,21 +82,16 @@ test("an asynchronous load balancer converges with no failure Event, while anoth
     env,
   });
   const fleet = new FleetState();
-  const queue = new WorkQueue({ clock: systemClock });
-  const controller = serviceController({
+  const ctx = testControllerContext({
     config,
     fleet,
-    queue,
-    tracker: new ConvergenceTracker(systemClock, 5000),
-    verified: new VerifiedInstances(systemClock),
-    metrics,
     clock: systemClock,
+    metrics,
     logger,
-    cloudFor: (c) => accounts.cloudFor(c),
-    cacheFor: (c) => accounts.cacheFor(c),
-    lookupsFor: (c) => accounts.lookupsFor(c),
-    routeWritesFor: (c) => accounts.routeWritesFor(c),
+    ...accountsCloud(accounts),
   });
+  const queue = ctx.queue;
+  const controller = serviceController(ctx);
   fleet.subscribe(controller.triggers);
 
   const warnings: string[] = [];

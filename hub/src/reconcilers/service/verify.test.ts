@@ -1,6 +1,7 @@
 // After a snapshot (an agent reconnecting), the Services the hub ensured are re-verified from the
 // account-wide listing of owned load balancers: one list call, not a chain per Service. Against
 // the simulated cloud on a loopback port (tests may import sim/; hub/src code never does).
+
 import { Node, Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
@@ -8,13 +9,12 @@ import { type SimulatedCloud, startSimulatedCloud } from "../../../../sim/src/cl
 import { CloudAccounts } from "../../cloud/accounts.js";
 import { simulatedProvider } from "../../cloud/providers/simulated/index.js";
 import { ProviderRegistry } from "../../cloud/registry.js";
-import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { HubMetrics } from "../../metrics.js";
-import { runWorkers, WorkQueue } from "../../queue/index.js";
+import { runWorkers } from "../../queue/index.js";
 import { systemClock } from "../../util/clock.js";
-import { ConvergenceTracker } from "../convergence.js";
+import { accountsCloud, testControllerContext } from "../context.testkit.js";
 import { serviceController } from "./index.js";
 
 const REGION = "sim-east-1";
@@ -77,22 +77,16 @@ test("after a reconnect, ensured Services are re-verified with one list call; on
     env,
   });
   const fleet = new FleetState();
-  const queue = new WorkQueue({ clock: systemClock });
-  const controller = serviceController({
+  const ctx = testControllerContext({
     config,
     fleet,
-    queue,
-    tracker: new ConvergenceTracker(systemClock, 5000),
-    verified: new VerifiedInstances(systemClock),
-    metrics,
     clock: systemClock,
+    metrics,
     logger,
-    cloudFor: (c) => accounts.cloudFor(c),
-    cacheFor: (c) => accounts.cacheFor(c),
-    lookupsFor: (c) => accounts.lookupsFor(c),
-    routeWritesFor: (c) => accounts.routeWritesFor(c),
-    loadBalancerOpsFor: (c) => accounts.loadBalancerOpsFor(c),
+    ...accountsCloud(accounts),
   });
+  const queue = ctx.queue;
+  const controller = serviceController(ctx);
   fleet.subscribe(controller.triggers);
   const calls = async (op: string) =>
     (await metrics.cloudCalls.get()).values
