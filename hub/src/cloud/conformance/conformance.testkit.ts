@@ -99,6 +99,34 @@ function sameOwner(a: LbOwner | undefined, b: LbOwner): boolean {
  * Runs the conformance suite for one provider through its fake. Call it once per account
  * configuration worth proving (e.g. synchronous and asynchronous operations).
  */
+/** A two-port TCP load balancer on `backends`: the spec the suite (and provider tests) start from. */
+export function sampleLoadBalancerSpec(
+  backends: readonly string[],
+  overrides: Partial<LoadBalancerSpec> = {},
+): LoadBalancerSpec {
+  return {
+    listeners: [
+      { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
+      { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: false },
+    ],
+    backends,
+    healthCheck: {
+      protocol: "TCP",
+      port: 30080,
+      path: "",
+      intervalSeconds: 10,
+      timeoutSeconds: 5,
+      healthyThreshold: 2,
+      unhealthyThreshold: 3,
+    },
+    sourceRanges: [],
+    sessionAffinity: "None",
+    idleTimeoutSeconds: 60,
+    internal: false,
+    ...overrides,
+  };
+}
+
 export function describeProviderConformance(
   name: string,
   fixture: ConformanceFixture,
@@ -150,30 +178,13 @@ export function describeProviderConformance(
     }
 
     function spec(overrides: Partial<LoadBalancerSpec> = {}): LoadBalancerSpec {
-      return {
-        listeners: [
-          { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
-          { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: false },
-        ],
-        backends: nodes
+      return sampleLoadBalancerSpec(
+        nodes
           .slice(0, 3)
           .map((n) => n.instanceID)
           .sort(),
-        healthCheck: {
-          protocol: "TCP",
-          port: 30080,
-          path: "",
-          intervalSeconds: 10,
-          timeoutSeconds: 5,
-          healthyThreshold: 2,
-          unhealthyThreshold: 3,
-        },
-        sourceRanges: [],
-        sessionAffinity: "None",
-        idleTimeoutSeconds: 60,
-        internal: false,
-        ...overrides,
-      };
+        overrides,
+      );
     }
 
     /** The kinds of the owner's resources in the fake, sorted: equal kinds twice is a duplicate. */

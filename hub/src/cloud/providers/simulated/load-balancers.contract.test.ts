@@ -9,6 +9,7 @@ import {
   startSimulatedCloud,
 } from "../../../../../sim/src/cloud/index.js";
 import { systemClock } from "../../../util/clock.js";
+import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
   loadBalancerName,
@@ -144,28 +145,13 @@ function spec(overrides: Partial<TestSpec> = {}): TestSpec {
   return {
     name: loadBalancerName(CLUSTER, uid),
     tags: loadBalancerOwnerTags(CLUSTER, uid),
-    listeners: [
-      { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
-      { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: false },
-    ],
-    backends: nodes
-      .slice(0, 3)
-      .map((n) => n.id)
-      .sort(),
-    healthCheck: {
-      protocol: "TCP",
-      port: 30080,
-      path: "",
-      intervalSeconds: 10,
-      timeoutSeconds: 5,
-      healthyThreshold: 2,
-      unhealthyThreshold: 3,
-    },
-    sourceRanges: [],
-    sessionAffinity: "None",
-    idleTimeoutSeconds: 60,
-    internal: false,
-    ...overrides,
+    ...sampleLoadBalancerSpec(
+      nodes
+        .slice(0, 3)
+        .map((n) => n.id)
+        .sort(),
+      overrides,
+    ),
   };
 }
 
