@@ -1,7 +1,7 @@
 /**
  * Exponential backoff in two shapes: a stateless delay function for reconnect loops, and a
  * per-key failure counter for work queues (client-go's ItemExponentialFailureRateLimiter).
- * Dependency-free on purpose: the agent reuses backoffDelayMs.
+ * The agent has its own (agent/src/backoff.ts: subtractive jitter, with a retry loop and a log summary).
  */
 
 export interface BackoffOptions {
