@@ -162,40 +162,22 @@ const NAME_LOOKUP_REASON = {
 function lookupFailed(k: string, node: Readonly<Node>, err: unknown, deps: NodeInitDeps): Outcome {
   if (err instanceof ThrottledError && err.retryAfterMs !== undefined) return retryOutcome(err);
   // Answers, not failures: the node says what was found; the queue backs off; no log line per try.
-  if (err instanceof NameLookupError) {
+  const answer = (reason: string, message: string): Outcome => {
     deps.failures?.ok(k);
-    return retryOutcome(err, {
-      events: [
-        nodeEvent(
-          node,
-          "Warning",
-          NAME_LOOKUP_REASON[err.kind],
-          `Cannot initialize node ${node.name}: ${err.message}; the node stays uninitialized`,
-        ),
-      ],
-    });
-  }
-  if (err instanceof InstanceNotFoundError) {
-    deps.failures?.ok(k);
-    return retryOutcome(err, {
-      events: [
-        nodeEvent(
-          node,
-          "Warning",
-          REASON_INSTANCE_NOT_FOUND,
-          `Instance for node ${node.name} not found in the cloud (looked up by providerID ${node.providerId}); the node stays uninitialized`,
-        ),
-      ],
-    });
-  }
-  if (err instanceof ForbiddenError || err instanceof NotImplementedError) {
-    deps.failures?.ok(k);
-    return retryOutcome(err, {
-      events: [
-        nodeEvent(node, "Warning", REASON_OUT_OF_SCOPE, `Cannot initialize node: ${errorMessage(err)}`),
-      ],
-    });
-  }
+    return retryOutcome(err, { events: [nodeEvent(node, "Warning", reason, message)] });
+  };
+  if (err instanceof NameLookupError)
+    return answer(
+      NAME_LOOKUP_REASON[err.kind],
+      `Cannot initialize node ${node.name}: ${err.message}; the node stays uninitialized`,
+    );
+  if (err instanceof InstanceNotFoundError)
+    return answer(
+      REASON_INSTANCE_NOT_FOUND,
+      `Instance for node ${node.name} not found in the cloud (looked up by providerID ${node.providerId}); the node stays uninitialized`,
+    );
+  if (err instanceof ForbiddenError || err instanceof NotImplementedError)
+    return answer(REASON_OUT_OF_SCOPE, `Cannot initialize node: ${errorMessage(err)}`);
   // Transient: timeouts, 5xx, throttling, suspect answers change nothing in the cluster.
   if (deps.failures !== undefined) deps.failures.failed(k, errorMessage(err));
   else deps.logger.debug({ node: node.name, err: errorMessage(err) }, "instance lookup failed; will retry");
