@@ -1,9 +1,13 @@
 import { createHash } from "node:crypto";
+import type { LoadBalancerSpec } from "./provider.js";
 
 /** Tag keys that mark what fleet-ccm owns. The same on every cloud. */
 export const OWNER_TAG_CLUSTER = "fleet-ccm.io/cluster";
 export const OWNER_TAG_SERVICE_UID = "fleet-ccm.io/service-uid";
 export const OWNER_TAG_SERVICE = "fleet-ccm.io/service";
+/** Tag keys (or description fields) where a provider records what a load balancer was built from. */
+export const DIGEST_TAG_SPEC = "fleet-ccm.io/spec-digest";
+export const DIGEST_TAG_BACKENDS = "fleet-ccm.io/backends-digest";
 
 /**
  * The cloud name of a Service's load balancer: deterministic from (cluster, Service uid), so a
@@ -24,4 +28,24 @@ export function loadBalancerOwnerTags(cluster: string, serviceUid: string): Reco
 /** Tags of routes a cluster owns. */
 export function routeOwnerTags(cluster: string): Record<string, string> {
   return { [OWNER_TAG_CLUSTER]: cluster };
+}
+
+/**
+ * What a load balancer was built from, except its backends: 16 hex characters, short enough for
+ * every vendor's tag values. A provider records it (and `backendsDigest`) after the cloud matches
+ * the spec and returns both in `listOwned`, so a restarted hub that computes the same digests
+ * knows the load balancer is current without reading its sub-resources.
+ */
+export function loadBalancerSpecDigest(spec: LoadBalancerSpec): string {
+  const { backends: _backends, ...rest } = spec;
+  return digest16(JSON.stringify(rest));
+}
+
+/** The backend set, order and repeats ignored. */
+export function backendsDigest(backends: readonly string[]): string {
+  return digest16([...new Set(backends)].sort().join("\n"));
+}
+
+function digest16(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 16);
 }

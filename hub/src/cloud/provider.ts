@@ -161,6 +161,13 @@ export interface OwnedLoadBalancer {
   readonly name: string;
   readonly owner: LbOwner;
   readonly ingress: readonly LbIngress[];
+  /**
+   * `loadBalancerSpecDigest` and `backendsDigest` (naming.ts) of what the provider last made
+   * the cloud match, recorded only after it did. Absent where the vendor has no place to keep
+   * them: a restarted hub then ensures the Service once.
+   */
+  readonly specDigest?: string;
+  readonly backendsDigest?: string;
 }
 
 export interface LoadBalancerCapabilities {

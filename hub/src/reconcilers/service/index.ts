@@ -1,5 +1,5 @@
 import { type Node, ObjectKind } from "@fleet-ccm/proto";
-import type { LoadBalancers } from "../../cloud/provider.js";
+import type { LoadBalancers, OwnedLoadBalancer } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { type ClusterView, serviceKey } from "../../fleet/state.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
@@ -128,7 +128,10 @@ export function serviceController(ctx: ControllerContext): Controller {
     return new Set(m.keys());
   };
   // The listing of owned load balancers per account and region, cached and shared by its clusters.
-  const listings = new Map<string, { atMs: number; owned: Promise<ReadonlySet<string>> }>();
+  const listings = new Map<
+    string,
+    { atMs: number; owned: Promise<ReadonlyMap<string, OwnedLoadBalancer>> }
+  >();
   const ownedIn = (
     cloud: ClusterCloud,
     lbs: LoadBalancers & Required<Pick<LoadBalancers, "listOwned">>,
@@ -137,13 +140,13 @@ export function serviceController(ctx: ControllerContext): Controller {
     const at = `${cloud.account.name}\u0000${cloud.account.region}`;
     const hit = listings.get(at);
     if (hit !== undefined && hit.atMs >= notBeforeMs && ctx.clock.now() - hit.atMs < OWNED_LISTING_TTL_MS)
-      return hit.owned;
+      return hit;
     const owned = (async () => {
-      const keys = new Set<string>();
+      const keys = new Map<string, OwnedLoadBalancer>();
       let token: string | undefined;
       for (let page = 0; page < OWNED_LISTING_MAX_PAGES; page++) {
         const answer = await lbs.listOwned(token, ctx.signal);
-        for (const lb of answer.items) keys.add(ownerKey(lb.owner.cluster, lb.owner.serviceUid));
+        for (const lb of answer.items) keys.set(ownerKey(lb.owner.cluster, lb.owner.serviceUid), lb);
         token = answer.nextPageToken;
         if (token === undefined) return keys;
       }
@@ -154,7 +157,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     owned.catch(() => {
       if (listings.get(at) === entry) listings.delete(at);
     });
-    return owned;
+    return entry;
   };
   /**
    * After a snapshot: a Service the hub ensured whose load balancer the account listing shows
@@ -175,9 +178,9 @@ export function serviceController(ctx: ControllerContext): Controller {
       if (record !== undefined) newest = Math.max(newest, record.atMs ?? Number.POSITIVE_INFINITY);
     }
     if (newest === Number.NEGATIVE_INFINITY) return DONE;
-    let owned: ReadonlySet<string>;
+    let owned: ReadonlyMap<string, OwnedLoadBalancer>;
     try {
-      owned = await ownedIn(cloud, { ...lbs, listOwned: lbs.listOwned.bind(lbs) }, newest);
+      owned = await ownedIn(cloud, { ...lbs, listOwned: lbs.listOwned.bind(lbs) }, newest).owned;
     } catch (err) {
       return retryOutcome(err);
     }
@@ -191,7 +194,16 @@ export function serviceController(ctx: ControllerContext): Controller {
     }
     return DONE;
   };
+  const listed = async (cluster: string, serviceUid: string) => {
+    const cloud = ctx.cloudFor(cluster);
+    const lbs = cloud?.provider.loadBalancers;
+    if (cloud === undefined || lbs?.listOwned === undefined) return undefined;
+    const listing = ownedIn(cloud, { ...lbs, listOwned: lbs.listOwned.bind(lbs) }, Number.NEGATIVE_INFINITY);
+    const lb = (await listing.owned).get(ownerKey(cluster, serviceUid));
+    return lb === undefined ? undefined : { lb, atMs: listing.atMs };
+  };
   const deps = {
+    listed,
     fleet: ctx.fleet,
     cloudFor: ctx.cloudFor,
     cacheFor: ctx.cacheFor,

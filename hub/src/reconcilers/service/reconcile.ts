@@ -1,11 +1,13 @@
 import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
 import { errorMessage, isRetryable } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
+import { backendsDigest, loadBalancerSpecDigest } from "../../cloud/naming.js";
 import {
   isInProgress,
   type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancers,
+  type OwnedLoadBalancer,
 } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
@@ -71,6 +73,12 @@ export type ServiceDeps = Pick<
    * answered InProgress): their polls repeat no Event. Absent: every poll emits its Event.
    */
   readonly pending?: Map<string, "ensure" | "update" | "delete">;
+  /**
+   * The Service's load balancer in the account-wide listing of owned ones (shared by every
+   * Service of the account; undefined when not listed or the provider has no listing), with
+   * when it was listed. Lets a restarted hub skip the ensure of a load balancer that is current.
+   */
+  listed?(cluster: string, serviceUid: string): Promise<{ lb: OwnedLoadBalancer; atMs: number } | undefined>;
 };
 
 const EXPECT_FINALIZER = "finalizer";
@@ -193,7 +201,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       serviceEvent(svc, "Warning", REASON.unavailable, "There are no available nodes for LoadBalancer"),
     );
 
-  const last = deps.ensured.get(k);
+  const last = deps.ensured.get(k) ?? (await adoptListed(k, key.cluster, svc, spec, backends, deps));
   const sameSpec = last !== undefined && last.uid === svc.uid && last.specKey === specKey(spec);
   if (sameSpec && svc.ingress.length > 0) {
     if (last.backendsKey === backends.key)
@@ -264,6 +272,32 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events,
     services: [serviceDesired(svc, published.generation, { ingress: { items: ingress } })],
   });
+}
+
+/**
+ * A Service already showing an ingress with no record here (the hub restarted): when the account
+ * listing shows its load balancer built from this very spec and backend set, with this ingress,
+ * the cloud is current and no per-Service call is needed. Anything else (no listing, a listing
+ * error, a digest the provider did not record) falls through to a full ensure.
+ */
+async function adoptListed(
+  k: string,
+  cluster: string,
+  svc: Readonly<Service>,
+  spec: LoadBalancerSpec,
+  backends: BackendSet,
+  deps: ServiceDeps,
+): Promise<EnsuredRecord | undefined> {
+  if (deps.listed === undefined || svc.ingress.length === 0) return undefined;
+  const found = await deps.listed(cluster, svc.uid).catch(() => undefined);
+  if (found === undefined) return undefined;
+  const { lb, atMs } = found;
+  if (lb.specDigest !== loadBalancerSpecDigest(spec) || lb.backendsDigest !== backendsDigest(spec.backends))
+    return undefined;
+  if (!ingressEqual(svc.ingress, toWireIngress(lb.ingress))) return undefined;
+  const record = { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key, atMs };
+  deps.ensured.set(k, record);
+  return record;
 }
 
 /**

@@ -12,8 +12,12 @@ import { systemClock } from "../../../util/clock.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
+  backendsDigest,
+  DIGEST_TAG_BACKENDS,
+  DIGEST_TAG_SPEC,
   loadBalancerName,
   loadBalancerOwnerTags,
+  loadBalancerSpecDigest,
   OWNER_TAG_CLUSTER,
   OWNER_TAG_SERVICE_UID,
 } from "../../naming.js";
@@ -226,7 +230,13 @@ describe("simulated provider - load balancers", () => {
       "listener.create",
       "firewall.create",
       "firewall.create",
+      // Last, once the cloud matches: the digests listOwned reports to a restarted hub.
+      "lb.update",
     ]);
+    expect(o.loadBalancers[0]?.tags).toMatchObject({
+      [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(s),
+      [DIGEST_TAG_BACKENDS]: backendsDigest(s.backends),
+    });
     const names = subResourceNames(s.name);
     expect(o.healthChecks.map((h) => h.name)).toEqual([names.healthCheck]);
     expect(o.pools.map((p) => p.name)).toEqual([names.pool("TCP", 80), names.pool("TCP", 443)]);
@@ -242,8 +252,10 @@ describe("simulated provider - load balancers", () => {
       [30080, o.healthChecks[0]!.id, "None"],
       [30443, o.healthChecks[0]!.id, "None"],
     ]);
-    for (const r of [...o.loadBalancers, ...o.listeners, ...o.pools, ...o.healthChecks, ...o.firewallRules])
+    for (const r of [...o.listeners, ...o.pools, ...o.healthChecks, ...o.firewallRules])
       expect(r.tags).toEqual(s.tags);
+    // The load balancer carries the digests besides the owner tags (checked above).
+    expect(lb.tags).toMatchObject(s.tags);
     expect(lb.internal).toBe(false);
     expectConverged(s);
     expect(await lbs.get(s.name, s.tags)).toEqual({
@@ -493,7 +505,10 @@ describe("simulated provider - load balancers", () => {
     const after = owned(s.tags);
     for (const p of after.pools) expect([...p.members].sort()).toEqual([nodes[0]!.id, nodes[3]!.id].sort());
     expect(after.listeners).toEqual(before.listeners);
-    expect(ops.filter(mutating)).toEqual(["pool.update", "pool.update"]);
+    expect(ops.filter(mutating)).toEqual(["pool.update", "pool.update", "lb.update"]);
+    expect(after.loadBalancers[0]?.tags[DIGEST_TAG_BACKENDS]).toBe(
+      backendsDigest([nodes[0]!.id, nodes[3]!.id]),
+    );
     const { lbs: again, ops: againOps } = provider();
     await again.updateBackends(s.name, s.tags, [nodes[0]!.id, nodes[3]!.id]);
     expect(againOps.filter(mutating)).toEqual([]);

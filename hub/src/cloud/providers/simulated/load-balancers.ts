@@ -17,8 +17,12 @@
  */
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
+  backendsDigest,
+  DIGEST_TAG_BACKENDS,
+  DIGEST_TAG_SPEC,
   loadBalancerName,
   loadBalancerOwnerTags,
+  loadBalancerSpecDigest,
   OWNER_TAG_CLUSTER,
   OWNER_TAG_SERVICE_UID,
 } from "../../naming.js";
@@ -245,11 +249,16 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
   ): Promise<readonly LbIngress[] | InProgress> {
-    return await this.ensureNamed({ ...spec, ...identity(owner) }, signal);
+    const digests = {
+      [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(spec),
+      [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends),
+    };
+    return await this.ensureNamed({ ...spec, ...identity(owner) }, digests, signal);
   }
 
   private async ensureNamed(
     spec: NamedSpec,
+    digests: Tags,
     signal: AbortSignal | undefined,
   ): Promise<readonly LbIngress[] | InProgress> {
     checkOwnership(spec.name, spec.tags);
@@ -402,7 +411,15 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       this.operations.set(spec.name, { op: "create", left: this.asyncPolls });
       return this.provisioning(spec.name);
     }
+    // Last: the digests vouch for everything above, so a crash before here leaves them stale.
+    await this.recordDigests(lb, digests, signal);
     return ingressOf(lb);
+  }
+
+  /** Writes the digest tags onto the load balancer when they differ (listOwned returns them). */
+  private async recordDigests(lb: WireLoadBalancer, digests: Tags, signal: AbortSignal | undefined) {
+    if (Object.entries(digests).every(([k, v]) => lb.tags[k] === v)) return;
+    await this.update(LB, lb.id, { tags: { ...lb.tags, ...digests } }, signal);
   }
 
   private provisioning(name: string): InProgress {
@@ -426,6 +443,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     for (const pool of pools) {
       if (!sameSet(pool.members, members)) await this.update(POOL, pool.id, { members }, signal);
     }
+    await this.recordDigests(lb, { [DIGEST_TAG_BACKENDS]: backendsDigest(members) }, signal);
   }
 
   async ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress> {
@@ -473,7 +491,16 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       // Ours only when both owner tags are there and the name is the one derived from them.
       if (owner.cluster === "" || owner.serviceUid === "") continue;
       if (lb.name !== loadBalancerName(owner.cluster, owner.serviceUid)) continue;
-      owned.push({ id: lb.id, name: lb.name, owner, ingress: ingressOf(lb) });
+      const specDigest = lb.tags[DIGEST_TAG_SPEC];
+      const backends = lb.tags[DIGEST_TAG_BACKENDS];
+      owned.push({
+        id: lb.id,
+        name: lb.name,
+        owner,
+        ingress: ingressOf(lb),
+        ...(specDigest !== undefined && { specDigest }),
+        ...(backends !== undefined && { backendsDigest: backends }),
+      });
     }
     return { items: owned, ...(next_page_token !== undefined && { nextPageToken: next_page_token }) };
   }
