@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/g
 import { pino } from "pino";
 import { systemClock } from "../../util/clock.js";
 import { InstanceNotFoundError, isRetryable, ThrottledError, TransientCloudError } from "../errors.js";
+import { backendsDigest, loadBalancerSpecDigest } from "../naming.js";
 import {
   type AccountBinding,
   type CloudProvider,
@@ -490,6 +491,42 @@ export function describeProviderConformance(
         const page = await list(undefined);
         for (const item of page.items) expect(ownedIds.has(item.id)).toBe(true);
         for (const o of mine) await fresh((h) => lbsOf(h).ensureDeleted(o));
+      });
+
+      test("listOwned digests, where recorded, describe what the cloud was made to match", async () => {
+        const lbs = lbsOf(harness());
+        if (lbs.listOwned === undefined) return; // optional capability
+        const o = owner();
+        const listed = async () => {
+          for (let token: string | undefined, n = 0; n < 100; n++) {
+            const page = await lbsOf(harness()).listOwned?.(token);
+            const item = page?.items.find(
+              (i) => i.owner.cluster === o.cluster && i.owner.serviceUid === o.serviceUid,
+            );
+            if (item !== undefined || page?.nextPageToken === undefined) return item;
+            token = page.nextPageToken;
+          }
+          throw new Error("listOwned did not end");
+        };
+        const first = spec();
+        await fresh((h) => lbsOf(h).ensure(o, first));
+        const item = await listed();
+        expect(item).toBeDefined();
+        if (item?.specDigest === undefined) {
+          await fresh((h) => lbsOf(h).ensureDeleted(o));
+          return; // the provider keeps no digests: a restarted hub ensures every Service once
+        }
+        expect(item.specDigest).toBe(loadBalancerSpecDigest(first));
+        expect(item.backendsDigest).toBe(backendsDigest(first.backends));
+        const next = [nodes[1]!.instanceID, nodes[3]!.instanceID].sort();
+        await fresh((h) => lbsOf(h).updateBackends(o, next));
+        expect((await listed())?.backendsDigest).toBe(backendsDigest(next));
+        const changed = spec({ idleTimeoutSeconds: first.idleTimeoutSeconds + 30 });
+        await fresh((h) => lbsOf(h).ensure(o, changed));
+        const after = await listed();
+        expect(after?.specDigest).toBe(loadBalancerSpecDigest(changed));
+        expect(after?.backendsDigest).toBe(backendsDigest(changed.backends));
+        await fresh((h) => lbsOf(h).ensureDeleted(o));
       });
     });
 
