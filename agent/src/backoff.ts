@@ -1,3 +1,4 @@
+import { type BackoffOptions, backoffDelayMs, checkBackoff } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 
 /** Time as the retry loops see it; tests pass a fake one. */
@@ -14,18 +15,10 @@ export const systemClock: Clock = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
-export interface BackoffOptions {
-  /** Delay after the first failure (before jitter). */
-  readonly initialMs: number;
-  /** No delay exceeds this, jitter included. */
-  readonly maxMs: number;
-  /** Growth per failure (default 2). */
-  readonly factor?: number;
-  /** Fraction of each delay drawn at random (default 0.5: a delay lies in [d/2, d]). */
-  readonly jitter?: number;
-  /** Uniform in [0, 1) (default Math.random). */
-  readonly random?: () => number;
-}
+/** The shared formula (proto/src/backoff.ts); the agent's loops default to jitter 0.5: a delay lies in [d/2, d]. */
+export type { BackoffOptions };
+
+const AGENT_JITTER = 0.5;
 
 /**
  * Exponential backoff with jitter to a cap. `next()` counts one failure and returns the delay
@@ -33,16 +26,12 @@ export interface BackoffOptions {
  */
 export class Backoff {
   private count = 0;
-  private readonly factor: number;
-  private readonly jitter: number;
-  private readonly random: () => number;
+  private readonly opts: BackoffOptions;
 
-  constructor(private readonly opts: BackoffOptions) {
-    if (!(opts.initialMs > 0 && opts.maxMs >= opts.initialMs))
+  constructor(opts: BackoffOptions) {
+    if (!(opts.initialMs > 0))
       throw new RangeError(`backoff needs 0 < initialMs <= maxMs, got ${opts.initialMs}, ${opts.maxMs}`);
-    this.factor = opts.factor ?? 2;
-    this.jitter = Math.min(1, Math.max(0, opts.jitter ?? 0.5));
-    this.random = opts.random ?? Math.random;
+    this.opts = checkBackoff({ ...opts, jitter: opts.jitter ?? AGENT_JITTER });
   }
 
   /** Failures since the last reset. */
@@ -51,9 +40,7 @@ export class Backoff {
   }
 
   next(): number {
-    const base = Math.min(this.opts.maxMs, this.opts.initialMs * this.factor ** Math.min(this.count, 60));
-    this.count++;
-    return Math.round(base * (1 - this.jitter * this.random()));
+    return backoffDelayMs(this.count++, this.opts);
   }
 
   reset(): void {

@@ -1,4 +1,5 @@
 export { AnnotationFilter, UNIFIED_ANNOTATION_PREFIXES } from "./annotations.js";
+export { type BackoffOptions, backoffDelayMs, checkBackoff } from "./backoff.js";
 export { ClusterEvent, DesiredBatch, NodeDesired, ServiceDesired } from "./gen/fleet/v1/desired.js";
 export {
   LoadBalancerIngress,

@@ -103,7 +103,7 @@ describe("progress-aware deadlines", () => {
 describe("failed applies", () => {
   test("republished after a per-object backoff that grows with the attempts, never extended", () => {
     const clock = new FakeClock();
-    const t = new ConvergenceTracker(clock, 5000, () => 0.5);
+    const t = new ConvergenceTracker(clock, 5000, () => 0);
     const delays: number[] = [];
     for (let i = 0; i < 7; i++) {
       const e = t.record("c1/node-init/a", "ua");
@@ -123,7 +123,7 @@ describe("failed applies", () => {
 
   test("an applied patch in the cluster makes its transient failures due at once, once per desired state", () => {
     const clock = new FakeClock();
-    const t = new ConvergenceTracker(clock, 5000, () => 0.5);
+    const t = new ConvergenceTracker(clock, 5000, () => 0);
     const a = t.record("c1/node-init/a", "ua");
     const b = t.record("c1/node-init/b", "ub");
     const other = t.record("c2/node-init/x", "ux");
