@@ -1,7 +1,8 @@
 /**
  * The demo as a user runs it: `fleet-ccm demo` writes a kubeconfig per simulated cluster, and
  * kubectl (the machine's, not ours) shows the initialized nodes, the load-balancer IPs and the
- * Events; Ctrl-C stops it and removes the kubeconfigs.
+ * Events; the fleet page and `fleet-ccm status` it prints answer; Ctrl-C stops it and removes
+ * the kubeconfigs and the API token.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -56,11 +57,34 @@ test("kubectl sees the demo's initialized nodes, load-balancer IPs and Events", 
     const events = kubectl("get", "events", "--no-headers");
     expect(events).toMatch(/Normal\s+Synced\s+node\/cluster-002-node-0000\s+Node synced successfully/);
     expect(events).toMatch(/Normal\s+EnsuredLoadBalancer\s+service\/web-0000/);
+
+    // The fleet page it prints, with the token in the fragment, and `fleet-ccm status` with the token file.
+    const page = /fleet page: (http:\/\/127\.0\.0\.1:\d+\/ui\/)#token=(\S+)/.exec(out);
+    expect(page).not.toBeNull();
+    const [, pageUrl = "", token = ""] = page ?? [];
+    expect((await fetch(pageUrl)).status).toBe(200);
+    const api = new URL("/api/v1/fleet", pageUrl).toString();
+    expect((await fetch(api)).status).toBe(401);
+    const fleet = (await (await fetch(api, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      clusters: { name: string }[];
+    };
+    expect(fleet.clusters.map((c) => c.name).sort()).toEqual(["cluster-001", "cluster-002"]);
+    const statusLine = /(fleet-ccm status --hub \S+ --token-file (\S+))/.exec(out);
+    expect(statusLine?.[2]).toBe(join(dir, "api-token"));
+    const status = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [CLI, "status", "--hub", new URL(pageUrl).origin, "--token-file", join(dir, "api-token"), "--json"],
+        { encoding: "utf8" },
+      ),
+    ) as { clusters: unknown[] };
+    expect(status.clusters).toHaveLength(2);
   } finally {
     const exited = new Promise<number | null>((resolve) => demo.once("exit", (code) => resolve(code)));
     demo.kill("SIGINT");
     expect(await exited).toBe(0);
     expect(existsSync(join(dir, "cluster-001.kubeconfig"))).toBe(false);
+    expect(existsSync(join(dir, "api-token"))).toBe(false);
     rmSync(dir, { recursive: true, force: true });
   }
 }, 120_000);

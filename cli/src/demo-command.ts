@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +19,9 @@ export interface DemoSummary {
   cloudCalls: number;
   /** One kubeconfig per simulated cluster, for kubectl (removed when the demo stops). */
   kubeconfigs: string[];
+  /** The hub's fleet page and API (loopback); its token is in `apiTokenFile`. */
+  fleetPage: string;
+  apiTokenFile: string;
 }
 
 export const demoCommand: Command = {
@@ -83,14 +87,19 @@ export const demoCommand: Command = {
     };
     say(`starting nats-server, the simulated cloud and ${clusters} simulated clusters…`);
     progress.update(`starting nats-server, the simulated cloud and ${clusters} simulated clusters`);
+    // The fleet page's token: this demo's own, random, on loopback only.
+    const apiToken = randomBytes(24).toString("base64url");
     const fleet = await LocalFleet.start({
       clusters,
       nodesPerCluster: nodes,
       logger,
       cloudLatencyMs: int(v, "cloud-latency-ms", 0),
+      apiToken,
     });
     const kubeconfigDir = str(v, "kubeconfig-dir") ?? join(tmpdir(), "fleet-ccm-demo");
     mkdirSync(kubeconfigDir, { recursive: true });
+    const apiTokenFile = join(kubeconfigDir, "api-token");
+    writeFileSync(apiTokenFile, apiToken, { mode: 0o600 });
     const kubeconfigs = [...fleet.clusters.values()].map((c) => {
       const file = join(kubeconfigDir, `${c.name}.kubeconfig`);
       writeFileSync(file, c.kube.kubeconfigYaml(), { mode: 0o600 });
@@ -100,12 +109,15 @@ export const demoCommand: Command = {
     const shutdown = async () => {
       if (stopping) return;
       stopping = true;
-      for (const f of kubeconfigs) rmSync(f, { force: true });
+      for (const f of [...kubeconfigs, apiTokenFile]) rmSync(f, { force: true });
       await fleet.stop();
     };
     try {
       progress.update("starting the hub");
       await fleet.startHub();
+      const apiPort = fleet.hub?.apiPort();
+      if (apiPort === undefined) throw new Error("the demo hub serves no fleet API");
+      const fleetPage = `http://127.0.0.1:${apiPort}/ui/`;
       say(`hub listening on 127.0.0.1:${fleet.hubPort} (gRPC); starting ${clusters} agents…`);
       progress.update(`starting ${clusters} agents`);
       await fleet.startAgents();
@@ -149,6 +161,8 @@ export const demoCommand: Command = {
         converged,
         cloudCalls: fleet.cloud.stats().totalCalls,
         kubeconfigs,
+        fleetPage,
+        apiTokenFile,
       };
       if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
@@ -167,6 +181,9 @@ export const demoCommand: Command = {
           `  kubectl --kubeconfig ${first} get nodes --show-labels # region, zone, instance type`,
           `  kubectl --kubeconfig ${first} get svc                 # load-balancer IPs (EXTERNAL-IP)`,
           `  kubectl --kubeconfig ${first} get events              # Synced, EnsuredLoadBalancer, …`,
+          "and the fleet as the hub sees it:",
+          `  fleet page: ${fleetPage}#token=${apiToken}`,
+          `  fleet-ccm status --hub http://127.0.0.1:${apiPort} --token-file ${apiTokenFile}`,
         ].join("\n"),
       );
       say("running; press Ctrl-C to stop");

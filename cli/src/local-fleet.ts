@@ -45,6 +45,8 @@ export interface LocalFleetOptions {
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
+  /** Serve the fleet API and page on a free loopback port with this token (the demo). */
+  readonly apiToken?: string;
 }
 
 export interface AgentProcessOptions {
@@ -159,6 +161,7 @@ export class LocalFleet {
         configureCloudRoutes: this.opts.configureCloudRoutes ?? false,
       };
     });
+    if (this.opts.apiToken !== undefined) env["FLEET_CCM_API_TOKEN"] = this.opts.apiToken;
     this.env = env;
     return JSON.stringify({
       grpc: { listen: `127.0.0.1:${grpcPort}`, insecure: true },
@@ -181,6 +184,9 @@ export class LocalFleet {
         },
       ],
       clusters,
+      ...(this.opts.apiToken !== undefined && {
+        api: { listen: "127.0.0.1:0", token: { env: "FLEET_CCM_API_TOKEN" } },
+      }),
       ...(this.opts.hubConfig ?? {}),
     });
   }
