@@ -39,6 +39,8 @@ export interface HubSettings {
   /** Reuse these ports (a fresh hub in the same fleet: agents reconnect to the same address). */
   readonly grpcPort?: number;
   readonly httpPort?: number;
+  /** The CLI to run the hub with (default this tree's bin/fleet-ccm.js). */
+  readonly hubBin?: string;
 }
 
 export class HubProcess {
@@ -108,7 +110,7 @@ export class HubProcess {
     const fd = openSync(logFile, "a");
     const nodeArgs = [
       ...(s.cpuProfDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", s.cpuProfDir]),
-      CLI_BIN,
+      s.hubBin ?? CLI_BIN,
       "hub",
       "--config",
       configFile,

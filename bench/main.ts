@@ -10,12 +10,13 @@ import {
   runChaos,
   runChurn,
   runJoin,
+  runRestart,
   runSteady,
   type ScenarioName,
 } from "./scenarios.js";
 import { pinCores } from "./util.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -45,6 +46,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
+  --baseline-hub-bin PATH restart: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
   --keep                  keep the run directory (configs, logs) and print its path
 `;
 
@@ -107,6 +109,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "agent-node-options": { type: "string" },
       "hub-node-options": { type: "string" },
       keep: { type: "boolean" },
+      "baseline-hub-bin": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -115,11 +118,11 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     process.exit(0);
   }
   const scenario = values.scenario ?? "join";
-  if (!["join", "steady", "churn", "chaos"].includes(scenario))
-    throw new Error(`--scenario: expected join, steady, churn or chaos, got "${scenario}"`);
+  if (!["join", "steady", "churn", "chaos", "restart"].includes(scenario))
+    throw new Error(`--scenario: expected join, steady, churn, chaos or restart, got "${scenario}"`);
   const s = scenario as ScenarioName;
   const json = values.json === true;
-  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120 }[s];
+  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120, restart: 0 }[s];
   const opts: BenchOptions = {
     scenario: s,
     clusters: num(values.clusters, "clusters", 3, 1),
@@ -143,6 +146,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     agentEnv: runtimeEnv("agent", values["agent-node-options"]),
     hubEnv: runtimeEnv("hub", values["hub-node-options"]),
     keep: values.keep === true,
+    ...(values["baseline-hub-bin"] !== undefined && { baselineHubBin: values["baseline-hub-bin"] }),
     notReady: num(values["not-ready"], "not-ready", 3, 0),
     gone: num(values.gone, "gone", 1, 0),
     minChecks: num(values["min-checks"], "min-checks", 60, 0),
@@ -184,7 +188,9 @@ async function main(): Promise<number> {
   const started = Date.now();
   let result: Result;
   try {
-    const run = { join: runJoin, steady: runSteady, churn: runChurn, chaos: runChaos }[opts.scenario];
+    const run = { join: runJoin, steady: runSteady, churn: runChurn, chaos: runChaos, restart: runRestart }[
+      opts.scenario
+    ];
     result = await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);

@@ -8,10 +8,12 @@ import { ACCOUNT, type HubSettings, REGION } from "./hub-process.js";
 import type { NodeRef, ServiceSpecRef } from "./protocol.js";
 import { hasMetric, metricSum, type Pinning, percentile, prng, round, sleep, until } from "./util.js";
 
-export type ScenarioName = "join" | "steady" | "churn" | "chaos";
+export type ScenarioName = "join" | "steady" | "churn" | "chaos" | "restart";
 
 export interface BenchOptions {
   readonly scenario: ScenarioName;
+  /** restart: also restart into this hub (another tree's bin/fleet-ccm.js), side by side. */
+  readonly baselineHubBin?: string;
   readonly clusters: number;
   /** Per cluster. */
   readonly nodes: number;
@@ -759,6 +761,86 @@ export async function runChaos(o: BenchOptions): Promise<Result> {
       cloudCallsByOutcome: d.cloudByOutcome,
       ...windowFigures(d),
       ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
+    };
+  });
+}
+
+/**
+ * restart: after the join (nodes and Services converged), the hub is stopped and a fresh one
+ * started on the same ports, as after a crash or an upgrade. Figures per restart: cloud calls by
+ * operation and the time from start until the hub has made no cloud call for `QUIET_MS`. With
+ * `--baseline-hub-bin` the same restart is done into that hub (another tree) in the same run.
+ */
+export async function runRestart(o: BenchOptions): Promise<Result> {
+  const QUIET_MS = 3000;
+  const fleet = fleetFor(o, true);
+  return onFleet(o, fleet, async () => {
+    await bringUp(o, fleet, undefined, "restart-first");
+    const { converged } = await join(o, fleet);
+    const want = o.services * o.clusters;
+    const ready = await until(() => fleet.observer.servicesReady() >= want, o.timeoutS * 1000, 250);
+    if (!converged || !ready) throw new Error("the fleet did not converge before the restart");
+    o.log(`${want} Services have an ingress; restarting the hub…`);
+    const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
+    const restart = async (label: string, hubBin: string | undefined) => {
+      await sleep(QUIET_MS);
+      await fleet.stopHub();
+      const before = await fleet.snapshot();
+      const t0 = Date.now();
+      await fleet.startHub(
+        fleet.hubSettings({
+          workers: o.workers,
+          rateLimitPerSecond: o.rateLimitPerSecond,
+          logLevel: o.hubLogLevel,
+          ...ports,
+          ...(hubBin === undefined ? {} : { hubBin }),
+        }),
+        label,
+      );
+      if (!(await fleet.waitSynced(120_000))) throw new Error(`${label}: agents did not resync`);
+      const syncedMs = Date.now() - t0;
+      let calls = (await fleet.snapshot()).cloud.totalCalls;
+      let lastChange = Date.now();
+      const quiet = await until(
+        async () => {
+          const now = (await fleet.snapshot()).cloud.totalCalls;
+          if (now !== calls) {
+            calls = now;
+            lastChange = Date.now();
+          }
+          return Date.now() - lastChange >= QUIET_MS;
+        },
+        o.timeoutS * 1000,
+        250,
+      );
+      const d = BenchFleet.delta(before, await fleet.snapshot());
+      o.log(`${label}: ${d.cloudCalls} cloud calls, quiet after ${lastChange - t0} ms`);
+      return {
+        quiet,
+        syncedMs,
+        quietAfterMs: lastChange - t0,
+        cloudCalls: d.cloudCalls,
+        cloudCallsByOperation: d.cloudByOperation,
+      };
+    };
+    const current = await restart("restart-current", undefined);
+    const baseline =
+      o.baselineHubBin === undefined ? undefined : await restart("restart-baseline", o.baselineHubBin);
+    return {
+      ...header(o, fleet),
+      restartCloudCalls: current.cloudCalls,
+      restartCloudCallsByOperation: current.cloudCallsByOperation,
+      restartSyncedMs: current.syncedMs,
+      restartQuietAfterMs: current.quietAfterMs,
+      ...(baseline !== undefined && {
+        baselineHubBin: o.baselineHubBin,
+        baselineRestartCloudCalls: baseline.cloudCalls,
+        baselineRestartCloudCallsByOperation: baseline.cloudCallsByOperation,
+        baselineRestartQuietAfterMs: baseline.quietAfterMs,
+        restartCloudCallsRatio:
+          current.cloudCalls > 0 ? round(baseline.cloudCalls / current.cloudCalls, 2) : null,
+      }),
+      converged: current.quiet && (baseline?.quiet ?? true),
     };
   });
 }
