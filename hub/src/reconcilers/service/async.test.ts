@@ -6,17 +6,9 @@ import { Node, Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { type SimulatedCloud, startSimulatedCloud } from "../../../../sim/src/cloud/index.js";
-import { CloudAccounts } from "../../cloud/accounts.js";
-import { simulatedProvider } from "../../cloud/providers/simulated/index.js";
-import { ProviderRegistry } from "../../cloud/registry.js";
 import { parseHubConfig } from "../../config/load.js";
-import { FleetState } from "../../fleet/state.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
-import { HubMetrics } from "../../metrics.js";
-import { runWorkers } from "../../queue/index.js";
-import { systemClock } from "../../util/clock.js";
-import { accountsCloud, testControllerContext } from "../context.testkit.js";
-import { serviceController } from "./index.js";
+import { startServiceHarness } from "./harness.testkit.js";
 
 const REGION = "sim-east-1";
 const POLLS = 4;
@@ -70,58 +62,27 @@ test("an asynchronous load balancer converges with no failure Event, while anoth
       ],
     }),
   );
-  const logger = pino({ level: "silent" });
-  const metrics = new HubMetrics(false);
-  const accounts = new CloudAccounts(config.accounts, config.clusters, {
-    registry: new ProviderRegistry([simulatedProvider]),
-    refresh: { periodMs: 60_000, cacheScope: "account" },
-    maxConcurrentRouteWrites: 4,
-    clock: systemClock,
-    logger,
-    metrics,
-    env,
-  });
-  const fleet = new FleetState();
-  const ctx = testControllerContext({
-    config,
-    fleet,
-    clock: systemClock,
-    metrics,
-    logger,
-    ...accountsCloud(accounts),
-  });
-  const queue = ctx.queue;
-  const controller = serviceController(ctx);
-  fleet.subscribe(controller.triggers);
-
   const warnings: string[] = [];
   const ensuring = new Map<string, number>();
   const convergedAt = new Map<string, number>();
   const started = Date.now();
-  // The agent's part: apply each published patch to the view.
-  const workers = runWorkers(queue, {
+  const hub = startServiceHarness({
+    config,
+    env,
+    logger: pino({ level: "silent" }),
     concurrency: 1,
-    handler: async (key) => {
-      const out = await controller.reconcile(key);
+    onOutcome: (key, out) => {
       for (const e of out.events ?? []) {
         if (e.type === "Warning") warnings.push(`${key.cluster} ${e.reason}: ${e.message}`);
         if (e.reason === "EnsuringLoadBalancer") ensuring.set(key.name, (ensuring.get(key.name) ?? 0) + 1);
       }
-      for (const d of out.services ?? []) {
-        const svc = fleet.view(key.cluster)?.services.get(`${d.namespace}/${d.name}`);
-        if (svc === undefined) continue;
-        const next = Service.fromPartial({
-          ...svc,
-          resourceVersion: String(Number(svc.resourceVersion) + 1),
-          finalizers: [...svc.finalizers.filter((f) => !d.removeFinalizers.includes(f)), ...d.addFinalizers],
-          ingress: d.ingress === undefined ? svc.ingress : d.ingress.items,
-        });
-        fleet.upsertService(key.cluster, next);
-        if (next.ingress.length > 0) convergedAt.set(`${key.cluster}/${key.name}`, Date.now() - started);
-      }
-      return out.requeue;
+    },
+    onApplied: (cluster, svc) => {
+      if (svc.ingress.length > 0)
+        convergedAt.set(`${cluster}/${svc.namespace}/${svc.name}`, Date.now() - started);
     },
   });
+  const { fleet } = hub;
   const svc = (name: string) =>
     Service.fromPartial({
       namespace: "default",
@@ -161,7 +122,6 @@ test("an asynchronous load balancer converges with no failure Event, while anoth
     expect(cloud.inventory("fast").loadBalancers).toHaveLength(FAST_SERVICES);
     expect(fleet.view("c-slow")?.services.get("default/slow-0")?.finalizers).toEqual([FINALIZER_LB_CLEANUP]);
   } finally {
-    queue.shutDown();
-    await workers.stop();
+    await hub.stop();
   }
 });
