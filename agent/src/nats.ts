@@ -1,5 +1,5 @@
 import { agentInboxPrefix } from "@fleet-ccm/proto";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { Backoff, type Clock, Retry, systemClock } from "./backoff.js";
 import { FailureSummary } from "./log-summary.js";
@@ -8,6 +8,8 @@ export interface NatsOptions {
   readonly servers: readonly string[];
   readonly user?: string | undefined;
   readonly password?: string | undefined;
+  /** A .creds file's content (NATS decentralized auth), instead of user and password. */
+  readonly creds?: string | undefined;
 }
 
 /** First connection and reconnections: 500 ms doubling to 30 s, jittered. */
@@ -15,7 +17,8 @@ const NATS_BACKOFF = { initialMs: 500, maxMs: 30_000 };
 /** How long one connection attempt may take (TCP, TLS and the NATS handshake). */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-const CREDENTIAL_FLAGS = "--nats-user and --nats-password-file (or FLEET_CCM_NATS_PASSWORD)";
+const CREDENTIAL_FLAGS =
+  "--nats-creds-file, or --nats-user and --nats-password-file (or FLEET_CCM_NATS_PASSWORD)";
 
 /** NATS refused the agent's credentials: a configuration error, reported without a stack. */
 export class NatsAuthError extends Error {
@@ -92,14 +95,15 @@ export class NatsLink {
 
   /** Connects, retrying until NATS answers; undefined if stopped first. Throws NatsAuthError. */
   async connect(): Promise<NatsConnection | undefined> {
-    const { servers, user, password, cluster, logger } = this.opts;
+    const { servers, user, password, creds, cluster, logger } = this.opts;
     while (!this.stopped) {
       let nc: NatsConnection;
       try {
         nc = await connect({
           servers: [...servers],
-          user,
-          pass: password,
+          ...(creds === undefined
+            ? { user, pass: password }
+            : { authenticator: credsAuthenticator(new TextEncoder().encode(`${creds}\n`)) }),
           name: `fleet-ccm-agent-${cluster}`,
           inboxPrefix: agentInboxPrefix(cluster),
           timeout: CONNECT_TIMEOUT_MS,
