@@ -32,7 +32,7 @@ let configPath: string;
 let hub: { child: ChildProcess; grpcPort: number; httpPort: number; output: () => string };
 const agents = new Map<string, ChildProcess>();
 const creds = new Map<string, { token: string; natsCreds: string; manifest: Record<string, unknown>[] }>();
-const [A, B] = ["cluster-001", "cluster-002"] as const;
+const [A, B, C] = ["cluster-001", "cluster-002", "cluster-003"] as const;
 
 interface Run {
   code: number;
@@ -40,12 +40,12 @@ interface Run {
   stderr: string;
 }
 
-function cli(args: readonly string[]): Promise<Run> {
+function cli(args: readonly string[], env: Record<string, string> = fleet.hubEnv()): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { timeout: 60_000, env: { ...process.env, ...fleet.hubEnv() } },
+      { timeout: 60_000, env: { ...process.env, ...env } },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
         resolve({ code, stdout, stderr });
@@ -124,7 +124,7 @@ function startAgent(cluster: string): void {
 beforeAll(async () => {
   auth = await createNatsAuth();
   fleet = await LocalFleet.start({
-    clusters: 2,
+    clusters: 3,
     nodesPerCluster: 0,
     logger,
     natsAuth: auth,
@@ -296,5 +296,29 @@ describe("unregister", () => {
     expect(await waitFor(() => initialized(A) === 4, 30_000)).toBe(true);
     // B's agent no longer gets anywhere: a new node of B stays uninitialized while A's work shows the hub alive.
     expect(initialized(B)).toBe(2);
+  });
+
+  test("removed where the NATS operator key is not at hand: the running hub revokes the cluster by itself", async () => {
+    await register(C);
+    startAgent(C);
+    fleet.addNodes(C, 1);
+    expect(await waitFor(() => initialized(C) === 1, 30_000)).toBe(true);
+    const streams = await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected");
+
+    const env = fleet.hubEnv();
+    delete env["FLEET_CCM_NATS_OPERATOR"];
+    delete env["FLEET_CCM_NATS_SYSTEM"];
+    const r = await cli(["unregister", C, "--config", configPath], env);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("the hub revokes it when it reloads its configuration");
+    expect(await waitFor(() => refused(creds.get(C)?.natsCreds ?? ""), 5000)).toBe(true);
+    expect(
+      await waitFor(
+        async () =>
+          (await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected")) === streams - 1,
+        5000,
+      ),
+    ).toBe(true);
+    expect(await refused(creds.get(A)?.natsCreds ?? "")).toBe(false);
   });
 });

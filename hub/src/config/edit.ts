@@ -38,7 +38,7 @@ export function addClusterEntry(
   } else {
     throw new ConfigError(`${source}: clusters must be a list`);
   }
-  return validated(doc.toString(), source);
+  return validated(doc.toString({ flowCollectionPadding: false }), source);
 }
 
 /** The text without the cluster called `name`; throws if there is none. */
@@ -53,12 +53,12 @@ export function removeClusterEntry(
   const index = clusters.items.findIndex((item) => isMap(item) && (item as YAMLMap).get("name") === name);
   if (index < 0) throw new ConfigError(`${source}: no cluster "${name}"`);
   clusters.items.splice(index, 1);
-  return validated(doc.toString(), source);
+  return validated(doc.toString({ flowCollectionPadding: false }), source);
 }
 
 /** The text with `nats` set to `value`, keeping the rest. */
 export function setNatsSection(text: string, value: Record<string, unknown>, source = "config"): string {
   const doc = document(text, source);
   doc.set("nats", doc.createNode(value));
-  return doc.toString();
+  return doc.toString({ flowCollectionPadding: false });
 }
