@@ -475,6 +475,8 @@ export class Hub {
    * silently dead may still be lost, so everything in flight is published again now.
    */
   private onNatsConnected(): void {
+    // A restarted NATS without its resolver directory holds only the preloaded account JWT.
+    this.syncNatsAccount();
     const keys: string[] = [];
     this.tracker.expireWhere((k) => {
       keys.push(k);
