@@ -279,6 +279,8 @@ export class Hub {
     const before = new Map(this.clusterConfigs.map((c) => [c.name, c]));
     const after = new Map(next.clusters.map((c) => [c.name, c]));
     const credentials = clusterCredentials(next.clusters, this.opts.env);
+    // Every check before any change: duplicate tokens, then the account bindings.
+    new TokenAuthenticator().replace(credentials);
     this.accounts.setClusters(next.clusters);
     const revoked = new Set(this.auth.replace(credentials));
     const added = [...after.keys()].filter((n) => !before.has(n));
