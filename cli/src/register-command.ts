@@ -9,16 +9,14 @@ import {
   clusterRegionProblem,
   createNatsAuth,
   deleteClusterResources,
-  fleetAccountJwt,
   type HubConfig,
   HubMetrics,
   natsServerAuthConfig,
   newClusterNatsCredential,
   ProviderRegistry,
   parseHubConfig,
-  pushAccountJwt,
+  pushFleetAccount,
   removeClusterEntry,
-  resolveSecret,
   setNatsSection,
   systemClock,
   tokenHash,
@@ -269,24 +267,10 @@ export const unregisterCommand: Command = {
       process.stderr.write(
         `removed cluster ${cluster} from ${path}: a running hub closes its streams and refuses its token within its --reload-interval\n`,
       );
-      const operator = config.nats.operator;
-      if (operator !== undefined && entry.natsSigningKey !== undefined) {
+      if (config.nats.operator !== undefined && entry.natsSigningKey !== undefined) {
         progress.update("revoking the cluster's NATS credential");
         try {
-          const keys = next.config.clusters.flatMap((c) =>
-            c.natsSigningKey === undefined ? [] : [{ cluster: c.name, signingKey: c.natsSigningKey }],
-          );
-          const jwt = await fleetAccountJwt(
-            resolveSecret(operator.signingKey, "nats.operator.signingKey"),
-            operator.account,
-            keys,
-          );
-          await pushAccountJwt(
-            config.nats.servers,
-            resolveSecret(operator.systemCredentials, "nats.operator.systemCredentials"),
-            operator.account,
-            jwt,
-          );
+          await pushFleetAccount(config.nats, next.config.clusters);
           process.stderr.write(
             `revoked ${cluster}'s NATS credential: its agent is disconnected and refused\n`,
           );

@@ -22,7 +22,7 @@ import { type ClusterCredential, TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startApiServer, startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
-import { fleetAccountJwt, pushAccountJwt } from "./nats/decentralized.js";
+import { pushFleetAccount } from "./nats/decentralized.js";
 import { DesiredPublisher, describeNatsError } from "./nats/publisher.js";
 import {
   clusterKeyPrefix,
@@ -330,8 +330,7 @@ export class Hub {
   }
 
   private async pushAccount(): Promise<void> {
-    const op = this.opts.config.nats.operator;
-    if (op === undefined || this.accountPushing || this.stopped) return;
+    if (this.opts.config.nats.operator === undefined || this.accountPushing || this.stopped) return;
     this.accountPushing = true;
     clearTimeout(this.accountRetry);
     let attempt = 0;
@@ -339,24 +338,11 @@ export class Hub {
       while (this.accountPushed < this.accountWanted && !this.stopped) {
         const generation = this.accountWanted;
         try {
-          const keys = this.clusterConfigs.flatMap((c) =>
-            c.natsSigningKey === undefined ? [] : [{ cluster: c.name, signingKey: c.natsSigningKey }],
-          );
-          const jwt = await fleetAccountJwt(
-            resolveSecret(op.signingKey, "nats.operator.signingKey", this.opts.env),
-            op.account,
-            keys,
-          );
-          await pushAccountJwt(
-            this.opts.config.nats.servers,
-            resolveSecret(op.systemCredentials, "nats.operator.systemCredentials", this.opts.env),
-            op.account,
-            jwt,
-          );
+          await pushFleetAccount(this.opts.config.nats, this.clusterConfigs, this.opts.env);
           this.accountPushed = generation;
           if (this.accountProblem !== undefined) this.log.info("fleet account JWT pushed to NATS");
           this.accountProblem = undefined;
-          this.log.debug({ clusters: keys.length }, "fleet account JWT pushed to NATS");
+          this.log.debug({ clusters: this.clusterConfigs.length }, "fleet account JWT pushed to NATS");
         } catch (err) {
           const problem = `cannot update the fleet account on NATS: ${describeNatsError(err, this.opts.config.nats.servers)}`;
           if (problem !== this.accountProblem) this.log.warn({ attempt }, `${problem}; retrying`);

@@ -13,6 +13,8 @@ import {
   type SigningKey,
 } from "@nats-io/jwt";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
+import type { ClusterConfig, HubConfig } from "../config/schema.js";
+import { resolveSecret } from "../config/secret.js";
 
 /**
  * NATS decentralized auth for the fleet (operator, system account, one fleet account).
@@ -232,4 +234,31 @@ export async function pushAccountJwt(
   } finally {
     await nc.close().catch(() => undefined);
   }
+}
+
+/**
+ * Makes the servers' fleet account JWT match `clusters` (nats.operator of the hub
+ * configuration): the one way both the hub and `fleet-ccm unregister` update it.
+ */
+export async function pushFleetAccount(
+  nats: HubConfig["nats"],
+  clusters: readonly Pick<ClusterConfig, "name" | "natsSigningKey">[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  const op = nats.operator;
+  if (op === undefined) throw new Error("nats.operator is not set");
+  const keys = clusters.flatMap((c) =>
+    c.natsSigningKey === undefined ? [] : [{ cluster: c.name, signingKey: c.natsSigningKey }],
+  );
+  const jwt = await fleetAccountJwt(
+    resolveSecret(op.signingKey, "nats.operator.signingKey", env),
+    op.account,
+    keys,
+  );
+  await pushAccountJwt(
+    nats.servers,
+    resolveSecret(op.systemCredentials, "nats.operator.systemCredentials", env),
+    op.account,
+    jwt,
+  );
 }
