@@ -311,7 +311,11 @@ describe("unregister", () => {
     const r = await cli(["unregister", C, "--config", configPath], env);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("the hub revokes it when it reloads its configuration");
+    const editedAt = Date.now();
     expect(await waitFor(() => refused(creds.get(C)?.natsCreds ?? ""), 5000)).toBe(true);
+    process.stdout.write(
+      `unregister: the hub alone revoked the NATS credential ${Date.now() - editedAt} ms after the edit\n`,
+    );
     expect(
       await waitFor(
         async () =>
