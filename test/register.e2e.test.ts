@@ -324,5 +324,22 @@ describe("unregister", () => {
       ),
     ).toBe(true);
     expect(await refused(creds.get(A)?.natsCreds ?? "")).toBe(false);
+
+    // An agent started again with the revoked credential: one clear line, exit 1.
+    const output: string[] = [];
+    const again = fleet.spawnAgentProcess(C, {
+      token: creds.get(C)?.token ?? "",
+      natsCreds: creds.get(C)?.natsCreds ?? "",
+      output,
+    });
+    const code = await new Promise<number | null>((resolve) => again.once("exit", (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(output.join("\n")).toContain("refused the agent's credentials from --nats-creds-file");
+    expect(output.join("\n")).not.toContain(
+      creds
+        .get(C)
+        ?.natsCreds.split("\n")
+        .find((l) => l.startsWith("SU")) ?? "?",
+    );
   });
 });

@@ -17,8 +17,7 @@ const NATS_BACKOFF = { initialMs: 500, maxMs: 30_000 };
 /** How long one connection attempt may take (TCP, TLS and the NATS handshake). */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-const CREDENTIAL_FLAGS =
-  "--nats-creds-file, or --nats-user and --nats-password-file (or FLEET_CCM_NATS_PASSWORD)";
+const CREDENTIAL_FLAGS = "--nats-user and --nats-password-file (or FLEET_CCM_NATS_PASSWORD)";
 
 /** NATS refused the agent's credentials: a configuration error, reported without a stack. */
 export class NatsAuthError extends Error {
@@ -26,9 +25,13 @@ export class NatsAuthError extends Error {
     readonly servers: readonly string[],
     readonly user: string | undefined,
     detail: string,
+    /** The credential was a .creds file (decentralized auth). */
+    readonly creds = false,
   ) {
     super(
-      `NATS at ${servers.join(", ")} refused the agent's credentials${user === undefined ? " (no --nats-user given)" : ` for user "${user}"`} (${detail}): check ${CREDENTIAL_FLAGS}`,
+      creds
+        ? `NATS at ${servers.join(", ")} refused the agent's credentials from --nats-creds-file (${detail}): check that file (fleet-ccm register wrote it; an unregistered cluster's credential is refused)`
+        : `NATS at ${servers.join(", ")} refused the agent's credentials${user === undefined ? " (no --nats-user given)" : ` for user "${user}"`} (${detail}): check ${CREDENTIAL_FLAGS}`,
     );
     this.name = "NatsAuthError";
   }
@@ -114,7 +117,7 @@ export class NatsLink {
           pingInterval: 10_000,
         });
       } catch (err) {
-        if (isAuthError(err)) throw new NatsAuthError(servers, user, errorText(err));
+        if (isAuthError(err)) throw new NatsAuthError(servers, user, errorText(err), creds !== undefined);
         await new Promise<void>((resolve) => {
           this.wake = resolve;
           this.connectRetry.failed(err, resolve);
