@@ -6,7 +6,7 @@
  * revoking one (gRPC stream closed, NATS refused) and deleting its cloud resources.
  */
 import { type ChildProcess, execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -236,6 +236,31 @@ describe("register", () => {
     ).toBe(true);
     await nc.close();
     expect(seen).toEqual([]);
+  });
+});
+
+describe("config edits", () => {
+  test("register refuses while another edit holds the configuration's lock, and changes nothing", async () => {
+    const before = readFileSync(configPath, "utf8");
+    writeFileSync(`${configPath}.lock`, "4242\n");
+    try {
+      const r = await cli([
+        "register",
+        "cluster-009",
+        "--config",
+        configPath,
+        "--account",
+        DEMO_ACCOUNT,
+        "--hub-address",
+        "127.0.0.1:1",
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("another fleet-ccm register/unregister is editing");
+      expect(r.stdout).toBe("");
+    } finally {
+      rmSync(`${configPath}.lock`);
+    }
+    expect(readFileSync(configPath, "utf8")).toBe(before);
   });
 });
 

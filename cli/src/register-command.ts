@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import {
   addClusterEntry,
@@ -50,6 +50,28 @@ function writeAtomically(path: string, text: string, mode?: number): void {
   writeFileSync(tmp, text, { mode: keep });
   chmodSync(tmp, keep);
   renameSync(tmp, path);
+}
+
+/**
+ * Holds `<config>.lock` while a command reads, changes and writes the configuration, so two
+ * commands never lose each other's edit. Returns the release (idempotent).
+ */
+function lockConfig(path: string): () => void {
+  const lock = `${path}.lock`;
+  try {
+    writeFileSync(lock, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST")
+      throw new ConfigError(
+        `${lock} exists: another fleet-ccm register/unregister is editing ${path} (remove the lock if none runs)`,
+      );
+    throw err;
+  }
+  let held = true;
+  return () => {
+    if (held) rmSync(lock, { force: true });
+    held = false;
+  };
 }
 
 function fail(cmd: string, err: unknown): number {
@@ -140,7 +162,9 @@ export const registerCommand: Command = {
     const account = requiredStr(v, "account");
     const hubAddress = requiredStr(v, "hub-address");
     const progress = new Progress({ verbose: true });
+    let unlock = () => {};
     try {
+      unlock = lockConfig(path);
       progress.update(`reading ${path}`);
       const { text, config } = readConfig(path);
       if (config.clusters.some((c) => c.name === cluster))
@@ -195,6 +219,7 @@ export const registerCommand: Command = {
       if (out !== undefined) writeAtomically(resolve(out), manifest, 0o600);
       progress.update(`adding ${cluster} to ${path}`);
       writeAtomically(path, next.text);
+      unlock();
       progress.done();
       if (out === undefined) process.stdout.write(manifest);
       process.stderr.write(
@@ -209,6 +234,8 @@ export const registerCommand: Command = {
     } catch (err) {
       progress.done();
       return fail("register", err);
+    } finally {
+      unlock();
     }
   },
 };
@@ -243,7 +270,9 @@ export const unregisterCommand: Command = {
     const deleteCloud = bool(v, "delete-cloud-resources");
     const grace = int(v, "grace", 0);
     const progress = new Progress({ verbose: true });
+    let unlock = () => {};
     try {
+      unlock = lockConfig(path);
       progress.update(`reading ${path}`);
       const { text, config } = readConfig(path);
       const entry = config.clusters.find((c) => c.name === cluster);
@@ -264,6 +293,7 @@ export const unregisterCommand: Command = {
       }
       progress.update(`removing ${cluster} from ${path}`);
       writeAtomically(path, next.text);
+      unlock();
       process.stderr.write(
         `removed cluster ${cluster} from ${path}: a running hub closes its streams and refuses its token within its --reload-interval\n`,
       );
@@ -308,6 +338,8 @@ export const unregisterCommand: Command = {
     } catch (err) {
       progress.done();
       return fail("unregister", err);
+    } finally {
+      unlock();
     }
   },
 };
