@@ -66,7 +66,7 @@ function topHelp(): string {
     "Usage: fleet-ccm <command> [flags]",
     "",
     "Commands:",
-    ...commands.map((c) => `  ${c.name.padEnd(11)}${c.summary}`),
+    ...commands.map((c) => `  ${c.name.padEnd(12)}${c.summary}`),
     "",
     "Run 'fleet-ccm <command> --help' for the flags of a command.",
     "",

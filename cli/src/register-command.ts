@@ -161,6 +161,10 @@ export const registerCommand: Command = {
     const path = resolve(requiredStr(v, "config"));
     const account = requiredStr(v, "account");
     const hubAddress = requiredStr(v, "hub-address");
+    if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):\d{1,5}$/.test(hubAddress))
+      throw new UsageError(
+        `--hub-address: expected HOST:PORT, e.g. hub.example.com:7443, got "${hubAddress}"`,
+      );
     const progress = new Progress({ verbose: true });
     let unlock = () => {};
     try {
