@@ -287,10 +287,8 @@ describe("agent manifests", () => {
       "/var/run/fleet-ccm/token",
       "--nats",
       "$(NATS_URL)",
-      "--nats-user",
-      "$(NATS_USER)",
-      "--nats-password-file",
-      "/var/run/fleet-ccm/nats-password",
+      "--nats-creds-file",
+      "/var/run/fleet-ccm/nats.creds",
       "--ca-file",
       "/var/run/fleet-ccm/ca.crt",
     ]);
@@ -298,7 +296,7 @@ describe("agent manifests", () => {
     const vars = (agent["args"] as string[]).flatMap((a) =>
       [...a.matchAll(/\$\(([A-Z_]+)\)/g)].map((m) => m[1]!),
     );
-    expect(vars.sort()).toEqual(["CLUSTER_NAME", "HUB_ADDRESS", "NATS_URL", "NATS_USER"]);
+    expect(vars.sort()).toEqual(["CLUSTER_NAME", "HUB_ADDRESS", "NATS_URL"]);
     for (const v of vars)
       expect(env.get(v)?.["valueFrom"]).toEqual({ configMapKeyRef: { name: "fleet-ccm-agent", key: v } });
     // No secret is passed through the environment.
@@ -308,13 +306,13 @@ describe("agent manifests", () => {
     expect(volume).toBeDefined();
     expect((volume!["secret"]["items"] as Obj[]).map((i) => [i["key"], i["path"]])).toEqual([
       ["token", "token"],
-      ["nats-password", "nats-password"],
+      ["nats.creds", "nats.creds"],
       ["ca.crt", "ca.crt"],
     ]);
     const mount = (agent["volumeMounts"] as Obj[]).find((m) => m["name"] === volume!["name"]);
     expect(mount).toMatchObject({ mountPath: "/var/run/fleet-ccm", readOnly: true });
     const files = (agent["args"] as string[]).filter((a) => a.startsWith("/"));
-    expect(files.map((f) => basename(f)).sort()).toEqual(["ca.crt", "nats-password", "token"]);
+    expect(files.map((f) => basename(f)).sort()).toEqual(["ca.crt", "nats.creds", "token"]);
     for (const f of files) expect(dirname(f)).toBe("/var/run/fleet-ccm");
   });
 
@@ -454,7 +452,9 @@ describe("hub/hub.yaml", () => {
       expect(ref).toBeDefined();
       expect(ref && "file" in ref ? dirname(ref.file) : ref).toBe("/var/run/fleet-ccm");
     }
-    const tokens = cfg.clusters.map((c) => ("file" in c.token ? c.token.file : c.token.env));
+    const tokens = cfg.clusters.map((c) =>
+      c.token === undefined ? c.tokenHash : "file" in c.token ? c.token.file : c.token.env,
+    );
     expect(new Set(tokens).size).toBe(cfg.clusters.length);
     // Secret keys cannot contain "/": the files sit directly in the mount.
     for (const ref of refs) if (ref && "file" in ref) expect(basename(ref.file)).toMatch(/^[-._a-zA-Z0-9]+$/);

@@ -243,9 +243,17 @@ describe("hub image tree", () => {
     // Only what runs: no TypeScript, declarations or source maps, no tests.
     expect(files(tree("hub")).filter((p) => /\.([cm]?ts|map)$|\.test\.js$/.test(p))).toEqual([]);
     expect(files(tree("hub")).filter((p) => p.startsWith(`${APP}/cli/`))).toEqual(
-      ["flags.js", "hub-command.js", "logger.js", "main.js", "run-command.js", "status-command.js"].map(
-        (f) => `${APP}/cli/dist/${f}`,
-      ),
+      [
+        "agent-manifest.js",
+        "flags.js",
+        "hub-command.js",
+        "logger.js",
+        "main.js",
+        "progress.js",
+        "register-command.js",
+        "run-command.js",
+        "status-command.js",
+      ].map((f) => `${APP}/cli/dist/${f}`),
     );
   });
 
@@ -253,6 +261,9 @@ describe("hub image tree", () => {
     expect(entrypoint("hub", ["--help"])).toMatchObject({ status: 0, stderr: "" });
     const hub = entrypoint("hub", ["hub", "--help"]);
     expect(hub).toMatchObject({ status: 0, stderr: "" });
+    // register, unregister and nats-init run from the hub image (with deploy/agent in it).
+    for (const cmd of ["register", "unregister", "nats-init"])
+      expect(entrypoint("hub", [cmd, "--help"])).toMatchObject({ status: 0, stderr: "" });
     expect(hub.stdout).toContain("--check-config");
     expect(entrypoint("hub", ["agent", "--help"])).toEqual({
       status: 2,

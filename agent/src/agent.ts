@@ -39,7 +39,13 @@ export interface AgentOptions {
     readonly insecure: boolean;
     readonly caPem?: Buffer;
   };
-  readonly nats: { readonly servers: readonly string[]; readonly user?: string; readonly password?: string };
+  readonly nats: {
+    readonly servers: readonly string[];
+    readonly user?: string;
+    readonly password?: string;
+    /** A .creds file's content (NATS decentralized auth). */
+    readonly creds?: string;
+  };
   readonly logger: Logger;
   /** Patches applied in parallel (different objects). */
   readonly applyConcurrency?: number;

@@ -39,4 +39,8 @@ test("the credentials error names the servers, the user and what to check", () =
   expect(e.message).toBe(
     'NATS at nats://a:4222, nats://b:4222 refused the agent\'s credentials for user "agent-c1" (Authorization Violation): check --nats-user and --nats-password-file (or FLEET_CCM_NATS_PASSWORD)',
   );
+  const c = new NatsAuthError(["nats://a:4222"], undefined, "Authorization Violation", true);
+  expect(c.message).toBe(
+    "NATS at nats://a:4222 refused the agent's credentials from --nats-creds-file (Authorization Violation): check that file (fleet-ccm register wrote it; an unregistered cluster's credential is refused)",
+  );
 });

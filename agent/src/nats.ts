@@ -1,5 +1,5 @@
 import { agentInboxPrefix } from "@fleet-ccm/proto";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { Backoff, type Clock, Retry, systemClock } from "./backoff.js";
 import { FailureSummary } from "./log-summary.js";
@@ -8,6 +8,8 @@ export interface NatsOptions {
   readonly servers: readonly string[];
   readonly user?: string | undefined;
   readonly password?: string | undefined;
+  /** A .creds file's content (NATS decentralized auth), instead of user and password. */
+  readonly creds?: string | undefined;
 }
 
 /** First connection and reconnections: 500 ms doubling to 30 s, jittered. */
@@ -23,9 +25,13 @@ export class NatsAuthError extends Error {
     readonly servers: readonly string[],
     readonly user: string | undefined,
     detail: string,
+    /** The credential was a .creds file (decentralized auth). */
+    readonly creds = false,
   ) {
     super(
-      `NATS at ${servers.join(", ")} refused the agent's credentials${user === undefined ? " (no --nats-user given)" : ` for user "${user}"`} (${detail}): check ${CREDENTIAL_FLAGS}`,
+      creds
+        ? `NATS at ${servers.join(", ")} refused the agent's credentials from --nats-creds-file (${detail}): check that file (fleet-ccm register wrote it; an unregistered cluster's credential is refused)`
+        : `NATS at ${servers.join(", ")} refused the agent's credentials${user === undefined ? " (no --nats-user given)" : ` for user "${user}"`} (${detail}): check ${CREDENTIAL_FLAGS}`,
     );
     this.name = "NatsAuthError";
   }
@@ -92,14 +98,15 @@ export class NatsLink {
 
   /** Connects, retrying until NATS answers; undefined if stopped first. Throws NatsAuthError. */
   async connect(): Promise<NatsConnection | undefined> {
-    const { servers, user, password, cluster, logger } = this.opts;
+    const { servers, user, password, creds, cluster, logger } = this.opts;
     while (!this.stopped) {
       let nc: NatsConnection;
       try {
         nc = await connect({
           servers: [...servers],
-          user,
-          pass: password,
+          ...(creds === undefined
+            ? { user, pass: password }
+            : { authenticator: credsAuthenticator(new TextEncoder().encode(`${creds}\n`)) }),
           name: `fleet-ccm-agent-${cluster}`,
           inboxPrefix: agentInboxPrefix(cluster),
           timeout: CONNECT_TIMEOUT_MS,
@@ -110,7 +117,7 @@ export class NatsLink {
           pingInterval: 10_000,
         });
       } catch (err) {
-        if (isAuthError(err)) throw new NatsAuthError(servers, user, errorText(err));
+        if (isAuthError(err)) throw new NatsAuthError(servers, user, errorText(err), creds !== undefined);
         await new Promise<void>((resolve) => {
           this.wake = resolve;
           this.connectRetry.failed(err, resolve);

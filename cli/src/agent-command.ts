@@ -56,6 +56,12 @@ export const agentCommand: Command = {
       placeholder: "FILE",
       description: "File with the NATS password (else the FLEET_CCM_NATS_PASSWORD environment variable).",
     },
+    "nats-creds-file": {
+      type: "string",
+      placeholder: "FILE",
+      description:
+        "NATS user credentials (.creds, from fleet-ccm register) for decentralized auth, instead of --nats-user and --nats-password-file.",
+    },
     kubeconfig: {
       type: "string",
       placeholder: "FILE",
@@ -100,6 +106,9 @@ export const agentCommand: Command = {
       },
       nats: {
         servers,
+        ...(str(v, "nats-creds-file") === undefined
+          ? {}
+          : { creds: secretFrom(v, "nats-creds-file", "FLEET_CCM_NATS_CREDS") }),
         ...(str(v, "nats-user") === undefined ? {} : { user: str(v, "nats-user") }),
         ...(secretFrom(v, "nats-password-file", "FLEET_CCM_NATS_PASSWORD") === undefined
           ? {}

@@ -7,6 +7,8 @@ export interface FlagSpec {
   readonly default?: string | boolean;
   readonly placeholder?: string;
   readonly multiple?: boolean;
+  /** One-letter alias (`-o`). */
+  readonly short?: string;
 }
 
 export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
@@ -16,6 +18,8 @@ export interface Command {
   readonly summary: string;
   readonly usage: string;
   readonly flags: FlagSpecs;
+  /** The name of the command's one positional argument (`register <cluster>`), if it has one. */
+  readonly positional?: string;
   run(values: FlagValues): Promise<number>;
 }
 
@@ -31,7 +35,8 @@ export function helpText(cmd: Command): string {
     ...cmd.flags,
     help: { type: "boolean", description: "Show this help." } as FlagSpec,
   }).map(([name, f]) => {
-    const left = `  --${name}${f.type === "string" ? ` ${f.placeholder ?? "VALUE"}` : ""}`;
+    const alias = f.short === undefined ? "" : `-${f.short}, `;
+    const left = `  ${alias}--${name}${f.type === "string" ? ` ${f.placeholder ?? "VALUE"}` : ""}`;
     const def = f.default === undefined || f.default === false ? "" : ` (default: ${String(f.default)})`;
     return [left, `${f.description}${def}${f.multiple ? " Repeatable." : ""}`] as const;
   });
@@ -49,19 +54,33 @@ export function helpText(cmd: Command): string {
 
 /** Parses argv for a command; unknown flags and missing values are usage errors. */
 export function parseFlags(cmd: Command, argv: readonly string[]): FlagValues | "help" {
-  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {
     help: { type: "boolean" },
   };
   for (const [name, f] of Object.entries(cmd.flags))
-    options[name] = { type: f.type, multiple: f.multiple ?? false };
+    options[name] = {
+      type: f.type,
+      multiple: f.multiple ?? false,
+      ...(f.short === undefined ? {} : { short: f.short }),
+    };
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+    parsed = parseArgs({
+      args: [...argv],
+      options,
+      strict: true,
+      allowPositionals: cmd.positional !== undefined,
+    });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
   if (parsed.values["help"] === true) return "help";
   const out: Record<string, string | boolean | string[] | undefined> = {};
+  if (cmd.positional !== undefined) {
+    if (parsed.positionals.length !== 1)
+      throw new UsageError(`expected one <${cmd.positional}>, got ${parsed.positionals.length}`);
+    out[cmd.positional] = parsed.positionals[0];
+  }
   for (const [name, f] of Object.entries(cmd.flags)) {
     const v = parsed.values[name];
     out[name] = v === undefined ? f.default : (v as string | boolean | string[]);

@@ -5,9 +5,11 @@ import {
   Hub,
   loadHubConfig,
   parseControllerList,
+  parseHubConfig,
+  watchFile,
 } from "@fleet-ccm/hub";
 import type { Command } from "./flags.js";
-import { requiredStr, str, UsageError } from "./flags.js";
+import { int, requiredStr, str, UsageError } from "./flags.js";
 import { makeLogger } from "./logger.js";
 
 export const hubCommand: Command = {
@@ -31,6 +33,13 @@ export const hubCommand: Command = {
       placeholder: "LEVEL",
       default: "info",
       description: "trace, debug, info, warn or error.",
+    },
+    "reload-interval": {
+      type: "string",
+      placeholder: "MS",
+      default: "1000",
+      description:
+        "How often the config file is checked for changes; clusters added or removed (fleet-ccm register/unregister) apply without a restart. SIGHUP checks at once.",
     },
     "check-config": {
       type: "boolean",
@@ -73,11 +82,34 @@ export const hubCommand: Command = {
       process.stderr.write(`fleet-ccm hub: ${(err as Error).message}\n`);
       return 1;
     }
+    const running = hub;
+    const watcher = watchFile(
+      path,
+      (text) => {
+        try {
+          const next = parseHubConfig(text, path);
+          const secrets = configSecretProblems(next);
+          if (secrets.length > 0)
+            throw new ConfigError(`${path}: cannot resolve its secrets:\n${secrets.join("\n")}`);
+          running.reload(next);
+        } catch (err) {
+          log.error(
+            { err: (err as Error).message },
+            "configuration change not applied: the running configuration stays",
+          );
+        }
+      },
+      int(v, "reload-interval", 50),
+    );
+    const onHup = () => watcher.check();
+    process.on("SIGHUP", onHup);
     await new Promise<void>((resolve) => {
       const done = () => resolve();
       process.once("SIGTERM", done);
       process.once("SIGINT", done);
     });
+    watcher.stop();
+    process.removeListener("SIGHUP", onHup);
     log.info("shutting down");
     await hub.stop();
     return 0;

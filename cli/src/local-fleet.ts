@@ -1,11 +1,17 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@fleet-ccm/agent";
-import { builtinProviders, Hub, parseHubConfig } from "@fleet-ccm/hub";
+import {
+  builtinProviders,
+  Hub,
+  type NatsAuthSetup,
+  natsServerAuthConfig,
+  parseHubConfig,
+} from "@fleet-ccm/hub";
 import {
   CLUSTER_TAG,
   createMachine,
@@ -47,6 +53,13 @@ export interface LocalFleetOptions {
   readonly hubConfig?: Record<string, unknown>;
   /** Serve the fleet API and page on a free loopback port with this token (the demo). */
   readonly apiToken?: string;
+  /**
+   * NATS with decentralized auth (operator, accounts: `fleet-ccm nats-init`) instead of one
+   * password user per cluster; agents then need a credential from `fleet-ccm register`.
+   */
+  readonly natsAuth?: NatsAuthSetup;
+  /** The hub configuration starts without clusters (they join with `fleet-ccm register`). */
+  readonly unregistered?: boolean;
 }
 
 export interface AgentProcessOptions {
@@ -58,6 +71,10 @@ export interface AgentProcessOptions {
   readonly natsServers?: readonly string[];
   /** The NATS password written to --nats-password-file (default: the cluster's). */
   readonly natsPassword?: string;
+  /** A NATS .creds (decentralized auth) passed with --nats-creds-file instead of user and password. */
+  readonly natsCreds?: string;
+  /** The hub token (default: the cluster's). */
+  readonly token?: string;
   /** --log-level (default warn). */
   readonly logLevel?: string;
   /** Collects the agent's stdout and stderr, one line per entry, instead of inheriting stderr. */
@@ -117,6 +134,9 @@ export class LocalFleet {
     }));
     const hubPassword = randomBytes(18).toString("base64url");
     const nats = await startNatsServer({
+      ...(opts.natsAuth === undefined
+        ? {}
+        : { authConfig: natsServerAuthConfig(opts.natsAuth, "{dir}/jwt") }),
       users: fleetNatsUsers(
         hubPassword,
         names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
@@ -150,7 +170,14 @@ export class LocalFleet {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
     };
-    const clusters = [...this.clusters.values()].map((c) => {
+    const auth = this.opts.natsAuth;
+    if (auth !== undefined) {
+      env["FLEET_CCM_NATS_HUB_CREDS"] = auth.hubCreds;
+      env["FLEET_CCM_NATS_OPERATOR"] = auth.operatorSeed;
+      env["FLEET_CCM_NATS_SYSTEM"] = auth.systemCreds;
+    }
+    const registered = this.opts.unregistered ? [] : [...this.clusters.values()];
+    const clusters = registered.map((c) => {
       const envName = `FLEET_CCM_TOKEN_${c.name.replaceAll("-", "_").toUpperCase()}`;
       env[envName] = c.token;
       return {
@@ -166,7 +193,18 @@ export class LocalFleet {
     return JSON.stringify({
       grpc: { listen: `127.0.0.1:${grpcPort}`, insecure: true },
       http: { listen: `127.0.0.1:${httpPort}` },
-      nats: { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
+      nats:
+        auth === undefined
+          ? { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } }
+          : {
+              servers: [this.nats.url],
+              credentials: { env: "FLEET_CCM_NATS_HUB_CREDS" },
+              operator: {
+                account: auth.fleetAccount,
+                signingKey: { env: "FLEET_CCM_NATS_OPERATOR" },
+                systemCredentials: { env: "FLEET_CCM_NATS_SYSTEM" },
+              },
+            },
       reconcile: {
         workers: this.opts.workers ?? 32_768,
         convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
@@ -189,6 +227,12 @@ export class LocalFleet {
       }),
       ...(this.opts.hubConfig ?? {}),
     });
+  }
+
+  /** The environment the hub's `{env: …}` secret references read (for CLI commands on its config). */
+  hubEnv(): Record<string, string> {
+    if (Object.keys(this.env).length === 0) this.hubConfigText();
+    return { ...this.env };
   }
 
   async startHub(): Promise<Hub> {
@@ -214,16 +258,24 @@ export class LocalFleet {
    */
   async spawnHubProcess(
     grpcPort?: number,
-    opts: { captureOutput?: boolean; logLevel?: string; env?: Record<string, string> } = {},
+    opts: {
+      captureOutput?: boolean;
+      logLevel?: string;
+      env?: Record<string, string>;
+      /** Run on this config file (written from the fleet's config if absent; kept on exit). */
+      configPath?: string;
+      args?: readonly string[];
+    } = {},
   ): Promise<{ child: ChildProcess; grpcPort: number; httpPort: number; output: () => string }> {
     const port = grpcPort ?? (await freePort());
     const httpPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-hub-"));
-    const configPath = join(dir, "hub.yaml");
-    writeFileSync(configPath, this.hubConfigText(port, httpPort), { mode: 0o600 });
+    const configPath = opts.configPath ?? join(dir, "hub.yaml");
+    const text = this.hubConfigText(port, httpPort);
+    if (!existsSync(configPath)) writeFileSync(configPath, text, { mode: 0o600 });
     const child = spawn(
       process.execPath,
-      [CLI, "hub", "--config", configPath, "--log-level", opts.logLevel ?? "warn"],
+      [CLI, "hub", "--config", configPath, "--log-level", opts.logLevel ?? "warn", ...(opts.args ?? [])],
       {
         stdio: ["ignore", "ignore", opts.captureOutput ? "pipe" : "inherit"],
         env: { ...process.env, ...this.env, ...opts.env },
@@ -287,8 +339,13 @@ export class LocalFleet {
       o.kubeServer === undefined ? kubeconfig : kubeconfig.replaceAll(c.kube.url, o.kubeServer),
       { mode: 0o600 },
     );
-    writeFileSync(join(dir, "token"), c.token, { mode: 0o600 });
+    writeFileSync(join(dir, "token"), o.token ?? c.token, { mode: 0o600 });
     writeFileSync(join(dir, "nats-password"), o.natsPassword ?? c.natsPassword, { mode: 0o600 });
+    if (o.natsCreds !== undefined) writeFileSync(join(dir, "nats.creds"), o.natsCreds, { mode: 0o600 });
+    const natsAuth =
+      o.natsCreds === undefined
+        ? ["--nats-user", `agent-${cluster}`, "--nats-password-file", join(dir, "nats-password")]
+        : ["--nats-creds-file", join(dir, "nats.creds")];
     const nats = (o.natsServers ?? [this.nats.url]).flatMap((u) => ["--nats", u]);
     const child = spawn(
       process.execPath,
@@ -303,10 +360,7 @@ export class LocalFleet {
         "--token-file",
         join(dir, "token"),
         ...nats,
-        "--nats-user",
-        `agent-${cluster}`,
-        "--nats-password-file",
-        join(dir, "nats-password"),
+        ...natsAuth,
         "--kubeconfig",
         join(dir, "kubeconfig"),
         "--log-level",

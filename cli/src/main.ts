@@ -34,6 +34,24 @@ const commands: readonly {
     run: async (argv) => runCommand((await import("./status-command.js")).statusCommand, argv),
   },
   {
+    name: "register",
+    module: "./register-command.js",
+    summary: "add a cluster to the hub: its credentials, and the manifest that installs its agent",
+    run: async (argv) => runCommand((await import("./register-command.js")).registerCommand, argv),
+  },
+  {
+    name: "unregister",
+    module: "./register-command.js",
+    summary: "remove a cluster: revoke its credentials, optionally delete its cloud resources",
+    run: async (argv) => runCommand((await import("./register-command.js")).unregisterCommand, argv),
+  },
+  {
+    name: "nats-init",
+    module: "./register-command.js",
+    summary: "create the fleet's NATS operator, accounts and hub credentials (decentralized auth)",
+    run: async (argv) => runCommand((await import("./register-command.js")).natsInitCommand, argv),
+  },
+  {
     name: "demo",
     module: "./demo-command.js",
     summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
@@ -48,7 +66,7 @@ function topHelp(): string {
     "Usage: fleet-ccm <command> [flags]",
     "",
     "Commands:",
-    ...commands.map((c) => `  ${c.name.padEnd(8)}${c.summary}`),
+    ...commands.map((c) => `  ${c.name.padEnd(12)}${c.summary}`),
     "",
     "Run 'fleet-ccm <command> --help' for the flags of a command.",
     "",

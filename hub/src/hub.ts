@@ -6,7 +6,7 @@ import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
 import { ProviderRegistry } from "./cloud/registry.js";
 import { VerifiedInstances } from "./cloud/verified-instances.js";
-import type { HubConfig } from "./config/schema.js";
+import type { ClusterConfig, HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
 import { type ControllerName, isControllerEnabled } from "./controllers.js";
 import {
@@ -18,11 +18,12 @@ import {
 } from "./fleet/state.js";
 import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
-import { TokenAuthenticator } from "./grpc/auth.js";
+import { type ClusterCredential, TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startApiServer, startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
-import { DesiredPublisher } from "./nats/publisher.js";
+import { pushFleetAccount } from "./nats/decentralized.js";
+import { DesiredPublisher, describeNatsError } from "./nats/publisher.js";
 import {
   clusterKeyPrefix,
   keyOf,
@@ -41,6 +42,7 @@ import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
 import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
 import { SERVICE, serviceController } from "./reconcilers/service/index.js";
+import { backoffDelayMs } from "./util/backoff.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
 export interface HubOptions {
@@ -51,6 +53,34 @@ export interface HubOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Replaces config.controllers (the --controllers flag). */
   readonly controllers?: readonly string[];
+}
+
+/** Retries of a fleet account JWT push NATS did not take: 500 ms doubling to 30 s. */
+const ACCOUNT_PUSH_BACKOFF = { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 };
+
+/** What a configuration reload changed. */
+export interface ReloadOutcome {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  /** Clusters whose entry changed (their streams are closed so the agent resyncs). */
+  readonly changed: readonly string[];
+  /** Top-level sections that differ but take effect only at the next restart. */
+  readonly needsRestart: readonly string[];
+}
+
+/** The hub's credential of each cluster: its token read from its reference, or its digest. */
+function clusterCredentials(
+  clusters: readonly ClusterConfig[],
+  env?: NodeJS.ProcessEnv,
+): ClusterCredential[] {
+  return clusters.map((c, i) =>
+    c.tokenHash !== undefined
+      ? { cluster: c.name, tokenHash: c.tokenHash }
+      : {
+          cluster: c.name,
+          token: c.token === undefined ? "" : resolveSecret(c.token, `clusters[${i}].token`, env),
+        },
+  );
 }
 
 /** Backoff of failed reconciles, per key: 250 ms doubling to 5 min (upstream's service controller caps at 300 s too). */
@@ -85,6 +115,16 @@ export class Hub {
   private readonly publisher: DesiredPublisher;
   private readonly controllerLists = new Map<string, readonly string[]>();
   private readonly routesWanted = new Set<string>();
+  private readonly auth: TokenAuthenticator;
+  /** The configured clusters (replaced by reload). */
+  private clusterConfigs: readonly ClusterConfig[];
+  /** Fleet account JWT pushes (nats.operator): the generation wanted and the one NATS took. */
+  private accountWanted = 0;
+  private accountPushed = 0;
+  private accountPushing = false;
+  private accountProblem: string | undefined;
+  private accountRetry: NodeJS.Timeout | undefined;
+  private stopped = false;
   /** When each cluster's agent stream last closed (metrics). */
   private readonly disconnectedAt = new Map<string, number>();
   /** Service work keys whose last sync failed (metrics). */
@@ -106,11 +146,8 @@ export class Hub {
     this.fleet = new FleetState({ hold: cfg.snapshotHold, now: () => this.clock.now() });
     this.tracker = new ConvergenceTracker(this.clock, cfg.reconcile.convergeDeadlineMs);
     this.applyFailures = new ApplyFailureLog(this.log, this.clock);
-    const globalControllers = opts.controllers ?? cfg.controllers;
-    for (const c of cfg.clusters) {
-      this.controllerLists.set(c.name, c.controllers ?? globalControllers);
-      if (c.configureCloudRoutes) this.routesWanted.add(c.name);
-    }
+    this.clusterConfigs = cfg.clusters;
+    this.applyClusterSettings(cfg.clusters);
 
     const registry = new ProviderRegistry(opts.providers);
     this.accounts = new CloudAccounts(cfg.accounts, cfg.clusters, {
@@ -123,12 +160,16 @@ export class Hub {
       maxConcurrentRouteWrites: cfg.routes.maxConcurrentPerAccount,
       signal: this.cloudShutdown.signal,
     });
-    const auth = new TokenAuthenticator(
-      cfg.clusters.map((c, i) => [c.name, resolveSecret(c.token, `clusters[${i}].token`, opts.env)] as const),
-    );
+    const auth = new TokenAuthenticator();
+    auth.replace(clusterCredentials(cfg.clusters, opts.env));
+    this.auth = auth;
     this.publisher = new DesiredPublisher(
       {
         servers: cfg.nats.servers,
+        creds:
+          cfg.nats.credentials === undefined
+            ? undefined
+            : resolveSecret(cfg.nats.credentials, "nats.credentials", opts.env),
         user: cfg.nats.user,
         password:
           cfg.nats.password === undefined
@@ -212,6 +253,112 @@ export class Hub {
     }
   }
 
+  private applyClusterSettings(clusters: readonly ClusterConfig[]): void {
+    const globalControllers = this.opts.controllers ?? this.opts.config.controllers;
+    this.controllerLists.clear();
+    this.routesWanted.clear();
+    for (const c of clusters) {
+      this.controllerLists.set(c.name, c.controllers ?? globalControllers);
+      if (c.configureCloudRoutes) this.routesWanted.add(c.name);
+    }
+  }
+
+  /** The clusters of the running configuration. */
+  clusterNames(): string[] {
+    return this.clusterConfigs.map((c) => c.name);
+  }
+
+  /**
+   * Applies a new configuration's clusters without a restart: a new cluster's agent is
+   * admitted, a removed one's streams close at once and its state is dropped, a cluster whose
+   * token changed has its streams closed (the old token no longer admits). With decentralized
+   * NATS auth the fleet account JWT follows. Other sections take effect at the next restart
+   * (listed in the outcome). All or nothing: on an error nothing changes.
+   */
+  reload(next: HubConfig): ReloadOutcome {
+    const before = new Map(this.clusterConfigs.map((c) => [c.name, c]));
+    const after = new Map(next.clusters.map((c) => [c.name, c]));
+    const credentials = clusterCredentials(next.clusters, this.opts.env);
+    // Every check before any change: duplicate tokens, then the account bindings.
+    new TokenAuthenticator().replace(credentials);
+    this.accounts.setClusters(next.clusters);
+    const revoked = new Set(this.auth.replace(credentials));
+    const added = [...after.keys()].filter((n) => !before.has(n));
+    const removed = [...before.keys()].filter((n) => !after.has(n));
+    const changed = [...after.keys()].filter((n) => {
+      const old = before.get(n);
+      return old !== undefined && JSON.stringify(old) !== JSON.stringify(after.get(n));
+    });
+    this.clusterConfigs = next.clusters;
+    this.applyClusterSettings(next.clusters);
+    this.api?.views.setClusters(next.clusters);
+    for (const name of removed) {
+      this.grpc.disconnectCluster(name, "the cluster was removed from the hub configuration");
+      this.queue.removeCluster(name);
+      this.tracker.forgetProgress(name);
+      this.fleet.removeCluster(name);
+      this.disconnectedAt.delete(name);
+    }
+    for (const name of changed) {
+      this.grpc.disconnectCluster(
+        name,
+        revoked.has(name) ? "the cluster's credential was revoked" : "the cluster's configuration changed",
+      );
+      this.queue.removeCluster(name);
+    }
+    const needsRestart = Object.keys(next).filter(
+      (k) =>
+        k !== "clusters" &&
+        JSON.stringify((next as Record<string, unknown>)[k]) !==
+          JSON.stringify((this.opts.config as Record<string, unknown>)[k]),
+    );
+    if (added.length + removed.length + changed.length > 0) this.syncNatsAccount();
+    this.log.info({ added, removed, changed, needsRestart }, "configuration reloaded");
+    if (needsRestart.length > 0)
+      this.log.warn(
+        { sections: needsRestart },
+        "these configuration sections change only at the next restart",
+      );
+    return { added, removed, changed, needsRestart };
+  }
+
+  /** Decentralized NATS auth: pushes the fleet account JWT for the current clusters (retried until NATS takes it). */
+  private syncNatsAccount(): void {
+    if (this.opts.config.nats.operator === undefined) return;
+    this.accountWanted++;
+    void this.pushAccount();
+  }
+
+  private async pushAccount(): Promise<void> {
+    if (this.opts.config.nats.operator === undefined || this.accountPushing || this.stopped) return;
+    this.accountPushing = true;
+    clearTimeout(this.accountRetry);
+    let attempt = 0;
+    try {
+      while (this.accountPushed < this.accountWanted && !this.stopped) {
+        const generation = this.accountWanted;
+        try {
+          await pushFleetAccount(this.opts.config.nats, this.clusterConfigs, this.opts.env);
+          this.accountPushed = generation;
+          if (this.accountProblem !== undefined) this.log.info("fleet account JWT pushed to NATS");
+          this.accountProblem = undefined;
+          this.log.debug({ clusters: this.clusterConfigs.length }, "fleet account JWT pushed to NATS");
+        } catch (err) {
+          const problem = `cannot update the fleet account on NATS: ${describeNatsError(err, this.opts.config.nats.servers)}`;
+          if (problem !== this.accountProblem) this.log.warn({ attempt }, `${problem}; retrying`);
+          this.accountProblem = problem;
+          const delay = backoffDelayMs(Math.min(attempt++, 16), ACCOUNT_PUSH_BACKOFF);
+          await new Promise<void>((resolve) => {
+            this.accountRetry = setTimeout(resolve, delay);
+            this.accountRetry.unref();
+          });
+        }
+      }
+    } finally {
+      this.accountPushing = false;
+    }
+  }
+
   /** Whether a controller runs for a cluster: its --controllers list, and routes only where configured. */
   private enabled(cluster: string, controller: ControllerName): boolean {
     const list = this.controllerLists.get(cluster);
@@ -262,6 +409,8 @@ export class Hub {
         if (!grpcUp) missing.push("gRPC: the agents' listener is not up yet");
         const nats = this.publisher.notConnectedReason();
         if (nats !== null) missing.push(`NATS: ${nats}`);
+        if (this.accountPushed < this.accountWanted)
+          missing.push(`NATS: ${this.accountProblem ?? "the fleet account JWT is not pushed yet"}`);
         return missing.length === 0 ? null : missing.join("; ");
       },
       registry: this.metrics.registry,
@@ -283,6 +432,7 @@ export class Hub {
       apiPort = (this.apiServer.address() as AddressInfo).port;
     }
     this.publisher.start();
+    this.syncNatsAccount();
     this.workers = runWorkers(this.queue, {
       concurrency: this.opts.config.reconcile.workers,
       handler: (key) => this.reconcile(key),
@@ -313,6 +463,8 @@ export class Hub {
    * silently dead may still be lost, so everything in flight is published again now.
    */
   private onNatsConnected(): void {
+    // A restarted NATS without its resolver directory holds only the preloaded account JWT.
+    this.syncNatsAccount();
     const keys: string[] = [];
     this.tracker.expireWhere((k) => {
       keys.push(k);
@@ -328,10 +480,10 @@ export class Hub {
   private exportFleetState(): void {
     const cfg = this.opts.config;
     const startedAt = this.clock.now();
-    const names = cfg.clusters.map((c) => c.name);
+    const names = () => this.clusterNames();
     this.metrics.clusterAgents = () => {
       const now = this.clock.now();
-      return names.map((cluster) => {
+      return names().map((cluster) => {
         const connected = this.fleet.view(cluster)?.connected ?? false;
         const since = this.disconnectedAt.get(cluster) ?? startedAt;
         return { cluster, connected, disconnectedSeconds: connected ? 0 : (now - since) / 1000 };
@@ -340,13 +492,13 @@ export class Hub {
     this.metrics.nodesWaiting = () =>
       nodesWaitingStats(
         this.fleet,
-        names.filter((c) => this.enabled(c, "cloud-node-controller")),
+        names().filter((c) => this.enabled(c, "cloud-node-controller")),
         this.clock.now(),
       );
     this.metrics.loadBalancers = () =>
       loadBalancerStats(
         this.fleet,
-        names.filter((c) => this.enabled(c, "service-lb-controller")),
+        names().filter((c) => this.enabled(c, "service-lb-controller")),
         cfg.loadBalancerClass,
         (cluster, name) => this.failingServices.has(keyOf({ cluster, kind: SERVICE, name })),
       );
@@ -488,6 +640,8 @@ export class Hub {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.accountRetry);
     await this.grpc.stop();
     this.queue.shutDown();
     // Cloud calls in flight end now instead of holding the workers until their timeout.

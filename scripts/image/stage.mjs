@@ -31,8 +31,20 @@ const APP = "opt/fleet-ccm";
 /** Per role: the cli/dist modules it loads and the workspace packages it imports. */
 const ROLES = {
   hub: {
-    cli: ["main.js", "run-command.js", "flags.js", "logger.js", "hub-command.js", "status-command.js"],
+    cli: [
+      "main.js",
+      "run-command.js",
+      "flags.js",
+      "logger.js",
+      "hub-command.js",
+      "status-command.js",
+      "register-command.js",
+      "agent-manifest.js",
+      "progress.js",
+    ],
     packages: ["@fleet-ccm/hub", "@fleet-ccm/proto"],
+    // `fleet-ccm register` prints the agent's manifests from these.
+    files: ["deploy/agent"],
   },
   agent: {
     cli: ["main.js", "run-command.js", "flags.js", "agent.bundle.js"],
@@ -72,6 +84,7 @@ mkdirSync(join(app, "cli/dist"), { recursive: true });
 const copyFilter = (src) => !DROP.test(src) && !src.endsWith(".test.js");
 cpSync(join(ROOT, "bin"), join(app, "bin"), { recursive: true });
 for (const f of spec.cli) cpSync(join(ROOT, "cli/dist", f), join(app, "cli/dist", f));
+for (const f of spec.files ?? []) cpSync(join(ROOT, f), join(app, f), { recursive: true });
 
 /** Resolves a dependency the way Node does: node_modules of the requiring package and its ancestors. */
 function resolvePackage(fromDir, name) {

@@ -62,24 +62,36 @@ export interface AccountSummary {
   readonly cacheListedAtMs: number | undefined;
 }
 
+/** Why cluster `i` cannot run in its account's regions `served`, or undefined. */
+export function clusterRegionProblem(
+  c: Pick<ClusterConfig, "account" | "region">,
+  i: number,
+  served: readonly string[],
+): string | undefined {
+  if (c.region === undefined && served.length > 1)
+    return `clusters[${i}].region: required: account "${c.account}" serves several regions (${served.join(", ")})`;
+  if (c.region !== undefined && !served.includes(c.region))
+    return `clusters[${i}].region: account "${c.account}" does not serve region "${c.region}" (it serves ${served.join(", ")})`;
+  return undefined;
+}
+
 /** Binds the configured accounts to providers, and clusters to accounts. */
 export class CloudAccounts {
   private readonly accounts = new Map<string, AccountRuntime>();
-  private readonly clusters = new Map<string, ClusterCloud>();
-  private readonly caches = new Map<string, InstanceCache>();
-  private readonly lookups = new Map<string, InstanceLookups>();
-  private readonly routeWrites = new Map<string, Semaphore>();
+  private clusters = new Map<string, ClusterCloud>();
+  private caches = new Map<string, InstanceCache>();
+  private lookups = new Map<string, InstanceLookups>();
+  private routeWrites = new Map<string, Semaphore>();
   private readonly configs: readonly AccountConfig[];
-  private readonly clusterAccounts: readonly (readonly [string, string])[];
-  private readonly loadBalancerOps = new Map<string, Semaphore>();
+  private clusterAccounts: readonly (readonly [string, string])[] = [];
+  private loadBalancerOps = new Map<string, Semaphore>();
 
   constructor(
     accounts: readonly AccountConfig[],
     clusters: readonly ClusterConfig[],
-    deps: CloudAccountsDeps,
+    private readonly deps: CloudAccountsDeps,
   ) {
     this.configs = accounts;
-    this.clusterAccounts = clusters.map((c) => [c.name, c.account] as const);
     accounts.forEach((a, i) => {
       const factory = deps.registry.get(a.provider);
       if (factory === undefined)
@@ -154,31 +166,43 @@ export class CloudAccounts {
         loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
       });
     });
+    this.setClusters(clusters);
+  }
+
+  /**
+   * Binds the clusters to their accounts, replacing the previous set (a configuration reload):
+   * all or nothing, so a bad entry leaves the running bindings as they were.
+   */
+  setClusters(clusters: readonly ClusterConfig[]): void {
+    const deps = this.deps;
+    const bound = new Map<string, ClusterCloud>();
+    const caches = new Map<string, InstanceCache>();
+    const lookups = new Map<string, InstanceLookups>();
+    const routeWrites = new Map<string, Semaphore>();
+    const loadBalancerOps = new Map<string, Semaphore>();
     clusters.forEach((c, i) => {
       const runtime = this.accounts.get(c.account);
       if (runtime === undefined)
         throw new Error(`clusters: "${c.name}" names unknown account "${c.account}"`);
       const served = [...runtime.regions.keys()];
-      if (c.region === undefined && served.length > 1)
-        throw new Error(
-          `clusters[${i}].region: required: account "${c.account}" serves several regions (${served.join(", ")})`,
-        );
+      const problem = clusterRegionProblem(c, i, served);
+      if (problem !== undefined) throw new Error(problem);
       const account = runtime.regions.get(c.region ?? served[0] ?? "");
-      if (account === undefined)
-        throw new Error(
-          `clusters[${i}].region: account "${c.account}" does not serve region "${c.region}" (it serves ${served.join(", ")})`,
-        );
+      if (account === undefined) throw new Error(`clusters[${i}].region: not served`);
       const scope =
         c.network !== undefined && c.scope.network === undefined
           ? { ...c.scope, network: c.network }
           : c.scope;
-      this.clusters.set(c.name, { provider: account.provider, account: account.binding, scope });
-      this.routeWrites.set(c.name, runtime.routeWrites);
-      this.loadBalancerOps.set(c.name, runtime.loadBalancerOps);
+      bound.set(c.name, { provider: account.provider, account: account.binding, scope });
+      routeWrites.set(c.name, runtime.routeWrites);
+      loadBalancerOps.set(c.name, runtime.loadBalancerOps);
       // "cluster" scope is the per-cluster-CCM baseline: each cluster lists on its own.
       if (deps.refresh.cacheScope === "account") {
-        this.caches.set(c.name, account.cache);
-        this.lookups.set(c.name, account.lookups);
+        caches.set(c.name, account.cache);
+        lookups.set(c.name, account.lookups);
+      } else if (this.clusters.get(c.name)?.provider === account.provider && this.caches.has(c.name)) {
+        caches.set(c.name, this.caches.get(c.name) as InstanceCache);
+        lookups.set(c.name, this.lookups.get(c.name) as InstanceLookups);
       } else {
         const logger = deps.logger.child({ component: "cloud", cluster: c.name });
         const cache = new InstanceCache(
@@ -187,10 +211,16 @@ export class CloudAccounts {
           deps.refresh.periodMs,
           logger,
         );
-        this.caches.set(c.name, cache);
-        this.lookups.set(c.name, new InstanceLookups(account.provider.instances, cache, deps.clock));
+        caches.set(c.name, cache);
+        lookups.set(c.name, new InstanceLookups(account.provider.instances, cache, deps.clock));
       }
     });
+    this.clusters = bound;
+    this.caches = caches;
+    this.lookups = lookups;
+    this.routeWrites = routeWrites;
+    this.loadBalancerOps = loadBalancerOps;
+    this.clusterAccounts = clusters.map((c) => [c.name, c.account] as const);
   }
 
   /** Coalesced instance lookups for this cluster's node initialization (same scope as its cache). */

@@ -50,6 +50,9 @@ export function configSecretProblems(cfg: HubConfig, env: NodeJS.ProcessEnv = pr
   return secretProblems(
     [
       ["nats.password", cfg.nats.password],
+      ["nats.credentials", cfg.nats.credentials],
+      ["nats.operator.signingKey", cfg.nats.operator?.signingKey],
+      ["nats.operator.systemCredentials", cfg.nats.operator?.systemCredentials],
       ["api.token", cfg.api?.token],
       ...cfg.accounts.flatMap((a, i) =>
         namedRefs(a.credentials).map(

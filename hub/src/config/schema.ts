@@ -63,7 +63,21 @@ export const AccountSchema = z
 export const ClusterSchema = z
   .object({
     name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label (it is a NATS subject token)"),
-    token: SecretRefSchema,
+    /** The cluster's bearer token, by reference; or only its digest in tokenHash. */
+    token: SecretRefSchema.optional(),
+    /** sha256:<hex> of the cluster's bearer token (what `fleet-ccm register` writes): the hub never holds the token. */
+    tokenHash: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 lower-case hex digits>")
+      .optional(),
+    /**
+     * Public key (A…) of the cluster's NATS signing key (decentralized auth, nats.operator): the
+     * hub lists it in the fleet account JWT, scoped to the cluster's subjects.
+     */
+    natsSigningKey: z
+      .string()
+      .regex(/^A[A-Z2-7]{55}$/, "expected an account public key (A…, 56 characters)")
+      .optional(),
     account: z.string().min(1),
     /** The account's region this cluster runs in; required when the account serves several. */
     region: z.string().min(1).optional(),
@@ -85,7 +99,15 @@ export const ClusterSchema = z
       .strict()
       .default({}),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    if ((c.token === undefined) === (c.tokenHash === undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: ["token"],
+        message: "exactly one of token and tokenHash is required",
+      });
+  });
 
 export const HubConfigSchema = z
   .object({
@@ -127,6 +149,24 @@ export const HubConfigSchema = z
         servers: z.array(z.string().min(1)).min(1),
         user: z.string().min(1).optional(),
         password: SecretRefSchema.optional(),
+        /** The hub's NATS user credentials (.creds: JWT and seed), with decentralized auth. */
+        credentials: SecretRefSchema.optional(),
+        /**
+         * Decentralized auth (`fleet-ccm nats-init`): the hub keeps the fleet account's JWT on
+         * the servers, one scoped signing key per cluster (clusters[].natsSigningKey), so a
+         * registered cluster's agent is admitted and a removed one refused without touching NATS.
+         */
+        operator: z
+          .object({
+            /** Public key (A…) of the fleet account. */
+            account: z.string().regex(/^A[A-Z2-7]{55}$/, "expected an account public key (A…)"),
+            /** The operator's seed (SO…), which signs the account JWT. */
+            signingKey: SecretRefSchema,
+            /** A system-account user's .creds, with which the hub pushes the account JWT. */
+            systemCredentials: SecretRefSchema,
+          })
+          .strict()
+          .optional(),
       })
       .strict(),
     controllers: controllers.default(["*"]),
@@ -253,7 +293,17 @@ export function crossFieldIssues(raw: unknown): ConfigIssue[] {
     accounts.add(a["name"]);
   });
   const clusters = new Set<string>();
+  const natsKeys = new Map<string, unknown>();
   records(cfg["clusters"]).forEach((c, i) => {
+    const key = c["natsSigningKey"];
+    if (typeof key === "string") {
+      if (natsKeys.has(key))
+        issues.push({
+          path: ["clusters", i, "natsSigningKey"],
+          message: `cluster "${String(natsKeys.get(key))}" has the same NATS signing key; each cluster needs its own`,
+        });
+      natsKeys.set(key, c["name"]);
+    }
     const name = c["name"];
     if (typeof name === "string") {
       if (clusters.has(name))
@@ -264,6 +314,13 @@ export function crossFieldIssues(raw: unknown): ConfigIssue[] {
     if (typeof account === "string" && account !== "" && !accounts.has(account))
       issues.push({ path: ["clusters", i, "account"], message: `unknown account "${account}"` });
   });
+  const nats =
+    typeof cfg["nats"] === "object" && cfg["nats"] !== null ? (cfg["nats"] as Record<string, unknown>) : {};
+  if (nats["credentials"] !== undefined && (nats["user"] !== undefined || nats["password"] !== undefined))
+    issues.push({
+      path: ["nats", "credentials"],
+      message: "use either nats.credentials (decentralized auth) or nats.user and nats.password",
+    });
   const grpc =
     typeof cfg["grpc"] === "object" && cfg["grpc"] !== null ? (cfg["grpc"] as Record<string, unknown>) : {};
   if (grpc["insecure"] !== true && grpc["tls"] === undefined)

@@ -37,13 +37,19 @@ export interface FleetApiDeps {
 export class FleetApi implements FleetApiViews {
   readonly observations: FleetObservations;
   private readonly rates: AccountRates;
-  private readonly clusters: ReadonlyMap<string, HubConfig["clusters"][number]>;
+  private clusters: ReadonlyMap<string, HubConfig["clusters"][number]>;
 
   constructor(private readonly deps: FleetApiDeps) {
     this.clusters = new Map(deps.config.clusters.map((c) => [c.name, c]));
     const now = () => deps.clock.now();
     this.observations = new FleetObservations(now);
     this.rates = new AccountRates(deps.metrics, now);
+  }
+
+  /** The configured clusters changed (a configuration reload). */
+  setClusters(clusters: HubConfig["clusters"]): void {
+    this.clusters = new Map(clusters.map((c) => [c.name, c]));
+    this.observations.retainClusters(this.clusters);
   }
 
   start(): void {
@@ -130,7 +136,7 @@ export class FleetApi implements FleetApiViews {
     const throttled = this.throttledAccounts(accounts);
     const patches = this.deps.patches();
     const policy = this.policy();
-    const clusters = this.deps.config.clusters.flatMap((c) => {
+    const clusters = [...this.clusters.values()].flatMap((c) => {
       const input = this.input(c.name, throttled, patches);
       return input === undefined ? [] : [clusterSummary(input, policy)];
     });

@@ -123,6 +123,11 @@ export class FleetObservations {
   removeCluster(cluster: string): void {
     this.clusters.delete(cluster);
   }
+
+  /** Forgets every cluster not in `keep`. */
+  retainClusters(keep: ReadonlyMap<string, unknown>): void {
+    for (const name of [...this.clusters.keys()]) if (!keep.has(name)) this.clusters.delete(name);
+  }
 }
 
 function put(map: Map<string, LastEvent>, key: string, e: LastEvent): void {

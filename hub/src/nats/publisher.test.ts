@@ -13,7 +13,7 @@ describe("NATS errors a user can act on", () => {
     const err = Object.assign(new Error("Authorization Violation"), { name: "AuthorizationError" });
     const msg = describeNatsError(err, servers);
     expect(msg).toBe(
-      "NATS at nats://nats-1:4222, nats://nats-2:4222 refused the hub's credentials (Authorization Violation): check nats.user and nats.password",
+      "NATS at nats://nats-1:4222, nats://nats-2:4222 refused the hub's credentials (Authorization Violation): check nats.credentials (or nats.user and nats.password)",
     );
     expect(msg).not.toContain("s3cret");
   });

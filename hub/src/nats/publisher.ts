@@ -5,7 +5,7 @@ import {
   type NodeDesired,
   type ServiceDesired,
 } from "@fleet-ccm/proto";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../util/backoff.js";
 
@@ -13,6 +13,8 @@ export interface NatsOptions {
   readonly servers: readonly string[];
   readonly user?: string | undefined;
   readonly password?: string | undefined;
+  /** A .creds file's content (decentralized auth), instead of user and password. */
+  readonly creds?: string | undefined;
 }
 
 interface Pending {
@@ -47,7 +49,7 @@ export function describeNatsError(err: unknown, servers: readonly string[]): str
   const name = e?.name ?? "";
   const msg = (e?.message ?? String(err)).split("\n")[0] ?? "";
   if (/authori[sz]ation|authentication/i.test(`${name} ${msg}`))
-    return `NATS at ${where} refused the hub's credentials (${msg}): check nats.user and nats.password`;
+    return `NATS at ${where} refused the hub's credentials (${msg}): check nats.credentials (or nats.user and nats.password)`;
   if (/permission/i.test(`${name} ${msg}`))
     return `NATS at ${where} denied a permission (${msg}): the hub's NATS user must be allowed to publish fleet.v1.>`;
   return `cannot connect to NATS at ${where} (${msg || name}): check nats.servers and that NATS is running`;
@@ -102,8 +104,9 @@ export class DesiredPublisher {
       try {
         const nc = await connect({
           servers: [...this.opts.servers],
-          user: this.opts.user,
-          pass: this.opts.password,
+          ...(this.opts.creds === undefined
+            ? { user: this.opts.user, pass: this.opts.password }
+            : { authenticator: credsAuthenticator(new TextEncoder().encode(`${this.opts.creds}\n`)) }),
           name: "fleet-ccm-hub",
           inboxPrefix: "_INBOX_hub",
           maxReconnectAttempts: -1,

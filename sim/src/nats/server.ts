@@ -16,6 +16,11 @@ export interface NatsUser {
 
 export interface NatsServerOptions {
   readonly users: readonly NatsUser[];
+  /**
+   * A whole auth configuration instead of `users` (e.g. operator/resolver for decentralized
+   * auth); `{dir}` in it is replaced by the server's own temporary directory.
+   */
+  readonly authConfig?: string;
   /** 0 = a free port, kept across restarts. */
   readonly port?: number;
   /** Also serve nats-server's HTTP monitoring (/varz, /connz) on a free loopback port. */
@@ -87,7 +92,15 @@ export function fleetNatsUsers(hubPassword: string, agents: readonly FleetNatsId
 }
 
 /** nats-server configuration with one user per identity and per-user subject permissions. */
-export function natsConfig(port: number, users: readonly NatsUser[]): string {
+export function natsConfig(port: number, users: readonly NatsUser[], authConfig?: string): string {
+  if (authConfig !== undefined)
+    return [
+      `listen: "127.0.0.1:${port}"`,
+      `max_payload: 1048576`,
+      `ping_interval: "10s"`,
+      authConfig,
+      ``,
+    ].join("\n");
   const lines = users.map(
     (u) =>
       `    { user: ${quote(u.user)}, password: ${quote(u.password)}, permissions: { publish: ${list(u.publish)}, subscribe: ${list(u.subscribe)} } }`,
@@ -132,7 +145,8 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const confPath = join(dir, "nats.conf");
   const monitorPort = opts.monitor ? await freePort() : undefined;
   const monitorLine = monitorPort === undefined ? "" : `http: "127.0.0.1:${monitorPort}"\n`;
-  writeFileSync(confPath, natsConfig(port, opts.users) + monitorLine, { mode: 0o600 });
+  const auth = opts.authConfig?.replaceAll("{dir}", dir);
+  writeFileSync(confPath, natsConfig(port, opts.users, auth) + monitorLine, { mode: 0o600 });
   let child: ChildProcess | undefined;
   let stderr = "";
 

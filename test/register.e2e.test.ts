@@ -1,0 +1,370 @@
+/**
+ * Joining and leaving a fleet as a user does it, end to end: a real nats-server with
+ * decentralized auth (fleet-ccm nats-init's operator and accounts), the hub as a process on a
+ * config file, `fleet-ccm register` adding clusters to that file while the hub runs, agents as
+ * processes with nothing but the credentials of register's manifest, and `fleet-ccm unregister`
+ * revoking one (gRPC stream closed, NATS refused) and deleting its cloud resources.
+ */
+import { type ChildProcess, execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createNatsAuth, type NatsAuthSetup, parseHubConfig } from "@fleet-ccm/hub";
+import { CLUSTER_TAG } from "@fleet-ccm/sim";
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { pino } from "pino";
+import { parseAllDocuments } from "yaml";
+import { agentBaseObjects } from "../cli/src/agent-manifest.js";
+import { DEMO_ACCOUNT, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { metricSum } from "./hub-metrics.js";
+
+const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
+const UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
+const OWNER_TAG = "fleet-ccm.io/cluster";
+const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+
+let fleet: LocalFleet;
+let auth: NatsAuthSetup;
+let dir: string;
+let configPath: string;
+let hub: { child: ChildProcess; grpcPort: number; httpPort: number; output: () => string };
+const agents = new Map<string, ChildProcess>();
+const creds = new Map<string, { token: string; natsCreds: string; manifest: Record<string, unknown>[] }>();
+const [A, B, C] = ["cluster-001", "cluster-002", "cluster-003"] as const;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: readonly string[], env: Record<string, string> = fleet.hubEnv()): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { timeout: 60_000, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+function natsAs(natsCreds: string): Promise<NatsConnection> {
+  return connect({
+    servers: fleet.nats.url,
+    authenticator: credsAuthenticator(new TextEncoder().encode(natsCreds)),
+    maxReconnectAttempts: 0,
+    timeout: 3000,
+  });
+}
+
+/** Whether NATS refuses these credentials outright. */
+async function refused(natsCreds: string): Promise<boolean> {
+  try {
+    const nc = await natsAs(natsCreds);
+    await nc.close();
+    return false;
+  } catch (err) {
+    return /authorization/i.test(String((err as Error).message));
+  }
+}
+
+function initialized(cluster: string): number {
+  return fleet.nodes(cluster).filter((n) => !(n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED))
+    .length;
+}
+
+async function register(cluster: string, extra: readonly string[] = []): Promise<void> {
+  const out = join(dir, `${cluster}.yaml`);
+  const r = await cli([
+    "register",
+    cluster,
+    "--config",
+    configPath,
+    "--account",
+    DEMO_ACCOUNT,
+    "--hub-address",
+    `127.0.0.1:${hub.grpcPort}`,
+    "--scope-tag",
+    `${CLUSTER_TAG}=${cluster}`,
+    "-o",
+    out,
+    ...extra,
+  ]);
+  expect(r.stderr).toContain(`registered cluster ${cluster}`);
+  expect(r.code).toBe(0);
+  const manifest = parseAllDocuments(readFileSync(out, "utf8")).map(
+    (d) => d.toJS() as Record<string, unknown>,
+  );
+  const secret = manifest.find((o) => o["kind"] === "Secret") as { stringData: Record<string, string> };
+  creds.set(cluster, {
+    token: secret.stringData["token"] ?? "",
+    natsCreds: secret.stringData["nats.creds"] ?? "",
+    manifest,
+  });
+}
+
+function startAgent(cluster: string): void {
+  const c = creds.get(cluster);
+  agents.set(
+    cluster,
+    fleet.spawnAgentProcess(cluster, {
+      token: c?.token ?? "",
+      natsCreds: c?.natsCreds ?? "",
+      logLevel: "error",
+    }),
+  );
+}
+
+beforeAll(async () => {
+  auth = await createNatsAuth();
+  fleet = await LocalFleet.start({
+    clusters: 3,
+    nodesPerCluster: 0,
+    logger,
+    natsAuth: auth,
+    unregistered: true,
+    convergeDeadlineMs: 2000,
+  });
+  dir = mkdtempSync(join(tmpdir(), "fleet-ccm-register-"));
+  configPath = join(dir, "hub.yaml");
+  hub = await fleet.spawnHubProcess(undefined, {
+    configPath,
+    captureOutput: true,
+    logLevel: "info",
+    args: ["--reload-interval", "200"],
+  });
+  // Ready: gRPC up, NATS connected with the hub's credentials, the fleet account pushed.
+  const ready = await waitFor(async () => {
+    const r = await fetch(`http://127.0.0.1:${hub.httpPort}/readyz`).catch(() => undefined);
+    return r?.status === 200;
+  }, 20_000);
+  if (!ready) throw new Error(`hub not ready:\n${hub.output()}`);
+});
+
+afterAll(async () => {
+  for (const a of agents.values()) a.kill("SIGKILL");
+  hub?.child.kill("SIGKILL");
+  await fleet?.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("register", () => {
+  test("a cluster registered into the running hub: its agent, with only the manifest's credentials, initializes its nodes", async () => {
+    await register(A);
+    const cfg = parseHubConfig(readFileSync(configPath, "utf8"));
+    const entry = cfg.clusters.find((c) => c.name === A);
+    // The hub keeps the token's digest only; the token is in the manifest only.
+    expect(entry?.tokenHash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(entry?.token).toBeUndefined();
+    expect(readFileSync(configPath, "utf8")).not.toContain(creds.get(A)?.token ?? "?");
+    expect(entry?.natsSigningKey).toMatch(/^A/);
+
+    startAgent(A);
+    fleet.addNodes(A, 3);
+    expect(await waitFor(() => initialized(A) === 3, 30_000)).toBe(true);
+    expect(hub.output()).toContain('"msg":"configuration reloaded"');
+  });
+
+  test("the manifest is deploy/agent's objects plus the cluster's ConfigMap and Secret, nothing else", () => {
+    const manifest = creds.get(A)?.manifest ?? [];
+    const kinds = manifest.map((o) => o["kind"]);
+    expect(kinds).toEqual([
+      "Namespace",
+      "ServiceAccount",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "ResourceQuota",
+      "ConfigMap",
+      "Secret",
+      "Deployment",
+    ]);
+    const base = agentBaseObjects();
+    // RBAC, namespace, quota: byte for byte the objects of deploy/agent.
+    for (const kind of ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ResourceQuota"])
+      expect(manifest.find((o) => o["kind"] === kind)).toEqual(base.find((o) => o["kind"] === kind));
+    const cm = manifest.find((o) => o["kind"] === "ConfigMap") as { data: Record<string, string> };
+    expect(cm.data).toEqual({
+      CLUSTER_NAME: A,
+      HUB_ADDRESS: `127.0.0.1:${hub.grpcPort}`,
+      NATS_URL: fleet.nats.url,
+    });
+    const deployment = manifest.find((o) => o["kind"] === "Deployment") as {
+      spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } };
+    };
+    expect(deployment.spec.replicas).toBe(1);
+    const args = deployment.spec.template.spec.containers[0]?.args ?? [];
+    expect(args).toContain("--nats-creds-file");
+    // No CA given: the agent trusts the system roots.
+    expect(args).not.toContain("--ca-file");
+  });
+
+  test("an agent's NATS credential reads only its own cluster's subjects and publishes nothing", async () => {
+    await register(B, ["--configure-cloud-routes"]);
+    startAgent(B);
+    fleet.addNodes(B, 2);
+    expect(await waitFor(() => initialized(B) === 2, 30_000)).toBe(true);
+
+    const nc = await natsAs(creds.get(A)?.natsCreds ?? "");
+    const errors: string[] = [];
+    void (async () => {
+      for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error?.message));
+    })();
+    const seen: string[] = [];
+    const record = (e: Error | null, m: { subject: string }) => {
+      if (e === null) seen.push(m.subject);
+    };
+    nc.subscribe(`fleet.v1.${B}.>`, { callback: record });
+    nc.subscribe(">", { callback: record });
+    nc.publish(`fleet.v1.${A}.desired`, "forged");
+    nc.publish(`fleet.v1.${B}.desired`, "forged");
+    await nc.flush();
+    expect(
+      await waitFor(
+        () =>
+          errors.some((e) => e.includes(`Subscription to "fleet.v1.${B}.>"`)) &&
+          errors.some((e) => e.includes('Subscription to ">"')) &&
+          errors.some((e) => e.includes(`Publish to "fleet.v1.${A}.desired"`)) &&
+          errors.some((e) => e.includes(`Publish to "fleet.v1.${B}.desired"`)),
+        5000,
+      ),
+    ).toBe(true);
+    await nc.close();
+    expect(seen).toEqual([]);
+  });
+});
+
+describe("config edits", () => {
+  test("register refuses while another edit holds the configuration's lock, and changes nothing", async () => {
+    const before = readFileSync(configPath, "utf8");
+    writeFileSync(`${configPath}.lock`, "4242\n");
+    try {
+      const r = await cli([
+        "register",
+        "cluster-009",
+        "--config",
+        configPath,
+        "--account",
+        DEMO_ACCOUNT,
+        "--hub-address",
+        "127.0.0.1:1",
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("another fleet-ccm register/unregister is editing");
+      expect(r.stdout).toBe("");
+    } finally {
+      rmSync(`${configPath}.lock`);
+    }
+    expect(readFileSync(configPath, "utf8")).toBe(before);
+  });
+});
+
+describe("unregister", () => {
+  test("revokes the cluster: stream closed, NATS refused within seconds, its cloud resources deleted; the other cluster carries on", async () => {
+    // Cloud resources of B: two load balancers and a route.
+    fleet.addServices(B, 2);
+    const [node] = fleet.nodes(B);
+    fleet.cluster(B).kube.patch("Node", undefined, node?.metadata?.name ?? "", "merge", {
+      spec: { podCIDR: "10.244.7.0/24", podCIDRs: ["10.244.7.0/24"] },
+    });
+    const ownedByB = () => {
+      const inv = fleet.cloud.inventory();
+      return {
+        loadBalancers: inv.loadBalancers.filter((x) => x.tags[OWNER_TAG] === B).length,
+        routes: fleet.cloud.routes().filter((r) => r.tags[OWNER_TAG] === B).length,
+      };
+    };
+    expect(
+      await waitFor(() => {
+        const o = ownedByB();
+        return o.loadBalancers === 2 && o.routes === 1;
+      }, 30_000),
+    ).toBe(true);
+    expect(await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected")).toBe(2);
+    expect(await refused(creds.get(B)?.natsCreds ?? "")).toBe(false);
+
+    const startedAt = Date.now();
+    const r = await cli([
+      "unregister",
+      B,
+      "--config",
+      configPath,
+      "--delete-cloud-resources",
+      "--grace",
+      "1000",
+    ]);
+    expect(r.stderr).toContain(`revoked ${B}'s NATS credential`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`deleted 2 load balancer(s) and 1 route(s) of ${B}`);
+    expect(ownedByB()).toEqual({ loadBalancers: 0, routes: 0 });
+
+    // NATS refuses B's credential, and B's stream is gone.
+    expect(await waitFor(() => refused(creds.get(B)?.natsCreds ?? ""), 5000)).toBe(true);
+    expect(
+      await waitFor(
+        async () => (await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected")) === 1,
+        5000,
+      ),
+    ).toBe(true);
+    const revokedWithinMs = Date.now() - startedAt;
+    process.stdout.write(`unregister: revoked and cleaned up in ${revokedWithinMs} ms\n`);
+    expect(parseHubConfig(readFileSync(configPath, "utf8")).clusters.map((c) => c.name)).toEqual([A]);
+
+    // The other cluster is untouched: its credential works, its new node is initialized.
+    expect(await refused(creds.get(A)?.natsCreds ?? "")).toBe(false);
+    fleet.addNodes(A, 1);
+    expect(await waitFor(() => initialized(A) === 4, 30_000)).toBe(true);
+    // B's agent no longer gets anywhere: a new node of B stays uninitialized while A's work shows the hub alive.
+    expect(initialized(B)).toBe(2);
+  });
+
+  test("removed where the NATS operator key is not at hand: the running hub revokes the cluster by itself", async () => {
+    await register(C);
+    startAgent(C);
+    fleet.addNodes(C, 1);
+    expect(await waitFor(() => initialized(C) === 1, 30_000)).toBe(true);
+    const streams = await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected");
+
+    const env = fleet.hubEnv();
+    delete env["FLEET_CCM_NATS_OPERATOR"];
+    delete env["FLEET_CCM_NATS_SYSTEM"];
+    const r = await cli(["unregister", C, "--config", configPath], env);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("the hub revokes it when it reloads its configuration");
+    const editedAt = Date.now();
+    expect(await waitFor(() => refused(creds.get(C)?.natsCreds ?? ""), 5000)).toBe(true);
+    process.stdout.write(
+      `unregister: the hub alone revoked the NATS credential ${Date.now() - editedAt} ms after the edit\n`,
+    );
+    expect(
+      await waitFor(
+        async () =>
+          (await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected")) === streams - 1,
+        5000,
+      ),
+    ).toBe(true);
+    expect(await refused(creds.get(A)?.natsCreds ?? "")).toBe(false);
+
+    // An agent started again with the revoked credential: one clear line, exit 1.
+    const output: string[] = [];
+    const again = fleet.spawnAgentProcess(C, {
+      token: creds.get(C)?.token ?? "",
+      natsCreds: creds.get(C)?.natsCreds ?? "",
+      output,
+    });
+    const code = await new Promise<number | null>((resolve) => again.once("exit", (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(output.join("\n")).toContain("refused the agent's credentials from --nats-creds-file");
+    expect(output.join("\n")).not.toContain(
+      creds
+        .get(C)
+        ?.natsCreds.split("\n")
+        .find((l) => l.startsWith("SU")) ?? "?",
+    );
+  });
+});
