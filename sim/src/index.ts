@@ -15,4 +15,6 @@ export type { FleetNatsIdentity, NatsServer, NatsServerOptions, NatsUser } from 
 export { findNatsServer, fleetNatsUsers, freePort, natsConfig, startNatsServer } from "./nats/server.js";
 export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";
 export { FaultProxy, startFaultProxy } from "./util/fault-proxy.js";
+export type { TcpProxyMode, TcpProxyOptions } from "./util/tcp-proxy.js";
+export { startTcpProxy, TcpProxy } from "./util/tcp-proxy.js";
 export { waitFor } from "./util/wait.js";

@@ -20,6 +20,8 @@ export interface NatsServerOptions {
   readonly port?: number;
   /** Also serve nats-server's HTTP monitoring (/varz, /connz) on a free loopback port. */
   readonly monitor?: boolean;
+  /** Enable JetStream (the hub replicas' lease bucket), stored in the server's temporary dir. */
+  readonly jetstream?: boolean;
 }
 
 export interface NatsServer {
@@ -76,7 +78,13 @@ export interface FleetNatsIdentity {
  */
 export function fleetNatsUsers(hubPassword: string, agents: readonly FleetNatsIdentity[]): NatsUser[] {
   return [
-    { user: "hub", password: hubPassword, publish: ["fleet.v1.>"], subscribe: ["_INBOX_hub.>"] },
+    {
+      user: "hub",
+      password: hubPassword,
+      // JetStream API and the lease bucket's subjects: hub replicas share clusters by leases in KV.
+      publish: ["fleet.v1.>", "$JS.API.>", "$KV.>"],
+      subscribe: ["_INBOX_hub.>"],
+    },
     ...agents.map((a) => ({
       user: `agent-${a.cluster}`,
       password: a.password,
@@ -132,7 +140,10 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const confPath = join(dir, "nats.conf");
   const monitorPort = opts.monitor ? await freePort() : undefined;
   const monitorLine = monitorPort === undefined ? "" : `http: "127.0.0.1:${monitorPort}"\n`;
-  writeFileSync(confPath, natsConfig(port, opts.users) + monitorLine, { mode: 0o600 });
+  const jetstreamLine = opts.jetstream
+    ? `jetstream { store_dir: ${quote(join(dir, "js"))}, max_memory_store: 67108864, max_file_store: 268435456 }\n`
+    : "";
+  writeFileSync(confPath, natsConfig(port, opts.users) + monitorLine + jetstreamLine, { mode: 0o600 });
   let child: ChildProcess | undefined;
   let stderr = "";
 
