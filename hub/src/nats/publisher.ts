@@ -79,6 +79,8 @@ export class DesiredPublisher {
   publishedBytes = 0;
   /** Called on every (re)connection, after what was kept meanwhile is flushed. */
   onConnected: (() => void) | undefined;
+  /** Checked at enqueue and again at flush (hub replicas: the cluster's lease); absent: always. */
+  mayPublish: ((cluster: string) => boolean) | undefined;
 
   constructor(
     private readonly opts: NatsOptions,
@@ -242,7 +244,7 @@ export class DesiredPublisher {
       events?: readonly ClusterEvent[];
     },
   ): void {
-    if (this.closed) return;
+    if (this.closed || this.mayPublish?.(cluster) === false) return;
     let p = this.pending.get(cluster);
     if (p === undefined) {
       p = { nodes: [], services: [], events: [] };
@@ -280,6 +282,7 @@ export class DesiredPublisher {
     // Not connected: keep everything for the reconnection.
     if (nc === undefined || nc.isClosed() || !this.connected()) return;
     for (const [cluster, p] of this.pending) {
+      if (this.mayPublish?.(cluster) === false) continue;
       const subject = desiredSubject(cluster);
       while (p.nodes.length + p.services.length + p.events.length > 0) {
         let room = MAX_ITEMS_PER_BATCH;

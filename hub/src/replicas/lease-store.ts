@@ -70,6 +70,9 @@ export class KvLeaseStore implements LeaseStore {
   private closed = false;
   private lastProblem: string | null = "connecting to NATS for leases";
   private opening: Promise<KV> | undefined;
+  /** A request failed (timeout: NATS may be unreachable without the connection knowing yet). */
+  private failing: string | null = null;
+  private probe: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: KvLeaseStoreOptions) {}
 
@@ -140,15 +143,56 @@ export class KvLeaseStore implements LeaseStore {
   }
 
   connected(): boolean {
-    return this.kv !== undefined && this.nc !== undefined && !this.nc.isClosed() && this.lastProblem === null;
+    return (
+      this.kv !== undefined &&
+      this.nc !== undefined &&
+      !this.nc.isClosed() &&
+      this.lastProblem === null &&
+      this.failing === null
+    );
   }
 
   problem(): string | null {
-    return this.connected() ? null : (this.lastProblem ?? "not connected");
+    return this.connected() ? null : (this.lastProblem ?? this.failing ?? "not connected");
+  }
+
+  /** Every request's outcome: a failure marks the store unusable until a request succeeds. */
+  private async request<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      const v = await fn();
+      this.recovered();
+      return v;
+    } catch (err) {
+      if (!/wrong last sequence|key exists/i.test(String((err as Error)?.message))) this.failed(err);
+      else this.recovered();
+      throw err;
+    }
+  }
+
+  private failed(err: unknown): void {
+    if (this.closed) return;
+    if (this.failing === null)
+      this.opts.logger.warn({ err: (err as Error)?.message }, "lease bucket requests failing");
+    this.failing = `lease requests failing (${(err as Error)?.message ?? String(err)})`;
+    // Nothing else may be asking: probe until NATS answers again.
+    this.probe ??= setInterval(() => {
+      void this.kv
+        ?.get("probe")
+        .then(() => this.recovered())
+        .catch(() => undefined);
+    }, 1000).unref();
+  }
+
+  private recovered(): void {
+    if (this.failing !== null) this.opts.logger.info("lease bucket requests succeed again");
+    this.failing = null;
+    if (this.probe !== undefined) clearInterval(this.probe);
+    this.probe = undefined;
   }
 
   async get(cluster: string): Promise<StoredLease> {
-    const e = await (await this.bucket()).get(cluster);
+    const kv = await this.bucket();
+    const e = await this.request(() => kv.get(cluster));
     if (e === null) return { revision: 0, value: null };
     if (e.operation !== "PUT") return { revision: e.revision, value: null };
     // An unreadable value is somebody's lease all the same: it is waited out, never overwritten at once.
@@ -158,7 +202,7 @@ export class KvLeaseStore implements LeaseStore {
   async create(cluster: string, value: LeaseValue): Promise<number> {
     const kv = await this.bucket();
     try {
-      return await kv.create(cluster, JSON.stringify(value));
+      return await this.request(() => kv.create(cluster, JSON.stringify(value)));
     } catch (err) {
       throw await this.disambiguate(cluster, err, -1);
     }
@@ -167,7 +211,7 @@ export class KvLeaseStore implements LeaseStore {
   async update(cluster: string, value: LeaseValue, revision: number): Promise<number> {
     const kv = await this.bucket();
     try {
-      return await kv.update(cluster, JSON.stringify(value), revision);
+      return await this.request(() => kv.update(cluster, JSON.stringify(value), revision));
     } catch (err) {
       throw await this.disambiguate(cluster, err, revision);
     }
@@ -176,7 +220,7 @@ export class KvLeaseStore implements LeaseStore {
   async remove(cluster: string, revision: number): Promise<void> {
     const kv = await this.bucket();
     try {
-      await kv.delete(cluster, { previousSeq: revision });
+      await this.request(() => kv.delete(cluster, { previousSeq: revision }));
     } catch (err) {
       throw await this.disambiguate(cluster, err, revision);
     }
@@ -201,6 +245,7 @@ export class KvLeaseStore implements LeaseStore {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.probe !== undefined) clearInterval(this.probe);
     const nc = this.nc;
     this.nc = undefined;
     this.kv = undefined;

@@ -158,6 +158,7 @@ test("a holder cut off from NATS stops acting at TTL minus margin, before anyone
   const fencedAfter = performance.now() - cut;
   expect(fencedAfter).toBeLessThanOrEqual(SETTINGS.ttlMs - SETTINGS.marginMs + 50);
   expect(await waitFor(() => c.leases.holds("cl-1"), 8000, 5)).toBe(true);
+  expect(await waitFor(() => a.lost.length > 0, 1000, 5)).toBe(true);
   const aLost = a.lost[0];
   const cGot = c.acquired[0];
   expect(aLost?.reason === "renew-failed" || aLost?.reason === "handover").toBe(true);
@@ -178,6 +179,8 @@ test("renewals that fail (NATS gone) fence the lease at TTL minus margin after t
   const cut = performance.now();
   expect(await waitFor(() => !a.leases.holds("cl-1"), 5000, 5)).toBe(true);
   expect(performance.now() - cut).toBeLessThanOrEqual(SETTINGS.ttlMs - SETTINGS.marginMs + 50);
+  // holds() says no at the deadline itself; the event follows on the fence timer.
+  expect(await waitFor(() => a.lost.length > 0, 1000, 5)).toBe(true);
   expect(a.lost.map((l) => l.reason)).toEqual(["renew-failed"]);
   expect(a.store.problem()).not.toBeNull();
   // Back on NATS, nobody else took it: the same replica gets it again.

@@ -24,6 +24,11 @@ export interface LeaseEvents {
   /** Called at the fence, before anything else happens: stop acting for the cluster. */
   onLost?(cluster: string, reason: LossReason): void;
   onRenewFailure?(cluster: string, err: Error): void;
+  /**
+   * The lease could not even be read for a whole TTL while the cluster's stream is here: the
+   * agent is better served by another replica.
+   */
+  onStalled?(cluster: string): void;
 }
 
 export interface LeaseDeps {
@@ -46,6 +51,8 @@ interface ClusterLease {
   observed: { revision: number; atMs: number } | undefined;
   /** Node deletions (wall ms) recorded in the lease. */
   deletions: number[];
+  /** Since when acquisition attempts have failed outright (monotonic), or undefined. */
+  failingSince: number | undefined;
   timer: NodeJS.Timeout | undefined;
   fenceTimer: NodeJS.Timeout | undefined;
   chain: Promise<void>;
@@ -163,6 +170,7 @@ export class ClusterLeases {
         tenure: new AbortController(),
         observed: undefined,
         deletions: [],
+        failingSince: undefined,
         timer: undefined,
         fenceTimer: undefined,
         chain: Promise.resolve(),
@@ -358,8 +366,15 @@ export class ClusterLeases {
           next = Math.max(10, Math.min(s.pollIntervalMs, ttl - waited));
         }
       }
+      l.failingSince = undefined;
     } catch (err) {
       this.deps.logger.debug({ cluster, err: (err as Error).message }, "lease acquisition failed");
+      const now = this.mono();
+      l.failingSince ??= now;
+      if (now - l.failingSince >= s.ttlMs) {
+        l.failingSince = undefined;
+        this.deps.events?.onStalled?.(cluster);
+      }
     }
     if (l.wanted && !l.owned) this.schedule(cluster, l, next);
   }
