@@ -45,6 +45,8 @@ export interface LocalFleetOptions {
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
+  /** JetStream on the fleet's nats-server (hub replicas keep their leases in it). */
+  readonly jetstream?: boolean;
 }
 
 export interface AgentProcessOptions {
@@ -119,6 +121,7 @@ export class LocalFleet {
         hubPassword,
         names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
       ),
+      ...(opts.jetstream && { jetstream: true }),
     });
     const cloud = await startSimulatedCloud({ regions: [DEMO_REGION] });
     const account = cloud.createAccount(DEMO_ACCOUNT);
@@ -143,7 +146,7 @@ export class LocalFleet {
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
-  hubConfigText(grpcPort = 0, httpPort = 0): string {
+  hubConfigText(grpcPort = 0, httpPort = 0, natsServers: readonly string[] = [this.nats.url]): string {
     const env: Record<string, string> = {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
@@ -163,7 +166,7 @@ export class LocalFleet {
     return JSON.stringify({
       grpc: { listen: `127.0.0.1:${grpcPort}`, insecure: true },
       http: { listen: `127.0.0.1:${httpPort}` },
-      nats: { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
+      nats: { servers: [...natsServers], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } },
       reconcile: {
         workers: this.opts.workers ?? 32_768,
         convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
@@ -208,13 +211,19 @@ export class LocalFleet {
    */
   async spawnHubProcess(
     grpcPort?: number,
-    opts: { captureOutput?: boolean; logLevel?: string; env?: Record<string, string> } = {},
+    opts: {
+      captureOutput?: boolean;
+      logLevel?: string;
+      env?: Record<string, string>;
+      /** The hub's NATS servers instead of the fleet's (a proxy in front of it). */
+      natsServers?: readonly string[];
+    } = {},
   ): Promise<{ child: ChildProcess; grpcPort: number; httpPort: number; output: () => string }> {
     const port = grpcPort ?? (await freePort());
     const httpPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-hub-"));
     const configPath = join(dir, "hub.yaml");
-    writeFileSync(configPath, this.hubConfigText(port, httpPort), { mode: 0o600 });
+    writeFileSync(configPath, this.hubConfigText(port, httpPort, opts.natsServers), { mode: 0o600 });
     const child = spawn(
       process.execPath,
       [CLI, "hub", "--config", configPath, "--log-level", opts.logLevel ?? "warn"],

@@ -265,6 +265,7 @@ export class Exchange {
       requestId: this.opts.requestId,
       outcome,
       ...(this.fault !== undefined && { fault: this.fault }),
+      ...(this.req.headers["user-agent"] !== undefined && { userAgent: this.req.headers["user-agent"] }),
     });
   }
 }
