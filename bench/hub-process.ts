@@ -39,6 +39,9 @@ export interface HubSettings {
   /** Reuse these ports (a fresh hub in the same fleet: agents reconnect to the same address). */
   readonly grpcPort?: number;
   readonly httpPort?: number;
+  /** The hub's `replicas` section (several hubs sharing the fleet), and this one's id. */
+  readonly replicas?: Record<string, unknown>;
+  readonly replicaId?: string;
 }
 
 export class HubProcess {
@@ -85,6 +88,7 @@ export class HubProcess {
       },
       ...(s.refresh === undefined ? {} : { refresh: s.refresh }),
       ...(s.lifecycle === undefined ? {} : { lifecycle: s.lifecycle }),
+      ...(s.replicas === undefined ? {} : { replicas: { ...s.replicas, id: s.replicaId } }),
       accounts: [
         {
           name: ACCOUNT,

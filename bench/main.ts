@@ -4,6 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { runFailover } from "./failover.js";
 import {
   type BenchOptions,
   type Result,
@@ -15,7 +16,7 @@ import {
 } from "./scenarios.js";
 import { pinCores } from "./util.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|failover [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -115,11 +116,11 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     process.exit(0);
   }
   const scenario = values.scenario ?? "join";
-  if (!["join", "steady", "churn", "chaos"].includes(scenario))
-    throw new Error(`--scenario: expected join, steady, churn or chaos, got "${scenario}"`);
+  if (!["join", "steady", "churn", "chaos", "failover"].includes(scenario))
+    throw new Error(`--scenario: expected join, steady, churn, chaos or failover, got "${scenario}"`);
   const s = scenario as ScenarioName;
   const json = values.json === true;
-  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120 }[s];
+  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120, failover: 0 }[s];
   const opts: BenchOptions = {
     scenario: s,
     clusters: num(values.clusters, "clusters", 3, 1),
@@ -184,7 +185,13 @@ async function main(): Promise<number> {
   const started = Date.now();
   let result: Result;
   try {
-    const run = { join: runJoin, steady: runSteady, churn: runChurn, chaos: runChaos }[opts.scenario];
+    const run = {
+      join: runJoin,
+      steady: runSteady,
+      churn: runChurn,
+      chaos: runChaos,
+      failover: runFailover,
+    }[opts.scenario];
     result = await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);

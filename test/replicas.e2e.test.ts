@@ -21,13 +21,17 @@ afterEach(async () => {
   fleet = undefined;
 });
 
-async function start(clusters: number): Promise<{ f: LocalFleet; s: ReplicaSet }> {
+async function start(
+  clusters: number,
+  rate?: { perSecond: number; burst: number },
+): Promise<{ f: LocalFleet; s: ReplicaSet }> {
   fleet = await LocalFleet.start({
     clusters,
     nodesPerCluster: 0,
     logger,
     jetstream: true,
     hubConfig: { replicas: TEST_REPLICAS },
+    ...(rate !== undefined && { rateLimitPerSecond: rate.perSecond, rateLimitBurst: rate.burst }),
   });
   set = await ReplicaSet.start(fleet);
   return { f: fleet, s: set };
@@ -183,5 +187,40 @@ describe("hub replicas", () => {
       expired += await metricSum(r, "fleet_ccm_hub_lease_transitions_total", { event: "taken-over" });
     expect(expired).toBe(0);
     process.stdout.write(`replicas: rolling restart handovers ${gaps.join(", ")} ms\n`);
+  }, 180_000);
+
+  test("the account's rate limit holds across replicas: the cloud, limiting at the same rate, never throttles them", async () => {
+    const limit = { perSecond: 15, burst: 15 };
+    const { f, s } = await start(3, limit);
+    // The cloud enforces the account's rate itself: any excess is a 429 in its log.
+    f.cloud.setAccountRateLimit("sim-main", limit.perSecond, limit.burst);
+    for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 30_000, 100)).toBe(true);
+    const from = Date.now();
+    for (const c of f.clusters.keys()) {
+      f.addNodes(c, 10);
+      f.addServices(c, 3);
+    }
+    expect(await waitFor(() => f.progress().initialized === 30, 90_000, 200)).toBe(true);
+    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 9, 120_000, 200)).toBe(
+      true,
+    );
+    const calls = f.cloud.requests().filter((r) => r.atMs >= from);
+    const byReplica = ["hub-a", "hub-b", "hub-c"].map(
+      (id) => calls.filter((r) => (r.userAgent ?? "").includes(`replica/${id}`)).length,
+    );
+    // Every replica worked (each holds one cluster), and none was ever throttled.
+    expect(byReplica.every((n) => n > 0)).toBe(true);
+    expect(calls.filter((r) => r.outcome === "429")).toEqual([]);
+    // The busiest second stays within the account's rate plus its burst.
+    const perSecond = new Map<number, number>();
+    for (const r of calls)
+      perSecond.set(Math.floor(r.atMs / 1000), (perSecond.get(Math.floor(r.atMs / 1000)) ?? 0) + 1);
+    const peak = Math.max(...perSecond.values());
+    expect(peak).toBeLessThanOrEqual(limit.perSecond + limit.burst);
+    process.stdout.write(
+      `replicas: ${calls.length} cloud calls (${byReplica.join("/")} by replica), peak ${peak}/s, limit ${limit.perSecond}/s burst ${limit.burst}, 429s 0\n`,
+    );
   }, 180_000);
 });

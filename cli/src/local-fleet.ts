@@ -39,6 +39,8 @@ export interface LocalFleetOptions {
   readonly convergeDeadlineMs?: number;
   readonly workers?: number;
   readonly rateLimitPerSecond?: number;
+  /** The account's rate-limit burst in the hub (default 500). */
+  readonly rateLimitBurst?: number;
   /** Every cluster has configureCloudRoutes (default false). */
   readonly configureCloudRoutes?: boolean;
   /** Per-call cloud request timeout of the hub (default 5000 ms). */
@@ -179,7 +181,10 @@ export class LocalFleet {
           region: DEMO_REGION,
           endpoint: this.cloud.url,
           credentials: { env: "FLEET_CCM_SIM_KEY" },
-          rateLimit: { perSecond: this.opts.rateLimitPerSecond ?? 500, burst: 500 },
+          rateLimit: {
+            perSecond: this.opts.rateLimitPerSecond ?? 500,
+            burst: this.opts.rateLimitBurst ?? 500,
+          },
           requestTimeoutMs: this.opts.requestTimeoutMs ?? 5000,
         },
       ],
