@@ -223,4 +223,40 @@ describe("hub replicas", () => {
       `replicas: ${calls.length} cloud calls (${byReplica.join("/")} by replica), peak ${peak}/s, limit ${limit.perSecond}/s burst ${limit.burst}, 429s 0\n`,
     );
   }, 180_000);
+
+  test("a three-node NATS cluster loses a node mid-run: the leases (3 JetStream replicas) survive, nothing is lost, everything converges", async () => {
+    fleet = await LocalFleet.start({
+      clusters: 3,
+      nodesPerCluster: 0,
+      logger,
+      natsCluster: true,
+      hubConfig: { replicas: { ...TEST_REPLICAS, streamReplicas: 3 } },
+    });
+    const f = fleet;
+    set = await ReplicaSet.start(f);
+    const s = set;
+    for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 60_000, 200)).toBe(true);
+    const clusters = [...f.clusters.keys()];
+    for (const c of clusters) {
+      f.addNodes(c, 5);
+      f.addServices(c, 1);
+    }
+    expect(await waitFor(() => f.progress().initialized >= 5, 60_000, 100)).toBe(true);
+    f.natsCluster?.kill(0);
+    for (const c of clusters) {
+      f.addNodes(c, 5);
+      f.addServices(c, 1);
+    }
+    const converged = await waitFor(
+      () => f.progress().initialized === 30 && servicesDone(f) && f.serviceProgress().services === 6,
+      120_000,
+      200,
+    );
+    if (!converged) process.stdout.write(`${JSON.stringify(f.progress())}\n${s.outputs()}\n`);
+    expect(converged).toBe(true);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 30_000, 200)).toBe(true);
+    assertCloudClean(f, 6);
+  }, 240_000);
 });

@@ -13,10 +13,12 @@ import {
   freePort,
   type KubeApiServer,
   kubeletNode,
+  type NatsCluster,
   type NatsServer,
   nodeName,
   type SimulatedCloud,
   startKubeApiServer,
+  startNatsCluster,
   startNatsServer,
   startSimulatedCloud,
   waitFor,
@@ -49,6 +51,8 @@ export interface LocalFleetOptions {
   readonly hubConfig?: Record<string, unknown>;
   /** JetStream on the fleet's nats-server (hub replicas keep their leases in it). */
   readonly jetstream?: boolean;
+  /** A three-node NATS cluster with clustered JetStream instead of one nats-server. */
+  readonly natsCluster?: boolean;
 }
 
 export interface AgentProcessOptions {
@@ -100,6 +104,8 @@ export class LocalFleet {
   hubPort = 0;
   private env: Record<string, string> = {};
   private readonly children = new Set<ChildProcess>();
+  /** Set with `natsCluster`: `nats` is then its first node. */
+  natsCluster: NatsCluster | undefined;
 
   private constructor(
     readonly opts: LocalFleetOptions,
@@ -118,17 +124,18 @@ export class LocalFleet {
       natsPassword: randomBytes(18).toString("base64url"),
     }));
     const hubPassword = randomBytes(18).toString("base64url");
-    const nats = await startNatsServer({
-      users: fleetNatsUsers(
-        hubPassword,
-        names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
-      ),
-      ...(opts.jetstream && { jetstream: true }),
-    });
+    const users = fleetNatsUsers(
+      hubPassword,
+      names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
+    );
+    const natsCluster = opts.natsCluster ? await startNatsCluster({ users }) : undefined;
+    const nats =
+      natsCluster?.nodes[0] ?? (await startNatsServer({ users, ...(opts.jetstream && { jetstream: true }) }));
     const cloud = await startSimulatedCloud({ regions: [DEMO_REGION] });
     const account = cloud.createAccount(DEMO_ACCOUNT);
     if (opts.cloudLatencyMs) cloud.setFaults({ latencyMs: opts.cloudLatencyMs });
     const fleet = new LocalFleet(opts, nats, cloud, account.apiKey);
+    fleet.natsCluster = natsCluster;
     fleet.hubNatsPassword = hubPassword;
     await Promise.all(
       names.map(async (name, i) => {
@@ -148,7 +155,12 @@ export class LocalFleet {
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
-  hubConfigText(grpcPort = 0, httpPort = 0, natsServers: readonly string[] = [this.nats.url]): string {
+  /** Every NATS URL of the fleet (one, or each node of the cluster). */
+  get natsUrls(): readonly string[] {
+    return this.natsCluster?.urls ?? [this.nats.url];
+  }
+
+  hubConfigText(grpcPort = 0, httpPort = 0, natsServers: readonly string[] = this.natsUrls): string {
     const env: Record<string, string> = {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
@@ -272,7 +284,7 @@ export class LocalFleet {
       cluster,
       kubeConfig: this.kubeConfigFor(cluster),
       hub: { address: `127.0.0.1:${hubPort}`, token: c.token, insecure: true },
-      nats: { servers: [this.nats.url], user: `agent-${cluster}`, password: c.natsPassword },
+      nats: { servers: [...this.natsUrls], user: `agent-${cluster}`, password: c.natsPassword },
       logger: this.opts.logger.child({ component: "agent", cluster }),
     });
     await agent.start();
@@ -297,7 +309,7 @@ export class LocalFleet {
     );
     writeFileSync(join(dir, "token"), c.token, { mode: 0o600 });
     writeFileSync(join(dir, "nats-password"), o.natsPassword ?? c.natsPassword, { mode: 0o600 });
-    const nats = (o.natsServers ?? [this.nats.url]).flatMap((u) => ["--nats", u]);
+    const nats = (o.natsServers ?? this.natsUrls).flatMap((u) => ["--nats", u]);
     const child = spawn(
       process.execPath,
       [
@@ -432,7 +444,7 @@ export class LocalFleet {
     await this.stopHub();
     await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
     await this.cloud.close();
-    await this.nats.stop();
+    await (this.natsCluster ?? this.nats).stop();
   }
 }
 

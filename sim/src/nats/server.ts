@@ -22,6 +22,8 @@ export interface NatsServerOptions {
   readonly monitor?: boolean;
   /** Enable JetStream (the hub replicas' lease bucket), stored in the server's temporary dir. */
   readonly jetstream?: boolean;
+  /** More configuration appended as is (a cluster block: see startNatsCluster). */
+  readonly extraConfig?: string;
 }
 
 export interface NatsServer {
@@ -143,7 +145,11 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const jetstreamLine = opts.jetstream
     ? `jetstream { store_dir: ${quote(join(dir, "js"))}, max_memory_store: 67108864, max_file_store: 268435456 }\n`
     : "";
-  writeFileSync(confPath, natsConfig(port, opts.users) + monitorLine + jetstreamLine, { mode: 0o600 });
+  writeFileSync(
+    confPath,
+    natsConfig(port, opts.users) + monitorLine + jetstreamLine + (opts.extraConfig ?? ""),
+    { mode: 0o600 },
+  );
   let child: ChildProcess | undefined;
   let stderr = "";
 
@@ -165,7 +171,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const stop = async () => {
     const proc = child;
     child = undefined;
-    if (proc === undefined || proc.exitCode !== null) return;
+    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       const kill = setTimeout(() => proc.kill("SIGKILL"), 3000);
       proc.once("exit", () => {
@@ -193,6 +199,54 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
       await stop();
       if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       await start();
+    },
+  };
+}
+
+export interface NatsCluster {
+  readonly nodes: readonly NatsServer[];
+  /** Every node's client URL (clients are given them all). */
+  readonly urls: readonly string[];
+  /** SIGKILL of one node: its clients reconnect to the others. */
+  kill(index: number): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * A NATS cluster on loopback: `size` nodes with routes to each other and clustered JetStream
+ * (a KV bucket with 3 replicas survives the loss of one node), the same users on every node.
+ */
+export async function startNatsCluster(opts: {
+  users: readonly NatsUser[];
+  size?: number;
+}): Promise<NatsCluster> {
+  const size = opts.size ?? 3;
+  const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routes = routePorts.map((p) => quote(`nats-route://127.0.0.1:${p}`)).join(", ");
+  const nodes = await Promise.all(
+    ports.map((port, i) =>
+      startNatsServer({
+        users: opts.users,
+        port,
+        jetstream: true,
+        extraConfig: [
+          `server_name: "n${i + 1}"`,
+          `cluster { name: "fleet", listen: "127.0.0.1:${routePorts[i]}", routes: [${routes}] }`,
+          "",
+        ].join("\n"),
+      }),
+    ),
+  );
+  return {
+    nodes,
+    urls: nodes.map((n) => n.url),
+    kill(index) {
+      const pid = nodes[index]?.pid() ?? 0;
+      if (pid > 0) process.kill(pid, "SIGKILL");
+    },
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
     },
   };
 }
