@@ -103,6 +103,8 @@ export class Hub {
   private readonly replicas: HubReplicas | undefined;
   private readonly fleetEvents: FleetListener;
   private lastDrainMs = 0;
+  /** Clusters of each account whose lease this replica holds (its share of the rate limit). */
+  private readonly ownedByAccount = new Map<string, number>();
 
   constructor(private readonly opts: HubOptions) {
     const cfg = opts.config;
@@ -138,6 +140,12 @@ export class Hub {
               onAcquired: (cluster) => this.onLeaseAcquired(cluster),
               onLost: (cluster, reason) => this.onLeaseLost(cluster, reason),
               onStalled: () => this.sendAgentsElsewhere(),
+              onYielded: (cluster) =>
+                this.grpc.disconnectCluster(
+                  cluster,
+                  "another hub replica took the cluster's lease; reconnect",
+                  status.UNAVAILABLE,
+                ),
             },
           });
     const replicas = this.replicas;
@@ -381,7 +389,7 @@ export class Hub {
 
   /** This replica now holds the cluster's lease: rebuild it from the agent's snapshot and the cloud. */
   private onLeaseAcquired(cluster: string): void {
-    this.reshareRateLimits();
+    this.reshareRateLimits(cluster, +1);
     const view = this.fleet.view(cluster);
     if (!view?.connected || !view.synced) return;
     // The snapshot's per-object events went by while another replica held the cluster: replay
@@ -396,7 +404,7 @@ export class Hub {
 
   /** The lease ended (fenced already): nothing more is done or published for the cluster here. */
   private onLeaseLost(cluster: string, reason: LossReason): void {
-    this.reshareRateLimits();
+    this.reshareRateLimits(cluster, -1);
     this.tracker.forgetProgress(cluster);
     const prefix = clusterKeyPrefix(cluster);
     this.tracker.expireWhere((k) => k.startsWith(prefix));
@@ -426,13 +434,18 @@ export class Hub {
     this.grpc.drainConnections();
   }
 
-  /** Each account's rate limit is shared by the share of its clusters this replica holds. */
-  private reshareRateLimits(): void {
-    const replicas = this.replicas;
-    if (replicas === undefined) return;
-    for (const [account, clusters] of this.accounts.clustersByAccount()) {
-      const owned = clusters.filter((c) => replicas.holds(c)).length;
-      this.accounts.setRateShare(account, clusters.length === 0 ? 0 : owned / clusters.length);
+  /**
+   * Each account's rate limit is shared by the share of its clusters this replica holds: `delta`
+   * is +1 when `cluster` was acquired, -1 when lost; without a cluster, every account is set.
+   */
+  private reshareRateLimits(cluster?: string, delta = 0): void {
+    if (this.replicas === undefined) return;
+    const account = cluster === undefined ? undefined : this.accounts.cloudFor(cluster)?.account.name;
+    for (const [name, clusters] of this.accounts.clustersByAccount()) {
+      if (account !== undefined && name !== account) continue;
+      const owned = Math.max(0, (this.ownedByAccount.get(name) ?? 0) + delta);
+      this.ownedByAccount.set(name, owned);
+      this.accounts.setRateShare(name, clusters.length === 0 ? 0 : owned / clusters.length);
     }
   }
 

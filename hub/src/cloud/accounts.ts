@@ -80,6 +80,7 @@ export class CloudAccounts {
   private readonly configs: readonly AccountConfig[];
   private readonly clusterAccounts: readonly (readonly [string, string])[];
   private readonly loadBalancerOps = new Map<string, Semaphore>();
+  private byAccount: Map<string, string[]> | undefined;
 
   constructor(
     accounts: readonly AccountConfig[],
@@ -237,13 +238,16 @@ export class CloudAccounts {
 
   /** The clusters bound to each account. */
   clustersByAccount(): ReadonlyMap<string, readonly string[]> {
-    const m = new Map<string, string[]>();
-    for (const [cluster, account] of this.clusterAccounts) {
-      const list = m.get(account) ?? [];
-      list.push(cluster);
-      m.set(account, list);
+    if (this.byAccount === undefined) {
+      const m = new Map<string, string[]>();
+      for (const [cluster, account] of this.clusterAccounts) {
+        const list = m.get(account) ?? [];
+        list.push(cluster);
+        m.set(account, list);
+      }
+      this.byAccount = m;
     }
-    return m;
+    return this.byAccount;
   }
 
   cloudFor(cluster: string): ClusterCloud | undefined {

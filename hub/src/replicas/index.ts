@@ -27,6 +27,8 @@ export interface ReplicaHooks {
   onLost(cluster: string, reason: LossReason): void;
   /** The lease store has been unusable for a TTL while the cluster's stream is here. */
   onStalled(cluster: string): void;
+  /** The lease went to the replica that asked for it: this replica's stream is stale. */
+  onYielded(cluster: string): void;
 }
 
 /** The replica id: the config's, else the pod name (HOSTNAME), else the host name. */
@@ -116,6 +118,7 @@ export class HubReplicas {
           },
           onRenewFailure: () => this.renewFailures.inc(),
           onStalled: (cluster) => deps.hooks.onStalled(cluster),
+          onYielded: (cluster) => deps.hooks.onYielded(cluster),
         },
       },
     );

@@ -29,6 +29,8 @@ export interface LeaseEvents {
    * agent is better served by another replica.
    */
   onStalled?(cluster: string): void;
+  /** Asked for a handover of a lease already fenced here: freed; the stream here is stale. */
+  onYielded?(cluster: string): void;
 }
 
 export interface LeaseDeps {
@@ -346,7 +348,7 @@ export class ClusterLeases {
         l.revision = cur.revision;
         l.wanted = false;
         await this.release(cluster, l);
-        this.deps.events?.onLost?.(cluster, "handover");
+        this.deps.events?.onYielded?.(cluster);
         return;
       }
       if (this.free(v) || this.mine(v)) {
