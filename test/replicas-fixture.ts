@@ -113,9 +113,13 @@ export class ReplicaSet {
   }
 }
 
-/** Cloud mutations (anything but GET) a replica made, by the simulated cloud's request log. */
-export function mutationsBy(fleet: LocalFleet, id: string, afterMs = 0) {
+/**
+ * Cloud mutations (anything but GET) a replica made, by the simulated cloud's request log,
+ * logged after `afterMs`. The log's time is the answer's: with `answeredOnly`, calls the caller
+ * abandoned (sent earlier, aborted at its fence or by its death) are left out.
+ */
+export function mutationsBy(fleet: LocalFleet, id: string, afterMs = 0, answeredOnly = false) {
   return fleet.cloud
     .requests({ userAgent: `replica/${id}` })
-    .filter((r) => r.method !== "GET" && r.atMs > afterMs);
+    .filter((r) => r.method !== "GET" && r.atMs > afterMs && !(answeredOnly && r.outcome === "aborted"));
 }
