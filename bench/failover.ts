@@ -134,6 +134,12 @@ async function measure(
   const probesDone = await until(() => probes.every((r) => initialized(r) !== undefined), 120_000, 50);
   await ownedAgain;
   const failover = probes.map((r) => (initialized(r) ?? Number.NaN) - killedAt).filter(Number.isFinite);
+  // What the takeover cost the cloud: the new owners' calls until the cloud has been quiet 3 s.
+  const callsSince = () =>
+    fleet.cloud?.requests({ account: ACCOUNT }).filter((r) => r.atMs >= killedAt) ?? [];
+  await until(() => (callsSince().at(-1)?.atMs ?? 0) < Date.now() - 3000, 60_000, 250);
+  const takeoverCalls = callsSince();
+  const takeoverServices = affected.length * o.services;
   const afterRate = cloudRate(fleet, killedAt);
   const audit = fleet.cloud?.auditLoadBalancers({ account: ACCOUNT });
   return {
@@ -148,9 +154,19 @@ async function measure(
     failoverFirstPatchMaxMs: failover.length === 0 ? null : Math.max(...failover),
     cloudPeakCallsPerSecondJoin: joinRate.peakPerSecond,
     cloudThrottledJoin: joinRate.throttled,
+    takeoverCloudCalls: takeoverCalls.length,
+    takeoverCloudCallsPerService:
+      takeoverServices === 0 ? null : round((takeoverCalls.length - probes.length) / takeoverServices, 1),
+    takeoverCloudCallsByOperation: countBy(takeoverCalls.map((r) => r.operation)),
     cloudPeakCallsPerSecondAfterKill: afterRate.peakPerSecond,
     cloudThrottledAfterKill: afterRate.throttled,
     cloudLbDuplicates: audit?.duplicates.length ?? null,
     cloudLbOrphans: audit?.orphans.length ?? null,
   };
+}
+
+function countBy(keys: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of keys) out[k] = (out[k] ?? 0) + 1;
+  return out;
 }
