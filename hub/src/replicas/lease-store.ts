@@ -119,7 +119,7 @@ export class KvLeaseStore implements LeaseStore {
         );
         return this.kv;
       } catch (err) {
-        const problem = `lease bucket ${this.opts.bucket}: ${describeNatsError(err, this.opts.nats.servers)}`;
+        const problem = `lease bucket ${this.opts.bucket}: ${describeLeaseError(err, this.opts.bucket, this.opts.nats.servers)}`;
         if (problem !== this.lastProblem) this.opts.logger.warn({ attempt }, problem);
         this.lastProblem = problem;
         if (this.nc?.isClosed()) this.nc = undefined;
@@ -251,6 +251,19 @@ export class KvLeaseStore implements LeaseStore {
     this.kv = undefined;
     if (nc !== undefined && !nc.isClosed()) await nc.close().catch(() => undefined);
   }
+}
+
+/** A failure to open the bucket as the operator can act on it (the JetStream-specific causes first). */
+export function describeLeaseError(err: unknown, bucket: string, servers: readonly string[]): string {
+  const e = err as { name?: string; message?: string };
+  const text = `${e?.name ?? ""} ${e?.message ?? String(err)}`;
+  if (/jetstream.*not enabled|JetStreamNotEnabled/i.test(text))
+    return "JetStream is not enabled on NATS: hub replicas keep their leases in it (a jetstream block in nats.conf)";
+  if (/permission/i.test(text))
+    return `NATS denied a permission (${e?.message ?? text}): the hub's NATS user must also be allowed to publish $JS.API.> and $KV.${bucket}.>`;
+  if (/insufficient resources|replicas > 1 not supported|no suitable peers/i.test(text))
+    return `JetStream cannot place the bucket (${e?.message ?? text}): check replicas.streamReplicas against the NATS cluster's size`;
+  return describeNatsError(err, servers);
 }
 
 const UNREADABLE: LeaseValue = {

@@ -190,3 +190,23 @@ test("renewals that fail (NATS gone) fence the lease at TTL minus margin after t
   proxy.restore();
   expect(await waitFor(() => a.leases.holds("cl-1"), 10_000, 20)).toBe(true);
 });
+
+test("a NATS without JetStream, or a hub user without the lease permissions, is named in the problem (readiness)", async () => {
+  const plain = await startNatsServer({ users: fleetNatsUsers(PASSWORD, []) });
+  cleanups.push(() => plain.stop());
+  const noJs = replica("a", bucket(), [plain.url]);
+  expect(await waitFor(() => /JetStream is not enabled/.test(noJs.store.problem() ?? ""), 10_000)).toBe(true);
+  const narrow = await startNatsServer({
+    users: [{ user: "hub", password: PASSWORD, publish: ["fleet.v1.>"], subscribe: ["_INBOX_hub.>"] }],
+    jetstream: true,
+  });
+  cleanups.push(() => narrow.stop());
+  const denied = replica("a", bucket(), [narrow.url]);
+  expect(
+    await waitFor(
+      () => /must also be allowed to publish \$JS\.API\.>/.test(denied.store.problem() ?? ""),
+      10_000,
+    ),
+  ).toBe(true);
+  expect(noJs.leases.holds("cl-1")).toBe(false);
+});
