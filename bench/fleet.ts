@@ -51,6 +51,8 @@ export interface FleetOptions {
   /** Write a V8 CPU profile of the fleet worker into this directory. */
   readonly cpuProfDir?: string | undefined;
   readonly log: (line: string) => void;
+  /** JetStream on nats-server (hub replicas keep their leases there). */
+  readonly jetstream?: boolean;
 }
 
 class WorkerClient {
@@ -203,6 +205,7 @@ export class BenchFleet {
         this.hubNatsPassword,
         this.names.map((c) => ({ cluster: c, password: this.natsPasswords.get(c) ?? "" })),
       ),
+      opts.jetstream === true,
     );
     this.cloud = await startSimulatedCloud({ regions: [REGION] });
     this.cloudKey = this.cloud.createAccount(ACCOUNT).apiKey;
@@ -260,13 +263,12 @@ export class BenchFleet {
     await this.hub?.stop();
   }
 
-  /** Starts every agent (in the worker, and the separate one through the CLI). */
-  async startAgents(): Promise<void> {
-    const hub = this.hub;
-    if (hub === undefined) throw new Error("start the hub first");
-    if (this.separate !== undefined) this.spawnAgent(this.separate, hub.address);
+  /** Starts every agent (in the worker, and the separate one through the CLI), dialling `address`. */
+  async startAgents(address = this.hub?.address): Promise<void> {
+    if (address === undefined) throw new Error("start the hub first");
+    if (this.separate !== undefined) this.spawnAgent(this.separate, address);
     await this.call("startAgents", {
-      hubAddress: hub.address,
+      hubAddress: address,
       natsUrl: this.natsUrl,
       logLevel: this.opts.logLevel,
       agents: this.inProcessClusters.map((c) => ({

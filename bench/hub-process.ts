@@ -41,6 +41,9 @@ export interface HubSettings {
   readonly httpPort?: number;
   /** The CLI to run the hub with (default this tree's bin/fleet-ccm.js). */
   readonly hubBin?: string;
+  /** The hub's `replicas` section (several hubs sharing the fleet), and this one's id. */
+  readonly replicas?: Record<string, unknown>;
+  readonly replicaId?: string;
 }
 
 export class HubProcess {
@@ -87,6 +90,7 @@ export class HubProcess {
       },
       ...(s.refresh === undefined ? {} : { refresh: s.refresh }),
       ...(s.lifecycle === undefined ? {} : { lifecycle: s.lifecycle }),
+      ...(s.replicas === undefined ? {} : { replicas: { ...s.replicas, id: s.replicaId } }),
       accounts: [
         {
           name: ACCOUNT,

@@ -4,6 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { runFailover } from "./failover.js";
 import {
   type BenchOptions,
   type Result,
@@ -16,7 +17,7 @@ import {
 } from "./scenarios.js";
 import { pinCores } from "./util.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -118,11 +119,13 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     process.exit(0);
   }
   const scenario = values.scenario ?? "join";
-  if (!["join", "steady", "churn", "chaos", "restart"].includes(scenario))
-    throw new Error(`--scenario: expected join, steady, churn, chaos or restart, got "${scenario}"`);
+  if (!["join", "steady", "churn", "chaos", "restart", "failover"].includes(scenario))
+    throw new Error(
+      `--scenario: expected join, steady, churn, chaos, restart or failover, got "${scenario}"`,
+    );
   const s = scenario as ScenarioName;
   const json = values.json === true;
-  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120, restart: 0 }[s];
+  const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120, restart: 0, failover: 0 }[s];
   const opts: BenchOptions = {
     scenario: s,
     clusters: num(values.clusters, "clusters", 3, 1),
@@ -188,9 +191,14 @@ async function main(): Promise<number> {
   const started = Date.now();
   let result: Result;
   try {
-    const run = { join: runJoin, steady: runSteady, churn: runChurn, chaos: runChaos, restart: runRestart }[
-      opts.scenario
-    ];
+    const run = {
+      join: runJoin,
+      steady: runSteady,
+      churn: runChurn,
+      chaos: runChaos,
+      restart: runRestart,
+      failover: runFailover,
+    }[opts.scenario];
     result = await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);

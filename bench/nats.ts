@@ -22,8 +22,8 @@ interface Connz {
   connections?: { name?: string; port?: number; in_bytes?: number }[];
 }
 
-export async function startBenchNats(users: readonly NatsUser[]): Promise<BenchNats> {
-  const server = await startNatsServer({ users, monitor: true });
+export async function startBenchNats(users: readonly NatsUser[], jetstream = false): Promise<BenchNats> {
+  const server = await startNatsServer({ users, monitor: true, jetstream });
   const monitorUrl = server.monitorUrl ?? "";
   return {
     url: server.url,

@@ -8,7 +8,7 @@ import { ACCOUNT, type HubSettings, REGION } from "./hub-process.js";
 import type { NodeRef, ServiceSpecRef } from "./protocol.js";
 import { hasMetric, metricSum, type Pinning, percentile, prng, round, sleep, until } from "./util.js";
 
-export type ScenarioName = "join" | "steady" | "churn" | "chaos" | "restart";
+export type ScenarioName = "join" | "steady" | "churn" | "chaos" | "restart" | "failover";
 
 export interface BenchOptions {
   readonly scenario: ScenarioName;
@@ -53,7 +53,7 @@ export interface BenchOptions {
 
 export type Result = Record<string, unknown>;
 
-function fleetFor(o: BenchOptions, watchServices: boolean): BenchFleet {
+export function fleetFor(o: BenchOptions, watchServices: boolean, jetstream = false): BenchFleet {
   return new BenchFleet({
     clusters: o.clusters,
     cloudLatencyMs: o.cloudLatencyMs,
@@ -66,10 +66,11 @@ function fleetFor(o: BenchOptions, watchServices: boolean): BenchFleet {
     watchHistory: Math.max(10_000, o.nodes * 8 + o.services * 4),
     cpuProfDir: o.fleetCpuProfDir,
     log: o.log,
+    jetstream,
   });
 }
 
-function serviceRefs(fleet: BenchFleet, perCluster: number): ServiceSpecRef[] {
+export function serviceRefs(fleet: BenchFleet, perCluster: number): ServiceSpecRef[] {
   const out: ServiceSpecRef[] = [];
   for (const cluster of fleet.names)
     for (let i = 0; i < perCluster; i++)
@@ -199,7 +200,7 @@ function memoryFigures(fleet: BenchFleet, hubPeak: number | null): Result {
   };
 }
 
-function header(o: BenchOptions, fleet: BenchFleet): Result {
+export function header(o: BenchOptions, fleet: BenchFleet): Result {
   return {
     scenario: o.scenario,
     clusters: o.clusters,
@@ -218,7 +219,11 @@ function header(o: BenchOptions, fleet: BenchFleet): Result {
 }
 
 /** Runs a scenario on its fleet and always stops the fleet, keeping its files when the run failed. */
-async function onFleet(o: BenchOptions, fleet: BenchFleet, run: () => Promise<Result>): Promise<Result> {
+export async function onFleet(
+  o: BenchOptions,
+  fleet: BenchFleet,
+  run: () => Promise<Result>,
+): Promise<Result> {
   let failed = false;
   try {
     return await run();

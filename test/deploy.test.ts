@@ -164,15 +164,29 @@ describe("deploy/ manifests", () => {
     expect(ns[0]!.obj["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]).toBe("restricted");
   });
 
-  test("every Deployment: one replica, Recreate, hardened pod and container, requests and memory limit", () => {
+  test("every Deployment: hardened pod and container, requests and memory limit; the agent one replica with Recreate, the hub replicas rolling one at a time under a PodDisruptionBudget", () => {
     expect(DEPLOYMENTS.map((d) => d.obj["metadata"]["name"]).sort()).toEqual([
       "fleet-ccm-agent",
       "fleet-ccm-hub",
     ]);
     for (const { obj } of DEPLOYMENTS) {
       const spec = obj["spec"];
-      expect(spec["replicas"]).toBe(1);
-      expect(spec["strategy"]).toEqual({ type: "Recreate" });
+      if (obj["metadata"]["name"] === "fleet-ccm-hub") {
+        // Hub replicas share the clusters by leases (README "Hub replicas").
+        expect(spec["replicas"]).toBeGreaterThanOrEqual(2);
+        expect(spec["strategy"]).toEqual({
+          type: "RollingUpdate",
+          rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+        });
+        const pdb = OBJECTS.find((d) => d.obj["kind"] === "PodDisruptionBudget")?.obj;
+        expect(pdb?.["spec"]).toEqual({
+          maxUnavailable: 1,
+          selector: { matchLabels: { "app.kubernetes.io/name": "fleet-ccm-hub" } },
+        });
+      } else {
+        expect(spec["replicas"]).toBe(1);
+        expect(spec["strategy"]).toEqual({ type: "Recreate" });
+      }
       const labels = spec["template"]["metadata"]["labels"];
       for (const [k, v] of Object.entries(spec["selector"]["matchLabels"] as Obj)) expect(labels[k]).toBe(v);
       const pod = spec["template"]["spec"];
@@ -533,7 +547,7 @@ describe("nats/nats.conf", () => {
       );
     }
     expect(users[0]!.block.replace(/\s+/g, " ")).toContain(
-      `publish: { allow: ["fleet.v1.>"] } subscribe: { allow: ["_INBOX_hub.>"] }`,
+      `publish: { allow: ["fleet.v1.>", "$JS.API.>", "$KV.fleet-ccm-leases.>"] } subscribe: { allow: ["_INBOX_hub.>"] }`,
     );
   });
 

@@ -19,10 +19,12 @@ import {
   freePort,
   type KubeApiServer,
   kubeletNode,
+  type NatsCluster,
   type NatsServer,
   nodeName,
   type SimulatedCloud,
   startKubeApiServer,
+  startNatsCluster,
   startNatsServer,
   startSimulatedCloud,
   waitFor,
@@ -45,6 +47,8 @@ export interface LocalFleetOptions {
   readonly convergeDeadlineMs?: number;
   readonly workers?: number;
   readonly rateLimitPerSecond?: number;
+  /** The account's rate-limit burst in the hub (default 500). */
+  readonly rateLimitBurst?: number;
   /** Every cluster has configureCloudRoutes (default false). */
   readonly configureCloudRoutes?: boolean;
   /** Per-call cloud request timeout of the hub (default 5000 ms). */
@@ -60,6 +64,10 @@ export interface LocalFleetOptions {
   readonly natsAuth?: NatsAuthSetup;
   /** The hub configuration starts without clusters (they join with `fleet-ccm register`). */
   readonly unregistered?: boolean;
+  /** JetStream on the fleet's nats-server (hub replicas keep their leases in it). */
+  readonly jetstream?: boolean;
+  /** A three-node NATS cluster with clustered JetStream instead of one nats-server. */
+  readonly natsCluster?: boolean;
 }
 
 export interface AgentProcessOptions {
@@ -115,6 +123,8 @@ export class LocalFleet {
   hubPort = 0;
   private env: Record<string, string> = {};
   private readonly children = new Set<ChildProcess>();
+  /** Set with `natsCluster`: `nats` is then its first node. */
+  natsCluster: NatsCluster | undefined;
 
   private constructor(
     readonly opts: LocalFleetOptions,
@@ -133,19 +143,25 @@ export class LocalFleet {
       natsPassword: randomBytes(18).toString("base64url"),
     }));
     const hubPassword = randomBytes(18).toString("base64url");
-    const nats = await startNatsServer({
-      ...(opts.natsAuth === undefined
-        ? {}
-        : { authConfig: natsServerAuthConfig(opts.natsAuth, "{dir}/jwt") }),
-      users: fleetNatsUsers(
-        hubPassword,
-        names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
-      ),
-    });
+    const users = fleetNatsUsers(
+      hubPassword,
+      names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
+    );
+    if (opts.natsAuth !== undefined && opts.natsCluster)
+      throw new Error("LocalFleet: natsAuth and natsCluster cannot be combined");
+    const natsCluster = opts.natsCluster ? await startNatsCluster({ users }) : undefined;
+    const nats =
+      natsCluster?.nodes[0] ??
+      (await startNatsServer({
+        users,
+        ...(opts.natsAuth !== undefined && { authConfig: natsServerAuthConfig(opts.natsAuth, "{dir}/jwt") }),
+        ...(opts.jetstream && { jetstream: true }),
+      }));
     const cloud = await startSimulatedCloud({ regions: [DEMO_REGION] });
     const account = cloud.createAccount(DEMO_ACCOUNT);
     if (opts.cloudLatencyMs) cloud.setFaults({ latencyMs: opts.cloudLatencyMs });
     const fleet = new LocalFleet(opts, nats, cloud, account.apiKey);
+    fleet.natsCluster = natsCluster;
     fleet.hubNatsPassword = hubPassword;
     await Promise.all(
       names.map(async (name, i) => {
@@ -165,7 +181,12 @@ export class LocalFleet {
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
-  hubConfigText(grpcPort = 0, httpPort = 0): string {
+  /** Every NATS URL of the fleet (one, or each node of the cluster). */
+  get natsUrls(): readonly string[] {
+    return this.natsCluster?.urls ?? [this.nats.url];
+  }
+
+  hubConfigText(grpcPort = 0, httpPort = 0, natsServers: readonly string[] = this.natsUrls): string {
     const env: Record<string, string> = {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
@@ -195,9 +216,9 @@ export class LocalFleet {
       http: { listen: `127.0.0.1:${httpPort}` },
       nats:
         auth === undefined
-          ? { servers: [this.nats.url], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } }
+          ? { servers: [...natsServers], user: "hub", password: { env: "FLEET_CCM_NATS_HUB" } }
           : {
-              servers: [this.nats.url],
+              servers: [...natsServers],
               credentials: { env: "FLEET_CCM_NATS_HUB_CREDS" },
               operator: {
                 account: auth.fleetAccount,
@@ -217,7 +238,10 @@ export class LocalFleet {
           region: DEMO_REGION,
           endpoint: this.cloud.url,
           credentials: { env: "FLEET_CCM_SIM_KEY" },
-          rateLimit: { perSecond: this.opts.rateLimitPerSecond ?? 500, burst: 500 },
+          rateLimit: {
+            perSecond: this.opts.rateLimitPerSecond ?? 500,
+            burst: this.opts.rateLimitBurst ?? 500,
+          },
           requestTimeoutMs: this.opts.requestTimeoutMs ?? 5000,
         },
       ],
@@ -265,13 +289,15 @@ export class LocalFleet {
       /** Run on this config file (written from the fleet's config if absent; kept on exit). */
       configPath?: string;
       args?: readonly string[];
+      /** The hub's NATS servers instead of the fleet's (a proxy in front of it). */
+      natsServers?: readonly string[];
     } = {},
   ): Promise<{ child: ChildProcess; grpcPort: number; httpPort: number; output: () => string }> {
     const port = grpcPort ?? (await freePort());
     const httpPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-hub-"));
     const configPath = opts.configPath ?? join(dir, "hub.yaml");
-    const text = this.hubConfigText(port, httpPort);
+    const text = this.hubConfigText(port, httpPort, opts.natsServers);
     if (!existsSync(configPath)) writeFileSync(configPath, text, { mode: 0o600 });
     const child = spawn(
       process.execPath,
@@ -316,7 +342,7 @@ export class LocalFleet {
       cluster,
       kubeConfig: this.kubeConfigFor(cluster),
       hub: { address: `127.0.0.1:${hubPort}`, token: c.token, insecure: true },
-      nats: { servers: [this.nats.url], user: `agent-${cluster}`, password: c.natsPassword },
+      nats: { servers: [...this.natsUrls], user: `agent-${cluster}`, password: c.natsPassword },
       logger: this.opts.logger.child({ component: "agent", cluster }),
     });
     await agent.start();
@@ -346,7 +372,7 @@ export class LocalFleet {
       o.natsCreds === undefined
         ? ["--nats-user", `agent-${cluster}`, "--nats-password-file", join(dir, "nats-password")]
         : ["--nats-creds-file", join(dir, "nats.creds")];
-    const nats = (o.natsServers ?? [this.nats.url]).flatMap((u) => ["--nats", u]);
+    const nats = (o.natsServers ?? this.natsUrls).flatMap((u) => ["--nats", u]);
     const child = spawn(
       process.execPath,
       [
@@ -478,7 +504,7 @@ export class LocalFleet {
     await this.stopHub();
     await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
     await this.cloud.close();
-    await this.nats.stop();
+    await (this.natsCluster ?? this.nats).stop();
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApplyOutcome, type ApplyResult, type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
+import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
@@ -42,6 +43,7 @@ import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
 import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
 import { SERVICE, serviceController } from "./reconcilers/service/index.js";
+import { HubReplicas, type LossReason } from "./replicas/index.js";
 import { backoffDelayMs } from "./util/backoff.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
@@ -137,6 +139,12 @@ export class Hub {
   private apiServer: HttpServer | undefined;
   private workers: { stop(): Promise<void> } | undefined;
   private readonly cloudShutdown = new AbortController();
+  /** Several hub replicas share the fleet (config `replicas`); undefined: this hub acts for every cluster. */
+  private readonly replicas: HubReplicas | undefined;
+  private readonly fleetEvents: FleetListener;
+  private lastDrainMs = 0;
+  /** Clusters of each account whose lease this replica holds (its share of the rate limit). */
+  private readonly ownedByAccount = new Map<string, number>();
 
   constructor(private readonly opts: HubOptions) {
     const cfg = opts.config;
@@ -149,6 +157,39 @@ export class Hub {
     this.clusterConfigs = cfg.clusters;
     this.applyClusterSettings(cfg.clusters);
 
+    const natsOptions = {
+      servers: cfg.nats.servers,
+      creds:
+        cfg.nats.credentials === undefined
+          ? undefined
+          : resolveSecret(cfg.nats.credentials, "nats.credentials", opts.env),
+      user: cfg.nats.user,
+      password:
+        cfg.nats.password === undefined
+          ? undefined
+          : resolveSecret(cfg.nats.password, "nats.password", opts.env),
+    };
+    this.replicas =
+      cfg.replicas === undefined
+        ? undefined
+        : new HubReplicas(cfg.replicas, natsOptions, {
+            logger: this.log,
+            registry: this.metrics.registry,
+            deletionWindowMs: cfg.lifecycle.blastRadius.windowMs,
+            env: opts.env,
+            hooks: {
+              onAcquired: (cluster) => this.onLeaseAcquired(cluster),
+              onLost: (cluster, reason) => this.onLeaseLost(cluster, reason),
+              onStalled: () => this.sendAgentsElsewhere(),
+              onYielded: (cluster) =>
+                this.grpc.disconnectCluster(
+                  cluster,
+                  "another hub replica took the cluster's lease; reconnect",
+                  status.UNAVAILABLE,
+                ),
+            },
+          });
+    const replicas = this.replicas;
     const registry = new ProviderRegistry(opts.providers);
     this.accounts = new CloudAccounts(cfg.accounts, cfg.clusters, {
       registry,
@@ -159,26 +200,20 @@ export class Hub {
       refresh: cfg.refresh,
       maxConcurrentRouteWrites: cfg.routes.maxConcurrentPerAccount,
       signal: this.cloudShutdown.signal,
+      ...(replicas !== undefined && {
+        guard: (op: string) => replicas.guard(op),
+        userAgent: `fleet-ccm-hub replica/${replicas.id}`,
+      }),
     });
     const auth = new TokenAuthenticator();
     auth.replace(clusterCredentials(cfg.clusters, opts.env));
     this.auth = auth;
-    this.publisher = new DesiredPublisher(
-      {
-        servers: cfg.nats.servers,
-        creds:
-          cfg.nats.credentials === undefined
-            ? undefined
-            : resolveSecret(cfg.nats.credentials, "nats.credentials", opts.env),
-        user: cfg.nats.user,
-        password:
-          cfg.nats.password === undefined
-            ? undefined
-            : resolveSecret(cfg.nats.password, "nats.password", opts.env),
-      },
-      this.log.child({ component: "nats" }),
-    );
+    this.publisher = new DesiredPublisher(natsOptions, this.log.child({ component: "nats" }));
     this.publisher.onConnected = () => this.onNatsConnected();
+    if (replicas !== undefined) {
+      this.publisher.mayPublish = (cluster) => replicas.holds(cluster);
+      this.reshareRateLimits();
+    }
     this.metrics.heldObjects = () => {
       let n = 0;
       for (const c of this.fleet.clusterNames()) n += this.fleet.view(c)?.held.size ?? 0;
@@ -206,6 +241,14 @@ export class Hub {
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
         onRefused: (cluster, refusals) => this.onRefused(cluster, refusals),
         onSnapshotApplied: (cluster, outcome) => this.onSnapshotApplied(cluster, outcome),
+        ...(replicas !== undefined && {
+          admit: () => {
+            const why = replicas.notReady();
+            if (why === null) return null;
+            this.sendAgentsElsewhere();
+            return `this hub replica cannot take clusters now (${why}); try another`;
+          },
+        }),
         providerAnnotationPrefixes: (cluster) => {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
           return (provider === undefined ? undefined : registry.get(provider)?.annotationPrefixes) ?? [];
@@ -228,6 +271,9 @@ export class Hub {
       lookupsFor: (c) => this.accounts.lookupsFor(c),
       routeWritesFor: (c) => this.accounts.routeWritesFor(c),
       loadBalancerOpsFor: (c) => this.accounts.loadBalancerOpsFor(c),
+      ...(replicas !== undefined && {
+        recordedDeletions: (c: string) => replicas.leases.recordedDeletions(c),
+      }),
     };
     this.controllers = [
       cloudNodeController(ctx),
@@ -236,7 +282,8 @@ export class Hub {
       routeController(ctx),
     ];
     for (const c of this.controllers) for (const kind of c.kinds) this.byKind.set(kind, c);
-    this.fleet.subscribe(this.dispatchFleetEvents());
+    this.fleetEvents = this.dispatchFleetEvents();
+    this.fleet.subscribe(this.fleetEvents);
     if (cfg.api !== undefined) {
       const views = new FleetApi({
         config: cfg,
@@ -368,6 +415,8 @@ export class Hub {
 
   private dispatchFleetEvents(): FleetListener {
     const each = (cluster: string, fn: (l: FleetListener) => void) => {
+      // Another replica's cluster: its work is queued once this one takes the lease.
+      if (this.replicas !== undefined && !this.replicas.holds(cluster)) return;
       for (const c of this.controllers) if (this.enabled(cluster, c.name)) fn(c.triggers);
     };
     const synced = () =>
@@ -378,6 +427,12 @@ export class Hub {
       onNode: (cluster, name, change) => each(cluster, (l) => l.onNode?.(cluster, name, change)),
       onService: (cluster, key, change) => each(cluster, (l) => l.onService?.(cluster, key, change)),
       onSynced: (cluster, view) => {
+        if (this.replicas !== undefined && !this.replicas.holds(cluster)) {
+          // Ownership follows the agent's stream: take the lease (this runs again once held).
+          this.replicas.leases.want(cluster);
+          synced();
+          return;
+        }
         // The agent (re)connected: whatever was in flight may have been lost with it. Publish again now.
         const prefix = clusterKeyPrefix(cluster);
         this.tracker.expireWhere((k) => k.startsWith(prefix));
@@ -390,6 +445,8 @@ export class Hub {
         this.tracker.forgetProgress(cluster);
         each(cluster, (l) => l.onDisconnected?.(cluster));
         synced();
+        // The agent went away (maybe to another replica): stop acting and free the lease now.
+        if (this.replicas !== undefined) void this.replicas.leases.unwant(cluster);
       },
     };
   }
@@ -401,6 +458,7 @@ export class Hub {
    */
   async start(): Promise<{ grpcPort: number; httpPort: number; apiPort?: number }> {
     let grpcUp = false;
+    this.replicas?.start();
     const httpListen = this.opts.config.http.listen;
     this.http = await startHttpServer(httpListen, {
       healthy: () => true,
@@ -411,6 +469,8 @@ export class Hub {
         if (nats !== null) missing.push(`NATS: ${nats}`);
         if (this.accountPushed < this.accountWanted)
           missing.push(`NATS: ${this.accountProblem ?? "the fleet account JWT is not pushed yet"}`);
+        const leases = this.replicas?.notReady() ?? null;
+        if (leases !== null) missing.push(leases);
         return missing.length === 0 ? null : missing.join("; ");
       },
       registry: this.metrics.registry,
@@ -454,7 +514,10 @@ export class Hub {
       );
     }
     grpcUp = true;
-    this.log.info({ grpcPort, httpPort, apiPort, clusters: this.opts.config.clusters.length }, "hub started");
+    this.log.info(
+      { grpcPort, httpPort, apiPort, clusters: this.opts.config.clusters.length, replica: this.replicas?.id },
+      "hub started",
+    );
     return { grpcPort, httpPort, ...(apiPort === undefined ? {} : { apiPort }) };
   }
 
@@ -473,6 +536,68 @@ export class Hub {
     for (const id of keys) {
       const k = parseKey(id);
       if (k !== undefined && this.byKind.has(k.kind)) this.queue.add(k);
+    }
+  }
+
+  /** This replica now holds the cluster's lease: rebuild it from the agent's snapshot and the cloud. */
+  private onLeaseAcquired(cluster: string): void {
+    this.reshareRateLimits(cluster, +1);
+    const view = this.fleet.view(cluster);
+    if (!view?.connected || !view.synced) return;
+    // The snapshot's per-object events went by while another replica held the cluster: replay
+    // the whole view to the controllers, as if the snapshot had just been applied.
+    const l = this.fleetEvents;
+    for (const [name, cur] of view.nodes)
+      l.onNode?.(cluster, name, { type: "upsert", origin: "snapshot", old: undefined, cur });
+    for (const [key, cur] of view.services)
+      l.onService?.(cluster, key, { type: "upsert", origin: "snapshot", old: undefined, cur });
+    l.onSynced?.(cluster, view);
+  }
+
+  /** The lease ended (fenced already): nothing more is done or published for the cluster here. */
+  private onLeaseLost(cluster: string, reason: LossReason): void {
+    this.reshareRateLimits(cluster, -1);
+    this.tracker.forgetProgress(cluster);
+    const prefix = clusterKeyPrefix(cluster);
+    this.tracker.expireWhere((k) => k.startsWith(prefix));
+    for (const c of this.controllers) c.onReleased?.(cluster);
+    // Cut off from the lease store: every agent here is better served elsewhere.
+    if (reason === "renew-failed" && this.replicas?.notReady() !== null) this.sendAgentsElsewhere();
+    // Handed over or fenced: the agent must stream to the replica that can act for it.
+    else if (reason !== "released")
+      this.grpc.disconnectCluster(
+        cluster,
+        `this hub replica no longer holds the cluster's lease (${reason}); reconnect`,
+        status.UNAVAILABLE,
+      );
+  }
+
+  /**
+   * This replica cannot take clusters (lease store unreachable): close the agents' connections,
+   * at most once a second, so their retries reach another replica through the Service.
+   */
+  private sendAgentsElsewhere(): void {
+    const now = this.clock.now();
+    if (now - this.lastDrainMs < 1000) return;
+    this.lastDrainMs = now;
+    this.log.warn(
+      "cannot reach the lease store: closing agent connections so they reconnect to another replica",
+    );
+    this.grpc.drainConnections();
+  }
+
+  /**
+   * Each account's rate limit is shared by the share of its clusters this replica holds: `delta`
+   * is +1 when `cluster` was acquired, -1 when lost; without a cluster, every account is set.
+   */
+  private reshareRateLimits(cluster?: string, delta = 0): void {
+    if (this.replicas === undefined) return;
+    const account = cluster === undefined ? undefined : this.accounts.cloudFor(cluster)?.account.name;
+    for (const [name, clusters] of this.accounts.clustersByAccount()) {
+      if (account !== undefined && name !== account) continue;
+      const owned = Math.max(0, (this.ownedByAccount.get(name) ?? 0) + delta);
+      this.ownedByAccount.set(name, owned);
+      this.accounts.setRateShare(name, clusters.length === 0 ? 0 : owned / clusters.length);
     }
   }
 
@@ -591,7 +716,19 @@ export class Hub {
       return { kind: "done" };
     }
     if (!this.enabled(key.cluster, controller.name)) return { kind: "done" };
-    const outcome = await controller.reconcile(key);
+    const replicas = this.replicas;
+    if (replicas !== undefined && !replicas.holds(key.cluster)) return { kind: "done" };
+    const outcome =
+      replicas === undefined
+        ? await controller.reconcile(key)
+        : await replicas.runFor(key.cluster, () => controller.reconcile(key));
+    if (replicas !== undefined) {
+      // Lost while reconciling: another replica rebuilds the cluster; nothing of this goes out.
+      if (!replicas.holds(key.cluster)) return { kind: "done" };
+      const deletions = outcome.nodes?.filter((n) => n.delete).length ?? 0;
+      if (deletions > 0 && !(await replicas.leases.recordDeletions(key.cluster, deletions)))
+        return { kind: "backoff", error: new Error("node deletion not recorded in the cluster's lease") };
+    }
     if (key.kind === SERVICE) {
       // Failed: backing off, or waiting out the cloud's Retry-After with a failure Event.
       const failed =
@@ -642,6 +779,8 @@ export class Hub {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.accountRetry);
+    // Leases first: fenced and released, so the replica each agent reconnects to acts at once.
+    await this.replicas?.stop();
     await this.grpc.stop();
     this.queue.shutDown();
     // Cloud calls in flight end now instead of holding the workers until their timeout.

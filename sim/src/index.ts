@@ -11,8 +11,23 @@ export {
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
 export * from "./kube/index.js";
-export type { FleetNatsIdentity, NatsServer, NatsServerOptions, NatsUser } from "./nats/server.js";
-export { findNatsServer, fleetNatsUsers, freePort, natsConfig, startNatsServer } from "./nats/server.js";
+export type {
+  FleetNatsIdentity,
+  NatsCluster,
+  NatsServer,
+  NatsServerOptions,
+  NatsUser,
+} from "./nats/server.js";
+export {
+  findNatsServer,
+  fleetNatsUsers,
+  freePort,
+  natsConfig,
+  startNatsCluster,
+  startNatsServer,
+} from "./nats/server.js";
 export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";
 export { FaultProxy, startFaultProxy } from "./util/fault-proxy.js";
+export type { TcpProxyMode, TcpProxyOptions } from "./util/tcp-proxy.js";
+export { startTcpProxy, TcpProxy } from "./util/tcp-proxy.js";
 export { waitFor } from "./util/wait.js";

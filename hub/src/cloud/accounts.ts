@@ -34,6 +34,7 @@ interface AccountRuntime {
   readonly routeWrites: Semaphore;
   /** Bounds concurrent load-balancer syncs for the account (accounts.maxConcurrentLoadBalancerOps). */
   readonly loadBalancerOps: Semaphore;
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number };
 }
 
 export interface CloudAccountsDeps {
@@ -47,6 +48,13 @@ export interface CloudAccountsDeps {
   readonly env?: NodeJS.ProcessEnv;
   /** Aborted when the hub shuts down: every cloud call in flight ends with it. */
   readonly signal?: AbortSignal;
+  /**
+   * Checked right before every cloud call (hub replicas: the lease of the cluster the call is
+   * made for); throws to refuse the call, or returns a signal that aborts it when the lease ends.
+   */
+  readonly guard?: (op: string) => AbortSignal | undefined;
+  /** Sent as the User-Agent where the provider's API takes one (names the hub replica). */
+  readonly userAgent?: string;
 }
 
 /** What the fleet API shows of an account (no credential). */
@@ -85,6 +93,7 @@ export class CloudAccounts {
   private readonly configs: readonly AccountConfig[];
   private clusterAccounts: readonly (readonly [string, string])[] = [];
   private loadBalancerOps = new Map<string, Semaphore>();
+  private byAccount: Map<string, string[]> | undefined;
 
   constructor(
     accounts: readonly AccountConfig[],
@@ -134,6 +143,7 @@ export class CloudAccounts {
           secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
           requestTimeoutMs: a.requestTimeoutMs,
           ...(a.options !== undefined && { options: a.options }),
+          ...(deps.userAgent !== undefined && { userAgent: deps.userAgent }),
         };
         const limiter = factory.rateLimitScope === "region" ? newLimiter() : accountLimiter;
         limiters.add(limiter);
@@ -143,7 +153,7 @@ export class CloudAccounts {
           provider: a.provider,
           region,
         });
-        const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal);
+        const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal, deps.guard);
         let provider: CloudProvider;
         try {
           provider = factory.create({ account: binding, logger, clock: deps.clock, call });
@@ -164,6 +174,7 @@ export class CloudAccounts {
         limiters: [...limiters],
         routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
         loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
+        rateLimit: a.rateLimit,
       });
     });
     this.setClusters(clusters);
@@ -221,6 +232,7 @@ export class CloudAccounts {
     this.routeWrites = routeWrites;
     this.loadBalancerOps = loadBalancerOps;
     this.clusterAccounts = clusters.map((c) => [c.name, c.account] as const);
+    this.byAccount = undefined;
   }
 
   /** Coalesced instance lookups for this cluster's node initialization (same scope as its cache). */
@@ -241,6 +253,32 @@ export class CloudAccounts {
   /** The account-wide bound on concurrent load-balancer syncs, for this cluster's account. */
   loadBalancerOpsFor(cluster: string): Semaphore | undefined {
     return this.loadBalancerOps.get(cluster);
+  }
+
+  /**
+   * Hub replicas share each account's rate limit: this replica gets `share` (0..1) of the
+   * configured rate and burst (at least one token of burst, and a trickle when it owns nothing).
+   */
+  setRateShare(account: string, share: number): void {
+    const runtime = this.accounts.get(account);
+    if (runtime === undefined) return;
+    const s = Math.min(1, Math.max(share, MIN_RATE_SHARE));
+    for (const l of runtime.limiters)
+      l.setRate(runtime.rateLimit.perSecond * s, Math.max(1, Math.floor(runtime.rateLimit.burst * s)));
+  }
+
+  /** The clusters bound to each account. */
+  clustersByAccount(): ReadonlyMap<string, readonly string[]> {
+    if (this.byAccount === undefined) {
+      const m = new Map<string, string[]>();
+      for (const [cluster, account] of this.clusterAccounts) {
+        const list = m.get(account) ?? [];
+        list.push(cluster);
+        m.set(account, list);
+      }
+      this.byAccount = m;
+    }
+    return this.byAccount;
   }
 
   cloudFor(cluster: string): ClusterCloud | undefined {
@@ -278,6 +316,9 @@ function outcomeOf(err: unknown): string {
   return "error";
 }
 
+/** A replica owning none of an account's clusters keeps this share (it makes no cluster's calls). */
+const MIN_RATE_SHARE = 0.001;
+
 /** Never aborted: for a CloudAccounts without a shutdown signal (tests). */
 const NEVER = new AbortController().signal;
 
@@ -291,11 +332,15 @@ function instrumentedCall(
   limiter: TokenBucket,
   metrics: HubMetrics,
   shutdown: AbortSignal = NEVER,
+  guard?: (op: string) => AbortSignal | undefined,
 ): CloudCallWrapper {
   return async (op, fn) => {
+    guard?.(op);
     await limiter.take();
+    // Checked again after the wait for a token: the lease may have ended meanwhile.
+    const fence = guard?.(op);
     const timer = metrics.cloudCallDuration.startTimer({ provider: binding.provider, op });
-    const signal = shutdown;
+    const signal = fence === undefined ? shutdown : AbortSignal.any([shutdown, fence]);
     let failure: unknown;
     try {
       return await fn(signal);

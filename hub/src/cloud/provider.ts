@@ -279,6 +279,8 @@ export interface AccountBinding {
   readonly requestTimeoutMs: number;
   /** Provider-specific settings (`accounts[].options`), validated by the provider. */
   readonly options?: Readonly<Record<string, unknown>>;
+  /** The hub's User-Agent (it names the replica when there are several); sent where the API takes one. */
+  readonly userAgent?: string;
 }
 
 /** A provider refusing its account's settings; `field` is relative to the account (e.g. "options.asyncPolls"). */

@@ -261,6 +261,44 @@ export const HubConfigSchema = z
       })
       .strict()
       .default({ periodMs: 10_000, maxConcurrentPerAccount: 10 }),
+    /**
+     * Several hub replicas sharing the fleet: each cluster is acted on by the one replica holding
+     * its lease in NATS JetStream KV. Absent: one hub, no leases.
+     */
+    replicas: z
+      .object({
+        /** Unique per replica (default: HOSTNAME, the pod name). */
+        id: z
+          .string()
+          .regex(/^[A-Za-z0-9_.-]{1,128}$/, "letters, digits, '.', '_' or '-'")
+          .optional(),
+        /** KV bucket of the leases (created if absent). */
+        bucket: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]+$/)
+          .default("fleet-ccm-leases"),
+        /** JetStream replicas of the bucket: 3 on a three-node NATS cluster. */
+        streamReplicas: z.number().int().min(1).max(5).default(1),
+        /** A lease not renewed for this long may be taken over (failover time is about this). */
+        leaseTtlMs: z.number().int().min(1000).default(10_000),
+        /** The holder stops acting this long before the TTL ends (clock drift, calls in flight). */
+        marginMs: z.number().int().min(100).default(2000),
+        renewIntervalMs: z.number().int().min(100).default(2500),
+        /** How often a replica holding a cluster's stream looks again at a lease held elsewhere. */
+        pollIntervalMs: z.number().int().min(50).default(1000),
+      })
+      .strict()
+      .superRefine((r, ctx) => {
+        if (r.marginMs >= r.leaseTtlMs)
+          ctx.addIssue({ code: "custom", path: ["marginMs"], message: "must be below leaseTtlMs" });
+        else if (r.renewIntervalMs >= r.leaseTtlMs - r.marginMs)
+          ctx.addIssue({
+            code: "custom",
+            path: ["renewIntervalMs"],
+            message: "must be below leaseTtlMs - marginMs (a renewal must land before the fence)",
+          });
+      })
+      .optional(),
     accounts: z.array(AccountSchema).min(1),
     clusters: z.array(ClusterSchema),
   })

@@ -40,6 +40,8 @@ export interface GrpcServerDeps {
   providerAnnotationPrefixes?(cluster: string): readonly string[];
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
+  /** Why a new stream for this cluster is refused with UNAVAILABLE (hub replicas), or null. */
+  admit?(cluster: string): string | null;
 }
 
 /** The hub's gRPC endpoint: authenticates each stream and hands it to an AgentSession. */
@@ -122,9 +124,20 @@ export class HubGrpcServer {
     });
   }
 
-  /** Drops every stream of a cluster (token revoked, cluster removed). */
-  disconnectCluster(cluster: string, reason: string): void {
-    for (const s of this.sessions.get(cluster) ?? []) s.refuse(status.UNAUTHENTICATED, reason);
+  /**
+   * Closes every agent connection (HTTP/2 GOAWAY, then a hard close after `graceMs`). Behind an
+   * L4 load balancer a refused stream's retry reuses its connection, so an agent reaches another
+   * hub replica only on a new one.
+   */
+  drainConnections(graceMs = 1000): void {
+    if (this.boundPort === 0) return;
+    const host = this.opts.listen.slice(0, this.opts.listen.lastIndexOf(":"));
+    this.server.drain(`${host}:${this.boundPort}`, graceMs);
+  }
+
+  /** Drops every stream of a cluster (token revoked, cluster removed; UNAVAILABLE: lease moved). */
+  disconnectCluster(cluster: string, reason: string, code: status = status.UNAUTHENTICATED): void {
+    for (const s of [...(this.sessions.get(cluster) ?? [])]) s.refuse(code, reason);
   }
 
   private onSync(call: ServerDuplexStream<AgentMessage, HubMessage>): void {
@@ -134,6 +147,12 @@ export class HubGrpcServer {
     if (cluster === undefined) {
       this.deps.logger.warn({ peer: call.getPeer() }, "stream without a valid token refused");
       fail(status.UNAUTHENTICATED, "missing or unknown bearer token");
+      return;
+    }
+    const refusal = this.deps.admit?.(cluster) ?? null;
+    if (refusal !== null) {
+      this.deps.logger.info({ cluster }, `stream refused: ${refusal}`);
+      fail(status.UNAVAILABLE, refusal);
       return;
     }
     const set = this.sessions.get(cluster) ?? new Set<AgentSession>();

@@ -17,6 +17,13 @@ export interface NatsOptions {
   readonly creds?: string | undefined;
 }
 
+/** The connect options that authenticate as `opts` says: a .creds file, or user and password. */
+export function natsAuthOptions(opts: NatsOptions) {
+  return opts.creds === undefined
+    ? { user: opts.user, pass: opts.password }
+    : { authenticator: credsAuthenticator(new TextEncoder().encode(`${opts.creds}\n`)) };
+}
+
 interface Pending {
   nodes: NodeDesired[];
   services: ServiceDesired[];
@@ -81,6 +88,8 @@ export class DesiredPublisher {
   publishedBytes = 0;
   /** Called on every (re)connection, after what was kept meanwhile is flushed. */
   onConnected: (() => void) | undefined;
+  /** Checked at enqueue and again at flush (hub replicas: the cluster's lease); absent: always. */
+  mayPublish: ((cluster: string) => boolean) | undefined;
 
   constructor(
     private readonly opts: NatsOptions,
@@ -104,9 +113,7 @@ export class DesiredPublisher {
       try {
         const nc = await connect({
           servers: [...this.opts.servers],
-          ...(this.opts.creds === undefined
-            ? { user: this.opts.user, pass: this.opts.password }
-            : { authenticator: credsAuthenticator(new TextEncoder().encode(`${this.opts.creds}\n`)) }),
+          ...natsAuthOptions(this.opts),
           name: "fleet-ccm-hub",
           inboxPrefix: "_INBOX_hub",
           maxReconnectAttempts: -1,
@@ -245,7 +252,7 @@ export class DesiredPublisher {
       events?: readonly ClusterEvent[];
     },
   ): void {
-    if (this.closed) return;
+    if (this.closed || this.mayPublish?.(cluster) === false) return;
     let p = this.pending.get(cluster);
     if (p === undefined) {
       p = { nodes: [], services: [], events: [] };
@@ -283,6 +290,7 @@ export class DesiredPublisher {
     // Not connected: keep everything for the reconnection.
     if (nc === undefined || nc.isClosed() || !this.connected()) return;
     for (const [cluster, p] of this.pending) {
+      if (this.mayPublish?.(cluster) === false) continue;
       const subject = desiredSubject(cluster);
       while (p.nodes.length + p.services.length + p.events.length > 0) {
         let room = MAX_ITEMS_PER_BATCH;

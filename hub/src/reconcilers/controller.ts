@@ -32,6 +32,8 @@ export interface ControllerContext {
   routeWritesFor(cluster: string): Semaphore | undefined;
   /** The account-wide bound on concurrent load-balancer syncs (absent: the controller's own). */
   loadBalancerOpsFor?(cluster: string): Semaphore | undefined;
+  /** Node deletions (wall ms) recorded in the cluster's lease by any replica (hub replicas only). */
+  recordedDeletions?(cluster: string): readonly number[];
 }
 
 /**
@@ -45,4 +47,6 @@ export interface Controller {
   readonly triggers: FleetListener;
   reconcile(key: WorkKey): Promise<Outcome>;
   onApplyResult?(cluster: string, result: ApplyResult): void;
+  /** This hub replica no longer acts for the cluster: forget what it gathered about it. */
+  onReleased?(cluster: string): void;
 }

@@ -33,8 +33,8 @@ const TOKEN_EPSILON = 1e-9;
 const MAX_TIMER_MS = 2_147_483_647;
 
 export class TokenBucket {
-  private readonly ratePerMs: number;
-  private readonly burst: number;
+  private ratePerMs: number;
+  private burst: number;
   private readonly clock: Clock;
   private tokens: number;
   private lastRefillMs: number;
@@ -50,6 +50,27 @@ export class TokenBucket {
     this.clock = options.clock ?? systemClock;
     this.tokens = this.burst;
     this.lastRefillMs = this.clock.now();
+  }
+
+  /**
+   * Changes the rate and burst from now on (hub replicas re-share an account's rate as clusters
+   * move). Tokens above the new burst are dropped; waiters are re-timed.
+   */
+  setRate(ratePerSecond: number, burst: number): void {
+    this.refill();
+    this.ratePerMs = ratePerSecond > 0 && Number.isFinite(ratePerSecond) ? ratePerSecond / 1000 : 0;
+    this.burst = Math.max(1, Math.floor(burst));
+    this.tokens = Math.min(this.tokens, this.burst);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.unlimited) {
+      this.armTimer();
+      return;
+    }
+    for (let w = this.shiftLiveWaiter(); w !== undefined; w = this.shiftLiveWaiter()) {
+      this.settle(w);
+      w.resolve();
+    }
   }
 
   get unlimited(): boolean {

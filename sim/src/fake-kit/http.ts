@@ -265,7 +265,14 @@ export class Exchange {
       requestId: this.opts.requestId,
       outcome,
       ...(this.fault !== undefined && { fault: this.fault }),
+      ...(this.userAgent !== undefined && { userAgent: this.userAgent }),
     });
+  }
+
+  /** The caller's User-Agent (test doubles of a request may carry no headers at all). */
+  private get userAgent(): string | undefined {
+    const headers = this.req.headers as IncomingMessage["headers"] | undefined;
+    return headers?.["user-agent"];
   }
 }
 

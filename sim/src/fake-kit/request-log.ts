@@ -18,6 +18,8 @@ export interface LoggedRequest {
   readonly outcome: string;
   /** The fault injected into this call, if one was. */
   readonly fault?: string;
+  /** The caller's User-Agent header (hub replicas name themselves in it). */
+  readonly userAgent?: string;
 }
 
 export interface CallCount {
@@ -45,6 +47,8 @@ export interface RequestFilter {
   readonly outcome?: string;
   readonly method?: string;
   readonly fault?: string;
+  /** Calls whose User-Agent contains this. */
+  readonly userAgent?: string;
   /** Only calls after this seq (see `mark()`). */
   readonly afterSeq?: number;
 }
@@ -123,6 +127,7 @@ function matches(e: LoggedRequest, f: RequestFilter): boolean {
   if (f.outcome !== undefined && e.outcome !== f.outcome) return false;
   if (f.method !== undefined && e.method !== f.method) return false;
   if (f.fault !== undefined && e.fault !== f.fault) return false;
+  if (f.userAgent !== undefined && !(e.userAgent ?? "").includes(f.userAgent)) return false;
   if (f.operation !== undefined) {
     if (typeof f.operation === "string" ? e.operation !== f.operation : !f.operation.test(e.operation))
       return false;

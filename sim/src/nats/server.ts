@@ -25,6 +25,10 @@ export interface NatsServerOptions {
   readonly port?: number;
   /** Also serve nats-server's HTTP monitoring (/varz, /connz) on a free loopback port. */
   readonly monitor?: boolean;
+  /** Enable JetStream (the hub replicas' lease bucket), stored in the server's temporary dir. */
+  readonly jetstream?: boolean;
+  /** More configuration appended as is (a cluster block: see startNatsCluster). */
+  readonly extraConfig?: string;
 }
 
 export interface NatsServer {
@@ -81,7 +85,13 @@ export interface FleetNatsIdentity {
  */
 export function fleetNatsUsers(hubPassword: string, agents: readonly FleetNatsIdentity[]): NatsUser[] {
   return [
-    { user: "hub", password: hubPassword, publish: ["fleet.v1.>"], subscribe: ["_INBOX_hub.>"] },
+    {
+      user: "hub",
+      password: hubPassword,
+      // JetStream API and the lease bucket's subjects: hub replicas share clusters by leases in KV.
+      publish: ["fleet.v1.>", "$JS.API.>", "$KV.>"],
+      subscribe: ["_INBOX_hub.>"],
+    },
     ...agents.map((a) => ({
       user: `agent-${a.cluster}`,
       password: a.password,
@@ -146,7 +156,14 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const monitorPort = opts.monitor ? await freePort() : undefined;
   const monitorLine = monitorPort === undefined ? "" : `http: "127.0.0.1:${monitorPort}"\n`;
   const auth = opts.authConfig?.replaceAll("{dir}", dir);
-  writeFileSync(confPath, natsConfig(port, opts.users, auth) + monitorLine, { mode: 0o600 });
+  const jetstreamLine = opts.jetstream
+    ? `jetstream { store_dir: ${quote(join(dir, "js"))}, max_memory_store: 67108864, max_file_store: 268435456 }\n`
+    : "";
+  writeFileSync(
+    confPath,
+    natsConfig(port, opts.users, auth) + monitorLine + jetstreamLine + (opts.extraConfig ?? ""),
+    { mode: 0o600 },
+  );
   let child: ChildProcess | undefined;
   let stderr = "";
 
@@ -168,7 +185,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const stop = async () => {
     const proc = child;
     child = undefined;
-    if (proc === undefined || proc.exitCode !== null) return;
+    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       const kill = setTimeout(() => proc.kill("SIGKILL"), 3000);
       proc.once("exit", () => {
@@ -196,6 +213,54 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
       await stop();
       if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       await start();
+    },
+  };
+}
+
+export interface NatsCluster {
+  readonly nodes: readonly NatsServer[];
+  /** Every node's client URL (clients are given them all). */
+  readonly urls: readonly string[];
+  /** SIGKILL of one node: its clients reconnect to the others. */
+  kill(index: number): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * A NATS cluster on loopback: `size` nodes with routes to each other and clustered JetStream
+ * (a KV bucket with 3 replicas survives the loss of one node), the same users on every node.
+ */
+export async function startNatsCluster(opts: {
+  users: readonly NatsUser[];
+  size?: number;
+}): Promise<NatsCluster> {
+  const size = opts.size ?? 3;
+  const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routes = routePorts.map((p) => quote(`nats-route://127.0.0.1:${p}`)).join(", ");
+  const nodes = await Promise.all(
+    ports.map((port, i) =>
+      startNatsServer({
+        users: opts.users,
+        port,
+        jetstream: true,
+        extraConfig: [
+          `server_name: "n${i + 1}"`,
+          `cluster { name: "fleet", listen: "127.0.0.1:${routePorts[i]}", routes: [${routes}] }`,
+          "",
+        ].join("\n"),
+      }),
+    ),
+  );
+  return {
+    nodes,
+    urls: nodes.map((n) => n.url),
+    kill(index) {
+      const pid = nodes[index]?.pid() ?? 0;
+      if (pid > 0) process.kill(pid, "SIGKILL");
+    },
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
     },
   };
 }

@@ -1,5 +1,5 @@
 import { ObjectKind } from "@fleet-ccm/proto";
-import { keyOf } from "../../queue/index.js";
+import { clusterKeyPrefix, keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
 import {
@@ -23,7 +23,7 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     tracker: ctx.tracker,
     verified: ctx.verified,
     evidence: new NotFoundEvidence(ctx.clock),
-    budget: new DeletionBudget(ctx.clock),
+    budget: new DeletionBudget(ctx.clock, ctx.recordedDeletions),
     policy: lc,
     metrics: ctx.metrics,
     logger: ctx.logger.child({ component: NODE_LIFECYCLE }),
@@ -53,6 +53,11 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
           if (needsLifecycleCheck(node))
             queue.add({ cluster: k.cluster, kind: NODE_LIFECYCLE, name: node.name });
       return { requeue: { kind: "after", ms: lc.monitorPeriodMs } };
+    },
+    onReleased(cluster) {
+      // Evidence restarts with the next owner (and with this one, should the cluster come back).
+      const prefix = clusterKeyPrefix(cluster);
+      deps.evidence.forgetWhere((k) => k.startsWith(prefix));
     },
     onApplyResult(cluster, result) {
       onTrackedApplyResult(

@@ -52,6 +52,10 @@ export class NotFoundEvidence {
   forget(key: string): void {
     this.strikes.delete(key);
   }
+
+  forgetWhere(match: (key: string) => boolean): void {
+    for (const k of [...this.strikes.keys()]) if (match(k)) this.strikes.delete(k);
+  }
 }
 
 /**
@@ -62,7 +66,14 @@ export class NotFoundEvidence {
 export class DeletionBudget {
   private readonly deletions = new Map<string, number[]>();
 
-  constructor(private readonly clock: Clock) {}
+  /**
+   * `recorded`: deletions other hub replicas made in the cluster (from its lease), so a
+   * takeover does not start with a full budget.
+   */
+  constructor(
+    private readonly clock: Clock,
+    private readonly recorded?: (cluster: string) => readonly number[],
+  ) {}
 
   limit(nodeCount: number, policy: DeletionPolicy): number {
     return Math.max(
@@ -78,10 +89,18 @@ export class DeletionBudget {
     return list;
   }
 
+  /** Deletions within the window: this process's, or those recorded in the lease if more. */
+  private count(cluster: string, policy: DeletionPolicy): number {
+    const own = this.recent(cluster, policy).length;
+    if (this.recorded === undefined) return own;
+    const since = this.clock.now() - policy.blastRadius.windowMs;
+    return Math.max(own, this.recorded(cluster).filter((t) => t > since).length);
+  }
+
   /** Whether one more deletion fits; if so it is counted. */
   tryConsume(cluster: string, nodeCount: number, policy: DeletionPolicy): boolean {
+    if (this.count(cluster, policy) >= this.limit(nodeCount, policy)) return false;
     const list = this.recent(cluster, policy);
-    if (list.length >= this.limit(nodeCount, policy)) return false;
     list.push(this.clock.now());
     return true;
   }
@@ -92,6 +111,6 @@ export class DeletionBudget {
   }
 
   used(cluster: string, policy: DeletionPolicy): number {
-    return this.recent(cluster, policy).length;
+    return this.count(cluster, policy);
   }
 }

@@ -14,6 +14,7 @@ export interface SimulatedClientConfig {
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly clock: Clock;
+  readonly userAgent?: string;
 }
 
 export interface ListQuery {
@@ -135,6 +136,7 @@ export class SimulatedClient {
         headers: {
           authorization: `Bearer ${this.config.credential()}`,
           accept: "application/json",
+          ...(this.config.userAgent !== undefined && { "user-agent": this.config.userAgent }),
           ...(body !== undefined && { "content-type": "application/json" }),
         },
         ...(body !== undefined && { body: JSON.stringify(body) }),

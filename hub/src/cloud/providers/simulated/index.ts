@@ -66,6 +66,7 @@ export const simulatedProvider: ProviderFactory = {
       region: account.region,
       requestTimeoutMs: account.requestTimeoutMs,
       clock: ctx.clock,
+      ...(account.userAgent !== undefined && { userAgent: account.userAgent }),
     });
     ctx.logger.debug({ account: account.name, region: account.region, endpoint }, "simulated provider bound");
     return {

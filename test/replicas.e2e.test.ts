@@ -1,0 +1,267 @@
+/**
+ * Hub replicas sharing the fleet, end to end: real nats-server with JetStream (the leases), hub
+ * replicas and agents as separate processes, the agents behind a TCP proxy standing for the
+ * Kubernetes Service, the Kubernetes API simulator and the simulated cloud, which records which
+ * replica made each call (User-Agent).
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { metricSum } from "./hub-metrics.js";
+import { mutationsBy, ReplicaSet, TEST_REPLICAS } from "./replicas-fixture.js";
+
+const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+
+let fleet: LocalFleet | undefined;
+let set: ReplicaSet | undefined;
+afterEach(async () => {
+  await set?.stop();
+  set = undefined;
+  await fleet?.stop();
+  fleet = undefined;
+});
+
+async function start(
+  clusters: number,
+  rate?: { perSecond: number; burst: number },
+): Promise<{ f: LocalFleet; s: ReplicaSet }> {
+  fleet = await LocalFleet.start({
+    clusters,
+    nodesPerCluster: 0,
+    logger,
+    jetstream: true,
+    hubConfig: { replicas: TEST_REPLICAS },
+    ...(rate !== undefined && { rateLimitPerSecond: rate.perSecond, rateLimitBurst: rate.burst }),
+  });
+  set = await ReplicaSet.start(fleet);
+  return { f: fleet, s: set };
+}
+
+function startAgents(f: LocalFleet, s: ReplicaSet): void {
+  for (const c of f.clusters.keys()) f.spawnAgentProcess(c, { hubPort: s.service.port });
+}
+
+/** Every LoadBalancer Service has an ingress, and the cloud holds exactly one LB for each. */
+function servicesDone(f: LocalFleet): boolean {
+  const p = f.serviceProgress();
+  return p.services > 0 && p.withIngress === p.services;
+}
+
+function assertCloudClean(f: LocalFleet, services: number): void {
+  const audit = f.cloud.auditLoadBalancers();
+  expect(audit.duplicates).toEqual([]);
+  expect(audit.orphans).toEqual([]);
+  const byUid = new Map<string, number>();
+  for (const lb of f.cloud.loadBalancers()) {
+    const uid = lb.tags["fleet-ccm.io/service-uid"] ?? "";
+    byUid.set(uid, (byUid.get(uid) ?? 0) + 1);
+  }
+  expect(byUid.size).toBe(services);
+  expect([...byUid.values()].every((n) => n === 1)).toBe(true);
+}
+
+describe("hub replicas", () => {
+  test("three replicas, six clusters x 20 nodes and 12 Services; kill -9 one mid-run: its clusters move, everything converges, nothing duplicated", async () => {
+    const { f, s } = await start(6);
+    for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.totalOwned()) === 6, 30_000, 200)).toBe(true);
+    const clusters = [...f.clusters.keys()];
+    for (const c of clusters) {
+      f.addNodes(c, 10);
+      f.addServices(c, 1);
+    }
+    // Mid-run: some nodes initialized, the rest still coming.
+    expect(await waitFor(() => f.progress().initialized >= 20, 60_000, 100)).toBe(true);
+    const owned = await s.owned();
+    const [victim] = [...owned].sort((x, y) => y[1] - x[1])[0] ?? ["", 0];
+    expect(owned.get(victim) ?? 0).toBeGreaterThan(0);
+    await s.kill(victim, "SIGKILL");
+    const killedAt = Date.now();
+    for (const c of clusters) {
+      f.addNodes(c, 10);
+      f.addServices(c, 1);
+    }
+    // The survivors hold every cluster again: the failover.
+    expect(await waitFor(async () => (await s.totalOwned()) === 6, 30_000, 100)).toBe(true);
+    const failoverMs = Date.now() - killedAt;
+    const allInitialized = await waitFor(() => f.progress().initialized === 120, 90_000, 200);
+    if (!allInitialized) {
+      const per = clusters.map(
+        (c) =>
+          `${c}: ${f.nodes(c).filter((n) => !(n.spec?.taints ?? []).some((t) => t.key.endsWith("uninitialized"))).length}/${f.nodes(c).length}`,
+      );
+      process.stdout.write(
+        `not initialized: ${per.join(", ")}; owned ${JSON.stringify([...(await s.owned())])}\n${s.outputs()}\n`,
+      );
+    }
+    expect(allInitialized).toBe(true);
+    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 12, 90_000, 200)).toBe(
+      true,
+    );
+    assertCloudClean(f, 12);
+    // A dead process sends nothing: what the cloud logged after the kill was sent before it.
+    expect(mutationsBy(f, victim, killedAt, true)).toEqual([]);
+    // Survivors made the cloud calls after the kill, each with its own name.
+    const survivors = [...s.replicas.keys()];
+    expect(survivors).toHaveLength(2);
+    expect(survivors.some((id) => mutationsBy(f, id, killedAt).length > 0)).toBe(true);
+    let takenOver = 0;
+    for (const r of s.replicas.values())
+      takenOver += await metricSum(r, "fleet_ccm_hub_lease_transitions_total", { event: "taken-over" });
+    expect(takenOver).toBeGreaterThanOrEqual(owned.get(victim) ?? 1);
+    process.stdout.write(`replicas: failover of ${owned.get(victim)} clusters in ${failoverMs} ms\n`);
+  }, 240_000);
+
+  test("a replica cut off from NATS steps down within the TTL and acts no more; its clusters move", async () => {
+    const { f, s } = await start(3);
+    await s.add("hub-a", { natsProxy: true });
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.owned()).get("hub-a") === 3, 30_000, 100)).toBe(true);
+    await s.add("hub-b");
+    const clusters = [...f.clusters.keys()];
+    for (const c of clusters) f.addServices(c, 1);
+    expect(await waitFor(() => servicesDone(f), 60_000, 100)).toBe(true);
+    const a = s.replicas.get("hub-a");
+    a?.natsProxy?.blackhole();
+    const cutAt = Date.now();
+    // Fenced within TTL - margin of its last renewal (the renew interval earlier at worst).
+    expect(
+      await waitFor(
+        async () => (await metricSum(a ?? { httpPort: 0 }, "fleet_ccm_hub_owned_clusters")) === 0,
+        10_000,
+        50,
+      ),
+    ).toBe(true);
+    const fencedAfterMs = Date.now() - cutAt;
+    expect(fencedAfterMs).toBeLessThan(TEST_REPLICAS.leaseTtlMs);
+    const moved = await waitFor(async () => (await s.owned()).get("hub-b") === 3, 30_000, 100);
+    if (!moved) process.stdout.write(`${JSON.stringify([...(await s.owned())])}\n${s.outputs()}\n`);
+    expect(moved).toBe(true);
+    // New work after the cut is done by hub-b only.
+    for (const c of clusters) {
+      f.addNodes(c, 5);
+      f.addServices(c, 1);
+    }
+    expect(await waitFor(() => f.progress().initialized === 15, 60_000, 100)).toBe(true);
+    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 6, 60_000, 100)).toBe(
+      true,
+    );
+    // Nothing from hub-a reached the cloud once anyone else could hold its leases.
+    // Nothing the cloud acted on after hub-a's fence, and nothing at all once another replica may act.
+    expect(mutationsBy(f, "hub-a", cutAt + TEST_REPLICAS.leaseTtlMs - TEST_REPLICAS.marginMs, true)).toEqual(
+      [],
+    );
+    expect(mutationsBy(f, "hub-a", cutAt + TEST_REPLICAS.leaseTtlMs)).toEqual([]);
+    expect(mutationsBy(f, "hub-b", cutAt).length).toBeGreaterThan(0);
+    expect(await metricSum(a ?? { httpPort: 0 }, "fleet_ccm_hub_lease_renew_failures_total")).toBeGreaterThan(
+      0,
+    );
+    const ready = await fetch(`http://127.0.0.1:${a?.httpPort}/readyz`);
+    expect(ready.status).toBe(503);
+    assertCloudClean(f, 6);
+  }, 180_000);
+
+  test("rolling restart of every replica (SIGTERM): leases handed over at once, no cluster unowned for long", async () => {
+    const { f, s } = await start(3);
+    for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 30_000, 100)).toBe(true);
+    const clusters = [...f.clusters.keys()];
+    let nodes = 0;
+    const gaps: number[] = [];
+    for (const [old, next] of [
+      ["hub-a", "hub-a2"],
+      ["hub-b", "hub-b2"],
+      ["hub-c", "hub-c2"],
+    ] as const) {
+      await s.add(next);
+      const moved = (await s.owned()).get(old) ?? 0;
+      const t0 = Date.now();
+      await s.kill(old, "SIGTERM");
+      expect(await waitFor(async () => (await s.totalOwned()) === 3, 15_000, 50)).toBe(true);
+      gaps.push(moved > 0 ? Date.now() - t0 : 0);
+      for (const c of clusters) f.addNodes(c, 2);
+      nodes += 2 * clusters.length;
+      expect(await waitFor(() => f.progress().initialized === nodes, 30_000, 100)).toBe(true);
+    }
+    // Each handover: SIGTERM, leases freed, agents reconnected and their leases taken.
+    for (const g of gaps) expect(g).toBeLessThan(5000);
+    let expired = 0;
+    for (const r of s.replicas.values())
+      expired += await metricSum(r, "fleet_ccm_hub_lease_transitions_total", { event: "taken-over" });
+    expect(expired).toBe(0);
+    process.stdout.write(`replicas: rolling restart handovers ${gaps.join(", ")} ms\n`);
+  }, 180_000);
+
+  test("the account's rate limit holds across replicas: the cloud, limiting at the same rate, never throttles them", async () => {
+    const limit = { perSecond: 15, burst: 15 };
+    const { f, s } = await start(3, limit);
+    // The cloud enforces the account's rate itself: any excess is a 429 in its log.
+    f.cloud.setAccountRateLimit("sim-main", limit.perSecond, limit.burst);
+    for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 30_000, 100)).toBe(true);
+    const from = Date.now();
+    for (const c of f.clusters.keys()) {
+      f.addNodes(c, 10);
+      f.addServices(c, 3);
+    }
+    expect(await waitFor(() => f.progress().initialized === 30, 90_000, 200)).toBe(true);
+    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 9, 120_000, 200)).toBe(
+      true,
+    );
+    const calls = f.cloud.requests().filter((r) => r.atMs >= from);
+    const byReplica = ["hub-a", "hub-b", "hub-c"].map(
+      (id) => calls.filter((r) => (r.userAgent ?? "").includes(`replica/${id}`)).length,
+    );
+    // Every replica worked (each holds one cluster), and none was ever throttled.
+    expect(byReplica.every((n) => n > 0)).toBe(true);
+    expect(calls.filter((r) => r.outcome === "429")).toEqual([]);
+    // The busiest second stays within the account's rate plus its burst.
+    const perSecond = new Map<number, number>();
+    for (const r of calls)
+      perSecond.set(Math.floor(r.atMs / 1000), (perSecond.get(Math.floor(r.atMs / 1000)) ?? 0) + 1);
+    const peak = Math.max(...perSecond.values());
+    expect(peak).toBeLessThanOrEqual(limit.perSecond + limit.burst);
+    process.stdout.write(
+      `replicas: ${calls.length} cloud calls (${byReplica.join("/")} by replica), peak ${peak}/s, limit ${limit.perSecond}/s burst ${limit.burst}, 429s 0\n`,
+    );
+  }, 180_000);
+
+  test("a three-node NATS cluster loses a node mid-run: the leases (3 JetStream replicas) survive, nothing is lost, everything converges", async () => {
+    fleet = await LocalFleet.start({
+      clusters: 3,
+      nodesPerCluster: 0,
+      logger,
+      natsCluster: true,
+      hubConfig: { replicas: { ...TEST_REPLICAS, streamReplicas: 3 } },
+    });
+    const f = fleet;
+    set = await ReplicaSet.start(f);
+    const s = set;
+    for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 60_000, 200)).toBe(true);
+    const clusters = [...f.clusters.keys()];
+    for (const c of clusters) {
+      f.addNodes(c, 5);
+      f.addServices(c, 1);
+    }
+    expect(await waitFor(() => f.progress().initialized >= 5, 60_000, 100)).toBe(true);
+    f.natsCluster?.kill(0);
+    for (const c of clusters) {
+      f.addNodes(c, 5);
+      f.addServices(c, 1);
+    }
+    const converged = await waitFor(
+      () => f.progress().initialized === 30 && servicesDone(f) && f.serviceProgress().services === 6,
+      120_000,
+      200,
+    );
+    if (!converged) process.stdout.write(`${JSON.stringify(f.progress())}\n${s.outputs()}\n`);
+    expect(converged).toBe(true);
+    expect(await waitFor(async () => (await s.totalOwned()) === 3, 30_000, 200)).toBe(true);
+    assertCloudClean(f, 6);
+  }, 240_000);
+});
