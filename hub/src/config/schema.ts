@@ -3,6 +3,9 @@ import { z } from "zod";
 import { parseControllerList } from "../controllers.js";
 import { CredentialRefsSchema, SecretRefSchema } from "./secret.js";
 
+/** The replicas' lease bucket unless `replicas.bucket` names another (NATS permissions name it). */
+export const DEFAULT_LEASE_BUCKET = "fleet-ccm-leases";
+
 const hostPort = z
   .string()
   .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, "expected host:port, e.g. 0.0.0.0:7443");
@@ -276,7 +279,7 @@ export const HubConfigSchema = z
         bucket: z
           .string()
           .regex(/^[A-Za-z0-9_-]+$/)
-          .default("fleet-ccm-leases"),
+          .default(DEFAULT_LEASE_BUCKET),
         /** JetStream replicas of the bucket: 3 on a three-node NATS cluster. */
         streamReplicas: z.number().int().min(1).max(5).default(1),
         /** A lease not renewed for this long may be taken over (failover time is about this). */

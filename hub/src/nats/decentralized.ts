@@ -13,7 +13,7 @@ import {
   type SigningKey,
 } from "@nats-io/jwt";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
-import type { ClusterConfig, HubConfig } from "../config/schema.js";
+import { type ClusterConfig, DEFAULT_LEASE_BUCKET, type HubConfig } from "../config/schema.js";
 import { resolveSecret } from "../config/secret.js";
 
 /**
@@ -41,6 +41,15 @@ const UNLIMITED_ACCOUNT = {
   wildcards: true,
 };
 
+/** The fleet account also has JetStream (hub replicas keep their leases in a KV bucket); the system account may not. */
+const FLEET_ACCOUNT_LIMITS = {
+  ...UNLIMITED_ACCOUNT,
+  mem_storage: -1,
+  disk_storage: -1,
+  streams: -1,
+  consumer: -1,
+};
+
 const enc = new TextEncoder();
 
 /** What a cluster's agent may do on NATS: read its own subjects and inbox, publish nothing. */
@@ -54,9 +63,12 @@ export function agentNatsPermissions(cluster: string): {
   };
 }
 
-/** The hub publishes every cluster's desired state and reads only its own inbox. */
+/**
+ * The hub publishes every cluster's desired state and reads only its own inbox; with replicas
+ * it also uses JetStream for the lease bucket (the default bucket's subjects only).
+ */
 export const HUB_NATS_PERMISSIONS = {
-  pub: { allow: ["fleet.v1.>"] },
+  pub: { allow: ["fleet.v1.>", "$JS.API.>", `$KV.${DEFAULT_LEASE_BUCKET}.>`] },
   sub: { allow: [`${HUB_INBOX_PREFIX}.>`] },
 };
 
@@ -92,7 +104,7 @@ export async function fleetAccountJwt(
   return encodeAccount(
     FLEET_ACCOUNT_NAME,
     accountPublicKey,
-    { signing_keys: signingKeys, limits: UNLIMITED_ACCOUNT },
+    { signing_keys: signingKeys, limits: FLEET_ACCOUNT_LIMITS },
     { signer: fromSeed(enc.encode(operatorSeed)) },
   );
 }

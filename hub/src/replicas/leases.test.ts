@@ -1,6 +1,8 @@
 import { fleetNatsUsers, type NatsServer, startNatsServer, startTcpProxy, waitFor } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import pino from "pino";
+import { DEFAULT_LEASE_BUCKET } from "../config/schema.js";
+import { createNatsAuth, natsServerAuthConfig } from "../nats/decentralized.js";
 import { KvLeaseStore } from "./lease-store.js";
 import { ClusterLeases, type LossReason } from "./leases.js";
 
@@ -209,4 +211,33 @@ test("a NATS without JetStream, or a hub user without the lease permissions, is 
     ),
   ).toBe(true);
   expect(noJs.leases.holds("cl-1")).toBe(false);
+});
+
+test("under nats-init's decentralized auth the hub's credential can keep leases (JetStream on in the fleet account, KV allowed)", async () => {
+  const setup = await createNatsAuth();
+  const secured = await startNatsServer({
+    users: [],
+    authConfig: natsServerAuthConfig(setup, "{dir}/jwt"),
+    jetstream: true,
+  });
+  cleanups.push(() => secured.stop());
+  const store = new KvLeaseStore({
+    nats: { servers: [secured.url], creds: setup.hubCreds },
+    bucket: DEFAULT_LEASE_BUCKET,
+    streamReplicas: 1,
+    requestTimeoutMs: 2000,
+    replicaId: "hub-jwt",
+    logger,
+  });
+  store.start();
+  const leases = new ClusterLeases(
+    { replicaId: "hub-jwt", ...SETTINGS },
+    { store, logger, events: { onAcquired: () => {}, onLost: () => {} } },
+  );
+  cleanups.push(async () => {
+    leases.stop();
+    await store.close();
+  });
+  leases.want("c1");
+  expect(await waitFor(() => leases.holds("c1"), 10_000)).toBe(true);
 });
