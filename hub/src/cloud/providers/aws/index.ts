@@ -9,12 +9,11 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
+import { AWS_ANNOTATION_PREFIX } from "./annotations.js";
 import { type AssumeRoleSettings, AwsApi } from "./api.js";
 import { AwsInstances, PROVIDER_NAME } from "./instances.js";
 import { AwsLoadBalancers } from "./load-balancers.js";
 import { AwsRoutes } from "./routes.js";
-
-export const AWS_ANNOTATION_PREFIX = "service.beta.kubernetes.io/aws-load-balancer-";
 
 /** `accounts[].options` of an AWS account. */
 export const AwsOptionsSchema = z
@@ -47,6 +46,8 @@ export function parseAwsOptions(options: unknown): AwsOptions {
 const REQUIRED = ["accessKeyId", "secretAccessKey"] as const;
 const OPTIONAL = ["sessionToken", "roleArn", "externalId"] as const;
 const KNOWN: readonly string[] = [...REQUIRED, ...OPTIONAL];
+
+export { AWS_ANNOTATION_PREFIX };
 
 export const awsProvider: ProviderFactory = {
   name: PROVIDER_NAME,
