@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AwsLocalCloud } from "./aws-cloud.js";
 import type { Command } from "./flags.js";
 import { bool, int, str } from "./flags.js";
 import { LocalFleet, waitFor } from "./local-fleet.js";
@@ -24,7 +25,7 @@ export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
   usage:
-    "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
+    "fleet-ccm demo [--provider simulated|aws] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
   flags: {
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
@@ -50,6 +51,13 @@ export const demoCommand: Command = {
       placeholder: "SECONDS",
       default: "300",
       description: "Give up converging after this long.",
+    },
+    provider: {
+      type: "string",
+      placeholder: "NAME",
+      default: "simulated",
+      description:
+        "The cloud the clusters run on: simulated, or aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2).",
     },
     "cloud-latency-ms": {
       type: "string",
@@ -83,11 +91,22 @@ export const demoCommand: Command = {
     };
     say(`starting nats-server, the simulated cloud and ${clusters} simulated clusters…`);
     progress.update(`starting nats-server, the simulated cloud and ${clusters} simulated clusters`);
+    const provider = str(v, "provider") ?? "simulated";
+    if (provider !== "simulated" && provider !== "aws") {
+      process.stderr.write(`--provider: "${provider}" is not simulated or aws\n`);
+      return 2;
+    }
+    const latencyMs = int(v, "cloud-latency-ms", 0);
+    const clusterNames = Array.from(
+      { length: clusters },
+      (_, i) => `cluster-${String(i + 1).padStart(3, "0")}`,
+    );
     const fleet = await LocalFleet.start({
       clusters,
       nodesPerCluster: nodes,
       logger,
-      cloudLatencyMs: int(v, "cloud-latency-ms", 0),
+      cloudLatencyMs: latencyMs,
+      ...(provider === "aws" && { cloud: await AwsLocalCloud.start(clusterNames, { latencyMs }) }),
     });
     const kubeconfigDir = str(v, "kubeconfig-dir") ?? join(tmpdir(), "fleet-ccm-demo");
     mkdirSync(kubeconfigDir, { recursive: true });
@@ -147,7 +166,7 @@ export const demoCommand: Command = {
         servicesWithIngress: s.withIngress,
         convergeMs: converged ? Date.now() - t0 : null,
         converged,
-        cloudCalls: fleet.cloud.stats().totalCalls,
+        cloudCalls: fleet.cloudCalls(),
         kubeconfigs,
       };
       if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -45,6 +45,21 @@ export interface LocalFleetOptions {
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
+  /** Another cloud's fake instead of the simulated cloud's account (e.g. AwsLocalCloud). */
+  readonly cloud?: LocalCloud;
+}
+
+/** A vendor fake the fleet's clusters run on: the hub's accounts, each cluster's account and scope, its machines. */
+export interface LocalCloud {
+  readonly provider: string;
+  /** `accounts[]` of the hub config and the environment its secret references read. */
+  accountsConfig(): { accounts: Record<string, unknown>[]; env: Record<string, string> };
+  clusterConfig(cluster: string): { account: string; region?: string; scope: Record<string, unknown> };
+  /** Creates the machine of the cluster's `index`th node; answers the node name kubelet registers. */
+  addMachine(cluster: string, index: number): string;
+  /** Every API call the fake answered. */
+  totalCalls(): number;
+  close(): Promise<void>;
 }
 
 export interface AgentProcessOptions {
@@ -148,14 +163,18 @@ export class LocalFleet {
       FLEET_CCM_SIM_KEY: this.cloudKey,
       FLEET_CCM_NATS_HUB: this.hubNatsPassword,
     };
+    const other = this.opts.cloud?.accountsConfig();
+    Object.assign(env, other?.env ?? {});
     const clusters = [...this.clusters.values()].map((c) => {
       const envName = `FLEET_CCM_TOKEN_${c.name.replaceAll("-", "_").toUpperCase()}`;
       env[envName] = c.token;
       return {
         name: c.name,
         token: { env: envName },
-        account: DEMO_ACCOUNT,
-        scope: { tags: { [CLUSTER_TAG]: c.name } },
+        ...(this.opts.cloud?.clusterConfig(c.name) ?? {
+          account: DEMO_ACCOUNT,
+          scope: { tags: { [CLUSTER_TAG]: c.name } },
+        }),
         configureCloudRoutes: this.opts.configureCloudRoutes ?? false,
       };
     });
@@ -169,7 +188,7 @@ export class LocalFleet {
         convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
         heartbeatIntervalMs: 2000,
       },
-      accounts: [
+      accounts: other?.accounts ?? [
         {
           name: DEMO_ACCOUNT,
           provider: "simulated",
@@ -350,8 +369,9 @@ export class LocalFleet {
     const names: string[] = [];
     for (let i = 0; i < count; i++) {
       const index = c.nextNode++;
-      const name = nodeName(cluster, index);
-      createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
+      let name = nodeName(cluster, index);
+      if (this.opts.cloud !== undefined) name = this.opts.cloud.addMachine(cluster, index);
+      else createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
       c.kube.create("Node", kubeletNode(name));
       names.push(name);
     }
@@ -396,6 +416,11 @@ export class LocalFleet {
     return { services, withIngress };
   }
 
+  /** API calls the fleet's cloud answered. */
+  cloudCalls(): number {
+    return this.opts.cloud?.totalCalls() ?? this.cloud.stats().totalCalls;
+  }
+
   nodes(cluster: string): KubeNode[] {
     return this.cluster(cluster).kube.list("Node") as KubeNode[];
   }
@@ -418,6 +443,7 @@ export class LocalFleet {
     await this.stopHub();
     await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
     await this.cloud.close();
+    await this.opts.cloud?.close();
     await this.nats.stop();
   }
 }
