@@ -1,4 +1,7 @@
 export { builtinProviders } from "./cloud/builtin.js";
+export { InstanceCache } from "./cloud/instance-cache.js";
+export { InstanceLookups } from "./cloud/instance-lookups.js";
+export { awsProvider } from "./cloud/providers/aws/index.js";
 export { simulatedProvider } from "./cloud/providers/simulated/index.js";
 export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from "./config/load.js";
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";

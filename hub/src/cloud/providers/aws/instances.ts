@@ -125,7 +125,8 @@ export class AwsInstances implements Instances {
         id,
         resolve: (m) => {
           done();
-          resolve(m);
+          // The node's own form (aws:////<id>, a bare id) is its identity: answered as asked.
+          resolve(m.providerID === providerID ? m : { ...m, providerID });
         },
         reject: (e) => {
           done();
