@@ -421,6 +421,52 @@ describe("load balancers", () => {
     expect(world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")).toBeUndefined();
   });
 
+  test("lost answers to mutations (made, then a 504): repeated ensures and deletes end with one of each, then nothing", async () => {
+    const ns = nodes().map((n) => n.id);
+    const { p } = provider();
+    const o = owner();
+    const kinds = () =>
+      world
+        .resources()
+        .filter((r) => r.lbOwner?.serviceUid === o.serviceUid)
+        .map((r) => r.kind)
+        .sort();
+    world.fake.setFaults({ lostResponseRate: 0.5 }, world.accountId);
+    let lost = 0;
+    for (let n = 0; n < 50; n++) {
+      const answer = await lbs(p)
+        .ensure(o, spec(ns, { [`${A}type`]: "nlb" }))
+        .catch((e: unknown) => e);
+      if (!(answer instanceof Error)) break;
+      expect(answer).toBeInstanceOf(TransientCloudError);
+      lost++;
+    }
+    expect(lost).toBeGreaterThan(0);
+    world.fake.faults.reset();
+    expect(kinds()).toEqual([
+      "nlb",
+      "nlb-listener",
+      "nlb-listener",
+      "node-sg-rule",
+      "security-group",
+      "sg-ingress",
+      "sg-ingress",
+      "target-group",
+      "target-group",
+    ]);
+    world.fake.setFaults({ lostResponseRate: 0.5 }, world.accountId);
+    for (let n = 0; n < 50; n++) {
+      const answer = await lbs(p)
+        .ensureDeleted(o)
+        .catch((e: unknown) => e);
+      if (answer === undefined) break;
+    }
+    world.fake.faults.reset();
+    await settle(() => lbs(p).ensureDeleted(o));
+    expect(kinds()).toEqual([]);
+    expect(world.fake.log.count({ account: world.accountId, fault: "lostResponse" })).toBeGreaterThan(0);
+  });
+
   test("delete waits (in progress, no failure) while AWS still holds the security group; the group goes last", async () => {
     world.fake.eniLingerMs = 150;
     try {
