@@ -147,12 +147,14 @@ export class ClassicElb {
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
     signal?: AbortSignal,
+    /** What the caller already found (null: nothing); undefined: look. */
+    known?: { lb: LoadBalancerDescription; tags: Tags } | null,
   ): Promise<readonly LbIngress[] | InProgress> {
     const name = awsLoadBalancerName(owner.serviceUid);
     const wantListeners = classicListeners(spec, s);
     const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
     const backends = await this.net.instances(spec.backends, signal);
-    const found = await this.find(owner, signal);
+    const found = known === undefined ? await this.find(owner, signal) : (known ?? undefined);
     const vpcId = found?.lb.VPCId ?? this.net.vpcOf(backends);
     if (vpcId === undefined)
       throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);

@@ -91,9 +91,21 @@ export class AwsLoadBalancers implements LoadBalancers {
       throw new CloudError(
         `load balancer ${awsLoadBalancerName(owner.serviceUid)} is a ${existing.type === "nlb" ? "network" : "classic"} load balancer; AWS cannot change its type in place (recreate the Service)`,
       );
-    return type === "classic"
-      ? this.classic.ensure(owner, spec, { ...settings, type }, signal)
-      : this.nlb.ensure(owner, spec, { ...settings, type }, signal);
+    if (type === "classic")
+      return this.classic.ensure(
+        owner,
+        spec,
+        { ...settings, type },
+        signal,
+        existing?.type === "classic" ? existing.found : null,
+      );
+    return this.nlb.ensure(
+      owner,
+      spec,
+      { ...settings, type },
+      signal,
+      existing?.type === "nlb" ? existing.found : null,
+    );
   }
 
   async updateBackends(
