@@ -96,6 +96,8 @@ export interface LbListener {
   /** Where traffic goes on each backend instance. */
   readonly nodePort: number;
   readonly proxyProtocol: boolean;
+  /** The Service port's name, for vendor settings that name ports (e.g. AWS ssl-ports). */
+  readonly name?: string;
 }
 
 export interface LbHealthCheck {

@@ -100,6 +100,7 @@ export function loadBalancerSpec(
       port: p.port,
       nodePort: p.nodePort,
       proxyProtocol: settings.proxyProtocol,
+      ...(p.name !== "" && { name: p.name }),
     }))
     .sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
   const vendor = vendorAnnotations(svc);

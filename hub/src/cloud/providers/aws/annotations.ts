@@ -121,7 +121,7 @@ export function parseAwsLbAnnotations(
   };
 }
 
-/** Whether a Service port terminates TLS under these settings (ssl-cert set, the port listed or every port). */
+/** Whether a Service port terminates TLS under these settings (ssl-cert set; the port listed by number or name, or every port). */
 export function isSslPort(s: AwsLbSettings, port: number, name?: string): boolean {
   if (s.sslCert === undefined) return false;
   return (

@@ -522,7 +522,7 @@ describe("load balancers", () => {
       ns,
       {
         [`${A}ssl-cert`]: cert,
-        [`${A}ssl-ports`]: "443",
+        [`${A}ssl-ports`]: "https",
         [`${A}backend-protocol`]: "http",
         [`${A}healthcheck-port`]: "traffic-port",
         [`${A}subnets`]: world.subnets[1]!,
@@ -533,7 +533,7 @@ describe("load balancers", () => {
       {
         listeners: [
           { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: true },
-          { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: true },
+          { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: true, name: "https" },
         ],
         internal: true,
       },

@@ -55,7 +55,7 @@ export function classicListeners(spec: LoadBalancerSpec, s: AwsLbSettings): List
   return spec.listeners.map((l) => {
     if (l.protocol === "UDP" || l.protocol === "SCTP")
       throw new CloudError(`a classic ELB cannot carry ${l.protocol} (port ${l.port}): use an NLB`);
-    if (isSslPort(s, l.port)) {
+    if (isSslPort(s, l.port, l.name)) {
       const backend = s.backendProtocol ?? "tcp";
       return {
         Protocol: s.backendProtocol === undefined ? "SSL" : (SSL_LISTENER[backend] ?? "SSL"),

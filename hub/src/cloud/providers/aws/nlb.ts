@@ -86,7 +86,7 @@ function wantedListeners(spec: LoadBalancerSpec, s: AwsLbSettings): WantedListen
       throw new CloudError(`an NLB carries TCP, UDP and TLS, not SCTP (port ${l.port})`);
     if (l.protocol === "UDP")
       return { port: l.port, nodePort: l.nodePort, protocol: "UDP", targetProtocol: "UDP" };
-    if (isSslPort(s, l.port))
+    if (isSslPort(s, l.port, l.name))
       return {
         port: l.port,
         nodePort: l.nodePort,
