@@ -163,9 +163,13 @@ export class ClassicElb {
     const groups = [...(s.securityGroups ?? [])];
     if (managed) {
       const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
-      const rules: Rule[] = spec.listeners.flatMap((l) =>
-        ranges.map((cidr) => ({ protocol: "tcp", fromPort: l.port, toPort: l.port, cidr })),
-      );
+      const rules: Rule[] = [
+        ...spec.listeners.flatMap((l) =>
+          ranges.map((cidr) => ({ protocol: "tcp", fromPort: l.port, toPort: l.port, cidr })),
+        ),
+        // Upstream's ICMP "fragmentation needed" (type 3, code 4), for path MTU discovery.
+        ...ranges.map((cidr) => ({ protocol: "icmp", fromPort: 3, toPort: 4, cidr })),
+      ];
       const description = `Security group for Kubernetes ELB ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
       groups.unshift(await this.net.ensureLbGroup(name, vpcId, owner, tags, description, rules, signal));
     }
