@@ -6,8 +6,17 @@
  * and arrive in the LoadBalancerSpec.
  */
 import { CloudError } from "../../errors.js";
+import type { LoadBalancerCapabilities } from "../../provider.js";
 
 export const AWS_ANNOTATION_PREFIX = "service.beta.kubernetes.io/aws-load-balancer-";
+
+/** Classic ELBs and NLBs together: UDP only on an NLB, proxy protocol on both, no session affinity (as upstream). */
+export const AWS_LB_CAPABILITIES: LoadBalancerCapabilities = {
+  sessionAffinity: false,
+  proxyProtocol: true,
+  internal: true,
+  protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
+};
 
 export const AWS_ANNOTATIONS = {
   type: `${AWS_ANNOTATION_PREFIX}type`,

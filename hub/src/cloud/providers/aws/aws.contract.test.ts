@@ -38,8 +38,8 @@ import {
   type LoadBalancerSpec,
 } from "../../provider.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider, parseAwsOptions } from "./index.js";
-import { LABEL_ZONE_ID } from "./instances.js";
 import { awsLoadBalancerName } from "./lb-network.js";
+import { LABEL_ZONE_ID } from "./provider-id.js";
 
 let world: AwsWorld;
 beforeAll(async () => {

@@ -1,53 +1,65 @@
 /**
  * The `aws` provider: EC2 instances, classic ELB and NLB load balancers and VPC routes
- * through the official AWS SDK v3, one set of clients per account and region.
+ * through the official AWS SDK v3, one set of clients per account and region. The SDK (tens
+ * of MB) is loaded on an AWS account's first cloud call (impl.ts), not with the hub.
  */
-import { z } from "zod";
 import {
   AccountConfigError,
   type CloudProvider,
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { AWS_ANNOTATION_PREFIX } from "./annotations.js";
-import { type AssumeRoleSettings, AwsApi } from "./api.js";
-import { AwsInstances, PROVIDER_NAME } from "./instances.js";
-import { AwsLoadBalancers } from "./load-balancers.js";
-import { AwsRoutes } from "./routes.js";
+import { AWS_ANNOTATION_PREFIX, AWS_LB_CAPABILITIES } from "./annotations.js";
+import { type AwsOptions, parseAwsOptions } from "./options.js";
+import { PROVIDER_NAME, parseAwsProviderID } from "./provider-id.js";
 
-/** `accounts[].options` of an AWS account. */
-export const AwsOptionsSchema = z
-  .object({
-    /** RoleSessionName of the assumed role (CloudTrail shows it). */
-    sessionName: z
-      .string()
-      .regex(/^[\w+=,.@-]{2,64}$/)
-      .default("fleet-ccm"),
-    /** Lifetime asked of AssumeRole; refreshed before it ends. */
-    durationSeconds: z.number().int().min(900).max(43_200).default(3600),
-    /** DescribeInstances page size (MaxResults). */
-    instancePageSize: z.number().int().min(5).max(1000).default(1000),
-    /** The load balancer of a Service without aws-load-balancer-type (upstream: classic). */
-    defaultLoadBalancerType: z.enum(["classic", "nlb"]).default("classic"),
-    /** How long to wait before looking again while AWS releases a deleted load balancer's interfaces. */
-    dependencyRetryMs: z.number().int().positive().default(10_000),
-  })
-  .strict();
-export type AwsOptions = z.infer<typeof AwsOptionsSchema>;
-
-export function parseAwsOptions(options: unknown): AwsOptions {
-  const parsed = AwsOptionsSchema.safeParse(options ?? {});
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where = ["options", ...(issue?.path ?? []).map(String)].join(".");
-  throw new AccountConfigError(where, issue?.message ?? "invalid");
-}
+export type { AwsOptions } from "./options.js";
+export { AwsOptionsSchema, parseAwsOptions } from "./options.js";
+export { AWS_ANNOTATION_PREFIX };
 
 const REQUIRED = ["accessKeyId", "secretAccessKey"] as const;
 const OPTIONAL = ["sessionToken", "roleArn", "externalId"] as const;
 const KNOWN: readonly string[] = [...REQUIRED, ...OPTIONAL];
 
-export { AWS_ANNOTATION_PREFIX };
+/** The provider, its methods loading the implementation (and the SDK) on first use. */
+function lazyProvider(ctx: ProviderContext, options: AwsOptions, names: readonly string[]): CloudProvider {
+  let real: Promise<CloudProvider> | undefined;
+  const impl = (): Promise<CloudProvider> =>
+    (real ??= import("./impl.js").then((m) => m.createAwsProvider(ctx, options, names)));
+  const lbs = async () => {
+    const p = await impl();
+    if (p.loadBalancers === undefined) throw new Error("aws provider without load balancers");
+    return p.loadBalancers;
+  };
+  const routes = async () => {
+    const p = await impl();
+    if (p.routes === undefined) throw new Error("aws provider without routes");
+    return p.routes;
+  };
+  return {
+    name: PROVIDER_NAME,
+    instances: {
+      parseProviderID: (providerID) => parseAwsProviderID(providerID, ctx.account.region),
+      getByProviderID: async (providerID, signal) =>
+        (await impl()).instances.getByProviderID(providerID, signal),
+      findByName: async (name, signal) => (await impl()).instances.findByName(name, signal),
+      listPage: async (token, signal) => (await impl()).instances.listPage(token, signal),
+    },
+    loadBalancers: {
+      capabilities: AWS_LB_CAPABILITIES,
+      get: async (owner, signal) => (await lbs()).get(owner, signal),
+      ensure: async (owner, spec, signal) => (await lbs()).ensure(owner, spec, signal),
+      updateBackends: async (owner, backends, signal) =>
+        (await lbs()).updateBackends(owner, backends, signal),
+      ensureDeleted: async (owner, signal) => (await lbs()).ensureDeleted(owner, signal),
+    },
+    routes: {
+      list: async (signal) => (await routes()).list(signal),
+      create: async (route, owner, signal) => (await routes()).create(route, owner, signal),
+      delete: async (route, signal) => (await routes()).delete(route, signal),
+    },
+  };
+}
 
 export const awsProvider: ProviderFactory = {
   name: PROVIDER_NAME,
@@ -69,38 +81,6 @@ export const awsProvider: ProviderFactory = {
     const { account } = ctx;
     if (account.provider !== PROVIDER_NAME)
       throw new Error(`account ${account.name} is for provider ${account.provider}, not ${PROVIDER_NAME}`);
-    const options = parseAwsOptions(account.options);
-    const names = account.credentialNames ?? [...REQUIRED];
-    const secret = (name: string) => account.secret?.(name) ?? account.credential;
-    const keys = () => ({
-      accessKeyId: secret("accessKeyId"),
-      secretAccessKey: secret("secretAccessKey"),
-      ...(names.includes("sessionToken") && { sessionToken: secret("sessionToken") }),
-    });
-    const role: AssumeRoleSettings | undefined = names.includes("roleArn")
-      ? {
-          roleArn: () => secret("roleArn"),
-          externalId: names.includes("externalId") ? () => secret("externalId") : undefined,
-          sessionName: options.sessionName,
-          durationSeconds: options.durationSeconds,
-        }
-      : undefined;
-    const api = new AwsApi(ctx, keys, role);
-    ctx.logger.debug(
-      {
-        account: account.name,
-        region: account.region,
-        endpoint: account.endpoint,
-        assumeRole: role !== undefined,
-      },
-      "aws provider bound",
-    );
-    const instances = new AwsInstances(ctx, api, options.instancePageSize);
-    return {
-      name: PROVIDER_NAME,
-      instances,
-      loadBalancers: new AwsLoadBalancers(ctx, api, options),
-      routes: new AwsRoutes(ctx, api),
-    };
+    return lazyProvider(ctx, parseAwsOptions(account.options), account.credentialNames ?? [...REQUIRED]);
   },
 };

@@ -21,19 +21,10 @@ import type {
 } from "../../provider.js";
 import type { AwsApi } from "./api.js";
 import { hasCode } from "./errors.js";
+import { LABEL_ZONE_ID, parseAwsProviderID, providerIDOf } from "./provider-id.js";
 
-export const PROVIDER_NAME = "aws";
-export const LABEL_ZONE_ID = "topology.k8s.aws/zone-id";
-
-const INSTANCE_ID = /^i-[0-9a-f]{8,17}$/;
-/** aws:///<az>/<id>, aws:////<id> (no zone), as upstream's KubernetesInstanceID parses. */
-const PROVIDER_ID = /^aws:\/\/\/([a-z0-9-]*)\/(i-[0-9a-f]{8,17})$/;
 /** Values per EC2 filter. */
 const BATCH_MAX = 200;
-
-export function providerIDOf(zone: string, instanceID: string): string {
-  return `aws:///${zone}/${instanceID}`;
-}
 
 /** EC2's states in the contract's terms; shutting-down is on its way to terminated but not there yet. */
 function stateOf(name: string | undefined): InstanceState {
@@ -91,13 +82,7 @@ export class AwsInstances implements Instances {
   ) {}
 
   parseProviderID(providerID: string): string | undefined {
-    if (INSTANCE_ID.test(providerID)) return providerID;
-    const m = PROVIDER_ID.exec(providerID);
-    if (m === null) return undefined;
-    const zone = m[1] ?? "";
-    // A zone of another region is another region's instance.
-    if (zone !== "" && !zone.startsWith(this.ctx.account.region)) return undefined;
-    return m[2];
+    return parseAwsProviderID(providerID, this.ctx.account.region);
   }
 
   /**

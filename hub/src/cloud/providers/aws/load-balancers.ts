@@ -16,24 +16,19 @@ import type {
   LoadBalancers,
   ProviderContext,
 } from "../../provider.js";
-import { AWS_ANNOTATIONS, parseAwsLbAnnotations } from "./annotations.js";
+import { AWS_ANNOTATIONS, AWS_LB_CAPABILITIES, parseAwsLbAnnotations } from "./annotations.js";
 import type { AwsApi } from "./api.js";
 import { ClassicElb } from "./classic.js";
-import type { AwsOptions } from "./index.js";
 import { awsLoadBalancerName, LbNetwork } from "./lb-network.js";
 import { Nlb } from "./nlb.js";
+import type { AwsOptions } from "./options.js";
 
 type Found =
   | { readonly type: "classic"; readonly found: NonNullable<Awaited<ReturnType<ClassicElb["find"]>>> }
   | { readonly type: "nlb"; readonly found: NonNullable<Awaited<ReturnType<Nlb["find"]>>> };
 
 export class AwsLoadBalancers implements LoadBalancers {
-  readonly capabilities: LoadBalancerCapabilities = {
-    sessionAffinity: false,
-    proxyProtocol: true,
-    internal: true,
-    protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
-  };
+  readonly capabilities: LoadBalancerCapabilities = AWS_LB_CAPABILITIES;
   private readonly net: LbNetwork;
   private readonly classic: ClassicElb;
   private readonly nlb: Nlb;
