@@ -1,7 +1,8 @@
 /**
  * AWS end to end: one hub serving two AWS accounts of the fake AWS (one with its own keys in
- * us-east-1, one through an assumed role in us-west-2), a cluster in each, agents, a real
- * nats-server, gRPC and the API simulator. Nodes get AWS providerIDs and labels, classic ELBs
+ * us-east-1, one through an assumed role in us-west-2), a cluster in each; the hub and the
+ * agents as their own processes (fleet-ccm hub, fleet-ccm agent), a real nats-server, gRPC and
+ * the API simulator. Nodes get AWS providerIDs and labels, classic ELBs
  * and NLBs are created, follow node changes, routes are programmed, and deleting the Services
  * leaves nothing of theirs in the fake's inventory.
  */
@@ -44,10 +45,20 @@ describe("AWS end to end", () => {
       configureCloudRoutes: true,
     });
     const f = fleet;
-    await f.startHub();
-    await f.startAgents();
+    // The hub and the agents as their own processes, secrets as env references and files.
+    const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
+    expect(
+      await waitFor(
+        async () =>
+          (await fetch(`http://127.0.0.1:${hub.httpPort}/readyz`).catch(() => undefined))?.status === 200,
+        20_000,
+      ),
+    ).toBe(true);
+    for (const c of names) f.spawnAgentProcess(c, hub.grpcPort);
     for (const c of names) f.addNodes(c, 3);
     expect(await waitFor(() => f.progress().initialized === 6, 30_000)).toBe(true);
+    // Credentials never reach the log.
+    for (const secret of [aws.keys.secretAccessKey]) expect(hub.output()).not.toContain(secret);
 
     // Nodes as cloud-provider-aws labels them.
     for (const c of names) {

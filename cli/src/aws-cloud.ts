@@ -27,7 +27,7 @@ export class AwsLocalCloud implements LocalCloud {
 
   private constructor(
     readonly fake: AwsFake,
-    private readonly keys: AccountKeys,
+    readonly keys: AccountKeys,
     private readonly roleAccountId: string,
     roleArn: string,
     externalId: string,
