@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AwsLocalCloud } from "./aws-cloud.js";
 import type { Command } from "./flags.js";
 import { bool, int, str } from "./flags.js";
 import { LocalFleet, waitFor } from "./local-fleet.js";
@@ -28,7 +29,7 @@ export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
   usage:
-    "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
+    "fleet-ccm demo [--provider simulated|aws] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
   flags: {
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
@@ -54,6 +55,13 @@ export const demoCommand: Command = {
       placeholder: "SECONDS",
       default: "300",
       description: "Give up converging after this long.",
+    },
+    provider: {
+      type: "string",
+      placeholder: "NAME",
+      default: "simulated",
+      description:
+        "The cloud the clusters run on: simulated, or aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2).",
     },
     "cloud-latency-ms": {
       type: "string",
@@ -89,12 +97,23 @@ export const demoCommand: Command = {
     progress.update(`starting nats-server, the simulated cloud and ${clusters} simulated clusters`);
     // The fleet page's token: this demo's own, random, on loopback only.
     const apiToken = randomBytes(24).toString("base64url");
+    const provider = str(v, "provider") ?? "simulated";
+    if (provider !== "simulated" && provider !== "aws") {
+      process.stderr.write(`--provider: "${provider}" is not simulated or aws\n`);
+      return 2;
+    }
+    const latencyMs = int(v, "cloud-latency-ms", 0);
+    const clusterNames = Array.from(
+      { length: clusters },
+      (_, i) => `cluster-${String(i + 1).padStart(3, "0")}`,
+    );
     const fleet = await LocalFleet.start({
       clusters,
       nodesPerCluster: nodes,
       logger,
-      cloudLatencyMs: int(v, "cloud-latency-ms", 0),
+      cloudLatencyMs: latencyMs,
       apiToken,
+      ...(provider === "aws" && { cloud: await AwsLocalCloud.start(clusterNames, { latencyMs }) }),
     });
     const kubeconfigDir = str(v, "kubeconfig-dir") ?? join(tmpdir(), "fleet-ccm-demo");
     mkdirSync(kubeconfigDir, { recursive: true });
@@ -159,7 +178,7 @@ export const demoCommand: Command = {
         servicesWithIngress: s.withIngress,
         convergeMs: converged ? Date.now() - t0 : null,
         converged,
-        cloudCalls: fleet.cloud.stats().totalCalls,
+        cloudCalls: fleet.cloudCalls(),
         kubeconfigs,
         fleetPage,
         apiTokenFile,

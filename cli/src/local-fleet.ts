@@ -68,6 +68,21 @@ export interface LocalFleetOptions {
   readonly jetstream?: boolean;
   /** A three-node NATS cluster with clustered JetStream instead of one nats-server. */
   readonly natsCluster?: boolean;
+  /** Another cloud's fake instead of the simulated cloud's account (e.g. AwsLocalCloud). */
+  readonly cloud?: LocalCloud;
+}
+
+/** A vendor fake the fleet's clusters run on: the hub's accounts, each cluster's account and scope, its machines. */
+export interface LocalCloud {
+  readonly provider: string;
+  /** `accounts[]` of the hub config and the environment its secret references read. */
+  accountsConfig(): { accounts: Record<string, unknown>[]; env: Record<string, string> };
+  clusterConfig(cluster: string): { account: string; region?: string; scope: Record<string, unknown> };
+  /** Creates the machine of the cluster's `index`th node; answers the node name kubelet registers. */
+  addMachine(cluster: string, index: number): string;
+  /** Every API call the fake answered. */
+  totalCalls(): number;
+  close(): Promise<void>;
 }
 
 export interface AgentProcessOptions {
@@ -197,6 +212,8 @@ export class LocalFleet {
       env["FLEET_CCM_NATS_OPERATOR"] = auth.operatorSeed;
       env["FLEET_CCM_NATS_SYSTEM"] = auth.systemCreds;
     }
+    const other = this.opts.cloud?.accountsConfig();
+    Object.assign(env, other?.env ?? {});
     const registered = this.opts.unregistered ? [] : [...this.clusters.values()];
     const clusters = registered.map((c) => {
       const envName = `FLEET_CCM_TOKEN_${c.name.replaceAll("-", "_").toUpperCase()}`;
@@ -204,8 +221,10 @@ export class LocalFleet {
       return {
         name: c.name,
         token: { env: envName },
-        account: DEMO_ACCOUNT,
-        scope: { tags: { [CLUSTER_TAG]: c.name } },
+        ...(this.opts.cloud?.clusterConfig(c.name) ?? {
+          account: DEMO_ACCOUNT,
+          scope: { tags: { [CLUSTER_TAG]: c.name } },
+        }),
         configureCloudRoutes: this.opts.configureCloudRoutes ?? false,
       };
     });
@@ -231,7 +250,7 @@ export class LocalFleet {
         convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
         heartbeatIntervalMs: 2000,
       },
-      accounts: [
+      accounts: other?.accounts ?? [
         {
           name: DEMO_ACCOUNT,
           provider: "simulated",
@@ -436,8 +455,9 @@ export class LocalFleet {
     const names: string[] = [];
     for (let i = 0; i < count; i++) {
       const index = c.nextNode++;
-      const name = nodeName(cluster, index);
-      createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
+      let name = nodeName(cluster, index);
+      if (this.opts.cloud !== undefined) name = this.opts.cloud.addMachine(cluster, index);
+      else createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
       c.kube.create("Node", kubeletNode(name));
       names.push(name);
     }
@@ -482,6 +502,11 @@ export class LocalFleet {
     return { services, withIngress };
   }
 
+  /** API calls the fleet's cloud answered. */
+  cloudCalls(): number {
+    return this.opts.cloud?.totalCalls() ?? this.cloud.stats().totalCalls;
+  }
+
   nodes(cluster: string): KubeNode[] {
     return this.cluster(cluster).kube.list("Node") as KubeNode[];
   }
@@ -504,6 +529,7 @@ export class LocalFleet {
     await this.stopHub();
     await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
     await this.cloud.close();
+    await this.opts.cloud?.close();
     await (this.natsCluster ?? this.nats).stop();
   }
 }

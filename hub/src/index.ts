@@ -1,6 +1,9 @@
 export { CloudAccounts, clusterRegionProblem } from "./cloud/accounts.js";
 export { builtinProviders } from "./cloud/builtin.js";
 export { type ClusterCleanupReport, deleteClusterResources } from "./cloud/cleanup.js";
+export { InstanceCache } from "./cloud/instance-cache.js";
+export { InstanceLookups } from "./cloud/instance-lookups.js";
+export { awsProvider } from "./cloud/providers/aws/index.js";
 export { simulatedProvider } from "./cloud/providers/simulated/index.js";
 export { ProviderRegistry } from "./cloud/registry.js";
 export { addClusterEntry, removeClusterEntry, setNatsSection } from "./config/edit.js";

@@ -1,5 +1,6 @@
 // Simulators for tests, benchmarks and the demo. Never imported by hub/src or agent/src.
 
+export * from "./aws/index.js";
 export * from "./cloud/index.js";
 export * from "./fake-kit/index.js";
 export type { KubeletNodeOptions, MachineSpec } from "./fleet/generator.js";

@@ -141,6 +141,7 @@ export class CloudAccounts {
           endpoint: a.endpoint,
           credential: primary?.current() ?? "",
           secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
+          credentialNames: refs.map(([name]) => name),
           requestTimeoutMs: a.requestTimeoutMs,
           ...(a.options !== undefined && { options: a.options }),
           ...(deps.userAgent !== undefined && { userAgent: deps.userAgent }),

@@ -18,6 +18,14 @@ export class InstanceNotFoundError extends CloudError {
   }
 }
 
+/**
+ * Another controller builds this load balancer (upstream's cloudprovider.ImplementedElsewhere,
+ * e.g. AWS's `aws-load-balancer-type: external`): the hub leaves the Service alone.
+ */
+export class ImplementedElsewhereError extends CloudError {
+  override name = "ImplementedElsewhereError";
+}
+
 /** The provider lacks this operation. */
 export class NotImplementedError extends CloudError {
   override name = "NotImplementedError";

@@ -96,6 +96,8 @@ export interface LbListener {
   /** Where traffic goes on each backend instance. */
   readonly nodePort: number;
   readonly proxyProtocol: boolean;
+  /** The Service port's name, for vendor settings that name ports (e.g. AWS ssl-ports). */
+  readonly name?: string;
 }
 
 export interface LbHealthCheck {
@@ -130,6 +132,13 @@ export interface LoadBalancerSpec {
   readonly sessionAffinity: "None" | "ClientIP";
   readonly idleTimeoutSeconds: number;
   readonly internal: boolean;
+  /** The Service's namespace/name, for vendors that tag it (kubernetes.io/service-name). */
+  readonly serviceName?: string;
+  /**
+   * The Service's annotations under the provider's annotationPrefixes, for vendor settings no
+   * field above carries (e.g. an AWS load balancer type or certificate).
+   */
+  readonly providerAnnotations?: Readonly<Record<string, string>>;
 }
 
 export interface LbIngress {
@@ -276,6 +285,8 @@ export interface AccountBinding {
    * file changes. Providers call it per request so credentials rotate without a restart.
    */
   readonly secret?: (name?: string) => string;
+  /** The names of the account's credentials (`[""]` for a single reference), for providers with optional ones. */
+  readonly credentialNames?: readonly string[];
   readonly requestTimeoutMs: number;
   /** Provider-specific settings (`accounts[].options`), validated by the provider. */
   readonly options?: Readonly<Record<string, unknown>>;

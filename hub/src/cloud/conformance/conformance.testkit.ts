@@ -303,11 +303,13 @@ export function describeProviderConformance(
       test("throttling is ThrottledError with the vendor's Retry-After", async () => {
         fake.throttle(7);
         const h = harness();
-        const calls: Promise<unknown>[] = [h.provider.instances.listPage(undefined)];
-        if (h.provider.loadBalancers) calls.push(h.provider.loadBalancers.get(owner()));
-        if (h.provider.routes) calls.push(h.provider.routes.list());
+        // Each answer is caught as it comes: a rejection waiting for its turn would be unhandled.
+        const settled = (p: Promise<unknown>) => p.catch((e: unknown) => e);
+        const calls: Promise<unknown>[] = [settled(h.provider.instances.listPage(undefined))];
+        if (h.provider.loadBalancers) calls.push(settled(h.provider.loadBalancers.get(owner())));
+        if (h.provider.routes) calls.push(settled(h.provider.routes.list()));
         for (const call of calls) {
-          const err = await call.catch((e: unknown) => e);
+          const err = await call;
           expect(err).toBeInstanceOf(ThrottledError);
           expect((err as ThrottledError).retryAfterMs).toBe(7_000);
         }
@@ -316,11 +318,14 @@ export function describeProviderConformance(
       test("5xx is a transient (retryable) error on every capability", async () => {
         fake.failWithServerErrors();
         const h = harness();
-        const calls: Promise<unknown>[] = [h.provider.instances.getByProviderID(nodes[0]!.providerID)];
-        if (h.provider.loadBalancers) calls.push(h.provider.loadBalancers.ensure(owner(), spec()));
-        if (h.provider.routes) calls.push(h.provider.routes.list());
+        const settled = (p: Promise<unknown>) => p.catch((e: unknown) => e);
+        const calls: Promise<unknown>[] = [
+          settled(h.provider.instances.getByProviderID(nodes[0]!.providerID)),
+        ];
+        if (h.provider.loadBalancers) calls.push(settled(h.provider.loadBalancers.ensure(owner(), spec())));
+        if (h.provider.routes) calls.push(settled(h.provider.routes.list()));
         for (const call of calls) {
-          const err = await call.catch((e: unknown) => e);
+          const err = await call;
           expect(err).toBeInstanceOf(TransientCloudError);
           expect(isRetryable(err)).toBe(true);
         }

@@ -1,4 +1,5 @@
 import type { LbProtocol } from "../../cloud/provider.js";
+import { AWS_ANNOTATION_PREFIX as AWS_PREFIX } from "../../cloud/providers/aws/annotations.js";
 import { ANNOTATION_PREFIX as SIMULATED_PREFIX } from "../../cloud/providers/simulated/convert.js";
 
 /** The one provider-neutral annotation prefix for load balancer settings. */
@@ -84,9 +85,64 @@ export interface ProviderLbAnnotations {
 /** The unified key each provider-settable setting stands for: when both are set, the unified key wins. */
 const UNIFIED_KEY_OF: Partial<Record<keyof LbSettings, string>> = {
   idleTimeoutSeconds: ANNOTATIONS.idleTimeout,
+  healthCheckProtocol: ANNOTATIONS.healthCheckProtocol,
+  healthCheckPath: ANNOTATIONS.healthCheckPath,
+  healthCheckIntervalSeconds: ANNOTATIONS.healthCheckInterval,
+  healthCheckTimeoutSeconds: ANNOTATIONS.healthCheckTimeout,
+  healthyThreshold: ANNOTATIONS.healthyThreshold,
+  unhealthyThreshold: ANNOTATIONS.unhealthyThreshold,
+  proxyProtocol: ANNOTATIONS.proxyProtocol,
+  internal: ANNOTATIONS.internal,
 };
 
 const SIMULATED_IDLE_TIMEOUT = `${SIMULATED_PREFIX}load-balancer-idle-timeout`;
+
+/**
+ * cloud-provider-aws's annotations that stand for unified settings, with upstream's meaning
+ * and ranges (the provider reads the AWS-only ones, such as the type and certificates, itself).
+ */
+function parseAwsAnnotations(a: Readonly<Record<string, string>>): Partial<LbSettings> {
+  const key = (k: string) => `${AWS_PREFIX}${k}`;
+  const out: { -readonly [K in keyof LbSettings]?: LbSettings[K] } = {};
+  const int = (k: string, min: number, max: number): number | undefined => {
+    const raw = a[key(k)];
+    return raw === undefined ? undefined : integer(key(k), raw, min, max);
+  };
+  const idle = int("connection-idle-timeout", 1, 4000);
+  if (idle !== undefined) out.idleTimeoutSeconds = idle;
+  const interval = int("healthcheck-interval", 5, 300);
+  if (interval !== undefined) out.healthCheckIntervalSeconds = interval;
+  const timeout = int("healthcheck-timeout", 2, 60);
+  if (timeout !== undefined) out.healthCheckTimeoutSeconds = timeout;
+  const healthy = int("healthcheck-healthy-threshold", 2, 10);
+  if (healthy !== undefined) out.healthyThreshold = healthy;
+  const unhealthy = int("healthcheck-unhealthy-threshold", 2, 10);
+  if (unhealthy !== undefined) out.unhealthyThreshold = unhealthy;
+  const protocol = a[key("healthcheck-protocol")];
+  if (protocol !== undefined) {
+    const p = oneOf(key("healthcheck-protocol"), protocol, ["TCP", "HTTP", "HTTPS", "SSL"] as const);
+    out.healthCheckProtocol = p === "HTTP" || p === "HTTPS" ? "HTTP" : "TCP";
+  }
+  const path = a[key("healthcheck-path")];
+  if (path !== undefined) {
+    if (!/^\/[\x21-\x7e]*$/.test(path))
+      throw new AnnotationError(key("healthcheck-path"), path, "an absolute URL path such as /healthz");
+    out.healthCheckPath = path;
+  }
+  const proxy = a[key("proxy-protocol")];
+  if (proxy !== undefined) {
+    if (proxy !== "*")
+      throw new AnnotationError(key("proxy-protocol"), proxy, '"*" (every port), as upstream');
+    out.proxyProtocol = true;
+  }
+  // Upstream: any value but "false" makes it internal; the scheme annotation says it in words.
+  const internal = a[key("internal")];
+  const scheme = a[key("scheme")];
+  if (scheme !== undefined)
+    out.internal = oneOf(key("scheme"), scheme, ["INTERNAL", "INTERNET-FACING"] as const) === "INTERNAL";
+  if (internal !== undefined && internal !== "") out.internal = internal !== "false";
+  return out;
+}
 
 /**
  * Every provider's reader. A cluster's view only holds annotations under the prefixes of its
@@ -101,6 +157,7 @@ export const PROVIDER_LB_ANNOTATIONS: readonly ProviderLbAnnotations[] = [
       return idle === undefined ? {} : { idleTimeoutSeconds: integer(SIMULATED_IDLE_TIMEOUT, idle, 1, 3600) };
     },
   },
+  { prefix: AWS_PREFIX, parse: parseAwsAnnotations },
 ];
 
 /**

@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
 import type { LbHealthCheck, LbIngress, LoadBalancerSpec } from "../../cloud/provider.js";
 import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
-import { AnnotationError, type LbSettings, listenerProtocol } from "./annotations.js";
+import { AnnotationError, LB_ANNOTATION_PREFIX, type LbSettings, listenerProtocol } from "./annotations.js";
 
 /** Upstream's annotation for source ranges, honoured when spec.loadBalancerSourceRanges is empty. */
 export const ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges";
@@ -100,8 +100,10 @@ export function loadBalancerSpec(
       port: p.port,
       nodePort: p.nodePort,
       proxyProtocol: settings.proxyProtocol,
+      ...(p.name !== "" && { name: p.name }),
     }))
     .sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
+  const vendor = vendorAnnotations(svc);
   return {
     listeners,
     backends: [...backends].sort(),
@@ -110,7 +112,18 @@ export function loadBalancerSpec(
     sessionAffinity: svc.sessionAffinity === "ClientIP" ? "ClientIP" : "None",
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
     internal: settings.internal,
+    serviceName: `${svc.namespace}/${svc.name}`,
+    ...(Object.keys(vendor).length > 0 && { providerAnnotations: vendor }),
   };
+}
+
+/** The annotations a provider reads itself: everything the view holds but the hub's own keys. */
+function vendorAnnotations(svc: Readonly<Service>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(svc.annotations).filter(
+      ([k]) => !k.startsWith(LB_ANNOTATION_PREFIX) && !k.startsWith("lifecycle.fleet-ccm.io/"),
+    ),
+  );
 }
 
 /** A stable digest of everything but the backends: changes mean a full ensure, not a backend update. */

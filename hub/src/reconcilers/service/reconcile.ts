@@ -1,5 +1,5 @@
 import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
-import { errorMessage, isRetryable } from "../../cloud/errors.js";
+import { errorMessage, ImplementedElsewhereError, isRetryable } from "../../cloud/errors.js";
 import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../cloud/naming.js";
 import {
@@ -251,6 +251,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     ingress = toWireIngress(answer);
   } catch (err) {
     deps.pending?.delete(k);
+    // As upstream: no change, no failure; the other controller reports on the Service.
+    if (err instanceof ImplementedElsewhereError) return { events, requeue: { kind: "done" } };
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );

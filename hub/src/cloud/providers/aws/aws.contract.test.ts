@@ -1,0 +1,695 @@
+// The aws provider's own behaviour against the fake AWS, beyond the conformance suite: the
+// wire (SigV4, error codes and statuses, pages, eventual consistency), credentials (rotation,
+// an assumed role refreshed and expiring mid-run), batching, throttling storms, adoption of
+// what cloud-provider-aws makes, every supported annotation, and routes.
+
+import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import {
+  ElasticLoadBalancingClient,
+  AddTagsCommand as ElbAddTags,
+  CreateLoadBalancerCommand as ElbCreate,
+  DescribeLoadBalancersCommand as ElbDescribe,
+} from "@aws-sdk/client-elastic-load-balancing";
+import {
+  CreateListenerCommand,
+  CreateTargetGroupCommand,
+  ElasticLoadBalancingV2Client,
+  CreateLoadBalancerCommand as NlbCreate,
+} from "@aws-sdk/client-elastic-load-balancing-v2";
+import { type AwsWorld, startAwsWorld, waitFor } from "@fleet-ccm/sim";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { type Clock, systemClock } from "../../../util/clock.js";
+import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import {
+  CloudError,
+  ForbiddenError,
+  ImplementedElsewhereError,
+  InstanceNotFoundError,
+  ThrottledError,
+  TransientCloudError,
+} from "../../errors.js";
+import { OWNER_TAG_SERVICE_UID } from "../../naming.js";
+import {
+  type AccountBinding,
+  type CloudProvider,
+  type InProgress,
+  isInProgress,
+  type LoadBalancerSpec,
+} from "../../provider.js";
+import { AWS_ANNOTATION_PREFIX as A, awsProvider, parseAwsOptions } from "./index.js";
+import { awsLoadBalancerName } from "./lb-network.js";
+import { LABEL_ZONE_ID } from "./provider-id.js";
+
+let world: AwsWorld;
+beforeAll(async () => {
+  world = await startAwsWorld("blue");
+});
+afterEach(() => {
+  world.fake.faults.reset();
+  world.fake.spec.assertClean();
+});
+afterAll(() => world.fake.close());
+
+function provider(
+  binding: Partial<AccountBinding> = {},
+  clock: Clock = systemClock,
+): { p: CloudProvider; ops: string[] } {
+  const ops: string[] = [];
+  const p = awsProvider.create({
+    account: world.binding(binding),
+    logger: pino({ level: "silent" }),
+    clock,
+    call: (op, fn) => {
+      ops.push(op);
+      return fn(new AbortController().signal);
+    },
+  });
+  return { p, ops };
+}
+
+const sdkConfig = () => ({
+  region: world.region,
+  endpoint: world.fake.url,
+  credentials: world.keys,
+  maxAttempts: 1,
+});
+
+let uid = 0;
+const owner = () => ({
+  cluster: "blue",
+  serviceUid: `${String(++uid).padStart(8, "0")}-aaaa-bbbb-cccc-5f0c1a2b3c4d`,
+});
+const lbs = (p: CloudProvider) => p.loadBalancers!;
+
+async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
+  for (let n = 0; n < 100; n++) {
+    const a = await call();
+    if (!isInProgress(a)) return a;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("still in progress");
+}
+
+describe("the fake's wire, with the SDK as client", () => {
+  test("SigV4 with the account's secret: a wrong secret or an unknown key is refused", async () => {
+    const ec2 = new EC2Client({ ...sdkConfig(), credentials: { ...world.keys, secretAccessKey: "wrong" } });
+    await expect(ec2.send(new DescribeInstancesCommand({}))).rejects.toMatchObject({
+      name: "SignatureDoesNotMatch",
+      $metadata: { httpStatusCode: 403 },
+    });
+    const stranger = new EC2Client({
+      ...sdkConfig(),
+      credentials: { accessKeyId: "AKIANOBODY", secretAccessKey: "x" },
+    });
+    await expect(stranger.send(new DescribeInstancesCommand({}))).rejects.toMatchObject({
+      name: "AuthFailure",
+      $metadata: { httpStatusCode: 401 },
+    });
+    const { p } = provider({
+      secret: (n = "") => (n === "secretAccessKey" ? "wrong" : world.keys.accessKeyId),
+    });
+    await expect(p.instances.listPage(undefined)).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  test("EC2's codes: NotFound and Malformed ids, MaxResults with ids, throttling as 503 RequestLimitExceeded", async () => {
+    const ec2 = new EC2Client(sdkConfig());
+    await expect(
+      ec2.send(new DescribeInstancesCommand({ InstanceIds: [`i-${"0".repeat(17)}`] })),
+    ).rejects.toMatchObject({
+      name: "InvalidInstanceID.NotFound",
+      $metadata: { httpStatusCode: 400 },
+    });
+    await expect(ec2.send(new DescribeInstancesCommand({ InstanceIds: ["i-nope"] }))).rejects.toMatchObject({
+      name: "InvalidInstanceID.Malformed",
+    });
+    const i = world.instance("wire-1");
+    await expect(
+      ec2.send(new DescribeInstancesCommand({ InstanceIds: [i.id], MaxResults: 5 })),
+    ).rejects.toMatchObject({
+      name: "InvalidParameterCombination",
+    });
+    world.fake.setRateLimit(world.accountId, world.region, 1, 1);
+    try {
+      await ec2.send(new DescribeInstancesCommand({ InstanceIds: [i.id] }));
+      await expect(ec2.send(new DescribeInstancesCommand({ InstanceIds: [i.id] }))).rejects.toMatchObject({
+        name: "RequestLimitExceeded",
+        $metadata: { httpStatusCode: 503 },
+      });
+      const elb = new ElasticLoadBalancingClient(sdkConfig());
+      world.fake.setFaults({ throttleRate: 1 }, world.accountId);
+      await expect(elb.send(new ElbDescribe({}))).rejects.toMatchObject({
+        name: "Throttling",
+        $metadata: { httpStatusCode: 400 },
+      });
+    } finally {
+      world.fake.setRateLimit(world.accountId, world.region, 0, 0);
+    }
+    const log = world.fake.log.requests({ account: world.accountId, operation: /DescribeInstances/ });
+    expect(log.at(-1)?.outcome).toBe("503");
+  });
+
+  test("eventual consistency: a new instance is missing from DescribeInstances for a while", async () => {
+    world.fake.setFaults({ staleReadMs: 300 }, world.accountId);
+    const { p } = provider();
+    const i = world.instance("fresh-1");
+    const pid = `aws:///${i.az}/${i.id}`;
+    expect(await p.instances.findByName("fresh-1")).toEqual([]);
+    await expect(p.instances.getByProviderID(pid)).rejects.toBeInstanceOf(InstanceNotFoundError);
+    await waitFor(async () => (await p.instances.findByName("fresh-1")).length === 1, 5_000, 50);
+    expect((await p.instances.getByProviderID(pid)).instanceID).toBe(i.id);
+  });
+});
+
+describe("instances", () => {
+  test("providerIDs as upstream: aws:///<az>/<id>, aws:////<id>, a bare id; another region's zone is not ours", () => {
+    const { p } = provider();
+    const id = "i-0123456789abcdef0";
+    expect(p.instances.parseProviderID(`aws:///us-east-1a/${id}`)).toBe(id);
+    expect(p.instances.parseProviderID(`aws:////${id}`)).toBe(id);
+    expect(p.instances.parseProviderID(id)).toBe(id);
+    expect(p.instances.parseProviderID(`aws:///eu-west-1a/${id}`)).toBeUndefined();
+    expect(p.instances.parseProviderID(`gce://p/z/${id}`)).toBeUndefined();
+    expect(p.instances.parseProviderID("aws:///us-east-1a/fargate-10.0.0.1")).toBeUndefined();
+  });
+
+  test("metadata: type, zone, region, zone id label, VPC, tags, addresses in upstream's order, states", async () => {
+    const { p } = provider();
+    const i = world.instance("meta-1", { zone: 1 });
+    expect((await p.instances.findByName("meta-1"))[0]?.providerID).toBe(`aws:///${world.region}b/${i.id}`);
+    // A node's own accepted form is answered as asked (the lifecycle compares it).
+    const meta = await p.instances.getByProviderID(`aws:////${i.id}`);
+    expect(meta).toMatchObject({
+      providerID: `aws:////${i.id}`,
+      instanceID: i.id,
+      name: "meta-1",
+      instanceType: "m5.large",
+      region: world.region,
+      zone: `${world.region}b`,
+      network: world.vpcId,
+      state: "running",
+      additionalLabels: { [LABEL_ZONE_ID]: "use1-az2" },
+    });
+    expect(meta.addresses).toEqual([
+      { type: "InternalIP", address: i.privateIp },
+      { type: "ExternalIP", address: i.publicIp },
+      { type: "InternalDNS", address: "meta-1" },
+      { type: "Hostname", address: "meta-1" },
+      { type: "ExternalDNS", address: i.publicDns },
+    ]);
+    world.fake.setInstanceState(i.id, "stopped");
+    expect((await p.instances.getByProviderID(i.id)).state).toBe("stopped");
+    world.fake.setInstanceState(i.id, "shutting-down");
+    expect((await p.instances.getByProviderID(i.id)).state).toBe("stopping");
+    world.fake.setInstanceState(i.id, "terminated");
+    expect((await p.instances.getByProviderID(i.id)).state).toBe("terminated");
+  });
+
+  test("lookups together are one DescribeInstances; only a direct lookup of the missing one says not found", async () => {
+    const { p, ops } = provider();
+    const made = Array.from({ length: 40 }, (_, n) => world.instance(`batch-${n}`));
+    const missing = `aws:///${world.region}a/i-${"e".repeat(17)}`;
+    const mark = world.fake.log.mark();
+    const answers = await Promise.all(
+      [...made.map((i) => `aws:///${i.az}/${i.id}`), missing].map((pid) =>
+        p.instances.getByProviderID(pid).catch((e: unknown) => e),
+      ),
+    );
+    expect(answers.slice(0, 40).map((m) => (m as { instanceID: string }).instanceID)).toEqual(
+      made.map((i) => i.id),
+    );
+    expect(answers[40]).toBeInstanceOf(InstanceNotFoundError);
+    expect(ops.filter((o) => o === "instances.batch")).toHaveLength(1);
+    expect(ops.filter((o) => o === "instances.get")).toHaveLength(1);
+    expect(world.fake.log.requests({ afterSeq: mark, operation: /DescribeInstances$/ })).toHaveLength(2);
+  });
+
+  test("findByName reads every page; the SDK's NextToken round-trips", async () => {
+    for (let n = 0; n < 120; n++) world.instance("same-name");
+    const { p, ops } = provider();
+    expect(await p.instances.findByName("same-name")).toHaveLength(120);
+    expect(ops.filter((o) => o === "instances.findByName")).toHaveLength(3);
+  });
+
+  test("a throttling storm: ThrottledError without a Retry-After (AWS sends none), never a not found", async () => {
+    const { p } = provider();
+    const i = world.instance("storm-1");
+    world.fake.setRateLimit(world.accountId, world.region, 2, 3);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => p.instances.findByName("storm-1").catch((e: unknown) => e)),
+      );
+      const throttled = answers.filter((a) => a instanceof ThrottledError);
+      expect(throttled.length).toBeGreaterThan(10);
+      for (const t of throttled) expect((t as ThrottledError).retryAfterMs).toBeUndefined();
+      expect(answers.filter((a) => Array.isArray(a) && a[0]?.instanceID === i.id).length).toBeGreaterThan(0);
+      expect(
+        answers.some((a) => a instanceof InstanceNotFoundError || (Array.isArray(a) && a.length === 0)),
+      ).toBe(false);
+    } finally {
+      world.fake.setRateLimit(world.accountId, world.region, 0, 0);
+    }
+  });
+});
+
+describe("credentials", () => {
+  test("keys are read per request: a rotated key is used at once, the old one revoked", async () => {
+    const { p } = provider();
+    await p.instances.listPage(undefined);
+    const old = world.keys;
+    const fresh = world.fake.createAccessKey(world.accountId);
+    world.keys = { accessKeyId: fresh.accessKeyId, secretAccessKey: fresh.secretAccessKey };
+    world.fake.revokeAccessKey(old.accessKeyId);
+    try {
+      await p.instances.listPage(undefined);
+      const last = world.fake.log.requests({ account: world.accountId }).at(-1);
+      expect(last?.outcome).toBe("200");
+    } finally {
+      world.keys = { accessKeyId: fresh.accessKeyId, secretAccessKey: fresh.secretAccessKey };
+    }
+  });
+
+  test("an assumed role: refreshed before it expires, assumed again when its session ends early", async () => {
+    let offset = 0;
+    const clock: Clock = { ...systemClock, now: () => Date.now() + offset };
+    const fake = world.fake;
+    const other = await startAwsWorld("green", { fake });
+    const role = fake.createRole(other.accountId, "fleet-ccm", {
+      externalId: "ext-1",
+      trustedAccounts: [world.accountId],
+    });
+    const i = other.instance("role-1");
+    const binding: Partial<AccountBinding> = {
+      network: other.vpcId,
+      credentialNames: ["accessKeyId", "secretAccessKey", "roleArn", "externalId"],
+      secret: (n = "") =>
+        ({ secretAccessKey: world.keys.secretAccessKey, roleArn: role, externalId: "ext-1" })[n] ??
+        world.keys.accessKeyId,
+      options: { durationSeconds: 900 },
+    };
+    const { p, ops } = provider(binding, clock);
+    expect((await p.instances.getByProviderID(i.id)).instanceID).toBe(i.id);
+    expect(fake.log.requests({ account: other.accountId }).at(-1)?.outcome).toBe("200");
+    await p.instances.getByProviderID(i.id);
+    expect(ops.filter((o) => o === "sts.AssumeRole")).toHaveLength(1);
+    // 900 s sessions are refreshed 180 s before they end.
+    offset = 721_000;
+    await p.instances.getByProviderID(i.id);
+    expect(ops.filter((o) => o === "sts.AssumeRole")).toHaveLength(2);
+    fake.expireRoleSessions(role);
+    await expect(p.instances.getByProviderID(i.id)).rejects.toBeInstanceOf(TransientCloudError);
+    expect((await p.instances.getByProviderID(i.id)).instanceID).toBe(i.id);
+    expect(ops.filter((o) => o === "sts.AssumeRole")).toHaveLength(3);
+    // A role that does not trust us (or a wrong external id) is a refusal, not a retry.
+    const { p: denied } = provider({
+      ...binding,
+      secret: (n = "") =>
+        ({ secretAccessKey: world.keys.secretAccessKey, roleArn: role, externalId: "wrong" })[n] ??
+        world.keys.accessKeyId,
+    });
+    await expect(denied.instances.listPage(undefined)).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  test("credential names and options are checked naming the field", () => {
+    expect(() => awsProvider.checkCredentials?.(["accessKeyId"])).toThrow(
+      "credentials.secretAccessKey: required",
+    );
+    expect(() => awsProvider.checkCredentials?.(["accessKeyId", "secretAccessKey", "token"])).toThrow(
+      "credentials.token",
+    );
+    expect(() => awsProvider.checkCredentials?.(["accessKeyId", "secretAccessKey", "externalId"])).toThrow(
+      "credentials.externalId: only with credentials.roleArn",
+    );
+    expect(() => parseAwsOptions({ durationSeconds: 60 })).toThrow("options.durationSeconds");
+    expect(() => parseAwsOptions({ defaultLoadBalancerType: "alb" })).toThrow(
+      "options.defaultLoadBalancerType",
+    );
+  });
+});
+
+describe("load balancers", () => {
+  const nodes = () => [world.instance(`lb-${++uid}`), world.instance(`lb-${++uid}`, { zone: 1 })];
+  const spec = (
+    backends: readonly string[],
+    annotations: Record<string, string> = {},
+    o: Partial<LoadBalancerSpec> = {},
+  ) =>
+    sampleLoadBalancerSpec([...backends].sort(), {
+      serviceName: "default/web",
+      ...(Object.keys(annotations).length > 0 && { providerAnnotations: annotations }),
+      ...o,
+    });
+
+  test("adopts a classic ELB made the way cloud-provider-aws makes it", async () => {
+    const o = owner();
+    const name = awsLoadBalancerName(o.serviceUid);
+    const ns = nodes();
+    const elb = new ElasticLoadBalancingClient(sdkConfig());
+    await elb.send(
+      new ElbCreate({
+        LoadBalancerName: name,
+        Listeners: [{ Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 }],
+        Subnets: [...world.subnets],
+        Tags: [
+          { Key: "kubernetes.io/cluster/blue", Value: "owned" },
+          { Key: "kubernetes.io/service-name", Value: "default/web" },
+        ],
+      }),
+    );
+    const { p, ops } = provider();
+    expect((await lbs(p).get(o))?.owner).toEqual(o);
+    const [ingress] = await settle(() => lbs(p).ensure(o, spec(ns.map((n) => n.id))));
+    expect(ingress?.hostname).toContain(name);
+    expect(ops).not.toContain("elb.create");
+    expect(ops).toContain("elb.tag");
+    const all = world.fake.classicLoadBalancers(world.accountId).filter((l) => l.id.endsWith(`/${name}`));
+    expect(all).toHaveLength(1);
+    expect(all[0]?.tags[OWNER_TAG_SERVICE_UID]).toBe(o.serviceUid);
+    expect(all[0]?.listeners.map((l) => l.port).sort()).toEqual([443, 80]);
+    await settle(() => lbs(p).ensureDeleted(o));
+    expect(world.resources().filter((r) => r.id.includes(name))).toEqual([]);
+  });
+
+  test("adopts an NLB made the way cloud-provider-aws makes it, keeping its target group", async () => {
+    const o = owner();
+    const name = awsLoadBalancerName(o.serviceUid);
+    const ns = nodes();
+    const v2 = new ElasticLoadBalancingV2Client(sdkConfig());
+    const tags = [
+      { Key: "kubernetes.io/cluster/blue", Value: "owned" },
+      { Key: "kubernetes.io/service-name", Value: "default/web" },
+    ];
+    const lb = (
+      await v2.send(new NlbCreate({ Name: name, Type: "network", Subnets: [...world.subnets], Tags: tags }))
+    ).LoadBalancers?.[0];
+    const tg = (
+      await v2.send(
+        new CreateTargetGroupCommand({
+          Name: "k8s-default-web-0a1b2c3d4e",
+          Protocol: "TCP",
+          Port: 30080,
+          VpcId: world.vpcId,
+          TargetType: "instance",
+          Tags: tags,
+        }),
+      )
+    ).TargetGroups?.[0];
+    await v2.send(
+      new CreateListenerCommand({
+        LoadBalancerArn: lb?.LoadBalancerArn,
+        Port: 80,
+        Protocol: "TCP",
+        DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
+      }),
+    );
+    const { p, ops } = provider();
+    const s = spec(
+      ns.map((n) => n.id),
+      { [`${A}type`]: "nlb" },
+      {
+        listeners: [{ protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false }],
+      },
+    );
+    await settle(() => lbs(p).ensure(o, s));
+    expect(ops).not.toContain("nlb.create");
+    expect(ops).not.toContain("nlb.targetGroup.create");
+    const group = world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "");
+    expect(group?.targets.map((t) => t.id).sort()).toEqual(ns.map((n) => n.id).sort());
+    // An NLB made without security groups stays so (AWS cannot add them later).
+    expect(world.fake.state.v2Lbs.get(lb?.LoadBalancerArn ?? "")?.securityGroups).toEqual([]);
+    await settle(() => lbs(p).ensureDeleted(o));
+    expect(world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")).toBeUndefined();
+  });
+
+  test("lost answers to mutations (made, then a 504): repeated ensures and deletes end with one of each, then nothing", async () => {
+    const ns = nodes().map((n) => n.id);
+    const { p } = provider();
+    const o = owner();
+    const kinds = () =>
+      world
+        .resources()
+        .filter((r) => r.lbOwner?.serviceUid === o.serviceUid)
+        .map((r) => r.kind)
+        .sort();
+    world.fake.setFaults({ lostResponseRate: 0.5 }, world.accountId);
+    let lost = 0;
+    for (let n = 0; n < 50; n++) {
+      const answer = await lbs(p)
+        .ensure(o, spec(ns, { [`${A}type`]: "nlb" }))
+        .catch((e: unknown) => e);
+      if (!(answer instanceof Error)) break;
+      expect(answer).toBeInstanceOf(TransientCloudError);
+      lost++;
+    }
+    expect(lost).toBeGreaterThan(0);
+    world.fake.faults.reset();
+    expect(kinds()).toEqual([
+      "nlb",
+      "nlb-listener",
+      "nlb-listener",
+      "node-sg-rule",
+      "security-group",
+      "sg-ingress",
+      "sg-ingress",
+      "target-group",
+      "target-group",
+    ]);
+    world.fake.setFaults({ lostResponseRate: 0.5 }, world.accountId);
+    for (let n = 0; n < 50; n++) {
+      const answer = await lbs(p)
+        .ensureDeleted(o)
+        .catch((e: unknown) => e);
+      if (answer === undefined) break;
+    }
+    world.fake.faults.reset();
+    await settle(() => lbs(p).ensureDeleted(o));
+    expect(kinds()).toEqual([]);
+    expect(world.fake.log.count({ account: world.accountId, fault: "lostResponse" })).toBeGreaterThan(0);
+  });
+
+  test("delete waits (in progress, no failure) while AWS still holds the security group; the group goes last", async () => {
+    world.fake.eniLingerMs = 150;
+    try {
+      const { p } = provider();
+      const o = owner();
+      await settle(() => lbs(p).ensure(o, spec(nodes().map((n) => n.id))));
+      const first = await lbs(p).ensureDeleted(o);
+      expect(first).toMatchObject({ kind: "in-progress", retryAfterMs: 20 });
+      expect(
+        world.fake
+          .classicLoadBalancers(world.accountId)
+          .some((l) => l.id.endsWith(awsLoadBalancerName(o.serviceUid))),
+      ).toBe(false);
+      await settle(() => lbs(p).ensureDeleted(o));
+      expect(world.resources().filter((r) => r.lbOwner?.serviceUid === o.serviceUid)).toEqual([]);
+    } finally {
+      world.fake.eniLingerMs = 0;
+    }
+  });
+
+  test("type: nlb by annotation or account default for new Services; an existing one keeps its kind; external is elsewhere", async () => {
+    const ns = nodes().map((n) => n.id);
+    const { p } = provider();
+    await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "external" }))).rejects.toBeInstanceOf(
+      ImplementedElsewhereError,
+    );
+    const classic = owner();
+    await settle(() => lbs(p).ensure(classic, spec(ns)));
+    const { p: nlbDefault, ops } = provider({
+      options: { ...world.binding().options, defaultLoadBalancerType: "nlb" },
+    });
+    await settle(() => lbs(nlbDefault).ensure(classic, spec(ns)));
+    expect(ops).not.toContain("nlb.create");
+    await expect(lbs(nlbDefault).ensure(classic, spec(ns, { [`${A}type`]: "nlb" }))).rejects.toThrow(
+      /cannot change its type in place/,
+    );
+    const fresh = owner();
+    await settle(() => lbs(nlbDefault).ensure(fresh, spec(ns)));
+    expect(ops).toContain("nlb.create");
+    for (const o of [classic, fresh]) await settle(() => lbs(p).ensureDeleted(o));
+  });
+
+  test("classic annotations: ssl-cert and ssl-ports, backend-protocol, healthcheck-port, subnets, groups, tags, cross-zone, proxy protocol", async () => {
+    const ns = nodes().map((n) => n.id);
+    const extra = world.fake.createSecurityGroup(world.accountId, world.region, {
+      vpcId: world.vpcId,
+      name: "extra",
+    });
+    const cert = "arn:aws:acm:us-east-1:123456789012:certificate/abc";
+    const o = owner();
+    const { p } = provider();
+    const s = spec(
+      ns,
+      {
+        [`${A}ssl-cert`]: cert,
+        [`${A}ssl-ports`]: "https",
+        [`${A}backend-protocol`]: "http",
+        [`${A}healthcheck-port`]: "traffic-port",
+        [`${A}subnets`]: world.subnets[1]!,
+        [`${A}extra-security-groups`]: extra,
+        [`${A}additional-resource-tags`]: "team=web,env=prod",
+        [`${A}cross-zone-load-balancing-enabled`]: "true",
+      },
+      {
+        listeners: [
+          { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: true },
+          { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: true, name: "https" },
+        ],
+        internal: true,
+      },
+    );
+    await settle(() => lbs(p).ensure(o, s));
+    const lb = world.fake
+      .classicLoadBalancers(world.accountId)
+      .find((l) => l.id.endsWith(awsLoadBalancerName(o.serviceUid)));
+    expect(lb?.listeners).toEqual([
+      { protocol: "HTTP", port: 80, instanceProtocol: "HTTP", instancePort: 30080 },
+      { protocol: "HTTPS", port: 443, instanceProtocol: "HTTP", instancePort: 30443, certificateId: cert },
+    ]);
+    expect(lb).toMatchObject({ scheme: "internal", subnets: [world.subnets[1]], crossZone: true });
+    expect(lb?.healthCheck.target).toBe("TCP:30080");
+    expect(lb?.securityGroups).toHaveLength(2);
+    expect(lb?.securityGroups).toContain(extra);
+    expect(lb?.tags).toMatchObject({ team: "web", env: "prod", "kubernetes.io/service-name": "default/web" });
+    expect(lb?.backendPolicies).toEqual({
+      "30080": ["k8s-proxyprotocol-enabled"],
+      "30443": ["k8s-proxyprotocol-enabled"],
+    });
+    // security-groups replaces the managed group: none is made, none is deleted.
+    const own = world.fake.createSecurityGroup(world.accountId, world.region, {
+      vpcId: world.vpcId,
+      name: "own",
+    });
+    const o2 = owner();
+    await settle(() => lbs(p).ensure(o2, spec(ns, { [`${A}security-groups`]: own })));
+    const lb2 = world.fake
+      .classicLoadBalancers(world.accountId)
+      .find((l) => l.id.endsWith(awsLoadBalancerName(o2.serviceUid)));
+    expect(lb2?.securityGroups).toEqual([own]);
+    for (const x of [o, o2]) await settle(() => lbs(p).ensureDeleted(x));
+    expect(world.fake.state.securityGroups.get(own)).toBeDefined();
+    expect(world.fake.state.securityGroups.get(extra)).toBeDefined();
+  });
+
+  test("NLB annotations: TLS on ssl-ports, UDP, eip-allocations, target-group-attributes, Local health checks, proxy protocol v2", async () => {
+    const ns = nodes().map((n) => n.id);
+    const cert = "arn:aws:acm:us-east-1:123456789012:certificate/tls";
+    const o = owner();
+    const { p } = provider();
+    const s = spec(
+      ns,
+      {
+        [`${A}type`]: "nlb",
+        [`${A}ssl-cert`]: cert,
+        [`${A}ssl-ports`]: "443",
+        [`${A}eip-allocations`]: "eipalloc-1,eipalloc-2",
+        [`${A}target-group-attributes`]: "deregistration_delay.timeout_seconds=30",
+      },
+      {
+        listeners: [
+          { protocol: "UDP", port: 53, nodePort: 30053, proxyProtocol: false },
+          { protocol: "TCP", port: 443, nodePort: 30443, proxyProtocol: false },
+        ],
+        healthCheck: {
+          ...sampleLoadBalancerSpec([]).healthCheck,
+          protocol: "HTTP",
+          port: 32000,
+          path: "/healthz",
+        },
+      },
+    );
+    await settle(() => lbs(p).ensure(o, s));
+    const lb = world.fake
+      .networkLoadBalancers(world.accountId)
+      .find((l) => l.name === awsLoadBalancerName(o.serviceUid));
+    expect(lb?.subnets.map((x) => x.allocationId)).toEqual(["eipalloc-1", "eipalloc-2"]);
+    const listeners = world.fake.state.listeners.all(world.accountId).filter((l) => l.lbArn === lb?.id);
+    expect(listeners.map((l) => [l.port, l.protocol, l.certificates]).sort()).toEqual([
+      [443, "TLS", [cert]],
+      [53, "UDP", []],
+    ]);
+    const groups = listeners.map((l) => world.fake.state.targetGroups.get(l.targetGroupArn));
+    for (const g of groups) {
+      expect(g?.healthCheck).toMatchObject({ protocol: "HTTP", port: "32000", path: "/healthz" });
+      expect(g?.attributes["deregistration_delay.timeout_seconds"]).toBe("30");
+      expect(g?.targets.map((t) => t.id).sort()).toEqual([...ns].sort());
+    }
+    expect(groups.map((g) => [g?.protocol, g?.port]).sort()).toEqual([
+      ["TCP", 30443],
+      ["UDP", 30053],
+    ]);
+    // Proxy protocol on: one attribute per target group, nothing recreated.
+    const { p: again, ops } = provider();
+    await settle(() =>
+      lbs(again).ensure(o, { ...s, listeners: s.listeners.map((l) => ({ ...l, proxyProtocol: true })) }),
+    );
+    expect(ops.filter((x) => x === "nlb.targetGroup.attributes.modify")).toHaveLength(2);
+    expect(ops).not.toContain("nlb.targetGroup.create");
+    await settle(() => lbs(p).ensureDeleted(o));
+    await expect(
+      lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "nlb", [`${A}eip-allocations`]: "eipalloc-1" })),
+    ).rejects.toThrow("1 allocations for 2 subnets");
+    await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "alb" }))).rejects.toBeInstanceOf(
+      CloudError,
+    );
+  });
+
+  test("updateBackends on both kinds registers and deregisters, and the node-group rule follows", async () => {
+    const ns = nodes().map((n) => n.id);
+    const { p } = provider();
+    for (const type of ["classic", "nlb"]) {
+      const o = owner();
+      await settle(() => lbs(p).ensure(o, spec(ns, type === "nlb" ? { [`${A}type`]: "nlb" } : {})));
+      await lbs(p).updateBackends(o, [ns[0]!]);
+      expect((await lbs(p).get(o))?.backends).toEqual([ns[0]]);
+      await settle(() => lbs(p).ensureDeleted(o));
+    }
+    // Nothing left referencing deleted groups on the nodes' group.
+    const nodeGroup = world.fake.state.securityGroups.get(world.nodeGroup);
+    for (const r of nodeGroup?.ingress ?? [])
+      expect(world.fake.state.securityGroups.get(r.groupId ?? "")).toBeDefined();
+  });
+});
+
+describe("routes", () => {
+  test("a blackholed route of the cluster is listed as its own and replaced; source/dest check turned off once", async () => {
+    const { p, ops } = provider();
+    const node = world.instance("route-1");
+    const gone = world.instance("route-gone");
+    world.fake.addRoute(world.routeTable, { cidr: "10.244.9.0/24", instanceId: gone.id });
+    world.fake.setInstanceState(gone.id, "terminated");
+    const listed = await p.routes!.list();
+    expect(listed.find((r) => r.destinationCIDR === "10.244.9.0/24")).toMatchObject({
+      targetInstanceID: gone.id,
+      ownerCluster: "blue",
+    });
+    await p.routes!.create({ destinationCIDR: "10.244.9.0/24", targetInstanceID: node.id }, "blue");
+    expect(world.fake.instance(node.id)?.sourceDestCheck).toBe(false);
+    await p.routes!.create({ destinationCIDR: "10.244.10.0/24", targetInstanceID: node.id }, "blue");
+    expect(ops.filter((o) => o === "routes.sourceDestCheck.modify")).toHaveLength(1);
+    const table = world.fake.state.routeTables.get(world.routeTable);
+    expect(
+      table?.routes
+        .filter((r) => r.instanceId === node.id)
+        .map((r) => r.cidr)
+        .sort(),
+    ).toEqual(["10.244.10.0/24", "10.244.9.0/24"]);
+    await expect(
+      p.routes!.create({ destinationCIDR: "10.244.9.0/24", targetInstanceID: gone.id }, "nobody"),
+    ).rejects.toThrow("0 route tables tagged kubernetes.io/cluster/nobody");
+    for (const r of (await p.routes!.list()).filter((r) => r.targetInstanceID === node.id))
+      await p.routes!.delete(r);
+  });
+});
+
+describe("the SDK request classes the provider uses are the fake's", () => {
+  test("ELB AddTags round-trips through the model", async () => {
+    const elb = new ElasticLoadBalancingClient(sdkConfig());
+    await expect(
+      elb.send(new ElbAddTags({ LoadBalancerNames: ["nobody"], Tags: [{ Key: "k", Value: "v" }] })),
+    ).rejects.toMatchObject({
+      name: "AccessPointNotFoundException",
+      $metadata: { httpStatusCode: 400 },
+    });
+  });
+});

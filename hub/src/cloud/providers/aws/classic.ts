@@ -1,0 +1,434 @@
+/**
+ * Classic ELBs as cloud-provider-aws builds them (its default): listeners per Service port,
+ * a health check, registered instances, attributes, proxy protocol by backend policy, the
+ * managed security group and the node-group rules (lb-network.ts).
+ */
+
+import type { Instance } from "@aws-sdk/client-ec2";
+import {
+  AddTagsCommand,
+  ApplySecurityGroupsToLoadBalancerCommand,
+  ConfigureHealthCheckCommand,
+  CreateLoadBalancerCommand,
+  CreateLoadBalancerListenersCommand,
+  CreateLoadBalancerPolicyCommand,
+  DeleteLoadBalancerCommand,
+  DeleteLoadBalancerListenersCommand,
+  DeregisterInstancesFromLoadBalancerCommand,
+  DescribeLoadBalancerAttributesCommand,
+  DescribeLoadBalancersCommand,
+  DescribeTagsCommand,
+  type Listener,
+  type LoadBalancerDescription,
+  ModifyLoadBalancerAttributesCommand,
+  RegisterInstancesWithLoadBalancerCommand,
+  SetLoadBalancerPoliciesForBackendServerCommand,
+} from "@aws-sdk/client-elastic-load-balancing";
+import { CloudError, SuspectAnswerError } from "../../errors.js";
+import type { InProgress, LbIngress, LbOwner, LoadBalancerSpec, LoadBalancerState } from "../../provider.js";
+import { type AwsLbSettings, isSslPort } from "./annotations.js";
+import type { AwsApi } from "./api.js";
+import { hasCode } from "./errors.js";
+import {
+  awsLoadBalancerName,
+  type LbNetwork,
+  ownedBy,
+  ownerTags,
+  type Rule,
+  type Tags,
+  tagList,
+  tagsOf,
+} from "./lb-network.js";
+
+/** Upstream's proxy protocol policy name. */
+export const PROXY_PROTOCOL_POLICY = "k8s-proxyprotocol-enabled";
+
+/** Upstream's backendProtocolMapping: the listener protocol for a TLS port by backend protocol. */
+const SSL_LISTENER: Readonly<Record<string, string>> = {
+  https: "HTTPS",
+  http: "HTTPS",
+  ssl: "SSL",
+  tcp: "SSL",
+};
+
+export function classicListeners(spec: LoadBalancerSpec, s: AwsLbSettings): Listener[] {
+  return spec.listeners.map((l) => {
+    if (l.protocol === "UDP" || l.protocol === "SCTP")
+      throw new CloudError(`a classic ELB cannot carry ${l.protocol} (port ${l.port}): use an NLB`);
+    if (isSslPort(s, l.port, l.name)) {
+      const backend = s.backendProtocol ?? "tcp";
+      return {
+        Protocol: s.backendProtocol === undefined ? "SSL" : (SSL_LISTENER[backend] ?? "SSL"),
+        LoadBalancerPort: l.port,
+        InstanceProtocol: s.backendProtocol === undefined ? "TCP" : backend.toUpperCase(),
+        InstancePort: l.nodePort,
+        SSLCertificateId: s.sslCert,
+      };
+    }
+    if (l.protocol === "HTTPS")
+      throw new CloudError(`port ${l.port} is HTTPS but the Service names no ssl-cert`);
+    const http = l.protocol === "HTTP" || s.backendProtocol === "http";
+    return {
+      Protocol: http ? "HTTP" : "TCP",
+      LoadBalancerPort: l.port,
+      InstanceProtocol: http ? "HTTP" : "TCP",
+      InstancePort: l.nodePort,
+    };
+  });
+}
+
+const listenerKey = (l: Listener) =>
+  `${(l.Protocol ?? "").toUpperCase()}|${l.LoadBalancerPort}|${(l.InstanceProtocol ?? "").toUpperCase()}|${l.InstancePort}|${l.SSLCertificateId ?? ""}`;
+
+function healthTarget(spec: LoadBalancerSpec, s: AwsLbSettings): string {
+  const h = spec.healthCheck;
+  const port =
+    s.healthCheckPort === undefined || s.healthCheckPort === "traffic-port"
+      ? s.healthCheckPort === "traffic-port"
+        ? (spec.listeners[0]?.nodePort ?? h.port)
+        : h.port
+      : Number(s.healthCheckPort);
+  return h.protocol === "HTTP" ? `HTTP:${port}${h.path || "/"}` : `TCP:${port}`;
+}
+
+export class ClassicElb {
+  constructor(
+    private readonly api: AwsApi,
+    private readonly net: LbNetwork,
+  ) {}
+
+  /** The classic ELB of that name, or undefined when AWS says there is none. */
+  private async describe(name: string, signal?: AbortSignal): Promise<LoadBalancerDescription | undefined> {
+    try {
+      const out = await this.api.call("elb.get", signal, (abortSignal) =>
+        this.api.elb.send(new DescribeLoadBalancersCommand({ LoadBalancerNames: [name] }), { abortSignal }),
+      );
+      const lb = out.LoadBalancerDescriptions?.find((d) => d.LoadBalancerName === name);
+      if (lb === undefined)
+        throw new SuspectAnswerError(`DescribeLoadBalancers(${name}) answered without it`);
+      return lb;
+    } catch (err) {
+      if (hasCode(err, "LoadBalancerNotFound", "AccessPointNotFoundException")) return undefined;
+      throw err;
+    }
+  }
+
+  /** The owner's classic ELB with its tags; CloudError when the name is taken by someone else. */
+  async find(
+    owner: LbOwner,
+    signal?: AbortSignal,
+  ): Promise<{ lb: LoadBalancerDescription; tags: Tags } | undefined> {
+    const name = awsLoadBalancerName(owner.serviceUid);
+    const lb = await this.describe(name, signal);
+    if (lb === undefined) return undefined;
+    const out = await this.api.call("elb.tags", signal, (abortSignal) =>
+      this.api.elb.send(new DescribeTagsCommand({ LoadBalancerNames: [name] }), { abortSignal }),
+    );
+    const tags = tagsOf(out.TagDescriptions?.find((d) => d.LoadBalancerName === name)?.Tags);
+    if (!ownedBy(tags, owner))
+      throw new CloudError(
+        `load balancer ${name} exists but is not cluster ${owner.cluster}'s (its tags say otherwise)`,
+      );
+    return { lb, tags };
+  }
+
+  state(owner: LbOwner, lb: LoadBalancerDescription): LoadBalancerState {
+    return {
+      id: lb.LoadBalancerName ?? "",
+      name: lb.LoadBalancerName ?? "",
+      owner,
+      ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
+      backends: (lb.Instances ?? []).flatMap((i) => (i.InstanceId ? [i.InstanceId] : [])).sort(),
+    };
+  }
+
+  async ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    s: AwsLbSettings,
+    signal?: AbortSignal,
+    /** What the caller already found (null: nothing); undefined: look. */
+    known?: { lb: LoadBalancerDescription; tags: Tags } | null,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    const name = awsLoadBalancerName(owner.serviceUid);
+    const wantListeners = classicListeners(spec, s);
+    const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
+    const backends = await this.net.instances(spec.backends, signal);
+    const found = known === undefined ? await this.find(owner, signal) : (known ?? undefined);
+    const vpcId = found?.lb.VPCId ?? this.net.vpcOf(backends);
+    if (vpcId === undefined)
+      throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
+
+    const managed = s.securityGroups === undefined;
+    const groups = [...(s.securityGroups ?? [])];
+    if (managed) {
+      const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
+      const rules: Rule[] = [
+        ...spec.listeners.flatMap((l) =>
+          ranges.map((cidr) => ({ protocol: "tcp", fromPort: l.port, toPort: l.port, cidr })),
+        ),
+        // Upstream's ICMP "fragmentation needed" (type 3, code 4), for path MTU discovery.
+        ...ranges.map((cidr) => ({ protocol: "icmp", fromPort: 3, toPort: 4, cidr })),
+      ];
+      const description = `Security group for Kubernetes ELB ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
+      groups.unshift(await this.net.ensureLbGroup(name, vpcId, owner, tags, description, rules, signal));
+    }
+    groups.push(...s.extraSecurityGroups.filter((g) => !groups.includes(g)));
+
+    let lb = found?.lb;
+    if (lb === undefined) {
+      const subnets = await this.net.subnets(vpcId, spec.internal, owner.cluster, s.subnets, signal);
+      await this.api.call("elb.create", signal, (abortSignal) =>
+        this.api.elb.send(
+          new CreateLoadBalancerCommand({
+            LoadBalancerName: name,
+            Listeners: wantListeners,
+            Subnets: subnets.map((x) => x.subnetId),
+            SecurityGroups: groups,
+            ...(spec.internal && { Scheme: "internal" }),
+            Tags: tagList(tags),
+          }),
+          { abortSignal },
+        ),
+      );
+      lb = await this.describe(name, signal);
+      if (lb === undefined)
+        throw new SuspectAnswerError(`load balancer ${name} not found right after its creation`);
+    } else {
+      if ((lb.Scheme === "internal") !== spec.internal)
+        throw new CloudError(
+          `load balancer ${name} is ${lb.Scheme}; AWS cannot change a scheme in place (delete the Service's load balancer to recreate it)`,
+        );
+      await this.update(lb, found?.tags ?? {}, tags, wantListeners, groups, signal);
+    }
+    await this.ensureHealthCheck(name, lb, spec, s, signal);
+    await this.ensureAttributes(name, spec, s, signal);
+    await this.ensureProxyProtocol(name, lb, spec, signal);
+    await this.syncInstances(lb, backends, signal);
+    if (managed && groups[0] !== undefined)
+      await this.net.ensureNodeRules(groups[0], vpcId, owner.cluster, backends, signal);
+    return lb.DNSName ? [{ hostname: lb.DNSName }] : [];
+  }
+
+  private async update(
+    lb: LoadBalancerDescription,
+    haveTags: Tags,
+    wantTags: Tags,
+    want: readonly Listener[],
+    groups: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const name = lb.LoadBalancerName ?? "";
+    const missingTags = Object.entries(wantTags).filter(([k, v]) => haveTags[k] !== v);
+    if (missingTags.length > 0)
+      await this.api.call("elb.tag", signal, (abortSignal) =>
+        this.api.elb.send(
+          new AddTagsCommand({
+            LoadBalancerNames: [name],
+            Tags: missingTags.map(([Key, Value]) => ({ Key, Value })),
+          }),
+          { abortSignal },
+        ),
+      );
+    const have = (lb.ListenerDescriptions ?? []).flatMap((d) => (d.Listener ? [d.Listener] : []));
+    const wantKeys = new Set(want.map(listenerKey));
+    const stale = have.filter((l) => !wantKeys.has(listenerKey(l)));
+    if (stale.length > 0)
+      await this.api.call("elb.listeners.delete", signal, (abortSignal) =>
+        this.api.elb.send(
+          new DeleteLoadBalancerListenersCommand({
+            LoadBalancerName: name,
+            LoadBalancerPorts: stale.flatMap((l) =>
+              l.LoadBalancerPort === undefined ? [] : [l.LoadBalancerPort],
+            ),
+          }),
+          { abortSignal },
+        ),
+      );
+    const kept = new Set(have.filter((l) => wantKeys.has(listenerKey(l))).map(listenerKey));
+    const add = want.filter((l) => !kept.has(listenerKey(l)));
+    if (add.length > 0)
+      await this.api.call("elb.listeners.create", signal, (abortSignal) =>
+        this.api.elb.send(
+          new CreateLoadBalancerListenersCommand({ LoadBalancerName: name, Listeners: add }),
+          {
+            abortSignal,
+          },
+        ),
+      );
+    const current = [...(lb.SecurityGroups ?? [])].sort();
+    if (current.join(",") !== [...groups].sort().join(","))
+      await this.api.call("elb.securityGroups.apply", signal, (abortSignal) =>
+        this.api.elb.send(
+          new ApplySecurityGroupsToLoadBalancerCommand({
+            LoadBalancerName: name,
+            SecurityGroups: [...groups],
+          }),
+          { abortSignal },
+        ),
+      );
+  }
+
+  private async ensureHealthCheck(
+    name: string,
+    lb: LoadBalancerDescription,
+    spec: LoadBalancerSpec,
+    s: AwsLbSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const h = spec.healthCheck;
+    // ELB wants the timeout below the interval.
+    const timeout = Math.min(h.timeoutSeconds, Math.max(1, h.intervalSeconds - 1));
+    const want = {
+      Target: healthTarget(spec, s),
+      Interval: h.intervalSeconds,
+      Timeout: timeout,
+      HealthyThreshold: h.healthyThreshold,
+      UnhealthyThreshold: h.unhealthyThreshold,
+    };
+    const hc = lb.HealthCheck;
+    if (
+      hc?.Target === want.Target &&
+      hc.Interval === want.Interval &&
+      hc.Timeout === want.Timeout &&
+      hc.HealthyThreshold === want.HealthyThreshold &&
+      hc.UnhealthyThreshold === want.UnhealthyThreshold
+    )
+      return;
+    await this.api.call("elb.healthCheck.configure", signal, (abortSignal) =>
+      this.api.elb.send(new ConfigureHealthCheckCommand({ LoadBalancerName: name, HealthCheck: want }), {
+        abortSignal,
+      }),
+    );
+  }
+
+  private async ensureAttributes(
+    name: string,
+    spec: LoadBalancerSpec,
+    s: AwsLbSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const out = await this.api.call("elb.attributes", signal, (abortSignal) =>
+      this.api.elb.send(new DescribeLoadBalancerAttributesCommand({ LoadBalancerName: name }), {
+        abortSignal,
+      }),
+    );
+    const a = out.LoadBalancerAttributes;
+    const idleOk = a?.ConnectionSettings?.IdleTimeout === spec.idleTimeoutSeconds;
+    const crossOk = s.crossZone === undefined || a?.CrossZoneLoadBalancing?.Enabled === s.crossZone;
+    if (idleOk && crossOk) return;
+    await this.api.call("elb.attributes.modify", signal, (abortSignal) =>
+      this.api.elb.send(
+        new ModifyLoadBalancerAttributesCommand({
+          LoadBalancerName: name,
+          LoadBalancerAttributes: {
+            ConnectionSettings: { IdleTimeout: spec.idleTimeoutSeconds },
+            ...(s.crossZone !== undefined && { CrossZoneLoadBalancing: { Enabled: s.crossZone } }),
+          },
+        }),
+        { abortSignal },
+      ),
+    );
+  }
+
+  /** Upstream's proxy protocol: one ProxyProtocolPolicyType policy, set on every instance port (or cleared). */
+  private async ensureProxyProtocol(
+    name: string,
+    lb: LoadBalancerDescription,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const want = spec.listeners.some((l) => l.proxyProtocol);
+    const policies = lb.Policies?.OtherPolicies ?? [];
+    if (want && !policies.includes(PROXY_PROTOCOL_POLICY)) {
+      try {
+        await this.api.call("elb.policy.create", signal, (abortSignal) =>
+          this.api.elb.send(
+            new CreateLoadBalancerPolicyCommand({
+              LoadBalancerName: name,
+              PolicyName: PROXY_PROTOCOL_POLICY,
+              PolicyTypeName: "ProxyProtocolPolicyType",
+              PolicyAttributes: [{ AttributeName: "ProxyProtocol", AttributeValue: "true" }],
+            }),
+            { abortSignal },
+          ),
+        );
+      } catch (err) {
+        if (!hasCode(err, "DuplicatePolicyName", "DuplicatePolicyNameException")) throw err;
+      }
+    }
+    const byPort = new Map(
+      (lb.BackendServerDescriptions ?? []).map((b) => [b.InstancePort, b.PolicyNames ?? []]),
+    );
+    for (const port of [...new Set(spec.listeners.map((l) => l.nodePort))].sort((a, b) => a - b)) {
+      const has = (byPort.get(port) ?? []).includes(PROXY_PROTOCOL_POLICY);
+      if (has === want) continue;
+      await this.api.call("elb.policy.apply", signal, (abortSignal) =>
+        this.api.elb.send(
+          new SetLoadBalancerPoliciesForBackendServerCommand({
+            LoadBalancerName: name,
+            InstancePort: port,
+            PolicyNames: want ? [PROXY_PROTOCOL_POLICY] : [],
+          }),
+          { abortSignal },
+        ),
+      );
+    }
+  }
+
+  async syncInstances(
+    lb: LoadBalancerDescription,
+    backends: readonly Instance[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const name = lb.LoadBalancerName ?? "";
+    const have = new Set((lb.Instances ?? []).flatMap((i) => (i.InstanceId ? [i.InstanceId] : [])));
+    const want = new Set(backends.flatMap((i) => (i.InstanceId ? [i.InstanceId] : [])));
+    const add = [...want].filter((id) => !have.has(id)).sort();
+    const remove = [...have].filter((id) => !want.has(id)).sort();
+    if (add.length > 0)
+      await this.api.call("elb.instances.register", signal, (abortSignal) =>
+        this.api.elb.send(
+          new RegisterInstancesWithLoadBalancerCommand({
+            LoadBalancerName: name,
+            Instances: add.map((InstanceId) => ({ InstanceId })),
+          }),
+          { abortSignal },
+        ),
+      );
+    if (remove.length > 0)
+      await this.api.call("elb.instances.deregister", signal, (abortSignal) =>
+        this.api.elb.send(
+          new DeregisterInstancesFromLoadBalancerCommand({
+            LoadBalancerName: name,
+            Instances: remove.map((InstanceId) => ({ InstanceId })),
+          }),
+          { abortSignal },
+        ),
+      );
+  }
+
+  async updateBackends(
+    owner: LbOwner,
+    found: { lb: LoadBalancerDescription },
+    backendIds: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const backends = await this.net.instances(backendIds, signal);
+    await this.syncInstances(found.lb, backends, signal);
+    const managed = await this.net.ownedGroups(found.lb.LoadBalancerName ?? "", owner, signal);
+    const groupId = managed.find((g) => found.lb.SecurityGroups?.includes(g));
+    if (groupId !== undefined && found.lb.VPCId !== undefined)
+      await this.net.ensureNodeRules(groupId, found.lb.VPCId, owner.cluster, backends, signal);
+  }
+
+  /** The load balancer itself (its group goes after, see AwsLoadBalancers.ensureDeleted). */
+  async deleteLoadBalancer(owner: LbOwner, signal?: AbortSignal): Promise<void> {
+    const found = await this.find(owner, signal);
+    if (found === undefined) return;
+    const name = awsLoadBalancerName(owner.serviceUid);
+    await this.api.call("elb.delete", signal, (abortSignal) =>
+      this.api.elb.send(new DeleteLoadBalancerCommand({ LoadBalancerName: name }), { abortSignal }),
+    );
+  }
+}

@@ -1,0 +1,594 @@
+/**
+ * Network load balancers as cloud-provider-aws builds them (`aws-load-balancer-type: nlb`):
+ * internet-facing or internal, a target group per Service port with instance targets on the
+ * nodePort (health checks on the traffic port, or on healthCheckNodePort for
+ * externalTrafficPolicy Local), a listener per port forwarding to it, and upstream's managed
+ * security group mode. Target groups are found through the load balancer's listeners, so
+ * upstream's are adopted; ours are named from (owner, port, nodePort, protocol), so an
+ * interrupted create is found again by name.
+ */
+import { createHash } from "node:crypto";
+import type { Instance } from "@aws-sdk/client-ec2";
+import {
+  AddTagsCommand,
+  CreateListenerCommand,
+  CreateLoadBalancerCommand,
+  CreateTargetGroupCommand,
+  DeleteListenerCommand,
+  DeleteLoadBalancerCommand,
+  DeleteTargetGroupCommand,
+  DeregisterTargetsCommand,
+  DescribeListenersCommand,
+  DescribeLoadBalancerAttributesCommand,
+  DescribeLoadBalancersCommand,
+  DescribeTagsCommand,
+  DescribeTargetGroupAttributesCommand,
+  DescribeTargetGroupsCommand,
+  DescribeTargetHealthCommand,
+  type Listener,
+  type LoadBalancer,
+  ModifyListenerCommand,
+  ModifyLoadBalancerAttributesCommand,
+  ModifyTargetGroupAttributesCommand,
+  ModifyTargetGroupCommand,
+  RegisterTargetsCommand,
+  SetSecurityGroupsCommand,
+  type TargetGroup,
+} from "@aws-sdk/client-elastic-load-balancing-v2";
+import { CloudError, SuspectAnswerError } from "../../errors.js";
+import {
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LbListener,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+} from "../../provider.js";
+import { type AwsLbSettings, isSslPort } from "./annotations.js";
+import type { AwsApi } from "./api.js";
+import { hasCode } from "./errors.js";
+import {
+  awsLoadBalancerName,
+  type LbNetwork,
+  ownedBy,
+  ownerTags,
+  type Rule,
+  type Tags,
+  tagList,
+  tagsOf,
+} from "./lb-network.js";
+
+const PROVISIONING_POLL_MS = 5_000;
+
+/** Our target group names: k8s-<owner hash>-<port>-<nodePort>-<t|u|s>, unique per owner and listener. */
+function ownerHash(owner: LbOwner): string {
+  return createHash("sha256").update(`${owner.cluster}\u0000${owner.serviceUid}`).digest("hex").slice(0, 12);
+}
+
+export function targetGroupName(owner: LbOwner, port: number, nodePort: number, protocol: string): string {
+  return `k8s-${ownerHash(owner)}-${port}-${nodePort}-${protocol.toLowerCase()[0]}`;
+}
+
+interface WantedListener {
+  readonly port: number;
+  readonly nodePort: number;
+  /** Listener protocol. */
+  readonly protocol: "TCP" | "UDP" | "TLS";
+  /** Target group protocol (TLS for an ssl backend). */
+  readonly targetProtocol: "TCP" | "UDP" | "TLS";
+  readonly certificate?: string;
+}
+
+function wantedListeners(spec: LoadBalancerSpec, s: AwsLbSettings): WantedListener[] {
+  return spec.listeners.map((l: LbListener) => {
+    if (l.protocol === "SCTP")
+      throw new CloudError(`an NLB carries TCP, UDP and TLS, not SCTP (port ${l.port})`);
+    if (l.protocol === "UDP")
+      return { port: l.port, nodePort: l.nodePort, protocol: "UDP", targetProtocol: "UDP" };
+    if (isSslPort(s, l.port, l.name))
+      return {
+        port: l.port,
+        nodePort: l.nodePort,
+        protocol: "TLS",
+        targetProtocol: s.backendProtocol === "ssl" ? "TLS" : "TCP",
+        ...(s.sslCert !== undefined && { certificate: s.sslCert }),
+      };
+    if (l.protocol === "HTTPS")
+      throw new CloudError(`port ${l.port} is HTTPS but the Service names no ssl-cert`);
+    return { port: l.port, nodePort: l.nodePort, protocol: "TCP", targetProtocol: "TCP" };
+  });
+}
+
+interface HealthWant {
+  readonly HealthCheckProtocol: "TCP" | "HTTP";
+  readonly HealthCheckPort: string;
+  readonly HealthCheckPath?: string;
+  readonly HealthCheckIntervalSeconds: number;
+  readonly HealthCheckTimeoutSeconds: number;
+  readonly HealthyThresholdCount: number;
+  readonly UnhealthyThresholdCount: number;
+}
+
+function healthOf(spec: LoadBalancerSpec, s: AwsLbSettings): HealthWant {
+  const h = spec.healthCheck;
+  // externalTrafficPolicy Local checks healthCheckNodePort; Cluster, the traffic port (upstream).
+  const port = s.healthCheckPort ?? (h.protocol === "HTTP" ? String(h.port) : "traffic-port");
+  return {
+    HealthCheckProtocol: h.protocol,
+    HealthCheckPort: port,
+    ...(h.protocol === "HTTP" && { HealthCheckPath: h.path || "/" }),
+    HealthCheckIntervalSeconds: h.intervalSeconds,
+    HealthCheckTimeoutSeconds: Math.min(h.timeoutSeconds, h.intervalSeconds),
+    HealthyThresholdCount: h.healthyThreshold,
+    UnhealthyThresholdCount: h.unhealthyThreshold,
+  };
+}
+
+function healthDiffers(tg: TargetGroup, want: HealthWant): boolean {
+  return (
+    tg.HealthCheckProtocol !== want.HealthCheckProtocol ||
+    tg.HealthCheckPort !== want.HealthCheckPort ||
+    (want.HealthCheckPath !== undefined && tg.HealthCheckPath !== want.HealthCheckPath) ||
+    tg.HealthCheckIntervalSeconds !== want.HealthCheckIntervalSeconds ||
+    tg.HealthCheckTimeoutSeconds !== want.HealthCheckTimeoutSeconds ||
+    tg.HealthyThresholdCount !== want.HealthyThresholdCount ||
+    tg.UnhealthyThresholdCount !== want.UnhealthyThresholdCount
+  );
+}
+
+const forwardsTo = (l: Listener): string | undefined =>
+  l.DefaultActions?.find((a) => a.Type === "forward")?.TargetGroupArn ??
+  l.DefaultActions?.[0]?.ForwardConfig?.TargetGroups?.[0]?.TargetGroupArn;
+
+export class Nlb {
+  constructor(
+    private readonly api: AwsApi,
+    private readonly net: LbNetwork,
+  ) {}
+
+  async find(owner: LbOwner, signal?: AbortSignal): Promise<{ lb: LoadBalancer; tags: Tags } | undefined> {
+    const name = awsLoadBalancerName(owner.serviceUid);
+    let lb: LoadBalancer | undefined;
+    try {
+      const out = await this.api.call("nlb.get", signal, (abortSignal) =>
+        this.api.elbv2.send(new DescribeLoadBalancersCommand({ Names: [name] }), { abortSignal }),
+      );
+      lb = out.LoadBalancers?.find((l) => l.LoadBalancerName === name);
+      if (lb?.LoadBalancerArn === undefined)
+        throw new SuspectAnswerError(`DescribeLoadBalancers(${name}) answered without it`);
+    } catch (err) {
+      if (hasCode(err, "LoadBalancerNotFound", "LoadBalancerNotFoundException")) return undefined;
+      throw err;
+    }
+    const arn = lb.LoadBalancerArn;
+    const out = await this.api.call("nlb.tags", signal, (abortSignal) =>
+      this.api.elbv2.send(new DescribeTagsCommand({ ResourceArns: [arn] }), { abortSignal }),
+    );
+    const tags = tagsOf(out.TagDescriptions?.find((d) => d.ResourceArn === arn)?.Tags);
+    if (!ownedBy(tags, owner))
+      throw new CloudError(
+        `load balancer ${name} exists but is not cluster ${owner.cluster}'s (its tags say otherwise)`,
+      );
+    return { lb, tags };
+  }
+
+  private async listeners(lbArn: string, signal?: AbortSignal): Promise<Listener[]> {
+    const out: Listener[] = [];
+    let marker: string | undefined;
+    do {
+      const page = await this.api.call("nlb.listeners", signal, (abortSignal) =>
+        this.api.elbv2.send(
+          new DescribeListenersCommand({
+            LoadBalancerArn: lbArn,
+            ...(marker !== undefined && { Marker: marker }),
+          }),
+          { abortSignal },
+        ),
+      );
+      out.push(...(page.Listeners ?? []));
+      marker = page.NextMarker === "" ? undefined : page.NextMarker;
+    } while (marker !== undefined);
+    return out;
+  }
+
+  private async attachedGroups(lbArn: string, signal?: AbortSignal): Promise<TargetGroup[]> {
+    const out = await this.api.call("nlb.targetGroups", signal, (abortSignal) =>
+      this.api.elbv2.send(new DescribeTargetGroupsCommand({ LoadBalancerArn: lbArn }), { abortSignal }),
+    );
+    return out.TargetGroups ?? [];
+  }
+
+  private async targets(tgArn: string, signal?: AbortSignal): Promise<{ Id: string; Port?: number }[]> {
+    const out = await this.api.call("nlb.targets", signal, (abortSignal) =>
+      this.api.elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: tgArn }), { abortSignal }),
+    );
+    return (out.TargetHealthDescriptions ?? []).flatMap((d) =>
+      d.Target?.Id === undefined
+        ? []
+        : [{ Id: d.Target.Id, ...(d.Target.Port !== undefined && { Port: d.Target.Port }) }],
+    );
+  }
+
+  async state(owner: LbOwner, lb: LoadBalancer, signal?: AbortSignal): Promise<LoadBalancerState> {
+    const groups =
+      lb.LoadBalancerArn === undefined ? [] : await this.attachedGroups(lb.LoadBalancerArn, signal);
+    const ids = new Set<string>();
+    for (const tg of groups)
+      if (tg.TargetGroupArn !== undefined)
+        for (const t of await this.targets(tg.TargetGroupArn, signal)) ids.add(t.Id);
+    return {
+      id: lb.LoadBalancerArn ?? "",
+      name: lb.LoadBalancerName ?? "",
+      owner,
+      ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
+      backends: [...ids].sort(),
+    };
+  }
+
+  async ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    s: AwsLbSettings,
+    signal?: AbortSignal,
+    /** What the caller already found (null: nothing); undefined: look. */
+    known?: { lb: LoadBalancer; tags: Tags } | null,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    const name = awsLoadBalancerName(owner.serviceUid);
+    const want = wantedListeners(spec, s);
+    const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
+    const backends = await this.net.instances(spec.backends, signal);
+    const found = known === undefined ? await this.find(owner, signal) : (known ?? undefined);
+    const vpcId = found?.lb.VpcId ?? this.net.vpcOf(backends);
+    if (vpcId === undefined)
+      throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
+
+    const managed = s.securityGroups === undefined;
+    const groups = [...(s.securityGroups ?? [])];
+    if (managed) {
+      const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
+      const rules: Rule[] = want.flatMap((l) =>
+        ranges.map((cidr) => ({
+          protocol: l.protocol === "UDP" ? "udp" : "tcp",
+          fromPort: l.port,
+          toPort: l.port,
+          cidr,
+        })),
+      );
+      const description = `Security group for Kubernetes NLB ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
+      groups.unshift(await this.net.ensureLbGroup(name, vpcId, owner, tags, description, rules, signal));
+    }
+    groups.push(...s.extraSecurityGroups.filter((g) => !groups.includes(g)));
+
+    let lb = found?.lb;
+    if (lb === undefined) {
+      const subnets = await this.net.subnets(vpcId, spec.internal, owner.cluster, s.subnets, signal);
+      const eips = s.eipAllocations;
+      if (eips !== undefined && (spec.internal || eips.length !== subnets.length))
+        throw new CloudError(
+          `eip-allocations: ${spec.internal ? "an internal NLB takes none" : `${eips.length} allocations for ${subnets.length} subnets (one per subnet)`}`,
+        );
+      const out = await this.api.call("nlb.create", signal, (abortSignal) =>
+        this.api.elbv2.send(
+          new CreateLoadBalancerCommand({
+            Name: name,
+            Type: "network",
+            Scheme: spec.internal ? "internal" : "internet-facing",
+            SubnetMappings: subnets.map((x, n) => ({
+              SubnetId: x.subnetId,
+              ...(eips?.[n] !== undefined && { AllocationId: eips[n] }),
+            })),
+            SecurityGroups: groups,
+            Tags: tagList(tags),
+          }),
+          { abortSignal },
+        ),
+      );
+      lb = out.LoadBalancers?.[0];
+      if (lb?.LoadBalancerArn === undefined)
+        throw new SuspectAnswerError(`CreateLoadBalancer(${name}) answered no ARN`);
+    } else {
+      if ((lb.Scheme === "internal") !== spec.internal)
+        throw new CloudError(
+          `load balancer ${name} is ${lb.Scheme}; AWS cannot change a scheme in place (delete the Service's load balancer to recreate it)`,
+        );
+      await this.updateLb(lb, found?.tags ?? {}, tags, groups, signal);
+    }
+    const lbArn = lb.LoadBalancerArn ?? "";
+    if (s.crossZone !== undefined) await this.ensureCrossZone(lbArn, s.crossZone, signal);
+
+    const listeners = await this.listeners(lbArn, signal);
+    const attached = await this.attachedGroups(lbArn, signal);
+    const health = healthOf(spec, s);
+    const keep = new Set<string>();
+    for (const w of want) {
+      const current = listeners.find((l) => l.Port === w.port);
+      const currentTg = attached.find(
+        (t) => t.TargetGroupArn === (current === undefined ? undefined : forwardsTo(current)),
+      );
+      const reusable =
+        currentTg !== undefined && currentTg.Protocol === w.targetProtocol && currentTg.Port === w.nodePort
+          ? currentTg
+          : undefined;
+      const tg = reusable ?? (await this.ensureTargetGroup(owner, w, vpcId, tags, health, signal));
+      const tgArn = tg.TargetGroupArn ?? "";
+      keep.add(tgArn);
+      if (healthDiffers(tg, health))
+        await this.api.call("nlb.targetGroup.modify", signal, (abortSignal) =>
+          this.api.elbv2.send(new ModifyTargetGroupCommand({ TargetGroupArn: tgArn, ...health }), {
+            abortSignal,
+          }),
+        );
+      await this.ensureTargetGroupAttributes(tgArn, spec, s, signal);
+      await this.syncTargets(tgArn, backends, signal);
+      if (current === undefined) {
+        await this.api.call("nlb.listener.create", signal, (abortSignal) =>
+          this.api.elbv2.send(
+            new CreateListenerCommand({
+              LoadBalancerArn: lbArn,
+              Port: w.port,
+              Protocol: w.protocol,
+              DefaultActions: [{ Type: "forward", TargetGroupArn: tgArn }],
+              ...(w.certificate !== undefined && { Certificates: [{ CertificateArn: w.certificate }] }),
+            }),
+            { abortSignal },
+          ),
+        );
+      } else if (
+        forwardsTo(current) !== tgArn ||
+        current.Protocol !== w.protocol ||
+        (current.Certificates?.[0]?.CertificateArn ?? undefined) !== w.certificate
+      ) {
+        const listenerArn = current.ListenerArn ?? "";
+        await this.api.call("nlb.listener.modify", signal, (abortSignal) =>
+          this.api.elbv2.send(
+            new ModifyListenerCommand({
+              ListenerArn: listenerArn,
+              Protocol: w.protocol,
+              DefaultActions: [{ Type: "forward", TargetGroupArn: tgArn }],
+              ...(w.certificate !== undefined && { Certificates: [{ CertificateArn: w.certificate }] }),
+            }),
+            { abortSignal },
+          ),
+        );
+      }
+    }
+    for (const l of listeners)
+      if (!want.some((w) => w.port === l.Port) && l.ListenerArn !== undefined) {
+        const listenerArn = l.ListenerArn;
+        await this.api.call("nlb.listener.delete", signal, (abortSignal) =>
+          this.api.elbv2.send(new DeleteListenerCommand({ ListenerArn: listenerArn }), { abortSignal }),
+        );
+      }
+    for (const tg of attached)
+      if (tg.TargetGroupArn !== undefined && !keep.has(tg.TargetGroupArn))
+        await this.deleteTargetGroup(tg.TargetGroupArn, signal);
+    if (managed && groups[0] !== undefined)
+      await this.net.ensureNodeRules(groups[0], vpcId, owner.cluster, backends, signal);
+    if (lb.State?.Code === "provisioning") {
+      const fresh = await this.find(owner, signal);
+      if (fresh?.lb.State?.Code === "provisioning")
+        return inProgress(PROVISIONING_POLL_MS, `network load balancer ${name} provisioning`);
+    }
+    return lb.DNSName ? [{ hostname: lb.DNSName }] : [];
+  }
+
+  private async updateLb(
+    lb: LoadBalancer,
+    haveTags: Tags,
+    wantTags: Tags,
+    groups: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const arn = lb.LoadBalancerArn ?? "";
+    const missing = Object.entries(wantTags).filter(([k, v]) => haveTags[k] !== v);
+    if (missing.length > 0)
+      await this.api.call("nlb.tag", signal, (abortSignal) =>
+        this.api.elbv2.send(
+          new AddTagsCommand({ ResourceArns: [arn], Tags: missing.map(([Key, Value]) => ({ Key, Value })) }),
+          { abortSignal },
+        ),
+      );
+    const current = [...(lb.SecurityGroups ?? [])].sort();
+    // An NLB made without security groups (upstream's legacy mode) cannot get any: leave it so.
+    if (current.length > 0 && current.join(",") !== [...groups].sort().join(","))
+      await this.api.call("nlb.securityGroups.apply", signal, (abortSignal) =>
+        this.api.elbv2.send(
+          new SetSecurityGroupsCommand({ LoadBalancerArn: arn, SecurityGroups: [...groups] }),
+          {
+            abortSignal,
+          },
+        ),
+      );
+  }
+
+  private async ensureCrossZone(lbArn: string, enabled: boolean, signal?: AbortSignal): Promise<void> {
+    const key = "load_balancing.cross_zone.enabled";
+    const out = await this.api.call("nlb.attributes", signal, (abortSignal) =>
+      this.api.elbv2.send(new DescribeLoadBalancerAttributesCommand({ LoadBalancerArn: lbArn }), {
+        abortSignal,
+      }),
+    );
+    if (out.Attributes?.find((a) => a.Key === key)?.Value === String(enabled)) return;
+    await this.api.call("nlb.attributes.modify", signal, (abortSignal) =>
+      this.api.elbv2.send(
+        new ModifyLoadBalancerAttributesCommand({
+          LoadBalancerArn: lbArn,
+          Attributes: [{ Key: key, Value: String(enabled) }],
+        }),
+        { abortSignal },
+      ),
+    );
+  }
+
+  /** Ours by name (an interrupted create's is found again), created with its tags in one call. */
+  private async ensureTargetGroup(
+    owner: LbOwner,
+    w: WantedListener,
+    vpcId: string,
+    tags: Tags,
+    health: HealthWant,
+    signal?: AbortSignal,
+  ): Promise<TargetGroup> {
+    const name = targetGroupName(owner, w.port, w.nodePort, w.targetProtocol);
+    try {
+      const out = await this.api.call("nlb.targetGroup.get", signal, (abortSignal) =>
+        this.api.elbv2.send(new DescribeTargetGroupsCommand({ Names: [name] }), { abortSignal }),
+      );
+      const tg = out.TargetGroups?.[0];
+      if (tg !== undefined) return tg;
+    } catch (err) {
+      if (!hasCode(err, "TargetGroupNotFound", "TargetGroupNotFoundException")) throw err;
+    }
+    const out = await this.api.call("nlb.targetGroup.create", signal, (abortSignal) =>
+      this.api.elbv2.send(
+        new CreateTargetGroupCommand({
+          Name: name,
+          Protocol: w.targetProtocol,
+          Port: w.nodePort,
+          VpcId: vpcId,
+          TargetType: "instance",
+          ...health,
+          Tags: tagList(tags),
+        }),
+        { abortSignal },
+      ),
+    );
+    const tg = out.TargetGroups?.[0];
+    if (tg?.TargetGroupArn === undefined)
+      throw new SuspectAnswerError(`CreateTargetGroup(${name}) answered no ARN`);
+    return tg;
+  }
+
+  /** proxy_protocol_v2.enabled from the spec, and the target-group-attributes annotation, as upstream. */
+  private async ensureTargetGroupAttributes(
+    tgArn: string,
+    spec: LoadBalancerSpec,
+    s: AwsLbSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const want: Record<string, string> = {
+      ...s.targetGroupAttributes,
+      "proxy_protocol_v2.enabled": String(spec.listeners.some((l) => l.proxyProtocol)),
+    };
+    const out = await this.api.call("nlb.targetGroup.attributes", signal, (abortSignal) =>
+      this.api.elbv2.send(new DescribeTargetGroupAttributesCommand({ TargetGroupArn: tgArn }), {
+        abortSignal,
+      }),
+    );
+    const have = Object.fromEntries((out.Attributes ?? []).map((a) => [a.Key ?? "", a.Value ?? ""]));
+    const change = Object.entries(want).filter(([k, v]) => have[k] !== v);
+    if (change.length === 0) return;
+    await this.api.call("nlb.targetGroup.attributes.modify", signal, (abortSignal) =>
+      this.api.elbv2.send(
+        new ModifyTargetGroupAttributesCommand({
+          TargetGroupArn: tgArn,
+          Attributes: change.map(([Key, Value]) => ({ Key, Value })),
+        }),
+        { abortSignal },
+      ),
+    );
+  }
+
+  private async syncTargets(
+    tgArn: string,
+    backends: readonly Instance[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const have = await this.targets(tgArn, signal);
+    const want = new Set(backends.flatMap((i) => (i.InstanceId ? [i.InstanceId] : [])));
+    const add = [...want].filter((id) => !have.some((t) => t.Id === id)).sort();
+    const remove = have.filter((t) => !want.has(t.Id));
+    if (add.length > 0)
+      await this.api.call("nlb.targets.register", signal, (abortSignal) =>
+        this.api.elbv2.send(
+          new RegisterTargetsCommand({ TargetGroupArn: tgArn, Targets: add.map((Id) => ({ Id })) }),
+          {
+            abortSignal,
+          },
+        ),
+      );
+    if (remove.length > 0)
+      await this.api.call("nlb.targets.deregister", signal, (abortSignal) =>
+        this.api.elbv2.send(new DeregisterTargetsCommand({ TargetGroupArn: tgArn, Targets: remove }), {
+          abortSignal,
+        }),
+      );
+  }
+
+  private async deleteTargetGroup(tgArn: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.api.call("nlb.targetGroup.delete", signal, (abortSignal) =>
+        this.api.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: tgArn }), { abortSignal }),
+      );
+    } catch (err) {
+      if (!hasCode(err, "TargetGroupNotFound", "TargetGroupNotFoundException")) throw err;
+    }
+  }
+
+  async updateBackends(
+    owner: LbOwner,
+    found: { lb: LoadBalancer },
+    backendIds: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const backends = await this.net.instances(backendIds, signal);
+    for (const tg of await this.attachedGroups(found.lb.LoadBalancerArn ?? "", signal))
+      if (tg.TargetGroupArn !== undefined) await this.syncTargets(tg.TargetGroupArn, backends, signal);
+    const managed = await this.net.ownedGroups(found.lb.LoadBalancerName ?? "", owner, signal);
+    const groupId = managed.find((g) => found.lb.SecurityGroups?.includes(g));
+    if (groupId !== undefined && found.lb.VpcId !== undefined)
+      await this.net.ensureNodeRules(groupId, found.lb.VpcId, owner.cluster, backends, signal);
+  }
+
+  /**
+   * The load balancer (its listeners with it) and its target groups: attached ones, and ours
+   * by name that an interrupted create left unattached. Its group goes after.
+   */
+  async deleteLoadBalancer(owner: LbOwner, signal?: AbortSignal): Promise<void> {
+    const found = await this.find(owner, signal);
+    const targetGroups = new Set<string>();
+    if (found !== undefined) {
+      const lbArn = found.lb.LoadBalancerArn ?? "";
+      for (const tg of await this.attachedGroups(lbArn, signal))
+        if (tg.TargetGroupArn) targetGroups.add(tg.TargetGroupArn);
+      await this.api.call("nlb.delete", signal, (abortSignal) =>
+        this.api.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: lbArn }), { abortSignal }),
+      );
+    }
+    for (const arn of await this.orphanTargetGroups(owner, signal)) targetGroups.add(arn);
+    for (const arn of targetGroups) await this.deleteTargetGroup(arn, signal);
+  }
+
+  /** Our target groups by name prefix (one paged list of the region's), checked by their tags. */
+  private async orphanTargetGroups(owner: LbOwner, signal?: AbortSignal): Promise<string[]> {
+    const prefix = `k8s-${ownerHash(owner)}-`;
+    const candidates: string[] = [];
+    let marker: string | undefined;
+    do {
+      const page = await this.api.call("nlb.targetGroups.list", signal, (abortSignal) =>
+        this.api.elbv2.send(
+          new DescribeTargetGroupsCommand({ PageSize: 400, ...(marker !== undefined && { Marker: marker }) }),
+          {
+            abortSignal,
+          },
+        ),
+      );
+      for (const tg of page.TargetGroups ?? [])
+        if (tg.TargetGroupName?.startsWith(prefix) && tg.TargetGroupArn !== undefined)
+          candidates.push(tg.TargetGroupArn);
+      marker = page.NextMarker === "" ? undefined : page.NextMarker;
+    } while (marker !== undefined);
+    const owned: string[] = [];
+    for (let n = 0; n < candidates.length; n += 20) {
+      const out = await this.api.call("nlb.tags", signal, (abortSignal) =>
+        this.api.elbv2.send(new DescribeTagsCommand({ ResourceArns: candidates.slice(n, n + 20) }), {
+          abortSignal,
+        }),
+      );
+      for (const d of out.TagDescriptions ?? [])
+        if (d.ResourceArn !== undefined && ownedBy(tagsOf(d.Tags), owner)) owned.push(d.ResourceArn);
+    }
+    return owned;
+  }
+}

@@ -1,0 +1,162 @@
+import { describe, expect, test } from "@jest/globals";
+import { AwsModel, ModelChecker } from "./model.js";
+import { parseXml } from "./xml.js";
+
+const ec2 = AwsModel.load("ec2", "aws/ec2-2016-11-15/service-2.json");
+const elb = AwsModel.load("elb", "aws/elb-2012-06-01/service-2.json");
+const elbv2 = AwsModel.load("elbv2", "aws/elbv2-2015-12-01/service-2.json");
+const checker = new ModelChecker([ec2, elb, elbv2], { versions: [], namespaces: [] });
+
+const form = (s: string) => new URLSearchParams(s);
+
+describe("requests against the botocore models", () => {
+  test("EC2: flattened lists by capitalised locationName, nested structures, typed scalars", () => {
+    const { input, problems } = ec2.decodeRequest(
+      "DescribeInstances",
+      form(
+        "Action=DescribeInstances&Version=2016-11-15&Filter.1.Name=vpc-id&Filter.1.Value.1=vpc-1&Filter.1.Value.2=vpc-2&MaxResults=50",
+      ),
+    );
+    expect(problems).toEqual([]);
+    expect(input).toEqual({ Filters: [{ Name: "vpc-id", Values: ["vpc-1", "vpc-2"] }], MaxResults: 50 });
+    expect(
+      ec2.decodeRequest(
+        "CreateSecurityGroup",
+        form(
+          "GroupName=g&GroupDescription=d&VpcId=vpc-1&TagSpecification.1.ResourceType=security-group&TagSpecification.1.Tag.1.Key=k&TagSpecification.1.Tag.1.Value=v",
+        ),
+      ),
+    ).toEqual({
+      input: {
+        GroupName: "g",
+        Description: "d",
+        VpcId: "vpc-1",
+        TagSpecifications: [{ ResourceType: "security-group", Tags: [{ Key: "k", Value: "v" }] }],
+      },
+      problems: [],
+    });
+  });
+
+  test("every unknown parameter, bad type, bad enum, gap and missing required member is a problem", () => {
+    expect(
+      ec2.decodeRequest("DescribeInstances", form("InstanceIds.1=i-1&MaxResults=lots&Filter.2.Name=x"))
+        .problems,
+    ).toEqual([
+      "InstanceIds: not a member of DescribeInstancesRequest",
+      'MaxResults: Integer must be an integer, got "lots"',
+      "Filter: list indexes must run 1..N (got 2 at position 1)",
+    ]);
+    expect(ec2.decodeRequest("CreateTags", form("ResourceId.1=i-1")).problems).toEqual([
+      "Tags: required by CreateTagsRequest",
+    ]);
+    expect(
+      elbv2.decodeRequest("CreateTargetGroup", form("Name=t&Protocol=TCPP&Port=80&VpcId=vpc-1")).problems,
+    ).toEqual([expect.stringContaining('"TCPP" is not one of ProtocolEnum')]);
+  });
+
+  test("awsQuery: lists under .member.N, an empty list as Name=", () => {
+    expect(
+      elb.decodeRequest(
+        "DescribeLoadBalancers",
+        form("LoadBalancerNames.member.1=a&LoadBalancerNames.member.2=b"),
+      ),
+    ).toEqual({
+      input: { LoadBalancerNames: ["a", "b"] },
+      problems: [],
+    });
+    expect(elb.decodeRequest("DescribeLoadBalancers", form("LoadBalancerNames.1=a")).problems).toEqual([
+      "LoadBalancerNames: list items go under LoadBalancerNames.member.N",
+    ]);
+    expect(
+      elbv2.decodeRequest("SetSecurityGroups", form("LoadBalancerArn=arn&SecurityGroups=")).input,
+    ).toEqual({
+      LoadBalancerArn: "arn",
+      SecurityGroups: [],
+    });
+  });
+});
+
+describe("answers against the botocore models", () => {
+  test("a rendered answer checks clean; the renderer refuses what the model lacks", () => {
+    const xml = ec2.renderResponse(
+      "DescribeInstances",
+      {
+        Reservations: [
+          {
+            ReservationId: "r-1",
+            Instances: [
+              {
+                InstanceId: "i-1",
+                State: { Code: 16, Name: "running" },
+                LaunchTime: new Date(0),
+                Tags: [{ Key: "k", Value: "v" }],
+              },
+            ],
+          },
+        ],
+      },
+      "req-1",
+    );
+    expect(xml).toContain(
+      "<reservationSet><item><reservationId>r-1</reservationId><instancesSet><item><instanceId>i-1</instanceId>",
+    );
+    expect(
+      checker.checkResponse({ method: "POST", path: "/" }, { status: 200, headers: {}, body: xml }).problems,
+    ).toEqual([]);
+    expect(() => ec2.renderResponse("DescribeInstances", { Instances: [] }, "r")).toThrow(
+      "Instances is not a member of DescribeInstancesResult",
+    );
+    expect(() => ec2.renderResponse("DescribeInstances", { NextToken: true }, "r")).toThrow(
+      "nextToken must be a string",
+    );
+  });
+
+  test("the checker reads the XML itself: wrong names, types, wrappers and envelopes are problems", () => {
+    const check = (body: string, status = 200) =>
+      checker.checkResponse({ method: "POST", path: "/" }, { status, headers: {}, body }).problems;
+    expect(
+      check(
+        '<DescribeInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><reservationSet><member><instanceId>i</instanceId></member></reservationSet></DescribeInstancesResponse>',
+      ),
+    ).toEqual(["/DescribeInstancesResponse/reservationSet/member: list items are <item>"]);
+    expect(
+      check(
+        '<DescribeInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><reservationSet><item><instancesSet><item><launchTime>yesterday</launchTime><amiLaunchIndex>x</amiLaunchIndex></item></instancesSet></item></reservationSet></DescribeInstancesResponse>',
+      ),
+    ).toEqual([
+      expect.stringContaining('launchTime: DateTime must be an ISO 8601 UTC timestamp, got "yesterday"'),
+      expect.stringContaining('amiLaunchIndex: Integer must be an integer, got "x"'),
+    ]);
+    expect(
+      check(
+        '<DescribeLoadBalancersResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2012-06-01/"><LoadBalancerDescriptions/><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></DescribeLoadBalancersResponse>',
+      ),
+    ).toEqual(["<DescribeLoadBalancersResponse>: the result goes in <DescribeLoadBalancersResult>"]);
+    expect(
+      check(
+        "<Response><Errors><Error><Code>X</Code></Error></Errors><RequestID>r</RequestID></Response>",
+        400,
+      ),
+    ).toEqual(["<Errors><Error> holds Code,Message"]);
+    expect(
+      check(
+        "<ErrorResponse><Error><Type>Sender</Type><Code>X</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>",
+        200,
+      ),
+    ).toEqual(["an error envelope with status 200"]);
+  });
+
+  test("the XML reader unescapes text and refuses broken documents", () => {
+    expect(parseXml('<?xml version="1.0"?><a x="1"><b>&lt;&amp;&#65;</b><c/></a>')).toEqual({
+      name: "a",
+      attributes: { x: "1" },
+      text: "",
+      children: [
+        { name: "b", attributes: {}, children: [], text: "<&A" },
+        { name: "c", attributes: {}, children: [], text: "" },
+      ],
+    });
+    expect(() => parseXml("<a><b></a>")).toThrow("</b> expected");
+    expect(() => parseXml("<a>x<b/></a>")).toThrow("<a> mixes text and elements");
+  });
+});
