@@ -11,6 +11,7 @@ export {
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
 export * from "./kube/index.js";
+export * from "./linode/index.js";
 export type { FleetNatsIdentity, NatsServer, NatsServerOptions, NatsUser } from "./nats/server.js";
 export { findNatsServer, fleetNatsUsers, freePort, natsConfig, startNatsServer } from "./nats/server.js";
 export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";

@@ -1,0 +1,782 @@
+/**
+ * NodeBalancers for LoadBalancer Services, as the Linode CCM builds them: one NodeBalancer per
+ * Service, one config per port, the backends' private IPv4 addresses as nodes, rebuilt when
+ * they change with the ids of nodes that stay; a Cloud Firewall from loadBalancerSourceRanges
+ * or the firewall-acl annotation (or the one firewall-id names); its ingress shape.
+ *
+ * Ownership is in the NodeBalancer's tags (`fleet-ccm`, `fccm:c=<cluster>`, `fccm:u=<uid>`), and
+ * the hub's deterministic name is its label, so a lost create is found again and never made
+ * twice. A NodeBalancer the Linode CCM made for the Service (named by the nodebalancer-id
+ * annotation, or carrying the Service's ingress IP) is adopted: tagged as ours, never duplicated.
+ * A firewall this provider makes is labelled with the same name and tagged the same way.
+ */
+import { CloudError, SuspectAnswerError } from "../../errors.js";
+import { loadBalancerName } from "../../naming.js";
+import type {
+  LbIngress,
+  LbListener,
+  LbOwner,
+  LbServiceHints,
+  LoadBalancerCapabilities,
+  LoadBalancerSpec,
+  LoadBalancerState,
+  LoadBalancers,
+  OwnedLoadBalancerPage,
+  ProviderContext,
+} from "../../provider.js";
+import {
+  type Algorithm,
+  type CheckType,
+  type LinodeLbSettings,
+  type NbProto,
+  type ProxyProtocol,
+  parseLinodeAnnotations,
+  type Stickiness,
+} from "./annotations.js";
+import type { LinodeClient } from "./client.js";
+import { isNotFound } from "./errors.js";
+import { checkLinode, isPrivateIPv4 } from "./instances.js";
+import type {
+  WireFirewall,
+  WireFirewallRule,
+  WireFirewallRules,
+  WireLinode,
+  WireNbConfig,
+  WireNbNode,
+  WireNodeBalancer,
+} from "./wire.js";
+
+export const OWNED_TAG = "fleet-ccm";
+const CLUSTER_TAG = "fccm:c=";
+const UID_TAG = "fccm:u=";
+
+export const LB_OPS = {
+  list: "nodebalancers.list",
+  get: "nodebalancers.get",
+  create: "nodebalancers.create",
+  update: "nodebalancers.update",
+  delete: "nodebalancers.delete",
+  configsList: "nodebalancers.configs.list",
+  configCreate: "nodebalancers.configs.create",
+  configDelete: "nodebalancers.configs.delete",
+  rebuild: "nodebalancers.configs.rebuild",
+  nodesList: "nodebalancers.nodes.list",
+  nbFirewalls: "nodebalancers.firewalls.list",
+  firewallsList: "firewalls.list",
+  firewallCreate: "firewalls.create",
+  firewallRulesUpdate: "firewalls.rules.update",
+  firewallUpdate: "firewalls.update",
+  firewallDelete: "firewalls.delete",
+  deviceCreate: "firewalls.devices.create",
+  deviceDelete: "firewalls.devices.delete",
+  devicesList: "firewalls.devices.list",
+  backends: "instances.backends",
+} as const;
+
+export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
+  sessionAffinity: true,
+  proxyProtocol: true,
+  internal: false,
+  protocols: ["TCP", "HTTP"] as const,
+});
+
+/** At most this many addresses in one firewall rule (the Linode CCM's limit). */
+const MAX_RULE_ADDRESSES = 255;
+const MAX_RULES = 25;
+const IDS_PER_FILTER = 100;
+
+export function ownerTags(owner: LbOwner): string[] {
+  return [OWNED_TAG, `${CLUSTER_TAG}${owner.cluster}`, `${UID_TAG}${owner.serviceUid}`];
+}
+
+/** The owner a NodeBalancer's or firewall's tags record, if any. */
+export function ownerOfTags(tags: readonly string[]): LbOwner | undefined {
+  const cluster = tags.find((t) => t.startsWith(CLUSTER_TAG))?.slice(CLUSTER_TAG.length);
+  const serviceUid = tags.find((t) => t.startsWith(UID_TAG))?.slice(UID_TAG.length);
+  return cluster && serviceUid ? { cluster, serviceUid } : undefined;
+}
+
+function sameOwner(a: LbOwner | undefined, b: LbOwner): boolean {
+  return a !== undefined && a.cluster === b.cluster && a.serviceUid === b.serviceUid;
+}
+
+function isOurTag(t: string): boolean {
+  return t === OWNED_TAG || t.startsWith(CLUSTER_TAG) || t.startsWith(UID_TAG);
+}
+
+function checkOwner(owner: LbOwner): void {
+  if (owner.cluster === "" || owner.serviceUid === "")
+    throw new CloudError("refusing to act without an owner (cluster and Service uid)");
+  for (const t of ownerTags(owner))
+    if (t.length > 50) throw new CloudError(`owner tag ${t} is longer than Linode's 50 characters`);
+}
+
+/** A backend node's label: `<linode id>-<label>`, 3 to 32 characters, so the id can be read back. */
+export function nodeLabel(id: number, label: string): string {
+  return `${id}-${label}`.replace(/[^a-zA-Z0-9\-_.]/g, "-").slice(0, 32);
+}
+
+function idOfNodeLabel(label: string): string | undefined {
+  return /^(\d+)-/.exec(label)?.[1];
+}
+
+interface DesiredNode {
+  readonly address: string;
+  readonly label: string;
+  readonly weight: number;
+  readonly mode: "accept";
+}
+
+/** What a config should be, in the API's words. */
+interface DesiredConfig {
+  readonly port: number;
+  readonly protocol: NbProto;
+  readonly algorithm: Algorithm;
+  readonly stickiness: Stickiness;
+  readonly check: CheckType;
+  readonly check_interval: number;
+  readonly check_timeout: number;
+  readonly check_attempts: number;
+  readonly check_path?: string;
+  readonly check_body?: string;
+  readonly check_passive: boolean;
+  readonly proxy_protocol: ProxyProtocol;
+  /** Where the nodes listen. */
+  readonly nodePort: number;
+}
+
+const UNIFIED = "lb.fleet-ccm.io/";
+
+function configFields(c: DesiredConfig): Record<string, unknown> {
+  const { nodePort: _nodePort, ...fields } = c;
+  return fields;
+}
+
+function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
+  return (
+    have.port === want.port &&
+    have.protocol === want.protocol &&
+    have.algorithm === want.algorithm &&
+    have.stickiness === want.stickiness &&
+    have.check === want.check &&
+    have.check_interval === want.check_interval &&
+    have.check_timeout === want.check_timeout &&
+    have.check_attempts === want.check_attempts &&
+    (want.check_path === undefined || have.check_path === want.check_path) &&
+    (want.check_body === undefined || have.check_body === want.check_body) &&
+    have.check_passive === want.check_passive &&
+    have.proxy_protocol === want.proxy_protocol
+  );
+}
+
+/** The Linode CCM's per-port settings, the unified keys winning where the Service sets them. */
+export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): DesiredConfig[] {
+  const a = spec.annotations ?? {};
+  const unified = (k: string) => a[UNIFIED + k] !== undefined;
+  const hc = spec.healthCheck;
+  return spec.listeners.map((l: LbListener) => {
+    if (l.protocol === "UDP" || l.protocol === "SCTP")
+      throw new CloudError(`port ${l.port}: ${l.protocol} NodeBalancers are not supported by this provider`);
+    const port = s.ports.get(l.port) ?? {};
+    const unifiedProtocol = unified("protocol") || unified(`protocol.${l.port}`);
+    const protocol: NbProto = unifiedProtocol
+      ? (l.protocol.toLowerCase() as NbProto)
+      : (port.protocol ?? s.defaultProtocol ?? (l.protocol.toLowerCase() as NbProto));
+    if (protocol === "https")
+      throw new CloudError(
+        `port ${l.port}: HTTPS needs a TLS certificate from a Secret, which this provider does not read yet`,
+      );
+    const check: CheckType = unified("health-check-protocol")
+      ? hc.protocol === "HTTP"
+        ? "http"
+        : "connection"
+      : (s.checkType ?? "connection");
+    const httpCheck = check === "http" || check === "http_body";
+    const checkPath = unified("health-check-path") ? hc.path : (s.checkPath ?? "/");
+    return {
+      port: l.port,
+      protocol,
+      algorithm:
+        port.algorithm ??
+        s.defaultAlgorithm ??
+        (spec.sessionAffinity === "ClientIP" ? "source" : "roundrobin"),
+      stickiness: port.stickiness ?? s.defaultStickiness ?? (protocol === "tcp" ? "none" : "table"),
+      check,
+      check_interval: unified("health-check-interval") ? hc.intervalSeconds : (s.checkInterval ?? 5),
+      check_timeout: Math.min(
+        30,
+        unified("health-check-timeout") ? hc.timeoutSeconds : (s.checkTimeout ?? 3),
+      ),
+      check_attempts: Math.min(
+        30,
+        unified("health-check-unhealthy-threshold") ? hc.unhealthyThreshold : (s.checkAttempts ?? 2),
+      ),
+      ...(httpCheck && { check_path: checkPath }),
+      ...(check === "http_body" && { check_body: s.checkBody ?? "" }),
+      check_passive: s.checkPassive ?? true,
+      proxy_protocol: unified("proxy-protocol")
+        ? l.proxyProtocol
+          ? "v2"
+          : "none"
+        : (port.proxyProtocol ?? s.defaultProxyProtocol ?? (l.proxyProtocol ? "v2" : "none")),
+      nodePort: l.nodePort,
+    };
+  });
+}
+
+/** The firewall rules a Service asks for (ACL annotation, else loadBalancerSourceRanges), or undefined. */
+export function desiredRules(
+  spec: LoadBalancerSpec,
+  s: LinodeLbSettings,
+  label: string,
+): WireFirewallRules | undefined {
+  let kind: "allowList" | "denyList";
+  let ipv4: string[];
+  let ipv6: string[];
+  if (s.firewallAcl !== undefined) {
+    kind = s.firewallAcl.kind;
+    ipv4 = [...s.firewallAcl.ipv4];
+    ipv6 = [...s.firewallAcl.ipv6];
+  } else if (spec.sourceRanges.length > 0) {
+    kind = "allowList";
+    ipv4 = spec.sourceRanges.filter((r) => !r.includes(":"));
+    ipv6 = spec.sourceRanges.filter((r) => r.includes(":"));
+  } else {
+    return undefined;
+  }
+  const action = kind === "allowList" ? "ACCEPT" : "DROP";
+  const ports = [...new Set(spec.listeners.map((l) => l.port))].sort((x, y) => x - y).join(",");
+  const rules: WireFirewallRule[] = [];
+  const chunk = (xs: string[]) => {
+    const out: string[][] = [];
+    for (let i = 0; i < xs.length; i += MAX_RULE_ADDRESSES) out.push(xs.slice(i, i + MAX_RULE_ADDRESSES));
+    return out;
+  };
+  const ruleLabel = `${action}-${label}`.slice(0, 32);
+  for (const part of chunk(ipv4.sort()))
+    rules.push({ action, protocol: "TCP", ports, label: ruleLabel, addresses: { ipv4: part } });
+  for (const part of chunk(ipv6.sort()))
+    rules.push({ action, protocol: "TCP", ports, label: ruleLabel, addresses: { ipv6: part } });
+  if (rules.length > MAX_RULES)
+    throw new CloudError(`the firewall needs ${rules.length} rules, Linode allows ${MAX_RULES}`);
+  return {
+    inbound: rules,
+    inbound_policy: kind === "allowList" ? "DROP" : "ACCEPT",
+    outbound: [],
+    outbound_policy: "ACCEPT",
+  };
+}
+
+function rulesKey(r: WireFirewallRules): string {
+  return JSON.stringify({
+    inbound: r.inbound.map((x) => ({
+      action: x.action,
+      protocol: x.protocol,
+      ports: x.ports ?? null,
+      label: x.label ?? null,
+      ipv4: [...(x.addresses.ipv4 ?? [])].sort(),
+      ipv6: [...(x.addresses.ipv6 ?? [])].sort(),
+    })),
+    inbound_policy: r.inbound_policy,
+    outbound: r.outbound.length,
+    outbound_policy: r.outbound_policy,
+  });
+}
+
+function sameTags(a: readonly string[], b: readonly string[]): boolean {
+  return JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
+}
+
+function ingressOf(nb: WireNodeBalancer, s: LinodeLbSettings): LbIngress[] {
+  if (s.hostnameOnlyIngress) return [{ hostname: nb.hostname }];
+  const out: LbIngress[] = [{ ip: nb.ipv4, hostname: nb.hostname }];
+  if (s.enableIPv6Ingress && nb.ipv6) out.push({ ip: nb.ipv6, hostname: nb.hostname });
+  return out;
+}
+
+function settingsOf(annotations: Readonly<Record<string, string>> | undefined): LinodeLbSettings {
+  return parseLinodeAnnotations(annotations ?? {});
+}
+
+export class LinodeLoadBalancers implements LoadBalancers {
+  readonly capabilities = CAPABILITIES;
+  /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
+  private readonly nodePorts = new Map<number, number>();
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly client: LinodeClient,
+  ) {}
+
+  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    checkOwner(owner);
+    const nb = await this.findOwned(owner, signal);
+    if (nb === undefined) return undefined;
+    const configs = await this.configs(nb.id, signal);
+    const backends = new Set<string>();
+    for (const c of configs)
+      for (const n of await this.nodes(nb.id, c.id, signal)) {
+        const id = idOfNodeLabel(n.label);
+        if (id !== undefined) backends.add(id);
+      }
+    return {
+      id: String(nb.id),
+      name: nb.label,
+      owner,
+      ingress: ingressOf(nb, settingsOf(undefined)),
+      backends: [...backends].sort(),
+    };
+  }
+
+  async ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<readonly LbIngress[]> {
+    checkOwner(owner);
+    if (spec.internal)
+      throw new CloudError("NodeBalancers are public: an internal load balancer is not supported");
+    const s = settingsOf(spec.annotations);
+    const name = loadBalancerName(owner.cluster, owner.serviceUid);
+    const configs = desiredConfigs(spec, s);
+    const rules = desiredRules(spec, s, name);
+    const tags = [...ownerTags(owner), ...s.tags.filter((t) => !isOurTag(t))];
+
+    let nb = await this.findOwned(owner, signal);
+    if (s.nodeBalancerId !== undefined && nb !== undefined && nb.id !== s.nodeBalancerId) {
+      // The Service now names another NodeBalancer: take it over, let the old one go.
+      const previous = nb;
+      nb = await this.adopt(owner, s.nodeBalancerId, undefined, tags, signal);
+      await this.release(owner, previous, s.preserve, signal);
+    } else if (nb === undefined) {
+      nb = await this.adopt(owner, s.nodeBalancerId, hints, tags, signal);
+    }
+    const nodes = await this.desiredNodes(spec.backends, signal);
+    if (nb === undefined) {
+      nb = await this.client.post<WireNodeBalancer>(
+        LB_OPS.create,
+        "/nodebalancers",
+        {
+          label: name,
+          region: this.ctx.account.region,
+          tags,
+          client_conn_throttle: s.throttle,
+          configs: configs.map((c) => ({ ...configFields(c), nodes: nodesFor(nodes, c.nodePort, []) })),
+        },
+        { signal },
+      );
+      this.ctx.logger.info({ nodebalancer: nb.id, label: name }, "NodeBalancer created");
+    } else {
+      nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
+      await this.reconcileConfigs(nb.id, configs, nodes, signal);
+    }
+    for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
+    await this.reconcileFirewall(owner, nb, name, rules, s, signal);
+    return ingressOf(nb, s);
+  }
+
+  async updateBackends(
+    owner: LbOwner,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<undefined> {
+    checkOwner(owner);
+    const nb = await this.findOwned(owner, signal);
+    if (nb === undefined) throw new CloudError("no NodeBalancer of this Service: a full sync is needed");
+    const nodes = await this.desiredNodes(backends, signal);
+    for (const c of await this.configs(nb.id, signal)) {
+      const have = await this.nodes(nb.id, c.id, signal);
+      const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
+      if (nodePort === undefined)
+        throw new CloudError(
+          `config for port ${c.port} has no nodes and no known node port: a full sync is needed`,
+        );
+      const want = nodesFor(nodes, nodePort, have);
+      if (sameNodes(have, want)) continue;
+      await this.client.post(
+        LB_OPS.rebuild,
+        `/nodebalancers/${nb.id}/configs/${c.id}/rebuild`,
+        { nodes: want },
+        { signal },
+      );
+    }
+    return undefined;
+  }
+
+  async ensureDeleted(owner: LbOwner, signal?: AbortSignal, hints?: LbServiceHints): Promise<undefined> {
+    checkOwner(owner);
+    let preserve = false;
+    try {
+      preserve = settingsOf(hints?.annotations).preserve;
+    } catch {
+      // A bad annotation never blocks a deletion; only a valid preserve=true keeps it.
+    }
+    const name = loadBalancerName(owner.cluster, owner.serviceUid);
+    for (const nb of await this.ownedNodeBalancers(owner, signal))
+      await this.release(owner, nb, preserve, signal);
+    // Firewalls of an interrupted create or delete: ours by label and tags, attached to nothing of ours.
+    const orphans = await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
+      signal,
+      filter: { label: name },
+    });
+    for (const fw of orphans)
+      if (fw.label === name && sameOwner(ownerOfTags(fw.tags), owner))
+        await this.deleteFirewall(fw.id, signal);
+    return undefined;
+  }
+
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const page = pageToken === undefined ? 1 : Number(pageToken);
+    if (!Number.isInteger(page) || page < 1) throw new SuspectAnswerError(`bad page token ${pageToken}`);
+    const answer = await this.client.page<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", page, {
+      signal,
+      filter: { tags: OWNED_TAG },
+    });
+    const items = [];
+    for (const nb of answer.data) {
+      const owner = ownerOfTags(nb.tags);
+      if (owner === undefined || !nb.tags.includes(OWNED_TAG)) continue;
+      items.push({ id: String(nb.id), name: nb.label, owner, ingress: ingressOf(nb, settingsOf(undefined)) });
+    }
+    return page < answer.pages ? { items, nextPageToken: String(page + 1) } : { items };
+  }
+
+  // ---- finding ------------------------------------------------------------------------------
+
+  private async ownedNodeBalancers(owner: LbOwner, signal?: AbortSignal): Promise<WireNodeBalancer[]> {
+    const found = await this.client.list<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", {
+      signal,
+      filter: { tags: `${UID_TAG}${owner.serviceUid}` },
+    });
+    return found.filter((nb) => sameOwner(ownerOfTags(nb.tags), owner)).sort((a, b) => a.id - b.id);
+  }
+
+  private async findOwned(owner: LbOwner, signal?: AbortSignal): Promise<WireNodeBalancer | undefined> {
+    return (await this.ownedNodeBalancers(owner, signal))[0];
+  }
+
+  /**
+   * The NodeBalancer the Linode CCM made for this Service, found as it finds it (the
+   * nodebalancer-id annotation, else the Service's ingress IP), tagged as ours; undefined when none.
+   */
+  private async adopt(
+    owner: LbOwner,
+    id: number | undefined,
+    hints: LbServiceHints | undefined,
+    tags: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<WireNodeBalancer | undefined> {
+    let found: WireNodeBalancer | undefined;
+    if (id !== undefined) {
+      try {
+        found = await this.client.get<WireNodeBalancer>(LB_OPS.get, `/nodebalancers/${id}`, { signal });
+      } catch (err) {
+        if (isNotFound(err))
+          throw new CloudError(`NodeBalancer ${id} (nodebalancer-id annotation) does not exist`);
+        throw err;
+      }
+    } else {
+      for (const ingress of hints?.ingress ?? []) {
+        if (ingress.ip === undefined || ingress.ip === "") continue;
+        const family = ingress.ip.includes(":") ? "ipv6" : "ipv4";
+        const list = await this.client.list<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", {
+          signal,
+          filter: { [family]: ingress.ip },
+        });
+        found = list.find((nb) => nb[family] === ingress.ip);
+        if (found !== undefined) break;
+      }
+    }
+    if (found === undefined) return undefined;
+    const holder = ownerOfTags(found.tags);
+    if (holder !== undefined && !sameOwner(holder, owner))
+      throw new CloudError(
+        `NodeBalancer ${found.id} belongs to another Service (cluster ${holder.cluster}): not adopting it`,
+      );
+    if (found.region !== this.ctx.account.region)
+      throw new CloudError(`NodeBalancer ${found.id} is in ${found.region}, not ${this.ctx.account.region}`);
+    const adopted = await this.client.put<WireNodeBalancer>(
+      LB_OPS.update,
+      `/nodebalancers/${found.id}`,
+      { tags: [...new Set([...found.tags.filter((t) => !isOurTag(t)), ...tags])] },
+      { signal },
+    );
+    this.ctx.logger.info({ nodebalancer: found.id, label: found.label }, "NodeBalancer adopted");
+    return adopted;
+  }
+
+  private configs(nbId: number, signal?: AbortSignal): Promise<WireNbConfig[]> {
+    return this.client.list<WireNbConfig>(LB_OPS.configsList, `/nodebalancers/${nbId}/configs`, { signal });
+  }
+
+  private nodes(nbId: number, configId: number, signal?: AbortSignal): Promise<WireNbNode[]> {
+    return this.client.list<WireNbNode>(
+      LB_OPS.nodesList,
+      `/nodebalancers/${nbId}/configs/${configId}/nodes`,
+      {
+        signal,
+      },
+    );
+  }
+
+  /** The backends' private IPv4 addresses (one filtered list per hundred Linodes). */
+  private async desiredNodes(
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<{ ip: string; label: string }[]> {
+    const out: { ip: string; label: string }[] = [];
+    const ids = [...new Set(backends)].map(Number).filter((n) => Number.isInteger(n));
+    for (let i = 0; i < ids.length; i += IDS_PER_FILTER) {
+      const part = ids.slice(i, i + IDS_PER_FILTER);
+      const linodes = (
+        await this.client.list<WireLinode>(LB_OPS.backends, "/linode/instances", {
+          signal,
+          filter: idsFilter(part, this.ctx.account.region),
+        })
+      ).map(checkLinode);
+      for (const l of linodes) {
+        if (!part.includes(l.id)) continue;
+        const ip = l.ipv4.find((a) => a.startsWith("192.168.")) ?? l.ipv4.find(isPrivateIPv4);
+        if (ip === undefined) {
+          this.ctx.logger.warn(
+            { linode: l.id },
+            "backend Linode has no private IPv4: left out of the NodeBalancer",
+          );
+          continue;
+        }
+        out.push({ ip, label: nodeLabel(l.id, l.label) });
+      }
+    }
+    return out.sort((a, b) => a.ip.localeCompare(b.ip));
+  }
+
+  // ---- changing -----------------------------------------------------------------------------
+
+  private async updateNodeBalancer(
+    nb: WireNodeBalancer,
+    tags: readonly string[],
+    throttle: number,
+    signal?: AbortSignal,
+  ): Promise<WireNodeBalancer> {
+    const body: Record<string, unknown> = {};
+    if (!sameTags(nb.tags, tags)) body["tags"] = tags;
+    if (nb.client_conn_throttle !== throttle) body["client_conn_throttle"] = throttle;
+    if (Object.keys(body).length === 0) return nb;
+    return this.client.put<WireNodeBalancer>(LB_OPS.update, `/nodebalancers/${nb.id}`, body, { signal });
+  }
+
+  private async reconcileConfigs(
+    nbId: number,
+    want: readonly DesiredConfig[],
+    nodes: readonly { ip: string; label: string }[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const have = await this.configs(nbId, signal);
+    const wanted = new Set(want.map((c) => c.port));
+    for (const c of have)
+      if (!wanted.has(c.port))
+        await this.client.delete(LB_OPS.configDelete, `/nodebalancers/${nbId}/configs/${c.id}`, { signal });
+    for (const w of want) {
+      let config = have.find((c) => c.port === w.port);
+      let current: WireNbNode[] = [];
+      if (config === undefined) {
+        config = await this.client.post<WireNbConfig>(
+          LB_OPS.configCreate,
+          `/nodebalancers/${nbId}/configs`,
+          configFields(w),
+          { signal },
+        );
+      } else {
+        current = await this.nodes(nbId, config.id, signal);
+      }
+      const nextNodes = nodesFor(nodes, w.nodePort, current);
+      if (configMatches(config, w) && sameNodes(current, nextNodes)) continue;
+      await this.client.post(
+        LB_OPS.rebuild,
+        `/nodebalancers/${nbId}/configs/${config.id}/rebuild`,
+        { ...configFields(w), nodes: nextNodes },
+        { signal },
+      );
+    }
+  }
+
+  private async reconcileFirewall(
+    owner: LbOwner,
+    nb: WireNodeBalancer,
+    name: string,
+    rules: WireFirewallRules | undefined,
+    s: LinodeLbSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const attached = await this.client.unpaged<WireFirewall>(
+      LB_OPS.nbFirewalls,
+      `/nodebalancers/${nb.id}/firewalls`,
+      {
+        signal,
+      },
+    );
+    // Ours, or the one the Linode CCM made for this NodeBalancer (it labels it with the NodeBalancer's label).
+    const mine = (fw: WireFirewall) =>
+      sameOwner(ownerOfTags(fw.tags), owner) || (ownerOfTags(fw.tags) === undefined && fw.label === nb.label);
+    if (s.firewallId !== undefined) {
+      for (const fw of attached) {
+        if (fw.id === s.firewallId) continue;
+        if (mine(fw)) await this.deleteFirewall(fw.id, signal);
+        else await this.detach(fw.id, nb.id, signal);
+      }
+      if (!attached.some((fw) => fw.id === s.firewallId))
+        await this.client.post(
+          LB_OPS.deviceCreate,
+          `/networking/firewalls/${s.firewallId}/devices`,
+          { id: nb.id, type: "nodebalancer" },
+          { signal },
+        );
+      return;
+    }
+    const ours = attached.filter(mine);
+    if (rules === undefined) {
+      for (const fw of ours) await this.deleteFirewall(fw.id, signal);
+      return;
+    }
+    for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
+    const [keep, ...extra] = ours;
+    for (const fw of extra) await this.deleteFirewall(fw.id, signal);
+    if (keep !== undefined) {
+      if (rulesKey(keep.rules) !== rulesKey(rules))
+        await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${keep.id}/rules`, rules, {
+          signal,
+        });
+      if (!sameOwner(ownerOfTags(keep.tags), owner))
+        await this.client.put(
+          LB_OPS.firewallUpdate,
+          `/networking/firewalls/${keep.id}`,
+          { tags: [...keep.tags.filter((t) => !isOurTag(t)), ...ownerTags(owner)] },
+          { signal },
+        );
+      return;
+    }
+    // A firewall of ours an interrupted ensure made but did not attach: attach it, don't make another.
+    const orphan = (
+      await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
+        signal,
+        filter: { label: name },
+      })
+    ).find((fw) => fw.label === name && sameOwner(ownerOfTags(fw.tags), owner));
+    if (orphan !== undefined) {
+      if (rulesKey(orphan.rules) !== rulesKey(rules))
+        await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${orphan.id}/rules`, rules, {
+          signal,
+        });
+      await this.client.post(
+        LB_OPS.deviceCreate,
+        `/networking/firewalls/${orphan.id}/devices`,
+        { id: nb.id, type: "nodebalancer" },
+        { signal },
+      );
+      return;
+    }
+    await this.client.post(
+      LB_OPS.firewallCreate,
+      "/networking/firewalls",
+      { label: name, tags: ownerTags(owner), rules, devices: { nodebalancers: [nb.id] } },
+      { signal },
+    );
+  }
+
+  /** Deletes (or, preserved, lets go of) a NodeBalancer of the owner and the firewalls made for it. */
+  private async release(owner: LbOwner, nb: WireNodeBalancer, preserve: boolean, signal?: AbortSignal) {
+    const attached = await this.client.unpaged<WireFirewall>(
+      LB_OPS.nbFirewalls,
+      `/nodebalancers/${nb.id}/firewalls`,
+      {
+        signal,
+      },
+    );
+    const made = attached.filter(
+      (fw) =>
+        sameOwner(ownerOfTags(fw.tags), owner) ||
+        (ownerOfTags(fw.tags) === undefined && fw.label === nb.label),
+    );
+    if (preserve) {
+      for (const fw of made)
+        if (fw.tags.some(isOurTag))
+          await this.client.put(
+            LB_OPS.firewallUpdate,
+            `/networking/firewalls/${fw.id}`,
+            { tags: fw.tags.filter((t) => !isOurTag(t)) },
+            { signal },
+          );
+      await this.client.put(
+        LB_OPS.update,
+        `/nodebalancers/${nb.id}`,
+        { tags: nb.tags.filter((t) => !isOurTag(t)) },
+        { signal },
+      );
+      this.ctx.logger.info(
+        { nodebalancer: nb.id },
+        "NodeBalancer preserved (preserve annotation): no longer ours",
+      );
+      return;
+    }
+    for (const fw of made) await this.deleteFirewall(fw.id, signal);
+    try {
+      await this.client.delete(LB_OPS.delete, `/nodebalancers/${nb.id}`, { signal });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    this.ctx.logger.info({ nodebalancer: nb.id }, "NodeBalancer deleted");
+  }
+
+  private async deleteFirewall(id: number, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.client.delete(LB_OPS.firewallDelete, `/networking/firewalls/${id}`, { signal });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  private async detach(firewallId: number, nbId: number, signal?: AbortSignal): Promise<void> {
+    const devices = await this.client.list<{ id: number; entity: { id: number; type: string } }>(
+      LB_OPS.devicesList,
+      `/networking/firewalls/${firewallId}/devices`,
+      { signal },
+    );
+    for (const d of devices)
+      if (d.entity.type === "nodebalancer" && d.entity.id === nbId)
+        await this.client.delete(LB_OPS.deviceDelete, `/networking/firewalls/${firewallId}/devices/${d.id}`, {
+          signal,
+        });
+  }
+}
+
+/**
+ * Linodes by id in the region. The region key keeps the filter a "simple filter" for the spec's
+ * oneOf (a filter of operators only matches both of its schemas).
+ */
+export function idsFilter(ids: readonly number[], region: string): Record<string, unknown> {
+  return ids.length === 1 ? { id: ids[0], region } : { "+or": ids.map((id) => ({ id })), region };
+}
+
+function nodesFor(
+  nodes: readonly { ip: string; label: string }[],
+  nodePort: number,
+  existing: readonly WireNbNode[],
+): (DesiredNode & { id?: number })[] {
+  return nodes.map((n) => {
+    const address = `${n.ip}:${nodePort}`;
+    const id = existing.find((e) => e.address === address)?.id;
+    return { address, label: n.label, weight: 100, mode: "accept", ...(id !== undefined && { id }) };
+  });
+}
+
+function sameNodes(have: readonly WireNbNode[], want: readonly DesiredNode[]): boolean {
+  const key = (n: { address: string; label: string; weight: number; mode: string }) =>
+    `${n.address}|${n.label}|${n.weight}|${n.mode}`;
+  return JSON.stringify(have.map(key).sort()) === JSON.stringify(want.map(key).sort());
+}
+
+function portOf(nodes: readonly WireNbNode[]): number | undefined {
+  const port = nodes[0]?.address.split(":").pop();
+  return port === undefined ? undefined : Number(port);
+}
