@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
-import type { LbHealthCheck, LbIngress, LoadBalancerSpec } from "../../cloud/provider.js";
+import type { LbHealthCheck, LbIngress, LbServiceHints, LoadBalancerSpec } from "../../cloud/provider.js";
 import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
 import { AnnotationError, type LbSettings, listenerProtocol } from "./annotations.js";
 
@@ -110,6 +110,31 @@ export function loadBalancerSpec(
     sessionAffinity: svc.sessionAffinity === "ClientIP" ? "ClientIP" : "None",
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
     internal: settings.internal,
+    ...vendorAnnotations(svc.annotations),
+  };
+}
+
+/**
+ * The Service's annotations for a provider that reads its vendor CCM's keys: all of them (so it
+ * can tell where a unified key wins) when any is a vendor key; none otherwise.
+ */
+function vendorAnnotations(annotations: Readonly<Record<string, string>>): {
+  annotations?: Readonly<Record<string, string>>;
+} {
+  const vendor = Object.keys(annotations).some(
+    (k) => !k.startsWith("lb.fleet-ccm.io/") && !k.startsWith("lifecycle.fleet-ccm.io/"),
+  );
+  return vendor ? { annotations: { ...annotations } } : {};
+}
+
+/** What a provider taking over from a vendor CCM needs beyond the spec (LbServiceHints). */
+export function serviceHints(svc: Readonly<Service>): LbServiceHints {
+  return {
+    annotations: { ...svc.annotations },
+    ingress: svc.ingress.map((i) => ({
+      ...(i.ip !== "" && { ip: i.ip }),
+      ...(i.hostname !== "" && { hostname: i.hostname }),
+    })),
   };
 }
 

@@ -26,6 +26,7 @@ import {
   isEligibleBackend,
   loadBalancerSpec,
   needsCleanup,
+  serviceHints,
   specKey,
   toWireIngress,
   wantsLoadBalancer,
@@ -233,7 +234,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    const answer = await lbs.ensure(owner, spec, deps.signal);
+    const answer = await lbs.ensure(owner, spec, deps.signal, serviceHints(svc));
     if (isInProgress(answer)) {
       // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
       deps.pending?.set(k, "ensure");
@@ -320,7 +321,7 @@ async function deleteLoadBalancer(
       ? []
       : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    const answer = await lbs.ensureDeleted(owner, deps.signal);
+    const answer = await lbs.ensureDeleted(owner, deps.signal, serviceHints(svc));
     if (isInProgress(answer)) {
       // The finalizer stays until the cloud says the load balancer is gone.
       deps.pending?.set(k, "delete");
