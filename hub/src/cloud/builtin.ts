@@ -1,5 +1,6 @@
 import type { ProviderFactory } from "./provider.js";
+import { linodeProvider } from "./providers/linode/index.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 
 /** Every provider this hub build ships. */
-export const builtinProviders: readonly ProviderFactory[] = [simulatedProvider];
+export const builtinProviders: readonly ProviderFactory[] = [simulatedProvider, linodeProvider];
