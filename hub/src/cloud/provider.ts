@@ -188,6 +188,11 @@ export interface LoadBalancerCapabilities {
   readonly protocols: readonly LbProtocol[];
   /** Most backends one pool takes (undefined: no limit). */
   readonly maxBackends?: number;
+  /**
+   * The Service's ingress entries show the hostname beside the IP (the vendor CCM writes both,
+   * as Linode's does); otherwise an entry with an IP shows the IP alone.
+   */
+  readonly ingressIpWithHostname?: boolean;
 }
 
 /**

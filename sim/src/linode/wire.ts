@@ -227,7 +227,7 @@ export function wireFirewallDevice(
       id: d.entityId,
       label,
       type: d.type,
-      url: `/v4/${d.type === "linode" ? "linode/instances" : "nodebalancers"}/${d.entityId}`,
+      url: `https://api.linode.com/v4/${d.type === "linode" ? "linode/instances" : "nodebalancers"}/${d.entityId}`,
     },
     id: d.id,
     updated: created,

@@ -144,8 +144,13 @@ export function specKey(spec: LoadBalancerSpec): string {
   return JSON.stringify(rest);
 }
 
-export function toWireIngress(ingress: readonly LbIngress[]): LoadBalancerIngress[] {
-  return ingress.map((i) => ({ ip: i.ip ?? "", hostname: i.ip ? "" : (i.hostname ?? ""), ipMode: "" }));
+/** The Service's ingress: an entry's hostname is kept beside its IP only where the provider says so. */
+export function toWireIngress(ingress: readonly LbIngress[], ipWithHostname = false): LoadBalancerIngress[] {
+  return ingress.map((i) => ({
+    ip: i.ip ?? "",
+    hostname: i.ip && !ipWithHostname ? "" : (i.hostname ?? ""),
+    ipMode: "",
+  }));
 }
 
 /** Compares what the Service shows with what the hub wants (ipMode is defaulted by the API server). */

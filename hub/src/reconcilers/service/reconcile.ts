@@ -241,7 +241,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       deps.logger.debug({ service: key.name, retryAfterMs: answer.retryAfterMs }, answer.message);
       return retryOutcome(answer, { events });
     }
-    ingress = toWireIngress(answer);
+    ingress = toWireIngress(answer, lbs.capabilities.ingressIpWithHostname === true);
   } catch (err) {
     deps.pending?.delete(k);
     events.push(

@@ -78,6 +78,7 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   proxyProtocol: true,
   internal: false,
   protocols: ["TCP", "HTTP"] as const,
+  ingressIpWithHostname: true,
 });
 
 /** At most this many addresses in one firewall rule (the Linode CCM's limit). */
@@ -87,6 +88,12 @@ const IDS_PER_FILTER = 100;
 
 export function ownerTags(owner: LbOwner): string[] {
   return [OWNED_TAG, `${CLUSTER_TAG}${owner.cluster}`, `${UID_TAG}${owner.serviceUid}`];
+}
+
+/** A NodeBalancer's tags: the owner's, the cluster name (as the Linode CCM tags it), the tags annotation's. */
+export function nodeBalancerTags(owner: LbOwner, extra: readonly string[]): string[] {
+  const cluster = owner.cluster.length >= 3 && owner.cluster.length <= 50 ? [owner.cluster] : [];
+  return [...new Set([...ownerTags(owner), ...cluster, ...extra.filter((t) => !isOurTag(t))])];
 }
 
 /** The owner a NodeBalancer's or firewall's tags record, if any. */
@@ -341,7 +348,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const name = loadBalancerName(owner.cluster, owner.serviceUid);
     const configs = desiredConfigs(spec, s);
     const rules = desiredRules(spec, s, name);
-    const tags = [...ownerTags(owner), ...s.tags.filter((t) => !isOurTag(t))];
+    const tags = nodeBalancerTags(owner, s.tags);
 
     let nb = await this.findOwned(owner, signal);
     if (s.nodeBalancerId !== undefined && nb !== undefined && nb.id !== s.nodeBalancerId) {
