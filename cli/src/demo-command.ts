@@ -2,7 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "./flags.js";
-import { bool, int, str } from "./flags.js";
+import { bool, int, str, UsageError } from "./flags.js";
 import { LocalFleet, waitFor } from "./local-fleet.js";
 import { makeLogger } from "./logger.js";
 import { Progress } from "./progress.js";
@@ -24,8 +24,15 @@ export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
   usage:
-    "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
+    "fleet-ccm demo [--clusters N] [--nodes M] [--services K] [--provider simulated|linode] [--exit-when-converged] [--json] [--verbose]",
   flags: {
+    provider: {
+      type: "string",
+      placeholder: "NAME",
+      default: "simulated",
+      description:
+        "The clusters' cloud: the simulated cloud, or linode (a fake Linode API: Linodes, NodeBalancers, Cloud Firewalls).",
+    },
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
     services: {
@@ -77,13 +84,18 @@ export const demoCommand: Command = {
     const json = bool(v, "json");
     const timeoutMs = int(v, "timeout", 1) * 1000;
     const logger = makeLogger(str(v, "log-level") ?? "warn");
+    const provider = str(v, "provider") ?? "simulated";
+    if (provider !== "simulated" && provider !== "linode")
+      throw new UsageError(`--provider must be simulated or linode, got "${provider}"`);
+    const cloudName = provider === "linode" ? "the fake Linode API" : "the simulated cloud";
     const progress = new Progress({ verbose: bool(v, "verbose") });
     const say = (line: string) => {
       if (!json) progress.around(() => process.stdout.write(`${line}\n`));
     };
-    say(`starting nats-server, the simulated cloud and ${clusters} simulated clusters…`);
-    progress.update(`starting nats-server, the simulated cloud and ${clusters} simulated clusters`);
+    say(`starting nats-server, ${cloudName} and ${clusters} simulated clusters…`);
+    progress.update(`starting nats-server, ${cloudName} and ${clusters} simulated clusters`);
     const fleet = await LocalFleet.start({
+      provider,
       clusters,
       nodesPerCluster: nodes,
       logger,
@@ -147,7 +159,7 @@ export const demoCommand: Command = {
         servicesWithIngress: s.withIngress,
         convergeMs: converged ? Date.now() - t0 : null,
         converged,
-        cloudCalls: fleet.cloud.stats().totalCalls,
+        cloudCalls: fleet.cloudCalls(),
         kubeconfigs,
       };
       if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -13,6 +13,7 @@ import {
   freePort,
   type KubeApiServer,
   kubeletNode,
+  LinodeFake,
   type NatsServer,
   nodeName,
   type SimulatedCloud,
@@ -28,6 +29,8 @@ export const DEMO_REGION = "sim-east-1";
 /** The built CLI entry point. */
 const CLI = fileURLToPath(new URL("../../bin/fleet-ccm.js", import.meta.url));
 export const DEMO_ACCOUNT = "sim-main";
+export const LINODE_DEMO_REGION = "us-east";
+export const LINODE_DEMO_ACCOUNT = "linode-main";
 const UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
 
 export interface LocalFleetOptions {
@@ -45,6 +48,10 @@ export interface LocalFleetOptions {
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
+  /** The clusters' cloud: the simulated one (default) or the fake Linode API (`linode` accounts). */
+  readonly provider?: "simulated" | "linode";
+  /** Linode: each cluster's account, by cluster index (default: one account for every cluster). */
+  readonly linodeAccounts?: readonly string[];
 }
 
 export interface AgentProcessOptions {
@@ -64,6 +71,8 @@ export interface AgentProcessOptions {
 
 interface ClusterHandle {
   readonly name: string;
+  /** The cloud account the cluster is bound to. */
+  readonly account: string;
   readonly token: string;
   readonly natsPassword: string;
   readonly kube: KubeApiServer;
@@ -96,6 +105,9 @@ export class LocalFleet {
   hubPort = 0;
   private env: Record<string, string> = {};
   private readonly children = new Set<ChildProcess>();
+  /** The fake Linode API (provider "linode"), and each Linode account's token. */
+  linode: LinodeFake | undefined;
+  private readonly linodeTokens = new Map<string, string>();
 
   private constructor(
     readonly opts: LocalFleetOptions,
@@ -103,6 +115,11 @@ export class LocalFleet {
     readonly cloud: SimulatedCloud,
     private readonly cloudKey: string,
   ) {}
+
+  /** The number of cloud API calls so far (the simulated cloud's or the fake Linode API's). */
+  cloudCalls(): number {
+    return this.linode !== undefined ? this.linode.log.stats().totalCalls : this.cloud.stats().totalCalls;
+  }
 
   static async start(opts: LocalFleetOptions): Promise<LocalFleet> {
     const names = Array.from(
@@ -125,11 +142,20 @@ export class LocalFleet {
     if (opts.cloudLatencyMs) cloud.setFaults({ latencyMs: opts.cloudLatencyMs });
     const fleet = new LocalFleet(opts, nats, cloud, account.apiKey);
     fleet.hubNatsPassword = hubPassword;
+    const accountOf = (i: number) =>
+      opts.provider === "linode" ? (opts.linodeAccounts?.[i] ?? LINODE_DEMO_ACCOUNT) : DEMO_ACCOUNT;
+    if (opts.provider === "linode") {
+      fleet.linode = await LinodeFake.start();
+      for (const a of new Set(names.map((_, i) => accountOf(i))))
+        fleet.linodeTokens.set(a, fleet.linode.createAccount(a).token);
+      if (opts.cloudLatencyMs) fleet.linode.setFaults({ latencyMs: opts.cloudLatencyMs });
+    }
     await Promise.all(
       names.map(async (name, i) => {
         const kube = await startKubeApiServer({});
         fleet.clusters.set(name, {
           name,
+          account: accountOf(i),
           token: secrets[i]?.token ?? "",
           natsPassword: secrets[i]?.natsPassword ?? "",
           kube,
@@ -154,9 +180,22 @@ export class LocalFleet {
       return {
         name: c.name,
         token: { env: envName },
-        account: DEMO_ACCOUNT,
+        account: c.account,
         scope: { tags: { [CLUSTER_TAG]: c.name } },
         configureCloudRoutes: this.opts.configureCloudRoutes ?? false,
+      };
+    });
+    const linodeAccounts = [...this.linodeTokens].map(([name, token], i) => {
+      const envName = `FLEET_CCM_LINODE_TOKEN_${i}`;
+      env[envName] = token;
+      return {
+        name,
+        provider: "linode",
+        region: LINODE_DEMO_REGION,
+        endpoint: this.linode?.url,
+        credentials: { env: envName },
+        rateLimit: { perSecond: this.opts.rateLimitPerSecond ?? 500, burst: 500 },
+        requestTimeoutMs: this.opts.requestTimeoutMs ?? 5000,
       };
     });
     this.env = env;
@@ -170,6 +209,7 @@ export class LocalFleet {
         heartbeatIntervalMs: 2000,
       },
       accounts: [
+        ...linodeAccounts,
         {
           name: DEMO_ACCOUNT,
           provider: "simulated",
@@ -351,7 +391,13 @@ export class LocalFleet {
     for (let i = 0; i < count; i++) {
       const index = c.nextNode++;
       const name = nodeName(cluster, index);
-      createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
+      if (this.linode !== undefined)
+        this.linode.createLinode(c.account, {
+          label: name,
+          region: LINODE_DEMO_REGION,
+          tags: [`${CLUSTER_TAG}=${cluster}`],
+        });
+      else createMachine(this.cloud, { cluster, name, account: DEMO_ACCOUNT, region: DEMO_REGION, index });
       c.kube.create("Node", kubeletNode(name));
       names.push(name);
     }
@@ -418,6 +464,7 @@ export class LocalFleet {
     await this.stopHub();
     await Promise.all([...this.clusters.values()].map((c) => c.kube.close()));
     await this.cloud.close();
+    await this.linode?.close();
     await this.nats.stop();
   }
 }

@@ -1,6 +1,7 @@
 // The Linode client and Instances against the fake Linode API: pages, X-Filter, token rotation,
 // 429 storms, 5xx, timeouts, typed errors, and the Linode CCM's instance metadata.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { LinodeFake } from "../../../../../sim/src/linode/index.js";
 import {
   CloudError,
   ForbiddenError,
@@ -9,12 +10,12 @@ import {
   TransientCloudError,
 } from "../../errors.js";
 import { LinodeApiError, toContractError } from "./errors.js";
-import { ACCOUNT, type LinodeHarness, REGION, startLinodeHarness, VPC } from "./linode.testkit.js";
+import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
 
-let h: LinodeHarness;
+let h: LinodeHarness<LinodeFake>;
 
 beforeAll(async () => {
-  h = await startLinodeHarness();
+  h = linodeHarness(await LinodeFake.start({ spec: true, seed: 3 }));
 });
 
 afterEach(() => {
@@ -138,6 +139,7 @@ describe("instances", () => {
       region: REGION,
       zone: "",
       state: "running",
+      network: VPC,
       additionalLabels: { "linode.region": REGION },
     });
     expect(meta.addresses).toEqual([

@@ -80,7 +80,23 @@ export function linodeAddresses(l: WireLinode, vpcIPv4: readonly string[]): Node
   return out;
 }
 
-export function toInstanceMetadata(l: WireLinode, vpcIPv4: readonly string[]): InstanceMetadata {
+/** Linode tags are plain strings: `key=value` ones are read as a key and value (scopes match on them). */
+export function tagsOf(tags: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of tags) {
+    const eq = t.indexOf("=");
+    if (eq > 0) out[t.slice(0, eq)] = t.slice(eq + 1);
+    else out[t] = "";
+  }
+  return out;
+}
+
+/** `network`: the account's VPC, for a Linode with an address in it. */
+export function toInstanceMetadata(
+  l: WireLinode,
+  vpcIPv4: readonly string[],
+  network?: string,
+): InstanceMetadata {
   return {
     providerID: providerIDOf(l.id),
     instanceID: String(l.id),
@@ -90,7 +106,8 @@ export function toInstanceMetadata(l: WireLinode, vpcIPv4: readonly string[]): I
     zone: "",
     addresses: linodeAddresses(l, vpcIPv4),
     state: linodeState(l.status),
-    tags: Object.fromEntries(l.tags.map((t) => [t, ""])),
+    tags: tagsOf(l.tags),
+    ...(network !== undefined && vpcIPv4.length > 0 && { network }),
     additionalLabels: { [REGION_LABEL]: l.region },
   };
 }
@@ -144,7 +161,7 @@ export class LinodeInstances implements Instances {
         `Linode ${id} is in region ${l.region}, outside account ${this.ctx.account.name}'s ${this.ctx.account.region}`,
       );
     const vpcIPs = await this.vpc.ipv4ByLinode(signal);
-    return toInstanceMetadata(l, vpcIPs.get(l.id) ?? []);
+    return toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network);
   }
 
   /** Every Linode labelled `name` in the region, all pages (X-Filter on label and region). */
@@ -161,7 +178,7 @@ export class LinodeInstances implements Instances {
         );
     if (linodes.length === 0) return [];
     const vpcIPs = await this.vpc.ipv4ByLinode(signal);
-    return linodes.map((l) => toInstanceMetadata(l, vpcIPs.get(l.id) ?? []));
+    return linodes.map((l) => toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network));
   }
 
   /** Page tokens are Linode's page numbers. */
@@ -174,7 +191,9 @@ export class LinodeInstances implements Instances {
     });
     const linodes = answer.data.map(checkLinode).filter((l) => l.region === this.ctx.account.region);
     const vpcIPs = linodes.length === 0 ? new Map<number, string[]>() : await this.vpc.ipv4ByLinode(signal);
-    const instances = linodes.map((l) => toInstanceMetadata(l, vpcIPs.get(l.id) ?? []));
+    const instances = linodes.map((l) =>
+      toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network),
+    );
     return page < answer.pages ? { instances, nextPageToken: String(page + 1) } : { instances };
   }
 }

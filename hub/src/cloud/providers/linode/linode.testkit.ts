@@ -1,6 +1,7 @@
-// A Linode provider bound to a fake Linode API account, for the provider's own tests.
+// A Linode provider bound to a fake Linode API account, for the provider's own tests. The
+// test starts the fake (sim/src/linode) and hands it over: hub code, testkits included, never
+// imports the simulators.
 import { pino } from "pino";
-import { LinodeFake } from "../../../../../sim/src/linode/index.js";
 import { systemClock } from "../../../util/clock.js";
 import type { AccountBinding, CloudProvider, ProviderContext } from "../../provider.js";
 import { linodeProvider } from "./index.js";
@@ -9,8 +10,19 @@ export const REGION = "us-east";
 export const ACCOUNT = "acme";
 export const VPC = "fleet-vpc";
 
-export interface LinodeHarness {
-  readonly fake: LinodeFake;
+/** What the harness needs of the fake Linode API. */
+export interface HarnessFake {
+  readonly url: string;
+  createAccount(name: string): { token: string };
+  createVpc(
+    account: string,
+    spec: { label: string; region: string; subnets: { label: string; ipv4: string }[] },
+  ): { subnets: readonly { id: number }[] };
+  close(): Promise<void>;
+}
+
+export interface LinodeHarness<F extends HarnessFake> {
+  readonly fake: F;
   readonly token: { value: string };
   readonly subnetId: number;
   /** A provider on the account; `ops` records every ctx.call op, in order. */
@@ -18,8 +30,7 @@ export interface LinodeHarness {
   close(): Promise<void>;
 }
 
-export async function startLinodeHarness(): Promise<LinodeHarness> {
-  const fake = await LinodeFake.start({ spec: true, seed: 3 });
+export function linodeHarness<F extends HarnessFake>(fake: F): LinodeHarness<F> {
   const { token } = fake.createAccount(ACCOUNT);
   const current = { value: token };
   const vpc = fake.createVpc(ACCOUNT, {

@@ -2,17 +2,17 @@
 // linode-loadbalancer-* annotation this provider honours, Cloud Firewalls, adoption of a
 // NodeBalancer the Linode CCM made, preserve, and the ingress shape.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
-import type { FakeLinode, FakeNodeBalancer } from "../../../../../sim/src/linode/index.js";
+import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError } from "../../errors.js";
 import { loadBalancerName } from "../../naming.js";
 import type { LbOwner, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
-import { ACCOUNT, type LinodeHarness, REGION, startLinodeHarness } from "./linode.testkit.js";
+import { ACCOUNT, type LinodeHarness, linodeHarness, REGION } from "./linode.testkit.js";
 import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
 
 const P = "service.beta.kubernetes.io/linode-loadbalancer-";
 
-let h: LinodeHarness;
+let h: LinodeHarness<LinodeFake>;
 let nodes: FakeLinode[];
 let seq = 0;
 
@@ -46,7 +46,7 @@ const configOf = (o: LbOwner, port: number) => {
 const firewallsOf = (nbId: number) => h.fake.store.firewallsOfDevice(ACCOUNT, "nodebalancer", nbId);
 
 beforeAll(async () => {
-  h = await startLinodeHarness();
+  h = linodeHarness(await LinodeFake.start({ spec: true, seed: 3 }));
   nodes = [0, 1, 2].map((i) => h.fake.createLinode(ACCOUNT, { label: `node-${i}`, region: REGION }));
 });
 
