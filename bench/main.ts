@@ -4,6 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { type LinodeBenchOptions, runLinode } from "./linode.js";
 import {
   type BenchOptions,
   type Result,
@@ -15,7 +16,7 @@ import {
 } from "./scenarios.js";
 import { pinCores } from "./util.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|linode [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -46,6 +47,10 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos [flags
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
   --keep                  keep the run directory (configs, logs) and print its path
+
+  linode: Linode API calls per hour, fleet-ccm (measured against the fake Linode API, one account)
+  against as many Linode CCMs (modelled); --clusters (100), --nodes (50), --services (1),
+  --duration-s (30: the measured window), --time-scale K (30: the hub's periods divided by K)
 `;
 
 /**
@@ -73,6 +78,9 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
   if (!Number.isFinite(n) || n < min) throw new Error(`--${name}: expected a number >= ${min}, got "${v}"`);
   return n;
 }
+
+/** Set by parse for `--scenario linode`, which takes its own few options. */
+let linodeRun: LinodeBenchOptions | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const { values } = parseArgs({
@@ -107,6 +115,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "agent-node-options": { type: "string" },
       "hub-node-options": { type: "string" },
       keep: { type: "boolean" },
+      "time-scale": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -115,9 +124,20 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     process.exit(0);
   }
   const scenario = values.scenario ?? "join";
-  if (!["join", "steady", "churn", "chaos"].includes(scenario))
-    throw new Error(`--scenario: expected join, steady, churn or chaos, got "${scenario}"`);
-  const s = scenario as ScenarioName;
+  if (scenario === "linode") {
+    linodeRun = {
+      clusters: num(values.clusters, "clusters", 100, 1),
+      nodes: num(values.nodes, "nodes", 50, 1),
+      services: num(values.services, "services", 1, 0),
+      windowS: num(values["duration-s"], "duration-s", 30, 1),
+      timeScale: num(values["time-scale"], "time-scale", 30, 1),
+      timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
+      log: (line) => process.stderr.write(`[bench +${Math.round(performance.now() / 1000)}s] ${line}\n`),
+    };
+  }
+  if (!["join", "steady", "churn", "chaos", "linode"].includes(scenario))
+    throw new Error(`--scenario: expected join, steady, churn, chaos or linode, got "${scenario}"`);
+  const s = (scenario === "linode" ? "join" : scenario) as ScenarioName;
   const json = values.json === true;
   const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120 }[s];
   const opts: BenchOptions = {
@@ -185,7 +205,7 @@ async function main(): Promise<number> {
   let result: Result;
   try {
     const run = { join: runJoin, steady: runSteady, churn: runChurn, chaos: runChaos }[opts.scenario];
-    result = await run(opts);
+    result = linodeRun !== undefined ? await runLinode(linodeRun) : await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
     clearTimeout(watchdog);

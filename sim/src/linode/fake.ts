@@ -98,7 +98,10 @@ interface Call {
   readonly nowMs: number;
 }
 
-type Handler = (c: Call) => { status?: number; body: unknown } | { list: readonly Json[] };
+/** A list answers `list` (the fields X-Filter sees), each page's items expanded to wire shape by `expand`. */
+type Handler = (
+  c: Call,
+) => { status?: number; body: unknown } | { list: readonly Json[]; expand?: (item: Json) => Json };
 
 interface Route {
   readonly method: "GET" | "POST" | "PUT" | "DELETE";
@@ -329,6 +332,11 @@ export class LinodeFake {
     return this.spec?.problems() ?? [];
   }
 
+  /** Forgets the spec problems seen so far (a test that sends a bad request on purpose). */
+  resetSpecProblems(): void {
+    this.spec?.reset();
+  }
+
   assertSpecClean(): void {
     this.spec?.assertClean();
   }
@@ -437,7 +445,9 @@ export class LinodeFake {
           ex.fault = "empty-list";
           items = [];
         }
-        const answer = numberedPage(items, page, pageSize);
+        const numbered = numberedPage(items, page, pageSize);
+        const expand = result.expand;
+        const answer = expand === undefined ? numbered : { ...numbered, data: numbered.data.map(expand) };
         const kept = this.faults.dropFromList(faults, answer.data);
         if (kept.length < answer.data.length) ex.fault = "dropped-items";
         ex.answer(200, { ...answer, data: kept });
@@ -485,7 +495,7 @@ export class LinodeFake {
     });
     const ID = "\\/(\\d+)";
     return [
-      r("GET", "\\/linode\\/instances", "linodes.list", (c) => ({ list: this.listLinodes(c) }), [
+      r("GET", "\\/linode\\/instances", "linodes.list", (c) => this.listLinodes(c), [
         "id",
         "label",
         "region",
@@ -618,11 +628,17 @@ export class LinodeFake {
 
   // ---- handlers -------------------------------------------------------------------------------
 
-  private listLinodes(c: Call): Json[] {
-    return this.store
+  /** Filtered on the filterable fields alone; only the page asked for is rendered in full. */
+  private listLinodes(c: Call) {
+    const byId = new Map<number, FakeLinode>();
+    const list = this.store
       .linodesOf(c.account)
       .filter((l) => this.listLagMs <= 0 || c.nowMs - l.createdAtMs >= this.listLagMs)
-      .map(wireLinode);
+      .map((l) => {
+        byId.set(l.id, l);
+        return { id: l.id, label: l.label, region: l.region, tags: l.tags, status: l.status, type: l.type };
+      });
+    return { list, expand: (item: Json) => wireLinode(byId.get(item["id"] as number) as FakeLinode) };
   }
 
   private linode(c: Call): FakeLinode {

@@ -55,11 +55,12 @@ function ipObject(
   const isV6 = type === "ipv6";
   return {
     address,
-    gateway: isV6 ? "fe80::1" : kind === "public" ? address.replace(/\.\d+$/, ".1") : null,
+    gateway: isV6 ? "fe80::1" : address.replace(/\.\d+$/, ".1"),
     linode_id: l.id,
     prefix: isV6 ? 128 : kind === "public" ? 24 : 17,
     public: kind === "public",
-    rdns: null,
+    // The spec's private and IPv6 entries allow no nulls; public ones may have no rDNS.
+    rdns: kind === "public" && !isV6 ? null : "",
     region: l.region,
     subnet_mask: isV6 ? "ffff:ffff:ffff:ffff::" : kind === "public" ? "255.255.255.0" : "255.255.128.0",
     type,
@@ -72,8 +73,7 @@ export function wireLinodeIps(l: FakeLinode): Record<string, unknown> {
   const vpc = l.interfaces.find((i) => i.purpose === "vpc" && i.vpcIPv4 !== null);
   return {
     ipv4: {
-      private:
-        l.privateIPv4 === null ? [] : [{ ...ipObject(l, l.privateIPv4, "private", "ipv4"), gateway: null }],
+      private: l.privateIPv4 === null ? [] : [ipObject(l, l.privateIPv4, "private", "ipv4")],
       public: [ipObject(l, l.publicIPv4, "public", "ipv4")],
       reserved: [],
       shared: [],
