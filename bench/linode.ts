@@ -151,6 +151,10 @@ export async function runLinode(o: LinodeBenchOptions): Promise<Record<string, u
     const fleetPerHour = (windowCalls * 3600) / (o.windowS * k);
     o.log(`steady: ${windowCalls} calls in ${o.windowS} s at ${k}x time`);
 
+    // The account's Linodes as the Linode CCMs would list them in steady state.
+    const firstAccount = fleet.cluster([...fleet.clusters.keys()][0] ?? "").account;
+    const totalLinodes = linode.store.linodesOf(firstAccount).length;
+
     // One node joins each cluster: its lookups, then every Service's backends.
     const beforeJoin = calls();
     for (const c of fleet.clusters.keys()) fleet.addNodes(c, 1);
@@ -158,9 +162,6 @@ export async function runLinode(o: LinodeBenchOptions): Promise<Record<string, u
     const perNodeJoinFleet = (calls() - beforeJoin) / o.clusters;
 
     // The Linode CCM model, with the page count the account's list really has.
-    const totalLinodes = linode.store.linodesOf(
-      fleet.cluster([...fleet.clusters.keys()][0] ?? "").account,
-    ).length;
     const pages = Math.max(1, Math.ceil(totalLinodes / LINODE_CCM.pageSize));
     let ccmPerHour = 0;
     // Each CCM's two clocks are offset differently (spread over the 300 s period, deterministic).
