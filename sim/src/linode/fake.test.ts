@@ -174,6 +174,17 @@ describe("fake Linode API", () => {
       ],
     ).toBe(5);
     expect((await call("GET", `/nodebalancers/${id}/configs/${cid}`)).body["port"]).toBe(80);
+    // Newer than the spec file (hand-added to the checked document): types and reserved IPs.
+    const ip = fake.reserveIPv4("acme", "us-east");
+    const premium = await call("POST", "/nodebalancers", {
+      body: { label: "lb-premium", region: "us-east", type: "premium", ipv4: ip },
+    });
+    expect(premium.body).toMatchObject({ type: "premium", ipv4: ip });
+    expect((await call("POST", "/nodebalancers", { body: { region: "us-east", ipv4: ip } })).status).toBe(
+      400,
+    );
+    expect((await call("DELETE", `/networking/reserved/ips/${ip}`)).status).toBe(200);
+    expect((await call("DELETE", `/networking/reserved/ips/${ip}`)).status).toBe(404);
     expect((await call("DELETE", `/nodebalancers/${id}/configs/${cid}`)).status).toBe(200);
     expect((await call("DELETE", `/nodebalancers/${id}`)).status).toBe(200);
     expect((await call("GET", `/nodebalancers/${id}`)).status).toBe(404);

@@ -8,7 +8,9 @@
  * Linode is missing from lists. With `spec`, every request and answer is checked against
  * Linode's OpenAPI document.
  */
+import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { parse as parseYaml } from "yaml";
 import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { type FaultConfig, FaultInjector } from "../fake-kit/faults.js";
 import { Exchange, FakeHttpServer, Router, readJsonBody } from "../fake-kit/http.js";
@@ -18,6 +20,7 @@ import { seededRandom } from "../fake-kit/random.js";
 import { RequestLog } from "../fake-kit/request-log.js";
 import { type SpecHook, type SpecProblem, specHook } from "../fake-kit/spec.js";
 import { vendorSpecPath } from "../fake-kit/specs.js";
+import { withHandAddedLinodeOperations } from "./spec-additions.js";
 import {
   type FakeConfigInterface,
   type FakeFirewall,
@@ -49,9 +52,12 @@ export const LINODE_SPEC = "linode/linode-openapi-v4.189.0.yaml";
 export const LINODE_FORMATS = { "date-time": /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?$/ };
 
 let cachedChecker: OpenApiChecker | undefined;
-/** The spec checker, parsed once per process (the document is 3.6 MB). */
+/** The spec checker (with the hand-added newer parts), parsed once per process (the document is 3.6 MB). */
 export function linodeSpecChecker(): OpenApiChecker {
-  cachedChecker ??= OpenApiChecker.fromFile(vendorSpecPath(LINODE_SPEC), { formats: LINODE_FORMATS });
+  cachedChecker ??= new OpenApiChecker(
+    withHandAddedLinodeOperations(parseYaml(readFileSync(vendorSpecPath(LINODE_SPEC), "utf8"))),
+    { formats: LINODE_FORMATS },
+  );
   return cachedChecker;
 }
 
@@ -282,7 +288,7 @@ export class LinodeFake {
       nodes?: readonly string[];
     },
   ): FakeNodeBalancer {
-    const nb = this.newNodeBalancer(account, spec.label, spec.region, spec.tags ?? [], 0);
+    const nb = this.newNodeBalancer(account, spec.label, spec.region, spec.tags ?? [], 0, "common");
     for (const port of spec.ports ?? [])
       nb.configs.push(
         this.newConfig(nb.id, {
@@ -312,6 +318,14 @@ export class LinodeFake {
     };
     this.store.firewalls.set(fw.id, fw);
     return fw;
+  }
+
+  /** A reserved IPv4 address in the account and region (POST /networking/reserved/ips, newer than the spec). */
+  reserveIPv4(account: string, region: string): string {
+    const n = this.store.nextId();
+    const address = `172.106.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
+    this.store.reservedIPs.set(address, { address, account, region });
+    return address;
   }
 
   /** A just-created Linode is missing from lists for this long (direct gets see it). */
@@ -604,6 +618,12 @@ export class LinodeFake {
         fw.devices.splice(i, 1);
         return { body: {} };
       }),
+      r("DELETE", "\\/networking\\/reserved\\/ips\\/([^/]+)", "reservedips.delete", (c) => {
+        const r = this.store.reservedIPs.get(c.params[0] ?? "");
+        if (r === undefined || r.account !== c.account) throw notFound();
+        this.store.reservedIPs.delete(r.address);
+        return { body: {} };
+      }),
       r(
         "GET",
         "\\/vpcs",
@@ -687,10 +707,12 @@ export class LinodeFake {
     region: string,
     tags: readonly string[],
     throttle: number,
+    type: FakeNodeBalancer["type"],
+    reservedIPv4?: string,
   ): FakeNodeBalancer {
     const addr = this.store.freshAddresses();
     const id = this.store.nextId();
-    const ipv4 = addr.public.replace(/^45\.79\./, "172.105.");
+    const ipv4 = reservedIPv4 ?? addr.public.replace(/^45\.79\./, "172.105.");
     const nb: FakeNodeBalancer = {
       id,
       account,
@@ -698,6 +720,7 @@ export class LinodeFake {
       region,
       tags: [...tags],
       clientConnThrottle: throttle,
+      type,
       ipv4,
       ipv6: addr.ipv6.replace(/\/128$/, ""),
       hostname: `${ipv4.replaceAll(".", "-")}.ip.linodeusercontent.com`,
@@ -772,12 +795,25 @@ export class LinodeFake {
       const fw = this.store.firewalls.get(Number(fwId));
       if (fw === undefined || fw.account !== c.account) throw bad("Firewall not found", "firewall_id");
     }
+    const type = c.body["type"] ?? "common";
+    if (type !== "common" && type !== "premium" && type !== "premium_40gb")
+      throw bad("Must be common, premium or premium_40gb", "type");
+    const reserved = c.body["ipv4"];
+    if (reserved !== undefined) {
+      const r = this.store.reservedIPs.get(String(reserved));
+      if (r === undefined || r.account !== c.account || r.region !== region)
+        throw bad("Must be a reserved IPv4 address of yours in this region", "ipv4");
+      if (this.store.nodeBalancersOf(c.account).some((n) => n.ipv4 === reserved))
+        throw bad("This reserved IPv4 address is already assigned", "ipv4");
+    }
     const nb = this.newNodeBalancer(
       c.account,
       label,
       region,
       c.body["tags"] === undefined ? [] : stringList(c.body["tags"], "tags"),
       typeof c.body["client_conn_throttle"] === "number" ? c.body["client_conn_throttle"] : 0,
+      type,
+      typeof reserved === "string" ? reserved : undefined,
     );
     const configs = Array.isArray(c.body["configs"]) ? (c.body["configs"] as Json[]) : [];
     try {

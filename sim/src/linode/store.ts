@@ -67,6 +67,7 @@ export interface FakeNodeBalancer {
   readonly region: string;
   tags: string[];
   clientConnThrottle: number;
+  readonly type: "common" | "premium" | "premium_40gb";
   readonly ipv4: string;
   readonly ipv6: string;
   readonly hostname: string;
@@ -121,6 +122,13 @@ export interface FakeVpc {
   readonly subnets: FakeSubnet[];
 }
 
+/** A reserved IPv4 address, kept by the account until it deletes the reservation. */
+export interface FakeReservedIP {
+  readonly address: string;
+  readonly account: string;
+  readonly region: string;
+}
+
 export interface FakeAccount {
   readonly name: string;
   token: string;
@@ -133,6 +141,7 @@ export class LinodeStore {
   readonly nodeBalancers = new Map<number, FakeNodeBalancer>();
   readonly firewalls = new Map<number, FakeFirewall>();
   readonly vpcs = new Map<number, FakeVpc>();
+  readonly reservedIPs = new Map<string, FakeReservedIP>();
   private nextIdValue = 1000;
   private nextAddress = 1;
 

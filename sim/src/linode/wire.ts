@@ -155,6 +155,7 @@ export function wireNodeBalancer(n: FakeNodeBalancer): Record<string, unknown> {
     region: n.region,
     tags: [...n.tags],
     transfer: { in: null, out: null, total: null },
+    type: n.type,
     updated: linodeTime(n.updatedAtMs),
   };
 }

@@ -31,12 +31,13 @@ export const A = {
   firewallId: "firewall-id",
   firewallAcl: "firewall-acl",
   enableIPv6Ingress: "enable-ipv6-ingress",
+  nodeBalancerType: "nodebalancer-type",
+  reservedIPv4: "reserved-ipv4",
+  retainReservedIPv4: "retain-reserved-ipv4",
 } as const;
 
 /** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
 export const UNSUPPORTED = [
-  "nodebalancer-type",
-  "reserved-ipv4",
   "enable-ipv6-backends",
   "backend-ipv4-range",
   "backend-vpc-name",
@@ -69,6 +70,8 @@ export interface FirewallAcl {
   readonly ipv6: readonly string[];
 }
 
+export type NodeBalancerType = "common" | "premium" | "premium_40gb";
+
 export interface LinodeLbSettings {
   readonly defaultProtocol?: NbProto;
   readonly ports: ReadonlyMap<number, PortSettings>;
@@ -90,6 +93,11 @@ export interface LinodeLbSettings {
   readonly firewallId?: number;
   readonly firewallAcl?: FirewallAcl;
   readonly enableIPv6Ingress: boolean;
+  readonly nodeBalancerType: NodeBalancerType;
+  /** Create the NodeBalancer on this reserved IPv4 (only at creation, as the Linode CCM). */
+  readonly reservedIPv4?: string;
+  /** Keep the reserved IPv4 when the NodeBalancer is deleted. */
+  readonly retainReservedIPv4: boolean;
 }
 
 function fail(key: string, value: string, expected: string): never {
@@ -212,6 +220,12 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
   const timeout = opt(A.checkTimeout, (k, v) => int(k, v, 1, 30));
   const attempts = opt(A.checkAttempts, (k, v) => int(k, v, 1, 30));
   const passive = opt(A.checkPassive, bool);
+  const reserved = get(A.reservedIPv4)?.trim();
+  if (reserved !== undefined && !/^(\d{1,3}\.){3}\d{1,3}$/.test(reserved))
+    fail(A.reservedIPv4, reserved, "an IPv4 address");
+  // An unknown type falls back to common, as the Linode CCM does (with a warning).
+  const rawType = get(A.nodeBalancerType)?.trim().toLowerCase();
+  const nbType: NodeBalancerType = rawType === "premium" || rawType === "premium_40gb" ? rawType : "common";
   const dp = opt(A.defaultProtocol, (k, v) => oneOf(k, v, PROTOCOLS));
   const da = opt(A.defaultAlgorithm, (k, v) => oneOf(k, v, ALGORITHMS));
   const ds = opt(A.defaultStickiness, (k, v) => oneOf(k, v, STICKINESS));
@@ -240,5 +254,8 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     ...(fwId !== undefined && { firewallId: fwId }),
     ...(acl !== undefined && { firewallAcl: acl }),
     enableIPv6Ingress: opt(A.enableIPv6Ingress, bool) ?? false,
+    nodeBalancerType: nbType,
+    ...(reserved !== undefined && { reservedIPv4: reserved }),
+    retainReservedIPv4: opt(A.retainReservedIPv4, bool) ?? true,
   };
 }

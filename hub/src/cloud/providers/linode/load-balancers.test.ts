@@ -246,6 +246,32 @@ describe("annotations", () => {
     ]);
   });
 
+  test("nodebalancer-type at creation (an unknown type is common, as the Linode CCM has it)", async () => {
+    const premium = owner();
+    await lbs().ensure(premium, spec({ [`${P}nodebalancer-type`]: "Premium" }));
+    expect(nbOf(premium).type).toBe("premium");
+    const unknown = owner();
+    await lbs().ensure(unknown, spec({ [`${P}nodebalancer-type`]: "gold" }));
+    expect(nbOf(unknown).type).toBe("common");
+  });
+
+  test("reserved-ipv4: the NodeBalancer takes the reserved IP; retained on delete unless retain-reserved-ipv4 is false", async () => {
+    const kept = owner();
+    const ip1 = h.fake.reserveIPv4(ACCOUNT, REGION);
+    const ingress = await lbs().ensure(kept, spec({ [`${P}reserved-ipv4`]: ip1 }));
+    expect(ingress).toEqual([expect.objectContaining({ ip: ip1 })]);
+    expect(nbOf(kept).ipv4).toBe(ip1);
+    await lbs().ensureDeleted(kept, undefined, hints({ [`${P}reserved-ipv4`]: ip1 }));
+    expect(h.fake.store.reservedIPs.has(ip1)).toBe(true);
+    const released = owner();
+    const ip2 = h.fake.reserveIPv4(ACCOUNT, REGION);
+    const a = { [`${P}reserved-ipv4`]: ip2, [`${P}retain-reserved-ipv4`]: "false" };
+    await lbs().ensure(released, spec(a));
+    await lbs().ensureDeleted(released, undefined, hints(a));
+    expect(h.fake.store.reservedIPs.has(ip2)).toBe(false);
+    expect(h.fake.store.nodeBalancersOf(ACCOUNT).some((n) => n.ipv4 === ip2)).toBe(false);
+  });
+
   test("bad and unsupported annotations are refused naming the key, with nothing made", async () => {
     const before = h.fake.store.nodeBalancers.size;
     const bad: Record<string, string>[] = [
@@ -253,8 +279,8 @@ describe("annotations", () => {
       { [`${P}check-type`]: "http_body" },
       { [`${P}port-443`]: "{not json" },
       { [`${P}port-443`]: JSON.stringify({ "tls-secret-name": "cert" }) },
-      { [`${P}reserved-ipv4`]: "203.0.113.9" },
-      { [`${P}nodebalancer-type`]: "premium" },
+      { [`${P}reserved-ipv4`]: "not-an-ip" },
+      { [`${P}enable-ipv6-backends`]: "true" },
       { [`${P}preserve`]: "maybe" },
       { [`${P}firewall-acl`]: JSON.stringify({ allowList: {}, denyList: {} }) },
     ];

@@ -71,6 +71,7 @@ export const LB_OPS = {
   deviceDelete: "firewalls.devices.delete",
   devicesList: "firewalls.devices.list",
   backends: "instances.backends",
+  reservedIPDelete: "reservedips.delete",
 } as const;
 
 export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
@@ -369,12 +370,19 @@ export class LinodeLoadBalancers implements LoadBalancers {
           region: this.ctx.account.region,
           tags,
           client_conn_throttle: s.throttle,
+          type: s.nodeBalancerType,
+          ...(s.reservedIPv4 !== undefined && { ipv4: s.reservedIPv4 }),
           configs: configs.map((c) => ({ ...configFields(c), nodes: nodesFor(nodes, c.nodePort, []) })),
         },
         { signal },
       );
       this.ctx.logger.info({ nodebalancer: nb.id, label: name }, "NodeBalancer created");
     } else {
+      if (s.reservedIPv4 !== undefined && s.reservedIPv4 !== nb.ipv4)
+        this.ctx.logger.warn(
+          { nodebalancer: nb.id, ipv4: nb.ipv4, annotation: s.reservedIPv4 },
+          "reserved-ipv4 changed, but a NodeBalancer's IPv4 cannot change after creation: ignored",
+        );
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
       await this.reconcileConfigs(nb.id, configs, nodes, signal);
     }
@@ -414,14 +422,15 @@ export class LinodeLoadBalancers implements LoadBalancers {
   async ensureDeleted(owner: LbOwner, signal?: AbortSignal, hints?: LbServiceHints): Promise<undefined> {
     checkOwner(owner);
     let preserve = false;
+    let retainIP = true;
     try {
-      preserve = settingsOf(hints?.annotations).preserve;
+      ({ preserve, retainReservedIPv4: retainIP } = settingsOf(hints?.annotations));
     } catch {
       // A bad annotation never blocks a deletion; only a valid preserve=true keeps it.
     }
     const name = loadBalancerName(owner.cluster, owner.serviceUid);
     for (const nb of await this.ownedNodeBalancers(owner, signal))
-      await this.release(owner, nb, preserve, signal);
+      await this.release(owner, nb, preserve, signal, retainIP);
     // Firewalls of an interrupted create or delete: ours by label and tags, attached to nothing of ours.
     const orphans = await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
       signal,
@@ -692,7 +701,13 @@ export class LinodeLoadBalancers implements LoadBalancers {
   }
 
   /** Deletes (or, preserved, lets go of) a NodeBalancer of the owner and the firewalls made for it. */
-  private async release(owner: LbOwner, nb: WireNodeBalancer, preserve: boolean, signal?: AbortSignal) {
+  private async release(
+    owner: LbOwner,
+    nb: WireNodeBalancer,
+    preserve: boolean,
+    signal?: AbortSignal,
+    retainReservedIPv4 = true,
+  ) {
     const attached = await this.client.unpaged<WireFirewall>(
       LB_OPS.nbFirewalls,
       `/nodebalancers/${nb.id}/firewalls`,
@@ -727,6 +742,18 @@ export class LinodeLoadBalancers implements LoadBalancers {
       return;
     }
     for (const fw of made) await this.deleteFirewall(fw.id, signal);
+    if (!retainReservedIPv4) {
+      // As the Linode CCM: the NodeBalancer's IPv4 stops being reserved; not reserved is done.
+      try {
+        await this.client.delete(
+          LB_OPS.reservedIPDelete,
+          `/networking/reserved/ips/${encodeURIComponent(nb.ipv4)}`,
+          { signal },
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
     try {
       await this.client.delete(LB_OPS.delete, `/nodebalancers/${nb.id}`, { signal });
     } catch (err) {

@@ -20,6 +20,8 @@ export interface WireNodeBalancer {
   readonly ipv6: string | null;
   readonly tags: readonly string[];
   readonly client_conn_throttle: number;
+  /** Newer than the spec file (hand-added there): common, premium, premium_40gb. */
+  readonly type?: string;
 }
 
 export type NbProtocol = "http" | "https" | "tcp";
