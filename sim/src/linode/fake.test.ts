@@ -7,6 +7,7 @@ let fake: LinodeFake;
 let token: string;
 let linodeId: number;
 let vpcId: number;
+let subnetId: number;
 
 async function call(
   method: string,
@@ -39,6 +40,7 @@ beforeAll(async () => {
     subnets: [{ label: "s1", ipv4: "10.1.0.0/24" }],
   });
   vpcId = vpc.id;
+  subnetId = vpc.subnets[0]!.id;
   for (let i = 0; i < 30; i++)
     fake.createLinode("acme", {
       label: `n-${i}`,
@@ -109,6 +111,24 @@ describe("fake Linode API", () => {
       "10.244.0.0/24",
     );
     expect((await call("GET", `/vpcs/${vpcId}`)).body["label"]).toBe("v1");
+    // The newer Linode interfaces API (hand-added to the checked spec).
+    const newer = fake.createLinode("acme", {
+      label: "newer-node",
+      region: "us-east",
+      vpcSubnetId: subnetId,
+      linodeInterfaces: true,
+    });
+    expect((await call("GET", `/linode/instances/${newer.id}`)).body["interface_generation"]).toBe("linode");
+    const ifaces = (await call("GET", `/linode/instances/${newer.id}/interfaces`)).body["interfaces"] as {
+      id: number;
+      vpc: unknown;
+    }[];
+    const newerVpc = ifaces.find((i) => i.vpc !== null);
+    const putNewer = await call("PUT", `/linode/instances/${newer.id}/interfaces/${newerVpc?.id}`, {
+      body: { vpc: { ipv4: { ranges: [{ range: "10.245.0.0/24" }] } } },
+    });
+    expect(putNewer.body["vpc"]).toMatchObject({ ipv4: { ranges: [{ range: "10.245.0.0/24" }] } });
+    expect((await call("GET", `/linode/instances/${linodeId}/interfaces`)).status).toBe(400);
     expect((await call("GET", `/vpcs/${vpcId}/subnets`)).body["results"]).toBe(1);
     expect((await call("GET", "/vpcs", { filter: { label: "v1" } })).body["results"]).toBe(1);
     const missing = await call("GET", "/linode/instances/1");

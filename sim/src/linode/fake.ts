@@ -39,6 +39,7 @@ import {
   wireInterface,
   wireLinode,
   wireLinodeConfig,
+  wireLinodeInterface,
   wireLinodeIps,
   wireNbConfig,
   wireNbNode,
@@ -145,6 +146,8 @@ export interface CreateLinodeSpec {
   readonly noPrivateIP?: boolean;
   /** Attach a VPC interface in this subnet. */
   readonly vpcSubnetId?: number;
+  /** Its interfaces on the newer Linode interfaces API instead of its config. */
+  readonly linodeInterfaces?: boolean;
 }
 
 export interface LinodeInventory {
@@ -241,6 +244,7 @@ export class LinodeFake {
       ipv6: addr.ipv6,
       tags: [...(spec.tags ?? [])],
       configId: this.store.nextId(),
+      interfaceGeneration: spec.linodeInterfaces ? "linode" : "legacy_config",
       interfaces,
       createdAtMs: this.now(),
     };
@@ -522,9 +526,33 @@ export class LinodeFake {
       r("GET", `\\/linode\\/instances${ID}\\/ips`, "linodes.ips", (c) => ({
         body: wireLinodeIps(this.linode(c)),
       })),
-      r("GET", `\\/linode\\/instances${ID}\\/configs`, "linodes.configs.list", (c) => ({
-        list: [wireLinodeConfig(this.linode(c))],
-      })),
+      r("GET", `\\/linode\\/instances${ID}\\/configs`, "linodes.configs.list", (c) => {
+        const l = this.linode(c);
+        // A Linode on the newer interfaces API has configs without interfaces.
+        return {
+          list: [wireLinodeConfig(l.interfaceGeneration === "linode" ? { ...l, interfaces: [] } : l)],
+        };
+      }),
+      r("GET", `\\/linode\\/instances${ID}\\/interfaces`, "linodes.interfaces.list", (c) => {
+        const l = this.linode(c);
+        if (l.interfaceGeneration !== "linode") throw bad("This Linode uses config interfaces");
+        return { body: { interfaces: l.interfaces.map(wireLinodeInterface) } };
+      }),
+      r("PUT", `\\/linode\\/instances${ID}\\/interfaces${ID}`, "linodes.linodeinterfaces.update", (c) => {
+        const l = this.linode(c);
+        if (l.interfaceGeneration !== "linode") throw bad("This Linode uses config interfaces");
+        const iface = l.interfaces.find((i) => i.id === Number(c.params[1]));
+        if (iface === undefined) throw notFound();
+        const vpc = c.body["vpc"] as { ipv4?: { ranges?: { range?: unknown }[] } } | undefined;
+        if (vpc?.ipv4?.ranges !== undefined) {
+          if (iface.purpose !== "vpc") throw bad("Only VPC interfaces may have IP ranges", "vpc.ipv4.ranges");
+          const ranges = vpc.ipv4.ranges.map((r) => String(r.range));
+          for (const r of ranges)
+            if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(r)) throw bad(`Invalid IP range ${r}`, "vpc.ipv4.ranges");
+          iface.ipRanges = ranges;
+        }
+        return { body: wireLinodeInterface(iface) };
+      }),
       r(
         "PUT",
         `\\/linode\\/instances${ID}\\/configs${ID}\\/interfaces${ID}`,

@@ -2,8 +2,10 @@
  * Linode API parts newer than the spec file (v4.189.0), added by hand to the parsed document
  * before the checker reads it, each marked `x-fleet-ccm-hand-added`: NodeBalancer types
  * (`type`), creating a NodeBalancer on a reserved IPv4 (`ipv4` in the POST body), and
- * deleting a reserved IP (`DELETE /networking/reserved/ips/{address}`). Everything else is
- * checked against the published spec as it is.
+ * deleting a reserved IP (`DELETE /networking/reserved/ips/{address}`), and the newer Linode
+ * interfaces (`interface_generation` on a Linode, `GET /linode/instances/{id}/interfaces`,
+ * `PUT /linode/instances/{id}/interfaces/{interfaceId}`) in the parts routes use. Everything
+ * else is checked against the published spec as it is.
  */
 
 type Obj = Record<string, unknown>;
@@ -16,22 +18,65 @@ function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** Every schema titled NodeBalancer (answers of get, list, create, update) gains `type`. */
-function addNodeBalancerType(node: unknown): void {
+/** Every schema titled `title` gains the property `name`. */
+function addProperty(node: unknown, title: string, name: string, schema: Obj): void {
   if (Array.isArray(node)) {
-    for (const n of node) addNodeBalancerType(n);
+    for (const n of node) addProperty(n, title, name, schema);
     return;
   }
   if (!isObj(node)) return;
-  if (node["title"] === "NodeBalancer" && isObj(node["properties"]))
-    (node["properties"] as Obj)["type"] = { ...NB_TYPE, readOnly: true };
-  for (const v of Object.values(node)) addNodeBalancerType(v);
+  if (node["title"] === title && isObj(node["properties"])) (node["properties"] as Obj)[name] = schema;
+  for (const v of Object.values(node)) addProperty(v, title, name, schema);
 }
+
+const RANGES = {
+  type: "array",
+  items: {
+    type: "object",
+    additionalProperties: false,
+    required: ["range"],
+    properties: { range: { type: "string" } },
+  },
+};
+
+/** A Linode interface of the newer API, as far as routes read it. */
+const LINODE_INTERFACE = {
+  type: "object",
+  ...MARK,
+  required: ["id"],
+  properties: {
+    id: { type: "integer" },
+    vpc: {
+      type: "object",
+      nullable: true,
+      properties: {
+        vpc_id: { type: "integer" },
+        subnet_id: { type: "integer" },
+        ipv4: {
+          type: "object",
+          properties: {
+            addresses: {
+              type: "array",
+              items: { type: "object", properties: { address: { type: "string" } } },
+            },
+            ranges: RANGES,
+          },
+        },
+      },
+    },
+  },
+};
 
 export function withHandAddedLinodeOperations(doc: unknown): unknown {
   if (!isObj(doc) || !isObj(doc["paths"])) throw new Error("not the Linode OpenAPI document");
   const paths = doc["paths"] as Obj;
-  addNodeBalancerType(paths);
+  addProperty(paths, "NodeBalancer", "type", { ...NB_TYPE, readOnly: true });
+  addProperty(paths, "Linode", "interface_generation", {
+    type: "string",
+    enum: ["legacy_config", "linode"],
+    readOnly: true,
+    ...MARK,
+  });
   const create = ((paths["/{apiVersion}/nodebalancers"] as Obj)["post"] as Obj)["requestBody"] as Obj;
   const body = ((create["content"] as Obj)["application/json"] as Obj)["schema"] as Obj;
   const props = body["properties"] as Obj;
@@ -47,6 +92,70 @@ export function withHandAddedLinodeOperations(doc: unknown): unknown {
       operationId: "delete-reserved-ip",
       ...MARK,
       responses: del["responses"],
+    },
+  };
+  const linodePath = paths["/{apiVersion}/linode/instances/{linodeId}"] as Obj;
+  const linodeParams = linodePath["parameters"] as Obj[];
+  const errorDefault = (del["responses"] as Obj)["default"];
+  paths["/{apiVersion}/linode/instances/{linodeId}/interfaces"] = {
+    ...MARK,
+    parameters: linodeParams,
+    get: {
+      operationId: "get-linode-interfaces",
+      ...MARK,
+      responses: {
+        "200": {
+          description: "The Linode's interfaces.",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                additionalProperties: false,
+                properties: { interfaces: { type: "array", items: LINODE_INTERFACE } },
+              },
+            },
+          },
+        },
+        default: errorDefault,
+      },
+    },
+  };
+  paths["/{apiVersion}/linode/instances/{linodeId}/interfaces/{interfaceId}"] = {
+    ...MARK,
+    parameters: [
+      ...linodeParams,
+      { in: "path", name: "interfaceId", required: true, schema: { type: "integer" } },
+    ],
+    put: {
+      operationId: "put-linode-interface",
+      ...MARK,
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              additionalProperties: false,
+              properties: {
+                vpc: {
+                  type: "object",
+                  additionalProperties: false,
+                  properties: {
+                    ipv4: { type: "object", additionalProperties: false, properties: { ranges: RANGES } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        "200": {
+          description: "The interface.",
+          content: { "application/json": { schema: LINODE_INTERFACE } },
+        },
+        default: errorDefault,
+      },
     },
   };
   return doc;

@@ -27,6 +27,8 @@ export interface FakeLinode {
   readonly ipv6: string;
   tags: string[];
   readonly configId: number;
+  /** `legacy_config`: interfaces live in the config; `linode`: the newer Linode interfaces API. */
+  readonly interfaceGeneration: "legacy_config" | "linode";
   readonly interfaces: FakeConfigInterface[];
   readonly createdAtMs: number;
 }

@@ -31,6 +31,7 @@ export function wireLinode(l: FakeLinode): Record<string, unknown> {
     hypervisor: "kvm",
     id: l.id,
     image: "linode/ubuntu22.04",
+    interface_generation: l.interfaceGeneration,
     ipv4: l.privateIPv4 === null ? [l.publicIPv4] : [l.publicIPv4, l.privateIPv4],
     ipv6: l.ipv6,
     label: l.label,
@@ -140,6 +141,24 @@ export function wireInterface(i: FakeLinode["interfaces"][number]): Record<strin
     purpose: i.purpose,
     subnet_id: i.subnetId,
     vpc_id: i.vpcId,
+  };
+}
+
+/** One interface of the newer Linode interfaces API (the parts routes read). */
+export function wireLinodeInterface(i: FakeLinode["interfaces"][number]): Record<string, unknown> {
+  return {
+    id: i.id,
+    vpc:
+      i.purpose === "vpc"
+        ? {
+            vpc_id: i.vpcId,
+            subnet_id: i.subnetId,
+            ipv4: {
+              addresses: i.vpcIPv4 === null ? [] : [{ address: i.vpcIPv4 }],
+              ranges: i.ipRanges.map((range) => ({ range })),
+            },
+          }
+        : null,
   };
 }
 

@@ -45,7 +45,8 @@ export function linodeResources(fake: LinodeFake, account: string): FakeResource
   return out;
 }
 
-const fixture: ConformanceFixture = {
+/** `linodeInterfaces`: the Linodes use the newer Linode interfaces API (routes go through it). */
+const fixture = (opts: { linodeInterfaces?: boolean } = {}): ConformanceFixture => ({
   async start(): Promise<ConformanceFake> {
     const fake = await LinodeFake.start({ spec: true, seed: 7 });
     fakes.push(fake);
@@ -75,6 +76,7 @@ const fixture: ConformanceFixture = {
           label: name,
           region: inScope ? REGION : ELSEWHERE,
           ...(inScope && { vpcSubnetId: subnet }),
+          ...(opts.linodeInterfaces && { linodeInterfaces: true }),
         });
         return { instanceID: String(l.id), providerID: `linode://${l.id}` };
       },
@@ -107,9 +109,10 @@ const fixture: ConformanceFixture = {
       close: () => fake.close(),
     };
   },
-};
+});
 
-describeProviderConformance("linode", fixture);
+describeProviderConformance("linode", fixture());
+describeProviderConformance("linode (Linode interfaces API)", fixture({ linodeInterfaces: true }));
 
 afterAll(() => {
   // Neither the provider's requests nor the fake's answers may drift from Linode's spec.

@@ -1,6 +1,8 @@
 /**
  * VPC routes on Linode, as the Linode CCM's route controller makes them: a node's pod CIDR is
- * an `ip_range` of the Linode's VPC interface (PUT .../configs/{cid}/interfaces/{iid}). Ranges
+ * an `ip_range` of the Linode's VPC interface: PUT .../configs/{cid}/interfaces/{iid} for config
+ * interfaces, PUT .../interfaces/{iid} with `vpc.ipv4.ranges` on a Linode whose
+ * `interface_generation` is `linode` (the newer interfaces API). Ranges
  * carry no tags, so the Linode holds the claim: a tag `fccm-r:<cluster>:<cidr>` is set before
  * the range is added and removed after it is gone. A range without a claim is foreign: listed,
  * never owned, never touched.
@@ -8,10 +10,11 @@
 import { CloudError, SuspectAnswerError } from "../../errors.js";
 import type { CloudRoute, ProviderContext, Routes, RouteTarget } from "../../provider.js";
 import type { LinodeClient } from "./client.js";
+import { isNotFound } from "./errors.js";
 import { checkLinode } from "./instances.js";
 import { idsFilter } from "./load-balancers.js";
 import type { VpcResolver } from "./vpc.js";
-import type { WireConfigInterface, WireLinode, WireLinodeConfig } from "./wire.js";
+import type { WireLinode, WireLinodeConfig, WireLinodeInterface } from "./wire.js";
 
 const CLAIM = "fccm-r:";
 
@@ -20,6 +23,7 @@ export const ROUTE_OPS = {
   linodes: "routes.linodes",
   get: "routes.linode",
   configs: "routes.configs",
+  interfaces: "routes.interfaces",
   tag: "routes.tags.update",
   ranges: "routes.ranges.update",
 } as const;
@@ -79,10 +83,10 @@ export class LinodeRoutes implements Routes {
     const claim = routeClaim(ownerCluster, route.destinationCIDR);
     if (claim.length > 50) throw new CloudError(`route tag ${claim} is longer than Linode's 50 characters`);
     const linode = await this.linode(route.targetInstanceID, signal);
-    const { config, iface } = await this.vpcInterface(linode.id, signal);
+    const iface = await this.vpcInterface(linode, signal);
     const claims = claimsOf(linode.tags);
     const holder = claims.get(route.destinationCIDR);
-    if ((iface.ip_ranges ?? []).includes(route.destinationCIDR) && holder === undefined)
+    if (iface.ranges.includes(route.destinationCIDR) && holder === undefined)
       throw new CloudError(`${route.destinationCIDR} is routed to Linode ${linode.id} by someone else`);
     if (holder !== undefined && holder !== ownerCluster)
       throw new CloudError(`${route.destinationCIDR} on Linode ${linode.id} is claimed by cluster ${holder}`);
@@ -93,12 +97,14 @@ export class LinodeRoutes implements Routes {
         { tags: [...linode.tags, claim] },
         { signal },
       );
-    if (!(iface.ip_ranges ?? []).includes(route.destinationCIDR))
+    if (!iface.ranges.includes(route.destinationCIDR))
       await this.client.put(
         ROUTE_OPS.ranges,
-        `/linode/instances/${linode.id}/configs/${config}/interfaces/${iface.id}`,
-        { ip_ranges: [...(iface.ip_ranges ?? []), route.destinationCIDR] },
-        { signal },
+        iface.path,
+        iface.body([...iface.ranges, route.destinationCIDR]),
+        {
+          signal,
+        },
       );
     return { ...route, id: `${linode.id}/${route.destinationCIDR}`, ownerCluster };
   }
@@ -109,17 +115,18 @@ export class LinodeRoutes implements Routes {
     try {
       linode = await this.linode(route.targetInstanceID, signal);
     } catch (err) {
-      if (err instanceof CloudError && /not found/i.test(err.message)) return undefined;
+      // The Linode is gone, and its ranges with it.
+      if (isNotFound(err)) return undefined;
       throw err;
     }
-    const { config, iface } = await this.vpcInterface(linode.id, signal);
+    const iface = await this.vpcInterface(linode, signal);
     const claim = routeClaim(route.ownerCluster, route.destinationCIDR);
     if (!linode.tags.includes(claim) && claimsOf(linode.tags).has(route.destinationCIDR)) return undefined;
-    if ((iface.ip_ranges ?? []).includes(route.destinationCIDR))
+    if (iface.ranges.includes(route.destinationCIDR))
       await this.client.put(
         ROUTE_OPS.ranges,
-        `/linode/instances/${linode.id}/configs/${config}/interfaces/${iface.id}`,
-        { ip_ranges: (iface.ip_ranges ?? []).filter((r) => r !== route.destinationCIDR) },
+        iface.path,
+        iface.body(iface.ranges.filter((r) => r !== route.destinationCIDR)),
         { signal },
       );
     if (linode.tags.includes(claim))
@@ -139,21 +146,44 @@ export class LinodeRoutes implements Routes {
     return l;
   }
 
-  private async vpcInterface(
-    linodeId: number,
-    signal?: AbortSignal,
-  ): Promise<{ config: number; iface: WireConfigInterface }> {
+  /** The Linode's interface in the account's VPC: its ranges, and how to replace them. */
+  private async vpcInterface(linode: WireLinode, signal?: AbortSignal): Promise<VpcInterface> {
     const vpcId = await this.vpc.id(signal);
+    if (linode.interface_generation === "linode") {
+      const answer = await this.client.get<{ interfaces?: WireLinodeInterface[] }>(
+        ROUTE_OPS.interfaces,
+        `/linode/instances/${linode.id}/interfaces`,
+        { signal },
+      );
+      const i = (answer.interfaces ?? []).find((x) => x.vpc?.vpc_id === vpcId);
+      if (i === undefined) throw new CloudError(`Linode ${linode.id} has no interface in VPC ${vpcId}`);
+      return {
+        ranges: (i.vpc?.ipv4?.ranges ?? []).map((r) => r.range),
+        path: `/linode/instances/${linode.id}/interfaces/${i.id}`,
+        body: (ranges) => ({ vpc: { ipv4: { ranges: ranges.map((range) => ({ range })) } } }),
+      };
+    }
     const configs = await this.client.list<WireLinodeConfig>(
       ROUTE_OPS.configs,
-      `/linode/instances/${linodeId}/configs`,
+      `/linode/instances/${linode.id}/configs`,
       {
         signal,
       },
     );
     for (const c of configs)
       for (const i of c.interfaces)
-        if (i.purpose === "vpc" && i.vpc_id === vpcId) return { config: c.id, iface: i };
-    throw new CloudError(`Linode ${linodeId} has no interface in VPC ${vpcId}`);
+        if (i.purpose === "vpc" && i.vpc_id === vpcId)
+          return {
+            ranges: [...(i.ip_ranges ?? [])],
+            path: `/linode/instances/${linode.id}/configs/${c.id}/interfaces/${i.id}`,
+            body: (ranges) => ({ ip_ranges: ranges }),
+          };
+    throw new CloudError(`Linode ${linode.id} has no interface in VPC ${vpcId}`);
   }
+}
+
+interface VpcInterface {
+  readonly ranges: readonly string[];
+  readonly path: string;
+  body(ranges: readonly string[]): Record<string, unknown>;
 }

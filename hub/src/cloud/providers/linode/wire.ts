@@ -9,6 +9,8 @@ export interface WireLinode {
   readonly ipv4: readonly string[];
   readonly ipv6: string | null;
   readonly tags: readonly string[];
+  /** Newer than the spec file: `linode` when the Linode uses the newer interfaces API. */
+  readonly interface_generation?: string;
 }
 
 export interface WireNodeBalancer {
@@ -106,4 +108,13 @@ export interface WireConfigInterface {
 export interface WireLinodeConfig {
   readonly id: number;
   readonly interfaces: readonly WireConfigInterface[];
+}
+
+/** One interface of the newer Linode interfaces API (newer than the spec file). */
+export interface WireLinodeInterface {
+  readonly id: number;
+  readonly vpc: {
+    readonly vpc_id: number;
+    readonly ipv4?: { readonly ranges?: readonly { readonly range: string }[] };
+  } | null;
 }
