@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
-import { CloudError } from "../../errors.js";
+import { CloudError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName } from "../../naming.js";
 import type { LbOwner, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
 import { ACCOUNT, type LinodeHarness, linodeHarness, REGION } from "./linode.testkit.js";
@@ -111,6 +111,15 @@ describe("build and rebuild", () => {
     const again = h.fake.log.mark();
     await lbs().updateBackends(o, ids(nodes.slice(1, 3)));
     expect(h.fake.mutations.filter((m) => m.seq > again)).toEqual([]);
+  });
+
+  test("no NodeBalancer is made without a node to put behind it (retried, nothing made)", async () => {
+    const before = h.fake.store.nodeBalancers.size;
+    const err = await lbs()
+      .ensure(owner(), spec({}, { backends: [] }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientCloudError);
+    expect(h.fake.store.nodeBalancers.size).toBe(before);
   });
 
   test("removed ports lose their config, new ones get one", async () => {

@@ -10,7 +10,7 @@
  * annotation, or carrying the Service's ingress IP) is adopted: tagged as ours, never duplicated.
  * A firewall this provider makes is labelled with the same name and tagged the same way.
  */
-import { CloudError, SuspectAnswerError } from "../../errors.js";
+import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName } from "../../naming.js";
 import type {
   LbIngress,
@@ -362,6 +362,9 @@ export class LinodeLoadBalancers implements LoadBalancers {
     }
     const nodes = await this.desiredNodes(spec.backends, signal);
     if (nb === undefined) {
+      // Linode wants at least one node per config at creation (the Linode CCM refuses too).
+      if (nodes.length === 0)
+        throw new TransientCloudError("no node with a private IPv4 to put behind a new NodeBalancer yet");
       nb = await this.client.post<WireNodeBalancer>(
         LB_OPS.create,
         "/nodebalancers",
