@@ -737,6 +737,7 @@ export class LinodeFake {
     throttle: number,
     type: FakeNodeBalancer["type"],
     reservedIPv4?: string,
+    backendSubnets: readonly number[] = [],
   ): FakeNodeBalancer {
     const addr = this.store.freshAddresses();
     const id = this.store.nextId();
@@ -753,6 +754,7 @@ export class LinodeFake {
       ipv6: addr.ipv6.replace(/\/128$/, ""),
       hostname: `${ipv4.replaceAll(".", "-")}.ip.linodeusercontent.com`,
       configs: [],
+      backendSubnets,
       createdAtMs: this.now(),
       updatedAtMs: this.now(),
     };
@@ -788,6 +790,7 @@ export class LinodeFake {
 
   private nodesOf(cfg: FakeNbConfig, raw: unknown, existing: readonly FakeNbNode[]): FakeNbNode[] {
     if (!Array.isArray(raw)) throw bad("Must be an array", "nodes");
+    const subnets = this.store.nodeBalancers.get(cfg.nodeBalancerId)?.backendSubnets ?? [];
     const seen = new Set<string>();
     return raw.map((n: unknown, i) => {
       const o = (typeof n === "object" && n !== null ? n : {}) as Json;
@@ -801,8 +804,14 @@ export class LinodeFake {
         throw bad("Node not found in this config", `nodes[${i}].id`);
       if (cfg.protocol === "https" && (cfg.sslCert === null || cfg.sslKey === null))
         throw bad("SSL certificate and key are required for https", "ssl_cert");
+      const subnetId = typeof o["subnet_id"] === "number" ? o["subnet_id"] : null;
+      if (subnetId !== null && !subnets.includes(subnetId))
+        throw bad("subnet_id must be one of the NodeBalancer's backend VPC subnets", `nodes[${i}].subnet_id`);
+      if (subnetId === null && subnets.length > 0)
+        throw bad("A NodeBalancer with VPC backends needs subnet_id on each node", `nodes[${i}].subnet_id`);
       return {
         id: id ?? this.store.nextId(),
+        subnetId,
         address,
         label: typeof o["label"] === "string" ? o["label"] : `node-${i}`,
         weight: typeof o["weight"] === "number" ? o["weight"] : 100,
@@ -834,6 +843,12 @@ export class LinodeFake {
       if (this.store.nodeBalancersOf(c.account).some((n) => n.ipv4 === reserved))
         throw bad("This reserved IPv4 address is already assigned", "ipv4");
     }
+    const backendSubnets = Array.isArray(c.body["backend_vpcs"])
+      ? (c.body["backend_vpcs"] as { subnet_id?: unknown }[]).map((b) => Number(b.subnet_id))
+      : [];
+    for (const id of backendSubnets)
+      if (!this.store.vpcsOf(c.account).some((v) => v.region === region && v.subnets.some((x) => x.id === id)))
+        throw bad("Subnet not found in this region", "backend_vpcs");
     const nb = this.newNodeBalancer(
       c.account,
       label,
@@ -842,6 +857,7 @@ export class LinodeFake {
       typeof c.body["client_conn_throttle"] === "number" ? c.body["client_conn_throttle"] : 0,
       type,
       typeof reserved === "string" ? reserved : undefined,
+      backendSubnets,
     );
     const configs = Array.isArray(c.body["configs"]) ? (c.body["configs"] as Json[]) : [];
     try {

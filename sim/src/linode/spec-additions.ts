@@ -4,7 +4,8 @@
  * (`type`), creating a NodeBalancer on a reserved IPv4 (`ipv4` in the POST body), and
  * deleting a reserved IP (`DELETE /networking/reserved/ips/{address}`), and the newer Linode
  * interfaces (`interface_generation` on a Linode, `GET /linode/instances/{id}/interfaces`,
- * `PUT /linode/instances/{id}/interfaces/{interfaceId}`) in the parts routes use. Everything
+ * `PUT /linode/instances/{id}/interfaces/{interfaceId}`) in the parts routes use, and VPC
+ * backends (`backend_vpcs` in the create body, `subnet_id` on nodes). Everything
  * else is checked against the published spec as it is.
  */
 
@@ -27,6 +28,19 @@ function addProperty(node: unknown, title: string, name: string, schema: Obj): v
   if (!isObj(node)) return;
   if (node["title"] === title && isObj(node["properties"])) (node["properties"] as Obj)[name] = schema;
   for (const v of Object.values(node)) addProperty(v, title, name, schema);
+}
+
+/** Every NodeBalancer node schema (address, weight, mode) gains `subnet_id` (a VPC backend's subnet). */
+function addNodeSubnet(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const n of node) addNodeSubnet(n);
+    return;
+  }
+  if (!isObj(node)) return;
+  const p = node["properties"];
+  if (isObj(p) && isObj(p["address"]) && isObj(p["weight"]) && isObj(p["mode"]))
+    p["subnet_id"] = { type: "integer", nullable: true, ...MARK };
+  for (const v of Object.values(node)) addNodeSubnet(v);
 }
 
 const RANGES = {
@@ -71,6 +85,7 @@ export function withHandAddedLinodeOperations(doc: unknown): unknown {
   if (!isObj(doc) || !isObj(doc["paths"])) throw new Error("not the Linode OpenAPI document");
   const paths = doc["paths"] as Obj;
   addProperty(paths, "NodeBalancer", "type", { ...NB_TYPE, readOnly: true });
+  addNodeSubnet(paths);
   addProperty(paths, "Linode", "interface_generation", {
     type: "string",
     enum: ["legacy_config", "linode"],
@@ -82,6 +97,16 @@ export function withHandAddedLinodeOperations(doc: unknown): unknown {
   const props = body["properties"] as Obj;
   props["type"] = NB_TYPE;
   props["ipv4"] = { type: "string", format: "ip", ...MARK };
+  props["backend_vpcs"] = {
+    type: "array",
+    ...MARK,
+    items: {
+      type: "object",
+      additionalProperties: false,
+      required: ["subnet_id"],
+      properties: { subnet_id: { type: "integer" }, ipv4_range: { type: "string" } },
+    },
+  };
   const nbPath = paths["/{apiVersion}/nodebalancers/{nodeBalancerId}"] as Obj;
   const del = nbPath["delete"] as Obj;
   const apiVersion = (nbPath["parameters"] as Obj[])[0];

@@ -39,6 +39,8 @@ export interface FakeNbNode {
   label: string;
   weight: number;
   mode: "accept" | "reject" | "drain" | "backup";
+  /** A VPC backend's subnet. */
+  subnetId: number | null;
 }
 
 export interface FakeNbConfig {
@@ -74,6 +76,8 @@ export interface FakeNodeBalancer {
   readonly ipv6: string;
   readonly hostname: string;
   readonly configs: FakeNbConfig[];
+  /** Subnets of its VPC backends (set at creation); empty: private-IP backends. */
+  readonly backendSubnets: readonly number[];
   readonly createdAtMs: number;
   updatedAtMs: number;
 }

@@ -215,6 +215,7 @@ export function wireNbNode(c: FakeNbConfig, n: FakeNbNode): Record<string, unkno
     mode: n.mode,
     nodebalancer_id: c.nodeBalancerId,
     status: "UP",
+    subnet_id: n.subnetId,
     weight: n.weight,
   };
 }

@@ -24,6 +24,8 @@ export const LinodeOptionsSchema = z
     pageSize: z.number().int().min(MIN_PAGE_SIZE).max(MAX_PAGE_SIZE).default(MAX_PAGE_SIZE),
     /** Program VPC routes (accounts[].network names the VPC). */
     routes: z.boolean().default(true),
+    /** New NodeBalancers reach their nodes over the VPC (with accounts[].network), as the Linode CCM does. */
+    vpcBackends: z.boolean().default(true),
   })
   .strict();
 export type LinodeOptions = z.infer<typeof LinodeOptionsSchema>;
@@ -81,7 +83,11 @@ export const linodeProvider: ProviderFactory = {
     return {
       name: PROVIDER_NAME,
       instances: new LinodeInstances(ctx, client, vpc),
-      loadBalancers: new LinodeLoadBalancers(ctx, client),
+      loadBalancers: new LinodeLoadBalancers(
+        ctx,
+        client,
+        options.vpcBackends && vpc.configured ? vpc : undefined,
+      ),
       ...(options.routes && vpc.configured && { routes: new LinodeRoutes(ctx, client, vpc) }),
     };
   },

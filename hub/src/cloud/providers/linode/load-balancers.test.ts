@@ -7,7 +7,7 @@ import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js
 import { CloudError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName } from "../../naming.js";
 import type { LbOwner, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
-import { ACCOUNT, type LinodeHarness, linodeHarness, REGION } from "./linode.testkit.js";
+import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
 import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
 
 const P = "service.beta.kubernetes.io/linode-loadbalancer-";
@@ -145,6 +145,35 @@ describe("build and rebuild", () => {
     ).toEqual([80, 8080]);
     expect(configOf(o, 80).id).toBe(kept);
     expect(configOf(o, 8080).nodes.map((n) => n.address.split(":")[1])).toEqual(["30808", "30808"]);
+  });
+});
+
+describe("VPC backends", () => {
+  test("with the account's VPC, new NodeBalancers reach the nodes' VPC IPs in their subnet; vpcBackends false keeps private IPs", async () => {
+    const vpcNodes = [0, 1].map((i) =>
+      h.fake.createLinode(ACCOUNT, { label: `vpc-node-${i}`, region: REGION, vpcSubnetId: h.subnetId }),
+    );
+    const withVpc = (options?: Record<string, unknown>) => {
+      const l = h.provider({ network: VPC, ...(options && { options }) }).provider.loadBalancers;
+      if (l === undefined) throw new Error("no load balancers");
+      return l;
+    };
+    const o = owner();
+    await withVpc().ensure(o, sampleLoadBalancerSpec(ids(vpcNodes)));
+    expect(nbOf(o).backendSubnets).toEqual([h.subnetId]);
+    const vpcIPs = vpcNodes.map((l) => l.interfaces.find((i) => i.purpose === "vpc")?.vpcIPv4).sort();
+    expect(
+      configOf(o, 80)
+        .nodes.map((n) => n.address.split(":")[0])
+        .sort(),
+    ).toEqual(vpcIPs);
+    expect(configOf(o, 80).nodes.every((n) => n.subnetId === h.subnetId)).toBe(true);
+    // A NodeBalancer made with private-IP backends keeps them.
+    const plain = owner();
+    await withVpc({ vpcBackends: false }).ensure(plain, sampleLoadBalancerSpec(ids(vpcNodes)));
+    expect(nbOf(plain).backendSubnets).toEqual([]);
+    await withVpc().updateBackends(plain, ids(vpcNodes.slice(0, 1)));
+    expect(configOf(plain, 80).nodes.map((n) => n.address.split(":")[0])).toEqual([vpcNodes[0]?.privateIPv4]);
   });
 });
 

@@ -36,6 +36,7 @@ import {
 import type { LinodeClient } from "./client.js";
 import { isNotFound } from "./errors.js";
 import { checkLinode, isPrivateIPv4 } from "./instances.js";
+import type { VpcResolver } from "./vpc.js";
 import type {
   WireFirewall,
   WireFirewallRule,
@@ -314,6 +315,8 @@ export class LinodeLoadBalancers implements LoadBalancers {
   constructor(
     private readonly ctx: ProviderContext,
     private readonly client: LinodeClient,
+    /** With it, new NodeBalancers get VPC backends: the nodes' VPC IPv4 in their subnet. */
+    private readonly vpc?: VpcResolver,
   ) {}
 
   async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
@@ -362,9 +365,13 @@ export class LinodeLoadBalancers implements LoadBalancers {
     }
     const nodes = await this.desiredNodes(spec.backends, signal);
     if (nb === undefined) {
+      const vpcMode = this.vpc !== undefined;
       // Linode wants at least one node per config at creation (the Linode CCM refuses too).
-      if (nodes.length === 0)
-        throw new TransientCloudError("no node with a private IPv4 to put behind a new NodeBalancer yet");
+      if (nodes.every((n) => addressOf(n, vpcMode) === undefined))
+        throw new TransientCloudError(
+          `no node with a ${vpcMode ? "VPC" : "private"} IPv4 to put behind a new NodeBalancer yet`,
+        );
+      const subnets = vpcMode ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))] : [];
       nb = await this.client.post<WireNodeBalancer>(
         LB_OPS.create,
         "/nodebalancers",
@@ -375,7 +382,13 @@ export class LinodeLoadBalancers implements LoadBalancers {
           client_conn_throttle: s.throttle,
           type: s.nodeBalancerType,
           ...(s.reservedIPv4 !== undefined && { ipv4: s.reservedIPv4 }),
-          configs: configs.map((c) => ({ ...configFields(c), nodes: nodesFor(nodes, c.nodePort, []) })),
+          ...(subnets.length > 0 && {
+            backend_vpcs: subnets.sort((a, b) => a - b).map((subnet_id) => ({ subnet_id })),
+          }),
+          configs: configs.map((c) => ({
+            ...configFields(c),
+            nodes: nodesFor(nodes, c.nodePort, [], vpcMode),
+          })),
         },
         { signal },
       );
@@ -403,14 +416,18 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const nb = await this.findOwned(owner, signal);
     if (nb === undefined) throw new CloudError("no NodeBalancer of this Service: a full sync is needed");
     const nodes = await this.desiredNodes(backends, signal);
-    for (const c of await this.configs(nb.id, signal)) {
-      const have = await this.nodes(nb.id, c.id, signal);
+    const configs = await this.configs(nb.id, signal);
+    const current = new Map<number, WireNbNode[]>();
+    for (const c of configs) current.set(c.id, await this.nodes(nb.id, c.id, signal));
+    const vpcMode = this.vpcModeOf([...current.values()].flat());
+    for (const c of configs) {
+      const have = current.get(c.id) ?? [];
       const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
       if (nodePort === undefined)
         throw new CloudError(
           `config for port ${c.port} has no nodes and no known node port: a full sync is needed`,
         );
-      const want = nodesFor(nodes, nodePort, have);
+      const want = nodesFor(nodes, nodePort, have, vpcMode);
       if (sameNodes(have, want)) continue;
       await this.client.post(
         LB_OPS.rebuild,
@@ -539,12 +556,19 @@ export class LinodeLoadBalancers implements LoadBalancers {
     );
   }
 
-  /** The backends' private IPv4 addresses (one filtered list per hundred Linodes). */
-  private async desiredNodes(
-    backends: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<{ ip: string; label: string }[]> {
-    const out: { ip: string; label: string }[] = [];
+  /**
+   * An existing NodeBalancer keeps the kind of backends it was made with (its nodes' subnet_id
+   * tells); one without nodes gets what a new one would.
+   */
+  private vpcModeOf(nodes: readonly WireNbNode[]): boolean {
+    if (nodes.length === 0) return this.vpc !== undefined;
+    return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null);
+  }
+
+  /** The backends' private and VPC IPv4 addresses (one filtered list per hundred Linodes). */
+  private async desiredNodes(backends: readonly string[], signal?: AbortSignal): Promise<BackendNode[]> {
+    const out: BackendNode[] = [];
+    const vpcAddresses = this.vpc === undefined ? new Map() : await this.vpc.addressesByLinode(signal);
     const ids = [...new Set(backends)].map(Number).filter((n) => Number.isInteger(n));
     for (let i = 0; i < ids.length; i += IDS_PER_FILTER) {
       const part = ids.slice(i, i + IDS_PER_FILTER);
@@ -557,17 +581,22 @@ export class LinodeLoadBalancers implements LoadBalancers {
       for (const l of linodes) {
         if (!part.includes(l.id)) continue;
         const ip = l.ipv4.find((a) => a.startsWith("192.168.")) ?? l.ipv4.find(isPrivateIPv4);
-        if (ip === undefined) {
+        const vpc = vpcAddresses.get(l.id)?.[0];
+        if (ip === undefined && vpc === undefined) {
           this.ctx.logger.warn(
             { linode: l.id },
-            "backend Linode has no private IPv4: left out of the NodeBalancer",
+            "backend Linode has no private or VPC IPv4: left out of the NodeBalancer",
           );
           continue;
         }
-        out.push({ ip, label: nodeLabel(l.id, l.label) });
+        out.push({
+          label: nodeLabel(l.id, l.label),
+          ...(ip !== undefined && { privateIP: ip }),
+          ...(vpc !== undefined && { vpc: { ip: vpc.address, subnetId: vpc.subnetId } }),
+        });
       }
     }
-    return out.sort((a, b) => a.ip.localeCompare(b.ip));
+    return out.sort((a, b) => a.label.localeCompare(b.label));
   }
 
   // ---- changing -----------------------------------------------------------------------------
@@ -588,7 +617,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
   private async reconcileConfigs(
     nbId: number,
     want: readonly DesiredConfig[],
-    nodes: readonly { ip: string; label: string }[],
+    nodes: readonly BackendNode[],
     signal?: AbortSignal,
   ): Promise<void> {
     const have = await this.configs(nbId, signal);
@@ -596,8 +625,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
     for (const c of have)
       if (!wanted.has(c.port))
         await this.client.delete(LB_OPS.configDelete, `/nodebalancers/${nbId}/configs/${c.id}`, { signal });
+    const kept = have.filter((c) => wanted.has(c.port));
+    const currentOf = new Map<number, WireNbNode[]>();
+    for (const c of kept) currentOf.set(c.id, await this.nodes(nbId, c.id, signal));
+    const vpcMode = this.vpcModeOf([...currentOf.values()].flat());
     for (const w of want) {
-      let config = have.find((c) => c.port === w.port);
+      let config = kept.find((c) => c.port === w.port);
       let current: WireNbNode[] = [];
       if (config === undefined) {
         config = await this.client.post<WireNbConfig>(
@@ -607,9 +640,9 @@ export class LinodeLoadBalancers implements LoadBalancers {
           { signal },
         );
       } else {
-        current = await this.nodes(nbId, config.id, signal);
+        current = currentOf.get(config.id) ?? [];
       }
-      const nextNodes = nodesFor(nodes, w.nodePort, current);
+      const nextNodes = nodesFor(nodes, w.nodePort, current, vpcMode);
       if (configMatches(config, w) && sameNodes(current, nextNodes)) continue;
       await this.client.post(
         LB_OPS.rebuild,
@@ -795,21 +828,52 @@ export function idsFilter(ids: readonly number[], region: string): Record<string
   return ids.length === 1 ? { id: ids[0], region } : { "+or": ids.map((id) => ({ id })), region };
 }
 
-function nodesFor(
-  nodes: readonly { ip: string; label: string }[],
-  nodePort: number,
-  existing: readonly WireNbNode[],
-): (DesiredNode & { id?: number })[] {
-  return nodes.map((n) => {
-    const address = `${n.ip}:${nodePort}`;
-    const id = existing.find((e) => e.address === address)?.id;
-    return { address, label: n.label, weight: 100, mode: "accept", ...(id !== undefined && { id }) };
-  });
+/** A backend Linode's addresses: private IPv4, and VPC IPv4 with its subnet when in the VPC. */
+interface BackendNode {
+  readonly label: string;
+  readonly privateIP?: string;
+  readonly vpc?: { readonly ip: string; readonly subnetId: number };
 }
 
-function sameNodes(have: readonly WireNbNode[], want: readonly DesiredNode[]): boolean {
-  const key = (n: { address: string; label: string; weight: number; mode: string }) =>
-    `${n.address}|${n.label}|${n.weight}|${n.mode}`;
+function addressOf(n: BackendNode, vpcMode: boolean): string | undefined {
+  return vpcMode ? n.vpc?.ip : n.privateIP;
+}
+
+function nodesFor(
+  nodes: readonly BackendNode[],
+  nodePort: number,
+  existing: readonly WireNbNode[],
+  vpcMode: boolean,
+): (DesiredNode & { id?: number; subnet_id?: number })[] {
+  const out: (DesiredNode & { id?: number; subnet_id?: number })[] = [];
+  for (const n of nodes) {
+    const ip = addressOf(n, vpcMode);
+    if (ip === undefined) continue;
+    const address = `${ip}:${nodePort}`;
+    const id = existing.find((e) => e.address === address)?.id;
+    out.push({
+      address,
+      label: n.label,
+      weight: 100,
+      mode: "accept",
+      ...(id !== undefined && { id }),
+      ...(vpcMode && n.vpc !== undefined && { subnet_id: n.vpc.subnetId }),
+    });
+  }
+  return out;
+}
+
+function sameNodes(
+  have: readonly WireNbNode[],
+  want: readonly (DesiredNode & { subnet_id?: number })[],
+): boolean {
+  const key = (n: {
+    address: string;
+    label: string;
+    weight: number;
+    mode: string;
+    subnet_id?: number | null;
+  }) => `${n.address}|${n.label}|${n.weight}|${n.mode}|${n.subnet_id ?? ""}`;
   return JSON.stringify(have.map(key).sort()) === JSON.stringify(want.map(key).sort());
 }
 

@@ -10,11 +10,18 @@ import type { WireVpc, WireVpcIp } from "./wire.js";
 
 const IPS_TTL_MS = 5_000;
 
+export interface VpcAddress {
+  readonly address: string;
+  readonly subnetId: number;
+}
+
 export const VPC_OPS = { list: "vpcs.list", ips: "vpcs.ips.list" } as const;
 
 export class VpcResolver {
   private vpcId: number | undefined;
-  private ips: { atMs: number; byLinode: Map<number, string[]> } | undefined;
+  private ips:
+    | { atMs: number; byLinode: Map<number, string[]>; withSubnet: Map<number, VpcAddress[]> }
+    | undefined;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -53,17 +60,30 @@ export class VpcResolver {
 
   /** Linode id -> its VPC IPv4 addresses; empty without a VPC. */
   async ipv4ByLinode(signal?: AbortSignal): Promise<ReadonlyMap<number, readonly string[]>> {
-    if (!this.configured) return new Map();
+    return (await this.load(signal)).byLinode;
+  }
+
+  /** Linode id -> its VPC IPv4 addresses with their subnets (VPC backends); empty without a VPC. */
+  async addressesByLinode(signal?: AbortSignal): Promise<ReadonlyMap<number, readonly VpcAddress[]>> {
+    return (await this.load(signal)).withSubnet;
+  }
+
+  private async load(signal?: AbortSignal) {
+    if (!this.configured)
+      return { byLinode: new Map<number, string[]>(), withSubnet: new Map<number, VpcAddress[]>() };
     const now = this.ctx.clock.now();
-    if (this.ips !== undefined && now - this.ips.atMs < IPS_TTL_MS) return this.ips.byLinode;
+    if (this.ips !== undefined && now - this.ips.atMs < IPS_TTL_MS) return this.ips;
     const byLinode = new Map<number, string[]>();
+    const withSubnet = new Map<number, VpcAddress[]>();
     for (const e of await this.entries(VPC_OPS.ips, signal)) {
       if (e.address === null || e.address === undefined) continue;
-      const list = byLinode.get(e.linode_id) ?? [];
-      list.push(e.address);
-      byLinode.set(e.linode_id, list);
+      byLinode.set(e.linode_id, [...(byLinode.get(e.linode_id) ?? []), e.address]);
+      withSubnet.set(e.linode_id, [
+        ...(withSubnet.get(e.linode_id) ?? []),
+        { address: e.address, subnetId: e.subnet_id },
+      ]);
     }
-    this.ips = { atMs: now, byLinode };
-    return byLinode;
+    this.ips = { atMs: now, byLinode, withSubnet };
+    return this.ips;
   }
 }

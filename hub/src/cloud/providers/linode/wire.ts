@@ -53,6 +53,8 @@ export interface WireNbNode {
   readonly label: string;
   readonly weight: number;
   readonly mode: string;
+  /** A VPC backend's subnet (newer than the spec file). */
+  readonly subnet_id?: number | null;
 }
 
 export interface WireFirewallRule {
