@@ -2,7 +2,10 @@ import { isIP } from "node:net";
 import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
 import type { LbHealthCheck, LbIngress, LbServiceHints, LoadBalancerSpec } from "../../cloud/provider.js";
 import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
-import { AnnotationError, type LbSettings, listenerProtocol } from "./annotations.js";
+import { AnnotationError, LB_ANNOTATION_PREFIX, type LbSettings, listenerProtocol } from "./annotations.js";
+
+/** The hub's own node annotations (node lifecycle), never a vendor's. */
+const LIFECYCLE_ANNOTATION_PREFIX = "lifecycle.fleet-ccm.io/";
 
 /** Upstream's annotation for source ranges, honoured when spec.loadBalancerSourceRanges is empty. */
 export const ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges";
@@ -122,7 +125,7 @@ function vendorAnnotations(annotations: Readonly<Record<string, string>>): {
   annotations?: Readonly<Record<string, string>>;
 } {
   const vendor = Object.keys(annotations).some(
-    (k) => !k.startsWith("lb.fleet-ccm.io/") && !k.startsWith("lifecycle.fleet-ccm.io/"),
+    (k) => !k.startsWith(LB_ANNOTATION_PREFIX) && !k.startsWith(LIFECYCLE_ANNOTATION_PREFIX),
   );
   return vendor ? { annotations: { ...annotations } } : {};
 }
