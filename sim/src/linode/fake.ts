@@ -779,6 +779,7 @@ export class LinodeFake {
       checkPassive: true,
       proxyProtocol: "none",
       cipherSuite: "recommended",
+      udpCheckPort: 80,
       sslCert: null,
       sslKey: null,
       nodes: [],
@@ -847,7 +848,9 @@ export class LinodeFake {
       ? (c.body["backend_vpcs"] as { subnet_id?: unknown }[]).map((b) => Number(b.subnet_id))
       : [];
     for (const id of backendSubnets)
-      if (!this.store.vpcsOf(c.account).some((v) => v.region === region && v.subnets.some((x) => x.id === id)))
+      if (
+        !this.store.vpcsOf(c.account).some((v) => v.region === region && v.subnets.some((x) => x.id === id))
+      )
         throw bad("Subnet not found in this region", "backend_vpcs");
     const nb = this.newNodeBalancer(
       c.account,
@@ -1052,6 +1055,9 @@ function applyConfig(cfg: FakeNbConfig, b: Json): void {
   str("check_passive", "checkPassive");
   str("proxy_protocol", "proxyProtocol");
   str("cipher_suite", "cipherSuite");
+  str("udp_check_port", "udpCheckPort");
+  if (cfg.protocol === "udp" && cfg.proxyProtocol !== "none")
+    throw bad("UDP configs take no proxy protocol", "proxy_protocol");
   // "<REDACTED>" sent back is not a certificate: the API keeps what it holds.
   if (typeof b["ssl_cert"] === "string" && b["ssl_cert"] !== "<REDACTED>") cfg.sslCert = b["ssl_cert"];
   if (typeof b["ssl_key"] === "string" && b["ssl_key"] !== "<REDACTED>") cfg.sslKey = b["ssl_key"];

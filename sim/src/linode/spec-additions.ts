@@ -5,7 +5,8 @@
  * deleting a reserved IP (`DELETE /networking/reserved/ips/{address}`), and the newer Linode
  * interfaces (`interface_generation` on a Linode, `GET /linode/instances/{id}/interfaces`,
  * `PUT /linode/instances/{id}/interfaces/{interfaceId}`) in the parts routes use, and VPC
- * backends (`backend_vpcs` in the create body, `subnet_id` on nodes). Everything
+ * backends (`backend_vpcs` in the create body, `subnet_id` on nodes), and UDP configs (the
+ * `udp` protocol, its algorithms and stickiness, `udp_check_port`). Everything
  * else is checked against the published spec as it is.
  */
 
@@ -41,6 +42,28 @@ function addNodeSubnet(node: unknown): void {
   if (isObj(p) && isObj(p["address"]) && isObj(p["weight"]) && isObj(p["mode"]))
     p["subnet_id"] = { type: "integer", nullable: true, ...MARK };
   for (const v of Object.values(node)) addNodeSubnet(v);
+}
+
+/** Every NodeBalancer config schema (it has check_attempts) learns UDP. */
+function addUdpConfig(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const n of node) addUdpConfig(n);
+    return;
+  }
+  if (!isObj(node)) return;
+  const p = node["properties"];
+  if (isObj(p) && isObj(p["check_attempts"]) && isObj(p["protocol"])) {
+    const widen = (key: string, values: string[]) => {
+      const prop = p[key];
+      if (isObj(prop) && Array.isArray(prop["enum"]))
+        prop["enum"] = [...(prop["enum"] as string[]), ...values];
+    };
+    widen("protocol", ["udp"]);
+    widen("algorithm", ["ring_hash"]);
+    widen("stickiness", ["session", "source_ip"]);
+    p["udp_check_port"] = { type: "integer", minimum: 1, maximum: 65535, ...MARK };
+  }
+  for (const v of Object.values(node)) addUdpConfig(v);
 }
 
 const RANGES = {
@@ -86,6 +109,7 @@ export function withHandAddedLinodeOperations(doc: unknown): unknown {
   const paths = doc["paths"] as Obj;
   addProperty(paths, "NodeBalancer", "type", { ...NB_TYPE, readOnly: true });
   addNodeSubnet(paths);
+  addUdpConfig(paths);
   addProperty(paths, "Linode", "interface_generation", {
     type: "string",
     enum: ["legacy_config", "linode"],

@@ -47,9 +47,10 @@ export interface FakeNbConfig {
   readonly id: number;
   readonly nodeBalancerId: number;
   port: number;
-  protocol: "http" | "https" | "tcp";
-  algorithm: "roundrobin" | "leastconn" | "source";
-  stickiness: "none" | "table" | "http_cookie";
+  protocol: "http" | "https" | "tcp" | "udp";
+  algorithm: "roundrobin" | "leastconn" | "source" | "ring_hash";
+  stickiness: "none" | "table" | "http_cookie" | "session" | "source_ip";
+  udpCheckPort: number;
   check: "none" | "connection" | "http" | "http_body";
   checkInterval: number;
   checkTimeout: number;

@@ -203,6 +203,7 @@ export function wireNbConfig(c: FakeNbConfig): Record<string, unknown> {
     ssl_fingerprint: c.sslCert === null ? "" : "00:11:22:33",
     ssl_key: c.sslKey === null ? null : "<REDACTED>",
     stickiness: c.stickiness,
+    udp_check_port: c.udpCheckPort,
   };
 }
 

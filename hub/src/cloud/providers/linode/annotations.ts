@@ -34,6 +34,7 @@ export const A = {
   nodeBalancerType: "nodebalancer-type",
   reservedIPv4: "reserved-ipv4",
   retainReservedIPv4: "retain-reserved-ipv4",
+  udpCheckPort: "udp-check-port",
 } as const;
 
 /** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
@@ -48,13 +49,12 @@ export const UNSUPPORTED = [
   "frontend-subnet-name",
   "frontend-ipv4-range",
   "frontend-ipv6-range",
-  "udp-check-port",
 ] as const;
 
-export type NbProto = "tcp" | "http" | "https";
+export type NbProto = "tcp" | "http" | "https" | "udp";
 export type ProxyProtocol = "none" | "v1" | "v2";
-export type Algorithm = "roundrobin" | "leastconn" | "source";
-export type Stickiness = "none" | "table" | "http_cookie";
+export type Algorithm = "roundrobin" | "leastconn" | "source" | "ring_hash";
+export type Stickiness = "none" | "table" | "http_cookie" | "session" | "source_ip";
 export type CheckType = "none" | "connection" | "http" | "http_body";
 
 export interface PortSettings {
@@ -62,6 +62,7 @@ export interface PortSettings {
   readonly proxyProtocol?: ProxyProtocol;
   readonly algorithm?: Algorithm;
   readonly stickiness?: Stickiness;
+  readonly udpCheckPort?: number;
 }
 
 export interface FirewallAcl {
@@ -98,6 +99,7 @@ export interface LinodeLbSettings {
   readonly reservedIPv4?: string;
   /** Keep the reserved IPv4 when the NodeBalancer is deleted. */
   readonly retainReservedIPv4: boolean;
+  readonly udpCheckPort?: number;
 }
 
 function fail(key: string, value: string, expected: string): never {
@@ -127,10 +129,10 @@ function bool(key: string, raw: string): boolean {
   return fail(key, raw, "a boolean (true or false)");
 }
 
-const PROTOCOLS: readonly NbProto[] = ["tcp", "http", "https"];
+const PROTOCOLS: readonly NbProto[] = ["tcp", "http", "https", "udp"];
 const PROXY: readonly ProxyProtocol[] = ["none", "v1", "v2"];
-const ALGORITHMS: readonly Algorithm[] = ["roundrobin", "leastconn", "source"];
-const STICKINESS: readonly Stickiness[] = ["none", "table", "http_cookie"];
+const ALGORITHMS: readonly Algorithm[] = ["roundrobin", "leastconn", "source", "ring_hash"];
+const STICKINESS: readonly Stickiness[] = ["none", "table", "http_cookie", "session", "source_ip"];
 const CHECKS: readonly CheckType[] = ["none", "connection", "http", "http_body"];
 
 function parsePort(key: string, raw: string): PortSettings {
@@ -150,6 +152,12 @@ function parsePort(key: string, raw: string): PortSettings {
   };
   if (str("tls-secret-name") !== undefined)
     fail(key, raw, "no tls-secret-name: TLS ports are not supported by fleet-ccm's Linode provider yet");
+  const udpPort = o["udp-check-port"];
+  if (
+    udpPort !== undefined &&
+    !(Number.isInteger(udpPort) && (udpPort as number) >= 1 && (udpPort as number) <= 65535)
+  )
+    fail(key, raw, "udp-check-port from 1 to 65535");
   const protocol = str("protocol");
   const proxy = str("proxy-protocol");
   const algorithm = str("algorithm");
@@ -159,6 +167,7 @@ function parsePort(key: string, raw: string): PortSettings {
     ...(proxy !== undefined && { proxyProtocol: oneOf(key, proxy, PROXY) }),
     ...(algorithm !== undefined && { algorithm: oneOf(key, algorithm, ALGORITHMS) }),
     ...(stickiness !== undefined && { stickiness: oneOf(key, stickiness, STICKINESS) }),
+    ...(udpPort !== undefined && { udpCheckPort: udpPort as number }),
   };
 }
 
@@ -226,6 +235,7 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
   // An unknown type falls back to common, as the Linode CCM does (with a warning).
   const rawType = get(A.nodeBalancerType)?.trim().toLowerCase();
   const nbType: NodeBalancerType = rawType === "premium" || rawType === "premium_40gb" ? rawType : "common";
+  const udpCheck = opt(A.udpCheckPort, (k, v) => int(k, v, 1, 65535));
   const dp = opt(A.defaultProtocol, (k, v) => oneOf(k, v, PROTOCOLS));
   const da = opt(A.defaultAlgorithm, (k, v) => oneOf(k, v, ALGORITHMS));
   const ds = opt(A.defaultStickiness, (k, v) => oneOf(k, v, STICKINESS));
@@ -257,5 +267,6 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     nodeBalancerType: nbType,
     ...(reserved !== undefined && { reservedIPv4: reserved }),
     retainReservedIPv4: opt(A.retainReservedIPv4, bool) ?? true,
+    ...(udpCheck !== undefined && { udpCheckPort: udpCheck }),
   };
 }

@@ -208,6 +208,30 @@ describe("annotations", () => {
     });
   });
 
+  test("a UDP port: session stickiness, no active check, not passive, udp-check-port (default 80)", async () => {
+    const o = owner();
+    const udp = { protocol: "UDP" as const, port: 53, nodePort: 30053, proxyProtocol: false };
+    await lbs().ensure(o, spec({}, { listeners: [udp] }));
+    expect(configOf(o, 53)).toMatchObject({
+      protocol: "udp",
+      stickiness: "session",
+      algorithm: "roundrobin",
+      check: "none",
+      checkPassive: false,
+      proxyProtocol: "none",
+      udpCheckPort: 80,
+    });
+    await lbs().ensure(
+      o,
+      spec({ [`${P}udp-check-port`]: "8053", [`${P}default-algorithm`]: "ring_hash" }, { listeners: [udp] }),
+    );
+    expect(configOf(o, 53)).toMatchObject({ udpCheckPort: 8053, algorithm: "ring_hash" });
+    const bad = await lbs()
+      .ensure(o, spec({ [`${P}default-proxy-protocol`]: "v2" }, { listeners: [udp] }))
+      .catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(CloudError);
+  });
+
   test("the deprecated proxy-protocol key; default-stickiness", async () => {
     const o = owner();
     await lbs().ensure(
@@ -319,6 +343,7 @@ describe("annotations", () => {
       { [`${P}port-443`]: JSON.stringify({ "tls-secret-name": "cert" }) },
       { [`${P}reserved-ipv4`]: "not-an-ip" },
       { [`${P}enable-ipv6-backends`]: "true" },
+      { [`${P}udp-check-port`]: "0" },
       { [`${P}preserve`]: "maybe" },
       { [`${P}firewall-acl`]: JSON.stringify({ allowList: {}, denyList: {} }) },
     ];

@@ -29,6 +29,7 @@ import {
   type CheckType,
   type LinodeLbSettings,
   type NbProto,
+  type PortSettings,
   type ProxyProtocol,
   parseLinodeAnnotations,
   type Stickiness,
@@ -79,7 +80,7 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   sessionAffinity: true,
   proxyProtocol: true,
   internal: false,
-  protocols: ["TCP", "HTTP"] as const,
+  protocols: ["TCP", "UDP", "HTTP"] as const,
   ingressIpWithHostname: true,
 });
 
@@ -150,6 +151,8 @@ interface DesiredConfig {
   readonly check_body?: string;
   readonly check_passive: boolean;
   readonly proxy_protocol: ProxyProtocol;
+  /** UDP only (newer than the spec file). */
+  readonly udp_check_port?: number;
   /** Where the nodes listen. */
   readonly nodePort: number;
 }
@@ -174,7 +177,8 @@ function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
     (want.check_path === undefined || have.check_path === want.check_path) &&
     (want.check_body === undefined || have.check_body === want.check_body) &&
     have.check_passive === want.check_passive &&
-    have.proxy_protocol === want.proxy_protocol
+    have.proxy_protocol === want.proxy_protocol &&
+    (want.udp_check_port === undefined || have.udp_check_port === want.udp_check_port)
   );
 }
 
@@ -184,13 +188,17 @@ export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): Des
   const unified = (k: string) => a[UNIFIED + k] !== undefined;
   const hc = spec.healthCheck;
   return spec.listeners.map((l: LbListener) => {
-    if (l.protocol === "UDP" || l.protocol === "SCTP")
-      throw new CloudError(`port ${l.port}: ${l.protocol} NodeBalancers are not supported by this provider`);
+    if (l.protocol === "SCTP") throw new CloudError(`port ${l.port}: NodeBalancers have no SCTP`);
     const port = s.ports.get(l.port) ?? {};
     const unifiedProtocol = unified("protocol") || unified(`protocol.${l.port}`);
-    const protocol: NbProto = unifiedProtocol
-      ? (l.protocol.toLowerCase() as NbProto)
-      : (port.protocol ?? s.defaultProtocol ?? (l.protocol.toLowerCase() as NbProto));
+    // A UDP port stays UDP (the Linode CCM takes the Service port's protocol).
+    const protocol: NbProto =
+      l.protocol === "UDP"
+        ? "udp"
+        : unifiedProtocol
+          ? (l.protocol.toLowerCase() as NbProto)
+          : (port.protocol ?? s.defaultProtocol ?? (l.protocol.toLowerCase() as NbProto));
+    if (protocol === "udp") return udpConfig(l, port, s);
     if (protocol === "https")
       throw new CloudError(
         `port ${l.port}: HTTPS needs a TLS certificate from a Secret, which this provider does not read yet`,
@@ -231,6 +239,42 @@ export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): Des
       nodePort: l.nodePort,
     };
   });
+}
+
+const UDP_ALGORITHMS: readonly Algorithm[] = ["roundrobin", "leastconn", "ring_hash"];
+const UDP_STICKINESS: readonly Stickiness[] = ["none", "session", "source_ip"];
+
+/** A UDP config as the Linode CCM builds it: no proxy protocol, session stickiness, no active check. */
+function udpConfig(l: LbListener, port: PortSettings, s: LinodeLbSettings): DesiredConfig {
+  const algorithm = port.algorithm ?? s.defaultAlgorithm ?? "roundrobin";
+  if (!UDP_ALGORITHMS.includes(algorithm))
+    throw new CloudError(
+      `port ${l.port}: algorithm ${algorithm} is not one of ${UDP_ALGORITHMS.join(", ")} for UDP`,
+    );
+  const stickiness = port.stickiness ?? s.defaultStickiness ?? "session";
+  if (!UDP_STICKINESS.includes(stickiness))
+    throw new CloudError(
+      `port ${l.port}: stickiness ${stickiness} is not one of ${UDP_STICKINESS.join(", ")} for UDP`,
+    );
+  const proxy = port.proxyProtocol ?? s.defaultProxyProtocol ?? "none";
+  if (proxy !== "none") throw new CloudError(`port ${l.port}: UDP takes no proxy protocol`);
+  const check = s.checkType ?? "none";
+  return {
+    port: l.port,
+    protocol: "udp",
+    algorithm,
+    stickiness,
+    check,
+    check_interval: s.checkInterval ?? 5,
+    check_timeout: s.checkTimeout ?? 3,
+    check_attempts: s.checkAttempts ?? 2,
+    ...((check === "http" || check === "http_body") && { check_path: s.checkPath ?? "/" }),
+    ...(check === "http_body" && { check_body: s.checkBody ?? "" }),
+    check_passive: false,
+    proxy_protocol: "none",
+    udp_check_port: port.udpCheckPort ?? s.udpCheckPort ?? 80,
+    nodePort: l.nodePort,
+  };
 }
 
 /** The firewall rules a Service asks for (ACL annotation, else loadBalancerSourceRanges), or undefined. */

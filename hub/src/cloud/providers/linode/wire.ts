@@ -26,7 +26,7 @@ export interface WireNodeBalancer {
   readonly type?: string;
 }
 
-export type NbProtocol = "http" | "https" | "tcp";
+export type NbProtocol = "http" | "https" | "tcp" | "udp";
 
 export interface WireNbConfig {
   readonly id: number;
@@ -45,6 +45,8 @@ export interface WireNbConfig {
   readonly cipher_suite: string;
   readonly ssl_cert: string | null;
   readonly ssl_key: string | null;
+  /** UDP configs (newer than the spec file). */
+  readonly udp_check_port?: number;
 }
 
 export interface WireNbNode {
