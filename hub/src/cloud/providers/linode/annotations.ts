@@ -31,6 +31,7 @@ export const A = {
   firewallId: "firewall-id",
   firewallAcl: "firewall-acl",
   enableIPv6Ingress: "enable-ipv6-ingress",
+  enableIPv6Backends: "enable-ipv6-backends",
   nodeBalancerType: "nodebalancer-type",
   reservedIPv4: "reserved-ipv4",
   retainReservedIPv4: "retain-reserved-ipv4",
@@ -39,7 +40,6 @@ export const A = {
 
 /** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
 export const UNSUPPORTED = [
-  "enable-ipv6-backends",
   "backend-ipv4-range",
   "backend-vpc-name",
   "backend-subnet-name",
@@ -94,6 +94,8 @@ export interface LinodeLbSettings {
   readonly firewallId?: number;
   readonly firewallAcl?: FirewallAcl;
   readonly enableIPv6Ingress: boolean;
+  /** The nodes' public IPv6 as backends (no VPC backends then). */
+  readonly enableIPv6Backends: boolean;
   readonly nodeBalancerType: NodeBalancerType;
   /** Create the NodeBalancer on this reserved IPv4 (only at creation, as the Linode CCM). */
   readonly reservedIPv4?: string;
@@ -264,6 +266,7 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     ...(fwId !== undefined && { firewallId: fwId }),
     ...(acl !== undefined && { firewallAcl: acl }),
     enableIPv6Ingress: opt(A.enableIPv6Ingress, bool) ?? false,
+    enableIPv6Backends: opt(A.enableIPv6Backends, bool) ?? false,
     nodeBalancerType: nbType,
     ...(reserved !== undefined && { reservedIPv4: reserved }),
     retainReservedIPv4: opt(A.retainReservedIPv4, bool) ?? true,

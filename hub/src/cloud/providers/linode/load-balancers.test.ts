@@ -177,6 +177,29 @@ describe("VPC backends", () => {
   });
 });
 
+describe("IPv6 backends", () => {
+  test("enable-ipv6-backends: the nodes' public IPv6, bracketed, and no backend VPC", async () => {
+    const o = owner();
+    const six = { [`${P}enable-ipv6-backends`]: "true" };
+    const withVpc = h.provider({ network: VPC }).provider.loadBalancers;
+    await withVpc?.ensure(o, spec(six));
+    expect(nbOf(o).backendSubnets).toEqual([]);
+    const want = nodes
+      .slice(0, 2)
+      .map((l) => `[${l.ipv6.replace(/\/128$/, "")}]:30080`)
+      .sort();
+    expect(
+      configOf(o, 80)
+        .nodes.map((n) => n.address)
+        .sort(),
+    ).toEqual(want);
+    await withVpc?.updateBackends(o, ids(nodes.slice(0, 1)));
+    expect(configOf(o, 80).nodes.map((n) => n.address)).toEqual([
+      want.find((w) => w.includes(nodes[0]!.ipv6.replace(/\/128$/, ""))),
+    ]);
+  });
+});
+
 describe("annotations", () => {
   test("protocol, proxy protocol, algorithm, stickiness: defaults and per port", async () => {
     const o = owner();
@@ -342,7 +365,7 @@ describe("annotations", () => {
       { [`${P}port-443`]: "{not json" },
       { [`${P}port-443`]: JSON.stringify({ "tls-secret-name": "cert" }) },
       { [`${P}reserved-ipv4`]: "not-an-ip" },
-      { [`${P}enable-ipv6-backends`]: "true" },
+      { [`${P}frontend-subnet-id`]: "7" },
       { [`${P}udp-check-port`]: "0" },
       { [`${P}preserve`]: "maybe" },
       { [`${P}firewall-acl`]: JSON.stringify({ allowList: {}, denyList: {} }) },

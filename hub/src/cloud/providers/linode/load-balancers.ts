@@ -409,13 +409,13 @@ export class LinodeLoadBalancers implements LoadBalancers {
     }
     const nodes = await this.desiredNodes(spec.backends, signal);
     if (nb === undefined) {
-      const vpcMode = this.vpc !== undefined;
+      // IPv6 backends take no backend VPC (as the Linode CCM has it).
+      const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.vpc !== undefined ? "vpc" : "private";
       // Linode wants at least one node per config at creation (the Linode CCM refuses too).
-      if (nodes.every((n) => addressOf(n, vpcMode) === undefined))
-        throw new TransientCloudError(
-          `no node with a ${vpcMode ? "VPC" : "private"} IPv4 to put behind a new NodeBalancer yet`,
-        );
-      const subnets = vpcMode ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))] : [];
+      if (nodes.every((n) => addressOf(n, mode) === undefined))
+        throw new TransientCloudError(`no node with a ${mode} address to put behind a new NodeBalancer yet`);
+      const subnets =
+        mode === "vpc" ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))] : [];
       nb = await this.client.post<WireNodeBalancer>(
         LB_OPS.create,
         "/nodebalancers",
@@ -431,7 +431,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
           }),
           configs: configs.map((c) => ({
             ...configFields(c),
-            nodes: nodesFor(nodes, c.nodePort, [], vpcMode),
+            nodes: nodesFor(nodes, c.nodePort, [], mode),
           })),
         },
         { signal },
@@ -444,7 +444,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
           "reserved-ipv4 changed, but a NodeBalancer's IPv4 cannot change after creation: ignored",
         );
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
-      await this.reconcileConfigs(nb.id, configs, nodes, signal);
+      await this.reconcileConfigs(nb.id, configs, nodes, s.enableIPv6Backends, signal);
     }
     for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
     await this.reconcileFirewall(owner, nb, name, rules, s, signal);
@@ -463,7 +463,8 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const configs = await this.configs(nb.id, signal);
     const current = new Map<number, WireNbNode[]>();
     for (const c of configs) current.set(c.id, await this.nodes(nb.id, c.id, signal));
-    const vpcMode = this.vpcModeOf([...current.values()].flat());
+    const all = [...current.values()].flat();
+    const mode = this.modeOf(all, all.length > 0 && all.every((n) => n.address.startsWith("[")));
     for (const c of configs) {
       const have = current.get(c.id) ?? [];
       const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
@@ -471,7 +472,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
         throw new CloudError(
           `config for port ${c.port} has no nodes and no known node port: a full sync is needed`,
         );
-      const want = nodesFor(nodes, nodePort, have, vpcMode);
+      const want = nodesFor(nodes, nodePort, have, mode);
       if (sameNodes(have, want)) continue;
       await this.client.post(
         LB_OPS.rebuild,
@@ -604,9 +605,10 @@ export class LinodeLoadBalancers implements LoadBalancers {
    * An existing NodeBalancer keeps the kind of backends it was made with (its nodes' subnet_id
    * tells); one without nodes gets what a new one would.
    */
-  private vpcModeOf(nodes: readonly WireNbNode[]): boolean {
-    if (nodes.length === 0) return this.vpc !== undefined;
-    return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null);
+  private modeOf(nodes: readonly WireNbNode[], ipv6: boolean): BackendMode {
+    if (ipv6) return "ipv6";
+    if (nodes.length === 0) return this.vpc !== undefined ? "vpc" : "private";
+    return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null) ? "vpc" : "private";
   }
 
   /** The backends' private and VPC IPv4 addresses (one filtered list per hundred Linodes). */
@@ -633,9 +635,11 @@ export class LinodeLoadBalancers implements LoadBalancers {
           );
           continue;
         }
+        const ipv6 = l.ipv6 === null || l.ipv6 === "" ? undefined : l.ipv6.replace(/\/128$/, "");
         out.push({
           label: nodeLabel(l.id, l.label),
           ...(ip !== undefined && { privateIP: ip }),
+          ...(ipv6 !== undefined && { ipv6 }),
           ...(vpc !== undefined && { vpc: { ip: vpc.address, subnetId: vpc.subnetId } }),
         });
       }
@@ -662,6 +666,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     nbId: number,
     want: readonly DesiredConfig[],
     nodes: readonly BackendNode[],
+    ipv6: boolean,
     signal?: AbortSignal,
   ): Promise<void> {
     const have = await this.configs(nbId, signal);
@@ -672,7 +677,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const kept = have.filter((c) => wanted.has(c.port));
     const currentOf = new Map<number, WireNbNode[]>();
     for (const c of kept) currentOf.set(c.id, await this.nodes(nbId, c.id, signal));
-    const vpcMode = this.vpcModeOf([...currentOf.values()].flat());
+    const mode = this.modeOf([...currentOf.values()].flat(), ipv6);
     for (const w of want) {
       let config = kept.find((c) => c.port === w.port);
       let current: WireNbNode[] = [];
@@ -686,7 +691,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
       } else {
         current = currentOf.get(config.id) ?? [];
       }
-      const nextNodes = nodesFor(nodes, w.nodePort, current, vpcMode);
+      const nextNodes = nodesFor(nodes, w.nodePort, current, mode);
       if (configMatches(config, w) && sameNodes(current, nextNodes)) continue;
       await this.client.post(
         LB_OPS.rebuild,
@@ -877,23 +882,33 @@ interface BackendNode {
   readonly label: string;
   readonly privateIP?: string;
   readonly vpc?: { readonly ip: string; readonly subnetId: number };
+  /** The public (SLAAC) IPv6, for enable-ipv6-backends. */
+  readonly ipv6?: string;
 }
 
-function addressOf(n: BackendNode, vpcMode: boolean): string | undefined {
-  return vpcMode ? n.vpc?.ip : n.privateIP;
+/** Which address of a node a NodeBalancer reaches: private IPv4, VPC IPv4 or public IPv6. */
+type BackendMode = "private" | "vpc" | "ipv6";
+
+function addressOf(n: BackendNode, mode: BackendMode): string | undefined {
+  return mode === "vpc" ? n.vpc?.ip : mode === "ipv6" ? n.ipv6 : n.privateIP;
+}
+
+/** `<ip>:<port>`, IPv6 bracketed (Go's net.JoinHostPort, as the Linode CCM). */
+function hostPort(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
 function nodesFor(
   nodes: readonly BackendNode[],
   nodePort: number,
   existing: readonly WireNbNode[],
-  vpcMode: boolean,
+  mode: BackendMode,
 ): (DesiredNode & { id?: number; subnet_id?: number })[] {
   const out: (DesiredNode & { id?: number; subnet_id?: number })[] = [];
   for (const n of nodes) {
-    const ip = addressOf(n, vpcMode);
+    const ip = addressOf(n, mode);
     if (ip === undefined) continue;
-    const address = `${ip}:${nodePort}`;
+    const address = hostPort(ip, nodePort);
     const id = existing.find((e) => e.address === address)?.id;
     out.push({
       address,
@@ -901,7 +916,7 @@ function nodesFor(
       weight: 100,
       mode: "accept",
       ...(id !== undefined && { id }),
-      ...(vpcMode && n.vpc !== undefined && { subnet_id: n.vpc.subnetId }),
+      ...(mode === "vpc" && n.vpc !== undefined && { subnet_id: n.vpc.subnetId }),
     });
   }
   return out;
@@ -923,5 +938,6 @@ function sameNodes(
 
 function portOf(nodes: readonly WireNbNode[]): number | undefined {
   const port = nodes[0]?.address.split(":").pop();
+  // "[2600::1]:30080" and "192.168.1.2:30080" both end in ":<port>".
   return port === undefined ? undefined : Number(port);
 }
