@@ -36,14 +36,14 @@ export const A = {
   reservedIPv4: "reserved-ipv4",
   retainReservedIPv4: "retain-reserved-ipv4",
   udpCheckPort: "udp-check-port",
+  backendIPv4Range: "backend-ipv4-range",
+  backendVpcName: "backend-vpc-name",
+  backendSubnetName: "backend-subnet-name",
+  backendSubnetId: "backend-subnet-id",
 } as const;
 
 /** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
 export const UNSUPPORTED = [
-  "backend-ipv4-range",
-  "backend-vpc-name",
-  "backend-subnet-name",
-  "backend-subnet-id",
   "frontend-subnet-id",
   "frontend-vpc-name",
   "frontend-subnet-name",
@@ -102,6 +102,9 @@ export interface LinodeLbSettings {
   /** Keep the reserved IPv4 when the NodeBalancer is deleted. */
   readonly retainReservedIPv4: boolean;
   readonly udpCheckPort?: number;
+  /** The backend VPC subnet, by id or by VPC and subnet names, and an optional range in it. */
+  readonly backendSubnet?: { readonly id: number } | { readonly vpc?: string; readonly subnet?: string };
+  readonly backendIPv4Range?: string;
 }
 
 function fail(key: string, value: string, expected: string): never {
@@ -238,6 +241,18 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
   const rawType = get(A.nodeBalancerType)?.trim().toLowerCase();
   const nbType: NodeBalancerType = rawType === "premium" || rawType === "premium_40gb" ? rawType : "common";
   const udpCheck = opt(A.udpCheckPort, (k, v) => int(k, v, 1, 65535));
+  const subnetId = opt(A.backendSubnetId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const vpcName = get(A.backendVpcName)?.trim();
+  const subnetName = get(A.backendSubnetName)?.trim();
+  const range = get(A.backendIPv4Range)?.trim();
+  if (range !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(range))
+    fail(A.backendIPv4Range, range, "an IPv4 CIDR such as 10.100.0.0/30");
+  const backendSubnet =
+    subnetId !== undefined
+      ? { id: subnetId }
+      : vpcName !== undefined || subnetName !== undefined
+        ? { ...(vpcName && { vpc: vpcName }), ...(subnetName && { subnet: subnetName }) }
+        : undefined;
   const dp = opt(A.defaultProtocol, (k, v) => oneOf(k, v, PROTOCOLS));
   const da = opt(A.defaultAlgorithm, (k, v) => oneOf(k, v, ALGORITHMS));
   const ds = opt(A.defaultStickiness, (k, v) => oneOf(k, v, STICKINESS));
@@ -271,5 +286,7 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     ...(reserved !== undefined && { reservedIPv4: reserved }),
     retainReservedIPv4: opt(A.retainReservedIPv4, bool) ?? true,
     ...(udpCheck !== undefined && { udpCheckPort: udpCheck }),
+    ...(backendSubnet !== undefined && { backendSubnet }),
+    ...(range !== undefined && { backendIPv4Range: range }),
   };
 }

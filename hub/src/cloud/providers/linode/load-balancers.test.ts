@@ -177,6 +177,61 @@ describe("VPC backends", () => {
   });
 });
 
+describe("backend subnet annotations", () => {
+  test("backend-vpc-name and backend-subnet-name (or backend-subnet-id) choose the backend subnet; backend-ipv4-range goes with it", async () => {
+    const vpc = h.fake.createVpc(ACCOUNT, {
+      label: "other-vpc",
+      region: REGION,
+      subnets: [
+        { label: "nodes", ipv4: "10.9.0.0/24" },
+        { label: "lbs", ipv4: "10.9.1.0/24" },
+      ],
+    });
+    const [nodesSubnet, lbSubnet] = vpc.subnets;
+    const members = [0, 1].map((i) =>
+      h.fake.createLinode(ACCOUNT, { label: `sub-node-${i}`, region: REGION, vpcSubnetId: nodesSubnet!.id }),
+    );
+    const lb = h.provider({ network: "other-vpc" }).provider.loadBalancers;
+    const o = owner();
+    const mark = h.fake.log.mark();
+    await lb?.ensure(
+      o,
+      sampleLoadBalancerSpec(ids(members), {
+        annotations: {
+          [`${P}backend-vpc-name`]: "other-vpc",
+          [`${P}backend-subnet-name`]: "lbs",
+          [`${P}backend-ipv4-range`]: "10.9.1.0/30",
+        },
+      }),
+    );
+    expect(nbOf(o).backendSubnets).toEqual([lbSubnet!.id]);
+    expect(configOf(o, 80).nodes.every((n) => n.subnetId === lbSubnet!.id)).toBe(true);
+    const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
+    expect((create?.body as { backend_vpcs: unknown }).backend_vpcs).toEqual([
+      { subnet_id: lbSubnet!.id, ipv4_range: "10.9.1.0/30" },
+    ]);
+    // A node joining later takes the NodeBalancer's backend subnet too.
+    const late = h.fake.createLinode(ACCOUNT, {
+      label: "sub-node-2",
+      region: REGION,
+      vpcSubnetId: nodesSubnet!.id,
+    });
+    await h
+      .provider({ network: "other-vpc" })
+      .provider.loadBalancers?.updateBackends(o, ids([...members, late]));
+    expect(configOf(o, 80).nodes).toHaveLength(3);
+    expect(configOf(o, 80).nodes.every((n) => n.subnetId === lbSubnet!.id)).toBe(true);
+    const byId = owner();
+    await lb?.ensure(
+      byId,
+      sampleLoadBalancerSpec(ids(members), {
+        annotations: { [`${P}backend-subnet-id`]: String(lbSubnet!.id) },
+      }),
+    );
+    expect(nbOf(byId).backendSubnets).toEqual([lbSubnet!.id]);
+  });
+});
+
 describe("IPv6 backends", () => {
   test("enable-ipv6-backends: the nodes' public IPv6, bracketed, and no backend VPC", async () => {
     const o = owner();

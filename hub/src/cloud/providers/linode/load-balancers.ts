@@ -414,8 +414,14 @@ export class LinodeLoadBalancers implements LoadBalancers {
       // Linode wants at least one node per config at creation (the Linode CCM refuses too).
       if (nodes.every((n) => addressOf(n, mode) === undefined))
         throw new TransientCloudError(`no node with a ${mode} address to put behind a new NodeBalancer yet`);
+      // The annotations' subnet (as the Linode CCM chooses it), else the nodes' own subnets.
+      const chosen = mode === "vpc" ? await this.backendSubnet(s, signal) : undefined;
       const subnets =
-        mode === "vpc" ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))] : [];
+        chosen !== undefined
+          ? [chosen]
+          : mode === "vpc"
+            ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))]
+            : [];
       nb = await this.client.post<WireNodeBalancer>(
         LB_OPS.create,
         "/nodebalancers",
@@ -427,11 +433,17 @@ export class LinodeLoadBalancers implements LoadBalancers {
           type: s.nodeBalancerType,
           ...(s.reservedIPv4 !== undefined && { ipv4: s.reservedIPv4 }),
           ...(subnets.length > 0 && {
-            backend_vpcs: subnets.sort((a, b) => a - b).map((subnet_id) => ({ subnet_id })),
+            backend_vpcs: subnets
+              .sort((a, b) => a - b)
+              .map((subnet_id) => ({
+                subnet_id,
+                ...(chosen !== undefined &&
+                  s.backendIPv4Range !== undefined && { ipv4_range: s.backendIPv4Range }),
+              })),
           }),
           configs: configs.map((c) => ({
             ...configFields(c),
-            nodes: nodesFor(nodes, c.nodePort, [], mode),
+            nodes: nodesFor(nodes, c.nodePort, [], mode, chosen),
           })),
         },
         { signal },
@@ -444,7 +456,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
           "reserved-ipv4 changed, but a NodeBalancer's IPv4 cannot change after creation: ignored",
         );
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
-      await this.reconcileConfigs(nb.id, configs, nodes, s.enableIPv6Backends, signal);
+      await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
     }
     for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
     await this.reconcileFirewall(owner, nb, name, rules, s, signal);
@@ -472,7 +484,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
         throw new CloudError(
           `config for port ${c.port} has no nodes and no known node port: a full sync is needed`,
         );
-      const want = nodesFor(nodes, nodePort, have, mode);
+      const want = nodesFor(nodes, nodePort, have, mode, mode === "vpc" ? soleSubnet(all) : undefined);
       if (sameNodes(have, want)) continue;
       await this.client.post(
         LB_OPS.rebuild,
@@ -611,6 +623,16 @@ export class LinodeLoadBalancers implements LoadBalancers {
     return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null) ? "vpc" : "private";
   }
 
+  /** The backend subnet the Service's annotations name, if any (checked only when a NodeBalancer is made). */
+  private async backendSubnet(s: LinodeLbSettings, signal?: AbortSignal): Promise<number | undefined> {
+    const b = s.backendSubnet;
+    if (b === undefined) return undefined;
+    if ("id" in b) return b.id;
+    if (this.vpc === undefined)
+      throw new CloudError("backend-vpc-name and backend-subnet-name need the account's VPC (network)");
+    return this.vpc.subnetByName(b.vpc, b.subnet, signal);
+  }
+
   /** The backends' private and VPC IPv4 addresses (one filtered list per hundred Linodes). */
   private async desiredNodes(backends: readonly string[], signal?: AbortSignal): Promise<BackendNode[]> {
     const out: BackendNode[] = [];
@@ -666,9 +688,10 @@ export class LinodeLoadBalancers implements LoadBalancers {
     nbId: number,
     want: readonly DesiredConfig[],
     nodes: readonly BackendNode[],
-    ipv6: boolean,
+    settings: LinodeLbSettings,
     signal?: AbortSignal,
   ): Promise<void> {
+    const ipv6 = settings.enableIPv6Backends;
     const have = await this.configs(nbId, signal);
     const wanted = new Set(want.map((c) => c.port));
     for (const c of have)
@@ -677,7 +700,10 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const kept = have.filter((c) => wanted.has(c.port));
     const currentOf = new Map<number, WireNbNode[]>();
     for (const c of kept) currentOf.set(c.id, await this.nodes(nbId, c.id, signal));
-    const mode = this.modeOf([...currentOf.values()].flat(), ipv6);
+    const existing = [...currentOf.values()].flat();
+    const mode = this.modeOf(existing, ipv6);
+    const subnet =
+      mode === "vpc" ? (soleSubnet(existing) ?? (await this.backendSubnet(settings, signal))) : undefined;
     for (const w of want) {
       let config = kept.find((c) => c.port === w.port);
       let current: WireNbNode[] = [];
@@ -691,7 +717,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
       } else {
         current = currentOf.get(config.id) ?? [];
       }
-      const nextNodes = nodesFor(nodes, w.nodePort, current, mode);
+      const nextNodes = nodesFor(nodes, w.nodePort, current, mode, subnet);
       if (configMatches(config, w) && sameNodes(current, nextNodes)) continue;
       await this.client.post(
         LB_OPS.rebuild,
@@ -893,6 +919,15 @@ function addressOf(n: BackendNode, mode: BackendMode): string | undefined {
   return mode === "vpc" ? n.vpc?.ip : mode === "ipv6" ? n.ipv6 : n.privateIP;
 }
 
+/**
+ * The one subnet every existing VPC node is in: the NodeBalancer's backend subnet, which new
+ * nodes must use too. Undefined when the nodes span several (one backend VPC each).
+ */
+function soleSubnet(nodes: readonly WireNbNode[]): number | undefined {
+  const ids = new Set(nodes.flatMap((n) => (typeof n.subnet_id === "number" ? [n.subnet_id] : [])));
+  return ids.size === 1 ? [...ids][0] : undefined;
+}
+
 /** `<ip>:<port>`, IPv6 bracketed (Go's net.JoinHostPort, as the Linode CCM). */
 function hostPort(ip: string, port: number): string {
   return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
@@ -903,6 +938,7 @@ function nodesFor(
   nodePort: number,
   existing: readonly WireNbNode[],
   mode: BackendMode,
+  subnetOverride?: number,
 ): (DesiredNode & { id?: number; subnet_id?: number })[] {
   const out: (DesiredNode & { id?: number; subnet_id?: number })[] = [];
   for (const n of nodes) {
@@ -916,7 +952,7 @@ function nodesFor(
       weight: 100,
       mode: "accept",
       ...(id !== undefined && { id }),
-      ...(mode === "vpc" && n.vpc !== undefined && { subnet_id: n.vpc.subnetId }),
+      ...(mode === "vpc" && n.vpc !== undefined && { subnet_id: subnetOverride ?? n.vpc.subnetId }),
     });
   }
   return out;

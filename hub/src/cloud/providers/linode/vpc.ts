@@ -15,7 +15,7 @@ export interface VpcAddress {
   readonly subnetId: number;
 }
 
-export const VPC_OPS = { list: "vpcs.list", ips: "vpcs.ips.list" } as const;
+export const VPC_OPS = { list: "vpcs.list", ips: "vpcs.ips.list", subnets: "vpcs.subnets.list" } as const;
 
 export class VpcResolver {
   private vpcId: number | undefined;
@@ -50,6 +50,40 @@ export class VpcResolver {
       throw new CloudError(`VPC ${JSON.stringify(network)} not found in region ${this.ctx.account.region}`);
     this.vpcId = vpc.id;
     return vpc.id;
+  }
+
+  /**
+   * A subnet by VPC and subnet label (the account's VPC and its first subnet where one is not
+   * named), as the Linode CCM's backend-vpc-name and backend-subnet-name choose it.
+   */
+  async subnetByName(
+    vpcLabel: string | undefined,
+    subnetLabel: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<number> {
+    let vpcId: number;
+    if (vpcLabel === undefined) vpcId = await this.id(signal);
+    else {
+      const found = await this.client.list<WireVpc>(VPC_OPS.list, "/vpcs", {
+        signal,
+        filter: { label: vpcLabel, region: this.ctx.account.region },
+      });
+      const vpc = found.find((v) => v.label === vpcLabel);
+      if (vpc === undefined)
+        throw new CloudError(`VPC ${JSON.stringify(vpcLabel)} not found in ${this.ctx.account.region}`);
+      vpcId = vpc.id;
+    }
+    const subnets = await this.client.list<{ id: number; label: string }>(
+      VPC_OPS.subnets,
+      `/vpcs/${vpcId}/subnets`,
+      {
+        signal,
+      },
+    );
+    const subnet = subnetLabel === undefined ? subnets[0] : subnets.find((x) => x.label === subnetLabel);
+    if (subnet === undefined)
+      throw new CloudError(`subnet ${JSON.stringify(subnetLabel ?? "(any)")} not found in VPC ${vpcId}`);
+    return subnet.id;
   }
 
   /** Every entry of GET /vpcs/{id}/ips (interface addresses and routed ranges), all pages. */
