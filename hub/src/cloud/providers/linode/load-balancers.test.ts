@@ -207,7 +207,7 @@ describe("backend subnet annotations", () => {
     expect(nbOf(o).backendSubnets).toEqual([lbSubnet!.id]);
     expect(configOf(o, 80).nodes.every((n) => n.subnetId === lbSubnet!.id)).toBe(true);
     const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
-    expect((create?.body as { backend_vpcs: unknown }).backend_vpcs).toEqual([
+    expect((create?.body as { backend_vpcs?: unknown } | undefined)?.backend_vpcs).toEqual([
       { subnet_id: lbSubnet!.id, ipv4_range: "10.9.1.0/30" },
     ]);
     // A node joining later takes the NodeBalancer's backend subnet too.
