@@ -738,10 +738,14 @@ export class LinodeFake {
     type: FakeNodeBalancer["type"],
     reservedIPv4?: string,
     backendSubnets: readonly number[] = [],
+    frontend?: { subnetId: number; base: string },
   ): FakeNodeBalancer {
     const addr = this.store.freshAddresses();
     const id = this.store.nextId();
-    const ipv4 = reservedIPv4 ?? addr.public.replace(/^45\.79\./, "172.105.");
+    const ipv4 =
+      frontend !== undefined
+        ? `${frontend.base}.${(addr.host % 250) + 2}`
+        : (reservedIPv4 ?? addr.public.replace(/^45\.79\./, "172.105."));
     const nb: FakeNodeBalancer = {
       id,
       account,
@@ -755,6 +759,7 @@ export class LinodeFake {
       hostname: `${ipv4.replaceAll(".", "-")}.ip.linodeusercontent.com`,
       configs: [],
       backendSubnets,
+      frontendSubnetId: frontend?.subnetId ?? null,
       createdAtMs: this.now(),
       updatedAtMs: this.now(),
     };
@@ -861,6 +866,7 @@ export class LinodeFake {
       type,
       typeof reserved === "string" ? reserved : undefined,
       backendSubnets,
+      this.frontendOf(c, region),
     );
     const configs = Array.isArray(c.body["configs"]) ? (c.body["configs"] as Json[]) : [];
     try {
@@ -872,6 +878,18 @@ export class LinodeFake {
     if (fwId !== undefined)
       this.store.firewalls.get(Number(fwId))?.devices.push(this.device("nodebalancer", nb.id));
     return { body: wireNodeBalancer(nb) };
+  }
+
+  private frontendOf(c: Call, region: string): { subnetId: number; base: string } | undefined {
+    const f = c.body["frontend_vpcs"];
+    if (!Array.isArray(f) || f.length === 0) return undefined;
+    const subnetId = Number((f[0] as { subnet_id?: unknown }).subnet_id);
+    const vpc = this.store
+      .vpcsOf(c.account)
+      .find((v) => v.region === region && v.subnets.some((x) => x.id === subnetId));
+    const subnet = vpc?.subnets.find((x) => x.id === subnetId);
+    if (subnet === undefined) throw bad("Subnet not found in this region", "frontend_vpcs");
+    return { subnetId, base: subnet.ipv4.split("/")[0]!.split(".").slice(0, 3).join(".") };
   }
 
   private updateNb(c: Call) {

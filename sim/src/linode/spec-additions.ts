@@ -5,7 +5,8 @@
  * deleting a reserved IP (`DELETE /networking/reserved/ips/{address}`), and the newer Linode
  * interfaces (`interface_generation` on a Linode, `GET /linode/instances/{id}/interfaces`,
  * `PUT /linode/instances/{id}/interfaces/{interfaceId}`) in the parts routes use, and VPC
- * backends (`backend_vpcs` in the create body, `subnet_id` on nodes), and UDP configs (the
+ * backends and frontends (`backend_vpcs`, `frontend_vpcs` in the create body, `subnet_id` on
+ * nodes, `frontend_address_type` and `frontend_vpc_subnet_id` on NodeBalancers), and UDP configs (the
  * `udp` protocol, its algorithms and stickiness, `udp_check_port`). Everything
  * else is checked against the published spec as it is.
  */
@@ -108,6 +109,18 @@ export function withHandAddedLinodeOperations(doc: unknown): unknown {
   if (!isObj(doc) || !isObj(doc["paths"])) throw new Error("not the Linode OpenAPI document");
   const paths = doc["paths"] as Obj;
   addProperty(paths, "NodeBalancer", "type", { ...NB_TYPE, readOnly: true });
+  addProperty(paths, "NodeBalancer", "frontend_address_type", {
+    type: "string",
+    enum: ["public", "vpc"],
+    readOnly: true,
+    ...MARK,
+  });
+  addProperty(paths, "NodeBalancer", "frontend_vpc_subnet_id", {
+    type: "integer",
+    nullable: true,
+    readOnly: true,
+    ...MARK,
+  });
   addNodeSubnet(paths);
   addUdpConfig(paths);
   addProperty(paths, "Linode", "interface_generation", {
@@ -121,6 +134,20 @@ export function withHandAddedLinodeOperations(doc: unknown): unknown {
   const props = body["properties"] as Obj;
   props["type"] = NB_TYPE;
   props["ipv4"] = { type: "string", format: "ip", ...MARK };
+  props["frontend_vpcs"] = {
+    type: "array",
+    ...MARK,
+    items: {
+      type: "object",
+      additionalProperties: false,
+      required: ["subnet_id"],
+      properties: {
+        subnet_id: { type: "integer" },
+        ipv4_range: { type: "string" },
+        ipv6_range: { type: "string" },
+      },
+    },
+  };
   props["backend_vpcs"] = {
     type: "array",
     ...MARK,

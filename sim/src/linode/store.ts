@@ -79,6 +79,8 @@ export interface FakeNodeBalancer {
   readonly configs: FakeNbConfig[];
   /** Subnets of its VPC backends (set at creation); empty: private-IP backends. */
   readonly backendSubnets: readonly number[];
+  /** A VPC frontend's subnet (its ipv4 is then in that subnet), else null. */
+  readonly frontendSubnetId: number | null;
   readonly createdAtMs: number;
   updatedAtMs: number;
 }

@@ -175,6 +175,8 @@ export function wireNodeBalancer(n: FakeNodeBalancer): Record<string, unknown> {
     tags: [...n.tags],
     transfer: { in: null, out: null, total: null },
     type: n.type,
+    frontend_address_type: n.frontendSubnetId === null ? "public" : "vpc",
+    frontend_vpc_subnet_id: n.frontendSubnetId,
     updated: linodeTime(n.updatedAtMs),
   };
 }

@@ -40,16 +40,15 @@ export const A = {
   backendVpcName: "backend-vpc-name",
   backendSubnetName: "backend-subnet-name",
   backendSubnetId: "backend-subnet-id",
+  frontendSubnetId: "frontend-subnet-id",
+  frontendVpcName: "frontend-vpc-name",
+  frontendSubnetName: "frontend-subnet-name",
+  frontendIPv4Range: "frontend-ipv4-range",
+  frontendIPv6Range: "frontend-ipv6-range",
 } as const;
 
 /** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
-export const UNSUPPORTED = [
-  "frontend-subnet-id",
-  "frontend-vpc-name",
-  "frontend-subnet-name",
-  "frontend-ipv4-range",
-  "frontend-ipv6-range",
-] as const;
+export const UNSUPPORTED = [] as const;
 
 export type NbProto = "tcp" | "http" | "https" | "udp";
 export type ProxyProtocol = "none" | "v1" | "v2";
@@ -105,6 +104,12 @@ export interface LinodeLbSettings {
   /** The backend VPC subnet, by id or by VPC and subnet names, and an optional range in it. */
   readonly backendSubnet?: { readonly id: number } | { readonly vpc?: string; readonly subnet?: string };
   readonly backendIPv4Range?: string;
+  /** A VPC frontend: the NodeBalancer's address in this subnet, optionally from these ranges. */
+  readonly frontend?: {
+    readonly subnet: { readonly id: number } | { readonly vpc: string; readonly subnet: string };
+    readonly ipv4Range?: string;
+    readonly ipv6Range?: string;
+  };
 }
 
 function fail(key: string, value: string, expected: string): never {
@@ -247,6 +252,32 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
   const range = get(A.backendIPv4Range)?.trim();
   if (range !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(range))
     fail(A.backendIPv4Range, range, "an IPv4 CIDR such as 10.100.0.0/30");
+  const frontendId = opt(A.frontendSubnetId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const frontendVpc = get(A.frontendVpcName)?.trim();
+  const frontendSubnet = get(A.frontendSubnetName)?.trim();
+  if ((frontendVpc === undefined) !== (frontendSubnet === undefined) && frontendId === undefined)
+    fail(
+      frontendVpc === undefined ? A.frontendSubnetName : A.frontendVpcName,
+      frontendVpc ?? frontendSubnet ?? "",
+      `${ANNOTATION_PREFIX}${A.frontendVpcName} and ${ANNOTATION_PREFIX}${A.frontendSubnetName} together`,
+    );
+  const f4 = get(A.frontendIPv4Range)?.trim();
+  const f6 = get(A.frontendIPv6Range)?.trim();
+  if (f4 !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(f4))
+    fail(A.frontendIPv4Range, f4, "an IPv4 CIDR");
+  if (f6 !== undefined && !/^[0-9a-fA-F:]+\/\d{1,3}$/.test(f6)) fail(A.frontendIPv6Range, f6, "an IPv6 CIDR");
+  const frontendOf =
+    frontendId !== undefined
+      ? { id: frontendId }
+      : frontendVpc && frontendSubnet
+        ? { vpc: frontendVpc, subnet: frontendSubnet }
+        : undefined;
+  if (frontendOf === undefined && (f4 !== undefined || f6 !== undefined))
+    fail(
+      f4 !== undefined ? A.frontendIPv4Range : A.frontendIPv6Range,
+      f4 ?? f6 ?? "",
+      `a frontend subnet (${ANNOTATION_PREFIX}${A.frontendSubnetId})`,
+    );
   const backendSubnet =
     subnetId !== undefined
       ? { id: subnetId }
@@ -288,5 +319,12 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     ...(udpCheck !== undefined && { udpCheckPort: udpCheck }),
     ...(backendSubnet !== undefined && { backendSubnet }),
     ...(range !== undefined && { backendIPv4Range: range }),
+    ...(frontendOf !== undefined && {
+      frontend: {
+        subnet: frontendOf,
+        ...(f4 !== undefined && { ipv4Range: f4 }),
+        ...(f6 !== undefined && { ipv6Range: f6 }),
+      },
+    }),
   };
 }

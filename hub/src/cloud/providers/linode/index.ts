@@ -83,11 +83,7 @@ export const linodeProvider: ProviderFactory = {
     return {
       name: PROVIDER_NAME,
       instances: new LinodeInstances(ctx, client, vpc),
-      loadBalancers: new LinodeLoadBalancers(
-        ctx,
-        client,
-        options.vpcBackends && vpc.configured ? vpc : undefined,
-      ),
+      loadBalancers: new LinodeLoadBalancers(ctx, client, vpc, options.vpcBackends && vpc.configured),
       ...(options.routes && vpc.configured && { routes: new LinodeRoutes(ctx, client, vpc) }),
     };
   },

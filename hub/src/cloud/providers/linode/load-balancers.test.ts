@@ -232,6 +232,37 @@ describe("backend subnet annotations", () => {
   });
 });
 
+describe("VPC frontend", () => {
+  test("frontend-subnet-id (or frontend-vpc-name + frontend-subnet-name): the NodeBalancer's address in that subnet, as the ingress", async () => {
+    const o = owner();
+    const mark = h.fake.log.mark();
+    const ingress = await lbs().ensure(
+      o,
+      spec({ [`${P}frontend-subnet-id`]: String(h.subnetId), [`${P}frontend-ipv4-range`]: "10.0.0.128/30" }),
+    );
+    const nb = nbOf(o);
+    expect(nb.frontendSubnetId).toBe(h.subnetId);
+    expect(nb.ipv4).toMatch(/^10\.0\.0\./);
+    expect(ingress).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
+    const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
+    expect((create?.body as { frontend_vpcs?: unknown } | undefined)?.frontend_vpcs).toEqual([
+      { subnet_id: h.subnetId, ipv4_range: "10.0.0.128/30" },
+    ]);
+    const byName = owner();
+    await h
+      .provider({ network: VPC, options: { vpcBackends: false } })
+      .provider.loadBalancers?.ensure(
+        byName,
+        spec({ [`${P}frontend-vpc-name`]: VPC, [`${P}frontend-subnet-name`]: "nodes" }),
+      );
+    expect(nbOf(byName).frontendSubnetId).toBe(h.subnetId);
+    const half = await lbs()
+      .ensure(owner(), spec({ [`${P}frontend-vpc-name`]: VPC }))
+      .catch((e: unknown) => e);
+    expect(half).toBeInstanceOf(CloudError);
+  });
+});
+
 describe("IPv6 backends", () => {
   test("enable-ipv6-backends: the nodes' public IPv6, bracketed, and no backend VPC", async () => {
     const o = owner();
@@ -420,7 +451,7 @@ describe("annotations", () => {
       { [`${P}port-443`]: "{not json" },
       { [`${P}port-443`]: JSON.stringify({ "tls-secret-name": "cert" }) },
       { [`${P}reserved-ipv4`]: "not-an-ip" },
-      { [`${P}frontend-subnet-id`]: "7" },
+      { [`${P}frontend-ipv4-range`]: "10.0.0.0/24" },
       { [`${P}udp-check-port`]: "0" },
       { [`${P}preserve`]: "maybe" },
       { [`${P}firewall-acl`]: JSON.stringify({ allowList: {}, denyList: {} }) },

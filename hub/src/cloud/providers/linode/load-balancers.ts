@@ -359,8 +359,9 @@ export class LinodeLoadBalancers implements LoadBalancers {
   constructor(
     private readonly ctx: ProviderContext,
     private readonly client: LinodeClient,
-    /** With it, new NodeBalancers get VPC backends: the nodes' VPC IPv4 in their subnet. */
     private readonly vpc?: VpcResolver,
+    /** New NodeBalancers get VPC backends: the nodes' VPC IPv4 in their subnet. */
+    private readonly vpcBackends = false,
   ) {}
 
   async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
@@ -410,7 +411,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const nodes = await this.desiredNodes(spec.backends, signal);
     if (nb === undefined) {
       // IPv6 backends take no backend VPC (as the Linode CCM has it).
-      const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.vpc !== undefined ? "vpc" : "private";
+      const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.vpcBackends ? "vpc" : "private";
       // Linode wants at least one node per config at creation (the Linode CCM refuses too).
       if (nodes.every((n) => addressOf(n, mode) === undefined))
         throw new TransientCloudError(`no node with a ${mode} address to put behind a new NodeBalancer yet`);
@@ -432,6 +433,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
           client_conn_throttle: s.throttle,
           type: s.nodeBalancerType,
           ...(s.reservedIPv4 !== undefined && { ipv4: s.reservedIPv4 }),
+          ...(s.frontend !== undefined && { frontend_vpcs: [await this.frontendVpc(s.frontend, signal)] }),
           ...(subnets.length > 0 && {
             backend_vpcs: subnets
               .sort((a, b) => a - b)
@@ -619,8 +621,24 @@ export class LinodeLoadBalancers implements LoadBalancers {
    */
   private modeOf(nodes: readonly WireNbNode[], ipv6: boolean): BackendMode {
     if (ipv6) return "ipv6";
-    if (nodes.length === 0) return this.vpc !== undefined ? "vpc" : "private";
+    if (nodes.length === 0) return this.vpcBackends ? "vpc" : "private";
     return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null) ? "vpc" : "private";
+  }
+
+  /** The frontend_vpcs entry of a NodeBalancer with a VPC frontend. */
+  private async frontendVpc(
+    f: NonNullable<LinodeLbSettings["frontend"]>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    let subnet: number;
+    if ("id" in f.subnet) subnet = f.subnet.id;
+    else if (this.vpc === undefined) throw new CloudError("a frontend VPC by name needs the Linode VPC API");
+    else subnet = await this.vpc.subnetByName(f.subnet.vpc, f.subnet.subnet, signal);
+    return {
+      subnet_id: subnet,
+      ...(f.ipv4Range !== undefined && { ipv4_range: f.ipv4Range }),
+      ...(f.ipv6Range !== undefined && { ipv6_range: f.ipv6Range }),
+    };
   }
 
   /** The backend subnet the Service's annotations name, if any (checked only when a NodeBalancer is made). */
