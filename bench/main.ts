@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { runFailover } from "./failover.js";
+import { type LinodeBenchOptions, runLinode } from "./linode.js";
 import {
   type BenchOptions,
   type Result,
@@ -17,7 +18,7 @@ import {
 } from "./scenarios.js";
 import { pinCores } from "./util.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -49,6 +50,10 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
   --baseline-hub-bin PATH restart: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
   --keep                  keep the run directory (configs, logs) and print its path
+
+  linode: Linode API calls per hour, fleet-ccm (measured against the fake Linode API, one account)
+  against as many Linode CCMs (modelled); --clusters (100), --nodes (50), --services (1),
+  --duration-s (30: the measured window), --time-scale K (30: the hub's periods divided by K)
 `;
 
 /**
@@ -76,6 +81,9 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
   if (!Number.isFinite(n) || n < min) throw new Error(`--${name}: expected a number >= ${min}, got "${v}"`);
   return n;
 }
+
+/** Set by parse for `--scenario linode`, which takes its own few options. */
+let linodeRun: LinodeBenchOptions | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const { values } = parseArgs({
@@ -111,6 +119,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "hub-node-options": { type: "string" },
       keep: { type: "boolean" },
       "baseline-hub-bin": { type: "string" },
+      "time-scale": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -119,11 +128,22 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     process.exit(0);
   }
   const scenario = values.scenario ?? "join";
-  if (!["join", "steady", "churn", "chaos", "restart", "failover"].includes(scenario))
+  if (scenario === "linode") {
+    linodeRun = {
+      clusters: num(values.clusters, "clusters", 100, 1),
+      nodes: num(values.nodes, "nodes", 50, 1),
+      services: num(values.services, "services", 1, 0),
+      windowS: num(values["duration-s"], "duration-s", 30, 1),
+      timeScale: num(values["time-scale"], "time-scale", 30, 1),
+      timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
+      log: (line) => process.stderr.write(`[bench +${Math.round(performance.now() / 1000)}s] ${line}\n`),
+    };
+  }
+  if (!["join", "steady", "churn", "chaos", "restart", "failover", "linode"].includes(scenario))
     throw new Error(
-      `--scenario: expected join, steady, churn, chaos, restart or failover, got "${scenario}"`,
+      `--scenario: expected join, steady, churn, chaos, restart, failover or linode, got "${scenario}"`,
     );
-  const s = scenario as ScenarioName;
+  const s = (scenario === "linode" ? "join" : scenario) as ScenarioName;
   const json = values.json === true;
   const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120, restart: 0, failover: 0 }[s];
   const opts: BenchOptions = {
@@ -199,7 +219,7 @@ async function main(): Promise<number> {
       restart: runRestart,
       failover: runFailover,
     }[opts.scenario];
-    result = await run(opts);
+    result = linodeRun !== undefined ? await runLinode(linodeRun) : await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
     clearTimeout(watchdog);

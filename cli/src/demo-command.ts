@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsLocalCloud } from "./aws-cloud.js";
 import type { Command } from "./flags.js";
-import { bool, int, str } from "./flags.js";
+import { bool, int, str, UsageError } from "./flags.js";
+import { LinodeLocalCloud } from "./linode-cloud.js";
 import { LocalFleet, waitFor } from "./local-fleet.js";
 import { makeLogger } from "./logger.js";
 import { Progress } from "./progress.js";
@@ -29,8 +30,15 @@ export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
   usage:
-    "fleet-ccm demo [--provider simulated|aws] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
+    "fleet-ccm demo [--provider simulated|linode|aws] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
   flags: {
+    provider: {
+      type: "string",
+      placeholder: "NAME",
+      default: "simulated",
+      description:
+        "The clusters' cloud: simulated; linode (a fake Linode API: Linodes, NodeBalancers, Cloud Firewalls); or aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2).",
+    },
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
     services: {
@@ -55,13 +63,6 @@ export const demoCommand: Command = {
       placeholder: "SECONDS",
       default: "300",
       description: "Give up converging after this long.",
-    },
-    provider: {
-      type: "string",
-      placeholder: "NAME",
-      default: "simulated",
-      description:
-        "The cloud the clusters run on: simulated, or aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2).",
     },
     "cloud-latency-ms": {
       type: "string",
@@ -93,15 +94,18 @@ export const demoCommand: Command = {
     const say = (line: string) => {
       if (!json) progress.around(() => process.stdout.write(`${line}\n`));
     };
-    say(`starting nats-server, the simulated cloud and ${clusters} simulated clusters…`);
-    progress.update(`starting nats-server, the simulated cloud and ${clusters} simulated clusters`);
     // The fleet page's token: this demo's own, random, on loopback only.
     const apiToken = randomBytes(24).toString("base64url");
     const provider = str(v, "provider") ?? "simulated";
-    if (provider !== "simulated" && provider !== "aws") {
-      process.stderr.write(`--provider: "${provider}" is not simulated or aws\n`);
-      return 2;
-    }
+    if (provider !== "simulated" && provider !== "linode" && provider !== "aws")
+      throw new UsageError(`--provider must be simulated, linode or aws, got "${provider}"`);
+    const cloudName = {
+      simulated: "the simulated cloud",
+      linode: "the fake Linode API",
+      aws: "the fake AWS",
+    }[provider];
+    say(`starting nats-server, ${cloudName} and ${clusters} simulated clusters…`);
+    progress.update(`starting nats-server, ${cloudName} and ${clusters} simulated clusters`);
     const latencyMs = int(v, "cloud-latency-ms", 0);
     const clusterNames = Array.from(
       { length: clusters },
@@ -114,6 +118,7 @@ export const demoCommand: Command = {
       cloudLatencyMs: latencyMs,
       apiToken,
       ...(provider === "aws" && { cloud: await AwsLocalCloud.start(clusterNames, { latencyMs }) }),
+      ...(provider === "linode" && { cloud: await LinodeLocalCloud.start(clusterNames, { latencyMs }) }),
     });
     const kubeconfigDir = str(v, "kubeconfig-dir") ?? join(tmpdir(), "fleet-ccm-demo");
     mkdirSync(kubeconfigDir, { recursive: true });

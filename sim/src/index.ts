@@ -12,6 +12,7 @@ export {
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
 export * from "./kube/index.js";
+export * from "./linode/index.js";
 export type {
   FleetNatsIdentity,
   NatsCluster,

@@ -1,6 +1,7 @@
 import type { ProviderFactory } from "./provider.js";
 import { awsProvider } from "./providers/aws/index.js";
+import { linodeProvider } from "./providers/linode/index.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 
 /** Every provider this hub build ships. */
-export const builtinProviders: readonly ProviderFactory[] = [simulatedProvider, awsProvider];
+export const builtinProviders: readonly ProviderFactory[] = [simulatedProvider, linodeProvider, awsProvider];

@@ -135,10 +135,23 @@ export interface LoadBalancerSpec {
   /** The Service's namespace/name, for vendors that tag it (kubernetes.io/service-name). */
   readonly serviceName?: string;
   /**
-   * The Service's annotations under the provider's annotationPrefixes, for vendor settings no
-   * field above carries (e.g. an AWS load balancer type or certificate).
+   * The Service's annotations as forwarded (the provider's annotationPrefixes and the hub's own
+   * keys) when any vendor key is among them, for providers that honour a vendor CCM's settings
+   * (a unified key set here wins over the vendor's); absent when there is no vendor key.
    */
-  readonly providerAnnotations?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+/**
+ * What the hub knows of the Service beyond the spec, for providers that take over from a
+ * vendor CCM: it finds the load balancer that CCM made by the Service's current ingress, and
+ * reads its delete-time annotations (keep the load balancer, say).
+ */
+export interface LbServiceHints {
+  /** The Service's annotations as forwarded to the hub. */
+  readonly annotations: Readonly<Record<string, string>>;
+  /** status.loadBalancer.ingress as the Service shows it now. */
+  readonly ingress: readonly LbIngress[];
 }
 
 export interface LbIngress {
@@ -186,6 +199,11 @@ export interface LoadBalancerCapabilities {
   readonly protocols: readonly LbProtocol[];
   /** Most backends one pool takes (undefined: no limit). */
   readonly maxBackends?: number;
+  /**
+   * The Service's ingress entries show the hostname beside the IP (the vendor CCM writes both,
+   * as Linode's does); otherwise an entry with an IP shows the IP alone.
+   */
+  readonly ingressIpWithHostname?: boolean;
 }
 
 /**
@@ -207,6 +225,7 @@ export interface LoadBalancers {
     owner: LbOwner,
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
+    hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress>;
   /** Replaces only the backends (node set changed); InProgress while the cloud applies it. */
   updateBackends(
@@ -219,7 +238,11 @@ export interface LoadBalancers {
    * interrupted create). Succeeds when nothing is left; InProgress while the cloud is still
    * deleting; never deletes what is not the owner's.
    */
-  ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress>;
+  ensureDeleted(
+    owner: LbOwner,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<undefined | InProgress>;
   /**
    * One page of every load balancer this hub owns in the account, any cluster: re-verifying
    * thousands of Services takes a few list calls, not one chain per Service. Absent: the

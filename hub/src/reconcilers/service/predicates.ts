@@ -1,8 +1,11 @@
 import { isIP } from "node:net";
 import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
-import type { LbHealthCheck, LbIngress, LoadBalancerSpec } from "../../cloud/provider.js";
+import type { LbHealthCheck, LbIngress, LbServiceHints, LoadBalancerSpec } from "../../cloud/provider.js";
 import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
 import { AnnotationError, LB_ANNOTATION_PREFIX, type LbSettings, listenerProtocol } from "./annotations.js";
+
+/** The hub's own node annotations (node lifecycle), never a vendor's. */
+const LIFECYCLE_ANNOTATION_PREFIX = "lifecycle.fleet-ccm.io/";
 
 /** Upstream's annotation for source ranges, honoured when spec.loadBalancerSourceRanges is empty. */
 export const ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges";
@@ -103,7 +106,6 @@ export function loadBalancerSpec(
       ...(p.name !== "" && { name: p.name }),
     }))
     .sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
-  const vendor = vendorAnnotations(svc);
   return {
     listeners,
     backends: [...backends].sort(),
@@ -113,17 +115,32 @@ export function loadBalancerSpec(
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
     internal: settings.internal,
     serviceName: `${svc.namespace}/${svc.name}`,
-    ...(Object.keys(vendor).length > 0 && { providerAnnotations: vendor }),
+    ...vendorAnnotations(svc.annotations),
   };
 }
 
-/** The annotations a provider reads itself: everything the view holds but the hub's own keys. */
-function vendorAnnotations(svc: Readonly<Service>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(svc.annotations).filter(
-      ([k]) => !k.startsWith(LB_ANNOTATION_PREFIX) && !k.startsWith("lifecycle.fleet-ccm.io/"),
-    ),
+/**
+ * The Service's annotations for a provider that reads its vendor CCM's keys: all of them (so it
+ * can tell where a unified key wins) when any is a vendor key; none otherwise.
+ */
+function vendorAnnotations(annotations: Readonly<Record<string, string>>): {
+  annotations?: Readonly<Record<string, string>>;
+} {
+  const vendor = Object.keys(annotations).some(
+    (k) => !k.startsWith(LB_ANNOTATION_PREFIX) && !k.startsWith(LIFECYCLE_ANNOTATION_PREFIX),
   );
+  return vendor ? { annotations: { ...annotations } } : {};
+}
+
+/** What a provider taking over from a vendor CCM needs beyond the spec (LbServiceHints). */
+export function serviceHints(svc: Readonly<Service>): LbServiceHints {
+  return {
+    annotations: { ...svc.annotations },
+    ingress: svc.ingress.map((i) => ({
+      ...(i.ip !== "" && { ip: i.ip }),
+      ...(i.hostname !== "" && { hostname: i.hostname }),
+    })),
+  };
 }
 
 /** A stable digest of everything but the backends: changes mean a full ensure, not a backend update. */
@@ -132,8 +149,13 @@ export function specKey(spec: LoadBalancerSpec): string {
   return JSON.stringify(rest);
 }
 
-export function toWireIngress(ingress: readonly LbIngress[]): LoadBalancerIngress[] {
-  return ingress.map((i) => ({ ip: i.ip ?? "", hostname: i.ip ? "" : (i.hostname ?? ""), ipMode: "" }));
+/** The Service's ingress: an entry's hostname is kept beside its IP only where the provider says so. */
+export function toWireIngress(ingress: readonly LbIngress[], ipWithHostname = false): LoadBalancerIngress[] {
+  return ingress.map((i) => ({
+    ip: i.ip ?? "",
+    hostname: i.ip && !ipWithHostname ? "" : (i.hostname ?? ""),
+    ipMode: "",
+  }));
 }
 
 /** Compares what the Service shows with what the hub wants (ipMode is defaulted by the API server). */

@@ -28,6 +28,7 @@ import {
   isEligibleBackend,
   loadBalancerSpec,
   needsCleanup,
+  serviceHints,
   specKey,
   toWireIngress,
   wantsLoadBalancer,
@@ -241,14 +242,14 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    const answer = await lbs.ensure(owner, spec, deps.signal);
+    const answer = await lbs.ensure(owner, spec, deps.signal, serviceHints(svc));
     if (isInProgress(answer)) {
       // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
       deps.pending?.set(k, "ensure");
       deps.logger.debug({ service: key.name, retryAfterMs: answer.retryAfterMs }, answer.message);
       return retryOutcome(answer, { events });
     }
-    ingress = toWireIngress(answer);
+    ingress = toWireIngress(answer, lbs.capabilities.ingressIpWithHostname === true);
   } catch (err) {
     deps.pending?.delete(k);
     // As upstream: no change, no failure; the other controller reports on the Service.
@@ -356,7 +357,7 @@ async function deleteLoadBalancer(
       ? []
       : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    const answer = await lbs.ensureDeleted(owner, deps.signal);
+    const answer = await lbs.ensureDeleted(owner, deps.signal, serviceHints(svc));
     if (isInProgress(answer)) {
       // The finalizer stays until the cloud says the load balancer is gone.
       deps.pending?.set(k, "delete");

@@ -336,7 +336,7 @@ describe("load balancers", () => {
   ) =>
     sampleLoadBalancerSpec([...backends].sort(), {
       serviceName: "default/web",
-      ...(Object.keys(annotations).length > 0 && { providerAnnotations: annotations }),
+      ...(Object.keys(annotations).length > 0 && { annotations: annotations }),
       ...o,
     });
 

@@ -72,7 +72,7 @@ export class AwsLoadBalancers implements LoadBalancers {
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
   ): Promise<readonly LbIngress[] | InProgress> {
-    const annotations = spec.providerAnnotations ?? {};
+    const annotations = spec.annotations ?? {};
     const settings = parseAwsLbAnnotations(annotations, this.options.defaultLoadBalancerType);
     if (settings.type === "external")
       throw new ImplementedElsewhereError(

@@ -1,0 +1,330 @@
+/**
+ * The Linode CCM's Service annotations (`service.beta.kubernetes.io/linode-loadbalancer-*`),
+ * with its defaults, so a Service written for it means the same here. A bad value is a
+ * CloudError naming the annotation (not retried: the Service must change).
+ */
+import { CloudError } from "../../errors.js";
+
+export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/linode-loadbalancer-";
+export const NODE_ANNOTATION_PREFIX = "node.k8s.linode.com/";
+
+/** Keys, without the prefix. */
+export const A = {
+  defaultProtocol: "default-protocol",
+  portPrefix: "port-",
+  defaultProxyProtocol: "default-proxy-protocol",
+  proxyProtocol: "proxy-protocol",
+  defaultAlgorithm: "default-algorithm",
+  defaultStickiness: "default-stickiness",
+  checkType: "check-type",
+  checkPath: "check-path",
+  checkBody: "check-body",
+  checkInterval: "check-interval",
+  checkTimeout: "check-timeout",
+  checkAttempts: "check-attempts",
+  checkPassive: "check-passive",
+  throttle: "throttle",
+  preserve: "preserve",
+  nodeBalancerId: "nodebalancer-id",
+  hostnameOnlyIngress: "hostname-only-ingress",
+  tags: "tags",
+  firewallId: "firewall-id",
+  firewallAcl: "firewall-acl",
+  enableIPv6Ingress: "enable-ipv6-ingress",
+  enableIPv6Backends: "enable-ipv6-backends",
+  nodeBalancerType: "nodebalancer-type",
+  reservedIPv4: "reserved-ipv4",
+  retainReservedIPv4: "retain-reserved-ipv4",
+  udpCheckPort: "udp-check-port",
+  backendIPv4Range: "backend-ipv4-range",
+  backendVpcName: "backend-vpc-name",
+  backendSubnetName: "backend-subnet-name",
+  backendSubnetId: "backend-subnet-id",
+  frontendSubnetId: "frontend-subnet-id",
+  frontendVpcName: "frontend-vpc-name",
+  frontendSubnetName: "frontend-subnet-name",
+  frontendIPv4Range: "frontend-ipv4-range",
+  frontendIPv6Range: "frontend-ipv6-range",
+} as const;
+
+/** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
+export const UNSUPPORTED = [] as const;
+
+export type NbProto = "tcp" | "http" | "https" | "udp";
+export type ProxyProtocol = "none" | "v1" | "v2";
+export type Algorithm = "roundrobin" | "leastconn" | "source" | "ring_hash";
+export type Stickiness = "none" | "table" | "http_cookie" | "session" | "source_ip";
+export type CheckType = "none" | "connection" | "http" | "http_body";
+
+export interface PortSettings {
+  readonly protocol?: NbProto;
+  readonly proxyProtocol?: ProxyProtocol;
+  readonly algorithm?: Algorithm;
+  readonly stickiness?: Stickiness;
+  readonly udpCheckPort?: number;
+}
+
+export interface FirewallAcl {
+  readonly kind: "allowList" | "denyList";
+  readonly ipv4: readonly string[];
+  readonly ipv6: readonly string[];
+}
+
+export type NodeBalancerType = "common" | "premium" | "premium_40gb";
+
+export interface LinodeLbSettings {
+  readonly defaultProtocol?: NbProto;
+  readonly ports: ReadonlyMap<number, PortSettings>;
+  readonly defaultProxyProtocol?: ProxyProtocol;
+  readonly defaultAlgorithm?: Algorithm;
+  readonly defaultStickiness?: Stickiness;
+  readonly checkType?: CheckType;
+  readonly checkPath?: string;
+  readonly checkBody?: string;
+  readonly checkInterval?: number;
+  readonly checkTimeout?: number;
+  readonly checkAttempts?: number;
+  readonly checkPassive?: boolean;
+  readonly throttle: number;
+  readonly preserve: boolean;
+  readonly nodeBalancerId?: number;
+  readonly hostnameOnlyIngress: boolean;
+  readonly tags: readonly string[];
+  readonly firewallId?: number;
+  readonly firewallAcl?: FirewallAcl;
+  readonly enableIPv6Ingress: boolean;
+  /** The nodes' public IPv6 as backends (no VPC backends then). */
+  readonly enableIPv6Backends: boolean;
+  readonly nodeBalancerType: NodeBalancerType;
+  /** Create the NodeBalancer on this reserved IPv4 (only at creation, as the Linode CCM). */
+  readonly reservedIPv4?: string;
+  /** Keep the reserved IPv4 when the NodeBalancer is deleted. */
+  readonly retainReservedIPv4: boolean;
+  readonly udpCheckPort?: number;
+  /** The backend VPC subnet, by id or by VPC and subnet names, and an optional range in it. */
+  readonly backendSubnet?: { readonly id: number } | { readonly vpc?: string; readonly subnet?: string };
+  readonly backendIPv4Range?: string;
+  /** A VPC frontend: the NodeBalancer's address in this subnet, optionally from these ranges. */
+  readonly frontend?: {
+    readonly subnet: { readonly id: number } | { readonly vpc: string; readonly subnet: string };
+    readonly ipv4Range?: string;
+    readonly ipv6Range?: string;
+  };
+}
+
+function fail(key: string, value: string, expected: string): never {
+  throw new CloudError(
+    `invalid annotation ${ANNOTATION_PREFIX}${key}="${value.slice(0, 100)}": expected ${expected}`,
+  );
+}
+
+function oneOf<T extends string>(key: string, raw: string, values: readonly T[]): T {
+  const v = raw.trim().toLowerCase();
+  const hit = values.find((x) => x === v);
+  if (hit === undefined) fail(key, raw, `one of ${values.join(", ")}`);
+  return hit;
+}
+
+function int(key: string, raw: string, min: number, max: number): number {
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < min || n > max) fail(key, raw, `a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** Go's strconv.ParseBool, as the Linode CCM reads booleans. */
+function bool(key: string, raw: string): boolean {
+  const v = raw.trim();
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(v)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(v)) return false;
+  return fail(key, raw, "a boolean (true or false)");
+}
+
+const PROTOCOLS: readonly NbProto[] = ["tcp", "http", "https", "udp"];
+const PROXY: readonly ProxyProtocol[] = ["none", "v1", "v2"];
+const ALGORITHMS: readonly Algorithm[] = ["roundrobin", "leastconn", "source", "ring_hash"];
+const STICKINESS: readonly Stickiness[] = ["none", "table", "http_cookie", "session", "source_ip"];
+const CHECKS: readonly CheckType[] = ["none", "connection", "http", "http_body"];
+
+function parsePort(key: string, raw: string): PortSettings {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return fail(key, raw, "a JSON object");
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return fail(key, raw, "a JSON object");
+  const o = v as Record<string, unknown>;
+  const str = (k: string) => {
+    const x = o[k];
+    if (x === undefined) return undefined;
+    if (typeof x !== "string") return fail(key, raw, `${k} as a string`);
+    return x;
+  };
+  if (str("tls-secret-name") !== undefined)
+    fail(key, raw, "no tls-secret-name: TLS ports are not supported by fleet-ccm's Linode provider yet");
+  const udpPort = o["udp-check-port"];
+  if (
+    udpPort !== undefined &&
+    !(Number.isInteger(udpPort) && (udpPort as number) >= 1 && (udpPort as number) <= 65535)
+  )
+    fail(key, raw, "udp-check-port from 1 to 65535");
+  const protocol = str("protocol");
+  const proxy = str("proxy-protocol");
+  const algorithm = str("algorithm");
+  const stickiness = str("stickiness");
+  return {
+    ...(protocol !== undefined && { protocol: oneOf(key, protocol, PROTOCOLS) }),
+    ...(proxy !== undefined && { proxyProtocol: oneOf(key, proxy, PROXY) }),
+    ...(algorithm !== undefined && { algorithm: oneOf(key, algorithm, ALGORITHMS) }),
+    ...(stickiness !== undefined && { stickiness: oneOf(key, stickiness, STICKINESS) }),
+    ...(udpPort !== undefined && { udpCheckPort: udpPort as number }),
+  };
+}
+
+function parseAcl(key: string, raw: string): FirewallAcl {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return fail(key, raw, 'JSON {"allowList": {"ipv4": [...], "ipv6": [...]}} or {"denyList": ...}');
+  }
+  const o = (typeof v === "object" && v !== null ? v : {}) as Record<string, unknown>;
+  const kinds = (["allowList", "denyList"] as const).filter((k) => o[k] !== undefined);
+  if (kinds.length !== 1) return fail(key, raw, "exactly one of allowList or denyList");
+  const kind = kinds[0]!;
+  const list = (o[kind] ?? {}) as Record<string, unknown>;
+  const ips = (family: "ipv4" | "ipv6") => {
+    const x = list[family];
+    if (x === undefined) return [];
+    if (!Array.isArray(x) || !x.every((i) => typeof i === "string"))
+      return fail(key, raw, `${family} as a list of CIDRs`);
+    return x as string[];
+  };
+  return { kind, ipv4: ips("ipv4"), ipv6: ips("ipv6") };
+}
+
+/** Reads every Linode CCM annotation of a Service; throws CloudError on a bad or unsupported one. */
+export function parseLinodeAnnotations(annotations: Readonly<Record<string, string>>): LinodeLbSettings {
+  const get = (k: string) => annotations[ANNOTATION_PREFIX + k];
+  for (const k of UNSUPPORTED) {
+    const v = get(k);
+    if (v !== undefined) fail(k, v, "nothing: not supported by fleet-ccm's Linode provider (see README)");
+  }
+  const ports = new Map<number, PortSettings>();
+  for (const [key, value] of Object.entries(annotations)) {
+    if (!key.startsWith(ANNOTATION_PREFIX + A.portPrefix)) continue;
+    const suffix = key.slice(ANNOTATION_PREFIX.length);
+    const port = Number(suffix.slice(A.portPrefix.length));
+    if (!Number.isInteger(port) || port < 1 || port > 65535) fail(suffix, value, "port-<1..65535>");
+    ports.set(port, parsePort(suffix, value));
+  }
+  const opt = <T>(k: string, parse: (k: string, v: string) => T): T | undefined => {
+    const v = get(k);
+    return v === undefined ? undefined : parse(k, v);
+  };
+  const proxy =
+    opt(A.defaultProxyProtocol, (k, v) => oneOf(k, v, PROXY)) ??
+    opt(A.proxyProtocol, (k, v) => oneOf(k, v, PROXY));
+  const checkType = opt(A.checkType, (k, v) => oneOf(k, v, CHECKS));
+  const checkBody = get(A.checkBody);
+  if (checkType === "http_body" && (checkBody === undefined || checkBody === ""))
+    fail(A.checkType, "http_body", `a ${ANNOTATION_PREFIX}${A.checkBody} with it`);
+  const checkPath = get(A.checkPath);
+  if (checkPath !== undefined && !/^[a-zA-Z0-9/\-%?&=.]*$/.test(checkPath))
+    fail(A.checkPath, checkPath, "a URL path of letters, digits and / - % ? & = .");
+  const nbId = opt(A.nodeBalancerId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const fwId = opt(A.firewallId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const acl = opt(A.firewallAcl, parseAcl);
+  const interval = opt(A.checkInterval, (k, v) => int(k, v, 2, 3600));
+  const timeout = opt(A.checkTimeout, (k, v) => int(k, v, 1, 30));
+  const attempts = opt(A.checkAttempts, (k, v) => int(k, v, 1, 30));
+  const passive = opt(A.checkPassive, bool);
+  const reserved = get(A.reservedIPv4)?.trim();
+  if (reserved !== undefined && !/^(\d{1,3}\.){3}\d{1,3}$/.test(reserved))
+    fail(A.reservedIPv4, reserved, "an IPv4 address");
+  // An unknown type falls back to common, as the Linode CCM does (with a warning).
+  const rawType = get(A.nodeBalancerType)?.trim().toLowerCase();
+  const nbType: NodeBalancerType = rawType === "premium" || rawType === "premium_40gb" ? rawType : "common";
+  const udpCheck = opt(A.udpCheckPort, (k, v) => int(k, v, 1, 65535));
+  const subnetId = opt(A.backendSubnetId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const vpcName = get(A.backendVpcName)?.trim();
+  const subnetName = get(A.backendSubnetName)?.trim();
+  const range = get(A.backendIPv4Range)?.trim();
+  if (range !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(range))
+    fail(A.backendIPv4Range, range, "an IPv4 CIDR such as 10.100.0.0/30");
+  const frontendId = opt(A.frontendSubnetId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const frontendVpc = get(A.frontendVpcName)?.trim();
+  const frontendSubnet = get(A.frontendSubnetName)?.trim();
+  if ((frontendVpc === undefined) !== (frontendSubnet === undefined) && frontendId === undefined)
+    fail(
+      frontendVpc === undefined ? A.frontendSubnetName : A.frontendVpcName,
+      frontendVpc ?? frontendSubnet ?? "",
+      `${ANNOTATION_PREFIX}${A.frontendVpcName} and ${ANNOTATION_PREFIX}${A.frontendSubnetName} together`,
+    );
+  const f4 = get(A.frontendIPv4Range)?.trim();
+  const f6 = get(A.frontendIPv6Range)?.trim();
+  if (f4 !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(f4))
+    fail(A.frontendIPv4Range, f4, "an IPv4 CIDR");
+  if (f6 !== undefined && !/^[0-9a-fA-F:]+\/\d{1,3}$/.test(f6)) fail(A.frontendIPv6Range, f6, "an IPv6 CIDR");
+  const frontendOf =
+    frontendId !== undefined
+      ? { id: frontendId }
+      : frontendVpc && frontendSubnet
+        ? { vpc: frontendVpc, subnet: frontendSubnet }
+        : undefined;
+  if (frontendOf === undefined && (f4 !== undefined || f6 !== undefined))
+    fail(
+      f4 !== undefined ? A.frontendIPv4Range : A.frontendIPv6Range,
+      f4 ?? f6 ?? "",
+      `a frontend subnet (${ANNOTATION_PREFIX}${A.frontendSubnetId})`,
+    );
+  const backendSubnet =
+    subnetId !== undefined
+      ? { id: subnetId }
+      : vpcName !== undefined || subnetName !== undefined
+        ? { ...(vpcName && { vpc: vpcName }), ...(subnetName && { subnet: subnetName }) }
+        : undefined;
+  const dp = opt(A.defaultProtocol, (k, v) => oneOf(k, v, PROTOCOLS));
+  const da = opt(A.defaultAlgorithm, (k, v) => oneOf(k, v, ALGORITHMS));
+  const ds = opt(A.defaultStickiness, (k, v) => oneOf(k, v, STICKINESS));
+  return {
+    ...(dp !== undefined && { defaultProtocol: dp }),
+    ports,
+    ...(proxy !== undefined && { defaultProxyProtocol: proxy }),
+    ...(da !== undefined && { defaultAlgorithm: da }),
+    ...(ds !== undefined && { defaultStickiness: ds }),
+    ...(checkType !== undefined && { checkType }),
+    ...(checkPath !== undefined && { checkPath }),
+    ...(checkBody !== undefined && { checkBody }),
+    ...(interval !== undefined && { checkInterval: interval }),
+    ...(timeout !== undefined && { checkTimeout: timeout }),
+    ...(attempts !== undefined && { checkAttempts: attempts }),
+    ...(passive !== undefined && { checkPassive: passive }),
+    // The Linode CCM clamps the throttle to 0..20 rather than refusing it.
+    throttle: Math.min(20, opt(A.throttle, (k, v) => int(k, v, 0, Number.MAX_SAFE_INTEGER)) ?? 0),
+    preserve: opt(A.preserve, bool) ?? false,
+    ...(nbId !== undefined && { nodeBalancerId: nbId }),
+    hostnameOnlyIngress: opt(A.hostnameOnlyIngress, bool) ?? false,
+    tags: (get(A.tags) ?? "")
+      .split(",")
+      .map((t) => t.trim())
+      .filter((t) => t !== ""),
+    ...(fwId !== undefined && { firewallId: fwId }),
+    ...(acl !== undefined && { firewallAcl: acl }),
+    enableIPv6Ingress: opt(A.enableIPv6Ingress, bool) ?? false,
+    enableIPv6Backends: opt(A.enableIPv6Backends, bool) ?? false,
+    nodeBalancerType: nbType,
+    ...(reserved !== undefined && { reservedIPv4: reserved }),
+    retainReservedIPv4: opt(A.retainReservedIPv4, bool) ?? true,
+    ...(udpCheck !== undefined && { udpCheckPort: udpCheck }),
+    ...(backendSubnet !== undefined && { backendSubnet }),
+    ...(range !== undefined && { backendIPv4Range: range }),
+    ...(frontendOf !== undefined && {
+      frontend: {
+        subnet: frontendOf,
+        ...(f4 !== undefined && { ipv4Range: f4 }),
+        ...(f6 !== undefined && { ipv6Range: f6 }),
+      },
+    }),
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The `linode` provider: Linodes as instances, NodeBalancers (with Cloud Firewalls) as load
+ * balancers, and VPC interface ranges as routes, through our own Linode API v4 client.
+ * A drop-in for the Linode CCM: the same providerIDs, labels, addresses and annotations.
+ */
+import { z } from "zod";
+import {
+  AccountConfigError,
+  type CloudProvider,
+  type ProviderContext,
+  type ProviderFactory,
+} from "../../provider.js";
+import { ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX } from "./annotations.js";
+import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "./client.js";
+import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
+import { LinodeLoadBalancers } from "./load-balancers.js";
+import { LinodeRoutes } from "./routes.js";
+import { VpcResolver } from "./vpc.js";
+
+/** `accounts[].options` of a Linode account. */
+export const LinodeOptionsSchema = z
+  .object({
+    /** Items per list page (Linode allows 25..500). */
+    pageSize: z.number().int().min(MIN_PAGE_SIZE).max(MAX_PAGE_SIZE).default(MAX_PAGE_SIZE),
+    /** Program VPC routes (accounts[].network names the VPC). */
+    routes: z.boolean().default(true),
+    /** New NodeBalancers reach their nodes over the VPC (with accounts[].network), as the Linode CCM does. */
+    vpcBackends: z.boolean().default(true),
+  })
+  .strict();
+export type LinodeOptions = z.infer<typeof LinodeOptionsSchema>;
+
+export function parseLinodeOptions(options: unknown): LinodeOptions {
+  const parsed = LinodeOptionsSchema.safeParse(options ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new AccountConfigError(
+    ["options", ...(issue?.path ?? []).map(String)].join("."),
+    issue?.message ?? "invalid",
+  );
+}
+
+/** The one credential: `credentials: {token: <ref>}`, or just `<ref>` (a personal access token). */
+const TOKEN = "token";
+
+export const linodeProvider: ProviderFactory = {
+  name: PROVIDER_NAME,
+  annotationPrefixes: [ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX],
+  checkCredentials(names) {
+    if (names.length === 1 && names[0] === "") return;
+    for (const n of names)
+      if (n !== TOKEN)
+        throw new AccountConfigError(`credentials.${n}`, "not a credential of the linode provider (token)");
+    if (!names.includes(TOKEN)) throw new AccountConfigError("credentials.token", "required");
+  },
+  create(ctx: ProviderContext): CloudProvider {
+    const { account } = ctx;
+    if (account.provider !== PROVIDER_NAME)
+      throw new Error(`account ${account.name} is for provider ${account.provider}, not ${PROVIDER_NAME}`);
+    const options = parseLinodeOptions(account.options);
+    if (!(account.requestTimeoutMs > 0))
+      throw new Error(`account ${account.name}: requestTimeoutMs must be > 0`);
+    const endpoint =
+      account.endpoint === undefined || account.endpoint === "" ? DEFAULT_LINODE_URL : account.endpoint;
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      throw new AccountConfigError("endpoint", `${JSON.stringify(endpoint)} is not a URL`);
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:")
+      throw new AccountConfigError("endpoint", `must be http(s), got ${url.protocol}`);
+    const client = new LinodeClient({
+      endpoint,
+      token: () => account.secret?.(TOKEN) ?? account.credential,
+      requestTimeoutMs: account.requestTimeoutMs,
+      clock: ctx.clock,
+      call: ctx.call,
+      pageSize: options.pageSize,
+    });
+    const vpc = new VpcResolver(ctx, client);
+    ctx.logger.debug({ account: account.name, region: account.region, endpoint }, "linode provider bound");
+    return {
+      name: PROVIDER_NAME,
+      instances: new LinodeInstances(ctx, client, vpc),
+      loadBalancers: new LinodeLoadBalancers(ctx, client, vpc, options.vpcBackends && vpc.configured),
+      ...(options.routes && vpc.configured && { routes: new LinodeRoutes(ctx, client, vpc) }),
+    };
+  },
+};

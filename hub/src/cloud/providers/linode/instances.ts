@@ -1,0 +1,199 @@
+/**
+ * Instances on Linode, as the Linode CCM reports them: providerID `linode://<id>`, type and
+ * region (no zone), the label `linode.region`, shutdown for `offline` and `shutting_down`, and
+ * the addresses in its order: Hostname = label, VPC IPv4, then each IPv4 (RFC 1918 as
+ * InternalIP, else ExternalIP), then the SLAAC IPv6. An account is bound to one region: Linodes
+ * elsewhere are out of its scope.
+ */
+import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
+import type {
+  InstanceListPage,
+  InstanceMetadata,
+  InstanceState,
+  Instances,
+  NodeAddress,
+  ProviderContext,
+} from "../../provider.js";
+import type { LinodeClient } from "./client.js";
+import { isNotFound } from "./errors.js";
+import type { VpcResolver } from "./vpc.js";
+import type { WireLinode } from "./wire.js";
+
+export const PROVIDER_NAME = "linode";
+export const REGION_LABEL = "linode.region";
+
+export const OPS = {
+  get: "instances.get",
+  getByName: "instances.getByName",
+  list: "instances.list",
+} as const;
+
+const PROVIDER_ID = /^linode:\/\/(\d+)$/;
+
+export function providerIDOf(id: number | string): string {
+  return `linode://${id}`;
+}
+
+export function linodeState(status: string): InstanceState {
+  switch (status) {
+    case "running":
+      return "running";
+    case "offline":
+    case "stopped":
+      return "stopped";
+    case "shutting_down":
+      return "stopping";
+    case "booting":
+    case "rebooting":
+    case "provisioning":
+    case "migrating":
+    case "rebuilding":
+    case "cloning":
+    case "restoring":
+    case "resizing":
+      return "pending";
+    case "deleting":
+      return "terminated";
+    default:
+      return "unknown";
+  }
+}
+
+const RFC1918 = [/^10\./, /^192\.168\./, /^172\.(1[6-9]|2\d|3[01])\./];
+
+export function isPrivateIPv4(ip: string): boolean {
+  return RFC1918.some((r) => r.test(ip));
+}
+
+/** The Linode CCM's address order. */
+export function linodeAddresses(l: WireLinode, vpcIPv4: readonly string[]): NodeAddress[] {
+  const out: NodeAddress[] = [{ type: "Hostname", address: l.label }];
+  const seen = new Set<string>();
+  const add = (type: NodeAddress["type"], address: string) => {
+    if (seen.has(address)) return;
+    seen.add(address);
+    out.push({ type, address });
+  };
+  for (const ip of vpcIPv4) add("InternalIP", ip);
+  for (const ip of l.ipv4) add(isPrivateIPv4(ip) ? "InternalIP" : "ExternalIP", ip);
+  if (l.ipv6 !== null && l.ipv6 !== "") add("ExternalIP", l.ipv6.replace(/\/128$/, ""));
+  return out;
+}
+
+/** Linode tags are plain strings: `key=value` ones are read as a key and value (scopes match on them). */
+export function tagsOf(tags: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of tags) {
+    const eq = t.indexOf("=");
+    if (eq > 0) out[t.slice(0, eq)] = t.slice(eq + 1);
+    else out[t] = "";
+  }
+  return out;
+}
+
+/** `network`: the account's VPC, for a Linode with an address in it. */
+export function toInstanceMetadata(
+  l: WireLinode,
+  vpcIPv4: readonly string[],
+  network?: string,
+): InstanceMetadata {
+  return {
+    providerID: providerIDOf(l.id),
+    instanceID: String(l.id),
+    name: l.label,
+    instanceType: l.type,
+    region: l.region,
+    zone: "",
+    addresses: linodeAddresses(l, vpcIPv4),
+    state: linodeState(l.status),
+    tags: tagsOf(l.tags),
+    ...(network !== undefined && vpcIPv4.length > 0 && { network }),
+    additionalLabels: { [REGION_LABEL]: l.region },
+  };
+}
+
+export function checkLinode(body: unknown): WireLinode {
+  const l = body as Partial<WireLinode> | null;
+  if (
+    typeof l !== "object" ||
+    l === null ||
+    typeof l.id !== "number" ||
+    typeof l.label !== "string" ||
+    typeof l.region !== "string" ||
+    !Array.isArray(l.ipv4)
+  )
+    throw new SuspectAnswerError("Linode API answered something that is not a Linode");
+  return {
+    ...l,
+    tags: l.tags ?? [],
+    type: l.type ?? "",
+    status: l.status ?? "",
+    ipv6: l.ipv6 ?? null,
+  } as WireLinode;
+}
+
+export class LinodeInstances implements Instances {
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly client: LinodeClient,
+    private readonly vpc: VpcResolver,
+  ) {}
+
+  parseProviderID(providerID: string): string | undefined {
+    return PROVIDER_ID.exec(providerID)?.[1];
+  }
+
+  async getByProviderID(providerID: string, signal?: AbortSignal): Promise<InstanceMetadata> {
+    const id = this.parseProviderID(providerID);
+    if (id === undefined)
+      throw new ForbiddenError(`providerID ${JSON.stringify(providerID)} is not a Linode providerID`);
+    let l: WireLinode;
+    try {
+      l = checkLinode(await this.client.get(OPS.get, `/linode/instances/${id}`, { signal }));
+    } catch (err) {
+      // Linode's own 404 on the Linode's own URL: the one authoritative "gone".
+      if (isNotFound(err)) throw new InstanceNotFoundError(providerID, { cause: err });
+      throw err;
+    }
+    if (String(l.id) !== id) throw new SuspectAnswerError(`asked for Linode ${id}, the API answered ${l.id}`);
+    if (l.region !== this.ctx.account.region)
+      throw new ForbiddenError(
+        `Linode ${id} is in region ${l.region}, outside account ${this.ctx.account.name}'s ${this.ctx.account.region}`,
+      );
+    const vpcIPs = await this.vpc.ipv4ByLinode(signal);
+    return toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network);
+  }
+
+  /** Every Linode labelled `name` in the region, all pages (X-Filter on label and region). */
+  async findByName(name: string, signal?: AbortSignal): Promise<readonly InstanceMetadata[]> {
+    const found = await this.client.list<WireLinode>(OPS.getByName, "/linode/instances", {
+      signal,
+      filter: { label: name, region: this.ctx.account.region },
+    });
+    const linodes = found.map(checkLinode);
+    for (const l of linodes)
+      if (l.label !== name || l.region !== this.ctx.account.region)
+        throw new SuspectAnswerError(
+          `label filter ${JSON.stringify(name)} answered Linode ${l.id} (${l.label})`,
+        );
+    if (linodes.length === 0) return [];
+    const vpcIPs = await this.vpc.ipv4ByLinode(signal);
+    return linodes.map((l) => toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network));
+  }
+
+  /** Page tokens are Linode's page numbers. */
+  async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
+    const page = pageToken === undefined ? 1 : Number(pageToken);
+    if (!Number.isInteger(page) || page < 1) throw new SuspectAnswerError(`bad page token ${pageToken}`);
+    const answer = await this.client.page<WireLinode>(OPS.list, "/linode/instances", page, {
+      signal,
+      filter: { region: this.ctx.account.region },
+    });
+    const linodes = answer.data.map(checkLinode).filter((l) => l.region === this.ctx.account.region);
+    const vpcIPs = linodes.length === 0 ? new Map<number, string[]>() : await this.vpc.ipv4ByLinode(signal);
+    const instances = linodes.map((l) =>
+      toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network),
+    );
+    return page < answer.pages ? { instances, nextPageToken: String(page + 1) } : { instances };
+  }
+}

@@ -1,0 +1,615 @@
+// NodeBalancers against the fake Linode API: the Linode CCM's build and rebuild, every
+// linode-loadbalancer-* annotation this provider honours, Cloud Firewalls, adoption of a
+// NodeBalancer the Linode CCM made, preserve, and the ingress shape.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
+import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { CloudError, TransientCloudError } from "../../errors.js";
+import { loadBalancerName } from "../../naming.js";
+import type { LbOwner, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
+import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
+import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
+
+const P = "service.beta.kubernetes.io/linode-loadbalancer-";
+
+let h: LinodeHarness<LinodeFake>;
+let nodes: FakeLinode[];
+let seq = 0;
+
+const owner = (): LbOwner => ({ cluster: "prod", serviceUid: `uid-${++seq}` });
+const lbs = (): LoadBalancers => {
+  const l = h.provider().provider.loadBalancers;
+  if (l === undefined) throw new Error("no load balancers");
+  return l;
+};
+const ids = (ls: readonly FakeLinode[]) => ls.map((l) => String(l.id)).sort();
+const spec = (annotations: Record<string, string> = {}, overrides: Partial<LoadBalancerSpec> = {}) =>
+  sampleLoadBalancerSpec(ids(nodes.slice(0, 2)), {
+    ...(Object.keys(annotations).length > 0 && { annotations }),
+    ...overrides,
+  });
+const hints = (annotations: Record<string, string> = {}, ip?: string): LbServiceHints => ({
+  annotations,
+  ingress: ip === undefined ? [] : [{ ip }],
+});
+
+function nbOf(o: LbOwner): FakeNodeBalancer {
+  const nb = h.fake.store.nodeBalancersOf(ACCOUNT).find((n) => n.tags.includes(`fccm:u=${o.serviceUid}`));
+  if (nb === undefined) throw new Error(`no NodeBalancer of ${o.serviceUid}`);
+  return nb;
+}
+const configOf = (o: LbOwner, port: number) => {
+  const c = nbOf(o).configs.find((x) => x.port === port);
+  if (c === undefined) throw new Error(`no config for ${port}`);
+  return c;
+};
+const firewallsOf = (nbId: number) => h.fake.store.firewallsOfDevice(ACCOUNT, "nodebalancer", nbId);
+
+beforeAll(async () => {
+  h = linodeHarness(await LinodeFake.start({ spec: true, seed: 3 }));
+  nodes = [0, 1, 2].map((i) => h.fake.createLinode(ACCOUNT, { label: `node-${i}`, region: REGION }));
+});
+
+afterEach(() => {
+  h.fake.resetFaults();
+  expect(h.fake.specProblems()).toEqual([]);
+});
+
+afterAll(async () => {
+  await h.close();
+});
+
+describe("build and rebuild", () => {
+  test("one NodeBalancer, a config per port, private IPs as nodes, the Linode CCM's defaults", async () => {
+    const o = owner();
+    const ingress = await lbs().ensure(o, spec());
+    const nb = nbOf(o);
+    expect(nb.label).toBe(loadBalancerName(o.cluster, o.serviceUid));
+    expect(nb.tags).toEqual(nodeBalancerTags(o, []));
+    expect(nb.clientConnThrottle).toBe(0);
+    expect(ingress).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
+    expect(nb.configs.map((c) => c.port).sort((a, b) => a - b)).toEqual([80, 443]);
+    const c80 = configOf(o, 80);
+    expect(c80).toMatchObject({
+      protocol: "tcp",
+      algorithm: "roundrobin",
+      stickiness: "none",
+      check: "connection",
+      checkInterval: 5,
+      checkTimeout: 3,
+      checkAttempts: 2,
+      checkPassive: true,
+      proxyProtocol: "none",
+    });
+    expect(c80.nodes.map((n) => n.address).sort()).toEqual(
+      nodes
+        .slice(0, 2)
+        .map((l) => `${l.privateIPv4}:30080`)
+        .sort(),
+    );
+    expect(c80.nodes.every((n) => n.weight === 100 && n.mode === "accept")).toBe(true);
+    expect(c80.nodes.map((n) => n.label).sort()).toEqual(nodes.slice(0, 2).map((l) => `${l.id}-${l.label}`));
+    expect(firewallsOf(nb.id)).toEqual([]);
+    expect((await lbs().get(o))?.backends).toEqual(ids(nodes.slice(0, 2)));
+  });
+
+  test("a node change rebuilds each config with the full node list, keeping the ids of nodes that stay", async () => {
+    const o = owner();
+    await lbs().ensure(o, spec());
+    const staying = configOf(o, 80).nodes.find((n) => n.address.startsWith(`${nodes[1]!.privateIPv4}:`));
+    const mark = h.fake.log.mark();
+    await lbs().updateBackends(o, ids(nodes.slice(1, 3)));
+    const rebuilds = h.fake.mutations.filter(
+      (m) => m.seq > mark && m.operation === "nodebalancers.configs.rebuild",
+    );
+    expect(rebuilds).toHaveLength(2);
+    const body = rebuilds[0]?.body as { nodes: { id?: number; address: string }[] };
+    expect(body.nodes.find((n) => n.address === staying?.address)?.id).toBe(staying?.id);
+    expect(configOf(o, 80).nodes.find((n) => n.address === staying?.address)?.id).toBe(staying?.id);
+    expect((await lbs().get(o))?.backends).toEqual(ids(nodes.slice(1, 3)));
+    // Nothing to change: no rebuild.
+    const again = h.fake.log.mark();
+    await lbs().updateBackends(o, ids(nodes.slice(1, 3)));
+    expect(h.fake.mutations.filter((m) => m.seq > again)).toEqual([]);
+  });
+
+  test("no NodeBalancer is made without a node to put behind it (retried, nothing made)", async () => {
+    const before = h.fake.store.nodeBalancers.size;
+    const err = await lbs()
+      .ensure(owner(), spec({}, { backends: [] }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientCloudError);
+    expect(h.fake.store.nodeBalancers.size).toBe(before);
+  });
+
+  test("removed ports lose their config, new ones get one", async () => {
+    const o = owner();
+    await lbs().ensure(o, spec());
+    const kept = configOf(o, 80).id;
+    await lbs().ensure(
+      o,
+      spec(
+        {},
+        {
+          listeners: [
+            { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
+            { protocol: "TCP", port: 8080, nodePort: 30808, proxyProtocol: false },
+          ],
+        },
+      ),
+    );
+    expect(
+      nbOf(o)
+        .configs.map((c) => c.port)
+        .sort(),
+    ).toEqual([80, 8080]);
+    expect(configOf(o, 80).id).toBe(kept);
+    expect(configOf(o, 8080).nodes.map((n) => n.address.split(":")[1])).toEqual(["30808", "30808"]);
+  });
+});
+
+describe("VPC backends", () => {
+  test("with the account's VPC, new NodeBalancers reach the nodes' VPC IPs in their subnet; vpcBackends false keeps private IPs", async () => {
+    const vpcNodes = [0, 1].map((i) =>
+      h.fake.createLinode(ACCOUNT, { label: `vpc-node-${i}`, region: REGION, vpcSubnetId: h.subnetId }),
+    );
+    const withVpc = (options?: Record<string, unknown>) => {
+      const l = h.provider({ network: VPC, ...(options && { options }) }).provider.loadBalancers;
+      if (l === undefined) throw new Error("no load balancers");
+      return l;
+    };
+    const o = owner();
+    await withVpc().ensure(o, sampleLoadBalancerSpec(ids(vpcNodes)));
+    expect(nbOf(o).backendSubnets).toEqual([h.subnetId]);
+    const vpcIPs = vpcNodes.map((l) => l.interfaces.find((i) => i.purpose === "vpc")?.vpcIPv4).sort();
+    expect(
+      configOf(o, 80)
+        .nodes.map((n) => n.address.split(":")[0])
+        .sort(),
+    ).toEqual(vpcIPs);
+    expect(configOf(o, 80).nodes.every((n) => n.subnetId === h.subnetId)).toBe(true);
+    // A NodeBalancer made with private-IP backends keeps them.
+    const plain = owner();
+    await withVpc({ vpcBackends: false }).ensure(plain, sampleLoadBalancerSpec(ids(vpcNodes)));
+    expect(nbOf(plain).backendSubnets).toEqual([]);
+    await withVpc().updateBackends(plain, ids(vpcNodes.slice(0, 1)));
+    expect(configOf(plain, 80).nodes.map((n) => n.address.split(":")[0])).toEqual([vpcNodes[0]?.privateIPv4]);
+  });
+});
+
+describe("backend subnet annotations", () => {
+  test("backend-vpc-name and backend-subnet-name (or backend-subnet-id) choose the backend subnet; backend-ipv4-range goes with it", async () => {
+    const vpc = h.fake.createVpc(ACCOUNT, {
+      label: "other-vpc",
+      region: REGION,
+      subnets: [
+        { label: "nodes", ipv4: "10.9.0.0/24" },
+        { label: "lbs", ipv4: "10.9.1.0/24" },
+      ],
+    });
+    const [nodesSubnet, lbSubnet] = vpc.subnets;
+    const members = [0, 1].map((i) =>
+      h.fake.createLinode(ACCOUNT, { label: `sub-node-${i}`, region: REGION, vpcSubnetId: nodesSubnet!.id }),
+    );
+    const lb = h.provider({ network: "other-vpc" }).provider.loadBalancers;
+    const o = owner();
+    const mark = h.fake.log.mark();
+    await lb?.ensure(
+      o,
+      sampleLoadBalancerSpec(ids(members), {
+        annotations: {
+          [`${P}backend-vpc-name`]: "other-vpc",
+          [`${P}backend-subnet-name`]: "lbs",
+          [`${P}backend-ipv4-range`]: "10.9.1.0/30",
+        },
+      }),
+    );
+    expect(nbOf(o).backendSubnets).toEqual([lbSubnet!.id]);
+    expect(configOf(o, 80).nodes.every((n) => n.subnetId === lbSubnet!.id)).toBe(true);
+    const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
+    expect((create?.body as { backend_vpcs?: unknown } | undefined)?.backend_vpcs).toEqual([
+      { subnet_id: lbSubnet!.id, ipv4_range: "10.9.1.0/30" },
+    ]);
+    // A node joining later takes the NodeBalancer's backend subnet too.
+    const late = h.fake.createLinode(ACCOUNT, {
+      label: "sub-node-2",
+      region: REGION,
+      vpcSubnetId: nodesSubnet!.id,
+    });
+    await h
+      .provider({ network: "other-vpc" })
+      .provider.loadBalancers?.updateBackends(o, ids([...members, late]));
+    expect(configOf(o, 80).nodes).toHaveLength(3);
+    expect(configOf(o, 80).nodes.every((n) => n.subnetId === lbSubnet!.id)).toBe(true);
+    const byId = owner();
+    await lb?.ensure(
+      byId,
+      sampleLoadBalancerSpec(ids(members), {
+        annotations: { [`${P}backend-subnet-id`]: String(lbSubnet!.id) },
+      }),
+    );
+    expect(nbOf(byId).backendSubnets).toEqual([lbSubnet!.id]);
+  });
+});
+
+describe("VPC frontend", () => {
+  test("frontend-subnet-id (or frontend-vpc-name + frontend-subnet-name): the NodeBalancer's address in that subnet, as the ingress", async () => {
+    const o = owner();
+    const mark = h.fake.log.mark();
+    const ingress = await lbs().ensure(
+      o,
+      spec({ [`${P}frontend-subnet-id`]: String(h.subnetId), [`${P}frontend-ipv4-range`]: "10.0.0.128/30" }),
+    );
+    const nb = nbOf(o);
+    expect(nb.frontendSubnetId).toBe(h.subnetId);
+    expect(nb.ipv4).toMatch(/^10\.0\.0\./);
+    expect(ingress).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
+    const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
+    expect((create?.body as { frontend_vpcs?: unknown } | undefined)?.frontend_vpcs).toEqual([
+      { subnet_id: h.subnetId, ipv4_range: "10.0.0.128/30" },
+    ]);
+    const byName = owner();
+    await h
+      .provider({ network: VPC, options: { vpcBackends: false } })
+      .provider.loadBalancers?.ensure(
+        byName,
+        spec({ [`${P}frontend-vpc-name`]: VPC, [`${P}frontend-subnet-name`]: "nodes" }),
+      );
+    expect(nbOf(byName).frontendSubnetId).toBe(h.subnetId);
+    const half = await lbs()
+      .ensure(owner(), spec({ [`${P}frontend-vpc-name`]: VPC }))
+      .catch((e: unknown) => e);
+    expect(half).toBeInstanceOf(CloudError);
+  });
+});
+
+describe("IPv6 backends", () => {
+  test("enable-ipv6-backends: the nodes' public IPv6, bracketed, and no backend VPC", async () => {
+    const o = owner();
+    const six = { [`${P}enable-ipv6-backends`]: "true" };
+    const withVpc = h.provider({ network: VPC }).provider.loadBalancers;
+    await withVpc?.ensure(o, spec(six));
+    expect(nbOf(o).backendSubnets).toEqual([]);
+    const want = nodes
+      .slice(0, 2)
+      .map((l) => `[${l.ipv6.replace(/\/128$/, "")}]:30080`)
+      .sort();
+    expect(
+      configOf(o, 80)
+        .nodes.map((n) => n.address)
+        .sort(),
+    ).toEqual(want);
+    await withVpc?.updateBackends(o, ids(nodes.slice(0, 1)));
+    expect(configOf(o, 80).nodes.map((n) => n.address)).toEqual([
+      want.find((w) => w.includes(nodes[0]!.ipv6.replace(/\/128$/, ""))),
+    ]);
+  });
+});
+
+describe("annotations", () => {
+  test("protocol, proxy protocol, algorithm, stickiness: defaults and per port", async () => {
+    const o = owner();
+    await lbs().ensure(
+      o,
+      spec({
+        [`${P}default-protocol`]: "http",
+        [`${P}default-proxy-protocol`]: "v1",
+        [`${P}default-algorithm`]: "leastconn",
+        [`${P}port-443`]: JSON.stringify({
+          protocol: "tcp",
+          "proxy-protocol": "v2",
+          algorithm: "source",
+          stickiness: "none",
+        }),
+      }),
+    );
+    expect(configOf(o, 80)).toMatchObject({
+      protocol: "http",
+      proxyProtocol: "v1",
+      algorithm: "leastconn",
+      stickiness: "table",
+    });
+    expect(configOf(o, 443)).toMatchObject({
+      protocol: "tcp",
+      proxyProtocol: "v2",
+      algorithm: "source",
+      stickiness: "none",
+    });
+  });
+
+  test("a UDP port: session stickiness, no active check, not passive, udp-check-port (default 80)", async () => {
+    const o = owner();
+    const udp = { protocol: "UDP" as const, port: 53, nodePort: 30053, proxyProtocol: false };
+    await lbs().ensure(o, spec({}, { listeners: [udp] }));
+    expect(configOf(o, 53)).toMatchObject({
+      protocol: "udp",
+      stickiness: "session",
+      algorithm: "roundrobin",
+      check: "none",
+      checkPassive: false,
+      proxyProtocol: "none",
+      udpCheckPort: 80,
+    });
+    await lbs().ensure(
+      o,
+      spec({ [`${P}udp-check-port`]: "8053", [`${P}default-algorithm`]: "ring_hash" }, { listeners: [udp] }),
+    );
+    expect(configOf(o, 53)).toMatchObject({ udpCheckPort: 8053, algorithm: "ring_hash" });
+    const bad = await lbs()
+      .ensure(o, spec({ [`${P}default-proxy-protocol`]: "v2" }, { listeners: [udp] }))
+      .catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(CloudError);
+  });
+
+  test("the deprecated proxy-protocol key; default-stickiness", async () => {
+    const o = owner();
+    await lbs().ensure(
+      o,
+      spec({
+        [`${P}proxy-protocol`]: "v2",
+        [`${P}default-protocol`]: "http",
+        [`${P}default-stickiness`]: "http_cookie",
+      }),
+    );
+    expect(configOf(o, 80)).toMatchObject({ proxyProtocol: "v2", stickiness: "http_cookie" });
+  });
+
+  test("health checks: type, path, body, interval, timeout, attempts, passive", async () => {
+    const o = owner();
+    await lbs().ensure(
+      o,
+      spec({
+        [`${P}check-type`]: "http_body",
+        [`${P}check-path`]: "/healthz",
+        [`${P}check-body`]: "ok",
+        [`${P}check-interval`]: "20",
+        [`${P}check-timeout`]: "10",
+        [`${P}check-attempts`]: "4",
+        [`${P}check-passive`]: "false",
+      }),
+    );
+    expect(configOf(o, 80)).toMatchObject({
+      check: "http_body",
+      checkPath: "/healthz",
+      checkBody: "ok",
+      checkInterval: 20,
+      checkTimeout: 10,
+      checkAttempts: 4,
+      checkPassive: false,
+    });
+  });
+
+  test("a unified lb.fleet-ccm.io key wins over the Linode key for the same setting", async () => {
+    const o = owner();
+    await lbs().ensure(
+      o,
+      spec(
+        { [`${P}check-interval`]: "20", "lb.fleet-ccm.io/health-check-interval": "10" },
+        {
+          healthCheck: { ...sampleLoadBalancerSpec([]).healthCheck, intervalSeconds: 10, timeoutSeconds: 5 },
+        },
+      ),
+    );
+    expect(configOf(o, 80)).toMatchObject({ checkInterval: 10, checkTimeout: 3 });
+  });
+
+  test("throttle (clamped to 20) and tags", async () => {
+    const o = owner();
+    await lbs().ensure(o, spec({ [`${P}throttle`]: "50", [`${P}tags`]: "team-a, prod" }));
+    expect(nbOf(o).clientConnThrottle).toBe(20);
+    expect(nbOf(o).tags).toEqual([...ownerTags(o), "prod", "team-a"]);
+    await lbs().ensure(o, spec({ [`${P}throttle`]: "5" }));
+    expect(nbOf(o).clientConnThrottle).toBe(5);
+    expect(nbOf(o).tags).toEqual(nodeBalancerTags(o, []));
+  });
+
+  test("ingress: IP and hostname, hostname only when asked, IPv6 when enabled", async () => {
+    const o = owner();
+    const plain = await lbs().ensure(o, spec());
+    const nb = nbOf(o);
+    expect(plain).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
+    expect(await lbs().ensure(o, spec({ [`${P}hostname-only-ingress`]: "true" }))).toEqual([
+      { hostname: nb.hostname },
+    ]);
+    expect(await lbs().ensure(o, spec({ [`${P}enable-ipv6-ingress`]: "true" }))).toEqual([
+      { ip: nb.ipv4, hostname: nb.hostname },
+      { ip: nb.ipv6, hostname: nb.hostname },
+    ]);
+  });
+
+  test("nodebalancer-type at creation (an unknown type is common, as the Linode CCM has it)", async () => {
+    const premium = owner();
+    await lbs().ensure(premium, spec({ [`${P}nodebalancer-type`]: "Premium" }));
+    expect(nbOf(premium).type).toBe("premium");
+    const unknown = owner();
+    await lbs().ensure(unknown, spec({ [`${P}nodebalancer-type`]: "gold" }));
+    expect(nbOf(unknown).type).toBe("common");
+  });
+
+  test("reserved-ipv4: the NodeBalancer takes the reserved IP; retained on delete unless retain-reserved-ipv4 is false", async () => {
+    const kept = owner();
+    const ip1 = h.fake.reserveIPv4(ACCOUNT, REGION);
+    const ingress = await lbs().ensure(kept, spec({ [`${P}reserved-ipv4`]: ip1 }));
+    expect(ingress).toEqual([expect.objectContaining({ ip: ip1 })]);
+    expect(nbOf(kept).ipv4).toBe(ip1);
+    await lbs().ensureDeleted(kept, undefined, hints({ [`${P}reserved-ipv4`]: ip1 }));
+    expect(h.fake.store.reservedIPs.has(ip1)).toBe(true);
+    const released = owner();
+    const ip2 = h.fake.reserveIPv4(ACCOUNT, REGION);
+    const a = { [`${P}reserved-ipv4`]: ip2, [`${P}retain-reserved-ipv4`]: "false" };
+    await lbs().ensure(released, spec(a));
+    await lbs().ensureDeleted(released, undefined, hints(a));
+    expect(h.fake.store.reservedIPs.has(ip2)).toBe(false);
+    expect(h.fake.store.nodeBalancersOf(ACCOUNT).some((n) => n.ipv4 === ip2)).toBe(false);
+  });
+
+  test("bad and unsupported annotations are refused naming the key, with nothing made", async () => {
+    const before = h.fake.store.nodeBalancers.size;
+    const bad: Record<string, string>[] = [
+      { [`${P}default-protocol`]: "quic" },
+      { [`${P}check-type`]: "http_body" },
+      { [`${P}port-443`]: "{not json" },
+      { [`${P}port-443`]: JSON.stringify({ "tls-secret-name": "cert" }) },
+      { [`${P}reserved-ipv4`]: "not-an-ip" },
+      { [`${P}frontend-ipv4-range`]: "10.0.0.0/24" },
+      { [`${P}udp-check-port`]: "0" },
+      { [`${P}preserve`]: "maybe" },
+      { [`${P}firewall-acl`]: JSON.stringify({ allowList: {}, denyList: {} }) },
+    ];
+    for (const a of bad) {
+      const err = await lbs()
+        .ensure(owner(), spec(a))
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CloudError);
+      expect((err as Error).message).toContain(Object.keys(a)[0]);
+    }
+    expect(h.fake.store.nodeBalancers.size).toBe(before);
+  });
+});
+
+describe("Cloud Firewalls", () => {
+  test("loadBalancerSourceRanges: an allow-list firewall attached to the NodeBalancer, updated in place, deleted when gone", async () => {
+    const o = owner();
+    await lbs().ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8", "2001:db8::/32"] }));
+    const nb = nbOf(o);
+    const [fw] = firewallsOf(nb.id);
+    expect(fw?.label).toBe(nb.label);
+    expect(fw?.rules.inbound_policy).toBe("DROP");
+    expect(fw?.rules.inbound).toEqual([
+      expect.objectContaining({
+        action: "ACCEPT",
+        protocol: "TCP",
+        ports: "80,443",
+        addresses: { ipv4: ["10.0.0.0/8"] },
+      }),
+      expect.objectContaining({ action: "ACCEPT", addresses: { ipv6: ["2001:db8::/32"] } }),
+    ]);
+    await lbs().ensure(o, spec({}, { sourceRanges: ["192.0.2.0/24"] }));
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([fw?.id]);
+    expect(firewallsOf(nb.id)[0]?.rules.inbound[0]?.addresses.ipv4).toEqual(["192.0.2.0/24"]);
+    await lbs().ensure(o, spec());
+    expect(firewallsOf(nb.id)).toEqual([]);
+    expect(h.fake.store.firewalls.has(fw?.id ?? 0)).toBe(false);
+  });
+
+  test("firewall-acl deny list; firewall-id attaches the user's firewall and never deletes it", async () => {
+    const o = owner();
+    await lbs().ensure(
+      o,
+      spec({ [`${P}firewall-acl`]: JSON.stringify({ denyList: { ipv4: ["198.51.100.0/24"] } }) }),
+    );
+    const nb = nbOf(o);
+    const [acl] = firewallsOf(nb.id);
+    expect(acl?.rules.inbound_policy).toBe("ACCEPT");
+    expect(acl?.rules.inbound[0]).toMatchObject({ action: "DROP", addresses: { ipv4: ["198.51.100.0/24"] } });
+    const users = h.fake.createFirewall(ACCOUNT, "users-fw", {
+      inbound: [],
+      inbound_policy: "ACCEPT",
+      outbound: [],
+      outbound_policy: "ACCEPT",
+    });
+    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([users.id]);
+    expect(h.fake.store.firewalls.has(acl?.id ?? 0)).toBe(false);
+    // Back to no firewall: the user's one is detached, not deleted.
+    await lbs().ensure(o, spec({}, { sourceRanges: ["10.1.0.0/16"] }));
+    expect(firewallsOf(nb.id).map((f) => f.label)).toEqual([nb.label]);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+    await lbs().ensureDeleted(o);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+    expect(h.fake.store.firewallsOf(ACCOUNT).filter((f) => f.label === nb.label)).toEqual([]);
+  });
+});
+
+describe("taking over from the Linode CCM", () => {
+  function ccmNodeBalancer(label: string) {
+    const nb = h.fake.createNodeBalancer(ACCOUNT, {
+      label,
+      region: REGION,
+      tags: ["prod"],
+      ports: [80, 443],
+      nodes: nodes.slice(0, 2).map((l) => `${l.privateIPv4}:30080`),
+    });
+    const fw = h.fake.createFirewall(ACCOUNT, label, {
+      inbound: [
+        {
+          action: "ACCEPT",
+          protocol: "TCP",
+          ports: "80,443",
+          label: "ACCEPT-web",
+          addresses: { ipv4: ["10.0.0.0/8"] },
+        },
+      ],
+      inbound_policy: "DROP",
+      outbound: [],
+      outbound_policy: "ACCEPT",
+    });
+    fw.devices.push({ id: h.fake.store.nextId(), type: "nodebalancer", entityId: nb.id });
+    return { nb, fw };
+  }
+
+  test("found by the Service's ingress IP: adopted in place, its firewall too, nothing duplicated", async () => {
+    const { nb, fw } = ccmNodeBalancer("ccm-1a2b3c4d5e6f");
+    const o = owner();
+    const count = h.fake.store.nodeBalancers.size;
+    const ingress = await lbs().ensure(
+      o,
+      spec({}, { sourceRanges: ["10.0.0.0/8"] }),
+      undefined,
+      hints({}, nb.ipv4),
+    );
+    expect(ingress).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
+    expect(h.fake.store.nodeBalancers.size).toBe(count);
+    expect(nb.tags).toEqual(expect.arrayContaining([...ownerTags(o), "prod"]));
+    expect(nb.label).toBe("ccm-1a2b3c4d5e6f");
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([fw.id]);
+    expect(fw.tags).toEqual(expect.arrayContaining(ownerTags(o)));
+    expect((await lbs().get(o))?.id).toBe(String(nb.id));
+    // A repeat changes nothing.
+    const mark = h.fake.log.mark();
+    await lbs().ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }), undefined, hints({}, nb.ipv4));
+    expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
+    await lbs().ensureDeleted(o, undefined, hints());
+    expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
+    expect(h.fake.store.firewalls.has(fw.id)).toBe(false);
+  });
+
+  test("found by the nodebalancer-id annotation; a changed id moves the Service and deletes the old one", async () => {
+    const first = ccmNodeBalancer("ccm-aaaaaaaaaaaa").nb;
+    const second = ccmNodeBalancer("ccm-bbbbbbbbbbbb").nb;
+    const o = owner();
+    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(first.id) }));
+    expect(nbOf(o).id).toBe(first.id);
+    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(second.id) }));
+    expect(nbOf(o).id).toBe(second.id);
+    expect(h.fake.store.nodeBalancers.has(first.id)).toBe(false);
+    const missing = await lbs()
+      .ensure(owner(), spec({ [`${P}nodebalancer-id`]: "999999" }))
+      .catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(CloudError);
+  });
+
+  test("another Service's NodeBalancer is never adopted", async () => {
+    const theirs = owner();
+    await lbs().ensure(theirs, spec());
+    const err = await lbs()
+      .ensure(owner(), spec({ [`${P}nodebalancer-id`]: String(nbOf(theirs).id) }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CloudError);
+    expect(nbOf(theirs).tags).toEqual(nodeBalancerTags(theirs, []));
+  });
+
+  test("preserve: deletion lets go of the NodeBalancer and its firewall, and deletes nothing", async () => {
+    const o = owner();
+    await lbs().ensure(o, spec({ [`${P}preserve`]: "true" }, { sourceRanges: ["10.0.0.0/8"] }));
+    const nb = nbOf(o);
+    const [fw] = firewallsOf(nb.id);
+    await lbs().ensureDeleted(o, undefined, hints({ [`${P}preserve`]: "true" }));
+    expect(h.fake.store.nodeBalancers.get(nb.id)?.tags).toEqual(["prod"]);
+    expect(h.fake.store.firewalls.get(fw?.id ?? 0)?.tags).toEqual([]);
+    expect(await lbs().get(o)).toBeUndefined();
+    const page = await lbs().listOwned?.(undefined);
+    expect(page?.items.map((i) => i.id)).not.toContain(String(nb.id));
+    expect(nb.tags).not.toContain(OWNED_TAG);
+  });
+});

@@ -1,0 +1,997 @@
+/**
+ * NodeBalancers for LoadBalancer Services, as the Linode CCM builds them: one NodeBalancer per
+ * Service, one config per port, the backends' private IPv4 addresses as nodes, rebuilt when
+ * they change with the ids of nodes that stay; a Cloud Firewall from loadBalancerSourceRanges
+ * or the firewall-acl annotation (or the one firewall-id names); its ingress shape.
+ *
+ * Ownership is in the NodeBalancer's tags (`fleet-ccm`, `fccm:c=<cluster>`, `fccm:u=<uid>`), and
+ * the hub's deterministic name is its label, so a lost create is found again and never made
+ * twice. A NodeBalancer the Linode CCM made for the Service (named by the nodebalancer-id
+ * annotation, or carrying the Service's ingress IP) is adopted: tagged as ours, never duplicated.
+ * A firewall this provider makes is labelled with the same name and tagged the same way.
+ */
+import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
+import { loadBalancerName } from "../../naming.js";
+import type {
+  LbIngress,
+  LbListener,
+  LbOwner,
+  LbServiceHints,
+  LoadBalancerCapabilities,
+  LoadBalancerSpec,
+  LoadBalancerState,
+  LoadBalancers,
+  OwnedLoadBalancerPage,
+  ProviderContext,
+} from "../../provider.js";
+import {
+  type Algorithm,
+  type CheckType,
+  type LinodeLbSettings,
+  type NbProto,
+  type PortSettings,
+  type ProxyProtocol,
+  parseLinodeAnnotations,
+  type Stickiness,
+} from "./annotations.js";
+import type { LinodeClient } from "./client.js";
+import { isNotFound } from "./errors.js";
+import { checkLinode, isPrivateIPv4 } from "./instances.js";
+import type { VpcResolver } from "./vpc.js";
+import type {
+  WireFirewall,
+  WireFirewallRule,
+  WireFirewallRules,
+  WireLinode,
+  WireNbConfig,
+  WireNbNode,
+  WireNodeBalancer,
+} from "./wire.js";
+
+export const OWNED_TAG = "fleet-ccm";
+const CLUSTER_TAG = "fccm:c=";
+const UID_TAG = "fccm:u=";
+
+export const LB_OPS = {
+  list: "nodebalancers.list",
+  get: "nodebalancers.get",
+  create: "nodebalancers.create",
+  update: "nodebalancers.update",
+  delete: "nodebalancers.delete",
+  configsList: "nodebalancers.configs.list",
+  configCreate: "nodebalancers.configs.create",
+  configDelete: "nodebalancers.configs.delete",
+  rebuild: "nodebalancers.configs.rebuild",
+  nodesList: "nodebalancers.nodes.list",
+  nbFirewalls: "nodebalancers.firewalls.list",
+  firewallsList: "firewalls.list",
+  firewallCreate: "firewalls.create",
+  firewallRulesUpdate: "firewalls.rules.update",
+  firewallUpdate: "firewalls.update",
+  firewallDelete: "firewalls.delete",
+  deviceCreate: "firewalls.devices.create",
+  deviceDelete: "firewalls.devices.delete",
+  devicesList: "firewalls.devices.list",
+  backends: "instances.backends",
+  reservedIPDelete: "reservedips.delete",
+} as const;
+
+export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
+  sessionAffinity: true,
+  proxyProtocol: true,
+  internal: false,
+  protocols: ["TCP", "UDP", "HTTP"] as const,
+  ingressIpWithHostname: true,
+});
+
+/** At most this many addresses in one firewall rule (the Linode CCM's limit). */
+const MAX_RULE_ADDRESSES = 255;
+const MAX_RULES = 25;
+const IDS_PER_FILTER = 100;
+
+export function ownerTags(owner: LbOwner): string[] {
+  return [OWNED_TAG, `${CLUSTER_TAG}${owner.cluster}`, `${UID_TAG}${owner.serviceUid}`];
+}
+
+/** A NodeBalancer's tags: the owner's, the cluster name (as the Linode CCM tags it), the tags annotation's. */
+export function nodeBalancerTags(owner: LbOwner, extra: readonly string[]): string[] {
+  const cluster = owner.cluster.length >= 3 && owner.cluster.length <= 50 ? [owner.cluster] : [];
+  return [...new Set([...ownerTags(owner), ...cluster, ...extra.filter((t) => !isOurTag(t))])];
+}
+
+/** The owner a NodeBalancer's or firewall's tags record, if any. */
+export function ownerOfTags(tags: readonly string[]): LbOwner | undefined {
+  const cluster = tags.find((t) => t.startsWith(CLUSTER_TAG))?.slice(CLUSTER_TAG.length);
+  const serviceUid = tags.find((t) => t.startsWith(UID_TAG))?.slice(UID_TAG.length);
+  return cluster && serviceUid ? { cluster, serviceUid } : undefined;
+}
+
+function sameOwner(a: LbOwner | undefined, b: LbOwner): boolean {
+  return a !== undefined && a.cluster === b.cluster && a.serviceUid === b.serviceUid;
+}
+
+function isOurTag(t: string): boolean {
+  return t === OWNED_TAG || t.startsWith(CLUSTER_TAG) || t.startsWith(UID_TAG);
+}
+
+function checkOwner(owner: LbOwner): void {
+  if (owner.cluster === "" || owner.serviceUid === "")
+    throw new CloudError("refusing to act without an owner (cluster and Service uid)");
+  for (const t of ownerTags(owner))
+    if (t.length > 50) throw new CloudError(`owner tag ${t} is longer than Linode's 50 characters`);
+}
+
+/** A backend node's label: `<linode id>-<label>`, 3 to 32 characters, so the id can be read back. */
+export function nodeLabel(id: number, label: string): string {
+  return `${id}-${label}`.replace(/[^a-zA-Z0-9\-_.]/g, "-").slice(0, 32);
+}
+
+function idOfNodeLabel(label: string): string | undefined {
+  return /^(\d+)-/.exec(label)?.[1];
+}
+
+interface DesiredNode {
+  readonly address: string;
+  readonly label: string;
+  readonly weight: number;
+  readonly mode: "accept";
+}
+
+/** What a config should be, in the API's words. */
+interface DesiredConfig {
+  readonly port: number;
+  readonly protocol: NbProto;
+  readonly algorithm: Algorithm;
+  readonly stickiness: Stickiness;
+  readonly check: CheckType;
+  readonly check_interval: number;
+  readonly check_timeout: number;
+  readonly check_attempts: number;
+  readonly check_path?: string;
+  readonly check_body?: string;
+  readonly check_passive: boolean;
+  readonly proxy_protocol: ProxyProtocol;
+  /** UDP only (newer than the spec file). */
+  readonly udp_check_port?: number;
+  /** Where the nodes listen. */
+  readonly nodePort: number;
+}
+
+const UNIFIED = "lb.fleet-ccm.io/";
+
+function configFields(c: DesiredConfig): Record<string, unknown> {
+  const { nodePort: _nodePort, ...fields } = c;
+  return fields;
+}
+
+function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
+  return (
+    have.port === want.port &&
+    have.protocol === want.protocol &&
+    have.algorithm === want.algorithm &&
+    have.stickiness === want.stickiness &&
+    have.check === want.check &&
+    have.check_interval === want.check_interval &&
+    have.check_timeout === want.check_timeout &&
+    have.check_attempts === want.check_attempts &&
+    (want.check_path === undefined || have.check_path === want.check_path) &&
+    (want.check_body === undefined || have.check_body === want.check_body) &&
+    have.check_passive === want.check_passive &&
+    have.proxy_protocol === want.proxy_protocol &&
+    (want.udp_check_port === undefined || have.udp_check_port === want.udp_check_port)
+  );
+}
+
+/** The Linode CCM's per-port settings, the unified keys winning where the Service sets them. */
+export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): DesiredConfig[] {
+  const a = spec.annotations ?? {};
+  const unified = (k: string) => a[UNIFIED + k] !== undefined;
+  const hc = spec.healthCheck;
+  return spec.listeners.map((l: LbListener) => {
+    if (l.protocol === "SCTP") throw new CloudError(`port ${l.port}: NodeBalancers have no SCTP`);
+    const port = s.ports.get(l.port) ?? {};
+    const unifiedProtocol = unified("protocol") || unified(`protocol.${l.port}`);
+    // A UDP port stays UDP (the Linode CCM takes the Service port's protocol).
+    const protocol: NbProto =
+      l.protocol === "UDP"
+        ? "udp"
+        : unifiedProtocol
+          ? (l.protocol.toLowerCase() as NbProto)
+          : (port.protocol ?? s.defaultProtocol ?? (l.protocol.toLowerCase() as NbProto));
+    if (protocol === "udp") return udpConfig(l, port, s);
+    if (protocol === "https")
+      throw new CloudError(
+        `port ${l.port}: HTTPS needs a TLS certificate from a Secret, which this provider does not read yet`,
+      );
+    const check: CheckType = unified("health-check-protocol")
+      ? hc.protocol === "HTTP"
+        ? "http"
+        : "connection"
+      : (s.checkType ?? "connection");
+    const httpCheck = check === "http" || check === "http_body";
+    const checkPath = unified("health-check-path") ? hc.path : (s.checkPath ?? "/");
+    return {
+      port: l.port,
+      protocol,
+      algorithm:
+        port.algorithm ??
+        s.defaultAlgorithm ??
+        (spec.sessionAffinity === "ClientIP" ? "source" : "roundrobin"),
+      stickiness: port.stickiness ?? s.defaultStickiness ?? (protocol === "tcp" ? "none" : "table"),
+      check,
+      check_interval: unified("health-check-interval") ? hc.intervalSeconds : (s.checkInterval ?? 5),
+      check_timeout: Math.min(
+        30,
+        unified("health-check-timeout") ? hc.timeoutSeconds : (s.checkTimeout ?? 3),
+      ),
+      check_attempts: Math.min(
+        30,
+        unified("health-check-unhealthy-threshold") ? hc.unhealthyThreshold : (s.checkAttempts ?? 2),
+      ),
+      ...(httpCheck && { check_path: checkPath }),
+      ...(check === "http_body" && { check_body: s.checkBody ?? "" }),
+      check_passive: s.checkPassive ?? true,
+      proxy_protocol: unified("proxy-protocol")
+        ? l.proxyProtocol
+          ? "v2"
+          : "none"
+        : (port.proxyProtocol ?? s.defaultProxyProtocol ?? (l.proxyProtocol ? "v2" : "none")),
+      nodePort: l.nodePort,
+    };
+  });
+}
+
+const UDP_ALGORITHMS: readonly Algorithm[] = ["roundrobin", "leastconn", "ring_hash"];
+const UDP_STICKINESS: readonly Stickiness[] = ["none", "session", "source_ip"];
+
+/** A UDP config as the Linode CCM builds it: no proxy protocol, session stickiness, no active check. */
+function udpConfig(l: LbListener, port: PortSettings, s: LinodeLbSettings): DesiredConfig {
+  const algorithm = port.algorithm ?? s.defaultAlgorithm ?? "roundrobin";
+  if (!UDP_ALGORITHMS.includes(algorithm))
+    throw new CloudError(
+      `port ${l.port}: algorithm ${algorithm} is not one of ${UDP_ALGORITHMS.join(", ")} for UDP`,
+    );
+  const stickiness = port.stickiness ?? s.defaultStickiness ?? "session";
+  if (!UDP_STICKINESS.includes(stickiness))
+    throw new CloudError(
+      `port ${l.port}: stickiness ${stickiness} is not one of ${UDP_STICKINESS.join(", ")} for UDP`,
+    );
+  const proxy = port.proxyProtocol ?? s.defaultProxyProtocol ?? "none";
+  if (proxy !== "none") throw new CloudError(`port ${l.port}: UDP takes no proxy protocol`);
+  const check = s.checkType ?? "none";
+  return {
+    port: l.port,
+    protocol: "udp",
+    algorithm,
+    stickiness,
+    check,
+    check_interval: s.checkInterval ?? 5,
+    check_timeout: s.checkTimeout ?? 3,
+    check_attempts: s.checkAttempts ?? 2,
+    ...((check === "http" || check === "http_body") && { check_path: s.checkPath ?? "/" }),
+    ...(check === "http_body" && { check_body: s.checkBody ?? "" }),
+    check_passive: false,
+    proxy_protocol: "none",
+    udp_check_port: port.udpCheckPort ?? s.udpCheckPort ?? 80,
+    nodePort: l.nodePort,
+  };
+}
+
+/** The firewall rules a Service asks for (ACL annotation, else loadBalancerSourceRanges), or undefined. */
+export function desiredRules(
+  spec: LoadBalancerSpec,
+  s: LinodeLbSettings,
+  label: string,
+): WireFirewallRules | undefined {
+  let kind: "allowList" | "denyList";
+  let ipv4: string[];
+  let ipv6: string[];
+  if (s.firewallAcl !== undefined) {
+    kind = s.firewallAcl.kind;
+    ipv4 = [...s.firewallAcl.ipv4];
+    ipv6 = [...s.firewallAcl.ipv6];
+  } else if (spec.sourceRanges.length > 0) {
+    kind = "allowList";
+    ipv4 = spec.sourceRanges.filter((r) => !r.includes(":"));
+    ipv6 = spec.sourceRanges.filter((r) => r.includes(":"));
+  } else {
+    return undefined;
+  }
+  const action = kind === "allowList" ? "ACCEPT" : "DROP";
+  const ports = [...new Set(spec.listeners.map((l) => l.port))].sort((x, y) => x - y).join(",");
+  const rules: WireFirewallRule[] = [];
+  const chunk = (xs: string[]) => {
+    const out: string[][] = [];
+    for (let i = 0; i < xs.length; i += MAX_RULE_ADDRESSES) out.push(xs.slice(i, i + MAX_RULE_ADDRESSES));
+    return out;
+  };
+  const ruleLabel = `${action}-${label}`.slice(0, 32);
+  for (const part of chunk(ipv4.sort()))
+    rules.push({ action, protocol: "TCP", ports, label: ruleLabel, addresses: { ipv4: part } });
+  for (const part of chunk(ipv6.sort()))
+    rules.push({ action, protocol: "TCP", ports, label: ruleLabel, addresses: { ipv6: part } });
+  if (rules.length > MAX_RULES)
+    throw new CloudError(`the firewall needs ${rules.length} rules, Linode allows ${MAX_RULES}`);
+  return {
+    inbound: rules,
+    inbound_policy: kind === "allowList" ? "DROP" : "ACCEPT",
+    outbound: [],
+    outbound_policy: "ACCEPT",
+  };
+}
+
+function rulesKey(r: WireFirewallRules): string {
+  return JSON.stringify({
+    inbound: r.inbound.map((x) => ({
+      action: x.action,
+      protocol: x.protocol,
+      ports: x.ports ?? null,
+      label: x.label ?? null,
+      ipv4: [...(x.addresses.ipv4 ?? [])].sort(),
+      ipv6: [...(x.addresses.ipv6 ?? [])].sort(),
+    })),
+    inbound_policy: r.inbound_policy,
+    outbound: r.outbound.length,
+    outbound_policy: r.outbound_policy,
+  });
+}
+
+function sameTags(a: readonly string[], b: readonly string[]): boolean {
+  return JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
+}
+
+function ingressOf(nb: WireNodeBalancer, s: LinodeLbSettings): LbIngress[] {
+  if (s.hostnameOnlyIngress) return [{ hostname: nb.hostname }];
+  const out: LbIngress[] = [{ ip: nb.ipv4, hostname: nb.hostname }];
+  if (s.enableIPv6Ingress && nb.ipv6) out.push({ ip: nb.ipv6, hostname: nb.hostname });
+  return out;
+}
+
+function settingsOf(annotations: Readonly<Record<string, string>> | undefined): LinodeLbSettings {
+  return parseLinodeAnnotations(annotations ?? {});
+}
+
+export class LinodeLoadBalancers implements LoadBalancers {
+  readonly capabilities = CAPABILITIES;
+  /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
+  private readonly nodePorts = new Map<number, number>();
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly client: LinodeClient,
+    private readonly vpc?: VpcResolver,
+    /** New NodeBalancers get VPC backends: the nodes' VPC IPv4 in their subnet. */
+    private readonly vpcBackends = false,
+  ) {}
+
+  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    checkOwner(owner);
+    const nb = await this.findOwned(owner, signal);
+    if (nb === undefined) return undefined;
+    const configs = await this.configs(nb.id, signal);
+    const backends = new Set<string>();
+    for (const c of configs)
+      for (const n of await this.nodes(nb.id, c.id, signal)) {
+        const id = idOfNodeLabel(n.label);
+        if (id !== undefined) backends.add(id);
+      }
+    return {
+      id: String(nb.id),
+      name: nb.label,
+      owner,
+      ingress: ingressOf(nb, settingsOf(undefined)),
+      backends: [...backends].sort(),
+    };
+  }
+
+  async ensure(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<readonly LbIngress[]> {
+    checkOwner(owner);
+    if (spec.internal)
+      throw new CloudError("NodeBalancers are public: an internal load balancer is not supported");
+    const s = settingsOf(spec.annotations);
+    const name = loadBalancerName(owner.cluster, owner.serviceUid);
+    const configs = desiredConfigs(spec, s);
+    const rules = desiredRules(spec, s, name);
+    const tags = nodeBalancerTags(owner, s.tags);
+
+    let nb = await this.findOwned(owner, signal);
+    if (s.nodeBalancerId !== undefined && nb !== undefined && nb.id !== s.nodeBalancerId) {
+      // The Service now names another NodeBalancer: take it over, let the old one go.
+      const previous = nb;
+      nb = await this.adopt(owner, s.nodeBalancerId, undefined, tags, signal);
+      await this.release(owner, previous, s.preserve, signal);
+    } else if (nb === undefined) {
+      nb = await this.adopt(owner, s.nodeBalancerId, hints, tags, signal);
+    }
+    const nodes = await this.desiredNodes(spec.backends, signal);
+    if (nb === undefined) {
+      // IPv6 backends take no backend VPC (as the Linode CCM has it).
+      const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.vpcBackends ? "vpc" : "private";
+      // Linode wants at least one node per config at creation (the Linode CCM refuses too).
+      if (nodes.every((n) => addressOf(n, mode) === undefined))
+        throw new TransientCloudError(`no node with a ${mode} address to put behind a new NodeBalancer yet`);
+      // The annotations' subnet (as the Linode CCM chooses it), else the nodes' own subnets.
+      const chosen = mode === "vpc" ? await this.backendSubnet(s, signal) : undefined;
+      const subnets =
+        chosen !== undefined
+          ? [chosen]
+          : mode === "vpc"
+            ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))]
+            : [];
+      nb = await this.client.post<WireNodeBalancer>(
+        LB_OPS.create,
+        "/nodebalancers",
+        {
+          label: name,
+          region: this.ctx.account.region,
+          tags,
+          client_conn_throttle: s.throttle,
+          type: s.nodeBalancerType,
+          ...(s.reservedIPv4 !== undefined && { ipv4: s.reservedIPv4 }),
+          ...(s.frontend !== undefined && { frontend_vpcs: [await this.frontendVpc(s.frontend, signal)] }),
+          ...(subnets.length > 0 && {
+            backend_vpcs: subnets
+              .sort((a, b) => a - b)
+              .map((subnet_id) => ({
+                subnet_id,
+                ...(chosen !== undefined &&
+                  s.backendIPv4Range !== undefined && { ipv4_range: s.backendIPv4Range }),
+              })),
+          }),
+          configs: configs.map((c) => ({
+            ...configFields(c),
+            nodes: nodesFor(nodes, c.nodePort, [], mode, chosen),
+          })),
+        },
+        { signal },
+      );
+      this.ctx.logger.info({ nodebalancer: nb.id, label: name }, "NodeBalancer created");
+    } else {
+      if (s.reservedIPv4 !== undefined && s.reservedIPv4 !== nb.ipv4)
+        this.ctx.logger.warn(
+          { nodebalancer: nb.id, ipv4: nb.ipv4, annotation: s.reservedIPv4 },
+          "reserved-ipv4 changed, but a NodeBalancer's IPv4 cannot change after creation: ignored",
+        );
+      nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
+      await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
+    }
+    for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
+    await this.reconcileFirewall(owner, nb, name, rules, s, signal);
+    return ingressOf(nb, s);
+  }
+
+  async updateBackends(
+    owner: LbOwner,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<undefined> {
+    checkOwner(owner);
+    const nb = await this.findOwned(owner, signal);
+    if (nb === undefined) throw new CloudError("no NodeBalancer of this Service: a full sync is needed");
+    const nodes = await this.desiredNodes(backends, signal);
+    const configs = await this.configs(nb.id, signal);
+    const current = new Map<number, WireNbNode[]>();
+    for (const c of configs) current.set(c.id, await this.nodes(nb.id, c.id, signal));
+    const all = [...current.values()].flat();
+    const mode = this.modeOf(all, all.length > 0 && all.every((n) => n.address.startsWith("[")));
+    for (const c of configs) {
+      const have = current.get(c.id) ?? [];
+      const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
+      if (nodePort === undefined)
+        throw new CloudError(
+          `config for port ${c.port} has no nodes and no known node port: a full sync is needed`,
+        );
+      const want = nodesFor(nodes, nodePort, have, mode, mode === "vpc" ? soleSubnet(all) : undefined);
+      if (sameNodes(have, want)) continue;
+      await this.client.post(
+        LB_OPS.rebuild,
+        `/nodebalancers/${nb.id}/configs/${c.id}/rebuild`,
+        { nodes: want },
+        { signal },
+      );
+    }
+    return undefined;
+  }
+
+  async ensureDeleted(owner: LbOwner, signal?: AbortSignal, hints?: LbServiceHints): Promise<undefined> {
+    checkOwner(owner);
+    let preserve = false;
+    let retainIP = true;
+    try {
+      ({ preserve, retainReservedIPv4: retainIP } = settingsOf(hints?.annotations));
+    } catch {
+      // A bad annotation never blocks a deletion; only a valid preserve=true keeps it.
+    }
+    const name = loadBalancerName(owner.cluster, owner.serviceUid);
+    for (const nb of await this.ownedNodeBalancers(owner, signal))
+      await this.release(owner, nb, preserve, signal, retainIP);
+    // Firewalls of an interrupted create or delete: ours by label and tags, attached to nothing of ours.
+    const orphans = await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
+      signal,
+      filter: { label: name },
+    });
+    for (const fw of orphans)
+      if (fw.label === name && sameOwner(ownerOfTags(fw.tags), owner))
+        await this.deleteFirewall(fw.id, signal);
+    return undefined;
+  }
+
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const page = pageToken === undefined ? 1 : Number(pageToken);
+    if (!Number.isInteger(page) || page < 1) throw new SuspectAnswerError(`bad page token ${pageToken}`);
+    const answer = await this.client.page<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", page, {
+      signal,
+      filter: { tags: OWNED_TAG },
+    });
+    const items = [];
+    for (const nb of answer.data) {
+      const owner = ownerOfTags(nb.tags);
+      if (owner === undefined || !nb.tags.includes(OWNED_TAG)) continue;
+      items.push({ id: String(nb.id), name: nb.label, owner, ingress: ingressOf(nb, settingsOf(undefined)) });
+    }
+    return page < answer.pages ? { items, nextPageToken: String(page + 1) } : { items };
+  }
+
+  // ---- finding ------------------------------------------------------------------------------
+
+  private async ownedNodeBalancers(owner: LbOwner, signal?: AbortSignal): Promise<WireNodeBalancer[]> {
+    const found = await this.client.list<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", {
+      signal,
+      filter: { tags: `${UID_TAG}${owner.serviceUid}` },
+    });
+    return found.filter((nb) => sameOwner(ownerOfTags(nb.tags), owner)).sort((a, b) => a.id - b.id);
+  }
+
+  private async findOwned(owner: LbOwner, signal?: AbortSignal): Promise<WireNodeBalancer | undefined> {
+    return (await this.ownedNodeBalancers(owner, signal))[0];
+  }
+
+  /**
+   * The NodeBalancer the Linode CCM made for this Service, found as it finds it (the
+   * nodebalancer-id annotation, else the Service's ingress IP), tagged as ours; undefined when none.
+   */
+  private async adopt(
+    owner: LbOwner,
+    id: number | undefined,
+    hints: LbServiceHints | undefined,
+    tags: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<WireNodeBalancer | undefined> {
+    let found: WireNodeBalancer | undefined;
+    if (id !== undefined) {
+      try {
+        found = await this.client.get<WireNodeBalancer>(LB_OPS.get, `/nodebalancers/${id}`, { signal });
+      } catch (err) {
+        if (isNotFound(err))
+          throw new CloudError(`NodeBalancer ${id} (nodebalancer-id annotation) does not exist`);
+        throw err;
+      }
+    } else {
+      for (const ingress of hints?.ingress ?? []) {
+        if (ingress.ip === undefined || ingress.ip === "") continue;
+        const family = ingress.ip.includes(":") ? "ipv6" : "ipv4";
+        const list = await this.client.list<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", {
+          signal,
+          filter: { [family]: ingress.ip },
+        });
+        found = list.find((nb) => nb[family] === ingress.ip);
+        if (found !== undefined) break;
+      }
+    }
+    if (found === undefined) return undefined;
+    const holder = ownerOfTags(found.tags);
+    if (holder !== undefined && !sameOwner(holder, owner))
+      throw new CloudError(
+        `NodeBalancer ${found.id} belongs to another Service (cluster ${holder.cluster}): not adopting it`,
+      );
+    if (found.region !== this.ctx.account.region)
+      throw new CloudError(`NodeBalancer ${found.id} is in ${found.region}, not ${this.ctx.account.region}`);
+    const adopted = await this.client.put<WireNodeBalancer>(
+      LB_OPS.update,
+      `/nodebalancers/${found.id}`,
+      { tags: [...new Set([...found.tags.filter((t) => !isOurTag(t)), ...tags])] },
+      { signal },
+    );
+    this.ctx.logger.info({ nodebalancer: found.id, label: found.label }, "NodeBalancer adopted");
+    return adopted;
+  }
+
+  private configs(nbId: number, signal?: AbortSignal): Promise<WireNbConfig[]> {
+    return this.client.list<WireNbConfig>(LB_OPS.configsList, `/nodebalancers/${nbId}/configs`, { signal });
+  }
+
+  private nodes(nbId: number, configId: number, signal?: AbortSignal): Promise<WireNbNode[]> {
+    return this.client.list<WireNbNode>(
+      LB_OPS.nodesList,
+      `/nodebalancers/${nbId}/configs/${configId}/nodes`,
+      {
+        signal,
+      },
+    );
+  }
+
+  /**
+   * An existing NodeBalancer keeps the kind of backends it was made with (its nodes' subnet_id
+   * tells); one without nodes gets what a new one would.
+   */
+  private modeOf(nodes: readonly WireNbNode[], ipv6: boolean): BackendMode {
+    if (ipv6) return "ipv6";
+    if (nodes.length === 0) return this.vpcBackends ? "vpc" : "private";
+    return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null) ? "vpc" : "private";
+  }
+
+  /** The frontend_vpcs entry of a NodeBalancer with a VPC frontend. */
+  private async frontendVpc(
+    f: NonNullable<LinodeLbSettings["frontend"]>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    let subnet: number;
+    if ("id" in f.subnet) subnet = f.subnet.id;
+    else if (this.vpc === undefined) throw new CloudError("a frontend VPC by name needs the Linode VPC API");
+    else subnet = await this.vpc.subnetByName(f.subnet.vpc, f.subnet.subnet, signal);
+    return {
+      subnet_id: subnet,
+      ...(f.ipv4Range !== undefined && { ipv4_range: f.ipv4Range }),
+      ...(f.ipv6Range !== undefined && { ipv6_range: f.ipv6Range }),
+    };
+  }
+
+  /** The backend subnet the Service's annotations name, if any (checked only when a NodeBalancer is made). */
+  private async backendSubnet(s: LinodeLbSettings, signal?: AbortSignal): Promise<number | undefined> {
+    const b = s.backendSubnet;
+    if (b === undefined) return undefined;
+    if ("id" in b) return b.id;
+    if (this.vpc === undefined)
+      throw new CloudError("backend-vpc-name and backend-subnet-name need the account's VPC (network)");
+    return this.vpc.subnetByName(b.vpc, b.subnet, signal);
+  }
+
+  /** The backends' private and VPC IPv4 addresses (one filtered list per hundred Linodes). */
+  private async desiredNodes(backends: readonly string[], signal?: AbortSignal): Promise<BackendNode[]> {
+    const out: BackendNode[] = [];
+    const vpcAddresses = this.vpc === undefined ? new Map() : await this.vpc.addressesByLinode(signal);
+    const ids = [...new Set(backends)].map(Number).filter((n) => Number.isInteger(n));
+    for (let i = 0; i < ids.length; i += IDS_PER_FILTER) {
+      const part = ids.slice(i, i + IDS_PER_FILTER);
+      const linodes = (
+        await this.client.list<WireLinode>(LB_OPS.backends, "/linode/instances", {
+          signal,
+          filter: idsFilter(part, this.ctx.account.region),
+        })
+      ).map(checkLinode);
+      for (const l of linodes) {
+        if (!part.includes(l.id)) continue;
+        const ip = l.ipv4.find((a) => a.startsWith("192.168.")) ?? l.ipv4.find(isPrivateIPv4);
+        const vpc = vpcAddresses.get(l.id)?.[0];
+        if (ip === undefined && vpc === undefined) {
+          this.ctx.logger.warn(
+            { linode: l.id },
+            "backend Linode has no private or VPC IPv4: left out of the NodeBalancer",
+          );
+          continue;
+        }
+        const ipv6 = l.ipv6 === null || l.ipv6 === "" ? undefined : l.ipv6.replace(/\/128$/, "");
+        out.push({
+          label: nodeLabel(l.id, l.label),
+          ...(ip !== undefined && { privateIP: ip }),
+          ...(ipv6 !== undefined && { ipv6 }),
+          ...(vpc !== undefined && { vpc: { ip: vpc.address, subnetId: vpc.subnetId } }),
+        });
+      }
+    }
+    return out.sort((a, b) => a.label.localeCompare(b.label));
+  }
+
+  // ---- changing -----------------------------------------------------------------------------
+
+  private async updateNodeBalancer(
+    nb: WireNodeBalancer,
+    tags: readonly string[],
+    throttle: number,
+    signal?: AbortSignal,
+  ): Promise<WireNodeBalancer> {
+    const body: Record<string, unknown> = {};
+    if (!sameTags(nb.tags, tags)) body["tags"] = tags;
+    if (nb.client_conn_throttle !== throttle) body["client_conn_throttle"] = throttle;
+    if (Object.keys(body).length === 0) return nb;
+    return this.client.put<WireNodeBalancer>(LB_OPS.update, `/nodebalancers/${nb.id}`, body, { signal });
+  }
+
+  private async reconcileConfigs(
+    nbId: number,
+    want: readonly DesiredConfig[],
+    nodes: readonly BackendNode[],
+    settings: LinodeLbSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const ipv6 = settings.enableIPv6Backends;
+    const have = await this.configs(nbId, signal);
+    const wanted = new Set(want.map((c) => c.port));
+    for (const c of have)
+      if (!wanted.has(c.port))
+        await this.client.delete(LB_OPS.configDelete, `/nodebalancers/${nbId}/configs/${c.id}`, { signal });
+    const kept = have.filter((c) => wanted.has(c.port));
+    const currentOf = new Map<number, WireNbNode[]>();
+    for (const c of kept) currentOf.set(c.id, await this.nodes(nbId, c.id, signal));
+    const existing = [...currentOf.values()].flat();
+    const mode = this.modeOf(existing, ipv6);
+    const subnet =
+      mode === "vpc" ? (soleSubnet(existing) ?? (await this.backendSubnet(settings, signal))) : undefined;
+    for (const w of want) {
+      let config = kept.find((c) => c.port === w.port);
+      let current: WireNbNode[] = [];
+      if (config === undefined) {
+        config = await this.client.post<WireNbConfig>(
+          LB_OPS.configCreate,
+          `/nodebalancers/${nbId}/configs`,
+          configFields(w),
+          { signal },
+        );
+      } else {
+        current = currentOf.get(config.id) ?? [];
+      }
+      const nextNodes = nodesFor(nodes, w.nodePort, current, mode, subnet);
+      if (configMatches(config, w) && sameNodes(current, nextNodes)) continue;
+      await this.client.post(
+        LB_OPS.rebuild,
+        `/nodebalancers/${nbId}/configs/${config.id}/rebuild`,
+        { ...configFields(w), nodes: nextNodes },
+        { signal },
+      );
+    }
+  }
+
+  private async reconcileFirewall(
+    owner: LbOwner,
+    nb: WireNodeBalancer,
+    name: string,
+    rules: WireFirewallRules | undefined,
+    s: LinodeLbSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const attached = await this.client.unpaged<WireFirewall>(
+      LB_OPS.nbFirewalls,
+      `/nodebalancers/${nb.id}/firewalls`,
+      {
+        signal,
+      },
+    );
+    // Ours, or the one the Linode CCM made for this NodeBalancer (it labels it with the NodeBalancer's label).
+    const mine = (fw: WireFirewall) =>
+      sameOwner(ownerOfTags(fw.tags), owner) || (ownerOfTags(fw.tags) === undefined && fw.label === nb.label);
+    if (s.firewallId !== undefined) {
+      for (const fw of attached) {
+        if (fw.id === s.firewallId) continue;
+        if (mine(fw)) await this.deleteFirewall(fw.id, signal);
+        else await this.detach(fw.id, nb.id, signal);
+      }
+      if (!attached.some((fw) => fw.id === s.firewallId))
+        await this.client.post(
+          LB_OPS.deviceCreate,
+          `/networking/firewalls/${s.firewallId}/devices`,
+          { id: nb.id, type: "nodebalancer" },
+          { signal },
+        );
+      return;
+    }
+    const ours = attached.filter(mine);
+    if (rules === undefined) {
+      for (const fw of ours) await this.deleteFirewall(fw.id, signal);
+      return;
+    }
+    for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
+    const [keep, ...extra] = ours;
+    for (const fw of extra) await this.deleteFirewall(fw.id, signal);
+    if (keep !== undefined) {
+      if (rulesKey(keep.rules) !== rulesKey(rules))
+        await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${keep.id}/rules`, rules, {
+          signal,
+        });
+      if (!sameOwner(ownerOfTags(keep.tags), owner))
+        await this.client.put(
+          LB_OPS.firewallUpdate,
+          `/networking/firewalls/${keep.id}`,
+          { tags: [...keep.tags.filter((t) => !isOurTag(t)), ...ownerTags(owner)] },
+          { signal },
+        );
+      return;
+    }
+    // A firewall of ours an interrupted ensure made but did not attach: attach it, don't make another.
+    const orphan = (
+      await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
+        signal,
+        filter: { label: name },
+      })
+    ).find((fw) => fw.label === name && sameOwner(ownerOfTags(fw.tags), owner));
+    if (orphan !== undefined) {
+      if (rulesKey(orphan.rules) !== rulesKey(rules))
+        await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${orphan.id}/rules`, rules, {
+          signal,
+        });
+      await this.client.post(
+        LB_OPS.deviceCreate,
+        `/networking/firewalls/${orphan.id}/devices`,
+        { id: nb.id, type: "nodebalancer" },
+        { signal },
+      );
+      return;
+    }
+    await this.client.post(
+      LB_OPS.firewallCreate,
+      "/networking/firewalls",
+      { label: name, tags: ownerTags(owner), rules, devices: { nodebalancers: [nb.id] } },
+      { signal },
+    );
+  }
+
+  /** Deletes (or, preserved, lets go of) a NodeBalancer of the owner and the firewalls made for it. */
+  private async release(
+    owner: LbOwner,
+    nb: WireNodeBalancer,
+    preserve: boolean,
+    signal?: AbortSignal,
+    retainReservedIPv4 = true,
+  ) {
+    const attached = await this.client.unpaged<WireFirewall>(
+      LB_OPS.nbFirewalls,
+      `/nodebalancers/${nb.id}/firewalls`,
+      {
+        signal,
+      },
+    );
+    const made = attached.filter(
+      (fw) =>
+        sameOwner(ownerOfTags(fw.tags), owner) ||
+        (ownerOfTags(fw.tags) === undefined && fw.label === nb.label),
+    );
+    if (preserve) {
+      for (const fw of made)
+        if (fw.tags.some(isOurTag))
+          await this.client.put(
+            LB_OPS.firewallUpdate,
+            `/networking/firewalls/${fw.id}`,
+            { tags: fw.tags.filter((t) => !isOurTag(t)) },
+            { signal },
+          );
+      await this.client.put(
+        LB_OPS.update,
+        `/nodebalancers/${nb.id}`,
+        { tags: nb.tags.filter((t) => !isOurTag(t)) },
+        { signal },
+      );
+      this.ctx.logger.info(
+        { nodebalancer: nb.id },
+        "NodeBalancer preserved (preserve annotation): no longer ours",
+      );
+      return;
+    }
+    for (const fw of made) await this.deleteFirewall(fw.id, signal);
+    if (!retainReservedIPv4) {
+      // As the Linode CCM: the NodeBalancer's IPv4 stops being reserved; not reserved is done.
+      try {
+        await this.client.delete(
+          LB_OPS.reservedIPDelete,
+          `/networking/reserved/ips/${encodeURIComponent(nb.ipv4)}`,
+          { signal },
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    try {
+      await this.client.delete(LB_OPS.delete, `/nodebalancers/${nb.id}`, { signal });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    this.ctx.logger.info({ nodebalancer: nb.id }, "NodeBalancer deleted");
+  }
+
+  private async deleteFirewall(id: number, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.client.delete(LB_OPS.firewallDelete, `/networking/firewalls/${id}`, { signal });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  private async detach(firewallId: number, nbId: number, signal?: AbortSignal): Promise<void> {
+    const devices = await this.client.list<{ id: number; entity: { id: number; type: string } }>(
+      LB_OPS.devicesList,
+      `/networking/firewalls/${firewallId}/devices`,
+      { signal },
+    );
+    for (const d of devices)
+      if (d.entity.type === "nodebalancer" && d.entity.id === nbId)
+        await this.client.delete(LB_OPS.deviceDelete, `/networking/firewalls/${firewallId}/devices/${d.id}`, {
+          signal,
+        });
+  }
+}
+
+/**
+ * Linodes by id in the region. The region key keeps the filter a "simple filter" for the spec's
+ * oneOf (a filter of operators only matches both of its schemas).
+ */
+export function idsFilter(ids: readonly number[], region: string): Record<string, unknown> {
+  return ids.length === 1 ? { id: ids[0], region } : { "+or": ids.map((id) => ({ id })), region };
+}
+
+/** A backend Linode's addresses: private IPv4, and VPC IPv4 with its subnet when in the VPC. */
+interface BackendNode {
+  readonly label: string;
+  readonly privateIP?: string;
+  readonly vpc?: { readonly ip: string; readonly subnetId: number };
+  /** The public (SLAAC) IPv6, for enable-ipv6-backends. */
+  readonly ipv6?: string;
+}
+
+/** Which address of a node a NodeBalancer reaches: private IPv4, VPC IPv4 or public IPv6. */
+type BackendMode = "private" | "vpc" | "ipv6";
+
+function addressOf(n: BackendNode, mode: BackendMode): string | undefined {
+  return mode === "vpc" ? n.vpc?.ip : mode === "ipv6" ? n.ipv6 : n.privateIP;
+}
+
+/**
+ * The one subnet every existing VPC node is in: the NodeBalancer's backend subnet, which new
+ * nodes must use too. Undefined when the nodes span several (one backend VPC each).
+ */
+function soleSubnet(nodes: readonly WireNbNode[]): number | undefined {
+  const ids = new Set(nodes.flatMap((n) => (typeof n.subnet_id === "number" ? [n.subnet_id] : [])));
+  return ids.size === 1 ? [...ids][0] : undefined;
+}
+
+/** `<ip>:<port>`, IPv6 bracketed (Go's net.JoinHostPort, as the Linode CCM). */
+function hostPort(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+function nodesFor(
+  nodes: readonly BackendNode[],
+  nodePort: number,
+  existing: readonly WireNbNode[],
+  mode: BackendMode,
+  subnetOverride?: number,
+): (DesiredNode & { id?: number; subnet_id?: number })[] {
+  const out: (DesiredNode & { id?: number; subnet_id?: number })[] = [];
+  for (const n of nodes) {
+    const ip = addressOf(n, mode);
+    if (ip === undefined) continue;
+    const address = hostPort(ip, nodePort);
+    const id = existing.find((e) => e.address === address)?.id;
+    out.push({
+      address,
+      label: n.label,
+      weight: 100,
+      mode: "accept",
+      ...(id !== undefined && { id }),
+      ...(mode === "vpc" && n.vpc !== undefined && { subnet_id: subnetOverride ?? n.vpc.subnetId }),
+    });
+  }
+  return out;
+}
+
+function sameNodes(
+  have: readonly WireNbNode[],
+  want: readonly (DesiredNode & { subnet_id?: number })[],
+): boolean {
+  const key = (n: {
+    address: string;
+    label: string;
+    weight: number;
+    mode: string;
+    subnet_id?: number | null;
+  }) => `${n.address}|${n.label}|${n.weight}|${n.mode}|${n.subnet_id ?? ""}`;
+  return JSON.stringify(have.map(key).sort()) === JSON.stringify(want.map(key).sort());
+}
+
+function portOf(nodes: readonly WireNbNode[]): number | undefined {
+  const port = nodes[0]?.address.split(":").pop();
+  // "[2600::1]:30080" and "192.168.1.2:30080" both end in ":<port>".
+  return port === undefined ? undefined : Number(port);
+}
