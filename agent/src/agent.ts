@@ -7,6 +7,7 @@ import {
   DesiredBatch,
   type NodeDesired,
   ObjectKind,
+  RELEASE_VERSION,
   type ServiceDesired,
   type Welcome,
 } from "@fleet-ccm/proto";
@@ -26,7 +27,7 @@ import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
-export const AGENT_VERSION = "0.1.0";
+export const AGENT_VERSION = RELEASE_VERSION;
 /** The reason of the Warning Event on an object too large to be sent to the hub. */
 export const REASON_TOO_LARGE = "TooLargeForHub";
 

@@ -1,0 +1,118 @@
+import { X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { PeerCertificate } from "node:tls";
+import { experimental, ServerCredentials } from "@grpc/grpc-js";
+
+const { createCertificateProviderServerCredentials, FileWatcherCertificateProvider } = experimental;
+
+export interface TlsOptions {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** CA bundle that issues agents' client certificates: set, mutual TLS is required. */
+  readonly clientCaFile?: string | undefined;
+  /** Where a client certificate names its cluster: a URI SAN (default) or the subject CN. */
+  readonly clientIdentity?: "uri" | "cn" | undefined;
+  /** With clientIdentity "uri": the cluster name is what follows this prefix. */
+  readonly clientUriPrefix?: string | undefined;
+  /** How often the certificate, key and CA files are read again (rotation without restart). */
+  readonly reloadIntervalMs?: number | undefined;
+}
+
+export const DEFAULT_CLIENT_URI_PREFIX = "spiffe://fleet-ccm/cluster/";
+const DEFAULT_RELOAD_MS = 60_000;
+
+/** Maps a verified client certificate to the cluster it names. */
+export interface ClientIdentity {
+  clusterOf(cert: PeerCertificate | undefined): string | undefined;
+  describe(): string;
+}
+
+export interface HubTransport {
+  readonly credentials: ServerCredentials;
+  /** Set with mutual TLS. */
+  readonly identity: ClientIdentity | undefined;
+  close(): void;
+}
+
+/**
+ * The hub's listener credentials. TLS certificate, key and client CA are files read again every
+ * reloadIntervalMs: a renewed certificate serves new connections while open streams keep theirs,
+ * and a CA bundle holding the old and the new CA accepts clients of both during a rotation.
+ * Files are checked once, synchronously, so a missing or unreadable file fails the start.
+ */
+export function serverCredentials(insecure: boolean, tls: TlsOptions | undefined): HubTransport {
+  if (insecure) return { credentials: ServerCredentials.createInsecure(), identity: undefined, close() {} };
+  if (tls === undefined) throw new Error("grpc.tls is required unless grpc.insecure is set");
+  checkPem("grpc.tls.certFile", tls.certFile, true);
+  checkPem("grpc.tls.keyFile", tls.keyFile, false);
+  if (tls.clientCaFile !== undefined) checkPem("grpc.tls.clientCaFile", tls.clientCaFile, true);
+  const refreshIntervalMs = tls.reloadIntervalMs ?? DEFAULT_RELOAD_MS;
+  const identityFiles = new FileWatcherCertificateProvider({
+    certificateFile: tls.certFile,
+    privateKeyFile: tls.keyFile,
+    refreshIntervalMs,
+  });
+  const caFiles =
+    tls.clientCaFile === undefined
+      ? null
+      : new FileWatcherCertificateProvider({ caCertificateFile: tls.clientCaFile, refreshIntervalMs });
+  // grpc-js names these parameters the other way round; the order is identity, then CA.
+  const credentials = createCertificateProviderServerCredentials(identityFiles, caFiles, caFiles !== null);
+  return {
+    credentials,
+    identity: caFiles === null ? undefined : clientIdentity(tls),
+    close() {
+      // The providers' timers stop when the server drops its watchers; nothing else holds them.
+    },
+  };
+}
+
+function checkPem(field: string, file: string, certificate: boolean): void {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new Error(`${field}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+  if (certificate) {
+    try {
+      new X509Certificate(text);
+    } catch {
+      throw new Error(`${field}: ${file} holds no PEM certificate`);
+    }
+  } else if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) {
+    throw new Error(`${field}: ${file} holds no PEM private key`);
+  }
+}
+
+export function clientIdentity(tls: Pick<TlsOptions, "clientIdentity" | "clientUriPrefix">): ClientIdentity {
+  if (tls.clientIdentity === "cn")
+    return {
+      clusterOf: (cert) => {
+        const cn = cert?.subject?.CN;
+        return typeof cn === "string" && cn !== "" ? cn : undefined;
+      },
+      describe: () => "the cluster name as the subject CN",
+    };
+  const prefix = tls.clientUriPrefix ?? DEFAULT_CLIENT_URI_PREFIX;
+  return {
+    clusterOf: (cert) => {
+      const names = uriSans(cert?.subjectaltname ?? "").filter((u) => u.startsWith(prefix));
+      // Two cluster URIs in one certificate name no single cluster.
+      if (names.length !== 1) return undefined;
+      const name = names[0]?.slice(prefix.length) ?? "";
+      return name === "" || name.includes("/") ? undefined : name;
+    },
+    describe: () => `one URI SAN ${prefix}<cluster>`,
+  };
+}
+
+/** URI entries of Node's subjectaltname string ("DNS:a, URI:spiffe://x/y", quoted when odd). */
+function uriSans(san: string): string[] {
+  const out: string[] = [];
+  for (const m of san.matchAll(/URI:("(?:[^"\\]|\\.)*"|[^,\s]+)/g)) {
+    const v = m[1] ?? "";
+    out.push(v.startsWith('"') ? (JSON.parse(v) as string) : v);
+  }
+  return out;
+}
