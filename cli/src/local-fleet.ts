@@ -56,6 +56,8 @@ export interface AgentProcessOptions {
   readonly natsServers?: readonly string[];
   /** The NATS password written to --nats-password-file (default: the cluster's). */
   readonly natsPassword?: string;
+  /** The hub token written to --token-file (default: the cluster's). */
+  readonly token?: string;
   /** --log-level (default warn). */
   readonly logLevel?: string;
   /** Collects the agent's stdout and stderr, one line per entry, instead of inheriting stderr. */
@@ -140,6 +142,15 @@ export class LocalFleet {
       }),
     );
     return fleet;
+  }
+
+  /** Every secret this fleet hands out: the cloud key, cluster tokens, NATS passwords (leak scans). */
+  secrets(): string[] {
+    return [
+      this.cloudKey,
+      this.hubNatsPassword,
+      ...[...this.clusters.values()].flatMap((c) => [c.token, c.natsPassword]),
+    ];
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
@@ -281,7 +292,7 @@ export class LocalFleet {
       o.kubeServer === undefined ? kubeconfig : kubeconfig.replaceAll(c.kube.url, o.kubeServer),
       { mode: 0o600 },
     );
-    writeFileSync(join(dir, "token"), c.token, { mode: 0o600 });
+    writeFileSync(join(dir, "token"), o.token ?? c.token, { mode: 0o600 });
     writeFileSync(join(dir, "nats-password"), o.natsPassword ?? c.natsPassword, { mode: 0o600 });
     const nats = (o.natsServers ?? [this.nats.url]).flatMap((u) => ["--nats", u]);
     const child = spawn(
