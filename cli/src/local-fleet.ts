@@ -12,6 +12,7 @@ import {
   fleetNatsUsers,
   freePort,
   type KubeApiServer,
+  type KubeRbacOptions,
   kubeletNode,
   type NatsServer,
   nodeName,
@@ -45,6 +46,8 @@ export interface LocalFleetOptions {
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
+  /** Every cluster's API server authorizes requests against these RBAC rules (the agent's role). */
+  readonly kubeRbac?: KubeRbacOptions;
 }
 
 export interface AgentProcessOptions {
@@ -129,7 +132,7 @@ export class LocalFleet {
     fleet.hubNatsPassword = hubPassword;
     await Promise.all(
       names.map(async (name, i) => {
-        const kube = await startKubeApiServer({});
+        const kube = await startKubeApiServer(opts.kubeRbac === undefined ? {} : { rbac: opts.kubeRbac });
         fleet.clusters.set(name, {
           name,
           token: secrets[i]?.token ?? "",
