@@ -21,7 +21,7 @@ import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
-import { HubStream, type TooLarge } from "./hub-stream.js";
+import { type ClientTlsFiles, HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
@@ -39,6 +39,8 @@ export interface AgentOptions {
     readonly token: string;
     readonly insecure: boolean;
     readonly caPem?: Buffer;
+    /** Mutual TLS: a client certificate naming this cluster, reloaded from its files. */
+    readonly tlsFiles?: ClientTlsFiles;
   };
   readonly nats: { readonly servers: readonly string[]; readonly user?: string; readonly password?: string };
   readonly logger: Logger;
@@ -94,6 +96,7 @@ export class Agent {
       token: opts.hub.token,
       insecure: opts.hub.insecure,
       caPem: opts.hub.caPem,
+      tlsFiles: opts.hub.tlsFiles,
       agentVersion: AGENT_VERSION,
       kubernetesVersion: () => this.kubernetesVersion,
       logger: this.log.child({ component: "hub-stream" }),

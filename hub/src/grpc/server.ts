@@ -100,7 +100,10 @@ export class HubGrpcServer {
   }
 
   async start(): Promise<number> {
-    this.tls = serverCredentials(this.opts.insecure, this.opts.tls);
+    this.tls = serverCredentials(this.opts.insecure, this.opts.tls, (r) =>
+      this.deps.logger.info(r, `TLS ${r.file} reloaded from its file`),
+    );
+    await this.tls.ready();
     const creds = this.tls.credentials;
     this.boundPort = await new Promise<number>((resolve, reject) =>
       this.server.bindAsync(this.opts.listen, creds, (err, port) => (err ? reject(err) : resolve(port))),

@@ -31,8 +31,15 @@ export interface HubTransport {
   readonly credentials: ServerCredentials;
   /** Set with mutual TLS. */
   readonly identity: ClientIdentity | undefined;
+  /** Resolves once the files were first read (before that the listener drops connections). */
+  ready(): Promise<void>;
   close(): void;
 }
+
+/** What a reload changed, for the hub's log. */
+export type TlsReload =
+  | { readonly file: "certificate"; readonly subject: string; readonly validTo: string }
+  | { readonly file: "client CA" };
 
 /**
  * The hub's listener credentials. TLS certificate, key and client CA are files read again every
@@ -40,8 +47,18 @@ export interface HubTransport {
  * and a CA bundle holding the old and the new CA accepts clients of both during a rotation.
  * Files are checked once, synchronously, so a missing or unreadable file fails the start.
  */
-export function serverCredentials(insecure: boolean, tls: TlsOptions | undefined): HubTransport {
-  if (insecure) return { credentials: ServerCredentials.createInsecure(), identity: undefined, close() {} };
+export function serverCredentials(
+  insecure: boolean,
+  tls: TlsOptions | undefined,
+  onReload?: (r: TlsReload) => void,
+): HubTransport {
+  if (insecure)
+    return {
+      credentials: ServerCredentials.createInsecure(),
+      identity: undefined,
+      ready: async () => {},
+      close() {},
+    };
   if (tls === undefined) throw new Error("grpc.tls is required unless grpc.insecure is set");
   checkPem("grpc.tls.certFile", tls.certFile, true);
   checkPem("grpc.tls.keyFile", tls.keyFile, false);
@@ -58,11 +75,47 @@ export function serverCredentials(insecure: boolean, tls: TlsOptions | undefined
       : new FileWatcherCertificateProvider({ caCertificateFile: tls.clientCaFile, refreshIntervalMs });
   // grpc-js names these parameters the other way round; the order is identity, then CA.
   const credentials = createCertificateProviderServerCredentials(identityFiles, caFiles, caFiles !== null);
+  // Our own listeners: they tell when the files were first read and log each change. They keep
+  // the providers' timers running until close().
+  let lastCert: Buffer | undefined;
+  let lastCa: Buffer | undefined;
+  let certLoaded: () => void = () => {};
+  let caLoaded: () => void = () => {};
+  const certReady = new Promise<void>((r) => {
+    certLoaded = r;
+  });
+  const caReady =
+    caFiles === null
+      ? Promise.resolve()
+      : new Promise<void>((r) => {
+          caLoaded = r;
+        });
+  const onIdentity = (u: { certificate: Buffer } | null) => {
+    if (u === null) return;
+    if (lastCert !== undefined && !lastCert.equals(u.certificate)) {
+      const c = new X509Certificate(u.certificate);
+      onReload?.({ file: "certificate", subject: c.subject, validTo: c.validTo });
+    }
+    lastCert = u.certificate;
+    certLoaded();
+  };
+  const onCa = (u: { caCertificate: Buffer } | null) => {
+    if (u === null) return;
+    if (lastCa !== undefined && !lastCa.equals(u.caCertificate)) onReload?.({ file: "client CA" });
+    lastCa = u.caCertificate;
+    caLoaded();
+  };
+  identityFiles.addIdentityCertificateListener(onIdentity);
+  caFiles?.addCaCertificateListener(onCa);
   return {
     credentials,
     identity: caFiles === null ? undefined : clientIdentity(tls),
+    ready: async () => {
+      await Promise.all([certReady, caReady]);
+    },
     close() {
-      // The providers' timers stop when the server drops its watchers; nothing else holds them.
+      identityFiles.removeIdentityCertificateListener(onIdentity);
+      caFiles?.removeCaCertificateListener(onCa);
     },
   };
 }
