@@ -11,10 +11,10 @@ export function agentVersionProblem(hub: string, agent: string): string | undefi
   const h = semver(hub);
   const a = semver(agent);
   if (h === undefined || a === undefined) return undefined;
-  if (a.major !== h.major || a.minor < h.minor - 1)
-    return `agent ${agent} is too old for hub ${hub}: this hub serves agents ${h.major}.${Math.max(0, h.minor - 1)}.x and ${h.major}.${h.minor}.x; upgrade the agent`;
-  if (a.minor > h.minor)
+  if (a.major > h.major || (a.major === h.major && a.minor > h.minor))
     return `agent ${agent} is newer than hub ${hub}: upgrade the hub first (a hub serves agents of its own minor release and one older)`;
+  if (a.major < h.major || a.minor < h.minor - 1)
+    return `agent ${agent} is too old for hub ${hub}: this hub serves agents ${h.major}.${Math.max(0, h.minor - 1)}.x and ${h.major}.${h.minor}.x; upgrade the agent`;
   return undefined;
 }
 
