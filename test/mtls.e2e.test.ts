@@ -4,10 +4,11 @@
  * any mismatch with the token or the Hello; it reloads its certificate and client CA bundle
  * from their files, so both rotate without a restart and without dropping open streams.
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Agent } from "@fleet-ccm/agent";
 import { AgentMessage, HubMessage, RELEASE_VERSION } from "@fleet-ccm/proto";
 import { Client, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
@@ -277,3 +278,50 @@ test("certificates rotate without a restart or a dropped stream: old and new val
   expect(await waitFor(() => fleet.progress().initialized === 2, 20_000)).toBe(true);
   expect(connects()).toBe(before);
 }, 90_000);
+
+test("the agent as a process with --cert-file and no token: its cluster's nodes initialize", async () => {
+  // After the rotation above the hub serves a ca2 certificate and trusts only ca2 clients.
+  const kube = fleet.cluster(b).kube;
+  writeFileSync(file("b.kubeconfig"), kube.kubeconfigYaml(), { mode: 0o600 });
+  writeFileSync(file("b.nats"), fleet.cluster(b).natsPassword, { mode: 0o600 });
+  const output: string[] = [];
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url)),
+      "agent",
+      "--cluster",
+      b,
+      "--hub",
+      `127.0.0.1:${fleet.hubPort}`,
+      "--ca-file",
+      file("ca2.crt"),
+      "--cert-file",
+      file("b2.crt"),
+      "--key-file",
+      file("b2.key"),
+      "--nats",
+      fleet.nats.url,
+      "--nats-user",
+      `agent-${b}`,
+      "--nats-password-file",
+      file("b.nats"),
+      "--kubeconfig",
+      file("b.kubeconfig"),
+      "--log-level",
+      "info",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, FLEET_CCM_TOKEN: "" } },
+  );
+  child.stdout?.on("data", (d: Buffer) => output.push(d.toString()));
+  child.stderr?.on("data", (d: Buffer) => output.push(d.toString()));
+  try {
+    const before = fleet.progress().initialized;
+    fleet.addNodes(b, 1);
+    expect(await waitFor(() => fleet.progress().initialized === before + 1, 30_000)).toBe(true);
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+  }
+  expect(output.join("")).not.toContain("UNAUTHENTICATED");
+}, 60_000);
