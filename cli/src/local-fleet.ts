@@ -217,8 +217,8 @@ export class LocalFleet {
    * Runs the hub as its own process through the CLI (`fleet-ccm hub --config`), on a fixed gRPC
    * port so agents reconnect to its successor, and a fixed HTTP port (/healthz, /readyz,
    * /metrics). Secrets reach it as environment variables, as the config's `{env: …}`
-   * references say. With `captureOutput` its stderr (the log) is kept for `output()` instead of
-   * passed through. Needs `npm run build`.
+   * references say. With `captureOutput` its stderr (the log) and stdout are kept for `output()`
+   * instead of passed through. Needs `npm run build`.
    */
   async spawnHubProcess(
     grpcPort?: number,
@@ -233,14 +233,16 @@ export class LocalFleet {
       process.execPath,
       [CLI, "hub", "--config", configPath, "--log-level", opts.logLevel ?? "warn"],
       {
-        stdio: ["ignore", "ignore", opts.captureOutput ? "pipe" : "inherit"],
+        stdio: ["ignore", opts.captureOutput ? "pipe" : "ignore", opts.captureOutput ? "pipe" : "inherit"],
         env: { ...process.env, ...this.env, ...opts.env },
       },
     );
     let output = "";
-    child.stderr?.on("data", (b: Buffer) => {
+    const keep = (b: Buffer) => {
       output += b.toString();
-    });
+    };
+    child.stderr?.on("data", keep);
+    child.stdout?.on("data", keep);
     child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     this.children.add(child);
     child.once("exit", () => this.children.delete(child));
