@@ -312,6 +312,30 @@ describe("malformed, oversized and deeply nested messages", () => {
   }, 60_000);
 });
 
+describe("apply results", () => {
+  test("an apply result for a 10 KiB object name ends the stream (protocol); the hub keeps nothing of it", async () => {
+    const s = await streaming();
+    s.send({
+      $case: "applyResult",
+      value: {
+        kind: 1,
+        namespace: "",
+        name: "r".repeat(10 * 1024),
+        uid: "u",
+        generation: 1,
+        outcome: 3,
+        httpStatus: 500,
+        reason: "",
+        message: "",
+      },
+    });
+    const e = await s.ended;
+    expect(e).toMatchObject({ code: status.INVALID_ARGUMENT, refusal: "protocol" });
+    expect(e.details).toContain("apply result for an object no API server holds");
+    s.close();
+  });
+});
+
 describe("sequence numbers", () => {
   test("a replayed or reordered delta seq is INVALID_ARGUMENT; a gap asks for a snapshot", async () => {
     const s = await streaming(5);

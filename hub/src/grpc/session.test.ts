@@ -1,6 +1,7 @@
 import {
   type AgentMessage,
   AnnotationFilter,
+  type ApplyResult,
   type HubMessage,
   Node,
   Service,
@@ -42,6 +43,7 @@ function harness(
   const written: HubMessage[] = [];
   const failures: { code: status; details: string }[] = [];
   const reasons: StreamRefusalReason[] = [];
+  const applied: ApplyResult[] = [];
   const received: [string, number][] = [];
   let primary: AgentSession | undefined;
   const session = new AgentSession(
@@ -73,7 +75,7 @@ function harness(
         primary = s;
       },
       isPrimary: (s) => s === primary,
-      onApplyResult: () => undefined,
+      onApplyResult: (_c, r) => applied.push(r),
       onReceived: (c, g) => received.push([c, g]),
       onClosed: () => undefined,
     },
@@ -90,6 +92,7 @@ function harness(
     written,
     failures,
     reasons,
+    applied,
     received,
     refusals,
     outcomes,
@@ -498,4 +501,34 @@ describe("AgentSession against a hostile agent", () => {
       "version: agent 0.2.9 is too old for hub 0.4.0: this hub serves agents 0.3.x and 0.4.x; upgrade the agent",
     ]);
   });
+});
+
+test("an apply result naming an object no API server holds ends the stream; its message is clipped", () => {
+  const h = harness();
+  const results = h.applied;
+  h.hello();
+  h.snapshot(1, []);
+  const result = (name: string, message: string) =>
+    h.send({
+      $case: "applyResult",
+      value: {
+        kind: 1,
+        namespace: "",
+        name,
+        uid: "u",
+        generation: 1,
+        outcome: 3,
+        httpStatus: 500,
+        reason: "x",
+        message,
+      },
+    });
+  result("node-1", "m".repeat(5000));
+  expect(results[0]?.message.length).toBe(1025);
+  result("n".repeat(10 * 1024), "");
+  expect(h.reasons).toEqual(["protocol"]);
+  expect(h.failures[0]?.details).toBe(
+    "apply result for an object no API server holds (name of 10240, namespace of 0, uid of 1 characters)",
+  );
+  expect(results).toHaveLength(1);
 });

@@ -121,6 +121,13 @@ type Phase =
   | { kind: "streaming"; seq: number }
   | { kind: "closed" };
 
+/** Bounds of an apply result's fields: Kubernetes' own for names, generous for the answer. */
+const MAX_NAME = 253;
+const MAX_NAMESPACE = 63;
+const MAX_UID = 128;
+const MAX_REASON = 128;
+const MAX_RESULT_MESSAGE = 1024;
+
 /** Deltas before an ack is sent without waiting for a heartbeat. */
 const ACK_EVERY = 256;
 /** A stream that sends nothing for this many heartbeat intervals is dead. */
@@ -183,9 +190,27 @@ export class AgentSession {
       case "heartbeat":
         return this.onHeartbeat(body.value.seq, body.value.receivedGeneration);
       case "applyResult":
-        this.deps.onApplyResult(this.cluster, body.value);
-        return;
+        return this.onApplyResult(body.value);
     }
+  }
+
+  /**
+   * Apply results are logged and kept per object: names no API server holds end the stream, and
+   * the API server's answer is clipped, so a result costs the hub a bounded amount.
+   */
+  private onApplyResult(r: ApplyResult): void {
+    if (r.name.length > MAX_NAME || r.namespace.length > MAX_NAMESPACE || r.uid.length > MAX_UID)
+      return this.refuse(
+        status.INVALID_ARGUMENT,
+        `apply result for an object no API server holds (name of ${r.name.length}, namespace of ${r.namespace.length}, uid of ${r.uid.length} characters)`,
+        "protocol",
+      );
+    this.deps.onApplyResult(this.cluster, {
+      ...r,
+      reason: r.reason.slice(0, MAX_REASON),
+      message:
+        r.message.length > MAX_RESULT_MESSAGE ? `${r.message.slice(0, MAX_RESULT_MESSAGE)}…` : r.message,
+    });
   }
 
   private onHello(claimed: string, agentVersion: string, kubernetesVersion: string): void {
