@@ -4,5 +4,6 @@ export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
 export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
 export type * from "./fleet-api/views.js";
+export { tlsFileProblems } from "./grpc/tls.js";
 export type { HubOptions } from "./hub.js";
 export { Hub } from "./hub.js";

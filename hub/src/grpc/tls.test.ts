@@ -1,6 +1,6 @@
 import type { PeerCertificate } from "node:tls";
 import { describe, expect, test } from "@jest/globals";
-import { clientIdentity, serverCredentials } from "./tls.js";
+import { clientIdentity, serverCredentials, tlsFileProblems } from "./tls.js";
 
 const cert = (san: string, cn = "x") =>
   ({ subjectaltname: san, subject: { CN: cn } }) as unknown as PeerCertificate;
@@ -32,4 +32,16 @@ test("a missing certificate file fails the start with the field and the file, no
   expect(() => serverCredentials(false, undefined)).toThrow(
     "grpc.tls is required unless grpc.insecure is set",
   );
+});
+
+test("tlsFileProblems lists every unreadable or wrong TLS file, one line each", () => {
+  expect(tlsFileProblems(true, undefined)).toEqual([]);
+  const here = new URL(import.meta.url).pathname;
+  expect(
+    tlsFileProblems(false, { certFile: here, keyFile: "/nonexistent/k", clientCaFile: "/nonexistent/ca" }),
+  ).toEqual([
+    `grpc.tls.certFile: ${here} holds no PEM certificate`,
+    "grpc.tls.keyFile: cannot read /nonexistent/k: ENOENT",
+    "grpc.tls.clientCaFile: cannot read /nonexistent/ca: ENOENT",
+  ]);
 });

@@ -120,6 +120,26 @@ export function serverCredentials(
   };
 }
 
+/** What is wrong with the TLS files a configuration names, one line each (--check-config). */
+export function tlsFileProblems(insecure: boolean, tls: TlsOptions | undefined): string[] {
+  if (insecure || tls === undefined) return [];
+  const problems: string[] = [];
+  const files: [string, string | undefined, boolean][] = [
+    ["grpc.tls.certFile", tls.certFile, true],
+    ["grpc.tls.keyFile", tls.keyFile, false],
+    ["grpc.tls.clientCaFile", tls.clientCaFile, true],
+  ];
+  for (const [field, file, certificate] of files) {
+    if (file === undefined) continue;
+    try {
+      checkPem(field, file, certificate);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  return problems;
+}
+
 function checkPem(field: string, file: string, certificate: boolean): void {
   let text: string;
   try {
