@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 
-const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+const lines: { msg: string; notLogged?: number }[] = [];
+const logger = pino({ level: "info" }, { write: (l: string) => lines.push(JSON.parse(l)) });
 const UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
 const DELTAS_PER_SECOND = 200;
 const OPENS_PER_MINUTE = 600;
@@ -221,6 +222,8 @@ describe("floods", () => {
       expect(e.code).toBe(status.RESOURCE_EXHAUSTED);
       expect(e.details).toContain("the limit is 2");
     }
+    // 18 refusals within a second: one log line (the next one will say how many it left out).
+    expect(lines.filter((l) => l.msg.startsWith("stream refused: the cluster already has")).length).toBe(1);
     for (const s of streams) s.close();
   }, 60_000);
 

@@ -6,6 +6,7 @@ import type { FleetState, Refusal, ReplaceOutcome } from "../fleet/state.js";
 import type { Clock } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
 import type { TokenAuthenticator } from "./auth.js";
+import { LogThrottle } from "./log-throttle.js";
 import { AgentSession, type SessionLimits, type StreamRefusalReason } from "./session.js";
 import { type HubTransport, serverCredentials, type TlsOptions } from "./tls.js";
 import { guardedHubService, type Malformed, TRANSPORT_SIZE_FACTOR } from "./wire.js";
@@ -57,6 +58,7 @@ export class HubGrpcServer {
   private readonly sessions = new Map<string, Set<AgentSession>>();
   private readonly primary = new Map<string, AgentSession>();
   private readonly opens = new Map<string, TokenBucket>();
+  private readonly logThrottle: LogThrottle;
   private nextId = 1;
   private boundPort = 0;
   private tls: HubTransport | undefined;
@@ -65,6 +67,7 @@ export class HubGrpcServer {
     private readonly opts: GrpcServerOptions,
     private readonly deps: GrpcServerDeps,
   ) {
+    this.logThrottle = new LogThrottle(deps.clock);
     this.server = new Server({
       "grpc.max_receive_message_length": opts.maxMessageBytes * TRANSPORT_SIZE_FACTOR,
       "grpc.max_send_message_length": opts.maxMessageBytes,
@@ -172,7 +175,9 @@ export class HubGrpcServer {
     };
     const who = this.identify(call);
     if (!("cluster" in who)) {
-      this.deps.logger.warn(
+      this.warn(
+        "",
+        who.reason,
         { peer: call.getPeer(), details: who.details },
         "stream without valid credentials refused",
       );
@@ -182,7 +187,9 @@ export class HubGrpcServer {
     const { cluster } = who;
     const set = this.sessions.get(cluster) ?? new Set<AgentSession>();
     if (set.size >= this.opts.maxStreamsPerCluster) {
-      this.deps.logger.warn(
+      this.warn(
+        cluster,
+        "stream-limit",
         { cluster, streams: set.size, limit: this.opts.maxStreamsPerCluster },
         "stream refused: the cluster already has its limit of streams",
       );
@@ -195,7 +202,7 @@ export class HubGrpcServer {
       return;
     }
     if (!this.openBudget(cluster).tryTake()) {
-      this.deps.logger.warn({ cluster }, "stream refused: the cluster opens streams too often");
+      this.warn(cluster, "stream-rate", { cluster }, "stream refused: the cluster opens streams too often");
       fail(
         cluster,
         status.RESOURCE_EXHAUSTED,
@@ -234,6 +241,7 @@ export class HubGrpcServer {
         ]),
         confirmAfterMs: this.opts.confirmAfterMs,
         hubVersion: this.deps.hubVersion,
+        logThrottle: this.logThrottle,
         onRefused: (c, r) => this.deps.onRefused?.(c, r),
         onSnapshotApplied: (c, o) => this.deps.onSnapshotApplied?.(c, o),
         onPrimary: (s) => {
@@ -259,6 +267,18 @@ export class HubGrpcServer {
     call.on("end", finish);
     call.on("cancelled", finish);
     call.on("error", () => session.close());
+  }
+
+  /** A refusal's log line, at most one a second per cluster and reason. */
+  private warn(
+    cluster: string,
+    reason: StreamRefusalReason,
+    fields: Record<string, unknown>,
+    msg: string,
+  ): void {
+    const notLogged = this.logThrottle.take(`${cluster}/${reason}`);
+    if (notLogged !== undefined)
+      this.deps.logger.warn({ ...fields, ...(notLogged > 0 ? { notLogged } : {}) }, msg);
   }
 
   private openBudget(cluster: string): TokenBucket {

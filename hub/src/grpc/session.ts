@@ -20,6 +20,7 @@ import {
 import { type Invalid, invalidNode, invalidService } from "../fleet/validate.js";
 import type { Clock, TimerHandle } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
+import type { LogThrottle } from "./log-throttle.js";
 import { isMalformed, type Malformed } from "./wire.js";
 
 /** The two things a session needs from its gRPC call, so the protocol is testable without a socket. */
@@ -90,6 +91,8 @@ export interface SessionDeps {
    * provider's. Anything else an agent sends is dropped before it reaches fleet state.
    */
   readonly annotations: AnnotationFilter;
+  /** Bounds the log lines of refused streams (shared by every session of the hub). */
+  readonly logThrottle?: LogThrottle | undefined;
   /** This hub's release: an agent too old or too new for it is refused (agentVersionProblem). */
   readonly hubVersion?: string | undefined;
   /** How long a snapshot's large drop is held before a fresh snapshot may confirm it (0: no hold). */
@@ -438,7 +441,13 @@ export class AgentSession {
     if (this.phase.kind === "closed") return;
     // The hub's own shutdown is routine; every other refusal is the agent's problem to see.
     const level = code === status.UNAVAILABLE ? "info" : "warn";
-    this.deps.logger[level]({ code: status[code], reason, details }, "ending agent stream");
+    const throttle = this.deps.logThrottle;
+    const notLogged = throttle === undefined ? 0 : throttle.take(`${this.cluster}/${reason}`);
+    if (notLogged !== undefined)
+      this.deps.logger[level](
+        { code: status[code], reason, details, ...(notLogged > 0 ? { notLogged } : {}) },
+        "ending agent stream",
+      );
     this.port.fail(code, details, reason);
     this.close();
   }
