@@ -71,8 +71,6 @@ function defaultReason(code: status): StreamRefusalReason {
       return "revoked";
     case status.DEADLINE_EXCEEDED:
       return "idle";
-    case status.RESOURCE_EXHAUSTED:
-      return "delta-rate";
     default:
       return "protocol";
   }
