@@ -135,13 +135,15 @@ test("no log line, metric, Event or error answer contains a secret", async () =>
   const haystacks: Record<string, string> = {
     "hub log": hub.output(),
     "agent logs": outputs.map((o) => o.join("\n")).join("\n"),
+    "nats-server log": f.nats.output(),
     metrics: scrapes.join("\n"),
     "Kubernetes Events": events.join("\n"),
     "fleet API answers": answers.join("\n"),
   };
   // Something was said everywhere (debug level, failures logged).
   for (const [where, text] of Object.entries(haystacks))
-    expect({ where, empty: text.length === 0 }).toEqual({ where, empty: false });
+    if (where !== "nats-server log")
+      expect({ where, empty: text.length === 0 }).toEqual({ where, empty: false });
   expect(haystacks["hub log"]).toMatch(/stream without valid credentials refused/);
 
   const secrets = [...f.secrets(), apiToken, wrongToken, wrongNats, wrongApiToken];

@@ -31,6 +31,8 @@ export interface NatsServer {
   pid(): number;
   /** Stops the server (SIGTERM, then SIGKILL). */
   stop(): Promise<void>;
+  /** What nats-server wrote to stderr (its log) since it first started, the last MiB of it. */
+  output(): string;
   /** Stops and starts it again on the same port. */
   restart(downMs?: number): Promise<void>;
 }
@@ -135,6 +137,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   writeFileSync(confPath, natsConfig(port, opts.users) + monitorLine, { mode: 0o600 });
   let child: ChildProcess | undefined;
   let stderr = "";
+  let log = "";
 
   const start = async () => {
     stderr = "";
@@ -142,6 +145,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     child = proc;
     proc.stderr?.on("data", (b: Buffer) => {
       stderr = (stderr + b.toString()).slice(-4000);
+      log = (log + b.toString()).slice(-(1 << 20));
     });
     const exited = new Promise<never>((_, reject) =>
       proc.once("exit", (code) => reject(new Error(`nats-server exited (${code}): ${stderr}`))),
@@ -173,6 +177,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     port,
     monitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
     pid: () => child?.pid ?? 0,
+    output: () => log,
     stop: async () => {
       await stop();
       process.removeListener("exit", exitHook);
