@@ -249,6 +249,7 @@ describe("deploy/observability/alerts.yaml", () => {
     expect(rules.map((r) => r.alert).sort()).toEqual([
       "FleetCcmAgentDisconnected",
       "FleetCcmCloudAccountThrottled",
+      "FleetCcmClusterMisbehaving",
       "FleetCcmDeletionsBlocked",
       "FleetCcmLoadBalancerSyncFailing",
       "FleetCcmNodesWaitingForInitialization",

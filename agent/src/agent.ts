@@ -7,6 +7,7 @@ import {
   DesiredBatch,
   type NodeDesired,
   ObjectKind,
+  RELEASE_VERSION,
   type ServiceDesired,
   type Welcome,
 } from "@fleet-ccm/proto";
@@ -20,13 +21,13 @@ import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
 import { toWireNode, toWireService } from "./convert.js";
-import { HubStream, type TooLarge } from "./hub-stream.js";
+import { type ClientTlsFiles, HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
-export const AGENT_VERSION = "0.1.0";
+export const AGENT_VERSION = RELEASE_VERSION;
 /** The reason of the Warning Event on an object too large to be sent to the hub. */
 export const REASON_TOO_LARGE = "TooLargeForHub";
 
@@ -38,6 +39,8 @@ export interface AgentOptions {
     readonly token: string;
     readonly insecure: boolean;
     readonly caPem?: Buffer;
+    /** Mutual TLS: a client certificate naming this cluster, reloaded from its files. */
+    readonly tlsFiles?: ClientTlsFiles;
   };
   readonly nats: {
     readonly servers: readonly string[];
@@ -99,6 +102,7 @@ export class Agent {
       token: opts.hub.token,
       insecure: opts.hub.insecure,
       caPem: opts.hub.caPem,
+      tlsFiles: opts.hub.tlsFiles,
       agentVersion: AGENT_VERSION,
       kubernetesVersion: () => this.kubernetesVersion,
       logger: this.log.child({ component: "hub-stream" }),

@@ -11,6 +11,7 @@ import {
   type ChannelCredentials,
   type ClientDuplexStream,
   credentials,
+  experimental,
   Metadata,
   status,
 } from "@grpc/grpc-js";
@@ -18,12 +19,38 @@ import type { Logger } from "pino";
 import { type Clock, Retry } from "./backoff.js";
 import { Outbox, type PendingChange, pendingResult } from "./outbox.js";
 
+export interface ClientTlsFiles {
+  /** CA bundle that verifies the hub's certificate. */
+  readonly caFile: string;
+  /** This cluster's client certificate (it names the cluster) and key. */
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly reloadIntervalMs?: number | undefined;
+}
+
+function channelCredentials(opts: HubStreamOptions): ChannelCredentials {
+  if (opts.insecure) return credentials.createInsecure();
+  const files = opts.tlsFiles;
+  if (files === undefined) return credentials.createSsl(opts.caPem ?? null);
+  const refreshIntervalMs = files.reloadIntervalMs ?? 60_000;
+  return experimental.createCertificateProviderChannelCredentials(
+    new experimental.FileWatcherCertificateProvider({ caCertificateFile: files.caFile, refreshIntervalMs }),
+    new experimental.FileWatcherCertificateProvider({
+      certificateFile: files.certFile,
+      privateKeyFile: files.keyFile,
+      refreshIntervalMs,
+    }),
+  );
+}
+
 export interface HubStreamOptions {
   readonly address: string;
   readonly cluster: string;
   readonly token: string;
   readonly insecure: boolean;
   readonly caPem?: Buffer | undefined;
+  /** Mutual TLS: files read again every reloadIntervalMs, so renewed certificates need no restart. */
+  readonly tlsFiles?: ClientTlsFiles | undefined;
   readonly agentVersion: string;
   readonly kubernetesVersion: () => string;
   readonly logger: Logger;
@@ -135,9 +162,7 @@ export class HubStream {
       new Retry({ what, logger: opts.logger, clock: opts.clock, backoff, fields: { hub: opts.address } });
     this.transientRetry = retry("hub stream", TRANSIENT_BACKOFF);
     this.refusedRetry = retry("hub stream (refused by the hub)", REFUSED_BACKOFF);
-    const creds: ChannelCredentials = opts.insecure
-      ? credentials.createInsecure()
-      : credentials.createSsl(opts.caPem ?? null);
+    const creds = channelCredentials(opts);
     this.client = new HubClient(opts.address, creds, {
       // grpc-js holds up to 1 MiB of unsent messages per call for transparent retries (some
       // 10,000 small deltas, each with its own buffer and objects) before a write blocks; with
@@ -163,7 +188,8 @@ export class HubStream {
     this.phase = "connecting";
     this.welcome = undefined;
     const md = new Metadata();
-    md.set("authorization", `Bearer ${this.opts.token}`);
+    // With mutual TLS the certificate alone may name the cluster.
+    if (this.opts.token !== "") md.set("authorization", `Bearer ${this.opts.token}`);
     const call = this.client.sync(md);
     this.call = call;
     call.on("data", (msg: HubMessage) => this.onMessage(call, msg));

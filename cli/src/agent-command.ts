@@ -44,6 +44,17 @@ export const agentCommand: Command = {
       placeholder: "FILE",
       description: "CA bundle to verify the hub's TLS certificate (default: system roots).",
     },
+    "cert-file": {
+      type: "string",
+      placeholder: "FILE",
+      description:
+        "Mutual TLS: this cluster's client certificate (PEM; it names the cluster). Needs --ca-file and --key-file; the files are read again every minute.",
+    },
+    "key-file": {
+      type: "string",
+      placeholder: "FILE",
+      description: "Mutual TLS: the client certificate's key.",
+    },
     nats: {
       type: "string",
       placeholder: "URL",
@@ -85,8 +96,15 @@ export const agentCommand: Command = {
     const cluster = requiredStr(v, "cluster");
     if (!isValidClusterName(cluster)) throw new UsageError(`--cluster: "${cluster}" is not a DNS-1123 label`);
     const address = requiredStr(v, "hub");
+    const certFile = str(v, "cert-file");
+    const keyFile = str(v, "key-file");
+    if ((certFile === undefined) !== (keyFile === undefined))
+      throw new UsageError("--cert-file and --key-file go together");
     const token = secretFrom(v, "token-file", "FLEET_CCM_TOKEN");
-    if (token === undefined) throw new UsageError("a hub token is required: --token-file or FLEET_CCM_TOKEN");
+    if (token === undefined && certFile === undefined)
+      throw new UsageError(
+        "a hub token is required: --token-file or FLEET_CCM_TOKEN (or a client certificate)",
+      );
     const servers = (v["nats"] as string[] | undefined) ?? [];
     if (servers.length === 0) throw new UsageError("--nats is required");
     const kc = new KubeConfig();
@@ -94,15 +112,20 @@ export const agentCommand: Command = {
     if (kubeconfig !== undefined) kc.loadFromFile(kubeconfig);
     else kc.loadFromDefault();
     const caFile = str(v, "ca-file");
+    if (certFile !== undefined && caFile === undefined)
+      throw new UsageError("--cert-file needs --ca-file (the CA bundle that verifies the hub)");
     const log = makeLogger(str(v, "log-level") ?? "info", { component: "agent", cluster });
     const agent = new Agent({
       cluster,
       kubeConfig: kc,
       hub: {
         address,
-        token,
+        token: token ?? "",
         insecure: bool(v, "insecure"),
         ...(caFile === undefined ? {} : { caPem: readFileSync(caFile) }),
+        ...(certFile === undefined || keyFile === undefined || caFile === undefined
+          ? {}
+          : { tlsFiles: { caFile, certFile, keyFile } }),
       },
       nats: {
         servers,

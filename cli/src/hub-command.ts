@@ -6,6 +6,7 @@ import {
   loadHubConfig,
   parseControllerList,
   parseHubConfig,
+  tlsFileProblems,
   watchFile,
 } from "@fleet-ccm/hub";
 import type { Command } from "./flags.js";
@@ -61,7 +62,10 @@ export const hubCommand: Command = {
     let hub: Hub;
     try {
       const config = loadHubConfig(path);
-      const secrets = configSecretProblems(config);
+      const secrets = [
+        ...configSecretProblems(config),
+        ...tlsFileProblems(config.grpc.insecure, config.grpc.tls),
+      ];
       if (secrets.length > 0)
         throw new ConfigError(`${path}: cannot resolve its secrets:\n${secrets.join("\n")}`);
       hub = new Hub({ config, providers: builtinProviders, logger: log, controllers });

@@ -18,6 +18,7 @@ import {
   fleetNatsUsers,
   freePort,
   type KubeApiServer,
+  type KubeRbacOptions,
   kubeletNode,
   type NatsCluster,
   type NatsServer,
@@ -55,6 +56,8 @@ export interface LocalFleetOptions {
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
   readonly hubConfig?: Record<string, unknown>;
+  /** Every cluster's API server authorizes requests against these RBAC rules (the agent's role). */
+  readonly kubeRbac?: KubeRbacOptions;
   /** Serve the fleet API and page on a free loopback port with this token (the demo). */
   readonly apiToken?: string;
   /**
@@ -96,7 +99,7 @@ export interface AgentProcessOptions {
   readonly natsPassword?: string;
   /** A NATS .creds (decentralized auth) passed with --nats-creds-file instead of user and password. */
   readonly natsCreds?: string;
-  /** The hub token (default: the cluster's). */
+  /** The hub token written to --token-file (default: the cluster's). */
   readonly token?: string;
   /** --log-level (default warn). */
   readonly logLevel?: string;
@@ -180,7 +183,7 @@ export class LocalFleet {
     fleet.hubNatsPassword = hubPassword;
     await Promise.all(
       names.map(async (name, i) => {
-        const kube = await startKubeApiServer({});
+        const kube = await startKubeApiServer(opts.kubeRbac === undefined ? {} : { rbac: opts.kubeRbac });
         fleet.clusters.set(name, {
           name,
           token: secrets[i]?.token ?? "",
@@ -193,6 +196,15 @@ export class LocalFleet {
       }),
     );
     return fleet;
+  }
+
+  /** Every secret this fleet hands out: the cloud key, cluster tokens, NATS passwords (leak scans). */
+  secrets(): string[] {
+    return [
+      this.cloudKey,
+      this.hubNatsPassword,
+      ...[...this.clusters.values()].flatMap((c) => [c.token, c.natsPassword]),
+    ];
   }
 
   /** The hub configuration for this fleet (JSON is YAML). Secrets are env references. */
@@ -296,8 +308,8 @@ export class LocalFleet {
    * Runs the hub as its own process through the CLI (`fleet-ccm hub --config`), on a fixed gRPC
    * port so agents reconnect to its successor, and a fixed HTTP port (/healthz, /readyz,
    * /metrics). Secrets reach it as environment variables, as the config's `{env: …}`
-   * references say. With `captureOutput` its stderr (the log) is kept for `output()` instead of
-   * passed through. Needs `npm run build`.
+   * references say. With `captureOutput` its stderr (the log) and stdout are kept for `output()`
+   * instead of passed through. Needs `npm run build`.
    */
   async spawnHubProcess(
     grpcPort?: number,
@@ -322,14 +334,16 @@ export class LocalFleet {
       process.execPath,
       [CLI, "hub", "--config", configPath, "--log-level", opts.logLevel ?? "warn", ...(opts.args ?? [])],
       {
-        stdio: ["ignore", "ignore", opts.captureOutput ? "pipe" : "inherit"],
+        stdio: ["ignore", opts.captureOutput ? "pipe" : "ignore", opts.captureOutput ? "pipe" : "inherit"],
         env: { ...process.env, ...this.env, ...opts.env },
       },
     );
     let output = "";
-    child.stderr?.on("data", (b: Buffer) => {
+    const keep = (b: Buffer) => {
       output += b.toString();
-    });
+    };
+    child.stderr?.on("data", keep);
+    child.stdout?.on("data", keep);
     child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     this.children.add(child);
     child.once("exit", () => this.children.delete(child));

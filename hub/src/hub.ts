@@ -1,6 +1,12 @@
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApplyOutcome, type ApplyResult, type ClusterEvent, ObjectKind } from "@fleet-ccm/proto";
+import {
+  ApplyOutcome,
+  type ApplyResult,
+  type ClusterEvent,
+  ObjectKind,
+  RELEASE_VERSION,
+} from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
@@ -227,6 +233,7 @@ export class Hub {
         tls: cfg.grpc.tls,
         maxMessageBytes: cfg.limits.maxMessageBytes,
         maxStreamsPerCluster: cfg.limits.maxStreamsPerCluster,
+        maxStreamOpensPerMinute: cfg.limits.maxStreamOpensPerMinute,
         limits: cfg.limits,
         heartbeatIntervalMs: cfg.reconcile.heartbeatIntervalMs,
         confirmAfterMs: cfg.snapshotHold.confirmAfterMs,
@@ -239,6 +246,10 @@ export class Hub {
         onApplyResult: (cluster, r) => this.onApplyResult(cluster, r),
         onReceived: (cluster, generation) => this.tracker.received(cluster, generation),
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
+        onStreamRefused: (cluster, code, reason) =>
+          this.metrics.streamsRefused.inc({ cluster, code: status[code], reason }),
+        isCluster: (name) => this.accounts.cloudFor(name) !== undefined,
+        hubVersion: RELEASE_VERSION,
         onRefused: (cluster, refusals) => this.onRefused(cluster, refusals),
         onSnapshotApplied: (cluster, outcome) => this.onSnapshotApplied(cluster, outcome),
         ...(replicas !== undefined && {
@@ -261,7 +272,9 @@ export class Hub {
       fleet: this.fleet,
       queue: this.queue,
       tracker: this.tracker,
-      verified: new VerifiedInstances(this.clock),
+      verified: new VerifiedInstances(this.clock, (cluster) =>
+        this.metrics.instancesOutOfScope.inc({ cluster }),
+      ),
       metrics: this.metrics,
       clock: this.clock,
       logger: this.log,

@@ -14,6 +14,7 @@ export { watchFile } from "./config/watch.js";
 export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
 export type * from "./fleet-api/views.js";
 export { tokenHash } from "./grpc/auth.js";
+export { tlsFileProblems } from "./grpc/tls.js";
 export type { HubOptions, ReloadOutcome } from "./hub.js";
 export { Hub } from "./hub.js";
 export { HubMetrics } from "./metrics.js";

@@ -98,6 +98,20 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly streamsRefused = new Counter({
+    name: "fleet_ccm_hub_streams_refused_total",
+    help: "Agent streams the hub refused or ended, by cluster (empty when no credential named one), gRPC code and reason (token, identity, version, stream-limit, stream-rate, protocol, malformed, message-size, sequence, chunk-size, delta-rate, idle, revoked, shutdown).",
+    labelNames: ["cluster", "code", "reason"] as const,
+    registers: [this.registry],
+  });
+
+  readonly instancesOutOfScope = new Counter({
+    name: "fleet_ccm_instances_out_of_scope_total",
+    help: "providerIDs a cluster reported that resolve to an instance outside its scope (account, region, network, tags): refused with an InstanceOutOfScope Event, never initialized, put behind a load balancer, routed to or deleted.",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+  });
+
   // Ingest safety: refused objects and held snapshot drops.
   readonly objectsRefused = new Counter({
     name: "fleet_ccm_objects_refused_total",

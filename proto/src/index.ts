@@ -38,3 +38,4 @@ export {
   desiredSubject,
   isValidClusterName,
 } from "./subjects.js";
+export { agentVersionProblem, RELEASE_VERSION } from "./version.js";

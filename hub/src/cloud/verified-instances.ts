@@ -28,7 +28,14 @@ const LOOKUP_CONCURRENCY = 8;
 export class VerifiedInstances {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly clock: Clock) {}
+  /**
+   * `onOutOfScope` hears of each providerID newly found outside the reporting cluster's scope
+   * (another cluster's instance, or another account's): the hostile-cluster metric.
+   */
+  constructor(
+    private readonly clock: Clock,
+    private readonly onOutOfScope?: (cluster: string) => void,
+  ) {}
 
   private key(cluster: string, providerID: string): string {
     return `${cluster}\u0000${providerID}`;
@@ -39,7 +46,11 @@ export class VerifiedInstances {
       meta.state === "terminated" ? `instance ${meta.instanceID} is terminated` : outOfScope(meta, cloud);
     const verdict: Verdict =
       reason === null ? { ok: true, instanceID: meta.instanceID } : { ok: false, reason };
-    this.entries.set(this.key(cluster, meta.providerID), {
+    const k = this.key(cluster, meta.providerID);
+    const before = this.entries.get(k);
+    const wasRefused = before !== undefined && !before.verdict.ok && before.expiresAtMs > this.clock.now();
+    if (!verdict.ok && meta.state !== "terminated" && !wasRefused) this.onOutOfScope?.(cluster);
+    this.entries.set(k, {
       verdict,
       expiresAtMs: this.clock.now() + (verdict.ok ? OK_TTL_MS : REFUSED_TTL_MS),
     });

@@ -123,7 +123,13 @@ export const HubConfigSchema = z
           .object({
             certFile: z.string().min(1),
             keyFile: z.string().min(1),
-            clientCaFile: z.string().optional(),
+            /** CA bundle for agents' client certificates: set, every agent needs one (mutual TLS). */
+            clientCaFile: z.string().min(1).optional(),
+            /** Where a client certificate names its cluster: a URI SAN (clientUriPrefix + name) or the CN. */
+            clientIdentity: z.enum(["uri", "cn"]).default("uri"),
+            clientUriPrefix: z.string().min(1).default("spiffe://fleet-ccm/cluster/"),
+            /** The certificate, key and CA files are read again this often (rotation, no restart). */
+            reloadIntervalMs: z.number().int().min(100).default(60_000),
           })
           .strict()
           .optional(),
@@ -185,6 +191,12 @@ export const HubConfigSchema = z
         maxObjectsPerChunk: z.number().int().positive().default(500),
         maxObjectsPerCluster: z.number().int().positive().default(20_000),
         maxStreamsPerCluster: z.number().int().positive().default(2),
+        /** New streams per cluster and minute, sustained, after a burst of 10 (0: unlimited). */
+        maxStreamOpensPerMinute: z.number().int().min(0).default(30),
+        /** Deltas and apply results per stream and second, sustained, after ten seconds' worth (0: unlimited). */
+        maxDeltasPerSecond: z.number().int().min(0).default(2000),
+        /** Ports of one LoadBalancer Service (each is a cloud listener and health check). */
+        maxServicePorts: z.number().int().positive().default(100),
       })
       .strict()
       .default({
@@ -192,6 +204,9 @@ export const HubConfigSchema = z
         maxObjectsPerChunk: 500,
         maxObjectsPerCluster: 20_000,
         maxStreamsPerCluster: 2,
+        maxStreamOpensPerMinute: 30,
+        maxDeltasPerSecond: 2000,
+        maxServicePorts: 100,
       }),
     /**
      * A snapshot that would remove more than max(maxObjects, maxPercent % of the cluster's nodes,

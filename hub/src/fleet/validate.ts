@@ -16,6 +16,7 @@ export type RefusalLimit =
   | "annotations-size"
   | "field-size"
   | "list-length"
+  | "ports"
   | "max-objects-per-cluster";
 
 export interface Invalid {
@@ -151,7 +152,46 @@ export function invalidNode(n: Node): Invalid | null {
   );
 }
 
-export function invalidService(s: Service): Invalid | null {
+const PROTOCOLS = new Set(["", "TCP", "UDP", "SCTP"]);
+
+/**
+ * apimachinery's ValidateService for ports (1-65535, node ports 0-65535, protocol, no two with
+ * the same port and protocol or the same name), and the hub's own bound on the ports of a
+ * LoadBalancer Service: each port is a listener and a health check the cluster's cloud account
+ * pays for, in calls every other cluster of the account shares.
+ */
+function ports(what: string, s: Service, maxLoadBalancerPorts: number): Invalid | null {
+  if (s.type === "LoadBalancer" && s.ports.length > maxLoadBalancerPorts)
+    return bad(
+      "ports",
+      `${what}: ${s.ports.length} ports; a LoadBalancer Service may have at most ${maxLoadBalancerPorts} (limits.maxServicePorts)`,
+    );
+  const seen = new Set<string>();
+  const names = new Set<string>();
+  for (const p of s.ports) {
+    if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535)
+      return bad("ports", `${what}: port ${p.port} is not in 1-65535`);
+    if (!Number.isInteger(p.nodePort) || p.nodePort < 0 || p.nodePort > 65535)
+      return bad("ports", `${what}: node port ${p.nodePort} is not in 0-65535`);
+    if (!PROTOCOLS.has(p.protocol))
+      return bad("ports", `${what}: protocol "${clip(p.protocol)}" is not TCP, UDP or SCTP`);
+    const key = `${p.port}/${p.protocol || "TCP"}`;
+    if (seen.has(key)) return bad("ports", `${what}: port ${key} appears twice`);
+    seen.add(key);
+    if (p.name !== "") {
+      if (names.has(p.name)) return bad("ports", `${what}: port name "${clip(p.name)}" appears twice`);
+      names.add(p.name);
+    }
+  }
+  if (s.healthCheckNodePort < 0 || s.healthCheckNodePort > 65535)
+    return bad("ports", `${what}: health check node port ${s.healthCheckNodePort} is not in 0-65535`);
+  return null;
+}
+
+/** The hub's default for limits.maxServicePorts. */
+export const DEFAULT_MAX_SERVICE_PORTS = 100;
+
+export function invalidService(s: Service, limits: { maxServicePorts?: number } = {}): Invalid | null {
   const what = `service "${clip(s.namespace)}/${clip(s.name)}"`;
   if (s.namespace.length === 0 || s.namespace.length > 63 || !DNS1123_LABEL.test(s.namespace))
     return bad("name", `${what}: the namespace is not a valid DNS-1123 label`);
@@ -177,6 +217,7 @@ export function invalidService(s: Service): Invalid | null {
       ...s.ports.flatMap((p) => [p.name, p.protocol]),
       ...s.ingress.flatMap((i) => [i.ip, i.hostname, i.ipMode]),
     ]) ??
+    ports(what, s, limits.maxServicePorts ?? DEFAULT_MAX_SERVICE_PORTS) ??
     finalizers(what, s.finalizers) ??
     annotations(what, s.annotations)
   );

@@ -1,23 +1,27 @@
-import { readFileSync } from "node:fs";
-import type { AgentMessage, ApplyResult, HubMessage, HubServer } from "@fleet-ccm/proto";
-import { AnnotationFilter, desiredSubject, HubService, UNIFIED_ANNOTATION_PREFIXES } from "@fleet-ccm/proto";
-import { Server, ServerCredentials, type ServerDuplexStream, status } from "@grpc/grpc-js";
+import type { AgentMessage, ApplyResult, HubMessage } from "@fleet-ccm/proto";
+import { AnnotationFilter, desiredSubject, UNIFIED_ANNOTATION_PREFIXES } from "@fleet-ccm/proto";
+import { Metadata, Server, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { FleetState, Refusal, ReplaceOutcome } from "../fleet/state.js";
 import type { Clock } from "../util/clock.js";
+import { TokenBucket } from "../util/rate-limiter.js";
 import type { TokenAuthenticator } from "./auth.js";
-import { AgentSession, type SessionLimits } from "./session.js";
+import { LogThrottle } from "./log-throttle.js";
+import { AgentSession, type SessionLimits, type StreamRefusalReason } from "./session.js";
+import { type HubTransport, serverCredentials, type TlsOptions } from "./tls.js";
+import { guardedHubService, type Malformed, TRANSPORT_SIZE_FACTOR } from "./wire.js";
+
+/** Trailer naming why the hub ended a stream (machine-readable; the status details say it in words). */
+export const REFUSAL_TRAILER = "fleet-ccm-refusal";
 
 export interface GrpcServerOptions {
   readonly listen: string;
   readonly insecure: boolean;
-  readonly tls?: {
-    readonly certFile: string;
-    readonly keyFile: string;
-    readonly clientCaFile?: string | undefined;
-  };
+  readonly tls?: TlsOptions | undefined;
   readonly maxMessageBytes: number;
   readonly maxStreamsPerCluster: number;
+  /** New streams a cluster may open per minute, sustained (a burst of 10 is allowed). 0: unlimited. */
+  readonly maxStreamOpensPerMinute?: number;
   readonly limits: SessionLimits;
   readonly heartbeatIntervalMs: number;
   /** snapshotHold.confirmAfterMs: when to ask for a snapshot that can confirm a held drop. */
@@ -42,6 +46,12 @@ export interface GrpcServerDeps {
   onStreamsChanged?(total: number): void;
   /** Why a new stream for this cluster is refused with UNAVAILABLE (hub replicas), or null. */
   admit?(cluster: string): string | null;
+  /** The hub ended or refused a stream ("" for a stream no credential named). */
+  onStreamRefused?(cluster: string, code: status, reason: StreamRefusalReason): void;
+  /** Whether a cluster of this name is configured (a client certificate alone names one). */
+  isCluster?(name: string): boolean;
+  /** This hub's release (semver), which agents' Hello versions are checked against. */
+  readonly hubVersion?: string;
 }
 
 /** The hub's gRPC endpoint: authenticates each stream and hands it to an AgentSession. */
@@ -49,22 +59,27 @@ export class HubGrpcServer {
   private readonly server: Server;
   private readonly sessions = new Map<string, Set<AgentSession>>();
   private readonly primary = new Map<string, AgentSession>();
+  private readonly opens = new Map<string, TokenBucket>();
+  private readonly logThrottle: LogThrottle;
   private nextId = 1;
   private boundPort = 0;
+  private tls: HubTransport | undefined;
 
   constructor(
     private readonly opts: GrpcServerOptions,
     private readonly deps: GrpcServerDeps,
   ) {
+    this.logThrottle = new LogThrottle(deps.clock);
     this.server = new Server({
-      "grpc.max_receive_message_length": opts.maxMessageBytes,
+      "grpc.max_receive_message_length": opts.maxMessageBytes * TRANSPORT_SIZE_FACTOR,
       "grpc.max_send_message_length": opts.maxMessageBytes,
       // Agents ping every 30 s; allow it without calls in flight.
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.http2.min_ping_interval_without_data_ms": 10_000,
     });
-    const impl: HubServer = { sync: (call) => this.onSync(call) };
-    this.server.addService(HubService, impl);
+    this.server.addService(guardedHubService(opts.maxMessageBytes), {
+      sync: (call: ServerDuplexStream<AgentMessage | Malformed, HubMessage>) => this.onSync(call),
+    });
   }
 
   get port(): number {
@@ -90,26 +105,19 @@ export class HubGrpcServer {
   }
 
   async start(): Promise<number> {
-    const creds = this.credentials();
+    this.tls = serverCredentials(this.opts.insecure, this.opts.tls, (r) =>
+      this.deps.logger.info(r, `TLS ${r.file} reloaded from its file`),
+    );
+    await this.tls.ready();
+    const creds = this.tls.credentials;
     this.boundPort = await new Promise<number>((resolve, reject) =>
       this.server.bindAsync(this.opts.listen, creds, (err, port) => (err ? reject(err) : resolve(port))),
     );
     return this.boundPort;
   }
 
-  private credentials(): ServerCredentials {
-    if (this.opts.insecure) return ServerCredentials.createInsecure();
-    const tls = this.opts.tls;
-    if (tls === undefined) throw new Error("grpc.tls is required unless grpc.insecure is set");
-    const ca = tls.clientCaFile === undefined ? null : readFileSync(tls.clientCaFile);
-    return ServerCredentials.createSsl(
-      ca,
-      [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }],
-      ca !== null,
-    );
-  }
-
   async stop(): Promise<void> {
+    this.tls?.close();
     for (const set of this.sessions.values())
       for (const s of set) s.refuse(status.UNAVAILABLE, "hub shutting down");
     await new Promise<void>((resolve) => {
@@ -140,30 +148,85 @@ export class HubGrpcServer {
     for (const s of [...(this.sessions.get(cluster) ?? [])]) s.refuse(code, reason);
   }
 
-  private onSync(call: ServerDuplexStream<AgentMessage, HubMessage>): void {
+  /** The cluster a stream's credentials name: its bearer token and, with mutual TLS, its certificate. */
+  private identify(
+    call: ServerDuplexStream<AgentMessage | Malformed, HubMessage>,
+  ): { cluster: string } | { code: status; reason: StreamRefusalReason; details: string } {
     const header = call.metadata.get("authorization")[0];
-    const cluster = this.deps.auth.clusterFor(typeof header === "string" ? header : undefined);
-    const fail = (code: status, details: string) => call.emit("error", { code, details });
-    if (cluster === undefined) {
-      this.deps.logger.warn({ peer: call.getPeer() }, "stream without a valid token refused");
-      fail(status.UNAUTHENTICATED, "missing or unknown bearer token");
+    const bearer = typeof header === "string" ? header : undefined;
+    const byToken = this.deps.auth.clusterFor(bearer);
+    const identity = this.tls?.identity;
+    const cert = identity?.clusterOf(call.getAuthContext().sslPeerCertificate);
+    if (bearer !== undefined && byToken === undefined)
+      return { code: status.UNAUTHENTICATED, reason: "token", details: "unknown bearer token" };
+    if (identity !== undefined) {
+      if (cert === undefined || (byToken === undefined && !(this.deps.isCluster?.(cert) ?? false)))
+        return {
+          code: status.UNAUTHENTICATED,
+          reason: "identity",
+          details: `the client certificate names no configured cluster (expected ${identity.describe()})`,
+        };
+      if (byToken !== undefined && byToken !== cert)
+        return {
+          code: status.PERMISSION_DENIED,
+          reason: "identity",
+          details: `the client certificate names cluster "${cert}", the bearer token another one`,
+        };
+      return { cluster: cert };
+    }
+    if (byToken === undefined)
+      return { code: status.UNAUTHENTICATED, reason: "token", details: "missing bearer token" };
+    return { cluster: byToken };
+  }
+
+  private onSync(call: ServerDuplexStream<AgentMessage | Malformed, HubMessage>): void {
+    const fail = (cluster: string, code: status, details: string, reason: StreamRefusalReason) => {
+      const metadata = new Metadata();
+      metadata.set(REFUSAL_TRAILER, reason);
+      this.deps.onStreamRefused?.(cluster, code, reason);
+      call.emit("error", { code, details, metadata });
+    };
+    const who = this.identify(call);
+    if (!("cluster" in who)) {
+      this.warn(
+        "",
+        who.reason,
+        { peer: call.getPeer(), details: who.details },
+        "stream without valid credentials refused",
+      );
+      fail("", who.code, who.details, who.reason);
       return;
     }
+    const { cluster } = who;
     const refusal = this.deps.admit?.(cluster) ?? null;
     if (refusal !== null) {
       this.deps.logger.info({ cluster }, `stream refused: ${refusal}`);
-      fail(status.UNAVAILABLE, refusal);
+      fail(cluster, status.UNAVAILABLE, refusal, "replica");
       return;
     }
     const set = this.sessions.get(cluster) ?? new Set<AgentSession>();
     if (set.size >= this.opts.maxStreamsPerCluster) {
-      this.deps.logger.warn(
+      this.warn(
+        cluster,
+        "stream-limit",
         { cluster, streams: set.size, limit: this.opts.maxStreamsPerCluster },
         "stream refused: the cluster already has its limit of streams",
       );
       fail(
+        cluster,
         status.RESOURCE_EXHAUSTED,
         `cluster "${cluster}" already has ${set.size} streams; the limit is ${this.opts.maxStreamsPerCluster}`,
+        "stream-limit",
+      );
+      return;
+    }
+    if (!this.openBudget(cluster).tryTake()) {
+      this.warn(cluster, "stream-rate", { cluster }, "stream refused: the cluster opens streams too often");
+      fail(
+        cluster,
+        status.RESOURCE_EXHAUSTED,
+        `cluster "${cluster}" opened more than ${this.opts.maxStreamOpensPerMinute} streams a minute (limits.maxStreamOpensPerMinute); retry with backoff`,
+        "stream-rate",
       );
       return;
     }
@@ -177,10 +240,10 @@ export class HubGrpcServer {
         write: (msg) => {
           if (!ended) call.write(msg);
         },
-        fail: (code, details) => {
+        fail: (code, details, reason) => {
           if (ended) return;
           ended = true;
-          fail(code, details);
+          fail(cluster, code, details, reason);
         },
       },
       {
@@ -196,6 +259,8 @@ export class HubGrpcServer {
           ...(this.deps.providerAnnotationPrefixes?.(cluster) ?? []),
         ]),
         confirmAfterMs: this.opts.confirmAfterMs,
+        hubVersion: this.deps.hubVersion,
+        logThrottle: this.logThrottle,
         onRefused: (c, r) => this.deps.onRefused?.(c, r),
         onSnapshotApplied: (c, o) => this.deps.onSnapshotApplied?.(c, o),
         onPrimary: (s) => {
@@ -210,7 +275,7 @@ export class HubGrpcServer {
     );
     set.add(session);
     this.deps.onStreamsChanged?.(this.streamCount());
-    call.on("data", (msg: AgentMessage) => session.handle(msg));
+    call.on("data", (msg: AgentMessage | Malformed) => session.handle(msg));
     const finish = () => {
       if (!ended) {
         ended = true;
@@ -221,6 +286,28 @@ export class HubGrpcServer {
     call.on("end", finish);
     call.on("cancelled", finish);
     call.on("error", () => session.close());
+  }
+
+  /** A refusal's log line, at most one a second per cluster and reason. */
+  private warn(
+    cluster: string,
+    reason: StreamRefusalReason,
+    fields: Record<string, unknown>,
+    msg: string,
+  ): void {
+    const notLogged = this.logThrottle.take(`${cluster}/${reason}`);
+    if (notLogged !== undefined)
+      this.deps.logger.warn({ ...fields, ...(notLogged > 0 ? { notLogged } : {}) }, msg);
+  }
+
+  private openBudget(cluster: string): TokenBucket {
+    let b = this.opens.get(cluster);
+    if (b === undefined) {
+      const perMinute = this.opts.maxStreamOpensPerMinute ?? 0;
+      b = new TokenBucket({ ratePerSecond: perMinute / 60, burst: 10, clock: this.deps.clock });
+      this.opens.set(cluster, b);
+    }
+    return b;
   }
 
   private onSessionClosed(session: AgentSession): void {

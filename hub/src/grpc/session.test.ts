@@ -1,6 +1,7 @@
 import {
   type AgentMessage,
   AnnotationFilter,
+  type ApplyResult,
   type HubMessage,
   Node,
   Service,
@@ -11,7 +12,7 @@ import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { FleetState, type Refusal, type ReplaceOutcome } from "../fleet/state.js";
 import { FakeClock } from "../util/clock.js";
-import { AgentSession } from "./session.js";
+import { AgentSession, type SessionLimits, type StreamRefusalReason } from "./session.js";
 
 function node(name: string, rv = "1"): Node {
   return Node.fromPartial({ name, uid: `uid-${name}`, resourceVersion: rv });
@@ -32,7 +33,7 @@ function service(name: string, extra: Partial<Service> = {}): Service {
 const CIDRS = Array.from({ length: 500 }, (_, i) => `100.64.${i >> 2}.${(i & 3) * 64}/26`);
 
 function harness(
-  limits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 },
+  limits: SessionLimits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 },
   hold = { maxObjects: 2, maxPercent: 10, confirmAfterMs: 5000 },
 ) {
   const clock = new FakeClock();
@@ -41,12 +42,20 @@ function harness(
   const outcomes: ReplaceOutcome[] = [];
   const written: HubMessage[] = [];
   const failures: { code: status; details: string }[] = [];
+  const reasons: StreamRefusalReason[] = [];
+  const applied: ApplyResult[] = [];
   const received: [string, number][] = [];
   let primary: AgentSession | undefined;
   const session = new AgentSession(
     "alpha",
     1,
-    { write: (m) => written.push(m), fail: (code, details) => failures.push({ code, details }) },
+    {
+      write: (m) => written.push(m),
+      fail: (code, details, reason) => {
+        failures.push({ code, details });
+        reasons.push(reason);
+      },
+    },
     {
       fleet,
       limits,
@@ -66,7 +75,7 @@ function harness(
         primary = s;
       },
       isPrimary: (s) => s === primary,
-      onApplyResult: () => undefined,
+      onApplyResult: (_c, r) => applied.push(r),
       onReceived: (c, g) => received.push([c, g]),
       onClosed: () => undefined,
     },
@@ -82,6 +91,8 @@ function harness(
     fleet,
     written,
     failures,
+    reasons,
+    applied,
     received,
     refusals,
     outcomes,
@@ -364,4 +375,160 @@ describe("annotations", () => {
     });
     expect(h.fleet.view("alpha")?.services.get("default/web")?.annotations).toEqual(kept);
   });
+});
+
+describe("AgentSession against a hostile agent", () => {
+  test("a replayed delta seq ends the stream (sequence); a gap asks for a snapshot", () => {
+    const h = harness();
+    h.hello();
+    h.snapshot(1, [], [], 4);
+    h.send({ $case: "delta", value: { seq: 5, change: { $case: "node", value: node("a") } } });
+    h.send({ $case: "delta", value: { seq: 5, change: { $case: "node", value: node("b") } } });
+    expect(h.failures).toEqual([
+      { code: status.INVALID_ARGUMENT, details: "delta seq 5 replays or reorders: the last seq is 5" },
+    ]);
+    expect(h.reasons).toEqual(["sequence"]);
+    expect(h.nodeNames()).toEqual(["a"]);
+  });
+
+  test("deltas beyond maxDeltasPerSecond (after ten seconds' worth) end the stream; a paced agent is fine", () => {
+    const h = harness({ maxObjectsPerChunk: 10, maxObjectsPerCluster: 100, maxDeltasPerSecond: 5 });
+    h.hello();
+    h.snapshot(1, []);
+    let seq = 0;
+    const delta = () =>
+      h.send({
+        $case: "delta",
+        value: { seq: ++seq, change: { $case: "node", value: node(`n${seq % 50}`) } },
+      });
+    // Paced at the limit for a minute: never refused.
+    for (let i = 0; i < 300; i++) {
+      delta();
+      h.clock.advance(200);
+    }
+    expect(h.failures).toEqual([]);
+    // A burst: ten seconds' worth pass, the next is refused.
+    for (let i = 0; i < 60; i++) delta();
+    expect(h.reasons).toEqual(["delta-rate"]);
+    expect(h.failures[0]?.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(h.failures[0]?.details).toBe(
+      "more than 5 deltas and apply results per second (limits.maxDeltasPerSecond)",
+    );
+  });
+
+  test("undecodable and oversized messages are refused with their own reasons", () => {
+    const bad = harness();
+    bad.hello();
+    bad.session.handle({ malformed: "decode", error: "index out of range" });
+    expect(bad.failures).toEqual([
+      { code: status.INVALID_ARGUMENT, details: "malformed AgentMessage: index out of range" },
+    ]);
+    expect(bad.reasons).toEqual(["malformed"]);
+    const big = harness();
+    big.session.handle({ malformed: "size", error: "message of 9 bytes; the limit is 8" });
+    expect(big.failures).toEqual([
+      { code: status.RESOURCE_EXHAUSTED, details: "message of 9 bytes; the limit is 8" },
+    ]);
+    expect(big.reasons).toEqual(["message-size"]);
+  });
+
+  test("a LoadBalancer Service over maxServicePorts or with invalid ports is refused alone", () => {
+    const h = harness({ maxObjectsPerChunk: 10, maxObjectsPerCluster: 100, maxServicePorts: 3 });
+    h.hello();
+    const ports = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ name: `p${i}`, protocol: "TCP", port: 80 + i, nodePort: 0 }));
+    h.snapshot(
+      1,
+      [],
+      [
+        service("wide", { ports: ports(4) }),
+        service("ok", { ports: ports(3) }),
+        service("clusterip", { type: "ClusterIP", ports: ports(4) }),
+        service("udp-and-tcp", {
+          ports: [
+            { name: "a", protocol: "TCP", port: 53, nodePort: 0 },
+            { name: "b", protocol: "UDP", port: 53, nodePort: 0 },
+          ],
+        }),
+        service("zero", { ports: [{ name: "a", protocol: "TCP", port: 0, nodePort: 0 }] }),
+        service("sctp-typo", { ports: [{ name: "a", protocol: "STCP", port: 1, nodePort: 0 }] }),
+      ],
+    );
+    expect(h.failures).toEqual([]);
+    expect([...(h.fleet.view("alpha")?.services.keys() ?? [])].sort()).toEqual([
+      "default/clusterip",
+      "default/ok",
+      "default/udp-and-tcp",
+    ]);
+    expect(h.refusals.map((r) => [r.name, r.limit, r.message])).toEqual([
+      [
+        "wide",
+        "ports",
+        'service "default/wide": 4 ports; a LoadBalancer Service may have at most 3 (limits.maxServicePorts)',
+      ],
+      ["zero", "ports", 'service "default/zero": port 0 is not in 1-65535'],
+      ["sctp-typo", "ports", 'service "default/sctp-typo": protocol "STCP" is not TCP, UDP or SCTP'],
+    ]);
+  });
+
+  test("an agent of an unsupported release is told which side to upgrade", () => {
+    const clock = new FakeClock();
+    const failures: string[] = [];
+    const session = new AgentSession(
+      "alpha",
+      1,
+      { write: () => undefined, fail: (_c, d, r) => failures.push(`${r}: ${d}`) },
+      {
+        fleet: new FleetState({ now: () => clock.now() }),
+        limits: { maxObjectsPerChunk: 10, maxObjectsPerCluster: 10 },
+        clock,
+        logger: pino({ level: "silent" }),
+        heartbeatIntervalMs: 1000,
+        desiredSubject: "fleet.v1.alpha.desired",
+        maxMessageBytes: 1 << 20,
+        annotations: new AnnotationFilter([...UNIFIED_ANNOTATION_PREFIXES]),
+        hubVersion: "0.4.0",
+        onPrimary: () => undefined,
+        isPrimary: () => false,
+        onApplyResult: () => undefined,
+        onClosed: () => undefined,
+      },
+    );
+    session.handle({
+      body: { $case: "hello", value: { cluster: "alpha", agentVersion: "0.2.9", kubernetesVersion: "" } },
+    });
+    expect(failures).toEqual([
+      "version: agent 0.2.9 is too old for hub 0.4.0: this hub serves agents 0.3.x and 0.4.x; upgrade the agent",
+    ]);
+  });
+});
+
+test("an apply result naming an object no API server holds ends the stream; its message is clipped", () => {
+  const h = harness();
+  const results = h.applied;
+  h.hello();
+  h.snapshot(1, []);
+  const result = (name: string, message: string) =>
+    h.send({
+      $case: "applyResult",
+      value: {
+        kind: 1,
+        namespace: "",
+        name,
+        uid: "u",
+        generation: 1,
+        outcome: 3,
+        httpStatus: 500,
+        reason: "x",
+        message,
+      },
+    });
+  result("node-1", "m".repeat(5000));
+  expect(results[0]?.message.length).toBe(1025);
+  result("n".repeat(10 * 1024), "");
+  expect(h.reasons).toEqual(["protocol"]);
+  expect(h.failures[0]?.details).toBe(
+    "apply result for an object no API server holds (name of 10240, namespace of 0, uid of 1 characters)",
+  );
+  expect(results).toHaveLength(1);
 });

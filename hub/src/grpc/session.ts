@@ -1,11 +1,12 @@
-import type {
-  AgentMessage,
-  AnnotationFilter,
-  ApplyResult,
-  HubMessage,
-  Node,
-  Service,
-  SnapshotChunk,
+import {
+  type AgentMessage,
+  type AnnotationFilter,
+  type ApplyResult,
+  agentVersionProblem,
+  type HubMessage,
+  type Node,
+  type Service,
+  type SnapshotChunk,
 } from "@fleet-ccm/proto";
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
@@ -18,17 +19,62 @@ import {
 } from "../fleet/state.js";
 import { type Invalid, invalidNode, invalidService } from "../fleet/validate.js";
 import type { Clock, TimerHandle } from "../util/clock.js";
+import { TokenBucket } from "../util/rate-limiter.js";
+import type { LogThrottle } from "./log-throttle.js";
+import { isMalformed, type Malformed } from "./wire.js";
 
 /** The two things a session needs from its gRPC call, so the protocol is testable without a socket. */
 export interface StreamPort {
   write(msg: HubMessage): void;
   /** Ends the stream with a non-OK status; `details` tells the agent why. */
-  fail(code: status, details: string): void;
+  fail(code: status, details: string, reason: StreamRefusalReason): void;
 }
 
 export interface SessionLimits {
   readonly maxObjectsPerChunk: number;
   readonly maxObjectsPerCluster: number;
+  /** Ports of a LoadBalancer Service (each is a listener and a health check in the cloud). */
+  readonly maxServicePorts?: number;
+  /**
+   * Deltas and apply results one stream may send per second, sustained; a burst of ten seconds'
+   * worth is allowed. Over it the stream ends with RESOURCE_EXHAUSTED (the agent's reconnect
+   * sends one snapshot instead).
+   */
+  readonly maxDeltasPerSecond?: number;
+}
+
+/**
+ * Why a stream was ended: the `reason` label of fleet_ccm_hub_streams_refused_total and the
+ * `fleet-ccm-refusal` trailer the agent sees.
+ */
+export type StreamRefusalReason =
+  | "token"
+  | "identity"
+  | "version"
+  | "stream-limit"
+  | "stream-rate"
+  | "protocol"
+  | "malformed"
+  | "message-size"
+  | "sequence"
+  | "chunk-size"
+  | "delta-rate"
+  | "idle"
+  | "revoked"
+  | "replica"
+  | "shutdown";
+
+function defaultReason(code: status): StreamRefusalReason {
+  switch (code) {
+    case status.UNAVAILABLE:
+      return "shutdown";
+    case status.UNAUTHENTICATED:
+      return "revoked";
+    case status.DEADLINE_EXCEEDED:
+      return "idle";
+    default:
+      return "protocol";
+  }
 }
 
 export interface SessionDeps {
@@ -44,6 +90,10 @@ export interface SessionDeps {
    * provider's. Anything else an agent sends is dropped before it reaches fleet state.
    */
   readonly annotations: AnnotationFilter;
+  /** Bounds the log lines of refused streams (shared by every session of the hub). */
+  readonly logThrottle?: LogThrottle | undefined;
+  /** This hub's release: an agent too old or too new for it is refused (agentVersionProblem). */
+  readonly hubVersion?: string | undefined;
   /** How long a snapshot's large drop is held before a fresh snapshot may confirm it (0: no hold). */
   readonly confirmAfterMs?: number;
   /** Objects newly refused (each gets an Event on it, a metric and a log line). */
@@ -73,6 +123,13 @@ type Phase =
   | { kind: "streaming"; seq: number }
   | { kind: "closed" };
 
+/** Bounds of an apply result's fields: Kubernetes' own for names, generous for the answer. */
+const MAX_NAME = 253;
+const MAX_NAMESPACE = 63;
+const MAX_UID = 128;
+const MAX_REASON = 128;
+const MAX_RESULT_MESSAGE = 1024;
+
 /** Deltas before an ack is sent without waiting for a heartbeat. */
 const ACK_EVERY = 256;
 /** A stream that sends nothing for this many heartbeat intervals is dead. */
@@ -88,6 +145,7 @@ export class AgentSession {
   private idleTimer: TimerHandle | undefined;
   private holdTimer: TimerHandle | undefined;
   private unacked = 0;
+  private readonly deltaBudget: TokenBucket | undefined;
   agentVersion = "";
   kubernetesVersion = "";
 
@@ -97,6 +155,9 @@ export class AgentSession {
     private readonly port: StreamPort,
     private readonly deps: SessionDeps,
   ) {
+    const rate = deps.limits.maxDeltasPerSecond ?? 0;
+    this.deltaBudget =
+      rate > 0 ? new TokenBucket({ ratePerSecond: rate, burst: rate * 10, clock: deps.clock }) : undefined;
     this.armIdleTimer();
   }
 
@@ -104,13 +165,23 @@ export class AgentSession {
     return this.phase.kind === "closed";
   }
 
-  handle(msg: AgentMessage): void {
+  handle(msg: AgentMessage | Malformed): void {
     if (this.phase.kind === "closed") return;
+    if (isMalformed(msg))
+      return msg.malformed === "size"
+        ? this.refuse(status.RESOURCE_EXHAUSTED, msg.error, "message-size")
+        : this.refuse(status.INVALID_ARGUMENT, `malformed AgentMessage: ${msg.error}`, "malformed");
     this.armIdleTimer();
     const body = msg.body;
     if (body === undefined) return this.refuse(status.INVALID_ARGUMENT, "empty AgentMessage");
     if (this.phase.kind === "await-hello" && body.$case !== "hello")
       return this.refuse(status.FAILED_PRECONDITION, "the first message of a stream must be Hello");
+    if ((body.$case === "delta" || body.$case === "applyResult") && this.deltaBudget?.tryTake() === false)
+      return this.refuse(
+        status.RESOURCE_EXHAUSTED,
+        `more than ${this.deps.limits.maxDeltasPerSecond} deltas and apply results per second (limits.maxDeltasPerSecond)`,
+        "delta-rate",
+      );
     switch (body.$case) {
       case "hello":
         return this.onHello(body.value.cluster, body.value.agentVersion, body.value.kubernetesVersion);
@@ -121,9 +192,27 @@ export class AgentSession {
       case "heartbeat":
         return this.onHeartbeat(body.value.seq, body.value.receivedGeneration);
       case "applyResult":
-        this.deps.onApplyResult(this.cluster, body.value);
-        return;
+        return this.onApplyResult(body.value);
     }
+  }
+
+  /**
+   * Apply results are logged and kept per object: names no API server holds end the stream, and
+   * the API server's answer is clipped, so a result costs the hub a bounded amount.
+   */
+  private onApplyResult(r: ApplyResult): void {
+    if (r.name.length > MAX_NAME || r.namespace.length > MAX_NAMESPACE || r.uid.length > MAX_UID)
+      return this.refuse(
+        status.INVALID_ARGUMENT,
+        `apply result for an object no API server holds (name of ${r.name.length}, namespace of ${r.namespace.length}, uid of ${r.uid.length} characters)`,
+        "protocol",
+      );
+    this.deps.onApplyResult(this.cluster, {
+      ...r,
+      reason: r.reason.slice(0, MAX_REASON),
+      message:
+        r.message.length > MAX_RESULT_MESSAGE ? `${r.message.slice(0, MAX_RESULT_MESSAGE)}…` : r.message,
+    });
   }
 
   private onHello(claimed: string, agentVersion: string, kubernetesVersion: string): void {
@@ -131,8 +220,14 @@ export class AgentSession {
     if (claimed !== this.cluster)
       return this.refuse(
         status.PERMISSION_DENIED,
-        `this token belongs to cluster "${this.cluster}", not "${claimed.slice(0, 64)}"`,
+        `this credential belongs to cluster "${this.cluster}", not "${printable(claimed)}"`,
+        "identity",
       );
+    const incompatible =
+      this.deps.hubVersion === undefined
+        ? undefined
+        : agentVersionProblem(this.deps.hubVersion, agentVersion);
+    if (incompatible !== undefined) return this.refuse(status.FAILED_PRECONDITION, incompatible, "version");
     this.agentVersion = agentVersion.slice(0, 64);
     this.kubernetesVersion = kubernetesVersion.slice(0, 64);
     this.deps.logger.info(
@@ -173,6 +268,7 @@ export class AgentSession {
       return this.refuse(
         status.RESOURCE_EXHAUSTED,
         `snapshot chunk has ${count} objects; the limit is ${this.deps.limits.maxObjectsPerChunk}`,
+        "chunk-size",
       );
     const max = this.deps.limits.maxObjectsPerCluster;
     const refuse = (r: Refusal) => {
@@ -189,7 +285,8 @@ export class AgentSession {
     for (const s of chunk.services) {
       this.dropUnasked(s);
       const bad =
-        invalidService(s) ?? (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
+        invalidService(s, this.deps.limits) ??
+        (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
       if (bad !== null) refuse(refusal("service", s.namespace, s.name, s.uid, bad));
       else phase.services.push(s);
     }
@@ -245,6 +342,13 @@ export class AgentSession {
     const delta = msg.body.value;
     // Deltas that race a resync request are dropped: the coming snapshot covers them.
     if (this.phase.kind !== "streaming") return;
+    // seq only grows on a stream: an old one is a replay, never a lost message.
+    if (delta.seq <= this.phase.seq)
+      return this.refuse(
+        status.INVALID_ARGUMENT,
+        `delta seq ${delta.seq} replays or reorders: the last seq is ${this.phase.seq}`,
+        "sequence",
+      );
     if (delta.seq !== this.phase.seq + 1)
       return this.resync(`expected seq ${this.phase.seq + 1}, got ${delta.seq}`);
     this.phase.seq = delta.seq;
@@ -268,7 +372,7 @@ export class AgentSession {
         const v = change.value;
         this.dropUnasked(v);
         const known = fleet.view(this.cluster)?.services.has(`${v.namespace}/${v.name}`) ?? false;
-        const bad = invalidService(v) ?? this.overCountFor(known);
+        const bad = invalidService(v, this.deps.limits) ?? this.overCountFor(known);
         if (bad !== null) this.refuseObject(refusal("service", v.namespace, v.name, v.uid, bad));
         else fleet.upsertService(this.cluster, v);
         break;
@@ -332,12 +436,18 @@ export class AgentSession {
   }
 
   /** Ends the stream with a status that says why; the hub keeps serving every other stream. */
-  refuse(code: status, details: string): void {
+  refuse(code: status, details: string, reason: StreamRefusalReason = defaultReason(code)): void {
     if (this.phase.kind === "closed") return;
     // The hub's own shutdown is routine; every other refusal is the agent's problem to see.
     const level = code === status.UNAVAILABLE ? "info" : "warn";
-    this.deps.logger[level]({ code: status[code], details }, "ending agent stream");
-    this.port.fail(code, details);
+    const throttle = this.deps.logThrottle;
+    const notLogged = throttle === undefined ? 0 : throttle.take(`${this.cluster}/${reason}`);
+    if (notLogged !== undefined)
+      this.deps.logger[level](
+        { code: status[code], reason, details, ...(notLogged > 0 ? { notLogged } : {}) },
+        "ending agent stream",
+      );
+    this.port.fail(code, details, reason);
     this.close();
   }
 
@@ -349,6 +459,12 @@ export class AgentSession {
     if (this.holdTimer !== undefined) this.deps.clock.clearTimeout(this.holdTimer);
     this.deps.onClosed(this);
   }
+}
+
+/** An untrusted string for a message: clipped, control characters escaped. */
+function printable(v: string): string {
+  const clipped = v.length > 64 ? `${v.slice(0, 64)}…` : v;
+  return JSON.stringify(clipped).slice(1, -1);
 }
 
 function emptySnapshot(): Extract<Phase, { kind: "await-snapshot" }> {

@@ -317,3 +317,23 @@ export function invalid(
   det.causes = causes;
   return failure(422, "Invalid", message, det);
 }
+
+/** The authorizer said no (RBAC), with the API server's wording. */
+export function forbidden(
+  user: string,
+  verb: string,
+  gr: GroupResource,
+  sub: string,
+  name: string | undefined,
+  namespace: string | undefined,
+): KubeApiError {
+  const resource = sub === "" ? gr.resource : `${gr.resource}/${sub}`;
+  const what = name === undefined ? groupResourceString(gr) : `${groupResourceString(gr)} "${name}"`;
+  const scope = namespace === undefined ? " at the cluster scope" : ` in the namespace "${namespace}"`;
+  return failure(
+    403,
+    "Forbidden",
+    `${what} is forbidden: User "${user}" cannot ${verb} resource "${resource}" in API group "${gr.group}"${scope}`,
+    details(name, gr.group, gr.resource),
+  );
+}

@@ -9,6 +9,7 @@ export {
   type StatusCause as KubeStatusCause,
   type StatusDetails as KubeStatusDetails,
 } from "./errors.js";
+export type { PolicyRule as KubePolicyRule, RbacOptions as KubeRbacOptions } from "./rbac.js";
 export type { KindName as KubeKind, NodePortRange as KubeNodePortRange } from "./resources.js";
 export {
   type KubeApiServer,

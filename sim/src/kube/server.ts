@@ -8,6 +8,7 @@ import {
   badRequest,
   fieldForbidden,
   fieldNotSupported,
+  forbidden,
   internalError,
   invalid,
   KubeApiError,
@@ -32,6 +33,7 @@ import {
 import { negotiateOutput } from "./negotiation.js";
 import { buildOpenAPI, type OpenAPIDocs } from "./openapi.js";
 import { type TableOptions, tableOptions, toTable } from "./printers.js";
+import { allows, type RbacOptions, requestVerb } from "./rbac.js";
 import {
   ALL_RESOURCES,
   type KindName,
@@ -53,6 +55,8 @@ export interface KubeApiServerOptions {
   watchHistory?: number;
   /** If set, every API request must carry `Authorization: Bearer <token>` (else 401). */
   token?: string;
+  /** If set, every resource request is authorized as `rbac.user` against `rbac.rules` (else 403). */
+  rbac?: RbacOptions;
   /** Artificial latency added before every API request is handled (ms). */
   latencyMs?: number;
   /** Name used for the cluster/user/context in the generated kubeconfig (default "sim"). */
@@ -739,6 +743,14 @@ class SimServer implements KubeApiServer {
   ): Promise<void> {
     const { def } = rt;
     const ns = def.namespaced ? rt.namespace : undefined;
+    const rbac = this.opts.rbac;
+    if (rbac !== undefined) {
+      const watch = rt.watchPath || (method === "GET" && boolParam(q.get("watch")) === true);
+      const verb = requestVerb(method, rt.name !== undefined, watch);
+      const attrs = { verb, group: def.group, resource: def.plural, subresource: rt.sub, name: rt.name };
+      if (!allows(rbac.rules, attrs))
+        throw forbidden(rbac.user, verb, { group: def.group, resource: def.plural }, rt.sub, rt.name, ns);
+    }
     let table: TableOptions | undefined;
     if (method === "GET") {
       const form = negotiateOutput(req.headers.accept);

@@ -40,6 +40,8 @@ export interface NatsServer {
   pid(): number;
   /** Stops the server (SIGTERM, then SIGKILL). */
   stop(): Promise<void>;
+  /** What nats-server wrote to stderr (its log) since it first started, the last MiB of it. */
+  output(): string;
   /** Stops and starts it again on the same port. */
   restart(downMs?: number): Promise<void>;
 }
@@ -166,6 +168,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   );
   let child: ChildProcess | undefined;
   let stderr = "";
+  let log = "";
 
   const start = async () => {
     stderr = "";
@@ -173,6 +176,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     child = proc;
     proc.stderr?.on("data", (b: Buffer) => {
       stderr = (stderr + b.toString()).slice(-4000);
+      log = (log + b.toString()).slice(-(1 << 20));
     });
     const exited = new Promise<never>((_, reject) =>
       proc.once("exit", (code) => reject(new Error(`nats-server exited (${code}): ${stderr}`))),
@@ -204,6 +208,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     port,
     monitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
     pid: () => child?.pid ?? 0,
+    output: () => log,
     stop: async () => {
       await stop();
       process.removeListener("exit", exitHook);

@@ -1,0 +1,46 @@
+import { AgentMessage, HubService } from "@fleet-ccm/proto";
+
+/** A message the session refuses before reading it: undecodable, or over the size limit. */
+export interface Malformed {
+  readonly malformed: "decode" | "size";
+  readonly error: string;
+}
+
+export function isMalformed(m: AgentMessage | Malformed): m is Malformed {
+  return typeof (m as Partial<Malformed>).malformed === "string";
+}
+
+/**
+ * The transport's own bound on a message, a multiple of limits.maxMessageBytes. Between the
+ * two, the session refuses the message with a status, a reason and a metric; above it grpc-js
+ * ends the stream itself (RESOURCE_EXHAUSTED) before buffering the message, which nothing
+ * counts (the handler sees only a cancellation).
+ */
+export const TRANSPORT_SIZE_FACTOR = 2;
+
+/**
+ * HubService with a decoder that never throws: grpc-js answers a throwing decoder with a bare
+ * INTERNAL, which says nothing to the agent and counts nowhere. A stack overflow from deeply
+ * nested unknown groups is caught like any other decoding error.
+ */
+export function guardedHubService(maxMessageBytes: number) {
+  return {
+    ...HubService,
+    sync: {
+      ...HubService.sync,
+      requestDeserialize: (bytes: Buffer): AgentMessage | Malformed => {
+        if (bytes.length > maxMessageBytes)
+          return {
+            malformed: "size",
+            error: `message of ${bytes.length} bytes; the limit is ${maxMessageBytes} (limits.maxMessageBytes)`,
+          };
+        try {
+          return AgentMessage.decode(bytes);
+        } catch (err) {
+          const message = err instanceof Error ? err.message : String(err);
+          return { malformed: "decode", error: message.slice(0, 200) };
+        }
+      },
+    },
+  } as const;
+}
