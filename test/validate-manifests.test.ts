@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { expect, test } from "@jest/globals";
+import { agentManifest } from "../cli/src/agent-manifest.js";
 
 const SCRIPT = fileURLToPath(new URL("../scripts/validate-manifests.mjs", import.meta.url));
 
@@ -48,4 +49,20 @@ metadata: {name: unknown}
     `stdin: ServiceAccount misspelt: Object literal may only specify known properties, and '"automountServiceAccountTokn"' does not exist`,
   );
   expect(r.out).toContain("stdin: Frobnicator unknown: no schema for v1 Frobnicator");
+}, 60_000);
+
+test("the manifest `fleet-ccm register` prints is valid against the Kubernetes schema, with and without a CA", () => {
+  for (const caPem of [undefined, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"]) {
+    const manifest = agentManifest({
+      cluster: "prod-eu-1",
+      hubAddress: "hub.fleet.example.com:7443",
+      natsUrl: "tls://nats.fleet.example.com:4222",
+      token: "t".repeat(32),
+      natsCreds: "-----BEGIN NATS USER JWT-----\nx\n------END NATS USER JWT------\n",
+      ...(caPem !== undefined && { caPem }),
+    });
+    const r = run(["-"], manifest);
+    expect(r.out).toMatch(/^\d+ objects valid against the Kubernetes schema/);
+    expect(r.status).toBe(0);
+  }
 }, 60_000);
