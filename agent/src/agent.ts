@@ -36,7 +36,8 @@ export interface AgentOptions {
   readonly kubeConfig: KubeConfig;
   readonly hub: {
     readonly address: string;
-    readonly token: string;
+    /** The hub token, or how to read it at each connection (a rotated Secret then needs no restart). */
+    readonly token: string | (() => string);
     readonly insecure: boolean;
     readonly caPem?: Buffer;
     /** Mutual TLS: a client certificate naming this cluster, reloaded from its files. */

@@ -46,7 +46,8 @@ function channelCredentials(opts: HubStreamOptions): ChannelCredentials {
 export interface HubStreamOptions {
   readonly address: string;
   readonly cluster: string;
-  readonly token: string;
+  /** The bearer token, or how to read it at each connection (token rotation). */
+  readonly token: string | (() => string);
   readonly insecure: boolean;
   readonly caPem?: Buffer | undefined;
   /** Mutual TLS: files read again every reloadIntervalMs, so renewed certificates need no restart. */
@@ -189,7 +190,8 @@ export class HubStream {
     this.welcome = undefined;
     const md = new Metadata();
     // With mutual TLS the certificate alone may name the cluster.
-    if (this.opts.token !== "") md.set("authorization", `Bearer ${this.opts.token}`);
+    const token = typeof this.opts.token === "function" ? this.opts.token() : this.opts.token;
+    if (token !== "") md.set("authorization", `Bearer ${token}`);
     const call = this.client.sync(md);
     this.call = call;
     call.on("data", (msg: HubMessage) => this.onMessage(call, msg));

@@ -22,6 +22,24 @@ function secretFrom(v: FlagValues, fileFlag: string, envName: string): string | 
   return env === undefined || env.trim() === "" ? undefined : env.trim();
 }
 
+/**
+ * The token as of each connection: a --token-file is read again (a rotated Kubernetes Secret is
+ * used at the next reconnect, with no restart); a file that cannot be read keeps the last token.
+ */
+function tokenReader(file: string | undefined, initial: string): string | (() => string) {
+  if (file === undefined) return initial;
+  let last = initial;
+  return () => {
+    try {
+      const t = readFileSync(file, "utf8").trim();
+      if (t !== "") last = t;
+    } catch {
+      // Kept: a Secret volume swaps its files atomically, a failed read is a moment.
+    }
+    return last;
+  };
+}
+
 export const agentCommand: Command = {
   name: "agent",
   summary: "run the per-cluster agent: stream Nodes/Services to the hub, apply its results",
@@ -120,7 +138,7 @@ export const agentCommand: Command = {
       kubeConfig: kc,
       hub: {
         address,
-        token: token ?? "",
+        token: tokenReader(str(v, "token-file"), token ?? ""),
         insecure: bool(v, "insecure"),
         ...(caFile === undefined ? {} : { caPem: readFileSync(caFile) }),
         ...(certFile === undefined || keyFile === undefined || caFile === undefined

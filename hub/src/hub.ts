@@ -25,7 +25,7 @@ import {
 } from "./fleet/state.js";
 import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
-import { type ClusterCredential, TokenAuthenticator } from "./grpc/auth.js";
+import { clusterCredentials, TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startApiServer, startHttpServer } from "./http.js";
 import { HubMetrics } from "./metrics.js";
@@ -74,21 +74,6 @@ export interface ReloadOutcome {
   readonly changed: readonly string[];
   /** Top-level sections that differ but take effect only at the next restart. */
   readonly needsRestart: readonly string[];
-}
-
-/** The hub's credential of each cluster: its token read from its reference, or its digest. */
-function clusterCredentials(
-  clusters: readonly ClusterConfig[],
-  env?: NodeJS.ProcessEnv,
-): ClusterCredential[] {
-  return clusters.map((c, i) =>
-    c.tokenHash !== undefined
-      ? { cluster: c.name, tokenHash: c.tokenHash }
-      : {
-          cluster: c.name,
-          token: c.token === undefined ? "" : resolveSecret(c.token, `clusters[${i}].token`, env),
-        },
-  );
 }
 
 /** Backoff of failed reconciles, per key: 250 ms doubling to 5 min (upstream's service controller caps at 300 s too). */

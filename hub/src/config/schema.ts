@@ -63,16 +63,20 @@ export const AccountSchema = z
     return { ...a, regions, region: a.region ?? regions[0] ?? "" };
   });
 
+const TokenHashSchema = z
+  .string()
+  .regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 lower-case hex digits>");
+
 export const ClusterSchema = z
   .object({
     name: z.string().regex(CLUSTER_NAME_PATTERN, "must be a DNS-1123 label (it is a NATS subject token)"),
     /** The cluster's bearer token, by reference; or only its digest in tokenHash. */
     token: SecretRefSchema.optional(),
-    /** sha256:<hex> of the cluster's bearer token (what `fleet-ccm register` writes): the hub never holds the token. */
-    tokenHash: z
-      .string()
-      .regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 lower-case hex digits>")
-      .optional(),
+    /**
+     * sha256:<hex> of the cluster's bearer token (what `fleet-ccm register` writes): the hub
+     * never holds the token. A list is a rotation's overlap: old and new are both accepted.
+     */
+    tokenHash: z.union([TokenHashSchema, z.array(TokenHashSchema).min(1).max(4)]).optional(),
     /**
      * Public key (A…) of the cluster's NATS signing key (decentralized auth, nats.operator): the
      * hub lists it in the fleet account JWT, scoped to the cluster's subjects.

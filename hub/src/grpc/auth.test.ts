@@ -1,5 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
-import { TokenAuthenticator, tokenHash } from "./auth.js";
+import { parseHubConfig } from "../config/load.js";
+import { clusterCredentials, TokenAuthenticator, tokenHash } from "./auth.js";
 
 describe("TokenAuthenticator", () => {
   test("a token is admitted by itself or by its digest only", () => {
@@ -39,5 +40,27 @@ describe("TokenAuthenticator", () => {
       ]),
     ).toThrow('clusters "a" and "b" have the same token');
     expect(auth.clusterFor("Bearer token-a")).toBe("a");
+  });
+
+  test("rotation: with the old and the new digest listed both are admitted and nothing is revoked; dropping the old revokes the cluster", () => {
+    const config = (tokenHashes: string[]) =>
+      clusterCredentials(
+        parseHubConfig(
+          JSON.stringify({
+            grpc: { insecure: true },
+            nats: { servers: ["nats://127.0.0.1:1"] },
+            accounts: [{ name: "a", provider: "simulated", region: "r", credentials: { env: "K" } }],
+            clusters: [{ name: "c1", account: "a", tokenHash: tokenHashes }],
+          }),
+        ).clusters,
+      );
+    const auth = new TokenAuthenticator();
+    auth.replace(config([tokenHash("old")]));
+    expect(auth.replace(config([tokenHash("old"), tokenHash("new")]))).toEqual([]);
+    expect(auth.clusterFor("Bearer old")).toBe("c1");
+    expect(auth.clusterFor("Bearer new")).toBe("c1");
+    expect(auth.replace(config([tokenHash("new")]))).toEqual(["c1"]);
+    expect(auth.clusterFor("Bearer old")).toBeUndefined();
+    expect(auth.clusterFor("Bearer new")).toBe("c1");
   });
 });

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import type { ClusterConfig } from "../config/schema.js";
+import { resolveSecret } from "../config/secret.js";
 
 /** A cluster's credential as the hub keeps it: the token itself, or only its SHA-256 digest. */
 export type ClusterCredential =
@@ -52,6 +54,26 @@ export class TokenAuthenticator {
     if (m === null || m[1] === undefined) return undefined;
     return this.byDigest.get(sha256(m[1]));
   }
+}
+
+/**
+ * The hub's credentials of each cluster: its token read from its reference, or its digests (a
+ * list while a token rotates: old and new both admitted).
+ */
+export function clusterCredentials(
+  clusters: readonly ClusterConfig[],
+  env?: NodeJS.ProcessEnv,
+): ClusterCredential[] {
+  return clusters.flatMap((c, i): ClusterCredential[] =>
+    c.tokenHash !== undefined
+      ? [c.tokenHash].flat().map((tokenHash) => ({ cluster: c.name, tokenHash }))
+      : [
+          {
+            cluster: c.name,
+            token: c.token === undefined ? "" : resolveSecret(c.token, `clusters[${i}].token`, env),
+          },
+        ],
+  );
 }
 
 /** `sha256:<hex>` of a token, as clusters[].tokenHash holds it. */
