@@ -787,8 +787,28 @@ export async function runRestart(o: BenchOptions): Promise<Result> {
     if (!converged || !ready) throw new Error("the fleet did not converge before the restart");
     o.log(`${want} Services have an ingress; restarting the hub…`);
     const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
+    /** Until the cloud has seen no call for QUIET_MS: the last change's time. */
+    const quietSince = async (): Promise<{ quiet: boolean; lastChange: number }> => {
+      let calls = (await fleet.snapshot()).cloud.totalCalls;
+      let lastChange = Date.now();
+      const quiet = await until(
+        async () => {
+          const now = (await fleet.snapshot()).cloud.totalCalls;
+          if (now !== calls) {
+            calls = now;
+            lastChange = Date.now();
+          }
+          return Date.now() - lastChange >= QUIET_MS;
+        },
+        o.timeoutS * 1000,
+        250,
+      );
+      return { quiet, lastChange };
+    };
     const restart = async (label: string, hubBin: string | undefined) => {
-      await sleep(QUIET_MS);
+      // The running hub first finishes what it is doing (backend updates after the join).
+      if (!(await quietSince()).quiet)
+        throw new Error(`${label}: the hub never went quiet before the restart`);
       await fleet.stopHub();
       const before = await fleet.snapshot();
       const t0 = Date.now();
@@ -804,20 +824,7 @@ export async function runRestart(o: BenchOptions): Promise<Result> {
       );
       if (!(await fleet.waitSynced(120_000))) throw new Error(`${label}: agents did not resync`);
       const syncedMs = Date.now() - t0;
-      let calls = (await fleet.snapshot()).cloud.totalCalls;
-      let lastChange = Date.now();
-      const quiet = await until(
-        async () => {
-          const now = (await fleet.snapshot()).cloud.totalCalls;
-          if (now !== calls) {
-            calls = now;
-            lastChange = Date.now();
-          }
-          return Date.now() - lastChange >= QUIET_MS;
-        },
-        o.timeoutS * 1000,
-        250,
-      );
+      const { quiet, lastChange } = await quietSince();
       const d = BenchFleet.delta(before, await fleet.snapshot());
       o.log(`${label}: ${d.cloudCalls} cloud calls, quiet after ${lastChange - t0} ms`);
       return {
