@@ -202,7 +202,17 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       serviceEvent(svc, "Warning", REASON.unavailable, "There are no available nodes for LoadBalancer"),
     );
 
-  const last = deps.ensured.get(k) ?? (await adoptListed(k, key.cluster, svc, spec, backends, deps));
+  const last =
+    deps.ensured.get(k) ??
+    (await adoptListed(
+      k,
+      key.cluster,
+      svc,
+      spec,
+      backends,
+      lbs.capabilities.ingressIpWithHostname === true,
+      deps,
+    ));
   const sameSpec = last !== undefined && last.uid === svc.uid && last.specKey === specKey(spec);
   if (sameSpec && svc.ingress.length > 0) {
     if (last.backendsKey === backends.key)
@@ -279,9 +289,10 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
 
 /**
  * A Service already showing an ingress with no record here (the hub restarted): when the account
- * listing shows its load balancer built from this very spec and backend set, with this ingress,
- * the cloud is current and no per-Service call is needed. Anything else (no listing, a listing
- * error, a digest the provider did not record) falls through to a full ensure.
+ * listing shows its load balancer built from this very spec, with this ingress, the cloud is
+ * current and no per-Service call is needed, or only a backend update when its backend set is
+ * another. Anything else (no listing, a listing error, a digest the provider did not record)
+ * falls through to a full ensure.
  */
 async function adoptListed(
   k: string,
@@ -289,16 +300,19 @@ async function adoptListed(
   svc: Readonly<Service>,
   spec: LoadBalancerSpec,
   backends: BackendSet,
+  ipWithHostname: boolean,
   deps: ServiceDeps,
 ): Promise<EnsuredRecord | undefined> {
   if (deps.listed === undefined || svc.ingress.length === 0) return undefined;
   const found = await deps.listed(cluster, svc.uid).catch(() => undefined);
   if (found === undefined) return undefined;
   const { lb, atMs } = found;
-  if (lb.specDigest !== loadBalancerSpecDigest(spec) || lb.backendsDigest !== backendsDigest(spec.backends))
-    return undefined;
-  if (!ingressEqual(svc.ingress, toWireIngress(lb.ingress))) return undefined;
-  const record = { uid: svc.uid, specKey: specKey(spec), backendsKey: backends.key, atMs };
+  if (lb.specDigest !== loadBalancerSpecDigest(spec)) return undefined;
+  if (!ingressEqual(svc.ingress, toWireIngress(lb.ingress, ipWithHostname))) return undefined;
+  // Built from this spec: only the backends may be behind (a node joined meanwhile), which is
+  // an updateBackends, not a whole ensure.
+  const current = lb.backendsDigest === backendsDigest(spec.backends);
+  const record = { uid: svc.uid, specKey: specKey(spec), backendsKey: current ? backends.key : "", atMs };
   deps.ensured.set(k, record);
   return record;
 }

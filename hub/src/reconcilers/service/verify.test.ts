@@ -179,3 +179,48 @@ test("a restarted hub adopts current load balancers from the account listing: no
     await second.stop();
   }
 });
+
+test("a restarted hub whose node set changed meanwhile only updates the backends of load balancers built from the same spec", async () => {
+  const { env, nodes, config } = account("restart-nodes");
+  const bootHub = () => startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
+  const first = bootHub();
+  let services: Service[];
+  try {
+    first.fleet.setConnected("c1", true);
+    first.fleet.replace("c1", nodes, loadBalancerServices("uid-n"));
+    const all = () => [...(first.fleet.view("c1")?.services.values() ?? [])];
+    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
+    await waitFor("the queue to drain", () => first.drained());
+    services = all();
+  } finally {
+    await first.stop();
+  }
+  // A node joined while the hub was down.
+  const joined = cloud.createInstance("restart-nodes", { name: "n1", region: REGION });
+  const more = [
+    ...nodes,
+    Node.fromPartial({
+      name: "n1",
+      uid: "uid-n1",
+      resourceVersion: "1",
+      providerId: `simulated://${REGION}/${joined.id}`,
+      conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+    }),
+  ];
+  const second = bootHub();
+  try {
+    second.fleet.setConnected("c1", true);
+    second.fleet.replace("c1", more, services);
+    await waitFor("every pool to have both nodes", () =>
+      cloud.inventory("restart-nodes").pools.every((p) => p.members.length === 2),
+    );
+    await waitFor("the queue to drain", () => second.drained());
+    // No whole ensure (no listener, health-check or firewall reads), one pool update per Service.
+    expect(await second.calls("listener.list")).toBe(0);
+    expect(await second.calls("healthcheck.list")).toBe(0);
+    expect(await second.calls("pool.update")).toBe(SERVICES);
+    expect(await second.calls("lb.create")).toBe(0);
+  } finally {
+    await second.stop();
+  }
+});
