@@ -70,6 +70,24 @@ function account(name: string) {
   return { env, nodes, config };
 }
 
+/** Runs a first hub until every Service has its ingress and its queue drained, then stops it: the Services as it left them. */
+async function convergeAndStop(
+  hub: ReturnType<typeof startServiceHarness>,
+  nodes: Node[],
+  services: Service[],
+): Promise<Service[]> {
+  try {
+    hub.fleet.setConnected("c1", true);
+    hub.fleet.replace("c1", nodes, services);
+    const all = () => [...(hub.fleet.view("c1")?.services.values() ?? [])];
+    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
+    await waitFor("the queue to drain", () => hub.drained());
+    return all();
+  } finally {
+    await hub.stop();
+  }
+}
+
 async function waitFor(what: string, cond: () => boolean): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (!cond()) {
@@ -139,18 +157,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
         if (key.kind === "service") reconciled++;
       },
     });
-  const first = bootHub();
-  let services: Service[];
-  try {
-    first.fleet.setConnected("c1", true);
-    first.fleet.replace("c1", nodes, loadBalancerServices("uid-r"));
-    const all = () => [...(first.fleet.view("c1")?.services.values() ?? [])];
-    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => first.drained());
-    services = all();
-  } finally {
-    await first.stop();
-  }
+  const services = await convergeAndStop(bootHub(), nodes, loadBalancerServices("uid-r"));
   expect(cloud.inventory("restart").loadBalancers).toHaveLength(SERVICES);
 
   // The restarted hub sees the same Services (ingress and finalizer set), one with a new port.
@@ -183,18 +190,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
 test("a restarted hub whose node set changed meanwhile only updates the backends of load balancers built from the same spec", async () => {
   const { env, nodes, config } = account("restart-nodes");
   const bootHub = () => startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
-  const first = bootHub();
-  let services: Service[];
-  try {
-    first.fleet.setConnected("c1", true);
-    first.fleet.replace("c1", nodes, loadBalancerServices("uid-n"));
-    const all = () => [...(first.fleet.view("c1")?.services.values() ?? [])];
-    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => first.drained());
-    services = all();
-  } finally {
-    await first.stop();
-  }
+  const services = await convergeAndStop(bootHub(), nodes, loadBalancerServices("uid-n"));
   // A node joined while the hub was down.
   const joined = cloud.createInstance("restart-nodes", { name: "n1", region: REGION });
   const more = [
