@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { parse, stringify } from "yaml";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { TEST_REPLICAS } from "./replicas-fixture.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const DIR = join(ROOT, "deploy/observability");
@@ -68,7 +69,15 @@ async function metrics(): Promise<string> {
 }
 
 beforeAll(async () => {
-  fleet = await LocalFleet.start({ clusters: 2, nodesPerCluster: 0, logger, convergeDeadlineMs: 2000 });
+  // One hub replica (leases in JetStream), so the replica metrics are in the scrape too.
+  fleet = await LocalFleet.start({
+    clusters: 2,
+    nodesPerCluster: 0,
+    logger,
+    convergeDeadlineMs: 2000,
+    jetstream: true,
+    hubConfig: { replicas: TEST_REPLICAS },
+  });
   const hub = await fleet.spawnHubProcess();
   httpPort = hub.httpPort;
   const ok = await waitFor(
@@ -142,6 +151,12 @@ describe("the hub's /metrics", () => {
       sample(scrape, "fleet_ccm_load_balancers", { cluster: "cluster-001", state: "failing" }),
     ).toBeGreaterThanOrEqual(1);
     expect(sample(scrape, "fleet_ccm_nodes_initialized_total")).toBe(2);
+    // The replica holds the lease of the one cluster whose agent streams to it.
+    expect(sample(scrape, "fleet_ccm_hub_owned_clusters")).toBe(1);
+    expect(
+      sample(scrape, "fleet_ccm_hub_lease_transitions_total", { event: "acquired", reason: "stream" }),
+    ).toBe(1);
+    expect(sample(scrape, "fleet_ccm_hub_lease_renew_failures_total")).toBe(0);
     const throttled = scrape
       .split("\n")
       .filter((l) => l.startsWith("fleet_ccm_cloud_calls_total{") && l.includes('outcome="throttled"'));
@@ -218,6 +233,8 @@ describe("deploy/observability/grafana-dashboard.json", () => {
       "fleet_ccm_lifecycle_node_deletions_total",
       "fleet_ccm_lifecycle_deletions_blocked_total",
       "fleet_ccm_load_balancers",
+      "fleet_ccm_hub_owned_clusters",
+      "fleet_ccm_hub_lease_transitions_total",
     ])
       expect(used).toContain(n);
   });
@@ -251,6 +268,8 @@ describe("deploy/observability/alerts.yaml", () => {
       "FleetCcmCloudAccountThrottled",
       "FleetCcmClusterMisbehaving",
       "FleetCcmDeletionsBlocked",
+      "FleetCcmHubLeaseRenewalsFailing",
+      "FleetCcmHubLeasesFenced",
       "FleetCcmLoadBalancerSyncFailing",
       "FleetCcmNodesWaitingForInitialization",
     ]);
