@@ -162,6 +162,53 @@ describe("hub replicas", () => {
     assertCloudClean(f, 6);
   }, 180_000);
 
+  test("an agent's stream moves while its replica lives and still sees the old stream: the lease is handed over at its holder's next renewal, no TTL waited out", async () => {
+    const { f, s } = await start(2);
+    const a = await s.add("hub-a");
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.owned()).get("hub-a") === 2, 30_000, 100)).toBe(true);
+    const b = await s.add("hub-b");
+    // New connections reach hub-b only; hub-a keeps its old connections open and silent, so it
+    // never sees its streams end (nor does it ping idle agents), and renews its leases on.
+    s.service.setTargets([`127.0.0.1:${b.grpcPort}`]);
+    const movedAt = Date.now();
+    s.service.forgetClients();
+    const moved = await waitFor(
+      async () => {
+        const owned = await s.owned();
+        return owned.get("hub-b") === 2 && owned.get("hub-a") === 0;
+      },
+      20_000,
+      50,
+    );
+    const handoverMs = Date.now() - movedAt;
+    if (!moved) process.stdout.write(`${JSON.stringify([...(await s.owned())])}\n${s.outputs()}\n`);
+    expect(moved).toBe(true);
+    process.stdout.write(`replicas: live-owner handover of 2 clusters in ${handoverMs} ms\n`);
+    expect(a.child.exitCode).toBeNull();
+    // hub-a gave both up because hub-b asked (handover), not because it was fenced or its
+    // streams ended; hub-b then took the freed leases.
+    expect(
+      await metricSum(a, "fleet_ccm_hub_lease_transitions_total", { event: "lost", reason: "handover" }),
+    ).toBe(2);
+    expect(
+      await metricSum(a, "fleet_ccm_hub_lease_transitions_total", { event: "lost", reason: "renew-failed" }),
+    ).toBe(0);
+    expect(await metricSum(b, "fleet_ccm_hub_lease_transitions_total", { event: "acquired" })).toBe(2);
+    // hub-b acts from now on, hub-a not at all.
+    for (const c of f.clusters.keys()) {
+      f.addNodes(c, 3);
+      f.addServices(c, 1);
+    }
+    expect(await waitFor(() => f.progress().initialized === 6, 60_000, 100)).toBe(true);
+    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 2, 60_000, 100)).toBe(
+      true,
+    );
+    expect(mutationsBy(f, "hub-a", movedAt + handoverMs)).toEqual([]);
+    expect(mutationsBy(f, "hub-b", movedAt).length).toBeGreaterThan(0);
+    assertCloudClean(f, 2);
+  }, 120_000);
+
   test("rolling restart of every replica (SIGTERM): leases handed over at once, no cluster unowned for long", async () => {
     const { f, s } = await start(3);
     for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);

@@ -12,13 +12,16 @@ export interface TcpProxyOptions {
 interface Pair {
   readonly client: Socket;
   upstream: Socket | undefined;
+  /** The client side is gone but the upstream side is kept open and silent (forgetClients). */
+  forgotten?: boolean;
 }
 
 /**
  * A TCP proxy under the test's control, in front of NATS or of several hub replicas (as a
  * Kubernetes Service would be): `cut()` drops every connection and refuses new ones,
  * `blackhole()` keeps them open but lets nothing through (a partition the client only notices
- * by its timeouts), `restore()` forwards again.
+ * by its timeouts), `forgetClients()` closes only the clients' side (the server notices
+ * nothing), `restore()` forwards again.
  */
 export class TcpProxy {
   private readonly pairs = new Set<Pair>();
@@ -65,7 +68,7 @@ export class TcpProxy {
   /** Drops every connection; new ones are closed at once. */
   cut(): void {
     this.modeNow = "refuse";
-    for (const p of this.pairs) this.drop(p);
+    for (const p of this.pairs) this.drop(p, true);
   }
 
   /** Nothing passes any more, in either direction; connections stay open. */
@@ -77,24 +80,41 @@ export class TcpProxy {
     }
   }
 
+  /**
+   * Closes the client side of every connection and keeps the upstream side open with nothing
+   * passing: the client reconnects while the server still sees its old connection, as after a
+   * NAT or load balancer that forgot the flow.
+   */
+  forgetClients(): void {
+    for (const p of this.pairs) {
+      p.forgotten = true;
+      p.upstream?.unpipe(p.client);
+      p.upstream?.pause();
+      p.client.destroy();
+    }
+  }
+
   /** Forwards again (a blackholed connection resumes; cut ones are gone). */
   restore(): void {
     this.modeNow = "forward";
     for (const p of this.pairs) {
+      if (p.forgotten === true) continue;
       p.client.resume();
       p.upstream?.resume();
     }
   }
 
   async close(): Promise<void> {
-    for (const p of this.pairs) this.drop(p);
+    for (const p of this.pairs) this.drop(p, true);
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private drop(p: Pair): void {
+  private drop(p: Pair, all = false): void {
     p.client.destroy();
-    p.upstream?.destroy();
-    this.pairs.delete(p);
+    if (all || p.forgotten !== true) {
+      p.upstream?.destroy();
+      this.pairs.delete(p);
+    }
   }
 
   private accept(client: Socket): void {
@@ -123,7 +143,7 @@ export class TcpProxy {
       connected = true;
       this.connections.set(target, (this.connections.get(target) ?? 0) + 1);
       pair.upstream = upstream;
-      upstream.on("close", () => this.drop(pair));
+      upstream.on("close", () => this.drop(pair, true));
       client.pipe(upstream);
       upstream.pipe(client);
       if (this.modeNow === "blackhole") upstream.pause();
@@ -132,7 +152,7 @@ export class TcpProxy {
     const client = pair.client;
     upstream.on("error", () => {
       if (!connected) this.dial(pair, tried + 1);
-      else this.drop(pair);
+      else this.drop(pair, true);
     });
   }
 }
