@@ -47,6 +47,27 @@ function servicesDone(f: LocalFleet): boolean {
   return p.services > 0 && p.withIngress === p.services;
 }
 
+/** Adds `nodes` Nodes and `services` LoadBalancer Services to every cluster of the fleet. */
+function addToEveryCluster(f: LocalFleet, nodes: number, services: number): void {
+  for (const c of f.clusters.keys()) {
+    f.addNodes(c, nodes);
+    f.addServices(c, services);
+  }
+}
+
+/** Waits for `nodes` initialized nodes in all, then for `services` Services with one load balancer each. */
+async function convergedOn(
+  f: LocalFleet,
+  nodes: number,
+  services: number,
+  timeoutMs: number,
+): Promise<boolean> {
+  return (
+    (await waitFor(() => f.progress().initialized === nodes, timeoutMs, 100)) &&
+    (await waitFor(() => servicesDone(f) && f.serviceProgress().services === services, timeoutMs, 100))
+  );
+}
+
 function assertCloudClean(f: LocalFleet, services: number): void {
   const audit = f.cloud.auditLoadBalancers();
   expect(audit.duplicates).toEqual([]);
@@ -67,10 +88,7 @@ describe("hub replicas", () => {
     startAgents(f, s);
     expect(await waitFor(async () => (await s.totalOwned()) === 6, 30_000, 200)).toBe(true);
     const clusters = [...f.clusters.keys()];
-    for (const c of clusters) {
-      f.addNodes(c, 10);
-      f.addServices(c, 1);
-    }
+    addToEveryCluster(f, 10, 1);
     // Mid-run: some nodes initialized, the rest still coming.
     expect(await waitFor(() => f.progress().initialized >= 20, 60_000, 100)).toBe(true);
     const owned = await s.owned();
@@ -78,10 +96,7 @@ describe("hub replicas", () => {
     expect(owned.get(victim) ?? 0).toBeGreaterThan(0);
     await s.kill(victim, "SIGKILL");
     const killedAt = Date.now();
-    for (const c of clusters) {
-      f.addNodes(c, 10);
-      f.addServices(c, 1);
-    }
+    addToEveryCluster(f, 10, 1);
     // The survivors hold every cluster again: the failover.
     expect(await waitFor(async () => (await s.totalOwned()) === 6, 30_000, 100)).toBe(true);
     const failoverMs = Date.now() - killedAt;
@@ -139,14 +154,8 @@ describe("hub replicas", () => {
     if (!moved) process.stdout.write(`${JSON.stringify([...(await s.owned())])}\n${s.outputs()}\n`);
     expect(moved).toBe(true);
     // New work after the cut is done by hub-b only.
-    for (const c of clusters) {
-      f.addNodes(c, 5);
-      f.addServices(c, 1);
-    }
-    expect(await waitFor(() => f.progress().initialized === 15, 60_000, 100)).toBe(true);
-    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 6, 60_000, 100)).toBe(
-      true,
-    );
+    addToEveryCluster(f, 5, 1);
+    expect(await convergedOn(f, 15, 6, 60_000)).toBe(true);
     // Nothing from hub-a reached the cloud once anyone else could hold its leases.
     // Nothing the cloud acted on after hub-a's fence, and nothing at all once another replica may act.
     expect(mutationsBy(f, "hub-a", cutAt + TEST_REPLICAS.leaseTtlMs - TEST_REPLICAS.marginMs, true)).toEqual(
@@ -196,14 +205,8 @@ describe("hub replicas", () => {
     ).toBe(0);
     expect(await metricSum(b, "fleet_ccm_hub_lease_transitions_total", { event: "acquired" })).toBe(2);
     // hub-b acts from now on, hub-a not at all.
-    for (const c of f.clusters.keys()) {
-      f.addNodes(c, 3);
-      f.addServices(c, 1);
-    }
-    expect(await waitFor(() => f.progress().initialized === 6, 60_000, 100)).toBe(true);
-    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 2, 60_000, 100)).toBe(
-      true,
-    );
+    addToEveryCluster(f, 3, 1);
+    expect(await convergedOn(f, 6, 2, 60_000)).toBe(true);
     expect(mutationsBy(f, "hub-a", movedAt + handoverMs)).toEqual([]);
     expect(mutationsBy(f, "hub-b", movedAt).length).toBeGreaterThan(0);
     assertCloudClean(f, 2);
@@ -250,14 +253,8 @@ describe("hub replicas", () => {
     startAgents(f, s);
     expect(await waitFor(async () => (await s.totalOwned()) === 3, 30_000, 100)).toBe(true);
     const from = Date.now();
-    for (const c of f.clusters.keys()) {
-      f.addNodes(c, 10);
-      f.addServices(c, 3);
-    }
-    expect(await waitFor(() => f.progress().initialized === 30, 90_000, 200)).toBe(true);
-    expect(await waitFor(() => servicesDone(f) && f.serviceProgress().services === 9, 120_000, 200)).toBe(
-      true,
-    );
+    addToEveryCluster(f, 10, 3);
+    expect(await convergedOn(f, 30, 9, 120_000)).toBe(true);
     const calls = f.cloud.requests().filter((r) => r.atMs >= from);
     const byReplica = ["hub-a", "hub-b", "hub-c"].map(
       (id) => calls.filter((r) => (r.userAgent ?? "").includes(`replica/${id}`)).length,
@@ -290,17 +287,10 @@ describe("hub replicas", () => {
     for (const id of ["hub-a", "hub-b", "hub-c"]) await s.add(id);
     startAgents(f, s);
     expect(await waitFor(async () => (await s.totalOwned()) === 3, 60_000, 200)).toBe(true);
-    const clusters = [...f.clusters.keys()];
-    for (const c of clusters) {
-      f.addNodes(c, 5);
-      f.addServices(c, 1);
-    }
+    addToEveryCluster(f, 5, 1);
     expect(await waitFor(() => f.progress().initialized >= 5, 60_000, 100)).toBe(true);
     f.natsCluster?.kill(0);
-    for (const c of clusters) {
-      f.addNodes(c, 5);
-      f.addServices(c, 1);
-    }
+    addToEveryCluster(f, 5, 1);
     const converged = await waitFor(
       () => f.progress().initialized === 30 && servicesDone(f) && f.serviceProgress().services === 6,
       120_000,
