@@ -9,9 +9,9 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Agent } from "@fleet-ccm/agent";
+import { Agent, HubTlsCredentials } from "@fleet-ccm/agent";
 import { AgentMessage, HubMessage, RELEASE_VERSION } from "@fleet-ccm/proto";
-import { Client, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { Client, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
@@ -149,10 +149,18 @@ async function attempt(opts: {
   token?: string;
   hello: string;
 }): Promise<Outcome> {
-  const creds =
+  // The agent's own TLS credentials (they dial an IP address without SNI, as Node.js 26 requires).
+  const creds = new HubTlsCredentials(
     opts.cert === undefined
-      ? credentials.createSsl(pem(`${opts.trust}.crt`))
-      : credentials.createSsl(pem(`${opts.trust}.crt`), pem(`${opts.cert}.key`), pem(`${opts.cert}.crt`));
+      ? { caPem: pem(`${opts.trust}.crt`) }
+      : {
+          files: {
+            caFile: file(`${opts.trust}.crt`),
+            certFile: file(`${opts.cert}.crt`),
+            keyFile: file(`${opts.cert}.key`),
+          },
+        },
+  );
   const c = new Client(`127.0.0.1:${fleet.hubPort}`, creds);
   const md = new Metadata();
   if (opts.token !== undefined) md.set("authorization", `Bearer ${opts.token}`);

@@ -11,35 +11,18 @@ import {
   type ChannelCredentials,
   type ClientDuplexStream,
   credentials,
-  experimental,
   Metadata,
   status,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { type Clock, Retry } from "./backoff.js";
+import { type ClientTlsFiles, HubTlsCredentials } from "./hub-credentials.js";
 import { Outbox, type PendingChange, pendingResult } from "./outbox.js";
-
-export interface ClientTlsFiles {
-  /** CA bundle that verifies the hub's certificate. */
-  readonly caFile: string;
-  /** This cluster's client certificate (it names the cluster) and key. */
-  readonly certFile: string;
-  readonly keyFile: string;
-  readonly reloadIntervalMs?: number | undefined;
-}
 
 function channelCredentials(opts: HubStreamOptions): ChannelCredentials {
   if (opts.insecure) return credentials.createInsecure();
-  const files = opts.tlsFiles;
-  if (files === undefined) return credentials.createSsl(opts.caPem ?? null);
-  const refreshIntervalMs = files.reloadIntervalMs ?? 60_000;
-  return experimental.createCertificateProviderChannelCredentials(
-    new experimental.FileWatcherCertificateProvider({ caCertificateFile: files.caFile, refreshIntervalMs }),
-    new experimental.FileWatcherCertificateProvider({
-      certificateFile: files.certFile,
-      privateKeyFile: files.keyFile,
-      refreshIntervalMs,
-    }),
+  return new HubTlsCredentials(
+    opts.tlsFiles === undefined ? { caPem: opts.caPem } : { files: opts.tlsFiles },
   );
 }
 
