@@ -1,0 +1,166 @@
+// The fake AWS through the official SDK clients (a response they cannot parse fails here), with
+// every request and answer checked against the botocore models by the fake's spec hook.
+
+import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import {
+  DescribeLoadBalancersCommand,
+  ElasticLoadBalancingClient,
+} from "@aws-sdk/client-elastic-load-balancing";
+import {
+  DescribeLoadBalancersCommand as DescribeV2LoadBalancersCommand,
+  ElasticLoadBalancingV2Client,
+} from "@aws-sdk/client-elastic-load-balancing-v2";
+import { AssumeRoleCommand, STSClient } from "@aws-sdk/client-sts";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { AwsFake } from "./fake.js";
+
+let fake: AwsFake;
+let clock = Date.now();
+beforeAll(async () => {
+  fake = await AwsFake.start({ now: () => clock });
+});
+afterEach(() => {
+  fake.faults.reset();
+  fake.spec.assertClean();
+});
+afterAll(() => fake.close());
+
+const REGION = "us-east-1";
+
+function clients(credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }) {
+  const config = { region: REGION, endpoint: fake.url, credentials, maxAttempts: 1 };
+  return {
+    sts: new STSClient(config),
+    ec2: new EC2Client(config),
+    elb: new ElasticLoadBalancingClient(config),
+    elbv2: new ElasticLoadBalancingV2Client(config),
+  };
+}
+
+/** The SDK's error for a call, with the code and status the fake answered. */
+async function failure(call: Promise<unknown>): Promise<{ name: string; status?: number; message: string }> {
+  try {
+    await call;
+  } catch (err) {
+    const e = err as { name: string; message: string; $metadata?: { httpStatusCode?: number } };
+    return {
+      name: e.name,
+      message: e.message,
+      ...(e.$metadata?.httpStatusCode !== undefined && { status: e.$metadata.httpStatusCode }),
+    };
+  }
+  throw new Error("the call succeeded");
+}
+
+describe("STS against the botocore STS model", () => {
+  test("AssumeRole: the role's temporary keys, usable until they expire", async () => {
+    const caller = fake.createAccount("caller");
+    const owner = fake.createAccount("owner");
+    const vpc = fake.createVpc(owner.accountId, REGION);
+    const subnet = fake.createSubnet(owner.accountId, REGION, { vpcId: vpc });
+    const inst = fake.createInstance(owner.accountId, REGION, subnet);
+    const role = fake.createRole(owner.accountId, "fleet", {
+      externalId: "ext-1",
+      trustedAccounts: [caller.accountId],
+    });
+    const { sts } = clients(caller);
+    const out = await sts.send(
+      new AssumeRoleCommand({
+        RoleArn: role,
+        RoleSessionName: "fleet-ccm",
+        ExternalId: "ext-1",
+        DurationSeconds: 900,
+      }),
+    );
+    const c = out.Credentials!;
+    expect(c.AccessKeyId).toMatch(/^ASIA/);
+    expect(c.Expiration?.getTime()).toBe(Math.floor(clock / 1000) * 1000 + 900_000);
+    expect(out.AssumedRoleUser).toEqual({
+      AssumedRoleId: `AROA${owner.accountId}:fleet-ccm`,
+      Arn: `arn:aws:sts::${owner.accountId}:assumed-role/fleet/fleet-ccm`,
+    });
+    const { ec2 } = clients({
+      accessKeyId: c.AccessKeyId!,
+      secretAccessKey: c.SecretAccessKey!,
+      sessionToken: c.SessionToken!,
+    });
+    const found = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [inst.id] }));
+    expect(found.Reservations?.[0]?.Instances?.[0]?.InstanceId).toBe(inst.id);
+    clock += 900_000;
+    expect(await failure(ec2.send(new DescribeInstancesCommand({ InstanceIds: [inst.id] })))).toMatchObject({
+      name: "ExpiredToken",
+      status: 400,
+    });
+    clock -= 900_000;
+    const ops = fake.log.requests({ account: caller.accountId }).map((r) => r.operation);
+    expect(ops).toContain("sts.AssumeRole");
+    expect(fake.spec.problems()).toEqual([]);
+  });
+
+  test("refusals in STS's envelope: AccessDenied 403, the model's bounds as ValidationError 400", async () => {
+    const caller = fake.createAccount("caller2");
+    const role = fake.createRole(caller.accountId, "r", { externalId: "x-1", trustedAccounts: [] });
+    const { sts } = clients(caller);
+    expect(
+      await failure(
+        sts.send(new AssumeRoleCommand({ RoleArn: role, RoleSessionName: "s1", ExternalId: "x-1" })),
+      ),
+    ).toMatchObject({ name: "AccessDenied", status: 403 });
+    // The SDK sends what it is given; the fake refuses what the model bounds (DurationSeconds >= 900).
+    expect(
+      await failure(
+        sts.send(new AssumeRoleCommand({ RoleArn: role, RoleSessionName: "s1", DurationSeconds: 60 })),
+      ),
+    ).toMatchObject({
+      name: "ValidationError",
+      status: 400,
+      message: expect.stringContaining("DurationSeconds"),
+    });
+    expect(
+      await failure(sts.send(new AssumeRoleCommand({ RoleArn: role, RoleSessionName: "bad name" }))),
+    ).toMatchObject({ name: "ValidationError", status: 400 });
+    // Those requests are outside the model: the spec hook says so, and names the parameter.
+    expect(fake.spec.problems().map((p) => `${p.where} ${p.operation}: ${p.message}`)).toEqual([
+      "request sts.AssumeRole: DurationSeconds: 60 outside 900..43200",
+    ]);
+    fake.spec.reset();
+  });
+});
+
+describe("AWS's error envelopes and throttling, per service", () => {
+  test("throttling: EC2 503 RequestLimitExceeded, ELB, ELBv2 and STS 400 Throttling, each in its envelope", async () => {
+    const acct = fake.createAccount("throttled");
+    const c = clients(acct);
+    const role = fake.createRole(acct.accountId, "self", { trustedAccounts: [acct.accountId] });
+    const calls = () => ({
+      ec2: c.ec2.send(new DescribeInstancesCommand({})),
+      elb: c.elb.send(new DescribeLoadBalancersCommand({})),
+      elbv2: c.elbv2.send(new DescribeV2LoadBalancersCommand({})),
+      sts: c.sts.send(new AssumeRoleCommand({ RoleArn: role, RoleSessionName: "s1" })),
+    });
+    const expected = {
+      ec2: { name: "RequestLimitExceeded", status: 503 },
+      elb: { name: "Throttling", status: 400 },
+      elbv2: { name: "Throttling", status: 400 },
+      sts: { name: "Throttling", status: 400 },
+    };
+    // Injected throttling, and the per-account request bucket: the same answers.
+    fake.setFaults({ throttleRate: 1 }, acct.accountId);
+    for (const [service, call] of Object.entries(calls()))
+      expect([service, await failure(call)]).toEqual([
+        service,
+        expect.objectContaining(expected[service as "ec2"]),
+      ]);
+    fake.faults.reset();
+    fake.setRateLimit(acct.accountId, REGION, 0.001, 1);
+    await c.ec2.send(new DescribeInstancesCommand({}));
+    for (const [service, call] of Object.entries(calls()))
+      expect([service, await failure(call)]).toEqual([
+        service,
+        expect.objectContaining(expected[service as "ec2"]),
+      ]);
+    fake.setRateLimit(acct.accountId, REGION, 0, 0);
+    // The answers were checked against the models, envelopes and namespaces included.
+    expect(fake.spec.problems()).toEqual([]);
+  });
+});
