@@ -1,7 +1,16 @@
 // The fake AWS through the official SDK clients (a response they cannot parse fails here), with
 // every request and answer checked against the botocore models by the fake's spec hook.
 
-import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import {
+  CreateTagsCommand,
+  DescribeInstancesCommand,
+  DescribeRouteTablesCommand,
+  DescribeSecurityGroupsCommand,
+  DescribeSubnetsCommand,
+  DescribeVpcsCommand,
+  EC2Client,
+  paginateDescribeSubnets,
+} from "@aws-sdk/client-ec2";
 import {
   DescribeLoadBalancersCommand,
   ElasticLoadBalancingClient,
@@ -162,5 +171,82 @@ describe("AWS's error envelopes and throttling, per service", () => {
     fake.setRateLimit(acct.accountId, REGION, 0, 0);
     // The answers were checked against the models, envelopes and namespaces included.
     expect(fake.spec.problems()).toEqual([]);
+  });
+});
+
+describe("EC2's Describe* shape: ids that must exist, filters, MaxResults/NextToken pages", () => {
+  test("subnets, VPCs, security groups and route tables through the SDK and its paginator", async () => {
+    const acct = fake.createAccount("describe");
+    const { ec2 } = clients(acct);
+    const vpc = fake.createVpc(acct.accountId, REGION, { tags: { team: "blue" } });
+    const otherVpc = fake.createVpc(acct.accountId, REGION);
+    const subnets = Array.from({ length: 7 }, (_, n) =>
+      fake.createSubnet(acct.accountId, REGION, {
+        vpcId: n < 6 ? vpc : otherVpc,
+        az: `${REGION}${"ab"[n % 2]}`,
+        tags: n % 3 === 0 ? { "kubernetes.io/role/elb": "1" } : {},
+      }),
+    );
+    const pages: string[][] = [];
+    for await (const page of paginateDescribeSubnets(
+      { client: ec2, pageSize: 5 },
+      { Filters: [{ Name: "vpc-id", Values: [vpc] }] },
+    ))
+      pages.push((page.Subnets ?? []).map((s) => s.SubnetId!));
+    expect(pages).toEqual([subnets.slice(0, 5), subnets.slice(5, 6)]);
+    const paged = await ec2.send(new DescribeVpcsCommand({ MaxResults: 5 }));
+    expect(paged.Vpcs?.map((v) => v.VpcId)).toEqual([vpc, otherVpc]);
+    expect(paged.NextToken).toBeUndefined();
+    // tag:, tag-key and wildcards, on every operation; filters AND, values OR.
+    const tagged = await ec2.send(
+      new DescribeVpcsCommand({ Filters: [{ Name: "tag:team", Values: ["bl*", "red"] }] }),
+    );
+    expect(tagged.Vpcs?.map((v) => v.VpcId)).toEqual([vpc]);
+    const { Subnets } = await ec2.send(
+      new DescribeSubnetsCommand({
+        Filters: [
+          { Name: "tag-key", Values: ["kubernetes.io/role/elb"] },
+          { Name: "availability-zone", Values: [`${REGION}a`] },
+        ],
+      }),
+    );
+    expect(Subnets?.map((s) => s.SubnetId)).toEqual([subnets[0], subnets[6]]);
+    expect(
+      await failure(ec2.send(new DescribeVpcsCommand({ VpcIds: [vpc, "vpc-0000000000000dead"] }))),
+    ).toMatchObject({ name: "InvalidVpcID.NotFound", status: 400 });
+    expect(
+      await failure(ec2.send(new DescribeVpcsCommand({ Filters: [{ Name: "owner", Values: ["x"] }] }))),
+    ).toMatchObject({ name: "InvalidParameterValue", message: "The filter 'owner' is invalid" });
+    // Outside the model's bounds: refused, and the spec hook names it.
+    expect(await failure(ec2.send(new DescribeRouteTablesCommand({ MaxResults: 101 })))).toMatchObject({
+      name: "InvalidParameterValue",
+    });
+    expect(fake.spec.problems().map((p) => p.message)).toEqual(["MaxResults: 101 outside 5..100"]);
+    fake.spec.reset();
+    const nodes = fake.createSecurityGroup(acct.accountId, REGION, { vpcId: vpc, name: "nodes" });
+    const lb = fake.createSecurityGroup(acct.accountId, REGION, { vpcId: vpc, name: "lb" });
+    fake.state.securityGroups.replace(
+      { ...fake.state.securityGroups.get(nodes)!, ingress: [{ protocol: "tcp", groupId: lb }] },
+      clock,
+    );
+    const referencing = await ec2.send(
+      new DescribeSecurityGroupsCommand({ Filters: [{ Name: "ip-permission.group-id", Values: [lb] }] }),
+    );
+    expect(referencing.SecurityGroups?.map((g) => g.GroupId)).toEqual([nodes]);
+    expect(
+      await failure(ec2.send(new DescribeSecurityGroupsCommand({ GroupIds: ["sg-0000000000000dead"] }))),
+    ).toMatchObject({ name: "InvalidGroup.NotFound" });
+    // CreateTags checks every id before it tags any.
+    expect(
+      await failure(
+        ec2.send(
+          new CreateTagsCommand({
+            Resources: [vpc, "vpc-0000000000000dead"],
+            Tags: [{ Key: "k", Value: "v" }],
+          }),
+        ),
+      ),
+    ).toMatchObject({ name: "InvalidID" });
+    expect(fake.state.vpcs.get(vpc)?.tags).toEqual({ team: "blue" });
   });
 });
