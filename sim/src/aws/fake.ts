@@ -19,6 +19,7 @@ import {
   type SpecHook,
   seededRandom,
   specHook,
+  startFake,
   TokenBucket,
 } from "../fake-kit/index.js";
 import { ec2Handlers, type Handler, zonesOf } from "./ec2.js";
@@ -141,10 +142,9 @@ export class AwsFake {
     );
   }
 
-  static async start(opts: AwsFakeOptions = {}): Promise<AwsFake> {
+  static start(opts: AwsFakeOptions = {}): Promise<AwsFake> {
     const fake = new AwsFake(opts);
-    await fake.server.listen();
-    return fake;
+    return startFake(fake, fake.server);
   }
 
   get url(): string {
