@@ -2,7 +2,11 @@
 // every request and answer checked against the botocore models by the fake's spec hook.
 
 import {
+  AuthorizeSecurityGroupIngressCommand,
+  CreateRouteCommand,
   CreateTagsCommand,
+  DeleteRouteCommand,
+  DeleteSecurityGroupCommand,
   DescribeInstancesCommand,
   DescribeRouteTablesCommand,
   DescribeSecurityGroupsCommand,
@@ -10,18 +14,23 @@ import {
   DescribeVpcsCommand,
   EC2Client,
   paginateDescribeSubnets,
+  RevokeSecurityGroupIngressCommand,
 } from "@aws-sdk/client-ec2";
 import {
+  CreateLoadBalancerCommand,
+  CreateLoadBalancerPolicyCommand,
   DescribeLoadBalancersCommand,
   ElasticLoadBalancingClient,
 } from "@aws-sdk/client-elastic-load-balancing";
 import {
+  DescribeTargetGroupsCommand,
   DescribeLoadBalancersCommand as DescribeV2LoadBalancersCommand,
   ElasticLoadBalancingV2Client,
 } from "@aws-sdk/client-elastic-load-balancing-v2";
 import { AssumeRoleCommand, STSClient } from "@aws-sdk/client-sts";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { AwsFake } from "./fake.js";
+import { startAwsWorld } from "./world.js";
 
 let fake: AwsFake;
 let clock = Date.now();
@@ -46,14 +55,22 @@ function clients(credentials: { accessKeyId: string; secretAccessKey: string; se
   };
 }
 
-/** The SDK's error for a call, with the code and status the fake answered. */
-async function failure(call: Promise<unknown>): Promise<{ name: string; status?: number; message: string }> {
+/** The SDK's error for a call, with the code (modeled errors carry it as Code) and status the fake answered. */
+async function failure(
+  call: Promise<unknown>,
+): Promise<{ name: string; code: string; status?: number; message: string }> {
   try {
     await call;
   } catch (err) {
-    const e = err as { name: string; message: string; $metadata?: { httpStatusCode?: number } };
+    const e = err as {
+      name: string;
+      Code?: string;
+      message: string;
+      $metadata?: { httpStatusCode?: number };
+    };
     return {
       name: e.name,
+      code: e.Code ?? e.name,
       message: e.message,
       ...(e.$metadata?.httpStatusCode !== undefined && { status: e.$metadata.httpStatusCode }),
     };
@@ -137,6 +154,118 @@ describe("STS against the botocore STS model", () => {
 });
 
 describe("AWS's error envelopes and throttling, per service", () => {
+  test("every code the provider decides by, with AWS's status, through the SDK", async () => {
+    const world = await startAwsWorld("codes", { fake });
+    const c = clients(world.keys);
+    const node = world.instance("codes-1");
+    const rule = {
+      GroupId: world.nodeGroup,
+      IpPermissions: [{ IpProtocol: "tcp", FromPort: 80, ToPort: 80, IpRanges: [{ CidrIp: "10.1.0.0/16" }] }],
+    };
+    await c.ec2.send(new AuthorizeSecurityGroupIngressCommand(rule));
+    const route = {
+      RouteTableId: world.routeTable,
+      DestinationCidrBlock: "10.244.0.0/24",
+      InstanceId: node.id,
+    };
+    await c.ec2.send(new CreateRouteCommand(route));
+    await c.elb.send(
+      new CreateLoadBalancerCommand({
+        LoadBalancerName: "codes",
+        Subnets: [...world.subnets],
+        Listeners: [{ Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 }],
+      }),
+    );
+    const policy = {
+      LoadBalancerName: "codes",
+      PolicyName: "k8s-proxyprotocol-enabled",
+      PolicyTypeName: "ProxyProtocolPolicyType",
+      PolicyAttributes: [{ AttributeName: "ProxyProtocol", AttributeValue: "true" }],
+    };
+    await c.elb.send(new CreateLoadBalancerPolicyCommand(policy));
+    const missing = `i-${"0".repeat(16)}1`;
+    const cases: Array<[string, () => Promise<unknown>, string, number]> = [
+      [
+        "ec2",
+        () => c.ec2.send(new DescribeInstancesCommand({ InstanceIds: [missing] })),
+        "InvalidInstanceID.NotFound",
+        400,
+      ],
+      [
+        "ec2",
+        () => c.ec2.send(new DescribeSecurityGroupsCommand({ GroupIds: ["sg-0000000000000dead"] })),
+        "InvalidGroup.NotFound",
+        400,
+      ],
+      [
+        "ec2",
+        () => c.ec2.send(new AuthorizeSecurityGroupIngressCommand(rule)),
+        "InvalidPermission.Duplicate",
+        400,
+      ],
+      [
+        "ec2",
+        () =>
+          c.ec2.send(
+            new RevokeSecurityGroupIngressCommand({
+              ...rule,
+              IpPermissions: [
+                { IpProtocol: "udp", FromPort: 1, ToPort: 1, IpRanges: [{ CidrIp: "10.9.0.0/16" }] },
+              ],
+            }),
+          ),
+        "InvalidPermission.NotFound",
+        400,
+      ],
+      [
+        "ec2",
+        () => c.ec2.send(new DeleteSecurityGroupCommand({ GroupId: world.nodeGroup })),
+        "DependencyViolation",
+        400,
+      ],
+      ["ec2", () => c.ec2.send(new CreateRouteCommand(route)), "RouteAlreadyExists", 400],
+      [
+        "ec2",
+        () =>
+          c.ec2.send(
+            new DeleteRouteCommand({ RouteTableId: world.routeTable, DestinationCidrBlock: "10.250.0.0/24" }),
+          ),
+        "InvalidRoute.NotFound",
+        400,
+      ],
+      [
+        "elb",
+        () => c.elb.send(new DescribeLoadBalancersCommand({ LoadBalancerNames: ["nope"] })),
+        "LoadBalancerNotFound",
+        400,
+      ],
+      ["elb", () => c.elb.send(new CreateLoadBalancerPolicyCommand(policy)), "DuplicatePolicyName", 400],
+      [
+        "elbv2",
+        () => c.elbv2.send(new DescribeV2LoadBalancersCommand({ Names: ["nope"] })),
+        "LoadBalancerNotFound",
+        400,
+      ],
+      [
+        "elbv2",
+        () => c.elbv2.send(new DescribeTargetGroupsCommand({ Names: ["nope"] })),
+        "TargetGroupNotFound",
+        400,
+      ],
+    ];
+    // One at a time, each answer's own failure.
+    for (const [service, call, code, status] of cases) {
+      const e = await failure(call());
+      // Modeled query errors reach the caller under the model's shape name; their Code is the wire code.
+      expect([service, e.code, e.status]).toEqual([service, code, status]);
+      expect(fake.log.requests({ account: world.accountId }).some((r) => r.outcome === String(status))).toBe(
+        true,
+      );
+    }
+    // Each answer's code and status was checked against the service's model (afterEach).
+    expect(fake.spec.problems()).toEqual([]);
+  });
+
   test("throttling: EC2 503 RequestLimitExceeded, ELB, ELBv2 and STS 400 Throttling, each in its envelope", async () => {
     const acct = fake.createAccount("throttled");
     const c = clients(acct);
@@ -248,5 +377,35 @@ describe("EC2's Describe* shape: ids that must exist, filters, MaxResults/NextTo
       ),
     ).toMatchObject({ name: "InvalidID" });
     expect(fake.state.vpcs.get(vpc)?.tags).toEqual({ team: "blue" });
+  });
+});
+
+describe("eventual consistency, as EC2 documents it", () => {
+  test("a just-created instance is missing from DescribeInstances, by id and in lists, for a while", async () => {
+    const acct = fake.createAccount("eventual");
+    const { ec2 } = clients(acct);
+    const vpc = fake.createVpc(acct.accountId, REGION);
+    const subnet = fake.createSubnet(acct.accountId, REGION, { vpcId: vpc });
+    const old = fake.createInstance(acct.accountId, REGION, subnet);
+    clock += 10_000;
+    fake.setFaults({ staleReadMs: 2_000 }, acct.accountId);
+    const fresh = fake.createInstance(acct.accountId, REGION, subnet);
+    const listed = async () =>
+      (await ec2.send(new DescribeInstancesCommand({}))).Reservations?.flatMap((r) =>
+        (r.Instances ?? []).map((i) => i.InstanceId),
+      );
+    expect(await failure(ec2.send(new DescribeInstancesCommand({ InstanceIds: [fresh.id] })))).toMatchObject({
+      code: "InvalidInstanceID.NotFound",
+      status: 400,
+    });
+    expect(await listed()).toEqual([old.id]);
+    // A change (stopped) shows the version before it meanwhile.
+    fake.setInstanceState(old.id, "stopped");
+    const seen = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [old.id] }));
+    expect(seen.Reservations?.[0]?.Instances?.[0]?.State?.Name).toBe("running");
+    clock += 2_000;
+    expect(await listed()).toEqual([old.id, fresh.id]);
+    const now = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [old.id, fresh.id] }));
+    expect(now.Reservations?.map((r) => r.Instances?.[0]?.State?.Name)).toEqual(["stopped", "running"]);
   });
 });

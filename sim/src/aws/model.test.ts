@@ -207,10 +207,34 @@ describe("answers against the botocore models", () => {
     ).toEqual(["<Errors><Error> holds Code,Message"]);
     expect(
       check(
-        '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"><Error><Type>Sender</Type><Code>X</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>',
+        '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>',
         200,
       ),
     ).toEqual(["an error envelope with status 200"]);
+  });
+
+  test("error codes and statuses: the query services' as their models say, EC2's server codes 5xx, others 4xx", () => {
+    const check = (body: string, status: number) =>
+      checker.checkResponse({ method: "POST", path: "/" }, { status, headers: {}, body }).problems;
+    const query = (ns: string, code: string) =>
+      `<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/${ns}/"><Error><Type>Sender</Type><Code>${code}</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>`;
+    const ec2Error = (code: string) =>
+      `<Response><Errors><Error><Code>${code}</Code><Message>m</Message></Error></Errors><RequestID>r</RequestID></Response>`;
+    expect(check(query("2015-12-01", "TargetGroupNotFound"), 400)).toEqual([]);
+    expect(check(query("2012-06-01", "LoadBalancerNotFound"), 400)).toEqual([]);
+    expect(check(query("2012-06-01", "Throttling"), 400)).toEqual([]);
+    expect(check(query("2012-06-01", "InvalidConfigurationRequest"), 400)).toEqual([
+      "InvalidConfigurationRequest is a 409, not a 400",
+    ]);
+    expect(check(query("2012-06-01", "TargetGroupNotFound"), 400)).toEqual([
+      "TargetGroupNotFound is neither an error of elb's model nor a common AWS error",
+    ]);
+    expect(check(ec2Error("InvalidInstanceID.NotFound"), 400)).toEqual([]);
+    expect(check(ec2Error("RequestLimitExceeded"), 503)).toEqual([]);
+    expect(check(ec2Error("RequestLimitExceeded"), 400)).toEqual([
+      "EC2's RequestLimitExceeded is not a 400 (it is 503)",
+    ]);
+    expect(check(ec2Error("DependencyViolation"), 500)).toEqual(["EC2's DependencyViolation is not a 500"]);
   });
 
   test("the XML reader unescapes text and refuses broken documents", () => {

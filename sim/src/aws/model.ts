@@ -21,6 +21,9 @@ interface Ref {
 
 interface Shape {
   readonly type: string;
+  /** An error shape: its wire code and HTTP status. */
+  readonly exception?: boolean;
+  readonly error?: { readonly code?: string; readonly httpStatusCode?: number };
   readonly members?: Readonly<Record<string, Ref>>;
   readonly required?: readonly string[];
   readonly member?: Ref;
@@ -84,6 +87,17 @@ export class AwsModel {
   has(operation: string): boolean {
     return this.model.operations[operation] !== undefined;
   }
+
+  /** The HTTP status of a modeled error code (the query services model theirs; EC2 none). */
+  errorStatus(code: string): number | undefined {
+    this.errorStatuses ??= new Map(
+      Object.entries(this.model.shapes).flatMap(([name, s]) =>
+        s.exception === true ? [[s.error?.code ?? name, s.error?.httpStatusCode ?? 400] as const] : [],
+      ),
+    );
+    return this.errorStatuses.get(code);
+  }
+  private errorStatuses: ReadonlyMap<string, number> | undefined;
 
   private shape(name: string): Shape {
     const s = this.model.shapes[name];
@@ -450,6 +464,47 @@ function renderScalar(element: string, shape: Shape, v: unknown): string {
   }
 }
 
+/** EC2's server-side error codes and their statuses (EC2 API reference, "Error codes"). */
+const EC2_SERVER_ERRORS: Readonly<Record<string, number>> = {
+  InternalError: 500,
+  InsufficientInstanceCapacity: 500,
+  RequestLimitExceeded: 503,
+  Unavailable: 503,
+  ServiceUnavailable: 503,
+  // The kit's timeout fault: what a gateway answers for a call that never came back.
+  GatewayTimeout: 504,
+};
+
+/**
+ * Errors every query service answers without modeling them (the AWS "Common Errors" page, and
+ * STS's and the query services' authentication and throttling answers), with their statuses.
+ */
+const QUERY_COMMON_ERRORS: Readonly<Record<string, number>> = {
+  AccessDenied: 403,
+  AccessDeniedException: 400,
+  ExpiredToken: 400,
+  IncompleteSignature: 400,
+  InternalFailure: 500,
+  InvalidAction: 400,
+  InvalidClientTokenId: 403,
+  InvalidParameterCombination: 400,
+  InvalidParameterValue: 400,
+  InvalidQueryParameter: 400,
+  MalformedQueryString: 404,
+  MissingAction: 400,
+  MissingAuthenticationToken: 403,
+  MissingParameter: 400,
+  NotAuthorized: 400,
+  OptInRequired: 403,
+  RequestExpired: 400,
+  ServiceUnavailable: 503,
+  SignatureDoesNotMatch: 403,
+  Throttling: 400,
+  ThrottlingException: 400,
+  ValidationError: 400,
+  GatewayTimeout: 504,
+};
+
 /** Models the shared vendor specs lack, hand-added to this repository (sim/fixtures/README.md). */
 export function fixtureSpecPath(relative: string): string {
   return fileURLToPath(new URL(`../../fixtures/${relative}`, import.meta.url));
@@ -515,11 +570,16 @@ export class ModelChecker implements SpecChecker {
       const error = root.children[0]?.children[0];
       if (error?.name !== "Error" || names(error) !== "Code,Message")
         problems.push("<Errors><Error> holds Code,Message");
+      // EC2 models no errors: its server-side codes are 5xx, every other code a 4xx.
+      const code = error?.children[0]?.text ?? "";
+      const server = EC2_SERVER_ERRORS[code];
+      if (status >= 400 && (server !== undefined ? status !== server : status >= 500))
+        problems.push(`EC2's ${code} is not a ${status}${server === undefined ? "" : ` (it is ${server})`}`);
     } else {
       const ns = root.attributes.xmlns ?? "";
-      const model = this.byNamespace.get(ns);
-      if (model === undefined || model.protocol !== "query")
-        problems.push(`<ErrorResponse>: xmlns ${ns} is not a query service's`);
+      const found = this.byNamespace.get(ns);
+      const model = found?.protocol === "query" ? found : undefined;
+      if (model === undefined) problems.push(`<ErrorResponse>: xmlns ${ns} is not a query service's`);
       if (names(root) !== "Error,RequestId")
         problems.push(`<ErrorResponse> holds ${names(root)}, not Error,RequestId`);
       const error = root.children[0];
@@ -527,6 +587,12 @@ export class ModelChecker implements SpecChecker {
       const type = error?.children[0]?.text;
       if (type !== "Sender" && type !== "Receiver")
         problems.push(`<Type> is Sender or Receiver, not ${type}`);
+      const code = error?.children[1]?.text ?? "";
+      const expected = model?.errorStatus(code) ?? QUERY_COMMON_ERRORS[code];
+      if (model !== undefined && expected === undefined)
+        problems.push(`${code} is neither an error of ${model.service}'s model nor a common AWS error`);
+      else if (expected !== undefined && expected !== status && status >= 400)
+        problems.push(`${code} is a ${expected}, not a ${status}`);
     }
     return problems;
   }
