@@ -79,6 +79,41 @@ function fail(cmd: string, err: unknown): number {
   return err instanceof ConfigError ? 2 : 1;
 }
 
+interface ConfigEdit {
+  readonly text: string;
+  readonly config: HubConfig;
+  readonly progress: Progress;
+  /** Releases the lock once the file is written (work after that needs no lock). */
+  readonly unlock: () => void;
+}
+
+/**
+ * The frame of a command that edits the hub configuration: the config lock held (released at
+ * the latest when `edit` ends), a progress line, the file read and parsed, and a failure as its
+ * message on stderr and the exit code (2 for a configuration problem, else 1).
+ */
+async function editConfig(
+  cmd: string,
+  path: string,
+  edit: (e: ConfigEdit) => Promise<number>,
+): Promise<number> {
+  const progress = new Progress({ verbose: true });
+  let unlock = () => {};
+  try {
+    unlock = lockConfig(path);
+    progress.update(`reading ${path}`);
+    const { text, config } = readConfig(path);
+    return await edit({ text, config, progress, unlock });
+  } catch (err) {
+    // The status line goes before the message, so the two never share a line.
+    progress.done();
+    return fail(cmd, err);
+  } finally {
+    progress.done();
+    unlock();
+  }
+}
+
 function scopeTags(list: readonly string[]): Record<string, string> | undefined {
   if (list.length === 0) return undefined;
   const tags: Record<string, string> = {};
@@ -165,12 +200,7 @@ export const registerCommand: Command = {
       throw new UsageError(
         `--hub-address: expected HOST:PORT, e.g. hub.example.com:7443, got "${hubAddress}"`,
       );
-    const progress = new Progress({ verbose: true });
-    let unlock = () => {};
-    try {
-      unlock = lockConfig(path);
-      progress.update(`reading ${path}`);
-      const { text, config } = readConfig(path);
+    return editConfig("register", path, async ({ text, config, progress, unlock }) => {
       if (config.clusters.some((c) => c.name === cluster))
         throw new ConfigError(
           `${path}: cluster "${cluster}" is already registered (fleet-ccm unregister first)`,
@@ -235,12 +265,7 @@ export const registerCommand: Command = {
         ].join("\n"),
       );
       return 0;
-    } catch (err) {
-      progress.done();
-      return fail("register", err);
-    } finally {
-      unlock();
-    }
+    });
   },
 };
 
@@ -273,12 +298,7 @@ export const unregisterCommand: Command = {
     const path = resolve(requiredStr(v, "config"));
     const deleteCloud = bool(v, "delete-cloud-resources");
     const grace = int(v, "grace", 0);
-    const progress = new Progress({ verbose: true });
-    let unlock = () => {};
-    try {
-      unlock = lockConfig(path);
-      progress.update(`reading ${path}`);
-      const { text, config } = readConfig(path);
+    return editConfig("unregister", path, async ({ text, config, progress, unlock }) => {
       const entry = config.clusters.find((c) => c.name === cluster);
       if (entry === undefined) throw new ConfigError(`${path}: no cluster "${cluster}"`);
       const next = removeClusterEntry(text, cluster, path);
@@ -337,14 +357,8 @@ export const unregisterCommand: Command = {
         for (const p of report.problems) process.stderr.write(`not deleted: ${p}\n`);
         if (report.problems.length > 0) code = 1;
       }
-      progress.done();
       return code;
-    } catch (err) {
-      progress.done();
-      return fail("unregister", err);
-    } finally {
-      unlock();
-    }
+    });
   },
 };
 

@@ -4,7 +4,14 @@
  * security groups and their rules (DependencyViolation while something uses a group), route
  * tables with blackholed routes once their instance is gone.
  */
-import { encodeSeqToken, parsePageSize, parseSeqToken } from "../fake-kit/index.js";
+import {
+  encodeSeqToken,
+  type FakeError,
+  parsePageSize,
+  parseSeqToken,
+  type ResourceTable,
+  type TablePage,
+} from "../fake-kit/index.js";
 import type { Decoded } from "./model.js";
 import {
   type AwsState,
@@ -13,44 +20,44 @@ import {
   type Ec2Instance,
   type IngressRule,
   inScope,
+  type Regional,
+  type RouteTable,
   type SecurityGroup,
   STATE_CODES,
+  type Subnet,
   tagList,
   tagsFrom,
+  type Vpc,
   wildcard,
 } from "./state.js";
 
 export type Handler = (input: Decoded, caller: Caller) => Record<string, unknown>;
 
-type Filters = ReadonlyMap<string, readonly RegExp[]>;
+/** The filters an operation takes, each with the values of an item it matches against. */
+type FilterFields<T> = Readonly<Record<string, (item: T) => readonly string[]>>;
 
-function filtersOf(input: Decoded, known: readonly string[]): Filters {
-  const out = new Map<string, RegExp[]>();
+/**
+ * The request's Filters as a predicate: every filter matches (AND), within one any value (OR),
+ * values with EC2's wildcards; `tag:<key>` and `tag-key` on every operation.
+ */
+function filterOf<T extends Regional>(input: Decoded, fields: FilterFields<T>): (item: T) => boolean {
+  const filters: Array<[string, RegExp[]]> = [];
   for (const f of (input.Filters ?? []) as Decoded[]) {
     const name = String(f.Name ?? "");
-    if (!known.includes(name) && !name.startsWith("tag:") && name !== "tag-key")
+    if (fields[name] === undefined && !name.startsWith("tag:") && name !== "tag-key")
       throw badRequest("InvalidParameterValue", `The filter '${name}' is invalid`);
-    out.set(name, ((f.Values ?? []) as string[]).map(wildcard));
+    filters.push([name, ((f.Values ?? []) as string[]).map(wildcard)]);
   }
-  return out;
-}
-
-/** Every filter matches (AND); within one, any value (OR). */
-function matches(
-  filters: Filters,
-  tags: Readonly<Record<string, string>>,
-  field: (name: string) => readonly string[],
-): boolean {
-  for (const [name, values] of filters) {
-    let have: readonly string[];
-    if (name.startsWith("tag:")) {
-      const v = tags[name.slice(4)];
-      have = v === undefined ? [] : [v];
-    } else if (name === "tag-key") have = Object.keys(tags);
-    else have = field(name);
-    if (!have.some((h) => values.some((re) => re.test(h)))) return false;
-  }
-  return true;
+  return (item) =>
+    filters.every(([name, values]) => {
+      let have: readonly string[];
+      if (name.startsWith("tag:")) {
+        const v = item.tags[name.slice(4)];
+        have = v === undefined ? [] : [v];
+      } else if (name === "tag-key") have = Object.keys(item.tags);
+      else have = fields[name]!(item);
+      return have.some((h) => values.some((re) => re.test(h)));
+    });
 }
 
 function pageParams(input: Decoded, max = 1000): { size: number; after: number | undefined } {
@@ -67,6 +74,61 @@ function pageParams(input: Decoded, max = 1000): { size: number; after: number |
   return {
     size,
     after: parseSeqToken(token === undefined ? null : String(token), "NextToken", "InvalidNextToken"),
+  };
+}
+
+/** A lookup by id in the caller's account and region; `notFound` when it is not there. */
+function finder<T extends Regional>(
+  table: ResourceTable<T>,
+  notFound: (id: string) => FakeError,
+): (id: string, caller: Caller) => T {
+  return (id, caller) => {
+    const item = inScope(table.get(id), caller);
+    if (item === undefined) throw notFound(id);
+    return item;
+  };
+}
+
+/** A page's answer: its items under `key`, and NextToken when more follow. */
+function pageAnswer<T>(
+  key: string,
+  page: TablePage<T>,
+  render: (item: T) => unknown,
+): Record<string, unknown> {
+  return {
+    [key]: page.items.map(render),
+    ...(page.nextAfterSeq !== undefined && { NextToken: encodeSeqToken(page.nextAfterSeq) }),
+  };
+}
+
+/**
+ * The shape of EC2's Describe* operations: ids asked for must each exist (else `notFound`),
+ * then one MaxResults/NextToken page of the caller's account and region, by ids and filters.
+ */
+function describe<T extends Regional>(d: {
+  readonly table: ResourceTable<T>;
+  /** The request member listing ids, e.g. VpcIds. */
+  readonly ids: string;
+  readonly notFound: (id: string) => FakeError;
+  readonly filters: FilterFields<T>;
+  /** The answer member listing the items, e.g. Vpcs. */
+  readonly result: string;
+  readonly render: (item: T) => unknown;
+  readonly maxResults?: number;
+}): Handler {
+  return (input, caller) => {
+    const ids = (input[d.ids] ?? []) as string[];
+    const find = finder(d.table, d.notFound);
+    for (const id of ids) find(id, caller);
+    const keep = filterOf(input, d.filters);
+    const { size, after } = pageParams(input, d.maxResults);
+    const page = d.table.page(
+      `${caller.account}/${caller.region}`,
+      (item) => (ids.length === 0 || ids.includes(item.id)) && keep(item),
+      size,
+      after,
+    );
+    return pageAnswer(d.result, page, d.render);
   };
 }
 
@@ -114,32 +176,32 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
     OwnerId: i.account,
     Instances: [instanceXml(i)],
   });
-  const INSTANCE_FILTERS = [
-    "instance-id",
-    "private-dns-name",
-    "instance-state-name",
-    "vpc-id",
-    "subnet-id",
-    "availability-zone",
-    "private-ip-address",
-  ];
-  const instanceField = (i: Ec2Instance) => (name: string) =>
-    ({
-      "instance-id": [i.id],
-      "private-dns-name": [i.privateDns],
-      "instance-state-name": [i.state],
-      "vpc-id": [i.vpcId],
-      "subnet-id": [i.subnetId],
-      "availability-zone": [i.az],
-      "private-ip-address": [i.privateIp],
-    })[name] ?? [];
-
-  const group = (id: string, caller: Caller): SecurityGroup => {
-    const g = inScope(state.securityGroups.get(id), caller);
-    if (g === undefined)
-      throw badRequest("InvalidGroup.NotFound", `The security group '${id}' does not exist`);
-    return g;
+  const instanceFilters: FilterFields<Ec2Instance> = {
+    "instance-id": (i) => [i.id],
+    "private-dns-name": (i) => [i.privateDns],
+    "instance-state-name": (i) => [i.state],
+    "vpc-id": (i) => [i.vpcId],
+    "subnet-id": (i) => [i.subnetId],
+    "availability-zone": (i) => [i.az],
+    "private-ip-address": (i) => [i.privateIp],
   };
+
+  const groupNotFound = (id: string) =>
+    badRequest("InvalidGroup.NotFound", `The security group '${id}' does not exist`);
+  const group = finder(state.securityGroups, groupNotFound);
+  const routeTableNotFound = (id: string) =>
+    badRequest("InvalidRouteTableID.NotFound", `The routeTable ID '${id}' does not exist`);
+  const routeTable = finder(state.routeTables, routeTableNotFound);
+  type Taggable = Ec2Instance | Vpc | Subnet | SecurityGroup | RouteTable;
+  /** The resources a CreateTags or DeleteTags names, each with its table; an unknown id fails all. */
+  const tagged = (input: Decoded, caller: Caller): Array<[ResourceTable<Taggable>, Taggable]> =>
+    ((input.Resources ?? []) as string[]).map((id) => {
+      const table = state.taggable(id);
+      const item = table === undefined ? undefined : inScope(table.get(id), caller);
+      if (table === undefined || item === undefined)
+        throw badRequest("InvalidID", `The ID '${id}' is not valid`);
+      return [table, item];
+    });
 
   /** IpPermissions flattened into EC2's one-source rules. */
   const rulesOf = (input: Decoded): IngressRule[] => {
@@ -179,7 +241,7 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
   return {
     DescribeInstances(input, caller) {
       const ids = (input.InstanceIds ?? []) as string[];
-      const filters = filtersOf(input, INSTANCE_FILTERS);
+      const keep = filterOf(input, instanceFilters);
       if (ids.length > 0) {
         if (input.MaxResults !== undefined)
           throw badRequest(
@@ -197,16 +259,14 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
             `The instance ID${missing.length > 1 ? "s" : ""} '${missing.join(", ")}' do${missing.length > 1 ? "" : "es"} not exist`,
           );
         const list = [...new Map(found.map((i) => [i!.id, i!])).values()];
-        return {
-          Reservations: list.filter((i) => matches(filters, i.tags, instanceField(i))).map(reservation),
-        };
+        return { Reservations: list.filter(keep).map(reservation) };
       }
       const { size, after } = pageParams(input);
       const view = { nowMs: caller.nowMs, staleReadMs: caller.staleReadMs, listStaleMs: caller.staleReadMs };
-      const keep = (i: Ec2Instance) => matches(filters, i.tags, instanceField(i));
-      const dns = filters.get("private-dns-name");
-      const exactDns = filters.size === 1 && dns?.length === 1 ? (input.Filters as Decoded[])[0] : undefined;
-      const exactValue = exactDns ? String(((exactDns.Values ?? []) as string[])[0]) : undefined;
+      const filters = (input.Filters ?? []) as Decoded[];
+      const only = filters.length === 1 ? filters[0]! : undefined;
+      const dnsValues = only?.Name === "private-dns-name" ? ((only.Values ?? []) as string[]) : [];
+      const exactValue = dnsValues.length === 1 ? String(dnsValues[0]) : undefined;
       const page =
         exactValue !== undefined && !/[*?]/.test(exactValue)
           ? state.instances.pageIndex(
@@ -218,10 +278,7 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
               view,
             )
           : state.instances.page(`${caller.account}/${caller.region}`, keep, size, after, view);
-      return {
-        Reservations: page.items.map(reservation),
-        ...(page.nextAfterSeq !== undefined && { NextToken: encodeSeqToken(page.nextAfterSeq) }),
-      };
+      return pageAnswer("Reservations", page, reservation);
     },
 
     ModifyInstanceAttribute(input, caller) {
@@ -249,99 +306,66 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
       };
     },
 
-    DescribeVpcs(input, caller) {
-      const ids = (input.VpcIds ?? []) as string[];
-      for (const id of ids)
-        if (inScope(state.vpcs.get(id), caller) === undefined)
-          throw badRequest("InvalidVpcID.NotFound", `The vpc ID '${id}' does not exist`);
-      const filters = filtersOf(input, ["vpc-id"]);
-      const vpcs = state.vpcs
-        .inScope(`${caller.account}/${caller.region}`)
-        .filter((v) => (ids.length === 0 || ids.includes(v.id)) && matches(filters, v.tags, () => [v.id]));
-      return {
-        Vpcs: vpcs.map((v) => ({
-          VpcId: v.id,
-          CidrBlock: v.cidr,
-          State: "available",
-          OwnerId: v.account,
-          Tags: tagList(v.tags),
-        })),
-      };
-    },
+    DescribeVpcs: describe({
+      table: state.vpcs,
+      ids: "VpcIds",
+      notFound: (id) => badRequest("InvalidVpcID.NotFound", `The vpc ID '${id}' does not exist`),
+      filters: { "vpc-id": (v) => [v.id] },
+      result: "Vpcs",
+      render: (v) => ({
+        VpcId: v.id,
+        CidrBlock: v.cidr,
+        State: "available",
+        OwnerId: v.account,
+        Tags: tagList(v.tags),
+      }),
+    }),
 
-    DescribeSubnets(input, caller) {
-      const ids = (input.SubnetIds ?? []) as string[];
-      for (const id of ids)
-        if (inScope(state.subnets.get(id), caller) === undefined)
-          throw badRequest("InvalidSubnetID.NotFound", `The subnet ID '${id}' does not exist`);
-      const filters = filtersOf(input, ["vpc-id", "subnet-id", "availability-zone"]);
-      const { size, after } = pageParams(input);
-      const page = state.subnets.page(
-        `${caller.account}/${caller.region}`,
-        (s) =>
-          (ids.length === 0 || ids.includes(s.id)) &&
-          matches(
-            filters,
-            s.tags,
-            (n) => ({ "vpc-id": [s.vpcId], "subnet-id": [s.id], "availability-zone": [s.az] })[n] ?? [],
-          ),
-        size,
-        after,
-      );
-      return {
-        Subnets: page.items.map((s) => ({
-          SubnetId: s.id,
-          VpcId: s.vpcId,
-          AvailabilityZone: s.az,
-          AvailabilityZoneId: zonesOf(caller.region).find((z) => z.name === s.az)?.id ?? s.az,
-          CidrBlock: s.cidr,
-          State: "available",
-          OwnerId: s.account,
-          Tags: tagList(s.tags),
-        })),
-        ...(page.nextAfterSeq !== undefined && { NextToken: encodeSeqToken(page.nextAfterSeq) }),
-      };
-    },
+    DescribeSubnets: describe({
+      table: state.subnets,
+      ids: "SubnetIds",
+      notFound: (id) => badRequest("InvalidSubnetID.NotFound", `The subnet ID '${id}' does not exist`),
+      filters: {
+        "vpc-id": (s) => [s.vpcId],
+        "subnet-id": (s) => [s.id],
+        "availability-zone": (s) => [s.az],
+      },
+      result: "Subnets",
+      render: (s) => ({
+        SubnetId: s.id,
+        VpcId: s.vpcId,
+        AvailabilityZone: s.az,
+        AvailabilityZoneId: zonesOf(s.region).find((z) => z.name === s.az)?.id ?? s.az,
+        CidrBlock: s.cidr,
+        State: "available",
+        OwnerId: s.account,
+        Tags: tagList(s.tags),
+      }),
+    }),
 
-    DescribeSecurityGroups(input, caller) {
-      const ids = (input.GroupIds ?? []) as string[];
-      for (const id of ids) group(id, caller);
-      const filters = filtersOf(input, ["group-id", "group-name", "vpc-id", "ip-permission.group-id"]);
-      const { size, after } = pageParams(input);
-      const page = state.securityGroups.page(
-        `${caller.account}/${caller.region}`,
-        (g) =>
-          (ids.length === 0 || ids.includes(g.id)) &&
-          matches(
-            filters,
-            g.tags,
-            (n) =>
-              ({
-                "group-id": [g.id],
-                "group-name": [g.name],
-                "vpc-id": [g.vpcId],
-                "ip-permission.group-id": g.ingress.flatMap((r) =>
-                  r.groupId === undefined ? [] : [r.groupId],
-                ),
-              })[n] ?? [],
-          ),
-        size,
-        after,
-      );
-      return {
-        SecurityGroups: page.items.map((g) => ({
-          GroupId: g.id,
-          GroupName: g.name,
-          Description: g.description,
-          VpcId: g.vpcId,
-          OwnerId: g.account,
-          IpPermissions: permissionsXml(g.ingress),
-          IpPermissionsEgress: permissionsXml([{ protocol: "-1", cidr: "0.0.0.0/0" }]),
-          Tags: tagList(g.tags),
-        })),
-        ...(page.nextAfterSeq !== undefined && { NextToken: encodeSeqToken(page.nextAfterSeq) }),
-      };
-    },
+    DescribeSecurityGroups: describe({
+      table: state.securityGroups,
+      ids: "GroupIds",
+      notFound: groupNotFound,
+      filters: {
+        "group-id": (g) => [g.id],
+        "group-name": (g) => [g.name],
+        "vpc-id": (g) => [g.vpcId],
+        "ip-permission.group-id": (g) =>
+          g.ingress.flatMap((r) => (r.groupId === undefined ? [] : [r.groupId])),
+      },
+      result: "SecurityGroups",
+      render: (g) => ({
+        GroupId: g.id,
+        GroupName: g.name,
+        Description: g.description,
+        VpcId: g.vpcId,
+        OwnerId: g.account,
+        IpPermissions: permissionsXml(g.ingress),
+        IpPermissionsEgress: permissionsXml([{ protocol: "-1", cidr: "0.0.0.0/0" }]),
+        Tags: tagList(g.tags),
+      }),
+    }),
 
     CreateSecurityGroup(input, caller) {
       const name = String(input.GroupName ?? "");
@@ -421,11 +445,7 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
 
     CreateTags(input, caller) {
       const tags = tagsFrom(input.Tags);
-      for (const id of (input.Resources ?? []) as string[]) {
-        const table = state.taggable(id);
-        const item = table === undefined ? undefined : inScope(table.get(id), caller);
-        if (table === undefined || item === undefined)
-          throw badRequest("InvalidID", `The ID '${id}' is not valid`);
+      for (const [table, item] of tagged(input, caller)) {
         table.replace({ ...item, tags: { ...item.tags, ...tags } }, caller.nowMs);
       }
       return {};
@@ -433,66 +453,45 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
 
     DeleteTags(input, caller) {
       const tags = tagsFrom(input.Tags);
-      for (const id of (input.Resources ?? []) as string[]) {
-        const table = state.taggable(id);
-        const item = table === undefined ? undefined : inScope(table.get(id), caller);
-        if (table === undefined || item === undefined)
-          throw badRequest("InvalidID", `The ID '${id}' is not valid`);
+      for (const [table, item] of tagged(input, caller)) {
         const left = Object.fromEntries(Object.entries(item.tags).filter(([k]) => !(k in tags)));
         table.replace({ ...item, tags: left }, caller.nowMs);
       }
       return {};
     },
 
-    DescribeRouteTables(input, caller) {
-      const ids = (input.RouteTableIds ?? []) as string[];
-      for (const id of ids)
-        if (inScope(state.routeTables.get(id), caller) === undefined)
-          throw badRequest("InvalidRouteTableID.NotFound", `The routeTable ID '${id}' does not exist`);
-      const filters = filtersOf(input, ["route-table-id", "vpc-id"]);
-      const { size, after } = pageParams(input, 100);
-      const page = state.routeTables.page(
-        `${caller.account}/${caller.region}`,
-        (t) =>
-          (ids.length === 0 || ids.includes(t.id)) &&
-          matches(filters, t.tags, (n) => ({ "route-table-id": [t.id], "vpc-id": [t.vpcId] })[n] ?? []),
-        size,
-        after,
-      );
-      return {
-        RouteTables: page.items.map((t) => ({
-          RouteTableId: t.id,
-          VpcId: t.vpcId,
-          OwnerId: t.account,
-          Tags: tagList(t.tags),
-          Routes: t.routes.map((r) => {
-            const target = r.instanceId === undefined ? undefined : state.instances.get(r.instanceId);
-            const live =
-              r.instanceId === undefined || (target !== undefined && target.state !== "terminated");
-            return {
-              DestinationCidrBlock: r.cidr,
-              ...(r.gatewayId !== undefined && { GatewayId: r.gatewayId }),
-              ...(r.instanceId !== undefined && {
-                InstanceId: r.instanceId,
-                InstanceOwnerId: t.account,
-                NetworkInterfaceId: `eni-${r.instanceId.slice(2)}`,
-              }),
-              Origin: r.origin,
-              State: live ? "active" : "blackhole",
-            };
-          }),
-        })),
-        ...(page.nextAfterSeq !== undefined && { NextToken: encodeSeqToken(page.nextAfterSeq) }),
-      };
-    },
+    DescribeRouteTables: describe({
+      table: state.routeTables,
+      ids: "RouteTableIds",
+      notFound: routeTableNotFound,
+      filters: { "route-table-id": (t) => [t.id], "vpc-id": (t) => [t.vpcId] },
+      result: "RouteTables",
+      maxResults: 100,
+      render: (t) => ({
+        RouteTableId: t.id,
+        VpcId: t.vpcId,
+        OwnerId: t.account,
+        Tags: tagList(t.tags),
+        Routes: t.routes.map((r) => {
+          const target = r.instanceId === undefined ? undefined : state.instances.get(r.instanceId);
+          const live = r.instanceId === undefined || (target !== undefined && target.state !== "terminated");
+          return {
+            DestinationCidrBlock: r.cidr,
+            ...(r.gatewayId !== undefined && { GatewayId: r.gatewayId }),
+            ...(r.instanceId !== undefined && {
+              InstanceId: r.instanceId,
+              InstanceOwnerId: t.account,
+              NetworkInterfaceId: `eni-${r.instanceId.slice(2)}`,
+            }),
+            Origin: r.origin,
+            State: live ? "active" : "blackhole",
+          };
+        }),
+      }),
+    }),
 
     CreateRoute(input, caller) {
-      const t = inScope(state.routeTables.get(String(input.RouteTableId ?? "")), caller);
-      if (t === undefined)
-        throw badRequest(
-          "InvalidRouteTableID.NotFound",
-          `The routeTable ID '${String(input.RouteTableId)}' does not exist`,
-        );
+      const t = routeTable(String(input.RouteTableId ?? ""), caller);
       const cidr = String(input.DestinationCidrBlock ?? "");
       const instanceId = input.InstanceId === undefined ? undefined : String(input.InstanceId);
       const gatewayId = input.GatewayId === undefined ? undefined : String(input.GatewayId);
@@ -524,12 +523,7 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
     },
 
     DeleteRoute(input, caller) {
-      const t = inScope(state.routeTables.get(String(input.RouteTableId ?? "")), caller);
-      if (t === undefined)
-        throw badRequest(
-          "InvalidRouteTableID.NotFound",
-          `The routeTable ID '${String(input.RouteTableId)}' does not exist`,
-        );
+      const t = routeTable(String(input.RouteTableId ?? ""), caller);
       const cidr = String(input.DestinationCidrBlock ?? "");
       const route = t.routes.find((r) => r.cidr === cidr);
       if (route === undefined)

@@ -19,12 +19,13 @@ import {
   type SpecHook,
   seededRandom,
   specHook,
+  startFake,
   TokenBucket,
 } from "../fake-kit/index.js";
 import { ec2Handlers, type Handler, zonesOf } from "./ec2.js";
 import { elbHandlers } from "./elb.js";
 import { elbv2Handlers } from "./elbv2.js";
-import { AwsModel, escapeXml, ModelChecker } from "./model.js";
+import { AwsModel, escapeXml, fixtureSpecPath, ModelChecker } from "./model.js";
 import {
   type AccessKey,
   AwsState,
@@ -37,12 +38,12 @@ import {
   type Subnet,
   type V2Lb,
 } from "./state.js";
+import { stsHandlers } from "./sts.js";
 
 export const EC2_VERSION = "2016-11-15";
 export const ELB_VERSION = "2012-06-01";
 export const ELBV2_VERSION = "2015-12-01";
 export const STS_VERSION = "2011-06-15";
-const STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/";
 
 type Service = "ec2" | "elb" | "elbv2" | "sts";
 
@@ -98,7 +99,8 @@ export class AwsFake {
   private readonly server: FakeHttpServer;
   private readonly now: () => number;
   private readonly handlers: Record<Service, Record<string, Handler>>;
-  private readonly models: Record<Exclude<Service, "sts">, AwsModel>;
+  private readonly models: Record<Service, AwsModel>;
+  private readonly errors: Record<Service, ErrorRenderer>;
   private readonly buckets = new Map<string, TokenBucket>();
   private readonly limits = new Map<string, { rate: number; burst: number }>();
   private requests = 0;
@@ -116,9 +118,13 @@ export class AwsFake {
     this.log = new RequestLog(this.now);
     this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
     this.models = sharedModels();
-    this.spec = specHook(
-      new ModelChecker(Object.values(this.models), { versions: [STS_VERSION], namespaces: [STS_NAMESPACE] }),
-    );
+    this.spec = specHook(new ModelChecker(Object.values(this.models)));
+    this.errors = {
+      ec2: awsErrors(this.models.ec2),
+      elb: awsErrors(this.models.elb),
+      elbv2: awsErrors(this.models.elbv2),
+      sts: awsErrors(this.models.sts),
+    };
     this.handlers = {
       ec2: ec2Handlers(this.state),
       elb: elbHandlers(this.state, { eniLingerMs: () => this.eniLingerMs }),
@@ -126,7 +132,7 @@ export class AwsFake {
         eniLingerMs: () => this.eniLingerMs,
         provisioningMs: () => this.nlbProvisioningMs,
       }),
-      sts: {},
+      sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
     };
     this.server = new FakeHttpServer(
       (req, res) => this.handle(req, res),
@@ -136,10 +142,9 @@ export class AwsFake {
     );
   }
 
-  static async start(opts: AwsFakeOptions = {}): Promise<AwsFake> {
+  static start(opts: AwsFakeOptions = {}): Promise<AwsFake> {
     const fake = new AwsFake(opts);
-    await fake.server.listen();
-    return fake;
+    return startFake(fake, fake.server);
   }
 
   get url(): string {
@@ -380,7 +385,7 @@ export class AwsFake {
     const service = SERVICE_OF_VERSION[params.get("Version") ?? ""];
     const action = params.get("Action") ?? "unknown";
     const requestId = `${(++this.requests).toString(16).padStart(8, "0")}-4a2b-4c6d-8e0f-fa4e${this.fakeNo.toString().padStart(8, "0")}`;
-    const renderer = service === "ec2" || service === undefined ? EC2_ERRORS : QUERY_ERRORS;
+    const renderer = this.errors[service ?? "ec2"];
     const ex = new Exchange(req, res, {
       log: this.log,
       renderer,
@@ -417,11 +422,6 @@ export class AwsFake {
         return;
       }
       const caller: Caller = { account: key.accountId, region, nowMs, staleReadMs: config.staleReadMs };
-      if (service === "sts") {
-        if (action !== "AssumeRole") throw new FakeError(400, "InvalidAction", `${action} is not supported`);
-        ex.send({ status: 200, contentType: "text/xml", body: this.assumeRole(params, key, requestId) });
-        return;
-      }
       const handler = this.handlers[service][action];
       const model = this.models[service];
       if (handler === undefined || !model.has(action))
@@ -434,7 +434,8 @@ export class AwsFake {
           problems[0]!,
         );
       const output = handler(input, caller);
-      const mutating = !/^Describe/.test(action);
+      // A lost answer stands for a lost change to the inventory; STS changes none.
+      const mutating = service !== "sts" && !/^Describe/.test(action);
       const lost = mutating ? this.faults.lostResponse(config) : undefined;
       if (lost !== undefined) {
         ex.fault = "lostResponse";
@@ -537,48 +538,17 @@ export class AwsFake {
       );
     return key;
   }
-
-  private assumeRole(params: URLSearchParams, caller: AccessKey, requestId: string): string {
-    const arn = params.get("RoleArn") ?? "";
-    const role = this.state.roles.get(arn);
-    const sessionName = params.get("RoleSessionName") ?? "";
-    if (!/^[\w+=,.@-]{2,64}$/.test(sessionName))
-      throw new FakeError(400, "ValidationError", "RoleSessionName must match [\\w+=,.@-]{2,64}");
-    if (
-      role === undefined ||
-      !role.trustedAccounts.includes(caller.accountId) ||
-      (role.externalId !== undefined && params.get("ExternalId") !== role.externalId)
-    )
-      throw new FakeError(
-        403,
-        "AccessDenied",
-        `User is not authorized to perform: sts:AssumeRole on resource: ${arn}`,
-        { kind: "auth" },
-      );
-    const duration = Number(params.get("DurationSeconds") ?? this.assumedRoleTtlSeconds);
-    const expiresAtMs = Math.floor(this.now() / 1000) * 1000 + duration * 1000;
-    const key: AccessKey = {
-      accessKeyId: `ASIA${randomBytes(8).toString("hex").toUpperCase()}`,
-      secretAccessKey: randomBytes(30).toString("base64"),
-      sessionToken: randomBytes(48).toString("base64"),
-      accountId: role.accountId,
-      expiresAtMs,
-      roleArn: arn,
-    };
-    this.state.keys.set(key.accessKeyId, key);
-    const roleName = arn.slice(arn.lastIndexOf("/") + 1);
-    return `<?xml version="1.0" encoding="UTF-8"?>\n<AssumeRoleResponse xmlns="${STS_NAMESPACE}"><AssumeRoleResult><Credentials><AccessKeyId>${key.accessKeyId}</AccessKeyId><SecretAccessKey>${escapeXml(key.secretAccessKey)}</SecretAccessKey><SessionToken>${escapeXml(key.sessionToken!)}</SessionToken><Expiration>${new Date(expiresAtMs).toISOString()}</Expiration></Credentials><AssumedRoleUser><AssumedRoleId>AROA${role.accountId}:${escapeXml(sessionName)}</AssumedRoleId><Arn>arn:aws:sts::${role.accountId}:assumed-role/${escapeXml(roleName)}/${escapeXml(sessionName)}</Arn></AssumedRoleUser></AssumeRoleResult><ResponseMetadata><RequestId>${requestId}</RequestId></ResponseMetadata></AssumeRoleResponse>`;
-  }
 }
 
-let modelCache: Record<Exclude<Service, "sts">, AwsModel> | undefined;
+let modelCache: Record<Service, AwsModel> | undefined;
 
 /** The models are large (EC2's is 4 MB): loaded once per process. */
-function sharedModels(): Record<Exclude<Service, "sts">, AwsModel> {
+function sharedModels(): Record<Service, AwsModel> {
   modelCache ??= {
     ec2: AwsModel.load("ec2", "aws/ec2-2016-11-15/service-2.json"),
     elb: AwsModel.load("elb", "aws/elb-2012-06-01/service-2.json"),
     elbv2: AwsModel.load("elbv2", "aws/elbv2-2015-12-01/service-2.json"),
+    sts: AwsModel.loadFile("sts", fixtureSpecPath("aws/sts-2011-06-15/service-2.json")),
   };
   return modelCache;
 }
@@ -593,42 +563,41 @@ function uriEncode(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-/** EC2: <Response><Errors>; throttling is 503 RequestLimitExceeded. */
-const EC2_ERRORS: ErrorRenderer = {
-  render(error, call) {
-    const [status, code, message] =
-      error.kind === "throttled"
-        ? [503, "RequestLimitExceeded", "Request limit exceeded."]
-        : error.kind === "unavailable"
-          ? [503, "Unavailable", "The service is unavailable. Please try again shortly."]
-          : error.kind === "internal"
-            ? [500, "InternalError", "An internal error has occurred"]
-            : [error.status, error.code, error.message];
-    return {
-      status,
-      contentType: "text/xml;charset=UTF-8",
-      ...(error.headers !== undefined && { headers: error.headers }),
-      body: `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>${escapeXml(code)}</Code><Message>${escapeXml(message)}</Message></Error></Errors><RequestID>${call.requestId}</RequestID></Response>`,
-    };
-  },
-};
-
-/** ELB, ELBv2, STS: <ErrorResponse>; throttling is 400 Throttling. */
-const QUERY_ERRORS: ErrorRenderer = {
-  render(error, call) {
-    const [status, code, message] =
-      error.kind === "throttled"
-        ? [400, "Throttling", "Rate exceeded"]
-        : error.kind === "unavailable"
-          ? [503, "ServiceUnavailable", "Service is unavailable"]
-          : error.kind === "internal"
-            ? [500, "InternalFailure", "An internal error occurred"]
-            : [error.status, error.code, error.message];
-    return {
-      status,
-      contentType: "text/xml",
-      ...(error.headers !== undefined && { headers: error.headers }),
-      body: `<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"><Error><Type>${status >= 500 ? "Receiver" : "Sender"}</Type><Code>${escapeXml(code)}</Code><Message>${escapeXml(message)}</Message></Error><RequestId>${call.requestId}</RequestId></ErrorResponse>`,
-    };
-  },
-};
+/**
+ * AWS's error envelopes. EC2: <Response><Errors>, throttling is 503 RequestLimitExceeded; the
+ * query services (ELB, ELBv2, STS): <ErrorResponse> in the service's namespace, throttling is
+ * 400 Throttling.
+ */
+function awsErrors(model: AwsModel): ErrorRenderer {
+  const ec2 = model.protocol === "ec2";
+  type Answer = readonly [status: number, code: string, message: string];
+  const faults: Record<"throttled" | "unavailable" | "internal", Answer> = {
+    throttled: ec2
+      ? [503, "RequestLimitExceeded", "Request limit exceeded."]
+      : [400, "Throttling", "Rate exceeded"],
+    unavailable: ec2
+      ? [503, "Unavailable", "The service is unavailable. Please try again shortly."]
+      : [503, "ServiceUnavailable", "Service is unavailable"],
+    internal: ec2
+      ? [500, "InternalError", "An internal error has occurred"]
+      : [500, "InternalFailure", "An internal error occurred"],
+  };
+  return {
+    render(error, call) {
+      const [status, code, message]: Answer =
+        error.kind === "throttled" || error.kind === "unavailable" || error.kind === "internal"
+          ? faults[error.kind]
+          : [error.status, error.code, error.message];
+      const head = `<Code>${escapeXml(code)}</Code><Message>${escapeXml(message)}</Message>`;
+      const body = ec2
+        ? `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>${head}</Error></Errors><RequestID>${call.requestId}</RequestID></Response>`
+        : `<ErrorResponse xmlns="${model.namespace}"><Error><Type>${status >= 500 ? "Receiver" : "Sender"}</Type>${head}</Error><RequestId>${call.requestId}</RequestId></ErrorResponse>`;
+      return {
+        status,
+        contentType: ec2 ? "text/xml;charset=UTF-8" : "text/xml",
+        ...(error.headers !== undefined && { headers: error.headers }),
+        body,
+      };
+    },
+  };
+}

@@ -1,11 +1,12 @@
 import { describe, expect, test } from "@jest/globals";
-import { AwsModel, ModelChecker } from "./model.js";
+import { AwsModel, fixtureSpecPath, ModelChecker } from "./model.js";
 import { parseXml } from "./xml.js";
 
 const ec2 = AwsModel.load("ec2", "aws/ec2-2016-11-15/service-2.json");
 const elb = AwsModel.load("elb", "aws/elb-2012-06-01/service-2.json");
 const elbv2 = AwsModel.load("elbv2", "aws/elbv2-2015-12-01/service-2.json");
-const checker = new ModelChecker([ec2, elb, elbv2], { versions: [], namespaces: [] });
+const sts = AwsModel.loadFile("sts", fixtureSpecPath("aws/sts-2011-06-15/service-2.json"));
+const checker = new ModelChecker([ec2, elb, elbv2, sts]);
 
 const form = (s: string) => new URLSearchParams(s);
 
@@ -76,6 +77,72 @@ describe("requests against the botocore models", () => {
   });
 });
 
+describe("STS against its botocore model (the hand-added fixture)", () => {
+  test("AssumeRole as the SDK sends it decodes clean; bounds and unknown parameters are problems", () => {
+    expect(
+      checker.checkRequest({
+        method: "POST",
+        path: "/",
+        headers: {},
+        query: form(
+          "Action=AssumeRole&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Ff&RoleSessionName=fleet-ccm&DurationSeconds=3600&ExternalId=ext-1",
+        ),
+      }),
+    ).toEqual({ specOperation: "AssumeRole", problems: [] });
+    expect(
+      sts.decodeRequest("AssumeRole", form("RoleArn=short&RoleSessionName=s&DurationSeconds=60&Serial=1"))
+        .problems,
+    ).toEqual([
+      "RoleArn: shorter than 20",
+      "RoleSessionName: shorter than 2",
+      "DurationSeconds: 60 outside 900..43200",
+      "Serial: not a member of AssumeRoleRequest",
+    ]);
+  });
+
+  test("an AssumeRole answer: rendered from the model, checked element by element, wrapped in AssumeRoleResult", () => {
+    const xml = sts.renderResponse(
+      "AssumeRole",
+      {
+        Credentials: {
+          AccessKeyId: "ASIA0123456789ABCDEF",
+          SecretAccessKey: "s",
+          SessionToken: "t",
+          Expiration: new Date(0),
+        },
+        AssumedRoleUser: { AssumedRoleId: "AROA1:s1", Arn: "arn:aws:sts::1:assumed-role/r/s1" },
+      },
+      "req-1",
+    );
+    expect(xml).toContain(
+      '<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials><AccessKeyId>',
+    );
+    const check = (body: string, status = 200) =>
+      checker.checkResponse({ method: "POST", path: "/" }, { status, headers: {}, body }).problems;
+    expect(check(xml)).toEqual([]);
+    expect(
+      check(
+        '<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials><Expiration>soon</Expiration></Credentials><Token>x</Token></AssumeRoleResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></AssumeRoleResponse>',
+      ),
+    ).toEqual([
+      expect.stringContaining('Expiration: dateType must be an ISO 8601 UTC timestamp, got "soon"'),
+      "/AssumeRoleResponse/Token: not an element of AssumeRoleResponse",
+    ]);
+    expect(
+      check(
+        '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>',
+        403,
+      ),
+    ).toEqual([]);
+    expect(
+      check(
+        '<ErrorResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><Error><Type>Sender</Type><Code>X</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>',
+        400,
+      ),
+    ).toEqual(["<ErrorResponse>: xmlns http://ec2.amazonaws.com/doc/2016-11-15/ is not a query service's"]);
+  });
+});
+
 describe("answers against the botocore models", () => {
   test("a rendered answer checks clean; the renderer refuses what the model lacks", () => {
     const xml = ec2.renderResponse(
@@ -140,10 +207,34 @@ describe("answers against the botocore models", () => {
     ).toEqual(["<Errors><Error> holds Code,Message"]);
     expect(
       check(
-        "<ErrorResponse><Error><Type>Sender</Type><Code>X</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>",
+        '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>',
         200,
       ),
     ).toEqual(["an error envelope with status 200"]);
+  });
+
+  test("error codes and statuses: the query services' as their models say, EC2's server codes 5xx, others 4xx", () => {
+    const check = (body: string, status: number) =>
+      checker.checkResponse({ method: "POST", path: "/" }, { status, headers: {}, body }).problems;
+    const query = (ns: string, code: string) =>
+      `<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/${ns}/"><Error><Type>Sender</Type><Code>${code}</Code><Message>m</Message></Error><RequestId>r</RequestId></ErrorResponse>`;
+    const ec2Error = (code: string) =>
+      `<Response><Errors><Error><Code>${code}</Code><Message>m</Message></Error></Errors><RequestID>r</RequestID></Response>`;
+    expect(check(query("2015-12-01", "TargetGroupNotFound"), 400)).toEqual([]);
+    expect(check(query("2012-06-01", "LoadBalancerNotFound"), 400)).toEqual([]);
+    expect(check(query("2012-06-01", "Throttling"), 400)).toEqual([]);
+    expect(check(query("2012-06-01", "InvalidConfigurationRequest"), 400)).toEqual([
+      "InvalidConfigurationRequest is a 409, not a 400",
+    ]);
+    expect(check(query("2012-06-01", "TargetGroupNotFound"), 400)).toEqual([
+      "TargetGroupNotFound is neither an error of elb's model nor a common AWS error",
+    ]);
+    expect(check(ec2Error("InvalidInstanceID.NotFound"), 400)).toEqual([]);
+    expect(check(ec2Error("RequestLimitExceeded"), 503)).toEqual([]);
+    expect(check(ec2Error("RequestLimitExceeded"), 400)).toEqual([
+      "EC2's RequestLimitExceeded is not a 400 (it is 503)",
+    ]);
+    expect(check(ec2Error("DependencyViolation"), 500)).toEqual(["EC2's DependencyViolation is not a 500"]);
   });
 
   test("the XML reader unescapes text and refuses broken documents", () => {

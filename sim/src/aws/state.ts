@@ -21,7 +21,7 @@ export const STATE_CODES: Readonly<Record<InstanceStateName, number>> = {
   stopped: 80,
 };
 
-interface Regional extends TableItem {
+export interface Regional extends TableItem {
   /** The owning AWS account id. */
   readonly account: string;
   readonly region: string;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import type { ErrorRenderer } from "./errors.js";
 import { FakeError } from "./errors.js";
 import { FaultInjector, NO_FAULTS } from "./faults.js";
-import { Exchange, FakeHttpServer, readQueryParams } from "./http.js";
+import { Exchange, FakeHttpServer, readQueryParams, sendText, startFake } from "./http.js";
 import { decodeSeqToken, encodeSeqToken, numberedPage, parsePageSize, parseSeqToken } from "./pagination.js";
 import { seededRandom } from "./random.js";
 import { RequestLog } from "./request-log.js";
@@ -251,5 +251,22 @@ describe("a query/XML fake on the kit", () => {
       ["DescribeInstances", "400", undefined],
       ["DescribeInstances", "503", "throttled"],
     ]);
+  });
+});
+
+describe("startFake", () => {
+  test("hands back the fake listening on loopback; a taken port closes the server and names the address", async () => {
+    const fake = { name: "f" };
+    const server = new FakeHttpServer((_req, res) => sendText(res, 200, "up", "text/plain"));
+    expect(await startFake(fake, server)).toBe(fake);
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await (await fetch(server.url)).text()).toBe("up");
+    const port = Number(new URL(server.url).port);
+    const second = new FakeHttpServer((_req, res) => sendText(res, 200, "two", "text/plain"));
+    await expect(startFake(fake, second, { port })).rejects.toThrow(
+      `the fake cannot listen on 127.0.0.1:${port}: listen EADDRINUSE`,
+    );
+    await second.close();
+    await server.close();
   });
 });

@@ -334,3 +334,25 @@ export class FakeHttpServer {
     });
   }
 }
+
+/**
+ * A fake's `start`: `fake` once `server` (the fake's own) listens, on an ephemeral loopback
+ * port unless told. If it cannot listen (the port taken), the server is closed and the error
+ * names the address, so a failed start leaves nothing open.
+ */
+export async function startFake<F>(
+  fake: F,
+  server: FakeHttpServer,
+  at: { readonly port?: number; readonly host?: string } = {},
+): Promise<F> {
+  const host = at.host ?? "127.0.0.1";
+  try {
+    await server.listen(at.port ?? 0, host);
+  } catch (err) {
+    await server.close();
+    throw new Error(`the fake cannot listen on ${host}:${at.port ?? 0}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  return fake;
+}

@@ -18,6 +18,7 @@ export {
   sendJson,
   sendText,
   sleep,
+  startFake,
 } from "./http.js";
 export type { FormatCheck, OpenApiOptions } from "./openapi.js";
 export { OpenApiChecker } from "./openapi.js";

@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { type FaultConfig, FaultInjector } from "../fake-kit/faults.js";
-import { Exchange, FakeHttpServer, Router, readJsonBody } from "../fake-kit/http.js";
+import { Exchange, FakeHttpServer, Router, readJsonBody, startFake } from "../fake-kit/http.js";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
 import { numberedPage, parsePageSize } from "../fake-kit/pagination.js";
 import { seededRandom } from "../fake-kit/random.js";
@@ -176,10 +176,9 @@ export class LinodeFake {
     this.server = new FakeHttpServer((req, res) => this.handle(req, res));
   }
 
-  static async start(opts: LinodeFakeOptions = {}): Promise<LinodeFake> {
+  static start(opts: LinodeFakeOptions = {}): Promise<LinodeFake> {
     const fake = new LinodeFake(opts);
-    await fake.server.listen();
-    return fake;
+    return startFake(fake, fake.server);
   }
 
   get url(): string {
