@@ -488,7 +488,7 @@ describe("load balancers", () => {
     }
   });
 
-  test("type: nlb by annotation or account default for new Services; an existing one keeps its kind; external is elsewhere", async () => {
+  test("type: nlb by annotation or account default for new Services; an existing one keeps its kind; a changed annotation replaces it; external is elsewhere", async () => {
     const ns = nodes().map((n) => n.id);
     const { p } = provider();
     await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "external" }))).rejects.toBeInstanceOf(
@@ -501,9 +501,25 @@ describe("load balancers", () => {
     });
     await settle(() => lbs(nlbDefault).ensure(classic, spec(ns)));
     expect(ops).not.toContain("nlb.create");
-    await expect(lbs(nlbDefault).ensure(classic, spec(ns, { [`${A}type`]: "nlb" }))).rejects.toThrow(
-      /cannot change its type in place/,
+    // The annotation changed to nlb: an NLB is built, then the classic ELB goes (not left behind).
+    const name = awsLoadBalancerName(classic.serviceUid);
+    const kinds = () =>
+      world
+        .resources()
+        .filter((r) => r.lbOwner?.serviceUid === classic.serviceUid)
+        .map((r) => r.kind);
+    const [asNlb] = await settle(() => lbs(nlbDefault).ensure(classic, spec(ns, { [`${A}type`]: "nlb" })));
+    expect(asNlb?.hostname).toContain(name);
+    expect(kinds()).not.toContain("elb");
+    expect(kinds()).toEqual(
+      expect.arrayContaining(["nlb", "target-group", "nlb-listener", "security-group"]),
     );
+    expect((await lbs(p).get(classic))?.id).toContain(":loadbalancer/net/");
+    // And back: a classic ELB again, the NLB and its target groups deleted.
+    await settle(() => lbs(p).ensure(classic, spec(ns, { [`${A}type`]: "classic" })));
+    expect(kinds()).not.toEqual(expect.arrayContaining(["nlb"]));
+    expect(kinds().filter((k) => k === "target-group" || k === "nlb-listener")).toEqual([]);
+    expect(kinds()).toContain("elb");
     const fresh = owner();
     await settle(() => lbs(nlbDefault).ensure(fresh, spec(ns)));
     expect(ops).toContain("nlb.create");

@@ -54,10 +54,13 @@ export class AwsLoadBalancers implements LoadBalancers {
     this.nlb = new Nlb(api, this.net);
   }
 
-  /** The owner's load balancer of either kind, the default kind asked first. */
-  private async find(owner: LbOwner, signal?: AbortSignal): Promise<Found | undefined> {
-    const order: readonly ("classic" | "nlb")[] =
-      this.options.defaultLoadBalancerType === "nlb" ? ["nlb", "classic"] : ["classic", "nlb"];
+  /** The owner's load balancer of either kind, `first` (default: the account's default kind) asked first. */
+  private async find(
+    owner: LbOwner,
+    signal?: AbortSignal,
+    first: "classic" | "nlb" = this.options.defaultLoadBalancerType === "nlb" ? "nlb" : "classic",
+  ): Promise<Found | undefined> {
+    const order: readonly ("classic" | "nlb")[] = first === "nlb" ? ["nlb", "classic"] : ["classic", "nlb"];
     for (const type of order) {
       if (type === "classic") {
         const found = await this.classic.find(owner, signal);
@@ -90,13 +93,18 @@ export class AwsLoadBalancers implements LoadBalancers {
         `${AWS_ANNOTATIONS.type}: ${annotations[AWS_ANNOTATIONS.type]} is the AWS Load Balancer Controller's`,
       );
     // The account default applies to new Services: an existing load balancer keeps its kind.
-    const existing = await this.find(owner, signal);
     const explicit = annotations[AWS_ANNOTATIONS.type] !== undefined;
+    // With a type annotation the other kind is asked first, so one left from a change is found.
+    const existing = await this.find(
+      owner,
+      signal,
+      explicit ? (settings.type === "nlb" ? "classic" : "nlb") : undefined,
+    );
     const type = existing !== undefined && !explicit ? existing.type : settings.type;
-    if (existing !== undefined && existing.type !== type)
-      throw new CloudError(
-        `load balancer ${awsLoadBalancerName(owner.serviceUid)} is a ${existing.type === "nlb" ? "network" : "classic"} load balancer; AWS cannot change its type in place (recreate the Service)`,
-      );
+    // A type annotation changed: AWS cannot convert one kind into the other. As upstream, the
+    // new kind is built beside the old (its own name space, the same managed security group);
+    // unlike upstream, the old one is deleted once the new one is ready, not left behind.
+    const replaced = existing !== undefined && existing.type !== type ? existing.type : undefined;
     const kindSettings = { ...settings, type };
     const made =
       type === "classic"
@@ -104,20 +112,31 @@ export class AwsLoadBalancers implements LoadBalancers {
             owner,
             spec,
             kindSettings,
-            existing?.type === "classic" ? existing.found : undefined,
+            existing?.type === "classic" ? existing.found : await this.classicIf(replaced, owner, signal),
             signal,
           )
         : await this.nlb.ensure(
             owner,
             spec,
             kindSettings,
-            existing?.type === "nlb" ? existing.found : undefined,
+            existing?.type === "nlb" ? existing.found : await this.nlbIf(replaced, owner, signal),
             signal,
           );
+    if (isInProgress(made)) return made;
+    if (replaced !== undefined) await this.kind(replaced).deleteLoadBalancer(owner, signal);
     if (isInProgress(made)) return made;
     // Last: the digests vouch for everything above, so a crash before here leaves them stale.
     await this.kind(type).tag(made.ref, made.tags, specDigestTags(spec), signal);
     return made.ingress;
+  }
+
+  /** The new kind's load balancer, when a type change may have begun building it already. */
+  private async classicIf(replaced: string | undefined, owner: LbOwner, signal?: AbortSignal) {
+    return replaced === undefined ? undefined : this.classic.find(owner, signal);
+  }
+
+  private async nlbIf(replaced: string | undefined, owner: LbOwner, signal?: AbortSignal) {
+    return replaced === undefined ? undefined : this.nlb.find(owner, signal);
   }
 
   private kind(type: "classic" | "nlb"): ClassicElb | Nlb {
