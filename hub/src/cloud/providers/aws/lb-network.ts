@@ -2,7 +2,8 @@
  * What classic ELBs and NLBs share, as cloud-provider-aws does it: names, ownership tags, the
  * backends' instances, the subnets chosen per zone, the managed security group
  * `k8s-elb-<name>` open to the source ranges on the listener ports, and the ingress rule from
- * it on each backend's cluster security group. Every step is one idempotent call found again
+ * it on each backend's cluster security group; and the account listing of ours (tags read by
+ * 20) with the digest tags a sync records last. Every step is one idempotent call found again
  * by name or tag on the next run.
  */
 import {

@@ -22,12 +22,12 @@ beforeAll(async () => {
 });
 afterAll(() => world.fake.close());
 
-function services(): Service[] {
+function services(prefix: number): Service[] {
   return Array.from({ length: SERVICES }, (_, i) =>
     Service.fromPartial({
       namespace: "default",
       name: `s${i}`,
-      uid: `0000000${i}-1111-2222-3333-444455556666`,
+      uid: `${prefix}000000${i}-1111-2222-3333-444455556666`,
       resourceVersion: "1",
       type: "LoadBalancer",
       ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
@@ -39,17 +39,19 @@ function services(): Service[] {
   );
 }
 
-function setup() {
-  const instance = world.instance("ip-10-0-0-10.ec2.internal");
-  const nodes = [
-    Node.fromPartial({
-      name: instance.privateDns,
-      uid: "uid-n0",
-      resourceVersion: "1",
-      providerId: `aws:///${instance.az}/${instance.id}`,
-      conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
-    }),
-  ];
+function nodeOf(name: string): Node {
+  const instance = world.instance(name);
+  return Node.fromPartial({
+    name: instance.privateDns,
+    uid: `uid-${name}`,
+    resourceVersion: "1",
+    providerId: `aws:///${instance.az}/${instance.id}`,
+    conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+  });
+}
+
+function setup(cluster: string) {
+  const nodes = [nodeOf(`ip-10-0-0-10.${cluster}.internal`)];
   const env: NodeJS.ProcessEnv = { KEY: world.keys.accessKeyId, SECRET: world.keys.secretAccessKey };
   const config = parseHubConfig(
     JSON.stringify({
@@ -65,7 +67,7 @@ function setup() {
           rateLimit: { perSecond: 1000, burst: 1000 },
         },
       ],
-      clusters: [{ name: CLUSTER, account: "aws", token: { env: "T" } }],
+      clusters: [{ name: cluster, account: "aws", token: { env: "T" } }],
     }),
   );
   const reconciled = { n: 0 };
@@ -91,22 +93,31 @@ async function waitFor(what: string, cond: () => boolean): Promise<void> {
 }
 
 /** The backend node's own check (once per node, not per Service): its instance and the zone ids. */
+/** A first hub until every Service has its ingress and the queue drained, then stopped: the Services as it left them. */
+async function convergeAndStop(
+  hub: ReturnType<ReturnType<typeof setup>["boot"]>,
+  cluster: string,
+  nodes: Node[],
+  svcs: Service[],
+): Promise<Service[]> {
+  try {
+    hub.fleet.setConnected(cluster, true);
+    hub.fleet.replace(cluster, nodes, svcs);
+    const all = () => [...(hub.fleet.view(cluster)?.services.values() ?? [])];
+    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
+    await waitFor("the queue to drain", () => hub.drained());
+    return all();
+  } finally {
+    await hub.stop();
+  }
+}
+
 const NODE_CHECK = new Set(["instances.get", "instances.batch", "zones.list"]);
 
 test("a restarted hub adopts unchanged classic ELBs and NLBs with listing calls only", async () => {
-  const { nodes, boot, reconciled } = setup();
+  const { nodes, boot, reconciled } = setup(CLUSTER);
   const first = boot();
-  let left: Service[];
-  try {
-    first.fleet.setConnected(CLUSTER, true);
-    first.fleet.replace(CLUSTER, nodes, services());
-    const all = () => [...(first.fleet.view(CLUSTER)?.services.values() ?? [])];
-    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => first.drained());
-    left = all();
-  } finally {
-    await first.stop();
-  }
+  const left = await convergeAndStop(first, CLUSTER, nodes, services(0));
   expect(world.fake.classicLoadBalancers(world.accountId)).toHaveLength(SERVICES / 2);
   expect(world.fake.networkLoadBalancers(world.accountId)).toHaveLength(SERVICES / 2);
   const firstCalls = await first.callsByOp();
@@ -128,4 +139,40 @@ test("a restarted hub adopts unchanged classic ELBs and NLBs with listing calls 
   } finally {
     await second.stop();
   }
+});
+
+test("a restarted hub whose node set changed meanwhile only updates the backends of AWS load balancers built from the same spec", async () => {
+  const cluster = "restart-nodes";
+  const { nodes, boot, reconciled } = setup(cluster);
+  const left = await convergeAndStop(boot(), cluster, nodes, services(1));
+  const more = [...nodes, nodeOf(`ip-10-0-0-11.${cluster}.internal`)];
+  const second = boot();
+  try {
+    reconciled.n = 0;
+    second.fleet.setConnected(cluster, true);
+    second.fleet.replace(cluster, more, left);
+    await waitFor("every Service to be reconciled", () => reconciled.n >= SERVICES);
+    await waitFor("the queue to drain", () => second.drained());
+    const calls = await second.callsByOp();
+    // No whole ensure (no health check, attributes, listeners or security-group rules of the
+    // load balancer itself, no creation): registration of the new node on each one.
+    for (const op of [
+      "elb.create",
+      "nlb.create",
+      "elb.attributes",
+      "nlb.listeners",
+      "elb.healthCheck.configure",
+    ])
+      expect({ op, n: calls[op] ?? 0 }).toEqual({ op, n: 0 });
+    expect(calls["elb.instances.register"]).toBe(SERVICES / 2);
+    expect(calls["nlb.targets.register"]).toBe(SERVICES / 2);
+  } finally {
+    await second.stop();
+  }
+  const ids = more.map((n) => n.providerId.slice(n.providerId.lastIndexOf("/") + 1)).sort();
+  const mine = world.fake
+    .classicLoadBalancers(world.accountId)
+    .filter((l) => l.tags["fleet-ccm.io/cluster"] === cluster);
+  expect(mine).toHaveLength(SERVICES / 2);
+  for (const lb of mine) expect([...lb.instances].sort()).toEqual(ids);
 });
