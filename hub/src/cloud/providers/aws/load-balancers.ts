@@ -102,8 +102,9 @@ export class AwsLoadBalancers implements LoadBalancers {
     );
     const type = existing !== undefined && !explicit ? existing.type : settings.type;
     // A type annotation changed: AWS cannot convert one kind into the other. As upstream, the
-    // new kind is built beside the old (its own name space, the same managed security group);
-    // unlike upstream, the old one is deleted once the new one is ready, not left behind.
+    // new kind is built beside the old (its own name space, the same managed security group;
+    // an interrupted change's is found again); unlike upstream, the old one is deleted once the
+    // new one is ready, not left behind.
     const replaced = existing !== undefined && existing.type !== type ? existing.type : undefined;
     const kindSettings = { ...settings, type };
     const made =
@@ -112,31 +113,29 @@ export class AwsLoadBalancers implements LoadBalancers {
             owner,
             spec,
             kindSettings,
-            existing?.type === "classic" ? existing.found : await this.classicIf(replaced, owner, signal),
+            existing?.type === "classic"
+              ? existing.found
+              : replaced === undefined
+                ? undefined
+                : await this.classic.find(owner, signal),
             signal,
           )
         : await this.nlb.ensure(
             owner,
             spec,
             kindSettings,
-            existing?.type === "nlb" ? existing.found : await this.nlbIf(replaced, owner, signal),
+            existing?.type === "nlb"
+              ? existing.found
+              : replaced === undefined
+                ? undefined
+                : await this.nlb.find(owner, signal),
             signal,
           );
     if (isInProgress(made)) return made;
     if (replaced !== undefined) await this.kind(replaced).deleteLoadBalancer(owner, signal);
-    if (isInProgress(made)) return made;
     // Last: the digests vouch for everything above, so a crash before here leaves them stale.
     await this.kind(type).tag(made.ref, made.tags, specDigestTags(spec), signal);
     return made.ingress;
-  }
-
-  /** The new kind's load balancer, when a type change may have begun building it already. */
-  private async classicIf(replaced: string | undefined, owner: LbOwner, signal?: AbortSignal) {
-    return replaced === undefined ? undefined : this.classic.find(owner, signal);
-  }
-
-  private async nlbIf(replaced: string | undefined, owner: LbOwner, signal?: AbortSignal) {
-    return replaced === undefined ? undefined : this.nlb.find(owner, signal);
   }
 
   private kind(type: "classic" | "nlb"): ClassicElb | Nlb {
