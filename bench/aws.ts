@@ -5,7 +5,10 @@
  * per node-status period, two per NotReady node per lifecycle period, one per joining node),
  * side by side against the fake AWS with AWS's published DescribeInstances bucket.
  *
- *   node bench/dist/aws.js [--clusters 100] [--nodes 50] [--join 10] [--not-ready-s 30]
+ *   node bench/dist/aws.js [--clusters 100] [--nodes 50] [--join 10] [--not-ready-s 30] [--services 100]
+ *
+ * and, for a hub restart, the calls that find `--services` load balancers (half classic ELBs,
+ * half NLBs) current: the account listing with its digests against an ensure per Service.
  *
  * prints one JSON object. Every count is a call the fake answered (or throttled); the upstream
  * join wave is run in full, its steady state on one cluster and multiplied (all clusters are
@@ -13,7 +16,15 @@
  */
 import { parseArgs } from "node:util";
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
-import { awsProvider, InstanceCache, InstanceLookups } from "@fleet-ccm/hub";
+import {
+  awsProvider,
+  backendsDigest,
+  type CloudProvider,
+  InstanceCache,
+  InstanceLookups,
+  isInProgress,
+  loadBalancerSpecDigest,
+} from "@fleet-ccm/hub";
 import { AwsFake } from "@fleet-ccm/sim";
 import { pino } from "pino";
 
@@ -23,12 +34,14 @@ const { values } = parseArgs({
     nodes: { type: "string", default: "50" },
     join: { type: "string", default: "10" },
     "not-ready-s": { type: "string", default: "30" },
+    services: { type: "string", default: "100" },
   },
 });
 const CLUSTERS = Number(values.clusters);
 const NODES = Number(values.nodes);
 const JOIN = Number(values.join);
 const NOT_READY_S = Number(values["not-ready-s"]);
+const SERVICES = Number(values.services);
 /** Upstream's node status update period and lifecycle monitor period; fleet-ccm's refresh and monitor periods. */
 const STATUS_PERIOD_S = 300;
 const MONITOR_PERIOD_S = 5;
@@ -71,11 +84,16 @@ async function main(): Promise<void> {
     credentialNames: ["accessKeyId", "secretAccessKey"],
     requestTimeoutMs: 30_000,
   };
+  // Every call the provider makes, by op (the hub's call path).
+  const ops = new Map<string, number>();
   const provider = awsProvider.create({
     account: binding,
     logger: pino({ level: "silent" }),
     clock,
-    call: (_op, fn) => fn(new AbortController().signal),
+    call: (op, fn) => {
+      ops.set(op, (ops.get(op) ?? 0) + 1);
+      return fn(new AbortController().signal);
+    },
   });
   const logger = pino({ level: "silent" });
 
@@ -139,6 +157,8 @@ async function main(): Promise<void> {
       await ec2.send(new DescribeInstancesCommand({ InstanceIds: [i.id] }));
   const upstreamLifecyclePerCluster = describeCalls(mark).length;
 
+  const restart = await measureRestart(fake, provider, fleet[0] ?? [], ops);
+
   const totalNodes = CLUSTERS * NODES;
   const throttled = (calls: ReturnType<typeof describeCalls>) =>
     calls.filter((r) => r.outcome === "503").length;
@@ -175,10 +195,93 @@ async function main(): Promise<void> {
         lifecycleCallsPerSecond: (upstreamLifecyclePerCluster * CLUSTERS) / checks / MONITOR_PERIOD_S,
       },
     },
+    restart,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
   ec2.destroy();
   await fake.close();
+}
+
+/**
+ * SERVICES load balancers of one cluster ensured, then what a restarted hub spends to find them
+ * current: every page of listOwned (their digests match), against one ensure per Service (what
+ * a restart costs without the listing). Cloud calls by the provider, by op.
+ */
+async function measureRestart(
+  fake: AwsFake,
+  provider: CloudProvider,
+  backends: readonly { id: string }[],
+  ops: Map<string, number>,
+) {
+  fake.nlbProvisioningMs = 0;
+  const lbs = provider.loadBalancers;
+  if (lbs?.listOwned === undefined) throw new Error("the aws provider lists no load balancers");
+  const ids = backends
+    .slice(0, 3)
+    .map((b) => b.id)
+    .sort();
+  const services = Array.from({ length: SERVICES }, (_, n) => ({
+    owner: { cluster: "c0", serviceUid: `${String(n).padStart(8, "0")}-0000-4000-8000-000000000000` },
+    spec: {
+      listeners: [{ protocol: "TCP" as const, port: 80, nodePort: 30080, proxyProtocol: false }],
+      backends: ids,
+      healthCheck: {
+        protocol: "TCP" as const,
+        port: 30080,
+        path: "",
+        intervalSeconds: 10,
+        timeoutSeconds: 5,
+        healthyThreshold: 2,
+        unhealthyThreshold: 6,
+      },
+      sourceRanges: [],
+      sessionAffinity: "None" as const,
+      idleTimeoutSeconds: 60,
+      internal: false,
+      serviceName: `default/s${n}`,
+      ...(n % 2 === 1 && { annotations: { "service.beta.kubernetes.io/aws-load-balancer-type": "nlb" } }),
+    },
+  }));
+  const ensureAll = async () => {
+    for (const s of services)
+      for (let n = 0; isInProgress(await lbs.ensure(s.owner, s.spec)); n++)
+        if (n > 50) throw new Error(`load balancer of ${s.owner.serviceUid} still in progress`);
+  };
+  const counted = async (run: () => Promise<void>) => {
+    ops.clear();
+    await run();
+    const byOp = Object.fromEntries([...ops].sort(([a], [b]) => a.localeCompare(b)));
+    return { calls: [...ops.values()].reduce((a, b) => a + b, 0), byOp };
+  };
+  const created = await counted(ensureAll);
+  const listing = await counted(async () => {
+    let token: string | undefined;
+    let current = 0;
+    do {
+      const page = await lbs.listOwned!(token);
+      for (const item of page.items) {
+        const s = services.find((x) => x.owner.serviceUid === item.owner.serviceUid);
+        if (
+          s &&
+          item.specDigest === loadBalancerSpecDigest(s.spec) &&
+          item.backendsDigest === backendsDigest(ids)
+        )
+          current++;
+      }
+      token = page.nextPageToken;
+    } while (token !== undefined);
+    if (current !== SERVICES)
+      throw new Error(`the listing vouched for ${current} of ${SERVICES} load balancers`);
+  });
+  const ensureEach = await counted(ensureAll);
+  for (const s of services) await lbs.ensureDeleted(s.owner);
+  return {
+    loadBalancers: SERVICES,
+    createCalls: created.calls,
+    listOwned: listing,
+    ensureEach,
+    ratio: ensureEach.calls / Math.max(1, listing.calls),
+  };
 }
 
 main().catch((err: unknown) => {

@@ -3,6 +3,8 @@ export { builtinProviders } from "./cloud/builtin.js";
 export { type ClusterCleanupReport, deleteClusterResources } from "./cloud/cleanup.js";
 export { InstanceCache } from "./cloud/instance-cache.js";
 export { InstanceLookups } from "./cloud/instance-lookups.js";
+export { backendsDigest, loadBalancerSpecDigest } from "./cloud/naming.js";
+export { type CloudProvider, isInProgress } from "./cloud/provider.js";
 export { awsProvider } from "./cloud/providers/aws/index.js";
 export { simulatedProvider } from "./cloud/providers/simulated/index.js";
 export { ProviderRegistry } from "./cloud/registry.js";

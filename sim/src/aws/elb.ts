@@ -349,6 +349,8 @@ export function elbHandlers(
 
     DescribeTags(input, caller) {
       const names = (input.LoadBalancerNames ?? []) as string[];
+      if (names.length > 20)
+        throw badRequest("ValidationError", "LoadBalancerNames: at most 20 names per DescribeTags");
       return {
         TagDescriptions: names.map((n) => ({ LoadBalancerName: n, Tags: tagList(lb(n, caller).tags) })),
       };

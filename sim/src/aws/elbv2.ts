@@ -513,6 +513,7 @@ export function elbv2Handlers(
 
     DescribeTags(input, c) {
       const arns = (input.ResourceArns ?? []) as string[];
+      if (arns.length > 20) throw badRequest("ValidationError", "ResourceArns: at most 20 per DescribeTags");
       return {
         TagDescriptions: arns.map((a) => {
           const table = taggableTable(a);

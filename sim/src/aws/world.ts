@@ -3,6 +3,7 @@
  * for load balancers, the cluster's node security group and route table, an instance factory,
  * and every load-balancer and route resource with the owner its tags record (the fake's truth).
  */
+import { nameOf } from "./elb.js";
 import { AwsFake } from "./fake.js";
 import type { Ec2Instance } from "./state.js";
 
@@ -131,7 +132,8 @@ export async function startAwsWorld(
         out.push({ kind, id, ...(lbOwner !== undefined && { lbOwner }) });
       };
       for (const lb of s.classicLbs.all(acct.accountId)) {
-        add("elb", lb.id, lb.tags);
+        // A classic ELB is known by its name (it has no ARN).
+        add("elb", nameOf(lb), lb.tags);
         for (const l of lb.listeners) add("elb-listener", `${lb.id}:${l.port}`, lb.tags);
       }
       for (const lb of s.v2Lbs.all(acct.accountId)) add("nlb", lb.id, lb.tags);

@@ -56,6 +56,11 @@ export interface ConformanceFake {
   clearFaults(): void;
   /** Everything load-balancer and route related that exists in the fake's account. */
   resources(): readonly FakeResource[];
+  /**
+   * Read calls one listOwned page may take (default 1): more where the vendor lists load
+   * balancers and their tags apart (AWS: DescribeLoadBalancers, then DescribeTags by 20).
+   */
+  readonly listOwnedReadsPerPage?: number;
   /** Load-balancer resources nobody of this hub owns (made by another client). */
   createForeignLoadBalancer?(): void;
   /** A route made by another client to `targetInstanceID` (it must be listed, never owned, never touched). */
@@ -482,8 +487,9 @@ export function describeProviderConformance(
           token = page.nextPageToken;
           pages++;
         } while (token !== undefined);
-        // One read call per page, nothing changed.
-        expect(h.ops).toHaveLength(pages);
+        // One read call per page (or the provider's few), nothing changed.
+        expect(h.ops.length).toBeGreaterThanOrEqual(pages);
+        expect(h.ops.length).toBeLessThanOrEqual(pages * (fake.listOwnedReadsPerPage ?? 1));
         expect(h.mutations()).toBe(0);
         for (const o of mine) expect(seen).toContainEqual(o);
         for (const s of seen) expect(s.cluster).not.toBe("");

@@ -131,6 +131,22 @@ export async function callAws<T>(
   });
 }
 
+/** Every item of every page a paginator yields. */
+export async function allPages<P, T>(
+  pages: AsyncIterable<P>,
+  items: (page: P) => readonly T[] | undefined,
+): Promise<T[]> {
+  const out: T[] = [];
+  for await (const page of pages) out.push(...(items(page) ?? []));
+  return out;
+}
+
+/** The first page a paginator yields (one page of a listing resumed at a token). */
+export async function firstPage<P>(pages: AsyncIterable<P>): Promise<P> {
+  for await (const page of pages) return page;
+  throw new Error("the paginator yielded no page");
+}
+
 export class AwsApi {
   readonly ec2: EC2Client;
   readonly elb: ElasticLoadBalancingClient;
@@ -181,6 +197,44 @@ export class AwsApi {
       }
       throw err;
     }
+  }
+
+  /**
+   * A view of `client` for the SDK's paginators (which insist on an instance of the client's
+   * class): every page it sends goes through `call` as `op`, on the hub's rate limiter,
+   * timeout and error mapping, with the caller's signal.
+   */
+  paged<C extends object>(client: C & { send: unknown }, op: string, signal: AbortSignal | undefined): C {
+    const send = client.send as (command: unknown, options: { abortSignal: AbortSignal }) => Promise<unknown>;
+    return Object.create(client, {
+      send: {
+        value: (command: unknown) =>
+          this.call(op, signal, (abortSignal) => send.call(client, command, { abortSignal })),
+      },
+    }) as C;
+  }
+
+  /** One page of a listing resumed at `token` (absent: the first), through `paged`. */
+  async onePage<C extends object, I, P>(
+    paginate: (
+      config: { client: C; pageSize?: number; startingToken?: string },
+      input: I,
+    ) => AsyncIterable<P>,
+    client: C & { send: unknown },
+    op: string,
+    input: I,
+    o: { pageSize: number; token: string | undefined; signal: AbortSignal | undefined },
+  ): Promise<P> {
+    return firstPage(
+      paginate(
+        {
+          client: this.paged(client, op, o.signal),
+          pageSize: o.pageSize,
+          ...(o.token !== undefined && { startingToken: o.token }),
+        },
+        input,
+      ),
+    );
   }
 
   destroy(): void {

@@ -8,6 +8,7 @@ import {
   ElasticLoadBalancingClient,
   AddTagsCommand as ElbAddTags,
   CreateLoadBalancerCommand as ElbCreate,
+  DeleteLoadBalancerCommand as ElbDelete,
   DescribeLoadBalancersCommand as ElbDescribe,
 } from "@aws-sdk/client-elastic-load-balancing";
 import {
@@ -29,7 +30,7 @@ import {
   ThrottledError,
   TransientCloudError,
 } from "../../errors.js";
-import { OWNER_TAG_SERVICE_UID } from "../../naming.js";
+import { backendsDigest, loadBalancerSpecDigest, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import {
   type AccountBinding,
   type CloudProvider,
@@ -487,7 +488,7 @@ describe("load balancers", () => {
     }
   });
 
-  test("type: nlb by annotation or account default for new Services; an existing one keeps its kind; external is elsewhere", async () => {
+  test("type: nlb by annotation or account default for new Services; an existing one keeps its kind; a changed annotation replaces it; external is elsewhere", async () => {
     const ns = nodes().map((n) => n.id);
     const { p } = provider();
     await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "external" }))).rejects.toBeInstanceOf(
@@ -500,9 +501,25 @@ describe("load balancers", () => {
     });
     await settle(() => lbs(nlbDefault).ensure(classic, spec(ns)));
     expect(ops).not.toContain("nlb.create");
-    await expect(lbs(nlbDefault).ensure(classic, spec(ns, { [`${A}type`]: "nlb" }))).rejects.toThrow(
-      /cannot change its type in place/,
+    // The annotation changed to nlb: an NLB is built, then the classic ELB goes (not left behind).
+    const name = awsLoadBalancerName(classic.serviceUid);
+    const kinds = () =>
+      world
+        .resources()
+        .filter((r) => r.lbOwner?.serviceUid === classic.serviceUid)
+        .map((r) => r.kind);
+    const [asNlb] = await settle(() => lbs(nlbDefault).ensure(classic, spec(ns, { [`${A}type`]: "nlb" })));
+    expect(asNlb?.hostname).toContain(name);
+    expect(kinds()).not.toContain("elb");
+    expect(kinds()).toEqual(
+      expect.arrayContaining(["nlb", "target-group", "nlb-listener", "security-group"]),
     );
+    expect((await lbs(p).get(classic))?.id).toContain(":loadbalancer/net/");
+    // And back: a classic ELB again, the NLB and its target groups deleted.
+    await settle(() => lbs(p).ensure(classic, spec(ns, { [`${A}type`]: "classic" })));
+    expect(kinds()).not.toEqual(expect.arrayContaining(["nlb"]));
+    expect(kinds().filter((k) => k === "target-group" || k === "nlb-listener")).toEqual([]);
+    expect(kinds()).toContain("elb");
     const fresh = owner();
     await settle(() => lbs(nlbDefault).ensure(fresh, spec(ns)));
     expect(ops).toContain("nlb.create");
@@ -632,6 +649,101 @@ describe("load balancers", () => {
     await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "alb" }))).rejects.toBeInstanceOf(
       CloudError,
     );
+  });
+
+  test("listOwned: ours of both kinds with their digests, across pages; upstream's unadopted, foreign and vanished ones left out", async () => {
+    const ns = nodes().map((n) => n.id);
+    const { p } = provider();
+    const classic = owner();
+    const nlb = owner();
+    const classicSpec = spec(ns);
+    const nlbSpec = spec(ns, { [`${A}type`]: "nlb" });
+    await settle(() => lbs(p).ensure(classic, classicSpec));
+    await settle(() => lbs(p).ensure(nlb, nlbSpec));
+    // More than a page of classic ELBs (400): most foreign by name, 22 named like ours (two
+    // DescribeTags batches), one made by cloud-provider-aws and not adopted.
+    const elb = new ElasticLoadBalancingClient(sdkConfig());
+    const make = (name: string, tags: { Key: string; Value: string }[] = []) =>
+      elb.send(
+        new ElbCreate({
+          LoadBalancerName: name,
+          Listeners: [
+            { Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 },
+          ],
+          Subnets: [...world.subnets],
+          ...(tags.length > 0 && { Tags: tags }),
+        }),
+      );
+    const foreign = Array.from({ length: 380 }, (_, n) => `other-${n}`);
+    const lookalikes = Array.from({ length: 22 }, (_, n) => `a${String(n).padStart(31, "f")}`);
+    const upstream = awsLoadBalancerName(owner().serviceUid);
+    for (let n = 0; n < foreign.length; n += 40)
+      await Promise.all(foreign.slice(n, n + 40).map((x) => make(x)));
+    await Promise.all(lookalikes.map((x) => make(x)));
+    await make(upstream, [{ Key: "kubernetes.io/cluster/blue", Value: "owned" }]);
+    // One look-alike goes between its listing and its tags.
+    const vanishing = lookalikes[3] ?? "";
+    const ops: string[] = [];
+    let vanished = false;
+    const listing = awsProvider.create({
+      account: world.binding(),
+      logger: pino({ level: "silent" }),
+      clock: systemClock,
+      call: async (op, fn) => {
+        ops.push(op);
+        if (op === "elb.tags" && !vanished) {
+          vanished = true;
+          await elb.send(new ElbDelete({ LoadBalancerName: vanishing }));
+        }
+        return fn(new AbortController().signal);
+      },
+    });
+    const items = [];
+    let pages = 0;
+    for (let token: string | undefined, first = true; first || token !== undefined; first = false) {
+      const page = await lbs(listing).listOwned!(token);
+      items.push(...page.items);
+      token = page.nextPageToken;
+      pages++;
+    }
+    const mine = items.filter((i) => i.owner.cluster === "blue");
+    expect(mine.map((i) => i.owner).sort((a, b) => a.serviceUid.localeCompare(b.serviceUid))).toEqual(
+      [classic, nlb].sort((a, b) => a.serviceUid.localeCompare(b.serviceUid)),
+    );
+    for (const [o, sp] of [
+      [classic, classicSpec],
+      [nlb, nlbSpec],
+    ] as const)
+      expect(mine.find((i) => i.owner.serviceUid === o.serviceUid)).toMatchObject({
+        name: awsLoadBalancerName(o.serviceUid),
+        specDigest: loadBalancerSpecDigest(sp),
+        backendsDigest: backendsDigest(sp.backends),
+        ingress: [{ hostname: expect.stringContaining(awsLoadBalancerName(o.serviceUid)) }],
+      });
+    // Two classic pages and one NLB page, each one DescribeLoadBalancers through the hub's call path.
+    expect(pages).toBe(3);
+    expect(ops.filter((o) => o === "elb.list")).toHaveLength(2);
+    expect(ops.filter((o) => o === "nlb.list")).toHaveLength(1);
+    expect(ops.every((o) => o.endsWith(".list") || o.endsWith(".tags"))).toBe(true);
+    // The look-alikes' batch failed on the vanished one and was asked one by one.
+    expect(ops.filter((o) => o === "elb.tags").length).toBeGreaterThan(2);
+    // The upstream load balancer is adopted only by its own Service's ensure.
+    expect(items.map((i) => i.name)).not.toContain(upstream);
+
+    // An unchanged ensure writes no tag; updateBackends records the new backends' digest.
+    const { p: again, ops: againOps } = provider();
+    await settle(() => lbs(again).ensure(classic, classicSpec));
+    expect(againOps).not.toContain("elb.tag");
+    await lbs(again).updateBackends(nlb, [ns[0]!]);
+    const page = await lbs(again).listOwned!("nlb:");
+    expect(page.items.find((i) => i.owner.serviceUid === nlb.serviceUid)?.backendsDigest).toBe(
+      backendsDigest([ns[0]!]),
+    );
+
+    for (const name of [...foreign, ...lookalikes.filter((x) => x !== vanishing), upstream])
+      await elb.send(new ElbDelete({ LoadBalancerName: name }));
+    await settle(() => lbs(p).ensureDeleted(classic));
+    await settle(() => lbs(p).ensureDeleted(nlb));
   });
 
   test("updateBackends on both kinds registers and deregisters, and the node-group rule follows", async () => {

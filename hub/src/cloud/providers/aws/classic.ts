@@ -21,24 +21,31 @@ import {
   type Listener,
   type LoadBalancerDescription,
   ModifyLoadBalancerAttributesCommand,
+  paginateDescribeLoadBalancers,
   RegisterInstancesWithLoadBalancerCommand,
   SetLoadBalancerPoliciesForBackendServerCommand,
 } from "@aws-sdk/client-elastic-load-balancing";
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import type { InProgress, LbIngress, LbOwner, LoadBalancerSpec, LoadBalancerState } from "../../provider.js";
+import type { LbOwner, LoadBalancerSpec, LoadBalancerState } from "../../provider.js";
 import { type AwsLbSettings, isSslPort } from "./annotations.js";
 import type { AwsApi } from "./api.js";
 import { hasCode } from "./errors.js";
 import {
   awsLoadBalancerName,
+  type EnsuredLb,
   type LbNetwork,
+  type ListingPage,
   ownedBy,
-  ownerTags,
-  type Rule,
   type Tags,
   tagList,
   tagsOf,
+  tagsToAdd,
 } from "./lb-network.js";
+
+export const isGone = (err: unknown) => hasCode(err, "LoadBalancerNotFound", "AccessPointNotFoundException");
+
+/** ELB's largest page (PageSize). */
+const ELB_PAGE_MAX = 400;
 
 /** Upstream's proxy protocol policy name. */
 export const PROXY_PROTOCOL_POLICY = "k8s-proxyprotocol-enabled";
@@ -108,7 +115,7 @@ export class ClassicElb {
         throw new SuspectAnswerError(`DescribeLoadBalancers(${name}) answered without it`);
       return lb;
     } catch (err) {
-      if (hasCode(err, "LoadBalancerNotFound", "AccessPointNotFoundException")) return undefined;
+      if (isGone(err)) return undefined;
       throw err;
     }
   }
@@ -121,10 +128,7 @@ export class ClassicElb {
     const name = awsLoadBalancerName(owner.serviceUid);
     const lb = await this.describe(name, signal);
     if (lb === undefined) return undefined;
-    const out = await this.api.call("elb.tags", signal, (abortSignal) =>
-      this.api.elb.send(new DescribeTagsCommand({ LoadBalancerNames: [name] }), { abortSignal }),
-    );
-    const tags = tagsOf(out.TagDescriptions?.find((d) => d.LoadBalancerName === name)?.Tags);
+    const tags = (await this.describeTags([name], signal)).get(name) ?? {};
     if (!ownedBy(tags, owner))
       throw new CloudError(
         `load balancer ${name} exists but is not cluster ${owner.cluster}'s (its tags say otherwise)`,
@@ -142,49 +146,39 @@ export class ClassicElb {
     };
   }
 
+  /** Everything but the digests, which the caller records last (EnsuredLb). */
   async ensure(
     owner: LbOwner,
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
+    found: { lb: LoadBalancerDescription; tags: Tags } | undefined,
     signal?: AbortSignal,
-    /** What the caller already found (null: nothing); undefined: look. */
-    known?: { lb: LoadBalancerDescription; tags: Tags } | null,
-  ): Promise<readonly LbIngress[] | InProgress> {
-    const name = awsLoadBalancerName(owner.serviceUid);
+  ): Promise<EnsuredLb> {
     const wantListeners = classicListeners(spec, s);
-    const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
-    const backends = await this.net.instances(spec.backends, signal);
-    const found = known === undefined ? await this.find(owner, signal) : (known ?? undefined);
-    const vpcId = found?.lb.VPCId ?? this.net.vpcOf(backends);
-    if (vpcId === undefined)
-      throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
-
-    const managed = s.securityGroups === undefined;
-    const groups = [...(s.securityGroups ?? [])];
-    if (managed) {
-      const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
-      const rules: Rule[] = [
-        ...spec.listeners.flatMap((l) =>
-          ranges.map((cidr) => ({ protocol: "tcp", fromPort: l.port, toPort: l.port, cidr })),
-        ),
+    const base = await this.net.prepare(
+      owner,
+      spec,
+      s,
+      "ELB",
+      found?.lb.VPCId,
+      (cidr) => [
+        ...spec.listeners.map((l) => ({ protocol: "tcp", fromPort: l.port, toPort: l.port, cidr })),
         // Upstream's ICMP "fragmentation needed" (type 3, code 4), for path MTU discovery.
-        ...ranges.map((cidr) => ({ protocol: "icmp", fromPort: 3, toPort: 4, cidr })),
-      ];
-      const description = `Security group for Kubernetes ELB ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
-      groups.unshift(await this.net.ensureLbGroup(name, vpcId, owner, tags, description, rules, signal));
-    }
-    groups.push(...s.extraSecurityGroups.filter((g) => !groups.includes(g)));
-
+        { protocol: "icmp", fromPort: 3, toPort: 4, cidr },
+      ],
+      signal,
+    );
+    const { name, tags, groups } = base;
     let lb = found?.lb;
     if (lb === undefined) {
-      const subnets = await this.net.subnets(vpcId, spec.internal, owner.cluster, s.subnets, signal);
+      const subnets = await this.net.subnets(base.vpcId, spec.internal, owner.cluster, s.subnets, signal);
       await this.api.call("elb.create", signal, (abortSignal) =>
         this.api.elb.send(
           new CreateLoadBalancerCommand({
             LoadBalancerName: name,
             Listeners: wantListeners,
             Subnets: subnets.map((x) => x.subnetId),
-            SecurityGroups: groups,
+            SecurityGroups: [...groups],
             ...(spec.internal && { Scheme: "internal" }),
             Tags: tagList(tags),
           }),
@@ -199,37 +193,37 @@ export class ClassicElb {
         throw new CloudError(
           `load balancer ${name} is ${lb.Scheme}; AWS cannot change a scheme in place (delete the Service's load balancer to recreate it)`,
         );
-      await this.update(lb, found?.tags ?? {}, tags, wantListeners, groups, signal);
+      await this.tag(name, found?.tags ?? {}, tags, signal);
+      await this.update(lb, wantListeners, groups, signal);
     }
     await this.ensureHealthCheck(name, lb, spec, s, signal);
     await this.ensureAttributes(name, spec, s, signal);
     await this.ensureProxyProtocol(name, lb, spec, signal);
-    await this.syncInstances(lb, backends, signal);
-    if (managed && groups[0] !== undefined)
-      await this.net.ensureNodeRules(groups[0], vpcId, owner.cluster, backends, signal);
-    return lb.DNSName ? [{ hostname: lb.DNSName }] : [];
+    await this.syncInstances(lb, base.backends, signal);
+    await this.net.finish(base, owner.cluster, signal);
+    return {
+      ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
+      ref: name,
+      tags: { ...found?.tags, ...tags },
+    };
+  }
+
+  /** AddTags of what `want` has and `have` lacks. */
+  async tag(name: string, have: Readonly<Tags>, want: Readonly<Tags>, signal?: AbortSignal): Promise<void> {
+    const add = tagsToAdd(have, want);
+    if (add.length === 0) return;
+    await this.api.call("elb.tag", signal, (abortSignal) =>
+      this.api.elb.send(new AddTagsCommand({ LoadBalancerNames: [name], Tags: add }), { abortSignal }),
+    );
   }
 
   private async update(
     lb: LoadBalancerDescription,
-    haveTags: Tags,
-    wantTags: Tags,
     want: readonly Listener[],
     groups: readonly string[],
     signal?: AbortSignal,
   ): Promise<void> {
     const name = lb.LoadBalancerName ?? "";
-    const missingTags = Object.entries(wantTags).filter(([k, v]) => haveTags[k] !== v);
-    if (missingTags.length > 0)
-      await this.api.call("elb.tag", signal, (abortSignal) =>
-        this.api.elb.send(
-          new AddTagsCommand({
-            LoadBalancerNames: [name],
-            Tags: missingTags.map(([Key, Value]) => ({ Key, Value })),
-          }),
-          { abortSignal },
-        ),
-      );
     const have = (lb.ListenerDescriptions ?? []).flatMap((d) => (d.Listener ? [d.Listener] : []));
     const wantKeys = new Set(want.map(listenerKey));
     const stale = have.filter((l) => !wantKeys.has(listenerKey(l)));
@@ -416,10 +410,41 @@ export class ClassicElb {
   ): Promise<void> {
     const backends = await this.net.instances(backendIds, signal);
     await this.syncInstances(found.lb, backends, signal);
-    const managed = await this.net.ownedGroups(found.lb.LoadBalancerName ?? "", owner, signal);
-    const groupId = managed.find((g) => found.lb.SecurityGroups?.includes(g));
-    if (groupId !== undefined && found.lb.VPCId !== undefined)
-      await this.net.ensureNodeRules(groupId, found.lb.VPCId, owner.cluster, backends, signal);
+    const { LoadBalancerName: name, SecurityGroups: groups, VPCId: vpcId } = found.lb;
+    await this.net.followBackends({ name, groups, vpcId }, owner, backends, signal);
+  }
+
+  /**
+   * One page of the region's classic ELBs (DescribeLoadBalancers, resumed at `marker`) with
+   * their tags (DescribeTags by 20 names), as the owned ones of the listing.
+   */
+  async listingPage(marker: string | undefined, signal?: AbortSignal): Promise<ListingPage> {
+    const page = await this.api.onePage(
+      paginateDescribeLoadBalancers,
+      this.api.elb,
+      "elb.list",
+      {},
+      { pageSize: ELB_PAGE_MAX, token: marker, signal },
+    );
+    return {
+      lbs: (page.LoadBalancerDescriptions ?? []).map((d) => ({
+        ref: d.LoadBalancerName ?? "",
+        name: d.LoadBalancerName ?? "",
+        dnsName: d.DNSName,
+      })),
+      ...(page.NextMarker && { next: page.NextMarker }),
+    };
+  }
+
+  async describeTags(names: readonly string[], signal?: AbortSignal): Promise<Map<string, Tags>> {
+    const out = await this.api.call("elb.tags", signal, (abortSignal) =>
+      this.api.elb.send(new DescribeTagsCommand({ LoadBalancerNames: [...names] }), { abortSignal }),
+    );
+    return new Map(
+      (out.TagDescriptions ?? []).flatMap((d) =>
+        d.LoadBalancerName ? [[d.LoadBalancerName, tagsOf(d.Tags)] as const] : [],
+      ),
+    );
   }
 
   /** The load balancer itself (its group goes after, see AwsLoadBalancers.ensureDeleted). */

@@ -27,6 +27,8 @@ function fixture(
         terminateInstance: (id) => fake.setInstanceState(id, "terminated"),
         missingProviderID: () => `aws:///${world.region}a/i-${"f".repeat(17)}`,
         instancePageSize: 50,
+        // DescribeLoadBalancers (400 a page), then DescribeTags by 20.
+        listOwnedReadsPerPage: 21,
         throttle: (seconds) =>
           fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, world.accountId),
         failWithServerErrors: () => fake.setFaults({ errorRate: 1 }, world.accountId),

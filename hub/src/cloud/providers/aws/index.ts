@@ -52,6 +52,11 @@ function lazyProvider(ctx: ProviderContext, options: AwsOptions, names: readonly
       updateBackends: async (owner, backends, signal) =>
         (await lbs()).updateBackends(owner, backends, signal),
       ensureDeleted: async (owner, signal) => (await lbs()).ensureDeleted(owner, signal),
+      listOwned: async (token, signal) => {
+        const real = await lbs();
+        if (real.listOwned === undefined) throw new Error("aws provider without a load-balancer listing");
+        return real.listOwned(token, signal);
+      },
     },
     routes: {
       list: async (signal) => (await routes()).list(signal),

@@ -9,6 +9,7 @@ import {
   type DescribeInstancesCommandOutput,
   type Filter,
   type Instance,
+  paginateDescribeInstances,
 } from "@aws-sdk/client-ec2";
 import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
 import type {
@@ -19,7 +20,7 @@ import type {
   NodeAddress,
   ProviderContext,
 } from "../../provider.js";
-import type { AwsApi } from "./api.js";
+import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import { LABEL_ZONE_ID, parseAwsProviderID, providerIDOf } from "./provider-id.js";
 
@@ -197,15 +198,12 @@ export class AwsInstances implements Instances {
 
   async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
     const network = this.ctx.account.network;
-    const out = await this.api.call("instances.list", signal, (abortSignal) =>
-      this.api.ec2.send(
-        new DescribeInstancesCommand({
-          MaxResults: this.pageSize,
-          ...(pageToken !== undefined && { NextToken: pageToken }),
-          ...(network !== undefined && { Filters: [{ Name: "vpc-id", Values: [network] }] }),
-        }),
-        { abortSignal },
-      ),
+    const out = await this.api.onePage(
+      paginateDescribeInstances,
+      this.api.ec2,
+      "instances.list",
+      network !== undefined ? { Filters: [{ Name: "vpc-id", Values: [network] }] } : {},
+      { pageSize: this.pageSize, token: pageToken, signal },
     );
     const zones = await this.zones(signal);
     return {
@@ -218,25 +216,15 @@ export class AwsInstances implements Instances {
 
   /** Every page of a filtered DescribeInstances. */
   private async describe(op: string, filters: Filter[], signal?: AbortSignal): Promise<InstanceMetadata[]> {
-    const found: InstanceMetadata[] = [];
-    let token: string | undefined;
-    do {
-      const out = await this.api.call(op, signal, (abortSignal) =>
-        this.api.ec2.send(
-          new DescribeInstancesCommand({
-            Filters: filters,
-            MaxResults: this.pageSize,
-            ...(token !== undefined && { NextToken: token }),
-          }),
-          { abortSignal },
-        ),
-      );
-      const zones = await this.zones(signal);
-      for (const r of out.Reservations ?? [])
-        for (const i of r.Instances ?? []) found.push(this.toMetadata(i, zones));
-      token = out.NextToken === "" ? undefined : out.NextToken;
-    } while (token !== undefined);
-    return found;
+    const reservations = await allPages(
+      paginateDescribeInstances(
+        { client: this.api.paged(this.api.ec2, op, signal), pageSize: this.pageSize },
+        { Filters: filters },
+      ),
+      (page) => page.Reservations,
+    );
+    const zones = await this.zones(signal);
+    return reservations.flatMap((r) => (r.Instances ?? []).map((i) => this.toMetadata(i, zones)));
   }
 
   /** Zone name → zone id of the region, asked once (zone ids are fixed for an account). */

@@ -2,27 +2,44 @@
  * What classic ELBs and NLBs share, as cloud-provider-aws does it: names, ownership tags, the
  * backends' instances, the subnets chosen per zone, the managed security group
  * `k8s-elb-<name>` open to the source ranges on the listener ports, and the ingress rule from
- * it on each backend's cluster security group. Every step is one idempotent call found again
+ * it on each backend's cluster security group; and the account listing of ours (tags read by
+ * 20) with the digest tags a sync records last. Every step is one idempotent call found again
  * by name or tag on the next run.
  */
 import {
   AuthorizeSecurityGroupIngressCommand,
   CreateSecurityGroupCommand,
   DeleteSecurityGroupCommand,
-  DescribeInstancesCommand,
-  DescribeSecurityGroupsCommand,
-  DescribeSubnetsCommand,
   type Filter,
   type Instance,
   type IpPermission,
+  paginateDescribeInstances,
+  paginateDescribeSecurityGroups,
+  paginateDescribeSubnets,
   RevokeSecurityGroupIngressCommand,
   type SecurityGroup,
   type Subnet,
 } from "@aws-sdk/client-ec2";
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
-import { type InProgress, inProgress, type LbOwner, type ProviderContext } from "../../provider.js";
-import type { AwsApi } from "./api.js";
+import {
+  backendsDigest,
+  DIGEST_TAG_BACKENDS,
+  DIGEST_TAG_SPEC,
+  loadBalancerSpecDigest,
+  OWNER_TAG_CLUSTER,
+  OWNER_TAG_SERVICE_UID,
+} from "../../naming.js";
+import {
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type OwnedLoadBalancer,
+  type ProviderContext,
+} from "../../provider.js";
+import type { AwsLbSettings } from "./annotations.js";
+import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import { clusterTagKey, OWNED, SERVICE_NAME_TAG } from "./tags.js";
 
@@ -34,6 +51,10 @@ export function awsLoadBalancerName(serviceUid: string): string {
 export function securityGroupName(lbName: string): string {
   return `k8s-elb-${lbName}`;
 }
+
+/** EC2's largest page (MaxResults) and most values of one filter. */
+const EC2_PAGE_MAX = 1000;
+const FILTER_VALUES_MAX = 200;
 
 const SUBNET_ROLE_ELB = "kubernetes.io/role/elb";
 const SUBNET_ROLE_INTERNAL_ELB = "kubernetes.io/role/internal-elb";
@@ -75,6 +96,138 @@ export function ownerOf(tags: Tags): LbOwner | undefined {
   const serviceUid = tags[OWNER_TAG_SERVICE_UID];
   const cluster = tags[OWNER_TAG_CLUSTER];
   return serviceUid !== undefined && cluster !== undefined ? { cluster, serviceUid } : undefined;
+}
+
+/** The digest tags `ensure` records last, once the cloud matches `spec`. */
+export function specDigestTags(spec: LoadBalancerSpec): Tags {
+  return {
+    [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(spec),
+    [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends),
+  };
+}
+
+/** The digest tag `updateBackends` records last. */
+export function backendsDigestTags(backends: readonly string[]): Tags {
+  return { [DIGEST_TAG_BACKENDS]: backendsDigest(backends) };
+}
+
+/** The tags of `want` that `have` lacks or holds with another value. */
+export function tagsToAdd(have: Readonly<Tags>, want: Readonly<Tags>): { Key: string; Value: string }[] {
+  return Object.entries(want).flatMap(([Key, Value]) => (have[Key] === Value ? [] : [{ Key, Value }]));
+}
+
+/**
+ * A load balancer of the account listing as the contract's owned one: ours only when our owner
+ * tags and upstream's cluster tag are on it and its name is the one derived from them (one
+ * cloud-provider-aws made and nobody adopted yet is not ours).
+ */
+export function ownedListing(
+  id: string,
+  name: string,
+  dnsName: string | undefined,
+  tags: Tags,
+): OwnedLoadBalancer | undefined {
+  const owner = ownerOf(tags);
+  if (owner === undefined || owner.cluster === "" || owner.serviceUid === "") return undefined;
+  if (name !== awsLoadBalancerName(owner.serviceUid) || tags[clusterTagKey(owner.cluster)] !== OWNED)
+    return undefined;
+  const specDigest = tags[DIGEST_TAG_SPEC];
+  const backends = tags[DIGEST_TAG_BACKENDS];
+  return {
+    id,
+    name,
+    owner,
+    ingress: dnsName ? [{ hostname: dnsName }] : [],
+    ...(specDigest !== undefined && { specDigest }),
+    ...(backends !== undefined && { backendsDigest: backends }),
+  };
+}
+
+/** What either kind's ensure made: the ingress, the load balancer's name (ELB) or ARN (NLB) and its tags now. */
+export interface EnsuredLb {
+  readonly ingress: readonly LbIngress[];
+  readonly ref: string;
+  readonly tags: Tags;
+}
+
+/** Names and ARNs per DescribeTags call, on ELB and ELBv2 alike. */
+const DESCRIBE_TAGS_MAX = 20;
+
+/** A DescribeTags of one kind: tags by name (ELB) or ARN (ELBv2). */
+export type DescribeTags = (refs: readonly string[]) => Promise<ReadonlyMap<string, Tags>>;
+
+/**
+ * Tags of many load balancers or target groups, 20 a call; when one of a batch went since it
+ * was listed (`gone`), the batch is asked one by one and the gone left out.
+ */
+export async function tagsByBatch(
+  refs: readonly string[],
+  describe: DescribeTags,
+  gone: (err: unknown) => boolean,
+): Promise<Map<string, Tags>> {
+  const out = new Map<string, Tags>();
+  for (let n = 0; n < refs.length; n += DESCRIBE_TAGS_MAX) {
+    const batch = refs.slice(n, n + DESCRIBE_TAGS_MAX);
+    try {
+      for (const [ref, tags] of await describe(batch)) out.set(ref, tags);
+    } catch (err) {
+      if (!gone(err)) throw err;
+      for (const ref of batch) {
+        try {
+          for (const [r, tags] of await describe([ref])) out.set(r, tags);
+        } catch (e) {
+          if (!gone(e)) throw e;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** One page of a kind's listing: its load balancers (`ref`: name or ARN, also the id) and the next marker. */
+export interface ListingPage {
+  readonly lbs: readonly {
+    readonly ref: string;
+    readonly name: string;
+    readonly dnsName: string | undefined;
+  }[];
+  readonly next?: string;
+}
+
+/** The owned among one listing page's load balancers. */
+export async function ownedAmong(
+  lbs: ListingPage["lbs"],
+  describe: DescribeTags,
+  gone: (err: unknown) => boolean,
+): Promise<OwnedLoadBalancer[]> {
+  // Ours are named "a" + the Service uid: no other is worth a DescribeTags.
+  const candidates = lbs.filter((l) => l.ref !== "" && l.name.startsWith("a"));
+  const tags = await tagsByBatch(
+    candidates.map((l) => l.ref),
+    describe,
+    gone,
+  );
+  return candidates.flatMap((l) => {
+    const t = tags.get(l.ref);
+    const item = t === undefined ? undefined : ownedListing(l.ref, l.name, l.dnsName, t);
+    return item === undefined ? [] : [item];
+  });
+}
+
+/**
+ * What both kinds build first, as upstream: the name, the owner tags, the backends' instances,
+ * the VPC (the existing load balancer's, else the account's or the backends'), and, unless the
+ * security-groups annotation replaces it, the managed group `k8s-elb-<name>` open to the
+ * source ranges with `rules`; then the extra groups.
+ */
+export interface LbBase {
+  readonly name: string;
+  readonly tags: Tags;
+  readonly backends: readonly Instance[];
+  readonly vpcId: string;
+  /** The managed group (first of `groups`), when there is one. */
+  readonly managedGroup: string | undefined;
+  readonly groups: readonly string[];
 }
 
 export interface Rule {
@@ -126,16 +279,72 @@ export class LbNetwork {
   /** The backends' instances (filtered by id: a vanished one is left out, never an error); terminated ones dropped. */
   async instances(ids: readonly string[], signal?: AbortSignal): Promise<Instance[]> {
     const out: Instance[] = [];
-    for (let n = 0; n < ids.length; n += 200) {
-      const page = await this.api.call("lb.instances", signal, (abortSignal) =>
-        this.api.ec2.send(
-          new DescribeInstancesCommand({ Filters: [{ Name: "instance-id", Values: ids.slice(n, n + 200) }] }),
-          { abortSignal },
+    for (let n = 0; n < ids.length; n += FILTER_VALUES_MAX) {
+      const reservations = await allPages(
+        paginateDescribeInstances(
+          { client: this.api.paged(this.api.ec2, "lb.instances", signal), pageSize: EC2_PAGE_MAX },
+          { Filters: [{ Name: "instance-id", Values: ids.slice(n, n + FILTER_VALUES_MAX) }] },
         ),
+        (page) => page.Reservations,
       );
-      for (const r of page.Reservations ?? []) out.push(...(r.Instances ?? []));
+      for (const r of reservations) out.push(...(r.Instances ?? []));
     }
     return out.filter((i) => i.State?.Name !== "terminated");
+  }
+
+  /** The shared first steps of `ensure` (LbBase); `rules` are the managed group's for one source CIDR. */
+  async prepare(
+    owner: LbOwner,
+    spec: LoadBalancerSpec,
+    s: AwsLbSettings,
+    kind: "ELB" | "NLB",
+    existingVpc: string | undefined,
+    rules: (cidr: string) => Rule[],
+    signal?: AbortSignal,
+  ): Promise<LbBase> {
+    const name = awsLoadBalancerName(owner.serviceUid);
+    const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
+    const backends = await this.instances(spec.backends, signal);
+    const vpcId = existingVpc ?? this.vpcOf(backends);
+    if (vpcId === undefined)
+      throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
+    const groups = [...(s.securityGroups ?? [])];
+    let managedGroup: string | undefined;
+    if (s.securityGroups === undefined) {
+      const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
+      const description = `Security group for Kubernetes ${kind} ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
+      managedGroup = await this.ensureLbGroup(
+        name,
+        vpcId,
+        owner,
+        tags,
+        description,
+        ranges.flatMap(rules),
+        signal,
+      );
+      groups.unshift(managedGroup);
+    }
+    groups.push(...s.extraSecurityGroups.filter((g) => !groups.includes(g)));
+    return { name, tags, backends, vpcId, managedGroup, groups };
+  }
+
+  /** The shared last step: the node-group rules from the managed group, when there is one. */
+  async finish(base: LbBase, cluster: string, signal?: AbortSignal): Promise<void> {
+    if (base.managedGroup !== undefined)
+      await this.ensureNodeRules(base.managedGroup, base.vpcId, cluster, base.backends, signal);
+  }
+
+  /** After a backend change: the node-group rules from the load balancer's managed group, if it has one. */
+  async followBackends(
+    lb: { name: string | undefined; groups: readonly string[] | undefined; vpcId: string | undefined },
+    owner: LbOwner,
+    backends: readonly Instance[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const managed = await this.ownedGroups(lb.name ?? "", owner, signal);
+    const groupId = managed.find((g) => lb.groups?.includes(g));
+    if (groupId !== undefined && lb.vpcId !== undefined)
+      await this.ensureNodeRules(groupId, lb.vpcId, owner.cluster, backends, signal);
   }
 
   /** The load balancer's VPC: the account's network, else the backends'. */
@@ -144,22 +353,13 @@ export class LbNetwork {
   }
 
   async securityGroups(filters: Filter[], signal?: AbortSignal): Promise<SecurityGroup[]> {
-    const out: SecurityGroup[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.api.call("sg.list", signal, (abortSignal) =>
-        this.api.ec2.send(
-          new DescribeSecurityGroupsCommand({
-            Filters: filters,
-            ...(token !== undefined && { NextToken: token }),
-          }),
-          { abortSignal },
-        ),
-      );
-      out.push(...(page.SecurityGroups ?? []));
-      token = page.NextToken === "" ? undefined : page.NextToken;
-    } while (token !== undefined);
-    return out;
+    return allPages(
+      paginateDescribeSecurityGroups(
+        { client: this.api.paged(this.api.ec2, "sg.list", signal), pageSize: EC2_PAGE_MAX },
+        { Filters: filters },
+      ),
+      (page) => page.SecurityGroups,
+    );
   }
 
   /**
@@ -173,17 +373,19 @@ export class LbNetwork {
     annotated: readonly string[] | undefined,
     signal?: AbortSignal,
   ): Promise<{ subnetId: string; zone: string }[]> {
-    const out = await this.api.call("subnets.list", signal, (abortSignal) =>
-      this.api.ec2.send(
-        new DescribeSubnetsCommand(
-          annotated !== undefined
-            ? { SubnetIds: [...annotated] }
-            : { Filters: [{ Name: "vpc-id", Values: [vpcId] }] },
-        ),
-        { abortSignal },
+    // By id, no page size: EC2 answers those subnets whole.
+    const all = await allPages(
+      paginateDescribeSubnets(
+        {
+          client: this.api.paged(this.api.ec2, "subnets.list", signal),
+          ...(annotated === undefined && { pageSize: EC2_PAGE_MAX }),
+        },
+        annotated !== undefined
+          ? { SubnetIds: [...annotated] }
+          : { Filters: [{ Name: "vpc-id", Values: [vpcId] }] },
       ),
+      (page) => page.Subnets,
     );
-    const all = out.Subnets ?? [];
     if (annotated !== undefined)
       return all.flatMap((s) =>
         s.SubnetId ? [{ subnetId: s.SubnetId, zone: s.AvailabilityZone ?? "" }] : [],

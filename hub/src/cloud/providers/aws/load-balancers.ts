@@ -5,23 +5,34 @@
  * uid) and tags (kubernetes.io/cluster/<cluster>: owned, kubernetes.io/service-name) are
  * upstream's, so a load balancer either made is adopted by the other.
  */
-import { CloudError, ImplementedElsewhereError } from "../../errors.js";
-import type {
-  InProgress,
-  LbIngress,
-  LbOwner,
-  LoadBalancerCapabilities,
-  LoadBalancerSpec,
-  LoadBalancerState,
-  LoadBalancers,
-  ProviderContext,
+import { CloudError, ImplementedElsewhereError, SuspectAnswerError } from "../../errors.js";
+import {
+  type InProgress,
+  isInProgress,
+  type LbIngress,
+  type LbOwner,
+  type LoadBalancerCapabilities,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+  type LoadBalancers,
+  type OwnedLoadBalancerPage,
+  type ProviderContext,
 } from "../../provider.js";
 import { AWS_ANNOTATIONS, AWS_LB_CAPABILITIES, parseAwsLbAnnotations } from "./annotations.js";
 import type { AwsApi } from "./api.js";
-import { ClassicElb } from "./classic.js";
-import { awsLoadBalancerName, LbNetwork } from "./lb-network.js";
-import { Nlb } from "./nlb.js";
+import { ClassicElb, isGone as classicGone } from "./classic.js";
+import {
+  awsLoadBalancerName,
+  backendsDigestTags,
+  LbNetwork,
+  ownedAmong,
+  specDigestTags,
+} from "./lb-network.js";
+import { Nlb, isGone as nlbGone } from "./nlb.js";
 import type { AwsOptions } from "./options.js";
+
+const ELB_TOKEN = "elb:";
+const NLB_TOKEN = "nlb:";
 
 type Found =
   | { readonly type: "classic"; readonly found: NonNullable<Awaited<ReturnType<ClassicElb["find"]>>> }
@@ -43,10 +54,13 @@ export class AwsLoadBalancers implements LoadBalancers {
     this.nlb = new Nlb(api, this.net);
   }
 
-  /** The owner's load balancer of either kind, the default kind asked first. */
-  private async find(owner: LbOwner, signal?: AbortSignal): Promise<Found | undefined> {
-    const order: readonly ("classic" | "nlb")[] =
-      this.options.defaultLoadBalancerType === "nlb" ? ["nlb", "classic"] : ["classic", "nlb"];
+  /** The owner's load balancer of either kind, `first` (default: the account's default kind) asked first. */
+  private async find(
+    owner: LbOwner,
+    signal?: AbortSignal,
+    first: "classic" | "nlb" = this.options.defaultLoadBalancerType === "nlb" ? "nlb" : "classic",
+  ): Promise<Found | undefined> {
+    const order: readonly ("classic" | "nlb")[] = first === "nlb" ? ["nlb", "classic"] : ["classic", "nlb"];
     for (const type of order) {
       if (type === "classic") {
         const found = await this.classic.find(owner, signal);
@@ -79,28 +93,53 @@ export class AwsLoadBalancers implements LoadBalancers {
         `${AWS_ANNOTATIONS.type}: ${annotations[AWS_ANNOTATIONS.type]} is the AWS Load Balancer Controller's`,
       );
     // The account default applies to new Services: an existing load balancer keeps its kind.
-    const existing = await this.find(owner, signal);
     const explicit = annotations[AWS_ANNOTATIONS.type] !== undefined;
-    const type = existing !== undefined && !explicit ? existing.type : settings.type;
-    if (existing !== undefined && existing.type !== type)
-      throw new CloudError(
-        `load balancer ${awsLoadBalancerName(owner.serviceUid)} is a ${existing.type === "nlb" ? "network" : "classic"} load balancer; AWS cannot change its type in place (recreate the Service)`,
-      );
-    if (type === "classic")
-      return this.classic.ensure(
-        owner,
-        spec,
-        { ...settings, type },
-        signal,
-        existing?.type === "classic" ? existing.found : null,
-      );
-    return this.nlb.ensure(
+    // With a type annotation the other kind is asked first, so one left from a change is found.
+    const existing = await this.find(
       owner,
-      spec,
-      { ...settings, type },
       signal,
-      existing?.type === "nlb" ? existing.found : null,
+      explicit ? (settings.type === "nlb" ? "classic" : "nlb") : undefined,
     );
+    const type = existing !== undefined && !explicit ? existing.type : settings.type;
+    // A type annotation changed: AWS cannot convert one kind into the other. As upstream, the
+    // new kind is built beside the old (its own name space, the same managed security group;
+    // an interrupted change's is found again); unlike upstream, the old one is deleted once the
+    // new one is ready, not left behind.
+    const replaced = existing !== undefined && existing.type !== type ? existing.type : undefined;
+    const kindSettings = { ...settings, type };
+    const made =
+      type === "classic"
+        ? await this.classic.ensure(
+            owner,
+            spec,
+            kindSettings,
+            existing?.type === "classic"
+              ? existing.found
+              : replaced === undefined
+                ? undefined
+                : await this.classic.find(owner, signal),
+            signal,
+          )
+        : await this.nlb.ensure(
+            owner,
+            spec,
+            kindSettings,
+            existing?.type === "nlb"
+              ? existing.found
+              : replaced === undefined
+                ? undefined
+                : await this.nlb.find(owner, signal),
+            signal,
+          );
+    if (isInProgress(made)) return made;
+    if (replaced !== undefined) await this.kind(replaced).deleteLoadBalancer(owner, signal);
+    // Last: the digests vouch for everything above, so a crash before here leaves them stale.
+    await this.kind(type).tag(made.ref, made.tags, specDigestTags(spec), signal);
+    return made.ingress;
+  }
+
+  private kind(type: "classic" | "nlb"): ClassicElb | Nlb {
+    return type === "classic" ? this.classic : this.nlb;
   }
 
   async updateBackends(
@@ -111,9 +150,39 @@ export class AwsLoadBalancers implements LoadBalancers {
     const f = await this.find(owner, signal);
     if (f === undefined)
       throw new CloudError(`load balancer ${awsLoadBalancerName(owner.serviceUid)} does not exist`);
-    if (f.type === "classic") await this.classic.updateBackends(owner, f.found, backends, signal);
-    else await this.nlb.updateBackends(owner, f.found, backends, signal);
+    let ref: string;
+    if (f.type === "classic") {
+      await this.classic.updateBackends(owner, f.found, backends, signal);
+      ref = f.found.lb.LoadBalancerName ?? "";
+    } else {
+      await this.nlb.updateBackends(owner, f.found, backends, signal);
+      ref = f.found.lb.LoadBalancerArn ?? "";
+    }
+    await this.kind(f.type).tag(ref, f.found.tags, backendsDigestTags(backends), signal);
     return undefined;
+  }
+
+  /**
+   * Every load balancer of ours in the region: the classic ELBs' pages (token `elb:<marker>`),
+   * then the NLBs' (`nlb:<marker>`), each page one DescribeLoadBalancers and a DescribeTags per
+   * 20 of its load balancers.
+   */
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const token = pageToken ?? ELB_TOKEN;
+    const sep = token.indexOf(":");
+    const kind = sep < 0 ? "" : token.slice(0, sep + 1);
+    const marker = token.slice(sep + 1) || undefined;
+    const type = kind === ELB_TOKEN ? "classic" : kind === NLB_TOKEN ? "nlb" : undefined;
+    if (type === undefined) throw new SuspectAnswerError(`bad page token ${pageToken}`);
+    const lbs = this.kind(type);
+    const page = await lbs.listingPage(marker, signal);
+    const items = await ownedAmong(
+      page.lbs,
+      (refs) => lbs.describeTags(refs, signal),
+      type === "classic" ? classicGone : nlbGone,
+    );
+    const next = page.next !== undefined ? `${kind}${page.next}` : type === "classic" ? NLB_TOKEN : undefined;
+    return { items, ...(next !== undefined && { nextPageToken: next }) };
   }
 
   /**

@@ -18,7 +18,6 @@ import {
   DeleteLoadBalancerCommand,
   DeleteTargetGroupCommand,
   DeregisterTargetsCommand,
-  DescribeListenersCommand,
   DescribeLoadBalancerAttributesCommand,
   DescribeLoadBalancersCommand,
   DescribeTagsCommand,
@@ -31,6 +30,9 @@ import {
   ModifyLoadBalancerAttributesCommand,
   ModifyTargetGroupAttributesCommand,
   ModifyTargetGroupCommand,
+  paginateDescribeListeners,
+  paginateDescribeLoadBalancers,
+  paginateDescribeTargetGroups,
   RegisterTargetsCommand,
   SetSecurityGroupsCommand,
   type TargetGroup,
@@ -39,27 +41,40 @@ import { CloudError, SuspectAnswerError } from "../../errors.js";
 import {
   type InProgress,
   inProgress,
-  type LbIngress,
   type LbListener,
   type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancerState,
 } from "../../provider.js";
 import { type AwsLbSettings, isSslPort } from "./annotations.js";
-import type { AwsApi } from "./api.js";
+import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import {
   awsLoadBalancerName,
+  type EnsuredLb,
   type LbNetwork,
+  type ListingPage,
   ownedBy,
-  ownerTags,
-  type Rule,
   type Tags,
   tagList,
+  tagsByBatch,
   tagsOf,
+  tagsToAdd,
 } from "./lb-network.js";
 
 const PROVISIONING_POLL_MS = 5_000;
+/** A load balancer or target group that is not (any more). */
+export const isGone = (err: unknown) =>
+  hasCode(
+    err,
+    "LoadBalancerNotFound",
+    "LoadBalancerNotFoundException",
+    "TargetGroupNotFound",
+    "TargetGroupNotFoundException",
+  );
+
+/** ELBv2's largest page (PageSize). */
+const ELBV2_PAGE_MAX = 400;
 
 /** Our target group names: k8s-<owner hash>-<port>-<nodePort>-<t|u|s>, unique per owner and listener. */
 function ownerHash(owner: LbOwner): string {
@@ -158,14 +173,11 @@ export class Nlb {
       if (lb?.LoadBalancerArn === undefined)
         throw new SuspectAnswerError(`DescribeLoadBalancers(${name}) answered without it`);
     } catch (err) {
-      if (hasCode(err, "LoadBalancerNotFound", "LoadBalancerNotFoundException")) return undefined;
+      if (isGone(err)) return undefined;
       throw err;
     }
     const arn = lb.LoadBalancerArn;
-    const out = await this.api.call("nlb.tags", signal, (abortSignal) =>
-      this.api.elbv2.send(new DescribeTagsCommand({ ResourceArns: [arn] }), { abortSignal }),
-    );
-    const tags = tagsOf(out.TagDescriptions?.find((d) => d.ResourceArn === arn)?.Tags);
+    const tags = (await this.describeTags([arn], signal)).get(arn) ?? {};
     if (!ownedBy(tags, owner))
       throw new CloudError(
         `load balancer ${name} exists but is not cluster ${owner.cluster}'s (its tags say otherwise)`,
@@ -173,30 +185,24 @@ export class Nlb {
     return { lb, tags };
   }
 
-  private async listeners(lbArn: string, signal?: AbortSignal): Promise<Listener[]> {
-    const out: Listener[] = [];
-    let marker: string | undefined;
-    do {
-      const page = await this.api.call("nlb.listeners", signal, (abortSignal) =>
-        this.api.elbv2.send(
-          new DescribeListenersCommand({
-            LoadBalancerArn: lbArn,
-            ...(marker !== undefined && { Marker: marker }),
-          }),
-          { abortSignal },
-        ),
-      );
-      out.push(...(page.Listeners ?? []));
-      marker = page.NextMarker === "" ? undefined : page.NextMarker;
-    } while (marker !== undefined);
-    return out;
+  private listeners(lbArn: string, signal?: AbortSignal): Promise<Listener[]> {
+    return allPages(
+      paginateDescribeListeners(
+        { client: this.api.paged(this.api.elbv2, "nlb.listeners", signal), pageSize: ELBV2_PAGE_MAX },
+        { LoadBalancerArn: lbArn },
+      ),
+      (page) => page.Listeners,
+    );
   }
 
-  private async attachedGroups(lbArn: string, signal?: AbortSignal): Promise<TargetGroup[]> {
-    const out = await this.api.call("nlb.targetGroups", signal, (abortSignal) =>
-      this.api.elbv2.send(new DescribeTargetGroupsCommand({ LoadBalancerArn: lbArn }), { abortSignal }),
+  private attachedGroups(lbArn: string, signal?: AbortSignal): Promise<TargetGroup[]> {
+    return allPages(
+      paginateDescribeTargetGroups(
+        { client: this.api.paged(this.api.elbv2, "nlb.targetGroups", signal), pageSize: ELBV2_PAGE_MAX },
+        { LoadBalancerArn: lbArn },
+      ),
+      (page) => page.TargetGroups,
     );
-    return out.TargetGroups ?? [];
   }
 
   private async targets(tgArn: string, signal?: AbortSignal): Promise<{ Id: string; Port?: number }[]> {
@@ -226,40 +232,31 @@ export class Nlb {
     };
   }
 
+  /** Everything but the digests, which the caller records last (EnsuredLb); in progress while provisioning. */
   async ensure(
     owner: LbOwner,
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
+    found: { lb: LoadBalancer; tags: Tags } | undefined,
     signal?: AbortSignal,
-    /** What the caller already found (null: nothing); undefined: look. */
-    known?: { lb: LoadBalancer; tags: Tags } | null,
-  ): Promise<readonly LbIngress[] | InProgress> {
-    const name = awsLoadBalancerName(owner.serviceUid);
+  ): Promise<EnsuredLb | InProgress> {
     const want = wantedListeners(spec, s);
-    const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
-    const backends = await this.net.instances(spec.backends, signal);
-    const found = known === undefined ? await this.find(owner, signal) : (known ?? undefined);
-    const vpcId = found?.lb.VpcId ?? this.net.vpcOf(backends);
-    if (vpcId === undefined)
-      throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
-
-    const managed = s.securityGroups === undefined;
-    const groups = [...(s.securityGroups ?? [])];
-    if (managed) {
-      const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
-      const rules: Rule[] = want.flatMap((l) =>
-        ranges.map((cidr) => ({
+    const base = await this.net.prepare(
+      owner,
+      spec,
+      s,
+      "NLB",
+      found?.lb.VpcId,
+      (cidr) =>
+        want.map((l) => ({
           protocol: l.protocol === "UDP" ? "udp" : "tcp",
           fromPort: l.port,
           toPort: l.port,
           cidr,
         })),
-      );
-      const description = `Security group for Kubernetes NLB ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
-      groups.unshift(await this.net.ensureLbGroup(name, vpcId, owner, tags, description, rules, signal));
-    }
-    groups.push(...s.extraSecurityGroups.filter((g) => !groups.includes(g)));
-
+      signal,
+    );
+    const { name, tags, groups, vpcId, backends } = base;
     let lb = found?.lb;
     if (lb === undefined) {
       const subnets = await this.net.subnets(vpcId, spec.internal, owner.cluster, s.subnets, signal);
@@ -278,7 +275,7 @@ export class Nlb {
               SubnetId: x.subnetId,
               ...(eips?.[n] !== undefined && { AllocationId: eips[n] }),
             })),
-            SecurityGroups: groups,
+            SecurityGroups: [...groups],
             Tags: tagList(tags),
           }),
           { abortSignal },
@@ -292,7 +289,8 @@ export class Nlb {
         throw new CloudError(
           `load balancer ${name} is ${lb.Scheme}; AWS cannot change a scheme in place (delete the Service's load balancer to recreate it)`,
         );
-      await this.updateLb(lb, found?.tags ?? {}, tags, groups, signal);
+      await this.tag(lb.LoadBalancerArn ?? "", found?.tags ?? {}, tags, signal);
+      await this.updateLb(lb, groups, signal);
     }
     const lbArn = lb.LoadBalancerArn ?? "";
     if (s.crossZone !== undefined) await this.ensureCrossZone(lbArn, s.crossZone, signal);
@@ -363,32 +361,30 @@ export class Nlb {
     for (const tg of attached)
       if (tg.TargetGroupArn !== undefined && !keep.has(tg.TargetGroupArn))
         await this.deleteTargetGroup(tg.TargetGroupArn, signal);
-    if (managed && groups[0] !== undefined)
-      await this.net.ensureNodeRules(groups[0], vpcId, owner.cluster, backends, signal);
+    await this.net.finish(base, owner.cluster, signal);
     if (lb.State?.Code === "provisioning") {
       const fresh = await this.find(owner, signal);
       if (fresh?.lb.State?.Code === "provisioning")
         return inProgress(PROVISIONING_POLL_MS, `network load balancer ${name} provisioning`);
     }
-    return lb.DNSName ? [{ hostname: lb.DNSName }] : [];
+    return {
+      ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
+      ref: lbArn,
+      tags: { ...found?.tags, ...tags },
+    };
   }
 
-  private async updateLb(
-    lb: LoadBalancer,
-    haveTags: Tags,
-    wantTags: Tags,
-    groups: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<void> {
+  /** AddTags of what `want` has and `have` lacks. */
+  async tag(arn: string, have: Readonly<Tags>, want: Readonly<Tags>, signal?: AbortSignal): Promise<void> {
+    const add = tagsToAdd(have, want);
+    if (add.length === 0) return;
+    await this.api.call("nlb.tag", signal, (abortSignal) =>
+      this.api.elbv2.send(new AddTagsCommand({ ResourceArns: [arn], Tags: add }), { abortSignal }),
+    );
+  }
+
+  private async updateLb(lb: LoadBalancer, groups: readonly string[], signal?: AbortSignal): Promise<void> {
     const arn = lb.LoadBalancerArn ?? "";
-    const missing = Object.entries(wantTags).filter(([k, v]) => haveTags[k] !== v);
-    if (missing.length > 0)
-      await this.api.call("nlb.tag", signal, (abortSignal) =>
-        this.api.elbv2.send(
-          new AddTagsCommand({ ResourceArns: [arn], Tags: missing.map(([Key, Value]) => ({ Key, Value })) }),
-          { abortSignal },
-        ),
-      );
     const current = [...(lb.SecurityGroups ?? [])].sort();
     // An NLB made without security groups (upstream's legacy mode) cannot get any: leave it so.
     if (current.length > 0 && current.join(",") !== [...groups].sort().join(","))
@@ -535,10 +531,39 @@ export class Nlb {
     const backends = await this.net.instances(backendIds, signal);
     for (const tg of await this.attachedGroups(found.lb.LoadBalancerArn ?? "", signal))
       if (tg.TargetGroupArn !== undefined) await this.syncTargets(tg.TargetGroupArn, backends, signal);
-    const managed = await this.net.ownedGroups(found.lb.LoadBalancerName ?? "", owner, signal);
-    const groupId = managed.find((g) => found.lb.SecurityGroups?.includes(g));
-    if (groupId !== undefined && found.lb.VpcId !== undefined)
-      await this.net.ensureNodeRules(groupId, found.lb.VpcId, owner.cluster, backends, signal);
+    const { LoadBalancerName: name, SecurityGroups: groups, VpcId: vpcId } = found.lb;
+    await this.net.followBackends({ name, groups, vpcId }, owner, backends, signal);
+  }
+
+  /**
+   * One page of the region's ELBv2 load balancers (DescribeLoadBalancers, resumed at `marker`),
+   * the network ones with their tags (DescribeTags by 20 ARNs), as the owned ones of the listing.
+   */
+  async listingPage(marker: string | undefined, signal?: AbortSignal): Promise<ListingPage> {
+    const page = await this.api.onePage(
+      paginateDescribeLoadBalancers,
+      this.api.elbv2,
+      "nlb.list",
+      {},
+      { pageSize: ELBV2_PAGE_MAX, token: marker, signal },
+    );
+    return {
+      lbs: (page.LoadBalancers ?? [])
+        .filter((l) => l.Type === "network")
+        .map((l) => ({ ref: l.LoadBalancerArn ?? "", name: l.LoadBalancerName ?? "", dnsName: l.DNSName })),
+      ...(page.NextMarker && { next: page.NextMarker }),
+    };
+  }
+
+  async describeTags(arns: readonly string[], signal?: AbortSignal): Promise<Map<string, Tags>> {
+    const out = await this.api.call("nlb.tags", signal, (abortSignal) =>
+      this.api.elbv2.send(new DescribeTagsCommand({ ResourceArns: [...arns] }), { abortSignal }),
+    );
+    return new Map(
+      (out.TagDescriptions ?? []).flatMap((d) =>
+        d.ResourceArn ? [[d.ResourceArn, tagsOf(d.Tags)] as const] : [],
+      ),
+    );
   }
 
   /**
@@ -563,32 +588,20 @@ export class Nlb {
   /** Our target groups by name prefix (one paged list of the region's), checked by their tags. */
   private async orphanTargetGroups(owner: LbOwner, signal?: AbortSignal): Promise<string[]> {
     const prefix = `k8s-${ownerHash(owner)}-`;
-    const candidates: string[] = [];
-    let marker: string | undefined;
-    do {
-      const page = await this.api.call("nlb.targetGroups.list", signal, (abortSignal) =>
-        this.api.elbv2.send(
-          new DescribeTargetGroupsCommand({ PageSize: 400, ...(marker !== undefined && { Marker: marker }) }),
-          {
-            abortSignal,
-          },
-        ),
-      );
-      for (const tg of page.TargetGroups ?? [])
-        if (tg.TargetGroupName?.startsWith(prefix) && tg.TargetGroupArn !== undefined)
-          candidates.push(tg.TargetGroupArn);
-      marker = page.NextMarker === "" ? undefined : page.NextMarker;
-    } while (marker !== undefined);
-    const owned: string[] = [];
-    for (let n = 0; n < candidates.length; n += 20) {
-      const out = await this.api.call("nlb.tags", signal, (abortSignal) =>
-        this.api.elbv2.send(new DescribeTagsCommand({ ResourceArns: candidates.slice(n, n + 20) }), {
-          abortSignal,
-        }),
-      );
-      for (const d of out.TagDescriptions ?? [])
-        if (d.ResourceArn !== undefined && ownedBy(tagsOf(d.Tags), owner)) owned.push(d.ResourceArn);
-    }
-    return owned;
+    const all = await allPages(
+      paginateDescribeTargetGroups(
+        { client: this.api.paged(this.api.elbv2, "nlb.targetGroups.list", signal), pageSize: ELBV2_PAGE_MAX },
+        {},
+      ),
+      (page) => page.TargetGroups,
+    );
+    const candidates = all.flatMap((tg) =>
+      tg.TargetGroupName?.startsWith(prefix) && tg.TargetGroupArn !== undefined ? [tg.TargetGroupArn] : [],
+    );
+    const tags = await tagsByBatch(candidates, (arns) => this.describeTags(arns, signal), isGone);
+    return candidates.filter((arn) => {
+      const t = tags.get(arn);
+      return t !== undefined && ownedBy(t, owner);
+    });
   }
 }

@@ -9,14 +9,14 @@ import {
   CreateRouteCommand,
   DeleteRouteCommand,
   DescribeInstancesCommand,
-  DescribeRouteTablesCommand,
   type Filter,
   ModifyInstanceAttributeCommand,
+  paginateDescribeRouteTables,
   type RouteTable,
 } from "@aws-sdk/client-ec2";
 import { CloudError, SuspectAnswerError } from "../../errors.js";
 import type { CloudRoute, InProgress, ProviderContext, Routes, RouteTarget } from "../../provider.js";
-import type { AwsApi } from "./api.js";
+import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import { CLUSTER_TAG_PREFIX, clusterTagKey } from "./tags.js";
 
@@ -49,23 +49,13 @@ export class AwsRoutes implements Routes {
       { Name: "tag-key", Values: [tagKey] },
       ...(network !== undefined ? [{ Name: "vpc-id", Values: [network] }] : []),
     ];
-    const out: RouteTable[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.api.call("routes.list", signal, (abortSignal) =>
-        this.api.ec2.send(
-          new DescribeRouteTablesCommand({
-            Filters: filters,
-            MaxResults: 100,
-            ...(token !== undefined && { NextToken: token }),
-          }),
-          { abortSignal },
-        ),
-      );
-      out.push(...(page.RouteTables ?? []));
-      token = page.NextToken === "" ? undefined : page.NextToken;
-    } while (token !== undefined);
-    return out;
+    return allPages(
+      paginateDescribeRouteTables(
+        { client: this.api.paged(this.api.ec2, "routes.list", signal), pageSize: 100 },
+        { Filters: filters },
+      ),
+      (page) => page.RouteTables,
+    );
   }
 
   async list(signal?: AbortSignal): Promise<readonly CloudRoute[]> {
