@@ -803,6 +803,9 @@ export class LinodeFake {
       const address = o["address"];
       if (typeof address !== "string" || !/^(\d+\.){3}\d+:\d+$|^\[[0-9a-f:]+\]:\d+$/i.test(address))
         throw bad("Must be a valid IPv4 or IPv6 address with a port", `nodes[${i}].address`);
+      // "This _must_ be a private IP address" (the spec): IPv4 backends are RFC 1918 addresses.
+      if (!address.startsWith("[") && !/^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.)/.test(address))
+        throw bad("Must be a private IP address", `nodes[${i}].address`);
       if (seen.has(address)) throw bad("Duplicate node address", `nodes[${i}].address`);
       seen.add(address);
       const id = typeof o["id"] === "number" ? o["id"] : undefined;
