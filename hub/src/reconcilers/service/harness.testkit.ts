@@ -3,6 +3,7 @@
 import { Service } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { CloudAccounts } from "../../cloud/accounts.js";
+import type { ProviderFactory } from "../../cloud/provider.js";
 import { simulatedProvider } from "../../cloud/providers/simulated/index.js";
 import { ProviderRegistry } from "../../cloud/registry.js";
 import type { parseHubConfig } from "../../config/load.js";
@@ -24,13 +25,15 @@ export interface ServiceHarnessOptions {
   readonly onOutcome?: (key: WorkKey, outcome: Outcome) => void;
   /** Every Service as a patch left it. */
   readonly onApplied?: (cluster: string, svc: Service) => void;
+  /** The providers the hub knows (default: simulated). */
+  readonly providers?: readonly ProviderFactory[];
 }
 
 /** A fresh hub's service controller (its own accounts, caches and memory: a restart is a new harness). */
 export function startServiceHarness(o: ServiceHarnessOptions) {
   const metrics = new HubMetrics(false);
   const accounts = new CloudAccounts(o.config.accounts, o.config.clusters, {
-    registry: new ProviderRegistry([simulatedProvider]),
+    registry: new ProviderRegistry([...(o.providers ?? [simulatedProvider])]),
     refresh: { periodMs: 60_000, cacheScope: "account" },
     maxConcurrentRouteWrites: 4,
     clock: systemClock,
@@ -79,6 +82,15 @@ export function startServiceHarness(o: ServiceHarnessOptions) {
       (await metrics.cloudCalls.get()).values
         .filter((v) => v.labels.op === op)
         .reduce((n, v) => n + v.value, 0),
+    /** Every cloud call of this hub, by op. */
+    allCalls: async (): Promise<Record<string, number>> => {
+      const out: Record<string, number> = {};
+      for (const v of (await metrics.cloudCalls.get()).values) {
+        const op = String(v.labels.op);
+        out[op] = (out[op] ?? 0) + v.value;
+      }
+      return out;
+    },
     drained: () => queue.len() === 0 && queue.processingLen() === 0,
     async stop() {
       queue.shutDown();
