@@ -618,7 +618,7 @@ export class LinodeFake {
       })),
       r("PUT", `\\/networking\\/firewalls${ID}`, "firewalls.update", (c) => {
         const fw = this.fw(c);
-        if (c.body["tags"] !== undefined) fw.tags = stringList(c.body["tags"], "tags");
+        if (c.body["tags"] !== undefined) fw.tags = tagList(c.body["tags"]);
         if (typeof c.body["label"] === "string") fw.label = c.body["label"];
         return { body: wireFirewall(fw) };
       }),
@@ -697,7 +697,7 @@ export class LinodeFake {
 
   private updateLinode(c: Call) {
     const l = this.linode(c);
-    if (c.body["tags"] !== undefined) l.tags = stringList(c.body["tags"], "tags");
+    if (c.body["tags"] !== undefined) l.tags = tagList(c.body["tags"]);
     if (typeof c.body["label"] === "string") l.label = c.body["label"];
     return { body: wireLinode(l) };
   }
@@ -864,7 +864,7 @@ export class LinodeFake {
       c.account,
       label,
       region,
-      c.body["tags"] === undefined ? [] : stringList(c.body["tags"], "tags"),
+      c.body["tags"] === undefined ? [] : tagList(c.body["tags"]),
       typeof c.body["client_conn_throttle"] === "number" ? c.body["client_conn_throttle"] : 0,
       type,
       typeof reserved === "string" ? reserved : undefined,
@@ -898,7 +898,7 @@ export class LinodeFake {
   private updateNb(c: Call) {
     const nb = this.nb(c);
     if (typeof c.body["label"] === "string") nb.label = c.body["label"];
-    if (c.body["tags"] !== undefined) nb.tags = stringList(c.body["tags"], "tags");
+    if (c.body["tags"] !== undefined) nb.tags = tagList(c.body["tags"]);
     if (typeof c.body["client_conn_throttle"] === "number")
       nb.clientConnThrottle = c.body["client_conn_throttle"];
     nb.updatedAtMs = c.nowMs;
@@ -973,7 +973,7 @@ export class LinodeFake {
       c.account,
       label,
       parseRules(c.body["rules"]),
-      c.body["tags"] === undefined ? [] : stringList(c.body["tags"], "tags"),
+      c.body["tags"] === undefined ? [] : tagList(c.body["tags"]),
     );
     for (const id of nbs) fw.devices.push(this.device("nodebalancer", id));
     return { body: wireFirewall(fw) };
@@ -1039,6 +1039,14 @@ export class LinodeFake {
     }
     return out;
   }
+}
+
+/** Tags as Linode takes them: strings of 3 to 50 characters (POST /tags' label). */
+function tagList(v: unknown): string[] {
+  const tags = stringList(v, "tags");
+  for (const t of tags)
+    if (t.length < 3 || t.length > 50) throw bad("Length must be 3-50 characters", "tags");
+  return tags;
 }
 
 function stringList(v: unknown, field: string): string[] {
