@@ -10,7 +10,7 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX } from "./annotations.js";
+import { ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6 } from "./annotations.js";
 import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "./client.js";
 import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
 import { isOurTag, LinodeLoadBalancers } from "./load-balancers.js";
@@ -56,7 +56,9 @@ const TOKEN = "token";
 
 export const linodeProvider: ProviderFactory = {
   name: PROVIDER_NAME,
-  annotationPrefixes: [ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX],
+  // The two node keys alone (not node.k8s.linode.com/*): each is a backend fact, so any other
+  // key forwarded would re-sync backends for nothing.
+  annotationPrefixes: [ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6],
   checkCredentials(names) {
     if (names.length === 1 && names[0] === "") return;
     for (const n of names)
