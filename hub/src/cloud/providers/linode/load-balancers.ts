@@ -8,7 +8,9 @@
  * the hub's deterministic name is its label, so a lost create is found again and never made
  * twice. A NodeBalancer the Linode CCM made for the Service (named by the nodebalancer-id
  * annotation, or carrying the Service's ingress IP) is adopted: tagged as ours, never duplicated.
- * A firewall this provider makes is labelled with the same name and tagged the same way.
+ * A firewall this provider makes is labelled with the same name and tagged the same way. Two
+ * digest tags, written last, say what the NodeBalancer was made to match, so the account's
+ * listing tells a restarted hub which Services are current.
  */
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
@@ -791,14 +793,8 @@ export class LinodeLoadBalancers implements LoadBalancers {
   ): Promise<WireNodeBalancer> {
     const body: Record<string, unknown> = {};
     // The digest tags stay until the ensure's last step replaces them.
-    const digests = nb.tags.filter(isDigestTag);
-    if (
-      !sameTags(
-        nb.tags.filter((t) => !isDigestTag(t)),
-        tags,
-      )
-    )
-      body["tags"] = [...tags, ...digests];
+    const kept = nb.tags.filter((t) => !isDigestTag(t));
+    if (!sameTags(kept, tags)) body["tags"] = [...tags, ...nb.tags.filter(isDigestTag)];
     if (nb.client_conn_throttle !== throttle) body["client_conn_throttle"] = throttle;
     if (Object.keys(body).length === 0) return nb;
     return this.client.put<WireNodeBalancer>(LB_OPS.update, `/nodebalancers/${nb.id}`, body, { signal });
