@@ -56,9 +56,11 @@ function cloudDouble(fail?: Error, polls = 0) {
     async get() {
       return undefined;
     },
-    async ensure(_owner, spec): Promise<LbIngress[] | InProgress> {
+    async ensure(_owner, spec, _signal, hints): Promise<LbIngress[] | InProgress> {
       calls.push("ensure");
       if (fail) throw fail;
+      const warning = hints?.annotations["example.com/warn"];
+      if (warning !== undefined) hints?.warn?.("SettingIgnored", warning);
       specs.push(spec);
       if (ensurePolls-- > 0) return inProgress(1500, "provisioning");
       return [{ ip: "198.18.0.1", hostname: "lb.example" }];
@@ -263,6 +265,18 @@ describe("service reconcile", () => {
     // Unchanged: nothing to do.
     await h.run();
     expect(h.calls).toHaveLength(2);
+  });
+
+  test("a setting the provider leaves as it is becomes a Warning Event on the Service; the ensure still succeeds", async () => {
+    const h = harness([svc({ annotations: { "example.com/warn": "left as it is" } })], [node("a")]);
+    const out = await h.run();
+    expect(out.events?.map((e) => [e.type, e.reason])).toEqual([
+      ["Normal", "EnsuringLoadBalancer"],
+      ["Warning", "SettingIgnored"],
+      ["Normal", "EnsuredLoadBalancer"],
+    ]);
+    expect(out.events?.[1]?.message).toBe("left as it is");
+    expect(out.services?.[0]?.ingress?.items).toHaveLength(1);
   });
 
   test("deletion: every cloud resource first, then the finalizer and the ingress", async () => {
