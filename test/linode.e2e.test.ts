@@ -3,7 +3,8 @@
  * Linode API, three clusters (two sharing an account) with their agents as processes, a real
  * nats-server. Nodes are initialized with Linode providerIDs, labels and addresses; Services
  * get NodeBalancers with a config per port and a Cloud Firewall; node changes rebuild the
- * backends; a shut-down Linode taints its node; deleting the Services leaves nothing behind.
+ * backends, and so does a node's private-ip annotation; a shut-down Linode taints its node;
+ * deleting the Services leaves nothing behind.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -157,6 +158,17 @@ describe("Linode end to end", () => {
     expect(backendIPs(c1, uid1, 80)).toEqual(privateIPs(c1));
     for (const n of nbOf(c1, uid1)?.configs[0]?.nodes ?? [])
       if (before.has(n.address)) expect(n.id).toBe(before.get(n.address));
+
+    // The Linode CCM's node annotation private-ip moves that node's backend address, in place.
+    const moved = nodesOf(c1)[0]?.metadata.name ?? "";
+    const nbId = nbOf(c1, uid1)?.id;
+    fleet.cluster(c1).kube.patch("Node", undefined, moved, "merge", {
+      metadata: { annotations: { "node.k8s.linode.com/private-ip": "192.168.222.1" } },
+    });
+    expect(await waitFor(() => backendIPs(c1, uid1, 80).includes("192.168.222.1"), 30_000)).toBe(true);
+    expect(backendIPs(c1, uid1, 80)).toHaveLength(4);
+    expect(backendIPs(c1, uid1, 80)).not.toContain(linodeOf(c1, moved)?.privateIPv4);
+    expect(nbOf(c1, uid1)?.id).toBe(nbId);
 
     // A shut-down Linode (its kubelet gone quiet): the node is tainted, so nothing is scheduled there.
     const sleeper = nodesOf("cluster-003")[0]?.metadata.name ?? "";

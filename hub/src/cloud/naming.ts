@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { LoadBalancerSpec } from "./provider.js";
+import type { BackendAnnotations, LoadBalancerSpec } from "./provider.js";
 
 /** Tag keys that mark what fleet-ccm owns. The same on every cloud. */
 export const OWNER_TAG_CLUSTER = "fleet-ccm.io/cluster";
@@ -37,13 +37,23 @@ export function routeOwnerTags(cluster: string): Record<string, string> {
  * knows the load balancer is current without reading its sub-resources.
  */
 export function loadBalancerSpecDigest(spec: LoadBalancerSpec): string {
-  const { backends: _backends, ...rest } = spec;
+  const { backends: _backends, backendAnnotations: _annotations, ...rest } = spec;
   return digest16(JSON.stringify(rest));
 }
 
-/** The backend set, order and repeats ignored. */
-export function backendsDigest(backends: readonly string[]): string {
-  return digest16([...new Set(backends)].sort().join("\n"));
+/**
+ * The backend set, order and repeats ignored, with the vendor annotations of its nodes (a
+ * changed address override is a changed backend); without any, the digest of the ids alone.
+ */
+export function backendsDigest(backends: readonly string[], annotations?: BackendAnnotations): string {
+  const ids = [...new Set(backends)].sort();
+  const annotated = ids.flatMap((id) => {
+    const a = annotations?.[id];
+    if (a === undefined || Object.keys(a).length === 0) return [];
+    return [[id, Object.entries(a).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))]];
+  });
+  const text = ids.join("\n");
+  return digest16(annotated.length === 0 ? text : `${text}\n\n${JSON.stringify(annotated)}`);
 }
 
 function digest16(text: string): string {

@@ -126,6 +126,12 @@ export interface LoadBalancerSpec {
   readonly listeners: readonly LbListener[];
   /** Instance ids (not providerIDs) of the backends, sorted. */
   readonly backends: readonly string[];
+  /**
+   * Per backend instance id, its node's vendor annotations (forwarded under the provider's
+   * annotationPrefixes), for providers that honour per-node settings of a vendor CCM (an
+   * address override, say); only backends whose node has any, absent when none has.
+   */
+  readonly backendAnnotations?: BackendAnnotations;
   readonly healthCheck: LbHealthCheck;
   /** Allowed client CIDRs; empty = open to all. */
   readonly sourceRanges: readonly string[];
@@ -142,6 +148,9 @@ export interface LoadBalancerSpec {
   readonly annotations?: Readonly<Record<string, string>>;
 }
 
+/** Instance id → the node's vendor annotations (LoadBalancerSpec.backendAnnotations). */
+export type BackendAnnotations = Readonly<Record<string, Readonly<Record<string, string>>>>;
+
 /**
  * What the hub knows of the Service beyond the spec, for providers that take over from a
  * vendor CCM: it finds the load balancer that CCM made by the Service's current ingress, and
@@ -152,6 +161,11 @@ export interface LbServiceHints {
   readonly annotations: Readonly<Record<string, string>>;
   /** status.loadBalancer.ingress as the Service shows it now. */
   readonly ingress: readonly LbIngress[];
+  /**
+   * Records a Warning Event on the Service for a setting the provider left as it is and went on
+   * (as a vendor CCM warns, e.g. Linode's NodeBalancerIPChangeIgnored); absent in tests.
+   */
+  readonly warn?: (reason: string, message: string) => void;
 }
 
 export interface LbIngress {
@@ -184,8 +198,8 @@ export interface OwnedLoadBalancer {
   readonly owner: LbOwner;
   readonly ingress: readonly LbIngress[];
   /**
-   * `loadBalancerSpecDigest` and `backendsDigest` (naming.ts) of what the provider last made
-   * the cloud match, recorded only after it did. Absent where the vendor has no place to keep
+   * `loadBalancerSpecDigest` and `backendsDigest` (naming.ts, with the backend annotations it
+   * was given) of what the provider last made the cloud match, recorded only after it did. Absent where the vendor has no place to keep
    * them: a restarted hub then ensures the Service once.
    */
   readonly specDigest?: string;
@@ -227,11 +241,15 @@ export interface LoadBalancers {
     signal?: AbortSignal,
     hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress>;
-  /** Replaces only the backends (node set changed); InProgress while the cloud applies it. */
+  /**
+   * Replaces only the backends (node set or a backend node's vendor annotations changed);
+   * InProgress while the cloud applies it. `backendAnnotations` as in LoadBalancerSpec.
+   */
   updateBackends(
     owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
+    backendAnnotations?: BackendAnnotations,
   ): Promise<undefined | InProgress>;
   /**
    * Deletes the owner's load balancer and every sub-resource of it (including orphans of an

@@ -141,7 +141,7 @@ describe("fake Linode API", () => {
       body: {
         label: "lb-one",
         region: "us-east",
-        tags: ["t1"],
+        tags: ["tag-1"],
         configs: [
           {
             port: 80,
@@ -208,6 +208,28 @@ describe("fake Linode API", () => {
     expect((await call("DELETE", `/nodebalancers/${id}/configs/${cid}`)).status).toBe(200);
     expect((await call("DELETE", `/nodebalancers/${id}`)).status).toBe(200);
     expect((await call("GET", `/nodebalancers/${id}`)).status).toBe(404);
+  });
+
+  test("backends must be private IPv4 (or IPv6) addresses; tags are strings of 3 to 50 characters", async () => {
+    const base = { label: "lb-checks", region: "us-east" };
+    const withNode = (address: string) => ({
+      ...base,
+      configs: [{ port: 80, protocol: "tcp", nodes: [{ address, label: "a-node" }] }],
+    });
+    expect((await call("POST", "/nodebalancers", { body: withNode("203.0.113.5:30080") })).body).toEqual({
+      errors: [{ reason: "Must be a private IP address", field: "nodes[0].address" }],
+    });
+    expect((await call("POST", "/nodebalancers", { body: { ...base, tags: ["ab"] } })).body).toEqual({
+      errors: [{ reason: "Length must be 3-50 characters", field: "tags" }],
+    });
+    const digest = `fleet-ccm.io/spec-digest=${"0".repeat(16)}:h`;
+    const nb = await call("POST", "/nodebalancers", {
+      body: { ...withNode("[2600:3c03::1]:30080"), label: "lb-checks-2", tags: [digest] },
+    });
+    expect(nb.status).toBe(200);
+    const found = await call("GET", "/nodebalancers", { filter: { tags: digest } });
+    expect((found.body["data"] as { id: number }[]).map((x) => x.id)).toEqual([nb.body["id"]]);
+    expect((await call("DELETE", `/nodebalancers/${nb.body["id"]}`)).status).toBe(200);
   });
 
   test("Cloud Firewalls: created attached, rules replaced, devices listed and detached", async () => {

@@ -617,7 +617,7 @@ export class LinodeFake {
       })),
       r("PUT", `\\/networking\\/firewalls${ID}`, "firewalls.update", (c) => {
         const fw = this.fw(c);
-        if (c.body["tags"] !== undefined) fw.tags = stringList(c.body["tags"], "tags");
+        if (c.body["tags"] !== undefined) fw.tags = tagList(c.body["tags"]);
         if (typeof c.body["label"] === "string") fw.label = c.body["label"];
         return { body: wireFirewall(fw) };
       }),
@@ -696,7 +696,7 @@ export class LinodeFake {
 
   private updateLinode(c: Call) {
     const l = this.linode(c);
-    if (c.body["tags"] !== undefined) l.tags = stringList(c.body["tags"], "tags");
+    if (c.body["tags"] !== undefined) l.tags = tagList(c.body["tags"]);
     if (typeof c.body["label"] === "string") l.label = c.body["label"];
     return { body: wireLinode(l) };
   }
@@ -802,6 +802,9 @@ export class LinodeFake {
       const address = o["address"];
       if (typeof address !== "string" || !/^(\d+\.){3}\d+:\d+$|^\[[0-9a-f:]+\]:\d+$/i.test(address))
         throw bad("Must be a valid IPv4 or IPv6 address with a port", `nodes[${i}].address`);
+      // "This _must_ be a private IP address" (the spec): IPv4 backends are RFC 1918 addresses.
+      if (!address.startsWith("[") && !/^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.)/.test(address))
+        throw bad("Must be a private IP address", `nodes[${i}].address`);
       if (seen.has(address)) throw bad("Duplicate node address", `nodes[${i}].address`);
       seen.add(address);
       const id = typeof o["id"] === "number" ? o["id"] : undefined;
@@ -860,7 +863,7 @@ export class LinodeFake {
       c.account,
       label,
       region,
-      c.body["tags"] === undefined ? [] : stringList(c.body["tags"], "tags"),
+      c.body["tags"] === undefined ? [] : tagList(c.body["tags"]),
       typeof c.body["client_conn_throttle"] === "number" ? c.body["client_conn_throttle"] : 0,
       type,
       typeof reserved === "string" ? reserved : undefined,
@@ -894,7 +897,7 @@ export class LinodeFake {
   private updateNb(c: Call) {
     const nb = this.nb(c);
     if (typeof c.body["label"] === "string") nb.label = c.body["label"];
-    if (c.body["tags"] !== undefined) nb.tags = stringList(c.body["tags"], "tags");
+    if (c.body["tags"] !== undefined) nb.tags = tagList(c.body["tags"]);
     if (typeof c.body["client_conn_throttle"] === "number")
       nb.clientConnThrottle = c.body["client_conn_throttle"];
     nb.updatedAtMs = c.nowMs;
@@ -969,7 +972,7 @@ export class LinodeFake {
       c.account,
       label,
       parseRules(c.body["rules"]),
-      c.body["tags"] === undefined ? [] : stringList(c.body["tags"], "tags"),
+      c.body["tags"] === undefined ? [] : tagList(c.body["tags"]),
     );
     for (const id of nbs) fw.devices.push(this.device("nodebalancer", id));
     return { body: wireFirewall(fw) };
@@ -1035,6 +1038,14 @@ export class LinodeFake {
     }
     return out;
   }
+}
+
+/** Tags as Linode takes them: strings of 3 to 50 characters (POST /tags' label). */
+function tagList(v: unknown): string[] {
+  const tags = stringList(v, "tags");
+  for (const t of tags)
+    if (t.length < 3 || t.length > 50) throw bad("Length must be 3-50 characters", "tags");
+  return tags;
 }
 
 function stringList(v: unknown, field: string): string[] {

@@ -75,6 +75,8 @@ export interface ConformanceFixture {
 export interface ConformanceOptions {
   /** The account answers load-balancer mutations InProgress at first (asserted, not just tolerated). */
   readonly inProgress?: boolean;
+  /** listOwned returns the digests (asserted, not just checked where present). */
+  readonly digests?: boolean;
 }
 
 interface Harness {
@@ -523,6 +525,7 @@ export function describeProviderConformance(
         await fresh((h) => lbsOf(h).ensure(o, first));
         const item = await listed();
         expect(item).toBeDefined();
+        if (options.digests) expect(item?.specDigest).toBeDefined();
         if (item?.specDigest === undefined) {
           await fresh((h) => lbsOf(h).ensureDeleted(o));
           return; // the provider keeps no digests: a restarted hub ensures every Service once
@@ -532,6 +535,10 @@ export function describeProviderConformance(
         const next = [nodes[1]!.instanceID, nodes[3]!.instanceID].sort();
         await fresh((h) => lbsOf(h).updateBackends(o, next));
         expect((await listed())?.backendsDigest).toBe(backendsDigest(next));
+        // A backend node's vendor annotations are part of the backends it was given.
+        const annotated = { [next[0]!]: { "example.com/setting": "on" } };
+        await fresh((h) => lbsOf(h).updateBackends(o, next, undefined, annotated));
+        expect((await listed())?.backendsDigest).toBe(backendsDigest(next, annotated));
         const changed = spec({ idleTimeoutSeconds: first.idleTimeoutSeconds + 30 });
         await fresh((h) => lbsOf(h).ensure(o, changed));
         const after = await listed();

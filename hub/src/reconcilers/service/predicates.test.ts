@@ -1,6 +1,7 @@
+import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { parseLbAnnotations } from "./annotations.js";
-import { backendSubset } from "./predicates.js";
+import { backendFacts, backendSubset, vendorNodeAnnotations } from "./predicates.js";
 
 describe("backendSubset", () => {
   const ids = Array.from({ length: 50 }, (_, i) => `i-${String(i).padStart(3, "0")}`);
@@ -51,5 +52,25 @@ describe("lb annotations", () => {
         "lb.fleet-ccm.io/health-check-timeout": "9",
       }),
     ).toThrow(/at most the interval/);
+  });
+});
+
+describe("backend facts of a node", () => {
+  const n = (annotations: Record<string, string>) =>
+    Node.fromPartial({ name: "a", uid: "u", resourceVersion: "1", providerId: "linode://1", annotations });
+
+  test("a vendor annotation is a backend fact; the hub's own keys are not", () => {
+    const plain = backendFacts(n({}));
+    expect(backendFacts(n({ "lifecycle.fleet-ccm.io/confirm-deletion": "true" }))).toBe(plain);
+    expect(backendFacts(n({ "alpha.kubernetes.io/provided-node-ip": "10.0.0.1" }))).toBe(plain);
+    const one = backendFacts(n({ "node.k8s.linode.com/private-ip": "192.168.0.1" }));
+    expect(one).not.toBe(plain);
+    expect(backendFacts(n({ "node.k8s.linode.com/private-ip": "192.168.0.2" }))).not.toBe(one);
+    expect(vendorNodeAnnotations(n({ "lifecycle.fleet-ccm.io/x": "1" }))).toBeUndefined();
+    expect(
+      vendorNodeAnnotations(
+        n({ "node.k8s.linode.com/public-ipv6": "2600::1/128", "lifecycle.fleet-ccm.io/x": "1" }),
+      ),
+    ).toEqual({ "node.k8s.linode.com/public-ipv6": "2600::1/128" });
   });
 });

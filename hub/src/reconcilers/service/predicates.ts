@@ -1,6 +1,17 @@
 import { isIP } from "node:net";
-import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
-import type { LbHealthCheck, LbIngress, LbServiceHints, LoadBalancerSpec } from "../../cloud/provider.js";
+import {
+  type LoadBalancerIngress,
+  type Node,
+  type Service,
+  UNIFIED_ANNOTATION_PREFIXES,
+} from "@fleet-ccm/proto";
+import type {
+  BackendAnnotations,
+  LbHealthCheck,
+  LbIngress,
+  LbServiceHints,
+  LoadBalancerSpec,
+} from "../../cloud/provider.js";
 import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
 import { AnnotationError, LB_ANNOTATION_PREFIX, type LbSettings, listenerProtocol } from "./annotations.js";
 
@@ -40,9 +51,30 @@ export function isEligibleBackend(node: Readonly<Node>): boolean {
   return !node.taints.some((t) => t.key === TAINT_TO_BE_DELETED);
 }
 
-/** The fields of a node that decide load balancer membership; a change to any re-syncs backends. */
+/**
+ * A node's vendor annotations (its provider's annotationPrefixes; the hub's own keys left out),
+ * undefined when it has none: per-node settings a provider may honour for its backends.
+ */
+export function vendorNodeAnnotations(node: Readonly<Node>): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  let any = false;
+  for (const k of Object.keys(node.annotations).sort()) {
+    if (UNIFIED_ANNOTATION_PREFIXES.some((p) => k.startsWith(p))) continue;
+    out[k] = node.annotations[k] as string;
+    any = true;
+  }
+  return any ? out : undefined;
+}
+
+/**
+ * The fields of a node that decide load balancer membership and how a backend is reached; a
+ * change to any re-syncs backends.
+ */
 export function backendFacts(node: Readonly<Node> | undefined): string {
-  return node === undefined ? "" : `${isEligibleBackend(node)}|${node.providerId}`;
+  if (node === undefined) return "";
+  const vendor = vendorNodeAnnotations(node);
+  const facts = `${isEligibleBackend(node)}|${node.providerId}`;
+  return vendor === undefined ? facts : `${facts}|${JSON.stringify(vendor)}`;
 }
 
 function validCidr(s: string): boolean {
@@ -96,6 +128,7 @@ export function loadBalancerSpec(
   svc: Readonly<Service>,
   settings: LbSettings,
   backends: readonly string[],
+  backendAnnotations?: BackendAnnotations,
 ): LoadBalancerSpec {
   const listeners = svc.ports
     .map((p) => ({
@@ -109,6 +142,7 @@ export function loadBalancerSpec(
   return {
     listeners,
     backends: [...backends].sort(),
+    ...backendAnnotationsOf(backends, backendAnnotations),
     healthCheck: healthCheck(svc, settings),
     sourceRanges: sourceRanges(svc),
     sessionAffinity: svc.sessionAffinity === "ClientIP" ? "ClientIP" : "None",
@@ -117,6 +151,20 @@ export function loadBalancerSpec(
     serviceName: `${svc.namespace}/${svc.name}`,
     ...vendorAnnotations(svc.annotations),
   };
+}
+
+/** The annotations of the given backends only; nothing when none has any. */
+export function backendAnnotationsOf(
+  backends: readonly string[],
+  annotations: BackendAnnotations | undefined,
+): { backendAnnotations?: BackendAnnotations } {
+  if (annotations === undefined) return {};
+  const out: Record<string, Readonly<Record<string, string>>> = {};
+  for (const id of [...backends].sort()) {
+    const a = annotations[id];
+    if (a !== undefined) out[id] = a;
+  }
+  return Object.keys(out).length === 0 ? {} : { backendAnnotations: out };
 }
 
 /**
@@ -145,7 +193,7 @@ export function serviceHints(svc: Readonly<Service>): LbServiceHints {
 
 /** A stable digest of everything but the backends: changes mean a full ensure, not a backend update. */
 export function specKey(spec: LoadBalancerSpec): string {
-  const { backends: _backends, ...rest } = spec;
+  const { backends: _backends, backendAnnotations: _annotations, ...rest } = spec;
   return JSON.stringify(rest);
 }
 

@@ -56,15 +56,19 @@ function cloudDouble(fail?: Error, polls = 0) {
     async get() {
       return undefined;
     },
-    async ensure(_owner, spec): Promise<LbIngress[] | InProgress> {
+    async ensure(_owner, spec, _signal, hints): Promise<LbIngress[] | InProgress> {
       calls.push("ensure");
       if (fail) throw fail;
+      const warning = hints?.annotations["example.com/warn"];
+      if (warning !== undefined) hints?.warn?.("SettingIgnored", warning);
       specs.push(spec);
       if (ensurePolls-- > 0) return inProgress(1500, "provisioning");
       return [{ ip: "198.18.0.1", hostname: "lb.example" }];
     },
-    async updateBackends(_owner, backends) {
-      calls.push(`updateBackends ${backends.join(",")}`);
+    async updateBackends(_owner, backends, _signal, annotations) {
+      calls.push(
+        `updateBackends ${backends.join(",")}${annotations === undefined ? "" : ` ${JSON.stringify(annotations)}`}`,
+      );
       return undefined;
     },
     async ensureDeleted() {
@@ -230,6 +234,49 @@ describe("service reconcile", () => {
     const out = await h.run();
     expect(h.calls).toEqual(["ensure", "updateBackends i-a,i-b"]);
     expect(out.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
+  });
+
+  test("a backend node's vendor annotations reach the provider; a change to them updates the backends", async () => {
+    const h = harness([svc({ ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }] })], [node("a")]);
+    const annotated = (value: string) =>
+      Node.fromPartial({
+        ...node("b"),
+        resourceVersion: value,
+        annotations: {
+          "node.k8s.linode.com/private-ip": value,
+          // The hub's own keys are not a provider's.
+          "lifecycle.fleet-ccm.io/confirm-deletion": "true",
+          "alpha.kubernetes.io/provided-node-ip": "10.9.9.9",
+        },
+      });
+    h.fleet.upsertNode("c1", annotated("192.168.0.1"));
+    await h.run();
+    expect(h.specs[0]?.backends).toEqual(["i-a", "i-b"]);
+    expect(h.specs[0]?.backendAnnotations).toEqual({
+      "i-b": { "node.k8s.linode.com/private-ip": "192.168.0.1" },
+    });
+    h.fleet.upsertNode("c1", annotated("192.168.0.2"));
+    const out = await h.run();
+    expect(h.calls).toEqual([
+      "ensure",
+      'updateBackends i-a,i-b {"i-b":{"node.k8s.linode.com/private-ip":"192.168.0.2"}}',
+    ]);
+    expect(out.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
+    // Unchanged: nothing to do.
+    await h.run();
+    expect(h.calls).toHaveLength(2);
+  });
+
+  test("a setting the provider leaves as it is becomes a Warning Event on the Service; the ensure still succeeds", async () => {
+    const h = harness([svc({ annotations: { "example.com/warn": "left as it is" } })], [node("a")]);
+    const out = await h.run();
+    expect(out.events?.map((e) => [e.type, e.reason])).toEqual([
+      ["Normal", "EnsuringLoadBalancer"],
+      ["Warning", "SettingIgnored"],
+      ["Normal", "EnsuredLoadBalancer"],
+    ]);
+    expect(out.events?.[1]?.message).toBe("left as it is");
+    expect(out.services?.[0]?.ingress?.items).toHaveLength(1);
   });
 
   test("deletion: every cloud resource first, then the finalizer and the ingress", async () => {

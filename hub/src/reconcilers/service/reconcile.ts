@@ -3,6 +3,7 @@ import { errorMessage, ImplementedElsewhereError, isRetryable } from "../../clou
 import type { InstanceCache } from "../../cloud/instance-cache.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../cloud/naming.js";
 import {
+  type BackendAnnotations,
   isInProgress,
   type LbOwner,
   type LoadBalancerSpec,
@@ -22,6 +23,7 @@ import { retryOutcome } from "../retry-policy.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
+  backendAnnotationsOf,
   backendSubset,
   hasFinalizer,
   ingressEqual,
@@ -31,6 +33,7 @@ import {
   serviceHints,
   specKey,
   toWireIngress,
+  vendorNodeAnnotations,
   wantsLoadBalancer,
 } from "./predicates.js";
 
@@ -51,6 +54,9 @@ export interface EnsuredRecord {
 /** Instance ids of a cluster's eligible, verified nodes, sorted, with a key to compare sets cheaply. */
 export interface BackendSet {
   readonly ids: readonly string[];
+  /** The backends' nodes' vendor annotations (LoadBalancerSpec.backendAnnotations). */
+  readonly annotations?: BackendAnnotations;
+  /** Changes when the ids or their annotations do. */
   readonly key: string;
   /** Nodes refused (out of scope): Events, emitted once per computation. */
   readonly events: readonly ClusterEvent[];
@@ -167,12 +173,11 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
             `${backends.ids.length} eligible nodes exceed the provider's ${max} backends per load balancer; with externalTrafficPolicy Local only ${max} nodes receive traffic`,
           ),
         );
-      const ids = backendSubset(backends.ids, svc.uid, max);
-      backends = { ids, key: ids.join(","), events: [] };
+      backends = backendSet(backendSubset(backends.ids, svc.uid, max), backends.annotations);
     }
     if (backends.ids.length === 0)
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
-    spec = loadBalancerSpec(svc, settings, backends.ids);
+    spec = loadBalancerSpec(svc, settings, backends.ids, backends.annotations);
   } catch (err) {
     if (err instanceof AnnotationError) {
       // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
@@ -218,7 +223,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
-      const answer = await lbs.updateBackends(owner, spec.backends, deps.signal);
+      const answer = await lbs.updateBackends(owner, spec.backends, deps.signal, spec.backendAnnotations);
       if (isInProgress(answer)) {
         deps.pending?.set(k, "update");
         return retryOutcome(answer, { events });
@@ -252,7 +257,10 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    const answer = await lbs.ensure(owner, spec, deps.signal, serviceHints(svc));
+    const answer = await lbs.ensure(owner, spec, deps.signal, {
+      ...serviceHints(svc),
+      warn: (reason, message) => events.push(serviceEvent(svc, "Warning", reason, message)),
+    });
     if (isInProgress(answer)) {
       // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
       deps.pending?.set(k, "ensure");
@@ -311,7 +319,7 @@ async function adoptListed(
   if (!ingressEqual(svc.ingress, toWireIngress(lb.ingress, ipWithHostname))) return undefined;
   // Built from this spec: only the backends may be behind (a node joined meanwhile), which is
   // an updateBackends, not a whole ensure.
-  const current = lb.backendsDigest === backendsDigest(spec.backends);
+  const current = lb.backendsDigest === backendsDigest(spec.backends, spec.backendAnnotations);
   const record = { uid: svc.uid, specKey: specKey(spec), backendsKey: current ? backends.key : "", atMs };
   deps.ensured.set(k, record);
   return record;
@@ -356,7 +364,7 @@ async function keepUnseenBackends(
     { service: `${svc.namespace}/${svc.name}`, kept: kept.length, backends: current.length },
     "no eligible node reported; keeping the backends not seen leaving",
   );
-  return { ids: kept, key: kept.join(","), events: [] };
+  return backendSet(kept, backends.annotations);
 }
 
 async function deleteLoadBalancer(
@@ -419,12 +427,16 @@ export async function computeBackendSet(
     cache,
   );
   const ids: string[] = [];
+  const annotations: Record<string, Readonly<Record<string, string>>> = {};
   const events: ClusterEvent[] = [];
   const refused = new Set<string>();
   for (const node of eligible) {
     const verdict = verdicts.get(node.providerId);
-    if (verdict?.ok) ids.push(verdict.instanceID);
-    else if (verdict !== undefined) {
+    if (verdict?.ok) {
+      ids.push(verdict.instanceID);
+      const vendor = vendorNodeAnnotations(node);
+      if (vendor !== undefined) annotations[verdict.instanceID] = vendor;
+    } else if (verdict !== undefined) {
       const id = cloud.provider.instances.parseProviderID(node.providerId);
       if (id !== undefined) refused.add(id);
       events.push(
@@ -437,6 +449,18 @@ export async function computeBackendSet(
       );
     }
   }
-  ids.sort();
-  return { ids, key: ids.join(","), events, refused };
+  return { ...backendSet(ids, annotations), events, refused };
+}
+
+/** A backend set of these ids (sorted) with the annotations of theirs, keyed by both. */
+export function backendSet(ids: readonly string[], annotations: BackendAnnotations | undefined): BackendSet {
+  const sorted = [...ids].sort();
+  const { backendAnnotations } = backendAnnotationsOf(sorted, annotations);
+  if (backendAnnotations === undefined) return { ids: sorted, key: sorted.join(","), events: [] };
+  return {
+    ids: sorted,
+    annotations: backendAnnotations,
+    key: `${sorted.join(",")}#${backendsDigest(sorted, backendAnnotations)}`,
+    events: [],
+  };
 }

@@ -3,7 +3,9 @@
  * with its defaults, so a Service written for it means the same here. A bad value is a
  * CloudError naming the annotation (not retried: the Service must change).
  */
+import { isIP } from "node:net";
 import { CloudError } from "../../errors.js";
+import { isPrivateIPv4 } from "./instances.js";
 
 export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/linode-loadbalancer-";
 export const NODE_ANNOTATION_PREFIX = "node.k8s.linode.com/";
@@ -326,5 +328,43 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
         ...(f6 !== undefined && { ipv6Range: f6 }),
       },
     }),
+  };
+}
+
+/** Node annotations the Linode CCM reads for NodeBalancer backends. */
+export const NODE_PRIVATE_IP = `${NODE_ANNOTATION_PREFIX}private-ip`;
+export const NODE_PUBLIC_IPV6 = `${NODE_ANNOTATION_PREFIX}public-ipv6`;
+
+/** A backend node's address overrides, and what was wrong with the ones left out. */
+export interface NodeBackendOverrides {
+  /** Replaces the Linode's private IPv4 for private (non-VPC) backends. */
+  readonly privateIP?: string;
+  /** Replaces the Linode's SLAAC address for IPv6 backends. */
+  readonly publicIPv6?: string;
+  readonly problems: readonly string[];
+}
+
+/**
+ * The Linode CCM's node overrides: `private-ip` (an IPv4) and `public-ipv6` (an IPv6 in prefix
+ * form, as the Linode CCM writes it, e.g. `2600:3c03::1/128`; a bare address is taken too). A
+ * malformed value is left out (the Linode's own address is used) and reported.
+ */
+export function nodeBackendOverrides(a: Readonly<Record<string, string>> | undefined): NodeBackendOverrides {
+  const problems: string[] = [];
+  const privateIP = a?.[NODE_PRIVATE_IP]?.trim();
+  const ipv6 = a?.[NODE_PUBLIC_IPV6]?.trim();
+  // A NodeBalancer reaches IPv4 backends at private addresses only (the API refuses others).
+  const okPrivate = privateIP !== undefined && isIP(privateIP) === 4 && isPrivateIPv4(privateIP);
+  if (privateIP !== undefined && !okPrivate)
+    problems.push(`${NODE_PRIVATE_IP}=${JSON.stringify(privateIP)} is not a private IPv4 address`);
+  const v6 = ipv6 === undefined ? undefined : /^([^/]+)(?:\/(\d{1,3}))?$/.exec(ipv6);
+  const addr = v6?.[1];
+  const okV6 = addr !== undefined && isIP(addr) === 6 && (v6?.[2] === undefined || Number(v6[2]) <= 128);
+  if (ipv6 !== undefined && !okV6)
+    problems.push(`${NODE_PUBLIC_IPV6}=${JSON.stringify(ipv6)} is not an IPv6 address or prefix`);
+  return {
+    ...(okPrivate && { privateIP }),
+    ...(okV6 && { publicIPv6: addr }),
+    problems,
   };
 }

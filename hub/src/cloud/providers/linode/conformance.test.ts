@@ -111,8 +111,10 @@ const fixture = (opts: { linodeInterfaces?: boolean } = {}): ConformanceFixture 
   },
 });
 
-describeProviderConformance("linode", fixture());
-describeProviderConformance("linode (Linode interfaces API)", fixture({ linodeInterfaces: true }));
+describeProviderConformance("linode", fixture(), { digests: true });
+describeProviderConformance("linode (Linode interfaces API)", fixture({ linodeInterfaces: true }), {
+  digests: true,
+});
 
 afterAll(() => {
   // Neither the provider's requests nor the fake's answers may drift from Linode's spec.

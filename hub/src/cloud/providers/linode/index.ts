@@ -10,10 +10,10 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX } from "./annotations.js";
+import { ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6 } from "./annotations.js";
 import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "./client.js";
 import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
-import { LinodeLoadBalancers } from "./load-balancers.js";
+import { isOurTag, LinodeLoadBalancers } from "./load-balancers.js";
 import { LinodeRoutes } from "./routes.js";
 import { VpcResolver } from "./vpc.js";
 
@@ -26,6 +26,17 @@ export const LinodeOptionsSchema = z
     routes: z.boolean().default(true),
     /** New NodeBalancers reach their nodes over the VPC (with accounts[].network), as the Linode CCM does. */
     vpcBackends: z.boolean().default(true),
+    /** Tags on every NodeBalancer of the account, as the Linode CCM's --nodebalancer-tags. */
+    nodeBalancerTags: z
+      .array(
+        z
+          .string()
+          .min(3, "a Linode tag has 3 to 50 characters")
+          .max(50, "a Linode tag has 3 to 50 characters")
+          .refine((t) => !isOurTag(t), "fleet-ccm's own tags are set by fleet-ccm"),
+      )
+      .max(50)
+      .default([]),
   })
   .strict();
 export type LinodeOptions = z.infer<typeof LinodeOptionsSchema>;
@@ -45,7 +56,9 @@ const TOKEN = "token";
 
 export const linodeProvider: ProviderFactory = {
   name: PROVIDER_NAME,
-  annotationPrefixes: [ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX],
+  // The two node keys alone (not node.k8s.linode.com/*): each is a backend fact, so any other
+  // key forwarded would re-sync backends for nothing.
+  annotationPrefixes: [ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6],
   checkCredentials(names) {
     if (names.length === 1 && names[0] === "") return;
     for (const n of names)
@@ -83,7 +96,13 @@ export const linodeProvider: ProviderFactory = {
     return {
       name: PROVIDER_NAME,
       instances: new LinodeInstances(ctx, client, vpc),
-      loadBalancers: new LinodeLoadBalancers(ctx, client, vpc, options.vpcBackends && vpc.configured),
+      loadBalancers: new LinodeLoadBalancers(
+        ctx,
+        client,
+        vpc,
+        options.vpcBackends && vpc.configured,
+        options.nodeBalancerTags,
+      ),
       ...(options.routes && vpc.configured && { routes: new LinodeRoutes(ctx, client, vpc) }),
     };
   },

@@ -8,11 +8,20 @@
  * the hub's deterministic name is its label, so a lost create is found again and never made
  * twice. A NodeBalancer the Linode CCM made for the Service (named by the nodebalancer-id
  * annotation, or carrying the Service's ingress IP) is adopted: tagged as ours, never duplicated.
- * A firewall this provider makes is labelled with the same name and tagged the same way.
+ * A firewall this provider makes is labelled with the same name and tagged the same way. Two
+ * digest tags, written last, say what the NodeBalancer was made to match, so the account's
+ * listing tells a restarted hub which Services are current.
  */
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
-import { loadBalancerName } from "../../naming.js";
+import {
+  backendsDigest,
+  DIGEST_TAG_BACKENDS,
+  DIGEST_TAG_SPEC,
+  loadBalancerName,
+  loadBalancerSpecDigest,
+} from "../../naming.js";
 import type {
+  BackendAnnotations,
   LbIngress,
   LbListener,
   LbOwner,
@@ -21,6 +30,7 @@ import type {
   LoadBalancerSpec,
   LoadBalancerState,
   LoadBalancers,
+  OwnedLoadBalancer,
   OwnedLoadBalancerPage,
   ProviderContext,
 } from "../../provider.js";
@@ -29,6 +39,7 @@ import {
   type CheckType,
   type LinodeLbSettings,
   type NbProto,
+  nodeBackendOverrides,
   type PortSettings,
   type ProxyProtocol,
   parseLinodeAnnotations,
@@ -51,6 +62,13 @@ import type {
 export const OWNED_TAG = "fleet-ccm";
 const CLUSTER_TAG = "fccm:c=";
 const UID_TAG = "fccm:u=";
+/**
+ * What a NodeBalancer was last made to match, as tags (Linode tags are single strings of 3 to 50
+ * characters): `fleet-ccm.io/spec-digest=<16 hex>[:<ingress shape>]` and
+ * `fleet-ccm.io/backends-digest=<16 hex>`, 41 to 45 characters.
+ */
+export const SPEC_DIGEST_TAG = `${DIGEST_TAG_SPEC}=`;
+export const BACKENDS_DIGEST_TAG = `${DIGEST_TAG_BACKENDS}=`;
 
 export const LB_OPS = {
   list: "nodebalancers.list",
@@ -76,6 +94,9 @@ export const LB_OPS = {
   reservedIPDelete: "reservedips.delete",
 } as const;
 
+/** The Linode CCM's Warning Event reason for a reserved-ipv4 change it cannot apply. */
+export const IP_CHANGE_IGNORED = "NodeBalancerIPChangeIgnored";
+
 export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   sessionAffinity: true,
   proxyProtocol: true,
@@ -93,10 +114,19 @@ export function ownerTags(owner: LbOwner): string[] {
   return [OWNED_TAG, `${CLUSTER_TAG}${owner.cluster}`, `${UID_TAG}${owner.serviceUid}`];
 }
 
-/** A NodeBalancer's tags: the owner's, the cluster name (as the Linode CCM tags it), the tags annotation's. */
-export function nodeBalancerTags(owner: LbOwner, extra: readonly string[]): string[] {
+/**
+ * A NodeBalancer's tags: the owner's, then as the Linode CCM tags it the cluster name, the
+ * account's tags (its --nodebalancer-tags) and the tags annotation's.
+ */
+export function nodeBalancerTags(
+  owner: LbOwner,
+  extra: readonly string[],
+  accountTags: readonly string[] = [],
+): string[] {
   const cluster = owner.cluster.length >= 3 && owner.cluster.length <= 50 ? [owner.cluster] : [];
-  return [...new Set([...ownerTags(owner), ...cluster, ...extra.filter((t) => !isOurTag(t))])];
+  return [
+    ...new Set([...ownerTags(owner), ...cluster, ...[...accountTags, ...extra].filter((t) => !isOurTag(t))]),
+  ];
 }
 
 /** The owner a NodeBalancer's or firewall's tags record, if any. */
@@ -110,8 +140,39 @@ function sameOwner(a: LbOwner | undefined, b: LbOwner): boolean {
   return a !== undefined && a.cluster === b.cluster && a.serviceUid === b.serviceUid;
 }
 
-function isOurTag(t: string): boolean {
-  return t === OWNED_TAG || t.startsWith(CLUSTER_TAG) || t.startsWith(UID_TAG);
+/** A tag fleet-ccm sets and reads for ownership and digests (never taken from users). */
+export function isOurTag(t: string): boolean {
+  return t === OWNED_TAG || t.startsWith(CLUSTER_TAG) || t.startsWith(UID_TAG) || isDigestTag(t);
+}
+
+function isDigestTag(t: string): boolean {
+  return t.startsWith(SPEC_DIGEST_TAG) || t.startsWith(BACKENDS_DIGEST_TAG);
+}
+
+/** How the ingress is shown (the spec digest tag records it, so listOwned answers as ensure did). */
+type IngressShape = "" | "h" | "6";
+
+function shapeOf(s: LinodeLbSettings): IngressShape {
+  return s.hostnameOnlyIngress ? "h" : s.enableIPv6Ingress ? "6" : "";
+}
+
+/** The digests a NodeBalancer's tags record, when each is there exactly once and well formed. */
+export function digestsOfTags(tags: readonly string[]): {
+  specDigest?: string;
+  backendsDigest?: string;
+  shape: IngressShape;
+} {
+  const one = (prefix: string, re: RegExp) => {
+    const found = tags.filter((t) => t.startsWith(prefix)).map((t) => re.exec(t.slice(prefix.length)));
+    return found.length === 1 ? (found[0] ?? undefined) : undefined;
+  };
+  const spec = one(SPEC_DIGEST_TAG, /^([0-9a-f]{16})(?::([h6]))?$/);
+  const backends = one(BACKENDS_DIGEST_TAG, /^([0-9a-f]{16})$/);
+  return {
+    ...(spec?.[1] !== undefined && { specDigest: spec[1] }),
+    ...(backends?.[1] !== undefined && { backendsDigest: backends[1] }),
+    shape: (spec?.[2] ?? "") as IngressShape,
+  };
 }
 
 function checkOwner(owner: LbOwner): void {
@@ -340,10 +401,10 @@ function sameTags(a: readonly string[], b: readonly string[]): boolean {
   return JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 }
 
-function ingressOf(nb: WireNodeBalancer, s: LinodeLbSettings): LbIngress[] {
-  if (s.hostnameOnlyIngress) return [{ hostname: nb.hostname }];
+function ingressOf(nb: WireNodeBalancer, shape: IngressShape): LbIngress[] {
+  if (shape === "h") return [{ hostname: nb.hostname }];
   const out: LbIngress[] = [{ ip: nb.ipv4, hostname: nb.hostname }];
-  if (s.enableIPv6Ingress && nb.ipv6) out.push({ ip: nb.ipv6, hostname: nb.hostname });
+  if (shape === "6" && nb.ipv6) out.push({ ip: nb.ipv6, hostname: nb.hostname });
   return out;
 }
 
@@ -362,6 +423,8 @@ export class LinodeLoadBalancers implements LoadBalancers {
     private readonly vpc?: VpcResolver,
     /** New NodeBalancers get VPC backends: the nodes' VPC IPv4 in their subnet. */
     private readonly vpcBackends = false,
+    /** Tags on every NodeBalancer of the account (the Linode CCM's --nodebalancer-tags). */
+    private readonly accountTags: readonly string[] = [],
   ) {}
 
   async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
@@ -379,7 +442,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
       id: String(nb.id),
       name: nb.label,
       owner,
-      ingress: ingressOf(nb, settingsOf(undefined)),
+      ingress: ingressOf(nb, ""),
       backends: [...backends].sort(),
     };
   }
@@ -397,7 +460,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const name = loadBalancerName(owner.cluster, owner.serviceUid);
     const configs = desiredConfigs(spec, s);
     const rules = desiredRules(spec, s, name);
-    const tags = nodeBalancerTags(owner, s.tags);
+    const tags = nodeBalancerTags(owner, s.tags, this.accountTags);
 
     let nb = await this.findOwned(owner, signal);
     if (s.nodeBalancerId !== undefined && nb !== undefined && nb.id !== s.nodeBalancerId) {
@@ -408,7 +471,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     } else if (nb === undefined) {
       nb = await this.adopt(owner, s.nodeBalancerId, hints, tags, signal);
     }
-    const nodes = await this.desiredNodes(spec.backends, signal);
+    const nodes = await this.desiredNodes(spec.backends, signal, spec.backendAnnotations);
     if (nb === undefined) {
       // IPv6 backends take no backend VPC (as the Linode CCM has it).
       const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.vpcBackends ? "vpc" : "private";
@@ -452,28 +515,45 @@ export class LinodeLoadBalancers implements LoadBalancers {
       );
       this.ctx.logger.info({ nodebalancer: nb.id, label: name }, "NodeBalancer created");
     } else {
-      if (s.reservedIPv4 !== undefined && s.reservedIPv4 !== nb.ipv4)
+      if (s.reservedIPv4 !== undefined && s.reservedIPv4 !== nb.ipv4) {
+        // As the Linode CCM: a NodeBalancer's IPv4 is fixed at creation; warn, never recreate.
         this.ctx.logger.warn(
           { nodebalancer: nb.id, ipv4: nb.ipv4, annotation: s.reservedIPv4 },
           "reserved-ipv4 changed, but a NodeBalancer's IPv4 cannot change after creation: ignored",
         );
+        hints?.warn?.(
+          IP_CHANGE_IGNORED,
+          `IPv4 annotation changed to ${s.reservedIPv4}, but NodeBalancer (${nb.id}) IP cannot be updated after creation. It will remain ${nb.ipv4}`,
+        );
+      }
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
       await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
     }
     for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
     await this.reconcileFirewall(owner, nb, name, rules, s, signal);
-    return ingressOf(nb, s);
+    // Last: the digests vouch for everything above (a crash before here leaves them stale).
+    const shape = shapeOf(s);
+    await this.recordDigests(
+      nb,
+      {
+        spec: `${loadBalancerSpecDigest(spec)}${shape === "" ? "" : `:${shape}`}`,
+        backends: backendsDigest(spec.backends, spec.backendAnnotations),
+      },
+      signal,
+    );
+    return ingressOf(nb, shape);
   }
 
   async updateBackends(
     owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
+    backendAnnotations?: BackendAnnotations,
   ): Promise<undefined> {
     checkOwner(owner);
     const nb = await this.findOwned(owner, signal);
     if (nb === undefined) throw new CloudError("no NodeBalancer of this Service: a full sync is needed");
-    const nodes = await this.desiredNodes(backends, signal);
+    const nodes = await this.desiredNodes(backends, signal, backendAnnotations);
     const configs = await this.configs(nb.id, signal);
     const current = new Map<number, WireNbNode[]>();
     for (const c of configs) current.set(c.id, await this.nodes(nb.id, c.id, signal));
@@ -495,6 +575,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
         { signal },
       );
     }
+    await this.recordDigests(nb, { backends: backendsDigest(backends, backendAnnotations) }, signal);
     return undefined;
   }
 
@@ -528,11 +609,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
       signal,
       filter: { tags: OWNED_TAG },
     });
-    const items = [];
+    const items: OwnedLoadBalancer[] = [];
     for (const nb of answer.data) {
       const owner = ownerOfTags(nb.tags);
       if (owner === undefined || !nb.tags.includes(OWNED_TAG)) continue;
-      items.push({ id: String(nb.id), name: nb.label, owner, ingress: ingressOf(nb, settingsOf(undefined)) });
+      const { shape, ...digests } = digestsOfTags(nb.tags);
+      items.push({ id: String(nb.id), name: nb.label, owner, ingress: ingressOf(nb, shape), ...digests });
     }
     return page < answer.pages ? { items, nextPageToken: String(page + 1) } : { items };
   }
@@ -651,8 +733,16 @@ export class LinodeLoadBalancers implements LoadBalancers {
     return this.vpc.subnetByName(b.vpc, b.subnet, signal);
   }
 
-  /** The backends' private and VPC IPv4 addresses (one filtered list per hundred Linodes). */
-  private async desiredNodes(backends: readonly string[], signal?: AbortSignal): Promise<BackendNode[]> {
+  /**
+   * The backends' private and VPC IPv4 and public IPv6 addresses (one filtered list per hundred
+   * Linodes), a node's private-ip and public-ipv6 annotations replacing its Linode's private IPv4
+   * and SLAAC address (VPC backends take the VPC address, as the Linode CCM's do).
+   */
+  private async desiredNodes(
+    backends: readonly string[],
+    signal?: AbortSignal,
+    annotations?: BackendAnnotations,
+  ): Promise<BackendNode[]> {
     const out: BackendNode[] = [];
     const vpcAddresses = this.vpc === undefined ? new Map() : await this.vpc.addressesByLinode(signal);
     const ids = [...new Set(backends)].map(Number).filter((n) => Number.isInteger(n));
@@ -666,16 +756,22 @@ export class LinodeLoadBalancers implements LoadBalancers {
       ).map(checkLinode);
       for (const l of linodes) {
         if (!part.includes(l.id)) continue;
-        const ip = l.ipv4.find((a) => a.startsWith("192.168.")) ?? l.ipv4.find(isPrivateIPv4);
+        const overrides = nodeBackendOverrides(annotations?.[String(l.id)]);
+        for (const problem of overrides.problems)
+          this.ctx.logger.warn({ linode: l.id }, `${problem}: the Linode's own address is used`);
+        const ip =
+          overrides.privateIP ?? l.ipv4.find((a) => a.startsWith("192.168.")) ?? l.ipv4.find(isPrivateIPv4);
         const vpc = vpcAddresses.get(l.id)?.[0];
-        if (ip === undefined && vpc === undefined) {
+        const ipv6 =
+          overrides.publicIPv6 ??
+          (l.ipv6 === null || l.ipv6 === "" ? undefined : l.ipv6.replace(/\/128$/, ""));
+        if (ip === undefined && vpc === undefined && ipv6 === undefined) {
           this.ctx.logger.warn(
             { linode: l.id },
-            "backend Linode has no private or VPC IPv4: left out of the NodeBalancer",
+            "backend Linode has no private, VPC or IPv6 address: left out of the NodeBalancer",
           );
           continue;
         }
-        const ipv6 = l.ipv6 === null || l.ipv6 === "" ? undefined : l.ipv6.replace(/\/128$/, "");
         out.push({
           label: nodeLabel(l.id, l.label),
           ...(ip !== undefined && { privateIP: ip }),
@@ -696,10 +792,29 @@ export class LinodeLoadBalancers implements LoadBalancers {
     signal?: AbortSignal,
   ): Promise<WireNodeBalancer> {
     const body: Record<string, unknown> = {};
-    if (!sameTags(nb.tags, tags)) body["tags"] = tags;
+    // The digest tags stay until the ensure's last step replaces them.
+    const kept = nb.tags.filter((t) => !isDigestTag(t));
+    if (!sameTags(kept, tags)) body["tags"] = [...tags, ...nb.tags.filter(isDigestTag)];
     if (nb.client_conn_throttle !== throttle) body["client_conn_throttle"] = throttle;
     if (Object.keys(body).length === 0) return nb;
     return this.client.put<WireNodeBalancer>(LB_OPS.update, `/nodebalancers/${nb.id}`, body, { signal });
+  }
+
+  /** Replaces the NodeBalancer's digest tags given (a spec digest, a backends digest) when they differ. */
+  private async recordDigests(
+    nb: WireNodeBalancer,
+    digests: { readonly spec?: string; readonly backends: string },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const replaced = (t: string) =>
+      t.startsWith(BACKENDS_DIGEST_TAG) || (digests.spec !== undefined && t.startsWith(SPEC_DIGEST_TAG));
+    const tags = [
+      ...nb.tags.filter((t) => !replaced(t)),
+      ...(digests.spec !== undefined ? [`${SPEC_DIGEST_TAG}${digests.spec}`] : []),
+      `${BACKENDS_DIGEST_TAG}${digests.backends}`,
+    ];
+    if (sameTags(nb.tags, tags)) return;
+    await this.client.put<WireNodeBalancer>(LB_OPS.update, `/nodebalancers/${nb.id}`, { tags }, { signal });
   }
 
   private async reconcileConfigs(

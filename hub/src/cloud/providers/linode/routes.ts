@@ -78,8 +78,12 @@ export class LinodeRoutes implements Routes {
   }
 
   async create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute> {
+    // Linode routes only IPv4 VPC subnet ranges to an interface (ip_ranges, vpc.ipv4.ranges);
+    // the Linode CCM leaves IPv6 pod CIDRs unrouted too.
     if (route.destinationCIDR.includes(":"))
-      throw new CloudError("IPv6 pod CIDRs are not routed on Linode VPCs");
+      throw new CloudError(
+        `IPv6 pod CIDR ${route.destinationCIDR} not routed: Linode VPC interfaces route IPv4 ranges only (ip_ranges and vpc.ipv4.ranges take IPv4 subnet ranges); give the cluster IPv4 pod CIDRs for VPC routes`,
+      );
     const claim = routeClaim(ownerCluster, route.destinationCIDR);
     if (claim.length > 50) throw new CloudError(`route tag ${claim} is longer than Linode's 50 characters`);
     const linode = await this.linode(route.targetInstanceID, signal);

@@ -110,7 +110,8 @@ function simulatedFixture(options?: Readonly<Record<string, unknown>>): Conforma
   };
 }
 
-describeProviderConformance("simulated", simulatedFixture());
+describeProviderConformance("simulated", simulatedFixture(), { digests: true });
 describeProviderConformance("simulated (asyncPolls)", simulatedFixture({ asyncPolls: 2, asyncPollMs: 5 }), {
   inProgress: true,
+  digests: true,
 });

@@ -27,6 +27,7 @@ import {
   OWNER_TAG_SERVICE_UID,
 } from "../../naming.js";
 import {
+  type BackendAnnotations,
   type InProgress,
   inProgress,
   type LbIngress,
@@ -251,7 +252,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   ): Promise<readonly LbIngress[] | InProgress> {
     const digests = {
       [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(spec),
-      [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends),
+      [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends, spec.backendAnnotations),
     };
     return await this.ensureNamed({ ...spec, ...identity(owner) }, digests, signal);
   }
@@ -430,6 +431,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
+    backendAnnotations?: BackendAnnotations,
   ): Promise<undefined> {
     const { name, tags: ownerTags } = identity(owner);
     checkOwnership(name, ownerTags);
@@ -443,7 +445,11 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     for (const pool of pools) {
       if (!sameSet(pool.members, members)) await this.update(POOL, pool.id, { members }, signal);
     }
-    await this.recordDigests(lb, { [DIGEST_TAG_BACKENDS]: backendsDigest(members) }, signal);
+    await this.recordDigests(
+      lb,
+      { [DIGEST_TAG_BACKENDS]: backendsDigest(members, backendAnnotations) },
+      signal,
+    );
   }
 
   async ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress> {
