@@ -49,8 +49,8 @@ function lazyProvider(ctx: ProviderContext, options: AwsOptions, names: readonly
       capabilities: AWS_LB_CAPABILITIES,
       get: async (owner, signal) => (await lbs()).get(owner, signal),
       ensure: async (owner, spec, signal) => (await lbs()).ensure(owner, spec, signal),
-      updateBackends: async (owner, backends, signal) =>
-        (await lbs()).updateBackends(owner, backends, signal),
+      updateBackends: async (owner, backends, signal, backendAnnotations) =>
+        (await lbs()).updateBackends(owner, backends, signal, backendAnnotations),
       ensureDeleted: async (owner, signal) => (await lbs()).ensureDeleted(owner, signal),
       listOwned: async (token, signal) => {
         const real = await lbs();

@@ -30,6 +30,7 @@ import {
   OWNER_TAG_SERVICE_UID,
 } from "../../naming.js";
 import {
+  type BackendAnnotations,
   type InProgress,
   inProgress,
   type LbIngress,
@@ -102,13 +103,16 @@ export function ownerOf(tags: Tags): LbOwner | undefined {
 export function specDigestTags(spec: LoadBalancerSpec): Tags {
   return {
     [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(spec),
-    [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends),
+    [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends, spec.backendAnnotations),
   };
 }
 
-/** The digest tag `updateBackends` records last. */
-export function backendsDigestTags(backends: readonly string[]): Tags {
-  return { [DIGEST_TAG_BACKENDS]: backendsDigest(backends) };
+/**
+ * The digest tag `updateBackends` records last. AWS reads no node annotations, but the digest
+ * is of what the hub asked for, so a restarted hub compares like with like.
+ */
+export function backendsDigestTags(backends: readonly string[], annotations?: BackendAnnotations): Tags {
+  return { [DIGEST_TAG_BACKENDS]: backendsDigest(backends, annotations) };
 }
 
 /** The tags of `want` that `have` lacks or holds with another value. */

@@ -7,6 +7,7 @@
  */
 import { CloudError, ImplementedElsewhereError, SuspectAnswerError } from "../../errors.js";
 import {
+  type BackendAnnotations,
   type InProgress,
   isInProgress,
   type LbIngress,
@@ -146,6 +147,7 @@ export class AwsLoadBalancers implements LoadBalancers {
     owner: LbOwner,
     backends: readonly string[],
     signal?: AbortSignal,
+    backendAnnotations?: BackendAnnotations,
   ): Promise<undefined | InProgress> {
     const f = await this.find(owner, signal);
     if (f === undefined)
@@ -158,7 +160,7 @@ export class AwsLoadBalancers implements LoadBalancers {
       await this.nlb.updateBackends(owner, f.found, backends, signal);
       ref = f.found.lb.LoadBalancerArn ?? "";
     }
-    await this.kind(f.type).tag(ref, f.found.tags, backendsDigestTags(backends), signal);
+    await this.kind(f.type).tag(ref, f.found.tags, backendsDigestTags(backends, backendAnnotations), signal);
     return undefined;
   }
 
