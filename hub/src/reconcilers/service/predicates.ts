@@ -1,6 +1,13 @@
 import { isIP } from "node:net";
 import type { LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
-import type { LbHealthCheck, LbIngress, LbServiceHints, LoadBalancerSpec } from "../../cloud/provider.js";
+import { specText } from "../../cloud/naming.js";
+import type {
+  LbHealthCheck,
+  LbIngress,
+  LbSecret,
+  LbServiceHints,
+  LoadBalancerSpec,
+} from "../../cloud/provider.js";
 import { FINALIZER_LB_CLEANUP, LABEL_EXCLUDE_FROM_LB, TAINT_TO_BE_DELETED } from "../../k8s/well-known.js";
 import { AnnotationError, LB_ANNOTATION_PREFIX, type LbSettings, listenerProtocol } from "./annotations.js";
 
@@ -116,7 +123,24 @@ export function loadBalancerSpec(
     internal: settings.internal,
     serviceName: `${svc.namespace}/${svc.name}`,
     ...vendorAnnotations(svc.annotations),
+    ...secretsOf(svc),
   };
+}
+
+/** The Secrets the Service names (already narrowed to its references at ingest), UTF-8. */
+function secretsOf(svc: Readonly<Service>): { secrets?: Readonly<Record<string, LbSecret>> } {
+  if (svc.secrets.length === 0) return {};
+  const out: Record<string, LbSecret> = {};
+  for (const s of svc.secrets)
+    out[s.name] =
+      s.problem !== ""
+        ? { problem: s.problem }
+        : {
+            data: Object.fromEntries(
+              Object.entries(s.data).map(([k, v]) => [k, Buffer.from(v).toString("utf8")]),
+            ),
+          };
+  return { secrets: out };
 }
 
 /**
@@ -145,8 +169,7 @@ export function serviceHints(svc: Readonly<Service>): LbServiceHints {
 
 /** A stable digest of everything but the backends: changes mean a full ensure, not a backend update. */
 export function specKey(spec: LoadBalancerSpec): string {
-  const { backends: _backends, ...rest } = spec;
-  return JSON.stringify(rest);
+  return specText(spec);
 }
 
 /** The Service's ingress: an entry's hostname is kept beside its IP only where the provider says so. */

@@ -10,7 +10,7 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX } from "./annotations.js";
+import { ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX, TLS_SECRET_REFERENCE } from "./annotations.js";
 import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "./client.js";
 import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
 import { LinodeLoadBalancers } from "./load-balancers.js";
@@ -46,6 +46,8 @@ const TOKEN = "token";
 export const linodeProvider: ProviderFactory = {
   name: PROVIDER_NAME,
   annotationPrefixes: [ANNOTATION_PREFIX, NODE_ANNOTATION_PREFIX],
+  // port-<N>: {"protocol": "https", "tls-secret-name": "<kubernetes.io/tls Secret>"}, as the Linode CCM.
+  secretReferences: [TLS_SECRET_REFERENCE],
   checkCredentials(names) {
     if (names.length === 1 && names[0] === "") return;
     for (const n of names)

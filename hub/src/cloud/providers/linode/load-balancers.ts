@@ -10,6 +10,7 @@
  * annotation, or carrying the Service's ingress IP) is adopted: tagged as ours, never duplicated.
  * A firewall this provider makes is labelled with the same name and tagged the same way.
  */
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName } from "../../naming.js";
 import type {
@@ -26,6 +27,7 @@ import type {
 } from "../../provider.js";
 import {
   type Algorithm,
+  ANNOTATION_PREFIX,
   type CheckType,
   type LinodeLbSettings,
   type NbProto,
@@ -80,7 +82,7 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   sessionAffinity: true,
   proxyProtocol: true,
   internal: false,
-  protocols: ["TCP", "UDP", "HTTP"] as const,
+  protocols: ["TCP", "UDP", "HTTP", "HTTPS"] as const,
   ingressIpWithHostname: true,
 });
 
@@ -153,6 +155,11 @@ interface DesiredConfig {
   readonly proxy_protocol: ProxyProtocol;
   /** UDP only (newer than the spec file). */
   readonly udp_check_port?: number;
+  /** HTTPS only: the certificate (chain) and key from the port's TLS Secret. Never logged. */
+  readonly ssl_cert?: string;
+  readonly ssl_key?: string;
+  /** HTTPS only: the SHA-1 fingerprint the API reports for ssl_cert (it redacts the cert itself). */
+  readonly sslFingerprint?: string;
   /** Where the nodes listen. */
   readonly nodePort: number;
 }
@@ -160,8 +167,48 @@ interface DesiredConfig {
 const UNIFIED = "lb.fleet-ccm.io/";
 
 function configFields(c: DesiredConfig): Record<string, unknown> {
-  const { nodePort: _nodePort, ...fields } = c;
+  const { nodePort: _nodePort, sslFingerprint: _fingerprint, ...fields } = c;
   return fields;
+}
+
+/**
+ * The certificate and key of an https port, from the kubernetes.io/tls Secret its port
+ * annotation names (trimmed, as the Linode CCM sends them), checked before Linode sees them.
+ * Errors name the Secret and the key, never their content.
+ */
+function tlsOf(
+  spec: LoadBalancerSpec,
+  port: number,
+  settings: PortSettings,
+): Pick<DesiredConfig, "ssl_cert" | "ssl_key" | "sslFingerprint"> {
+  const name = settings.tlsSecretName;
+  if (name === undefined)
+    throw new CloudError(
+      `port ${port}: protocol https needs "tls-secret-name" (a kubernetes.io/tls Secret) in ${ANNOTATION_PREFIX}port-${port}`,
+    );
+  const secret = spec.secrets?.[name];
+  const what = `port ${port}: TLS Secret "${name}"`;
+  if (secret === undefined)
+    throw new CloudError(
+      `${what} was not received from the cluster's agent (an agent that reads no Secrets?)`,
+    );
+  if (secret.data === undefined) throw new CloudError(`${what}: ${secret.problem}`);
+  const cert = (secret.data["tls.crt"] ?? "").trim();
+  const key = (secret.data["tls.key"] ?? "").trim();
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new CloudError(`${what}: tls.crt is not a PEM certificate`);
+  }
+  let matches: boolean;
+  try {
+    matches = x509.checkPrivateKey(createPrivateKey(key));
+  } catch {
+    throw new CloudError(`${what}: tls.key is not a PEM private key`);
+  }
+  if (!matches) throw new CloudError(`${what}: tls.key is not the key of the certificate in tls.crt`);
+  return { ssl_cert: cert, ssl_key: key, sslFingerprint: x509.fingerprint.toUpperCase() };
 }
 
 function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
@@ -178,7 +225,9 @@ function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
     (want.check_body === undefined || have.check_body === want.check_body) &&
     have.check_passive === want.check_passive &&
     have.proxy_protocol === want.proxy_protocol &&
-    (want.udp_check_port === undefined || have.udp_check_port === want.udp_check_port)
+    (want.udp_check_port === undefined || have.udp_check_port === want.udp_check_port) &&
+    // The API redacts the certificate; its fingerprint tells a rotated one.
+    (want.sslFingerprint === undefined || have.ssl_fingerprint?.toUpperCase() === want.sslFingerprint)
   );
 }
 
@@ -198,11 +247,13 @@ export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): Des
         : unifiedProtocol
           ? (l.protocol.toLowerCase() as NbProto)
           : (port.protocol ?? s.defaultProtocol ?? (l.protocol.toLowerCase() as NbProto));
-    if (protocol === "udp") return udpConfig(l, port, s);
-    if (protocol === "https")
-      throw new CloudError(
-        `port ${l.port}: HTTPS needs a TLS certificate from a Secret, which this provider does not read yet`,
-      );
+    if (protocol === "udp") {
+      if (port.tlsSecretName !== undefined)
+        throw new CloudError(`port ${l.port}: a TLS Secret (tls-secret-name) is not supported for UDP`);
+      return udpConfig(l, port, s);
+    }
+    // As the Linode CCM: the Secret is used by https ports only.
+    const tls = protocol === "https" ? tlsOf(spec, l.port, port) : {};
     const check: CheckType = unified("health-check-protocol")
       ? hc.protocol === "HTTP"
         ? "http"
@@ -236,6 +287,7 @@ export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): Des
           ? "v2"
           : "none"
         : (port.proxyProtocol ?? s.defaultProxyProtocol ?? (l.proxyProtocol ? "v2" : "none")),
+      ...tls,
       nodePort: l.nodePort,
     };
   });
