@@ -164,7 +164,7 @@ export const agentCommand: Command = {
       },
       logger: log,
       applyConcurrency: int(v, "apply-concurrency", 1),
-      secretRefreshMs: int(v, "secret-refresh-ms", 1000),
+      secretRefreshMs: int(v, "secret-refresh-ms", 100),
     });
     // Signals are handled from the start: the agent may wait long for its API server or NATS.
     const signalled = new Promise<void>((resolve) => {
