@@ -265,8 +265,13 @@ export function namedSecretsOnly(svc: Service, references: readonly SecretRefere
   const out: ServiceSecret[] = [];
   for (const s of svc.secrets) {
     const n = named.get(s.name);
-    if (n === undefined || !n.valid) continue;
+    if (n === undefined) continue;
     named.delete(s.name);
+    if (!n.valid) {
+      // Never read (no request is made for it): the hub says why, whatever the agent sent.
+      out.push({ name: s.name, data: {}, problem: "not a valid Secret name (a DNS-1123 subdomain)" });
+      continue;
+    }
     const data: Record<string, Buffer> = {};
     for (const k of n.keys) if (s.data[k] !== undefined) data[k] = s.data[k];
     const complete = n.keys.every((k) => (data[k]?.length ?? 0) > 0);

@@ -421,12 +421,19 @@ describe("Secrets", () => {
       annotations: port("half"),
       secrets: [{ name: "half", data: { "tls.crt": Buffer.from("C") }, problem: "" }],
     });
-    h.snapshot(1, [], [forged, unnamed, half]);
+    const invalid = service("invalid", {
+      annotations: port("../kube-system/token"),
+      secrets: [tls("../kube-system/token")],
+    });
+    h.snapshot(1, [], [forged, unnamed, half, invalid]);
     const view = h.fleet.view("alpha")?.services;
     expect(view?.get("default/web")?.secrets).toEqual([tls("web-tls")]);
     expect(view?.get("default/plain")?.secrets).toEqual([]);
     expect(view?.get("default/half")?.secrets).toEqual([
       { name: "half", data: {}, problem: "the agent sent Secret half without tls.crt, tls.key" },
+    ]);
+    expect(view?.get("default/invalid")?.secrets).toEqual([
+      { name: "../kube-system/token", data: {}, problem: "not a valid Secret name (a DNS-1123 subdomain)" },
     ]);
   });
 
