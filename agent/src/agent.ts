@@ -323,9 +323,13 @@ export class Agent {
       const ref = { namespace: md.namespace ?? "", name: md.name ?? "", uid: md.uid ?? "" };
       const complete = follower.hasAll(e.obj);
       if (complete) this.stream.sendChange(changeOf(e, this.secretsOf));
-      void follower.readFor(e.obj).then((changed) => {
-        if (changed || !complete) this.resend([ref]);
-      });
+      follower.readFor(e.obj).then(
+        (changed) => {
+          if (changed || !complete) this.resend([ref]);
+        },
+        (err: unknown) =>
+          this.log.warn({ service: `${ref.namespace}/${ref.name}`, err: String(err) }, "Secrets not read"),
+      );
       return;
     }
     this.stream.sendChange(changeOf(e, this.secretsOf));

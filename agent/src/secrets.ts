@@ -145,11 +145,17 @@ export class SecretFollower {
     if (this.opts.references.length === 0 || period <= 0) return;
     const tick = () => {
       if (this.stopped) return;
-      this.refreshing ??= this.readAll().finally(() => {
-        this.refreshing = undefined;
-        if (!this.stopped) this.timer = setTimeout(tick, period);
-      });
+      this.refreshing ??= this.readAll()
+        .catch((err: unknown) => this.opts.logger.warn({ err: String(err) }, "Secrets not read again"))
+        .finally(() => {
+          this.refreshing = undefined;
+          if (!this.stopped) this.schedule(tick, period);
+        });
     };
+    this.schedule(tick, period);
+  }
+
+  private schedule(tick: () => void, period: number): void {
     this.timer = setTimeout(tick, period);
     this.timer.unref?.();
   }
