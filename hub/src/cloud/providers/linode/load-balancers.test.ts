@@ -523,6 +523,25 @@ describe("TLS ports (tls-secret-name)", () => {
     expect(configOf(o, 443)).toMatchObject({ id, sslCert: rotated.cert.trim(), sslKey: rotated.key.trim() });
   });
 
+  test("a node change rebuilds the https config with its certificate again, as the Linode CCM does", async () => {
+    const o = owner();
+    // One provider, as the hub keeps one per account (the key it sent is remembered in memory).
+    const provider = lbs();
+    await provider.ensure(o, https(tls(first)));
+    const mark = h.fake.log.mark();
+    await provider.updateBackends(o, ids(nodes.slice(1, 3)));
+    const rebuilds = rebuildsSince(mark);
+    expect(rebuilds).toHaveLength(2);
+    const by = (port: number) =>
+      rebuilds.find((m) => m.path.endsWith(`/configs/${configOf(o, port).id}/rebuild`))?.body as Record<
+        string,
+        unknown
+      >;
+    expect(by(443)).toMatchObject({ ssl_cert: first.cert.trim(), ssl_key: first.key.trim() });
+    expect(by(80)["ssl_cert"]).toBeUndefined();
+    expect(configOf(o, 443)).toMatchObject({ sslCert: first.cert.trim(), protocol: "https" });
+  });
+
   test("a config added later for an https port is created with the certificate", async () => {
     const o = owner();
     await lbs().ensure(o, spec());

@@ -407,6 +407,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
   readonly capabilities = CAPABILITIES;
   /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
   private readonly nodePorts = new Map<number, number>();
+  /**
+   * The certificate and key an https config (`<NodeBalancer id>/<port>`) last got from this
+   * provider: the API redacts them, and a backends-only rebuild sends them again, as the Linode
+   * CCM sends them on every rebuild. In memory only, never logged.
+   */
+  private readonly tlsSent = new Map<string, { readonly ssl_cert: string; readonly ssl_key: string }>();
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -512,7 +518,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
       await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
     }
-    for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
+    for (const c of configs) {
+      this.nodePorts.set(c.port, c.nodePort);
+      if (c.ssl_cert !== undefined && c.ssl_key !== undefined)
+        this.tlsSent.set(`${nb.id}/${c.port}`, { ssl_cert: c.ssl_cert, ssl_key: c.ssl_key });
+      else this.tlsSent.delete(`${nb.id}/${c.port}`);
+    }
     await this.reconcileFirewall(owner, nb, name, rules, s, signal);
     return ingressOf(nb, s);
   }
@@ -543,7 +554,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
       await this.client.post(
         LB_OPS.rebuild,
         `/nodebalancers/${nb.id}/configs/${c.id}/rebuild`,
-        { nodes: want },
+        { nodes: want, ...(c.protocol === "https" && this.tlsSent.get(`${nb.id}/${c.port}`)) },
         { signal },
       );
     }
