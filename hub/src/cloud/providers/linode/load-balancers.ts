@@ -951,6 +951,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
+    for (const k of this.tlsSent.keys()) if (k.startsWith(`${nb.id}/`)) this.tlsSent.delete(k);
     this.ctx.logger.info({ nodebalancer: nb.id }, "NodeBalancer deleted");
   }
 
