@@ -49,6 +49,7 @@ async function scriptedHub(welcomes: readonly (readonly string[])[]) {
                 desiredSubject: "",
                 heartbeatIntervalMs: 1000,
                 forwardAnnotationPrefixes: [...prefixes],
+                secretReferences: [],
               },
             },
           });

@@ -4,6 +4,7 @@
  * answering 5xx and 403, an agent with a wrong token, one with a wrong NATS password, fleet API
  * calls with a wrong token), and every log line, every /metrics scrape, every Kubernetes Event
  * and every error answer is scanned for every secret used, and for the wrong ones presented.
+ * TLS private keys that Services name are scanned for the same way in linode-tls.e2e.test.ts.
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -14,6 +15,7 @@ import { freePort } from "@fleet-ccm/sim";
 import { afterAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { DEMO_ACCOUNT, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { scanForSecrets } from "./secret-forms.js";
 
 const logger = pino({ level: "silent" });
 let fleet: LocalFleet | undefined;
@@ -25,16 +27,6 @@ afterAll(async () => {
   await fleet?.stop();
   if (dir !== "") rmSync(dir, { recursive: true, force: true });
 });
-
-/** The secret, and the forms a careless redaction would still print. */
-function forms(secret: string): string[] {
-  return [
-    secret,
-    secret.slice(0, 12),
-    Buffer.from(secret).toString("base64"),
-    Buffer.from(secret).toString("hex"),
-  ];
-}
 
 test("no log line, metric, Event or error answer contains a secret", async () => {
   const apiToken = randomBytes(24).toString("base64url");
@@ -148,14 +140,7 @@ test("no log line, metric, Event or error answer contains a secret", async () =>
 
   const secrets = [...f.secrets(), apiToken, wrongToken, wrongNats, wrongApiToken];
   expect(secrets.every((s) => s.length >= 16)).toBe(true);
-  const scan = (texts: Record<string, string>) => {
-    const leaks: string[] = [];
-    for (const [where, text] of Object.entries(texts))
-      secrets.forEach((secret, i) => {
-        for (const form of forms(secret)) if (text.includes(form)) leaks.push(`secret #${i} in ${where}`);
-      });
-    return leaks;
-  };
+  const scan = (texts: Record<string, string>) => scanForSecrets(secrets, texts);
   // The scan finds what it looks for: a token's first 12 characters in a line.
   expect(scan({ probe: `token=${(secrets[1] ?? "").slice(0, 12)}…` })).toEqual(["secret #1 in probe"]);
   const leaks = scan(haystacks);

@@ -8,7 +8,9 @@ import {
   type NodeDesired,
   ObjectKind,
   RELEASE_VERSION,
+  type SecretReference,
   type ServiceDesired,
+  sameReferences,
   type Welcome,
 } from "@fleet-ccm/proto";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -20,12 +22,13 @@ import { applyNodeDesired } from "./apply/node.js";
 import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
-import { toWireNode, toWireService } from "./convert.js";
+import { type SecretsOf, toWireNode, toWireService } from "./convert.js";
 import type { ClientTlsFiles } from "./hub-credentials.js";
 import { HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
+import { SecretFollower, type ServiceRef } from "./secrets.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = RELEASE_VERSION;
@@ -55,6 +58,8 @@ export interface AgentOptions {
   /** Patches applied in parallel (different objects). */
   readonly applyConcurrency?: number;
   readonly countBytes?: boolean;
+  /** How often the Secrets Services name are read again (default 60 s). */
+  readonly secretRefreshMs?: number;
 }
 
 type Job =
@@ -74,7 +79,17 @@ export class Agent {
   /** A watch being listed for a Welcome that asks for other annotations than `watch` keeps. */
   private pendingWatch: ClusterWatch | undefined;
   /** What the last Welcome asked for, and whether the caches are ready for it. */
-  private prepared: { readonly filter: AnnotationFilter; readonly ready: Promise<boolean> } | undefined;
+  private prepared:
+    | {
+        readonly filter: AnnotationFilter;
+        readonly references: readonly SecretReference[];
+        readonly watched: Promise<boolean>;
+        readonly ready: Promise<boolean>;
+      }
+    | undefined;
+  /** The Secrets the Welcome's references name (none asked: no Secret is read). */
+  private secrets: SecretFollower | undefined;
+  private readonly secretsOf: SecretsOf = (s) => this.secrets?.forService(s) ?? [];
   /** Connecting and subscribing to NATS, started with the agent; the first snapshot waits for it. */
   private natsReady: Promise<boolean> | undefined;
   private stopped = false;
@@ -116,7 +131,7 @@ export class Agent {
         if (watch === undefined) throw new Error("snapshot asked for before the caches synced");
         return {
           nodes: watch.listNodes().map(toWireNode),
-          services: watch.listServices().map(toWireService),
+          services: watch.listServices().map((s) => toWireService(s, this.secretsOf)),
         };
       },
     });
@@ -160,10 +175,50 @@ export class Agent {
    */
   private prepare(welcome: Welcome): Promise<boolean> {
     const filter = new AnnotationFilter(welcome.forwardAnnotationPrefixes);
-    if (this.prepared?.filter.sameAs(filter)) return this.prepared.ready;
-    const ready = this.rewatch(filter);
-    this.prepared = { filter, ready };
+    const references = welcome.secretReferences;
+    const p = this.prepared;
+    if (p?.filter.sameAs(filter) && sameReferences(p.references, references)) return p.ready;
+    const watched = p?.filter.sameAs(filter) ? p.watched : this.rewatch(filter);
+    // The Secrets are read after the caches, before the first snapshot: it carries them.
+    const ready = watched.then((ok) => ok && this.follow(references));
+    this.prepared = { filter, references, watched, ready };
     return ready;
+  }
+
+  /** Reads the Secrets the cached Services name under `references`, then follows them. */
+  private async follow(references: readonly SecretReference[]): Promise<boolean> {
+    const previous = this.secrets;
+    if (previous !== undefined && sameReferences(previous.references, references)) {
+      // New caches (other annotation prefixes): their Services' Secrets are read before the snapshot.
+      await previous.readAll(false);
+      return !this.stopped;
+    }
+    const follower = new SecretFollower({
+      api: this.api,
+      references,
+      logger: this.log.child({ component: "secrets" }),
+      services: () => this.watch?.listServices() ?? [],
+      onChanged: (services) => this.resend(services),
+      ...(this.opts.secretRefreshMs !== undefined && { refreshMs: this.opts.secretRefreshMs }),
+    });
+    await follower.readAll(false);
+    if (this.stopped) {
+      await follower.stop();
+      return false;
+    }
+    this.secrets = follower;
+    follower.start();
+    await previous?.stop();
+    return true;
+  }
+
+  /** The Services' latest cached state, sent again (their Secrets changed). */
+  private resend(services: readonly ServiceRef[]): void {
+    for (const r of services) {
+      const cur = this.watch?.service(r.namespace, r.name);
+      if (cur !== undefined && cur.metadata?.uid === r.uid)
+        this.stream.sendChange(changeOf({ kind: "service", type: "upsert", obj: cur }, this.secretsOf));
+    }
   }
 
   private async rewatch(filter: AnnotationFilter): Promise<boolean> {
@@ -256,7 +311,29 @@ export class Agent {
   }
 
   private onWatch(e: WatchEvent): void {
-    this.stream.sendChange(changeOf(e));
+    const follower = this.secrets;
+    if (
+      e.kind === "service" &&
+      e.type === "upsert" &&
+      follower !== undefined &&
+      follower.named(e.obj).length > 0
+    ) {
+      // Its Secrets are read again on every change of the Service; one never read yet is read
+      // before the Service is sent, so the hub never sees it without them.
+      const md = e.obj.metadata ?? {};
+      const ref = { namespace: md.namespace ?? "", name: md.name ?? "", uid: md.uid ?? "" };
+      const complete = follower.hasAll(e.obj);
+      if (complete) this.stream.sendChange(changeOf(e, this.secretsOf));
+      follower.readFor(e.obj).then(
+        (changed) => {
+          if (changed || !complete) this.resend([ref]);
+        },
+        (err: unknown) =>
+          this.log.warn({ service: `${ref.namespace}/${ref.name}`, err: String(err) }, "Secrets not read"),
+      );
+      return;
+    }
+    this.stream.sendChange(changeOf(e, this.secretsOf));
   }
 
   private async apply(job: Job): Promise<void> {
@@ -300,7 +377,7 @@ export class Agent {
     this.stopped = true;
     this.applyFailures.stop();
     this.stream.stop();
-    await Promise.all([this.watch?.stop(), this.pendingWatch?.stop()]);
+    await Promise.all([this.watch?.stop(), this.pendingWatch?.stop(), this.secrets?.stop()]);
     await this.nats.stop();
   }
 }

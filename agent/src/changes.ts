@@ -1,5 +1,5 @@
 import type { V1Node, V1Service } from "@kubernetes/client-node";
-import { toWireNode, toWireService } from "./convert.js";
+import { type SecretsOf, toWireNode, toWireService } from "./convert.js";
 import { type Change, objectKey, type PendingChange, readyChange } from "./outbox.js";
 import type { WatchEvent } from "./watch.js";
 
@@ -23,15 +23,16 @@ class ServiceUpsert implements PendingChange {
   constructor(
     readonly key: string,
     private readonly service: V1Service,
+    private readonly secrets: SecretsOf | undefined,
   ) {}
 
   wire(): Change {
-    return { $case: "service", value: toWireService(this.service) };
+    return { $case: "service", value: toWireService(this.service, this.secrets) };
   }
 }
 
 /** What the hub is told of a watch event: the object's latest state, or its deletion. */
-export function changeOf(e: WatchEvent): PendingChange {
+export function changeOf(e: WatchEvent, secrets?: SecretsOf): PendingChange {
   const md = e.obj.metadata;
   const name = md?.name ?? "";
   const uid = md?.uid ?? "";
@@ -41,6 +42,6 @@ export function changeOf(e: WatchEvent): PendingChange {
       : readyChange({ $case: "nodeDeleted", value: { namespace: "", name, uid } });
   const namespace = md?.namespace ?? "";
   return e.type === "upsert"
-    ? new ServiceUpsert(objectKey("service", namespace, name, uid), e.obj)
+    ? new ServiceUpsert(objectKey("service", namespace, name, uid), e.obj, secrets)
     : readyChange({ $case: "serviceDeleted", value: { namespace, name, uid } });
 }

@@ -1,5 +1,8 @@
-import type { Node, Service } from "@fleet-ccm/proto";
+import type { Node, Service, ServiceSecret } from "@fleet-ccm/proto";
 import type { V1Node, V1Service } from "@kubernetes/client-node";
+
+/** The Secrets a Service names, as the agent last read them. */
+export type SecretsOf = (s: V1Service) => ServiceSecret[];
 
 /** Node conditions the hub reads. */
 const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
@@ -36,8 +39,11 @@ export function toWireNode(n: V1Node): Node {
   };
 }
 
-/** The slice of a Service the hub needs (fleet.v1.Service), from a slim object (slim.ts). */
-export function toWireService(s: V1Service): Service {
+/**
+ * The slice of a Service the hub needs (fleet.v1.Service), from a slim object (slim.ts), with
+ * the Secrets it names as last read (secrets.ts).
+ */
+export function toWireService(s: V1Service, secrets?: SecretsOf): Service {
   const md = s.metadata ?? {};
   const spec = s.spec ?? {};
   return {
@@ -67,5 +73,6 @@ export function toWireService(s: V1Service): Service {
     deletionTimestamp: toDate(md.deletionTimestamp),
     finalizers: md.finalizers ?? [],
     sessionAffinity: spec.sessionAffinity ?? "None",
+    secrets: secrets?.(s) ?? [],
   };
 }

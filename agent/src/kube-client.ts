@@ -90,6 +90,14 @@ export class KubeClient {
     ) as Promise<V1Service>;
   }
 
+  /** One Secret, by name: the agent never lists or watches Secrets (RBAC grants `get` only). */
+  readSecret(namespace: string, name: string): Promise<{ type?: string; data?: Record<string, string> }> {
+    return this.request("GET", `/api/v1/namespaces/${seg(namespace)}/secrets/${seg(name)}`) as Promise<{
+      type?: string;
+      data?: Record<string, string>;
+    }>;
+  }
+
   async patchServiceStatus(namespace: string, name: string, body: Json): Promise<void> {
     await this.request("PATCH", `/api/v1/namespaces/${seg(namespace)}/services/${seg(name)}/status`, {
       body,

@@ -103,6 +103,13 @@ export const agentCommand: Command = {
       default: "16",
       description: "Objects patched in parallel.",
     },
+    "secret-refresh-ms": {
+      type: "string",
+      placeholder: "MS",
+      default: "60000",
+      description:
+        "How often the Secrets that Services name (TLS certificates of load-balancer ports) are read again, so a rotated certificate reaches the load balancer.",
+    },
     "log-level": {
       type: "string",
       placeholder: "LEVEL",
@@ -157,6 +164,7 @@ export const agentCommand: Command = {
       },
       logger: log,
       applyConcurrency: int(v, "apply-concurrency", 1),
+      secretRefreshMs: int(v, "secret-refresh-ms", 100),
     });
     // Signals are handled from the start: the agent may wait long for its API server or NATS.
     const signalled = new Promise<void>((resolve) => {

@@ -105,6 +105,8 @@ export interface AgentProcessOptions {
   readonly logLevel?: string;
   /** Collects the agent's stdout and stderr, one line per entry, instead of inheriting stderr. */
   readonly output?: string[];
+  /** --secret-refresh-ms (default: the agent's). */
+  readonly secretRefreshMs?: number;
 }
 
 interface ClusterHandle {
@@ -424,6 +426,7 @@ export class LocalFleet {
         join(dir, "kubeconfig"),
         "--log-level",
         o.logLevel ?? "warn",
+        ...(o.secretRefreshMs === undefined ? [] : ["--secret-refresh-ms", String(o.secretRefreshMs)]),
       ],
       {
         stdio: [

@@ -249,6 +249,10 @@ export class Hub {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
           return (provider === undefined ? undefined : registry.get(provider)?.annotationPrefixes) ?? [];
         },
+        providerSecretReferences: (cluster) => {
+          const provider = this.accounts.cloudFor(cluster)?.account.provider;
+          return (provider === undefined ? undefined : registry.get(provider)?.secretReferences) ?? [];
+        },
       },
     );
 

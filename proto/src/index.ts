@@ -12,6 +12,7 @@ export {
   ObjectRef,
   Service,
   ServicePort,
+  ServiceSecret,
   Taint,
 } from "./gen/fleet/v1/objects.js";
 export type { HubServer } from "./gen/fleet/v1/sync.js";
@@ -28,9 +29,18 @@ export {
   HubService,
   Limits,
   ResyncRequest,
+  SecretReference,
   SnapshotChunk,
   Welcome,
 } from "./gen/fleet/v1/sync.js";
+export {
+  isValidSecretName,
+  MAX_SECRET_VALUE_BYTES,
+  MAX_SECRETS_PER_SERVICE,
+  type NamedSecret,
+  namedSecrets,
+  sameReferences,
+} from "./secrets.js";
 export {
   agentInboxPrefix,
   CLUSTER_NAME_PATTERN,

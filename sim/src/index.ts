@@ -28,6 +28,7 @@ export {
   startNatsCluster,
   startNatsServer,
 } from "./nats/server.js";
+export { selfSignedCertificate, type TestCertificate } from "./util/certificate.js";
 export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";
 export { FaultProxy, startFaultProxy } from "./util/fault-proxy.js";
 export type { TcpProxyMode, TcpProxyOptions } from "./util/tcp-proxy.js";

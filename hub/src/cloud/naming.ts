@@ -37,8 +37,35 @@ export function routeOwnerTags(cluster: string): Record<string, string> {
  * knows the load balancer is current without reading its sub-resources.
  */
 export function loadBalancerSpecDigest(spec: LoadBalancerSpec): string {
-  const { backends: _backends, backendAnnotations: _annotations, ...rest } = spec;
-  return digest16(JSON.stringify(rest));
+  return digest16(specText(spec));
+}
+
+/**
+ * The spec without its backends, as stable text in which Secret values appear only as SHA-256
+ * hashes: a rotated certificate changes it, and no key is ever in it in clear.
+ */
+export function specText(spec: LoadBalancerSpec): string {
+  const { backends: _backends, backendAnnotations: _annotations, secrets, ...rest } = spec;
+  if (secrets === undefined) return JSON.stringify(rest);
+  const hashed: Record<string, unknown> = {};
+  for (const name of Object.keys(secrets).sort()) {
+    const s = secrets[name];
+    if (s === undefined) continue;
+    hashed[name] =
+      s.data === undefined
+        ? { problem: s.problem }
+        : Object.fromEntries(
+            Object.keys(s.data)
+              .sort()
+              .map((k) => [
+                k,
+                `sha256:${createHash("sha256")
+                  .update(s.data[k] ?? "")
+                  .digest("hex")}`,
+              ]),
+          );
+  }
+  return JSON.stringify({ ...rest, secrets: hashed });
 }
 
 /**

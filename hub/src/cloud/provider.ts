@@ -1,3 +1,4 @@
+import type { SecretReference } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 
@@ -146,10 +147,21 @@ export interface LoadBalancerSpec {
    * (a unified key set here wins over the vendor's); absent when there is no vendor key.
    */
   readonly annotations?: Readonly<Record<string, string>>;
+  /**
+   * Certificate material: the Secrets the Service's annotations name under the provider's
+   * `secretReferences`, by Secret name, from the Service's own namespace in its own cluster, as
+   * the agent last read them. Absent when the Service names none. Never logged, never in an
+   * Event; spec digests hold only hashes of it (naming.ts).
+   */
+  readonly secrets?: Readonly<Record<string, LbSecret>>;
 }
 
 /** Instance id → the node's vendor annotations (LoadBalancerSpec.backendAnnotations). */
 export type BackendAnnotations = Readonly<Record<string, Readonly<Record<string, string>>>>;
+/** One Secret a Service names: the keys its reference asks for (UTF-8, e.g. PEM), or why not. */
+export type LbSecret =
+  | { readonly data: Readonly<Record<string, string>>; readonly problem?: undefined }
+  | { readonly data?: undefined; readonly problem: string };
 
 /**
  * What the hub knows of the Service beyond the spec, for providers that take over from a
@@ -354,6 +366,13 @@ export interface ProviderFactory {
    * Agents of its clusters forward these and nothing else.
    */
   readonly annotationPrefixes: readonly string[];
+  /**
+   * The annotations (among annotationPrefixes) that name Secrets this provider needs, such as
+   * TLS certificates of load-balancer ports, and the keys it needs of them. Agents of its
+   * clusters read exactly these Secrets with `get`, in the Service's namespace, and forward
+   * them in the Service; they arrive in LoadBalancerSpec.secrets. Absent: no Secret is read.
+   */
+  readonly secretReferences?: readonly SecretReference[];
   /**
    * Checks the names of the account's credentials (`[""]` for a single reference), throwing
    * AccountConfigError naming the field (e.g. "credentials.apiKey"). Absent: a single reference.

@@ -1,4 +1,12 @@
-import type { Node, Service } from "@fleet-ccm/proto";
+import {
+  MAX_SECRET_VALUE_BYTES,
+  MAX_SECRETS_PER_SERVICE,
+  type Node,
+  namedSecrets,
+  type SecretReference,
+  type Service,
+  type ServiceSecret,
+} from "@fleet-ccm/proto";
 
 /**
  * Agents are untrusted input. Everything they report is checked against the
@@ -17,6 +25,7 @@ export type RefusalLimit =
   | "field-size"
   | "list-length"
   | "ports"
+  | "secret"
   | "max-objects-per-cluster";
 
 export interface Invalid {
@@ -219,6 +228,64 @@ export function invalidService(s: Service, limits: { maxServicePorts?: number } 
     ]) ??
     ports(what, s, limits.maxServicePorts ?? DEFAULT_MAX_SERVICE_PORTS) ??
     finalizers(what, s.finalizers) ??
-    annotations(what, s.annotations)
+    annotations(what, s.annotations) ??
+    secrets(what, s.secrets)
   );
+}
+
+/** A problem text the agent wrote: shown in an Event, so bounded. */
+const MAX_PROBLEM = 300;
+
+/** Bounds of the Secrets a Service carries; messages name Secrets and keys, never content. */
+function secrets(what: string, list: readonly ServiceSecret[]): Invalid | null {
+  if (list.length > MAX_SECRETS_PER_SERVICE)
+    return bad("secret", `${what}: ${list.length} Secrets; the limit is ${MAX_SECRETS_PER_SERVICE}`);
+  for (const s of list) {
+    if (s.problem.length > MAX_PROBLEM)
+      return bad("secret", `${what}: the problem reported for Secret "${clip(s.name)}" is too long`);
+    for (const [k, v] of Object.entries(s.data))
+      if (v.length > MAX_SECRET_VALUE_BYTES)
+        return bad(
+          "secret",
+          `${what}: ${clip(k)} of Secret "${clip(s.name)}" takes ${v.length} bytes; the limit is ${MAX_SECRET_VALUE_BYTES}`,
+        );
+  }
+  return null;
+}
+
+/**
+ * The Secrets of a Service the hub uses: only those its own annotations name under the
+ * provider's references (so a Secret reaches the load balancer of the Service that names it,
+ * in that Service's namespace and cluster, and no other), each once, with only the keys asked
+ * for; everything else an agent sends is dropped.
+ */
+export function namedSecretsOnly(svc: Service, references: readonly SecretReference[]): ServiceSecret[] {
+  if (svc.secrets.length === 0) return [];
+  const named = new Map(namedSecrets(svc.annotations, references).map((n) => [n.name, n]));
+  const out: ServiceSecret[] = [];
+  for (const s of svc.secrets) {
+    const n = named.get(s.name);
+    if (n === undefined) continue;
+    named.delete(s.name);
+    if (!n.valid) {
+      // Never read (no request is made for it): the hub says why, whatever the agent sent.
+      out.push({ name: s.name, data: {}, problem: "not a valid Secret name (a DNS-1123 subdomain)" });
+      continue;
+    }
+    const data: Record<string, Buffer> = {};
+    for (const k of n.keys) if (s.data[k] !== undefined) data[k] = s.data[k];
+    const complete = n.keys.every((k) => (data[k]?.length ?? 0) > 0);
+    out.push(
+      s.problem !== ""
+        ? { name: s.name, data: {}, problem: s.problem }
+        : complete
+          ? { name: s.name, data, problem: "" }
+          : {
+              name: s.name,
+              data: {},
+              problem: `the agent sent Secret ${s.name} without ${n.keys.join(", ")}`,
+            },
+    );
+  }
+  return out;
 }

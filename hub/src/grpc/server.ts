@@ -1,5 +1,10 @@
 import type { AgentMessage, ApplyResult, HubMessage } from "@fleet-ccm/proto";
-import { AnnotationFilter, desiredSubject, UNIFIED_ANNOTATION_PREFIXES } from "@fleet-ccm/proto";
+import {
+  AnnotationFilter,
+  desiredSubject,
+  type SecretReference,
+  UNIFIED_ANNOTATION_PREFIXES,
+} from "@fleet-ccm/proto";
 import { Metadata, Server, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { FleetState, Refusal, ReplaceOutcome } from "../fleet/state.js";
@@ -42,6 +47,8 @@ export interface GrpcServerDeps {
   onSnapshotApplied?(cluster: string, outcome: ReplaceOutcome): void;
   /** The annotation prefixes the cluster's provider reads (besides the unified ones). */
   providerAnnotationPrefixes?(cluster: string): readonly string[];
+  /** The Secrets the cluster's provider has agents read (Welcome.secret_references). */
+  providerSecretReferences?(cluster: string): readonly SecretReference[];
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
   /** Why a new stream for this cluster is refused with UNAVAILABLE (hub replicas), or null. */
@@ -258,6 +265,7 @@ export class HubGrpcServer {
           ...UNIFIED_ANNOTATION_PREFIXES,
           ...(this.deps.providerAnnotationPrefixes?.(cluster) ?? []),
         ]),
+        secretReferences: this.deps.providerSecretReferences?.(cluster) ?? [],
         confirmAfterMs: this.opts.confirmAfterMs,
         hubVersion: this.deps.hubVersion,
         logThrottle: this.logThrottle,

@@ -29,6 +29,12 @@ function service(name: string, extra: Partial<Service> = {}): Service {
   });
 }
 
+const TLS_REFERENCE = {
+  annotationPrefix: "service.beta.kubernetes.io/vendor-port-",
+  jsonField: "tls-secret-name",
+  keys: ["tls.crt", "tls.key"],
+};
+
 /** 500 CIDRs: a real Service's source ranges (over 7,000 characters as an annotation). */
 const CIDRS = Array.from({ length: 500 }, (_, i) => `100.64.${i >> 2}.${(i & 3) * 64}/26`);
 
@@ -68,6 +74,7 @@ function harness(
         ...UNIFIED_ANNOTATION_PREFIXES,
         "service.beta.kubernetes.io/vendor-",
       ]),
+      secretReferences: [TLS_REFERENCE],
       confirmAfterMs: hold.confirmAfterMs,
       onRefused: (_c, r) => refusals.push(...r),
       onSnapshotApplied: (_c, o) => outcomes.push(o),
@@ -374,6 +381,84 @@ describe("annotations", () => {
       },
     });
     expect(h.fleet.view("alpha")?.services.get("default/web")?.annotations).toEqual(kept);
+  });
+});
+
+describe("Secrets", () => {
+  const port = (secret: string) => ({
+    "service.beta.kubernetes.io/vendor-port-443": JSON.stringify({
+      protocol: "https",
+      "tls-secret-name": secret,
+    }),
+  });
+  const tls = (name: string, extra: Record<string, Buffer> = {}) => ({
+    name,
+    data: { "tls.crt": Buffer.from("CERT"), "tls.key": Buffer.from("KEY"), ...extra },
+    problem: "",
+  });
+
+  test("Welcome names the provider's Secret references", () => {
+    const h = harness();
+    h.hello();
+    const welcome = h.written[0]?.body;
+    expect(welcome?.$case === "welcome" ? welcome.value.secretReferences : []).toEqual([TLS_REFERENCE]);
+  });
+
+  test("a Service keeps only the Secrets its own annotations name, with only the keys asked for", () => {
+    const h = harness();
+    h.hello();
+    const forged = service("web", {
+      annotations: port("web-tls"),
+      secrets: [
+        tls("web-tls", { "ca.crt": Buffer.from("CA") }),
+        // Not named by this Service: another Service's, or anything the agent chose to send.
+        tls("other-tls"),
+        { name: "web-tls", data: { "tls.crt": Buffer.from("SECOND") }, problem: "" },
+      ],
+    });
+    const unnamed = service("plain", { secrets: [tls("web-tls")] });
+    const half = service("half", {
+      annotations: port("half"),
+      secrets: [{ name: "half", data: { "tls.crt": Buffer.from("C") }, problem: "" }],
+    });
+    const invalid = service("invalid", {
+      annotations: port("../kube-system/token"),
+      secrets: [tls("../kube-system/token")],
+    });
+    h.snapshot(1, [], [forged, unnamed, half, invalid]);
+    const view = h.fleet.view("alpha")?.services;
+    expect(view?.get("default/web")?.secrets).toEqual([tls("web-tls")]);
+    expect(view?.get("default/plain")?.secrets).toEqual([]);
+    expect(view?.get("default/half")?.secrets).toEqual([
+      { name: "half", data: {}, problem: "the agent sent Secret half without tls.crt, tls.key" },
+    ]);
+    expect(view?.get("default/invalid")?.secrets).toEqual([
+      { name: "../kube-system/token", data: {}, problem: "not a valid Secret name (a DNS-1123 subdomain)" },
+    ]);
+  });
+
+  test("an oversized Secret or problem refuses the Service alone, the message naming no content", () => {
+    const h = harness();
+    h.hello();
+    const big = service("big", {
+      annotations: port("big"),
+      secrets: [tls("big", { "tls.key": Buffer.alloc(64 * 1024 + 1, "K") })],
+    });
+    const wordy = service("wordy", {
+      annotations: port("wordy"),
+      secrets: [{ name: "wordy", data: {}, problem: "x".repeat(301) }],
+    });
+    h.snapshot(1, [], [big, wordy, service("web")]);
+    expect([...(h.fleet.view("alpha")?.services.keys() ?? [])]).toEqual(["default/web"]);
+    expect(h.refusals.map((r) => [r.name, r.limit])).toEqual([
+      ["big", "secret"],
+      ["wordy", "secret"],
+    ]);
+    expect(h.refusals[0]?.message).toBe(
+      'service "default/big": tls.key of Secret "big" takes 65537 bytes; the limit is 65536',
+    );
+    expect(h.refusals.map((r) => r.message).join("\n")).not.toMatch(/KKKK|xxxx/);
+    expect(h.failures).toEqual([]);
   });
 });
 

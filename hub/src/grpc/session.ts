@@ -5,6 +5,7 @@ import {
   agentVersionProblem,
   type HubMessage,
   type Node,
+  type SecretReference,
   type Service,
   type SnapshotChunk,
 } from "@fleet-ccm/proto";
@@ -17,7 +18,7 @@ import {
   type ReplaceOutcome,
   refusalKey,
 } from "../fleet/state.js";
-import { type Invalid, invalidNode, invalidService } from "../fleet/validate.js";
+import { type Invalid, invalidNode, invalidService, namedSecretsOnly } from "../fleet/validate.js";
 import type { Clock, TimerHandle } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
 import type { LogThrottle } from "./log-throttle.js";
@@ -90,6 +91,11 @@ export interface SessionDeps {
    * provider's. Anything else an agent sends is dropped before it reaches fleet state.
    */
   readonly annotations: AnnotationFilter;
+  /**
+   * The Secrets the cluster's provider needs (Welcome): a Service carries only those its own
+   * annotations name under these, with only the keys asked for; anything else is dropped.
+   */
+  readonly secretReferences?: readonly SecretReference[];
   /** Bounds the log lines of refused streams (shared by every session of the hub). */
   readonly logThrottle?: LogThrottle | undefined;
   /** This hub's release: an agent too old or too new for it is refused (agentVersionProblem). */
@@ -247,6 +253,7 @@ export class AgentSession {
           desiredSubject: this.deps.desiredSubject,
           heartbeatIntervalMs: this.deps.heartbeatIntervalMs,
           forwardAnnotationPrefixes: [...this.deps.annotations.prefixes],
+          secretReferences: [...(this.deps.secretReferences ?? [])],
         },
       },
     });
@@ -391,6 +398,7 @@ export class AgentSession {
   private dropUnasked(obj: Node | Service): void {
     const filter = this.deps.annotations;
     for (const k in obj.annotations) if (!filter.forwards(k)) delete obj.annotations[k];
+    if ("secrets" in obj) obj.secrets = namedSecretsOnly(obj, this.deps.secretReferences ?? []);
   }
 
   /** A new object beyond limits.maxObjectsPerCluster is refused (an update of a known one is not). */

@@ -289,6 +289,21 @@ const LEASE_PRINTER: Printer = {
   },
 };
 
+const SECRET_PRINTER: Printer = {
+  columns: [
+    NAME_COL,
+    col("Type", "The type of the secret."),
+    col("Data", "The number of keys in the secret.", { type: "integer" }),
+    AGE_COL,
+  ],
+  cells: (obj, now) => [
+    name(obj),
+    getString(obj, "type") ?? "",
+    Object.keys(getObject(obj, "data") ?? {}).length,
+    age(obj, now),
+  ],
+};
+
 function podCells(obj: JsonObject, now: number): JsonValue[] {
   const spec = getObject(obj, "spec");
   const status = getObject(obj, "status");
@@ -347,6 +362,7 @@ const PRINTERS: Readonly<Record<string, Printer>> = {
   Namespace: NAMESPACE_PRINTER,
   Lease: LEASE_PRINTER,
   Pod: POD_PRINTER,
+  Secret: SECRET_PRINTER,
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import {
   validateTaints,
 } from "./validation.js";
 
-export type KindName = "Node" | "Service" | "Event" | "Namespace" | "Lease" | "Pod";
+export type KindName = "Node" | "Service" | "Event" | "Namespace" | "Lease" | "Pod" | "Secret";
 export type Subresource = "" | "status";
 
 export interface ResourceDef {
@@ -912,7 +912,96 @@ export const PODS: ResourceDef = {
   ],
 };
 
-export const ALL_RESOURCES: readonly ResourceDef[] = [NODES, SERVICES, EVENTS, NAMESPACES, LEASES, PODS];
+// ---------------------------------------------------------------------------------------------
+// Secrets (core/v1): stringData folded into data on write, data values base64, the
+// kubernetes.io/tls type's required keys (pkg/apis/core/validation ValidateSecret)
+
+const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function foldStringData(obj: JsonObject): void {
+  const stringData = getObject(obj, "stringData");
+  if (stringData === undefined) return;
+  const data = ensureObject(obj, "data");
+  for (const [k, v] of Object.entries(stringData))
+    if (typeof v === "string") data[k] = Buffer.from(v, "utf8").toString("base64");
+  delete obj["stringData"];
+}
+
+function validateSecret(obj: JsonObject): FieldError[] {
+  const errs: FieldError[] = [];
+  const data = getObject(obj, "data") ?? {};
+  let total = 0;
+  for (const [k, v] of Object.entries(data)) {
+    if (!SECRET_KEY.test(k) || k.length > 253)
+      errs.push(
+        fieldInvalid(
+          `data[${k}]`,
+          k,
+          "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+        ),
+      );
+    if (typeof v !== "string" || !BASE64.test(v))
+      errs.push(fieldInvalid(`data[${k}]`, "<secret contents redacted>", "illegal base64 data"));
+    else total += Buffer.from(v, "base64").length;
+  }
+  if (total > 1024 * 1024) errs.push(fieldInvalid("data", "", "Too long: must have at most 1048576 bytes"));
+  if (getString(obj, "type") === "kubernetes.io/tls")
+    for (const k of ["tls.crt", "tls.key"]) if (data[k] === undefined) errs.push(fieldRequired(`data[${k}]`));
+  return errs;
+}
+
+export const SECRETS: ResourceDef = {
+  kind: "Secret",
+  listKind: "SecretList",
+  plural: "secrets",
+  singular: "secret",
+  shortNames: [],
+  group: "",
+  version: "v1",
+  apiVersion: "v1",
+  namespaced: true,
+  hasStatus: false,
+  allowCreateOnUpdate: false,
+  allowUnconditionalUpdate: true,
+  returnDeletedObject: false,
+  gcSupported: true,
+  storagePrefix: "/registry/secrets/",
+  smp: { fields: { metadata: META_SMP } },
+  fieldLabels: ["metadata.name", "metadata.namespace", "type"],
+  nameValidator: nameIsDNSSubdomain,
+  unsupportedFieldError: coreFieldError,
+  fieldsOf(obj) {
+    return {
+      "metadata.name": nameOf(obj),
+      "metadata.namespace": nsOf(obj),
+      type: getString(obj, "type") ?? "",
+    };
+  },
+  defaults(obj) {
+    if (!getString(obj, "type")) obj["type"] = "Opaque";
+    foldStringData(obj);
+  },
+  prepareForCreate() {},
+  prepareForUpdate() {},
+  validateCreate: (obj) => [...coreValidateObjectMeta(obj, true, nameIsDNSSubdomain), ...validateSecret(obj)],
+  validateUpdate: (newObj, oldObj) => {
+    const errs = [...coreValidateObjectMetaUpdate(newObj, oldObj), ...validateSecret(newObj)];
+    if (getString(newObj, "type") !== getString(oldObj, "type"))
+      errs.push(fieldInvalid("type", getString(newObj, "type") ?? "", "field is immutable"));
+    return errs;
+  },
+};
+
+export const ALL_RESOURCES: readonly ResourceDef[] = [
+  NODES,
+  SERVICES,
+  EVENTS,
+  NAMESPACES,
+  LEASES,
+  PODS,
+  SECRETS,
+];
 
 export function resourceByKind(kind: KindName): ResourceDef {
   const def = ALL_RESOURCES.find((d) => d.kind === kind);

@@ -236,6 +236,8 @@ const LEASE = kind("io.k8s.api.coordination.v1.Lease", {
 
 const POD = kind("io.k8s.api.core.v1.Pod", { spec: any, status: any });
 
+const SECRET = kind("io.k8s.api.core.v1.Secret", { type: str, data: any, stringData: any, immutable: any });
+
 export const KIND_SCHEMAS: Readonly<Record<KindName, Schema>> = {
   Node: NODE,
   Service: SERVICE,
@@ -243,6 +245,7 @@ export const KIND_SCHEMAS: Readonly<Record<KindName, Schema>> = {
   Namespace: NAMESPACE,
   Lease: LEASE,
   Pod: POD,
+  Secret: SECRET,
 };
 
 /**

@@ -1,6 +1,9 @@
 // The fake Linode API on its own: every route it serves answers in the spec's shapes (checked
 // against Linode's OpenAPI document), numbered pages, X-Filter, the error envelope, faults.
+
+import { X509Certificate } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { selfSignedCertificate } from "../util/certificate.js";
 import { LinodeFake } from "./fake.js";
 
 let fake: LinodeFake;
@@ -174,15 +177,26 @@ describe("fake Linode API", () => {
     }[];
     expect(after.map((n) => n.id)).toContain(nodeId);
     expect(after).toHaveLength(2);
-    const tls = await call("POST", `/nodebalancers/${id}/configs`, {
-      body: {
-        port: 443,
-        protocol: "https",
-        ssl_cert: "-----BEGIN CERTIFICATE-----",
-        ssl_key: "-----BEGIN PRIVATE KEY-----",
-      },
+    const pem = selfSignedCertificate("shop.example.com");
+    const other = selfSignedCertificate("other.example.com");
+    const https = (body: Record<string, unknown>) =>
+      call("POST", `/nodebalancers/${id}/configs`, { body: { port: 443, protocol: "https", ...body } });
+    expect((await https({})).body).toEqual({
+      errors: [{ reason: "SSL certificate and key are required for https", field: "ssl_cert" }],
     });
-    expect(tls.body).toMatchObject({ ssl_cert: "<REDACTED>", ssl_key: "<REDACTED>" });
+    expect((await https({ ssl_cert: "-----BEGIN CERTIFICATE-----", ssl_key: pem.key })).body).toEqual({
+      errors: [{ reason: "Invalid SSL certificate", field: "ssl_cert" }],
+    });
+    expect((await https({ ssl_cert: pem.cert, ssl_key: other.key })).body).toEqual({
+      errors: [{ reason: "SSL key does not match the certificate", field: "ssl_key" }],
+    });
+    const tls = await https({ ssl_cert: pem.cert, ssl_key: pem.key });
+    expect(tls.body).toMatchObject({
+      ssl_cert: "<REDACTED>",
+      ssl_key: "<REDACTED>",
+      ssl_commonname: "shop.example.com",
+      ssl_fingerprint: new X509Certificate(pem.cert).fingerprint,
+    });
     const dup = await call("POST", `/nodebalancers/${id}/configs`, { body: { port: 443, protocol: "tcp" } });
     expect(dup.status).toBe(400);
     expect(dup.body).toEqual({

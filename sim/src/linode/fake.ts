@@ -8,6 +8,7 @@
  * Linode is missing from lists. With `spec`, every request and answer is checked against
  * Linode's OpenAPI document.
  */
+import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
@@ -786,6 +787,8 @@ export class LinodeFake {
       udpCheckPort: 80,
       sslCert: null,
       sslKey: null,
+      sslFingerprint: "",
+      sslCommonName: "",
       nodes: [],
     };
     applyConfig(cfg, body);
@@ -1087,8 +1090,35 @@ function applyConfig(cfg: FakeNbConfig, b: Json): void {
   if (cfg.protocol === "udp" && cfg.proxyProtocol !== "none")
     throw bad("UDP configs take no proxy protocol", "proxy_protocol");
   // "<REDACTED>" sent back is not a certificate: the API keeps what it holds.
-  if (typeof b["ssl_cert"] === "string" && b["ssl_cert"] !== "<REDACTED>") cfg.sslCert = b["ssl_cert"];
-  if (typeof b["ssl_key"] === "string" && b["ssl_key"] !== "<REDACTED>") cfg.sslKey = b["ssl_key"];
+  const cert =
+    typeof b["ssl_cert"] === "string" && b["ssl_cert"] !== "<REDACTED>" ? b["ssl_cert"] : cfg.sslCert;
+  const key = typeof b["ssl_key"] === "string" && b["ssl_key"] !== "<REDACTED>" ? b["ssl_key"] : cfg.sslKey;
+  if (cert !== cfg.sslCert || key !== cfg.sslKey) {
+    // As Linode: the certificate must parse, and the key must be its key.
+    let x509: X509Certificate | undefined;
+    if (cert !== null)
+      try {
+        x509 = new X509Certificate(cert);
+      } catch {
+        throw bad("Invalid SSL certificate", "ssl_cert");
+      }
+    if (key !== null) {
+      let k: KeyObject;
+      try {
+        k = createPrivateKey(key);
+      } catch {
+        throw bad("Invalid SSL key", "ssl_key");
+      }
+      if (x509 !== undefined && !x509.checkPrivateKey(k))
+        throw bad("SSL key does not match the certificate", "ssl_key");
+    }
+    cfg.sslCert = cert;
+    cfg.sslKey = key;
+    cfg.sslFingerprint = x509?.fingerprint ?? "";
+    cfg.sslCommonName = /(?:^|\n)CN=([^\n]*)/.exec(x509?.subject ?? "")?.[1] ?? "";
+  }
+  if (cfg.protocol === "https" && (cfg.sslCert === null || cfg.sslKey === null))
+    throw bad("SSL certificate and key are required for https", "ssl_cert");
   if (cfg.checkTimeout >= cfg.checkInterval && cfg.check !== "none")
     throw bad("check_timeout must be less than check_interval", "check_timeout");
   if (cfg.check === "http_body" && cfg.checkBody === "") throw bad("check_body is required", "check_body");

@@ -62,6 +62,9 @@ export interface FakeNbConfig {
   cipherSuite: "recommended" | "legacy";
   sslCert: string | null;
   sslKey: string | null;
+  /** Derived from sslCert, as the API reports them: SHA-1 fingerprint and subject CN. */
+  sslFingerprint: string;
+  sslCommonName: string;
   nodes: FakeNbNode[];
 }
 

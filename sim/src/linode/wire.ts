@@ -201,8 +201,8 @@ export function wireNbConfig(c: FakeNbConfig): Record<string, unknown> {
     proxy_protocol: c.proxyProtocol,
     // Linode never answers the certificate or key it holds.
     ssl_cert: c.sslCert === null ? null : "<REDACTED>",
-    ssl_commonname: c.sslCert === null ? "" : "fake.example.com",
-    ssl_fingerprint: c.sslCert === null ? "" : "00:11:22:33",
+    ssl_commonname: c.sslCommonName,
+    ssl_fingerprint: c.sslFingerprint,
     ssl_key: c.sslKey === null ? null : "<REDACTED>",
     stickiness: c.stickiness,
     udp_check_port: c.udpCheckPort,

@@ -1,7 +1,7 @@
-import { Node } from "@fleet-ccm/proto";
+import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { parseLbAnnotations } from "./annotations.js";
-import { backendFacts, backendSubset, vendorNodeAnnotations } from "./predicates.js";
+import { backendFacts, backendSubset, loadBalancerSpec, specKey, vendorNodeAnnotations } from "./predicates.js";
 
 describe("backendSubset", () => {
   const ids = Array.from({ length: 50 }, (_, i) => `i-${String(i).padStart(3, "0")}`);
@@ -72,5 +72,40 @@ describe("backend facts of a node", () => {
         n({ "node.k8s.linode.com/public-ipv6": "2600::1/128", "lifecycle.fleet-ccm.io/x": "1" }),
       ),
     ).toEqual({ "node.k8s.linode.com/public-ipv6": "2600::1/128" });
+  });
+});
+
+describe("Secrets in the spec", () => {
+  const svc = (key: string) =>
+    Service.fromPartial({
+      namespace: "shop",
+      name: "web",
+      uid: "u1",
+      type: "LoadBalancer",
+      ports: [{ name: "https", protocol: "TCP", port: 443, nodePort: 30443 }],
+      annotations: { "service.beta.kubernetes.io/vendor-port-443": '{"tls-secret-name":"web-tls"}' },
+      secrets: [
+        {
+          name: "web-tls",
+          data: { "tls.crt": Buffer.from("CERT"), "tls.key": Buffer.from(key) },
+          problem: "",
+        },
+        { name: "gone", data: {}, problem: "Secret shop/gone not found" },
+      ],
+    });
+
+  test("arrive as UTF-8 data or a problem; the change key follows them and holds only hashes", () => {
+    const settings = parseLbAnnotations({});
+    const a = loadBalancerSpec(svc("PRIVATE-KEY-ONE"), settings, ["1"]);
+    expect(a.secrets).toEqual({
+      "web-tls": { data: { "tls.crt": "CERT", "tls.key": "PRIVATE-KEY-ONE" } },
+      gone: { problem: "Secret shop/gone not found" },
+    });
+    const b = loadBalancerSpec(svc("PRIVATE-KEY-TWO"), settings, ["1"]);
+    expect(specKey(a)).not.toBe(specKey(b));
+    expect(specKey(a)).toBe(specKey(loadBalancerSpec(svc("PRIVATE-KEY-ONE"), settings, ["2"])));
+    for (const k of [specKey(a), specKey(b)]) expect(k).not.toMatch(/PRIVATE-KEY|CERT"/);
+    // No Secrets: no field, the digest as before.
+    expect(loadBalancerSpec(Service.fromPartial({ ports: [] }), settings, []).secrets).toBeUndefined();
   });
 });

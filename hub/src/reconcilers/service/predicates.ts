@@ -5,10 +5,12 @@ import {
   type Service,
   UNIFIED_ANNOTATION_PREFIXES,
 } from "@fleet-ccm/proto";
+import { specText } from "../../cloud/naming.js";
 import type {
   BackendAnnotations,
   LbHealthCheck,
   LbIngress,
+  LbSecret,
   LbServiceHints,
   LoadBalancerSpec,
 } from "../../cloud/provider.js";
@@ -150,6 +152,7 @@ export function loadBalancerSpec(
     internal: settings.internal,
     serviceName: `${svc.namespace}/${svc.name}`,
     ...vendorAnnotations(svc.annotations),
+    ...secretsOf(svc),
   };
 }
 
@@ -165,6 +168,22 @@ export function backendAnnotationsOf(
     if (a !== undefined) out[id] = a;
   }
   return Object.keys(out).length === 0 ? {} : { backendAnnotations: out };
+}
+
+/** The Secrets the Service names (already narrowed to its references at ingest), UTF-8. */
+function secretsOf(svc: Readonly<Service>): { secrets?: Readonly<Record<string, LbSecret>> } {
+  if (svc.secrets.length === 0) return {};
+  const out: Record<string, LbSecret> = {};
+  for (const s of svc.secrets)
+    out[s.name] =
+      s.problem !== ""
+        ? { problem: s.problem }
+        : {
+            data: Object.fromEntries(
+              Object.entries(s.data).map(([k, v]) => [k, Buffer.from(v).toString("utf8")]),
+            ),
+          };
+  return { secrets: out };
 }
 
 /**
@@ -193,8 +212,7 @@ export function serviceHints(svc: Readonly<Service>): LbServiceHints {
 
 /** A stable digest of everything but the backends: changes mean a full ensure, not a backend update. */
 export function specKey(spec: LoadBalancerSpec): string {
-  const { backends: _backends, backendAnnotations: _annotations, ...rest } = spec;
-  return JSON.stringify(rest);
+  return specText(spec);
 }
 
 /** The Service's ingress: an entry's hostname is kept beside its IP only where the provider says so. */

@@ -4,6 +4,7 @@
  * CloudError naming the annotation (not retried: the Service must change).
  */
 import { isIP } from "node:net";
+import type { SecretReference } from "@fleet-ccm/proto";
 import { CloudError } from "../../errors.js";
 import { isPrivateIPv4 } from "./instances.js";
 
@@ -49,6 +50,17 @@ export const A = {
   frontendIPv6Range: "frontend-ipv6-range",
 } as const;
 
+/**
+ * The Secrets port annotations name: `tls-secret-name` in `port-<N>`, a `kubernetes.io/tls`
+ * Secret in the Service's namespace whose tls.crt and tls.key become the config's ssl_cert and
+ * ssl_key (agents read these and no other Secret).
+ */
+export const TLS_SECRET_REFERENCE: SecretReference = Object.freeze({
+  annotationPrefix: ANNOTATION_PREFIX + A.portPrefix,
+  jsonField: "tls-secret-name",
+  keys: ["tls.crt", "tls.key"],
+});
+
 /** Keys the Linode CCM has that this provider refuses (it cannot do what they ask). */
 export const UNSUPPORTED = [] as const;
 
@@ -64,6 +76,8 @@ export interface PortSettings {
   readonly algorithm?: Algorithm;
   readonly stickiness?: Stickiness;
   readonly udpCheckPort?: number;
+  /** The kubernetes.io/tls Secret of an https port (LoadBalancerSpec.secrets holds its content). */
+  readonly tlsSecretName?: string;
 }
 
 export interface FirewallAcl {
@@ -162,8 +176,7 @@ function parsePort(key: string, raw: string): PortSettings {
     if (typeof x !== "string") return fail(key, raw, `${k} as a string`);
     return x;
   };
-  if (str("tls-secret-name") !== undefined)
-    fail(key, raw, "no tls-secret-name: TLS ports are not supported by fleet-ccm's Linode provider yet");
+  const tlsSecretName = str("tls-secret-name");
   const udpPort = o["udp-check-port"];
   if (
     udpPort !== undefined &&
@@ -180,6 +193,7 @@ function parsePort(key: string, raw: string): PortSettings {
     ...(algorithm !== undefined && { algorithm: oneOf(key, algorithm, ALGORITHMS) }),
     ...(stickiness !== undefined && { stickiness: oneOf(key, stickiness, STICKINESS) }),
     ...(udpPort !== undefined && { udpCheckPort: udpPort as number }),
+    ...(tlsSecretName !== undefined && tlsSecretName !== "" && { tlsSecretName }),
   };
 }
 

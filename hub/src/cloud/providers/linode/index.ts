@@ -10,7 +10,7 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6 } from "./annotations.js";
+import { ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6, TLS_SECRET_REFERENCE } from "./annotations.js";
 import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "./client.js";
 import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
 import { isOurTag, LinodeLoadBalancers } from "./load-balancers.js";
@@ -59,6 +59,8 @@ export const linodeProvider: ProviderFactory = {
   // The two node keys alone (not node.k8s.linode.com/*): each is a backend fact, so any other
   // key forwarded would re-sync backends for nothing.
   annotationPrefixes: [ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6],
+  // port-<N>: {"protocol": "https", "tls-secret-name": "<kubernetes.io/tls Secret>"}, as the Linode CCM.
+  secretReferences: [TLS_SECRET_REFERENCE],
   checkCredentials(names) {
     if (names.length === 1 && names[0] === "") return;
     for (const n of names)

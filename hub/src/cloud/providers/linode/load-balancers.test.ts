@@ -1,12 +1,14 @@
 // NodeBalancers against the fake Linode API: the Linode CCM's build and rebuild, every
 // linode-loadbalancer-* annotation this provider honours, Cloud Firewalls, adoption of a
 // NodeBalancer the Linode CCM made, preserve, and the ingress shape.
+import { X509Certificate } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
+import { selfSignedCertificate } from "../../../../../sim/src/util/certificate.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, TransientCloudError } from "../../errors.js";
-import { loadBalancerName } from "../../naming.js";
-import type { LbOwner, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
+import { loadBalancerName, loadBalancerSpecDigest, specText } from "../../naming.js";
+import type { LbOwner, LbSecret, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
 import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
 import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
 
@@ -451,7 +453,7 @@ describe("annotations", () => {
       { [`${P}default-protocol`]: "quic" },
       { [`${P}check-type`]: "http_body" },
       { [`${P}port-443`]: "{not json" },
-      { [`${P}port-443`]: JSON.stringify({ "tls-secret-name": "cert" }) },
+      { [`${P}port-443`]: JSON.stringify({ protocol: "https" }) },
       { [`${P}reserved-ipv4`]: "not-an-ip" },
       { [`${P}frontend-ipv4-range`]: "10.0.0.0/24" },
       { [`${P}udp-check-port`]: "0" },
@@ -466,6 +468,152 @@ describe("annotations", () => {
       expect((err as Error).message).toContain(Object.keys(a)[0]);
     }
     expect(h.fake.store.nodeBalancers.size).toBe(before);
+  });
+});
+
+describe("TLS ports (tls-secret-name)", () => {
+  const first = selfSignedCertificate("shop.example.com");
+  const rotated = selfSignedCertificate("shop.example.com");
+  const https = (secret: LbSecret | undefined, portJson: Record<string, unknown> = {}) =>
+    spec(
+      { [`${P}port-443`]: JSON.stringify({ protocol: "https", "tls-secret-name": "shop-tls", ...portJson }) },
+      secret === undefined ? {} : { secrets: { "shop-tls": secret } },
+    );
+  const tls = (c: { cert: string; key: string }): LbSecret => ({
+    // A Secret's PEM ends in a newline; Linode gets it trimmed, as the Linode CCM sends it.
+    data: { "tls.crt": c.cert, "tls.key": c.key },
+  });
+  const rebuildsSince = (mark: number) =>
+    h.fake.mutations.filter((m) => m.seq > mark && m.operation === "nodebalancers.configs.rebuild");
+
+  test("an https port gets the Secret's certificate and key; the API redacts them on read", async () => {
+    const o = owner();
+    await lbs().ensure(o, https(tls(first)));
+    const c = configOf(o, 443);
+    expect(c.protocol).toBe("https");
+    expect(c.stickiness).toBe("table");
+    expect(c.sslCert).toBe(first.cert.trim());
+    expect(c.sslKey).toBe(first.key.trim());
+    expect(c.sslFingerprint).toBe(new X509Certificate(first.cert).fingerprint);
+    // Port 80 stays plain TCP and gets no certificate.
+    expect(configOf(o, 80)).toMatchObject({ protocol: "tcp", sslCert: null, sslKey: null });
+    const res = await fetch(`${h.fake.url}/v4/nodebalancers/${nbOf(o).id}/configs/${c.id}`, {
+      headers: { authorization: `Bearer ${h.token.value}` },
+    });
+    const wire = (await res.json()) as Record<string, unknown>;
+    expect(wire).toMatchObject({
+      ssl_cert: "<REDACTED>",
+      ssl_key: "<REDACTED>",
+      ssl_commonname: "shop.example.com",
+    });
+    expect(JSON.stringify(wire)).not.toContain("PRIVATE KEY");
+  });
+
+  test("the same certificate again changes nothing; a rotated one rebuilds the config with it", async () => {
+    const o = owner();
+    await lbs().ensure(o, https(tls(first)));
+    const id = configOf(o, 443).id;
+    const same = h.fake.log.mark();
+    await lbs().ensure(o, https(tls(first)));
+    expect(rebuildsSince(same)).toEqual([]);
+    const mark = h.fake.log.mark();
+    await lbs().ensure(o, https(tls(rotated)));
+    const rebuilds = rebuildsSince(mark);
+    expect(rebuilds).toHaveLength(1);
+    expect(rebuilds[0]?.path).toContain(`/configs/${id}/rebuild`);
+    expect(rebuilds[0]?.body).toMatchObject({ ssl_cert: rotated.cert.trim(), ssl_key: rotated.key.trim() });
+    expect(configOf(o, 443)).toMatchObject({ id, sslCert: rotated.cert.trim(), sslKey: rotated.key.trim() });
+  });
+
+  test("a node change rebuilds the https config with its certificate again, as the Linode CCM does", async () => {
+    const o = owner();
+    // One provider, as the hub keeps one per account (the key it sent is remembered in memory).
+    const provider = lbs();
+    await provider.ensure(o, https(tls(first)));
+    const mark = h.fake.log.mark();
+    await provider.updateBackends(o, ids(nodes.slice(1, 3)));
+    const rebuilds = rebuildsSince(mark);
+    expect(rebuilds).toHaveLength(2);
+    const by = (port: number) =>
+      rebuilds.find((m) => m.path.endsWith(`/configs/${configOf(o, port).id}/rebuild`))?.body as Record<
+        string,
+        unknown
+      >;
+    expect(by(443)).toMatchObject({ ssl_cert: first.cert.trim(), ssl_key: first.key.trim() });
+    expect(by(80)["ssl_cert"]).toBeUndefined();
+    expect(configOf(o, 443)).toMatchObject({ sslCert: first.cert.trim(), protocol: "https" });
+  });
+
+  test("a config added later for an https port is created with the certificate", async () => {
+    const o = owner();
+    await lbs().ensure(o, spec());
+    const mark = h.fake.log.mark();
+    await lbs().ensure(o, https(tls(first)));
+    // The tcp config on 443 becomes https: rebuilt with the certificate.
+    expect(
+      rebuildsSince(mark).some((m) => (m.body as Record<string, unknown>)["ssl_cert"] === first.cert.trim()),
+    ).toBe(true);
+    expect(configOf(o, 443).sslCert).toBe(first.cert.trim());
+  });
+
+  test("a missing, unreadable or malformed Secret fails the sync naming it, never its content; nothing is made", async () => {
+    const before = h.fake.store.nodeBalancers.size;
+    const cases: [LoadBalancerSpec, RegExp][] = [
+      [https(undefined), /port 443: TLS Secret "shop-tls" was not received/],
+      [
+        https({ problem: "Secret default/shop-tls not found" }),
+        /TLS Secret "shop-tls": Secret default\/shop-tls not found/,
+      ],
+      [
+        https({ data: { "tls.crt": "-----BEGIN CERTIFICATE-----\nAAAA", "tls.key": first.key } }),
+        /tls\.crt is not a PEM certificate/,
+      ],
+      [
+        https({ data: { "tls.crt": first.cert, "tls.key": "not a key" } }),
+        /tls\.key is not a PEM private key/,
+      ],
+      [
+        https({ data: { "tls.crt": first.cert, "tls.key": rotated.key } }),
+        /tls\.key is not the key of the certificate/,
+      ],
+      [
+        spec({ [`${P}port-443`]: JSON.stringify({ protocol: "https" }) }),
+        /protocol https needs "tls-secret-name"/,
+      ],
+      [
+        spec(
+          { [`${P}port-443`]: JSON.stringify({ protocol: "udp", "tls-secret-name": "shop-tls" }) },
+          { secrets: { "shop-tls": tls(first) } },
+        ),
+        /not supported for UDP/,
+      ],
+    ];
+    for (const [s, message] of cases) {
+      const err = await lbs()
+        .ensure(owner(), s)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CloudError);
+      expect((err as Error).message).toMatch(message);
+      expect((err as Error).message).not.toContain("PRIVATE KEY");
+    }
+    expect(h.fake.store.nodeBalancers.size).toBe(before);
+  });
+
+  test("the spec digest follows the certificate and holds no key", () => {
+    const a = https(tls(first));
+    const b = https(tls(rotated));
+    expect(loadBalancerSpecDigest(a)).not.toBe(loadBalancerSpecDigest(b));
+    expect(loadBalancerSpecDigest(a)).toBe(loadBalancerSpecDigest(https(tls(first))));
+    const body = (c: string) =>
+      c
+        .split("\n")
+        .filter((l) => !l.startsWith("-----"))
+        .join("");
+    for (const text of [specText(a), specText(b)]) {
+      expect(text).not.toContain(body(first.key).slice(0, 24));
+      expect(text).not.toContain(body(rotated.key).slice(0, 24));
+      expect(text).not.toContain("PRIVATE KEY");
+    }
   });
 });
 

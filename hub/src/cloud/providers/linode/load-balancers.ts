@@ -12,6 +12,7 @@
  * digest tags, written last, say what the NodeBalancer was made to match, so the account's
  * listing tells a restarted hub which Services are current.
  */
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
   backendsDigest,
@@ -36,6 +37,7 @@ import type {
 } from "../../provider.js";
 import {
   type Algorithm,
+  ANNOTATION_PREFIX,
   type CheckType,
   type LinodeLbSettings,
   type NbProto,
@@ -101,7 +103,7 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   sessionAffinity: true,
   proxyProtocol: true,
   internal: false,
-  protocols: ["TCP", "UDP", "HTTP"] as const,
+  protocols: ["TCP", "UDP", "HTTP", "HTTPS"] as const,
   ingressIpWithHostname: true,
 });
 
@@ -214,6 +216,11 @@ interface DesiredConfig {
   readonly proxy_protocol: ProxyProtocol;
   /** UDP only (newer than the spec file). */
   readonly udp_check_port?: number;
+  /** HTTPS only: the certificate (chain) and key from the port's TLS Secret. Never logged. */
+  readonly ssl_cert?: string;
+  readonly ssl_key?: string;
+  /** HTTPS only: the SHA-1 fingerprint the API reports for ssl_cert (it redacts the cert itself). */
+  readonly sslFingerprint?: string;
   /** Where the nodes listen. */
   readonly nodePort: number;
 }
@@ -221,8 +228,48 @@ interface DesiredConfig {
 const UNIFIED = "lb.fleet-ccm.io/";
 
 function configFields(c: DesiredConfig): Record<string, unknown> {
-  const { nodePort: _nodePort, ...fields } = c;
+  const { nodePort: _nodePort, sslFingerprint: _fingerprint, ...fields } = c;
   return fields;
+}
+
+/**
+ * The certificate and key of an https port, from the kubernetes.io/tls Secret its port
+ * annotation names (trimmed, as the Linode CCM sends them), checked before Linode sees them.
+ * Errors name the Secret and the key, never their content.
+ */
+function tlsOf(
+  spec: LoadBalancerSpec,
+  port: number,
+  settings: PortSettings,
+): Pick<DesiredConfig, "ssl_cert" | "ssl_key" | "sslFingerprint"> {
+  const name = settings.tlsSecretName;
+  if (name === undefined)
+    throw new CloudError(
+      `port ${port}: protocol https needs "tls-secret-name" (a kubernetes.io/tls Secret) in ${ANNOTATION_PREFIX}port-${port}`,
+    );
+  const secret = spec.secrets?.[name];
+  const what = `port ${port}: TLS Secret "${name}"`;
+  if (secret === undefined)
+    throw new CloudError(
+      `${what} was not received from the cluster's agent (an agent that reads no Secrets?)`,
+    );
+  if (secret.data === undefined) throw new CloudError(`${what}: ${secret.problem}`);
+  const cert = (secret.data["tls.crt"] ?? "").trim();
+  const key = (secret.data["tls.key"] ?? "").trim();
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new CloudError(`${what}: tls.crt is not a PEM certificate`);
+  }
+  let matches: boolean;
+  try {
+    matches = x509.checkPrivateKey(createPrivateKey(key));
+  } catch {
+    throw new CloudError(`${what}: tls.key is not a PEM private key`);
+  }
+  if (!matches) throw new CloudError(`${what}: tls.key is not the key of the certificate in tls.crt`);
+  return { ssl_cert: cert, ssl_key: key, sslFingerprint: x509.fingerprint.toUpperCase() };
 }
 
 function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
@@ -239,7 +286,9 @@ function configMatches(have: WireNbConfig, want: DesiredConfig): boolean {
     (want.check_body === undefined || have.check_body === want.check_body) &&
     have.check_passive === want.check_passive &&
     have.proxy_protocol === want.proxy_protocol &&
-    (want.udp_check_port === undefined || have.udp_check_port === want.udp_check_port)
+    (want.udp_check_port === undefined || have.udp_check_port === want.udp_check_port) &&
+    // The API redacts the certificate; its fingerprint tells a rotated one.
+    (want.sslFingerprint === undefined || have.ssl_fingerprint?.toUpperCase() === want.sslFingerprint)
   );
 }
 
@@ -259,11 +308,13 @@ export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): Des
         : unifiedProtocol
           ? (l.protocol.toLowerCase() as NbProto)
           : (port.protocol ?? s.defaultProtocol ?? (l.protocol.toLowerCase() as NbProto));
-    if (protocol === "udp") return udpConfig(l, port, s);
-    if (protocol === "https")
-      throw new CloudError(
-        `port ${l.port}: HTTPS needs a TLS certificate from a Secret, which this provider does not read yet`,
-      );
+    if (protocol === "udp") {
+      if (port.tlsSecretName !== undefined)
+        throw new CloudError(`port ${l.port}: a TLS Secret (tls-secret-name) is not supported for UDP`);
+      return udpConfig(l, port, s);
+    }
+    // As the Linode CCM: the Secret is used by https ports only.
+    const tls = protocol === "https" ? tlsOf(spec, l.port, port) : {};
     const check: CheckType = unified("health-check-protocol")
       ? hc.protocol === "HTTP"
         ? "http"
@@ -297,6 +348,7 @@ export function desiredConfigs(spec: LoadBalancerSpec, s: LinodeLbSettings): Des
           ? "v2"
           : "none"
         : (port.proxyProtocol ?? s.defaultProxyProtocol ?? (l.proxyProtocol ? "v2" : "none")),
+      ...tls,
       nodePort: l.nodePort,
     };
   });
@@ -416,6 +468,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
   readonly capabilities = CAPABILITIES;
   /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
   private readonly nodePorts = new Map<number, number>();
+  /**
+   * The certificate and key an https config (`<NodeBalancer id>/<port>`) last got from this
+   * provider: the API redacts them, and a backends-only rebuild sends them again, as the Linode
+   * CCM sends them on every rebuild. In memory only, never logged.
+   */
+  private readonly tlsSent = new Map<string, { readonly ssl_cert: string; readonly ssl_key: string }>();
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -529,7 +587,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
       await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
     }
-    for (const c of configs) this.nodePorts.set(c.port, c.nodePort);
+    for (const c of configs) {
+      this.nodePorts.set(c.port, c.nodePort);
+      if (c.ssl_cert !== undefined && c.ssl_key !== undefined)
+        this.tlsSent.set(`${nb.id}/${c.port}`, { ssl_cert: c.ssl_cert, ssl_key: c.ssl_key });
+      else this.tlsSent.delete(`${nb.id}/${c.port}`);
+    }
     await this.reconcileFirewall(owner, nb, name, rules, s, signal);
     // Last: the digests vouch for everything above (a crash before here leaves them stale).
     const shape = shapeOf(s);
@@ -571,7 +634,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
       await this.client.post(
         LB_OPS.rebuild,
         `/nodebalancers/${nb.id}/configs/${c.id}/rebuild`,
-        { nodes: want },
+        { nodes: want, ...(c.protocol === "https" && this.tlsSent.get(`${nb.id}/${c.port}`)) },
         { signal },
       );
     }
@@ -1003,6 +1066,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
+    for (const k of this.tlsSent.keys()) if (k.startsWith(`${nb.id}/`)) this.tlsSent.delete(k);
     this.ctx.logger.info({ nodebalancer: nb.id }, "NodeBalancer deleted");
   }
 

@@ -45,6 +45,8 @@ export interface WireNbConfig {
   readonly cipher_suite: string;
   readonly ssl_cert: string | null;
   readonly ssl_key: string | null;
+  /** SHA-1 fingerprint of ssl_cert, colon-separated hex (the API never returns the cert itself). */
+  readonly ssl_fingerprint?: string;
   /** UDP configs (newer than the spec file). */
   readonly udp_check_port?: number;
 }

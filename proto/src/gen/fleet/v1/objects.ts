@@ -149,11 +149,34 @@ export interface Service {
   finalizers: string[];
   /** None or ClientIP. */
   sessionAffinity: string;
+  /**
+   * The Secrets the Service's annotations name under Welcome.secret_references,
+   * read by the agent from the Service's namespace, each with only the keys its
+   * reference asks for. Empty when no forwarded annotation names a Secret.
+   */
+  secrets: ServiceSecret[];
 }
 
 export interface Service_AnnotationsEntry {
   key: string;
   value: string;
+}
+
+/** One Secret a Service names (in the Service's namespace), as the agent read it. */
+export interface ServiceSecret {
+  name: string;
+  /** Only the keys of the reference that named it (e.g. tls.crt and tls.key). */
+  data: { [key: string]: Buffer };
+  /**
+   * Why the Secret could not be used (not found, forbidden, a key missing);
+   * data is empty then. Never any of the Secret's content.
+   */
+  problem: string;
+}
+
+export interface ServiceSecret_DataEntry {
+  key: string;
+  value: Buffer;
 }
 
 export interface ObjectRef {
@@ -1384,6 +1407,7 @@ function createBaseService(): Service {
     deletionTimestamp: undefined,
     finalizers: [],
     sessionAffinity: "",
+    secrets: [],
   };
 }
 
@@ -1439,6 +1463,9 @@ export const Service: MessageFns<Service> = {
     }
     if (message.sessionAffinity !== "") {
       writer.uint32(138).string(message.sessionAffinity);
+    }
+    for (const v of message.secrets) {
+      ServiceSecret.encode(v!, writer.uint32(146).fork()).join();
     }
     return writer;
   },
@@ -1595,6 +1622,14 @@ export const Service: MessageFns<Service> = {
             message.sessionAffinity = reader.string();
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.secrets.push(ServiceSecret.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1679,6 +1714,9 @@ export const Service: MessageFns<Service> = {
         : isSet(object.session_affinity)
         ? globalThis.String(object.session_affinity)
         : "",
+      secrets: globalThis.Array.isArray(object?.secrets)
+        ? object.secrets.map((e: any) => ServiceSecret.fromJSON(e))
+        : [],
     };
   },
 
@@ -1741,6 +1779,9 @@ export const Service: MessageFns<Service> = {
     if (message.sessionAffinity !== "") {
       obj.sessionAffinity = message.sessionAffinity;
     }
+    if (message.secrets?.length) {
+      obj.secrets = message.secrets.map((e) => ServiceSecret.toJSON(e));
+    }
     return obj;
   },
 
@@ -1774,6 +1815,7 @@ export const Service: MessageFns<Service> = {
     message.deletionTimestamp = object.deletionTimestamp ?? undefined;
     message.finalizers = object.finalizers?.map((e) => e) || [];
     message.sessionAffinity = object.sessionAffinity ?? "";
+    message.secrets = object.secrets?.map((e) => ServiceSecret.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1859,6 +1901,222 @@ export const Service_AnnotationsEntry: MessageFns<Service_AnnotationsEntry> = {
     const message = createBaseService_AnnotationsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseServiceSecret(): ServiceSecret {
+  return { name: "", data: {}, problem: "" };
+}
+
+export const ServiceSecret: MessageFns<ServiceSecret> = {
+  encode(message: ServiceSecret, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    globalThis.Object.entries(message.data).forEach(([key, value]: [string, Buffer]) => {
+      ServiceSecret_DataEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    if (message.problem !== "") {
+      writer.uint32(26).string(message.problem);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceSecret {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceSecret();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = ServiceSecret_DataEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.data[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.problem = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ServiceSecret {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      data: isObject(object.data)
+        ? (globalThis.Object.entries(object.data) as [string, any][]).reduce(
+          (acc: { [key: string]: Buffer }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: Buffer.from(bytesFromBase64(value as string)),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      problem: isSet(object.problem) ? globalThis.String(object.problem) : "",
+    };
+  },
+
+  toJSON(message: ServiceSecret): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.data) {
+      const entries = globalThis.Object.entries(message.data) as [string, Buffer][];
+      if (entries.length > 0) {
+        obj.data = {};
+        entries.forEach(([k, v]) => {
+          obj.data[k] = base64FromBytes(v);
+        });
+      }
+    }
+    if (message.problem !== "") {
+      obj.problem = message.problem;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ServiceSecret>, I>>(base?: I): ServiceSecret {
+    return ServiceSecret.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceSecret>, I>>(object: I): ServiceSecret {
+    const message = createBaseServiceSecret();
+    message.name = object.name ?? "";
+    message.data = (globalThis.Object.entries(object.data ?? {}) as [string, Buffer][]).reduce(
+      (acc: { [key: string]: Buffer }, [key, value]: [string, Buffer]) => {
+        if (value !== undefined) {
+          acc[key] = value;
+        }
+        return acc;
+      },
+      {},
+    );
+    message.problem = object.problem ?? "";
+    return message;
+  },
+};
+
+function createBaseServiceSecret_DataEntry(): ServiceSecret_DataEntry {
+  return { key: "", value: Buffer.alloc(0) };
+}
+
+export const ServiceSecret_DataEntry: MessageFns<ServiceSecret_DataEntry> = {
+  encode(message: ServiceSecret_DataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(18).bytes(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceSecret_DataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceSecret_DataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ServiceSecret_DataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? Buffer.from(bytesFromBase64(object.value)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: ServiceSecret_DataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value.length !== 0) {
+      obj.value = base64FromBytes(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ServiceSecret_DataEntry>, I>>(base?: I): ServiceSecret_DataEntry {
+    return ServiceSecret_DataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceSecret_DataEntry>, I>>(object: I): ServiceSecret_DataEntry {
+    const message = createBaseServiceSecret_DataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -1963,6 +2221,14 @@ export const ObjectRef: MessageFns<ObjectRef> = {
     return message;
   },
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -180,6 +180,30 @@ export interface Welcome {
    * "service.beta.kubernetes.io/load-balancer-source-ranges".
    */
   forwardAnnotationPrefixes: string[];
+  /**
+   * The annotations that name Secrets the hub's provider needs for this
+   * cluster (TLS certificates): the agent reads only these Secrets, in the
+   * Service's own namespace, and sends them in Service.secrets. Empty: the
+   * agent reads no Secret.
+   */
+  secretReferences: SecretReference[];
+}
+
+/** Which Services' annotations name a Secret, and what of it to send. */
+export interface SecretReference {
+  /**
+   * Annotations whose key starts with this (e.g.
+   * "service.beta.kubernetes.io/linode-loadbalancer-port-").
+   */
+  annotationPrefix: string;
+  /**
+   * Empty: the annotation's value is the Secret's name. Otherwise the value is
+   * a JSON object and this top-level string field names the Secret (e.g.
+   * "tls-secret-name").
+   */
+  jsonField: string;
+  /** The data keys to send (e.g. "tls.crt", "tls.key"); each is required. */
+  keys: string[];
 }
 
 export interface Ack {
@@ -1301,7 +1325,14 @@ export const Limits: MessageFns<Limits> = {
 };
 
 function createBaseWelcome(): Welcome {
-  return { cluster: "", limits: undefined, desiredSubject: "", heartbeatIntervalMs: 0, forwardAnnotationPrefixes: [] };
+  return {
+    cluster: "",
+    limits: undefined,
+    desiredSubject: "",
+    heartbeatIntervalMs: 0,
+    forwardAnnotationPrefixes: [],
+    secretReferences: [],
+  };
 }
 
 export const Welcome: MessageFns<Welcome> = {
@@ -1320,6 +1351,9 @@ export const Welcome: MessageFns<Welcome> = {
     }
     for (const v of message.forwardAnnotationPrefixes) {
       writer.uint32(42).string(v!);
+    }
+    for (const v of message.secretReferences) {
+      SecretReference.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1377,6 +1411,14 @@ export const Welcome: MessageFns<Welcome> = {
             message.forwardAnnotationPrefixes.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.secretReferences.push(SecretReference.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1408,6 +1450,11 @@ export const Welcome: MessageFns<Welcome> = {
         : globalThis.Array.isArray(object?.forward_annotation_prefixes)
         ? object.forward_annotation_prefixes.map((e: any) => globalThis.String(e))
         : [],
+      secretReferences: globalThis.Array.isArray(object?.secretReferences)
+        ? object.secretReferences.map((e: any) => SecretReference.fromJSON(e))
+        : globalThis.Array.isArray(object?.secret_references)
+        ? object.secret_references.map((e: any) => SecretReference.fromJSON(e))
+        : [],
     };
   },
 
@@ -1428,6 +1475,9 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.forwardAnnotationPrefixes?.length) {
       obj.forwardAnnotationPrefixes = message.forwardAnnotationPrefixes;
     }
+    if (message.secretReferences?.length) {
+      obj.secretReferences = message.secretReferences.map((e) => SecretReference.toJSON(e));
+    }
     return obj;
   },
 
@@ -1443,6 +1493,116 @@ export const Welcome: MessageFns<Welcome> = {
     message.desiredSubject = object.desiredSubject ?? "";
     message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
     message.forwardAnnotationPrefixes = object.forwardAnnotationPrefixes?.map((e) => e) || [];
+    message.secretReferences = object.secretReferences?.map((e) => SecretReference.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSecretReference(): SecretReference {
+  return { annotationPrefix: "", jsonField: "", keys: [] };
+}
+
+export const SecretReference: MessageFns<SecretReference> = {
+  encode(message: SecretReference, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.annotationPrefix !== "") {
+      writer.uint32(10).string(message.annotationPrefix);
+    }
+    if (message.jsonField !== "") {
+      writer.uint32(18).string(message.jsonField);
+    }
+    for (const v of message.keys) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretReference {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretReference();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.annotationPrefix = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jsonField = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.keys.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SecretReference {
+    return {
+      annotationPrefix: isSet(object.annotationPrefix)
+        ? globalThis.String(object.annotationPrefix)
+        : isSet(object.annotation_prefix)
+        ? globalThis.String(object.annotation_prefix)
+        : "",
+      jsonField: isSet(object.jsonField)
+        ? globalThis.String(object.jsonField)
+        : isSet(object.json_field)
+        ? globalThis.String(object.json_field)
+        : "",
+      keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: SecretReference): unknown {
+    const obj: any = {};
+    if (message.annotationPrefix !== "") {
+      obj.annotationPrefix = message.annotationPrefix;
+    }
+    if (message.jsonField !== "") {
+      obj.jsonField = message.jsonField;
+    }
+    if (message.keys?.length) {
+      obj.keys = message.keys;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SecretReference>, I>>(base?: I): SecretReference {
+    return SecretReference.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecretReference>, I>>(object: I): SecretReference {
+    const message = createBaseSecretReference();
+    message.annotationPrefix = object.annotationPrefix ?? "";
+    message.jsonField = object.jsonField ?? "";
+    message.keys = object.keys?.map((e) => e) || [];
     return message;
   },
 };
