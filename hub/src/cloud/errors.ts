@@ -26,6 +26,15 @@ export class ImplementedElsewhereError extends CloudError {
   override name = "ImplementedElsewhereError";
 }
 
+/**
+ * `updateBackends` cannot apply the change alone: what it needs only a whole `ensure` carries
+ * (the load balancer is gone, a certificate the cloud never returns). The service reconciler
+ * runs `ensure` at once instead of retrying the backend update.
+ */
+export class NeedsEnsureError extends CloudError {
+  override name = "NeedsEnsureError";
+}
+
 /** The provider lacks this operation. */
 export class NotImplementedError extends CloudError {
   override name = "NotImplementedError";

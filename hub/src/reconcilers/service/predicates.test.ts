@@ -1,7 +1,13 @@
 import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { parseLbAnnotations } from "./annotations.js";
-import { backendFacts, backendSubset, loadBalancerSpec, specKey, vendorNodeAnnotations } from "./predicates.js";
+import {
+  backendFacts,
+  backendSubset,
+  loadBalancerSpec,
+  specKey,
+  vendorNodeAnnotations,
+} from "./predicates.js";
 
 describe("backendSubset", () => {
   const ids = Array.from({ length: 50 }, (_, i) => `i-${String(i).padStart(3, "0")}`);

@@ -1,7 +1,7 @@
 import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.js";
+import { InstanceNotFoundError, NeedsEnsureError, TransientCloudError } from "../../cloud/errors.js";
 import {
   type CloudProvider,
   type InProgress,
@@ -234,6 +234,26 @@ describe("service reconcile", () => {
     const out = await h.run();
     expect(h.calls).toEqual(["ensure", "updateBackends i-a,i-b"]);
     expect(out.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
+  });
+
+  test("a backend update the provider cannot apply alone (NeedsEnsureError) becomes an ensure in the same pass", async () => {
+    const h = harness([svc({ ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }] })], [node("a")]);
+    await h.run();
+    const lbs = h.cloud.provider.loadBalancers as { updateBackends: LoadBalancers["updateBackends"] };
+    lbs.updateBackends = async (_owner, backends) => {
+      h.calls.push(`updateBackends ${backends.join(",")}`);
+      throw new NeedsEnsureError("config for port 443 is https and its certificate is not known here");
+    };
+    h.fleet.upsertNode("c1", node("b"));
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensure", "updateBackends i-a,i-b", "ensure"]);
+    expect(h.specs.at(-1)?.backends).toEqual(["i-a", "i-b"]);
+    // No failure: the ensure did it (its Events are the ensure's own).
+    expect(out.events?.map((e) => e.reason)).toEqual(["EnsuringLoadBalancer", "EnsuredLoadBalancer"]);
+    expect(out.requeue).toEqual({ kind: "done" });
+    // Recorded: the next pass with nothing changed calls nothing.
+    await h.run();
+    expect(h.calls).toHaveLength(3);
   });
 
   test("a backend node's vendor annotations reach the provider; a change to them updates the backends", async () => {

@@ -13,7 +13,7 @@
  * listing tells a restarted hub which Services are current.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
-import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
+import { CloudError, NeedsEnsureError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
   backendsDigest,
   DIGEST_TAG_BACKENDS,
@@ -615,7 +615,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
   ): Promise<undefined> {
     checkOwner(owner);
     const nb = await this.findOwned(owner, signal);
-    if (nb === undefined) throw new CloudError("no NodeBalancer of this Service: a full sync is needed");
+    if (nb === undefined) throw new NeedsEnsureError("no NodeBalancer of this Service");
     const nodes = await this.desiredNodes(backends, signal, backendAnnotations);
     const configs = await this.configs(nb.id, signal);
     const current = new Map<number, WireNbNode[]>();
@@ -626,15 +626,20 @@ export class LinodeLoadBalancers implements LoadBalancers {
       const have = current.get(c.id) ?? [];
       const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
       if (nodePort === undefined)
-        throw new CloudError(
-          `config for port ${c.port} has no nodes and no known node port: a full sync is needed`,
-        );
+        throw new NeedsEnsureError(`config for port ${c.port} has no nodes and no known node port`);
       const want = nodesFor(nodes, nodePort, have, mode, mode === "vpc" ? soleSubnet(all) : undefined);
       if (sameNodes(have, want)) continue;
+      // A rebuild of an https config carries its certificate and key, which Linode never returns:
+      // only what this hub sent is known (after a restart: nothing, so ensure sends them).
+      const tls = c.protocol === "https" ? this.tlsSent.get(`${nb.id}/${c.port}`) : undefined;
+      if (c.protocol === "https" && tls === undefined)
+        throw new NeedsEnsureError(
+          `config for port ${c.port} is https and its certificate is not known here`,
+        );
       await this.client.post(
         LB_OPS.rebuild,
         `/nodebalancers/${nb.id}/configs/${c.id}/rebuild`,
-        { nodes: want, ...(c.protocol === "https" && this.tlsSent.get(`${nb.id}/${c.port}`)) },
+        { nodes: want, ...tls },
         { signal },
       );
     }

@@ -4,6 +4,7 @@ import { Node, Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LinodeFake } from "../../../../../sim/src/linode/index.js";
+import { selfSignedCertificate } from "../../../../../sim/src/util/certificate.js";
 import { parseHubConfig } from "../../../config/load.js";
 import type { WorkKey } from "../../../queue/index.js";
 import { startServiceHarness } from "../../../reconcilers/service/harness.testkit.js";
@@ -161,6 +162,50 @@ test("a restarted hub whose node's private-ip override changed meanwhile rebuild
     const calls = await second.callsByOp();
     expect(calls[LB_OPS.firewallsList] ?? 0).toBe(0);
     expect(calls[LB_OPS.nbFirewalls] ?? 0).toBe(0);
+  } finally {
+    await second.stop();
+  }
+});
+
+test("a restarted hub whose https Service's nodes changed meanwhile sends the certificate again (an ensure), since Linode never returns it", async () => {
+  const { nodes, boot } = account("restart-tls");
+  const tls = selfSignedCertificate("shop.example.com");
+  const https = Service.fromPartial({
+    namespace: "shop",
+    name: "web",
+    uid: "uid-tls-0",
+    resourceVersion: "1",
+    type: "LoadBalancer",
+    ports: [{ name: "https", protocol: "TCP", port: 443, nodePort: 30443 }],
+    externalTrafficPolicy: "Cluster",
+    ipFamilies: ["IPv4"],
+    sessionAffinity: "None",
+    annotations: {
+      "service.beta.kubernetes.io/linode-loadbalancer-port-443":
+        '{"protocol":"https","tls-secret-name":"web-tls"}',
+    },
+    secrets: [
+      {
+        name: "web-tls",
+        data: { "tls.crt": Buffer.from(tls.cert), "tls.key": Buffer.from(tls.key) },
+        problem: "",
+      },
+    ],
+  });
+  const [first = nodes[0]] = nodes;
+  const left = await convergeAndStop(boot(), first === undefined ? [] : [first], [https]);
+  const mark = fake.log.mark();
+  const second = boot();
+  try {
+    second.fleet.setConnected("c1", true);
+    second.fleet.replace("c1", nodes, left);
+    await waitFor("the NodeBalancer to reach both nodes", () =>
+      fake.store.nodeBalancersOf("restart-tls").every((nb) => nb.configs.every((c) => c.nodes.length === 2)),
+    );
+    await waitFor("the queue to drain", () => second.drained());
+    const rebuilds = fake.mutations.filter((m) => m.seq > mark && m.operation === LB_OPS.rebuild);
+    expect(rebuilds).toHaveLength(1);
+    expect(rebuilds[0]?.body).toMatchObject({ ssl_cert: tls.cert.trim(), ssl_key: tls.key.trim() });
   } finally {
     await second.stop();
   }
