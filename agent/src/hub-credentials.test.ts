@@ -1,10 +1,10 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer, type Server, type TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { selfSignedCertificate } from "../../sim/src/util/certificate.js";
 import { HubTlsCredentials, type HubTrust } from "./hub-credentials.js";
 
 let dir: string;
@@ -14,32 +14,10 @@ let port: number;
 const sni: (string | false)[] = [];
 
 function selfSigned(name: string, san: string): { crt: Buffer; key: Buffer } {
-  const key = join(dir, `${name}.key`);
-  const crt = join(dir, `${name}.crt`);
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-days",
-      "1",
-      "-keyout",
-      key,
-      "-out",
-      crt,
-      "-subj",
-      `/CN=${name}`,
-      "-addext",
-      `subjectAltName=${san}`,
-    ],
-    { stdio: "ignore" },
-  );
-  return { crt: readFileSync(crt), key: readFileSync(key) };
+  const c = selfSignedCertificate(name, san);
+  writeFileSync(join(dir, `${name}.crt`), c.cert);
+  writeFileSync(join(dir, `${name}.key`), c.key);
+  return { crt: Buffer.from(c.cert), key: Buffer.from(c.key) };
 }
 
 let hub: { crt: Buffer; key: Buffer };

@@ -10,8 +10,11 @@ export interface TestCertificate {
   readonly key: string;
 }
 
-/** A fresh self-signed P-256 certificate for `commonName` (openssl), for TLS tests. */
-export function selfSignedCertificate(commonName: string): TestCertificate {
+/**
+ * A fresh self-signed P-256 certificate for `commonName` (openssl), for TLS tests; with
+ * `subjectAltName` (e.g. "IP:127.0.0.1,DNS:localhost") the names a client checks.
+ */
+export function selfSignedCertificate(commonName: string, subjectAltName?: string): TestCertificate {
   const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-cert-"));
   try {
     const key = join(dir, "tls.key");
@@ -34,6 +37,7 @@ export function selfSignedCertificate(commonName: string): TestCertificate {
         cert,
         "-subj",
         `/CN=${commonName}`,
+        ...(subjectAltName === undefined ? [] : ["-addext", `subjectAltName=${subjectAltName}`]),
       ],
       { stdio: "ignore" },
     );

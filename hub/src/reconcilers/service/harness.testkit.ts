@@ -1,6 +1,6 @@
 // The service controller as the hub runs it, for tests: real CloudAccounts, work queue and
 // workers; each published Service patch is applied to the fleet view as an agent would.
-import { Service } from "@fleet-ccm/proto";
+import { type Node, Service } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import { CloudAccounts } from "../../cloud/accounts.js";
 import type { ProviderFactory } from "../../cloud/provider.js";
@@ -97,4 +97,48 @@ export function startServiceHarness(o: ServiceHarnessOptions) {
       await workers.stop();
     },
   };
+}
+
+/** A LoadBalancer Service on port 80 (nodePort 30080), as the restart tests build them. */
+export function lbService(name: string, uid: string, over: Partial<Service> = {}): Service {
+  return Service.fromPartial({
+    namespace: "default",
+    name,
+    uid,
+    resourceVersion: "1",
+    type: "LoadBalancer",
+    ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
+    externalTrafficPolicy: "Cluster",
+    ipFamilies: ["IPv4"],
+    sessionAffinity: "None",
+    ...over,
+  });
+}
+
+/** Polls `cond` every 20 ms; throws naming `what` after `timeoutMs`. */
+export async function waitUntil(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Runs a first hub until every Service of `cluster` has its ingress and its queue drained, then stops it: the Services as it left them. */
+export async function convergeAndStop(
+  hub: ReturnType<typeof startServiceHarness>,
+  cluster: string,
+  nodes: Node[],
+  services: Service[],
+): Promise<Service[]> {
+  try {
+    hub.fleet.setConnected(cluster, true);
+    hub.fleet.replace(cluster, nodes, services);
+    const all = () => [...(hub.fleet.view(cluster)?.services.values() ?? [])];
+    await waitUntil("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
+    await waitUntil("the queue to drain", () => hub.drained());
+    return all();
+  } finally {
+    await hub.stop();
+  }
 }

@@ -2,12 +2,12 @@
 // account-wide listing of owned load balancers: one list call, not a chain per Service. Against
 // the simulated cloud on a loopback port (tests may import sim/; hub/src code never does).
 
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node, type Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { type SimulatedCloud, startSimulatedCloud } from "../../../../sim/src/cloud/index.js";
 import { parseHubConfig } from "../../config/load.js";
-import { startServiceHarness } from "./harness.testkit.js";
+import { convergeAndStop, lbService, startServiceHarness, waitUntil } from "./harness.testkit.js";
 
 const REGION = "sim-east-1";
 const SERVICES = 12;
@@ -22,19 +22,7 @@ afterAll(async () => {
 
 /** SERVICES LoadBalancer Services, uids `${uidPrefix}0`, `${uidPrefix}1`, … */
 function loadBalancerServices(uidPrefix: string): Service[] {
-  return Array.from({ length: SERVICES }, (_, i) =>
-    Service.fromPartial({
-      namespace: "default",
-      name: `s${i}`,
-      uid: `${uidPrefix}${i}`,
-      resourceVersion: "1",
-      type: "LoadBalancer",
-      ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
-      externalTrafficPolicy: "Cluster",
-      ipFamilies: ["IPv4"],
-      sessionAffinity: "None",
-    }),
-  );
+  return Array.from({ length: SERVICES }, (_, i) => lbService(`s${i}`, `${uidPrefix}${i}`));
 }
 
 /** A cloud account with one running instance, its node, and a hub config with one cluster in it. */
@@ -70,32 +58,6 @@ function account(name: string) {
   return { env, nodes, config };
 }
 
-/** Runs a first hub until every Service has its ingress and its queue drained, then stops it: the Services as it left them. */
-async function convergeAndStop(
-  hub: ReturnType<typeof startServiceHarness>,
-  nodes: Node[],
-  services: Service[],
-): Promise<Service[]> {
-  try {
-    hub.fleet.setConnected("c1", true);
-    hub.fleet.replace("c1", nodes, services);
-    const all = () => [...(hub.fleet.view("c1")?.services.values() ?? [])];
-    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => hub.drained());
-    return all();
-  } finally {
-    await hub.stop();
-  }
-}
-
-async function waitFor(what: string, cond: () => boolean): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 test("after a reconnect, ensured Services are re-verified with one list call; only a vanished load balancer is ensured again", async () => {
   const { env, nodes, config } = account("acme");
   let verified = 0;
@@ -112,8 +74,8 @@ test("after a reconnect, ensured Services are re-verified with one list call; on
   try {
     fleet.setConnected("c1", true);
     fleet.replace("c1", nodes, loadBalancerServices("uid-s"));
-    await waitFor("every Service to have its ingress", () => services().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => hub.drained());
+    await waitUntil("every Service to have its ingress", () => services().every((s) => s.ingress.length > 0));
+    await waitUntil("the queue to drain", () => hub.drained());
     expect(cloud.inventory("acme").loadBalancers).toHaveLength(SERVICES);
 
     // One load balancer vanishes out of band while the agent is away.
@@ -130,11 +92,11 @@ test("after a reconnect, ensured Services are re-verified with one list call; on
     fleet.setConnected("c1", false);
     fleet.setConnected("c1", true);
     fleet.replace("c1", nodes, services());
-    await waitFor(
+    await waitUntil(
       "the vanished load balancer to be ensured again",
       () => cloud.inventory("acme").loadBalancers.length === SERVICES,
     );
-    await waitFor("the queue to drain", () => hub.drained());
+    await waitUntil("the queue to drain", () => hub.drained());
 
     expect(verified).toBe(verifiedBefore + 1);
     // The listing (one page) plus the one re-ensure's own lookup; the other Services cost nothing.
@@ -157,7 +119,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
         if (key.kind === "service") reconciled++;
       },
     });
-  const services = await convergeAndStop(bootHub(), nodes, loadBalancerServices("uid-r"));
+  const services = await convergeAndStop(bootHub(), "c1", nodes, loadBalancerServices("uid-r"));
   expect(cloud.inventory("restart").loadBalancers).toHaveLength(SERVICES);
 
   // The restarted hub sees the same Services (ingress and finalizer set), one with a new port.
@@ -171,8 +133,8 @@ test("a restarted hub adopts current load balancers from the account listing: no
     reconciled = 0;
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", nodes, changed);
-    await waitFor("every Service to be reconciled", () => reconciled >= SERVICES);
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("every Service to be reconciled", () => reconciled >= SERVICES);
+    await waitUntil("the queue to drain", () => second.drained());
     const listener = cloud.inventory("restart").listeners.filter((l) => l.port === 8080);
     expect(listener).toHaveLength(1);
     // One listing page for the whole account, plus the changed Service's own ensure; the 11
@@ -190,7 +152,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
 test("a restarted hub whose node set changed meanwhile only updates the backends of load balancers built from the same spec", async () => {
   const { env, nodes, config } = account("restart-nodes");
   const bootHub = () => startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
-  const services = await convergeAndStop(bootHub(), nodes, loadBalancerServices("uid-n"));
+  const services = await convergeAndStop(bootHub(), "c1", nodes, loadBalancerServices("uid-n"));
   // A node joined while the hub was down.
   const joined = cloud.createInstance("restart-nodes", { name: "n1", region: REGION });
   const more = [
@@ -207,10 +169,10 @@ test("a restarted hub whose node set changed meanwhile only updates the backends
   try {
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", more, services);
-    await waitFor("every pool to have both nodes", () =>
+    await waitUntil("every pool to have both nodes", () =>
       cloud.inventory("restart-nodes").pools.every((p) => p.members.length === 2),
     );
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("the queue to drain", () => second.drained());
     // No whole ensure (no listener, health-check or firewall reads), one pool update per Service.
     expect(await second.calls("listener.list")).toBe(0);
     expect(await second.calls("healthcheck.list")).toBe(0);

@@ -2,12 +2,17 @@
 // (DescribeLoadBalancers and DescribeTags of ELB and ELBv2): no per-Service lookup, no write.
 // The service controller as the hub runs it, against the fake AWS on a loopback port.
 
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node, type Service } from "@fleet-ccm/proto";
 import { type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { parseHubConfig } from "../../../config/load.js";
-import { startServiceHarness } from "../../../reconcilers/service/harness.testkit.js";
+import {
+  convergeAndStop,
+  lbService,
+  startServiceHarness,
+  waitUntil,
+} from "../../../reconcilers/service/harness.testkit.js";
 import { AWS_ANNOTATION_PREFIX } from "./annotations.js";
 import { awsProvider } from "./index.js";
 
@@ -24,16 +29,7 @@ afterAll(() => world.fake.close());
 
 function services(prefix: number): Service[] {
   return Array.from({ length: SERVICES }, (_, i) =>
-    Service.fromPartial({
-      namespace: "default",
-      name: `s${i}`,
-      uid: `${prefix}000000${i}-1111-2222-3333-444455556666`,
-      resourceVersion: "1",
-      type: "LoadBalancer",
-      ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
-      externalTrafficPolicy: "Cluster",
-      ipFamilies: ["IPv4"],
-      sessionAffinity: "None",
+    lbService(`s${i}`, `${prefix}000000${i}-1111-2222-3333-444455556666`, {
       ...(i % 2 === 1 && { annotations: { [`${AWS_ANNOTATION_PREFIX}type`]: "nlb" } }),
     }),
   );
@@ -84,34 +80,6 @@ function setup(cluster: string) {
   return { nodes, boot, reconciled };
 }
 
-async function waitFor(what: string, cond: () => boolean): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The backend node's own check (once per node, not per Service): its instance and the zone ids. */
-/** A first hub until every Service has its ingress and the queue drained, then stopped: the Services as it left them. */
-async function convergeAndStop(
-  hub: ReturnType<ReturnType<typeof setup>["boot"]>,
-  cluster: string,
-  nodes: Node[],
-  svcs: Service[],
-): Promise<Service[]> {
-  try {
-    hub.fleet.setConnected(cluster, true);
-    hub.fleet.replace(cluster, nodes, svcs);
-    const all = () => [...(hub.fleet.view(cluster)?.services.values() ?? [])];
-    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => hub.drained());
-    return all();
-  } finally {
-    await hub.stop();
-  }
-}
-
 const NODE_CHECK = new Set(["instances.get", "instances.batch", "zones.list"]);
 
 test("a restarted hub adopts unchanged classic ELBs and NLBs with listing calls only", async () => {
@@ -127,8 +95,8 @@ test("a restarted hub adopts unchanged classic ELBs and NLBs with listing calls 
     second.fleet.setConnected(CLUSTER, true);
     reconciled.n = 0;
     second.fleet.replace(CLUSTER, nodes, left);
-    await waitFor("every Service to be reconciled", () => reconciled.n >= SERVICES);
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("every Service to be reconciled", () => reconciled.n >= SERVICES);
+    await waitUntil("the queue to drain", () => second.drained());
     const calls = await second.callsByOp();
     const lbCalls = Object.fromEntries(Object.entries(calls).filter(([op]) => !NODE_CHECK.has(op)));
     // One page of each kind, one DescribeTags per kind (4 load balancers each): nothing else.
@@ -151,8 +119,8 @@ test("a restarted hub whose node set changed meanwhile only updates the backends
     reconciled.n = 0;
     second.fleet.setConnected(cluster, true);
     second.fleet.replace(cluster, more, left);
-    await waitFor("every Service to be reconciled", () => reconciled.n >= SERVICES);
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("every Service to be reconciled", () => reconciled.n >= SERVICES);
+    await waitUntil("the queue to drain", () => second.drained());
     const calls = await second.callsByOp();
     // No whole ensure (no health check, attributes, listeners or security-group rules of the
     // load balancer itself, no creation): registration of the new node on each one.

@@ -1,13 +1,18 @@
 // A restarted hub adopts Linode Services from the account listing of NodeBalancers (the digest
 // tags): the service controller as the hub runs it, against the fake Linode API.
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node, type Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LinodeFake } from "../../../../../sim/src/linode/index.js";
 import { selfSignedCertificate } from "../../../../../sim/src/util/certificate.js";
 import { parseHubConfig } from "../../../config/load.js";
 import type { WorkKey } from "../../../queue/index.js";
-import { startServiceHarness } from "../../../reconcilers/service/harness.testkit.js";
+import {
+  convergeAndStop,
+  lbService,
+  startServiceHarness,
+  waitUntil,
+} from "../../../reconcilers/service/harness.testkit.js";
 import { NODE_PRIVATE_IP } from "./annotations.js";
 import { linodeProvider } from "./index.js";
 import { LB_OPS } from "./load-balancers.js";
@@ -26,16 +31,7 @@ afterAll(async () => {
 
 function services(uidPrefix: string): Service[] {
   return Array.from({ length: SERVICES }, (_, i) =>
-    Service.fromPartial({
-      namespace: "default",
-      name: `s${i}`,
-      uid: `${uidPrefix}${i}`,
-      resourceVersion: "1",
-      type: "LoadBalancer",
-      ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
-      externalTrafficPolicy: "Cluster",
-      ipFamilies: ["IPv4"],
-      sessionAffinity: "None",
+    lbService(`s${i}`, `${uidPrefix}${i}`, {
       // A Linode setting and an ACL firewall: what a restart must not read again.
       annotations: {
         "service.beta.kubernetes.io/linode-loadbalancer-throttle": "5",
@@ -88,33 +84,11 @@ function account(name: string) {
   return { nodes, boot };
 }
 
-async function waitFor(what: string, cond: () => boolean): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** A first hub converges every Service, then stops: the Services as it left them. */
-async function convergeAndStop(hub: ReturnType<typeof startServiceHarness>, nodes: Node[], svcs: Service[]) {
-  try {
-    hub.fleet.setConnected("c1", true);
-    hub.fleet.replace("c1", nodes, svcs);
-    const all = () => [...(hub.fleet.view("c1")?.services.values() ?? [])];
-    await waitFor("every Service to have its ingress", () => all().every((s) => s.ingress.length > 0));
-    await waitFor("the queue to drain", () => hub.drained());
-    return all();
-  } finally {
-    await hub.stop();
-  }
-}
-
 const READS = new Set<string>([LB_OPS.list, "instances.list", "instances.get", "vpcs.list"]);
 
 test("a restarted hub makes only listing calls for unchanged Linode Services: no NodeBalancer, config, node or firewall reads, no writes", async () => {
   const { nodes, boot } = account("restart-linode");
-  const left = await convergeAndStop(boot(), nodes, services("uid-lr"));
+  const left = await convergeAndStop(boot(), "c1", nodes, services("uid-lr"));
   expect(fake.store.nodeBalancersOf("restart-linode")).toHaveLength(SERVICES);
   const mark = fake.log.mark();
 
@@ -125,8 +99,8 @@ test("a restarted hub makes only listing calls for unchanged Linode Services: no
   try {
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", nodes, left);
-    await waitFor("every Service to be reconciled", () => reconciled >= SERVICES);
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("every Service to be reconciled", () => reconciled >= SERVICES);
+    await waitUntil("the queue to drain", () => second.drained());
     const calls = await second.callsByOp();
     // One page of the account's NodeBalancers serves all six; the rest is instance verification.
     expect(calls[LB_OPS.list]).toBe(1);
@@ -139,7 +113,7 @@ test("a restarted hub makes only listing calls for unchanged Linode Services: no
 
 test("a restarted hub whose node's private-ip override changed meanwhile rebuilds the backends only, no whole ensure", async () => {
   const { nodes, boot } = account("restart-override");
-  const left = await convergeAndStop(boot(), nodes, services("uid-lo"));
+  const left = await convergeAndStop(boot(), "c1", nodes, services("uid-lo"));
   const moved = nodes.map((n, i) =>
     i === 0 ? { ...n, resourceVersion: "2", annotations: { [NODE_PRIVATE_IP]: "192.168.200.2" } } : n,
   );
@@ -152,8 +126,8 @@ test("a restarted hub whose node's private-ip override changed meanwhile rebuild
       fake.store
         .nodeBalancersOf("restart-override")
         .every((nb) => nb.configs.every((c) => c.nodes.some((x) => x.address === "192.168.200.2:30080")));
-    await waitFor("every NodeBalancer to reach the node at its new address", rebuilt);
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("every NodeBalancer to reach the node at its new address", rebuilt);
+    await waitUntil("the queue to drain", () => second.drained());
     const ops = fake.mutations.filter((m) => m.seq > mark).map((m) => m.operation);
     // Per Service: one rebuild, one backends-digest update; no create, no firewall or config change.
     expect(ops.filter((o) => o === LB_OPS.rebuild)).toHaveLength(SERVICES);
@@ -170,16 +144,9 @@ test("a restarted hub whose node's private-ip override changed meanwhile rebuild
 test("a restarted hub whose https Service's nodes changed meanwhile sends the certificate again (an ensure), since Linode never returns it", async () => {
   const { nodes, boot } = account("restart-tls");
   const tls = selfSignedCertificate("shop.example.com");
-  const https = Service.fromPartial({
+  const https = lbService("web", "uid-tls-0", {
     namespace: "shop",
-    name: "web",
-    uid: "uid-tls-0",
-    resourceVersion: "1",
-    type: "LoadBalancer",
     ports: [{ name: "https", protocol: "TCP", port: 443, nodePort: 30443 }],
-    externalTrafficPolicy: "Cluster",
-    ipFamilies: ["IPv4"],
-    sessionAffinity: "None",
     annotations: {
       "service.beta.kubernetes.io/linode-loadbalancer-port-443":
         '{"protocol":"https","tls-secret-name":"web-tls"}',
@@ -193,16 +160,16 @@ test("a restarted hub whose https Service's nodes changed meanwhile sends the ce
     ],
   });
   const [first = nodes[0]] = nodes;
-  const left = await convergeAndStop(boot(), first === undefined ? [] : [first], [https]);
+  const left = await convergeAndStop(boot(), "c1", first === undefined ? [] : [first], [https]);
   const mark = fake.log.mark();
   const second = boot();
   try {
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", nodes, left);
-    await waitFor("the NodeBalancer to reach both nodes", () =>
+    await waitUntil("the NodeBalancer to reach both nodes", () =>
       fake.store.nodeBalancersOf("restart-tls").every((nb) => nb.configs.every((c) => c.nodes.length === 2)),
     );
-    await waitFor("the queue to drain", () => second.drained());
+    await waitUntil("the queue to drain", () => second.drained());
     const rebuilds = fake.mutations.filter((m) => m.seq > mark && m.operation === LB_OPS.rebuild);
     expect(rebuilds).toHaveLength(1);
     expect(rebuilds[0]?.body).toMatchObject({ ssl_cert: tls.cert.trim(), ssl_key: tls.key.trim() });
