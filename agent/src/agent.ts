@@ -191,6 +191,7 @@ export class Agent {
     if (previous !== undefined && sameReferences(previous.references, references)) {
       // New caches (other annotation prefixes): their Services' Secrets are read before the snapshot.
       await previous.readAll(false);
+      await previous.readMissing();
       return !this.stopped;
     }
     const follower = new SecretFollower({
@@ -202,6 +203,7 @@ export class Agent {
       ...(this.opts.secretRefreshMs !== undefined && { refreshMs: this.opts.secretRefreshMs }),
     });
     await follower.readAll(false);
+    await follower.readMissing();
     if (this.stopped) {
       await follower.stop();
       return false;

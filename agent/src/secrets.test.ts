@@ -123,6 +123,25 @@ describe("SecretFollower", () => {
     expect(f.logs.join("")).not.toContain("PRIVATE KEY");
   });
 
+  test("a Service that appeared while the Secrets were read has its own read before the snapshot (readMissing)", async () => {
+    const cert = selfSignedCertificate("late.example.com");
+    const first = service("default", "first", tlsPort("first-tls"));
+    const late = service("default", "late", tlsPort("late-tls"));
+    const services = [first];
+    const [s, f] = await setup(services);
+    s.create("Secret", tlsSecret("default", "first-tls", cert));
+    s.create("Secret", tlsSecret("default", "late-tls", cert));
+    await f.follower.readAll(false);
+    services.push(late);
+    expect(f.follower.hasAll(late)).toBe(false);
+    expect(f.follower.forService(late)[0]?.problem).toBe("not read yet by the agent");
+    await f.follower.readMissing();
+    expect(f.follower.forService(late)[0]?.problem).toBe("");
+    // Only the one not read yet: the first Secret is not read again.
+    expect(f.reads).toEqual(["default/first-tls", "default/late-tls"]);
+    expect(f.changed).toEqual([]);
+  });
+
   test("a Secret missing a key, an invalid name, or one the role may not get is a problem, not data", async () => {
     const cert = selfSignedCertificate("a.example.com");
     const noKey = service("default", "nokey", tlsPort("half"));

@@ -109,6 +109,18 @@ export class SecretFollower {
   }
 
   /**
+   * Reads the Secrets that cached Services name and were never read (Services that appeared
+   * while readAll ran), so the snapshot taken next carries them all; a few rounds at most.
+   */
+  async readMissing(): Promise<void> {
+    for (let round = 0; round < 3 && !this.stopped; round++) {
+      const missing = this.opts.services().filter((s) => !this.hasAll(s));
+      if (missing.length === 0) return;
+      for (const s of missing) await this.readFor(s);
+    }
+  }
+
+  /**
    * Reads every Secret the cached Services name, drops what none names any more, and sends
    * again the Services whose Secrets changed (when `notify`).
    */
