@@ -8,7 +8,9 @@ import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
-const DEADLINE_MS = 300;
+// Well above the agent's receipt delay (250 ms: one heartbeat tells the hub of many received
+// batches), so only a patch the agent never received could be republished.
+const DEADLINE_MS = 750;
 
 let fleet: LocalFleet | undefined;
 afterEach(async () => {
@@ -37,9 +39,9 @@ test("a slow API server: patches queued in the agent are published once, however
   await f.startHub();
   await f.startAgents();
   const cluster = [...f.clusters.keys()][0] ?? "";
-  // Every API request takes 150 ms: 80 nodes (two patches and an Event each, 16 at a time) keep
+  // Every API request takes 375 ms: 80 nodes (two patches and an Event each, 16 at a time) keep
   // the agent busy for several deadlines.
-  f.cluster(cluster).kube.setLatencyMs(150);
+  f.cluster(cluster).kube.setLatencyMs(DEADLINE_MS / 2);
   const started = Date.now();
   f.addNodes(cluster, 80);
   expect(await waitFor(() => f.nodes(cluster).every((n) => !tainted(n)), 60_000)).toBe(true);
