@@ -227,23 +227,39 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   if (sameSpec && svc.ingress.length > 0) {
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
-    const updated = await updateBackends(k, owner, svc, spec, events, deps, lbs);
-    if (updated !== "ensure") {
-      if (updated === "done") {
-        deps.ensured.set(k, {
-          uid: svc.uid,
-          specKey: last.specKey,
-          backendsKey: backends.key,
-          atMs: deps.clock.now(),
-        });
-        if (spec.backends.length > 0)
-          events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
-        return { events, requeue: { kind: "done" } };
+    try {
+      const answer = await lbs.updateBackends(owner, spec.backends, deps.signal, spec.backendAnnotations);
+      if (isInProgress(answer)) {
+        deps.pending?.set(k, "update");
+        return retryOutcome(answer, { events });
       }
-      if (!isRetryable(updated.err) && !isInProgress(updated.err)) deps.verified.forgetCluster(key.cluster);
-      return retryOutcome(updated.err, { events });
+      deps.pending?.delete(k);
+      deps.ensured.set(k, {
+        uid: svc.uid,
+        specKey: last.specKey,
+        backendsKey: backends.key,
+        atMs: deps.clock.now(),
+      });
+      if (spec.backends.length > 0)
+        events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
+      return { events, requeue: { kind: "done" } };
+    } catch (err) {
+      if (!(err instanceof NeedsEnsureError)) {
+        events.push(
+          serviceEvent(
+            svc,
+            "Warning",
+            REASON.updateFailed,
+            `Error updating load balancer with new hosts: ${errorMessage(err)}`,
+          ),
+        );
+        if (!isRetryable(err)) deps.verified.forgetCluster(key.cluster);
+        return retryOutcome(err, { events });
+      }
+      // Only a whole ensure can apply this change: it runs below, in this pass.
+      deps.logger.info({ service: key.name, reason: err.message }, "backend update needs an ensure");
+      deps.ensured.delete(k);
     }
-    deps.ensured.delete(k);
   }
 
   // A poll of an operation in progress is the same sync going on: no second Event.
@@ -457,45 +473,4 @@ export function backendSet(ids: readonly string[], annotations: BackendAnnotatio
     key: `${sorted.join(",")}#${backendsDigest(sorted, backendAnnotations)}`,
     events: [],
   };
-}
-
-/**
- * A backend-only update: "done", the error (or InProgress) to retry on, or "ensure" when the
- * provider says only a whole ensure can apply it (NeedsEnsureError).
- */
-async function updateBackends(
-  k: string,
-  owner: LbOwner,
-  svc: Readonly<Service>,
-  spec: LoadBalancerSpec,
-  events: ClusterEvent[],
-  deps: ServiceDeps,
-  lbs: LoadBalancers,
-): Promise<"done" | "ensure" | { readonly err: unknown }> {
-  try {
-    const answer = await lbs.updateBackends(owner, spec.backends, deps.signal, spec.backendAnnotations);
-    if (isInProgress(answer)) {
-      deps.pending?.set(k, "update");
-      return { err: answer };
-    }
-  } catch (err) {
-    if (err instanceof NeedsEnsureError) {
-      deps.logger.info(
-        { service: `${svc.namespace}/${svc.name}`, reason: err.message },
-        "backend update needs an ensure",
-      );
-      return "ensure";
-    }
-    events.push(
-      serviceEvent(
-        svc,
-        "Warning",
-        REASON.updateFailed,
-        `Error updating load balancer with new hosts: ${errorMessage(err)}`,
-      ),
-    );
-    return { err };
-  }
-  deps.pending?.delete(k);
-  return "done";
 }
