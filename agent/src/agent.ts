@@ -28,7 +28,7 @@ import { HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
-import { SecretFollower, type ServiceRef } from "./secrets.js";
+import { refOf, SecretFollower, type ServiceRef } from "./secrets.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = RELEASE_VERSION;
@@ -188,22 +188,21 @@ export class Agent {
   /** Reads the Secrets the cached Services name under `references`, then follows them. */
   private async follow(references: readonly SecretReference[]): Promise<boolean> {
     const previous = this.secrets;
-    if (previous !== undefined && sameReferences(previous.references, references)) {
-      // New caches (other annotation prefixes): their Services' Secrets are read before the snapshot.
-      await previous.readAll(false);
-      await previous.readMissing();
-      return !this.stopped;
-    }
-    const follower = new SecretFollower({
-      api: this.api,
-      references,
-      logger: this.log.child({ component: "secrets" }),
-      services: () => this.watch?.listServices() ?? [],
-      onChanged: (services) => this.resend(services),
-      ...(this.opts.secretRefreshMs !== undefined && { refreshMs: this.opts.secretRefreshMs }),
-    });
+    // The same references (new caches: other annotation prefixes) keep their follower.
+    const kept = previous !== undefined && sameReferences(previous.references, references);
+    const follower = kept
+      ? previous
+      : new SecretFollower({
+          api: this.api,
+          references,
+          logger: this.log.child({ component: "secrets" }),
+          services: () => this.watch?.listServices() ?? [],
+          onChanged: (services) => this.resend(services),
+          ...(this.opts.secretRefreshMs !== undefined && { refreshMs: this.opts.secretRefreshMs }),
+        });
     await follower.readAll(false);
     await follower.readMissing();
+    if (kept) return !this.stopped;
     if (this.stopped) {
       await follower.stop();
       return false;
@@ -322,8 +321,7 @@ export class Agent {
     ) {
       // Its Secrets are read again on every change of the Service; one never read yet is read
       // before the Service is sent, so the hub never sees it without them.
-      const md = e.obj.metadata ?? {};
-      const ref = { namespace: md.namespace ?? "", name: md.name ?? "", uid: md.uid ?? "" };
+      const ref = refOf(e.obj);
       const complete = follower.hasAll(e.obj);
       if (complete) this.stream.sendChange(changeOf(e, this.secretsOf));
       follower.readFor(e.obj).then(

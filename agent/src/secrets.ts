@@ -59,7 +59,7 @@ function digestOf(s: ServiceSecret): string {
   return h.digest("hex");
 }
 
-function refOf(s: V1Service): ServiceRef {
+export function refOf(s: V1Service): ServiceRef {
   return { namespace: s.metadata?.namespace ?? "", name: s.metadata?.name ?? "", uid: s.metadata?.uid ?? "" };
 }
 
