@@ -127,6 +127,9 @@ describe("agent start while the API server fails the LIST of Nodes", () => {
 
       proxy.clearFaults();
       expect(await waitFor(() => snapshots.some((s) => s.atMs >= since && s.nodes === 3), 40_000)).toBe(true);
+      // The agent logs this before it sends the snapshot, but its stdout pipe may deliver the line
+      // after the hub has the snapshot.
+      await waitFor(() => logged("caches synced").length > 0, 5_000);
       expect(logged("caches synced")).toHaveLength(1);
       expect(logged("caches synced")[0]?.["nodes"]).toBe(3);
       expect(snapshots.filter((s) => s.atMs >= since && s.nodes !== 3)).toEqual([]);
