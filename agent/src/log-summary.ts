@@ -17,11 +17,13 @@ export class FailureSummary {
     private readonly msg: string,
     private readonly clock: Clock = systemClock,
     private readonly everyMs = 30_000,
+    /** "info" for what is expected now and then but not in a loop (a 410 Gone on a watch). */
+    private readonly level: "warn" | "info" = "warn",
   ) {}
 
   failed(object: string, fields: Record<string, unknown>): void {
     if (this.timer === undefined) {
-      this.logger.warn({ object, ...fields, summaryEveryS: this.everyMs / 1000 }, this.msg);
+      this.logger[this.level]({ object, ...fields, summaryEveryS: this.everyMs / 1000 }, this.msg);
       this.timer = this.clock.setTimeout(() => this.flush(), this.everyMs);
       return;
     }
@@ -33,7 +35,7 @@ export class FailureSummary {
   private flush(): void {
     this.timer = undefined;
     if (this.count === 0) return;
-    this.logger.warn(
+    this.logger[this.level](
       {
         failures: this.count,
         objects: this.objects.size,

@@ -15,6 +15,7 @@ import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
 import { type Clock, Retry, systemClock } from "./backoff.js";
 import type { KubeClient } from "./kube-client.js";
+import { FailureSummary } from "./log-summary.js";
 import { slimNode, slimService } from "./slim.js";
 
 const NODES = "/api/v1/nodes";
@@ -31,17 +32,36 @@ const SHORT_WATCH_MS = 1000;
 const HEALTHY_WATCH_MS = 30_000;
 
 /**
+ * A watch ended with 410 Gone (its resourceVersion is compacted), in either form the API server
+ * sends it: HTTP 410 answering the watch request, or an `ERROR` event carrying a 410 Status.
+ * It has no `code` or `statusCode` of 410 on purpose: ListWatch would take one for its own and
+ * relist at once, every time, with no backoff.
+ */
+export class WatchExpired extends Error {
+  readonly status = 410;
+}
+
+/** A 410 Gone: an HTTP error's statusCode, or an `ERROR` event's Status code. */
+function isGone(x: unknown): boolean {
+  if (typeof x !== "object" || x === null) return false;
+  const { code, statusCode } = x as { code?: unknown; statusCode?: unknown };
+  return code === 410 || statusCode === 410;
+}
+
+/**
  * client-node's Watch, with every object slimmed (slim.ts) before it reaches a cache. It also
  * tells when a watch delivered something or stayed up a while (the API server is serving it:
- * backoff starts over)
- * and turns a watch that ends at once without events into an error, so that a server closing
- * every watch makes the informer back off instead of reconnecting in a tight loop.
+ * backoff starts over), turns a watch that ends at once without events into an error, so that a
+ * server closing every watch makes the informer back off instead of reconnecting in a tight
+ * loop, and ends a watch that met a 410 with a WatchExpired, so that ClusterWatch decides when
+ * to relist.
  */
 class SlimmingWatch extends Watch {
   constructor(
     kc: KubeConfig,
     private readonly slimmers: Readonly<Record<string, (obj: never) => KubernetesObject>>,
     private readonly onServing: (path: string) => void,
+    private readonly clock: Clock,
   ) {
     super(kc);
   }
@@ -56,14 +76,19 @@ class SlimmingWatch extends Watch {
   ): Promise<AbortController> {
     const slim = this.slimmers[path];
     if (slim === undefined) throw new Error(`no slimmer for ${path}`);
-    const started = Date.now();
+    const started = this.clock.now();
     let events = 0;
+    /** The message of the 410 Status an `ERROR` event carried (the server then ends the watch). */
+    let expired: string | undefined;
     return super.watch(
       path,
       queryParams,
       // BOOKMARK and ERROR objects are not cached: only ADDED/MODIFIED/DELETED are slimmed.
       (phase, obj, watchObj) => {
-        if (phase !== "ERROR" && events++ === 0) this.onServing(path);
+        if (phase === "ERROR") {
+          if (isGone(obj)) expired = String((obj as { message?: unknown }).message ?? "410 Gone");
+        } else if (events++ === 0) this.onServing(path);
+        // ListWatch forgets its resourceVersion on a 410 ERROR: the restart relists.
         callback(
           phase,
           obj && phase !== "BOOKMARK" && phase !== "ERROR" ? slim(obj as never) : obj,
@@ -71,14 +96,29 @@ class SlimmingWatch extends Watch {
         );
       },
       (err: unknown) => {
-        const lasted = Date.now() - started;
+        const lasted = this.clock.now() - started;
         // A quiet watch that stayed up a while proves the server serves it too.
         if (events === 0 && lasted >= HEALTHY_WATCH_MS) this.onServing(path);
-        done(
-          err === null && events === 0 && lasted < SHORT_WATCH_MS
-            ? new Error(`watch of ${path} ended at once without events`)
-            : err,
-        );
+        if (isGone(err)) {
+          // ListWatch is told as it is of an in-stream 410, so it forgets the resourceVersion
+          // and relists when ClusterWatch restarts it.
+          const status = {
+            kind: "Status",
+            apiVersion: "v1",
+            status: "Failure",
+            reason: "Expired",
+            code: 410,
+          };
+          callback("ERROR", status, { type: "ERROR", object: status });
+          expired = "HTTP 410 Gone";
+        }
+        if (expired !== undefined) done(new WatchExpired(`watch of ${path}: ${expired}`));
+        else
+          done(
+            err === null && events === 0 && lasted < SHORT_WATCH_MS
+              ? new Error(`watch of ${path} ended at once without events`)
+              : err,
+          );
       },
     );
   }
@@ -101,8 +141,17 @@ interface Informed<T extends KubernetesObject> {
   readonly what: string;
   readonly informer: Informer<T> & ObjectCache<T>;
   readonly retry: Retry;
+  /** The 410s that relist at once: logged the first time, then summarized. */
+  readonly expired: FailureSummary;
   /** Set once a list of this kind has succeeded and its items are in the cache. */
   synced: boolean;
+  /**
+   * Since the last list, its watch delivered an event or stayed up 30 s: the API server serves
+   * it, and a 410 now is the ordinary end of a resourceVersion.
+   */
+  served: boolean;
+  /** A list failed, and none succeeded since: the next success ends those failures. */
+  listFailing: boolean;
 }
 
 /**
@@ -111,6 +160,13 @@ interface Informed<T extends KubernetesObject> {
  * backoff, and its relist then reports what changed meanwhile as ordinary events. A failed
  * list never changes the cache: the previous view stands. `start()` resolves only once every
  * kind has been listed completely.
+ *
+ * A watch ending with 410 Gone relists at once if the watch served since the last list (an
+ * event, or 30 s up: the resourceVersion was compacted in the ordinary way, as client-go's
+ * reflector relists on "too old resource version"). A 410 before that is a failure like any
+ * other and backs off: a server or proxy answering every watch with 410 costs a LIST per
+ * backoff step, not a tight loop of them. Only a serving watch starts that backoff over; the
+ * relist succeeding does not.
  */
 export class ClusterWatch {
   private readonly nodes: Informed<V1Node>;
@@ -129,8 +185,11 @@ export class ClusterWatch {
   ) {
     const node = (n: V1Node) => slimNode(n, annotations);
     const service = (s: V1Service) => slimService(s, annotations);
-    const watch = new SlimmingWatch(kc, { [NODES]: node, [SERVICES]: service }, (path) =>
-      (path === NODES ? this.nodes : this.services).retry.succeeded(),
+    const watch = new SlimmingWatch(
+      kc,
+      { [NODES]: node, [SERVICES]: service },
+      (path) => (path === NODES ? this.serving(this.nodes) : this.serving(this.services)),
+      clock,
     );
     const informed = <T extends KubernetesObject>(
       what: string,
@@ -144,7 +203,13 @@ export class ClusterWatch {
           path,
           watch,
           async () => {
-            const l = checkedList(path, await list());
+            let l: KubernetesListObject<T>;
+            try {
+              l = checkedList(path, await list());
+            } catch (err) {
+              self.listFailing = true;
+              throw err;
+            }
             // ListWatch fills its cache right after this resolves, in the same task.
             setImmediate(() => this.listed(self));
             return l;
@@ -158,7 +223,16 @@ export class ClusterWatch {
           backoff: WATCH_BACKOFF,
           fields: { resource: what },
         }),
+        expired: new FailureSummary(
+          logger,
+          `watch of ${what} ended with 410 Gone (its resourceVersion is compacted): relisting at once`,
+          clock,
+          30_000,
+          "info",
+        ),
         synced: false,
+        served: false,
+        listFailing: false,
       };
       return self;
     };
@@ -178,7 +252,11 @@ export class ClusterWatch {
 
   private listed<T extends KubernetesObject>(i: Informed<T>): void {
     if (this.stopped) return;
-    i.retry.succeeded();
+    i.served = false;
+    // A list proves the server lists, not that it watches: after a 410 the backoff starts over
+    // only once the watch serves.
+    if (i.listFailing) i.retry.succeeded();
+    i.listFailing = false;
     if (i.synced) return;
     i.synced = true;
     if (this.synced) for (const w of this.waiters) w();
@@ -189,12 +267,30 @@ export class ClusterWatch {
     return this.nodes.synced && this.services.synced;
   }
 
+  private serving<T extends KubernetesObject>(i: Informed<T>): void {
+    i.served = true;
+    i.retry.succeeded();
+  }
+
   private restartOnError<T extends KubernetesObject>(i: Informed<T>): void {
     i.informer.on("error", (err: unknown) => this.failed(i, err));
   }
 
   private failed<T extends KubernetesObject>(i: Informed<T>, err: unknown): void {
     if (this.stopped) return;
+    if (err instanceof WatchExpired) {
+      if (i.served) {
+        i.expired.failed(i.what, { resource: i.what, err: err.message });
+        setImmediate(() => this.run(i));
+      } else
+        i.retry.failed(
+          err,
+          () => this.run(i),
+          { status: err.status, reason: "Expired" },
+          `watch of ${i.what}`,
+        );
+      return;
+    }
     const e = err as { code?: unknown; statusCode?: unknown };
     const status = typeof e.code === "number" ? e.code : e.statusCode;
     i.retry.failed(
@@ -252,6 +348,8 @@ export class ClusterWatch {
     this.stopped = true;
     this.nodes.retry.cancel();
     this.services.retry.cancel();
+    this.nodes.expired.stop();
+    this.services.expired.stop();
     for (const w of this.waiters) w();
     await Promise.all([this.nodes.informer.stop(), this.services.informer.stop()]);
   }

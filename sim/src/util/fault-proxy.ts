@@ -18,12 +18,26 @@ export interface FaultMatch {
   readonly query?: RegExp;
 }
 
-export interface FaultRule extends FaultMatch {
-  /** The HTTP status answered instead of forwarding. */
-  readonly status: number;
-  /** The body (default: a Kubernetes Status JSON naming the status). */
-  readonly body?: string;
-}
+export type FaultRule = FaultMatch &
+  (
+    | {
+        /** The HTTP status answered instead of forwarding. */
+        readonly status: number;
+        /**
+         * The body (default: a Kubernetes Status JSON naming the status; for 410 the `Expired`
+         * Status kube-apiserver sends for a compacted resourceVersion).
+         */
+        readonly body?: string;
+      }
+    | {
+        /**
+         * A watch answered HTTP 200 with one `ERROR` event carrying a Status of this code, then
+         * closed: what kube-apiserver sends for a watch from a compacted resourceVersion (410).
+         * A running watch that starts matching gets the event too, and ends.
+         */
+        readonly watchError: number;
+      }
+  );
 
 /** One request the proxy saw. */
 export interface ProxiedRequest {
@@ -60,6 +74,7 @@ export class FaultProxy {
     path: string;
     watch: boolean;
     query: string;
+    up: IncomingMessage;
     res: ServerResponse;
   }>();
   private readonly target: URL;
@@ -79,11 +94,22 @@ export class FaultProxy {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Replaces the rules. Open responses that now match (a running watch) are cut. */
+  /**
+   * Replaces the rules. Open responses that now match (a running watch) are cut, or for a
+   * `watchError` rule sent its `ERROR` event and ended.
+   */
   setFaults(rules: readonly FaultRule[]): void {
     this.rules = [...rules];
-    for (const o of this.open)
-      if (this.rules.some((r) => matches(r, o.method, o.path, o.watch, o.query))) o.res.destroy();
+    for (const o of this.open) {
+      const rule = this.rules.find((r) => matches(r, o.method, o.path, o.watch, o.query));
+      if (rule === undefined) continue;
+      if ("watchError" in rule && o.watch) {
+        // The upstream's bytes stop here: a partly written event stays partly written, as a
+        // proxy's cut would leave it.
+        o.up.unpipe(o.res);
+        o.res.end(watchErrorEvent(rule.watchError, o.query));
+      } else o.res.destroy();
+    }
   }
 
   clearFaults(): void {
@@ -132,10 +158,17 @@ export class FaultProxy {
       atMs: Date.now(),
     };
     this.requests.push(record);
-    if (rule !== undefined) {
+    if (rule !== undefined && "watchError" in rule && watch) {
+      record.status = 200;
+      req.resume();
+      res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
+      res.end(watchErrorEvent(rule.watchError, url.search));
+      return;
+    }
+    if (rule !== undefined && "status" in rule) {
       record.status = rule.status;
       req.resume();
-      const body = rule.body ?? statusBody(rule.status);
+      const body = rule.body ?? statusBody(rule.status, url.search);
       res.writeHead(rule.status, {
         "Content-Type": "application/json",
         "Content-Length": Buffer.byteLength(body),
@@ -153,7 +186,7 @@ export class FaultProxy {
       },
       (up) => {
         record.status = up.statusCode ?? 0;
-        const entry = { method, path: url.pathname, watch, query: url.search, res };
+        const entry = { method, path: url.pathname, watch, query: url.search, up, res };
         this.open.add(entry);
         res.writeHead(up.statusCode ?? 502, up.headers);
         // A watch's headers go out at once, not with its first event.
@@ -204,8 +237,26 @@ const REASONS: Record<number, string> = {
   504: "Timeout",
 };
 
-function statusBody(code: number): string {
-  return JSON.stringify({
+function status(code: number, query: string): Record<string, unknown> {
+  if (code === 410) {
+    // kube-apiserver's answer for a compacted resourceVersion: the requested one and the oldest
+    // it still has (here: the next one).
+    const given = new URLSearchParams(query).get("resourceVersion");
+    const rv = given ? Number(given) : Number.NaN;
+    const message = Number.isSafeInteger(rv)
+      ? `too old resource version: ${rv} (${rv + 1})`
+      : "injected fault: HTTP 410";
+    return {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message,
+      reason: "Expired",
+      code,
+    };
+  }
+  return {
     kind: "Status",
     apiVersion: "v1",
     metadata: {},
@@ -213,7 +264,16 @@ function statusBody(code: number): string {
     message: `injected fault: HTTP ${code}`,
     reason: REASONS[code] ?? "InternalError",
     code,
-  });
+  };
+}
+
+function statusBody(code: number, query = ""): string {
+  return JSON.stringify(status(code, query));
+}
+
+/** A watch's `ERROR` event line carrying the Status of `code`. */
+function watchErrorEvent(code: number, query: string): string {
+  return `${JSON.stringify({ type: "ERROR", object: status(code, query) })}\n`;
 }
 
 /** Starts a fault proxy in front of `target`. */
