@@ -162,11 +162,12 @@ interface Informed<T extends KubernetesObject> {
  * kind has been listed completely.
  *
  * A watch ending with 410 Gone relists at once if the watch served since the last list (an
- * event, or 30 s up: the resourceVersion was compacted in the ordinary way, as client-go's
- * reflector relists on "too old resource version"). A 410 before that is a failure like any
+ * event, or 30 s up): its resourceVersion was compacted in the ordinary way, which client-go's
+ * reflector too takes for a watch's end, not an error. A 410 before that is a failure like any
  * other and backs off: a server or proxy answering every watch with 410 costs a LIST per
- * backoff step, not a tight loop of them. Only a serving watch starts that backoff over; the
- * relist succeeding does not.
+ * backoff step, not a tight loop of them. Time since the list alone would not do (a watch
+ * resumed after an hour meets the 410 at once), and the relist succeeding proves nothing of the
+ * watch: only a serving watch starts that backoff over.
  */
 export class ClusterWatch {
   private readonly nodes: Informed<V1Node>;
