@@ -58,8 +58,18 @@ function requests(kind: string, watch: boolean, sinceMs: number): ProxiedRequest
   );
 }
 
+/** The last request of each kind is a watch the server answered: no LIST comes before an event. */
+function watching(): boolean {
+  return KINDS.every((kind) => {
+    const last = proxy.requests.filter((r) => r.method === "GET" && r.path === `/api/v1/${kind}`).at(-1);
+    return last?.watch === true && !last.faulted && last.status === 200;
+  });
+}
+
 /** One event on each kind's watch, seen by the hub: both watches have served since their list. */
 async function watchesServe(): Promise<void> {
+  expect(await waitFor(watching, 30_000)).toBe(true);
+  const since = Date.now();
   const view = () => fleet.hub?.fleet.view(cluster);
   const nodes = view()?.nodes.size ?? 0;
   const services = view()?.services.size ?? 0;
@@ -68,6 +78,8 @@ async function watchesServe(): Promise<void> {
   expect(
     await waitFor(() => view()?.nodes.size === nodes + 1 && view()?.services.size === services + 1, 30_000),
   ).toBe(true);
+  // Through the watches, not a relist.
+  for (const kind of KINDS) expect(requests(kind, false, since)).toEqual([]);
 }
 
 describe.each<[string, FaultRule]>([

@@ -94,12 +94,21 @@ const lists = (): number => proxy.count(NODE_LIST);
 const settle = (): Promise<void> => new Promise((r) => setTimeout(r, SETTLE_MS));
 const logged = (msg: string) => lines.filter((l) => l.msg.includes(msg));
 
-/** A node added and its event seen: the watch of nodes served since its list. */
+/** The last request for nodes is a watch the server answered: no LIST will be made before an event. */
+function watchingNodes(): boolean {
+  const last = proxy.requests.filter((r) => r.path === NODES.path).at(-1);
+  return last?.watch === true && !last.faulted && last.status === 200;
+}
+
+/** A node added and its event seen on the watch: the watch of nodes served since its list. */
 async function nodesWatchServes(name: string): Promise<void> {
+  expect(await waitFor(watchingNodes, 5000)).toBe(true);
+  const before = lists();
   sim.create("Node", { metadata: { name } });
   expect(
     await waitFor(() => events.some((e) => e.kind === "node" && e.obj.metadata?.name === name), 5000),
   ).toBe(true);
+  expect(lists()).toBe(before);
 }
 
 /** Fires backoff timers until one LIST more than `before` was made (a cut watch backs off once first). */
