@@ -8,6 +8,8 @@ export interface Network {
   readonly family: 4 | 6;
   readonly prefix: number;
   readonly words: readonly number[];
+  /** networkKey of the network itself. */
+  readonly key: string;
 }
 
 /** "a.b.c.d/n" or an IPv6 "x:y::z/n" (dotted tail included); undefined when it is neither. */
@@ -20,10 +22,38 @@ export function parseNetwork(cidr: string): Network | undefined {
   if (!/^\d{1,3}$/.test(length)) return undefined;
   const prefix = Number(length);
   const family = isIP(address);
-  if (family === 4 && prefix <= 32) return { family, prefix, words: mask([ipv4Word(address)], prefix) };
+  if (family === 4 && prefix <= 32) return network(family, prefix, [ipv4Word(address)]);
   if (family === 6 && prefix <= 128 && !address.includes("%"))
-    return { family, prefix, words: mask(ipv6Words(address), prefix) };
+    return network(family, prefix, ipv6Words(address));
   return undefined;
+}
+
+function network(family: 4 | 6, prefix: number, address: readonly number[]): Network {
+  const words = mask(address, prefix);
+  return { family, prefix, words, key: `${family}/${prefix}/${words.join(".")}` };
+}
+
+/**
+ * parseNetwork remembered across passes: pod CIDRs rarely change, and parsing every one of a
+ * large cluster's on every pass would be most of its conflict check. Holds what the last two
+ * passes asked for.
+ */
+export class NetworkMemo {
+  private cur = new Map<string, Network | undefined>();
+  private prev = new Map<string, Network | undefined>();
+
+  parse(cidr: string): Network | undefined {
+    if (this.cur.has(cidr)) return this.cur.get(cidr);
+    const n = this.prev.has(cidr) ? this.prev.get(cidr) : parseNetwork(cidr);
+    this.cur.set(cidr, n);
+    return n;
+  }
+
+  /** A pass is over: what the next one does not ask for again is forgotten after it. */
+  endPass(): void {
+    this.prev = this.cur;
+    this.cur = new Map();
+  }
 }
 
 /**
@@ -31,7 +61,7 @@ export function parseNetwork(cidr: string): Network | undefined {
  * one network contains another exactly when the other's ancestor at its length has its key.
  */
 export function networkKey(n: Network, length = n.prefix): string {
-  return `${n.family}/${length}/${mask(n.words, length).join(".")}`;
+  return length === n.prefix ? n.key : `${n.family}/${length}/${mask(n.words, length).join(".")}`;
 }
 
 /** The first `length` bits of `words`, the rest zero. */

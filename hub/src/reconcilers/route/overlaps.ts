@@ -29,8 +29,11 @@ interface Kept {
  * O(claims × distinct prefix lengths), one or two per family in a real cluster. A CIDR that does
  * not parse only conflicts with the same text.
  */
-export function refuseOverlaps(claims: readonly Claim[]): Conflict[] {
-  const nets = claims.map((c) => parseNetwork(c.cidr));
+export function refuseOverlaps(
+  claims: readonly Claim[],
+  parse: (cidr: string) => Network | undefined = parseNetwork,
+): Conflict[] {
+  const nets = claims.map((c) => parse(c.cidr));
   const used = { 4: new Set<number>(), 6: new Set<number>() };
   for (const n of nets) if (n !== undefined) used[n.family].add(n.prefix);
   const lengths = { 4: [...used[4]].sort((a, b) => a - b), 6: [...used[6]].sort((a, b) => a - b) };
@@ -39,14 +42,14 @@ export function refuseOverlaps(claims: readonly Claim[]): Conflict[] {
   const out: Conflict[] = [];
   claims.forEach((claim, i) => {
     const net = nets[i];
-    const own = net === undefined ? `?${claim.cidr}` : networkKey(net);
+    const own = net === undefined ? `?${claim.cidr}` : net.key;
     const other = (k: Kept | undefined) => (k !== undefined && k.claim.node !== claim.node ? k : undefined);
     let keeper: Kept | undefined;
     if (net === undefined) keeper = other(kept.get(own));
     else {
       for (const len of lengths[net.family]) {
         if (len > net.prefix) break;
-        keeper = other(kept.get(len === net.prefix ? own : networkKey(net, len)));
+        keeper = other(kept.get(networkKey(net, len)));
         if (keeper !== undefined) break;
       }
       keeper ??= other(inside.get(own));

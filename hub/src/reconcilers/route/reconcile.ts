@@ -10,6 +10,7 @@ import { nodeEvent } from "../node-init/events.js";
 import type { DeletionBudget, DeletionPolicy } from "../node-lifecycle/safety.js";
 import { after, type Outcome } from "../outcome.js";
 import { periodicOutcome, retryOutcome } from "../retry-policy.js";
+import type { NetworkMemo } from "./cidr.js";
 import { canonical, contestedClaims } from "./claims.js";
 import type { RouteEvidence } from "./evidence.js";
 import type { Conflict } from "./overlaps.js";
@@ -47,6 +48,8 @@ export type RouteDeps = Pick<
   readonly policy: DeletionPolicy;
   /** How many owned routes are held in this cluster now (metrics, summary log). */
   held(cluster: string, routes: readonly CloudRoute[], why: string): void;
+  /** This cluster's parsed pod CIDRs, kept across passes. */
+  networks(cluster: string): NetworkMemo;
   /** The pod CIDR claims refused in this cluster now (metrics, summary log). */
   conflicts(cluster: string, refused: readonly Conflict[]): void;
 };
@@ -126,9 +129,14 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
     return retryOutcome(err, { events });
   }
   // Live nodes claiming overlapping ranges: the keeper's route stands, the others get none.
-  const contested = contestedClaims(view.nodes.values(), existing, (id) =>
-    cloud.provider.instances.parseProviderID(id),
+  const networks = deps.networks(key.cluster);
+  const contested = contestedClaims(
+    view.nodes.values(),
+    existing,
+    (id) => cloud.provider.instances.parseProviderID(id),
+    (cidr) => networks.parse(cidr),
   );
+  networks.endPass();
   const conflicts = [...contested.values()].flat();
   deps.conflicts(key.cluster, conflicts);
   for (const node of view.nodes.values())
