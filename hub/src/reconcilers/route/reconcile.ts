@@ -137,8 +137,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
     (cidr) => networks.parse(cidr),
   );
   networks.endPass();
-  const conflicts = [...contested.values()].flat();
-  deps.conflicts(key.cluster, conflicts);
+  deps.conflicts(key.cluster, [...contested.values()].flat());
   for (const node of view.nodes.values())
     for (const c of contested.get(node.name) ?? [])
       events.push(routeEvent(node, conflictMessage(c), REASON_POD_CIDR_CONFLICT));
