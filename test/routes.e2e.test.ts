@@ -1,7 +1,7 @@
 /**
  * Routes end to end: each node's podCIDRs (dual-stack included) routed to its instance in the
  * account network's route table; stale owned routes removed; foreign routes untouched;
- * NetworkUnavailable follows.
+ * NetworkUnavailable follows; a node claiming another live node's range gets no route.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
@@ -160,5 +160,70 @@ describe("routes", () => {
     expect(fleet.cloud.routes().find((r) => r.destinationCidr === "10.244.10.0/24")?.targetInstanceId).toBe(
       instanceId(e ?? ""),
     );
+  });
+
+  test("a node claiming a live node's pod CIDR, or a range overlapping it, gets no route: the route stays, an Event names the other node", async () => {
+    const hub = fleet.hub;
+    if (hub === undefined) throw new Error("no hub");
+    const conflicts = () => metricSum(hub, "fleet_ccm_route_cidr_conflicts", { cluster });
+    // From the first test: c holds 10.244.3.0/24, d 10.244.4.0/24 and fd00:10:244:4::/64.
+    const [c, d] = ["10.244.3.0/24", "10.244.4.0/24"].map(
+      (cidr) =>
+        fleet
+          .cluster(cluster)
+          .kube.list("Node", undefined)
+          .map((n) => n as unknown as KubeNode)
+          .find((n) => n.spec.podCIDRs?.includes(cidr))?.metadata.name ?? "",
+    );
+    expect(networkUnavailable(c ?? "")?.reason).toBe("RouteCreated");
+    const before = ownedRoutes();
+    const [h, i] = fleet.addNodes(cluster, 2);
+    expect(await waitFor(() => fleet.progress().initialized === fleet.progress().nodes, 20_000)).toBe(true);
+    setPodCIDRs(h ?? "", ["10.244.3.0/24"]); // c's
+    setPodCIDRs(i ?? "", ["10.244.4.128/25", "fd00:10:244:40::/64"]); // inside d's; its IPv6 is free
+    const [freeV6 = ""] = want([["fd00:10:244:40::/64", i ?? ""]]);
+    const expected = [...before, freeV6].sort();
+    expect(await waitFor(() => ownedRoutes().includes(freeV6), 20_000)).toBe(true);
+    // Several more route passes over both newcomers: c's and d's routes stay theirs.
+    expect(await waitForReconciles(hub, "route", 3)).toBe(true);
+    expect(ownedRoutes()).toEqual(expected);
+    expect(networkUnavailable(c ?? "")).toMatchObject({ status: "False", reason: "RouteCreated" });
+    expect(await waitFor(() => networkUnavailable(h ?? "")?.status === "True", 20_000)).toBe(true);
+    expect(networkUnavailable(h ?? "")?.reason).toBe("NoRouteCreated");
+    expect(await waitFor(() => networkUnavailable(i ?? "")?.status === "True", 20_000)).toBe(true);
+    expect(await conflicts()).toBe(2);
+    const conflictEvents = () =>
+      (
+        fleet.cluster(cluster).kube.list("Event", "default") as {
+          reason?: string;
+          message?: string;
+          involvedObject?: { name?: string };
+        }[]
+      )
+        .filter((ev) => ev.reason === "PodCIDRConflict")
+        .map((ev) => `${ev.involvedObject?.name}: ${ev.message}`);
+    expect(
+      await waitFor(
+        () => conflictEvents().some((m) => m.startsWith(`${h}: `) && m.includes(`claimed by node ${c},`)),
+        20_000,
+      ),
+    ).toBe(true);
+    expect(
+      conflictEvents().some(
+        (m) =>
+          m.startsWith(`${i}: `) &&
+          m.includes(`10.244.4.128/25`) &&
+          m.includes(`overlaps 10.244.4.0/24 of node ${d},`),
+      ),
+    ).toBe(true);
+
+    // The keeper goes: the newcomer gets the range.
+    fleet.cluster(cluster).kube.delete("Node", undefined, c ?? "");
+    expect(
+      await waitFor(() => ownedRoutes().includes(want([["10.244.3.0/24", h ?? ""]])[0] ?? "-"), 20_000),
+    ).toBe(true);
+    expect(await waitFor(() => networkUnavailable(h ?? "")?.status === "False", 20_000)).toBe(true);
+    expect(networkUnavailable(h ?? "")?.reason).toBe("RouteCreated");
+    expect(await conflicts()).toBe(1);
   });
 });

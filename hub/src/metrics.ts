@@ -145,6 +145,13 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly routeCidrConflicts = new Gauge({
+    name: "fleet_ccm_route_cidr_conflicts",
+    help: "Pod CIDRs of live nodes not routed because they equal or overlap another live node's in the same cluster (that node keeps the range; PodCIDRConflict Event on this one), at the cluster's last route reconcile.",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+  });
+
   readonly routeDeletionsBlocked = new Counter({
     name: "fleet_ccm_route_deletions_blocked_total",
     help: "Confirmed deletions of unclaimed routes held back by the per-cluster blast-radius limit.",

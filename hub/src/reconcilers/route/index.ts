@@ -3,8 +3,11 @@ import type { CloudRoute } from "../../cloud/provider.js";
 import { keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { DeletionBudget } from "../node-lifecycle/safety.js";
+import { NetworkMemo } from "./cidr.js";
+import { canonical } from "./claims.js";
 import { RouteEvidence } from "./evidence.js";
-import { canonical, ROUTE, ROUTE_CONDITION, reconcileRoutes } from "./reconcile.js";
+import type { Conflict } from "./overlaps.js";
+import { ROUTE, ROUTE_CONDITION, reconcileRoutes } from "./reconcile.js";
 
 /** Node changes are coalesced for this long before the route table is reconciled. */
 const ROUTE_SYNC_DELAY_MS = 200;
@@ -22,6 +25,8 @@ export function routeController(ctx: ControllerContext): Controller {
   const evidence = new RouteEvidence();
   const logger = ctx.logger.child({ component: ROUTE });
   const heldBy = new Map<string, number>();
+  const conflictsIn = new Map<string, number>();
+  const networksOf = new Map<string, NetworkMemo>();
   const instanceOf = (cluster: string, providerID: string): string | undefined =>
     providerID === "" ? undefined : ctx.cloudFor(cluster)?.provider.instances.parseProviderID(providerID);
   /** The CIDRs `old` held that `cur` no longer holds for the same instance are released. */
@@ -67,6 +72,32 @@ export function routeController(ctx: ControllerContext): Controller {
             why,
           },
           "owned routes no node claims are kept until their release is confirmed",
+        );
+    },
+    networks(cluster: string) {
+      let m = networksOf.get(cluster);
+      if (m === undefined) {
+        m = new NetworkMemo();
+        networksOf.set(cluster, m);
+      }
+      return m;
+    },
+    conflicts(cluster: string, refused: readonly Conflict[]) {
+      const before = conflictsIn.get(cluster) ?? 0;
+      if (refused.length === 0) conflictsIn.delete(cluster);
+      else conflictsIn.set(cluster, refused.length);
+      ctx.metrics.routeCidrConflicts.set({ cluster }, refused.length);
+      if (refused.length === 0 && before > 0) logger.info({ cluster }, "pod CIDR conflicts resolved");
+      else if (refused.length !== before)
+        logger.warn(
+          {
+            cluster,
+            conflicts: refused.length,
+            sample: refused
+              .slice(0, HELD_SAMPLE)
+              .map((c) => `${c.claim.node} ${c.claim.cidr} (kept by ${c.keeper.node} ${c.keeper.cidr})`),
+          },
+          "pod CIDRs that overlap another node's are not routed",
         );
     },
   };

@@ -141,7 +141,12 @@ function harness(opts: { outOfScope?: Set<string>; maxNodes?: number } = {}) {
       .join(" ");
   const held = async () => (await metrics.routesHeld.get()).values[0]?.value ?? 0;
   const blocked = async () => (await metrics.routeDeletionsBlocked.get()).values[0]?.value ?? 0;
-  return { clock, fleet, d, owned, reconcile, routes, held, blocked };
+  /** fleet_ccm_route_cidr_conflicts{cluster="c1"} (0 when the series does not exist). */
+  const conflicts = async () =>
+    (await metrics.registry.getMetricsAsJSON())
+      .find((m) => m.name === "fleet_ccm_route_cidr_conflicts")
+      ?.values.find((v) => v.labels["cluster"] === "c1")?.value ?? 0;
+  return { clock, fleet, d, owned, reconcile, routes, held, blocked, conflicts };
 }
 
 describe("route controller: retry policy", () => {
@@ -305,5 +310,140 @@ describe("route controller: owned routes go only on positive evidence", () => {
       h.clock.advance(60_000);
     }
     expect(h.routes()).toBe("10.0.1.0/24>i-a 10.9.0.0/24>i-x");
+  });
+});
+
+describe("route controller: two live nodes claiming one range", () => {
+  const EARLY = new Date("2026-01-01T00:00:00Z");
+  const LATE = new Date("2026-02-01T00:00:00Z");
+  type Out = Awaited<ReturnType<ReturnType<typeof harness>["reconcile"]>>;
+  const conflictEvents = (out: Out) =>
+    (out.events ?? [])
+      .filter((e) => e.reason === "PodCIDRConflict")
+      .map((e) => `${e.type} ${e.sourceComponent} ${e.name}: ${e.message}`);
+  const networkUnavailable = (out: Out, name: string) => {
+    const c = out.nodes
+      ?.find((n) => n.name === name)
+      ?.conditions.find((x) => x.type === "NetworkUnavailable");
+    return c === undefined ? undefined : `${c.status}/${c.reason}`;
+  };
+
+  test("a newcomer claiming a routed node's pod CIDR gets no route: the route stays, an Event names the other node, the conflict is counted", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"], { creationTimestamp: EARLY })], []);
+    await h.reconcile();
+    expect(h.routes()).toBe("10.0.1.0/24>i-a");
+    h.fleet.upsertNode("c1", node("b", ["10.0.1.0/24"], { creationTimestamp: LATE }));
+    const out = await h.reconcile();
+    await h.reconcile();
+    h.clock.advance(60_000);
+    await h.reconcile();
+    expect(h.d.deleted).toEqual([]);
+    expect(h.routes()).toBe("10.0.1.0/24>i-a");
+    expect(conflictEvents(out)).toEqual([
+      "Warning route_controller b: Not routing pod CIDR 10.0.1.0/24 to this node: it is also claimed by node a, which keeps the range (it has the route or was created first)",
+    ]);
+    expect(networkUnavailable(out, "b")).toBe("True/NoRouteCreated");
+    expect(networkUnavailable(out, "a")).toBeUndefined(); // a's False/RouteCreated stands
+    expect(await h.conflicts()).toBe(1);
+  });
+
+  test("the node whose route it is keeps the range even against an older node", async () => {
+    const h = harness();
+    h.owned("10.0.1.0/24", "i-b");
+    h.fleet.replace(
+      "c1",
+      [
+        node("b", ["10.0.1.0/24"], { creationTimestamp: LATE }),
+        node("a", ["10.0.1.0/24"], { creationTimestamp: EARLY }),
+      ],
+      [],
+    );
+    const out = await h.reconcile();
+    await h.reconcile();
+    expect(h.d.deleted).toEqual([]);
+    expect(h.routes()).toBe("10.0.1.0/24>i-b");
+    expect(conflictEvents(out)).toHaveLength(1);
+    expect(conflictEvents(out)[0]).toMatch(/^Warning route_controller a: .* claimed by node b,/);
+    expect(networkUnavailable(out, "a")).toBe("True/NoRouteCreated");
+    expect(networkUnavailable(out, "b")).toBe("False/RouteCreated");
+  });
+
+  test("with no route yet, the earlier-created node gets the range whatever the report's order, and keeps it", async () => {
+    for (const order of ["ab", "ba"]) {
+      const h = harness();
+      const a = node("a", ["10.0.1.0/24"], { creationTimestamp: EARLY });
+      const b = node("b", ["10.0.1.0/24"], { creationTimestamp: LATE });
+      h.fleet.replace("c1", order === "ab" ? [a, b] : [b, a], []);
+      for (let i = 0; i < 3; i++) {
+        const out = await h.reconcile();
+        expect(conflictEvents(out)).toEqual([expect.stringMatching(/^Warning route_controller b: /)]);
+        h.clock.advance(10_000);
+      }
+      expect(h.routes()).toBe("10.0.1.0/24>i-a");
+      expect(h.d.deleted).toEqual([]);
+    }
+  });
+
+  test("overlapping ranges (contained, containing, IPv6) are refused too; a dual-stack newcomer keeps its free family", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a", ["10.0.0.0/16", "fd00:1::/48"], { creationTimestamp: EARLY })], []);
+    await h.reconcile();
+    expect(h.routes()).toBe("10.0.0.0/16>i-a fd00:1::/48>i-a");
+    h.fleet.upsertNode("c1", node("b", ["10.0.7.0/24"], { creationTimestamp: LATE })); // inside a's
+    h.fleet.upsertNode("c1", node("d", ["10.1.0.0/24", "fd00:1:0:5::/64"], { creationTimestamp: LATE }));
+    h.fleet.upsertNode("c1", node("e", ["10.0.0.0/8"], { creationTimestamp: LATE })); // contains a's
+    const out = await h.reconcile();
+    await h.reconcile();
+    expect(h.d.deleted).toEqual([]);
+    expect(h.routes()).toBe("10.0.0.0/16>i-a 10.1.0.0/24>i-d fd00:1::/48>i-a");
+    expect(conflictEvents(out).sort()).toEqual([
+      "Warning route_controller b: Not routing pod CIDR 10.0.7.0/24 to this node: it overlaps 10.0.0.0/16 of node a, which keeps the range (it has the route or was created first)",
+      "Warning route_controller d: Not routing pod CIDR fd00:1:0:5::/64 to this node: it overlaps fd00:1::/48 of node a, which keeps the range (it has the route or was created first)",
+      "Warning route_controller e: Not routing pod CIDR 10.0.0.0/8 to this node: it overlaps 10.0.0.0/16 of node a, which keeps the range (it has the route or was created first)",
+    ]);
+    for (const n of ["b", "d", "e"]) expect(networkUnavailable(out, n)).toBe("True/NoRouteCreated");
+    expect(await h.conflicts()).toBe(3);
+  });
+
+  test("resolution: once the keeper is deleted or its podCIDRs change, the other node gets the range", async () => {
+    const h = harness();
+    h.fleet.replace(
+      "c1",
+      [
+        node("a", ["10.0.1.0/24"], { creationTimestamp: EARLY }),
+        node("b", ["10.0.1.0/24"], { creationTimestamp: LATE }),
+        node("c", ["10.0.2.0/24"], { creationTimestamp: EARLY }),
+        node("d", ["10.0.2.0/25"], { creationTimestamp: LATE }),
+      ],
+      [],
+    );
+    await h.reconcile();
+    expect(h.routes()).toBe("10.0.1.0/24>i-a 10.0.2.0/24>i-c");
+    expect(await h.conflicts()).toBe(2);
+    h.clock.advance(6_000); // past the condition publications' deadline
+    h.fleet.deleteNode("c1", "a");
+    h.fleet.upsertNode("c1", node("c", ["10.0.3.0/24"], { creationTimestamp: EARLY }));
+    const out = await h.reconcile();
+    expect([...h.d.deleted].sort()).toEqual(["10.0.1.0/24", "10.0.2.0/24"]);
+    expect(h.routes()).toBe("10.0.1.0/24>i-b 10.0.2.0/25>i-d 10.0.3.0/24>i-c");
+    expect(conflictEvents(out)).toEqual([]);
+    expect(networkUnavailable(out, "b")).toBe("False/RouteCreated");
+    expect(networkUnavailable(out, "d")).toBe("False/RouteCreated");
+    expect(await h.conflicts()).toBe(0);
+  });
+
+  test("a node being deleted keeps no range: its route is released to the live claimant", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"], { creationTimestamp: EARLY })], []);
+    await h.reconcile();
+    h.fleet.upsertNode(
+      "c1",
+      node("a", ["10.0.1.0/24"], { creationTimestamp: EARLY, deletionTimestamp: LATE }),
+    );
+    h.fleet.upsertNode("c1", node("b", ["10.0.1.0/24"], { creationTimestamp: LATE }));
+    const out = await h.reconcile();
+    expect(h.routes()).toBe("10.0.1.0/24>i-b");
+    expect(conflictEvents(out)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import { CloudError, errorMessage } from "../../cloud/errors.js";
 import { type CloudRoute, isInProgress } from "../../cloud/provider.js";
+import type { Verdict } from "../../cloud/verified-instances.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
@@ -9,7 +10,10 @@ import { nodeEvent } from "../node-init/events.js";
 import type { DeletionBudget, DeletionPolicy } from "../node-lifecycle/safety.js";
 import { after, type Outcome } from "../outcome.js";
 import { periodicOutcome, retryOutcome } from "../retry-policy.js";
+import type { NetworkMemo } from "./cidr.js";
+import { canonical, contestedClaims } from "./claims.js";
 import type { RouteEvidence } from "./evidence.js";
+import type { Conflict } from "./overlaps.js";
 
 /** One key per cluster: its whole route table is reconciled at once. */
 export const ROUTE = "route";
@@ -20,6 +24,8 @@ export const CONDITION_NETWORK_UNAVAILABLE = "NetworkUnavailable";
 export const REASON_ROUTE_CREATED = "RouteCreated";
 export const REASON_NO_ROUTE_CREATED = "NoRouteCreated";
 export const REASON_FAILED_TO_CREATE_ROUTE = "FailedToCreateRoute";
+/** fleet-ccm addition: the node's pod CIDR overlaps another live node's, which keeps the range. */
+export const REASON_POD_CIDR_CONFLICT = "PodCIDRConflict";
 
 export type RouteDeps = Pick<
   ControllerContext,
@@ -42,6 +48,10 @@ export type RouteDeps = Pick<
   readonly policy: DeletionPolicy;
   /** How many owned routes are held in this cluster now (metrics, summary log). */
   held(cluster: string, routes: readonly CloudRoute[], why: string): void;
+  /** This cluster's parsed pod CIDRs, kept across passes. */
+  networks(cluster: string): NetworkMemo;
+  /** The pod CIDR claims refused in this cluster now (metrics, summary log). */
+  conflicts(cluster: string, refused: readonly Conflict[]): void;
 };
 
 interface Want {
@@ -49,16 +59,15 @@ interface Want {
   readonly instanceID: string;
 }
 
-/** CIDRs compare by canonical text. */
-export function canonical(cidr: string): string {
-  return cidr.trim().toLowerCase();
+function routeEvent(node: Readonly<Node>, message: string, reason = REASON_FAILED_TO_CREATE_ROUTE) {
+  return { ...nodeEvent(node, "Warning", reason, message), sourceComponent: EVENT_SOURCE.route };
 }
 
-function routeEvent(node: Readonly<Node>, message: string) {
-  return {
-    ...nodeEvent(node, "Warning", REASON_FAILED_TO_CREATE_ROUTE, message),
-    sourceComponent: EVENT_SOURCE.route,
-  };
+function conflictMessage(c: Conflict): string {
+  const other = c.same
+    ? `is also claimed by node ${c.keeper.node}`
+    : `overlaps ${c.keeper.cidr} of node ${c.keeper.node}`;
+  return `Not routing pod CIDR ${c.claim.cidr} to this node: it ${other}, which keeps the range (it has the route or was created first)`;
 }
 
 /**
@@ -70,7 +79,9 @@ function routeEvent(node: Readonly<Node>, message: string) {
  * consecutive reconciles of a connected, synced view that claims some CIDRs, over the
  * lifecycle's deleteAfterChecks and deleteAfterMs, within the blast-radius budget. A CIDR that
  * a node claims but cannot be routed now (instance refused, no providerID yet) keeps its route.
- * Then NetworkUnavailable per node.
+ * Live nodes whose pod CIDRs overlap are conflicting evidence: one keeps the range (claims.ts),
+ * the others get no route for it and a PodCIDRConflict Event, so (a) never takes a route from a
+ * node to give it to a newcomer. Then NetworkUnavailable per node.
  */
 export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Outcome> {
   const rearm = after(deps.periodMs);
@@ -95,30 +106,47 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   const routed = [...view.nodes.values()].filter(
     (n) => n.deletionTimestamp === undefined && n.providerId !== "" && n.podCidrs.length > 0,
   );
+  let verdicts: Map<string, Verdict>;
   try {
-    const verdicts = await deps.verified.verifyAll(
+    verdicts = await deps.verified.verifyAll(
       key.cluster,
       routed.map((n) => n.providerId),
       cloud,
       deps.cacheFor(key.cluster),
     );
-    for (const node of routed) {
-      const verdict = verdicts.get(node.providerId);
-      if (verdict === undefined) continue;
-      if (!verdict.ok) {
-        events.push(routeEvent(node, `Not routing pod CIDRs to this node: ${verdict.reason}`));
-        continue;
-      }
-      for (const cidr of node.podCidrs) want.set(canonical(cidr), { node, instanceID: verdict.instanceID });
-    }
   } catch (err) {
-    return retryOutcome(err, { events });
+    return retryOutcome(err);
+  }
+  for (const node of routed) {
+    const verdict = verdicts.get(node.providerId);
+    if (verdict?.ok === false)
+      events.push(routeEvent(node, `Not routing pod CIDRs to this node: ${verdict.reason}`));
   }
   let existing: readonly CloudRoute[];
   try {
     existing = await routes.list(deps.signal);
   } catch (err) {
     return retryOutcome(err, { events });
+  }
+  // Live nodes claiming overlapping ranges: the keeper's route stands, the others get none.
+  const networks = deps.networks(key.cluster);
+  const contested = contestedClaims(
+    view.nodes.values(),
+    existing,
+    (id) => cloud.provider.instances.parseProviderID(id),
+    (cidr) => networks.parse(cidr),
+  );
+  networks.endPass();
+  deps.conflicts(key.cluster, [...contested.values()].flat());
+  for (const node of view.nodes.values())
+    for (const c of contested.get(node.name) ?? [])
+      events.push(routeEvent(node, conflictMessage(c), REASON_POD_CIDR_CONFLICT));
+  for (const node of routed) {
+    const verdict = verdicts.get(node.providerId);
+    if (verdict?.ok !== true) continue;
+    const refused = new Set(contested.get(node.name)?.map((c) => c.claim.cidr));
+    for (const cidr of node.podCidrs.map(canonical))
+      if (!refused.has(cidr)) want.set(cidr, { node, instanceID: verdict.instanceID });
   }
 
   const now = deps.clock.now();
@@ -249,16 +277,20 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   );
   return periodicOutcome(deps.periodMs, writeFailures, {
     events,
-    nodes: conditionPatches(key.cluster, view.nodes.values(), ok, failed, deps),
+    nodes: conditionPatches(key.cluster, view.nodes.values(), ok, failed, contested, deps),
   });
 }
 
-/** NetworkUnavailable False once all of a node's routes exist, True when one failed. */
+/**
+ * NetworkUnavailable False once all of a node's routes exist, True when one failed or was
+ * refused (its CIDR's route, kept for another node, is not this node's).
+ */
 function conditionPatches(
   cluster: string,
   nodes: Iterable<Readonly<Node>>,
   ok: ReadonlySet<string>,
   failed: ReadonlySet<string>,
+  contested: ReadonlyMap<string, readonly Conflict[]>,
   deps: RouteDeps,
 ): NodeDesired[] {
   const out: NodeDesired[] = [];
@@ -267,7 +299,8 @@ function conditionPatches(
       continue;
     const cidrs = node.podCidrs.map(canonical);
     let status: "True" | "False" | undefined;
-    if (cidrs.every((c) => ok.has(c))) status = "False";
+    if (contested.has(node.name)) status = "True";
+    else if (cidrs.every((c) => ok.has(c))) status = "False";
     else if (cidrs.some((c) => failed.has(c))) status = "True";
     if (status === undefined) continue;
     const reason = status === "False" ? REASON_ROUTE_CREATED : REASON_NO_ROUTE_CREATED;
