@@ -62,6 +62,19 @@ export function describeNatsError(err: unknown, servers: readonly string[]): str
   return `cannot connect to NATS at ${where} (${msg || name}): check nats.servers and that NATS is running`;
 }
 
+export interface PublisherStatus {
+  readonly connected: boolean;
+  /** Why not connected; null when connected. */
+  readonly problem: string | null;
+  /** Connected since, or down since (epoch ms). */
+  readonly sinceMs: number | undefined;
+  /** Items kept for the reconnection, in all and by cluster (only clusters with some). */
+  readonly kept: number;
+  readonly keptBy: ReadonlyMap<string, number>;
+  /** Oldest items dropped over the bound while down (reconcilers republish them). */
+  readonly dropped: number;
+}
+
 type NatsState = "connecting" | "connected" | "reconnecting" | "closed";
 
 /**
@@ -81,6 +94,7 @@ export class DesiredPublisher {
   private state: NatsState = "connecting";
   private problem: string | undefined;
   private downSinceMs = Date.now();
+  private connectedSinceMs: number | undefined;
   private summaryTimer: NodeJS.Timeout | undefined;
   private retryTimer: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
   private droppedWhileDown = 0;
@@ -168,6 +182,7 @@ export class DesiredPublisher {
   private becameConnected(server: string, attempts: number): void {
     const downForS = Math.round((Date.now() - this.downSinceMs) / 1000);
     this.state = "connected";
+    this.connectedSinceMs = Date.now();
     this.problem = undefined;
     this.reconnectTries = 0;
     this.stopSummary();
@@ -236,6 +251,27 @@ export class DesiredPublisher {
   /** True while connected to a NATS server (readiness). */
   connected(): boolean {
     return this.state === "connected" && this.nc !== undefined && !this.nc.isClosed();
+  }
+
+  /**
+   * What the hub can deliver now (the fleet API's hub section): connected or not since when,
+   * why not, and what is kept for the reconnection (in all and for each cluster).
+   */
+  status(): PublisherStatus {
+    const connected = this.connected();
+    const keptBy = new Map<string, number>();
+    for (const [cluster, p] of this.pending) {
+      const n = p.nodes.length + p.services.length + p.events.length;
+      if (n > 0) keptBy.set(cluster, n);
+    }
+    return {
+      connected,
+      problem: this.notConnectedReason(),
+      sinceMs: connected ? this.connectedSinceMs : this.downSinceMs,
+      kept: this.pendingItems,
+      keptBy,
+      dropped: this.droppedWhileDown,
+    };
   }
 
   /** Why the hub is not connected to NATS, for /readyz; null when it is. */
