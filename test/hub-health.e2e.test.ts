@@ -4,10 +4,17 @@
  * while its results cannot be delivered, and a Service created meanwhile says why it waits.
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClusterAnswerJson, FleetJson } from "@fleet-ccm/hub";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { LocalFleet } from "../cli/src/local-fleet.js";
 import { type ApiFleet, startApiFleet, waitFor } from "./fleet-api-fixture.js";
+import { TEST_REPLICAS } from "./replicas-fixture.js";
 
 const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
 const CHROMIUM = process.env["CHROMIUM"] ?? "/usr/bin/chromium";
@@ -143,4 +150,47 @@ describe("the hub's own health, NATS killed under a running fleet", () => {
       }, 40_000),
     ).toBe(true);
   });
+});
+
+describe("the hub's own health with hub replicas: the lease store", () => {
+  test("reachable: leases ok; NATS (and its JetStream) killed: leases failing with the reason; back: ok", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hub-health-replicas-"));
+    const token = randomBytes(24).toString("base64url");
+    writeFileSync(join(dir, "api-token"), token, { mode: 0o600 });
+    const fleet = await LocalFleet.start({
+      clusters: 1,
+      nodesPerCluster: 0,
+      logger: pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" }),
+      jetstream: true,
+      hubConfig: {
+        replicas: TEST_REPLICAS,
+        api: { listen: "127.0.0.1:0", token: { file: join(dir, "api-token") } },
+      },
+    });
+    try {
+      const hub = await fleet.startHub();
+      const read = async () =>
+        (await (
+          await fetch(`http://127.0.0.1:${hub.apiPort()}/api/v1/fleet`, {
+            headers: { authorization: `Bearer ${token}` },
+          })
+        ).json()) as FleetJson;
+      expect(await waitFor(async () => (await read()).hub.leases?.ok === true, 20_000)).toBe(true);
+      expect((await read()).hub.leases).toEqual({ ok: true, problem: null });
+      process.kill(fleet.nats.pid(), "SIGKILL");
+      try {
+        expect(await waitFor(async () => (await read()).hub.leases?.ok === false, 15_000)).toBe(true);
+        const down = (await read()).hub;
+        expect(down.health).toBe("unhealthy");
+        expect(down.leases?.problem).toContain("NATS");
+        expect(down.problems.map((p) => p.message)).toContain(`leases: ${down.leases?.problem}`);
+      } finally {
+        await fleet.nats.restart();
+      }
+      expect(await waitFor(async () => (await read()).hub.leases?.ok === true, 30_000)).toBe(true);
+    } finally {
+      await fleet.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
