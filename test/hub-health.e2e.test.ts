@@ -59,7 +59,7 @@ describe("the hub's own health, NATS killed under a running fleet", () => {
     expect(fleet.hub).toMatchObject({
       health: "ok",
       problems: [],
-      nats: { connected: true, problem: null, kept: 0 },
+      nats: { connected: true, problem: null },
       grpc: { listening: true },
       leases: null,
     });
@@ -188,6 +188,66 @@ describe("the hub's own health with hub replicas: the lease store", () => {
         await fleet.nats.restart();
       }
       expect(await waitFor(async () => (await read()).hub.leases?.ok === true, 30_000)).toBe(true);
+    } finally {
+      await fleet.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+describe("NATS up but refusing one cluster's subject to the hub", () => {
+  test("that cluster is unhealthy with the refusal, its waiting nodes say why; the other is ok", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hub-health-refused-"));
+    const token = randomBytes(24).toString("base64url");
+    writeFileSync(join(dir, "api-token"), token, { mode: 0o600 });
+    const fleet = await LocalFleet.start({
+      clusters: 2,
+      nodesPerCluster: 0,
+      logger: pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" }),
+      hubNatsPublish: ["fleet.v1.cluster-001.>"],
+      hubConfig: { api: { listen: "127.0.0.1:0", token: { file: join(dir, "api-token") } } },
+    });
+    try {
+      const hub = await fleet.startHub();
+      await fleet.startAgents();
+      fleet.addNodes("cluster-001", 1);
+      const [stuck] = fleet.addNodes("cluster-002", 1);
+      const read = async () =>
+        (await (
+          await fetch(`http://127.0.0.1:${hub.apiPort()}/api/v1/fleet`, {
+            headers: { authorization: `Bearer ${token}` },
+          })
+        ).json()) as FleetJson;
+      const refusedCluster = async () => (await read()).clusters.find((c) => c.name === "cluster-002");
+      expect(
+        await waitFor(
+          async () =>
+            (await refusedCluster())?.problems.some((p) => p.message.includes("was refused")) === true,
+          20_000,
+        ),
+      ).toBe(true);
+      const fleetView = await read();
+      expect(fleetView.hub.nats.connected).toBe(true);
+      const c2 = fleetView.clusters.find((c) => c.name === "cluster-002");
+      expect(c2?.health).toBe("unhealthy");
+      expect(c2?.problems.map((p) => p.message)).toContain(
+        "results cannot reach the agent (NATS: the hub's publish to fleet.v1.cluster-002.desired was refused (permissions violation): its NATS user must be allowed to publish fleet.v1.>)",
+      );
+      const detail = (await (
+        await fetch(`http://127.0.0.1:${hub.apiPort()}/api/v1/clusters/cluster-002`, {
+          headers: { authorization: `Bearer ${token}` },
+        })
+      ).json()) as ClusterAnswerJson;
+      expect(detail.nodeList.find((n) => n.name === stuck)).toMatchObject({
+        state: "waiting",
+        reason: "ResultsUndeliverable",
+      });
+      expect(
+        await waitFor(
+          async () => (await read()).clusters.find((c) => c.name === "cluster-001")?.health === "ok",
+          20_000,
+        ),
+      ).toBe(true);
     } finally {
       await fleet.stop();
       rmSync(dir, { recursive: true, force: true });

@@ -299,7 +299,10 @@ export class Hub {
         agent: (c) => this.grpc.agentOf(c),
         patches: () => this.tracker.countsByPrefix(),
         hubHealth: () => this.healthInput(),
-        keptFor: (c) => this.publisher.status().keptBy.get(c) ?? 0,
+        delivery: (c) => {
+          const s = this.publisher.status();
+          return { kept: s.keptBy.get(c) ?? 0, refused: s.refusedBy.get(c) ?? null };
+        },
       });
       this.fleet.subscribe(views.observations.listener());
       const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());

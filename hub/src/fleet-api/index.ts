@@ -36,8 +36,8 @@ export interface FleetApiDeps {
   patches(): ReadonlyMap<string, { inflight: number; republished: number; failedApply: number }>;
   /** The hub's own health (the facts /readyz answers from). */
   hubHealth(): HubHealthInput;
-  /** Results kept for a cluster until NATS is back. */
-  keptFor(cluster: string): number;
+  /** A cluster's results kept until NATS is back, and why NATS refused its last ones (null: it did not). */
+  delivery(cluster: string): { kept: number; refused: string | null };
 }
 
 /** Builds the fleet API's JSON views from what the hub holds. */
@@ -132,7 +132,7 @@ export class FleetApi implements FleetApiViews {
       agent: this.deps.agent(name),
       patches: patches.get(clusterKeyPrefix(name)) ?? { inflight: 0, republished: 0, failedApply: 0 },
       accountThrottled: throttled.has(c.account),
-      undeliverable: undeliverable(hub, this.deps.keptFor(name)),
+      undeliverable: undeliverable(hub, this.deps.delivery(name)),
     };
   }
 

@@ -224,11 +224,15 @@ describe("cluster view", () => {
     const { fleet, input, now } = setup();
     fleet.replace("c1", [node("n1", { taints: uninit })], [lb("web")]);
     const policy = { nowMs: now(), waitingUnhealthyAfterMs: MIN };
-    const why = undeliverable(natsDown, 2);
+    const why = undeliverable(natsDown, { kept: 2, refused: null });
     expect(why).toBe(
       "results cannot reach the agent (NATS: lost the connection to NATS at nats://n:4222); 2 results kept for delivery",
     );
-    expect(undeliverable(healthyHub, 0)).toBeNull();
+    expect(undeliverable(healthyHub, { kept: 0, refused: null })).toBeNull();
+    // Connected, but NATS refuses this cluster's subject.
+    expect(undeliverable(healthyHub, { kept: 0, refused: "the hub's publish was refused" })).toBe(
+      "results cannot reach the agent (NATS: the hub's publish was refused)",
+    );
     const d = clusterDetail(input({ undeliverable: why }), policy);
     expect(d.health).toBe("unhealthy");
     expect(d.problems.map((p) => p.message)).toContain(why);

@@ -174,12 +174,16 @@ export function hubHealthJson(input: HubHealthInput): HubHealthJson {
 
 /**
  * Why the hub's results cannot reach a cluster's agent now, or null. Results travel over NATS
- * only: with NATS down (or the fleet account not on it) they are kept, none lands.
+ * only: with NATS down (or the fleet account not on it) they are kept, none lands; connected,
+ * NATS may still refuse the cluster's subject (the hub's user's permissions).
  */
-export function undeliverable(hub: HubHealthInput, keptForCluster: number): string | null {
-  const why = hub.nats.problem ?? hub.nats.accountProblem;
+export function undeliverable(
+  hub: HubHealthInput,
+  delivery: { readonly kept: number; readonly refused: string | null },
+): string | null {
+  const why = hub.nats.problem ?? hub.nats.accountProblem ?? delivery.refused;
   if (why === null) return null;
-  return `results cannot reach the agent (NATS: ${why})${keptForCluster > 0 ? `; ${plural(keptForCluster, "result")} kept for delivery` : ""}`;
+  return `results cannot reach the agent (NATS: ${why})${delivery.kept > 0 ? `; ${plural(delivery.kept, "result")} kept for delivery` : ""}`;
 }
 
 /** The reason a waiting node or an in-progress load balancer gives while results cannot be delivered. */
