@@ -7,7 +7,7 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect, test } from "@jest/globals";
 import { waitFor } from "../cli/src/local-fleet.js";
@@ -57,6 +57,9 @@ test("kubectl sees the demo's initialized nodes, load-balancer IPs and Events", 
     const events = kubectl("get", "events", "--no-headers");
     expect(events).toMatch(/Normal\s+Synced\s+node\/cluster-002-node-0000\s+Node synced successfully/);
     expect(events).toMatch(/Normal\s+EnsuredLoadBalancer\s+service\/web-0000/);
+    // The happy path: the Service's nodes registered with it, not yet initialized, are available
+    // nodes (upstream lists them), so no "There are no available nodes" Warning.
+    expect(events).not.toContain("UnAvailableLoadBalancer");
 
     // The fleet page it prints, with the token in the fragment, and `fleet-ccm status` with the token file.
     const page = /fleet page: (http:\/\/127\.0\.0\.1:\d+\/ui\/)#token=(\S+)/.exec(out);
@@ -69,8 +72,24 @@ test("kubectl sees the demo's initialized nodes, load-balancer IPs and Events", 
       clusters: { name: string }[];
     };
     expect(fleet.clusters.map((c) => c.name).sort()).toEqual(["cluster-001", "cluster-002"]);
-    const statusLine = /(fleet-ccm status --hub \S+ --token-file (\S+))/.exec(out);
+    // The status command it prints runs as printed from a shell anywhere (a clone's bin/ is on no
+    // PATH): `node <the clone's bin>` and how to put it on PATH.
+    const statusLine = /^ {2}(node \S+ status --hub \S+ --token-file (\S+))$/m.exec(out);
     expect(statusLine?.[2]).toBe(join(dir, "api-token"));
+    expect(out).toMatch(
+      /^ {2}\(to type "fleet-ccm" instead: sudo ln -s \S+\/bin\/fleet-ccm\.js \/usr\/local\/bin\/fleet-ccm\)$/m,
+    );
+    const printed = spawnSync("sh", ["-c", `${statusLine?.[1]} --json`], {
+      cwd: tmpdir(),
+      encoding: "utf8",
+      env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin` },
+    });
+    expect(printed.stderr).toBe("");
+    expect((JSON.parse(printed.stdout) as { clusters: unknown[] }).clusters).toHaveLength(2);
+    // Where the hub's readiness is.
+    const readyz = /hub readiness: curl -s (http:\/\/127\.0\.0\.1:\d+\/readyz)/.exec(out)?.[1] ?? "";
+    const ready = await fetch(readyz);
+    expect([ready.status, await ready.text()]).toEqual([200, "ok\n"]);
     // Exit 0 while healthy, 1 while anything is degraded (a busy machine can make an agent's
     // heartbeat late for a moment); either way the JSON describes the fleet.
     const run = spawnSync(

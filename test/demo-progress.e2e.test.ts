@@ -5,6 +5,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "@jest/globals";
 
@@ -25,15 +26,20 @@ function summaryOf(stdout: string): Record<string, unknown> {
 }
 
 describe("fleet-ccm demo progress", () => {
+  const dirs: string[] = [];
+
   test("piped: nothing on stderr but the logs, one JSON summary on stdout", () => {
     const r = demo();
     expect(r.status).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({
+    const summary = summaryOf(r.stdout);
+    expect(summary).toMatchObject({
       clusters: 1,
       nodes: 2,
       nodesInitialized: 2,
       converged: true,
+      readyz: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/readyz$/),
     });
+    dirs.push(String(summary["kubeconfigDir"]));
     expect(r.stderr).not.toContain("initialized");
     expect(r.stderr).not.toContain("\r");
   });
@@ -41,13 +47,24 @@ describe("fleet-ccm demo progress", () => {
   test("piped with --verbose: plain progress lines on stderr, no control characters; stdout unchanged", () => {
     const r = demo(["--verbose"]);
     expect(r.status).toBe(0);
-    expect(summaryOf(r.stdout)).toMatchObject({ nodesInitialized: 2, converged: true });
+    const summary = summaryOf(r.stdout);
+    expect(summary).toMatchObject({ nodesInitialized: 2, converged: true });
+    dirs.push(String(summary["kubeconfigDir"]));
     const lines = r.stderr.split("\n");
     expect(lines).toContain("starting 1 agents");
     expect(lines).toContain("initialized 2/2 nodes");
     expect(lines).toContain("converged");
     expect(r.stderr).not.toContain("\r");
     expect(r.stderr).not.toContain("\x1b");
+  });
+
+  test("the default kubeconfig folder is each run's own, in the temporary directory, and goes with it", () => {
+    expect(dirs).toHaveLength(2);
+    for (const d of dirs) {
+      expect(d.startsWith(`${tmpdir()}/fleet-ccm-demo-`)).toBe(true);
+      expect(existsSync(d)).toBe(false);
+    }
+    expect(dirs[0]).not.toBe(dirs[1]);
   });
 
   test("on a terminal: the status line is rewritten in place and cleared before the summary", () => {

@@ -66,6 +66,12 @@ function imageEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 const asUser = AS_IMAGE_USER ? { uid: IMAGE_UID, gid: IMAGE_UID } : {};
 
 /** Runs the image's entrypoint (usr/local/bin/fleet-ccm, through its shebang) from the tree. */
+/** The command names `fleet-ccm --help` lists, in order. */
+function listedCommands(help: string): string[] {
+  const section = help.split("Commands:\n")[1]?.split("\n\n")[0] ?? "";
+  return section.split("\n").flatMap((l) => /^ {2}(\S+)/.exec(l)?.[1] ?? []);
+}
+
 function entrypoint(role: Role, args: string[], env: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(join(tree(role), "usr/local/bin/fleet-ccm"), args, {
     cwd: "/",
@@ -146,6 +152,8 @@ describe("agent image tree", () => {
     const top = entrypoint("agent", ["--help"]);
     expect(top).toMatchObject({ status: 0, stderr: "" });
     expect(top.stdout).toContain("Usage: fleet-ccm <command> [flags]");
+    // Only what the image holds: every command listed runs, none answers "not part of this installation".
+    expect(listedCommands(top.stdout)).toEqual(["agent"]);
     const agent = entrypoint("agent", ["agent", "--help"]);
     expect(agent).toMatchObject({ status: 0, stderr: "" });
     expect(agent.stdout).toContain("--token-file");
@@ -258,7 +266,11 @@ describe("hub image tree", () => {
   });
 
   test("the entrypoint runs as the image's user: --help, hub --help, and says agent is not in it", () => {
-    expect(entrypoint("hub", ["--help"])).toMatchObject({ status: 0, stderr: "" });
+    const top = entrypoint("hub", ["--help"]);
+    expect(top).toMatchObject({ status: 0, stderr: "" });
+    expect(listedCommands(top.stdout)).toEqual(["hub", "status", "register", "unregister", "nats-init"]);
+    for (const cmd of listedCommands(top.stdout))
+      expect(entrypoint("hub", [cmd, "--help"])).toMatchObject({ status: 0, stderr: "" });
     const hub = entrypoint("hub", ["hub", "--help"]);
     expect(hub).toMatchObject({ status: 0, stderr: "" });
     // register, unregister and nats-init run from the hub image (with deploy/agent in it).

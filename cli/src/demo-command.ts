@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsLocalCloud } from "./aws-cloud.js";
+import { cliCommand } from "./cli-command.js";
 import type { Command } from "./flags.js";
 import { bool, int, str, UsageError } from "./flags.js";
 import { LinodeLocalCloud } from "./linode-cloud.js";
@@ -21,9 +22,13 @@ export interface DemoSummary {
   cloudCalls: number;
   /** One kubeconfig per simulated cluster, for kubectl (removed when the demo stops). */
   kubeconfigs: string[];
+  /** Where the kubeconfigs and the API token are: this run's own folder unless --kubeconfig-dir. */
+  kubeconfigDir: string;
   /** The hub's fleet page and API (loopback); its token is in `apiTokenFile`. */
   fleetPage: string;
   apiTokenFile: string;
+  /** The hub's readiness (gRPC listening, NATS connected): 200 "ok" or 503 with what is missing. */
+  readyz: string;
 }
 
 export const demoCommand: Command = {
@@ -74,7 +79,7 @@ export const demoCommand: Command = {
       type: "string",
       placeholder: "DIR",
       description:
-        "Where to write one kubeconfig per simulated cluster, for kubectl (default: a fleet-ccm-demo folder in the temporary directory). Removed when the demo stops.",
+        "Where to write one kubeconfig per simulated cluster and the fleet API's token (default: a new fleet-ccm-demo-XXXXXX folder of this run in the temporary directory, readable by you only). The files are removed when the demo stops, and the default folder with them.",
     },
     "log-level": {
       type: "string",
@@ -120,8 +125,12 @@ export const demoCommand: Command = {
       ...(provider === "aws" && { cloud: await AwsLocalCloud.start(clusterNames, { latencyMs }) }),
       ...(provider === "linode" && { cloud: await LinodeLocalCloud.start(clusterNames, { latencyMs }) }),
     });
-    const kubeconfigDir = str(v, "kubeconfig-dir") ?? join(tmpdir(), "fleet-ccm-demo");
-    mkdirSync(kubeconfigDir, { recursive: true });
+    // A folder of this run's own (mode 0700) unless one is given: never one path shared by every
+    // user and every run on the machine.
+    const givenDir = str(v, "kubeconfig-dir");
+    const kubeconfigDir = givenDir ?? mkdtempSync(join(tmpdir(), "fleet-ccm-demo-"));
+    if (givenDir !== undefined) mkdirSync(givenDir, { recursive: true });
+    say(`kubeconfigs and the fleet API token: ${kubeconfigDir} (removed when the demo stops)`);
     const apiTokenFile = join(kubeconfigDir, "api-token");
     writeFileSync(apiTokenFile, apiToken, { mode: 0o600 });
     const kubeconfigs = [...fleet.clusters.values()].map((c) => {
@@ -134,6 +143,7 @@ export const demoCommand: Command = {
       if (stopping) return;
       stopping = true;
       for (const f of [...kubeconfigs, apiTokenFile]) rmSync(f, { force: true });
+      if (givenDir === undefined) rmSync(kubeconfigDir, { recursive: true, force: true });
       await fleet.stop();
     };
     try {
@@ -142,6 +152,7 @@ export const demoCommand: Command = {
       const apiPort = fleet.hub?.apiPort();
       if (apiPort === undefined) throw new Error("the demo hub serves no fleet API");
       const fleetPage = `http://127.0.0.1:${apiPort}/ui/`;
+      const readyz = `http://127.0.0.1:${fleet.hub?.healthPort()}/readyz`;
       say(`hub listening on 127.0.0.1:${fleet.hubPort} (gRPC); starting ${clusters} agents…`);
       progress.update(`starting ${clusters} agents`);
       await fleet.startAgents();
@@ -185,8 +196,10 @@ export const demoCommand: Command = {
         converged,
         cloudCalls: fleet.cloudCalls(),
         kubeconfigs,
+        kubeconfigDir,
         fleetPage,
         apiTokenFile,
+        readyz,
       };
       if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
@@ -198,6 +211,7 @@ export const demoCommand: Command = {
       }
       if (bool(v, "exit-when-converged") || !converged) return converged ? 0 : 1;
       const first = kubeconfigs[0] ?? "";
+      const cli = cliCommand();
       say(
         [
           `look at the simulated clusters with kubectl (one kubeconfig per cluster in ${kubeconfigDir}):`,
@@ -207,7 +221,9 @@ export const demoCommand: Command = {
           `  kubectl --kubeconfig ${first} get events              # Synced, EnsuredLoadBalancer, …`,
           "and the fleet as the hub sees it:",
           `  fleet page: ${fleetPage}#token=${apiToken}`,
-          `  fleet-ccm status --hub http://127.0.0.1:${apiPort} --token-file ${apiTokenFile}`,
+          `  ${cli.command} status --hub http://127.0.0.1:${apiPort} --token-file ${apiTokenFile}`,
+          ...(cli.onPath ? [] : [`  (${cli.howToPath})`]),
+          `  hub readiness: curl -s ${readyz}   # ok: gRPC listening, NATS connected`,
         ].join("\n"),
       );
       say("running; press Ctrl-C to stop");

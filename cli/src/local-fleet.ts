@@ -67,6 +67,8 @@ export interface LocalFleetOptions {
   readonly natsAuth?: NatsAuthSetup;
   /** The hub configuration starts without clusters (they join with `fleet-ccm register`). */
   readonly unregistered?: boolean;
+  /** The hub's NATS user may publish only to these subjects (a hub refused some clusters'). */
+  readonly hubNatsPublish?: readonly string[];
   /** JetStream on the fleet's nats-server (hub replicas keep their leases in it). */
   readonly jetstream?: boolean;
   /** A three-node NATS cluster with clustered JetStream instead of one nats-server. */
@@ -166,6 +168,8 @@ export class LocalFleet {
     const users = fleetNatsUsers(
       hubPassword,
       names.map((cluster, i) => ({ cluster, password: secrets[i]?.natsPassword ?? "" })),
+    ).map((u) =>
+      u.user === "hub" && opts.hubNatsPublish !== undefined ? { ...u, publish: opts.hubNatsPublish } : u,
     );
     if (opts.natsAuth !== undefined && opts.natsCluster)
       throw new Error("LocalFleet: natsAuth and natsCluster cannot be combined");

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { runCommand } from "./run-command.js";
 
@@ -59,6 +60,18 @@ const commands: readonly {
   },
 ];
 
+/** Where a command's module is, next to this file. */
+const modulePath = (c: { module: string }) => fileURLToPath(new URL(c.module, import.meta.url));
+
+/**
+ * The commands this installation holds: an image ships one role's modules only (deploy/README.md,
+ * "Images"), so its help lists what it can run and nothing that would answer "not part of this
+ * installation".
+ */
+function installed() {
+  return commands.filter((c) => existsSync(modulePath(c)));
+}
+
 function topHelp(): string {
   return [
     "fleet-ccm: one cloud controller manager for a whole fleet of Kubernetes clusters",
@@ -66,7 +79,7 @@ function topHelp(): string {
     "Usage: fleet-ccm <command> [flags]",
     "",
     "Commands:",
-    ...commands.map((c) => `  ${c.name.padEnd(12)}${c.summary}`),
+    ...installed().map((c) => `  ${c.name.padEnd(12)}${c.summary}`),
     "",
     "Run 'fleet-ccm <command> --help' for the flags of a command.",
     "",
@@ -88,7 +101,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return await entry.run(rest);
   } catch (err) {
     // Each image ships one role's modules only (deploy/README.md, "Images").
-    const missing = fileURLToPath(new URL(entry.module, import.meta.url));
+    const missing = modulePath(entry);
     const e = err as NodeJS.ErrnoException;
     if (e.code === "ERR_MODULE_NOT_FOUND" && e.message.includes(`'${missing}'`)) {
       process.stderr.write(`fleet-ccm: the ${name} command is not part of this installation\n`);

@@ -1,5 +1,12 @@
 import { readFileSync } from "node:fs";
-import type { AccountJson, ClusterDetailJson, ClusterSummaryJson, FleetJson, Health } from "@fleet-ccm/hub";
+import type {
+  AccountJson,
+  ClusterAnswerJson,
+  ClusterSummaryJson,
+  FleetJson,
+  Health,
+  HubHealthJson,
+} from "@fleet-ccm/hub";
 import type { Command } from "./flags.js";
 import { bool, int, str, UsageError } from "./flags.js";
 
@@ -64,14 +71,15 @@ export const statusCommand: Command = {
     const once = async (): Promise<{ text: string; code: number }> => {
       const got = await fetchJson(hub + path, token);
       if (!got.ok) return { text: `fleet-ccm status: ${got.error}\n`, code: EXIT_UNREACHABLE };
-      const doc = got.body as FleetJson | ClusterDetailJson;
-      const code = doc.health === "unhealthy" ? EXIT_UNHEALTHY : EXIT_HEALTHY;
+      const doc = got.body as FleetJson | ClusterAnswerJson;
+      const code =
+        doc.health === "unhealthy" || doc.hub.health === "unhealthy" ? EXIT_UNHEALTHY : EXIT_HEALTHY;
       if (asJson) return { text: `${JSON.stringify(doc, null, watch ? undefined : 2)}\n`, code };
       const paint = painter(color);
       const text =
         cluster === undefined
           ? renderFleet(doc as FleetJson, paint)
-          : renderCluster(doc as ClusterDetailJson, paint);
+          : renderCluster(doc as ClusterAnswerJson, paint);
       return { text, code };
     };
 
@@ -237,21 +245,40 @@ function accountRows(accounts: readonly AccountJson[], nowMs: number): Cell[][] 
 
 const ACCOUNT_HEADER = ["ACCOUNT", "HEALTH", "CALLS/S", "LIMIT/S", "USE", "THROTTLED/1m", "CACHE AGE"];
 
+/** The hub's own health, first: NATS, the agents' gRPC listener, the lease store of replicas. */
+export function renderHub(h: HubHealthJson, nowMs: number, paint: Paint): string {
+  const nats = h.nats.connected
+    ? `NATS connected ${age(h.nats.since, nowMs)}`
+    : paint("unhealthy", `NATS down ${age(h.nats.since, nowMs)} (${h.nats.kept} results kept)`);
+  const grpc = h.grpc.listening
+    ? `gRPC listening on ${h.grpc.listen}`
+    : paint("unhealthy", `gRPC not listening (${h.grpc.listen})`);
+  const leases =
+    h.leases === null ? "no replicas" : h.leases.ok ? "leases ok" : paint("unhealthy", "leases failing");
+  return [
+    `${paint("bold", "HUB")} ${paint(h.health, h.health)}  ${nats} · ${grpc} · ${leases}`,
+    ...h.problems.map((p) => `${paint(p.health, "!")} ${p.message}`),
+  ].join("\n");
+}
+
 export function renderFleet(f: FleetJson, paint: Paint): string {
   const nowMs = Date.parse(f.generatedAt);
+  const hub = renderHub(f.hub, nowMs, paint);
   const head = `${paint("bold", "FLEET")} ${paint(f.health, f.health)}  ${f.counts.clusters} clusters: ${f.counts.unhealthy} unhealthy, ${f.counts.warning} warning  ${paint("dim", `(at ${f.generatedAt})`)}`;
   const clusters = table(
     ["CLUSTER", "HEALTH", "AGENT", "NODES", "WAITING", "LBS", "FAILING", "PROBLEMS"],
     f.clusters.map((c) => clusterRow(c, nowMs)),
     paint,
   );
-  return `${head}\n\n${clusters}\n\n${table(ACCOUNT_HEADER, accountRows(f.accounts, nowMs), paint)}\n`;
+  return `${hub}\n\n${head}\n\n${clusters}\n\n${table(ACCOUNT_HEADER, accountRows(f.accounts, nowMs), paint)}\n`;
 }
 
-export function renderCluster(c: ClusterDetailJson & { generatedAt?: string }, paint: Paint): string {
-  const nowMs = c.generatedAt === undefined ? Date.now() : Date.parse(c.generatedAt);
+export function renderCluster(c: ClusterAnswerJson, paint: Paint): string {
+  const nowMs = Date.parse(c.generatedAt);
   const a = c.agent;
   const lines = [
+    renderHub(c.hub, nowMs, paint),
+    "",
     `${paint("bold", "CLUSTER")} ${c.name} ${paint(c.health, c.health)}  account ${c.account}`,
     `agent: ${a.connected ? `connected ${age(a.since, nowMs)}` : a.since === null ? "never connected" : `disconnected ${age(a.since, nowMs)}`}` +
       (a.agentVersion === "" ? "" : `, agent ${a.agentVersion}, Kubernetes ${a.kubernetesVersion}`) +
@@ -292,7 +319,9 @@ export function renderCluster(c: ClusterDetailJson & { generatedAt?: string }, p
         cell(`${l.namespace}/${l.name}`),
         cell(l.state, stateStyle(l.state)),
         cell(l.ingress.join(",") || "-"),
-        cell(l.state === "failing" ? `${l.reason}: ${l.message}` : (l.reason ?? "-")),
+        cell(
+          l.state !== "ready" && l.message !== undefined ? `${l.reason}: ${l.message}` : (l.reason ?? "-"),
+        ),
       ]),
       paint,
     ),

@@ -24,6 +24,7 @@ import {
   type ReplaceOutcome,
 } from "./fleet/state.js";
 import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
+import { type HubHealthInput, hubHealthJson } from "./fleet-api/views.js";
 import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
 import { clusterCredentials, TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
@@ -125,6 +126,8 @@ export class Hub {
   private readonly controllers: readonly Controller[];
   private readonly byKind = new Map<string, Controller>();
   private http: HttpServer | undefined;
+  /** The agents' gRPC listener is up (readiness). */
+  private grpcUp = false;
   /** The fleet API and page (api.*): undefined when not configured. */
   private readonly api: { readonly views: FleetApi; readonly token: () => string } | undefined;
   private apiServer: HttpServer | undefined;
@@ -295,6 +298,11 @@ export class Hub {
         accounts: () => this.accounts.summaries(),
         agent: (c) => this.grpc.agentOf(c),
         patches: () => this.tracker.countsByPrefix(),
+        hubHealth: () => this.healthInput(),
+        delivery: (c) => {
+          const s = this.publisher.status();
+          return { kept: s.keptBy.get(c) ?? 0, refused: s.refusedBy.get(c) ?? null };
+        },
       });
       this.fleet.subscribe(views.observations.listener());
       const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());
@@ -459,21 +467,13 @@ export class Hub {
    * bound ports.
    */
   async start(): Promise<{ grpcPort: number; httpPort: number; apiPort?: number }> {
-    let grpcUp = false;
     this.replicas?.start();
     const httpListen = this.opts.config.http.listen;
     this.http = await startHttpServer(httpListen, {
       healthy: () => true,
       notReady: () => {
-        const missing: string[] = [];
-        if (!grpcUp) missing.push("gRPC: the agents' listener is not up yet");
-        const nats = this.publisher.notConnectedReason();
-        if (nats !== null) missing.push(`NATS: ${nats}`);
-        if (this.accountPushed < this.accountWanted)
-          missing.push(`NATS: ${this.accountProblem ?? "the fleet account JWT is not pushed yet"}`);
-        const leases = this.replicas?.notReady() ?? null;
-        if (leases !== null) missing.push(leases);
-        return missing.length === 0 ? null : missing.join("; ");
+        const missing = hubHealthJson(this.healthInput()).problems;
+        return missing.length === 0 ? null : missing.map((p) => p.message).join("; ");
       },
       registry: this.metrics.registry,
     }).catch((err: Error) => {
@@ -515,12 +515,32 @@ export class Hub {
         `cannot listen for agents on grpc.listen ${this.opts.config.grpc.listen}: ${(err as Error).message}`,
       );
     }
-    grpcUp = true;
+    this.grpcUp = true;
     this.log.info(
       { grpcPort, httpPort, apiPort, clusters: this.opts.config.clusters.length, replica: this.replicas?.id },
       "hub started",
     );
     return { grpcPort, httpPort, ...(apiPort === undefined ? {} : { apiPort }) };
+  }
+
+  /** The hub's own health: what /readyz answers and the fleet API shows first. */
+  private healthInput(): HubHealthInput {
+    const nats = this.publisher.status();
+    return {
+      nats: {
+        connected: nats.connected,
+        problem: nats.problem,
+        sinceMs: nats.sinceMs,
+        kept: nats.kept,
+        dropped: nats.dropped,
+        accountProblem:
+          this.accountPushed < this.accountWanted
+            ? (this.accountProblem ?? "the fleet account JWT is not pushed yet")
+            : null,
+      },
+      grpc: { listening: this.grpcUp, listen: this.opts.config.grpc.listen },
+      leases: this.replicas === undefined ? undefined : { problem: this.replicas.leaseProblem() },
+    };
   }
 
   /**
@@ -765,6 +785,12 @@ export class Hub {
 
   grpcPort(): number {
     return this.grpc.port;
+  }
+
+  /** The bound port of /healthz, /readyz and /metrics (undefined: not started). */
+  healthPort(): number | undefined {
+    const a = this.http?.address();
+    return typeof a === "object" && a !== null ? a.port : undefined;
   }
 
   /** The fleet API's bound port (undefined: no api section, or not started). */

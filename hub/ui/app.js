@@ -61,6 +61,25 @@ function showLogin(message) {
   $("login-error").textContent = message || "";
 }
 
+// The hub's own health first: with NATS down no cluster's figures move, whatever they say.
+function renderHub(h, now) {
+  $("hub").dataset.health = h.health;
+  $("hub-health").textContent = h.health;
+  $("hub-health").dataset.health = h.health;
+  const nats = h.nats.connected
+    ? `NATS connected for ${age(h.nats.since, now)}`
+    : `NATS down for ${age(h.nats.since, now)}, ${h.nats.kept} results kept for delivery`;
+  const grpc = h.grpc.listening
+    ? `gRPC listening on ${h.grpc.listen}`
+    : `gRPC not listening (${h.grpc.listen})`;
+  const leases =
+    h.leases === null ? "no replicas" : h.leases.ok ? "lease store reachable" : "lease store failing";
+  $("hub-parts").textContent = `${nats} · ${grpc} · ${leases}`;
+  $("hub-problems").replaceChildren(
+    ...h.problems.map((p) => el("li", { "data-health": p.health }, p.message)),
+  );
+}
+
 function renderGrid(fleet) {
   const grid = $("grid");
   grid.replaceChildren(
@@ -188,7 +207,7 @@ function renderDetail(c, now) {
           "td",
           { class: "reason" },
           l.reason || "",
-          l.state === "failing" && l.message ? el("div", { class: "dim" }, l.message) : "",
+          l.state !== "ready" && l.message ? el("div", { class: "dim" }, l.message) : "",
         ),
       ),
     ),
@@ -210,6 +229,7 @@ async function refresh() {
       `${fleet.counts.clusters} clusters · ${fleet.counts.unhealthy} unhealthy · ${fleet.counts.warning} warning`;
     if (!selected || !fleet.clusters.some((c) => c.name === selected))
       selected = fleet.clusters[0]?.name ?? null;
+    renderHub(fleet.hub, now);
     renderGrid(fleet);
     renderAccounts(fleet, now);
     if (selected) renderDetail(await api(`/api/v1/clusters/${encodeURIComponent(selected)}`), now);

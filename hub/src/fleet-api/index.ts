@@ -10,14 +10,17 @@ import { FleetObservations } from "./observations.js";
 import type { FleetApiViews } from "./server.js";
 import {
   type AccountJson,
-  type ClusterDetailJson,
+  type ClusterAnswerJson,
   type ClusterInput,
   clusterDetail,
   clusterSummary,
   type FleetJson,
   fleetJson,
   type HealthPolicy,
+  type HubHealthInput,
+  hubHealthJson,
   type Problem,
+  undeliverable,
   worst,
 } from "./views.js";
 
@@ -31,6 +34,10 @@ export interface FleetApiDeps {
   agent(cluster: string): { agentVersion: string; kubernetesVersion: string } | undefined;
   /** Publications in flight, by cluster key prefix. */
   patches(): ReadonlyMap<string, { inflight: number; republished: number; failedApply: number }>;
+  /** The hub's own health (the facts /readyz answers from). */
+  hubHealth(): HubHealthInput;
+  /** A cluster's results kept until NATS is back, and why NATS refused its last ones (null: it did not). */
+  delivery(cluster: string): { kept: number; refused: string | null };
 }
 
 /** Builds the fleet API's JSON views from what the hub holds. */
@@ -111,6 +118,7 @@ export class FleetApi implements FleetApiViews {
     name: string,
     throttled: ReadonlySet<string>,
     patches: ReadonlyMap<string, ClusterInput["patches"]>,
+    hub: HubHealthInput,
   ): ClusterInput | undefined {
     const c = this.clusters.get(name);
     if (c === undefined) return undefined;
@@ -124,6 +132,7 @@ export class FleetApi implements FleetApiViews {
       agent: this.deps.agent(name),
       patches: patches.get(clusterKeyPrefix(name)) ?? { inflight: 0, republished: 0, failedApply: 0 },
       accountThrottled: throttled.has(c.account),
+      undeliverable: undeliverable(hub, this.deps.delivery(name)),
     };
   }
 
@@ -136,18 +145,24 @@ export class FleetApi implements FleetApiViews {
     const throttled = this.throttledAccounts(accounts);
     const patches = this.deps.patches();
     const policy = this.policy();
+    const hub = this.deps.hubHealth();
     const clusters = [...this.clusters.values()].flatMap((c) => {
-      const input = this.input(c.name, throttled, patches);
+      const input = this.input(c.name, throttled, patches, hub);
       return input === undefined ? [] : [clusterSummary(input, policy)];
     });
-    return fleetJson(clusters, accounts, policy.nowMs);
+    return fleetJson(hubHealthJson(hub), clusters, accounts, policy.nowMs);
   }
 
-  async cluster(name: string): Promise<(ClusterDetailJson & { generatedAt: string }) | undefined> {
-    const input = this.input(name, this.throttledAccounts(this.accountJson()), this.deps.patches());
+  async cluster(name: string): Promise<ClusterAnswerJson | undefined> {
+    const hub = this.deps.hubHealth();
+    const input = this.input(name, this.throttledAccounts(this.accountJson()), this.deps.patches(), hub);
     if (input === undefined) return undefined;
     const policy = this.policy();
-    return { generatedAt: new Date(policy.nowMs).toISOString(), ...clusterDetail(input, policy) };
+    return {
+      generatedAt: new Date(policy.nowMs).toISOString(),
+      hub: hubHealthJson(hub),
+      ...clusterDetail(input, policy),
+    };
   }
 }
 

@@ -3,7 +3,30 @@ import { describe, expect, test } from "@jest/globals";
 import { FleetState } from "../fleet/state.js";
 import { TAINT_SHUTDOWN, TAINT_UNINITIALIZED } from "../k8s/well-known.js";
 import { FleetObservations } from "./observations.js";
-import { type ClusterInput, clusterDetail, fleetJson } from "./views.js";
+import {
+  type ClusterInput,
+  clusterDetail,
+  fleetJson,
+  type HubHealthInput,
+  hubHealthJson,
+  REASON_UNDELIVERABLE,
+  undeliverable,
+} from "./views.js";
+
+const healthyHub: HubHealthInput = {
+  nats: { connected: true, problem: null, sinceMs: 1_000, kept: 0, dropped: 0, accountProblem: null },
+  grpc: { listening: true, listen: "0.0.0.0:7443" },
+  leases: undefined,
+};
+const natsDown: HubHealthInput = {
+  ...healthyHub,
+  nats: {
+    ...healthyHub.nats,
+    connected: false,
+    problem: "lost the connection to NATS at nats://n:4222",
+    kept: 3,
+  },
+};
 
 const MIN = 60_000;
 const ready = (status: string) => [{ type: "Ready", status, reason: "", message: "" }];
@@ -36,6 +59,7 @@ function setup() {
     agent: { agentVersion: "0.1.0", kubernetesVersion: "v1.31.0" },
     patches: { inflight: 0, republished: 0, failedApply: 0 },
     accountThrottled: false,
+    undeliverable: null,
     ...over,
   });
   return { fleet, obs, input, advance: (ms: number) => (now += ms), now: () => now };
@@ -171,9 +195,55 @@ describe("cluster view", () => {
     const policy = { nowMs: now(), waitingUnhealthyAfterMs: MIN };
     const ok = { ...clusterDetail(input(), policy), name: "a", health: "ok" as const };
     const bad = { ...clusterDetail(input(), policy), name: "z", health: "unhealthy" as const };
-    const f = fleetJson([ok, bad], [], now());
+    const f = fleetJson(hubHealthJson(healthyHub), [ok, bad], [], now());
     expect(f.clusters.map((c) => c.name)).toEqual(["z", "a"]);
     expect(f.health).toBe("unhealthy");
     expect(f.counts).toEqual({ clusters: 2, unhealthy: 1, warning: 0 });
+  });
+
+  test("the hub's own health: each part it needs, and the fleet is no better than the hub", () => {
+    const ok = hubHealthJson(healthyHub);
+    expect(ok).toMatchObject({ health: "ok", problems: [], leases: null });
+    expect(ok.nats).toMatchObject({ connected: true, since: new Date(1_000).toISOString() });
+    const down = hubHealthJson({
+      ...natsDown,
+      grpc: { listening: false, listen: "0.0.0.0:7443" },
+      leases: { problem: "the lease bucket is not reachable" },
+    });
+    expect(down.health).toBe("unhealthy");
+    expect(down.problems.map((p) => p.message)).toEqual([
+      "gRPC: the agents' listener is not up yet",
+      "NATS: lost the connection to NATS at nats://n:4222",
+      "leases: the lease bucket is not reachable",
+    ]);
+    expect(down.leases).toEqual({ ok: false, problem: "the lease bucket is not reachable" });
+    expect(fleetJson(down, [], [], 0).health).toBe("unhealthy");
+  });
+
+  test("results that cannot be delivered: the cluster is unhealthy, a Service in progress and a waiting node say why", () => {
+    const { fleet, input, now } = setup();
+    fleet.replace("c1", [node("n1", { taints: uninit })], [lb("web")]);
+    const policy = { nowMs: now(), waitingUnhealthyAfterMs: MIN };
+    const why = undeliverable(natsDown, { kept: 2, refused: null });
+    expect(why).toBe(
+      "results cannot reach the agent (NATS: lost the connection to NATS at nats://n:4222); 2 results kept for delivery",
+    );
+    expect(undeliverable(healthyHub, { kept: 0, refused: null })).toBeNull();
+    // Connected, but NATS refuses this cluster's subject.
+    expect(undeliverable(healthyHub, { kept: 0, refused: "the hub's publish was refused" })).toBe(
+      "results cannot reach the agent (NATS: the hub's publish was refused)",
+    );
+    const d = clusterDetail(input({ undeliverable: why }), policy);
+    expect(d.health).toBe("unhealthy");
+    expect(d.problems.map((p) => p.message)).toContain(why);
+    expect(d.loadBalancerList[0]).toMatchObject({
+      state: "in-progress",
+      reason: REASON_UNDELIVERABLE,
+      message: why,
+    });
+    expect(d.nodeList[0]).toMatchObject({ state: "waiting", reason: REASON_UNDELIVERABLE, message: why });
+    const fine = clusterDetail(input(), policy);
+    expect(fine.loadBalancerList[0]?.reason).toBeUndefined();
+    expect(fine.nodeList[0]?.reason).toBe("Initializing");
   });
 });

@@ -84,6 +84,12 @@ export interface ClusterDetailJson extends ClusterSummaryJson {
   readonly heldList: readonly { kind: string; key: string; since: string }[];
 }
 
+/** GET /api/v1/clusters/<name>: the cluster, with the hub's own health first. */
+export interface ClusterAnswerJson extends ClusterDetailJson {
+  readonly generatedAt: string;
+  readonly hub: HubHealthJson;
+}
+
 export interface AccountJson {
   readonly name: string;
   readonly provider: string;
@@ -102,8 +108,91 @@ export interface AccountJson {
   readonly cache: { readonly listedAt: string | null; readonly ageSeconds: number | null };
 }
 
+/** What the hub's own health is built from (the same facts /readyz answers from). */
+export interface HubHealthInput {
+  readonly nats: {
+    readonly connected: boolean;
+    /** Why not connected; null when connected. */
+    readonly problem: string | null;
+    readonly sinceMs: number | undefined;
+    readonly kept: number;
+    readonly dropped: number;
+    /** Decentralized auth: why the fleet account JWT is not (yet) on NATS; null when it is. */
+    readonly accountProblem: string | null;
+  };
+  readonly grpc: { readonly listening: boolean; readonly listen: string };
+  /** Hub replicas only: why the lease store cannot be used; null when it can. */
+  readonly leases: { readonly problem: string | null } | undefined;
+}
+
+/** The hub itself: can it take agents' reports (gRPC), deliver results (NATS), hold leases? */
+export interface HubHealthJson {
+  readonly health: Health;
+  /** Also what /readyz answers when not ready. */
+  readonly problems: readonly Problem[];
+  readonly nats: {
+    readonly connected: boolean;
+    /** Connected since, or disconnected since (ISO 8601). */
+    readonly since: string | null;
+    readonly problem: string | null;
+    /** Results kept for delivery until NATS is back. */
+    readonly kept: number;
+    /** Oldest kept results dropped over the bound (the reconcilers publish them again). */
+    readonly dropped: number;
+    readonly accountProblem: string | null;
+  };
+  readonly grpc: { readonly listening: boolean; readonly listen: string };
+  /** null: no hub replicas, no lease store. */
+  readonly leases: { readonly ok: boolean; readonly problem: string | null } | null;
+}
+
+export function hubHealthJson(input: HubHealthInput): HubHealthJson {
+  const problems: Problem[] = [];
+  if (!input.grpc.listening)
+    problems.push({ health: "unhealthy", message: "gRPC: the agents' listener is not up yet" });
+  if (input.nats.problem !== null)
+    problems.push({ health: "unhealthy", message: `NATS: ${input.nats.problem}` });
+  if (input.nats.accountProblem !== null)
+    problems.push({ health: "unhealthy", message: `NATS: ${input.nats.accountProblem}` });
+  const leaseProblem = input.leases?.problem ?? null;
+  if (leaseProblem !== null) problems.push({ health: "unhealthy", message: `leases: ${leaseProblem}` });
+  return {
+    health: worst(problems),
+    problems,
+    nats: {
+      connected: input.nats.connected,
+      since: iso(input.nats.sinceMs),
+      problem: input.nats.problem,
+      kept: input.nats.kept,
+      dropped: input.nats.dropped,
+      accountProblem: input.nats.accountProblem,
+    },
+    grpc: input.grpc,
+    leases: input.leases === undefined ? null : { ok: leaseProblem === null, problem: leaseProblem },
+  };
+}
+
+/**
+ * Why the hub's results cannot reach a cluster's agent now, or null. Results travel over NATS
+ * only: with NATS down (or the fleet account not on it) they are kept, none lands; connected,
+ * NATS may still refuse the cluster's subject (the hub's user's permissions).
+ */
+export function undeliverable(
+  hub: HubHealthInput,
+  delivery: { readonly kept: number; readonly refused: string | null },
+): string | null {
+  const why = hub.nats.problem ?? hub.nats.accountProblem ?? delivery.refused;
+  if (why === null) return null;
+  return `results cannot reach the agent (NATS: ${why})${delivery.kept > 0 ? `; ${plural(delivery.kept, "result")} kept for delivery` : ""}`;
+}
+
+/** The reason a waiting node or an in-progress load balancer gives while results cannot be delivered. */
+export const REASON_UNDELIVERABLE = "ResultsUndeliverable";
+
 export interface FleetJson {
   readonly generatedAt: string;
+  /** The hub's own health first: without it no cluster's figures can be trusted to move. */
+  readonly hub: HubHealthJson;
   readonly health: Health;
   readonly counts: { readonly clusters: number; readonly unhealthy: number; readonly warning: number };
   readonly clusters: readonly ClusterSummaryJson[];
@@ -123,6 +212,8 @@ export interface ClusterInput {
   readonly patches: { readonly inflight: number; readonly republished: number; readonly failedApply: number };
   /** The cluster's account is throttled (its problems are reported on the account too). */
   readonly accountThrottled: boolean;
+  /** Why the hub's results cannot reach this cluster now (`undeliverable`); null: they can. */
+  readonly undeliverable: string | null;
 }
 
 export interface HealthPolicy {
@@ -157,11 +248,17 @@ export function nodeJson(node: Readonly<Node>, input: ClusterInput): NodeJson {
   if (needsInit(node)) {
     const w = obs?.waitingSince.get(node.name);
     const since = w !== undefined && w.uid === node.uid ? iso(w.sinceMs) : null;
+    // A cloud's answer (a Warning) says more than the delivery; without one, the delivery is why.
+    const why =
+      warning ??
+      (input.undeliverable === null
+        ? { reason: "Initializing", message: undefined }
+        : { reason: REASON_UNDELIVERABLE, message: input.undeliverable });
     return {
       ...base,
       state: "waiting",
-      reason: warning?.reason ?? "Initializing",
-      ...(warning === undefined ? {} : { message: warning.message }),
+      reason: why.reason,
+      ...(why.message === undefined ? {} : { message: why.message }),
       ...(since === null ? {} : { since }),
     };
   }
@@ -183,13 +280,15 @@ export function loadBalancerJson(svc: Readonly<Service>, input: ClusterInput): L
   // The last Event tells: a Warning after the last success is a failure, whatever ingress is kept.
   const state: LoadBalancerState =
     ev?.type === "Warning" ? "failing" : ingress.length > 0 ? "ready" : "in-progress";
-  return {
-    namespace: svc.namespace,
-    name: svc.name,
-    state,
-    ingress,
-    ...(ev === undefined ? {} : { reason: ev.reason, message: ev.message, eventAt: iso(ev.atMs) ?? "" }),
-  };
+  // In progress with results undeliverable: that is why, whatever the hub's last Event says
+  // (its Events travel over NATS too, so the cluster never saw it).
+  const why =
+    state === "in-progress" && input.undeliverable !== null
+      ? { reason: REASON_UNDELIVERABLE, message: input.undeliverable }
+      : ev === undefined
+        ? {}
+        : { reason: ev.reason, message: ev.message, eventAt: iso(ev.atMs) ?? "" };
+  return { namespace: svc.namespace, name: svc.name, state, ingress, ...why };
 }
 
 const RANK: Record<Health, number> = { unhealthy: 2, warning: 1, ok: 0 };
@@ -258,6 +357,7 @@ export function clusterDetail(input: ClusterInput, policy: HealthPolicy): Cluste
     });
   else if (waiting > 0)
     problems.push({ health: "warning", message: `${plural(waiting, "node")} waiting for initialization` });
+  if (input.undeliverable !== null) problems.push({ health: "unhealthy", message: input.undeliverable });
   if (failing > 0)
     problems.push({ health: "unhealthy", message: `${plural(failing, "load balancer")} failing` });
   if (input.accountThrottled)
@@ -333,6 +433,7 @@ export function clusterSummary(input: ClusterInput, policy: HealthPolicy): Clust
 }
 
 export function fleetJson(
+  hub: HubHealthJson,
   clusters: readonly ClusterSummaryJson[],
   accounts: readonly AccountJson[],
   nowMs: number,
@@ -340,7 +441,8 @@ export function fleetJson(
   const sorted = [...clusters].sort(byTrouble);
   return {
     generatedAt: new Date(nowMs).toISOString(),
-    health: worst([...sorted, ...accounts]),
+    hub,
+    health: worst([hub, ...sorted, ...accounts]),
     counts: {
       clusters: sorted.length,
       unhealthy: sorted.filter((c) => c.health === "unhealthy").length,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "@jest/globals";
-import { describeNatsError, redactServer } from "./publisher.js";
+import { clusterOfDesiredSubject, describeNatsError, redactServer } from "./publisher.js";
 
 describe("NATS errors a user can act on", () => {
   const servers = ["nats://hub:s3cret@nats-1:4222", "nats://nats-2:4222"];
@@ -33,4 +33,10 @@ describe("NATS errors a user can act on", () => {
     });
     expect(describeNatsError(err, ["nats://n:4222"])).toContain("must be allowed to publish fleet.v1.>");
   });
+});
+
+test("a refused subject names its cluster only when it is a desired-state subject", () => {
+  expect(clusterOfDesiredSubject("fleet.v1.prod-eu-1.desired")).toBe("prod-eu-1");
+  expect(clusterOfDesiredSubject("fleet.v1.prod-eu-1.other")).toBeUndefined();
+  expect(clusterOfDesiredSubject("$KV.fleet-ccm-leases.a")).toBeUndefined();
 });

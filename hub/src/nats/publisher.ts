@@ -38,8 +38,16 @@ const MAX_PENDING_ITEMS = 200_000;
 const CONNECT_BACKOFF = { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 };
 /** Reconnection after a loss: 250 ms growing to 5 s, jittered. */
 const RECONNECT_BACKOFF = { initialMs: 250, maxMs: 5000, factor: 2, jitter: 0.2 };
+/** A cluster's publications refused this recently count as undeliverable (the hub republishes sooner). */
+const REFUSED_FRESH_MS = 60_000;
 /** While NATS stays unreachable, one summary line this often (not a line per try). */
 const SUMMARY_EVERY_MS = 60_000;
+
+/** The cluster of a `fleet.v1.<cluster>.desired` subject, or undefined. */
+export function clusterOfDesiredSubject(subject: string): string | undefined {
+  const m = /^fleet\.v1\.(.+)\.desired$/.exec(subject);
+  return m?.[1] !== undefined && desiredSubject(m[1]) === subject ? m[1] : undefined;
+}
 
 /** nats://user:pass@host:4222 → nats://host:4222: a server URL may carry credentials. */
 export function redactServer(url: string): string {
@@ -62,6 +70,24 @@ export function describeNatsError(err: unknown, servers: readonly string[]): str
   return `cannot connect to NATS at ${where} (${msg || name}): check nats.servers and that NATS is running`;
 }
 
+export interface PublisherStatus {
+  readonly connected: boolean;
+  /** Why not connected; null when connected. */
+  readonly problem: string | null;
+  /** Connected since, or down since (epoch ms). */
+  readonly sinceMs: number | undefined;
+  /** Items kept for the reconnection, in all and by cluster (only clusters with some). */
+  readonly kept: number;
+  readonly keptBy: ReadonlyMap<string, number>;
+  /** Oldest items dropped over the bound while down (reconcilers republish them). */
+  readonly dropped: number;
+  /**
+   * Clusters whose results NATS took no more, connected or not: a refused publish (the hub's
+   * user may not publish there) or a publish that failed, in the last minute; why.
+   */
+  readonly refusedBy: ReadonlyMap<string, string>;
+}
+
 type NatsState = "connecting" | "connected" | "reconnecting" | "closed";
 
 /**
@@ -81,10 +107,13 @@ export class DesiredPublisher {
   private state: NatsState = "connecting";
   private problem: string | undefined;
   private downSinceMs = Date.now();
+  private connectedSinceMs: number | undefined;
   private summaryTimer: NodeJS.Timeout | undefined;
   private retryTimer: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
   private droppedWhileDown = 0;
   private reconnectTries = 0;
+  /** Clusters whose last publication NATS refused or could not take: why, and when. */
+  private readonly refused = new Map<string, { reason: string; atMs: number }>();
   publishedBytes = 0;
   /** Called on every (re)connection, after what was kept meanwhile is flushed. */
   onConnected: (() => void) | undefined;
@@ -168,6 +197,7 @@ export class DesiredPublisher {
   private becameConnected(server: string, attempts: number): void {
     const downForS = Math.round((Date.now() - this.downSinceMs) / 1000);
     this.state = "connected";
+    this.connectedSinceMs = Date.now();
     this.problem = undefined;
     this.reconnectTries = 0;
     this.stopSummary();
@@ -199,6 +229,7 @@ export class DesiredPublisher {
       } else if (s.type === "reconnect") {
         this.becameConnected(s.server, 0);
       } else if (s.type === "error") {
+        this.noteRefusal(s.error);
         const problem = describeNatsError(s.error, this.opts.servers);
         if (problem !== this.problem) this.logger.warn({ servers: this.where }, problem);
         this.problem = problem;
@@ -211,6 +242,19 @@ export class DesiredPublisher {
     this.downSinceMs = Date.now();
     this.logger.warn({ servers: this.where }, "NATS connection closed; connecting again");
     void this.connectLoop();
+  }
+
+  /** A publish the server refused (asynchronously: -ERR Permissions Violation) names its subject. */
+  private noteRefusal(err: unknown): void {
+    const e = err as { name?: string; operation?: string; subject?: string };
+    if (e?.name !== "PermissionViolationError" || e.operation !== "publish" || e.subject === undefined)
+      return;
+    const cluster = clusterOfDesiredSubject(e.subject);
+    if (cluster === undefined) return;
+    this.refused.set(cluster, {
+      reason: `the hub's publish to ${e.subject} was refused (permissions violation): its NATS user must be allowed to publish fleet.v1.>`,
+      atMs: Date.now(),
+    });
   }
 
   private startSummary(): void {
@@ -236,6 +280,34 @@ export class DesiredPublisher {
   /** True while connected to a NATS server (readiness). */
   connected(): boolean {
     return this.state === "connected" && this.nc !== undefined && !this.nc.isClosed();
+  }
+
+  /**
+   * What the hub can deliver now (the fleet API's hub section): connected or not since when,
+   * why not, and what is kept for the reconnection (in all and for each cluster).
+   */
+  status(): PublisherStatus {
+    const connected = this.connected();
+    const keptBy = new Map<string, number>();
+    for (const [cluster, p] of this.pending) {
+      const n = p.nodes.length + p.services.length + p.events.length;
+      if (n > 0) keptBy.set(cluster, n);
+    }
+    const now = Date.now();
+    const refusedBy = new Map<string, string>();
+    for (const [cluster, r] of this.refused) {
+      if (now - r.atMs < REFUSED_FRESH_MS) refusedBy.set(cluster, r.reason);
+      else this.refused.delete(cluster);
+    }
+    return {
+      connected,
+      problem: this.notConnectedReason(),
+      sinceMs: connected ? this.connectedSinceMs : this.downSinceMs,
+      kept: this.pendingItems,
+      keptBy,
+      dropped: this.droppedWhileDown,
+      refusedBy,
+    };
   }
 
   /** Why the hub is not connected to NATS, for /readyz; null when it is. */
@@ -306,6 +378,10 @@ export class DesiredPublisher {
         } catch (err) {
           // Closed or draining: drop; the convergence deadline republishes.
           this.logger.warn({ cluster, err: (err as Error).message }, "publish failed");
+          this.refused.set(cluster, {
+            reason: `a publish failed (${(err as Error).message.split("\n")[0]})`,
+            atMs: Date.now(),
+          });
         }
       }
     }

@@ -130,8 +130,13 @@ export class HubReplicas {
 
   /** Why this replica cannot take clusters (readiness), or null. */
   notReady(): string | null {
-    const p = this.store.problem();
+    const p = this.leaseProblem();
     return p === null ? null : `leases: ${p}`;
+  }
+
+  /** Why the lease store cannot be used now; null when it can. */
+  leaseProblem(): string | null {
+    return this.store.problem();
   }
 
   holds(cluster: string): boolean {

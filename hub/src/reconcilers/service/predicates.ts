@@ -43,14 +43,23 @@ const PARSE_BOOL_FALSE = new Set(["0", "f", "F", "FALSE", "false", "False"]);
 /**
  * Upstream stableNodeSetPredicates (readiness is not one: KEP-3458): not being deleted, not
  * excluded by label (Go ParseBool: only a false value includes; anything unparsable excludes),
- * not tainted ToBeDeletedByClusterAutoscaler. Unlike upstream a providerID is required: it is the
- * only identity the hub trusts for a backend.
+ * not tainted ToBeDeletedByClusterAutoscaler. The node list these leave is the one upstream
+ * passes to the cloud, and the one whose emptiness is `UnAvailableLoadBalancer`.
  */
-export function isEligibleBackend(node: Readonly<Node>): boolean {
-  if (node.providerId === "" || node.deletionTimestamp !== undefined) return false;
+export function isAvailableNode(node: Readonly<Node>): boolean {
+  if (node.deletionTimestamp !== undefined) return false;
   const exclude = node.labels[LABEL_EXCLUDE_FROM_LB];
   if (exclude !== undefined && !PARSE_BOOL_FALSE.has(exclude)) return false;
   return !node.taints.some((t) => t.key === TAINT_TO_BE_DELETED);
+}
+
+/**
+ * An available node (`isAvailableNode`) with a providerID. Unlike upstream the hub requires one
+ * for a backend: it is the only identity the hub trusts, so a node not yet initialized is
+ * available (upstream lists it) but not yet a backend.
+ */
+export function isEligibleBackend(node: Readonly<Node>): boolean {
+  return node.providerId !== "" && isAvailableNode(node);
 }
 
 /**

@@ -236,6 +236,32 @@ describe("service reconcile", () => {
     expect(out.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
   });
 
+  test("UnAvailableLoadBalancer only when upstream's predicates leave no node: nodes not yet initialized are available", async () => {
+    // Registered, not yet initialized (no providerID): upstream lists them, so no Warning; the
+    // hub has no backend for them yet and adds them once they have an instance.
+    const pending = Node.fromPartial({ name: "a", uid: "uid-a", resourceVersion: "1" });
+    const h = harness([svc()], [pending]);
+    const out = await h.run();
+    expect(h.specs[0]?.backends).toEqual([]);
+    expect(out.events?.map((e) => e.reason)).toEqual(["EnsuringLoadBalancer", "EnsuredLoadBalancer"]);
+    for (const nodes of [
+      [],
+      [node("x", { "node.kubernetes.io/exclude-from-external-load-balancers": "true" })],
+      [Node.fromPartial({ ...pending, deletionTimestamp: new Date() })],
+    ]) {
+      const none = await harness([svc()], nodes).run();
+      expect(none.events?.map((e) => e.reason)).toEqual([
+        "UnAvailableLoadBalancer",
+        "EnsuringLoadBalancer",
+        "EnsuredLoadBalancer",
+      ]);
+      expect(none.events?.[0]).toMatchObject({
+        type: "Warning",
+        message: "There are no available nodes for LoadBalancer",
+      });
+    }
+  });
+
   test("a backend update the provider cannot apply alone (NeedsEnsureError) becomes an ensure in the same pass", async () => {
     const h = harness([svc({ ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }] })], [node("a")]);
     await h.run();

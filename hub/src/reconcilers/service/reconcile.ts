@@ -32,6 +32,7 @@ import {
   backendSubset,
   hasFinalizer,
   ingressEqual,
+  isAvailableNode,
   isEligibleBackend,
   loadBalancerSpec,
   needsCleanup,
@@ -207,7 +208,10 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     );
     spec = { ...spec, sessionAffinity: "None" };
   }
-  if (spec.backends.length === 0)
+  // Upstream warns when the node list its predicates leave is empty, not when no backend has an
+  // instance yet: nodes registered but not initialized (no providerID) are available nodes.
+  const available = [...view.nodes.values()].some(isAvailableNode);
+  if (!available)
     events.push(
       serviceEvent(svc, "Warning", REASON.unavailable, "There are no available nodes for LoadBalancer"),
     );
@@ -240,7 +244,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         backendsKey: backends.key,
         atMs: deps.clock.now(),
       });
-      if (spec.backends.length > 0)
+      if (available)
         events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
       return { events, requeue: { kind: "done" } };
     } catch (err) {
