@@ -25,7 +25,7 @@ import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { retryOutcome } from "../retry-policy.js";
-import { AnnotationError, parseLbAnnotations } from "./annotations.js";
+import { AnnotationError, PROVIDER_LB_ANNOTATIONS, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
   backendAnnotationsOf,
@@ -164,7 +164,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   let backends: BackendSet;
   const events: ClusterEvent[] = [];
   try {
-    const settings = parseLbAnnotations(svc.annotations);
+    // Every annotation, unified and the provider's own, before any cloud call for the Service.
+    const settings = parseLbAnnotations(svc.annotations, PROVIDER_LB_ANNOTATIONS, {
+      provider: cloud.provider.name,
+      bounds: lbs.capabilities.settingBounds ?? {},
+    });
+    lbs.checkAnnotations?.(svc.annotations);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
     const max = lbs.capabilities.maxBackends;
@@ -184,16 +189,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
     spec = loadBalancerSpec(svc, settings, backends.ids, backends.annotations);
   } catch (err) {
-    if (err instanceof AnnotationError) {
-      // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
-      deps.logger.warn({ service: key.name, err: err.message }, "invalid annotation");
-      return {
-        events: [
-          serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${err.message}`),
-        ],
-        requeue: { kind: "done" },
-      };
-    }
+    if (err instanceof AnnotationError) return invalidAnnotation(key, svc, err, deps, events);
     return retryOutcome(err, { events });
   }
   if (spec.sessionAffinity === "ClientIP" && !lbs.capabilities.sessionAffinity) {
@@ -282,6 +278,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     deps.pending?.delete(k);
     // As upstream: no change, no failure; the other controller reports on the Service.
     if (err instanceof ImplementedElsewhereError) return { events, requeue: { kind: "done" } };
+    // A provider reading an annotation checkAnnotations did not: permanent all the same.
+    if (err instanceof AnnotationError) return invalidAnnotation(key, svc, err, deps, events);
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );
@@ -303,6 +301,27 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events,
     services: [serviceDesired(svc, published.generation, { ingress: { items: ingress } })],
   });
+}
+
+/**
+ * An annotation its setting cannot take: one Warning naming it, the bound and the problem, and
+ * no retry. It is permanent until the Service changes, and a change re-syncs it.
+ */
+function invalidAnnotation(
+  key: WorkKey,
+  svc: Readonly<Service>,
+  err: AnnotationError,
+  deps: ServiceDeps,
+  events: readonly ClusterEvent[],
+): Outcome {
+  deps.logger.warn({ service: key.name, annotation: err.annotation, err: err.message }, "invalid annotation");
+  return {
+    events: [
+      ...events,
+      serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${err.message}`),
+    ],
+    requeue: { kind: "done" },
+  };
 }
 
 /**
