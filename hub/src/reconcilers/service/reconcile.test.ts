@@ -150,6 +150,7 @@ function harness(
     clock,
     loadBalancerClass: undefined,
     pending: new Map<string, "ensure" | "update" | "delete">(),
+    refused: new Map<string, string>(),
   };
   return {
     ...d,
@@ -247,6 +248,16 @@ describe("service reconcile", () => {
     expect(message).toContain("lb.fleet-ccm.io/health-check-path");
     expect(message).toContain("1 to 1024 characters (65536 characters)");
     expect(message.length).toBeLessThan(300);
+    // A re-sync of the unchanged Service (a node set change, a late requeue): no second Event.
+    const again = await h.run();
+    expect(again.events ?? []).toEqual([]);
+    expect(again.requeue).toEqual({ kind: "done" });
+    expect(h.reads).toEqual([]);
+    // Another refusal of the same Service is news.
+    const [s] = [...(h.fleet.view("c1")?.services.values() ?? [])];
+    if (s === undefined) throw new Error("no Service");
+    h.fleet.upsertService("c1", { ...s, annotations: { "lb.fleet-ccm.io/health-check-path": "healthz" } });
+    expect((await h.run()).events?.[0]?.message).toContain('"healthz": expected an absolute URL path');
   });
 
   test("a provider's vendor annotation refused by its reader: the same Event, before any cloud call", async () => {

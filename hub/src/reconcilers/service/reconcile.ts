@@ -86,6 +86,11 @@ export type ServiceDeps = Pick<
    */
   readonly pending?: Map<string, "ensure" | "update" | "delete">;
   /**
+   * Services whose annotations were refused, with the Service uid and the refusal: the same
+   * refusal again (a re-sync of an unchanged Service) emits no second Event. Absent: every one does.
+   */
+  readonly refused?: Map<string, string>;
+  /**
    * The Service's load balancer in the account-wide listing of owned ones (shared by every
    * Service of the account; undefined when not listed or the provider has no listing), with
    * when it was listed. Lets a restarted hub skip the ensure of a load balancer that is current.
@@ -124,6 +129,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     deps.tracker.clear(k);
     deps.ensured.delete(k);
     deps.pending?.delete(k);
+    deps.refused?.delete(k);
     return DONE;
   }
   const cloud = deps.cloudFor(key.cluster);
@@ -170,6 +176,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       bounds: lbs.capabilities.settingBounds ?? {},
     });
     lbs.checkAnnotations?.(svc.annotations);
+    deps.refused?.delete(k);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
     const max = lbs.capabilities.maxBackends;
@@ -189,7 +196,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
     spec = loadBalancerSpec(svc, settings, backends.ids, backends.annotations);
   } catch (err) {
-    if (err instanceof AnnotationError) return invalidAnnotation(key, svc, err, deps, events);
+    if (err instanceof AnnotationError) return invalidAnnotation(k, key, svc, err, deps, events);
     return retryOutcome(err, { events });
   }
   if (spec.sessionAffinity === "ClientIP" && !lbs.capabilities.sessionAffinity) {
@@ -279,7 +286,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     // As upstream: no change, no failure; the other controller reports on the Service.
     if (err instanceof ImplementedElsewhereError) return { events, requeue: { kind: "done" } };
     // A provider reading an annotation checkAnnotations did not: permanent all the same.
-    if (err instanceof AnnotationError) return invalidAnnotation(key, svc, err, deps, events);
+    if (err instanceof AnnotationError) return invalidAnnotation(k, key, svc, err, deps, events);
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );
@@ -308,12 +315,17 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
  * no retry. It is permanent until the Service changes, and a change re-syncs it.
  */
 function invalidAnnotation(
+  k: string,
   key: WorkKey,
   svc: Readonly<Service>,
   err: AnnotationError,
   deps: ServiceDeps,
   events: readonly ClusterEvent[],
 ): Outcome {
+  const refusal = `${svc.uid}\u0000${err.message}`;
+  if (deps.refused?.get(k) === refusal)
+    return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
+  deps.refused?.set(k, refusal);
   deps.logger.warn({ service: key.name, annotation: err.annotation, err: err.message }, "invalid annotation");
   return {
     events: [
