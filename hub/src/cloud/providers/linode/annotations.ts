@@ -248,6 +248,9 @@ function parsePort(key: string, raw: string): PortSettings {
   };
 }
 
+const ACL_RULE_ADDRESSES = 255;
+const ACL_RULES = 25;
+
 function parseAcl(key: string, raw: string): FirewallAcl {
   let v: unknown;
   try {
@@ -265,9 +268,32 @@ function parseAcl(key: string, raw: string): FirewallAcl {
     if (x === undefined) return [];
     if (!Array.isArray(x) || !x.every((i) => typeof i === "string"))
       return fail(key, raw, `${family} as a list of CIDRs`);
+    const bits = family === "ipv4" ? 32 : 128;
+    for (const cidr of x as string[]) {
+      // Firewall rule addresses: "in IP/mask format" (OpenAPI).
+      const m = /^([^/]+)\/(\d{1,3})$/.exec(cidr);
+      if (m === null || isIP(m[1] ?? "") !== (family === "ipv4" ? 4 : 6) || Number(m[2]) > bits)
+        return fail(
+          key,
+          raw,
+          `${family} as a list of CIDRs (IP/mask)`,
+          `${JSON.stringify(cidr.slice(0, 64))} is not one`,
+        );
+    }
     return x as string[];
   };
-  return { kind, ipv4: ips("ipv4"), ipv6: ips("ipv6") };
+  const acl: FirewallAcl = { kind, ipv4: ips("ipv4"), ipv6: ips("ipv6") };
+  // A rule takes up to 255 addresses, a firewall up to 25 rules (OpenAPI; the Linode CCM's limits).
+  const rules =
+    Math.ceil(acl.ipv4.length / ACL_RULE_ADDRESSES) + Math.ceil(acl.ipv6.length / ACL_RULE_ADDRESSES);
+  if (rules > ACL_RULES)
+    fail(
+      key,
+      raw,
+      `at most ${ACL_RULES} firewall rules of ${ACL_RULE_ADDRESSES} addresses (IPv4 and IPv6 apart)`,
+      `${rules} rules`,
+    );
+  return acl;
 }
 
 const UNIFIED_INTERVAL = "lb.fleet-ccm.io/health-check-interval";

@@ -777,6 +777,8 @@ describe("annotations past the Linode API's bounds", () => {
     [`${P}tags`]: `team-a,${"t".repeat(51)}`,
     [`${P}backend-vpc-name`]: "v".repeat(65),
     [`${P}check-body`]: "b".repeat(1025),
+    // Firewall rule addresses: IP/mask; up to 25 rules of 255.
+    [`${P}firewall-acl`]: JSON.stringify({ allowList: { ipv4: ["203.0.113.7"] } }),
   };
 
   test.each(Object.entries(refused))(
@@ -797,6 +799,17 @@ describe("annotations past the Linode API's bounds", () => {
       expect(h.fake.store.nodeBalancersOf(ACCOUNT)).toHaveLength(before);
     },
   );
+
+  test("a firewall ACL of more than 25 rules of 255 addresses is refused, 25 are taken", () => {
+    const v4 = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `10.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`,
+      );
+    const acl = (n: number) => ({ [`${P}firewall-acl`]: JSON.stringify({ denyList: { ipv4: v4(n) } }) });
+    expect(() => lbs().checkAnnotations?.(acl(25 * 255))).not.toThrow();
+    expect(() => lbs().checkAnnotations?.(acl(25 * 255 + 1))).toThrow("(26 rules)");
+  });
 
   test("a unified key Linode's check_path pattern refuses is refused by the hub's table (settingBounds)", () => {
     expect(lbs().capabilities.settingBounds?.healthCheckPath?.pattern?.test("/ready_now")).toBe(false);
