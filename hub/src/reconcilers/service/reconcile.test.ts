@@ -260,6 +260,17 @@ describe("service reconcile", () => {
     expect((await h.run()).events?.[0]?.message).toContain('"healthz": expected an absolute URL path');
   });
 
+  test("a malformed source ranges annotation is refused before any cloud call too", async () => {
+    const h = harness(
+      [svc({ annotations: { "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/33" } })],
+      [node("a")],
+    );
+    const out = await h.run();
+    expect([h.calls, h.reads]).toEqual([[], []]);
+    expect(out.requeue).toEqual({ kind: "done" });
+    expect(out.events?.[0]?.message).toContain("load-balancer-source-ranges");
+  });
+
   test("a provider's vendor annotation refused by its reader: the same Event, before any cloud call", async () => {
     const bad = "service.beta.kubernetes.io/simulated-x";
     const h = harness([svc({ annotations: { [bad]: "no" } })], [node("a")], undefined, 0, (a) => {

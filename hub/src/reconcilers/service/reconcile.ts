@@ -36,6 +36,7 @@ import {
   loadBalancerSpec,
   needsCleanup,
   serviceHints,
+  sourceRanges,
   specKey,
   toWireIngress,
   vendorNodeAnnotations,
@@ -176,6 +177,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       bounds: lbs.capabilities.settingBounds ?? {},
     });
     lbs.checkAnnotations?.(svc.annotations);
+    // The source ranges annotation too (loadBalancerSpec reads them again below).
+    sourceRanges(svc);
     deps.refused?.delete(k);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
