@@ -141,6 +141,60 @@ describe("forwarded annotations", () => {
   }, 90_000);
 });
 
+describe("a value past its setting's bound", () => {
+  test("a 64 KiB health-check-path: the cluster sees one Warning naming the key and the bound; no load balancer until it is fixed", async () => {
+    const f = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
+    fleet = f;
+    await f.startHub();
+    await f.startAgents();
+    const cluster = [...f.clusters.keys()][0] ?? "";
+    const kube = f.cluster(cluster).kube;
+    f.addNodes(cluster, 1);
+    // A node set change re-syncs every Service: let it happen before the Service exists.
+    expect(await waitFor(() => f.progress().initialized === 1, 20_000)).toBe(true);
+    const PATH = "lb.fleet-ccm.io/health-check-path";
+    kube.create("Service", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "web",
+        namespace: "default",
+        annotations: { [PATH]: `/${"a".repeat(64 * 1024 - 1)}` },
+      },
+      spec: {
+        type: "LoadBalancer",
+        selector: { app: "web" },
+        ports: [{ name: "http", port: 80, targetPort: 8080 }],
+      },
+    });
+    const failed = () =>
+      (kube.list("Event", "default") as { reason?: string; message?: string; count?: number }[]).filter(
+        (e) => e.reason === "SyncLoadBalancerFailed",
+      );
+    expect(await waitFor(() => failed().length > 0, 30_000)).toBe(true);
+    const message = failed()[0]?.message ?? "";
+    expect(message).toContain(`invalid annotation ${PATH}="/aaa`);
+    expect(message).toContain(
+      "expected an absolute URL path such as /healthz, 1 to 1024 characters (65536 characters)",
+    );
+    expect(message.length).toBeLessThan(300);
+    const uid = () => f.services(cluster).find((s) => s.metadata?.name === "web")?.metadata?.uid ?? "";
+    const lb = () => f.cloud.loadBalancers().find((l) => l.tags["fleet-ccm.io/service-uid"] === uid());
+    // Nothing in the cloud, and no retries: the one Event is not repeated while the Service stays.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(lb()).toBeUndefined();
+    expect(f.cloud.inventory().healthChecks).toEqual([]);
+    expect(failed()).toHaveLength(1);
+    expect(failed()[0]?.count ?? 1).toBe(1);
+
+    // Fixed: the next sync builds it, health-checking the path.
+    kube.patch("Service", "default", "web", "merge", { metadata: { annotations: { [PATH]: "/healthz" } } });
+    expect(await waitFor(() => lb() !== undefined, 30_000)).toBe(true);
+    const paths = () => f.cloud.inventory().healthChecks.map((h) => h.path);
+    expect(await waitFor(() => paths().includes("/healthz"), 20_000)).toBe(true);
+  }, 90_000);
+});
+
 describe("what the agent sends", () => {
   test("only the Welcome's prefixes; none named (an older hub): the unified set; a new set is listed afresh", async () => {
     const f = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });

@@ -1,6 +1,7 @@
 import type { SecretReference } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
+import type { SettingBounds } from "./annotation-bounds.js";
 
 /** Node address as Kubernetes has it in status.addresses. */
 export interface NodeAddress {
@@ -230,6 +231,11 @@ export interface LoadBalancerCapabilities {
    * as Linode's does); otherwise an entry with an IP shows the IP alone.
    */
   readonly ingressIpWithHostname?: boolean;
+  /**
+   * Tighter bounds than the hub's for unified settings, from the vendor's documented limits (a
+   * value the hub takes but this cloud refuses is refused before any call, naming the bound).
+   */
+  readonly settingBounds?: SettingBounds;
 }
 
 /**
@@ -240,6 +246,12 @@ export interface LoadBalancerCapabilities {
  */
 export interface LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
+  /**
+   * Reads the provider's own Service annotations (its vendor keys) without any call; throws
+   * AnnotationError (annotation-bounds.ts) on a value their settings cannot take. The service
+   * reconciler runs it before any cloud call for the Service; ensure reads them the same way.
+   */
+  checkAnnotations?(annotations: Readonly<Record<string, string>>): void;
   /** The owner's load balancer if it exists; undefined if absent. */
   get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined>;
   /**

@@ -1,5 +1,25 @@
+import {
+  AnnotationError,
+  BOOLEAN,
+  type BooleanBound,
+  type EnumBound,
+  length,
+  oneOf,
+  parseBoolean,
+  parseEnum,
+  parseLength,
+  parseRange,
+  type RangeBound,
+  range,
+  type SettingBounds,
+} from "../../cloud/annotation-bounds.js";
 import type { LbProtocol } from "../../cloud/provider.js";
-import { AWS_ANNOTATION_PREFIX as AWS_PREFIX } from "../../cloud/providers/aws/annotations.js";
+import {
+  AWS_HEALTH_CHECK_PROTOCOLS,
+  AWS_ANNOTATION_PREFIX as AWS_PREFIX,
+  AWS_SCHEMES,
+  AWS_SETTING_BOUNDS,
+} from "../../cloud/providers/aws/annotations.js";
 import { ANNOTATION_PREFIX as SIMULATED_PREFIX } from "../../cloud/providers/simulated/convert.js";
 
 /** The one provider-neutral annotation prefix for load balancer settings. */
@@ -21,6 +41,9 @@ export const ANNOTATIONS = {
   internal: `${LB_ANNOTATION_PREFIX}internal`,
 } as const;
 
+export { AnnotationError };
+
+/** A Service's load balancer settings, parsed: each value within its setting's bounds (UNIFIED_SETTINGS). */
 export interface LbSettings {
   readonly defaultProtocol: "TCP" | "HTTP" | "HTTPS";
   readonly portProtocols: ReadonlyMap<number, "TCP" | "HTTP" | "HTTPS">;
@@ -35,41 +58,70 @@ export interface LbSettings {
   readonly internal: boolean;
 }
 
-/** An annotation with a value we cannot use: names it and the expected form. */
-export class AnnotationError extends Error {
-  override name = "AnnotationError";
-  constructor(
-    readonly annotation: string,
-    readonly value: string,
-    readonly expected: string,
-  ) {
-    super(`invalid annotation ${annotation}="${value.slice(0, 100)}": expected ${expected}`);
+/**
+ * The unified settings with their bounds: the one table every `lb.fleet-ccm.io/` value is
+ * checked against before any cloud call (a provider's capabilities.settingBounds may bound a
+ * setting more tightly still). Defaults are the values a Service without the key gets.
+ */
+export const UNIFIED_SETTINGS = {
+  defaultProtocol: {
+    key: ANNOTATIONS.protocol,
+    bound: oneOf(["TCP", "HTTP", "HTTPS"] as const),
+    default: "TCP",
+  },
+  healthCheckProtocol: { key: ANNOTATIONS.healthCheckProtocol, bound: oneOf(["TCP", "HTTP"] as const) },
+  // The longest ping path a load balancer takes: ELBv2 TargetGroup HealthCheckPath (`Path`, 1 to
+  // 1024, botocore elbv2-2015-12-01), the simulated cloud's health check `path` (at most 1024).
+  healthCheckPath: {
+    key: ANNOTATIONS.healthCheckPath,
+    bound: length(1024, { pattern: /^\/[\x21-\x7e]*$/, form: "an absolute URL path such as /healthz" }, 1),
+  },
+  // Provider-neutral ranges, within the simulated cloud's (interval and timeout 1 to 3600,
+  // thresholds 1 to 100, idle timeout 1 to 4000); AWS and Linode narrow them (settingBounds).
+  healthCheckIntervalSeconds: {
+    key: ANNOTATIONS.healthCheckInterval,
+    bound: range(2, 300, "seconds"),
+    default: 10,
+  },
+  /** Default: 5, or the interval when that is shorter. */
+  healthCheckTimeoutSeconds: {
+    key: ANNOTATIONS.healthCheckTimeout,
+    bound: range(1, 120, "seconds"),
+    default: 5,
+  },
+  healthyThreshold: { key: ANNOTATIONS.healthyThreshold, bound: range(1, 10), default: 2 },
+  unhealthyThreshold: { key: ANNOTATIONS.unhealthyThreshold, bound: range(1, 10), default: 3 },
+  proxyProtocol: { key: ANNOTATIONS.proxyProtocol, bound: BOOLEAN, default: false },
+  idleTimeoutSeconds: { key: ANNOTATIONS.idleTimeout, bound: range(1, 3600, "seconds"), default: 60 },
+  internal: { key: ANNOTATIONS.internal, bound: BOOLEAN, default: false },
+} as const;
+
+/** The bound of a per-port protocol key's port and value. */
+const PORT_PROTOCOL = { port: range(1, 65535), value: UNIFIED_SETTINGS.defaultProtocol.bound } as const;
+
+/** A unified setting's value under its bound, then under the provider's tighter one if any. */
+function bounded(
+  raw: string,
+  setting: keyof SettingBounds,
+  narrow: ProviderSettingBounds | undefined,
+): string | number {
+  const { key, bound } = UNIFIED_SETTINGS[setting];
+  const value = bound.kind === "length" ? parseLength(key, raw, bound) : parseRange(key, raw, bound);
+  const tighter = narrow?.bounds[setting];
+  if (tighter === undefined) return value;
+  try {
+    return tighter.kind === "length" ? parseLength(key, raw, tighter) : parseRange(key, raw, tighter);
+  } catch (err) {
+    if (!(err instanceof AnnotationError)) throw err;
+    throw new AnnotationError(key, raw, `${err.expected} on provider ${narrow?.provider}`, err.problem);
   }
 }
 
-function oneOf<T extends string>(key: string, raw: string, values: readonly T[]): T {
-  const v = raw.trim().toUpperCase();
-  const hit = values.find((x) => x === v);
-  if (hit === undefined)
-    throw new AnnotationError(key, raw, `one of ${values.map((x) => x.toLowerCase()).join(", ")}`);
-  return hit;
+/** A provider's tighter bounds for unified settings (its capabilities.settingBounds), by name for the Event. */
+export interface ProviderSettingBounds {
+  readonly provider: string;
+  readonly bounds: SettingBounds;
 }
-
-function integer(key: string, raw: string, min: number, max: number): number {
-  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new AnnotationError(key, raw, `a whole number of seconds from ${min} to ${max}`);
-  return n;
-}
-
-function boolean(key: string, raw: string): boolean {
-  const v = raw.trim().toLowerCase();
-  if (v === "true") return true;
-  if (v === "false") return false;
-  throw new AnnotationError(key, raw, `"true" or "false"`);
-}
-
-const HTTP_PROTOCOLS = ["TCP", "HTTP", "HTTPS"] as const;
 
 /**
  * A provider's own load balancer annotations (under a prefix its factory declares in
@@ -96,37 +148,40 @@ const UNIFIED_KEY_OF: Partial<Record<keyof LbSettings, string>> = {
 };
 
 const SIMULATED_IDLE_TIMEOUT = `${SIMULATED_PREFIX}load-balancer-idle-timeout`;
+/** The simulated cloud's listener idleTimeoutSeconds takes 1 to 4000 (sim/src/cloud/lb-store.ts); the unified key's 3600 bounds it here. */
+const SIMULATED_IDLE_BOUND = UNIFIED_SETTINGS.idleTimeoutSeconds.bound;
 
 /**
  * cloud-provider-aws's annotations that stand for unified settings, with upstream's meaning
- * and ranges (the provider reads the AWS-only ones, such as the type and certificates, itself).
+ * and AWS's ranges (AWS_SETTING_BOUNDS; the provider reads the AWS-only ones, such as the type
+ * and certificates, itself).
  */
 function parseAwsAnnotations(a: Readonly<Record<string, string>>): Partial<LbSettings> {
   const key = (k: string) => `${AWS_PREFIX}${k}`;
   const out: { -readonly [K in keyof LbSettings]?: LbSettings[K] } = {};
-  const int = (k: string, min: number, max: number): number | undefined => {
+  const int = (k: string, bound: RangeBound): number | undefined => {
     const raw = a[key(k)];
-    return raw === undefined ? undefined : integer(key(k), raw, min, max);
+    return raw === undefined ? undefined : parseRange(key(k), raw, bound);
   };
-  const idle = int("connection-idle-timeout", 1, 4000);
+  const idle = int("connection-idle-timeout", AWS_SETTING_BOUNDS.idleTimeoutSeconds);
   if (idle !== undefined) out.idleTimeoutSeconds = idle;
-  const interval = int("healthcheck-interval", 5, 300);
+  const interval = int("healthcheck-interval", AWS_SETTING_BOUNDS.healthCheckIntervalSeconds);
   if (interval !== undefined) out.healthCheckIntervalSeconds = interval;
-  const timeout = int("healthcheck-timeout", 2, 60);
+  const timeout = int("healthcheck-timeout", AWS_SETTING_BOUNDS.healthCheckTimeoutSeconds);
   if (timeout !== undefined) out.healthCheckTimeoutSeconds = timeout;
-  const healthy = int("healthcheck-healthy-threshold", 2, 10);
+  const healthy = int("healthcheck-healthy-threshold", AWS_SETTING_BOUNDS.healthyThreshold);
   if (healthy !== undefined) out.healthyThreshold = healthy;
-  const unhealthy = int("healthcheck-unhealthy-threshold", 2, 10);
+  const unhealthy = int("healthcheck-unhealthy-threshold", AWS_SETTING_BOUNDS.unhealthyThreshold);
   if (unhealthy !== undefined) out.unhealthyThreshold = unhealthy;
   const protocol = a[key("healthcheck-protocol")];
   if (protocol !== undefined) {
-    const p = oneOf(key("healthcheck-protocol"), protocol, ["TCP", "HTTP", "HTTPS", "SSL"] as const);
+    const p = parseEnum(key("healthcheck-protocol"), protocol, AWS_HEALTH_CHECK_PROTOCOLS);
     out.healthCheckProtocol = p === "HTTP" || p === "HTTPS" ? "HTTP" : "TCP";
   }
   const path = a[key("healthcheck-path")];
   if (path !== undefined) {
-    if (!/^\/[\x21-\x7e]*$/.test(path))
-      throw new AnnotationError(key("healthcheck-path"), path, "an absolute URL path such as /healthz");
+    const form = UNIFIED_SETTINGS.healthCheckPath.bound;
+    parseLength(key("healthcheck-path"), path, { ...form, max: AWS_SETTING_BOUNDS.healthCheckPath.max });
     out.healthCheckPath = path;
   }
   const proxy = a[key("proxy-protocol")];
@@ -138,8 +193,7 @@ function parseAwsAnnotations(a: Readonly<Record<string, string>>): Partial<LbSet
   // Upstream: any value but "false" makes it internal; the scheme annotation says it in words.
   const internal = a[key("internal")];
   const scheme = a[key("scheme")];
-  if (scheme !== undefined)
-    out.internal = oneOf(key("scheme"), scheme, ["INTERNAL", "INTERNET-FACING"] as const) === "INTERNAL";
+  if (scheme !== undefined) out.internal = parseEnum(key("scheme"), scheme, AWS_SCHEMES) === "internal";
   if (internal !== undefined && internal !== "") out.internal = internal !== "false";
   return out;
 }
@@ -154,7 +208,9 @@ export const PROVIDER_LB_ANNOTATIONS: readonly ProviderLbAnnotations[] = [
     prefix: SIMULATED_PREFIX,
     parse: (a) => {
       const idle = a[SIMULATED_IDLE_TIMEOUT];
-      return idle === undefined ? {} : { idleTimeoutSeconds: integer(SIMULATED_IDLE_TIMEOUT, idle, 1, 3600) };
+      return idle === undefined
+        ? {}
+        : { idleTimeoutSeconds: parseRange(SIMULATED_IDLE_TIMEOUT, idle, SIMULATED_IDLE_BOUND) };
     },
   },
   { prefix: AWS_PREFIX, parse: parseAwsAnnotations },
@@ -162,13 +218,15 @@ export const PROVIDER_LB_ANNOTATIONS: readonly ProviderLbAnnotations[] = [
 
 /**
  * Parses every lb.fleet-ccm.io/ annotation, then the provider's own ones for settings no unified
- * key sets; throws AnnotationError on the first bad one.
+ * key sets; throws AnnotationError on the first bad one. `narrow`: the cluster's provider's
+ * tighter bounds for unified settings.
  */
 export function parseLbAnnotations(
   annotations: Readonly<Record<string, string>>,
   providers: readonly ProviderLbAnnotations[] = PROVIDER_LB_ANNOTATIONS,
+  narrow?: ProviderSettingBounds,
 ): LbSettings {
-  const unified = parseUnified(annotations);
+  const unified = parseUnified(annotations, narrow);
   const keys = Object.keys(annotations);
   let settings = unified;
   for (const p of providers) {
@@ -182,66 +240,67 @@ export function parseLbAnnotations(
   return settings;
 }
 
-function parseUnified(annotations: Readonly<Record<string, string>>): LbSettings {
-  const get = (k: string) => annotations[k];
+function parseUnified(
+  annotations: Readonly<Record<string, string>>,
+  narrow: ProviderSettingBounds | undefined,
+): LbSettings {
   const portProtocols = new Map<number, "TCP" | "HTTP" | "HTTPS">();
   for (const [k, v] of Object.entries(annotations)) {
     if (!k.startsWith(LB_ANNOTATION_PREFIX)) continue;
     if (k.startsWith(ANNOTATIONS.protocolPortPrefix)) {
-      const port = Number(k.slice(ANNOTATIONS.protocolPortPrefix.length));
-      if (!Number.isInteger(port) || port < 1 || port > 65535)
+      const port = k.slice(ANNOTATIONS.protocolPortPrefix.length);
+      if (
+        !/^\d+$/.test(port) ||
+        Number(port) < PORT_PROTOCOL.port.min ||
+        Number(port) > PORT_PROTOCOL.port.max
+      )
         throw new AnnotationError(
           k,
           v,
-          `${ANNOTATIONS.protocolPortPrefix}<port> with a port from 1 to 65535`,
+          `${ANNOTATIONS.protocolPortPrefix}<port> with a port from ${PORT_PROTOCOL.port.min} to ${PORT_PROTOCOL.port.max}`,
         );
-      portProtocols.set(port, oneOf(k, v, HTTP_PROTOCOLS));
+      portProtocols.set(Number(port), parseEnum(k, v, PORT_PROTOCOL.value));
       continue;
     }
     if (!(Object.values(ANNOTATIONS) as string[]).includes(k))
       throw new AnnotationError(k, v, `a known annotation (${Object.values(ANNOTATIONS).join(", ")})`);
   }
-  const hcProtoRaw = get(ANNOTATIONS.healthCheckProtocol);
-  const hcPath = get(ANNOTATIONS.healthCheckPath);
-  if (hcPath !== undefined && !/^\/[\x21-\x7e]*$/.test(hcPath))
-    throw new AnnotationError(ANNOTATIONS.healthCheckPath, hcPath, "an absolute URL path such as /healthz");
-  const interval =
-    get(ANNOTATIONS.healthCheckInterval) === undefined
-      ? 10
-      : integer(ANNOTATIONS.healthCheckInterval, get(ANNOTATIONS.healthCheckInterval) ?? "", 2, 300);
-  const timeout =
-    get(ANNOTATIONS.healthCheckTimeout) === undefined
-      ? Math.min(5, interval)
-      : integer(ANNOTATIONS.healthCheckTimeout, get(ANNOTATIONS.healthCheckTimeout) ?? "", 1, 120);
+  const S = UNIFIED_SETTINGS;
+  const get = (k: string) => annotations[k];
+  const num = (setting: Exclude<keyof SettingBounds, "healthCheckPath">, fallback: number): number => {
+    const raw = get(S[setting].key);
+    return raw === undefined ? fallback : (bounded(raw, setting, narrow) as number);
+  };
+  const en = <T extends string>(s: { key: string; bound: EnumBound<T> }): T | undefined => {
+    const raw = get(s.key);
+    return raw === undefined ? undefined : parseEnum(s.key, raw, s.bound);
+  };
+  const bool = (s: { key: string; bound: BooleanBound; default: boolean }): boolean => {
+    const raw = get(s.key);
+    return raw === undefined ? s.default : parseBoolean(s.key, raw, s.bound);
+  };
+  const pathRaw = get(S.healthCheckPath.key);
+  const path = pathRaw === undefined ? undefined : (bounded(pathRaw, "healthCheckPath", narrow) as string);
+  const interval = num("healthCheckIntervalSeconds", S.healthCheckIntervalSeconds.default);
+  const timeout = num("healthCheckTimeoutSeconds", Math.min(S.healthCheckTimeoutSeconds.default, interval));
   if (timeout > interval)
     throw new AnnotationError(
-      ANNOTATIONS.healthCheckTimeout,
+      S.healthCheckTimeoutSeconds.key,
       String(timeout),
       `at most the interval (${interval} s)`,
     );
-  const protocolRaw = get(ANNOTATIONS.protocol);
-  const proxyRaw = get(ANNOTATIONS.proxyProtocol);
-  const idleRaw = get(ANNOTATIONS.idleTimeout);
-  const internalRaw = get(ANNOTATIONS.internal);
-  const healthyRaw = get(ANNOTATIONS.healthyThreshold);
-  const unhealthyRaw = get(ANNOTATIONS.unhealthyThreshold);
   return {
-    defaultProtocol:
-      protocolRaw === undefined ? "TCP" : oneOf(ANNOTATIONS.protocol, protocolRaw, HTTP_PROTOCOLS),
+    defaultProtocol: en(S.defaultProtocol) ?? S.defaultProtocol.default,
     portProtocols,
-    healthCheckProtocol:
-      hcProtoRaw === undefined
-        ? undefined
-        : oneOf(ANNOTATIONS.healthCheckProtocol, hcProtoRaw, ["TCP", "HTTP"] as const),
-    healthCheckPath: hcPath,
+    healthCheckProtocol: en(S.healthCheckProtocol),
+    healthCheckPath: path,
     healthCheckIntervalSeconds: interval,
     healthCheckTimeoutSeconds: timeout,
-    healthyThreshold: healthyRaw === undefined ? 2 : integer(ANNOTATIONS.healthyThreshold, healthyRaw, 1, 10),
-    unhealthyThreshold:
-      unhealthyRaw === undefined ? 3 : integer(ANNOTATIONS.unhealthyThreshold, unhealthyRaw, 1, 10),
-    proxyProtocol: proxyRaw === undefined ? false : boolean(ANNOTATIONS.proxyProtocol, proxyRaw),
-    idleTimeoutSeconds: idleRaw === undefined ? 60 : integer(ANNOTATIONS.idleTimeout, idleRaw, 1, 3600),
-    internal: internalRaw === undefined ? false : boolean(ANNOTATIONS.internal, internalRaw),
+    healthyThreshold: num("healthyThreshold", S.healthyThreshold.default),
+    unhealthyThreshold: num("unhealthyThreshold", S.unhealthyThreshold.default),
+    proxyProtocol: bool(S.proxyProtocol),
+    idleTimeoutSeconds: num("idleTimeoutSeconds", S.idleTimeoutSeconds.default),
+    internal: bool(S.internal),
   };
 }
 

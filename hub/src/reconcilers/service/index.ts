@@ -47,6 +47,7 @@ export function serviceController(ctx: ControllerContext): Controller {
   const ownedClass = ctx.config.loadBalancerClass;
   const ensured = new Map<string, EnsuredRecord>();
   const pending = new Map<string, "ensure" | "update" | "delete">();
+  const refused = new Map<string, string>();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
   // anyway: bound how many run together per account, so thousands of waiting ones cost no
   // memory and a slow account never holds another's share.
@@ -212,6 +213,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     verified: ctx.verified,
     ensured,
     pending,
+    refused,
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     ...(ctx.signal !== undefined && { signal: ctx.signal }),

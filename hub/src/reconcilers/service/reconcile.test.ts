@@ -1,6 +1,7 @@
 import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
+import { AnnotationError } from "../../cloud/annotation-bounds.js";
 import { InstanceNotFoundError, NeedsEnsureError, TransientCloudError } from "../../cloud/errors.js";
 import {
   type CloudProvider,
@@ -46,14 +47,22 @@ function node(name: string, labels: Record<string, string> = {}): Node {
 }
 
 /** A load balancer double recording calls; instances all in scope. */
-function cloudDouble(fail?: Error, polls = 0) {
+function cloudDouble(
+  fail?: Error,
+  polls = 0,
+  checkAnnotations?: (annotations: Readonly<Record<string, string>>) => void,
+) {
   const calls: string[] = [];
+  /** Reads: load balancer and instance lookups. */
+  const reads: string[] = [];
   const specs: LoadBalancerSpec[] = [];
   let ensurePolls = polls;
   let deletePolls = polls;
   const lbs: LoadBalancers = {
     capabilities: { sessionAffinity: false, proxyProtocol: true, internal: true, protocols: ["TCP", "UDP"] },
+    ...(checkAnnotations !== undefined && { checkAnnotations }),
     async get() {
+      reads.push("get");
       return undefined;
     },
     async ensure(_owner, spec, _signal, hints): Promise<LbIngress[] | InProgress> {
@@ -82,6 +91,7 @@ function cloudDouble(fail?: Error, polls = 0) {
     name: "simulated",
     instances: {
       async getByProviderID(id) {
+        reads.push("getByProviderID");
         const m = /^simulated:\/\/r1\/(i-.+)$/.exec(id);
         if (!m?.[1]) throw new InstanceNotFoundError(id);
         return {
@@ -111,14 +121,20 @@ function cloudDouble(fail?: Error, polls = 0) {
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
     scope: {},
   };
-  return { cloud, calls, specs };
+  return { cloud, calls, reads, specs };
 }
 
-function harness(services: Service[], nodes: Node[], fail?: Error, polls = 0) {
+function harness(
+  services: Service[],
+  nodes: Node[],
+  fail?: Error,
+  polls = 0,
+  checkAnnotations?: (annotations: Readonly<Record<string, string>>) => void,
+) {
   const clock = new FakeClock();
   const fleet = new FleetState();
   fleet.replace("c1", nodes, services);
-  const d = cloudDouble(fail, polls);
+  const d = cloudDouble(fail, polls, checkAnnotations);
   const ensured = new Map<string, EnsuredRecord>();
   const verified = new VerifiedInstances(clock);
   const deps = {
@@ -134,6 +150,7 @@ function harness(services: Service[], nodes: Node[], fail?: Error, polls = 0) {
     clock,
     loadBalancerClass: undefined,
     pending: new Map<string, "ensure" | "update" | "delete">(),
+    refused: new Map<string, string>(),
   };
   return {
     ...d,
@@ -216,6 +233,68 @@ describe("service reconcile", () => {
     expect(out.events?.[0]).toMatchObject({ type: "Warning", reason: "SyncLoadBalancerFailed" });
     expect(out.events?.[0]?.message).toContain("lb.fleet-ccm.io/idle-timeout");
     expect(out.events?.[0]?.message).toContain("whole number of seconds");
+  });
+
+  test("a 64 KiB health check path: one Warning naming it and the bound, no cloud call at all, no retry", async () => {
+    const path = `/${"a".repeat(64 * 1024 - 1)}`;
+    const h = harness([svc({ annotations: { "lb.fleet-ccm.io/health-check-path": path } })], [node("a")]);
+    const out = await h.run();
+    expect(h.calls).toEqual([]);
+    expect(h.reads).toEqual([]);
+    expect(out.requeue).toEqual({ kind: "done" });
+    expect(out.events).toHaveLength(1);
+    expect(out.events?.[0]).toMatchObject({ type: "Warning", reason: "SyncLoadBalancerFailed" });
+    const message = out.events?.[0]?.message ?? "";
+    expect(message).toContain("lb.fleet-ccm.io/health-check-path");
+    expect(message).toContain("1 to 1024 characters (65536 characters)");
+    expect(message.length).toBeLessThan(300);
+    // A re-sync of the unchanged Service (a node set change, a late requeue): no second Event.
+    const again = await h.run();
+    expect(again.events ?? []).toEqual([]);
+    expect(again.requeue).toEqual({ kind: "done" });
+    expect(h.reads).toEqual([]);
+    // Another refusal of the same Service is news.
+    const [s] = [...(h.fleet.view("c1")?.services.values() ?? [])];
+    if (s === undefined) throw new Error("no Service");
+    h.fleet.upsertService("c1", { ...s, annotations: { "lb.fleet-ccm.io/health-check-path": "healthz" } });
+    expect((await h.run()).events?.[0]?.message).toContain('"healthz": expected an absolute URL path');
+  });
+
+  test("a malformed source ranges annotation is refused before any cloud call too", async () => {
+    const h = harness(
+      [svc({ annotations: { "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/33" } })],
+      [node("a")],
+    );
+    const out = await h.run();
+    expect([h.calls, h.reads]).toEqual([[], []]);
+    expect(out.requeue).toEqual({ kind: "done" });
+    expect(out.events?.[0]?.message).toContain("load-balancer-source-ranges");
+  });
+
+  test("a provider's vendor annotation refused by its reader: the same Event, before any cloud call", async () => {
+    const bad = "service.beta.kubernetes.io/simulated-x";
+    const h = harness([svc({ annotations: { [bad]: "no" } })], [node("a")], undefined, 0, (a) => {
+      if (a[bad] !== undefined) throw new AnnotationError(bad, a[bad], '"yes"');
+    });
+    const out = await h.run();
+    expect(h.calls).toEqual([]);
+    expect(h.reads).toEqual([]);
+    expect(out.requeue).toEqual({ kind: "done" });
+    expect(out.events?.map((e) => [e.type, e.reason, e.message])).toEqual([
+      [
+        "Warning",
+        "SyncLoadBalancerFailed",
+        `Error syncing load balancer: invalid annotation ${bad}="no": expected "yes"`,
+      ],
+    ]);
+  });
+
+  test("an AnnotationError out of ensure is permanent too: no backoff retry", async () => {
+    const h = harness([svc()], [node("a")], new AnnotationError("vendor/key", "v", "w"));
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    expect(out.requeue).toEqual({ kind: "done" });
+    expect(out.events?.map((e) => e.reason)).toEqual(["EnsuringLoadBalancer", "SyncLoadBalancerFailed"]);
   });
 
   test("ClientIP affinity on a provider without it: Event, load balancer still ensured", async () => {

@@ -25,7 +25,7 @@ import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { retryOutcome } from "../retry-policy.js";
-import { AnnotationError, parseLbAnnotations } from "./annotations.js";
+import { AnnotationError, PROVIDER_LB_ANNOTATIONS, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
   backendAnnotationsOf,
@@ -37,6 +37,7 @@ import {
   loadBalancerSpec,
   needsCleanup,
   serviceHints,
+  sourceRanges,
   specKey,
   toWireIngress,
   vendorNodeAnnotations,
@@ -87,6 +88,11 @@ export type ServiceDeps = Pick<
    */
   readonly pending?: Map<string, "ensure" | "update" | "delete">;
   /**
+   * Services whose annotations were refused, with the Service uid and the refusal: the same
+   * refusal again (a re-sync of an unchanged Service) emits no second Event. Absent: every one does.
+   */
+  readonly refused?: Map<string, string>;
+  /**
    * The Service's load balancer in the account-wide listing of owned ones (shared by every
    * Service of the account; undefined when not listed or the provider has no listing), with
    * when it was listed. Lets a restarted hub skip the ensure of a load balancer that is current.
@@ -125,6 +131,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     deps.tracker.clear(k);
     deps.ensured.delete(k);
     deps.pending?.delete(k);
+    deps.refused?.delete(k);
     return DONE;
   }
   const cloud = deps.cloudFor(key.cluster);
@@ -165,7 +172,15 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   let backends: BackendSet;
   const events: ClusterEvent[] = [];
   try {
-    const settings = parseLbAnnotations(svc.annotations);
+    // Every annotation, unified and the provider's own, before any cloud call for the Service.
+    const settings = parseLbAnnotations(svc.annotations, PROVIDER_LB_ANNOTATIONS, {
+      provider: cloud.provider.name,
+      bounds: lbs.capabilities.settingBounds ?? {},
+    });
+    lbs.checkAnnotations?.(svc.annotations);
+    // The source ranges annotation too (loadBalancerSpec reads them again below).
+    sourceRanges(svc);
+    deps.refused?.delete(k);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
     const max = lbs.capabilities.maxBackends;
@@ -185,16 +200,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
     spec = loadBalancerSpec(svc, settings, backends.ids, backends.annotations);
   } catch (err) {
-    if (err instanceof AnnotationError) {
-      // Nothing changes in the cloud until the Service is fixed; its next update re-syncs it.
-      deps.logger.warn({ service: key.name, err: err.message }, "invalid annotation");
-      return {
-        events: [
-          serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${err.message}`),
-        ],
-        requeue: { kind: "done" },
-      };
-    }
+    if (err instanceof AnnotationError) return invalidAnnotation(k, key, svc, err, deps, events);
     return retryOutcome(err, { events });
   }
   if (spec.sessionAffinity === "ClientIP" && !lbs.capabilities.sessionAffinity) {
@@ -286,6 +292,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     deps.pending?.delete(k);
     // As upstream: no change, no failure; the other controller reports on the Service.
     if (err instanceof ImplementedElsewhereError) return { events, requeue: { kind: "done" } };
+    // A provider reading an annotation checkAnnotations did not: permanent all the same.
+    if (err instanceof AnnotationError) return invalidAnnotation(k, key, svc, err, deps, events);
     events.push(
       serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${errorMessage(err)}`),
     );
@@ -307,6 +315,32 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events,
     services: [serviceDesired(svc, published.generation, { ingress: { items: ingress } })],
   });
+}
+
+/**
+ * An annotation its setting cannot take: one Warning naming it, the bound and the problem, and
+ * no retry. It is permanent until the Service changes, and a change re-syncs it.
+ */
+function invalidAnnotation(
+  k: string,
+  key: WorkKey,
+  svc: Readonly<Service>,
+  err: AnnotationError,
+  deps: ServiceDeps,
+  events: readonly ClusterEvent[],
+): Outcome {
+  const refusal = `${svc.uid}\u0000${err.message}`;
+  if (deps.refused?.get(k) === refusal)
+    return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
+  deps.refused?.set(k, refusal);
+  deps.logger.warn({ service: key.name, annotation: err.annotation, err: err.message }, "invalid annotation");
+  return {
+    events: [
+      ...events,
+      serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${err.message}`),
+    ],
+    requeue: { kind: "done" },
+  };
 }
 
 /**

@@ -5,10 +5,46 @@
  * timeout, proxy protocol, internal) are read by the hub (reconcilers/service/annotations.ts)
  * and arrive in the LoadBalancerSpec.
  */
-import { CloudError } from "../../errors.js";
+import {
+  AnnotationError,
+  GO_BOOLEAN,
+  type LengthBound,
+  length,
+  oneOf,
+  parseBoolean,
+  parseEnum,
+  parseLength,
+  range,
+  type SettingBounds,
+} from "../../annotation-bounds.js";
 import type { LoadBalancerCapabilities } from "../../provider.js";
 
 export const AWS_ANNOTATION_PREFIX = "service.beta.kubernetes.io/aws-load-balancer-";
+
+/**
+ * What AWS takes for the unified settings, from the botocore models (elb-2012-06-01,
+ * elbv2-2015-12-01): where the two kinds differ, the classic ELB's (its default kind), so one
+ * range holds for both and a change of type never makes a valid Service invalid.
+ */
+export const AWS_SETTING_BOUNDS = {
+  // ELB HealthCheck.Target "HTTP:<port><path>" is at most 1024 characters: 1014 for the path
+  // after "HTTP:65535" (ELBv2's HealthCheckPath takes 1024).
+  healthCheckPath: length(1014),
+  // ELB HealthCheckInterval 5..300; ELBv2 HealthCheckIntervalSeconds 5..300.
+  healthCheckIntervalSeconds: range(5, 300, "seconds"),
+  // ELB HealthCheckTimeout 2..60 (ELBv2 HealthCheckTimeoutSeconds 2..120).
+  healthCheckTimeoutSeconds: range(2, 60, "seconds"),
+  // ELB HealthyThreshold/UnhealthyThreshold 2..10; ELBv2 HealthCheckThresholdCount 2..10.
+  healthyThreshold: range(2, 10),
+  unhealthyThreshold: range(2, 10),
+  // ELB ConnectionSettings.IdleTimeout 1..3600.
+  idleTimeoutSeconds: range(1, 3600, "seconds"),
+} as const satisfies SettingBounds;
+
+/** cloud-provider-aws's healthcheck-protocol values (ELB HealthCheck.Target protocols). */
+export const AWS_HEALTH_CHECK_PROTOCOLS = oneOf(["TCP", "HTTP", "HTTPS", "SSL"] as const);
+/** ELB/ELBv2 Scheme. */
+export const AWS_SCHEMES = oneOf(["internal", "internet-facing"] as const);
 
 /** Classic ELBs and NLBs together: UDP only on an NLB, proxy protocol on both, no session affinity (as upstream). */
 export const AWS_LB_CAPABILITIES: LoadBalancerCapabilities = {
@@ -16,6 +52,7 @@ export const AWS_LB_CAPABILITIES: LoadBalancerCapabilities = {
   proxyProtocol: true,
   internal: true,
   protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
+  settingBounds: AWS_SETTING_BOUNDS,
 };
 
 export const AWS_ANNOTATIONS = {
@@ -63,12 +100,50 @@ const list = (v: string | undefined): string[] | undefined =>
         .map((s) => s.trim())
         .filter((s) => s !== "");
 
-function pairs(key: string, v: string | undefined): Record<string, string> {
+/** ELB/ELBv2 TagKey 1..128 and TagValue 0..256 characters of letters, digits, spaces and _ . : / = + - @. */
+const TAG_KEY = length(
+  128,
+  { pattern: /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, form: "letters, digits, spaces and _ . : / = + - @" },
+  1,
+);
+const TAG_VALUE = length(256, {
+  pattern: /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u,
+  form: "letters, digits, spaces and _ . : / = + - @",
+});
+/** ELBv2 TargetGroupAttributeKey: at most 256 of [a-zA-Z0-9._]. */
+const ATTRIBUTE_KEY = length(256, { pattern: /^[a-zA-Z0-9._]+$/, form: "letters, digits, . and _" }, 1);
+/** AWS allows 50 tags per resource (ELB AddTags); cloud-provider-aws adds its two. */
+const MAX_EXTRA_TAGS = 48;
+
+/** `key=value` pairs, each key (and value) within its bound; errors name the annotation. */
+function pairs(
+  key: string,
+  v: string | undefined,
+  keyBound: LengthBound,
+  valueBound?: LengthBound,
+  max?: number,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const p of list(v) ?? []) {
+  const items = list(v) ?? [];
+  const raw = v ?? "";
+  if (max !== undefined && items.length > max)
+    throw new AnnotationError(key, raw, `at most ${max} key=value pairs`, `${items.length} pairs`);
+  const check = (what: string, s: string, b: LengthBound) => {
+    try {
+      parseLength(key, s, b);
+    } catch (err) {
+      if (!(err instanceof AnnotationError)) throw err;
+      throw new AnnotationError(key, raw, `${what} of ${err.expected}`, err.problem);
+    }
+  };
+  for (const p of items) {
     const eq = p.indexOf("=");
-    if (eq <= 0) throw new CloudError(`annotation ${key}: "${p}" is not key=value`);
-    out[p.slice(0, eq).trim()] = p.slice(eq + 1).trim();
+    if (eq <= 0) throw new AnnotationError(key, raw, "comma-separated key=value pairs");
+    const k = p.slice(0, eq).trim();
+    const value = p.slice(eq + 1).trim();
+    check("keys", k, keyBound);
+    if (valueBound !== undefined) check("values", value, valueBound);
+    out[k] = value;
   }
   return out;
 }
@@ -76,37 +151,61 @@ function pairs(key: string, v: string | undefined): Record<string, string> {
 function ids(key: string, v: string | undefined, prefix: string): string[] | undefined {
   const out = list(v);
   for (const id of out ?? [])
-    if (!id.startsWith(prefix)) throw new CloudError(`annotation ${key}: "${id}" is not a ${prefix}… id`);
+    if (!id.startsWith(prefix))
+      throw new AnnotationError(
+        key,
+        v ?? "",
+        `comma-separated ${prefix}… ids`,
+        `"${id.slice(0, 64)}" is not one`,
+      );
   return out;
 }
 
-/** Throws CloudError naming the annotation and what it takes. */
+/** cloud-provider-aws's type values: nlb, external (nlb-ip), the classic ELB by any of its names. */
+const TYPES = oneOf(["nlb", "external", "nlb-ip", "clb", "elb", "classic"] as const, true);
+/** The classic ELB's InstanceProtocol. */
+const BACKEND_PROTOCOLS = oneOf(["http", "https", "ssl", "tcp"] as const, true);
+/** ELB ListenerPort / ELBv2 HealthCheckPort: "traffic-port" or 1..65535. */
+const HEALTH_CHECK_PORT = length(12, {
+  pattern: /^(traffic-port|[1-9]\d{0,4})$/,
+  form: "traffic-port or a port",
+});
+/** ACM/IAM certificate ARNs (ELB SSLCertificateId; ACM's Arn is at most 2048 characters). */
+const CERT_ARN = length(2048, { pattern: /^arn:[a-z-]+:(acm|iam):/, form: "an ACM or IAM certificate ARN" });
+
+/** Throws AnnotationError naming the annotation and what it takes; makes no call. */
 export function parseAwsLbAnnotations(
   a: Readonly<Record<string, string>>,
   defaultType: "classic" | "nlb",
 ): AwsLbSettings {
   const typeRaw = a[AWS_ANNOTATIONS.type];
   let type: AwsLbType = defaultType;
-  if (typeRaw === "nlb") type = "nlb";
-  else if (typeRaw === "external" || typeRaw === "nlb-ip") type = "external";
-  else if (typeRaw === "clb" || typeRaw === "elb" || typeRaw === "classic") type = "classic";
-  else if (typeRaw !== undefined && typeRaw !== "")
-    throw new CloudError(`annotation ${AWS_ANNOTATIONS.type}: "${typeRaw}" is not nlb or external`);
-  const backend = a[AWS_ANNOTATIONS.backendProtocol];
-  if (backend !== undefined && !["http", "https", "ssl", "tcp"].includes(backend))
-    throw new CloudError(
-      `annotation ${AWS_ANNOTATIONS.backendProtocol}: "${backend}" is not http, https, ssl or tcp`,
-    );
+  if (typeRaw !== undefined && typeRaw !== "") {
+    const t = parseEnum(AWS_ANNOTATIONS.type, typeRaw, TYPES);
+    type = t === "nlb" ? "nlb" : t === "external" || t === "nlb-ip" ? "external" : "classic";
+  }
+  const backendRaw = a[AWS_ANNOTATIONS.backendProtocol];
+  const backend =
+    backendRaw === undefined
+      ? undefined
+      : parseEnum(AWS_ANNOTATIONS.backendProtocol, backendRaw, BACKEND_PROTOCOLS);
   const hcPort = a[AWS_ANNOTATIONS.healthCheckPort];
-  if (hcPort !== undefined && hcPort !== "traffic-port" && !/^\d{1,5}$/.test(hcPort))
-    throw new CloudError(
-      `annotation ${AWS_ANNOTATIONS.healthCheckPort}: "${hcPort}" is not traffic-port or a port`,
-    );
-  const cross = a[AWS_ANNOTATIONS.crossZone];
-  if (cross !== undefined && cross !== "true" && cross !== "false")
-    throw new CloudError(`annotation ${AWS_ANNOTATIONS.crossZone}: "${cross}" is not true or false`);
+  if (hcPort !== undefined) {
+    parseLength(AWS_ANNOTATIONS.healthCheckPort, hcPort, HEALTH_CHECK_PORT);
+    if (hcPort !== "traffic-port" && Number(hcPort) > 65535)
+      throw new AnnotationError(
+        AWS_ANNOTATIONS.healthCheckPort,
+        hcPort,
+        "traffic-port or a port from 1 to 65535",
+      );
+  }
+  const crossRaw = a[AWS_ANNOTATIONS.crossZone];
+  // Upstream reads it with Go's strconv.ParseBool.
+  const cross =
+    crossRaw === undefined ? undefined : parseBoolean(AWS_ANNOTATIONS.crossZone, crossRaw, GO_BOOLEAN);
   const sslPorts = list(a[AWS_ANNOTATIONS.sslPorts]);
   const sslCert = a[AWS_ANNOTATIONS.sslCert];
+  if (sslCert !== undefined && sslCert !== "") parseLength(AWS_ANNOTATIONS.sslCert, sslCert, CERT_ARN);
   const subnets = ids(AWS_ANNOTATIONS.subnets, a[AWS_ANNOTATIONS.subnets], "subnet-");
   const securityGroups = ids(AWS_ANNOTATIONS.securityGroups, a[AWS_ANNOTATIONS.securityGroups], "sg-");
   const eips = ids(AWS_ANNOTATIONS.eipAllocations, a[AWS_ANNOTATIONS.eipAllocations], "eipalloc-");
@@ -114,19 +213,26 @@ export function parseAwsLbAnnotations(
     type,
     ...(sslCert !== undefined && sslCert !== "" && { sslCert }),
     ...(sslPorts !== undefined && !sslPorts.includes("*") && { sslPorts: new Set(sslPorts) }),
-    ...(backend !== undefined && { backendProtocol: backend as AwsLbSettings["backendProtocol"] & string }),
+    ...(backend !== undefined && { backendProtocol: backend }),
     ...(hcPort !== undefined && { healthCheckPort: hcPort }),
     ...(subnets !== undefined && { subnets }),
     ...(securityGroups !== undefined && { securityGroups }),
     extraSecurityGroups:
       ids(AWS_ANNOTATIONS.extraSecurityGroups, a[AWS_ANNOTATIONS.extraSecurityGroups], "sg-") ?? [],
-    additionalTags: pairs(AWS_ANNOTATIONS.additionalTags, a[AWS_ANNOTATIONS.additionalTags]),
+    additionalTags: pairs(
+      AWS_ANNOTATIONS.additionalTags,
+      a[AWS_ANNOTATIONS.additionalTags],
+      TAG_KEY,
+      TAG_VALUE,
+      MAX_EXTRA_TAGS,
+    ),
     ...(eips !== undefined && { eipAllocations: eips }),
     targetGroupAttributes: pairs(
       AWS_ANNOTATIONS.targetGroupAttributes,
       a[AWS_ANNOTATIONS.targetGroupAttributes],
+      ATTRIBUTE_KEY,
     ),
-    ...(cross !== undefined && { crossZone: cross === "true" }),
+    ...(cross !== undefined && { crossZone: cross }),
   };
 }
 

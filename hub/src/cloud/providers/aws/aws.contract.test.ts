@@ -21,6 +21,7 @@ import { type AwsWorld, startAwsWorld, waitFor } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { type Clock, systemClock } from "../../../util/clock.js";
+import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import {
   CloudError,
@@ -760,6 +761,31 @@ describe("load balancers", () => {
     const nodeGroup = world.fake.state.securityGroups.get(world.nodeGroup);
     for (const r of nodeGroup?.ingress ?? [])
       expect(world.fake.state.securityGroups.get(r.groupId ?? "")).toBeDefined();
+  });
+
+  test.each([
+    // ELB/ELBv2 TagValue: at most 256 characters.
+    [`${A}additional-resource-tags`, `team=${"v".repeat(64 * 1024)}`],
+    // TagKey: at most 128.
+    [`${A}additional-resource-tags`, `${"k".repeat(129)}=v`],
+    // TargetGroupAttributeKey: [a-zA-Z0-9._], at most 256.
+    [`${A}target-group-attributes`, "bad key!=1"],
+    // A port is 1..65535.
+    [`${A}healthcheck-port`, "99999"],
+    [`${A}ssl-cert`, "not-an-arn"],
+    [`${A}type`, "alb"],
+  ])("%s (case %#): an AnnotationError naming it, before any AWS call", async (key, value) => {
+    const ns = nodes().map((n) => n.id);
+    const { p, ops } = provider();
+    const annotations = { [key]: value };
+    expect(() => lbs(p).checkAnnotations?.(annotations)).toThrow(AnnotationError);
+    const err = await lbs(p)
+      .ensure(owner(), spec(ns, annotations))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AnnotationError);
+    expect((err as AnnotationError).annotation).toBe(key);
+    expect((err as Error).message.length).toBeLessThan(400);
+    expect(ops).toEqual([]);
   });
 });
 

@@ -9,7 +9,7 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { AWS_ANNOTATION_PREFIX, AWS_LB_CAPABILITIES } from "./annotations.js";
+import { AWS_ANNOTATION_PREFIX, AWS_LB_CAPABILITIES, parseAwsLbAnnotations } from "./annotations.js";
 import { type AwsOptions, parseAwsOptions } from "./options.js";
 import { PROVIDER_NAME, parseAwsProviderID } from "./provider-id.js";
 
@@ -47,6 +47,8 @@ function lazyProvider(ctx: ProviderContext, options: AwsOptions, names: readonly
     },
     loadBalancers: {
       capabilities: AWS_LB_CAPABILITIES,
+      // Pure: no SDK needed.
+      checkAnnotations: (annotations) => parseAwsLbAnnotations(annotations, options.defaultLoadBalancerType),
       get: async (owner, signal) => (await lbs()).get(owner, signal),
       ensure: async (owner, spec, signal) => (await lbs()).ensure(owner, spec, signal),
       updateBackends: async (owner, backends, signal, backendAnnotations) =>

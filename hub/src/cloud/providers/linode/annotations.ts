@@ -1,11 +1,26 @@
 /**
  * The Linode CCM's Service annotations (`service.beta.kubernetes.io/linode-loadbalancer-*`),
- * with its defaults, so a Service written for it means the same here. A bad value is a
- * CloudError naming the annotation (not retried: the Service must change).
+ * with its defaults, so a Service written for it means the same here. Each value is checked
+ * against the bound the Linode API documents for the field it becomes (LINODE_BOUNDS, from the
+ * Linode OpenAPI v4.189.0) before any call; a bad value is an AnnotationError naming the
+ * annotation and the bound (not retried: the Service must change).
  */
 import { isIP } from "node:net";
 import type { SecretReference } from "@fleet-ccm/proto";
-import { CloudError } from "../../errors.js";
+import {
+  AnnotationError,
+  oneOf as enumOf,
+  GO_BOOLEAN,
+  type LengthBound,
+  length,
+  parseBoolean,
+  parseEnum,
+  parseLength,
+  parseRange,
+  type RangeBound,
+  range,
+  type SettingBounds,
+} from "../../annotation-bounds.js";
 import { isPrivateIPv4 } from "./instances.js";
 
 export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/linode-loadbalancer-";
@@ -128,31 +143,67 @@ export interface LinodeLbSettings {
   };
 }
 
-function fail(key: string, value: string, expected: string): never {
-  throw new CloudError(
-    `invalid annotation ${ANNOTATION_PREFIX}${key}="${value.slice(0, 100)}": expected ${expected}`,
-  );
+/** NodeBalancer config check_path (Linode OpenAPI: pattern ^[a-zA-Z0-9\/\-%?&=.]*$, no maxLength). */
+const CHECK_PATH_FORM = {
+  pattern: /^[a-zA-Z0-9/\-%?&=.]*$/,
+  form: "a URL path of letters, digits and / - % ? & = .",
+};
+
+/**
+ * The bound of each Linode annotation with one, from the field it becomes in the Linode API
+ * (OpenAPI v4.189.0, NodeBalancer, config, tag and VPC schemas). Where Linode documents no
+ * maximum length, 1024 (the longest health check path the other clouds take) keeps a huge value
+ * from reaching the API.
+ */
+export const LINODE_BOUNDS = {
+  // check_path: the pattern above; no documented length.
+  checkPath: length(1024, CHECK_PATH_FORM),
+  // check_body: a string, no documented length.
+  checkBody: length(1024),
+  // check_interval: no range documented, only "greater than check_timeout".
+  checkInterval: range(2, 3600, "seconds"),
+  // check_timeout: 1..30, "less than check_interval".
+  checkTimeout: range(1, 30, "seconds"),
+  // check_attempts: 1..30.
+  checkAttempts: range(1, 30),
+  // client_conn_throttle: 0..20 (the Linode CCM clamps a larger one to 20).
+  throttle: range(0, Number.MAX_SAFE_INTEGER),
+  // udp_check_port: 1..65535.
+  udpCheckPort: range(1, 65535),
+  // A tag (POST /tags label): 3..50 characters.
+  tag: length(50, undefined, 3),
+  // VPC and subnet labels: 1..64 characters.
+  vpcLabel: length(64, undefined, 1),
+  // NodeBalancer, firewall and subnet ids: positive integers.
+  id: range(1, Number.MAX_SAFE_INTEGER),
+} as const satisfies Record<string, LengthBound | RangeBound>;
+
+/** What Linode takes for the unified settings it maps to config fields (capabilities.settingBounds). */
+export const LINODE_SETTING_BOUNDS = {
+  // check_path's pattern, on the unified path too.
+  healthCheckPath: length(1024, CHECK_PATH_FORM),
+  healthCheckTimeoutSeconds: LINODE_BOUNDS.checkTimeout,
+} as const satisfies SettingBounds;
+
+function fail(key: string, value: string, expected: string, problem?: string): never {
+  throw new AnnotationError(`${ANNOTATION_PREFIX}${key}`, value, expected, problem);
 }
 
 function oneOf<T extends string>(key: string, raw: string, values: readonly T[]): T {
-  const v = raw.trim().toLowerCase();
-  const hit = values.find((x) => x === v);
-  if (hit === undefined) fail(key, raw, `one of ${values.join(", ")}`);
-  return hit;
+  return parseEnum(`${ANNOTATION_PREFIX}${key}`, raw, enumOf(values));
 }
 
-function int(key: string, raw: string, min: number, max: number): number {
-  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(n) || n < min || n > max) fail(key, raw, `a whole number from ${min} to ${max}`);
-  return n;
+function int(key: string, raw: string, bound: RangeBound): number {
+  return parseRange(`${ANNOTATION_PREFIX}${key}`, raw, bound);
+}
+
+function str(key: string, raw: string, bound: LengthBound): string {
+  return parseLength(`${ANNOTATION_PREFIX}${key}`, raw, bound);
 }
 
 /** Go's strconv.ParseBool, as the Linode CCM reads booleans. */
 function bool(key: string, raw: string): boolean {
-  const v = raw.trim();
-  if (["1", "t", "T", "TRUE", "true", "True"].includes(v)) return true;
-  if (["0", "f", "F", "FALSE", "false", "False"].includes(v)) return false;
-  return fail(key, raw, "a boolean (true or false)");
+  return parseBoolean(`${ANNOTATION_PREFIX}${key}`, raw, GO_BOOLEAN);
 }
 
 const PROTOCOLS: readonly NbProto[] = ["tcp", "http", "https", "udp"];
@@ -170,23 +221,23 @@ function parsePort(key: string, raw: string): PortSettings {
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) return fail(key, raw, "a JSON object");
   const o = v as Record<string, unknown>;
-  const str = (k: string) => {
+  const field = (k: string) => {
     const x = o[k];
     if (x === undefined) return undefined;
     if (typeof x !== "string") return fail(key, raw, `${k} as a string`);
     return x;
   };
-  const tlsSecretName = str("tls-secret-name");
+  const tlsSecretName = field("tls-secret-name");
   const udpPort = o["udp-check-port"];
   if (
     udpPort !== undefined &&
     !(Number.isInteger(udpPort) && (udpPort as number) >= 1 && (udpPort as number) <= 65535)
   )
     fail(key, raw, "udp-check-port from 1 to 65535");
-  const protocol = str("protocol");
-  const proxy = str("proxy-protocol");
-  const algorithm = str("algorithm");
-  const stickiness = str("stickiness");
+  const protocol = field("protocol");
+  const proxy = field("proxy-protocol");
+  const algorithm = field("algorithm");
+  const stickiness = field("stickiness");
   return {
     ...(protocol !== undefined && { protocol: oneOf(key, protocol, PROTOCOLS) }),
     ...(proxy !== undefined && { proxyProtocol: oneOf(key, proxy, PROXY) }),
@@ -196,6 +247,9 @@ function parsePort(key: string, raw: string): PortSettings {
     ...(tlsSecretName !== undefined && tlsSecretName !== "" && { tlsSecretName }),
   };
 }
+
+const ACL_RULE_ADDRESSES = 255;
+const ACL_RULES = 25;
 
 function parseAcl(key: string, raw: string): FirewallAcl {
   let v: unknown;
@@ -214,12 +268,38 @@ function parseAcl(key: string, raw: string): FirewallAcl {
     if (x === undefined) return [];
     if (!Array.isArray(x) || !x.every((i) => typeof i === "string"))
       return fail(key, raw, `${family} as a list of CIDRs`);
+    const bits = family === "ipv4" ? 32 : 128;
+    for (const cidr of x as string[]) {
+      // Firewall rule addresses: "in IP/mask format" (OpenAPI).
+      const m = /^([^/]+)\/(\d{1,3})$/.exec(cidr);
+      if (m === null || isIP(m[1] ?? "") !== (family === "ipv4" ? 4 : 6) || Number(m[2]) > bits)
+        return fail(
+          key,
+          raw,
+          `${family} as a list of CIDRs (IP/mask)`,
+          `${JSON.stringify(cidr.slice(0, 64))} is not one`,
+        );
+    }
     return x as string[];
   };
-  return { kind, ipv4: ips("ipv4"), ipv6: ips("ipv6") };
+  const acl: FirewallAcl = { kind, ipv4: ips("ipv4"), ipv6: ips("ipv6") };
+  // A rule takes up to 255 addresses, a firewall up to 25 rules (OpenAPI; the Linode CCM's limits).
+  const rules =
+    Math.ceil(acl.ipv4.length / ACL_RULE_ADDRESSES) + Math.ceil(acl.ipv6.length / ACL_RULE_ADDRESSES);
+  if (rules > ACL_RULES)
+    fail(
+      key,
+      raw,
+      `at most ${ACL_RULES} firewall rules of ${ACL_RULE_ADDRESSES} addresses (IPv4 and IPv6 apart)`,
+      `${rules} rules`,
+    );
+  return acl;
 }
 
-/** Reads every Linode CCM annotation of a Service; throws CloudError on a bad or unsupported one. */
+const UNIFIED_INTERVAL = "lb.fleet-ccm.io/health-check-interval";
+const UNIFIED_TIMEOUT = "lb.fleet-ccm.io/health-check-timeout";
+
+/** Reads every Linode CCM annotation of a Service; throws AnnotationError on a bad or unsupported one. */
 export function parseLinodeAnnotations(annotations: Readonly<Record<string, string>>): LinodeLbSettings {
   const get = (k: string) => annotations[ANNOTATION_PREFIX + k];
   for (const k of UNSUPPORTED) {
@@ -231,7 +311,8 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     if (!key.startsWith(ANNOTATION_PREFIX + A.portPrefix)) continue;
     const suffix = key.slice(ANNOTATION_PREFIX.length);
     const port = Number(suffix.slice(A.portPrefix.length));
-    if (!Number.isInteger(port) || port < 1 || port > 65535) fail(suffix, value, "port-<1..65535>");
+    if (!/^\d+$/.test(suffix.slice(A.portPrefix.length)) || port < 1 || port > 65535)
+      fail(suffix, value, "port-<1..65535>");
     ports.set(port, parsePort(suffix, value));
   }
   const opt = <T>(k: string, parse: (k: string, v: string) => T): T | undefined => {
@@ -245,15 +326,23 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
   const checkBody = get(A.checkBody);
   if (checkType === "http_body" && (checkBody === undefined || checkBody === ""))
     fail(A.checkType, "http_body", `a ${ANNOTATION_PREFIX}${A.checkBody} with it`);
-  const checkPath = get(A.checkPath);
-  if (checkPath !== undefined && !/^[a-zA-Z0-9/\-%?&=.]*$/.test(checkPath))
-    fail(A.checkPath, checkPath, "a URL path of letters, digits and / - % ? & = .");
-  const nbId = opt(A.nodeBalancerId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
-  const fwId = opt(A.firewallId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
+  const checkPath = opt(A.checkPath, (k, v) => str(k, v, LINODE_BOUNDS.checkPath));
+  if (checkBody !== undefined) str(A.checkBody, checkBody, LINODE_BOUNDS.checkBody);
+  const nbId = opt(A.nodeBalancerId, (k, v) => int(k, v, LINODE_BOUNDS.id));
+  const fwId = opt(A.firewallId, (k, v) => int(k, v, LINODE_BOUNDS.id));
   const acl = opt(A.firewallAcl, parseAcl);
-  const interval = opt(A.checkInterval, (k, v) => int(k, v, 2, 3600));
-  const timeout = opt(A.checkTimeout, (k, v) => int(k, v, 1, 30));
-  const attempts = opt(A.checkAttempts, (k, v) => int(k, v, 1, 30));
+  const interval = opt(A.checkInterval, (k, v) => int(k, v, LINODE_BOUNDS.checkInterval));
+  const timeout = opt(A.checkTimeout, (k, v) => int(k, v, LINODE_BOUNDS.checkTimeout));
+  // Linode: check_timeout "must be less than check_interval" (the Linode CCM's defaults: 3 and 5);
+  // a unified key for either replaces these (desiredConfigs), and the hub checks those.
+  const unifiedCheck = [UNIFIED_INTERVAL, UNIFIED_TIMEOUT].some((k) => annotations[k] !== undefined);
+  if (!unifiedCheck && (interval !== undefined || timeout !== undefined) && (timeout ?? 3) >= (interval ?? 5))
+    fail(
+      interval !== undefined ? A.checkInterval : A.checkTimeout,
+      get(interval !== undefined ? A.checkInterval : A.checkTimeout) ?? "",
+      `${ANNOTATION_PREFIX}${A.checkInterval} (default 5) greater than ${ANNOTATION_PREFIX}${A.checkTimeout} (default 3)`,
+    );
+  const attempts = opt(A.checkAttempts, (k, v) => int(k, v, LINODE_BOUNDS.checkAttempts));
   const passive = opt(A.checkPassive, bool);
   const reserved = get(A.reservedIPv4)?.trim();
   if (reserved !== undefined && !/^(\d{1,3}\.){3}\d{1,3}$/.test(reserved))
@@ -261,16 +350,19 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
   // An unknown type falls back to common, as the Linode CCM does (with a warning).
   const rawType = get(A.nodeBalancerType)?.trim().toLowerCase();
   const nbType: NodeBalancerType = rawType === "premium" || rawType === "premium_40gb" ? rawType : "common";
-  const udpCheck = opt(A.udpCheckPort, (k, v) => int(k, v, 1, 65535));
-  const subnetId = opt(A.backendSubnetId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
-  const vpcName = get(A.backendVpcName)?.trim();
-  const subnetName = get(A.backendSubnetName)?.trim();
+  const udpCheck = opt(A.udpCheckPort, (k, v) => int(k, v, LINODE_BOUNDS.udpCheckPort));
+  const subnetId = opt(A.backendSubnetId, (k, v) => int(k, v, LINODE_BOUNDS.id));
+  // An empty name stands for none, as before.
+  const label = (k: string) =>
+    opt(k, (key, v) => (v.trim() === "" ? "" : str(key, v.trim(), LINODE_BOUNDS.vpcLabel)));
+  const vpcName = label(A.backendVpcName);
+  const subnetName = label(A.backendSubnetName);
   const range = get(A.backendIPv4Range)?.trim();
   if (range !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(range))
     fail(A.backendIPv4Range, range, "an IPv4 CIDR such as 10.100.0.0/30");
-  const frontendId = opt(A.frontendSubnetId, (k, v) => int(k, v, 1, Number.MAX_SAFE_INTEGER));
-  const frontendVpc = get(A.frontendVpcName)?.trim();
-  const frontendSubnet = get(A.frontendSubnetName)?.trim();
+  const frontendId = opt(A.frontendSubnetId, (k, v) => int(k, v, LINODE_BOUNDS.id));
+  const frontendVpc = label(A.frontendVpcName);
+  const frontendSubnet = label(A.frontendSubnetName);
   if ((frontendVpc === undefined) !== (frontendSubnet === undefined) && frontendId === undefined)
     fail(
       frontendVpc === undefined ? A.frontendSubnetName : A.frontendVpcName,
@@ -317,14 +409,15 @@ export function parseLinodeAnnotations(annotations: Readonly<Record<string, stri
     ...(attempts !== undefined && { checkAttempts: attempts }),
     ...(passive !== undefined && { checkPassive: passive }),
     // The Linode CCM clamps the throttle to 0..20 rather than refusing it.
-    throttle: Math.min(20, opt(A.throttle, (k, v) => int(k, v, 0, Number.MAX_SAFE_INTEGER)) ?? 0),
+    throttle: Math.min(20, opt(A.throttle, (k, v) => int(k, v, LINODE_BOUNDS.throttle)) ?? 0),
     preserve: opt(A.preserve, bool) ?? false,
     ...(nbId !== undefined && { nodeBalancerId: nbId }),
     hostnameOnlyIngress: opt(A.hostnameOnlyIngress, bool) ?? false,
     tags: (get(A.tags) ?? "")
       .split(",")
       .map((t) => t.trim())
-      .filter((t) => t !== ""),
+      .filter((t) => t !== "")
+      .map((t) => str(A.tags, t, LINODE_BOUNDS.tag)),
     ...(fwId !== undefined && { firewallId: fwId }),
     ...(acl !== undefined && { firewallAcl: acl }),
     enableIPv6Ingress: opt(A.enableIPv6Ingress, bool) ?? false,

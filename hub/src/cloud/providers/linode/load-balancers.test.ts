@@ -5,6 +5,7 @@ import { X509Certificate } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
 import { selfSignedCertificate } from "../../../../../sim/src/util/certificate.js";
+import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName, loadBalancerSpecDigest, specText } from "../../naming.js";
@@ -761,5 +762,57 @@ describe("taking over from the Linode CCM", () => {
     const page = await lbs().listOwned?.(undefined);
     expect(page?.items.map((i) => i.id)).not.toContain(String(nb.id));
     expect(nb.tags).not.toContain(OWNED_TAG);
+  });
+});
+
+describe("annotations past the Linode API's bounds", () => {
+  const refused = {
+    // check_path: no documented length; 1024 keeps 64 KiB from the API.
+    [`${P}check-path`]: `/${"a".repeat(64 * 1024 - 1)}`,
+    // check_timeout: 1..30.
+    [`${P}check-timeout`]: "31",
+    // check_timeout must be less than check_interval.
+    [`${P}check-interval`]: "3",
+    // A tag (POST /tags label): 3..50 characters.
+    [`${P}tags`]: `team-a,${"t".repeat(51)}`,
+    [`${P}backend-vpc-name`]: "v".repeat(65),
+    [`${P}check-body`]: "b".repeat(1025),
+    // Firewall rule addresses: IP/mask; up to 25 rules of 255.
+    [`${P}firewall-acl`]: JSON.stringify({ allowList: { ipv4: ["203.0.113.7"] } }),
+  };
+
+  test.each(Object.entries(refused))(
+    "%s: an AnnotationError naming it, before any call, nothing made (%#)",
+    async (key, value) => {
+      const { provider, ops } = h.provider();
+      const l = provider.loadBalancers;
+      if (l === undefined) throw new Error("no load balancers");
+      const before = h.fake.store.nodeBalancersOf(ACCOUNT).length;
+      const o = owner();
+      const annotations = { [key]: value };
+      expect(() => l.checkAnnotations?.(annotations)).toThrow(AnnotationError);
+      const err = await l.ensure(o, spec(annotations)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AnnotationError);
+      expect((err as AnnotationError).annotation).toBe(key);
+      expect((err as Error).message.length).toBeLessThan(400);
+      expect(ops).toEqual([]);
+      expect(h.fake.store.nodeBalancersOf(ACCOUNT)).toHaveLength(before);
+    },
+  );
+
+  test("a firewall ACL of more than 25 rules of 255 addresses is refused, 25 are taken", () => {
+    const v4 = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `10.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`,
+      );
+    const acl = (n: number) => ({ [`${P}firewall-acl`]: JSON.stringify({ denyList: { ipv4: v4(n) } }) });
+    expect(() => lbs().checkAnnotations?.(acl(25 * 255))).not.toThrow();
+    expect(() => lbs().checkAnnotations?.(acl(25 * 255 + 1))).toThrow("(26 rules)");
+  });
+
+  test("a unified key Linode's check_path pattern refuses is refused by the hub's table (settingBounds)", () => {
+    expect(lbs().capabilities.settingBounds?.healthCheckPath?.pattern?.test("/ready_now")).toBe(false);
+    expect(lbs().capabilities.settingBounds?.healthCheckTimeoutSeconds).toMatchObject({ min: 1, max: 30 });
   });
 });

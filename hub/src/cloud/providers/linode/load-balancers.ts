@@ -39,6 +39,7 @@ import {
   type Algorithm,
   ANNOTATION_PREFIX,
   type CheckType,
+  LINODE_SETTING_BOUNDS,
   type LinodeLbSettings,
   type NbProto,
   nodeBackendOverrides,
@@ -105,6 +106,7 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
   internal: false,
   protocols: ["TCP", "UDP", "HTTP", "HTTPS"] as const,
   ingressIpWithHostname: true,
+  settingBounds: LINODE_SETTING_BOUNDS,
 });
 
 /** At most this many addresses in one firewall rule (the Linode CCM's limit). */
@@ -466,6 +468,12 @@ function settingsOf(annotations: Readonly<Record<string, string>> | undefined): 
 
 export class LinodeLoadBalancers implements LoadBalancers {
   readonly capabilities = CAPABILITIES;
+
+  /** The Linode CCM's annotations, read as ensure reads them (no call). */
+  checkAnnotations(annotations: Readonly<Record<string, string>>): void {
+    settingsOf(annotations);
+  }
+
   /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
   private readonly nodePorts = new Map<number, number>();
   /**
