@@ -13,6 +13,7 @@ export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
 export { resolveSecret } from "./config/secret.js";
 export { watchFile } from "./config/watch.js";
+export { checkHubConfig, hubConfigProblems } from "./config-check.js";
 export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
 export type * from "./fleet-api/views.js";
 export { tokenHash } from "./grpc/auth.js";
