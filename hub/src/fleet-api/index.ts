@@ -31,6 +31,8 @@ export interface FleetApiDeps {
   agent(cluster: string): { agentVersion: string; kubernetesVersion: string } | undefined;
   /** Publications in flight, by cluster key prefix. */
   patches(): ReadonlyMap<string, { inflight: number; republished: number; failedApply: number }>;
+  /** Whether the service controller runs for the cluster (absent: it does). */
+  servicesEnabled?(cluster: string): boolean;
 }
 
 /** Builds the fleet API's JSON views from what the hub holds. */
@@ -118,6 +120,7 @@ export class FleetApi implements FleetApiViews {
       name,
       account: c.account,
       routesEnabled: c.configureCloudRoutes,
+      ...(c.decommission && { decommission: { services: this.deps.servicesEnabled?.(name) ?? true } }),
       loadBalancerClass: this.deps.config.loadBalancerClass,
       view: this.deps.fleet.view(name),
       observations: this.observations.of(name),

@@ -114,7 +114,7 @@ function cloudDouble(fail?: Error, polls = 0) {
   return { cloud, calls, specs };
 }
 
-function harness(services: Service[], nodes: Node[], fail?: Error, polls = 0) {
+function harness(services: Service[], nodes: Node[], fail?: Error, polls = 0, leaving = false) {
   const clock = new FakeClock();
   const fleet = new FleetState();
   fleet.replace("c1", nodes, services);
@@ -134,6 +134,7 @@ function harness(services: Service[], nodes: Node[], fail?: Error, polls = 0) {
     clock,
     loadBalancerClass: undefined,
     pending: new Map<string, "ensure" | "update" | "delete">(),
+    decommissioning: () => leaving,
   };
   return {
     ...d,
@@ -170,6 +171,35 @@ describe("service reconcile: asynchronous load balancers", () => {
     const done = await h.run();
     expect(done.services?.[0]).toMatchObject({ removeFinalizers: [FINALIZER] });
     expect(done.events?.map((e) => e.reason)).toEqual(["DeletedLoadBalancer"]);
+  });
+});
+
+describe("service reconcile: a cluster leaving the hub (clusters[].decommission)", () => {
+  const ingress = [{ ip: "198.18.0.1", hostname: "", ipMode: "", ports: [] }];
+  test("a live Service: its load balancer is deleted, then one patch clears the finalizer and the ingress", async () => {
+    const h = harness([svc({ ingress })], [node("n1")], undefined, 0, true);
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensureDeleted"]);
+    expect(out.services).toHaveLength(1);
+    expect(out.services?.[0]).toMatchObject({
+      uid: "svc-uid",
+      removeFinalizers: [FINALIZER],
+      addFinalizers: [],
+      ingress: { items: [] },
+    });
+  });
+
+  test("nothing is ensured and no finalizer added: a Service without either is left alone", async () => {
+    const h = harness([svc({ finalizers: [] })], [node("n1")], undefined, 0, true);
+    const out = await h.run();
+    expect(h.calls).toEqual([]);
+    expect(out.services ?? []).toEqual([]);
+  });
+
+  test("the same Service on a cluster staying: ensured as ever", async () => {
+    const h = harness([svc({ ingress })], [node("n1")]);
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
   });
 });
 
