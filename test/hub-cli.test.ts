@@ -65,6 +65,31 @@ clusters:
   expect(r.stdout).toBe("");
 });
 
+test("an unknown provider, a missing credential file and a duplicate cluster name: all three at once", () => {
+  const r = checkConfig(
+    `
+grpc: { listen: "127.0.0.1:7443", insecure: true }
+nats: { servers: ["nats://127.0.0.1:4222"] }
+accounts:
+  - { name: main, provider: digitalocean, region: r1, credentials: { env: DO_TOKEN } }
+  - { name: sim, provider: simulated, region: r1, endpoint: "http://127.0.0.1:1", credentials: { file: ${join(dir, "no-such-key")} } }
+clusters:
+  - { name: alpha, token: { env: ALPHA_TOKEN }, account: sim }
+  - { name: alpha, token: { env: BETA_TOKEN }, account: main }
+`,
+    { DO_TOKEN: "t", ALPHA_TOKEN: "a", BETA_TOKEN: "b" },
+  );
+  expect(r.code).toBe(2);
+  const lines = r.stderr.trim().split("\n");
+  expect(lines[0]).toMatch(/hub-.*\.yaml is invalid:$/);
+  expect(lines.slice(1)).toEqual([
+    'clusters[1].name: duplicate cluster "alpha"',
+    'accounts[0].provider: unknown provider "digitalocean" (known: simulated, linode, aws)',
+    `accounts[1].credentials: cannot read secret file ${join(dir, "no-such-key")} (ENOENT)`,
+  ]);
+  expect(r.stdout).toBe("");
+});
+
 test("a valid file whose secrets cannot be resolved names each one; a good one passes", () => {
   const missing = checkConfig(GOOD, { SIM_KEY: "k" });
   expect(missing.code).toBe(2);

@@ -3,7 +3,10 @@
  * decentralized auth (fleet-ccm nats-init's operator and accounts), the hub as a process on a
  * config file, `fleet-ccm register` adding clusters to that file while the hub runs, agents as
  * processes with nothing but the credentials of register's manifest, and `fleet-ccm unregister`
- * revoking one (gRPC stream closed, NATS refused) and deleting its cloud resources.
+ * revoking one (gRPC stream closed, NATS refused) and deleting its cloud resources: the hub
+ * first clears its Services' finalizer and ingress through the agent, so `kubectl delete svc`
+ * (the machine's kubectl against the cluster's simulator) completes; with the agent down,
+ * unregister prints the kubectl commands that do it.
  */
 import { type ChildProcess, execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createNatsAuth, type NatsAuthSetup, parseHubConfig } from "@fleet-ccm/hub";
-import { CLUSTER_TAG } from "@fleet-ccm/sim";
+import { CLUSTER_TAG, freePort } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
@@ -32,7 +35,9 @@ let configPath: string;
 let hub: { child: ChildProcess; grpcPort: number; httpPort: number; output: () => string };
 const agents = new Map<string, ChildProcess>();
 const creds = new Map<string, { token: string; natsCreds: string; manifest: Record<string, unknown>[] }>();
-const [A, B, C] = ["cluster-001", "cluster-002", "cluster-003"] as const;
+const [A, B, C, D] = ["cluster-001", "cluster-002", "cluster-003", "cluster-004"] as const;
+const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
+const KUBECTL = process.env["KUBECTL"] ?? "/usr/bin/kubectl";
 
 interface Run {
   code: number;
@@ -72,6 +77,31 @@ async function refused(natsCreds: string): Promise<boolean> {
   } catch (err) {
     return /authorization/i.test(String((err as Error).message));
   }
+}
+
+/** The machine's kubectl against the cluster's API simulator (in this process: never spawnSync). */
+function kubectl(cluster: string, shellArgs: string): Promise<{ code: number; out: string }> {
+  const kubeconfig = join(dir, `${cluster}.kubeconfig`);
+  writeFileSync(kubeconfig, fleet.cluster(cluster).kube.kubeconfigYaml(), { mode: 0o600 });
+  const line = `${KUBECTL} --kubeconfig ${kubeconfig} --cache-dir ${join(dir, "kube-cache")} ${shellArgs}`;
+  return new Promise((resolve) => {
+    execFile("bash", ["-c", line], { timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
+      resolve({ code, out: `${stdout}${stderr}` });
+    });
+  });
+}
+
+/** Each LoadBalancer Service's finalizers and ingress, as the cluster's API server has them. */
+function servicesOf(cluster: string) {
+  return fleet
+    .services(cluster)
+    .filter((s) => s.spec?.type === "LoadBalancer")
+    .map((s) => ({
+      name: s.metadata?.name,
+      finalizers: s.metadata?.finalizers ?? [],
+      ingress: s.status?.loadBalancer?.ingress ?? [],
+    }));
 }
 
 function initialized(cluster: string): number {
@@ -123,13 +153,17 @@ function startAgent(cluster: string): void {
 
 beforeAll(async () => {
   auth = await createNatsAuth();
+  const apiPort = await freePort();
   fleet = await LocalFleet.start({
-    clusters: 3,
+    clusters: 4,
     nodesPerCluster: 0,
     logger,
     natsAuth: auth,
     unregistered: true,
     convergeDeadlineMs: 2000,
+    // The fleet API on a fixed port: unregister follows the hub's clearing there (api.listen).
+    apiToken: "register-e2e-api-token",
+    hubConfig: { api: { listen: `127.0.0.1:${apiPort}`, token: { env: "FLEET_CCM_API_TOKEN" } } },
   });
   dir = mkdtempSync(join(tmpdir(), "fleet-ccm-register-"));
   configPath = join(dir, "hub.yaml");
@@ -289,6 +323,12 @@ describe("unregister", () => {
     expect(await refused(creds.get(B)?.natsCreds ?? "")).toBe(false);
 
     const startedAt = Date.now();
+    expect(
+      await waitFor(
+        () => servicesOf(B).every((s) => s.finalizers.includes(FINALIZER) && s.ingress.length > 0),
+        30_000,
+      ),
+    ).toBe(true);
     const r = await cli([
       "unregister",
       B,
@@ -300,8 +340,22 @@ describe("unregister", () => {
     ]);
     expect(r.stderr).toContain(`revoked ${B}'s NATS credential`);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`deleted 2 load balancer(s) and 1 route(s) of ${B}`);
+    // The hub deleted the load balancers and cleared the Services through the agent, before the
+    // revocation; what unregister deletes itself is what was left: the route.
+    expect(r.stderr).toContain(`the hub cleared every LoadBalancer Service of ${B}`);
+    expect(r.stderr.indexOf("the hub cleared every")).toBeLessThan(r.stderr.indexOf(`removed cluster ${B}`));
+    expect(r.stdout).toContain(`deleted 0 load balancer(s) and 1 route(s) of ${B}`);
+    expect(r.stdout).not.toContain("not cleared");
     expect(ownedByB()).toEqual({ loadBalancers: 0, routes: 0 });
+    expect(servicesOf(B)).toEqual([
+      { name: expect.any(String), finalizers: [], ingress: [] },
+      { name: expect.any(String), finalizers: [], ingress: [] },
+    ]);
+    // Nothing left to wait for: kubectl delete returns, the Services are gone.
+    const del = await kubectl(B, "delete svc --all -n default --timeout=20s");
+    expect(del.out).not.toMatch(/timed out/);
+    expect(del.code).toBe(0);
+    expect(fleet.services(B).filter((s) => s.spec?.type === "LoadBalancer")).toEqual([]);
 
     // NATS refuses B's credential, and B's stream is gone.
     expect(await waitFor(() => refused(creds.get(B)?.natsCreds ?? ""), 5000)).toBe(true);
@@ -321,7 +375,7 @@ describe("unregister", () => {
     expect(await waitFor(() => initialized(A) === 4, 30_000)).toBe(true);
     // B's agent no longer gets anywhere: a new node of B stays uninitialized while A's work shows the hub alive.
     expect(initialized(B)).toBe(2);
-  });
+  }, 120_000);
 
   test("removed where the NATS operator key is not at hand: the running hub revokes the cluster by itself", async () => {
     await register(C);
@@ -336,6 +390,9 @@ describe("unregister", () => {
     const r = await cli(["unregister", C, "--config", configPath], env);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("the hub revokes it when it reloads its configuration");
+    // Without --delete-cloud-resources the finalizers stay (the next CCM cleans up): it says so.
+    expect(r.stderr).toContain(`keep their ${FINALIZER} finalizer and their ingress`);
+    expect(r.stderr).toContain("To hand cluster-003 to the vendor's CCM");
     const editedAt = Date.now();
     expect(await waitFor(() => refused(creds.get(C)?.natsCreds ?? ""), 5000)).toBe(true);
     process.stdout.write(
@@ -367,4 +424,64 @@ describe("unregister", () => {
         .find((l) => l.startsWith("SU")) ?? "?",
     );
   });
+
+  test("with the agent down: the load balancer is deleted, and unregister prints the kubectl commands that clear each Service", async () => {
+    await register(D);
+    startAgent(D);
+    fleet.addNodes(D, 1);
+    fleet.addServices(D, 1);
+    expect(
+      await waitFor(
+        () => servicesOf(D).every((s) => s.finalizers.includes(FINALIZER) && s.ingress.length > 0),
+        30_000,
+      ),
+    ).toBe(true);
+    const streams = await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected");
+    agents.get(D)?.kill("SIGKILL");
+    expect(
+      await waitFor(
+        async () =>
+          (await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected")) === streams - 1,
+        15_000,
+      ),
+    ).toBe(true);
+
+    const r = await cli([
+      "unregister",
+      D,
+      "--config",
+      configPath,
+      "--delete-cloud-resources",
+      "--clear-timeout",
+      "3000",
+      "--grace",
+      "500",
+    ]);
+    expect(r.stderr).toContain(`the hub did not confirm that ${D}'s Services are cleared within 3 s`);
+    expect(r.stderr).toContain("agent is not connected");
+    expect(r.stderr).toContain(`revoked ${D}'s NATS credential`);
+    expect(r.code).toBe(1);
+    expect(fleet.cloud.inventory().loadBalancers.filter((x) => x.tags[OWNER_TAG] === D)).toEqual([]);
+    expect(servicesOf(D)[0]?.finalizers).toEqual([FINALIZER]);
+    const [svc] = fleet.services(D).filter((s) => s.spec?.type === "LoadBalancer");
+    const commands = r.stdout
+      .split("\n")
+      .filter((l) => l.startsWith(`  kubectl --context ${D} `))
+      .map((l) => l.trim());
+    expect(r.stdout).toContain(`not cleared: Service default/${svc?.metadata?.name}:`);
+    expect(commands).toEqual([
+      `kubectl --context ${D} -n default patch svc ${svc?.metadata?.name} --type=json -p '[{"op":"test","path":"/metadata/finalizers/0","value":"${FINALIZER}"},{"op":"remove","path":"/metadata/finalizers/0"}]'`,
+      `kubectl --context ${D} -n default patch svc ${svc?.metadata?.name} --subresource=status --type=merge -p '{"status":{"loadBalancer":{"ingress":null}}}'`,
+    ]);
+    // The printed commands work as printed (the context is the cluster's kubeconfig here).
+    for (const c of commands) {
+      const ran = await kubectl(D, c.replace(`kubectl --context ${D} `, ""));
+      expect(ran.out).toContain("patched");
+      expect(ran.code).toBe(0);
+    }
+    expect(servicesOf(D)).toEqual([{ name: svc?.metadata?.name, finalizers: [], ingress: [] }]);
+    const del = await kubectl(D, "delete svc --all -n default --timeout=20s");
+    expect(del.code).toBe(0);
+    expect(fleet.services(D).filter((s) => s.spec?.type === "LoadBalancer")).toEqual([]);
+  }, 120_000);
 });

@@ -1,12 +1,10 @@
+import { readFileSync } from "node:fs";
 import {
   builtinProviders,
   ConfigError,
-  configSecretProblems,
+  checkHubConfig,
   Hub,
-  loadHubConfig,
   parseControllerList,
-  parseHubConfig,
-  tlsFileProblems,
   watchFile,
 } from "@fleet-ccm/hub";
 import type { Command } from "./flags.js";
@@ -61,13 +59,16 @@ export const hubCommand: Command = {
     }
     let hub: Hub;
     try {
-      const config = loadHubConfig(path);
-      const secrets = [
-        ...configSecretProblems(config),
-        ...tlsFileProblems(config.grpc.insecure, config.grpc.tls),
-      ];
-      if (secrets.length > 0)
-        throw new ConfigError(`${path}: cannot resolve its secrets:\n${secrets.join("\n")}`);
+      let text: string;
+      try {
+        text = readFileSync(path, "utf8");
+      } catch (err) {
+        throw new ConfigError(
+          `cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
+        );
+      }
+      // Every problem at once: schema, providers, secrets and files, cross-references.
+      const config = checkHubConfig(text, path, { providers: builtinProviders });
       hub = new Hub({ config, providers: builtinProviders, logger: log, controllers });
     } catch (err) {
       if (err instanceof ConfigError || err instanceof Error) {
@@ -91,11 +92,7 @@ export const hubCommand: Command = {
       path,
       (text) => {
         try {
-          const next = parseHubConfig(text, path);
-          const secrets = configSecretProblems(next);
-          if (secrets.length > 0)
-            throw new ConfigError(`${path}: cannot resolve its secrets:\n${secrets.join("\n")}`);
-          running.reload(next);
+          running.reload(checkHubConfig(text, path, { providers: builtinProviders, tlsFiles: false }));
         } catch (err) {
           log.error(
             { err: (err as Error).message },

@@ -11,6 +11,7 @@ import {
   deleteClusterResources,
   type HubConfig,
   HubMetrics,
+  markClusterDecommissioned,
   natsServerAuthConfig,
   newClusterNatsCredential,
   ProviderRegistry,
@@ -24,6 +25,15 @@ import {
 import { isValidClusterName } from "@fleet-ccm/proto";
 import { pino } from "pino";
 import { agentManifest } from "./agent-manifest.js";
+import {
+  awaitCleared,
+  type Clearing,
+  type FleetApiAccess,
+  finalizersStayNotice,
+  fleetApiAccess,
+  kubectlClearCommands,
+  kubectlFindCommand,
+} from "./decommission.js";
 import type { Command } from "./flags.js";
 import { bool, int, requiredStr, str, UsageError } from "./flags.js";
 import { Progress } from "./progress.js";
@@ -272,7 +282,7 @@ export const registerCommand: Command = {
 export const unregisterCommand: Command = {
   name: "unregister",
   summary: "remove a cluster from the hub: revoke its credentials, optionally delete its cloud resources",
-  usage: "fleet-ccm unregister <cluster> --config hub.yaml [--delete-cloud-resources]",
+  usage: "fleet-ccm unregister <cluster> --config hub.yaml [--delete-cloud-resources [--hub URL]]",
   positional: "cluster",
   flags: {
     config: {
@@ -283,14 +293,27 @@ export const unregisterCommand: Command = {
     "delete-cloud-resources": {
       type: "boolean",
       description:
-        "Also delete every load balancer and route the hub created for the cluster (needs the account's credentials where this runs).",
+        "First have the running hub delete the cluster's load balancers and clear its Services' finalizer and ingress through the agent, then delete every load balancer and route left (needs the account's credentials where this runs).",
+    },
+    hub: {
+      type: "string",
+      placeholder: "URL",
+      description:
+        "With --delete-cloud-resources: the hub's fleet API, to follow the clearing (default: from api.listen, token api.token).",
+    },
+    "clear-timeout": {
+      type: "string",
+      placeholder: "MS",
+      default: "120000",
+      description:
+        "With --delete-cloud-resources: how long the hub and the cluster's agent get to clear the Services before the cluster is revoked anyway.",
     },
     grace: {
       type: "string",
       placeholder: "MS",
       default: "3000",
       description:
-        "With --delete-cloud-resources: time the running hub gets to drop the cluster before deleting.",
+        "With --delete-cloud-resources: time the running hub gets to drop the cluster before what is left is deleted.",
     },
   },
   async run(v) {
@@ -298,23 +321,55 @@ export const unregisterCommand: Command = {
     const path = resolve(requiredStr(v, "config"));
     const deleteCloud = bool(v, "delete-cloud-resources");
     const grace = int(v, "grace", 0);
+    const clearTimeout = int(v, "clear-timeout", 0);
+    let cloud: CloudAccounts | undefined;
+    let clearing: Clearing | undefined;
+    if (deleteCloud) {
+      // 1. The hub is told (clusters[].decommission), through its configuration as for any change.
+      let access: FleetApiAccess = { problem: "not set" };
+      const marked = await editConfig("unregister", path, async ({ text, config, progress, unlock }) => {
+        const entry = config.clusters.find((c) => c.name === cluster);
+        if (entry === undefined) throw new ConfigError(`${path}: no cluster "${cluster}"`);
+        // The cloud credentials are resolved before anything changes: a missing one fails here.
+        cloud = new CloudAccounts(
+          config.accounts.filter((a) => a.name === entry.account),
+          [entry],
+          {
+            registry: new ProviderRegistry(builtinProviders),
+            clock: systemClock,
+            logger: pino({ level: "silent" }),
+            metrics: new HubMetrics(),
+            refresh: config.refresh,
+            maxConcurrentRouteWrites: config.routes.maxConcurrentPerAccount,
+          },
+        );
+        access = fleetApiAccess(config, str(v, "hub"));
+        if (!entry.decommission) {
+          progress.update(`marking ${cluster} for decommission in ${path}`);
+          writeAtomically(path, markClusterDecommissioned(text, cluster, path).text);
+        }
+        unlock();
+        return 0;
+      });
+      if (marked !== 0) return marked;
+      process.stderr.write(
+        `decommissioning ${cluster}: the running hub deletes each Service's load balancer, then clears its finalizer and ingress through the agent\n`,
+      );
+      // 2. Followed through the fleet API until the agent's reports show every Service cleared.
+      const progress = new Progress({ verbose: true });
+      clearing = await awaitCleared(access, cluster, clearTimeout, progress);
+      progress.done();
+      if (clearing.done) process.stderr.write(`the hub cleared every LoadBalancer Service of ${cluster}\n`);
+      else
+        process.stderr.write(
+          `the hub did not confirm that ${cluster}'s Services are cleared within ${Math.round(clearTimeout / 1000)} s: ${clearing.why ?? "no answer"}\n`,
+        );
+    }
+    // 3. Revoked: removed from the configuration (the hub closes its streams), NATS refuses it.
     return editConfig("unregister", path, async ({ text, config, progress, unlock }) => {
       const entry = config.clusters.find((c) => c.name === cluster);
       if (entry === undefined) throw new ConfigError(`${path}: no cluster "${cluster}"`);
       const next = removeClusterEntry(text, cluster, path);
-      // Resolve the cloud credentials before anything changes: a missing one fails here.
-      let cloud: CloudAccounts | undefined;
-      if (deleteCloud) {
-        const accountCfg = config.accounts.filter((a) => a.name === entry.account);
-        cloud = new CloudAccounts(accountCfg, [entry], {
-          registry: new ProviderRegistry(builtinProviders),
-          clock: systemClock,
-          logger: pino({ level: "silent" }),
-          metrics: new HubMetrics(),
-          refresh: config.refresh,
-          maxConcurrentRouteWrites: config.routes.maxConcurrentPerAccount,
-        });
-      }
       progress.update(`removing ${cluster} from ${path}`);
       writeAtomically(path, next.text);
       unlock();
@@ -334,28 +389,52 @@ export const unregisterCommand: Command = {
           );
         }
       }
-      let code = 0;
-      if (cloud !== undefined) {
-        const provider = cloud.cloudFor(cluster)?.provider;
-        if (provider === undefined) throw new Error(`cluster "${cluster}": no cloud provider bound`);
-        progress.update(`waiting ${grace} ms for the hub to drop ${cluster}`);
-        await new Promise((r) => setTimeout(r, grace));
-        progress.update(`deleting ${cluster}'s cloud resources`);
-        const report = await deleteClusterResources(provider, cluster, {
-          onProgress: (s) => progress.update(s),
-        });
+      if (cloud === undefined) {
         progress.done();
-        for (const lb of report.loadBalancers)
-          process.stdout.write(
-            `deleted load balancer ${lb.name} (id ${lb.id}, Service uid ${lb.serviceUid})\n`,
-          );
-        for (const r of report.routes)
-          process.stdout.write(`deleted route ${r.destinationCIDR} (id ${r.id})\n`);
+        process.stderr.write(`${finalizersStayNotice(cluster)}\n`);
+        return 0;
+      }
+      // 4. Whatever is left (the hub could not reach it, routes): deleted from here.
+      let code = 0;
+      const provider = cloud.cloudFor(cluster)?.provider;
+      if (provider === undefined) throw new Error(`cluster "${cluster}": no cloud provider bound`);
+      progress.update(`waiting ${grace} ms for the hub to drop ${cluster}`);
+      await new Promise((r) => setTimeout(r, grace));
+      progress.update(`deleting ${cluster}'s cloud resources`);
+      const report = await deleteClusterResources(provider, cluster, {
+        onProgress: (s) => progress.update(s),
+      });
+      progress.done();
+      for (const lb of report.loadBalancers)
         process.stdout.write(
-          `deleted ${report.loadBalancers.length} load balancer(s) and ${report.routes.length} route(s) of ${cluster}\n`,
+          `deleted load balancer ${lb.name} (id ${lb.id}, Service uid ${lb.serviceUid})\n`,
         );
-        for (const p of report.problems) process.stderr.write(`not deleted: ${p}\n`);
-        if (report.problems.length > 0) code = 1;
+      for (const r of report.routes)
+        process.stdout.write(`deleted route ${r.destinationCIDR} (id ${r.id})\n`);
+      process.stdout.write(
+        `deleted ${report.loadBalancers.length} load balancer(s) and ${report.routes.length} route(s) of ${cluster}\n`,
+      );
+      for (const p of report.problems) process.stderr.write(`not deleted: ${p}\n`);
+      if (report.problems.length > 0) code = 1;
+      // 5. What the hub could not clear: the commands that do, once the load balancers are gone.
+      if (clearing !== undefined && !clearing.done) {
+        code = 1;
+        const left = clearing.left ?? [];
+        if (report.problems.length > 0)
+          process.stdout.write(
+            'clear a Service\'s finalizer only once its load balancer is deleted (see "not deleted" above)\n',
+          );
+        if (left.length === 0)
+          // Never a current answer: which Services are left is unknown here.
+          process.stdout.write(
+            `not cleared: the hub never said which Services of ${cluster} are left; list those with a finalizer, and remove service.kubernetes.io/load-balancer-cleanup from each:\n  ${kubectlFindCommand(cluster)}\n`,
+          );
+        for (const svc of left)
+          process.stdout.write(
+            `not cleared: Service ${svc.namespace}/${svc.name}:\n${kubectlClearCommands(cluster, svc)
+              .map((c) => `  ${c}\n`)
+              .join("")}`,
+          );
       }
       return code;
     });

@@ -132,7 +132,7 @@ function readToken(file: string | undefined): string {
   return t;
 }
 
-async function fetchJson(
+export async function fetchJson(
   url: string,
   token: string,
 ): Promise<{ ok: true; body: unknown } | { ok: false; error: string }> {

@@ -109,6 +109,8 @@ export class Hub {
   private readonly publisher: DesiredPublisher;
   private readonly controllerLists = new Map<string, readonly string[]>();
   private readonly routesWanted = new Set<string>();
+  /** Clusters leaving the hub (clusters[].decommission): only their load-balancer cleanup runs. */
+  private readonly leaving = new Set<string>();
   private readonly auth: TokenAuthenticator;
   /** The configured clusters (replaced by reload). */
   private clusterConfigs: readonly ClusterConfig[];
@@ -279,6 +281,7 @@ export class Hub {
       ...(replicas !== undefined && {
         recordedDeletions: (c: string) => replicas.leases.recordedDeletions(c),
       }),
+      decommissioning: (c) => this.leaving.has(c),
     };
     this.controllers = [
       cloudNodeController(ctx),
@@ -303,6 +306,7 @@ export class Hub {
           const s = this.publisher.status();
           return { kept: s.keptBy.get(c) ?? 0, refused: s.refusedBy.get(c) ?? null };
         },
+        servicesEnabled: (c) => this.enabled(c, "service-lb-controller"),
       });
       this.fleet.subscribe(views.observations.listener());
       const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());
@@ -314,9 +318,11 @@ export class Hub {
     const globalControllers = this.opts.controllers ?? this.opts.config.controllers;
     this.controllerLists.clear();
     this.routesWanted.clear();
+    this.leaving.clear();
     for (const c of clusters) {
       this.controllerLists.set(c.name, c.controllers ?? globalControllers);
       if (c.configureCloudRoutes) this.routesWanted.add(c.name);
+      if (c.decommission) this.leaving.add(c.name);
     }
   }
 
@@ -342,10 +348,16 @@ export class Hub {
     const revoked = new Set(this.auth.replace(credentials));
     const added = [...after.keys()].filter((n) => !before.has(n));
     const removed = [...before.keys()].filter((n) => !after.has(n));
-    const changed = [...after.keys()].filter((n) => {
-      const old = before.get(n);
-      return old !== undefined && JSON.stringify(old) !== JSON.stringify(after.get(n));
-    });
+    // Starting (or ending) a decommission changes what the hub does, not what the agent streams.
+    const entry = (c: ClusterConfig | undefined) =>
+      c === undefined ? "" : JSON.stringify({ ...c, decommission: undefined });
+    const changed = [...after.keys()].filter(
+      (n) => before.has(n) && entry(before.get(n)) !== entry(after.get(n)),
+    );
+    const decommissioned = [...after.keys()].filter(
+      (n) =>
+        !changed.includes(n) && before.has(n) && before.get(n)?.decommission !== after.get(n)?.decommission,
+    );
     this.clusterConfigs = next.clusters;
     this.applyClusterSettings(next.clusters);
     this.api?.views.setClusters(next.clusters);
@@ -356,6 +368,7 @@ export class Hub {
       this.fleet.removeCluster(name);
       this.disconnectedAt.delete(name);
     }
+    for (const name of decommissioned) this.replayServices(name);
     for (const name of changed) {
       this.grpc.disconnectCluster(
         name,
@@ -370,7 +383,7 @@ export class Hub {
           JSON.stringify((this.opts.config as Record<string, unknown>)[k]),
     );
     if (added.length + removed.length + changed.length > 0) this.syncNatsAccount();
-    this.log.info({ added, removed, changed, needsRestart }, "configuration reloaded");
+    this.log.info({ added, removed, changed, decommissioned, needsRestart }, "configuration reloaded");
     if (needsRestart.length > 0)
       this.log.warn(
         { sections: needsRestart },
@@ -420,6 +433,8 @@ export class Hub {
   private enabled(cluster: string, controller: ControllerName): boolean {
     const list = this.controllerLists.get(cluster);
     if (list === undefined || !isControllerEnabled(list, controller)) return false;
+    // Leaving: nothing is initialized, deleted or routed any more; load balancers are removed.
+    if (this.leaving.has(cluster) && controller !== "service-lb-controller") return false;
     return controller !== "node-route-controller" || this.routesWanted.has(cluster);
   }
 
@@ -574,6 +589,14 @@ export class Hub {
     for (const [key, cur] of view.services)
       l.onService?.(cluster, key, { type: "upsert", origin: "snapshot", old: undefined, cur });
     l.onSynced?.(cluster, view);
+  }
+
+  /** Every Service of the cluster's current view goes to the controllers again (a decommission began or ended). */
+  private replayServices(cluster: string): void {
+    const view = this.fleet.view(cluster);
+    if (view === undefined || !view.synced) return;
+    for (const [key, cur] of view.services)
+      this.fleetEvents.onService?.(cluster, key, { type: "upsert", origin: "snapshot", old: undefined, cur });
   }
 
   /** The lease ended (fenced already): nothing more is done or published for the cluster here. */

@@ -8,11 +8,17 @@ export { type CloudProvider, isInProgress } from "./cloud/provider.js";
 export { awsProvider } from "./cloud/providers/aws/index.js";
 export { simulatedProvider } from "./cloud/providers/simulated/index.js";
 export { ProviderRegistry } from "./cloud/registry.js";
-export { addClusterEntry, removeClusterEntry, setNatsSection } from "./config/edit.js";
+export {
+  addClusterEntry,
+  markClusterDecommissioned,
+  removeClusterEntry,
+  setNatsSection,
+} from "./config/edit.js";
 export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from "./config/load.js";
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
 export { resolveSecret } from "./config/secret.js";
 export { watchFile } from "./config/watch.js";
+export { checkHubConfig, hubConfigProblems } from "./config-check.js";
 export { CONTROLLERS, isControllerEnabled, parseControllerList } from "./controllers.js";
 export type * from "./fleet-api/views.js";
 export { tokenHash } from "./grpc/auth.js";

@@ -174,7 +174,7 @@ describe("service status patch", () => {
     });
   });
 
-  test("writes the ingress; clearing it writes an empty loadBalancer; unchanged gives null", () => {
+  test("writes the ingress; clearing it removes the field (null); unchanged gives null", () => {
     expect(
       serviceStatusPatch(svc(), d({ ingress: { items: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }] } })),
     ).toEqual({
@@ -184,7 +184,7 @@ describe("service status patch", () => {
     const withIngress = svc();
     withIngress.status = { loadBalancer: { ingress: [{ ip: "198.18.0.1", ipMode: "VIP" }] } };
     expect(serviceStatusPatch(withIngress, d({ ingress: { items: [] } }))?.["status"]).toEqual({
-      loadBalancer: {},
+      loadBalancer: { ingress: null },
     });
     expect(
       serviceStatusPatch(

@@ -34,7 +34,8 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
           (c.ip ?? "") === (want[idx]?.["ip"] ?? "") &&
           (c.hostname ?? "") === (want[idx]?.["hostname"] ?? ""),
       );
-    if (!same) body["status"] = { loadBalancer: want.length === 0 ? {} : { ingress: want } };
+    // A merge patch removes a field only by null: `loadBalancer: {}` would leave the old ingress.
+    if (!same) body["status"] = { loadBalancer: { ingress: want.length === 0 ? null : want } };
   }
   if (!finalizersChanged && body["status"] === undefined) return null;
   return body;

@@ -41,18 +41,34 @@ export function addClusterEntry(
   return validated(doc.toString({ flowCollectionPadding: false }), source);
 }
 
+function clusterAt(text: string, name: string, source: string) {
+  const doc = document(text, source);
+  const clusters = doc.get("clusters", true);
+  if (!isSeq(clusters)) throw new ConfigError(`${source}: no cluster "${name}"`);
+  const index = clusters.items.findIndex((item) => isMap(item) && (item as YAMLMap).get("name") === name);
+  if (index < 0) throw new ConfigError(`${source}: no cluster "${name}"`);
+  return { doc, clusters, index, entry: clusters.items[index] as YAMLMap };
+}
+
 /** The text without the cluster called `name`; throws if there is none. */
 export function removeClusterEntry(
   text: string,
   name: string,
   source = "config",
 ): { text: string; config: HubConfig } {
-  const doc = document(text, source);
-  const clusters = doc.get("clusters", true);
-  if (!isSeq(clusters)) throw new ConfigError(`${source}: no cluster "${name}"`);
-  const index = clusters.items.findIndex((item) => isMap(item) && (item as YAMLMap).get("name") === name);
-  if (index < 0) throw new ConfigError(`${source}: no cluster "${name}"`);
+  const { doc, clusters, index } = clusterAt(text, name, source);
   clusters.items.splice(index, 1);
+  return validated(doc.toString({ flowCollectionPadding: false }), source);
+}
+
+/** The text with the cluster called `name` marked `decommission: true` (see ClusterSchema). */
+export function markClusterDecommissioned(
+  text: string,
+  name: string,
+  source = "config",
+): { text: string; config: HubConfig } {
+  const { doc, entry } = clusterAt(text, name, source);
+  entry.set("decommission", true);
   return validated(doc.toString({ flowCollectionPadding: false }), source);
 }
 

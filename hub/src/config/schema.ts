@@ -97,6 +97,12 @@ export const ClusterSchema = z
     configureCloudRoutes: z.boolean().default(false),
     /** Overrides the hub-wide controller list for this cluster. */
     controllers: controllers.optional(),
+    /**
+     * Set by `fleet-ccm unregister --delete-cloud-resources` while it removes the cluster: the
+     * hub deletes the load balancers of the cluster's Services and clears their finalizer and
+     * ingress through the agent, and does nothing else for the cluster.
+     */
+    decommission: z.boolean().default(false),
     /** Instances this cluster may use: anything outside is refused (agents are untrusted). */
     scope: z
       .object({

@@ -38,6 +38,8 @@ export interface FleetApiDeps {
   hubHealth(): HubHealthInput;
   /** A cluster's results kept until NATS is back, and why NATS refused its last ones (null: it did not). */
   delivery(cluster: string): { kept: number; refused: string | null };
+  /** Whether the service controller runs for the cluster (absent: it does). */
+  servicesEnabled?(cluster: string): boolean;
 }
 
 /** Builds the fleet API's JSON views from what the hub holds. */
@@ -126,6 +128,7 @@ export class FleetApi implements FleetApiViews {
       name,
       account: c.account,
       routesEnabled: c.configureCloudRoutes,
+      ...(c.decommission && { decommission: { services: this.deps.servicesEnabled?.(name) ?? true } }),
       loadBalancerClass: this.deps.config.loadBalancerClass,
       view: this.deps.fleet.view(name),
       observations: this.observations.of(name),

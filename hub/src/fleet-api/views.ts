@@ -4,6 +4,7 @@ import { TAINT_SHUTDOWN } from "../k8s/well-known.js";
 import { needsInit } from "../reconcilers/node-init/predicates.js";
 import { REASON_DELETION_LIMITED } from "../reconcilers/node-lifecycle/reconcile.js";
 import { CONDITION_NETWORK_UNAVAILABLE } from "../reconcilers/route/reconcile.js";
+import { decommissionPending } from "../reconcilers/service/predicates.js";
 import type { ClusterObservations, LastEvent } from "./observations.js";
 
 /** ok; warning: worth a look, nothing is stuck; unhealthy: an operator must act (non-zero `status` exit). */
@@ -77,7 +78,25 @@ export interface ClusterSummaryJson {
   readonly objects: { readonly refused: number; readonly held: number };
 }
 
+/** A Service of a leaving cluster that still has its finalizer or ingress (as the agent last reported). */
+export interface DecommissionServiceJson {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly finalizers: readonly string[];
+  readonly ingress: readonly string[];
+}
+
+/** A cluster leaving the hub (clusters[].decommission): what is left to clear. */
+export interface DecommissionJson {
+  /** The hub's view comes from a complete snapshot of the connected agent: `pending` is all there is. */
+  readonly current: boolean;
+  readonly pending: readonly DecommissionServiceJson[];
+}
+
 export interface ClusterDetailJson extends ClusterSummaryJson {
+  /** Present while the cluster is being decommissioned. */
+  readonly decommission?: DecommissionJson;
   readonly nodeList: readonly NodeJson[];
   readonly loadBalancerList: readonly LoadBalancerJson[];
   readonly refusedList: readonly { kind: string; key: string; limit: string; message: string }[];
@@ -204,6 +223,8 @@ export interface ClusterInput {
   readonly name: string;
   readonly account: string;
   readonly routesEnabled: boolean;
+  /** clusters[].decommission, and whether the service controller runs for the cluster. */
+  readonly decommission?: { readonly services: boolean };
   /** spec.loadBalancerClass the hub handles besides Services without one. */
   readonly loadBalancerClass: string | undefined;
   readonly view: ClusterView | undefined;
@@ -405,6 +426,23 @@ export function clusterDetail(input: ClusterInput, policy: HealthPolicy): Cluste
     routes: { enabled: input.routesEnabled, nodesWithPodCidrs, routed },
     patches: input.patches,
     objects: { refused, held },
+    ...(input.decommission !== undefined && {
+      decommission: {
+        current: connected && view?.synced === true,
+        pending: input.decommission.services
+          ? [...(view?.services.values() ?? [])]
+              .filter((s) => decommissionPending(s, input.loadBalancerClass))
+              .map((s) => ({
+                namespace: s.namespace,
+                name: s.name,
+                uid: s.uid,
+                finalizers: [...s.finalizers],
+                ingress: s.ingress.map((i) => i.ip || i.hostname).filter((x) => x !== ""),
+              }))
+              .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`))
+          : [],
+      },
+    }),
     nodeList,
     loadBalancerList,
     refusedList: [...(view?.refused.values() ?? [])].map((r) => ({
@@ -423,6 +461,7 @@ export function clusterDetail(input: ClusterInput, policy: HealthPolicy): Cluste
 
 export function clusterSummary(input: ClusterInput, policy: HealthPolicy): ClusterSummaryJson {
   const {
+    decommission: _d,
     nodeList: _n,
     loadBalancerList: _l,
     refusedList: _r,

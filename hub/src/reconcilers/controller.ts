@@ -34,6 +34,8 @@ export interface ControllerContext {
   loadBalancerOpsFor?(cluster: string): Semaphore | undefined;
   /** Node deletions (wall ms) recorded in the cluster's lease by any replica (hub replicas only). */
   recordedDeletions?(cluster: string): readonly number[];
+  /** The cluster is leaving the hub (clusters[].decommission): only its cleanup runs. */
+  decommissioning?(cluster: string): boolean;
 }
 
 /**

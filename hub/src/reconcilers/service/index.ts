@@ -219,6 +219,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     ...(ctx.signal !== undefined && { signal: ctx.signal }),
     loadBalancerClass: ownedClass,
     backendsFor,
+    ...(ctx.decommissioning !== undefined && { decommissioning: ctx.decommissioning }),
   };
   return {
     name: "service-lb-controller",

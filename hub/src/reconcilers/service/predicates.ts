@@ -38,6 +38,16 @@ export function needsCleanup(svc: Readonly<Service>, ownedClass: string | undefi
   return hasFinalizer(svc) && (svc.deletionTimestamp !== undefined || !wantsLoadBalancer(svc, ownedClass));
 }
 
+/**
+ * What a cluster leaving the hub (clusters[].decommission) still has to clear on this Service:
+ * our finalizer, or the ingress of a load balancer this hub handles. Its load balancer goes first.
+ */
+export function decommissionPending(svc: Readonly<Service>, ownedClass: string | undefined): boolean {
+  if (hasFinalizer(svc)) return true;
+  const handled = svc.loadBalancerClass === "" || svc.loadBalancerClass === ownedClass;
+  return svc.type === "LoadBalancer" && handled && svc.ingress.length > 0;
+}
+
 const PARSE_BOOL_FALSE = new Set(["0", "f", "F", "FALSE", "false", "False"]);
 
 /**

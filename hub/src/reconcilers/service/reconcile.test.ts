@@ -130,6 +130,7 @@ function harness(
   fail?: Error,
   polls = 0,
   checkAnnotations?: (annotations: Readonly<Record<string, string>>) => void,
+  leaving = false,
 ) {
   const clock = new FakeClock();
   const fleet = new FleetState();
@@ -151,6 +152,7 @@ function harness(
     loadBalancerClass: undefined,
     pending: new Map<string, "ensure" | "update" | "delete">(),
     refused: new Map<string, string>(),
+    decommissioning: () => leaving,
   };
   return {
     ...d,
@@ -187,6 +189,35 @@ describe("service reconcile: asynchronous load balancers", () => {
     const done = await h.run();
     expect(done.services?.[0]).toMatchObject({ removeFinalizers: [FINALIZER] });
     expect(done.events?.map((e) => e.reason)).toEqual(["DeletedLoadBalancer"]);
+  });
+});
+
+describe("service reconcile: a cluster leaving the hub (clusters[].decommission)", () => {
+  const ingress = [{ ip: "198.18.0.1", hostname: "", ipMode: "", ports: [] }];
+  test("a live Service: its load balancer is deleted, then one patch clears the finalizer and the ingress", async () => {
+    const h = harness([svc({ ingress })], [node("n1")], undefined, 0, undefined, true);
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensureDeleted"]);
+    expect(out.services).toHaveLength(1);
+    expect(out.services?.[0]).toMatchObject({
+      uid: "svc-uid",
+      removeFinalizers: [FINALIZER],
+      addFinalizers: [],
+      ingress: { items: [] },
+    });
+  });
+
+  test("nothing is ensured and no finalizer added: a Service without either is left alone", async () => {
+    const h = harness([svc({ finalizers: [] })], [node("n1")], undefined, 0, undefined, true);
+    const out = await h.run();
+    expect(h.calls).toEqual([]);
+    expect(out.services ?? []).toEqual([]);
+  });
+
+  test("the same Service on a cluster staying: ensured as ever", async () => {
+    const h = harness([svc({ ingress })], [node("n1")]);
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
   });
 });
 

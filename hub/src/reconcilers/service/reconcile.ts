@@ -30,6 +30,7 @@ import { REASON, serviceEvent } from "./events.js";
 import {
   backendAnnotationsOf,
   backendSubset,
+  decommissionPending,
   hasFinalizer,
   ingressEqual,
   isAvailableNode,
@@ -73,7 +74,15 @@ export interface BackendSet {
 
 export type ServiceDeps = Pick<
   ControllerContext,
-  "fleet" | "cloudFor" | "cacheFor" | "tracker" | "verified" | "logger" | "clock" | "signal"
+  | "fleet"
+  | "cloudFor"
+  | "cacheFor"
+  | "tracker"
+  | "verified"
+  | "logger"
+  | "clock"
+  | "signal"
+  | "decommissioning"
 > & {
   readonly ensured: Map<string, EnsuredRecord>;
   /** The cluster's verified backend set, computed once per node-set change and shared by its Services. */
@@ -102,12 +111,15 @@ export type ServiceDeps = Pick<
 
 const EXPECT_FINALIZER = "finalizer";
 const EXPECT_NO_FINALIZER = "no-finalizer";
+/** Neither our finalizer nor an ingress (a deletion that also cleared status.loadBalancer). */
+const EXPECT_CLEARED = "cleared";
 const EXPECT_INGRESS = "ingress:";
 
 /** Whether the Service, as last reported, shows what was published. */
 function expectationMet(expectation: string, svc: Readonly<Service>): boolean {
   if (expectation === EXPECT_FINALIZER) return hasFinalizer(svc);
   if (expectation === EXPECT_NO_FINALIZER) return !hasFinalizer(svc);
+  if (expectation === EXPECT_CLEARED) return !hasFinalizer(svc) && svc.ingress.length === 0;
   if (expectation.startsWith(EXPECT_INGRESS))
     return ingressEqual(
       svc.ingress,
@@ -136,8 +148,13 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   }
   const cloud = deps.cloudFor(key.cluster);
   const lbs = cloud?.provider.loadBalancers;
-  const cleanup = needsCleanup(svc, deps.loadBalancerClass);
-  if (!cleanup && !wantsLoadBalancer(svc, deps.loadBalancerClass)) {
+  // A cluster leaving the hub: every load balancer goes, then the finalizer and ingress; nothing
+  // is ensured (a vendor CCM or nothing takes over).
+  const leaving = deps.decommissioning?.(key.cluster) === true;
+  const cleanup = leaving
+    ? decommissionPending(svc, deps.loadBalancerClass)
+    : needsCleanup(svc, deps.loadBalancerClass);
+  if (!cleanup && (leaving || !wantsLoadBalancer(svc, deps.loadBalancerClass))) {
     deps.ensured.delete(k);
     return DONE;
   }
@@ -443,13 +460,14 @@ async function deleteLoadBalancer(
   deps.pending?.delete(k);
   deps.ensured.delete(k);
   events.push(serviceEvent(svc, "Normal", REASON.deleted, "Deleted load balancer"));
-  const published = deps.tracker.record(k, svc.uid, EXPECT_NO_FINALIZER);
+  const clearIngress = svc.ingress.length > 0;
+  const published = deps.tracker.record(k, svc.uid, clearIngress ? EXPECT_CLEARED : EXPECT_NO_FINALIZER);
   return after(published.deadlineMs - published.publishedAtMs, {
     events,
     services: [
       serviceDesired(svc, published.generation, {
         removeFinalizers: [FINALIZER_LB_CLEANUP],
-        ingress: svc.ingress.length > 0 ? { items: [] } : undefined,
+        ingress: clearIngress ? { items: [] } : undefined,
       }),
     ],
   });

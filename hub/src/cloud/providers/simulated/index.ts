@@ -55,7 +55,7 @@ export const simulatedProvider: ProviderFactory = {
     if (account.provider !== PROVIDER_NAME) {
       throw new Error(`account ${account.name} is for provider ${account.provider}, not ${PROVIDER_NAME}`);
     }
-    const endpoint = checkEndpoint(account.name, account.endpoint);
+    const endpoint = checkEndpoint(account.endpoint);
     const options = parseSimulatedOptions(account.options);
     if (!(account.requestTimeoutMs > 0)) {
       throw new Error(`account ${account.name}: requestTimeoutMs must be > 0`);
@@ -82,18 +82,16 @@ export const simulatedProvider: ProviderFactory = {
 };
 
 /** The simulated cloud has no public address: an account must name its endpoint. */
-function checkEndpoint(accountName: string, endpoint: string | undefined): string {
-  if (endpoint === undefined || endpoint === "") {
-    throw new Error(`account ${accountName}: the simulated provider needs an endpoint`);
-  }
+function checkEndpoint(endpoint: string | undefined): string {
+  if (endpoint === undefined || endpoint === "")
+    throw new AccountConfigError("endpoint", "required: the simulated provider has no public address");
   let url: URL;
   try {
     url = new URL(endpoint);
   } catch {
-    throw new Error(`account ${accountName}: endpoint ${JSON.stringify(endpoint)} is not a URL`);
+    throw new AccountConfigError("endpoint", `${JSON.stringify(endpoint)} is not a URL`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(`account ${accountName}: endpoint must be http(s), got ${url.protocol}`);
-  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new AccountConfigError("endpoint", `must be http(s), got ${url.protocol}`);
   return endpoint;
 }
