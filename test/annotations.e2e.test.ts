@@ -50,6 +50,7 @@ async function scriptedHub(welcomes: readonly (readonly string[])[]) {
                 heartbeatIntervalMs: 1000,
                 forwardAnnotationPrefixes: [...prefixes],
                 secretReferences: [],
+                hubHeartbeatIntervalMs: 0,
               },
             },
           });

@@ -31,7 +31,10 @@ function parse(text: string): Sample[] {
 
 async function scrape(source: MetricsSource): Promise<Sample[]> {
   if ("httpPort" in source) {
-    const res = await fetch(`http://127.0.0.1:${source.httpPort}/metrics`);
+    // Bounded: a frozen process (SIGSTOP) accepts the connection and never answers.
+    const res = await fetch(`http://127.0.0.1:${source.httpPort}/metrics`, {
+      signal: AbortSignal.timeout(5000),
+    });
     if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
     return parse(await res.text());
   }

@@ -73,17 +73,19 @@ export class ReplicaSet {
     this.service.setTargets([...this.replicas.values()].map((r) => `127.0.0.1:${r.grpcPort}`));
   }
 
-  /** Clusters each live replica holds, by its /metrics (a replica that does not answer: -1). */
-  async owned(): Promise<Map<string, number>> {
+  /** Clusters each live replica (or each of `ids`) holds, by its /metrics (one that does not answer: -1). */
+  async owned(ids?: readonly string[]): Promise<Map<string, number>> {
     const out = new Map<string, number>();
     await Promise.all(
-      [...this.replicas.values()].map(async (r) => {
-        try {
-          out.set(r.id, await metricSum(r, "fleet_ccm_hub_owned_clusters"));
-        } catch {
-          out.set(r.id, -1);
-        }
-      }),
+      [...this.replicas.values()]
+        .filter((r) => ids === undefined || ids.includes(r.id))
+        .map(async (r) => {
+          try {
+            out.set(r.id, await metricSum(r, "fleet_ccm_hub_owned_clusters"));
+          } catch {
+            out.set(r.id, -1);
+          }
+        }),
     );
     return out;
   }
@@ -100,6 +102,17 @@ export class ReplicaSet {
     const exited = new Promise((resolve) => r.child.once("exit", resolve));
     r.child.kill(signal);
     await exited;
+  }
+
+  /** Clusters the named replicas hold together (a replica that does not answer counts 0). */
+  async ownedBy(ids: readonly string[]): Promise<number> {
+    const owned = await this.owned(ids);
+    return [...owned.values()].reduce((n, v) => n + Math.max(0, v), 0);
+  }
+
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) a replica: its connections stay open, it answers nothing. */
+  freeze(id: string, frozen: boolean): void {
+    this.replicas.get(id)?.child.kill(frozen ? "SIGSTOP" : "SIGCONT");
   }
 
   /** What each replica logged (warnings and up by default), for a failing test's message. */

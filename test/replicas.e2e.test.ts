@@ -24,13 +24,14 @@ afterEach(async () => {
 async function start(
   clusters: number,
   rate?: { perSecond: number; burst: number },
+  replicas: Partial<typeof TEST_REPLICAS> = {},
 ): Promise<{ f: LocalFleet; s: ReplicaSet }> {
   fleet = await LocalFleet.start({
     clusters,
     nodesPerCluster: 0,
     logger,
     jetstream: true,
-    hubConfig: { replicas: TEST_REPLICAS },
+    hubConfig: { replicas: { ...TEST_REPLICAS, ...replicas } },
     ...(rate !== undefined && { rateLimitPerSecond: rate.perSecond, rateLimitBurst: rate.burst }),
   });
   set = await ReplicaSet.start(fleet);
@@ -128,8 +129,11 @@ describe("hub replicas", () => {
     process.stdout.write(`replicas: failover of ${owned.get(victim)} clusters in ${failoverMs} ms\n`);
   }, 240_000);
 
-  test("a replica cut off from NATS steps down within the TTL and acts no more; its clusters move", async () => {
-    const { f, s } = await start(3);
+  test("a replica cut off from NATS steps down within the TTL and acts no more; its clusters are owned again about a TTL after its last renewal", async () => {
+    // A longer TTL than the other tests: a new owner counting a whole TTL from the agent's
+    // arrival (at the old holder's fence) would take TTL - margin longer than the bound below.
+    const ttl = { leaseTtlMs: 8000, marginMs: 1000 };
+    const { f, s } = await start(3, undefined, ttl);
     await s.add("hub-a", { natsProxy: true });
     startAgents(f, s);
     expect(await waitFor(async () => (await s.owned()).get("hub-a") === 3, 30_000, 100)).toBe(true);
@@ -140,6 +144,10 @@ describe("hub replicas", () => {
     const a = s.replicas.get("hub-a");
     a?.natsProxy?.blackhole();
     const cutAt = Date.now();
+    // New connections reach hub-b only, as the Service sends them once hub-a fails /readyz: the
+    // bound below is then the new owner's wait, not the agents' backoff against hub-a's refusals.
+    const b = s.replicas.get("hub-b");
+    s.service.setTargets([`127.0.0.1:${b?.grpcPort}`]);
     // Fenced within TTL - margin of its last renewal (the renew interval earlier at worst).
     expect(
       await waitFor(
@@ -149,25 +157,74 @@ describe("hub replicas", () => {
       ),
     ).toBe(true);
     const fencedAfterMs = Date.now() - cutAt;
-    expect(fencedAfterMs).toBeLessThan(TEST_REPLICAS.leaseTtlMs);
+    expect(fencedAfterMs).toBeLessThan(ttl.leaseTtlMs);
     const moved = await waitFor(async () => (await s.owned()).get("hub-b") === 3, 30_000, 100);
+    const ownedAgainMs = Date.now() - cutAt;
     if (!moved) process.stdout.write(`${JSON.stringify([...(await s.owned())])}\n${s.outputs()}\n`);
     expect(moved).toBe(true);
+    process.stdout.write(
+      `replicas: NATS cut: fenced after ${fencedAfterMs} ms, owned again after ${ownedAgainMs} ms (TTL ${ttl.leaseTtlMs} ms)\n`,
+    );
+    // hub-b saw hub-a's last renewal (before the cut) on its watch of the leases: it takes the
+    // clusters a TTL after that, not a TTL after their agents reached it.
+    expect(ownedAgainMs).toBeLessThan(ttl.leaseTtlMs + 3000);
     // New work after the cut is done by hub-b only.
     addToEveryCluster(f, 5, 1);
     expect(await convergedOn(f, 15, 6, 60_000)).toBe(true);
     // Nothing from hub-a reached the cloud once anyone else could hold its leases.
     // Nothing the cloud acted on after hub-a's fence, and nothing at all once another replica may act.
-    expect(mutationsBy(f, "hub-a", cutAt + TEST_REPLICAS.leaseTtlMs - TEST_REPLICAS.marginMs, true)).toEqual(
-      [],
-    );
-    expect(mutationsBy(f, "hub-a", cutAt + TEST_REPLICAS.leaseTtlMs)).toEqual([]);
+    expect(mutationsBy(f, "hub-a", cutAt + ttl.leaseTtlMs - ttl.marginMs, true)).toEqual([]);
+    expect(mutationsBy(f, "hub-a", cutAt + ttl.leaseTtlMs)).toEqual([]);
     expect(mutationsBy(f, "hub-b", cutAt).length).toBeGreaterThan(0);
     expect(await metricSum(a ?? { httpPort: 0 }, "fleet_ccm_hub_lease_renew_failures_total")).toBeGreaterThan(
       0,
     );
     const ready = await fetch(`http://127.0.0.1:${a?.httpPort}/readyz`);
     expect(ready.status).toBe(503);
+    assertCloudClean(f, 6);
+  }, 180_000);
+
+  test("a replica frozen (SIGSTOP) for 20 s: its agents leave it within a few hub heartbeats, the others serve its clusters about a TTL after its last renewal; thawed, it acts no more and counts its leases as lost, not released", async () => {
+    const { f, s } = await start(3);
+    await s.add("hub-a");
+    startAgents(f, s);
+    expect(await waitFor(async () => (await s.owned()).get("hub-a") === 3, 30_000, 100)).toBe(true);
+    const others = ["hub-b", "hub-c"];
+    for (const id of others) await s.add(id);
+    addToEveryCluster(f, 2, 1);
+    expect(await convergedOn(f, 6, 3, 60_000)).toBe(true);
+    const a = s.replicas.get("hub-a") ?? { httpPort: 0 };
+    const FROZEN_MS = 20_000;
+    s.freeze("hub-a", true);
+    const frozenAt = Date.now();
+    // hub-a's TCP connections stay open: only the hub's silence on the streams tells the agents.
+    const taken = await waitFor(async () => (await s.ownedBy(others)) === 3, FROZEN_MS - 2000, 100);
+    const takenMs = Date.now() - frozenAt;
+    if (!taken) process.stdout.write(`${JSON.stringify([...(await s.owned(others))])}\n${s.outputs()}\n`);
+    expect(taken).toBe(true);
+    process.stdout.write(`replicas: frozen replica's 3 clusters owned by the others after ${takenMs} ms\n`);
+    expect(takenMs).toBeLessThanOrEqual(2 * TEST_REPLICAS.leaseTtlMs);
+    // Served while hub-a is still frozen: new nodes are initialized.
+    for (const c of f.clusters.keys()) f.addNodes(c, 1);
+    expect(
+      await waitFor(() => f.progress().initialized === 9, FROZEN_MS - (Date.now() - frozenAt), 100),
+    ).toBe(true);
+    await new Promise((r) => setTimeout(r, Math.max(0, frozenAt + FROZEN_MS - Date.now())));
+    s.freeze("hub-a", false);
+    // Thawed: it fenced itself (its renewals were too late) or found its leases taken, and says so.
+    const lost = (reason: string) =>
+      metricSum(a, "fleet_ccm_hub_lease_transitions_total", { event: "lost", reason });
+    expect(
+      await waitFor(async () => (await lost("renew-failed")) + (await lost("taken")) >= 3, 10_000, 100),
+    ).toBe(true);
+    expect(await lost("released")).toBe(0);
+    expect(await metricSum(a, "fleet_ccm_hub_owned_clusters")).toBe(0);
+    addToEveryCluster(f, 1, 1);
+    expect(await convergedOn(f, 12, 6, 60_000)).toBe(true);
+    expect(await s.ownedBy(others)).toBe(3);
+    // No double action: nothing from hub-a reached the cloud after the freeze (it was idle then).
+    expect(mutationsBy(f, "hub-a", frozenAt + 1000)).toEqual([]);
+    expect(others.some((id) => mutationsBy(f, id, frozenAt).length > 0)).toBe(true);
     assertCloudClean(f, 6);
   }, 180_000);
 

@@ -17,6 +17,7 @@ import {
 import type { Logger } from "pino";
 import { type Clock, Retry } from "./backoff.js";
 import { type ClientTlsFiles, HubTlsCredentials } from "./hub-credentials.js";
+import { HubSilence } from "./hub-silence.js";
 import { Outbox, type PendingChange, pendingResult } from "./outbox.js";
 
 function channelCredentials(opts: HubStreamOptions): ChannelCredentials {
@@ -115,9 +116,12 @@ const RECEIPT_DELAY_MS = 250;
  * out and reported (onTooLarge).
  * Deltas and results respect the stream's flow control: while the hub reads
  * slower than the cluster changes, they wait in an Outbox (latest per object).
+ * A hub silent past its deadline (HubSilence) is dialled again on a new connection, so the
+ * Service in front of several hub replicas can send it to another one.
  */
 export class HubStream {
-  private readonly client: HubClient;
+  private client: HubClient;
+  private readonly silence: HubSilence;
   private call: ClientDuplexStream<AgentMessage, HubMessage> | undefined;
   private phase: Phase = "idle";
   private seq = 0;
@@ -146,8 +150,15 @@ export class HubStream {
       new Retry({ what, logger: opts.logger, clock: opts.clock, backoff, fields: { hub: opts.address } });
     this.transientRetry = retry("hub stream", TRANSIENT_BACKOFF);
     this.refusedRetry = retry("hub stream (refused by the hub)", REFUSED_BACKOFF);
+    this.silence = new HubSilence((ms) => this.onSilent(ms), opts.clock);
+    this.client = this.newClient();
+  }
+
+  /** A channel of its own: its own TCP connection, to whichever replica the Service picks. */
+  private newClient(): HubClient {
+    const opts = this.opts;
     const creds = channelCredentials(opts);
-    this.client = new HubClient(opts.address, creds, {
+    return new HubClient(opts.address, creds, {
       // grpc-js holds up to 1 MiB of unsent messages per call for transparent retries (some
       // 10,000 small deltas, each with its own buffer and objects) before a write blocks; with
       // 64 KiB the stream blocks early and the Outbox, latest per object, holds the rest.
@@ -157,6 +168,17 @@ export class HubStream {
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.max_receive_message_length": 16 * 1024 * 1024,
     });
+  }
+
+  /** The hub said nothing in time: a new stream on a new connection (this one may be to a frozen hub). */
+  private onSilent(silentMs: number): void {
+    if (this.phase === "stopped" || this.phase === "idle") return;
+    this.teardown();
+    this.client.close();
+    this.client = this.newClient();
+    this.reconnect(
+      new Error(`no message from the hub for ${silentMs} ms (frozen or unreachable): dialling again`),
+    );
   }
 
   get streaming(): boolean {
@@ -177,6 +199,7 @@ export class HubStream {
     if (token !== "") md.set("authorization", `Bearer ${token}`);
     const call = this.client.sync(md);
     this.call = call;
+    this.silence.start();
     call.on("data", (msg: HubMessage) => this.onMessage(call, msg));
     call.on("error", (err: Error & { code?: number; details?: string }) => {
       if (this.call === call) this.reconnect(err);
@@ -197,11 +220,16 @@ export class HubStream {
   }
 
   private onMessage(call: ClientDuplexStream<AgentMessage, HubMessage>, msg: HubMessage): void {
-    if (this.call !== call || msg.body === undefined) return;
+    if (this.call !== call) return;
+    this.silence.heard();
+    if (msg.body === undefined) return;
     switch (msg.body.$case) {
+      case "heartbeat":
+        return;
       case "welcome": {
         const welcome = msg.body.value;
         this.welcome = welcome;
+        this.silence.welcomed(welcome.hubHeartbeatIntervalMs);
         this.connects++;
         this.opts.logger.debug({ subject: welcome.desiredSubject }, "hub welcomed the stream");
         this.opts.onWelcome?.(welcome);
@@ -428,6 +456,7 @@ export class HubStream {
   }
 
   private teardown(): void {
+    this.silence.stop();
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
     if (this.receiptTimer) clearTimeout(this.receiptTimer);

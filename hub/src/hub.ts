@@ -50,7 +50,7 @@ import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
 import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
 import { SERVICE, serviceController } from "./reconcilers/service/index.js";
-import { HubReplicas, type LossReason } from "./replicas/index.js";
+import { HubReplicas, hubHeartbeatIntervalMs, type LossReason } from "./replicas/index.js";
 import { backoffDelayMs } from "./util/backoff.js";
 import { type Clock, systemClock } from "./util/clock.js";
 
@@ -226,6 +226,7 @@ export class Hub {
         maxStreamOpensPerMinute: cfg.limits.maxStreamOpensPerMinute,
         limits: cfg.limits,
         heartbeatIntervalMs: cfg.reconcile.heartbeatIntervalMs,
+        hubHeartbeatIntervalMs: hubHeartbeatIntervalMs(cfg.reconcile.heartbeatIntervalMs, cfg.replicas),
         confirmAfterMs: cfg.snapshotHold.confirmAfterMs,
       },
       {

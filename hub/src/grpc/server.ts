@@ -29,6 +29,8 @@ export interface GrpcServerOptions {
   readonly maxStreamOpensPerMinute?: number;
   readonly limits: SessionLimits;
   readonly heartbeatIntervalMs: number;
+  /** How often the hub speaks on every stream (SessionDeps.hubHeartbeatIntervalMs). */
+  readonly hubHeartbeatIntervalMs?: number;
   /** snapshotHold.confirmAfterMs: when to ask for a snapshot that can confirm a held drop. */
   readonly confirmAfterMs?: number;
 }
@@ -259,6 +261,9 @@ export class HubGrpcServer {
         clock: this.deps.clock,
         logger,
         heartbeatIntervalMs: this.opts.heartbeatIntervalMs,
+        ...(this.opts.hubHeartbeatIntervalMs !== undefined && {
+          hubHeartbeatIntervalMs: this.opts.hubHeartbeatIntervalMs,
+        }),
         desiredSubject: desiredSubject(cluster),
         maxMessageBytes: this.opts.maxMessageBytes,
         annotations: new AnnotationFilter([

@@ -41,6 +41,7 @@ const CIDRS = Array.from({ length: 500 }, (_, i) => `100.64.${i >> 2}.${(i & 3) 
 function harness(
   limits: SessionLimits = { maxObjectsPerChunk: 10, maxObjectsPerCluster: 100 },
   hold = { maxObjects: 2, maxPercent: 10, confirmAfterMs: 5000 },
+  hubHeartbeatIntervalMs = 0,
 ) {
   const clock = new FakeClock();
   const fleet = new FleetState({ hold, now: () => clock.now() });
@@ -68,6 +69,7 @@ function harness(
       clock,
       logger: pino({ level: "silent" }),
       heartbeatIntervalMs: 1000,
+      hubHeartbeatIntervalMs,
       desiredSubject: "fleet.v1.alpha.desired",
       maxMessageBytes: 1 << 20,
       annotations: new AnnotationFilter([
@@ -349,6 +351,31 @@ describe("AgentSession", () => {
     expect(h.session.closed).toBe(false);
     h.clock.advance(1);
     expect(h.failures[0]?.code).toBe(status.DEADLINE_EXCEEDED);
+  });
+
+  test("the hub writes something every hubHeartbeatIntervalMs (told in Welcome): a HubHeartbeat only when nothing else went out", () => {
+    const h = harness(undefined, undefined, 300);
+    h.hello();
+    const welcome = h.written[0]?.body;
+    expect(welcome?.$case === "welcome" && welcome.value.hubHeartbeatIntervalMs).toBe(300);
+    const beats = () => h.written.filter((m) => m.body?.$case === "heartbeat").length;
+    h.clock.advance(299);
+    expect(beats()).toBe(0);
+    h.clock.advance(1);
+    expect(beats()).toBe(1);
+    // The snapshot's ack (at 300) and the ack of the agent's heartbeat (at 500) are the hub speaking.
+    h.snapshot(1, [node("n1")]);
+    h.clock.advance(200);
+    h.send({ $case: "heartbeat", value: { seq: 0, sentAt: new Date(), receivedGeneration: 0 } });
+    h.clock.advance(299);
+    expect(beats()).toBe(1);
+    h.clock.advance(1);
+    expect(beats()).toBe(2);
+    h.clock.advance(600);
+    expect(beats()).toBe(4);
+    h.session.close();
+    h.clock.advance(1000);
+    expect(beats()).toBe(4);
   });
 });
 

@@ -84,6 +84,11 @@ export interface SessionDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly heartbeatIntervalMs: number;
+  /**
+   * The hub writes something at least this often on the stream (a HubHeartbeat when idle), told
+   * to the agent in Welcome: the agent drops a stream silent for three of these. 0: none.
+   */
+  readonly hubHeartbeatIntervalMs?: number;
   readonly desiredSubject: string;
   readonly maxMessageBytes: number;
   /**
@@ -150,6 +155,8 @@ export class AgentSession {
   private phase: Phase = { kind: "await-hello" };
   private idleTimer: TimerHandle | undefined;
   private holdTimer: TimerHandle | undefined;
+  private beatTimer: TimerHandle | undefined;
+  private lastWriteAt = 0;
   private unacked = 0;
   private readonly deltaBudget: TokenBucket | undefined;
   agentVersion = "";
@@ -241,7 +248,7 @@ export class AgentSession {
       "agent connected",
     );
     this.phase = emptySnapshot();
-    this.port.write({
+    this.send({
       body: {
         $case: "welcome",
         value: {
@@ -254,9 +261,11 @@ export class AgentSession {
           heartbeatIntervalMs: this.deps.heartbeatIntervalMs,
           forwardAnnotationPrefixes: [...this.deps.annotations.prefixes],
           secretReferences: [...(this.deps.secretReferences ?? [])],
+          hubHeartbeatIntervalMs: this.deps.hubHeartbeatIntervalMs ?? 0,
         },
       },
     });
+    this.armBeat();
   }
 
   private onSnapshot(chunk: SnapshotChunk): void {
@@ -423,13 +432,35 @@ export class AgentSession {
   private ack(): void {
     if (this.phase.kind !== "streaming") return;
     this.unacked = 0;
-    this.port.write({ body: { $case: "ack", value: { seq: this.phase.seq } } });
+    this.send({ body: { $case: "ack", value: { seq: this.phase.seq } } });
   }
 
   private resync(reason: string): void {
     this.deps.logger.warn({ reason }, "asking the agent for a snapshot");
     this.phase = emptySnapshot();
-    this.port.write({ body: { $case: "resync", value: { reason } } });
+    this.send({ body: { $case: "resync", value: { reason } } });
+  }
+
+  private send(msg: HubMessage): void {
+    this.lastWriteAt = this.deps.clock.now();
+    this.port.write(msg);
+  }
+
+  /**
+   * A HubHeartbeat whenever the stream has been quiet for an interval: a frozen hub keeps its
+   * connections open, so the agent knows it only by this silence. One timer per interval at most.
+   */
+  private armBeat(): void {
+    const every = this.deps.hubHeartbeatIntervalMs ?? 0;
+    if (every <= 0 || this.phase.kind === "closed") return;
+    const clock = this.deps.clock;
+    const wait = Math.max(1, this.lastWriteAt + every - clock.now());
+    this.beatTimer = clock.setTimeout(() => {
+      this.beatTimer = undefined;
+      if (this.phase.kind === "closed") return;
+      if (clock.now() - this.lastWriteAt >= every) this.send({ body: { $case: "heartbeat", value: {} } });
+      this.armBeat();
+    }, wait);
   }
 
   private armIdleTimer(): void {
@@ -465,6 +496,7 @@ export class AgentSession {
     this.phase = { kind: "closed" };
     if (this.idleTimer !== undefined) this.deps.clock.clearTimeout(this.idleTimer);
     if (this.holdTimer !== undefined) this.deps.clock.clearTimeout(this.holdTimer);
+    if (this.beatTimer !== undefined) this.deps.clock.clearTimeout(this.beatTimer);
     this.deps.onClosed(this);
   }
 }

@@ -31,6 +31,20 @@ export interface ReplicaHooks {
   onYielded(cluster: string): void;
 }
 
+/**
+ * How often the hub speaks on every agent stream (Welcome.hub_heartbeat_interval_ms); an agent
+ * drops a stream silent for three of these and dials again. With replicas, a tenth of the lease
+ * TTL: an agent leaves a frozen replica (whose connections stay open) in under a third of a TTL,
+ * and still within a TTL when its new connection first lands on that replica again.
+ */
+export function hubHeartbeatIntervalMs(
+  heartbeatIntervalMs: number,
+  replicas: ReplicasConfig | undefined,
+): number {
+  if (replicas === undefined) return heartbeatIntervalMs;
+  return Math.min(heartbeatIntervalMs, Math.max(250, Math.floor(replicas.leaseTtlMs / 10)));
+}
+
 /** The replica id: the config's, else the pod name (HOSTNAME), else the host name. */
 export function replicaIdOf(cfg: ReplicasConfig, env: NodeJS.ProcessEnv = process.env): string {
   return cfg.id ?? env["HOSTNAME"] ?? hostname();

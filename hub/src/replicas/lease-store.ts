@@ -1,5 +1,5 @@
 import { jetstream } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { describeNatsError, type NatsOptions, natsAuthOptions, redactServer } from "../nats/publisher.js";
@@ -41,6 +41,11 @@ export interface LeaseStore {
   update(cluster: string, value: LeaseValue, revision: number): Promise<number>;
   /** Deletes if still at `revision`. */
   remove(cluster: string, revision: number): Promise<void>;
+  /**
+   * Every lease's current value and each later write, for as long as the store is open (again
+   * after a reconnect): each replica sees every renewal as it happens, not only when it reads.
+   */
+  watch(listener: (cluster: string, lease: StoredLease) => void): void;
   connected(): boolean;
   /** Why the store is unusable (readiness), or null. */
   problem(): string | null;
@@ -73,6 +78,7 @@ export class KvLeaseStore implements LeaseStore {
   /** A request failed (timeout: NATS may be unreachable without the connection knowing yet). */
   private failing: string | null = null;
   private probe: NodeJS.Timeout | undefined;
+  private listener: ((cluster: string, lease: StoredLease) => void) | undefined;
 
   constructor(private readonly opts: KvLeaseStoreOptions) {}
 
@@ -104,7 +110,7 @@ export class KvLeaseStore implements LeaseStore {
           maxPingOut: 2,
           timeout: this.opts.requestTimeoutMs,
         });
-        void this.watch(this.nc);
+        void this.watchStatus(this.nc);
         const js = jetstream(this.nc, { timeout: this.opts.requestTimeoutMs });
         this.kv = await new Kvm(js).create(this.opts.bucket, {
           history: 1,
@@ -112,6 +118,7 @@ export class KvLeaseStore implements LeaseStore {
           description: "fleet-ccm hub: one lease per cluster",
         });
         this.lastProblem = null;
+        void this.follow(this.kv);
         this.opts.logger.info(
           { bucket: this.opts.bucket, servers: this.opts.nats.servers.map(redactServer).join(", ") },
           "lease bucket open",
@@ -129,11 +136,32 @@ export class KvLeaseStore implements LeaseStore {
     }
   }
 
-  private async watch(nc: NatsConnection): Promise<void> {
+  private async watchStatus(nc: NatsConnection): Promise<void> {
     for await (const s of nc.status()) {
       if (s.type === "disconnect")
         this.lastProblem = `lost the connection to NATS (${redactServer(s.server)})`;
       else if (s.type === "reconnect" && this.kv !== undefined) this.lastProblem = null;
+    }
+  }
+
+  watch(listener: (cluster: string, lease: StoredLease) => void): void {
+    this.listener = listener;
+  }
+
+  /** Follows the bucket for ever: the watch starts again (all last values first) whenever it ends. */
+  private async follow(kv: KV): Promise<void> {
+    for (let attempt = 0; !this.closed; attempt++) {
+      try {
+        const entries = await kv.watch();
+        for await (const e of entries) {
+          attempt = 0;
+          this.listener?.(e.key, storedOf(e));
+        }
+      } catch (err) {
+        this.opts.logger.debug({ err: (err as Error)?.message }, "lease watch ended");
+      }
+      if (this.closed) return;
+      await new Promise((r) => setTimeout(r, backoffDelayMs(Math.min(attempt, 16), CONNECT_BACKOFF)).unref());
     }
   }
 
@@ -192,10 +220,7 @@ export class KvLeaseStore implements LeaseStore {
   async get(cluster: string): Promise<StoredLease> {
     const kv = await this.bucket();
     const e = await this.request(() => kv.get(cluster));
-    if (e === null) return { revision: 0, value: null };
-    if (e.operation !== "PUT") return { revision: e.revision, value: null };
-    // An unreadable value is somebody's lease all the same: it is waited out, never overwritten at once.
-    return { revision: e.revision, value: parseLease(e.string()) ?? UNREADABLE };
+    return e === null ? { revision: 0, value: null } : storedOf(e);
   }
 
   async create(cluster: string, value: LeaseValue): Promise<number> {
@@ -272,6 +297,12 @@ const UNREADABLE: LeaseValue = {
   renewedAt: 0,
   expiresAt: 0,
 };
+
+function storedOf(e: KvEntry): StoredLease {
+  if (e.operation !== "PUT") return { revision: e.revision, value: null };
+  // An unreadable value is somebody's lease all the same: it is waited out, never overwritten at once.
+  return { revision: e.revision, value: parseLease(e.string()) ?? UNREADABLE };
+}
 
 function parseLease(text: string): LeaseValue | null {
   try {

@@ -147,6 +147,25 @@ test("a crashed holder's lease is taken over only after a whole TTL unchanged, a
   expect(c.leases.recordedDeletions("cl-1")).toHaveLength(2);
 });
 
+test("a replica watching the bucket takes a crashed holder's lease a TTL after the last renewal it saw, though the agent reached it later", async () => {
+  const b = bucket();
+  const [a, c] = [replica("a", b), replica("c", b)];
+  a.leases.want("cl-1");
+  expect(await waitFor(() => a.leases.holds("cl-1"), 5000)).toBe(true);
+  await new Promise((r) => setTimeout(r, 2 * SETTINGS.renewIntervalMs));
+  a.leases.stop();
+  const crashed = performance.now();
+  // The agent reaches c most of a TTL later (after its own deadline on the dead stream).
+  await new Promise((r) => setTimeout(r, SETTINGS.ttlMs - 500));
+  c.leases.want("cl-1");
+  expect(await waitFor(() => c.leases.holds("cl-1"), 8000, 5)).toBe(true);
+  const waited = performance.now() - crashed;
+  // a's last renewal was at most one renew interval before the crash; c saw it on its watch.
+  expect(waited).toBeGreaterThanOrEqual(SETTINGS.ttlMs - SETTINGS.renewIntervalMs);
+  expect(waited).toBeLessThan(SETTINGS.ttlMs + 1000);
+  expect(c.acquired[0]?.from).toBe("a");
+});
+
 test("a holder cut off from NATS stops acting at TTL minus margin, before anyone may take over", async () => {
   const b = bucket();
   const proxy = await startTcpProxy({ targets: [`127.0.0.1:${nats.port}`] });

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { LeaseConflict, type LeaseStore, type LeaseValue, type StoredLease } from "./lease-store.js";
+import { expiresInMs, type LeaseSighting, LeaseSightings } from "./sightings.js";
 
 export interface LeaseSettings {
   readonly replicaId: string;
@@ -16,7 +17,19 @@ export interface LeaseSettings {
   readonly deletionWindowMs: number;
 }
 
+/**
+ * Why a held lease ended: given up (released, handover), or lost: not renewed in time here
+ * (renew-failed: NATS unreachable, or the process frozen past its fence), or found written by
+ * another replica (taken). A lease that had already run out here when it was given up was lost.
+ */
 export type LossReason = "released" | "handover" | "renew-failed" | "taken";
+
+const LOSS_LOG: Record<LossReason, { level: "info" | "warn"; msg: string }> = {
+  released: { level: "info", msg: "lease released" },
+  handover: { level: "info", msg: "handing the lease over" },
+  "renew-failed": { level: "warn", msg: "lease not renewed in time: stopped acting for the cluster" },
+  taken: { level: "warn", msg: "lease taken by another replica: stopped acting for the cluster" },
+};
 
 export interface LeaseEvents {
   /** Now held; `from` is the previous holder when this is a takeover. */
@@ -49,8 +62,6 @@ interface ClusterLease {
   /** The holder's monotonic deadline to stop acting. */
   fenceAt: number;
   tenure: AbortController;
-  /** A held lease seen unchanged since `atMs` (monotonic, taken when the read returned). */
-  observed: { revision: number; atMs: number } | undefined;
   /** Node deletions (wall ms) recorded in the lease. */
   deletions: number[];
   /** Since when acquisition attempts have failed outright (monotonic), or undefined. */
@@ -62,8 +73,9 @@ interface ClusterLease {
 
 /**
  * Per-cluster leases with compare-and-set on the KV revision. Nobody trusts another replica's
- * clock: a reader considers a lease expired once it has seen the same revision for a whole TTL
- * on its own monotonic clock, and the holder stops acting at TTL − margin after it *sent* its
+ * clock: a reader considers a lease expired once the same write has been unchanged for a whole
+ * TTL since it first saw it, on its own monotonic clock (LeaseSightings: every replica watches
+ * every lease all the time), and the holder stops acting at TTL − margin after it *sent* its
  * last successful renewal. Since a renewal is sent before anyone can see it, the holder always
  * stops before any reader may take over, whatever the wall clocks say.
  */
@@ -72,6 +84,7 @@ export class ClusterLeases {
   private readonly leases = new Map<string, ClusterLease>();
   private readonly mono: () => number;
   private readonly wall: () => number;
+  private readonly sightings: LeaseSightings;
   private stopped = false;
 
   constructor(
@@ -84,6 +97,15 @@ export class ClusterLeases {
       throw new Error("replicas.renewIntervalMs must be below leaseTtlMs - marginMs");
     this.mono = deps.monotonic ?? (() => performance.now());
     this.wall = deps.wall ?? Date.now;
+    const sightings = new LeaseSightings(this.mono);
+    this.sightings = sightings;
+    deps.store.watch((cluster, lease) => {
+      sightings.saw(cluster, lease);
+      // Freed while our agent waits here: take it now rather than at the next poll.
+      const l = this.leases.get(cluster);
+      if (l?.wanted === true && !l.owned && !this.stopped && this.free(lease.value))
+        this.schedule(cluster, l, 0);
+    });
   }
 
   /** Whether this replica may act for the cluster now (checked before every mutation and publish). */
@@ -122,7 +144,6 @@ export class ClusterLeases {
     const l = this.leases.get(cluster);
     if (l === undefined) return Promise.resolve();
     l.wanted = false;
-    l.observed = undefined;
     if (!l.owned) {
       this.clearTimer(l);
       return Promise.resolve();
@@ -170,7 +191,6 @@ export class ClusterLeases {
         revision: 0,
         fenceAt: 0,
         tenure: new AbortController(),
-        observed: undefined,
         deletions: [],
         failingSince: undefined,
         timer: undefined,
@@ -239,6 +259,8 @@ export class ClusterLeases {
 
   /** A held lease's CAS write (renewal or deletion record); false on conflict or failure. */
   private async write(cluster: string, l: ClusterLease, deletions: number[]): Promise<boolean> {
+    // Too late (the process was frozen, or timers ran late): stop acting before trying again.
+    if (l.owned && !this.holds(cluster)) this.fence(cluster, l, "renew-failed");
     const sentAt = this.mono();
     try {
       l.revision = await this.deps.store.update(cluster, this.value(l, deletions), l.revision);
@@ -289,15 +311,13 @@ export class ClusterLeases {
     }
     if (!l.owned) return;
     if (this.mine(v) && v?.handoverTo !== undefined) {
-      this.deps.logger.info({ cluster, to: v.handoverTo }, "handing the lease over");
-      this.fence(cluster, l, "handover");
+      this.fence(cluster, l, "handover", { to: v.handoverTo });
       l.revision = cur.revision;
       l.wanted = false;
       await this.release(cluster, l);
       return;
     }
-    this.deps.logger.error({ cluster, holder: v?.owner }, "lease taken by another replica");
-    this.fence(cluster, l, "taken");
+    this.fence(cluster, l, "taken", { holder: v?.owner });
   }
 
   /** Writes the lease free (keeping the deletions record); a failed write leaves it to expire. */
@@ -340,7 +360,7 @@ export class ClusterLeases {
     let next = s.pollIntervalMs;
     try {
       const cur = await this.deps.store.get(cluster);
-      const seenAt = this.mono();
+      const seen = this.sightings.saw(cluster, cur);
       if (!l.wanted || l.owned) return;
       const v = cur.value;
       if (this.mine(v) && v?.handoverTo !== undefined) {
@@ -354,18 +374,17 @@ export class ClusterLeases {
       if (this.free(v) || this.mine(v)) {
         await this.take(cluster, l, cur, undefined);
       } else if (v !== null) {
-        if (l.observed?.revision !== cur.revision) l.observed = { revision: cur.revision, atMs: seenAt };
         const ttl = Math.max(v.ttlMs, s.ttlMs);
-        const waited = seenAt - l.observed.atMs;
-        if (waited >= ttl) {
+        const left = expiresInMs(seen, ttl, this.mono());
+        if (left <= 0) {
           this.deps.logger.warn(
-            { cluster, holder: v.owner, unchangedForMs: Math.round(waited) },
+            { cluster, holder: v.owner, unchangedForMs: Math.round(ttl - left) },
             "lease not renewed for a whole TTL: taking the cluster over",
           );
           await this.take(cluster, l, cur, v.owner);
         } else {
-          if (v.handoverTo === undefined) await this.requestHandover(cluster, l, cur, v);
-          next = Math.max(10, Math.min(s.pollIntervalMs, ttl - waited));
+          const asked = v.handoverTo === undefined ? await this.requestHandover(cluster, cur, v, seen) : seen;
+          next = Math.max(10, Math.min(s.pollIntervalMs, expiresInMs(asked, ttl, this.mono())));
         }
       }
       l.failingSince = undefined;
@@ -395,34 +414,30 @@ export class ClusterLeases {
           ? await this.deps.store.create(cluster, this.value(l, inherited))
           : await this.deps.store.update(cluster, this.value(l, inherited), cur.revision);
     } catch (err) {
-      if (err instanceof LeaseConflict) {
-        l.observed = undefined;
-        return;
-      }
+      if (err instanceof LeaseConflict) return;
       throw err;
     }
     l.deletions = inherited;
-    l.observed = undefined;
     this.own(cluster, l, sentAt, from);
   }
 
+  /** Returns the sighting the lease's expiry now counts from. */
   private async requestHandover(
     cluster: string,
-    l: ClusterLease,
     cur: StoredLease,
     v: LeaseValue,
-  ): Promise<void> {
+    seen: LeaseSighting,
+  ): Promise<LeaseSighting> {
     try {
-      const rev = await this.deps.store.update(
-        cluster,
-        { ...v, handoverTo: this.settings.replicaId },
-        cur.revision,
-      );
-      // Our own write: the holder renewed before it, so it stops within a TTL of now.
-      l.observed = { revision: rev, atMs: this.mono() };
+      const asked: LeaseValue = { ...v, handoverTo: this.settings.replicaId };
+      const revision = await this.deps.store.update(cluster, asked, cur.revision);
       this.deps.logger.info({ cluster, holder: v.owner }, "asked the lease holder for a handover");
+      // No renewal: the holder's last one is still the write seen at `seen`, and it can renew
+      // no more (its compare-and-set fails), so the TTL still runs from there.
+      return this.sightings.inherit(cluster, { revision, value: asked }, seen);
     } catch (err) {
       if (!(err instanceof LeaseConflict)) throw err;
+      return seen;
     }
   }
 
@@ -449,7 +464,6 @@ export class ClusterLeases {
         if (!l.owned) return;
         // Timers may fire a hair early against the monotonic clock.
         if (this.mono() < l.fenceAt) return this.armFence(cluster, l);
-        this.deps.logger.warn({ cluster }, "lease not renewed in time: stopped acting for the cluster");
         this.fence(cluster, l, "renew-failed");
         if (l.wanted) this.schedule(cluster, l, 0);
       },
@@ -458,8 +472,19 @@ export class ClusterLeases {
     l.fenceTimer.unref();
   }
 
-  private fence(cluster: string, l: ClusterLease, reason: LossReason): void {
+  /** Ends the tenure (once) and says why, in the log and to the hub. */
+  private fence(
+    cluster: string,
+    l: ClusterLease,
+    given: LossReason,
+    fields: Record<string, unknown> = {},
+  ): void {
     if (!l.owned) return;
+    // Given up after it had already run out here (e.g. the process was frozen): it was lost.
+    const lapsed = (given === "released" || given === "handover") && this.mono() >= l.fenceAt;
+    const reason: LossReason = lapsed ? "renew-failed" : given;
+    const log = LOSS_LOG[reason];
+    this.deps.logger[log.level]({ cluster, reason, ...fields }, log.msg);
     l.owned = false;
     l.fenceAt = 0;
     if (l.fenceTimer !== undefined) clearTimeout(l.fenceTimer);

@@ -154,6 +154,7 @@ export interface HubMessage {
     | { $case: "welcome"; value: Welcome }
     | { $case: "ack"; value: Ack }
     | { $case: "resync"; value: ResyncRequest }
+    | { $case: "heartbeat"; value: HubHeartbeat }
     | undefined;
 }
 
@@ -187,6 +188,13 @@ export interface Welcome {
    * agent reads no Secret.
    */
   secretReferences: SecretReference[];
+  /**
+   * The hub writes at least one message this often on the stream (a HubHeartbeat when it has
+   * nothing else to say). An agent that hears nothing from the hub for three intervals drops the
+   * stream and dials again: a frozen or wedged hub keeps its TCP connection open, so only its
+   * silence tells. 0 (a hub that predates this field): no such deadline.
+   */
+  hubHeartbeatIntervalMs: number;
 }
 
 /** Which Services' annotations name a Secret, and what of it to send. */
@@ -204,6 +212,10 @@ export interface SecretReference {
   jsonField: string;
   /** The data keys to send (e.g. "tls.crt", "tls.key"); each is required. */
   keys: string[];
+}
+
+/** The hub is alive and reading this stream (Welcome.hub_heartbeat_interval_ms). */
+export interface HubHeartbeat {
 }
 
 export interface Ack {
@@ -1125,6 +1137,9 @@ export const HubMessage: MessageFns<HubMessage> = {
       case "resync":
         ResyncRequest.encode(message.body.value, writer.uint32(26).fork()).join();
         break;
+      case "heartbeat":
+        HubHeartbeat.encode(message.body.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1166,6 +1181,14 @@ export const HubMessage: MessageFns<HubMessage> = {
             message.body = { $case: "resync", value: ResyncRequest.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.body = { $case: "heartbeat", value: HubHeartbeat.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1186,6 +1209,8 @@ export const HubMessage: MessageFns<HubMessage> = {
         ? { $case: "ack", value: Ack.fromJSON(object.ack) }
         : isSet(object.resync)
         ? { $case: "resync", value: ResyncRequest.fromJSON(object.resync) }
+        : isSet(object.heartbeat)
+        ? { $case: "heartbeat", value: HubHeartbeat.fromJSON(object.heartbeat) }
         : undefined,
     };
   },
@@ -1198,6 +1223,8 @@ export const HubMessage: MessageFns<HubMessage> = {
       obj.ack = Ack.toJSON(message.body.value);
     } else if (message.body?.$case === "resync") {
       obj.resync = ResyncRequest.toJSON(message.body.value);
+    } else if (message.body?.$case === "heartbeat") {
+      obj.heartbeat = HubHeartbeat.toJSON(message.body.value);
     }
     return obj;
   },
@@ -1223,6 +1250,12 @@ export const HubMessage: MessageFns<HubMessage> = {
       case "resync": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
           message.body = { $case: "resync", value: ResyncRequest.fromPartial(object.body.value) };
+        }
+        break;
+      }
+      case "heartbeat": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "heartbeat", value: HubHeartbeat.fromPartial(object.body.value) };
         }
         break;
       }
@@ -1332,6 +1365,7 @@ function createBaseWelcome(): Welcome {
     heartbeatIntervalMs: 0,
     forwardAnnotationPrefixes: [],
     secretReferences: [],
+    hubHeartbeatIntervalMs: 0,
   };
 }
 
@@ -1354,6 +1388,9 @@ export const Welcome: MessageFns<Welcome> = {
     }
     for (const v of message.secretReferences) {
       SecretReference.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.hubHeartbeatIntervalMs !== 0) {
+      writer.uint32(56).uint32(message.hubHeartbeatIntervalMs);
     }
     return writer;
   },
@@ -1419,6 +1456,14 @@ export const Welcome: MessageFns<Welcome> = {
             message.secretReferences.push(SecretReference.decode(reader, reader.uint32()));
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.hubHeartbeatIntervalMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1455,6 +1500,11 @@ export const Welcome: MessageFns<Welcome> = {
         : globalThis.Array.isArray(object?.secret_references)
         ? object.secret_references.map((e: any) => SecretReference.fromJSON(e))
         : [],
+      hubHeartbeatIntervalMs: isSet(object.hubHeartbeatIntervalMs)
+        ? globalThis.Number(object.hubHeartbeatIntervalMs)
+        : isSet(object.hub_heartbeat_interval_ms)
+        ? globalThis.Number(object.hub_heartbeat_interval_ms)
+        : 0,
     };
   },
 
@@ -1478,6 +1528,9 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.secretReferences?.length) {
       obj.secretReferences = message.secretReferences.map((e) => SecretReference.toJSON(e));
     }
+    if (message.hubHeartbeatIntervalMs !== 0) {
+      obj.hubHeartbeatIntervalMs = Math.round(message.hubHeartbeatIntervalMs);
+    }
     return obj;
   },
 
@@ -1494,6 +1547,7 @@ export const Welcome: MessageFns<Welcome> = {
     message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
     message.forwardAnnotationPrefixes = object.forwardAnnotationPrefixes?.map((e) => e) || [];
     message.secretReferences = object.secretReferences?.map((e) => SecretReference.fromPartial(e)) || [];
+    message.hubHeartbeatIntervalMs = object.hubHeartbeatIntervalMs ?? 0;
     return message;
   },
 };
@@ -1603,6 +1657,58 @@ export const SecretReference: MessageFns<SecretReference> = {
     message.annotationPrefix = object.annotationPrefix ?? "";
     message.jsonField = object.jsonField ?? "";
     message.keys = object.keys?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseHubHeartbeat(): HubHeartbeat {
+  return {};
+}
+
+export const HubHeartbeat: MessageFns<HubHeartbeat> = {
+  encode(_: HubHeartbeat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HubHeartbeat {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHubHeartbeat();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): HubHeartbeat {
+    return {};
+  },
+
+  toJSON(_: HubHeartbeat): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HubHeartbeat>, I>>(base?: I): HubHeartbeat {
+    return HubHeartbeat.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HubHeartbeat>, I>>(_: I): HubHeartbeat {
+    const message = createBaseHubHeartbeat();
     return message;
   },
 };
