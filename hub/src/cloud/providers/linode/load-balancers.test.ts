@@ -60,7 +60,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await h.close();
+  await h?.close();
 });
 
 describe("build and rebuild", () => {
