@@ -22,13 +22,18 @@ interface KubeNode {
 }
 
 let fleet: LocalFleet | undefined;
+/** Clouds started: closed here too, so one that started before a later start threw stops listening. */
+const clouds: { close(): Promise<void> }[] = [];
 afterAll(async () => {
   await fleet?.stop();
+  for (const c of clouds) await c.close();
 });
 
 test("Linode and AWS clusters on one hub: each initialized and load-balanced by its own cloud", async () => {
   const linode = await LinodeLocalCloud.start(LINODE);
+  clouds.push(linode);
   const aws = await AwsLocalCloud.start(AWS);
+  clouds.push(aws);
   const cloud = new MixedLocalCloud([linode, aws], (c) => (LINODE.includes(c) ? linode : aws));
   fleet = await LocalFleet.start({ clusters: 3, nodesPerCluster: 0, logger, cloud });
   const f = fleet;

@@ -41,7 +41,7 @@ afterEach(() => {
   fake.faults.reset();
   fake.spec.assertClean();
 });
-afterAll(() => fake.close());
+afterAll(() => fake?.close());
 
 const REGION = "us-east-1";
 

@@ -25,7 +25,7 @@ import {
 import { ec2Handlers, type Handler, zonesOf } from "./ec2.js";
 import { elbHandlers } from "./elb.js";
 import { elbv2Handlers } from "./elbv2.js";
-import { AwsModel, escapeXml, fixtureSpecPath, ModelChecker } from "./model.js";
+import { AwsModel, escapeXml, ModelChecker } from "./model.js";
 import {
   type AccessKey,
   AwsState,
@@ -45,7 +45,7 @@ export const ELB_VERSION = "2012-06-01";
 export const ELBV2_VERSION = "2015-12-01";
 export const STS_VERSION = "2011-06-15";
 
-type Service = "ec2" | "elb" | "elbv2" | "sts";
+export type Service = "ec2" | "elb" | "elbv2" | "sts";
 
 const SERVICE_OF_VERSION: Readonly<Record<string, Service>> = {
   [EC2_VERSION]: "ec2",
@@ -134,6 +134,7 @@ export class AwsFake {
       }),
       sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
     };
+    assertModelsServe(this.models, this.handlers);
     this.server = new FakeHttpServer(
       (req, res) => this.handle(req, res),
       (_err, res) => {
@@ -542,15 +543,46 @@ export class AwsFake {
 
 let modelCache: Record<Service, AwsModel> | undefined;
 
-/** The models are large (EC2's is 4 MB): loaded once per process. */
+/**
+ * The botocore models under sim/fixtures/ (README there): EC2, ELB and ELBv2 cut to the
+ * operations the fake serves, STS whole.
+ */
+export const AWS_MODEL_FILES: Readonly<Record<Service, string>> = {
+  ec2: "aws/ec2-2016-11-15/service-2.ccm-subset.json",
+  elb: "aws/elb-2012-06-01/service-2.ccm-subset.json",
+  elbv2: "aws/elbv2-2015-12-01/service-2.ccm-subset.json",
+  sts: "aws/sts-2011-06-15/service-2.json",
+};
+
+/** Loaded once per process. */
 function sharedModels(): Record<Service, AwsModel> {
   modelCache ??= {
-    ec2: AwsModel.load("ec2", "aws/ec2-2016-11-15/service-2.json"),
-    elb: AwsModel.load("elb", "aws/elb-2012-06-01/service-2.json"),
-    elbv2: AwsModel.load("elbv2", "aws/elbv2-2015-12-01/service-2.json"),
-    sts: AwsModel.loadFile("sts", fixtureSpecPath("aws/sts-2011-06-15/service-2.json")),
+    ec2: AwsModel.load("ec2", AWS_MODEL_FILES.ec2),
+    elb: AwsModel.load("elb", AWS_MODEL_FILES.elb),
+    elbv2: AwsModel.load("elbv2", AWS_MODEL_FILES.elbv2),
+    sts: AwsModel.load("sts", AWS_MODEL_FILES.sts),
   };
   return modelCache;
+}
+
+/**
+ * Every action the fake serves is in its service's model: the fixtures are subsets, so a
+ * handler added without its operation there fails here, not as InvalidAction per call.
+ */
+function assertModelsServe(
+  models: Record<Service, AwsModel>,
+  handlers: Record<Service, Record<string, Handler>>,
+): void {
+  const missing = (Object.keys(handlers) as Service[]).flatMap((s) =>
+    Object.keys(handlers[s])
+      .filter((action) => !models[s].has(action))
+      .map((action) => `${s} ${action} (${AWS_MODEL_FILES[s]})`),
+  );
+  if (missing.length > 0)
+    throw new Error(
+      `the model fixtures lack operations the AWS fake serves: ${missing.join(", ")}; ` +
+        "add them to scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
+    );
 }
 
 function signedRegion(req: IncomingMessage): string {

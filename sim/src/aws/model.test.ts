@@ -1,11 +1,12 @@
 import { describe, expect, test } from "@jest/globals";
-import { AwsModel, fixtureSpecPath, ModelChecker } from "./model.js";
+import { AWS_MODEL_FILES } from "./fake.js";
+import { AwsModel, ModelChecker } from "./model.js";
 import { parseXml } from "./xml.js";
 
-const ec2 = AwsModel.load("ec2", "aws/ec2-2016-11-15/service-2.json");
-const elb = AwsModel.load("elb", "aws/elb-2012-06-01/service-2.json");
-const elbv2 = AwsModel.load("elbv2", "aws/elbv2-2015-12-01/service-2.json");
-const sts = AwsModel.loadFile("sts", fixtureSpecPath("aws/sts-2011-06-15/service-2.json"));
+const ec2 = AwsModel.load("ec2", AWS_MODEL_FILES.ec2);
+const elb = AwsModel.load("elb", AWS_MODEL_FILES.elb);
+const elbv2 = AwsModel.load("elbv2", AWS_MODEL_FILES.elbv2);
+const sts = AwsModel.load("sts", AWS_MODEL_FILES.sts);
 const checker = new ModelChecker([ec2, elb, elbv2, sts]);
 
 const form = (s: string) => new URLSearchParams(s);

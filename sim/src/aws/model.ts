@@ -6,9 +6,8 @@
  * check an XML answer element by element (ModelChecker, the fake's SpecChecker).
  */
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { SpecChecker, SpecRequest, SpecResponse } from "../fake-kit/index.js";
-import { vendorSpecPath } from "../fake-kit/index.js";
+import { fixtureSpecPath } from "../fake-kit/index.js";
 import { parseXml, type XmlElement } from "./xml.js";
 
 interface Ref {
@@ -75,9 +74,9 @@ export class AwsModel {
     this.namespace = ns.endsWith("/") ? ns : `${ns}/`;
   }
 
-  /** A model from the shared vendor specs (`shared/specs/`, by its relative path). */
+  /** A model from the repository's vendor-spec fixtures (`sim/fixtures/`, by its relative path). */
   static load(service: string, relPath: string): AwsModel {
-    return AwsModel.loadFile(service, vendorSpecPath(relPath));
+    return AwsModel.loadFile(service, fixtureSpecPath(relPath));
   }
 
   static loadFile(service: string, file: string): AwsModel {
@@ -504,11 +503,6 @@ const QUERY_COMMON_ERRORS: Readonly<Record<string, number>> = {
   ValidationError: 400,
   GatewayTimeout: 504,
 };
-
-/** Models the shared vendor specs lack, hand-added to this repository (sim/fixtures/README.md). */
-export function fixtureSpecPath(relative: string): string {
-  return fileURLToPath(new URL(`../../fixtures/${relative}`, import.meta.url));
-}
 
 export function escapeXml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

@@ -37,6 +37,6 @@ export type {
 export { DEFAULT_LOG_CAPACITY, RequestLog } from "./request-log.js";
 export type { SpecChecker, SpecHook, SpecProblem, SpecRequest, SpecResponse } from "./spec.js";
 export { SpecViolationError, specHook } from "./spec.js";
-export { vendorSpecPath } from "./specs.js";
+export { fixtureSpecPath } from "./specs.js";
 export type { TableItem, TablePage, TableView } from "./table.js";
 export { freshId, hasTags, ResourceTable } from "./table.js";

@@ -1,31 +1,18 @@
 /**
- * Where the vendors' spec files are: `shared/specs/` beside the repository (see its README),
- * or the folder named by FLEET_CCM_SPECS.
+ * Where the vendors' spec files the fakes check against are: `sim/fixtures/`, inside the
+ * repository (its README lists each file's source). Nothing outside the repository is read.
  */
 import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The path of `relative` (e.g. "linode/linode-openapi-v4.189.0.yaml"); throws naming where it looked. */
-export function vendorSpecPath(relative: string): string {
-  const tried: string[] = [];
-  const env = process.env["FLEET_CCM_SPECS"];
-  const roots = env === undefined || env === "" ? [] : [resolve(env)];
-  for (const start of [process.cwd(), dirname(fileURLToPath(import.meta.url))]) {
-    let dir = resolve(start);
-    for (let i = 0; i < 8; i++) {
-      roots.push(join(dir, "shared", "specs"), join(dir, "..", "shared", "specs"));
-      const up = dirname(dir);
-      if (up === dir) break;
-      dir = up;
-    }
-  }
-  for (const root of roots) {
-    const file = join(root, relative);
-    if (existsSync(file)) return file;
-    tried.push(root);
-  }
-  throw new Error(
-    `vendor spec ${relative} not found (set FLEET_CCM_SPECS; looked in ${[...new Set(tried)].slice(0, 6).join(", ")} ...)`,
-  );
+/** The path of `relative` under sim/fixtures/ (e.g. "aws/sts-2011-06-15/service-2.json"); throws naming the file and how to make it. */
+export function fixtureSpecPath(relative: string): string {
+  // sim/src/fake-kit/ and sim/dist/fake-kit/ are both two folders below sim/.
+  const file = fileURLToPath(new URL(`../../fixtures/${relative}`, import.meta.url));
+  if (!existsSync(file))
+    throw new Error(
+      `vendor spec fixture ${file} is missing: it is part of the repository (sim/fixtures/README.md); ` +
+        "restore it from git, or cut the subsets again with `node scripts/vendor-specs.mjs <path to shared/specs>`",
+    );
+  return file;
 }

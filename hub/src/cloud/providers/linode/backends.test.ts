@@ -77,7 +77,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await h.close();
+  await h?.close();
 });
 
 describe("node annotations (as the Linode CCM reads them for backends)", () => {

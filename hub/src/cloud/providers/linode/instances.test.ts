@@ -24,7 +24,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await h.close();
+  await h?.close();
 });
 
 describe("client", () => {

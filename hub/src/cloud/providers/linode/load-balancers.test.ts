@@ -61,7 +61,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await h.close();
+  await h?.close();
 });
 
 describe("build and rebuild", () => {

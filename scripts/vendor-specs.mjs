@@ -1,0 +1,401 @@
+#!/usr/bin/env node
+/**
+ * Cuts the vendor-spec subsets in sim/fixtures/ from the full vendor files:
+ *
+ *   node scripts/vendor-specs.mjs <path to shared/specs>
+ *
+ * Each subset keeps the operations the fakes in sim/ serve (and the tests check) and everything
+ * they reference, with the source's own text: kept lines are copied byte for byte, dropped
+ * operations, shapes and schemas are whole blocks left out. The result is parsed back and must
+ * equal the same subset taken from the parsed source, or nothing is written. An operation named
+ * below that the source lacks fails the run. The fakes check at start that the subset holds
+ * every operation they serve (sim/src/aws/fake.ts, sim/src/linode/fake.ts), so a new handler
+ * without its operation here fails its tests, naming this script.
+ *
+ * Re-running on the same source writes the same files; sim/fixtures/README.md records the
+ * source, commit and sha256 of each file.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "sim", "fixtures");
+
+/** The operations sim/src/aws/{ec2,elb,elbv2}.ts handle (the provider calls no others). */
+const SUBSETS = [
+  {
+    source: "aws/ec2-2016-11-15/service-2.json",
+    target: "aws/ec2-2016-11-15/service-2.ccm-subset.json",
+    kind: "botocore",
+    operations: [
+      "AuthorizeSecurityGroupIngress",
+      "CreateRoute",
+      "CreateSecurityGroup",
+      "CreateTags",
+      "DeleteRoute",
+      "DeleteSecurityGroup",
+      "DeleteTags",
+      "DescribeAvailabilityZones",
+      "DescribeInstances",
+      "DescribeRouteTables",
+      "DescribeSecurityGroups",
+      "DescribeSubnets",
+      "DescribeVpcs",
+      "ModifyInstanceAttribute",
+      "RevokeSecurityGroupIngress",
+    ],
+  },
+  {
+    source: "aws/elb-2012-06-01/service-2.json",
+    target: "aws/elb-2012-06-01/service-2.ccm-subset.json",
+    kind: "botocore",
+    operations: [
+      "AddTags",
+      "ApplySecurityGroupsToLoadBalancer",
+      "ConfigureHealthCheck",
+      "CreateLoadBalancer",
+      "CreateLoadBalancerListeners",
+      "CreateLoadBalancerPolicy",
+      "DeleteLoadBalancer",
+      "DeleteLoadBalancerListeners",
+      "DeregisterInstancesFromLoadBalancer",
+      "DescribeLoadBalancerAttributes",
+      "DescribeLoadBalancers",
+      "DescribeTags",
+      "ModifyLoadBalancerAttributes",
+      "RegisterInstancesWithLoadBalancer",
+      "RemoveTags",
+      "SetLoadBalancerPoliciesForBackendServer",
+    ],
+  },
+  {
+    source: "aws/elbv2-2015-12-01/service-2.json",
+    target: "aws/elbv2-2015-12-01/service-2.ccm-subset.json",
+    kind: "botocore",
+    operations: [
+      "AddTags",
+      "CreateListener",
+      "CreateLoadBalancer",
+      "CreateTargetGroup",
+      "DeleteListener",
+      "DeleteLoadBalancer",
+      "DeleteTargetGroup",
+      "DeregisterTargets",
+      "DescribeListeners",
+      "DescribeLoadBalancerAttributes",
+      "DescribeLoadBalancers",
+      "DescribeTags",
+      "DescribeTargetGroupAttributes",
+      "DescribeTargetGroups",
+      "DescribeTargetHealth",
+      "ModifyListener",
+      "ModifyLoadBalancerAttributes",
+      "ModifyTargetGroup",
+      "ModifyTargetGroupAttributes",
+      "RegisterTargets",
+      "RemoveTags",
+      "SetSecurityGroups",
+    ],
+  },
+  {
+    // The routes of sim/src/linode/fake.ts (its hand-added operations, spec-additions.ts, are
+    // built from get-linode-instance, post-node-balancer and delete-node-balancer), and
+    // post-linode-instance, which sim/src/fake-kit/openapi.test.ts checks bodies against.
+    source: "linode/linode-openapi-v4.189.0.yaml",
+    target: "linode/linode-openapi-v4.189.0.ccm-subset.yaml",
+    kind: "openapi-yaml",
+    operations: [
+      "get-linode-instances",
+      "post-linode-instance",
+      "get-linode-instance",
+      "put-linode-instance",
+      "get-linode-ips",
+      "get-linode-configs",
+      "put-linode-config-interface",
+      "get-node-balancers",
+      "post-node-balancer",
+      "get-node-balancer",
+      "put-node-balancer",
+      "delete-node-balancer",
+      "get-node-balancer-configs",
+      "post-node-balancer-config",
+      "get-node-balancer-config",
+      "put-node-balancer-config",
+      "delete-node-balancer-config",
+      "post-rebuild-node-balancer-config",
+      "get-node-balancer-config-nodes",
+      "get-node-balancer-firewalls",
+      "get-firewalls",
+      "post-firewalls",
+      "get-firewall",
+      "put-firewall",
+      "delete-firewall",
+      "put-firewall-rules",
+      "get-firewall-devices",
+      "post-firewall-device",
+      "delete-firewall-device",
+      "get-vpcs",
+      "get-vpc",
+      "get-vpc-subnets",
+      "get-vpc-ips",
+    ],
+  },
+];
+
+/** Files copied unchanged beside the subsets. */
+const COPIES = ["aws/LICENSE-botocore.txt", "aws/NOTICE-botocore"];
+
+function fail(message) {
+  console.error(`vendor-specs: ${message}`);
+  process.exit(1);
+}
+
+const sha256 = (text) => createHash("sha256").update(text).digest("hex");
+const indentOf = (line) => line.length - line.trimStart().length;
+
+// ---- botocore JSON ---------------------------------------------------------------------------
+
+/** Every shape `name` reaches through members, list members and map keys and values. */
+function reachShapes(shapes, name, into) {
+  if (into.has(name)) return;
+  const shape = shapes[name];
+  if (shape === undefined) fail(`shape ${name} is referenced but not defined`);
+  into.add(name);
+  const refs = [
+    ...Object.values(shape.members ?? {}),
+    ...[shape.member, shape.key, shape.value].filter(Boolean),
+  ];
+  for (const ref of refs) reachShapes(shapes, ref.shape, into);
+}
+
+/** The kept operations and shapes: the operations named, what they reach, and every error shape. */
+function botocoreSubset(model, operations, file) {
+  const missing = operations.filter((o) => model.operations[o] === undefined);
+  if (missing.length > 0) fail(`${file} has no operation ${missing.join(", ")}`);
+  const keptOps = new Set(operations);
+  const keptShapes = new Set();
+  for (const name of operations) {
+    const op = model.operations[name];
+    for (const ref of [op.input, op.output, ...(op.errors ?? [])].filter(Boolean))
+      reachShapes(model.shapes, ref.shape, keptShapes);
+  }
+  // The checker reads every modeled error's code and status (AwsModel.errorStatus).
+  for (const [name, shape] of Object.entries(model.shapes))
+    if (shape.exception === true) reachShapes(model.shapes, name, keptShapes);
+  return { keptOps, keptShapes };
+}
+
+/**
+ * `text` with only the kept entries of the two-space-indented sections "operations" and
+ * "shapes" (botocore writes one entry per block at four spaces, closing at two).
+ */
+function cutBotocore(text, keep) {
+  const lines = text.split("\n");
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    const section = /^ {2}"(operations|shapes)":\{$/.exec(line)?.[1];
+    if (section === undefined) {
+      out.push(line);
+      i++;
+      continue;
+    }
+    out.push(line);
+    i++;
+    const entries = [];
+    while (!/^ {2}\}/.test(lines[i])) {
+      const name = /^ {4}"([^"]+)":/.exec(lines[i])?.[1];
+      if (name === undefined) fail(`unexpected line ${i + 1} in ${section}: ${lines[i].slice(0, 80)}`);
+      const block = [lines[i++]];
+      while (indentOf(lines[i]) > 4 || /^ {4}[}\]]/.test(lines[i])) block.push(lines[i++]);
+      if (keep[section].has(name)) entries.push(block);
+    }
+    entries.forEach((block, n) => {
+      const last = block.length - 1;
+      block[last] = block[last].replace(/,$/, "") + (n < entries.length - 1 ? "," : "");
+      out.push(...block);
+    });
+  }
+  return out.join("\n");
+}
+
+function botocore(text, spec) {
+  const model = JSON.parse(text);
+  const { keptOps, keptShapes } = botocoreSubset(model, spec.operations, spec.source);
+  const expected = {
+    ...model,
+    operations: Object.fromEntries(Object.entries(model.operations).filter(([k]) => keptOps.has(k))),
+    shapes: Object.fromEntries(Object.entries(model.shapes).filter(([k]) => keptShapes.has(k))),
+  };
+  const cut = cutBotocore(text, { operations: keptOps, shapes: keptShapes });
+  const summary = `${keptOps.size} of ${Object.keys(model.operations).length} operations, ${keptShapes.size} of ${Object.keys(model.shapes).length} shapes`;
+  return { cut, parsed: JSON.parse(cut), expected, summary };
+}
+
+// ---- OpenAPI YAML ----------------------------------------------------------------------------
+
+const METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+
+/** Every local `$ref` under `node`, followed through the document. */
+function reachRefs(doc, node, into) {
+  if (Array.isArray(node)) {
+    for (const n of node) reachRefs(doc, n, into);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  const ref = node.$ref;
+  if (typeof ref === "string") {
+    if (!ref.startsWith("#/")) fail(`only local $refs are supported: ${ref}`);
+    if (!into.has(ref)) {
+      into.add(ref);
+      let target = doc;
+      for (const part of ref.slice(2).split("/"))
+        target = target?.[part.replace(/~1/g, "/").replace(/~0/g, "~")];
+      if (target === undefined) fail(`unresolvable $ref ${ref}`);
+      reachRefs(doc, target, into);
+    }
+  }
+  for (const v of Object.values(node)) reachRefs(doc, v, into);
+}
+
+/** Which paths, methods, components and tags stay. */
+function openapiSubset(doc, operations, file) {
+  const byId = new Map();
+  for (const [path, item] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(item))
+      if (METHODS.has(method)) byId.set(op.operationId, { path, method });
+  const missing = operations.filter((o) => !byId.has(o));
+  if (missing.length > 0) fail(`${file} has no operation ${missing.join(", ")}`);
+  const methods = new Map();
+  for (const id of operations) {
+    const { path, method } = byId.get(id);
+    methods.set(path, new Set([...(methods.get(path) ?? []), method]));
+  }
+  const paths = {};
+  for (const [path, item] of Object.entries(doc.paths)) {
+    const kept = methods.get(path);
+    if (kept === undefined) continue;
+    paths[path] = Object.fromEntries(Object.entries(item).filter(([k]) => !METHODS.has(k) || kept.has(k)));
+  }
+  const refs = new Set();
+  reachRefs(doc, paths, refs);
+  const schemes = new Set();
+  const tags = new Set();
+  for (const item of Object.values(paths))
+    for (const [k, op] of Object.entries(item)) {
+      if (!METHODS.has(k)) continue;
+      for (const req of op.security ?? doc.security ?? []) for (const s of Object.keys(req)) schemes.add(s);
+      for (const t of op.tags ?? []) tags.add(t);
+    }
+  const components = {};
+  for (const [kind, entries] of Object.entries(doc.components ?? {})) {
+    const kept = Object.entries(entries).filter(
+      ([name]) =>
+        refs.has(`#/components/${kind}/${name}`) || (kind === "securitySchemes" && schemes.has(name)),
+    );
+    if (kept.length > 0) components[kind] = Object.fromEntries(kept);
+  }
+  return { paths, methods, components, tags };
+}
+
+/** Splits lines[from, to) into the entries of a block mapping (or, `list`, sequence) at `indent`. */
+function entriesAt(lines, from, to, indent, list = false) {
+  const starts = [];
+  for (let i = from; i < to; i++) {
+    const line = lines[i];
+    if (line.trim() === "" || indentOf(line) !== indent) continue;
+    if (line.slice(indent).startsWith("- ") === list) starts.push(i);
+  }
+  return starts.map((s, n) => ({ from: s, to: starts[n + 1] ?? to, key: keyOf(lines[s], indent) }));
+}
+
+function keyOf(line, indent) {
+  const raw = /^(.+?):(?: |$)/.exec(line.slice(indent))?.[1] ?? "";
+  return raw.startsWith("'") || raw.startsWith('"') ? parseYaml(raw) : raw;
+}
+
+/** `text` with the kept paths, methods, components and tags: whole line blocks, bytes unchanged. */
+function cutOpenapiYaml(text, doc, subset) {
+  const lines = text.split("\n");
+  const end = lines.at(-1) === "" ? lines.length - 1 : lines.length;
+  const out = [];
+  const copy = (e) => out.push(...lines.slice(e.from, e.to));
+  for (const top of entriesAt(lines, 0, end, 0)) {
+    if (top.key === "paths") {
+      out.push(lines[top.from]);
+      for (const p of entriesAt(lines, top.from + 1, top.to, 2)) {
+        const kept = subset.methods.get(p.key);
+        if (kept === undefined) continue;
+        out.push(lines[p.from]);
+        for (const m of entriesAt(lines, p.from + 1, p.to, 4))
+          if (!METHODS.has(m.key) || kept.has(m.key)) copy(m);
+      }
+    } else if (top.key === "components") {
+      if (Object.keys(subset.components).length === 0) continue;
+      out.push(lines[top.from]);
+      for (const kind of entriesAt(lines, top.from + 1, top.to, 2)) {
+        const keep = subset.components[kind.key];
+        if (keep === undefined) continue;
+        out.push(lines[kind.from]);
+        for (const c of entriesAt(lines, kind.from + 1, kind.to, 4)) if (c.key in keep) copy(c);
+      }
+    } else if (top.key === "tags") {
+      out.push(lines[top.from]);
+      const items = entriesAt(lines, top.from + 1, top.to, 0, true);
+      if (items.length !== doc.tags.length) fail("the tags list is not one block per tag");
+      items.forEach((item, n) => {
+        if (subset.tags.has(doc.tags[n].name)) copy(item);
+      });
+    } else copy(top);
+  }
+  return `${out.join("\n")}\n`;
+}
+
+function openapiYaml(text, spec) {
+  const doc = parseYaml(text);
+  const subset = openapiSubset(doc, spec.operations, spec.source);
+  const expected = {};
+  for (const [k, v] of Object.entries(doc)) {
+    if (k === "paths") expected.paths = subset.paths;
+    else if (k === "components") {
+      if (Object.keys(subset.components).length > 0) expected.components = subset.components;
+    } else if (k === "tags") expected.tags = v.filter((t) => subset.tags.has(t.name));
+    else expected[k] = v;
+  }
+  const cut = cutOpenapiYaml(text, doc, subset);
+  const ops = (paths) =>
+    Object.values(paths).reduce((n, item) => n + Object.keys(item).filter((k) => METHODS.has(k)).length, 0);
+  const summary = `${spec.operations.length} of ${ops(doc.paths)} operations in ${Object.keys(subset.paths).length} of ${Object.keys(doc.paths).length} paths; components kept: ${Object.keys(subset.components).join(", ") || "none"}`;
+  return { cut, parsed: parseYaml(cut), expected, summary };
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+const specsDir = process.argv[2];
+if (specsDir === undefined) fail("usage: node scripts/vendor-specs.mjs <path to shared/specs>");
+const root = resolve(specsDir);
+for (const spec of SUBSETS) {
+  const from = join(root, spec.source);
+  if (!existsSync(from)) fail(`${from} not found`);
+  const text = readFileSync(from, "utf8");
+  const { cut, parsed, expected, summary } = (spec.kind === "botocore" ? botocore : openapiYaml)(text, spec);
+  if (JSON.stringify(parsed) !== JSON.stringify(expected))
+    fail(
+      `${spec.target}: the cut text does not parse to the subset (the source's layout is not the expected one)`,
+    );
+  const to = join(FIXTURES, spec.target);
+  mkdirSync(dirname(to), { recursive: true });
+  writeFileSync(to, cut);
+  console.log(
+    `${spec.target}: ${summary}; ${Buffer.byteLength(cut)} of ${Buffer.byteLength(text)} bytes; source sha256 ${sha256(text)}`,
+  );
+}
+for (const file of COPIES) {
+  // Read and written, not copied: the sources may be read-only, their copies must not be.
+  const bytes = readFileSync(join(root, file));
+  writeFileSync(join(FIXTURES, file), bytes);
+  console.log(`${file}: copied, sha256 ${sha256(bytes)}`);
+}
