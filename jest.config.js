@@ -1,5 +1,9 @@
-/** Tests are transpiled only (isolatedModules); `tsc -p tsconfig.test.json` typechecks them. */
-export default {
+/**
+ * Two projects: `unit` (the workspaces' own tests, in-process) and `e2e` (test/: real nats-server,
+ * gRPC, child processes). `npm test -- --selectProjects unit` runs one. Tests are transpiled only
+ * (isolatedModules); `tsc -b tsconfig.test.json` typechecks them.
+ */
+const shared = {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
   moduleNameMapper: {
@@ -8,6 +12,16 @@ export default {
     "^(\\.{1,2}/.*)\\.js$": "$1",
   },
   transform: { "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "<rootDir>/tsconfig.test.json" }] },
-  testMatch: ["<rootDir>/{proto,hub,agent,sim,cli}/src/**/*.test.ts", "<rootDir>/test/**/*.test.ts"],
+};
+
+export default {
+  // Two workers on CI's two cores: the end-to-end suites mostly wait on sockets and child
+  // processes, so two run side by side. Every suite takes its own free ports and temp dirs.
+  maxWorkers: 2,
+  // A global option: jest ignores it inside a project.
   testTimeout: 60000,
+  projects: [
+    { ...shared, displayName: "unit", testMatch: ["<rootDir>/{proto,hub,agent,sim,cli}/src/**/*.test.ts"] },
+    { ...shared, displayName: "e2e", testMatch: ["<rootDir>/test/**/*.test.ts"] },
+  ],
 };

@@ -38,6 +38,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --gone N                chaos: NotReady nodes per cluster whose instance is terminated (default 1)
   --min-checks N          chaos: lifecycle checks to run at least (default 60)
   --monitor-period-ms MS  chaos: hub lifecycle.monitorPeriodMs (default 200)
+  --delete-after-ms MS    chaos: hub lifecycle.deleteAfterMs (default 3000)
   --extra-instances N     chaos: unrelated instances in the account, so lists are paged (default 1200)
   --cpu-prof DIR          write a V8 CPU profile of the hub process into DIR (node --cpu-prof)
   --fleet-cpu-prof DIR    the same for the fleet worker process (API servers and agents)
@@ -107,6 +108,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       gone: { type: "string" },
       "min-checks": { type: "string" },
       "monitor-period-ms": { type: "string" },
+      "delete-after-ms": { type: "string" },
       "extra-instances": { type: "string" },
       "cpu-prof": { type: "string" },
       "fleet-cpu-prof": { type: "string" },
@@ -174,6 +176,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     gone: num(values.gone, "gone", 1, 0),
     minChecks: num(values["min-checks"], "min-checks", 60, 0),
     monitorPeriodMs: num(values["monitor-period-ms"], "monitor-period-ms", 200, 1),
+    deleteAfterMs: num(values["delete-after-ms"], "delete-after-ms", 3000, 0),
     extraInstances: num(values["extra-instances"], "extra-instances", 1200, 0),
     log: (line) => process.stderr.write(`[bench +${Math.round(performance.now() / 1000)}s] ${line}\n`),
   };

@@ -26,5 +26,9 @@ RUNS=1 run join-1x5000-svc5000 --scenario join --clusters 1 --nodes 5000 --servi
 run steady-20x50 --scenario steady --clusters 20 --nodes 50
 run churn-20x50 --scenario churn --clusters 20 --nodes 50 --services 5
 run chaos-3x30 --scenario chaos --clusters 3 --nodes 30
+# The soak that left test/lifecycle.e2e.test.ts: all 90 nodes NotReady with running instances,
+# 60 monitor rounds of them (5,400 checks) against the lying cloud; wrongDeletions must be 0.
+RUNS=1 run chaos-3x30-soak --scenario chaos --clusters 3 --nodes 30 --not-ready 30 --gone 0 \
+  --monitor-period-ms 100 --delete-after-ms 1000 --min-checks 5400 --duration-s 600
 
 node bench/dist/summarize.js "$OUT"/*.jsonl

@@ -47,6 +47,7 @@ export interface BenchOptions {
   readonly gone: number;
   readonly minChecks: number;
   readonly monitorPeriodMs: number;
+  readonly deleteAfterMs: number;
   readonly extraInstances: number;
   readonly log: (line: string) => void;
 }
@@ -655,7 +656,7 @@ export async function runChaos(o: BenchOptions): Promise<Result> {
       lifecycle: {
         monitorPeriodMs: o.monitorPeriodMs,
         deleteAfterChecks: 3,
-        deleteAfterMs: 3000,
+        deleteAfterMs: o.deleteAfterMs,
         blastRadius: { maxPercent: 10, maxNodes: 2, windowMs: 600_000 },
       },
     };
@@ -752,6 +753,7 @@ export async function runChaos(o: BenchOptions): Promise<Result> {
     return {
       ...header(o, fleet),
       monitorPeriodMs: o.monitorPeriodMs,
+      deleteAfterMs: o.deleteAfterMs,
       faults: CHAOS_FAULTS,
       extraInstances: o.extraInstances,
       notReadyNodes: notReady.length,

@@ -32,7 +32,7 @@ fi
 export PATH="$PWD/$dir/bin:$PATH"
 echo "test-lts: $(node --version)" >&2
 # scripts/test.sh under that Node; its "N passed, N failed" line is relabelled, since CI counts
-# the one of npm test.
+# the one of npm test. No typecheck: npm test does it, and the types do not depend on the Node.
 set -o pipefail
-bash scripts/test.sh "${files[@]}" |
+SKIP_TYPECHECK=1 bash scripts/test.sh "${files[@]}" |
   sed -u -E "s/^([0-9]+) passed, ([0-9]+) failed$/test:lts on Node $version: \1 tests passed, \2 failing/"

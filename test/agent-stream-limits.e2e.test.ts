@@ -38,15 +38,19 @@ test("a stream the hub refuses for its own reasons is retried with growing backo
   await f.startAgent(c);
   expect(await waitFor(() => f.hub?.fleet.view(c)?.synced === true, 20_000)).toBe(true);
   const output: string[] = [];
-  const since = Date.now();
   agent = f.spawnAgentProcess(c, { output, logLevel: "info" });
-  const refused = () => lines.filter((l) => l.msg.startsWith("stream refused")).length;
-  expect(await waitFor(() => refused() >= 2, 20_000)).toBe(true);
-  // 20 s of refusals (the backoff is measured over this window). A fixed 400 ms rate would be
-  // ~50 streams (and snapshots).
-  await new Promise((r) => setTimeout(r, 20_000 - (Date.now() - since)));
-  expect(refused()).toBeGreaterThanOrEqual(3);
-  expect(refused()).toBeLessThanOrEqual(8);
+  /** When the hub refused each of the second agent's streams (pino's `time`, epoch ms). */
+  const refusedAt = () =>
+    lines.filter((l) => l.msg.startsWith("stream refused")).map((l) => Number(l["time"]));
+  // Four refusals, then the gaps between them: the refused backoff is 2 s doubling, jittered
+  // into [d/2, d], so each gap is at least 1 s, 2 s, 4 s. A fixed 400 ms rate (~50 streams and
+  // snapshots in 20 s) or a backoff that does not grow fails here, however loaded the machine.
+  expect(await waitFor(() => refusedAt().length >= 4, 40_000)).toBe(true);
+  const [t0 = 0, t1 = 0, t2 = 0, t3 = 0] = refusedAt();
+  expect(t1 - t0).toBeGreaterThanOrEqual(1000);
+  expect(t2 - t1).toBeGreaterThanOrEqual(2000);
+  expect(t3 - t2).toBeGreaterThanOrEqual(4000);
+  // Four failures, at most three lines: the first failure, then summaries.
   const agentLines = output.filter((l) => l.includes("hub stream"));
   expect(agentLines.some((l) => l.includes("RESOURCE_EXHAUSTED"))).toBe(true);
   expect(agentLines.length).toBeLessThanOrEqual(3);
