@@ -253,6 +253,7 @@ describe("hub image tree", () => {
     expect(files(tree("hub")).filter((p) => p.startsWith(`${APP}/cli/`))).toEqual(
       [
         "agent-manifest.js",
+        "decommission.js",
         "flags.js",
         "hub-command.js",
         "logger.js",

@@ -28,7 +28,10 @@ import { fileURLToPath } from "node:url";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const APP = "opt/fleet-ccm";
 
-/** Per role: the cli/dist modules it loads and the workspace packages it imports. */
+/**
+ * Per role: the cli/dist modules it runs (the entry and its commands' modules; the modules they
+ * import statically are added by cliClosure) and the workspace packages it imports.
+ */
 const ROLES = {
   hub: {
     cli: [
@@ -73,8 +76,22 @@ const out = resolve(outArg);
 const app = join(out, APP);
 const rootPkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 
-for (const f of spec.cli)
-  if (!existsSync(join(ROOT, "cli/dist", f))) fail(`cli/dist/${f} is missing: run \`npm run build\` first`);
+/** The modules and every cli/dist module they import statically (`from "./x.js"`), transitively. */
+function cliClosure(entries) {
+  const seen = new Set();
+  const todo = [...entries];
+  while (todo.length > 0) {
+    const f = todo.pop();
+    if (seen.has(f)) continue;
+    const file = join(ROOT, "cli/dist", f);
+    if (!existsSync(file)) fail(`cli/dist/${f} is missing: run \`npm run build\` first`);
+    seen.add(f);
+    for (const m of readFileSync(file, "utf8").matchAll(/\bfrom\s*["']\.\/([\w.-]+\.js)["']/g))
+      todo.push(m[1]);
+  }
+  return [...seen].sort();
+}
+const cliFiles = cliClosure(spec.cli);
 
 // OUTDIR is replaced: never the checkout or a directory holding it.
 if (!relative(out, ROOT).startsWith("..")) fail(`refusing to replace ${out}: it holds the checkout`);
@@ -83,7 +100,7 @@ mkdirSync(join(app, "cli/dist"), { recursive: true });
 
 const copyFilter = (src) => !DROP.test(src) && !src.endsWith(".test.js");
 cpSync(join(ROOT, "bin"), join(app, "bin"), { recursive: true });
-for (const f of spec.cli) cpSync(join(ROOT, "cli/dist", f), join(app, "cli/dist", f));
+for (const f of cliFiles) cpSync(join(ROOT, "cli/dist", f), join(app, "cli/dist", f));
 for (const f of spec.files ?? []) cpSync(join(ROOT, f), join(app, f), { recursive: true });
 
 /** Resolves a dependency the way Node does: node_modules of the requiring package and its ancestors. */
