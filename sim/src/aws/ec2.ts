@@ -13,6 +13,7 @@ import {
   type TablePage,
 } from "../fake-kit/index.js";
 import type { Decoded } from "./model.js";
+import type { AwsQuotas } from "./quotas.js";
 import {
   type AwsState,
   badRequest,
@@ -134,7 +135,10 @@ function describe<T extends Regional>(d: {
 
 const INSTANCE_ID = /^i-[0-9a-f]{8,17}$/;
 
-export function ec2Handlers(state: AwsState): Record<string, Handler> {
+export function ec2Handlers(
+  state: AwsState,
+  opts: { readonly quotas: () => AwsQuotas },
+): Record<string, Handler> {
   const instanceXml = (i: Ec2Instance) => ({
     InstanceId: i.id,
     InstanceType: i.type,
@@ -423,6 +427,13 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
             `the specified rule "peer: ${r.cidr ?? r.groupId}, ${r.protocol}, ALLOW" already exists`,
           );
       }
+      // Each source (CIDR or group) of a permission is one rule of the quota.
+      const max = opts.quotas().inboundRulesPerSecurityGroup;
+      if (g.ingress.length + rules.length > max)
+        throw badRequest(
+          "RulesPerSecurityGroupLimitExceeded",
+          `The maximum number of rules per security group has been reached (${max} inbound rules per security group).`,
+        );
       state.securityGroups.replace({ ...g, ingress: [...g.ingress, ...rules] }, caller.nowMs);
       return { Return: true };
     },

@@ -26,6 +26,7 @@ import { ec2Handlers, type Handler, zonesOf } from "./ec2.js";
 import { elbHandlers } from "./elb.js";
 import { elbv2Handlers } from "./elbv2.js";
 import { AwsModel, escapeXml, fixtureSpecPath, ModelChecker } from "./model.js";
+import { AWS_DEFAULT_QUOTAS, type AwsQuotas } from "./quotas.js";
 import {
   type AccessKey,
   AwsState,
@@ -70,6 +71,8 @@ export interface AwsFakeOptions {
   readonly eniLingerMs?: number;
   /** How long an NLB stays `provisioning`. */
   readonly nlbProvisioningMs?: number;
+  /** AWS's default quotas (quotas.ts), any of them changed (as an account's raised quota). */
+  readonly quotas?: Partial<AwsQuotas>;
 }
 
 export interface AccountKeys {
@@ -108,6 +111,8 @@ export class AwsFake {
   private readonly fakeNo = ++fakes;
   eniLingerMs: number;
   nlbProvisioningMs: number;
+  /** The quotas every account has; tests may change them. */
+  quotas: AwsQuotas;
   /** AssumeRole's credential lifetime when the caller asks for none. */
   assumedRoleTtlSeconds = 3600;
 
@@ -115,6 +120,7 @@ export class AwsFake {
     this.now = opts.now ?? Date.now;
     this.eniLingerMs = opts.eniLingerMs ?? 0;
     this.nlbProvisioningMs = opts.nlbProvisioningMs ?? 0;
+    this.quotas = { ...AWS_DEFAULT_QUOTAS, ...opts.quotas };
     this.log = new RequestLog(this.now);
     this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
     this.models = sharedModels();
@@ -126,10 +132,11 @@ export class AwsFake {
       sts: awsErrors(this.models.sts),
     };
     this.handlers = {
-      ec2: ec2Handlers(this.state),
-      elb: elbHandlers(this.state, { eniLingerMs: () => this.eniLingerMs }),
+      ec2: ec2Handlers(this.state, { quotas: () => this.quotas }),
+      elb: elbHandlers(this.state, { eniLingerMs: () => this.eniLingerMs, quotas: () => this.quotas }),
       elbv2: elbv2Handlers(this.state, {
         eniLingerMs: () => this.eniLingerMs,
+        quotas: () => this.quotas,
         provisioningMs: () => this.nlbProvisioningMs,
       }),
       sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
