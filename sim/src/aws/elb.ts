@@ -73,6 +73,8 @@ export function elbHandlers(
   const describe = (l: ClassicLb) => ({
     LoadBalancerName: nameOf(l),
     DNSName: l.dnsName,
+    // Route 53 alias target: the DNS name and ELB's hosted zone of the region (us-east-1's here).
+    CanonicalHostedZoneName: l.dnsName,
     CanonicalHostedZoneNameID: "Z35SXDOTRQ7X7K",
     ListenerDescriptions: l.listeners.map((x) => ({
       Listener: listenerXml(x),
@@ -276,6 +278,7 @@ export function elbHandlers(
           ConnectionSettings: { IdleTimeout: l.idleTimeout },
           ConnectionDraining: { Enabled: false, Timeout: 300 },
           AccessLog: { Enabled: false },
+          AdditionalAttributes: [{ Key: "elb.http.desyncmitigationmode", Value: "defensive" }],
         },
       };
     },

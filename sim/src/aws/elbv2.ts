@@ -442,6 +442,11 @@ export function elbv2Handlers(
           Target: { Id: x.id, Port: x.port },
           HealthCheckPort: t.healthCheck.port === "traffic-port" ? String(x.port) : t.healthCheck.port,
           TargetHealth: { State: "healthy" },
+          AdministrativeOverride: {
+            State: "no_override",
+            Reason: "AdministrativeOverride.NoOverride",
+            Description: "No override is currently active on target",
+          },
         })),
       };
     },

@@ -86,6 +86,9 @@ export interface InstanceSpec {
   readonly az?: string;
   readonly subnetId?: string;
   readonly type?: string;
+  /** The AMI it was launched from (default: one of the fake's). */
+  readonly imageId?: string;
+  readonly architecture?: "x86_64" | "arm64";
   readonly state?: InstanceStateName;
   readonly publicIp?: boolean;
   readonly tags?: Readonly<Record<string, string>>;
@@ -244,6 +247,8 @@ export class AwsFake {
       tags: {},
       vpcId: id,
       routes: [{ cidr: opts.cidr ?? "10.0.0.0/16", gatewayId: "local", origin: "CreateRouteTable" }],
+      main: true,
+      subnetIds: [],
     };
     this.state.routeTables.insert(rtb, this.now());
     return id;
@@ -290,7 +295,7 @@ export class AwsFake {
   createRouteTable(
     accountId: string,
     region: string,
-    opts: { vpcId: string; tags?: Record<string, string> },
+    opts: { vpcId: string; tags?: Record<string, string>; subnetIds?: readonly string[] },
   ): string {
     const vpc = this.state.vpcs.get(opts.vpcId);
     const t: RouteTable = {
@@ -300,9 +305,25 @@ export class AwsFake {
       tags: opts.tags ?? {},
       vpcId: opts.vpcId,
       routes: [{ cidr: vpc?.cidr ?? "10.0.0.0/16", gatewayId: "local", origin: "CreateRouteTable" }],
+      main: false,
+      subnetIds: [],
     };
     this.state.routeTables.insert(t, this.now());
+    for (const subnetId of opts.subnetIds ?? []) this.associateRouteTable(t.id, subnetId);
     return t.id;
+  }
+
+  /** Gives the subnet this route table (AssociateRouteTable): its previous explicit one loses it. */
+  associateRouteTable(routeTableId: string, subnetId: string): void {
+    for (const t of this.state.routeTables.all())
+      if (t.subnetIds.includes(subnetId))
+        this.state.routeTables.replace(
+          { ...t, subnetIds: t.subnetIds.filter((s) => s !== subnetId) },
+          this.now(),
+        );
+    const t = this.state.routeTables.get(routeTableId);
+    if (t === undefined) throw new Error(`no route table ${routeTableId}`);
+    this.state.routeTables.replace({ ...t, subnetIds: [...t.subnetIds, subnetId] }, this.now());
   }
 
   /** A route made by someone else (a gateway route, as Terraform would add). */
@@ -340,6 +361,8 @@ export class AwsFake {
       tags: spec.tags ?? {},
       state: spec.state ?? "running",
       type: spec.type ?? "m5.large",
+      imageId: spec.imageId ?? "ami-0abcdef1234567890",
+      architecture: spec.architecture ?? "x86_64",
       az: subnet.az,
       vpcId: subnet.vpcId,
       subnetId,
