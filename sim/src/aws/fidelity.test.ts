@@ -3,7 +3,8 @@
 // serves and every write that answers with the resource. The allow-list names the members AWS
 // sends only in some cases, each with the case.
 
-import { afterAll, beforeAll, expect, test } from "@jest/globals";
+import { DescribeInstancesCommand, DescribeRouteTablesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
 import { ec2Handlers, type Handler } from "./ec2.js";
 import { elbHandlers } from "./elb.js";
 import { elbv2Handlers } from "./elbv2.js";
@@ -144,6 +145,7 @@ let fake: AwsFake;
 beforeAll(async () => {
   fake = await AwsFake.start();
 });
+afterEach(() => fake.spec.assertClean());
 afterAll(() => fake.close());
 
 const REGION = "us-east-1";
@@ -241,3 +243,62 @@ test("the fake answers every member of the output shape AWS always sends", () =>
 });
 
 const covered = new Set<string>();
+
+test("route tables: the VPC's main association and subnet associations, by the association filters, through the SDK", async () => {
+  const keys = fake.createAccount("associations");
+  const ec2 = new EC2Client({ region: REGION, endpoint: fake.url, credentials: keys, maxAttempts: 1 });
+  const vpcId = fake.createVpc(keys.accountId, REGION);
+  const a = fake.createSubnet(keys.accountId, REGION, { vpcId });
+  const own = fake.createRouteTable(keys.accountId, REGION, { vpcId, subnetIds: [a] });
+  const bySubnet = await ec2.send(
+    new DescribeRouteTablesCommand({ Filters: [{ Name: "association.subnet-id", Values: [a] }] }),
+  );
+  expect(bySubnet.RouteTables?.map((t) => t.RouteTableId)).toEqual([own]);
+  expect(bySubnet.RouteTables?.[0]?.Associations).toEqual([
+    {
+      Main: false,
+      SubnetId: a,
+      RouteTableAssociationId: expect.stringMatching(/^rtbassoc-[0-9a-f]+$/),
+      RouteTableId: own,
+      AssociationState: { State: "associated" },
+    },
+  ]);
+  const main = await ec2.send(
+    new DescribeRouteTablesCommand({
+      Filters: [
+        { Name: "vpc-id", Values: [vpcId] },
+        { Name: "association.main", Values: ["true"] },
+      ],
+    }),
+  );
+  expect(main.RouteTables?.map((t) => t.Associations?.map((x) => x.Main))).toEqual([[true]]);
+  expect(main.RouteTables?.[0]?.RouteTableId).not.toBe(own);
+  // A subnet moves to another table: its old explicit association goes.
+  fake.associateRouteTable(main.RouteTables![0]!.RouteTableId!, a);
+  const after = await ec2.send(new DescribeRouteTablesCommand({ RouteTableIds: [own] }));
+  expect(after.RouteTables?.[0]?.Associations).toEqual([]);
+});
+
+test("instances through the SDK: the AMI, architecture, root volume and network interface AWS always reports", async () => {
+  const keys = fake.createAccount("instances");
+  const ec2 = new EC2Client({ region: REGION, endpoint: fake.url, credentials: keys, maxAttempts: 1 });
+  const vpcId = fake.createVpc(keys.accountId, REGION);
+  const subnetId = fake.createSubnet(keys.accountId, REGION, { vpcId });
+  const inst = fake.createInstance(keys.accountId, REGION, subnetId, {
+    architecture: "arm64",
+    imageId: "ami-0123456789abcdef0",
+  });
+  const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [inst.id] }));
+  const i = out.Reservations?.[0]?.Instances?.[0];
+  expect(i).toMatchObject({
+    ImageId: "ami-0123456789abcdef0",
+    Architecture: "arm64",
+    RootDeviceType: "ebs",
+    BlockDeviceMappings: [
+      { DeviceName: "/dev/xvda", Ebs: { Status: "attached", DeleteOnTermination: true } },
+    ],
+    Placement: { AvailabilityZone: inst.az, AvailabilityZoneId: expect.stringMatching(/-az\d$/) },
+  });
+  expect(i?.NetworkInterfaces?.[0]?.MacAddress).toMatch(/^02(:[0-9a-f]{2}){5}$/);
+  expect(i?.NetworkInterfaces?.[0]?.Association?.PublicIp).toBe(inst.publicIp);
+});
