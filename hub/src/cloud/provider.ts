@@ -246,20 +246,27 @@ export interface LoadBalancerCapabilities {
 }
 
 /** A vendor quota on one load balancer (LoadBalancerCapabilities.quotas). */
-export interface LbQuota {
+export type LbQuota = {
   /** The vendor's name for it, as its quota documentation has it (shown in the Event). */
   readonly name: string;
   /** The vendor's default: a raised quota is set in the provider's options where it has one. */
   readonly limit: number;
-  /**
-   * What a Service uses of it: `listeners`, one per distinct Service port; `sourceRules`, the
-   * firewall rules the provider writes, one per listener and source range (the Service's
-   * source ranges, or one open range), plus `extraRulesPerSource`; IPv4 and IPv6 ranges are
-   * counted apart, as clouds count them.
-   */
-  readonly counts: "listeners" | "sourceRules";
-  readonly extraRulesPerSource?: number;
-}
+} & (
+  | /** One listener per distinct Service port. */ { readonly counts: "listeners" }
+  | {
+      /**
+       * The firewall rules the provider writes: one per listener and source range (the
+       * Service's source ranges, or one open range), plus `extraRulesPerSource`; IPv4 and IPv6
+       * ranges are counted apart, as clouds count them.
+       */
+      readonly counts: "sourceRules";
+      readonly extraRulesPerSource?: number;
+    }
+  | /** What the provider counted from the annotations (e.g. security groups they name). */ {
+      readonly counts: "annotations";
+      readonly used: number;
+    }
+);
 
 /**
  * Optional capability. Every method is idempotent and safe to repeat after a crash at any

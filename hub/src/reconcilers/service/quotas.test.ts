@@ -53,12 +53,19 @@ describe("a Service against its provider's quotas", () => {
   test("at the limit passes, one beyond is refused naming the quota; the annotations choose the quotas", () => {
     expect(quotaRefusal(svc(50), CAPS, "p")).toBeUndefined();
     expect(quotaRefusal(svc(51), CAPS, "p")).toBe(
-      "the Service needs 51 listeners (one per port); provider p allows 50 listeners per LB",
+      "the Service needs 51 listeners per LB (one per port); provider p allows 50",
     );
     expect(
       quotaRefusal(svc(30, { loadBalancerSourceRanges: ["10.0.0.0/8", "192.0.2.0/24"] }), CAPS, "p"),
-    ).toBe("the Service needs 62 rules (ports × source ranges); provider p allows 60 rules per group");
+    ).toBe("the Service needs 62 rules per group (one per port and source range); provider p allows 60");
     expect(quotaRefusal(svc(3, { annotations: { kind: "small" } }), CAPS, "p")).toContain("3 listeners");
+    expect(
+      quotaRefusal(
+        svc(1),
+        { ...CAPS, quotas: () => [{ name: "groups", limit: 5, counts: "annotations", used: 6 }] },
+        "p",
+      ),
+    ).toBe("the Service needs 6 groups (as its annotations name them); provider p allows 5");
     expect(quotaRefusal(svc(3), { ...CAPS, quotas: undefined }, "p")).toBeUndefined();
   });
 });

@@ -8,6 +8,7 @@ import { sourceRanges } from "./predicates.js";
 
 /** How much of `quota` the Service uses. */
 export function quotaUse(svc: Readonly<Service>, quota: LbQuota): number {
+  if (quota.counts === "annotations") return quota.used;
   const listeners = new Set(svc.ports.map((p) => p.port)).size;
   if (quota.counts === "listeners") return listeners;
   // No source ranges: one open range. Clouds count IPv4 and IPv6 rules apart.
@@ -26,11 +27,13 @@ export function quotaRefusal(
   for (const q of capabilities.quotas?.(svc.annotations) ?? []) {
     const used = quotaUse(svc, q);
     if (used > q.limit) {
-      const what =
+      const how =
         q.counts === "listeners"
-          ? `${used} listeners (one per port)`
-          : `${used} rules (ports × source ranges)`;
-      return `the Service needs ${what}; provider ${provider} allows ${q.limit} ${q.name}`;
+          ? "one per port"
+          : q.counts === "sourceRules"
+            ? "one per port and source range"
+            : "as its annotations name them";
+      return `the Service needs ${used} ${q.name} (${how}); provider ${provider} allows ${q.limit}`;
     }
   }
   return undefined;

@@ -49,20 +49,37 @@ export const AWS_SCHEMES = oneOf(["internal", "internet-facing"] as const);
 /**
  * AWS's default quotas a Service can exceed by itself ("Quotas for your Classic Load
  * Balancers", "Quotas for your Network Load Balancers", "Amazon VPC quotas"): one listener per
- * port, and on the managed security group one inbound rule per listener and source range
- * (classic ELB: plus upstream's ICMP path-MTU rule per range).
+ * port; on the managed security group (none when `security-groups` names the groups) one
+ * inbound rule per listener and source range (classic ELB: plus upstream's ICMP path-MTU rule
+ * per range); 5 security groups per load balancer.
  */
-const INBOUND_RULES = "inbound rules per security group (Amazon VPC quotas)";
-export const AWS_LB_QUOTAS = {
-  classic: [
-    { name: "listeners per Classic Load Balancer", limit: 100, counts: "listeners" },
-    { name: INBOUND_RULES, limit: 60, counts: "sourceRules", extraRulesPerSource: 1 },
-  ],
-  nlb: [
-    { name: "listeners per Network Load Balancer", limit: 50, counts: "listeners" },
-    { name: INBOUND_RULES, limit: 60, counts: "sourceRules" },
-  ],
-} as const satisfies Record<"classic" | "nlb", readonly LbQuota[]>;
+export function awsLbQuotas(
+  s: Pick<AwsLbSettings, "type" | "securityGroups" | "extraSecurityGroups">,
+): LbQuota[] {
+  const classic = s.type === "classic";
+  const groups = new Set([...(s.securityGroups ?? ["managed"]), ...s.extraSecurityGroups]);
+  return [
+    classic
+      ? { name: "listeners per Classic Load Balancer", limit: 100, counts: "listeners" }
+      : { name: "listeners per Network Load Balancer", limit: 50, counts: "listeners" },
+    ...(s.securityGroups === undefined
+      ? [
+          {
+            name: "inbound rules per security group",
+            limit: 60,
+            counts: "sourceRules",
+            ...(classic && { extraRulesPerSource: 1 }),
+          } as const,
+        ]
+      : []),
+    {
+      name: `security groups per ${classic ? "Classic" : "Network"} Load Balancer`,
+      limit: 5,
+      counts: "annotations",
+      used: groups.size,
+    },
+  ];
+}
 
 /**
  * Classic ELBs and NLBs together: UDP only on an NLB, proxy protocol on both, no session
@@ -77,14 +94,12 @@ export function awsLbCapabilities(defaultType: "classic" | "nlb"): LoadBalancerC
     protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
     settingBounds: AWS_SETTING_BOUNDS,
     quotas: (annotations) => {
-      let type: AwsLbType;
       try {
-        type = parseAwsLbAnnotations(annotations, defaultType).type;
+        return awsLbQuotas(parseAwsLbAnnotations(annotations, defaultType));
       } catch {
         // checkAnnotations refuses the Service on its own.
         return [];
       }
-      return type === "classic" ? AWS_LB_QUOTAS.classic : AWS_LB_QUOTAS.nlb;
     },
   };
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { parseHubConfig } from "../../../config/load.js";
 import { lbService, startServiceHarness, waitUntil } from "../../../reconcilers/service/harness.testkit.js";
-import { AWS_ANNOTATION_PREFIX } from "./annotations.js";
+import { AWS_ANNOTATION_PREFIX, awsLbCapabilities } from "./annotations.js";
 import { awsProvider } from "./index.js";
 
 const CLUSTER = "quotas";
@@ -49,6 +49,12 @@ test("a 51-port NLB, a 101-port classic ELB and 64 classic rules: refused with t
     withPorts("clbbig", 101),
     // 31 listeners are within the classic quota; 2 source ranges × (31 ports + the ICMP rule) = 64 rules are not.
     withPorts("clbrules", 31, { loadBalancerSourceRanges: ["203.0.113.0/24", "198.51.100.0/24"] }),
+    // The managed group and 5 more: 6 security groups.
+    withPorts("clbgroups", 1, {
+      annotations: {
+        [`${AWS_ANNOTATION_PREFIX}extra-security-groups`]: "sg-01,sg-02,sg-03,sg-04,sg-05",
+      },
+    }),
   ];
   const env: NodeJS.ProcessEnv = { KEY: world.keys.accessKeyId, SECRET: world.keys.secretAccessKey };
   const config = parseHubConfig(
@@ -89,13 +95,16 @@ test("a 51-port NLB, a 101-port classic ELB and 64 classic rules: refused with t
     const messages = (name: string) =>
       (events.get(`default/${name}`) ?? []).map((e) => `${e.type} ${e.reason}: ${e.message}`);
     expect(messages("nlbbig")).toEqual([
-      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 51 listeners (one per port); provider aws allows 50 listeners per Network Load Balancer",
+      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 51 listeners per Network Load Balancer (one per port); provider aws allows 50",
     ]);
     expect(messages("clbbig")).toEqual([
-      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 101 listeners (one per port); provider aws allows 100 listeners per Classic Load Balancer",
+      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 101 listeners per Classic Load Balancer (one per port); provider aws allows 100",
     ]);
     expect(messages("clbrules")).toEqual([
-      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 64 rules (ports × source ranges); provider aws allows 60 inbound rules per security group (Amazon VPC quotas)",
+      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 64 inbound rules per security group (one per port and source range); provider aws allows 60",
+    ]);
+    expect(messages("clbgroups")).toEqual([
+      "Warning SyncLoadBalancerFailed: Error syncing load balancer: the Service needs 6 security groups per Classic Load Balancer (as its annotations name them); provider aws allows 5",
     ]);
     expect(await hub.callsByOp()).toEqual({});
     expect(world.fake.log.count({ account: world.accountId })).toBe(before);
@@ -104,4 +113,21 @@ test("a 51-port NLB, a 101-port classic ELB and 64 classic rules: refused with t
   } finally {
     await hub.stop();
   }
+});
+
+test("security-groups naming the groups: no managed group, so no rule quota; the listener quota stays", () => {
+  const quotas = awsLbCapabilities("nlb").quotas!;
+  const named = { [`${AWS_ANNOTATION_PREFIX}security-groups`]: "sg-01" };
+  expect(quotas(named).map((q) => q.name)).toEqual([
+    "listeners per Network Load Balancer",
+    "security groups per Network Load Balancer",
+  ]);
+  expect(quotas({}).map((q) => q.name)).toEqual([
+    "listeners per Network Load Balancer",
+    "inbound rules per security group",
+    "security groups per Network Load Balancer",
+  ]);
+  expect(quotas({ [`${AWS_ANNOTATION_PREFIX}type`]: "classic" })[0]).toMatchObject({ limit: 100 });
+  // An annotation checkAnnotations refuses: no quota here (the refusal names the annotation).
+  expect(quotas({ [`${AWS_ANNOTATION_PREFIX}type`]: "bogus" })).toEqual([]);
 });
