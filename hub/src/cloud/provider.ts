@@ -236,7 +236,37 @@ export interface LoadBalancerCapabilities {
    * value the hub takes but this cloud refuses is refused before any call, naming the bound).
    */
   readonly settingBounds?: SettingBounds;
+  /**
+   * The vendor's quotas one Service can exceed by itself, for a Service with these annotations
+   * (the kind of load balancer they select may have its own). The service reconciler refuses a
+   * Service beyond any of them before any cloud call, with a Warning Event naming the quota,
+   * instead of building part of a load balancer the cloud then refuses to finish.
+   */
+  readonly quotas?: (annotations: Readonly<Record<string, string>>) => readonly LbQuota[];
 }
+
+/** A vendor quota on one load balancer (LoadBalancerCapabilities.quotas). */
+export type LbQuota = {
+  /** The vendor's name for it, as its quota documentation has it (shown in the Event). */
+  readonly name: string;
+  /** The vendor's default: a raised quota is set in the provider's options where it has one. */
+  readonly limit: number;
+} & (
+  | /** One listener per distinct Service port. */ { readonly counts: "listeners" }
+  | {
+      /**
+       * The firewall rules the provider writes: one per listener and source range (the
+       * Service's source ranges, or one open range), plus `extraRulesPerSource`; IPv4 and IPv6
+       * ranges are counted apart, as clouds count them.
+       */
+      readonly counts: "sourceRules";
+      readonly extraRulesPerSource?: number;
+    }
+  | /** What the provider counted from the annotations (e.g. security groups they name). */ {
+      readonly counts: "annotations";
+      readonly used: number;
+    }
+);
 
 /**
  * Optional capability. Every method is idempotent and safe to repeat after a crash at any

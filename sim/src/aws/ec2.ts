@@ -13,6 +13,7 @@ import {
   type TablePage,
 } from "../fake-kit/index.js";
 import type { Decoded } from "./model.js";
+import type { AwsQuotas } from "./quotas.js";
 import {
   type AwsState,
   badRequest,
@@ -25,6 +26,7 @@ import {
   type SecurityGroup,
   STATE_CODES,
   type Subnet,
+  scopeOf,
   tagList,
   tagsFrom,
   type Vpc,
@@ -134,22 +136,89 @@ function describe<T extends Regional>(d: {
 
 const INSTANCE_ID = /^i-[0-9a-f]{8,17}$/;
 
-export function ec2Handlers(state: AwsState): Record<string, Handler> {
+/** A locally administered MAC address, stable per instance. */
+function macOf(id: string): string {
+  const hex = id.slice(-10).padStart(10, "0");
+  return `02:${hex.match(/../g)!.join(":")}`;
+}
+
+function association(i: Ec2Instance) {
+  return { IpOwnerId: "amazon", PublicDnsName: i.publicDns ?? "", PublicIp: i.publicIp ?? "" };
+}
+
+export function ec2Handlers(
+  state: AwsState,
+  opts: { readonly quotas: () => AwsQuotas },
+): Record<string, Handler> {
+  const groupsOf = (i: Ec2Instance) =>
+    i.securityGroupIds.map((id) => ({ GroupId: id, GroupName: state.securityGroups.get(id)?.name ?? id }));
+  /** An instance as DescribeInstances answers for one launched from an EBS-backed HVM AMI (what AWS always sends). */
   const instanceXml = (i: Ec2Instance) => ({
     InstanceId: i.id,
+    ImageId: i.imageId,
+    AmiLaunchIndex: 0,
+    Architecture: i.architecture,
+    ClientToken: "",
+    EbsOptimized: false,
+    EnaSupport: true,
+    Hypervisor: "xen",
+    RootDeviceName: "/dev/xvda",
+    RootDeviceType: "ebs",
+    VirtualizationType: "hvm",
+    BlockDeviceMappings:
+      i.state === "terminated"
+        ? []
+        : [
+            {
+              DeviceName: "/dev/xvda",
+              Ebs: {
+                AttachTime: i.launchTime,
+                DeleteOnTermination: true,
+                Status: "attached",
+                VolumeId: `vol-${i.id.slice(2)}`,
+              },
+            },
+          ],
+    CpuOptions: { CoreCount: 1, ThreadsPerCore: 2 },
+    CapacityReservationSpecification: { CapacityReservationPreference: "open" },
+    HibernationOptions: { Configured: false },
+    MetadataOptions: {
+      State: "applied",
+      HttpTokens: "required",
+      HttpPutResponseHopLimit: 2,
+      HttpEndpoint: "enabled",
+      HttpProtocolIpv6: "disabled",
+      InstanceMetadataTags: "disabled",
+    },
+    EnclaveOptions: { Enabled: false },
+    MaintenanceOptions: { AutoRecovery: "default", RebootMigration: "default" },
+    PrivateDnsNameOptions: {
+      HostnameType: "ip-name",
+      EnableResourceNameDnsARecord: false,
+      EnableResourceNameDnsAAAARecord: false,
+    },
+    PlatformDetails: "Linux/UNIX",
+    UsageOperation: "RunInstances",
+    UsageOperationUpdateTime: i.launchTime,
+    CurrentInstanceBootMode: "legacy-bios",
+    Monitoring: { State: "disabled" },
+    ProductCodes: [],
+    StateTransitionReason: "",
     InstanceType: i.type,
     LaunchTime: i.launchTime,
-    Placement: { AvailabilityZone: i.az, Tenancy: "default" },
+    Placement: {
+      AvailabilityZone: i.az,
+      AvailabilityZoneId: zonesOf(i.region).find((z) => z.name === i.az)?.id ?? i.az,
+      GroupName: "",
+      Tenancy: "default",
+    },
     PrivateDnsName: i.privateDns,
     PrivateIpAddress: i.privateIp,
     ...(i.publicDns !== undefined ? { PublicDnsName: i.publicDns } : { PublicDnsName: "" }),
     ...(i.publicIp !== undefined && { PublicIpAddress: i.publicIp }),
     State: { Code: STATE_CODES[i.state], Name: i.state },
     ...(i.state !== "terminated" && { SubnetId: i.subnetId, VpcId: i.vpcId }),
-    SecurityGroups: i.securityGroupIds.map((id) => ({
-      GroupId: id,
-      GroupName: state.securityGroups.get(id)?.name ?? id,
-    })),
+    SecurityGroups: groupsOf(i),
     SourceDestCheck: i.sourceDestCheck,
     Tags: tagList(i.tags),
     NetworkInterfaces:
@@ -158,15 +227,34 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
         : [
             {
               NetworkInterfaceId: `eni-${i.id.slice(2)}`,
+              Description: "",
+              InterfaceType: "interface",
+              MacAddress: macOf(i.id),
+              OwnerId: i.account,
+              Groups: groupsOf(i),
+              Ipv6Addresses: [],
+              ...(i.publicIp !== undefined && { Association: association(i) }),
               Status: "in-use",
               SubnetId: i.subnetId,
               VpcId: i.vpcId,
               PrivateIpAddress: i.privateIp,
               PrivateDnsName: i.privateDns,
               SourceDestCheck: i.sourceDestCheck,
-              Attachment: { DeviceIndex: 0, Status: "attached" },
+              Attachment: {
+                AttachmentId: `eni-attach-${i.id.slice(2)}`,
+                AttachTime: i.launchTime,
+                DeleteOnTermination: true,
+                DeviceIndex: 0,
+                NetworkCardIndex: 0,
+                Status: "attached",
+              },
               PrivateIpAddresses: [
-                { Primary: true, PrivateIpAddress: i.privateIp, PrivateDnsName: i.privateDns },
+                {
+                  Primary: true,
+                  PrivateIpAddress: i.privateIp,
+                  PrivateDnsName: i.privateDns,
+                  ...(i.publicIp !== undefined && { Association: association(i) }),
+                },
               ],
             },
           ],
@@ -174,6 +262,7 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
   const reservation = (i: Ec2Instance) => ({
     ReservationId: `r-${i.id.slice(2)}`,
     OwnerId: i.account,
+    Groups: [],
     Instances: [instanceXml(i)],
   });
   const instanceFilters: FilterFields<Ec2Instance> = {
@@ -235,6 +324,8 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
       ...(r.fromPort !== undefined && { FromPort: r.fromPort }),
       ...(r.toPort !== undefined && { ToPort: r.toPort }),
       IpRanges: r.cidr === undefined ? [] : [{ CidrIp: r.cidr }],
+      Ipv6Ranges: [],
+      PrefixListIds: [],
       UserIdGroupPairs: r.groupId === undefined ? [] : [{ GroupId: r.groupId }],
     }));
 
@@ -302,6 +393,9 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
           State: "available",
           ZoneType: "availability-zone",
           OptInStatus: "opt-in-not-required",
+          GroupName: caller.region,
+          NetworkBorderGroup: caller.region,
+          Messages: [],
         })),
       };
     },
@@ -315,6 +409,17 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
       render: (v) => ({
         VpcId: v.id,
         CidrBlock: v.cidr,
+        CidrBlockAssociationSet: [
+          {
+            AssociationId: `vpc-cidr-assoc-${v.id.slice(4)}`,
+            CidrBlock: v.cidr,
+            CidrBlockState: { State: "associated" },
+          },
+        ],
+        DhcpOptionsId: `dopt-${v.id.slice(4)}`,
+        InstanceTenancy: "default",
+        IsDefault: false,
+        BlockPublicAccessStates: { InternetGatewayBlockMode: "off" },
         State: "available",
         OwnerId: v.account,
         Tags: tagList(v.tags),
@@ -337,6 +442,26 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
         AvailabilityZone: s.az,
         AvailabilityZoneId: zonesOf(s.region).find((z) => z.name === s.az)?.id ?? s.az,
         CidrBlock: s.cidr,
+        // The block less AWS's five reserved addresses and the instances' own.
+        AvailableIpAddressCount:
+          2 ** (32 - Number(s.cidr.split("/")[1] ?? 32)) -
+          5 -
+          state.instances.inScope(scopeOf(s)).filter((i) => i.subnetId === s.id && i.state !== "terminated")
+            .length,
+        DefaultForAz: false,
+        MapPublicIpOnLaunch: false,
+        MapCustomerOwnedIpOnLaunch: false,
+        AssignIpv6AddressOnCreation: false,
+        Ipv6CidrBlockAssociationSet: [],
+        EnableDns64: false,
+        Ipv6Native: false,
+        PrivateDnsNameOptionsOnLaunch: {
+          HostnameType: "ip-name",
+          EnableResourceNameDnsARecord: false,
+          EnableResourceNameDnsAAAARecord: false,
+        },
+        BlockPublicAccessStates: { InternetGatewayBlockMode: "off" },
+        SubnetArn: `arn:aws:ec2:${s.region}:${s.account}:subnet/${s.id}`,
         State: "available",
         OwnerId: s.account,
         Tags: tagList(s.tags),
@@ -363,6 +488,7 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
         OwnerId: g.account,
         IpPermissions: permissionsXml(g.ingress),
         IpPermissionsEgress: permissionsXml([{ protocol: "-1", cidr: "0.0.0.0/0" }]),
+        SecurityGroupArn: `arn:aws:ec2:${g.region}:${g.account}:security-group/${g.id}`,
         Tags: tagList(g.tags),
       }),
     }),
@@ -423,6 +549,13 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
             `the specified rule "peer: ${r.cidr ?? r.groupId}, ${r.protocol}, ALLOW" already exists`,
           );
       }
+      // Each source (CIDR or group) of a permission is one rule of the quota.
+      const max = opts.quotas().inboundRulesPerSecurityGroup;
+      if (g.ingress.length + rules.length > max)
+        throw badRequest(
+          "RulesPerSecurityGroupLimitExceeded",
+          `The maximum number of rules per security group has been reached (${max} inbound rules per security group).`,
+        );
       state.securityGroups.replace({ ...g, ingress: [...g.ingress, ...rules] }, caller.nowMs);
       return { Return: true };
     },
@@ -464,13 +597,29 @@ export function ec2Handlers(state: AwsState): Record<string, Handler> {
       table: state.routeTables,
       ids: "RouteTableIds",
       notFound: routeTableNotFound,
-      filters: { "route-table-id": (t) => [t.id], "vpc-id": (t) => [t.vpcId] },
+      filters: {
+        "route-table-id": (t) => [t.id],
+        "vpc-id": (t) => [t.vpcId],
+        "association.main": (t) => (t.main ? ["true"] : []),
+        "association.subnet-id": (t) => t.subnetIds,
+      },
       result: "RouteTables",
       maxResults: 100,
       render: (t) => ({
         RouteTableId: t.id,
         VpcId: t.vpcId,
         OwnerId: t.account,
+        // The VPC's main table, then one association per subnet given this table.
+        Associations: [
+          ...(t.main ? [{ Main: true }] : []),
+          ...t.subnetIds.map((SubnetId) => ({ Main: false, SubnetId })),
+        ].map((a, n) => ({
+          ...a,
+          RouteTableAssociationId: `rtbassoc-${t.id.slice(4, -2)}${n.toString(16).padStart(2, "0")}`,
+          RouteTableId: t.id,
+          AssociationState: { State: "associated" },
+        })),
+        PropagatingVgws: [],
         Tags: tagList(t.tags),
         Routes: t.routes.map((r) => {
           const target = r.instanceId === undefined ? undefined : state.instances.get(r.instanceId);

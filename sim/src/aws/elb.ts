@@ -2,9 +2,10 @@
  * Classic Elastic Load Balancing (2012-06-01) operations of the fake: named load balancers in
  * a VPC's subnets, listeners, a health check, registered instances, attributes, tags.
  */
-import { encodeSeqToken, parsePageSize, parseSeqToken } from "../fake-kit/index.js";
+import { encodeSeqToken, FakeError, parsePageSize, parseSeqToken } from "../fake-kit/index.js";
 import type { Handler } from "./ec2.js";
 import type { Decoded } from "./model.js";
+import type { AwsQuotas } from "./quotas.js";
 import {
   type AwsState,
   badRequest,
@@ -38,8 +39,24 @@ const sameListener = (a: ClassicListener, b: ClassicListener) =>
 
 export function elbHandlers(
   state: AwsState,
-  opts: { readonly eniLingerMs: () => number },
+  opts: { readonly eniLingerMs: () => number; readonly quotas: () => AwsQuotas },
 ): Record<string, Handler> {
+  /** "Listeners per load balancer" and "Security groups per load balancer" of classic ELB (its model: a 409). */
+  const withinQuotas = (listeners: number, groups: number) => {
+    const q = opts.quotas();
+    if (listeners > q.classicListenersPerLoadBalancer)
+      throw new FakeError(
+        409,
+        "InvalidConfigurationRequest",
+        `${listeners} listeners exceed the limit of ${q.classicListenersPerLoadBalancer} listeners per load balancer`,
+      );
+    if (groups > q.classicSecurityGroupsPerLoadBalancer)
+      throw new FakeError(
+        409,
+        "InvalidConfigurationRequest",
+        `${groups} security groups exceed the limit of ${q.classicSecurityGroupsPerLoadBalancer} security groups per load balancer`,
+      );
+  };
   const lb = (name: string, caller: Caller): ClassicLb => {
     const found = inScope(state.classicLbs.get(`${caller.account}/${caller.region}/${name}`), caller);
     if (found === undefined) throw notFound(name);
@@ -56,6 +73,8 @@ export function elbHandlers(
   const describe = (l: ClassicLb) => ({
     LoadBalancerName: nameOf(l),
     DNSName: l.dnsName,
+    // Route 53 alias target: the DNS name and ELB's hosted zone of the region (us-east-1's here).
+    CanonicalHostedZoneName: l.dnsName,
     CanonicalHostedZoneNameID: "Z35SXDOTRQ7X7K",
     ListenerDescriptions: l.listeners.map((x) => ({
       Listener: listenerXml(x),
@@ -113,6 +132,7 @@ export function elbHandlers(
       for (const g of groups)
         if (inScope(state.securityGroups.get(g), caller) === undefined)
           throw badRequest("InvalidSecurityGroup", `security group ${g} not found`);
+      withinQuotas(listeners.length, groups.length);
       const scheme = input.Scheme === "internal" ? "internal" : "internet-facing";
       const item: ClassicLb = {
         id: `${caller.account}/${caller.region}/${name}`,
@@ -186,13 +206,9 @@ export function elbHandlers(
         if (clash !== undefined && !sameListener(clash, x))
           throw badRequest("DuplicateListener", `a listener already exists for port ${x.port}`);
       }
-      put(
-        {
-          ...l,
-          listeners: [...l.listeners, ...add.filter((x) => !l.listeners.some((e) => sameListener(e, x)))],
-        },
-        caller,
-      );
+      const listeners = [...l.listeners, ...add.filter((x) => !l.listeners.some((e) => sameListener(e, x)))];
+      withinQuotas(listeners.length, l.securityGroups.length);
+      put({ ...l, listeners }, caller);
       return {};
     },
 
@@ -262,6 +278,7 @@ export function elbHandlers(
           ConnectionSettings: { IdleTimeout: l.idleTimeout },
           ConnectionDraining: { Enabled: false, Timeout: 300 },
           AccessLog: { Enabled: false },
+          AdditionalAttributes: [{ Key: "elb.http.desyncmitigationmode", Value: "defensive" }],
         },
       };
     },
@@ -293,6 +310,7 @@ export function elbHandlers(
       for (const g of groups)
         if (inScope(state.securityGroups.get(g), caller) === undefined)
           throw badRequest("InvalidSecurityGroup", `security group ${g} not found`);
+      withinQuotas(l.listeners.length, groups.length);
       for (const g of l.securityGroups)
         if (!groups.includes(g)) state.lingeringEnis.set(g, caller.nowMs + opts.eniLingerMs());
       put({ ...l, securityGroups: groups }, caller);

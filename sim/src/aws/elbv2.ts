@@ -8,6 +8,7 @@
 import { encodeSeqToken, parsePageSize, parseSeqToken } from "../fake-kit/index.js";
 import type { Handler } from "./ec2.js";
 import type { Decoded } from "./model.js";
+import type { AwsQuotas } from "./quotas.js";
 import {
   type AwsState,
   badRequest,
@@ -50,8 +51,36 @@ function attributesOf(list: unknown): Record<string, string> {
 
 export function elbv2Handlers(
   state: AwsState,
-  opts: { readonly eniLingerMs: () => number; readonly provisioningMs: () => number },
+  opts: {
+    readonly eniLingerMs: () => number;
+    readonly provisioningMs: () => number;
+    readonly quotas: () => AwsQuotas;
+  },
 ): Record<string, Handler> {
+  /** NLB "Security groups per load balancer". */
+  const groupsWithinQuota = (groups: readonly string[]) => {
+    const max = opts.quotas().nlbSecurityGroupsPerLoadBalancer;
+    if (groups.length > max)
+      throw badRequest(
+        "InvalidConfigurationRequest",
+        `${groups.length} security groups exceed the limit of ${max} security groups per load balancer`,
+      );
+  };
+  /** NLB "Load balancers per target group": a target group forwarded to by another load balancer's listener. */
+  const associationWithinQuota = (targetGroupArn: string, lbArn: string, c: Caller) => {
+    const others = new Set(
+      state.listeners
+        .inScope(scope(c))
+        .filter((x) => x.targetGroupArn === targetGroupArn && x.lbArn !== lbArn)
+        .map((x) => x.lbArn),
+    );
+    const max = opts.quotas().loadBalancersPerTargetGroup;
+    if (others.size + 1 > max)
+      throw badRequest(
+        "TargetGroupAssociationLimit",
+        `target group ${targetGroupArn} is already used by ${others.size} load balancer(s); the limit is ${max} load balancers per target group`,
+      );
+  };
   const scope = (c: Caller) => `${c.account}/${c.region}`;
   const lb = (arn: string, c: Caller): V2Lb => {
     const found = inScope(state.v2Lbs.get(arn), c);
@@ -181,6 +210,7 @@ export function elbv2Handlers(
       for (const g of groups)
         if (inScope(state.securityGroups.get(g), c) === undefined)
           throw badRequest("InvalidSecurityGroup", `security group ${g} not found`);
+      groupsWithinQuota(groups);
       const scheme = input.Scheme === "internal" ? "internal" : "internet-facing";
       const item: V2Lb = {
         id: arn(c, "loadbalancer/net", name),
@@ -244,6 +274,7 @@ export function elbv2Handlers(
       for (const g of groups)
         if (inScope(state.securityGroups.get(g), c) === undefined)
           throw badRequest("InvalidSecurityGroup", `security group ${g} not found`);
+      groupsWithinQuota(groups);
       state.v2Lbs.replace({ ...l, securityGroups: groups }, c.nowMs);
       return { SecurityGroupIds: groups };
     },
@@ -280,6 +311,12 @@ export function elbv2Handlers(
           "A target group with the same name exists, but with different settings",
         );
       }
+      const maxGroups = opts.quotas().targetGroupsPerRegion;
+      if (state.targetGroups.inScope(scope(c)).length >= maxGroups)
+        throw badRequest(
+          "TooManyTargetGroups",
+          `You've reached the limit of ${maxGroups} target groups per Region for your account`,
+        );
       const item: TargetGroup = {
         id: arn(c, "targetgroup", name),
         account: c.account,
@@ -405,6 +442,11 @@ export function elbv2Handlers(
           Target: { Id: x.id, Port: x.port },
           HealthCheckPort: t.healthCheck.port === "traffic-port" ? String(x.port) : t.healthCheck.port,
           TargetHealth: { State: "healthy" },
+          AdministrativeOverride: {
+            State: "no_override",
+            Reason: "AdministrativeOverride.NoOverride",
+            Description: "No override is currently active on target",
+          },
         })),
       };
     },
@@ -426,6 +468,13 @@ export function elbv2Handlers(
           "A listener already exists on this port for this load balancer",
         );
       }
+      const maxListeners = opts.quotas().nlbListenersPerLoadBalancer;
+      if (state.listeners.inScope(scope(c)).filter((x) => x.lbArn === l.id).length >= maxListeners)
+        throw badRequest(
+          "TooManyListeners",
+          `You've reached the limit of ${maxListeners} listeners per load balancer`,
+        );
+      associationWithinQuota(targetGroupArn, l.id, c);
       const t = tg(targetGroupArn, c);
       if (t.protocol !== (protocol === "TLS" ? "TCP" : protocol) && !(t.protocol === "TCP_UDP"))
         throw badRequest(
@@ -462,6 +511,7 @@ export function elbv2Handlers(
 
     ModifyListener(input, c) {
       const l = listener(String(input.ListenerArn), c);
+      if (input.DefaultActions !== undefined) associationWithinQuota(forwardTarget(input, c), l.lbArn, c);
       const next: V2Listener = {
         ...l,
         ...(input.Port !== undefined && { port: Number(input.Port) }),

@@ -26,6 +26,7 @@ import { ec2Handlers, type Handler, zonesOf } from "./ec2.js";
 import { elbHandlers } from "./elb.js";
 import { elbv2Handlers } from "./elbv2.js";
 import { AwsModel, escapeXml, ModelChecker } from "./model.js";
+import { AWS_DEFAULT_QUOTAS, type AwsQuotas } from "./quotas.js";
 import {
   type AccessKey,
   AwsState,
@@ -70,6 +71,8 @@ export interface AwsFakeOptions {
   readonly eniLingerMs?: number;
   /** How long an NLB stays `provisioning`. */
   readonly nlbProvisioningMs?: number;
+  /** AWS's default quotas (quotas.ts), any of them changed (as an account's raised quota). */
+  readonly quotas?: Partial<AwsQuotas>;
 }
 
 export interface AccountKeys {
@@ -83,6 +86,9 @@ export interface InstanceSpec {
   readonly az?: string;
   readonly subnetId?: string;
   readonly type?: string;
+  /** The AMI it was launched from (default: one of the fake's). */
+  readonly imageId?: string;
+  readonly architecture?: "x86_64" | "arm64";
   readonly state?: InstanceStateName;
   readonly publicIp?: boolean;
   readonly tags?: Readonly<Record<string, string>>;
@@ -108,6 +114,8 @@ export class AwsFake {
   private readonly fakeNo = ++fakes;
   eniLingerMs: number;
   nlbProvisioningMs: number;
+  /** The quotas every account has; tests may change them. */
+  quotas: AwsQuotas;
   /** AssumeRole's credential lifetime when the caller asks for none. */
   assumedRoleTtlSeconds = 3600;
 
@@ -115,6 +123,7 @@ export class AwsFake {
     this.now = opts.now ?? Date.now;
     this.eniLingerMs = opts.eniLingerMs ?? 0;
     this.nlbProvisioningMs = opts.nlbProvisioningMs ?? 0;
+    this.quotas = { ...AWS_DEFAULT_QUOTAS, ...opts.quotas };
     this.log = new RequestLog(this.now);
     this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
     this.models = sharedModels();
@@ -126,10 +135,11 @@ export class AwsFake {
       sts: awsErrors(this.models.sts),
     };
     this.handlers = {
-      ec2: ec2Handlers(this.state),
-      elb: elbHandlers(this.state, { eniLingerMs: () => this.eniLingerMs }),
+      ec2: ec2Handlers(this.state, { quotas: () => this.quotas }),
+      elb: elbHandlers(this.state, { eniLingerMs: () => this.eniLingerMs, quotas: () => this.quotas }),
       elbv2: elbv2Handlers(this.state, {
         eniLingerMs: () => this.eniLingerMs,
+        quotas: () => this.quotas,
         provisioningMs: () => this.nlbProvisioningMs,
       }),
       sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
@@ -238,6 +248,8 @@ export class AwsFake {
       tags: {},
       vpcId: id,
       routes: [{ cidr: opts.cidr ?? "10.0.0.0/16", gatewayId: "local", origin: "CreateRouteTable" }],
+      main: true,
+      subnetIds: [],
     };
     this.state.routeTables.insert(rtb, this.now());
     return id;
@@ -284,7 +296,7 @@ export class AwsFake {
   createRouteTable(
     accountId: string,
     region: string,
-    opts: { vpcId: string; tags?: Record<string, string> },
+    opts: { vpcId: string; tags?: Record<string, string>; subnetIds?: readonly string[] },
   ): string {
     const vpc = this.state.vpcs.get(opts.vpcId);
     const t: RouteTable = {
@@ -294,9 +306,25 @@ export class AwsFake {
       tags: opts.tags ?? {},
       vpcId: opts.vpcId,
       routes: [{ cidr: vpc?.cidr ?? "10.0.0.0/16", gatewayId: "local", origin: "CreateRouteTable" }],
+      main: false,
+      subnetIds: [],
     };
     this.state.routeTables.insert(t, this.now());
+    for (const subnetId of opts.subnetIds ?? []) this.associateRouteTable(t.id, subnetId);
     return t.id;
+  }
+
+  /** Gives the subnet this route table (AssociateRouteTable): its previous explicit one loses it. */
+  associateRouteTable(routeTableId: string, subnetId: string): void {
+    for (const t of this.state.routeTables.all())
+      if (t.subnetIds.includes(subnetId))
+        this.state.routeTables.replace(
+          { ...t, subnetIds: t.subnetIds.filter((s) => s !== subnetId) },
+          this.now(),
+        );
+    const t = this.state.routeTables.get(routeTableId);
+    if (t === undefined) throw new Error(`no route table ${routeTableId}`);
+    this.state.routeTables.replace({ ...t, subnetIds: [...t.subnetIds, subnetId] }, this.now());
   }
 
   /** A route made by someone else (a gateway route, as Terraform would add). */
@@ -334,6 +362,8 @@ export class AwsFake {
       tags: spec.tags ?? {},
       state: spec.state ?? "running",
       type: spec.type ?? "m5.large",
+      imageId: spec.imageId ?? "ami-0abcdef1234567890",
+      architecture: spec.architecture ?? "x86_64",
       az: subnet.az,
       vpcId: subnet.vpcId,
       subnetId,

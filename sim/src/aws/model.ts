@@ -222,6 +222,32 @@ export class AwsModel {
 
   // ---- answers ---------------------------------------------------------------------------------
 
+  /**
+   * Members of `operation`'s output shape an answer leaves out, as paths (`Subnets[].SubnetArn`):
+   * into every structure the answer has, and every item of its lists.
+   */
+  absentMembers(operation: string, output: Readonly<Record<string, unknown>>): string[] {
+    const op = this.model.operations[operation];
+    if (op?.output === undefined) return [];
+    const out = new Set<string>();
+    this.absentIn(this.shape(op.output.shape), output, "", out);
+    return [...out];
+  }
+
+  private absentIn(shape: Shape, value: unknown, path: string, out: Set<string>): void {
+    if (shape.type === "structure") {
+      if (typeof value !== "object" || value === null || value instanceof Date) return;
+      const record = value as Record<string, unknown>;
+      for (const [name, ref] of Object.entries(shape.members ?? {})) {
+        const at = path === "" ? name : `${path}.${name}`;
+        if (record[name] === undefined) out.add(at);
+        else this.absentIn(this.shape(ref.shape), record[name], at, out);
+      }
+    } else if (shape.type === "list" && Array.isArray(value)) {
+      for (const item of value) this.absentIn(this.shape(shape.member!.shape), item, `${path}[]`, out);
+    }
+  }
+
   /** The XML answer of `operation` for `output` (member names as in the model). */
   renderResponse(operation: string, output: Readonly<Record<string, unknown>>, requestId: string): string {
     const op = this.model.operations[operation];

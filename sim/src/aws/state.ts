@@ -30,6 +30,8 @@ export interface Regional extends TableItem {
 export interface Ec2Instance extends Regional {
   readonly state: InstanceStateName;
   readonly type: string;
+  readonly imageId: string;
+  readonly architecture: "x86_64" | "arm64";
   readonly az: string;
   readonly vpcId: string;
   readonly subnetId: string;
@@ -78,6 +80,10 @@ export interface Ec2Route {
 export interface RouteTable extends Regional {
   readonly vpcId: string;
   readonly routes: readonly Ec2Route[];
+  /** The VPC's main route table (the one every subnet without its own association uses). */
+  readonly main: boolean;
+  /** Subnets explicitly associated with it. */
+  readonly subnetIds: readonly string[];
 }
 
 export interface ClassicListener {

@@ -75,9 +75,11 @@ export async function startAwsWorld(
     name: `${cluster}-nodes`,
     tags: { [clusterTagKey(cluster)]: OWNED },
   });
+  // The cluster's subnets use its route table (explicit associations; the VPC's main one stays).
   const routeTable = fake.createRouteTable(acct.accountId, region, {
     vpcId,
     tags: { [clusterTagKey(cluster)]: OWNED },
+    subnetIds: subnets,
   });
   const otherRegionName = region === "us-west-2" ? "eu-west-1" : "us-west-2";
   const otherVpc = fake.createVpc(acct.accountId, otherRegionName);

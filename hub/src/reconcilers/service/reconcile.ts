@@ -44,6 +44,7 @@ import {
   vendorNodeAnnotations,
   wantsLoadBalancer,
 } from "./predicates.js";
+import { quotaRefusal } from "./quotas.js";
 
 export const SERVICE = "service";
 /** One key per cluster: a node set change re-syncs the backends of every load balancer of the cluster. */
@@ -197,6 +198,11 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     lbs.checkAnnotations?.(svc.annotations);
     // The source ranges annotation too (loadBalancerSpec reads them again below).
     sourceRanges(svc);
+    const overQuota = quotaRefusal(svc, lbs.capabilities, cloud.provider.name);
+    if (overQuota !== undefined)
+      return refuse(k, svc, `Error syncing load balancer: ${overQuota}`, deps, events, () =>
+        deps.logger.warn({ service: key.name, err: overQuota }, "service beyond the provider's quota"),
+      );
     deps.refused?.delete(k);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
@@ -346,16 +352,33 @@ function invalidAnnotation(
   deps: ServiceDeps,
   events: readonly ClusterEvent[],
 ): Outcome {
-  const refusal = `${svc.uid}\u0000${err.message}`;
+  return refuse(k, svc, `Error syncing load balancer: ${err.message}`, deps, events, () =>
+    deps.logger.warn(
+      { service: key.name, annotation: err.annotation, err: err.message },
+      "invalid annotation",
+    ),
+  );
+}
+
+/**
+ * A Service refused until it changes (a bad annotation, beyond a quota): one Warning Event,
+ * none again for the same refusal of the same Service, no retry.
+ */
+function refuse(
+  k: string,
+  svc: Readonly<Service>,
+  message: string,
+  deps: ServiceDeps,
+  events: readonly ClusterEvent[],
+  log: () => void,
+): Outcome {
+  const refusal = `${svc.uid}\u0000${message}`;
   if (deps.refused?.get(k) === refusal)
     return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
   deps.refused?.set(k, refusal);
-  deps.logger.warn({ service: key.name, annotation: err.annotation, err: err.message }, "invalid annotation");
+  log();
   return {
-    events: [
-      ...events,
-      serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${err.message}`),
-    ],
+    events: [...events, serviceEvent(svc, "Warning", REASON.syncFailed, message)],
     requeue: { kind: "done" },
   };
 }

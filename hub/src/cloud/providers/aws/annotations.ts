@@ -17,7 +17,7 @@ import {
   range,
   type SettingBounds,
 } from "../../annotation-bounds.js";
-import type { LoadBalancerCapabilities } from "../../provider.js";
+import type { LbQuota, LoadBalancerCapabilities } from "../../provider.js";
 
 export const AWS_ANNOTATION_PREFIX = "service.beta.kubernetes.io/aws-load-balancer-";
 
@@ -46,14 +46,63 @@ export const AWS_HEALTH_CHECK_PROTOCOLS = oneOf(["TCP", "HTTP", "HTTPS", "SSL"] 
 /** ELB/ELBv2 Scheme. */
 export const AWS_SCHEMES = oneOf(["internal", "internet-facing"] as const);
 
-/** Classic ELBs and NLBs together: UDP only on an NLB, proxy protocol on both, no session affinity (as upstream). */
-export const AWS_LB_CAPABILITIES: LoadBalancerCapabilities = {
-  sessionAffinity: false,
-  proxyProtocol: true,
-  internal: true,
-  protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
-  settingBounds: AWS_SETTING_BOUNDS,
-};
+/**
+ * AWS's default quotas a Service can exceed by itself ("Quotas for your Classic Load
+ * Balancers", "Quotas for your Network Load Balancers", "Amazon VPC quotas"): one listener per
+ * port; on the managed security group (none when `security-groups` names the groups) one
+ * inbound rule per listener and source range (classic ELB: plus upstream's ICMP path-MTU rule
+ * per range); 5 security groups per load balancer.
+ */
+export function awsLbQuotas(
+  s: Pick<AwsLbSettings, "type" | "securityGroups" | "extraSecurityGroups">,
+): LbQuota[] {
+  const classic = s.type === "classic";
+  const groups = new Set([...(s.securityGroups ?? ["managed"]), ...s.extraSecurityGroups]);
+  return [
+    classic
+      ? { name: "listeners per Classic Load Balancer", limit: 100, counts: "listeners" }
+      : { name: "listeners per Network Load Balancer", limit: 50, counts: "listeners" },
+    ...(s.securityGroups === undefined
+      ? [
+          {
+            name: "inbound rules per security group",
+            limit: 60,
+            counts: "sourceRules",
+            ...(classic && { extraRulesPerSource: 1 }),
+          } as const,
+        ]
+      : []),
+    {
+      name: `security groups per ${classic ? "Classic" : "Network"} Load Balancer`,
+      limit: 5,
+      counts: "annotations",
+      used: groups.size,
+    },
+  ];
+}
+
+/**
+ * Classic ELBs and NLBs together: UDP only on an NLB, proxy protocol on both, no session
+ * affinity (as upstream); the quotas of the kind the Service's annotations (or the account's
+ * default kind) select.
+ */
+export function awsLbCapabilities(defaultType: "classic" | "nlb"): LoadBalancerCapabilities {
+  return {
+    sessionAffinity: false,
+    proxyProtocol: true,
+    internal: true,
+    protocols: ["TCP", "UDP", "HTTP", "HTTPS"],
+    settingBounds: AWS_SETTING_BOUNDS,
+    quotas: (annotations) => {
+      try {
+        return awsLbQuotas(parseAwsLbAnnotations(annotations, defaultType));
+      } catch {
+        // checkAnnotations refuses the Service on its own.
+        return [];
+      }
+    },
+  };
+}
 
 export const AWS_ANNOTATIONS = {
   type: `${AWS_ANNOTATION_PREFIX}type`,

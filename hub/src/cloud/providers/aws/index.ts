@@ -9,7 +9,7 @@ import {
   type ProviderContext,
   type ProviderFactory,
 } from "../../provider.js";
-import { AWS_ANNOTATION_PREFIX, AWS_LB_CAPABILITIES, parseAwsLbAnnotations } from "./annotations.js";
+import { AWS_ANNOTATION_PREFIX, awsLbCapabilities, parseAwsLbAnnotations } from "./annotations.js";
 import { type AwsOptions, parseAwsOptions } from "./options.js";
 import { PROVIDER_NAME, parseAwsProviderID } from "./provider-id.js";
 
@@ -46,7 +46,7 @@ function lazyProvider(ctx: ProviderContext, options: AwsOptions, names: readonly
       listPage: async (token, signal) => (await impl()).instances.listPage(token, signal),
     },
     loadBalancers: {
-      capabilities: AWS_LB_CAPABILITIES,
+      capabilities: awsLbCapabilities(options.defaultLoadBalancerType),
       // Pure: no SDK needed.
       checkAnnotations: (annotations) => parseAwsLbAnnotations(annotations, options.defaultLoadBalancerType),
       get: async (owner, signal) => (await lbs()).get(owner, signal),

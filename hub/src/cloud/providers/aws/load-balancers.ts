@@ -19,7 +19,7 @@ import {
   type OwnedLoadBalancerPage,
   type ProviderContext,
 } from "../../provider.js";
-import { AWS_ANNOTATIONS, AWS_LB_CAPABILITIES, parseAwsLbAnnotations } from "./annotations.js";
+import { AWS_ANNOTATIONS, awsLbCapabilities, parseAwsLbAnnotations } from "./annotations.js";
 import type { AwsApi } from "./api.js";
 import { ClassicElb, isGone as classicGone } from "./classic.js";
 import {
@@ -40,7 +40,7 @@ type Found =
   | { readonly type: "nlb"; readonly found: NonNullable<Awaited<ReturnType<Nlb["find"]>>> };
 
 export class AwsLoadBalancers implements LoadBalancers {
-  readonly capabilities: LoadBalancerCapabilities = AWS_LB_CAPABILITIES;
+  readonly capabilities: LoadBalancerCapabilities;
   private readonly net: LbNetwork;
   private readonly classic: ClassicElb;
   private readonly nlb: Nlb;
@@ -50,6 +50,7 @@ export class AwsLoadBalancers implements LoadBalancers {
     api: AwsApi,
     private readonly options: AwsOptions,
   ) {
+    this.capabilities = awsLbCapabilities(options.defaultLoadBalancerType);
     this.net = new LbNetwork(ctx, api, options.dependencyRetryMs);
     this.classic = new ClassicElb(api, this.net);
     this.nlb = new Nlb(api, this.net);
