@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
 import { ec2Handlers, type Handler } from "./ec2.js";
 import { elbHandlers } from "./elb.js";
 import { elbv2Handlers } from "./elbv2.js";
-import { AwsFake } from "./fake.js";
+import { AWS_MODEL_FILES, AwsFake } from "./fake.js";
 import { AwsModel, type Decoded } from "./model.js";
 import { AWS_DEFAULT_QUOTAS } from "./quotas.js";
 import type { Caller } from "./state.js";
@@ -150,9 +150,9 @@ afterAll(() => fake.close());
 
 const REGION = "us-east-1";
 const models = {
-  ec2: AwsModel.load("ec2", "aws/ec2-2016-11-15/service-2.json"),
-  elb: AwsModel.load("elb", "aws/elb-2012-06-01/service-2.json"),
-  elbv2: AwsModel.load("elbv2", "aws/elbv2-2015-12-01/service-2.json"),
+  ec2: AwsModel.load("ec2", AWS_MODEL_FILES.ec2),
+  elb: AwsModel.load("elb", AWS_MODEL_FILES.elb),
+  elbv2: AwsModel.load("elbv2", AWS_MODEL_FILES.elbv2),
 };
 
 test("the fake answers every member of the output shape AWS always sends", () => {
