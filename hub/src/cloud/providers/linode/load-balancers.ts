@@ -474,8 +474,6 @@ export class LinodeLoadBalancers implements LoadBalancers {
     settingsOf(annotations);
   }
 
-  /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
-  private readonly nodePorts = new Map<number, number>();
   /**
    * The certificate and key an https config (`<NodeBalancer id>/<port>`) last got from this
    * provider: the API redacts them, and a backends-only rebuild sends them again, as the Linode
@@ -596,7 +594,6 @@ export class LinodeLoadBalancers implements LoadBalancers {
       await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
     }
     for (const c of configs) {
-      this.nodePorts.set(c.port, c.nodePort);
       if (c.ssl_cert !== undefined && c.ssl_key !== undefined)
         this.tlsSent.set(`${nb.id}/${c.port}`, { ssl_cert: c.ssl_cert, ssl_key: c.ssl_key });
       else this.tlsSent.delete(`${nb.id}/${c.port}`);
@@ -632,9 +629,10 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const mode = this.modeOf(all, all.length > 0 && all.every((n) => n.address.startsWith("[")));
     for (const c of configs) {
       const have = current.get(c.id) ?? [];
-      const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
+      // The node port is the Service's, in its spec: never inferred from another Service's state.
+      const nodePort = portOf(have);
       if (nodePort === undefined)
-        throw new NeedsEnsureError(`config for port ${c.port} has no nodes and no known node port`);
+        throw new NeedsEnsureError(`config for port ${c.port} has no nodes: its node port is in the spec`);
       const want = nodesFor(nodes, nodePort, have, mode, mode === "vpc" ? soleSubnet(all) : undefined);
       if (sameNodes(have, want)) continue;
       // A rebuild of an https config carries its certificate and key, which Linode never returns:
