@@ -195,9 +195,9 @@ describe("digest tags", () => {
       ].sort(),
     );
     for (const t of nbOf(o).tags) expect(t.length).toBeLessThanOrEqual(50);
-    // The digest PUT is the ensure's last mutation, after the firewall's.
+    // The firewall first (named in the create); the digest PUT is the ensure's last mutation.
     const made = h.fake.mutations.filter((m) => m.seq > start).map((m) => m.operation);
-    expect(made).toEqual(["nodebalancers.create", "firewalls.create", "nodebalancers.update"]);
+    expect(made).toEqual(["firewalls.create", "nodebalancers.create", "nodebalancers.update"]);
     expect(await listed(o)).toMatchObject({
       specDigest: loadBalancerSpecDigest(first),
       backendsDigest: backendsDigest(first.backends),

@@ -672,6 +672,63 @@ describe("Cloud Firewalls", () => {
   });
 });
 
+describe("firewalls before traffic, and let go of", () => {
+  const open = () => ({
+    inbound: [],
+    inbound_policy: "ACCEPT" as const,
+    outbound: [],
+    outbound_policy: "ACCEPT" as const,
+  });
+
+  test("removing firewall-id detaches the user's firewall (never deletes it)", async () => {
+    const o = owner();
+    const users = h.fake.createFirewall(ACCOUNT, `users-fw-${seq}`, open());
+    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    const nb = nbOf(o);
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([users.id]);
+    await lbs().ensure(o, spec());
+    expect(firewallsOf(nb.id)).toEqual([]);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+    await lbs().ensureDeleted(o);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+  });
+
+  test.each([
+    ["loadBalancerSourceRanges", {}, ["192.0.2.0/24"]],
+    ["firewall-acl", { [`${P}firewall-acl`]: JSON.stringify({ allowList: { ipv4: ["192.0.2.0/24"] } }) }, []],
+  ] as const)(
+    "%s: the firewall is made first and named in the NodeBalancer's create (never reachable unfiltered)",
+    async (_what, annotations, sourceRanges) => {
+      const o = owner();
+      const mark = h.fake.log.mark();
+      await lbs().ensure(o, spec({ ...annotations }, { sourceRanges: [...sourceRanges] }));
+      const nb = nbOf(o);
+      const [fw] = firewallsOf(nb.id);
+      const made = h.fake.mutations.filter((m) => m.seq > mark);
+      const fwCreate = made.findIndex((m) => m.operation === "firewalls.create");
+      const nbCreate = made.findIndex((m) => m.operation === "nodebalancers.create");
+      expect(fwCreate).toBeGreaterThanOrEqual(0);
+      expect(fwCreate).toBeLessThan(nbCreate);
+      expect(made[nbCreate]?.body).toMatchObject({ firewall_id: fw?.id });
+      expect(made.filter((m) => m.operation === "firewalls.devices.create")).toEqual([]);
+      await lbs().ensureDeleted(o);
+      expect(h.fake.store.firewalls.has(fw?.id ?? 0)).toBe(false);
+    },
+  );
+
+  test("firewall-id on a new NodeBalancer: named in its create", async () => {
+    const o = owner();
+    const users = h.fake.createFirewall(ACCOUNT, `users-fw-${seq}`, open());
+    const mark = h.fake.log.mark();
+    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
+    expect(create?.body).toMatchObject({ firewall_id: users.id });
+    expect(firewallsOf(nbOf(o).id).map((f) => f.id)).toEqual([users.id]);
+    await lbs().ensureDeleted(o);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+  });
+});
+
 describe("taking over from the Linode CCM", () => {
   function ccmNodeBalancer(label: string) {
     const nb = h.fake.createNodeBalancer(ACCOUNT, {

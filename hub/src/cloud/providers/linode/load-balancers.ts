@@ -550,11 +550,17 @@ export class LinodeLoadBalancers implements LoadBalancers {
           : mode === "vpc"
             ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))]
             : [];
+      // As the Linode CCM: the firewall first, named in the create, so the NodeBalancer is
+      // never reachable unfiltered.
+      const firewallId =
+        s.firewallId ??
+        (rules === undefined ? undefined : (await this.ownFirewall(owner, name, rules, undefined, signal)).id);
       nb = await this.client.post<WireNodeBalancer>(
         LB_OPS.create,
         "/nodebalancers",
         {
           label: name,
+          ...(firewallId !== undefined && { firewall_id: firewallId }),
           region: this.ctx.account.region,
           tags,
           client_conn_throttle: s.throttle,
@@ -969,11 +975,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
       return;
     }
     const ours = attached.filter(mine);
+    // Any other firewall (one firewall-id named) is let go of: detached, never deleted.
+    for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
     if (rules === undefined) {
       for (const fw of ours) await this.deleteFirewall(fw.id, signal);
       return;
     }
-    for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
     const [keep, ...extra] = ours;
     for (const fw of extra) await this.deleteFirewall(fw.id, signal);
     if (keep !== undefined) {
@@ -990,7 +997,27 @@ export class LinodeLoadBalancers implements LoadBalancers {
         );
       return;
     }
-    // A firewall of ours an interrupted ensure made but did not attach: attach it, don't make another.
+    const fw = await this.ownFirewall(owner, name, rules, nb.id, signal);
+    if (!fw.attached)
+      await this.client.post(
+        LB_OPS.deviceCreate,
+        `/networking/firewalls/${fw.id}/devices`,
+        { id: nb.id, type: "nodebalancer" },
+        { signal },
+      );
+  }
+
+  /**
+   * The owner's firewall by its label with these rules: one an interrupted ensure made (never a
+   * second), else a new one, attached at creation to `nbId` when given.
+   */
+  private async ownFirewall(
+    owner: LbOwner,
+    name: string,
+    rules: WireFirewallRules,
+    nbId: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ readonly id: number; readonly attached: boolean }> {
     const orphan = (
       await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
         signal,
@@ -1002,20 +1029,20 @@ export class LinodeLoadBalancers implements LoadBalancers {
         await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${orphan.id}/rules`, rules, {
           signal,
         });
-      await this.client.post(
-        LB_OPS.deviceCreate,
-        `/networking/firewalls/${orphan.id}/devices`,
-        { id: nb.id, type: "nodebalancer" },
-        { signal },
-      );
-      return;
+      return { id: checkId(orphan.id, "firewall"), attached: false };
     }
-    await this.client.post(
+    const made = await this.client.post<WireFirewall>(
       LB_OPS.firewallCreate,
       "/networking/firewalls",
-      { label: name, tags: ownerTags(owner), rules, devices: { nodebalancers: [nb.id] } },
+      {
+        label: name,
+        tags: ownerTags(owner),
+        rules,
+        ...(nbId !== undefined && { devices: { nodebalancers: [nbId] } }),
+      },
       { signal },
     );
+    return { id: checkId(made.id, "firewall"), attached: nbId !== undefined };
   }
 
   /** Deletes (or, preserved, lets go of) a NodeBalancer of the owner and the firewalls made for it. */
@@ -1178,6 +1205,13 @@ function sameNodes(
     subnet_id?: number | null;
   }) => `${n.address}|${n.label}|${n.weight}|${n.mode}|${n.subnet_id ?? ""}`;
   return JSON.stringify(have.map(key).sort()) === JSON.stringify(want.map(key).sort());
+}
+
+/** An id from the API, checked before it goes into a path or a body. */
+export function checkId(id: unknown, what: string): number {
+  if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1)
+    throw new SuspectAnswerError(`Linode API answered ${JSON.stringify(id)} as a ${what} id`);
+  return id;
 }
 
 function portOf(nodes: readonly WireNbNode[]): number | undefined {
