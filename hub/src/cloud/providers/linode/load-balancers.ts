@@ -1332,6 +1332,8 @@ export function checkId(id: unknown, what: string): number {
 
 function portOf(nodes: readonly WireNbNode[]): number | undefined {
   const port = nodes[0]?.address.split(":").pop();
-  // "[2600::1]:30080" and "192.168.1.2:30080" both end in ":<port>".
-  return port === undefined ? undefined : Number(port);
+  // "[2600::1]:30080" and "192.168.1.2:30080" both end in ":<port>"; anything else is no port.
+  if (port === undefined || !/^\d{1,5}$/.test(port)) return undefined;
+  const n = Number(port);
+  return n >= 1 && n <= 65535 ? n : undefined;
 }
