@@ -17,6 +17,8 @@ export interface LinodeLocalCloudOptions {
   readonly rateLimitPerSecond?: number;
   /** The hub's per-call timeout (default 5000 ms). */
   readonly requestTimeoutMs?: number;
+  /** A cluster's clusters[].adoptFrom (migrating from the Linode CCM run with that cluster name). */
+  readonly adoptFrom?: (cluster: string) => string | undefined;
 }
 
 export class LinodeLocalCloud implements LocalCloud {
@@ -67,7 +69,12 @@ export class LinodeLocalCloud implements LocalCloud {
   }
 
   clusterConfig(cluster: string) {
-    return { account: this.accountOf(cluster), scope: { tags: { [CLUSTER_TAG]: cluster } } };
+    const adoptFrom = this.opts.adoptFrom?.(cluster);
+    return {
+      account: this.accountOf(cluster),
+      scope: { tags: { [CLUSTER_TAG]: cluster } },
+      ...(adoptFrom !== undefined && { adoptFrom: { vendorCcmClusterName: adoptFrom } }),
+    };
   }
 
   addMachine(cluster: string, index: number): string {

@@ -82,7 +82,12 @@ export interface LocalCloud {
   readonly provider: string;
   /** `accounts[]` of the hub config and the environment its secret references read. */
   accountsConfig(): { accounts: Record<string, unknown>[]; env: Record<string, string> };
-  clusterConfig(cluster: string): { account: string; region?: string; scope: Record<string, unknown> };
+  clusterConfig(cluster: string): {
+    account: string;
+    region?: string;
+    scope: Record<string, unknown>;
+    adoptFrom?: { vendorCcmClusterName: string };
+  };
   /** Creates the machine of the cluster's `index`th node; answers the node name kubelet registers. */
   addMachine(cluster: string, index: number): string;
   /** Every API call the fake answered. */

@@ -142,13 +142,15 @@ describe("cloud accounts", () => {
       [
         cluster("c1", { region: "r1" }),
         cluster("c2", { region: "r2", network: "vpc-2" }),
-        cluster("c3", { region: "r1" }),
+        cluster("c3", { region: "r1", adoptFrom: { vendorCcmClusterName: "lke7" } }),
       ],
     );
     expect(calls).toHaveLength(3); // a1 in r1 and r2, a2
     expect(accounts.cloudFor("c1")?.account.region).toBe("r1");
     expect(accounts.cloudFor("c2")?.account.region).toBe("r2");
     expect(accounts.cloudFor("c2")?.scope.network).toBe("vpc-2");
+    expect(accounts.cloudFor("c1")?.scope.adoptFrom).toBeUndefined();
+    expect(accounts.cloudFor("c3")?.scope.adoptFrom).toEqual({ vendorCcmClusterName: "lke7" });
     expect(accounts.cacheFor("c1")).toBe(accounts.cacheFor("c3"));
     expect(accounts.cacheFor("c1")).not.toBe(accounts.cacheFor("c2"));
     expect(accounts.loadBalancerOpsFor("c1")).toBe(accounts.loadBalancerOpsFor("c2"));

@@ -201,10 +201,11 @@ export class CloudAccounts {
       if (problem !== undefined) throw new Error(problem);
       const account = runtime.regions.get(c.region ?? served[0] ?? "");
       if (account === undefined) throw new Error(`clusters[${i}].region: not served`);
-      const scope =
-        c.network !== undefined && c.scope.network === undefined
-          ? { ...c.scope, network: c.network }
-          : c.scope;
+      const scope = {
+        ...c.scope,
+        ...(c.network !== undefined && c.scope.network === undefined && { network: c.network }),
+        ...(c.adoptFrom !== undefined && { adoptFrom: c.adoptFrom }),
+      };
       bound.set(c.name, { provider: account.provider, account: account.binding, scope });
       routeWrites.set(c.name, runtime.routeWrites);
       loadBalancerOps.set(c.name, runtime.loadBalancerOps);

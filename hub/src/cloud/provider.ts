@@ -179,6 +179,18 @@ export interface LbServiceHints {
    * (as a vendor CCM warns, e.g. Linode's NodeBalancerIPChangeIgnored); absent in tests.
    */
   readonly warn?: (reason: string, message: string) => void;
+  /**
+   * The operator's opt-in for this cluster (clusters[].adoptFrom): load balancers the vendor's
+   * own CCM made for the cluster it names may be adopted. Absent: a load balancer the hub did
+   * not make is never adopted, whatever the Service's annotations or ingress say.
+   */
+  readonly adoptFrom?: AdoptFrom;
+}
+
+/** Which vendor-CCM load balancers a cluster may take over while migrating (clusters[].adoptFrom). */
+export interface AdoptFrom {
+  /** The vendor CCM's --cluster-name for this cluster, as it marks what it makes. */
+  readonly vendorCcmClusterName: string;
 }
 
 export interface LbIngress {

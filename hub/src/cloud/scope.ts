@@ -1,9 +1,11 @@
-import type { AccountBinding, CloudProvider, InstanceMetadata } from "./provider.js";
+import type { AccountBinding, AdoptFrom, CloudProvider, InstanceMetadata } from "./provider.js";
 
 /** Instances a cluster may use, beyond its account and region. */
 export interface ClusterScope {
   readonly network?: string | undefined;
   readonly tags?: Readonly<Record<string, string>> | undefined;
+  /** The operator's opt-in to adopt the vendor CCM's load balancers (clusters[].adoptFrom). */
+  readonly adoptFrom?: AdoptFrom | undefined;
 }
 
 /** A cluster's cloud: its account's provider (shared by the account's clusters) and its own scope. */

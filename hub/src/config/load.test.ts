@@ -45,6 +45,26 @@ describe("hub config", () => {
     );
   });
 
+  test("clusters[].adoptFrom: optional, one vendor CCM cluster name, nothing else", () => {
+    expect(parseHubConfig(JSON.stringify(valid)).clusters[0]?.adoptFrom).toBeUndefined();
+    const withAdopt = {
+      ...valid,
+      clusters: [{ ...valid.clusters[0], adoptFrom: { vendorCcmClusterName: "lke123" } }],
+    };
+    expect(parseHubConfig(JSON.stringify(withAdopt)).clusters[0]?.adoptFrom).toEqual({
+      vendorCcmClusterName: "lke123",
+    });
+    for (const adoptFrom of [
+      {},
+      { vendorCcmClusterName: "" },
+      { vendorCcmClusterName: "a", extra: 1 },
+      "lke123",
+    ])
+      expect(errorOf({ ...valid, clusters: [{ ...valid.clusters[0], adoptFrom }] })).toContain(
+        "clusters[0].adoptFrom",
+      );
+  });
+
   test("every problem is reported in one pass, one line each, cross-field checks included", () => {
     const msg = errorOf({
       ...valid,

@@ -103,6 +103,15 @@ export const ClusterSchema = z
      * ingress through the agent, and does nothing else for the cluster.
      */
     decommission: z.boolean().default(false),
+    /**
+     * While migrating from the vendor's own CCM: the load balancers it made for this cluster
+     * (its --cluster-name) may be adopted by the Services that name them. Absent, a load
+     * balancer the hub did not make is never adopted.
+     */
+    adoptFrom: z
+      .object({ vendorCcmClusterName: z.string().min(1).max(253) })
+      .strict()
+      .optional(),
     /** Instances this cluster may use: anything outside is refused (agents are untrusted). */
     scope: z
       .object({

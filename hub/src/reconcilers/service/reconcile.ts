@@ -302,6 +302,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   try {
     const answer = await lbs.ensure(owner, spec, deps.signal, {
       ...serviceHints(svc),
+      ...(cloud.scope.adoptFrom !== undefined && { adoptFrom: cloud.scope.adoptFrom }),
       warn: (reason, message) => events.push(serviceEvent(svc, "Warning", reason, message)),
     });
     if (isInProgress(answer)) {

@@ -4,6 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { NeedsEnsureError } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
   AccountConfigError,
@@ -194,9 +195,9 @@ describe("digest tags", () => {
       ].sort(),
     );
     for (const t of nbOf(o).tags) expect(t.length).toBeLessThanOrEqual(50);
-    // The digest PUT is the ensure's last mutation, after the firewall's.
+    // The firewall first (named in the create); the digest PUT is the ensure's last mutation.
     const made = h.fake.mutations.filter((m) => m.seq > start).map((m) => m.operation);
-    expect(made).toEqual(["nodebalancers.create", "firewalls.create", "nodebalancers.update"]);
+    expect(made).toEqual(["firewalls.create", "nodebalancers.create", "nodebalancers.update"]);
     expect(await listed(o)).toMatchObject({
       specDigest: loadBalancerSpecDigest(first),
       backendsDigest: backendsDigest(first.backends),
@@ -305,5 +306,28 @@ describe("IPv6 routes", () => {
       routes?.create({ destinationCIDR: "fd00:10:244::/64", targetInstanceID: String(l.id) }, "prod"),
     ).rejects.toThrow(/IPv4 ranges only/);
     expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
+  });
+});
+
+describe("backends emptied, then refilled", () => {
+  test("a config with no nodes left is rebuilt by an ensure (NeedsEnsureError), never onto another Service's node port", async () => {
+    // One provider for the account, as the hub has it: two Services (two clusters) on port 80.
+    const l = lbs();
+    const mine = owner();
+    const theirs: LbOwner = { cluster: "other", serviceUid: `uid-b${++seq}` };
+    const listeners = (nodePort: number) => [
+      { protocol: "TCP" as const, port: 80, nodePort, proxyProtocol: false },
+    ];
+    await l.ensure(mine, spec(nodes.slice(0, 2), {}, { listeners: listeners(31001) }));
+    await l.ensure(theirs, spec(nodes.slice(0, 2), {}, { listeners: listeners(31002) }));
+    await l.updateBackends(mine, []);
+    expect(addresses(mine)).toEqual([]);
+    const err = await l.updateBackends(mine, ids(nodes.slice(0, 1))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NeedsEnsureError);
+    expect(addresses(mine)).toEqual([]);
+    await l.ensure(mine, spec(nodes.slice(0, 1), {}, { listeners: listeners(31001) }));
+    expect(addresses(mine)).toEqual([`${nodes[0]?.privateIPv4}:31001`]);
+    await l.ensureDeleted(mine);
+    await l.ensureDeleted(theirs);
   });
 });

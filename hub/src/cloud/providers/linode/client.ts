@@ -81,13 +81,13 @@ export class LinodeClient {
       `${path}${sep}page=${page}&page_size=${this.pageSize}`,
       undefined,
       opts,
-    ).then((p) => checkPage(p, page));
+    ).then((p) => checkPage(p, page, path));
   }
 
   /** A list the spec gives no paging parameters: its one page. */
   async unpaged<T>(op: string, path: string, opts: RequestOptions = {}): Promise<T[]> {
     const p = await this.request<LinodePage<T>>(op, "GET", path, undefined, opts);
-    return [...checkPage(p, 1).data];
+    return [...checkPage(p, 1, path).data];
   }
 
   /** Every item of a list: page 1, then pages 2..pages (one call each). */
@@ -169,16 +169,18 @@ export class LinodeClient {
   }
 }
 
-function checkPage<T>(p: LinodePage<T>, asked: number): LinodePage<T> {
+/** The answer to a list must be Linode's envelope of the page asked; the error names the list's path. */
+export function checkPage<T>(p: LinodePage<T>, asked: number, path: string): LinodePage<T> {
   if (
     typeof p !== "object" ||
     p === null ||
     !Array.isArray(p.data) ||
-    typeof p.pages !== "number" ||
+    !Number.isSafeInteger(p.pages) ||
+    p.pages < 0 ||
     (typeof p.page === "number" && p.page !== asked)
   )
     throw toContractError(
-      new LinodeApiError("GET", "", 200, [{ reason: `not a page ${asked} envelope` }], undefined),
+      new LinodeApiError("GET", path, 200, [{ reason: `not a page ${asked} envelope` }], undefined),
       0,
     );
   return p;

@@ -5,6 +5,7 @@
  * InternalIP, else ExternalIP), then the SLAAC IPv6. An account is bound to one region: Linodes
  * elsewhere are out of its scope.
  */
+import { isIP } from "node:net";
 import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
 import type {
   InstanceListPage,
@@ -118,11 +119,27 @@ export function checkLinode(body: unknown): WireLinode {
     typeof l !== "object" ||
     l === null ||
     typeof l.id !== "number" ||
+    !Number.isSafeInteger(l.id) ||
+    l.id < 1 ||
     typeof l.label !== "string" ||
     typeof l.region !== "string" ||
     !Array.isArray(l.ipv4)
   )
     throw new SuspectAnswerError("Linode API answered something that is not a Linode");
+  // Addresses go into Node status and NodeBalancer backends: each must be one.
+  const bad = l.ipv4.find((a) => typeof a !== "string" || isIP(a) !== 4);
+  if (bad !== undefined)
+    throw new SuspectAnswerError(`Linode ${l.id}: ipv4 ${JSON.stringify(bad)} is not an IPv4 address`);
+  if (
+    l.ipv6 !== undefined &&
+    l.ipv6 !== null &&
+    (typeof l.ipv6 !== "string" || isIP(l.ipv6.replace(/\/128$/, "")) !== 6)
+  )
+    throw new SuspectAnswerError(`Linode ${l.id}: ipv6 ${JSON.stringify(l.ipv6)} is not an IPv6 address`);
+  if (l.type !== undefined && typeof l.type !== "string")
+    throw new SuspectAnswerError(`Linode ${l.id}: type is not a string`);
+  if (l.tags !== undefined && (!Array.isArray(l.tags) || !l.tags.every((t) => typeof t === "string")))
+    throw new SuspectAnswerError(`Linode ${l.id}: tags are not a list of strings`);
   return {
     ...l,
     tags: l.tags ?? [],

@@ -31,10 +31,17 @@ const spec = (annotations: Record<string, string> = {}, overrides: Partial<LoadB
     ...(Object.keys(annotations).length > 0 && { annotations }),
     ...overrides,
   });
-const hints = (annotations: Record<string, string> = {}, ip?: string): LbServiceHints => ({
+const hints = (
+  annotations: Record<string, string> = {},
+  ip?: string,
+  adoptFrom?: string,
+): LbServiceHints => ({
   annotations,
   ingress: ip === undefined ? [] : [{ ip }],
+  ...(adoptFrom !== undefined && { adoptFrom: { vendorCcmClusterName: adoptFrom } }),
 });
+/** The hints of a cluster migrating from the Linode CCM run with --cluster-name prod. */
+const migrating = (ip?: string) => hints({}, ip, "prod");
 
 function nbOf(o: LbOwner): FakeNodeBalancer {
   const nb = h.fake.store.nodeBalancersOf(ACCOUNT).find((n) => n.tags.includes(`fccm:u=${o.serviceUid}`));
@@ -672,6 +679,63 @@ describe("Cloud Firewalls", () => {
   });
 });
 
+describe("firewalls before traffic, and let go of", () => {
+  const open = () => ({
+    inbound: [],
+    inbound_policy: "ACCEPT" as const,
+    outbound: [],
+    outbound_policy: "ACCEPT" as const,
+  });
+
+  test("removing firewall-id detaches the user's firewall (never deletes it)", async () => {
+    const o = owner();
+    const users = h.fake.createFirewall(ACCOUNT, `users-fw-${seq}`, open());
+    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    const nb = nbOf(o);
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([users.id]);
+    await lbs().ensure(o, spec());
+    expect(firewallsOf(nb.id)).toEqual([]);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+    await lbs().ensureDeleted(o);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+  });
+
+  test.each([
+    ["loadBalancerSourceRanges", {}, ["192.0.2.0/24"]],
+    ["firewall-acl", { [`${P}firewall-acl`]: JSON.stringify({ allowList: { ipv4: ["192.0.2.0/24"] } }) }, []],
+  ] as const)(
+    "%s: the firewall is made first and named in the NodeBalancer's create (never reachable unfiltered)",
+    async (_what, annotations, sourceRanges) => {
+      const o = owner();
+      const mark = h.fake.log.mark();
+      await lbs().ensure(o, spec({ ...annotations }, { sourceRanges: [...sourceRanges] }));
+      const nb = nbOf(o);
+      const [fw] = firewallsOf(nb.id);
+      const made = h.fake.mutations.filter((m) => m.seq > mark);
+      const fwCreate = made.findIndex((m) => m.operation === "firewalls.create");
+      const nbCreate = made.findIndex((m) => m.operation === "nodebalancers.create");
+      expect(fwCreate).toBeGreaterThanOrEqual(0);
+      expect(fwCreate).toBeLessThan(nbCreate);
+      expect(made[nbCreate]?.body).toMatchObject({ firewall_id: fw?.id });
+      expect(made.filter((m) => m.operation === "firewalls.devices.create")).toEqual([]);
+      await lbs().ensureDeleted(o);
+      expect(h.fake.store.firewalls.has(fw?.id ?? 0)).toBe(false);
+    },
+  );
+
+  test("firewall-id on a new NodeBalancer: named in its create", async () => {
+    const o = owner();
+    const users = h.fake.createFirewall(ACCOUNT, `users-fw-${seq}`, open());
+    const mark = h.fake.log.mark();
+    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
+    expect(create?.body).toMatchObject({ firewall_id: users.id });
+    expect(firewallsOf(nbOf(o).id).map((f) => f.id)).toEqual([users.id]);
+    await lbs().ensureDeleted(o);
+    expect(h.fake.store.firewalls.has(users.id)).toBe(true);
+  });
+});
+
 describe("taking over from the Linode CCM", () => {
   function ccmNodeBalancer(label: string) {
     const nb = h.fake.createNodeBalancer(ACCOUNT, {
@@ -707,7 +771,7 @@ describe("taking over from the Linode CCM", () => {
       o,
       spec({}, { sourceRanges: ["10.0.0.0/8"] }),
       undefined,
-      hints({}, nb.ipv4),
+      migrating(nb.ipv4),
     );
     expect(ingress).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
     expect(h.fake.store.nodeBalancers.size).toBe(count);
@@ -718,7 +782,7 @@ describe("taking over from the Linode CCM", () => {
     expect((await lbs().get(o))?.id).toBe(String(nb.id));
     // A repeat changes nothing.
     const mark = h.fake.log.mark();
-    await lbs().ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }), undefined, hints({}, nb.ipv4));
+    await lbs().ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }), undefined, migrating(nb.ipv4));
     expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
     await lbs().ensureDeleted(o, undefined, hints());
     expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
@@ -729,9 +793,9 @@ describe("taking over from the Linode CCM", () => {
     const first = ccmNodeBalancer("ccm-aaaaaaaaaaaa").nb;
     const second = ccmNodeBalancer("ccm-bbbbbbbbbbbb").nb;
     const o = owner();
-    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(first.id) }));
+    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(first.id) }), undefined, migrating());
     expect(nbOf(o).id).toBe(first.id);
-    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(second.id) }));
+    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(second.id) }), undefined, migrating());
     expect(nbOf(o).id).toBe(second.id);
     expect(h.fake.store.nodeBalancers.has(first.id)).toBe(false);
     const missing = await lbs()
@@ -762,6 +826,123 @@ describe("taking over from the Linode CCM", () => {
     const page = await lbs().listOwned?.(undefined);
     expect(page?.items.map((i) => i.id)).not.toContain(String(nb.id));
     expect(nb.tags).not.toContain(OWNED_TAG);
+  });
+});
+
+describe("cross-cluster reach: only what is in the cluster's scope is touched", () => {
+  // Cluster prod (A) and cluster other (B) in one account, one provider for both.
+  const ownerB = (): LbOwner => ({ cluster: "other", serviceUid: `uid-${++seq}` });
+  const open = () => ({
+    inbound: [],
+    inbound_policy: "ACCEPT" as const,
+    outbound: [],
+    outbound_policy: "ACCEPT" as const,
+  });
+  /** Mutations since `mark` whose path names this NodeBalancer or firewall. */
+  const writesTo = (mark: number, kind: "nodebalancers" | "networking/firewalls", id: number) =>
+    h.fake.mutations.filter(
+      (m) =>
+        m.seq > mark &&
+        (new RegExp(`/${kind}/${id}(/|$)`).test(m.path) || JSON.stringify(m.body).includes(`:${id}`)),
+    );
+  function vendorNodeBalancer(label: string, tags: string[]) {
+    return h.fake.createNodeBalancer(ACCOUNT, {
+      label,
+      region: REGION,
+      tags,
+      ports: [80],
+      nodes: [`${nodes[2]?.privateIPv4}:30080`],
+    });
+  }
+  const snapshot = (nb: FakeNodeBalancer) => JSON.stringify(h.fake.store.nodeBalancers.get(nb.id));
+
+  test.each([
+    ["the Linode CCM's for cluster B, no adoptFrom", ["cluster-b"], undefined, "no adoptFrom"],
+    ["the Linode CCM's for cluster B, adoptFrom naming A's", ["cluster-b"], "prod", "lacks the tag prod"],
+    ["one that has nothing to do with Kubernetes", [], "prod", "lacks the tag prod"],
+    ["B's, hub-made", undefined, "prod", "another Service (cluster other)"],
+  ] as const)(
+    "nodebalancer-id of %s: refused, no write to it, nothing made",
+    async (_what, tags, adoptFrom, why) => {
+      let nb: FakeNodeBalancer;
+      if (tags === undefined) {
+        const b = ownerB();
+        await lbs().ensure(b, spec());
+        nb = nbOf(b);
+      } else nb = vendorNodeBalancer(`foreign-${++seq}`, [...tags]);
+      const before = snapshot(nb);
+      const count = h.fake.store.nodeBalancers.size;
+      const mark = h.fake.log.mark();
+      for (const hint of [hints({}, undefined, adoptFrom), hints({}, nb.ipv4, adoptFrom)]) {
+        const annotations: Record<string, string> =
+          hint.ingress.length > 0 ? {} : { [`${P}nodebalancer-id`]: String(nb.id) };
+        const err = await lbs()
+          .ensure(owner(), spec(annotations), undefined, hint)
+          .catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(CloudError);
+        expect((err as Error).message).toContain(why);
+      }
+      expect(writesTo(mark, "nodebalancers", nb.id)).toEqual([]);
+      expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
+      expect(snapshot(nb)).toBe(before);
+      expect(h.fake.store.nodeBalancers.size).toBe(count);
+    },
+  );
+
+  test("with adoptFrom naming the Linode CCM's cluster, a NodeBalancer it built is adopted; deleting the Service deletes it", async () => {
+    const nb = vendorNodeBalancer(`ccm-${++seq}`, ["prod", "team-a"]);
+    const o = owner();
+    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(nb.id) }), undefined, migrating());
+    expect(nbOf(o).id).toBe(nb.id);
+    expect(nb.tags).toEqual(expect.arrayContaining([...ownerTags(o), "prod"]));
+    await lbs().ensureDeleted(o, undefined, hints());
+    expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
+  });
+
+  test("firewall-id of B's hub-made firewall, or of a firewall filtering B's NodeBalancer: refused, no write", async () => {
+    const b = ownerB();
+    await lbs().ensure(b, spec({}, { sourceRanges: ["192.0.2.0/24"] }));
+    const nbB = nbOf(b);
+    const [made] = firewallsOf(nbB.id);
+    const shared = h.fake.createFirewall(ACCOUNT, `shared-${++seq}`, open());
+    shared.devices.push({ id: h.fake.store.nextId(), type: "nodebalancer", entityId: nbB.id });
+    const vendorB = vendorNodeBalancer(`ccm-b-${++seq}`, ["cluster-b"]);
+    const onVendor = h.fake.createFirewall(ACCOUNT, `ccmfw-${++seq}`, open());
+    onVendor.devices.push({ id: h.fake.store.nextId(), type: "nodebalancer", entityId: vendorB.id });
+    const cases = [
+      [made?.id ?? 0, "another Service (cluster other)"],
+      [shared.id, `filters NodeBalancer ${nbB.id}`],
+      [onVendor.id, `filters NodeBalancer ${vendorB.id}`],
+    ] as const;
+    for (const [id, why] of cases) {
+      const before = JSON.stringify(h.fake.store.firewalls.get(id));
+      const count = h.fake.store.nodeBalancers.size;
+      const mark = h.fake.log.mark();
+      const err = await lbs()
+        .ensure(owner(), spec({ [`${P}firewall-id`]: String(id) }), undefined, migrating())
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CloudError);
+      expect((err as Error).message).toContain(why);
+      expect(writesTo(mark, "networking/firewalls", id)).toEqual([]);
+      expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
+      expect(JSON.stringify(h.fake.store.firewalls.get(id))).toBe(before);
+      expect(h.fake.store.nodeBalancers.size).toBe(count);
+    }
+    expect(
+      firewallsOf(nbB.id)
+        .map((f) => f.id)
+        .sort(),
+    ).toEqual([made?.id, shared.id].sort());
+  });
+
+  test("firewall-id of a firewall filtering this cluster's own NodeBalancers is attached", async () => {
+    const a = owner();
+    const shared = h.fake.createFirewall(ACCOUNT, `ours-${++seq}`, open());
+    await lbs().ensure(a, spec({ [`${P}firewall-id`]: String(shared.id) }));
+    const a2 = owner();
+    await lbs().ensure(a2, spec({ [`${P}firewall-id`]: String(shared.id) }));
+    expect(firewallsOf(nbOf(a2).id).map((f) => f.id)).toEqual([shared.id]);
+    expect(firewallsOf(nbOf(a).id).map((f) => f.id)).toEqual([shared.id]);
   });
 });
 

@@ -13,6 +13,7 @@
  * listing tells a restarted hub which Services are current.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
+import { isIP } from "node:net";
 import { CloudError, NeedsEnsureError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
   backendsDigest,
@@ -22,6 +23,7 @@ import {
   loadBalancerSpecDigest,
 } from "../../naming.js";
 import type {
+  AdoptFrom,
   BackendAnnotations,
   LbIngress,
   LbListener,
@@ -54,6 +56,7 @@ import { checkLinode, isPrivateIPv4 } from "./instances.js";
 import type { VpcResolver } from "./vpc.js";
 import type {
   WireFirewall,
+  WireFirewallDevice,
   WireFirewallRule,
   WireFirewallRules,
   WireLinode,
@@ -86,6 +89,7 @@ export const LB_OPS = {
   nodesList: "nodebalancers.nodes.list",
   nbFirewalls: "nodebalancers.firewalls.list",
   firewallsList: "firewalls.list",
+  firewallGet: "firewalls.get",
   firewallCreate: "firewalls.create",
   firewallRulesUpdate: "firewalls.rules.update",
   firewallUpdate: "firewalls.update",
@@ -474,8 +478,6 @@ export class LinodeLoadBalancers implements LoadBalancers {
     settingsOf(annotations);
   }
 
-  /** Node ports per config from the last ensure, for a rebuild of a config that has no nodes left. */
-  private readonly nodePorts = new Map<number, number>();
   /**
    * The certificate and key an https config (`<NodeBalancer id>/<port>`) last got from this
    * provider: the API redacts them, and a backends-only rebuild sends them again, as the Linode
@@ -528,14 +530,16 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const rules = desiredRules(spec, s, name);
     const tags = nodeBalancerTags(owner, s.tags, this.accountTags);
 
+    // Before any write: what the annotations name must be this cluster's (agents are untrusted).
+    if (s.firewallId !== undefined) await this.checkFirewall(owner, s.firewallId, hints?.adoptFrom, signal);
     let nb = await this.findOwned(owner, signal);
     if (s.nodeBalancerId !== undefined && nb !== undefined && nb.id !== s.nodeBalancerId) {
       // The Service now names another NodeBalancer: take it over, let the old one go.
       const previous = nb;
-      nb = await this.adopt(owner, s.nodeBalancerId, undefined, tags, signal);
+      nb = await this.adopt(owner, s.nodeBalancerId, [], hints?.adoptFrom, tags, signal);
       await this.release(owner, previous, s.preserve, signal);
     } else if (nb === undefined) {
-      nb = await this.adopt(owner, s.nodeBalancerId, hints, tags, signal);
+      nb = await this.adopt(owner, s.nodeBalancerId, hints?.ingress ?? [], hints?.adoptFrom, tags, signal);
     }
     const nodes = await this.desiredNodes(spec.backends, signal, spec.backendAnnotations);
     if (nb === undefined) {
@@ -552,11 +556,19 @@ export class LinodeLoadBalancers implements LoadBalancers {
           : mode === "vpc"
             ? [...new Set(nodes.flatMap((n) => (n.vpc ? [n.vpc.subnetId] : [])))]
             : [];
+      // As the Linode CCM: the firewall first, named in the create, so the NodeBalancer is
+      // never reachable unfiltered.
+      const firewallId =
+        s.firewallId ??
+        (rules === undefined
+          ? undefined
+          : (await this.ownFirewall(owner, name, rules, undefined, signal)).id);
       nb = await this.client.post<WireNodeBalancer>(
         LB_OPS.create,
         "/nodebalancers",
         {
           label: name,
+          ...(firewallId !== undefined && { firewall_id: firewallId }),
           region: this.ctx.account.region,
           tags,
           client_conn_throttle: s.throttle,
@@ -579,6 +591,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
         },
         { signal },
       );
+      nb = checkNodeBalancer(nb);
       this.ctx.logger.info({ nodebalancer: nb.id, label: name }, "NodeBalancer created");
     } else {
       if (s.reservedIPv4 !== undefined && s.reservedIPv4 !== nb.ipv4) {
@@ -596,7 +609,6 @@ export class LinodeLoadBalancers implements LoadBalancers {
       await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
     }
     for (const c of configs) {
-      this.nodePorts.set(c.port, c.nodePort);
       if (c.ssl_cert !== undefined && c.ssl_key !== undefined)
         this.tlsSent.set(`${nb.id}/${c.port}`, { ssl_cert: c.ssl_cert, ssl_key: c.ssl_key });
       else this.tlsSent.delete(`${nb.id}/${c.port}`);
@@ -632,9 +644,10 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const mode = this.modeOf(all, all.length > 0 && all.every((n) => n.address.startsWith("[")));
     for (const c of configs) {
       const have = current.get(c.id) ?? [];
-      const nodePort = portOf(have) ?? this.nodePorts.get(c.port);
+      // The node port is the Service's, in its spec: never inferred from another Service's state.
+      const nodePort = portOf(have);
       if (nodePort === undefined)
-        throw new NeedsEnsureError(`config for port ${c.port} has no nodes and no known node port`);
+        throw new NeedsEnsureError(`config for port ${c.port} has no nodes: its node port is in the spec`);
       const want = nodesFor(nodes, nodePort, have, mode, mode === "vpc" ? soleSubnet(all) : undefined);
       if (sameNodes(have, want)) continue;
       // A rebuild of an https config carries its certificate and key, which Linode never returns:
@@ -686,7 +699,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
       filter: { tags: OWNED_TAG },
     });
     const items: OwnedLoadBalancer[] = [];
-    for (const nb of answer.data) {
+    for (const nb of answer.data.map(checkNodeBalancer)) {
       const owner = ownerOfTags(nb.tags);
       if (owner === undefined || !nb.tags.includes(OWNED_TAG)) continue;
       const { shape, ...digests } = digestsOfTags(nb.tags);
@@ -702,7 +715,10 @@ export class LinodeLoadBalancers implements LoadBalancers {
       signal,
       filter: { tags: `${UID_TAG}${owner.serviceUid}` },
     });
-    return found.filter((nb) => sameOwner(ownerOfTags(nb.tags), owner)).sort((a, b) => a.id - b.id);
+    return found
+      .map(checkNodeBalancer)
+      .filter((nb) => sameOwner(ownerOfTags(nb.tags), owner))
+      .sort((a, b) => a.id - b.id);
   }
 
   private async findOwned(owner: LbOwner, signal?: AbortSignal): Promise<WireNodeBalancer | undefined> {
@@ -712,11 +728,13 @@ export class LinodeLoadBalancers implements LoadBalancers {
   /**
    * The NodeBalancer the Linode CCM made for this Service, found as it finds it (the
    * nodebalancer-id annotation, else the Service's ingress IP), tagged as ours; undefined when none.
+   * Only one in the cluster's scope (whyNotAdoptable) is touched; anything else is refused.
    */
   private async adopt(
     owner: LbOwner,
     id: number | undefined,
-    hints: LbServiceHints | undefined,
+    ingressList: readonly LbIngress[],
+    adoptFrom: AdoptFrom | undefined,
     tags: readonly string[],
     signal?: AbortSignal,
   ): Promise<WireNodeBalancer | undefined> {
@@ -730,7 +748,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
         throw err;
       }
     } else {
-      for (const ingress of hints?.ingress ?? []) {
+      for (const ingress of ingressList) {
         if (ingress.ip === undefined || ingress.ip === "") continue;
         const family = ingress.ip.includes(":") ? "ipv6" : "ipv4";
         const list = await this.client.list<WireNodeBalancer>(LB_OPS.list, "/nodebalancers", {
@@ -742,11 +760,9 @@ export class LinodeLoadBalancers implements LoadBalancers {
       }
     }
     if (found === undefined) return undefined;
-    const holder = ownerOfTags(found.tags);
-    if (holder !== undefined && !sameOwner(holder, owner))
-      throw new CloudError(
-        `NodeBalancer ${found.id} belongs to another Service (cluster ${holder.cluster}): not adopting it`,
-      );
+    found = checkNodeBalancer(found);
+    const why = whyNotAdoptable(found, owner, adoptFrom);
+    if (why !== undefined) throw new CloudError(`NodeBalancer ${found.id} ${why}: not adopting it`);
     if (found.region !== this.ctx.account.region)
       throw new CloudError(`NodeBalancer ${found.id} is in ${found.region}, not ${this.ctx.account.region}`);
     const adopted = await this.client.put<WireNodeBalancer>(
@@ -757,6 +773,53 @@ export class LinodeLoadBalancers implements LoadBalancers {
     );
     this.ctx.logger.info({ nodebalancer: found.id, label: found.label }, "NodeBalancer adopted");
     return adopted;
+  }
+
+  /**
+   * The firewall firewall-id names must be this cluster's to attach: not one the hub made for
+   * another Service, not one filtering another cluster's NodeBalancers (their rule changes and
+   * deletion would then hit this Service, and this Service's detach theirs). Reads only.
+   */
+  private async checkFirewall(
+    owner: LbOwner,
+    id: number,
+    adoptFrom: AdoptFrom | undefined,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let fw: WireFirewall;
+    try {
+      fw = await this.client.get<WireFirewall>(LB_OPS.firewallGet, `/networking/firewalls/${id}`, { signal });
+    } catch (err) {
+      if (isNotFound(err)) throw new CloudError(`firewall ${id} (firewall-id annotation) does not exist`);
+      throw err;
+    }
+    const tags = Array.isArray(fw.tags) ? fw.tags : [];
+    if (tags.some(isOurTag) && !sameOwner(ownerOfTags(tags), owner))
+      throw new CloudError(
+        `firewall ${id} (firewall-id annotation) is one fleet-ccm made for another Service${clusterOf(tags)}: not attaching it`,
+      );
+    const devices = await this.client.list<WireFirewallDevice>(
+      LB_OPS.devicesList,
+      `/networking/firewalls/${id}/devices`,
+      { signal },
+    );
+    for (const d of devices) {
+      if (d.entity?.type !== "nodebalancer") continue;
+      const nbId = checkId(d.entity.id, "NodeBalancer");
+      let nb: WireNodeBalancer;
+      try {
+        nb = checkNodeBalancer(
+          await this.client.get<WireNodeBalancer>(LB_OPS.get, `/nodebalancers/${nbId}`, { signal }),
+        );
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw err;
+      }
+      if (!inClusterScope(nb, owner.cluster, adoptFrom))
+        throw new CloudError(
+          `firewall ${id} (firewall-id annotation) filters NodeBalancer ${nbId}, which is not this cluster's: not attaching it`,
+        );
+    }
   }
 
   private configs(nbId: number, signal?: AbortSignal): Promise<WireNbConfig[]> {
@@ -971,11 +1034,12 @@ export class LinodeLoadBalancers implements LoadBalancers {
       return;
     }
     const ours = attached.filter(mine);
+    // Any other firewall (one firewall-id named) is let go of: detached, never deleted.
+    for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
     if (rules === undefined) {
       for (const fw of ours) await this.deleteFirewall(fw.id, signal);
       return;
     }
-    for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
     const [keep, ...extra] = ours;
     for (const fw of extra) await this.deleteFirewall(fw.id, signal);
     if (keep !== undefined) {
@@ -992,7 +1056,27 @@ export class LinodeLoadBalancers implements LoadBalancers {
         );
       return;
     }
-    // A firewall of ours an interrupted ensure made but did not attach: attach it, don't make another.
+    const fw = await this.ownFirewall(owner, name, rules, nb.id, signal);
+    if (!fw.attached)
+      await this.client.post(
+        LB_OPS.deviceCreate,
+        `/networking/firewalls/${fw.id}/devices`,
+        { id: nb.id, type: "nodebalancer" },
+        { signal },
+      );
+  }
+
+  /**
+   * The owner's firewall by its label with these rules: one an interrupted ensure made (never a
+   * second), else a new one, attached at creation to `nbId` when given.
+   */
+  private async ownFirewall(
+    owner: LbOwner,
+    name: string,
+    rules: WireFirewallRules,
+    nbId: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ readonly id: number; readonly attached: boolean }> {
     const orphan = (
       await this.client.list<WireFirewall>(LB_OPS.firewallsList, "/networking/firewalls", {
         signal,
@@ -1004,20 +1088,20 @@ export class LinodeLoadBalancers implements LoadBalancers {
         await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${orphan.id}/rules`, rules, {
           signal,
         });
-      await this.client.post(
-        LB_OPS.deviceCreate,
-        `/networking/firewalls/${orphan.id}/devices`,
-        { id: nb.id, type: "nodebalancer" },
-        { signal },
-      );
-      return;
+      return { id: checkId(orphan.id, "firewall"), attached: false };
     }
-    await this.client.post(
+    const made = await this.client.post<WireFirewall>(
       LB_OPS.firewallCreate,
       "/networking/firewalls",
-      { label: name, tags: ownerTags(owner), rules, devices: { nodebalancers: [nb.id] } },
+      {
+        label: name,
+        tags: ownerTags(owner),
+        rules,
+        ...(nbId !== undefined && { devices: { nodebalancers: [nbId] } }),
+      },
       { signal },
     );
+    return { id: checkId(made.id, "firewall"), attached: nbId !== undefined };
   }
 
   /** Deletes (or, preserved, lets go of) a NodeBalancer of the owner and the firewalls made for it. */
@@ -1182,8 +1266,74 @@ function sameNodes(
   return JSON.stringify(have.map(key).sort()) === JSON.stringify(want.map(key).sort());
 }
 
+/**
+ * Why a NodeBalancer found for the owner is not its to adopt, or undefined: the owner's own, or
+ * one the Linode CCM made for the cluster the operator named in clusters[].adoptFrom (it tags
+ * its NodeBalancers with its --cluster-name), carrying no fleet-ccm mark. Anything else (another
+ * Service's, another cluster's, one that has nothing to do with Kubernetes) is refused.
+ */
+export function whyNotAdoptable(
+  nb: WireNodeBalancer,
+  owner: LbOwner,
+  adoptFrom: AdoptFrom | undefined,
+): string | undefined {
+  const holder = ownerOfTags(nb.tags);
+  if (sameOwner(holder, owner)) return undefined;
+  if (holder !== undefined) return `belongs to another Service (cluster ${holder.cluster})`;
+  if (nb.tags.some(isOurTag)) return "carries fleet-ccm tags of no Service";
+  if (adoptFrom === undefined)
+    return "was not made by this hub, and this cluster has no adoptFrom in the hub's configuration";
+  if (!nb.tags.includes(adoptFrom.vendorCcmClusterName))
+    return `lacks the tag ${adoptFrom.vendorCcmClusterName} the Linode CCM puts on this cluster's NodeBalancers (adoptFrom)`;
+  return undefined;
+}
+
+/** A NodeBalancer of the cluster: made by the hub for it, or (adoptFrom) by its Linode CCM. */
+function inClusterScope(nb: WireNodeBalancer, cluster: string, adoptFrom: AdoptFrom | undefined): boolean {
+  const holder = ownerOfTags(nb.tags);
+  if (holder !== undefined) return holder.cluster === cluster;
+  return (
+    !nb.tags.some(isOurTag) && adoptFrom !== undefined && nb.tags.includes(adoptFrom.vendorCcmClusterName)
+  );
+}
+
+function clusterOf(tags: readonly string[]): string {
+  const holder = ownerOfTags(tags);
+  return holder === undefined ? "" : ` (cluster ${holder.cluster})`;
+}
+
+/** A NodeBalancer from the API, checked before its id, tags and addresses are used. */
+export function checkNodeBalancer(body: unknown): WireNodeBalancer {
+  const nb = body as Partial<WireNodeBalancer> | null;
+  if (typeof nb !== "object" || nb === null)
+    throw new SuspectAnswerError("Linode API answered no NodeBalancer");
+  checkId(nb.id, "NodeBalancer");
+  if (!Array.isArray(nb.tags) || !nb.tags.every((t) => typeof t === "string"))
+    throw new SuspectAnswerError(`NodeBalancer ${nb.id}: tags are not a list of strings`);
+  if (typeof nb.ipv4 !== "string" || isIP(nb.ipv4) !== 4)
+    throw new SuspectAnswerError(
+      `NodeBalancer ${nb.id}: ipv4 ${JSON.stringify(nb.ipv4)} is not an IPv4 address`,
+    );
+  if (nb.ipv6 !== undefined && nb.ipv6 !== null && (typeof nb.ipv6 !== "string" || isIP(nb.ipv6) !== 6))
+    throw new SuspectAnswerError(
+      `NodeBalancer ${nb.id}: ipv6 ${JSON.stringify(nb.ipv6)} is not an IPv6 address`,
+    );
+  if (typeof nb.label !== "string" || typeof nb.region !== "string" || typeof nb.hostname !== "string")
+    throw new SuspectAnswerError(`NodeBalancer ${nb.id}: label, region or hostname is not a string`);
+  return nb as WireNodeBalancer;
+}
+
+/** An id from the API, checked before it goes into a path or a body. */
+export function checkId(id: unknown, what: string): number {
+  if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1)
+    throw new SuspectAnswerError(`Linode API answered ${JSON.stringify(id)} as a ${what} id`);
+  return id;
+}
+
 function portOf(nodes: readonly WireNbNode[]): number | undefined {
   const port = nodes[0]?.address.split(":").pop();
-  // "[2600::1]:30080" and "192.168.1.2:30080" both end in ":<port>".
-  return port === undefined ? undefined : Number(port);
+  // "[2600::1]:30080" and "192.168.1.2:30080" both end in ":<port>"; anything else is no port.
+  if (port === undefined || !/^\d{1,5}$/.test(port)) return undefined;
+  const n = Number(port);
+  return n >= 1 && n <= 65535 ? n : undefined;
 }
