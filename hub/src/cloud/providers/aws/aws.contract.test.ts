@@ -5,6 +5,7 @@
 
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import {
+  ConfigureHealthCheckCommand,
   ElasticLoadBalancingClient,
   AddTagsCommand as ElbAddTags,
   CreateLoadBalancerCommand as ElbCreate,
@@ -421,6 +422,119 @@ describe("load balancers", () => {
     expect(world.fake.state.v2Lbs.get(lb?.LoadBalancerArn ?? "")?.securityGroups).toEqual([]);
     await settle(() => lbs(p).ensureDeleted(o));
     expect(world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")).toBeUndefined();
+  });
+
+  test("adoption keeps the health checks cloud-provider-aws built (its defaults per kind); a unified key still wins", async () => {
+    const ns = nodes().map((n) => n.id);
+    const tags = [
+      { Key: "kubernetes.io/cluster/blue", Value: "owned" },
+      { Key: "kubernetes.io/service-name", Value: "default/web" },
+    ];
+    // A classic ELB as upstream leaves it: TCP on the first node port, 10/5/2/6.
+    const classic = owner();
+    const elbName = awsLoadBalancerName(classic.serviceUid);
+    const elb = new ElasticLoadBalancingClient(sdkConfig());
+    await elb.send(
+      new ElbCreate({
+        LoadBalancerName: elbName,
+        Listeners: [
+          { Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 },
+          { Protocol: "TCP", LoadBalancerPort: 443, InstanceProtocol: "TCP", InstancePort: 30443 },
+        ],
+        Subnets: [...world.subnets],
+        Tags: tags,
+      }),
+    );
+    const upstreamClassic = { Interval: 10, Timeout: 5, HealthyThreshold: 2, UnhealthyThreshold: 6 };
+    await elb.send(
+      new ConfigureHealthCheckCommand({
+        LoadBalancerName: elbName,
+        HealthCheck: { Target: "TCP:30080", ...upstreamClassic },
+      }),
+    );
+    // An NLB as upstream leaves it: TCP on the traffic port, 30/10/3/3.
+    const nlb = owner();
+    const v2 = new ElasticLoadBalancingV2Client(sdkConfig());
+    const lb = (
+      await v2.send(
+        new NlbCreate({
+          Name: awsLoadBalancerName(nlb.serviceUid),
+          Type: "network",
+          Subnets: [...world.subnets],
+          Tags: tags,
+        }),
+      )
+    ).LoadBalancers?.[0];
+    const upstreamNlb = {
+      HealthCheckProtocol: "TCP" as const,
+      HealthCheckPort: "traffic-port",
+      HealthCheckIntervalSeconds: 30,
+      HealthCheckTimeoutSeconds: 10,
+      HealthyThresholdCount: 3,
+      UnhealthyThresholdCount: 3,
+    };
+    const tg = (
+      await v2.send(
+        new CreateTargetGroupCommand({
+          Name: "k8s-default-web-5e6f7a8b9c",
+          Protocol: "TCP",
+          Port: 30080,
+          VpcId: world.vpcId,
+          TargetType: "instance",
+          ...upstreamNlb,
+          Tags: tags,
+        }),
+      )
+    ).TargetGroups?.[0];
+    await v2.send(
+      new CreateListenerCommand({
+        LoadBalancerArn: lb?.LoadBalancerArn,
+        Port: 80,
+        Protocol: "TCP",
+        DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
+      }),
+    );
+    const { p, ops } = provider();
+    // No health check key: the hub's spec holds its own defaults (10/5/2/3), not upstream's.
+    await settle(() => lbs(p).ensure(classic, spec(ns)));
+    const nlbSpec = spec(
+      ns,
+      { [`${A}type`]: "nlb" },
+      { listeners: [{ protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false }] },
+    );
+    await settle(() => lbs(p).ensure(nlb, nlbSpec));
+    expect(ops).not.toContain("elb.healthCheck.configure");
+    expect(ops).not.toContain("nlb.targetGroup.modify");
+    const classicNow = () =>
+      world.fake.classicLoadBalancers(world.accountId).find((l) => l.id.endsWith(`/${elbName}`));
+    expect(classicNow()?.healthCheck).toMatchObject({
+      target: "TCP:30080",
+      interval: 10,
+      timeout: 5,
+      healthyThreshold: 2,
+      unhealthyThreshold: 6,
+    });
+    expect(world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")?.healthCheck).toMatchObject({
+      protocol: "TCP",
+      port: "traffic-port",
+      interval: 30,
+      timeout: 10,
+      healthyThreshold: 3,
+      unhealthyThreshold: 3,
+    });
+    // A unified key the Service sets (seen in the hints' annotations) wins; the rest stay upstream's.
+    const unified = { "lb.fleet-ccm.io/health-check-unhealthy-threshold": "4" };
+    const base = spec(ns);
+    await settle(() =>
+      lbs(p).ensure(
+        classic,
+        { ...base, healthCheck: { ...base.healthCheck, unhealthyThreshold: 4 } },
+        undefined,
+        { annotations: unified, ingress: [] },
+      ),
+    );
+    expect(classicNow()?.healthCheck).toMatchObject({ interval: 10, timeout: 5, unhealthyThreshold: 4 });
+    for (const o of [classic, nlb]) await settle(() => lbs(p).ensureDeleted(o));
   });
 
   test("lost answers to mutations (made, then a 504): repeated ensures and deletes end with one of each, then nothing", async () => {
