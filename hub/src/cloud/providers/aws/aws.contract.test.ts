@@ -687,6 +687,13 @@ describe("load balancers", () => {
       "30080": ["k8s-proxyprotocol-enabled"],
       "30443": ["k8s-proxyprotocol-enabled"],
     });
+    // A port removed: its instance port's policy goes with its listener (as upstream).
+    await settle(() => lbs(p).ensure(o, { ...s, listeners: s.listeners.filter((l) => l.port === 80) }));
+    const trimmed = world.fake
+      .classicLoadBalancers(world.accountId)
+      .find((l) => l.id.endsWith(awsLoadBalancerName(o.serviceUid)));
+    expect(trimmed?.listeners.map((l) => l.port)).toEqual([80]);
+    expect(trimmed?.backendPolicies).toEqual({ "30080": ["k8s-proxyprotocol-enabled"] });
     // security-groups replaces the managed group: none is made, none is deleted.
     const own = world.fake.createSecurityGroup(world.accountId, world.region, {
       vpcId: world.vpcId,
