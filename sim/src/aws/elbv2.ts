@@ -50,7 +50,12 @@ function attributesOf(list: unknown): Record<string, string> {
 
 export function elbv2Handlers(
   state: AwsState,
-  opts: { readonly eniLingerMs: () => number; readonly provisioningMs: () => number },
+  opts: {
+    readonly eniLingerMs: () => number;
+    readonly provisioningMs: () => number;
+    /** Some AWS-compatible endpoints: TargetGroupNotFound, not [], by LoadBalancerArn when it has none. */
+    readonly noTargetGroupsNotFound?: () => boolean;
+  },
 ): Record<string, Handler> {
   const scope = (c: Caller) => `${c.account}/${c.region}`;
   const lb = (arn: string, c: Caller): V2Lb => {
@@ -321,6 +326,8 @@ export function elbv2Handlers(
                 .filter((l) => l.lbArn === lbArn)
                 .map((l) => l.targetGroupArn),
             );
+      if (attached !== undefined && attached.size === 0 && opts.noTargetGroupsNotFound?.() === true)
+        throw tgNotFound();
       const { size, after } = pageOf(input);
       const page = state.targetGroups.page(
         scope(c),

@@ -108,6 +108,8 @@ export class AwsFake {
   private readonly fakeNo = ++fakes;
   eniLingerMs: number;
   nlbProvisioningMs: number;
+  /** Answer DescribeTargetGroups by LoadBalancerArn with TargetGroupNotFound when it has none (as some AWS-compatible endpoints do). */
+  noTargetGroupsNotFound = false;
   /** AssumeRole's credential lifetime when the caller asks for none. */
   assumedRoleTtlSeconds = 3600;
 
@@ -131,6 +133,7 @@ export class AwsFake {
       elbv2: elbv2Handlers(this.state, {
         eniLingerMs: () => this.eniLingerMs,
         provisioningMs: () => this.nlbProvisioningMs,
+        noTargetGroupsNotFound: () => this.noTargetGroupsNotFound,
       }),
       sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
     };

@@ -537,6 +537,42 @@ describe("load balancers", () => {
     for (const o of [classic, nlb]) await settle(() => lbs(p).ensureDeleted(o));
   });
 
+  test("an endpoint answering TargetGroupNotFound by LoadBalancerArn for an NLB with none: an interrupted create finishes, and deletes", async () => {
+    world.fake.noTargetGroupsNotFound = true;
+    try {
+      const ns = nodes().map((n) => n.id);
+      const s = spec(ns, { [`${A}type`]: "nlb" });
+      // The hub stops right after CreateLoadBalancer answered (a crash, a lost replica).
+      const interrupted = awsProvider.create({
+        account: world.binding(),
+        logger: pino({ level: "silent" }),
+        clock: systemClock,
+        call: async (op, fn) => {
+          const out = await fn(new AbortController().signal);
+          if (op === "nlb.create") throw new TransientCloudError("interrupted");
+          return out;
+        },
+      });
+      const kept = owner();
+      const gone = owner();
+      for (const o of [kept, gone])
+        await expect(lbs(interrupted).ensure(o, s)).rejects.toThrow("interrupted");
+      const { p } = provider();
+      // Deleted as it is, without a target group.
+      await settle(() => lbs(p).ensureDeleted(gone));
+      expect(world.resources().filter((r) => r.lbOwner?.serviceUid === gone.serviceUid)).toEqual([]);
+      // Ensured again: finished, one target group per port.
+      await settle(() => lbs(p).ensure(kept, s));
+      const mine = () => world.resources().filter((r) => r.lbOwner?.serviceUid === kept.serviceUid);
+      expect(mine().filter((r) => r.kind === "target-group")).toHaveLength(2);
+      expect(mine().filter((r) => r.kind === "nlb-listener")).toHaveLength(2);
+      await settle(() => lbs(p).ensureDeleted(kept));
+      expect(mine()).toEqual([]);
+    } finally {
+      world.fake.noTargetGroupsNotFound = false;
+    }
+  });
+
   test("lost answers to mutations (made, then a 504): repeated ensures and deletes end with one of each, then nothing", async () => {
     const ns = nodes().map((n) => n.id);
     const { p } = provider();
