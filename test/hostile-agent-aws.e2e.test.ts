@@ -3,8 +3,21 @@
  * AWS, the hub and agents as their own processes). A Service of the hostile cluster naming the
  * victim's managed security group, or a subnet of the victim's VPC, is refused with a Warning
  * Event naming why, with no AWS call that changes anything; the victim's Service still deletes
- * (its group is attached to nothing of the hostile cluster's).
+ * (its group is attached to nothing of the hostile cluster's). And a classic ELB and an NLB
+ * that cloud-provider-aws built with its defaults are adopted with their health checks as
+ * they were.
  */
+import {
+  ConfigureHealthCheckCommand,
+  ElasticLoadBalancingClient,
+  CreateLoadBalancerCommand as ElbCreate,
+} from "@aws-sdk/client-elastic-load-balancing";
+import {
+  CreateListenerCommand,
+  CreateTargetGroupCommand,
+  ElasticLoadBalancingV2Client,
+  CreateLoadBalancerCommand as NlbCreate,
+} from "@aws-sdk/client-elastic-load-balancing-v2";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
@@ -25,11 +38,13 @@ interface KubeEvent {
 }
 interface KubeService {
   metadata: { uid: string };
+  spec?: { ports?: { nodePort?: number }[] };
   status?: { loadBalancer?: { ingress?: { hostname?: string }[] } };
 }
 
 let aws: AwsLocalCloud;
 let f: LocalFleet;
+let grpcPort = 0;
 
 beforeAll(async () => {
   aws = await AwsLocalCloud.start(["cluster-001", "cluster-002", "cluster-003"]);
@@ -42,6 +57,7 @@ beforeAll(async () => {
       20_000,
     ),
   ).toBe(true);
+  grpcPort = hub.grpcPort;
   for (const c of [HOSTILE, VICTIM]) f.spawnAgentProcess(c, hub.grpcPort);
   for (const c of [HOSTILE, VICTIM]) f.addNodes(c, 2);
   expect(await waitFor(() => f.progress().initialized === 4, 30_000)).toBe(true);
@@ -127,4 +143,122 @@ test("the victim's managed security group and a subnet of its VPC, named by the 
     ),
   ).toBe(true);
   expect(aws.fake.classicLoadBalancers().filter((l) => l.tags[UID_TAG] === victimUid)).toEqual([]);
+}, 120_000);
+
+test("a classic ELB and an NLB cloud-provider-aws built with its defaults: adopted with their health checks unchanged", async () => {
+  // cluster-002 (the role's account, NLBs by default): Services first, its agent later, so
+  // the load balancers exist as upstream left them when the hub first sees the Services.
+  const c = "cluster-002";
+  const w = aws.world(c);
+  service(c, "old-classic");
+  service(c, "old-nlb", { [`${A}type`]: "nlb" });
+  const uid = (n: string) => get(c, n)?.metadata.uid ?? "";
+  const nodePort = (n: string) => get(c, n)?.spec?.ports?.[0]?.nodePort ?? 0;
+  const name = (n: string) => `a${uid(n).replace(/-/g, "")}`.slice(0, 32);
+  const key = aws.fake.createAccessKey(w.accountId);
+  const sdk = {
+    region: w.region,
+    endpoint: aws.fake.url,
+    credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey },
+  };
+  const tags = (n: string) => [
+    { Key: `kubernetes.io/cluster/${c}`, Value: "owned" },
+    { Key: "kubernetes.io/service-name", Value: `default/${n}` },
+  ];
+  const elb = new ElasticLoadBalancingClient(sdk);
+  await elb.send(
+    new ElbCreate({
+      LoadBalancerName: name("old-classic"),
+      Listeners: [
+        {
+          Protocol: "TCP",
+          LoadBalancerPort: 80,
+          InstanceProtocol: "TCP",
+          InstancePort: nodePort("old-classic"),
+        },
+      ],
+      Subnets: [...w.subnets],
+      Tags: tags("old-classic"),
+    }),
+  );
+  await elb.send(
+    new ConfigureHealthCheckCommand({
+      LoadBalancerName: name("old-classic"),
+      HealthCheck: {
+        Target: `TCP:${nodePort("old-classic")}`,
+        Interval: 10,
+        Timeout: 5,
+        HealthyThreshold: 2,
+        UnhealthyThreshold: 6,
+      },
+    }),
+  );
+  const v2 = new ElasticLoadBalancingV2Client(sdk);
+  const lb = (
+    await v2.send(
+      new NlbCreate({
+        Name: name("old-nlb"),
+        Type: "network",
+        Subnets: [...w.subnets],
+        Tags: tags("old-nlb"),
+      }),
+    )
+  ).LoadBalancers?.[0];
+  const tg = (
+    await v2.send(
+      new CreateTargetGroupCommand({
+        Name: "k8s-default-oldnlb-0a1b2c3d4e",
+        Protocol: "TCP",
+        Port: nodePort("old-nlb"),
+        VpcId: w.vpcId,
+        TargetType: "instance",
+        HealthCheckProtocol: "TCP",
+        HealthCheckPort: "traffic-port",
+        HealthCheckIntervalSeconds: 30,
+        HealthCheckTimeoutSeconds: 10,
+        HealthyThresholdCount: 3,
+        UnhealthyThresholdCount: 3,
+        Tags: tags("old-nlb"),
+      }),
+    )
+  ).TargetGroups?.[0];
+  await v2.send(
+    new CreateListenerCommand({
+      LoadBalancerArn: lb?.LoadBalancerArn,
+      Port: 80,
+      Protocol: "TCP",
+      DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
+    }),
+  );
+  const mark = aws.fake.log.mark();
+  f.spawnAgentProcess(c, grpcPort);
+  f.addNodes(c, 2);
+  const adopted = (n: string) =>
+    [...aws.fake.classicLoadBalancers(w.accountId), ...aws.fake.networkLoadBalancers(w.accountId)].some(
+      (l) => l.tags[UID_TAG] === uid(n) && l.tags["fleet-ccm.io/spec-digest"] !== undefined,
+    );
+  expect(await waitFor(() => adopted("old-classic") && adopted("old-nlb"), 45_000)).toBe(true);
+  const ops = aws.fake.log.requests({ account: w.accountId, afterSeq: mark }).map((r) => r.operation);
+  expect(ops).not.toContain("elb.CreateLoadBalancer");
+  expect(ops).not.toContain("elbv2.CreateLoadBalancer");
+  expect(ops).not.toContain("elb.ConfigureHealthCheck");
+  expect(ops).not.toContain("elbv2.ModifyTargetGroup");
+  const classic = aws.fake
+    .classicLoadBalancers(w.accountId)
+    .find((l) => l.tags[UID_TAG] === uid("old-classic"));
+  expect(classic?.healthCheck).toEqual({
+    target: `TCP:${nodePort("old-classic")}`,
+    interval: 10,
+    timeout: 5,
+    healthyThreshold: 2,
+    unhealthyThreshold: 6,
+  });
+  expect(aws.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")?.healthCheck).toMatchObject({
+    protocol: "TCP",
+    port: "traffic-port",
+    interval: 30,
+    timeout: 10,
+    healthyThreshold: 3,
+    unhealthyThreshold: 3,
+  });
 }, 120_000);
