@@ -264,6 +264,27 @@ export class AwsFake {
     return id;
   }
 
+  /** An Elastic IP allocation, associated elsewhere when `associationId` is given. */
+  createAddress(
+    accountId: string,
+    region: string,
+    opts: { associationId?: string; tags?: Record<string, string> } = {},
+  ): string {
+    const id = this.state.hexId("eipalloc");
+    this.state.addresses.insert(
+      {
+        id,
+        account: accountId,
+        region,
+        tags: opts.tags ?? {},
+        publicIp: `198.51.100.${(++this.ipSeq % 250) + 1}`,
+        ...(opts.associationId !== undefined && { associationId: opts.associationId }),
+      },
+      this.now(),
+    );
+    return id;
+  }
+
   createSecurityGroup(
     accountId: string,
     region: string,

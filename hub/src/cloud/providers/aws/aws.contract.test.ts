@@ -749,6 +749,7 @@ describe("load balancers", () => {
   test("NLB annotations: TLS on ssl-ports, UDP, eip-allocations, target-group-attributes, Local health checks, proxy protocol v2", async () => {
     const ns = nodes().map((n) => n.id);
     const cert = "arn:aws:acm:us-east-1:123456789012:certificate/tls";
+    const eips = [0, 1].map(() => world.fake.createAddress(world.accountId, world.region));
     const o = owner();
     const { p } = provider();
     const s = spec(
@@ -757,7 +758,7 @@ describe("load balancers", () => {
         [`${A}type`]: "nlb",
         [`${A}ssl-cert`]: cert,
         [`${A}ssl-ports`]: "443",
-        [`${A}eip-allocations`]: "eipalloc-1,eipalloc-2",
+        [`${A}eip-allocations`]: eips.join(","),
         [`${A}target-group-attributes`]: "deregistration_delay.timeout_seconds=30",
       },
       {
@@ -777,7 +778,7 @@ describe("load balancers", () => {
     const lb = world.fake
       .networkLoadBalancers(world.accountId)
       .find((l) => l.name === awsLoadBalancerName(o.serviceUid));
-    expect(lb?.subnets.map((x) => x.allocationId)).toEqual(["eipalloc-1", "eipalloc-2"]);
+    expect(lb?.subnets.map((x) => x.allocationId)).toEqual(eips);
     const listeners = world.fake.state.listeners.all(world.accountId).filter((l) => l.lbArn === lb?.id);
     expect(listeners.map((l) => [l.port, l.protocol, l.certificates]).sort()).toEqual([
       [443, "TLS", [cert]],
@@ -802,7 +803,7 @@ describe("load balancers", () => {
     expect(ops).not.toContain("nlb.targetGroup.create");
     await settle(() => lbs(p).ensureDeleted(o));
     await expect(
-      lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "nlb", [`${A}eip-allocations`]: "eipalloc-1" })),
+      lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "nlb", [`${A}eip-allocations`]: eips[0]! })),
     ).rejects.toThrow("1 allocations for 2 subnets");
     await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "alb" }))).rejects.toBeInstanceOf(
       CloudError,

@@ -10,6 +10,7 @@ import {
   AuthorizeSecurityGroupIngressCommand,
   CreateSecurityGroupCommand,
   DeleteSecurityGroupCommand,
+  DescribeAddressesCommand,
   type Filter,
   type Instance,
   type IpPermission,
@@ -314,10 +315,25 @@ export class LbNetwork {
     if (vpcId === undefined)
       throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
     // Before the first write: what the annotations name must be the cluster's.
-    await checkScope(owner, s, vpcId, {
-      groups: (ids) => this.securityGroups([{ Name: "group-id", Values: [...ids] }], signal),
-      subnets: (ids) => this.subnetsById(ids, signal),
-    });
+    await checkScope(
+      owner,
+      s,
+      vpcId,
+      {
+        groups: (ids) => this.securityGroups([{ Name: "group-id", Values: [...ids] }], signal),
+        subnets: (ids) => this.subnetsById(ids, signal),
+        addresses: async (ids) =>
+          (
+            await this.api.call("eip.list", signal, (abortSignal) =>
+              this.api.ec2.send(
+                new DescribeAddressesCommand({ Filters: [{ Name: "allocation-id", Values: [...ids] }] }),
+                { abortSignal },
+              ),
+            )
+          ).Addresses ?? [],
+      },
+      existingVpc === undefined,
+    );
     const groups = [...(s.securityGroups ?? [])];
     let managedGroup: string | undefined;
     if (s.securityGroups === undefined) {

@@ -85,7 +85,7 @@ test("another cluster's managed group (security-groups, extra-security-groups): 
       await refused(
         owner("blue"),
         { [`${A}type`]: type, [`${A}${key}`]: redGroup!.id },
-        new RegExp(`${A}${key}.*${redGroup!.id} is the managed group of another Service \\(cluster red\\)`),
+        new RegExp(`${A}${key}.*${redGroup!.id} is owned by another Service \\(cluster red\\)`),
       );
     await settle(() => lbs().ensureDeleted(red));
     expect(world.fake.state.securityGroups.get(redGroup!.id)).toBeUndefined();
@@ -102,7 +102,7 @@ test("the same cluster's other Service's managed group is refused too: it would 
   await refused(
     owner("blue"),
     { [`${A}extra-security-groups`]: group!.id },
-    /is the managed group of another Service \(cluster blue\)/,
+    /is owned by another Service \(cluster blue\)/,
   );
   await settle(() => lbs().ensureDeleted(other));
 });
@@ -146,6 +146,49 @@ test("a subnet of another VPC: refused before the load balancer is built in it",
       { [`${A}type`]: type, [`${A}subnets`]: `${world.subnets[0]},${redSubnet}` },
       new RegExp(`${A}subnets.*subnet ${redSubnet} is in ${redVpc}, not the cluster's VPC`),
     );
+});
+
+test("Elastic IP allocations for a new NLB: associated elsewhere, another cluster's, unknown: refused; a free one used", async () => {
+  const nlb = { [`${A}type`]: "nlb" };
+  const free = () => world.fake.createAddress(world.accountId, world.region);
+  const associated = world.fake.createAddress(world.accountId, world.region, {
+    associationId: "eipassoc-0123456789abcdef0",
+  });
+  const reds = world.fake.createAddress(world.accountId, world.region, {
+    tags: { "kubernetes.io/cluster/red": "owned" },
+  });
+  const unknown = `eipalloc-${"0".repeat(17)}`;
+  for (const [bad, problem] of [
+    [associated, /is associated \(eipassoc-/],
+    [reds, /is tagged for cluster red, not blue/],
+    [unknown, /is not found/],
+  ] as const)
+    await refused(
+      owner("blue"),
+      { ...nlb, [`${A}eip-allocations`]: `${free()},${bad}` },
+      new RegExp(`${A}eip-allocations.*Elastic IP allocation ${bad} ${problem.source}`),
+    );
+  const o = owner("blue");
+  const node = world.instance("blue-eip");
+  const mine = [free(), free()];
+  await settle(() =>
+    lbs().ensure(o, {
+      ...sampleLoadBalancerSpec([node.id]),
+      annotations: { ...nlb, [`${A}eip-allocations`]: mine.join(",") },
+    }),
+  );
+  const lb = world.fake.state.v2Lbs
+    .all(world.accountId)
+    .find((l) => l.tags["fleet-ccm.io/service-uid"] === o.serviceUid);
+  expect(lb?.subnets.map((x) => x.allocationId)).toEqual(mine);
+  // Ensured again: the NLB's own allocations are not checked again.
+  await settle(() =>
+    lbs().ensure(o, {
+      ...sampleLoadBalancerSpec([node.id]),
+      annotations: { ...nlb, [`${A}eip-allocations`]: mine.join(",") },
+    }),
+  );
+  await settle(() => lbs().ensureDeleted(o));
 });
 
 test("in scope: a hand-made group of the VPC, a group shared with the cluster, the cluster's subnets", async () => {

@@ -10,10 +10,12 @@
  * - a security group in the load balancer's VPC that carries no fleet-ccm owner tags but this
  *   Service's, and no `kubernetes.io/cluster/<other>` tag unless it also carries this cluster's
  *   (a group made for the cluster, shared with it, or one made by hand for no cluster);
- * - a subnet in the load balancer's VPC.
+ * - a subnet in the load balancer's VPC;
+ * - for a new NLB, an Elastic IP allocation associated with nothing, carrying the same tag
+ *   rules as a group (an existing NLB's are its own, associated with it, and not used again).
  * ACM/IAM certificates are account-wide and only read by a listener: not scoped here.
  */
-import type { SecurityGroup, Subnet } from "@aws-sdk/client-ec2";
+import type { Address, SecurityGroup, Subnet } from "@aws-sdk/client-ec2";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import type { LbOwner } from "../../provider.js";
@@ -33,14 +35,18 @@ export function groupOutOfScope(
 ): string | undefined {
   if (group === undefined) return "not found in the account's region";
   if (group.VpcId !== vpcId) return `in ${group.VpcId ?? "no VPC"}, not the cluster's VPC ${vpcId}`;
-  const tags = tagsOf(group.Tags);
+  return tagsOutOfScope(tagsOf(group.Tags), owner);
+}
+
+/** Another Service's fleet-ccm owner tags, or only another cluster's `kubernetes.io/cluster/` tags. */
+function tagsOutOfScope(tags: Readonly<Record<string, string>>, owner: LbOwner): string | undefined {
   const fleetCluster = tags[OWNER_TAG_CLUSTER];
   const fleetUid = tags[OWNER_TAG_SERVICE_UID];
   if (
     (fleetCluster !== undefined || fleetUid !== undefined) &&
     (fleetCluster !== owner.cluster || fleetUid !== owner.serviceUid)
   )
-    return `the managed group of another Service (cluster ${fleetCluster ?? "?"})`;
+    return `owned by another Service (cluster ${fleetCluster ?? "?"})`;
   const others = Object.keys(tags)
     .filter((k) => k.startsWith(CLUSTER_TAG_PREFIX) && k !== clusterTagKey(owner.cluster))
     .map((k) => k.slice(CLUSTER_TAG_PREFIX.length));
@@ -56,10 +62,19 @@ export function subnetOutOfScope(subnet: Subnet | undefined, vpcId: string): str
   return undefined;
 }
 
-/** What the scope check reads: groups and subnets by id (absent ones left out of the answer). */
+/** Why an Elastic IP allocation is not the owner's to use for a new NLB, or undefined when it is. */
+export function addressOutOfScope(a: Address | undefined, owner: LbOwner): string | undefined {
+  if (a === undefined) return "not found in the account's region";
+  if (a.AssociationId !== undefined) return `associated (${a.AssociationId})`;
+  return tagsOutOfScope(tagsOf(a.Tags), owner);
+}
+
+/** What the scope check reads by id (absent ones left out of the answer). */
 export interface ScopeReads {
   groups(ids: readonly string[]): Promise<readonly SecurityGroup[]>;
   subnets(ids: readonly string[]): Promise<readonly Subnet[]>;
+  /** Asked only when the check is for a new load balancer. */
+  addresses(ids: readonly string[]): Promise<readonly Address[]>;
 }
 
 /** Throws AnnotationError for the first annotated group or subnet outside the owner's scope. */
@@ -68,6 +83,7 @@ export async function checkScope(
   s: AwsLbSettings,
   vpcId: string,
   reads: ScopeReads,
+  creating: boolean,
 ): Promise<void> {
   const named: readonly [string, readonly string[]][] = [
     [AWS_ANNOTATIONS.securityGroups, s.securityGroups ?? []],
@@ -88,6 +104,15 @@ export async function checkScope(
     for (const id of subnetIds) {
       const why = subnetOutOfScope(byId.get(id), vpcId);
       if (why !== undefined) refuse(AWS_ANNOTATIONS.subnets, subnetIds, `subnet ${id} is ${why}`);
+    }
+  }
+  const eips = s.type === "nlb" && creating ? (s.eipAllocations ?? []) : [];
+  if (eips.length > 0) {
+    const byId = new Map((await reads.addresses(eips)).map((a) => [a.AllocationId ?? "", a]));
+    for (const id of eips) {
+      const why = addressOutOfScope(byId.get(id), owner);
+      if (why !== undefined)
+        refuse(AWS_ANNOTATIONS.eipAllocations, eips, `Elastic IP allocation ${id} is ${why}`);
     }
   }
 }
