@@ -37,6 +37,7 @@ const SUBSETS = [
       "DeleteRoute",
       "DeleteSecurityGroup",
       "DeleteTags",
+      "DescribeAddresses",
       "DescribeAvailabilityZones",
       "DescribeInstances",
       "DescribeRouteTables",

@@ -19,6 +19,7 @@ import {
   badRequest,
   type Caller,
   type Ec2Instance,
+  type ElasticIp,
   type IngressRule,
   inScope,
   type Regional,
@@ -425,6 +426,28 @@ export function ec2Handlers(
         Tags: tagList(v.tags),
       }),
     }),
+
+    // Not paged (AWS answers every allocation at once); by id or the allocation-id filter.
+    DescribeAddresses(input, caller) {
+      const ids = (input.AllocationIds ?? []) as string[];
+      const find = finder(state.addresses, (id) =>
+        badRequest("InvalidAllocationID.NotFound", `The allocation ID '${id}' does not exist`),
+      );
+      for (const id of ids) find(id, caller);
+      const keep = filterOf(input, { "allocation-id": (a: ElasticIp) => [a.id] });
+      const all = state.addresses
+        .inScope(`${caller.account}/${caller.region}`)
+        .filter((a) => (ids.length === 0 || ids.includes(a.id)) && keep(a));
+      return {
+        Addresses: all.map((a) => ({
+          AllocationId: a.id,
+          PublicIp: a.publicIp,
+          Domain: "vpc",
+          ...(a.associationId !== undefined && { AssociationId: a.associationId }),
+          Tags: tagList(a.tags),
+        })),
+      };
+    },
 
     DescribeSubnets: describe({
       table: state.subnets,

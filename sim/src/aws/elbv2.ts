@@ -55,6 +55,8 @@ export function elbv2Handlers(
     readonly eniLingerMs: () => number;
     readonly provisioningMs: () => number;
     readonly quotas: () => AwsQuotas;
+    /** Some AWS-compatible endpoints: TargetGroupNotFound, not [], by LoadBalancerArn when it has none. */
+    readonly noTargetGroupsNotFound?: () => boolean;
   },
 ): Record<string, Handler> {
   /** NLB "Security groups per load balancer". */
@@ -358,6 +360,8 @@ export function elbv2Handlers(
                 .filter((l) => l.lbArn === lbArn)
                 .map((l) => l.targetGroupArn),
             );
+      if (attached !== undefined && attached.size === 0 && opts.noTargetGroupsNotFound?.() === true)
+        throw tgNotFound();
       const { size, after } = pageOf(input);
       const page = state.targetGroups.page(
         scope(c),

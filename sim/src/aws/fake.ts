@@ -116,6 +116,8 @@ export class AwsFake {
   nlbProvisioningMs: number;
   /** The quotas every account has; tests may change them. */
   quotas: AwsQuotas;
+  /** Answer DescribeTargetGroups by LoadBalancerArn with TargetGroupNotFound when it has none (as some AWS-compatible endpoints do). */
+  noTargetGroupsNotFound = false;
   /** AssumeRole's credential lifetime when the caller asks for none. */
   assumedRoleTtlSeconds = 3600;
 
@@ -141,6 +143,7 @@ export class AwsFake {
         eniLingerMs: () => this.eniLingerMs,
         quotas: () => this.quotas,
         provisioningMs: () => this.nlbProvisioningMs,
+        noTargetGroupsNotFound: () => this.noTargetGroupsNotFound,
       }),
       sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
     };
@@ -271,6 +274,27 @@ export class AwsFake {
       cidr: opts.cidr ?? `10.0.${this.state.subnets.all().length}.0/24`,
     };
     this.state.subnets.insert(s, this.now());
+    return id;
+  }
+
+  /** An Elastic IP allocation, associated elsewhere when `associationId` is given. */
+  createAddress(
+    accountId: string,
+    region: string,
+    opts: { associationId?: string; tags?: Record<string, string> } = {},
+  ): string {
+    const id = this.state.hexId("eipalloc");
+    this.state.addresses.insert(
+      {
+        id,
+        account: accountId,
+        region,
+        tags: opts.tags ?? {},
+        publicIp: `198.51.100.${(++this.ipSeq % 250) + 1}`,
+        ...(opts.associationId !== undefined && { associationId: opts.associationId }),
+      },
+      this.now(),
+    );
     return id;
   }
 

@@ -48,6 +48,12 @@ export interface Vpc extends Regional {
   readonly cidr: string;
 }
 
+/** An Elastic IP allocation; associated while an instance or interface (an NLB's, say) holds it. */
+export interface ElasticIp extends Regional {
+  readonly publicIp: string;
+  readonly associationId?: string;
+}
+
 export interface Subnet extends Regional {
   readonly vpcId: string;
   readonly az: string;
@@ -206,6 +212,7 @@ export class AwsState {
   });
   readonly vpcs = new ResourceTable<Vpc>(this.next, scopeOf);
   readonly subnets = new ResourceTable<Subnet>(this.next, scopeOf);
+  readonly addresses = new ResourceTable<ElasticIp>(this.next, scopeOf);
   readonly securityGroups = new ResourceTable<SecurityGroup>(this.next, scopeOf);
   readonly routeTables = new ResourceTable<RouteTable>(this.next, scopeOf);
   readonly classicLbs = new ResourceTable<ClassicLb>(this.next, scopeOf);

@@ -5,6 +5,7 @@
 
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import {
+  ConfigureHealthCheckCommand,
   ElasticLoadBalancingClient,
   AddTagsCommand as ElbAddTags,
   CreateLoadBalancerCommand as ElbCreate,
@@ -423,6 +424,155 @@ describe("load balancers", () => {
     expect(world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")).toBeUndefined();
   });
 
+  test("adoption keeps the health checks cloud-provider-aws built (its defaults per kind); a unified key still wins", async () => {
+    const ns = nodes().map((n) => n.id);
+    const tags = [
+      { Key: "kubernetes.io/cluster/blue", Value: "owned" },
+      { Key: "kubernetes.io/service-name", Value: "default/web" },
+    ];
+    // A classic ELB as upstream leaves it: TCP on the first node port, 10/5/2/6.
+    const classic = owner();
+    const elbName = awsLoadBalancerName(classic.serviceUid);
+    const elb = new ElasticLoadBalancingClient(sdkConfig());
+    await elb.send(
+      new ElbCreate({
+        LoadBalancerName: elbName,
+        Listeners: [
+          { Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 },
+          { Protocol: "TCP", LoadBalancerPort: 443, InstanceProtocol: "TCP", InstancePort: 30443 },
+        ],
+        Subnets: [...world.subnets],
+        Tags: tags,
+      }),
+    );
+    const upstreamClassic = { Interval: 10, Timeout: 5, HealthyThreshold: 2, UnhealthyThreshold: 6 };
+    await elb.send(
+      new ConfigureHealthCheckCommand({
+        LoadBalancerName: elbName,
+        HealthCheck: { Target: "TCP:30080", ...upstreamClassic },
+      }),
+    );
+    // An NLB as upstream leaves it: TCP on the traffic port, 30/10/3/3.
+    const nlb = owner();
+    const v2 = new ElasticLoadBalancingV2Client(sdkConfig());
+    const lb = (
+      await v2.send(
+        new NlbCreate({
+          Name: awsLoadBalancerName(nlb.serviceUid),
+          Type: "network",
+          Subnets: [...world.subnets],
+          Tags: tags,
+        }),
+      )
+    ).LoadBalancers?.[0];
+    const upstreamNlb = {
+      HealthCheckProtocol: "TCP" as const,
+      HealthCheckPort: "traffic-port",
+      HealthCheckIntervalSeconds: 30,
+      HealthCheckTimeoutSeconds: 10,
+      HealthyThresholdCount: 3,
+      UnhealthyThresholdCount: 3,
+    };
+    const tg = (
+      await v2.send(
+        new CreateTargetGroupCommand({
+          Name: "k8s-default-web-5e6f7a8b9c",
+          Protocol: "TCP",
+          Port: 30080,
+          VpcId: world.vpcId,
+          TargetType: "instance",
+          ...upstreamNlb,
+          Tags: tags,
+        }),
+      )
+    ).TargetGroups?.[0];
+    await v2.send(
+      new CreateListenerCommand({
+        LoadBalancerArn: lb?.LoadBalancerArn,
+        Port: 80,
+        Protocol: "TCP",
+        DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
+      }),
+    );
+    const { p, ops } = provider();
+    // No health check key: the hub's spec holds its own defaults (10/5/2/3), not upstream's.
+    await settle(() => lbs(p).ensure(classic, spec(ns)));
+    const nlbSpec = spec(
+      ns,
+      { [`${A}type`]: "nlb" },
+      { listeners: [{ protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false }] },
+    );
+    await settle(() => lbs(p).ensure(nlb, nlbSpec));
+    expect(ops).not.toContain("elb.healthCheck.configure");
+    expect(ops).not.toContain("nlb.targetGroup.modify");
+    const classicNow = () =>
+      world.fake.classicLoadBalancers(world.accountId).find((l) => l.id.endsWith(`/${elbName}`));
+    expect(classicNow()?.healthCheck).toMatchObject({
+      target: "TCP:30080",
+      interval: 10,
+      timeout: 5,
+      healthyThreshold: 2,
+      unhealthyThreshold: 6,
+    });
+    expect(world.fake.state.targetGroups.get(tg?.TargetGroupArn ?? "")?.healthCheck).toMatchObject({
+      protocol: "TCP",
+      port: "traffic-port",
+      interval: 30,
+      timeout: 10,
+      healthyThreshold: 3,
+      unhealthyThreshold: 3,
+    });
+    // A unified key the Service sets (seen in the hints' annotations) wins; the rest stay upstream's.
+    const unified = { "lb.fleet-ccm.io/health-check-unhealthy-threshold": "4" };
+    const base = spec(ns);
+    await settle(() =>
+      lbs(p).ensure(
+        classic,
+        { ...base, healthCheck: { ...base.healthCheck, unhealthyThreshold: 4 } },
+        undefined,
+        { annotations: unified, ingress: [] },
+      ),
+    );
+    expect(classicNow()?.healthCheck).toMatchObject({ interval: 10, timeout: 5, unhealthyThreshold: 4 });
+    for (const o of [classic, nlb]) await settle(() => lbs(p).ensureDeleted(o));
+  });
+
+  test("an endpoint answering TargetGroupNotFound by LoadBalancerArn for an NLB with none: an interrupted create finishes, and deletes", async () => {
+    world.fake.noTargetGroupsNotFound = true;
+    try {
+      const ns = nodes().map((n) => n.id);
+      const s = spec(ns, { [`${A}type`]: "nlb" });
+      // The hub stops right after CreateLoadBalancer answered (a crash, a lost replica).
+      const interrupted = awsProvider.create({
+        account: world.binding(),
+        logger: pino({ level: "silent" }),
+        clock: systemClock,
+        call: async (op, fn) => {
+          const out = await fn(new AbortController().signal);
+          if (op === "nlb.create") throw new TransientCloudError("interrupted");
+          return out;
+        },
+      });
+      const kept = owner();
+      const gone = owner();
+      for (const o of [kept, gone])
+        await expect(lbs(interrupted).ensure(o, s)).rejects.toThrow("interrupted");
+      const { p } = provider();
+      // Deleted as it is, without a target group.
+      await settle(() => lbs(p).ensureDeleted(gone));
+      expect(world.resources().filter((r) => r.lbOwner?.serviceUid === gone.serviceUid)).toEqual([]);
+      // Ensured again: finished, one target group per port.
+      await settle(() => lbs(p).ensure(kept, s));
+      const mine = () => world.resources().filter((r) => r.lbOwner?.serviceUid === kept.serviceUid);
+      expect(mine().filter((r) => r.kind === "target-group")).toHaveLength(2);
+      expect(mine().filter((r) => r.kind === "nlb-listener")).toHaveLength(2);
+      await settle(() => lbs(p).ensureDeleted(kept));
+      expect(mine()).toEqual([]);
+    } finally {
+      world.fake.noTargetGroupsNotFound = false;
+    }
+  });
+
   test("lost answers to mutations (made, then a 504): repeated ensures and deletes end with one of each, then nothing", async () => {
     const ns = nodes().map((n) => n.id);
     const { p } = provider();
@@ -573,6 +723,13 @@ describe("load balancers", () => {
       "30080": ["k8s-proxyprotocol-enabled"],
       "30443": ["k8s-proxyprotocol-enabled"],
     });
+    // A port removed: its instance port's policy goes with its listener (as upstream).
+    await settle(() => lbs(p).ensure(o, { ...s, listeners: s.listeners.filter((l) => l.port === 80) }));
+    const trimmed = world.fake
+      .classicLoadBalancers(world.accountId)
+      .find((l) => l.id.endsWith(awsLoadBalancerName(o.serviceUid)));
+    expect(trimmed?.listeners.map((l) => l.port)).toEqual([80]);
+    expect(trimmed?.backendPolicies).toEqual({ "30080": ["k8s-proxyprotocol-enabled"] });
     // security-groups replaces the managed group: none is made, none is deleted.
     const own = world.fake.createSecurityGroup(world.accountId, world.region, {
       vpcId: world.vpcId,
@@ -592,6 +749,7 @@ describe("load balancers", () => {
   test("NLB annotations: TLS on ssl-ports, UDP, eip-allocations, target-group-attributes, Local health checks, proxy protocol v2", async () => {
     const ns = nodes().map((n) => n.id);
     const cert = "arn:aws:acm:us-east-1:123456789012:certificate/tls";
+    const eips = [0, 1].map(() => world.fake.createAddress(world.accountId, world.region));
     const o = owner();
     const { p } = provider();
     const s = spec(
@@ -600,7 +758,7 @@ describe("load balancers", () => {
         [`${A}type`]: "nlb",
         [`${A}ssl-cert`]: cert,
         [`${A}ssl-ports`]: "443",
-        [`${A}eip-allocations`]: "eipalloc-1,eipalloc-2",
+        [`${A}eip-allocations`]: eips.join(","),
         [`${A}target-group-attributes`]: "deregistration_delay.timeout_seconds=30",
       },
       {
@@ -620,7 +778,7 @@ describe("load balancers", () => {
     const lb = world.fake
       .networkLoadBalancers(world.accountId)
       .find((l) => l.name === awsLoadBalancerName(o.serviceUid));
-    expect(lb?.subnets.map((x) => x.allocationId)).toEqual(["eipalloc-1", "eipalloc-2"]);
+    expect(lb?.subnets.map((x) => x.allocationId)).toEqual(eips);
     const listeners = world.fake.state.listeners.all(world.accountId).filter((l) => l.lbArn === lb?.id);
     expect(listeners.map((l) => [l.port, l.protocol, l.certificates]).sort()).toEqual([
       [443, "TLS", [cert]],
@@ -645,7 +803,7 @@ describe("load balancers", () => {
     expect(ops).not.toContain("nlb.targetGroup.create");
     await settle(() => lbs(p).ensureDeleted(o));
     await expect(
-      lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "nlb", [`${A}eip-allocations`]: "eipalloc-1" })),
+      lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "nlb", [`${A}eip-allocations`]: eips[0]! })),
     ).rejects.toThrow("1 allocations for 2 subnets");
     await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "alb" }))).rejects.toBeInstanceOf(
       CloudError,

@@ -354,20 +354,26 @@ export class ClassicElb {
     const byPort = new Map(
       (lb.BackendServerDescriptions ?? []).map((b) => [b.InstancePort, b.PolicyNames ?? []]),
     );
-    for (const port of [...new Set(spec.listeners.map((l) => l.nodePort))].sort((a, b) => a - b)) {
-      const has = (byPort.get(port) ?? []).includes(PROXY_PROTOCOL_POLICY);
-      if (has === want) continue;
-      await this.api.call("elb.policy.apply", signal, (abortSignal) =>
+    const used = new Set(spec.listeners.map((l) => l.nodePort));
+    const set = (port: number, policies: string[]) =>
+      this.api.call("elb.policy.apply", signal, (abortSignal) =>
         this.api.elb.send(
           new SetLoadBalancerPoliciesForBackendServerCommand({
             LoadBalancerName: name,
             InstancePort: port,
-            PolicyNames: want ? [PROXY_PROTOCOL_POLICY] : [],
+            PolicyNames: policies,
           }),
           { abortSignal },
         ),
       );
+    for (const port of [...used].sort((a, b) => a - b)) {
+      const has = (byPort.get(port) ?? []).includes(PROXY_PROTOCOL_POLICY);
+      if (has !== want) await set(port, want ? [PROXY_PROTOCOL_POLICY] : []);
     }
+    // As upstream: the policies of an instance port no listener uses any more are cleared, so a
+    // listener added on it later does not inherit them.
+    for (const [port, names] of [...byPort].sort(([a], [b]) => (a ?? 0) - (b ?? 0)))
+      if (port !== undefined && !used.has(port) && names.length > 0) await set(port, []);
   }
 
   async syncInstances(

@@ -50,10 +50,10 @@ function lazyProvider(ctx: ProviderContext, options: AwsOptions, names: readonly
       // Pure: no SDK needed.
       checkAnnotations: (annotations) => parseAwsLbAnnotations(annotations, options.defaultLoadBalancerType),
       get: async (owner, signal) => (await lbs()).get(owner, signal),
-      ensure: async (owner, spec, signal) => (await lbs()).ensure(owner, spec, signal),
+      ensure: async (owner, spec, signal, hints) => (await lbs()).ensure(owner, spec, signal, hints),
       updateBackends: async (owner, backends, signal, backendAnnotations) =>
         (await lbs()).updateBackends(owner, backends, signal, backendAnnotations),
-      ensureDeleted: async (owner, signal) => (await lbs()).ensureDeleted(owner, signal),
+      ensureDeleted: async (owner, signal, hints) => (await lbs()).ensureDeleted(owner, signal, hints),
       listOwned: async (token, signal) => {
         const real = await lbs();
         if (real.listOwned === undefined) throw new Error("aws provider without a load-balancer listing");

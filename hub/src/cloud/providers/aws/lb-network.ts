@@ -10,6 +10,7 @@ import {
   AuthorizeSecurityGroupIngressCommand,
   CreateSecurityGroupCommand,
   DeleteSecurityGroupCommand,
+  DescribeAddressesCommand,
   type Filter,
   type Instance,
   type IpPermission,
@@ -42,6 +43,7 @@ import {
 import type { AwsLbSettings } from "./annotations.js";
 import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
+import { checkScope } from "./scope.js";
 import { clusterTagKey, OWNED, SERVICE_NAME_TAG } from "./tags.js";
 
 /** Upstream's GetLoadBalancerName: "a" + the uid without dashes, at most 32 characters. */
@@ -312,6 +314,26 @@ export class LbNetwork {
     const vpcId = existingVpc ?? this.vpcOf(backends);
     if (vpcId === undefined)
       throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
+    // Before the first write: what the annotations name must be the cluster's.
+    await checkScope(
+      owner,
+      s,
+      vpcId,
+      {
+        groups: (ids) => this.securityGroups([{ Name: "group-id", Values: [...ids] }], signal),
+        subnets: (ids) => this.subnetsById(ids, signal),
+        addresses: async (ids) =>
+          (
+            await this.api.call("eip.list", signal, (abortSignal) =>
+              this.api.ec2.send(
+                new DescribeAddressesCommand({ Filters: [{ Name: "allocation-id", Values: [...ids] }] }),
+                { abortSignal },
+              ),
+            )
+          ).Addresses ?? [],
+      },
+      existingVpc === undefined,
+    );
     const groups = [...(s.securityGroups ?? [])];
     let managedGroup: string | undefined;
     if (s.securityGroups === undefined) {
@@ -363,6 +385,17 @@ export class LbNetwork {
         { Filters: filters },
       ),
       (page) => page.SecurityGroups,
+    );
+  }
+
+  /** Subnets by id (a filter, so an unknown id is left out rather than an error). */
+  subnetsById(ids: readonly string[], signal?: AbortSignal): Promise<Subnet[]> {
+    return allPages(
+      paginateDescribeSubnets(
+        { client: this.api.paged(this.api.ec2, "subnets.list", signal), pageSize: EC2_PAGE_MAX },
+        { Filters: [{ Name: "subnet-id", Values: [...ids] }] },
+      ),
+      (page) => page.Subnets,
     );
   }
 

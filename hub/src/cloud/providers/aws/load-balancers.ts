@@ -12,6 +12,7 @@ import {
   isInProgress,
   type LbIngress,
   type LbOwner,
+  type LbServiceHints,
   type LoadBalancerCapabilities,
   type LoadBalancerSpec,
   type LoadBalancerState,
@@ -22,6 +23,7 @@ import {
 import { AWS_ANNOTATIONS, awsLbCapabilities, parseAwsLbAnnotations } from "./annotations.js";
 import type { AwsApi } from "./api.js";
 import { ClassicElb, isGone as classicGone } from "./classic.js";
+import { awsHealthCheck } from "./health.js";
 import {
   awsLoadBalancerName,
   backendsDigestTags,
@@ -87,6 +89,7 @@ export class AwsLoadBalancers implements LoadBalancers {
     owner: LbOwner,
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
+    hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress> {
     const annotations = spec.annotations ?? {};
     const settings = parseAwsLbAnnotations(annotations, this.options.defaultLoadBalancerType);
@@ -109,11 +112,13 @@ export class AwsLoadBalancers implements LoadBalancers {
     // new one is ready, not left behind.
     const replaced = existing !== undefined && existing.type !== type ? existing.type : undefined;
     const kindSettings = { ...settings, type };
+    // The hints hold every annotation (the spec's only when a vendor key is among them).
+    const kindSpec = { ...spec, healthCheck: awsHealthCheck(spec, hints?.annotations ?? annotations, type) };
     const made =
       type === "classic"
         ? await this.classic.ensure(
             owner,
-            spec,
+            kindSpec,
             kindSettings,
             existing?.type === "classic"
               ? existing.found
@@ -124,7 +129,7 @@ export class AwsLoadBalancers implements LoadBalancers {
           )
         : await this.nlb.ensure(
             owner,
-            spec,
+            kindSpec,
             kindSettings,
             existing?.type === "nlb"
               ? existing.found

@@ -195,14 +195,24 @@ export class Nlb {
     );
   }
 
-  private attachedGroups(lbArn: string, signal?: AbortSignal): Promise<TargetGroup[]> {
-    return allPages(
-      paginateDescribeTargetGroups(
-        { client: this.api.paged(this.api.elbv2, "nlb.targetGroups", signal), pageSize: ELBV2_PAGE_MAX },
-        { LoadBalancerArn: lbArn },
-      ),
-      (page) => page.TargetGroups,
-    );
+  /**
+   * The target groups the load balancer's listeners use. Some AWS-compatible endpoints answer
+   * TargetGroupNotFound rather than [] on this filter for one with none yet: on this filter
+   * alone that means none (the load balancer's own absence is LoadBalancerNotFound).
+   */
+  private async attachedGroups(lbArn: string, signal?: AbortSignal): Promise<TargetGroup[]> {
+    try {
+      return await allPages(
+        paginateDescribeTargetGroups(
+          { client: this.api.paged(this.api.elbv2, "nlb.targetGroups", signal), pageSize: ELBV2_PAGE_MAX },
+          { LoadBalancerArn: lbArn },
+        ),
+        (page) => page.TargetGroups,
+      );
+    } catch (err) {
+      if (hasCode(err, "TargetGroupNotFound", "TargetGroupNotFoundException")) return [];
+      throw err;
+    }
   }
 
   private async targets(tgArn: string, signal?: AbortSignal): Promise<{ Id: string; Port?: number }[]> {
@@ -577,6 +587,12 @@ export class Nlb {
       const lbArn = found.lb.LoadBalancerArn ?? "";
       for (const tg of await this.attachedGroups(lbArn, signal))
         if (tg.TargetGroupArn) targetGroups.add(tg.TargetGroupArn);
+      // Its listeners' too: an adopted load balancer's groups (upstream's names) are found by no
+      // name of ours, and an endpoint's answer by load balancer may leave them out.
+      for (const l of await this.listeners(lbArn, signal)) {
+        const arn = forwardsTo(l);
+        if (arn !== undefined) targetGroups.add(arn);
+      }
       await this.api.call("nlb.delete", signal, (abortSignal) =>
         this.api.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: lbArn }), { abortSignal }),
       );
