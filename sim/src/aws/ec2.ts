@@ -443,6 +443,9 @@ export function ec2Handlers(
           AllocationId: a.id,
           PublicIp: a.publicIp,
           Domain: "vpc",
+          // AWS sends both for every allocation: a region's own border group, Amazon's pool.
+          NetworkBorderGroup: a.region,
+          PublicIpv4Pool: "amazon",
           ...(a.associationId !== undefined && { AssociationId: a.associationId }),
           Tags: tagList(a.tags),
         })),

@@ -17,6 +17,14 @@ import type { Caller } from "./state.js";
 const CONDITIONAL: Readonly<Record<string, string>> = {
   NextToken: "only when more items follow",
   NextMarker: "only when more items follow",
+  // An Elastic IP: these only while it is associated, ServiceManaged only for a service's own.
+  "Addresses[].InstanceId": "only while associated with an instance",
+  "Addresses[].AssociationId": "only while associated",
+  "Addresses[].NetworkInterfaceId": "only while associated",
+  "Addresses[].NetworkInterfaceOwnerId": "only while associated",
+  "Addresses[].PrivateIpAddress": "only while associated",
+  "Addresses[].SubnetId": "only while associated",
+  "Addresses[].ServiceManaged": "only for an address a service manages",
   // One route has one target: the member of its target kind alone.
   ...Object.fromEntries(
     [
@@ -201,6 +209,8 @@ test("the fake answers every member of the output shape AWS always sends", () =>
     "DescribeAvailabilityZones",
   ])
     run("ec2", op);
+  fake.createAddress(keys.accountId, REGION);
+  run("ec2", "DescribeAddresses");
   const listeners = [{ Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 }];
   run("elb", "CreateLoadBalancer", { LoadBalancerName: "c", Subnets: [subnetId], Listeners: listeners });
   run("elb", "RegisterInstancesWithLoadBalancer", {
