@@ -1,38 +1,7 @@
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { Backoff, type Clock, Retry } from "./backoff.js";
-
-class FakeClock implements Clock {
-  t = 0;
-  private timers: { at: number; fn: () => void; id: number }[] = [];
-  private nextId = 1;
-  now(): number {
-    return this.t;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.timers.push({ at: this.t + ms, fn, id });
-    return id;
-  }
-  clearTimeout(h: unknown): void {
-    this.timers = this.timers.filter((x) => x.id !== h);
-  }
-  get scheduled(): number {
-    return this.timers.length;
-  }
-  advance(ms: number): void {
-    const end = this.t + ms;
-    for (;;) {
-      this.timers.sort((a, b) => a.at - b.at);
-      const next = this.timers[0];
-      if (next === undefined || next.at > end) break;
-      this.timers.shift();
-      this.t = next.at;
-      next.fn();
-    }
-    this.t = end;
-  }
-}
+import { Backoff, Retry } from "./backoff.js";
+import { FakeClock } from "./fake-clock.testkit.js";
 
 function capture(): { logger: pino.Logger; lines: { level: number; msg: string; [k: string]: unknown }[] } {
   const lines: { level: number; msg: string }[] = [];

@@ -14,38 +14,9 @@ import {
 import { afterEach, beforeEach, describe, expect, test } from "@jest/globals";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import type { Clock } from "./backoff.js";
+import { FakeClock } from "./fake-clock.testkit.js";
 import { KubeClient } from "./kube-client.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
-
-class FakeClock implements Clock {
-  t = 0;
-  private timers: { at: number; fn: () => void; id: number }[] = [];
-  private nextId = 1;
-  now(): number {
-    return this.t;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.timers.push({ at: this.t + ms, fn, id });
-    return id;
-  }
-  clearTimeout(h: unknown): void {
-    this.timers = this.timers.filter((x) => x.id !== h);
-  }
-  /** How long until the earliest timer is due (Infinity: none). */
-  get nextInMs(): number {
-    return Math.min(...this.timers.map((x) => x.at - this.t));
-  }
-  /** Runs the earliest timer, and the time moves to it. */
-  fireNext(): void {
-    this.timers.sort((a, b) => a.at - b.at);
-    const next = this.timers.shift();
-    if (next === undefined) throw new Error("no timer");
-    this.t = next.at;
-    next.fn();
-  }
-}
 
 const NODES = { method: "GET", path: "/api/v1/nodes" } as const;
 const NODE_LIST = { ...NODES, watch: false } as const;
