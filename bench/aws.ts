@@ -20,6 +20,7 @@ import {
   awsProvider,
   backendsDigest,
   type CloudProvider,
+  createProvider,
   InstanceCache,
   InstanceLookups,
   isInProgress,
@@ -86,15 +87,19 @@ async function main(): Promise<void> {
   };
   // Every call the provider makes, by op (the hub's call path).
   const ops = new Map<string, number>();
-  const provider = awsProvider.create({
-    account: binding,
-    logger: pino({ level: "silent" }),
-    clock,
-    call: (op, fn) => {
-      ops.set(op, (ops.get(op) ?? 0) + 1);
-      return fn(new AbortController().signal);
+  const provider = await createProvider(
+    awsProvider,
+    {
+      account: binding,
+      logger: pino({ level: "silent" }),
+      clock,
+      call: (op, fn) => {
+        ops.set(op, (ops.get(op) ?? 0) + 1);
+        return fn(new AbortController().signal);
+      },
     },
-  });
+    {},
+  );
   const logger = pino({ level: "silent" });
 
   // fleet-ccm, steady: one account-wide paged list per refresh period for every cluster.
@@ -157,7 +162,7 @@ async function main(): Promise<void> {
       await ec2.send(new DescribeInstancesCommand({ InstanceIds: [i.id] }));
   const upstreamLifecyclePerCluster = describeCalls(mark).length;
 
-  const restart = await measureRestart(fake, provider, fleet[0] ?? [], ops);
+  const restart = await measureRestart(fake, provider, vpc, fleet[0] ?? [], ops);
 
   const totalNodes = CLUSTERS * NODES;
   const throttled = (calls: ReturnType<typeof describeCalls>) =>
@@ -210,6 +215,7 @@ async function main(): Promise<void> {
 async function measureRestart(
   fake: AwsFake,
   provider: CloudProvider,
+  vpc: string,
   backends: readonly { id: string }[],
   ops: Map<string, number>,
 ) {
@@ -221,7 +227,12 @@ async function measureRestart(
     .map((b) => b.id)
     .sort();
   const services = Array.from({ length: SERVICES }, (_, n) => ({
-    owner: { cluster: "c0", serviceUid: `${String(n).padStart(8, "0")}-0000-4000-8000-000000000000` },
+    owner: {
+      cluster: "c0",
+      network: vpc,
+      scope: {},
+      serviceUid: `${String(n).padStart(8, "0")}-0000-4000-8000-000000000000`,
+    },
     spec: {
       listeners: [{ protocol: "TCP" as const, port: 80, nodePort: 30080, proxyProtocol: false }],
       backends: ids,

@@ -69,7 +69,7 @@ export const hubCommand: Command = {
       }
       // Every problem at once: schema, providers, secrets and files, cross-references.
       const config = checkHubConfig(text, path, { providers: builtinProviders });
-      hub = new Hub({ config, providers: builtinProviders, logger: log, controllers });
+      hub = await Hub.create({ config, providers: builtinProviders, logger: log, controllers });
     } catch (err) {
       if (err instanceof ConfigError || err instanceof Error) {
         process.stderr.write(`fleet-ccm hub: ${err.message}\n`);

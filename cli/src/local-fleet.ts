@@ -303,7 +303,7 @@ export class LocalFleet {
 
   async startHub(): Promise<Hub> {
     const config = parseHubConfig(this.hubConfigText(), "local fleet");
-    const hub = new Hub({
+    const hub = await Hub.create({
       config,
       providers: builtinProviders,
       logger: this.opts.logger,

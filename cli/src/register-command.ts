@@ -331,7 +331,7 @@ export const unregisterCommand: Command = {
         const entry = config.clusters.find((c) => c.name === cluster);
         if (entry === undefined) throw new ConfigError(`${path}: no cluster "${cluster}"`);
         // The cloud credentials are resolved before anything changes: a missing one fails here.
-        cloud = new CloudAccounts(
+        cloud = await CloudAccounts.create(
           config.accounts.filter((a) => a.name === entry.account),
           [entry],
           {
@@ -396,12 +396,12 @@ export const unregisterCommand: Command = {
       }
       // 4. Whatever is left (the hub could not reach it, routes): deleted from here.
       let code = 0;
-      const provider = cloud.cloudFor(cluster)?.provider;
-      if (provider === undefined) throw new Error(`cluster "${cluster}": no cloud provider bound`);
+      const bound = cloud.cloudFor(cluster);
+      if (bound === undefined) throw new Error(`cluster "${cluster}": no cloud provider bound`);
       progress.update(`waiting ${grace} ms for the hub to drop ${cluster}`);
       await new Promise((r) => setTimeout(r, grace));
       progress.update(`deleting ${cluster}'s cloud resources`);
-      const report = await deleteClusterResources(provider, cluster, {
+      const report = await deleteClusterResources(bound.provider, bound.target, {
         onProgress: (s) => progress.update(s),
       });
       progress.done();

@@ -1,13 +1,6 @@
-/**
- * The whole check of a hub configuration, every stage in one pass: the schema and the
- * cross-references (duplicates, unknown accounts), then each account's provider (known, its
- * credential names, its options and endpoint), then every secret and TLS file it references
- * (read now), then each cluster's region. A stage runs on whatever parts of the document parsed,
- * so a mistake in one place never hides another: the user fixes them all at once.
- */
-import { pino } from "pino";
 import { parse as parseYaml } from "yaml";
 import { clusterRegionProblem } from "./cloud/accounts.js";
+import { checkEndpoint, credentialNames, parseOptions } from "./cloud/bind-provider.js";
 import { AccountConfigError, type ProviderFactory } from "./cloud/provider.js";
 import { ProviderRegistry } from "./cloud/registry.js";
 import { ConfigError, formatIssues } from "./config/load.js";
@@ -22,7 +15,6 @@ import {
 import { namedRefs, type SecretRef, SecretRefSchema, secretProblems } from "./config/secret.js";
 import { clusterCredentials, TokenAuthenticator } from "./grpc/auth.js";
 import { tlsFileProblems } from "./grpc/tls.js";
-import { systemClock } from "./util/clock.js";
 
 export interface CheckOptions {
   readonly providers: readonly ProviderFactory[];
@@ -50,9 +42,6 @@ function refAt(v: unknown): SecretRef | undefined {
   return r.success ? r.data : undefined;
 }
 
-const silent = pino({ level: "silent" });
-const NO_CALLS = () => Promise.reject(new Error("configuration check: no cloud calls"));
-
 /** What the account's provider refuses (unknown, credential names, options, endpoint), one line each. */
 function providerProblems(a: AccountConfig, i: number, registry: ProviderRegistry): string[] {
   const factory = registry.get(a.provider);
@@ -61,38 +50,24 @@ function providerProblems(a: AccountConfig, i: number, registry: ProviderRegistr
       `accounts[${i}].provider: unknown provider "${a.provider}" (known: ${registry.names().join(", ")})`,
     ];
   const problems: string[] = [];
-  const names = namedRefs(a.credentials).map(([name]) => name);
   const refused = (err: unknown) =>
     problems.push(`accounts[${i}]${err instanceof AccountConfigError ? "." : ": "}${(err as Error).message}`);
-  try {
-    if (factory.checkCredentials !== undefined) factory.checkCredentials(names);
-    else if (names.length !== 1 || names[0] !== "")
-      throw new AccountConfigError("credentials", `provider ${a.provider} takes one secret reference`);
-  } catch (err) {
-    refused(err);
-  }
-  // Binding checks the options and endpoint; offline: no call goes out, no secret is needed.
-  try {
-    factory.create({
-      account: {
-        name: a.name,
-        provider: a.provider,
-        region: a.region,
-        network: a.network,
-        endpoint: a.endpoint,
-        credential: "",
-        secret: () => "",
-        credentialNames: names,
-        requestTimeoutMs: a.requestTimeoutMs,
-        ...(a.options !== undefined && { options: a.options }),
-      },
-      logger: silent,
-      clock: systemClock,
-      call: NO_CALLS,
-    });
-  } catch (err) {
-    refused(err);
-  }
+  // The provider's declarations, offline: no call goes out, no secret is needed.
+  const checks = [
+    () =>
+      credentialNames(
+        factory.credentials,
+        namedRefs(a.credentials).map(([name]) => name),
+      ),
+    () => checkEndpoint(factory.endpoint, a.endpoint, factory.name),
+    () => parseOptions(factory, a.options),
+  ];
+  for (const check of checks)
+    try {
+      check();
+    } catch (err) {
+      refused(err);
+    }
   return problems;
 }
 

@@ -104,7 +104,9 @@ export class Hub {
   private readonly applyFailures: ApplyFailureLog;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly accounts: CloudAccounts;
+  // Bound by create(), before anything can call the cloud.
+  private accounts!: CloudAccounts;
+  private readonly registry: ProviderRegistry;
   private readonly grpc: HubGrpcServer;
   private readonly publisher: DesiredPublisher;
   private readonly controllerLists = new Map<string, readonly string[]>();
@@ -142,7 +144,34 @@ export class Hub {
   /** Clusters of each account whose lease this replica holds (its share of the rate limit). */
   private readonly ownedByAccount = new Map<string, number>();
 
-  constructor(private readonly opts: HubOptions) {
+  /** A hub with every account bound to its provider (creating a provider may load its SDK). */
+  static async create(opts: HubOptions): Promise<Hub> {
+    const hub = new Hub(opts);
+    await hub.bindAccounts();
+    return hub;
+  }
+
+  private async bindAccounts(): Promise<void> {
+    const cfg = this.opts.config;
+    const replicas = this.replicas;
+    this.accounts = await CloudAccounts.create(cfg.accounts, cfg.clusters, {
+      registry: this.registry,
+      clock: this.clock,
+      logger: this.log,
+      metrics: this.metrics,
+      env: this.opts.env,
+      refresh: cfg.refresh,
+      maxConcurrentRouteWrites: cfg.routes.maxConcurrentPerAccount,
+      signal: this.cloudShutdown.signal,
+      ...(replicas !== undefined && {
+        guard: (op: string) => replicas.guard(op),
+        userAgent: `fleet-ccm-hub replica/${replicas.id}`,
+      }),
+    });
+    if (replicas !== undefined) this.reshareRateLimits();
+  }
+
+  private constructor(private readonly opts: HubOptions) {
     const cfg = opts.config;
     this.clock = opts.clock ?? systemClock;
     this.log = opts.logger;
@@ -186,30 +215,13 @@ export class Hub {
             },
           });
     const replicas = this.replicas;
-    const registry = new ProviderRegistry(opts.providers);
-    this.accounts = new CloudAccounts(cfg.accounts, cfg.clusters, {
-      registry,
-      clock: this.clock,
-      logger: this.log,
-      metrics: this.metrics,
-      env: opts.env,
-      refresh: cfg.refresh,
-      maxConcurrentRouteWrites: cfg.routes.maxConcurrentPerAccount,
-      signal: this.cloudShutdown.signal,
-      ...(replicas !== undefined && {
-        guard: (op: string) => replicas.guard(op),
-        userAgent: `fleet-ccm-hub replica/${replicas.id}`,
-      }),
-    });
+    this.registry = new ProviderRegistry(opts.providers);
     const auth = new TokenAuthenticator();
     auth.replace(clusterCredentials(cfg.clusters, opts.env));
     this.auth = auth;
     this.publisher = new DesiredPublisher(natsOptions, this.log.child({ component: "nats" }));
     this.publisher.onConnected = () => this.onNatsConnected();
-    if (replicas !== undefined) {
-      this.publisher.mayPublish = (cluster) => replicas.holds(cluster);
-      this.reshareRateLimits();
-    }
+    if (replicas !== undefined) this.publisher.mayPublish = (cluster) => replicas.holds(cluster);
     this.metrics.heldObjects = () => {
       let n = 0;
       for (const c of this.fleet.clusterNames()) n += this.fleet.view(c)?.held.size ?? 0;
@@ -253,11 +265,11 @@ export class Hub {
         }),
         providerAnnotationPrefixes: (cluster) => {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
-          return (provider === undefined ? undefined : registry.get(provider)?.annotationPrefixes) ?? [];
+          return (provider === undefined ? undefined : this.registry.get(provider)?.annotationPrefixes) ?? [];
         },
         providerSecretReferences: (cluster) => {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
-          return (provider === undefined ? undefined : registry.get(provider)?.secretReferences) ?? [];
+          return (provider === undefined ? undefined : this.registry.get(provider)?.secretReferences) ?? [];
         },
       },
     );

@@ -1,4 +1,5 @@
 export { CloudAccounts, clusterRegionProblem } from "./cloud/accounts.js";
+export { createProvider } from "./cloud/bind-provider.js";
 export { builtinProviders } from "./cloud/builtin.js";
 export { type ClusterCleanupReport, deleteClusterResources } from "./cloud/cleanup.js";
 export { InstanceCache } from "./cloud/instance-cache.js";

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
+import { z } from "zod";
 import { parseHubConfig } from "../config/load.js";
 import { HubMetrics } from "../metrics.js";
 import { FakeClock } from "../util/clock.js";
@@ -31,7 +32,7 @@ const account = (name: string, over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-function bind(
+async function bind(
   accounts: unknown[],
   signal?: AbortSignal,
   factories: ProviderFactory[] = [],
@@ -41,7 +42,10 @@ function bind(
   const fake: ProviderFactory = {
     name: "fake",
     annotationPrefixes: [],
-    create(ctx) {
+    options: z.unknown(),
+    credentials: { required: [], bare: "" },
+    endpoint: "optional",
+    async create(ctx) {
       calls.push(ctx.call);
       return {
         name: "fake",
@@ -57,7 +61,7 @@ function bind(
     },
   };
   const cfg = config(accounts, clusters);
-  const accountsRuntime = new CloudAccounts(cfg.accounts, cfg.clusters, {
+  const accountsRuntime = await CloudAccounts.create(cfg.accounts, cfg.clusters, {
     registry: new ProviderRegistry([fake, ...factories]),
     refresh: { periodMs: 60_000, cacheScope: "account" },
     maxConcurrentRouteWrites: 4,
@@ -71,8 +75,8 @@ function bind(
 }
 
 describe("cloud accounts", () => {
-  test("load-balancer concurrency is bounded per account, shared by the account's clusters", () => {
-    const { accounts } = bind([account("a1", { maxConcurrentLoadBalancerOps: 3 }), account("a2")]);
+  test("load-balancer concurrency is bounded per account, shared by the account's clusters", async () => {
+    const { accounts } = await bind([account("a1", { maxConcurrentLoadBalancerOps: 3 }), account("a2")]);
     const c1 = accounts.loadBalancerOpsFor("c1");
     expect(c1).toBeDefined();
     expect(accounts.loadBalancerOpsFor("c3")).toBe(c1);
@@ -82,15 +86,15 @@ describe("cloud accounts", () => {
 
   test("every cloud call gets the hub's shutdown signal (no second, wall-clock timeout)", async () => {
     const shutdown = new AbortController();
-    const { calls } = bind([account("a1"), account("a2")], shutdown.signal);
+    const { calls } = await bind([account("a1"), account("a2")], shutdown.signal);
     const signal = await calls[0]?.("op", async (s) => s);
     expect(signal?.aborted).toBe(false);
     shutdown.abort();
     expect(signal?.aborted).toBe(true);
   });
 
-  test("a provider's own account settings are validated by it, errors naming the field", () => {
-    expect(() =>
+  test("a provider's own account settings are validated by it, errors naming the field", async () => {
+    await expect(
       bind(
         [
           account("a1"),
@@ -103,11 +107,11 @@ describe("cloud accounts", () => {
         undefined,
         [simulatedProvider],
       ),
-    ).toThrow(/^accounts\[1\]\.options\.asyncPolls: /);
+    ).rejects.toThrow(/^accounts\[1\]\.options\.asyncPolls: /);
   });
 
-  test("the provider checks its credential names; a single reference stays valid", () => {
-    const sim = (credentials: unknown) => () =>
+  test("the provider checks its credential names; a single reference stays valid", async () => {
+    const sim = (credentials: unknown) =>
       bind(
         [
           account("a1"),
@@ -116,18 +120,18 @@ describe("cloud accounts", () => {
         undefined,
         [simulatedProvider],
       );
-    expect(sim({ env: "K" })).not.toThrow();
-    expect(sim({ apiKey: { env: "K" } })).not.toThrow();
-    expect(sim({ apiKey: { env: "K" }, roleArn: { env: "K" } })).toThrow(
+    await expect(sim({ env: "K" })).resolves.toBeDefined();
+    await expect(sim({ apiKey: { env: "K" } })).resolves.toBeDefined();
+    await expect(sim({ apiKey: { env: "K" }, roleArn: { env: "K" } })).rejects.toThrow(
       /^accounts\[1\]\.credentials\.roleArn: /,
     );
-    expect(sim({ token: { env: "K" } })).toThrow(/^accounts\[1\]\.credentials\.token: /);
-    expect(() => bind([account("a1", { credentials: { a: { env: "K" } } }), account("a2")])).toThrow(
-      /^accounts\[0\]\.credentials: provider fake takes one secret reference/,
+    await expect(sim({ token: { env: "K" } })).rejects.toThrow(/^accounts\[1\]\.credentials\.token: /);
+    await expect(bind([account("a1", { credentials: { a: { env: "K" } } }), account("a2")])).rejects.toThrow(
+      /^accounts\[0\]\.credentials\.a: not a credential of this provider/,
     );
   });
 
-  test("an account serves several regions: a cluster names its region; one client and cache per region", () => {
+  test("an account serves several regions: a cluster names its region; one client and cache per region", async () => {
     const multi = [account("a1", { region: undefined, regions: ["r1", "r2"] }), account("a2")];
     const cluster = (name: string, over: Record<string, unknown> = {}) => ({
       name,
@@ -135,7 +139,7 @@ describe("cloud accounts", () => {
       token: { env: "T" },
       ...over,
     });
-    const { accounts, calls } = bind(
+    const { accounts, calls } = await bind(
       multi,
       undefined,
       [],
@@ -149,15 +153,20 @@ describe("cloud accounts", () => {
     expect(accounts.cloudFor("c1")?.account.region).toBe("r1");
     expect(accounts.cloudFor("c2")?.account.region).toBe("r2");
     expect(accounts.cloudFor("c2")?.scope.network).toBe("vpc-2");
+    // Every load-balancer and route call names the cluster and its own network.
+    expect(accounts.cloudFor("c2")?.target).toMatchObject({ cluster: "c2", network: "vpc-2" });
+    expect(accounts.cloudFor("c1")?.target.cluster).toBe("c1");
+    // One lock table per account: its clusters' writes of one shared object never overlap.
+    expect(accounts.cloudFor("c1")?.writeLocks).toBe(accounts.cloudFor("c2")?.writeLocks);
     expect(accounts.cloudFor("c1")?.scope.adoptFrom).toBeUndefined();
     expect(accounts.cloudFor("c3")?.scope.adoptFrom).toEqual({ vendorCcmClusterName: "lke7" });
     expect(accounts.cacheFor("c1")).toBe(accounts.cacheFor("c3"));
     expect(accounts.cacheFor("c1")).not.toBe(accounts.cacheFor("c2"));
     expect(accounts.loadBalancerOpsFor("c1")).toBe(accounts.loadBalancerOpsFor("c2"));
-    expect(() => bind(multi, undefined, [], [cluster("c1")])).toThrow(
+    await expect(bind(multi, undefined, [], [cluster("c1")])).rejects.toThrow(
       /^clusters\[0\]\.region: required: account "a1" serves several regions \(r1, r2\)/,
     );
-    expect(() => bind(multi, undefined, [], [cluster("c1", { region: "r9" })])).toThrow(
+    await expect(bind(multi, undefined, [], [cluster("c1", { region: "r9" })])).rejects.toThrow(
       /^clusters\[0\]\.region: account "a1" does not serve region "r9"/,
     );
     expect(() => config([account("a1", { region: undefined }), account("a2")])).toThrow(

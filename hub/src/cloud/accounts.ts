@@ -3,8 +3,10 @@ import type { AccountConfig, ClusterConfig } from "../config/schema.js";
 import { namedRefs, RotatingSecret } from "../config/secret.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Clock } from "../util/clock.js";
+import { KeyedLock } from "../util/keyed-lock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
 import { Semaphore } from "../util/semaphore.js";
+import { createProvider, credentialNames } from "./bind-provider.js";
 import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
 import { InstanceCache } from "./instance-cache.js";
 import { InstanceLookups } from "./instance-lookups.js";
@@ -15,7 +17,7 @@ import {
   type CloudProvider,
 } from "./provider.js";
 import type { ProviderRegistry } from "./registry.js";
-import type { ClusterCloud } from "./scope.js";
+import { type ClusterCloud, clusterCloud } from "./scope.js";
 
 /** One provider client and instance cache per account and region. */
 interface RegionRuntime {
@@ -23,6 +25,7 @@ interface RegionRuntime {
   readonly provider: CloudProvider;
   readonly cache: InstanceCache;
   readonly lookups: InstanceLookups;
+  readonly lbSettings?: ClusterCloud["lbSettings"];
 }
 
 /** One rate limiter (or one per region), route and load-balancer bounds per account, shared by its clusters. */
@@ -34,6 +37,8 @@ interface AccountRuntime {
   readonly routeWrites: Semaphore;
   /** Bounds concurrent load-balancer syncs for the account (accounts.maxConcurrentLoadBalancerOps). */
   readonly loadBalancerOps: Semaphore;
+  /** Serializes writes of one shared cloud object (LockKey) across the account's clusters. */
+  readonly writeLocks: KeyedLock;
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
 }
 
@@ -95,90 +100,29 @@ export class CloudAccounts {
   private loadBalancerOps = new Map<string, Semaphore>();
   private byAccount: Map<string, string[]> | undefined;
 
-  constructor(
+  private constructor(
     accounts: readonly AccountConfig[],
-    clusters: readonly ClusterConfig[],
+    runtimes: ReadonlyMap<string, AccountRuntime>,
     private readonly deps: CloudAccountsDeps,
   ) {
     this.configs = accounts;
-    accounts.forEach((a, i) => {
-      const factory = deps.registry.get(a.provider);
-      if (factory === undefined)
-        throw new Error(
-          `accounts[${i}].provider: unknown provider "${a.provider}" (known: ${deps.registry.names().join(", ")})`,
-        );
-      const refs = namedRefs(a.credentials);
-      try {
-        if (factory.checkCredentials !== undefined) factory.checkCredentials(refs.map(([name]) => name));
-        else if (refs.length !== 1 || refs[0]?.[0] !== "")
-          throw new AccountConfigError("credentials", `provider ${a.provider} takes one secret reference`);
-      } catch (err) {
-        if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
-        throw err;
-      }
-      const secrets = new Map(
-        refs.map(([name, ref]) => {
-          const field = `accounts[${i}].credentials${name === "" ? "" : `.${name}`}`;
-          return [name, new RotatingSecret(ref, field, deps.env)] as const;
-        }),
-      );
-      const primary = secrets.get("") ?? [...secrets.values()][0];
-      const newLimiter = () =>
-        new TokenBucket({
-          ratePerSecond: a.rateLimit.perSecond,
-          burst: a.rateLimit.burst,
-          clock: deps.clock,
-        });
-      const accountLimiter = newLimiter();
-      const regions = new Map<string, RegionRuntime>();
-      const limiters = new Set<TokenBucket>();
-      for (const region of a.regions) {
-        const binding: AccountBinding = {
-          name: a.name,
-          provider: a.provider,
-          region,
-          network: a.network,
-          endpoint: a.endpoint,
-          credential: primary?.current() ?? "",
-          secret: (name = "") => (secrets.get(name) ?? primary)?.current() ?? "",
-          credentialNames: refs.map(([name]) => name),
-          requestTimeoutMs: a.requestTimeoutMs,
-          ...(a.options !== undefined && { options: a.options }),
-          ...(deps.userAgent !== undefined && { userAgent: deps.userAgent }),
-        };
-        const limiter = factory.rateLimitScope === "region" ? newLimiter() : accountLimiter;
-        limiters.add(limiter);
-        const logger = deps.logger.child({
-          component: "cloud",
-          account: a.name,
-          provider: a.provider,
-          region,
-        });
-        const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal, deps.guard);
-        let provider: CloudProvider;
-        try {
-          provider = factory.create({ account: binding, logger, clock: deps.clock, call });
-        } catch (err) {
-          if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
-          throw err;
-        }
-        const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
-        regions.set(region, {
-          binding,
-          provider,
-          cache,
-          lookups: new InstanceLookups(provider.instances, cache, deps.clock),
-        });
-      }
-      this.accounts.set(a.name, {
-        regions,
-        limiters: [...limiters],
-        routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
-        loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
-        rateLimit: a.rateLimit,
-      });
-    });
-    this.setClusters(clusters);
+    for (const [name, runtime] of runtimes) this.accounts.set(name, runtime);
+  }
+
+  /**
+   * Binds every account to its provider (one per account and region; creating one may load
+   * its SDK), then the clusters to the accounts. Throws naming the config field at fault.
+   */
+  static async create(
+    accounts: readonly AccountConfig[],
+    clusters: readonly ClusterConfig[],
+    deps: CloudAccountsDeps,
+  ): Promise<CloudAccounts> {
+    const runtimes = new Map<string, AccountRuntime>();
+    for (const [i, a] of accounts.entries()) runtimes.set(a.name, await bindAccount(a, i, deps));
+    const bound = new CloudAccounts(accounts, runtimes, deps);
+    bound.setClusters(clusters);
+    return bound;
   }
 
   /**
@@ -206,7 +150,16 @@ export class CloudAccounts {
         ...(c.network !== undefined && c.scope.network === undefined && { network: c.network }),
         ...(c.adoptFrom !== undefined && { adoptFrom: c.adoptFrom }),
       };
-      bound.set(c.name, { provider: account.provider, account: account.binding, scope });
+      bound.set(
+        c.name,
+        clusterCloud(c.name, {
+          provider: account.provider,
+          account: account.binding,
+          scope,
+          writeLocks: runtime.writeLocks,
+          ...(account.lbSettings !== undefined && { lbSettings: account.lbSettings }),
+        }),
+      );
       routeWrites.set(c.name, runtime.routeWrites);
       loadBalancerOps.set(c.name, runtime.loadBalancerOps);
       // "cluster" scope is the per-cluster-CCM baseline: each cluster lists on its own.
@@ -359,4 +312,75 @@ function instrumentedCall(
       });
     }
   };
+}
+
+/** One account's providers (per region), limiters and bounds; errors name `accounts[i].<field>`. */
+async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps): Promise<AccountRuntime> {
+  const factory = deps.registry.get(a.provider);
+  if (factory === undefined)
+    throw new Error(
+      `accounts[${i}].provider: unknown provider "${a.provider}" (known: ${deps.registry.names().join(", ")})`,
+    );
+  try {
+    const given = namedRefs(a.credentials);
+    const names = credentialNames(
+      factory.credentials,
+      given.map(([name]) => name),
+    );
+    // Keyed by the name the provider reads (a bare reference: its `bare` credential).
+    const secrets = new Map(
+      given.map(([name, ref], j) => {
+        const field = `accounts[${i}].credentials${name === "" ? "" : `.${name}`}`;
+        return [names[j] ?? name, new RotatingSecret(ref, field, deps.env)] as const;
+      }),
+    );
+    const primary = [...secrets.values()][0];
+    const newLimiter = () =>
+      new TokenBucket({ ratePerSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst, clock: deps.clock });
+    const accountLimiter = newLimiter();
+    const regions = new Map<string, RegionRuntime>();
+    const limiters = new Set<TokenBucket>();
+    for (const region of a.regions) {
+      const binding: AccountBinding = {
+        name: a.name,
+        provider: a.provider,
+        region,
+        network: a.network,
+        endpoint: a.endpoint,
+        credential: primary?.current() ?? "",
+        secret: (name) => (name === undefined ? primary : (secrets.get(name) ?? primary))?.current() ?? "",
+        credentialNames: names,
+        requestTimeoutMs: a.requestTimeoutMs,
+        ...(deps.userAgent !== undefined && { userAgent: deps.userAgent }),
+      };
+      const limiter = factory.rateLimitScope === "region" ? newLimiter() : accountLimiter;
+      limiters.add(limiter);
+      const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider, region });
+      const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal, deps.guard);
+      const provider = await createProvider(
+        factory,
+        { account: binding, logger, clock: deps.clock, call },
+        a.options,
+      );
+      const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
+      regions.set(region, {
+        binding,
+        provider,
+        cache,
+        lookups: new InstanceLookups(provider.instances, cache, deps.clock),
+        ...(factory.lbSettings !== undefined && { lbSettings: factory.lbSettings.bind(factory) }),
+      });
+    }
+    return {
+      regions,
+      limiters: [...limiters],
+      routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
+      loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
+      writeLocks: new KeyedLock(),
+      rateLimit: a.rateLimit,
+    };
+  } catch (err) {
+    if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);
+    throw err;
+  }
 }

@@ -1,6 +1,6 @@
 import { classifyRetry, cloudDelayMs } from "../reconcilers/retry-policy.js";
 import { backoffDelayMs } from "../util/backoff.js";
-import type { CloudProvider, CloudRoute, InProgress, OwnedLoadBalancer } from "./provider.js";
+import type { CloudProvider, CloudRoute, ClusterTarget, InProgress, OwnedLoadBalancer } from "./provider.js";
 
 /** What `deleteClusterResources` deleted, and what it could not. */
 export interface ClusterCleanupReport {
@@ -77,9 +77,10 @@ async function ownedLoadBalancers(provider: CloudProvider, cluster: string, sign
  */
 export async function deleteClusterResources(
   provider: CloudProvider,
-  cluster: string,
+  target: ClusterTarget,
   opts: CleanupOptions = {},
 ): Promise<ClusterCleanupReport> {
+  const { cluster } = target;
   const deletedLbs = new Map<string, { id: string; name: string; serviceUid: string }>();
   const deletedRoutes = new Map<string, { id: string; destinationCIDR: string }>();
   const problems: string[] = [];
@@ -99,7 +100,7 @@ export async function deleteClusterResources(
       try {
         await untilDone(
           `load balancer ${lb.name}`,
-          () => lbs?.ensureDeleted(lb.owner, opts.signal) ?? Promise.resolve(undefined),
+          () => lbs?.ensureDeleted({ ...target, ...lb.owner }, opts.signal) ?? Promise.resolve(undefined),
           opts,
         );
         deletedLbs.set(lb.id, { id: lb.id, name: lb.name, serviceUid: lb.owner.serviceUid });
@@ -111,7 +112,7 @@ export async function deleteClusterResources(
     const routes: readonly CloudRoute[] =
       provider.routes === undefined
         ? []
-        : (await provider.routes.list(opts.signal)).filter(
+        : (await provider.routes.list(target, opts.signal)).filter(
             (r) => r.ownerCluster === cluster && !failed.has(r.id),
           );
     for (const r of routes) {
@@ -120,7 +121,7 @@ export async function deleteClusterResources(
       try {
         await untilDone(
           `route ${r.destinationCIDR}`,
-          () => provider.routes?.delete(r, opts.signal) ?? Promise.resolve(undefined),
+          () => provider.routes?.delete(target, r, opts.signal) ?? Promise.resolve(undefined),
           opts,
         );
         deletedRoutes.set(r.id, { id: r.id, destinationCIDR: r.destinationCIDR });

@@ -57,6 +57,24 @@ export class TransientCloudError extends CloudError {
   override name = "TransientCloudError";
 }
 
+/**
+ * The shared cloud object changed under the write (an ETag's `412`, a `409` on a busy object):
+ * nothing was changed. The hub repeats the call at once, which reads fresh state
+ * (serialized-write.ts); only repeated conflicts become a failure.
+ */
+export class ConflictError extends CloudError {
+  override name = "ConflictError";
+}
+
+/**
+ * An operation the cloud accepted (the provider answered in-progress) ended in failure, as
+ * the cloud itself reports it (an operation's error, an ERROR provisioning state): any replica
+ * reading the cloud sees it. Retried with backoff, as a fresh attempt.
+ */
+export class OperationFailedError extends CloudError {
+  override name = "OperationFailedError";
+}
+
 /** Bad or insufficient credentials: retrying will not help until the config changes. */
 export class ForbiddenError extends CloudError {
   override name = "ForbiddenError";
@@ -72,6 +90,8 @@ export function isRetryable(err: unknown): boolean {
     err instanceof ThrottledError ||
     err instanceof TransientCloudError ||
     err instanceof SuspectAnswerError ||
+    err instanceof ConflictError ||
+    err instanceof OperationFailedError ||
     !(err instanceof CloudError)
   );
 }

@@ -1,5 +1,6 @@
 import type { SecretReference } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
+import type { z } from "zod";
 import type { Clock } from "../util/clock.js";
 import type { SettingBounds } from "./annotation-bounds.js";
 
@@ -59,6 +60,31 @@ export interface CloudProvider {
   /** Absent: the provider has no VPC routes. */
   readonly routes?: Routes;
 }
+
+// ---- Cluster scope ------------------------------------------------------------------------------
+
+/** Instances and resources a cluster may use, beyond its account and region (clusters[] in the config). */
+export interface ClusterScope {
+  readonly network?: string | undefined;
+  readonly tags?: Readonly<Record<string, string>> | undefined;
+  /** The operator's opt-in to adopt the vendor CCM's load balancers (clusters[].adoptFrom). */
+  readonly adoptFrom?: AdoptFrom | undefined;
+}
+
+/**
+ * The cluster a load-balancer or route call acts for. Providers are bound per account and
+ * shared by its clusters, so everything per cluster comes here, never from the account
+ * binding: `network` is the cluster's own (clusters[].network, else the account's), the one
+ * its routes are programmed in and its resources are checked against.
+ */
+export interface ClusterTarget {
+  readonly cluster: string;
+  readonly network?: string | undefined;
+  readonly scope: ClusterScope;
+}
+
+/** One Service of a cluster: whose load balancer a call is about (an LbOwner with its cluster's scope). */
+export interface ServiceTarget extends ClusterTarget, LbOwner {}
 
 // ---- Asynchronous operations ------------------------------------------------------------------
 
@@ -123,6 +149,11 @@ export interface LbOwner {
   readonly serviceUid: string;
 }
 
+/** Just the owner of a call's target: what a provider reports as a load balancer's owner. */
+export function lbOwner(of: LbOwner): LbOwner {
+  return { cluster: of.cluster, serviceUid: of.serviceUid };
+}
+
 /** Everything the hub wants a Service's load balancer to be. Sub-resources are derived from it. */
 export interface LoadBalancerSpec {
   readonly listeners: readonly LbListener[];
@@ -179,15 +210,13 @@ export interface LbServiceHints {
    * (as a vendor CCM warns, e.g. Linode's NodeBalancerIPChangeIgnored); absent in tests.
    */
   readonly warn?: (reason: string, message: string) => void;
-  /**
-   * The operator's opt-in for this cluster (clusters[].adoptFrom): load balancers the vendor's
-   * own CCM made for the cluster it names may be adopted. Absent: a load balancer the hub did
-   * not make is never adopted, whatever the Service's annotations or ingress say.
-   */
-  readonly adoptFrom?: AdoptFrom;
 }
 
-/** Which vendor-CCM load balancers a cluster may take over while migrating (clusters[].adoptFrom). */
+/**
+ * Which vendor-CCM load balancers a cluster may take over while migrating (clusters[].adoptFrom,
+ * in ClusterScope). Absent: a load balancer the hub did not make is never adopted, whatever the
+ * Service's annotations or ingress say.
+ */
 export interface AdoptFrom {
   /** The vendor CCM's --cluster-name for this cluster, as it marks what it makes. */
   readonly vendorCcmClusterName: string;
@@ -281,10 +310,20 @@ export type LbQuota = {
 );
 
 /**
+ * The key of the shared cloud object a write changes (Azure's load balancer of a cluster, a
+ * route table, a Neutron router, a Linode VPC interface's ranges), or undefined when the write
+ * changes only objects of its own. The hub never runs two writes of one key at once (per
+ * account); a provider whose writes can still collide (another replica, another tool) throws
+ * ConflictError, which the hub retries at once with fresh state.
+ */
+export type LockKey = string | undefined;
+
+/**
  * Optional capability. Every method is idempotent and safe to repeat after a crash at any
  * point: the provider finds the owner's resources again (deterministic names, ownership
  * marks), never creates them twice, and never touches what another owner (or nobody it
- * knows) holds.
+ * knows) holds. Every call names the Service and its cluster's scope (ServiceTarget): one
+ * provider serves every cluster of its account at once.
  */
 export interface LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
@@ -294,15 +333,19 @@ export interface LoadBalancers {
    * reconciler runs it before any cloud call for the Service; ensure reads them the same way.
    */
   checkAnnotations?(annotations: Readonly<Record<string, string>>): void;
+  /** The shared object ensure, updateBackends and ensureDeleted of this Service write (LockKey). Absent: none. */
+  lockKey?(target: ServiceTarget): LockKey;
   /** The owner's load balancer if it exists; undefined if absent. */
-  get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined>;
+  get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined>;
   /**
    * Creates or updates in place every sub-resource so the cloud matches `spec`; returns the
    * ingress once the load balancer is ready, or InProgress while the cloud is still working
-   * (the caller calls again after the delay).
+   * (the caller calls again after the delay). An operation that answered InProgress and then
+   * failed in the cloud is reported by the next call as OperationFailedError, read from the
+   * cloud (any replica sees it), never from the provider's memory alone.
    */
   ensure(
-    owner: LbOwner,
+    target: ServiceTarget,
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
     hints?: LbServiceHints,
@@ -312,7 +355,7 @@ export interface LoadBalancers {
    * InProgress while the cloud applies it. `backendAnnotations` as in LoadBalancerSpec.
    */
   updateBackends(
-    owner: LbOwner,
+    target: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
     backendAnnotations?: BackendAnnotations,
@@ -323,7 +366,7 @@ export interface LoadBalancers {
    * deleting; never deletes what is not the owner's.
    */
   ensureDeleted(
-    owner: LbOwner,
+    target: ServiceTarget,
     signal?: AbortSignal,
     hints?: LbServiceHints,
   ): Promise<undefined | InProgress>;
@@ -353,16 +396,21 @@ export interface CloudRoute extends RouteTarget {
   readonly ownerCluster?: string;
 }
 
-/** Optional capability: routes in the account's network route table. */
+/** Optional capability: routes in the route table of the cluster's network (ClusterTarget.network). */
 export interface Routes {
-  /** Every route of the route table (all pages). Used to create and to remove stale owned routes only. */
-  list(signal?: AbortSignal): Promise<readonly CloudRoute[]>;
+  /** The shared object a create or delete of `route` writes (a route table, a router, an instance's interface): LockKey. */
+  lockKey?(cluster: ClusterTarget, route: RouteTarget): LockKey;
   /**
-   * Creates a route owned by `ownerCluster`: the created route, or InProgress while the cloud
+   * Every route of the cluster's network's route table (all pages), any owner. Used to create
+   * and to remove stale owned routes only.
+   */
+  list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]>;
+  /**
+   * Creates a route owned by the cluster: the created route, or InProgress while the cloud
    * creates it (listed once done).
    */
-  create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
-  delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress>;
+  create(cluster: ClusterTarget, route: RouteTarget, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
+  delete(cluster: ClusterTarget, route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress>;
 }
 
 /** What a provider gets from the hub: its account, a logger, a clock. Never global state. */
@@ -395,8 +443,6 @@ export interface AccountBinding {
   /** The names of the account's credentials (`[""]` for a single reference), for providers with optional ones. */
   readonly credentialNames?: readonly string[];
   readonly requestTimeoutMs: number;
-  /** Provider-specific settings (`accounts[].options`), validated by the provider. */
-  readonly options?: Readonly<Record<string, unknown>>;
   /** The hub's User-Agent (it names the replica when there are several); sent where the API takes one. */
   readonly userAgent?: string;
 }
@@ -412,7 +458,46 @@ export class AccountConfigError extends Error {
   }
 }
 
-export interface ProviderFactory {
+/**
+ * The credentials an account of a provider takes (accounts[].credentials), checked by the hub
+ * before the provider is created; errors name the field (e.g. "credentials.apiKey").
+ */
+export interface CredentialSpec {
+  /** Named credentials an account must give. */
+  readonly required: readonly string[];
+  readonly optional?: readonly string[];
+  /**
+   * The credential a bare reference (`credentials: {file: …}`) stands for, when an account may
+   * give just one; absent: names are required. `AccountBinding.secret(bare)` then reads it.
+   */
+  readonly bare?: string;
+  /** A credential that is only valid beside another (AWS's externalId beside roleArn). */
+  readonly onlyWith?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Unified load-balancer settings a vendor CCM's own annotations stand for (its health-check or
+ * idle-timeout keys, say): what the factory's `lbSettings` reads. A unified `lb.fleet-ccm.io/`
+ * key set on the Service wins over these.
+ */
+export interface VendorLbSettings {
+  readonly healthCheckProtocol?: "TCP" | "HTTP";
+  readonly healthCheckPath?: string;
+  readonly healthCheckIntervalSeconds?: number;
+  readonly healthCheckTimeoutSeconds?: number;
+  readonly healthyThreshold?: number;
+  readonly unhealthyThreshold?: number;
+  readonly proxyProtocol?: boolean;
+  readonly idleTimeoutSeconds?: number;
+  readonly internal?: boolean;
+}
+
+/**
+ * A provider, declared: the hub parses and checks the account's options, credentials and
+ * endpoint against these declarations (mapping each problem to the config field), then awaits
+ * `create` with the parsed options. Nothing per provider is known outside its factory.
+ */
+export interface ProviderFactory<Options = unknown> {
   readonly name: string;
   /**
    * The annotation key prefixes this provider reads on Nodes and Services (its vendor settings,
@@ -427,12 +512,22 @@ export interface ProviderFactory {
    * them in the Service; they arrive in LoadBalancerSpec.secrets. Absent: no Secret is read.
    */
   readonly secretReferences?: readonly SecretReference[];
+  /** accounts[].options: defaults and checks. The hub parses it; `create` gets the result. */
+  readonly options: z.ZodType<Options>;
+  readonly credentials: CredentialSpec;
   /**
-   * Checks the names of the account's credentials (`[""]` for a single reference), throwing
-   * AccountConfigError naming the field (e.g. "credentials.apiKey"). Absent: a single reference.
+   * accounts[].endpoint: "required" when the cloud has no public address (the hub refuses an
+   * account without one); either way the hub checks it is an http(s) URL.
    */
-  checkCredentials?(names: readonly string[]): void;
+  readonly endpoint: "required" | "optional";
   /** How the vendor rate-limits: one bucket per account (default) or per account and region. */
   readonly rateLimitScope?: "account" | "region";
-  create(ctx: ProviderContext): CloudProvider;
+  /**
+   * Reads the vendor CCM's annotations that stand for unified load-balancer settings, without
+   * any call; throws AnnotationError (annotation-bounds.ts) on a value they cannot take. The
+   * service reconciler applies it to the Services of this provider's clusters only.
+   */
+  lbSettings?(annotations: Readonly<Record<string, string>>): VendorLbSettings;
+  /** Binds the provider to one account and region; may load its SDK. */
+  create(ctx: ProviderContext, options: Options): Promise<CloudProvider>;
 }

@@ -1,18 +1,53 @@
-import type { AccountBinding, AdoptFrom, CloudProvider, InstanceMetadata } from "./provider.js";
+import { KeyedLock } from "../util/keyed-lock.js";
+import type {
+  AccountBinding,
+  CloudProvider,
+  ClusterScope,
+  ClusterTarget,
+  InstanceMetadata,
+  ProviderFactory,
+} from "./provider.js";
 
-/** Instances a cluster may use, beyond its account and region. */
-export interface ClusterScope {
-  readonly network?: string | undefined;
-  readonly tags?: Readonly<Record<string, string>> | undefined;
-  /** The operator's opt-in to adopt the vendor CCM's load balancers (clusters[].adoptFrom). */
-  readonly adoptFrom?: AdoptFrom | undefined;
-}
+export type { ClusterScope } from "./provider.js";
 
 /** A cluster's cloud: its account's provider (shared by the account's clusters) and its own scope. */
 export interface ClusterCloud {
   readonly provider: CloudProvider;
   readonly account: AccountBinding;
   readonly scope: ClusterScope;
+  /** What every load-balancer and route call of this cluster passes the provider. */
+  readonly target: ClusterTarget;
+  /** The account's serialized writes (LockKey), shared by its clusters. */
+  readonly writeLocks: KeyedLock;
+  /** The provider's reader of vendor annotations for unified settings (ProviderFactory.lbSettings). */
+  readonly lbSettings?: NonNullable<ProviderFactory["lbSettings"]>;
+}
+
+/**
+ * A cluster's cloud: its scope (the cluster's network, else the account's) and the target every
+ * load-balancer and route call of the cluster passes. `writeLocks`: the account's (shared by
+ * its clusters); a new one for a cluster alone.
+ */
+export function clusterCloud(
+  cluster: string,
+  bound: {
+    readonly provider: CloudProvider;
+    readonly account: AccountBinding;
+    readonly scope?: ClusterScope;
+    readonly writeLocks?: KeyedLock;
+    readonly lbSettings?: ClusterCloud["lbSettings"];
+  },
+): ClusterCloud {
+  const scope = bound.scope ?? {};
+  const network = scope.network ?? bound.account.network;
+  return {
+    provider: bound.provider,
+    account: bound.account,
+    scope,
+    target: { cluster, ...(network !== undefined && { network }), scope },
+    writeLocks: bound.writeLocks ?? new KeyedLock(),
+    ...(bound.lbSettings !== undefined && { lbSettings: bound.lbSettings }),
+  };
 }
 
 /**

@@ -2,20 +2,21 @@
 // vendor fake. Imported by tests only (the hub build excludes *.testkit.ts); it never imports a
 // fake: the fixture that starts one lives in the provider's conformance.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { pino } from "pino";
-import { systemClock } from "../../util/clock.js";
 import { InstanceNotFoundError, isRetryable, ThrottledError, TransientCloudError } from "../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../naming.js";
 import {
   type AccountBinding,
   type CloudProvider,
+  type ClusterTarget,
   type InProgress,
   isInProgress,
   type LbOwner,
   type LoadBalancerSpec,
-  type ProviderContext,
+  lbOwner,
   type ProviderFactory,
+  type ServiceTarget,
 } from "../provider.js";
+import { bindRecorded } from "../recording-context.testkit.js";
 
 /** One resource as the fake holds it, with the owner the fake's truth records (never the provider's answer). */
 export interface FakeResource {
@@ -38,8 +39,10 @@ export interface FakeInstance {
 /** A started vendor fake with one account bound for the provider under test. */
 export interface ConformanceFake {
   readonly factory: ProviderFactory;
-  /** The account binding for the fake (endpoint, credentials, options). */
+  /** The account binding for the fake (endpoint, credentials). */
   account(): AccountBinding;
+  /** The account's raw options (accounts[].options), parsed by the provider's schema. */
+  readonly options?: unknown;
   /** Whether a CloudCallWrapper `op` changes the cloud (the crash loop counts these). */
   isMutation(op: string): boolean;
   /** An instance in the fake; `inScope: false` puts it where the bound account must not see it (another region). */
@@ -146,36 +149,34 @@ export function describeProviderConformance(
     let seq = 0;
     const cluster = "conf";
     const unique = (prefix: string) => `${prefix}-${++seq}`;
-    const owner = (): LbOwner => ({ cluster, serviceUid: unique("uid") });
+    /** The cluster of the suite's calls, in the fake account's network. */
+    const at = (): ClusterTarget => ({ cluster, network: fake.account().network, scope: {} });
+    const owner = (): ServiceTarget => ({ ...at(), serviceUid: unique("uid") });
 
     /** The provider, its calls through the wrapper; `crashAfter`: the Nth mutation's answer is lost and every later call refused. */
-    function harness(opts: { crashAfter?: number; abort?: AbortController } = {}): Harness {
-      const ops: string[] = [];
+    async function harness(opts: { crashAfter?: number; abort?: AbortController } = {}): Promise<Harness> {
       let mutations = 0;
-      const ctx: ProviderContext = {
-        account: fake.account(),
-        logger: pino({ level: "silent" }),
-        clock: systemClock,
-        call: async (op, fn) => {
+      const { provider, ops } = await bindRecorded(fake.factory, fake.account(), fake.options, {
+        ...(opts.abort !== undefined && { signal: opts.abort.signal }),
+        before: (op) => {
           if (opts.abort?.signal.aborted) throw new Error(`crashed before ${op}`);
-          ops.push(op);
-          const result = await fn(opts.abort?.signal ?? new AbortController().signal);
-          if (fake.isMutation(op)) {
-            mutations++;
-            if (mutations === opts.crashAfter) {
-              opts.abort?.abort();
-              throw new Error(`crashed after ${op}`);
-            }
-          }
-          return result;
         },
-      };
-      return { provider: fake.factory.create(ctx), ops, mutations: () => mutations };
+        after: (op, answer) => {
+          if (!fake.isMutation(op)) return answer;
+          mutations++;
+          if (mutations === opts.crashAfter) {
+            opts.abort?.abort();
+            throw new Error(`crashed after ${op}`);
+          }
+          return answer;
+        },
+      });
+      return { provider, ops, mutations: () => mutations };
     }
 
     /** Settles a call on one new provider (asynchronous operations are tracked by the provider instance, as in the hub). */
-    function fresh<T>(call: (h: Harness) => Promise<T | InProgress>): Promise<T> {
-      const h = harness();
+    async function fresh<T>(call: (h: Harness) => Promise<T | InProgress>): Promise<T> {
+      const h = await await harness();
       return settle(() => call(h));
     }
 
@@ -216,7 +217,7 @@ export function describeProviderConformance(
     /** What one clean ensure of `s` leaves in the fake, and how many mutations it makes. */
     async function baseline(s: LoadBalancerSpec): Promise<{ kinds: string[]; mutations: number }> {
       const o = owner();
-      const h = harness();
+      const h = await harness();
       await settle(() => lbsOf(h).ensure(o, s));
       const kinds = ownedKinds(o);
       await fresh((h) => lbsOf(h).ensureDeleted(o));
@@ -238,7 +239,7 @@ export function describeProviderConformance(
 
     describe("instances", () => {
       test("lookup by providerID and by name", async () => {
-        const { provider: p } = harness();
+        const { provider: p } = await harness();
         const i = fake.createInstance({ name: unique("web"), inScope: true });
         const meta = await p.instances.getByProviderID(i.providerID);
         expect(meta).toMatchObject({ providerID: i.providerID, instanceID: i.instanceID });
@@ -251,7 +252,7 @@ export function describeProviderConformance(
       });
 
       test("findByName answers every instance of the name in scope, none outside it", async () => {
-        const { provider: p } = harness();
+        const { provider: p } = await harness();
         const twin = unique("twin");
         const a = fake.createInstance({ name: twin, inScope: true });
         const b = fake.createInstance({ name: twin, inScope: true });
@@ -262,7 +263,7 @@ export function describeProviderConformance(
       });
 
       test("not found only from a direct authoritative lookup", async () => {
-        const { provider: p } = harness();
+        const { provider: p } = await harness();
         await expect(p.instances.getByProviderID(fake.missingProviderID())).rejects.toBeInstanceOf(
           InstanceNotFoundError,
         );
@@ -289,7 +290,7 @@ export function describeProviderConformance(
         for (let n = 0; n < fake.instancePageSize * 2 + 3; n++)
           made.add(fake.createInstance({ name: unique("many"), inScope: true }).instanceID);
         const outside = fake.createInstance({ name: unique("outside"), inScope: false });
-        const { provider: p, ops } = harness();
+        const { provider: p, ops } = await harness();
         const seen: string[] = [];
         let token: string | undefined;
         do {
@@ -309,12 +310,12 @@ export function describeProviderConformance(
     describe("errors", () => {
       test("throttling is ThrottledError with the vendor's Retry-After", async () => {
         fake.throttle(7);
-        const h = harness();
+        const h = await harness();
         // Each answer is caught as it comes: a rejection waiting for its turn would be unhandled.
         const settled = (p: Promise<unknown>) => p.catch((e: unknown) => e);
         const calls: Promise<unknown>[] = [settled(h.provider.instances.listPage(undefined))];
         if (h.provider.loadBalancers) calls.push(settled(h.provider.loadBalancers.get(owner())));
-        if (h.provider.routes) calls.push(settled(h.provider.routes.list()));
+        if (h.provider.routes) calls.push(settled(h.provider.routes.list(at())));
         for (const call of calls) {
           const err = await call;
           expect(err).toBeInstanceOf(ThrottledError);
@@ -324,13 +325,13 @@ export function describeProviderConformance(
 
       test("5xx is a transient (retryable) error on every capability", async () => {
         fake.failWithServerErrors();
-        const h = harness();
+        const h = await harness();
         const settled = (p: Promise<unknown>) => p.catch((e: unknown) => e);
         const calls: Promise<unknown>[] = [
           settled(h.provider.instances.getByProviderID(nodes[0]!.providerID)),
         ];
         if (h.provider.loadBalancers) calls.push(settled(h.provider.loadBalancers.ensure(owner(), spec())));
-        if (h.provider.routes) calls.push(settled(h.provider.routes.list()));
+        if (h.provider.routes) calls.push(settled(h.provider.routes.list(at())));
         for (const call of calls) {
           const err = await call;
           expect(err).toBeInstanceOf(TransientCloudError);
@@ -347,12 +348,12 @@ export function describeProviderConformance(
         expect(ingress?.ip ?? ingress?.hostname).toBeDefined();
         const kinds = ownedKinds(o);
         expect(kinds.length).toBeGreaterThan(0);
-        const again = harness();
+        const again = await harness();
         expect(await settle(() => lbsOf(again).ensure(o, spec()))).toEqual([ingress]);
         expect(again.mutations()).toBe(0);
         expect(ownedKinds(o)).toEqual(kinds);
         const state = await lbsOf(again).get(o);
-        expect(state?.owner).toEqual(o);
+        expect(state?.owner).toEqual(lbOwner(o));
         expect(state?.backends).toEqual(spec().backends);
         expect(othersIds(o)).toEqual(expect.arrayContaining(others));
       });
@@ -370,9 +371,9 @@ export function describeProviderConformance(
         const want = await baseline(changed);
         const o = owner();
         await fresh((h) => lbsOf(h).ensure(o, spec()));
-        const before = await lbsOf(harness()).get(o);
+        const before = await lbsOf(await harness()).get(o);
         await fresh((h) => lbsOf(h).ensure(o, changed));
-        expect((await lbsOf(harness()).get(o))?.id).toBe(before?.id);
+        expect((await lbsOf(await harness()).get(o))?.id).toBe(before?.id);
         expect(ownedKinds(o)).toEqual(want.kinds);
         await fresh((h) => lbsOf(h).ensureDeleted(o));
       });
@@ -386,7 +387,7 @@ export function describeProviderConformance(
         };
         const limit = countKinds(want.kinds);
         const o = owner();
-        const h = harness();
+        const h = await harness();
         let inProgressAnswers = 0;
         for (let polls = 0; ; polls++) {
           expect(polls).toBeLessThan(POLL_LIMIT);
@@ -414,7 +415,7 @@ export function describeProviderConformance(
         const kinds = ownedKinds(o);
         const next = [nodes[1]!.instanceID, nodes[3]!.instanceID].sort();
         for (let n = 0; n < 2; n++) await fresh((h) => lbsOf(h).updateBackends(o, next));
-        expect((await lbsOf(harness()).get(o))?.backends).toEqual(next);
+        expect((await lbsOf(await harness()).get(o))?.backends).toEqual(next);
         expect(ownedKinds(o)).toEqual(kinds);
         await fresh((h) => lbsOf(h).ensureDeleted(o));
       });
@@ -428,7 +429,7 @@ export function describeProviderConformance(
         const others = othersIds(o);
         await fresh((h) => lbsOf(h).ensureDeleted(o));
         expect(ownedKinds(o)).toEqual([]);
-        expect(await lbsOf(harness()).get(o)).toBeUndefined();
+        expect(await lbsOf(await harness()).get(o)).toBeUndefined();
         expect(await fresh((h) => lbsOf(h).ensureDeleted(o))).toBeUndefined();
         expect(othersIds(o)).toEqual(others);
         await fresh((h) => lbsOf(h).ensureDeleted(neighbour));
@@ -441,7 +442,7 @@ export function describeProviderConformance(
           const o = owner();
           const others = othersIds(o);
           const abort = new AbortController();
-          const crashing = harness({ crashAfter: n, abort });
+          const crashing = await harness({ crashAfter: n, abort });
           await expect(settle(() => lbsOf(crashing).ensure(o, spec(), abort.signal))).rejects.toThrow(
             /crashed/,
           );
@@ -456,7 +457,7 @@ export function describeProviderConformance(
       test("a crash after every single mutation of ensureDeleted, then delete again: nothing left", async () => {
         const probe = owner();
         await fresh((h) => lbsOf(h).ensure(probe, spec()));
-        const counting = harness();
+        const counting = await harness();
         await settle(() => lbsOf(counting).ensureDeleted(probe));
         const total = counting.mutations();
         expect(total).toBeGreaterThan(0);
@@ -464,7 +465,7 @@ export function describeProviderConformance(
           const o = owner();
           await fresh((h) => lbsOf(h).ensure(o, spec()));
           const abort = new AbortController();
-          const crashing = harness({ crashAfter: n, abort });
+          const crashing = await harness({ crashAfter: n, abort });
           await expect(settle(() => lbsOf(crashing).ensureDeleted(o, abort.signal))).rejects.toThrow(
             /crashed/,
           );
@@ -474,7 +475,7 @@ export function describeProviderConformance(
       });
 
       test("listOwned pages through the owned load balancers with their owners, nothing foreign", async () => {
-        const h = harness();
+        const h = await harness();
         const list = lbsOf(h).listOwned?.bind(lbsOf(h));
         if (list === undefined) return; // optional capability
         fake.createForeignLoadBalancer?.();
@@ -493,7 +494,7 @@ export function describeProviderConformance(
         expect(h.ops.length).toBeGreaterThanOrEqual(pages);
         expect(h.ops.length).toBeLessThanOrEqual(pages * (fake.listOwnedReadsPerPage ?? 1));
         expect(h.mutations()).toBe(0);
-        for (const o of mine) expect(seen).toContainEqual(o);
+        for (const o of mine) expect(seen).toContainEqual(lbOwner(o));
         for (const s of seen) expect(s.cluster).not.toBe("");
         const ownedIds = new Set(
           fake
@@ -507,12 +508,12 @@ export function describeProviderConformance(
       });
 
       test("listOwned digests, where recorded, describe what the cloud was made to match", async () => {
-        const lbs = lbsOf(harness());
+        const lbs = lbsOf(await harness());
         if (lbs.listOwned === undefined) return; // optional capability
         const o = owner();
         const listed = async () => {
           for (let token: string | undefined, n = 0; n < 100; n++) {
-            const page = await lbsOf(harness()).listOwned?.(token);
+            const page = await lbsOf(await harness()).listOwned?.(token);
             const item = page?.items.find(
               (i) => i.owner.cluster === o.cluster && i.owner.serviceUid === o.serviceUid,
             );
@@ -559,13 +560,13 @@ export function describeProviderConformance(
       }
 
       test("create, list, delete with ownership; a foreign route is listed, never owned, never touched", async () => {
-        const h = harness();
+        const h = await harness();
         if (h.provider.routes === undefined) return; // optional capability
         const foreignCidr = nextCidr();
         fake.createForeignRoute?.(foreignCidr, nodes[1]!.instanceID);
         const target = { destinationCIDR: nextCidr(), targetInstanceID: nodes[0]!.instanceID };
-        await settle(() => routesOf(h).create(target, cluster));
-        const listed = await routesOf(harness()).list();
+        await settle(() => routesOf(h).create(at(), target));
+        const listed = await routesOf(await harness()).list(at());
         const mine = listed.filter((r) => r.destinationCIDR === target.destinationCIDR);
         expect(mine).toHaveLength(1);
         expect(mine[0]).toMatchObject({ ...target, ownerCluster: cluster });
@@ -574,32 +575,32 @@ export function describeProviderConformance(
           expect(theirs).toBeDefined();
           expect(theirs?.ownerCluster).toBeUndefined();
         }
-        await fresh((h) => routesOf(h).delete(mine[0]!));
-        await fresh((h) => routesOf(h).delete(mine[0]!));
-        const after = await routesOf(harness()).list();
+        await fresh((h) => routesOf(h).delete(at(), mine[0]!));
+        await fresh((h) => routesOf(h).delete(at(), mine[0]!));
+        const after = await routesOf(await harness()).list(at());
         expect(after.filter((r) => r.destinationCIDR === target.destinationCIDR)).toEqual([]);
         if (fake.createForeignRoute)
           expect(fake.resources().filter((r) => r.destinationCIDR === foreignCidr)).toHaveLength(1);
       });
 
       test("a crash after create's mutation, then create again: one route", async () => {
-        if (harness().provider.routes === undefined) return;
-        const counting = harness();
+        if ((await harness()).provider.routes === undefined) return;
+        const counting = await harness();
         const probe = { destinationCIDR: nextCidr(), targetInstanceID: nodes[0]!.instanceID };
-        const made = await settle(() => routesOf(counting).create(probe, cluster));
-        await fresh((h) => routesOf(h).delete(made));
+        const made = await settle(() => routesOf(counting).create(at(), probe));
+        await fresh((h) => routesOf(h).delete(at(), made));
         for (let n = 1; n <= counting.mutations(); n++) {
           const target = { destinationCIDR: nextCidr(), targetInstanceID: nodes[0]!.instanceID };
           const abort = new AbortController();
-          const crashing = harness({ crashAfter: n, abort });
-          await expect(
-            settle(() => routesOf(crashing).create(target, cluster, abort.signal)),
-          ).rejects.toThrow(/crashed/);
-          const route = await fresh((h) => routesOf(h).create(target, cluster));
+          const crashing = await harness({ crashAfter: n, abort });
+          await expect(settle(() => routesOf(crashing).create(at(), target, abort.signal))).rejects.toThrow(
+            /crashed/,
+          );
+          const route = await fresh((h) => routesOf(h).create(at(), target));
           const inFake = fake.resources().filter((r) => r.destinationCIDR === target.destinationCIDR);
           expect(inFake).toHaveLength(1);
           expect(inFake[0]?.routeOwner).toBe(cluster);
-          await fresh((h) => routesOf(h).delete(route));
+          await fresh((h) => routesOf(h).delete(at(), route));
         }
       });
     });

@@ -3,7 +3,7 @@ import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, ThrottledError, TransientCloudError } from "../../cloud/errors.js";
 import type { CloudProvider, InstanceMetadata } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { FleetState } from "../../fleet/state.js";
 import { keyOf } from "../../queue/index.js";
@@ -71,9 +71,11 @@ function fakeCloud(instances: InstanceMetadata[], fail?: Error): ClusterCloud & 
   };
   return {
     calls,
-    provider,
-    account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-    scope: { tags: { "fleet-ccm.io/cluster": "c1" } },
+    ...clusterCloud("c1", {
+      provider,
+      account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
+      scope: { tags: { "fleet-ccm.io/cluster": "c1" } },
+    }),
   };
 }
 

@@ -1,7 +1,7 @@
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import type { CloudProvider } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
@@ -34,11 +34,10 @@ function harness() {
       parseProviderID: (id: string) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
     },
   } as unknown as CloudProvider;
-  const cloud: ClusterCloud = {
+  const cloud: ClusterCloud = clusterCloud("c1", {
     provider,
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-    scope: {},
-  };
+  });
   const config = parseHubConfig(
     JSON.stringify({
       grpc: { insecure: true },

@@ -3,7 +3,7 @@ import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, TransientCloudError } from "../../cloud/errors.js";
 import type { CloudProvider, InstanceMetadata, InstanceState } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { FleetState } from "../../fleet/state.js";
 import { HubMetrics } from "../../metrics.js";
@@ -58,11 +58,10 @@ function cloudDouble(answers: Map<string, Answer>) {
       parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
     },
   };
-  const cloud: ClusterCloud = {
+  const cloud: ClusterCloud = clusterCloud("c1", {
     provider,
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-    scope: {},
-  };
+  });
   return { cloud, calls: () => calls };
 }
 

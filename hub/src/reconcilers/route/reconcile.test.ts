@@ -3,7 +3,7 @@ import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
 import type { CloudProvider, CloudRoute, InstanceMetadata, Routes } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
@@ -67,12 +67,12 @@ function cloudDouble(outOfScope: Set<string> = new Set()) {
       async list() {
         return [...table];
       },
-      async create(r, ownerCluster) {
-        const route = { ...r, id: `r-${++seq}`, ownerCluster };
+      async create(at, r) {
+        const route = { ...r, id: `r-${++seq}`, ownerCluster: at.cluster };
         table.push(route);
         return route;
       },
-      async delete(r) {
+      async delete(_at, r) {
         const i = table.findIndex((x) => x.id === r.id);
         if (i >= 0) table.splice(i, 1);
         deleted.push(r.destinationCIDR);
@@ -80,11 +80,10 @@ function cloudDouble(outOfScope: Set<string> = new Set()) {
       },
     },
   };
-  const cloud: ClusterCloud = {
+  const cloud: ClusterCloud = clusterCloud("c1", {
     provider,
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-    scope: {},
-  };
+  });
   return { cloud, table, deleted };
 }
 

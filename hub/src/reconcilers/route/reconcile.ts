@@ -1,6 +1,7 @@
 import type { Node, NodeDesired } from "@fleet-ccm/proto";
 import { CloudError, errorMessage } from "../../cloud/errors.js";
-import { type CloudRoute, isInProgress } from "../../cloud/provider.js";
+import { type CloudRoute, isInProgress, type RouteTarget } from "../../cloud/provider.js";
+import { serializedWrite } from "../../cloud/serialized-write.js";
 import type { Verdict } from "../../cloud/verified-instances.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
@@ -124,7 +125,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   }
   let existing: readonly CloudRoute[];
   try {
-    existing = await routes.list(deps.signal);
+    existing = await routes.list(cloud.target, deps.signal);
   } catch (err) {
     return retryOutcome(err, { events });
   }
@@ -222,6 +223,9 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   // Failed or unfinished writes are looked at again next period, or sooner when the cloud said
   // when (Retry-After, an operation in progress). An InProgress answer is returned like an error.
   const writeFailures: unknown[] = [];
+  // Writes of one shared cloud object (the provider's LockKey) one at a time, conflicts retried.
+  const write = <T>(route: RouteTarget, fn: () => Promise<T>) =>
+    serializedWrite(cloud, routes.lockKey?.(cloud.target, route), fn);
   const op = async (name: "create" | "delete", fn: () => Promise<unknown>): Promise<unknown> =>
     writes.run(async () => {
       try {
@@ -240,7 +244,7 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       }
     });
   const deleteErrors = await Promise.all(
-    toDelete.map((r) => op("delete", () => routes.delete(r, deps.signal))),
+    toDelete.map((r) => op("delete", () => write(r, () => routes.delete(cloud.target, r, deps.signal)))),
   );
   const deleted = new Set(
     toDelete.filter((_, i) => deleteErrors[i] === undefined).map((r) => canonical(r.destinationCIDR)),
@@ -261,7 +265,9 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
       const blocked = toDelete.some((r) => canonical(r.destinationCIDR) === cidr) && !deleted.has(cidr);
       if (blocked) return; // the old route is still there; next round
       const err = await op("create", () =>
-        routes.create({ destinationCIDR: cidr, targetInstanceID: w.instanceID }, key.cluster, deps.signal),
+        write({ destinationCIDR: cidr, targetInstanceID: w.instanceID }, () =>
+          routes.create(cloud.target, { destinationCIDR: cidr, targetInstanceID: w.instanceID }, deps.signal),
+        ),
       );
       if (err === undefined) ok.add(cidr);
       else if (isInProgress(err))

@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { InstanceNotFoundError } from "../../cloud/errors.js";
 import { InstanceCache } from "../../cloud/instance-cache.js";
 import type { CloudProvider, LbIngress, LoadBalancers } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
@@ -106,11 +106,10 @@ function harness(inCloud?: readonly string[], terminated: readonly string[] = []
       parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
     },
   };
-  const cloud: ClusterCloud = {
+  const cloud: ClusterCloud = clusterCloud("c1", {
     provider,
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-    scope: {},
-  };
+  });
   const cache = new InstanceCache(provider.instances, clock, 60_000, pino({ level: "silent" }));
   const config = parseHubConfig(
     JSON.stringify({

@@ -4,74 +4,6 @@ import { AWS_SETTING_BOUNDS } from "../../cloud/providers/aws/annotations.js";
 import { LINODE_SETTING_BOUNDS } from "../../cloud/providers/linode/annotations.js";
 import { AnnotationError, parseLbAnnotations, UNIFIED_SETTINGS } from "./annotations.js";
 
-const VENDOR = "service.beta.kubernetes.io/simulated-load-balancer-idle-timeout";
-
-describe("provider annotations", () => {
-  test("the simulated provider's idle timeout sets the same setting as lb.fleet-ccm.io/idle-timeout", () => {
-    expect(parseLbAnnotations({}).idleTimeoutSeconds).toBe(60);
-    expect(parseLbAnnotations({ [VENDOR]: "120" }).idleTimeoutSeconds).toBe(120);
-  });
-
-  test("when both are set, the unified key wins", () => {
-    expect(
-      parseLbAnnotations({ [VENDOR]: "120", "lb.fleet-ccm.io/idle-timeout": "30" }).idleTimeoutSeconds,
-    ).toBe(30);
-  });
-
-  test("a bad vendor value names the vendor annotation; unknown vendor keys are ignored", () => {
-    expect(() => parseLbAnnotations({ [VENDOR]: "soon" })).toThrow(
-      `invalid annotation ${VENDOR}="soon": expected a whole number of seconds from 1 to 3600`,
-    );
-    expect(
-      parseLbAnnotations({ "service.beta.kubernetes.io/simulated-something-else": "x" }).idleTimeoutSeconds,
-    ).toBe(60);
-  });
-});
-
-describe("cloud-provider-aws annotations", () => {
-  const aws = (k: string) => `service.beta.kubernetes.io/aws-load-balancer-${k}`;
-
-  test("health check, idle timeout, proxy protocol and internal with upstream's meaning", () => {
-    const s = parseLbAnnotations({
-      [aws("healthcheck-interval")]: "30",
-      [aws("healthcheck-timeout")]: "10",
-      [aws("healthcheck-healthy-threshold")]: "3",
-      [aws("healthcheck-unhealthy-threshold")]: "4",
-      [aws("healthcheck-protocol")]: "HTTP",
-      [aws("healthcheck-path")]: "/ready",
-      [aws("connection-idle-timeout")]: "300",
-      [aws("proxy-protocol")]: "*",
-      [aws("internal")]: "0.0.0.0/0",
-    });
-    expect(s).toMatchObject({
-      healthCheckIntervalSeconds: 30,
-      healthCheckTimeoutSeconds: 10,
-      healthyThreshold: 3,
-      unhealthyThreshold: 4,
-      healthCheckProtocol: "HTTP",
-      healthCheckPath: "/ready",
-      idleTimeoutSeconds: 300,
-      proxyProtocol: true,
-      internal: true,
-    });
-    expect(parseLbAnnotations({ [aws("internal")]: "false" }).internal).toBe(false);
-    expect(parseLbAnnotations({ [aws("scheme")]: "internal" }).internal).toBe(true);
-  });
-
-  test("the unified keys win; bad values name the AWS annotation", () => {
-    expect(
-      parseLbAnnotations({ [aws("connection-idle-timeout")]: "300", "lb.fleet-ccm.io/idle-timeout": "30" })
-        .idleTimeoutSeconds,
-    ).toBe(30);
-    expect(() => parseLbAnnotations({ [aws("healthcheck-interval")]: "1" })).toThrow(
-      `invalid annotation ${aws("healthcheck-interval")}="1"`,
-    );
-    expect(() => parseLbAnnotations({ [aws("proxy-protocol")]: "80" })).toThrow(
-      '"*" (every port), as upstream',
-    );
-  });
-});
-
 describe("the unified settings' bounds", () => {
   const PATH = "lb.fleet-ccm.io/health-check-path";
   const aws = { provider: "aws", bounds: AWS_SETTING_BOUNDS };
@@ -109,20 +41,26 @@ describe("the unified settings' bounds", () => {
   test("a provider's tighter bound refuses what the hub's takes, naming the provider", () => {
     const interval = "lb.fleet-ccm.io/health-check-interval";
     expect(parseLbAnnotations({ [interval]: "2" }).healthCheckIntervalSeconds).toBe(2);
-    expect(() => parseLbAnnotations({ [interval]: "2" }, [], aws)).toThrow(
+    expect(() => parseLbAnnotations({ [interval]: "2" }, undefined, aws)).toThrow(
       `invalid annotation ${interval}="2": expected a whole number of seconds from 5 to 300 on provider aws (below 5)`,
     );
     expect(() =>
-      parseLbAnnotations({ "lb.fleet-ccm.io/health-check-healthy-threshold": "1" }, [], aws),
+      parseLbAnnotations({ "lb.fleet-ccm.io/health-check-healthy-threshold": "1" }, undefined, aws),
     ).toThrow("from 2 to 10 on provider aws");
-    expect(() => parseLbAnnotations({ [PATH]: `/${"a".repeat(1014)}` }, [], aws)).toThrow(
+    expect(() => parseLbAnnotations({ [PATH]: `/${"a".repeat(1014)}` }, undefined, aws)).toThrow(
       "at most 1014 characters on provider aws",
     );
     // Linode's check_path pattern: no underscore.
-    expect(parseLbAnnotations({ [PATH]: "/ready" }, [], linode).healthCheckPath).toBe("/ready");
-    expect(() => parseLbAnnotations({ [PATH]: "/ready_now" }, [], linode)).toThrow("on provider linode");
+    expect(parseLbAnnotations({ [PATH]: "/ready" }, undefined, linode).healthCheckPath).toBe("/ready");
+    expect(() => parseLbAnnotations({ [PATH]: "/ready_now" }, undefined, linode)).toThrow(
+      "on provider linode",
+    );
     expect(() =>
-      parseLbAnnotations({ "lb.fleet-ccm.io/health-check-timeout": "31", [interval]: "60" }, [], linode),
+      parseLbAnnotations(
+        { "lb.fleet-ccm.io/health-check-timeout": "31", [interval]: "60" },
+        undefined,
+        linode,
+      ),
     ).toThrow("from 1 to 30 on provider linode (above 30)");
   });
 
@@ -137,16 +75,5 @@ describe("the unified settings' bounds", () => {
         }
         if (b.kind === "length" && unified.kind === "length") expect(b.max).toBeLessThanOrEqual(unified.max);
       }
-  });
-
-  test("the AWS vendor keys the hub reads are held to AWS's bounds", () => {
-    expect(() =>
-      parseLbAnnotations({
-        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path": `/${"a".repeat(2000)}`,
-      }),
-    ).toThrow("1 to 1014 characters");
-    expect(() =>
-      parseLbAnnotations({ "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout": "4000" }),
-    ).toThrow("from 1 to 3600");
   });
 });

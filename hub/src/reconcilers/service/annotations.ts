@@ -9,18 +9,10 @@ import {
   parseEnum,
   parseLength,
   parseRange,
-  type RangeBound,
   range,
   type SettingBounds,
 } from "../../cloud/annotation-bounds.js";
-import type { LbProtocol } from "../../cloud/provider.js";
-import {
-  AWS_HEALTH_CHECK_PROTOCOLS,
-  AWS_ANNOTATION_PREFIX as AWS_PREFIX,
-  AWS_SCHEMES,
-  AWS_SETTING_BOUNDS,
-} from "../../cloud/providers/aws/annotations.js";
-import { ANNOTATION_PREFIX as SIMULATED_PREFIX } from "../../cloud/providers/simulated/convert.js";
+import type { LbProtocol, VendorLbSettings } from "../../cloud/provider.js";
 
 /** The one provider-neutral annotation prefix for load balancer settings. */
 export const LB_ANNOTATION_PREFIX = "lb.fleet-ccm.io/";
@@ -123,19 +115,8 @@ export interface ProviderSettingBounds {
   readonly bounds: SettingBounds;
 }
 
-/**
- * A provider's own load balancer annotations (under a prefix its factory declares in
- * annotationPrefixes), for users coming from that vendor's CCM. Each setting it returns stands
- * for a unified key (UNIFIED_KEY_OF) and is used only where that unified key is not set.
- */
-export interface ProviderLbAnnotations {
-  readonly prefix: string;
-  /** Throws AnnotationError on a bad value; ignores keys it does not know, as vendor CCMs do. */
-  parse(annotations: Readonly<Record<string, string>>): Partial<LbSettings>;
-}
-
 /** The unified key each provider-settable setting stands for: when both are set, the unified key wins. */
-const UNIFIED_KEY_OF: Partial<Record<keyof LbSettings, string>> = {
+const UNIFIED_KEY_OF: Record<keyof VendorLbSettings, string> = {
   idleTimeoutSeconds: ANNOTATIONS.idleTimeout,
   healthCheckProtocol: ANNOTATIONS.healthCheckProtocol,
   healthCheckPath: ANNOTATIONS.healthCheckPath,
@@ -147,95 +128,22 @@ const UNIFIED_KEY_OF: Partial<Record<keyof LbSettings, string>> = {
   internal: ANNOTATIONS.internal,
 };
 
-const SIMULATED_IDLE_TIMEOUT = `${SIMULATED_PREFIX}load-balancer-idle-timeout`;
-/** The simulated cloud's listener idleTimeoutSeconds takes 1 to 4000 (sim/src/cloud/lb-store.ts); the unified key's 3600 bounds it here. */
-const SIMULATED_IDLE_BOUND = UNIFIED_SETTINGS.idleTimeoutSeconds.bound;
-
 /**
- * cloud-provider-aws's annotations that stand for unified settings, with upstream's meaning
- * and AWS's ranges (AWS_SETTING_BOUNDS; the provider reads the AWS-only ones, such as the type
- * and certificates, itself).
- */
-function parseAwsAnnotations(a: Readonly<Record<string, string>>): Partial<LbSettings> {
-  const key = (k: string) => `${AWS_PREFIX}${k}`;
-  const out: { -readonly [K in keyof LbSettings]?: LbSettings[K] } = {};
-  const int = (k: string, bound: RangeBound): number | undefined => {
-    const raw = a[key(k)];
-    return raw === undefined ? undefined : parseRange(key(k), raw, bound);
-  };
-  const idle = int("connection-idle-timeout", AWS_SETTING_BOUNDS.idleTimeoutSeconds);
-  if (idle !== undefined) out.idleTimeoutSeconds = idle;
-  const interval = int("healthcheck-interval", AWS_SETTING_BOUNDS.healthCheckIntervalSeconds);
-  if (interval !== undefined) out.healthCheckIntervalSeconds = interval;
-  const timeout = int("healthcheck-timeout", AWS_SETTING_BOUNDS.healthCheckTimeoutSeconds);
-  if (timeout !== undefined) out.healthCheckTimeoutSeconds = timeout;
-  const healthy = int("healthcheck-healthy-threshold", AWS_SETTING_BOUNDS.healthyThreshold);
-  if (healthy !== undefined) out.healthyThreshold = healthy;
-  const unhealthy = int("healthcheck-unhealthy-threshold", AWS_SETTING_BOUNDS.unhealthyThreshold);
-  if (unhealthy !== undefined) out.unhealthyThreshold = unhealthy;
-  const protocol = a[key("healthcheck-protocol")];
-  if (protocol !== undefined) {
-    const p = parseEnum(key("healthcheck-protocol"), protocol, AWS_HEALTH_CHECK_PROTOCOLS);
-    out.healthCheckProtocol = p === "HTTP" || p === "HTTPS" ? "HTTP" : "TCP";
-  }
-  const path = a[key("healthcheck-path")];
-  if (path !== undefined) {
-    const form = UNIFIED_SETTINGS.healthCheckPath.bound;
-    parseLength(key("healthcheck-path"), path, { ...form, max: AWS_SETTING_BOUNDS.healthCheckPath.max });
-    out.healthCheckPath = path;
-  }
-  const proxy = a[key("proxy-protocol")];
-  if (proxy !== undefined) {
-    if (proxy !== "*")
-      throw new AnnotationError(key("proxy-protocol"), proxy, '"*" (every port), as upstream');
-    out.proxyProtocol = true;
-  }
-  // Upstream: any value but "false" makes it internal; the scheme annotation says it in words.
-  const internal = a[key("internal")];
-  const scheme = a[key("scheme")];
-  if (scheme !== undefined) out.internal = parseEnum(key("scheme"), scheme, AWS_SCHEMES) === "internal";
-  if (internal !== undefined && internal !== "") out.internal = internal !== "false";
-  return out;
-}
-
-/**
- * Every provider's reader. A cluster's view only holds annotations under the prefixes of its
- * own provider (the hub asks its agent for those and drops any other), so a reader applies to
- * a Service exactly when one of its keys is present.
- */
-export const PROVIDER_LB_ANNOTATIONS: readonly ProviderLbAnnotations[] = [
-  {
-    prefix: SIMULATED_PREFIX,
-    parse: (a) => {
-      const idle = a[SIMULATED_IDLE_TIMEOUT];
-      return idle === undefined
-        ? {}
-        : { idleTimeoutSeconds: parseRange(SIMULATED_IDLE_TIMEOUT, idle, SIMULATED_IDLE_BOUND) };
-    },
-  },
-  { prefix: AWS_PREFIX, parse: parseAwsAnnotations },
-];
-
-/**
- * Parses every lb.fleet-ccm.io/ annotation, then the provider's own ones for settings no unified
- * key sets; throws AnnotationError on the first bad one. `narrow`: the cluster's provider's
- * tighter bounds for unified settings.
+ * Parses every lb.fleet-ccm.io/ annotation, then the provider's own ones (`vendor`: its
+ * factory's lbSettings) for settings no unified key sets; throws AnnotationError on the first
+ * bad one. `narrow`: the cluster's provider's tighter bounds for unified settings.
  */
 export function parseLbAnnotations(
   annotations: Readonly<Record<string, string>>,
-  providers: readonly ProviderLbAnnotations[] = PROVIDER_LB_ANNOTATIONS,
+  vendor?: (annotations: Readonly<Record<string, string>>) => VendorLbSettings,
   narrow?: ProviderSettingBounds,
 ): LbSettings {
-  const unified = parseUnified(annotations, narrow);
-  const keys = Object.keys(annotations);
-  let settings = unified;
-  for (const p of providers) {
-    if (!keys.some((k) => k.startsWith(p.prefix))) continue;
-    for (const [setting, value] of Object.entries(p.parse(annotations))) {
-      const key = UNIFIED_KEY_OF[setting as keyof LbSettings];
-      if (value === undefined || key === undefined || annotations[key] !== undefined) continue;
-      settings = { ...settings, [setting]: value };
-    }
+  let settings = parseUnified(annotations, narrow);
+  if (vendor === undefined) return settings;
+  for (const [setting, value] of Object.entries(vendor(annotations))) {
+    const key = UNIFIED_KEY_OF[setting as keyof VendorLbSettings];
+    if (value === undefined || key === undefined || annotations[key] !== undefined) continue;
+    settings = { ...settings, [setting]: value };
   }
   return settings;
 }

@@ -66,7 +66,7 @@ test("an asynchronous load balancer converges with no failure Event, while anoth
   const ensuring = new Map<string, number>();
   const convergedAt = new Map<string, number>();
   const started = Date.now();
-  const hub = startServiceHarness({
+  const hub = await startServiceHarness({
     config,
     env,
     logger: pino({ level: "silent" }),

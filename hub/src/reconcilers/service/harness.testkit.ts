@@ -30,9 +30,9 @@ export interface ServiceHarnessOptions {
 }
 
 /** A fresh hub's service controller (its own accounts, caches and memory: a restart is a new harness). */
-export function startServiceHarness(o: ServiceHarnessOptions) {
+export async function startServiceHarness(o: ServiceHarnessOptions) {
   const metrics = new HubMetrics(false);
-  const accounts = new CloudAccounts(o.config.accounts, o.config.clusters, {
+  const accounts = await CloudAccounts.create(o.config.accounts, o.config.clusters, {
     registry: new ProviderRegistry([...(o.providers ?? [simulatedProvider])]),
     refresh: { periodMs: 60_000, cacheScope: "account" },
     maxConcurrentRouteWrites: 4,
@@ -126,7 +126,7 @@ export async function waitUntil(what: string, cond: () => boolean, timeoutMs = 2
 
 /** Runs a first hub until every Service of `cluster` has its ingress and its queue drained, then stops it: the Services as it left them. */
 export async function convergeAndStop(
-  hub: ReturnType<typeof startServiceHarness>,
+  hub: Awaited<ReturnType<typeof startServiceHarness>>,
   cluster: string,
   nodes: Node[],
   services: Service[],

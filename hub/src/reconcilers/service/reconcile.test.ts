@@ -11,7 +11,7 @@ import {
   type LoadBalancerSpec,
   type LoadBalancers,
 } from "../../cloud/provider.js";
-import type { ClusterCloud } from "../../cloud/scope.js";
+import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { type ClusterView, FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
@@ -116,11 +116,10 @@ function cloudDouble(
     },
     loadBalancers: lbs,
   };
-  const cloud: ClusterCloud = {
+  const cloud: ClusterCloud = clusterCloud("c1", {
     provider,
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-    scope: {},
-  };
+  });
   return { cloud, calls, reads, specs };
 }
 

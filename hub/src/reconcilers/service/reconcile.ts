@@ -10,12 +10,13 @@ import { backendsDigest, loadBalancerSpecDigest } from "../../cloud/naming.js";
 import {
   type BackendAnnotations,
   isInProgress,
-  type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancers,
   type OwnedLoadBalancer,
+  type ServiceTarget,
 } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
+import { serializedWrite } from "../../cloud/serialized-write.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { ClusterView } from "../../fleet/state.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
@@ -25,7 +26,7 @@ import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { retryOutcome } from "../retry-policy.js";
-import { AnnotationError, PROVIDER_LB_ANNOTATIONS, parseLbAnnotations } from "./annotations.js";
+import { AnnotationError, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
 import {
   backendAnnotationsOf,
@@ -175,8 +176,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       events: [serviceEvent(svc, "Warning", REASON.syncFailed, `Error syncing load balancer: ${why}`)],
     });
   }
-  const owner: LbOwner = { cluster: key.cluster, serviceUid: svc.uid };
-  if (cleanup) return deleteLoadBalancer(k, svc, lbs, owner, deps);
+  const owner: ServiceTarget = { ...cloud.target, serviceUid: svc.uid };
+  if (cleanup) return deleteLoadBalancer(k, svc, cloud, lbs, owner, deps);
 
   if (!hasFinalizer(svc)) {
     // Before anything exists in the cloud, so a deletion can never leak it.
@@ -191,7 +192,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   const events: ClusterEvent[] = [];
   try {
     // Every annotation, unified and the provider's own, before any cloud call for the Service.
-    const settings = parseLbAnnotations(svc.annotations, PROVIDER_LB_ANNOTATIONS, {
+    const settings = parseLbAnnotations(svc.annotations, cloud.lbSettings, {
       provider: cloud.provider.name,
       bounds: lbs.capabilities.settingBounds ?? {},
     });
@@ -261,7 +262,9 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     if (last.backendsKey === backends.key)
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
     try {
-      const answer = await lbs.updateBackends(owner, spec.backends, deps.signal, spec.backendAnnotations);
+      const answer = await serializedWrite(cloud, lbs.lockKey?.(owner), () =>
+        lbs.updateBackends(owner, spec.backends, deps.signal, spec.backendAnnotations),
+      );
       if (isInProgress(answer)) {
         deps.pending?.set(k, "update");
         return retryOutcome(answer, { events });
@@ -300,11 +303,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
   try {
-    const answer = await lbs.ensure(owner, spec, deps.signal, {
-      ...serviceHints(svc),
-      ...(cloud.scope.adoptFrom !== undefined && { adoptFrom: cloud.scope.adoptFrom }),
-      warn: (reason, message) => events.push(serviceEvent(svc, "Warning", reason, message)),
-    });
+    const answer = await serializedWrite(cloud, lbs.lockKey?.(owner), () =>
+      lbs.ensure(owner, spec, deps.signal, {
+        ...serviceHints(svc),
+        warn: (reason, message) => events.push(serviceEvent(svc, "Warning", reason, message)),
+      }),
+    );
     if (isInProgress(answer)) {
       // Not a failure: the Service stays as it is (no ingress yet) until the cloud is done.
       deps.pending?.set(k, "ensure");
@@ -425,7 +429,7 @@ async function keepUnseenBackends(
   cluster: string,
   svc: Readonly<Service>,
   lbs: LoadBalancers,
-  owner: LbOwner,
+  owner: ServiceTarget,
   backends: BackendSet,
   deps: ServiceDeps,
   events: ClusterEvent[],
@@ -459,8 +463,9 @@ async function keepUnseenBackends(
 async function deleteLoadBalancer(
   k: string,
   svc: Readonly<Service>,
+  cloud: ClusterCloud,
   lbs: LoadBalancers,
-  owner: LbOwner,
+  owner: ServiceTarget,
   deps: ServiceDeps,
 ): Promise<Outcome> {
   const events =
@@ -468,7 +473,9 @@ async function deleteLoadBalancer(
       ? []
       : [serviceEvent(svc, "Normal", REASON.deleting, "Deleting load balancer")];
   try {
-    const answer = await lbs.ensureDeleted(owner, deps.signal, serviceHints(svc));
+    const answer = await serializedWrite(cloud, lbs.lockKey?.(owner), () =>
+      lbs.ensureDeleted(owner, deps.signal, serviceHints(svc)),
+    );
     if (isInProgress(answer)) {
       // The finalizer stays until the cloud says the load balancer is gone.
       deps.pending?.set(k, "delete");

@@ -61,7 +61,7 @@ function account(name: string) {
 test("after a reconnect, ensured Services are re-verified with one list call; only a vanished load balancer is ensured again", async () => {
   const { env, nodes, config } = account("acme");
   let verified = 0;
-  const hub = startServiceHarness({
+  const hub = await startServiceHarness({
     config,
     env,
     logger: pino({ level: "silent" }),
@@ -80,10 +80,8 @@ test("after a reconnect, ensured Services are re-verified with one list call; on
 
     // One load balancer vanishes out of band while the agent is away.
     const gone = services()[3];
-    await accounts.cloudFor("c1")?.provider.loadBalancers?.ensureDeleted({
-      cluster: "c1",
-      serviceUid: gone?.uid ?? "",
-    });
+    const bound = accounts.cloudFor("c1");
+    await bound?.provider.loadBalancers?.ensureDeleted({ ...bound.target, serviceUid: gone?.uid ?? "" });
     expect(cloud.inventory("acme").loadBalancers).toHaveLength(SERVICES - 1);
     const listsBefore = await calls("lb.list");
     const listenerListsBefore = await calls("listener.list");
@@ -119,7 +117,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
         if (key.kind === "service") reconciled++;
       },
     });
-  const services = await convergeAndStop(bootHub(), "c1", nodes, loadBalancerServices("uid-r"));
+  const services = await convergeAndStop(await bootHub(), "c1", nodes, loadBalancerServices("uid-r"));
   expect(cloud.inventory("restart").loadBalancers).toHaveLength(SERVICES);
 
   // The restarted hub sees the same Services (ingress and finalizer set), one with a new port.
@@ -128,7 +126,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
       ? { ...s, resourceVersion: "99", ports: [{ ...s.ports[0], port: 8080 } as Service["ports"][number]] }
       : s,
   );
-  const second = bootHub();
+  const second = await bootHub();
   try {
     reconciled = 0;
     second.fleet.setConnected("c1", true);
@@ -152,7 +150,7 @@ test("a restarted hub adopts current load balancers from the account listing: no
 test("a restarted hub whose node set changed meanwhile only updates the backends of load balancers built from the same spec", async () => {
   const { env, nodes, config } = account("restart-nodes");
   const bootHub = () => startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
-  const services = await convergeAndStop(bootHub(), "c1", nodes, loadBalancerServices("uid-n"));
+  const services = await convergeAndStop(await bootHub(), "c1", nodes, loadBalancerServices("uid-n"));
   // A node joined while the hub was down.
   const joined = cloud.createInstance("restart-nodes", { name: "n1", region: REGION });
   const more = [
@@ -165,7 +163,7 @@ test("a restarted hub whose node set changed meanwhile only updates the backends
       conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
     }),
   ];
-  const second = bootHub();
+  const second = await bootHub();
   try {
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", more, services);

@@ -20,9 +20,9 @@ import {
 } from "@aws-sdk/client-elastic-load-balancing-v2";
 import { type AwsWorld, startAwsWorld, waitFor } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
-import { pino } from "pino";
 import { type Clock, systemClock } from "../../../util/clock.js";
 import { AnnotationError } from "../../annotation-bounds.js";
+import { credentialNames, parseOptions } from "../../bind-provider.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import {
   CloudError,
@@ -34,13 +34,15 @@ import {
 } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import {
-  type AccountBinding,
   type CloudProvider,
   type InProgress,
   isInProgress,
   type LoadBalancerSpec,
+  lbOwner,
+  type ServiceTarget,
 } from "../../provider.js";
-import { AWS_ANNOTATION_PREFIX as A, awsProvider, parseAwsOptions } from "./index.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
+import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
 import { awsLoadBalancerName } from "./lb-network.js";
 import { LABEL_ZONE_ID } from "./provider-id.js";
 
@@ -54,21 +56,13 @@ afterEach(() => {
 });
 afterAll(() => world.fake.close());
 
-function provider(
-  binding: Partial<AccountBinding> = {},
+async function provider(
+  binding: Parameters<AwsWorld["binding"]>[0] = {},
   clock: Clock = systemClock,
-): { p: CloudProvider; ops: string[] } {
-  const ops: string[] = [];
-  const p = awsProvider.create({
-    account: world.binding(binding),
-    logger: pino({ level: "silent" }),
-    clock,
-    call: (op, fn) => {
-      ops.push(op);
-      return fn(new AbortController().signal);
-    },
-  });
-  return { p, ops };
+): Promise<{ p: CloudProvider; ops: string[] }> {
+  const account = world.binding(binding);
+  const { provider, ops } = await bindRecorded(awsProvider, account, account.options, { clock });
+  return { p: provider, ops };
 }
 
 const sdkConfig = () => ({
@@ -79,8 +73,10 @@ const sdkConfig = () => ({
 });
 
 let uid = 0;
-const owner = () => ({
+const owner = (): ServiceTarget => ({
   cluster: "blue",
+  network: world.vpcId,
+  scope: {},
   serviceUid: `${String(++uid).padStart(8, "0")}-aaaa-bbbb-cccc-5f0c1a2b3c4d`,
 });
 const lbs = (p: CloudProvider) => p.loadBalancers!;
@@ -109,7 +105,7 @@ describe("the fake's wire, with the SDK as client", () => {
       name: "AuthFailure",
       $metadata: { httpStatusCode: 401 },
     });
-    const { p } = provider({
+    const { p } = await provider({
       secret: (n = "") => (n === "secretAccessKey" ? "wrong" : world.keys.accessKeyId),
     });
     await expect(p.instances.listPage(undefined)).rejects.toBeInstanceOf(ForbiddenError);
@@ -154,7 +150,7 @@ describe("the fake's wire, with the SDK as client", () => {
 
   test("eventual consistency: a new instance is missing from DescribeInstances for a while", async () => {
     world.fake.setFaults({ staleReadMs: 300 }, world.accountId);
-    const { p } = provider();
+    const { p } = await provider();
     const i = world.instance("fresh-1");
     const pid = `aws:///${i.az}/${i.id}`;
     expect(await p.instances.findByName("fresh-1")).toEqual([]);
@@ -165,8 +161,8 @@ describe("the fake's wire, with the SDK as client", () => {
 });
 
 describe("instances", () => {
-  test("providerIDs as upstream: aws:///<az>/<id>, aws:////<id>, a bare id; another region's zone is not ours", () => {
-    const { p } = provider();
+  test("providerIDs as upstream: aws:///<az>/<id>, aws:////<id>, a bare id; another region's zone is not ours", async () => {
+    const { p } = await provider();
     const id = "i-0123456789abcdef0";
     expect(p.instances.parseProviderID(`aws:///us-east-1a/${id}`)).toBe(id);
     expect(p.instances.parseProviderID(`aws:////${id}`)).toBe(id);
@@ -177,7 +173,7 @@ describe("instances", () => {
   });
 
   test("metadata: type, zone, region, zone id label, VPC, tags, addresses in upstream's order, states", async () => {
-    const { p } = provider();
+    const { p } = await provider();
     const i = world.instance("meta-1", { zone: 1 });
     expect((await p.instances.findByName("meta-1"))[0]?.providerID).toBe(`aws:///${world.region}b/${i.id}`);
     // A node's own accepted form is answered as asked (the lifecycle compares it).
@@ -209,7 +205,7 @@ describe("instances", () => {
   });
 
   test("lookups together are one DescribeInstances; only a direct lookup of the missing one says not found", async () => {
-    const { p, ops } = provider();
+    const { p, ops } = await provider();
     const made = Array.from({ length: 40 }, (_, n) => world.instance(`batch-${n}`));
     const missing = `aws:///${world.region}a/i-${"e".repeat(17)}`;
     const mark = world.fake.log.mark();
@@ -229,13 +225,13 @@ describe("instances", () => {
 
   test("findByName reads every page; the SDK's NextToken round-trips", async () => {
     for (let n = 0; n < 120; n++) world.instance("same-name");
-    const { p, ops } = provider();
+    const { p, ops } = await provider();
     expect(await p.instances.findByName("same-name")).toHaveLength(120);
     expect(ops.filter((o) => o === "instances.findByName")).toHaveLength(3);
   });
 
   test("a throttling storm: ThrottledError without a Retry-After (AWS sends none), never a not found", async () => {
-    const { p } = provider();
+    const { p } = await provider();
     const i = world.instance("storm-1");
     world.fake.setRateLimit(world.accountId, world.region, 2, 3);
     try {
@@ -257,7 +253,7 @@ describe("instances", () => {
 
 describe("credentials", () => {
   test("keys are read per request: a rotated key is used at once, the old one revoked", async () => {
-    const { p } = provider();
+    const { p } = await provider();
     await p.instances.listPage(undefined);
     const old = world.keys;
     const fresh = world.fake.createAccessKey(world.accountId);
@@ -282,7 +278,7 @@ describe("credentials", () => {
       trustedAccounts: [world.accountId],
     });
     const i = other.instance("role-1");
-    const binding: Partial<AccountBinding> = {
+    const binding: Parameters<AwsWorld["binding"]>[0] = {
       network: other.vpcId,
       credentialNames: ["accessKeyId", "secretAccessKey", "roleArn", "externalId"],
       secret: (n = "") =>
@@ -290,7 +286,7 @@ describe("credentials", () => {
         world.keys.accessKeyId,
       options: { durationSeconds: 900 },
     };
-    const { p, ops } = provider(binding, clock);
+    const { p, ops } = await provider(binding, clock);
     expect((await p.instances.getByProviderID(i.id)).instanceID).toBe(i.id);
     expect(fake.log.requests({ account: other.accountId }).at(-1)?.outcome).toBe("200");
     await p.instances.getByProviderID(i.id);
@@ -304,7 +300,7 @@ describe("credentials", () => {
     expect((await p.instances.getByProviderID(i.id)).instanceID).toBe(i.id);
     expect(ops.filter((o) => o === "sts.AssumeRole")).toHaveLength(3);
     // A role that does not trust us (or a wrong external id) is a refusal, not a retry.
-    const { p: denied } = provider({
+    const { p: denied } = await provider({
       ...binding,
       secret: (n = "") =>
         ({ secretAccessKey: world.keys.secretAccessKey, roleArn: role, externalId: "wrong" })[n] ??
@@ -314,17 +310,15 @@ describe("credentials", () => {
   });
 
   test("credential names and options are checked naming the field", () => {
-    expect(() => awsProvider.checkCredentials?.(["accessKeyId"])).toThrow(
-      "credentials.secretAccessKey: required",
-    );
-    expect(() => awsProvider.checkCredentials?.(["accessKeyId", "secretAccessKey", "token"])).toThrow(
-      "credentials.token",
-    );
-    expect(() => awsProvider.checkCredentials?.(["accessKeyId", "secretAccessKey", "externalId"])).toThrow(
+    const names = (n: string[]) => () => credentialNames(awsProvider.credentials, n);
+    expect(names(["accessKeyId"])).toThrow("credentials.secretAccessKey: required");
+    expect(names(["accessKeyId", "secretAccessKey", "token"])).toThrow("credentials.token");
+    expect(names(["accessKeyId", "secretAccessKey", "externalId"])).toThrow(
       "credentials.externalId: only with credentials.roleArn",
     );
-    expect(() => parseAwsOptions({ durationSeconds: 60 })).toThrow("options.durationSeconds");
-    expect(() => parseAwsOptions({ defaultLoadBalancerType: "alb" })).toThrow(
+    expect(names([""])).toThrow("credentials: takes named credentials");
+    expect(() => parseOptions(awsProvider, { durationSeconds: 60 })).toThrow("options.durationSeconds");
+    expect(() => parseOptions(awsProvider, { defaultLoadBalancerType: "alb" })).toThrow(
       "options.defaultLoadBalancerType",
     );
   });
@@ -359,8 +353,8 @@ describe("load balancers", () => {
         ],
       }),
     );
-    const { p, ops } = provider();
-    expect((await lbs(p).get(o))?.owner).toEqual(o);
+    const { p, ops } = await provider();
+    expect((await lbs(p).get(o))?.owner).toEqual(lbOwner(o));
     const [ingress] = await settle(() => lbs(p).ensure(o, spec(ns.map((n) => n.id))));
     expect(ingress?.hostname).toContain(name);
     expect(ops).not.toContain("elb.create");
@@ -405,7 +399,7 @@ describe("load balancers", () => {
         DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
       }),
     );
-    const { p, ops } = provider();
+    const { p, ops } = await provider();
     const s = spec(
       ns.map((n) => n.id),
       { [`${A}type`]: "nlb" },
@@ -494,7 +488,7 @@ describe("load balancers", () => {
         DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
       }),
     );
-    const { p, ops } = provider();
+    const { p, ops } = await provider();
     // No health check key: the hub's spec holds its own defaults (10/5/2/3), not upstream's.
     await settle(() => lbs(p).ensure(classic, spec(ns)));
     const nlbSpec = spec(
@@ -543,12 +537,9 @@ describe("load balancers", () => {
       const ns = nodes().map((n) => n.id);
       const s = spec(ns, { [`${A}type`]: "nlb" });
       // The hub stops right after CreateLoadBalancer answered (a crash, a lost replica).
-      const interrupted = awsProvider.create({
-        account: world.binding(),
-        logger: pino({ level: "silent" }),
-        clock: systemClock,
-        call: async (op, fn) => {
-          const out = await fn(new AbortController().signal);
+      const account = world.binding();
+      const { provider: interrupted } = await bindRecorded(awsProvider, account, account.options, {
+        after: (op, out) => {
           if (op === "nlb.create") throw new TransientCloudError("interrupted");
           return out;
         },
@@ -557,7 +548,7 @@ describe("load balancers", () => {
       const gone = owner();
       for (const o of [kept, gone])
         await expect(lbs(interrupted).ensure(o, s)).rejects.toThrow("interrupted");
-      const { p } = provider();
+      const { p } = await provider();
       // Deleted as it is, without a target group.
       await settle(() => lbs(p).ensureDeleted(gone));
       expect(world.resources().filter((r) => r.lbOwner?.serviceUid === gone.serviceUid)).toEqual([]);
@@ -575,7 +566,7 @@ describe("load balancers", () => {
 
   test("lost answers to mutations (made, then a 504): repeated ensures and deletes end with one of each, then nothing", async () => {
     const ns = nodes().map((n) => n.id);
-    const { p } = provider();
+    const { p } = await provider();
     const o = owner();
     const kinds = () =>
       world
@@ -622,7 +613,7 @@ describe("load balancers", () => {
   test("delete waits (in progress, no failure) while AWS still holds the security group; the group goes last", async () => {
     world.fake.eniLingerMs = 150;
     try {
-      const { p } = provider();
+      const { p } = await provider();
       const o = owner();
       await settle(() => lbs(p).ensure(o, spec(nodes().map((n) => n.id))));
       const first = await lbs(p).ensureDeleted(o);
@@ -641,13 +632,13 @@ describe("load balancers", () => {
 
   test("type: nlb by annotation or account default for new Services; an existing one keeps its kind; a changed annotation replaces it; external is elsewhere", async () => {
     const ns = nodes().map((n) => n.id);
-    const { p } = provider();
+    const { p } = await provider();
     await expect(lbs(p).ensure(owner(), spec(ns, { [`${A}type`]: "external" }))).rejects.toBeInstanceOf(
       ImplementedElsewhereError,
     );
     const classic = owner();
     await settle(() => lbs(p).ensure(classic, spec(ns)));
-    const { p: nlbDefault, ops } = provider({
+    const { p: nlbDefault, ops } = await provider({
       options: { ...world.binding().options, defaultLoadBalancerType: "nlb" },
     });
     await settle(() => lbs(nlbDefault).ensure(classic, spec(ns)));
@@ -685,7 +676,7 @@ describe("load balancers", () => {
     });
     const cert = "arn:aws:acm:us-east-1:123456789012:certificate/abc";
     const o = owner();
-    const { p } = provider();
+    const { p } = await provider();
     const s = spec(
       ns,
       {
@@ -751,7 +742,7 @@ describe("load balancers", () => {
     const cert = "arn:aws:acm:us-east-1:123456789012:certificate/tls";
     const eips = [0, 1].map(() => world.fake.createAddress(world.accountId, world.region));
     const o = owner();
-    const { p } = provider();
+    const { p } = await provider();
     const s = spec(
       ns,
       {
@@ -795,7 +786,7 @@ describe("load balancers", () => {
       ["UDP", 30053],
     ]);
     // Proxy protocol on: one attribute per target group, nothing recreated.
-    const { p: again, ops } = provider();
+    const { p: again, ops } = await provider();
     await settle(() =>
       lbs(again).ensure(o, { ...s, listeners: s.listeners.map((l) => ({ ...l, proxyProtocol: true })) }),
     );
@@ -812,7 +803,7 @@ describe("load balancers", () => {
 
   test("listOwned: ours of both kinds with their digests, across pages; upstream's unadopted, foreign and vanished ones left out", async () => {
     const ns = nodes().map((n) => n.id);
-    const { p } = provider();
+    const { p } = await provider();
     const classic = owner();
     const nlb = owner();
     const classicSpec = spec(ns);
@@ -842,19 +833,13 @@ describe("load balancers", () => {
     await make(upstream, [{ Key: "kubernetes.io/cluster/blue", Value: "owned" }]);
     // One look-alike goes between its listing and its tags.
     const vanishing = lookalikes[3] ?? "";
-    const ops: string[] = [];
     let vanished = false;
-    const listing = awsProvider.create({
-      account: world.binding(),
-      logger: pino({ level: "silent" }),
-      clock: systemClock,
-      call: async (op, fn) => {
-        ops.push(op);
-        if (op === "elb.tags" && !vanished) {
-          vanished = true;
-          await elb.send(new ElbDelete({ LoadBalancerName: vanishing }));
-        }
-        return fn(new AbortController().signal);
+    const account = world.binding();
+    const { provider: listing, ops } = await bindRecorded(awsProvider, account, account.options, {
+      before: async (op) => {
+        if (op !== "elb.tags" || vanished) return;
+        vanished = true;
+        await elb.send(new ElbDelete({ LoadBalancerName: vanishing }));
       },
     });
     const items = [];
@@ -867,7 +852,7 @@ describe("load balancers", () => {
     }
     const mine = items.filter((i) => i.owner.cluster === "blue");
     expect(mine.map((i) => i.owner).sort((a, b) => a.serviceUid.localeCompare(b.serviceUid))).toEqual(
-      [classic, nlb].sort((a, b) => a.serviceUid.localeCompare(b.serviceUid)),
+      [classic, nlb].map(lbOwner).sort((a, b) => a.serviceUid.localeCompare(b.serviceUid)),
     );
     for (const [o, sp] of [
       [classic, classicSpec],
@@ -890,7 +875,7 @@ describe("load balancers", () => {
     expect(items.map((i) => i.name)).not.toContain(upstream);
 
     // An unchanged ensure writes no tag; updateBackends records the new backends' digest.
-    const { p: again, ops: againOps } = provider();
+    const { p: again, ops: againOps } = await provider();
     await settle(() => lbs(again).ensure(classic, classicSpec));
     expect(againOps).not.toContain("elb.tag");
     await lbs(again).updateBackends(nlb, [ns[0]!]);
@@ -907,7 +892,7 @@ describe("load balancers", () => {
 
   test("updateBackends on both kinds registers and deregisters, and the node-group rule follows", async () => {
     const ns = nodes().map((n) => n.id);
-    const { p } = provider();
+    const { p } = await provider();
     for (const type of ["classic", "nlb"]) {
       const o = owner();
       await settle(() => lbs(p).ensure(o, spec(ns, type === "nlb" ? { [`${A}type`]: "nlb" } : {})));
@@ -934,7 +919,7 @@ describe("load balancers", () => {
     [`${A}type`, "alb"],
   ])("%s (case %#): an AnnotationError naming it, before any AWS call", async (key, value) => {
     const ns = nodes().map((n) => n.id);
-    const { p, ops } = provider();
+    const { p, ops } = await provider();
     const annotations = { [key]: value };
     expect(() => lbs(p).checkAnnotations?.(annotations)).toThrow(AnnotationError);
     const err = await lbs(p)
@@ -949,19 +934,20 @@ describe("load balancers", () => {
 
 describe("routes", () => {
   test("a blackholed route of the cluster is listed as its own and replaced; source/dest check turned off once", async () => {
-    const { p, ops } = provider();
+    const { p, ops } = await provider();
     const node = world.instance("route-1");
     const gone = world.instance("route-gone");
     world.fake.addRoute(world.routeTable, { cidr: "10.244.9.0/24", instanceId: gone.id });
     world.fake.setInstanceState(gone.id, "terminated");
-    const listed = await p.routes!.list();
+    const blue = { cluster: "blue", network: world.vpcId, scope: {} };
+    const listed = await p.routes!.list(blue);
     expect(listed.find((r) => r.destinationCIDR === "10.244.9.0/24")).toMatchObject({
       targetInstanceID: gone.id,
       ownerCluster: "blue",
     });
-    await p.routes!.create({ destinationCIDR: "10.244.9.0/24", targetInstanceID: node.id }, "blue");
+    await p.routes!.create(blue, { destinationCIDR: "10.244.9.0/24", targetInstanceID: node.id });
     expect(world.fake.instance(node.id)?.sourceDestCheck).toBe(false);
-    await p.routes!.create({ destinationCIDR: "10.244.10.0/24", targetInstanceID: node.id }, "blue");
+    await p.routes!.create(blue, { destinationCIDR: "10.244.10.0/24", targetInstanceID: node.id });
     expect(ops.filter((o) => o === "routes.sourceDestCheck.modify")).toHaveLength(1);
     const table = world.fake.state.routeTables.get(world.routeTable);
     expect(
@@ -971,10 +957,13 @@ describe("routes", () => {
         .sort(),
     ).toEqual(["10.244.10.0/24", "10.244.9.0/24"]);
     await expect(
-      p.routes!.create({ destinationCIDR: "10.244.9.0/24", targetInstanceID: gone.id }, "nobody"),
+      p.routes!.create(
+        { ...blue, cluster: "nobody" },
+        { destinationCIDR: "10.244.9.0/24", targetInstanceID: gone.id },
+      ),
     ).rejects.toThrow("0 route tables tagged kubernetes.io/cluster/nobody");
-    for (const r of (await p.routes!.list()).filter((r) => r.targetInstanceID === node.id))
-      await p.routes!.delete(r);
+    for (const r of (await p.routes!.list(blue)).filter((r) => r.targetInstanceID === node.id))
+      await p.routes!.delete(blue, r);
   });
 });
 

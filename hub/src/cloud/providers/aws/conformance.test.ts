@@ -17,7 +17,8 @@ function fixture(
       const { fake } = world;
       return {
         factory: awsProvider,
-        account: () => world.binding({ options: { ...world.binding().options, ...options } }),
+        account: () => world.binding(),
+        options: { ...world.binding().options, ...options },
         isMutation: (op) =>
           /\.(create|delete|modify|configure|register|deregister|authorize|revoke|tag|apply)$/.test(op),
         createInstance: ({ name, inScope }) => {

@@ -17,8 +17,10 @@ import {
   type LoadBalancerSpec,
   type LoadBalancerState,
   type LoadBalancers,
+  lbOwner,
   type OwnedLoadBalancerPage,
   type ProviderContext,
+  type ServiceTarget,
 } from "../../provider.js";
 import { AWS_ANNOTATIONS, awsLbCapabilities, parseAwsLbAnnotations } from "./annotations.js";
 import type { AwsApi } from "./api.js";
@@ -77,7 +79,13 @@ export class AwsLoadBalancers implements LoadBalancers {
     return undefined;
   }
 
-  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+  /** Pure: the AWS-only annotations, read as ensure reads them, without any call. */
+  checkAnnotations(annotations: Readonly<Record<string, string>>): void {
+    parseAwsLbAnnotations(annotations, this.options.defaultLoadBalancerType);
+  }
+
+  async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    const owner = lbOwner(target);
     const f = await this.find(owner, signal);
     if (f === undefined) return undefined;
     return f.type === "classic"

@@ -1,6 +1,5 @@
 /** `accounts[].options` of an AWS account (no SDK here: the hub loads it only for AWS accounts). */
 import { z } from "zod";
-import { AccountConfigError } from "../../provider.js";
 
 /** `accounts[].options` of an AWS account. */
 export const AwsOptionsSchema = z
@@ -21,11 +20,3 @@ export const AwsOptionsSchema = z
   })
   .strict();
 export type AwsOptions = z.infer<typeof AwsOptionsSchema>;
-
-export function parseAwsOptions(options: unknown): AwsOptions {
-  const parsed = AwsOptionsSchema.safeParse(options ?? {});
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where = ["options", ...(issue?.path ?? []).map(String)].join(".");
-  throw new AccountConfigError(where, issue?.message ?? "invalid");
-}

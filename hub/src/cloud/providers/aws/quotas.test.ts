@@ -77,7 +77,7 @@ test("a 51-port NLB, a 101-port classic ELB and 64 classic rules: refused with t
   );
   const events = new Map<string, ClusterEvent[]>();
   const before = world.fake.log.count({ account: world.accountId });
-  const hub = startServiceHarness({
+  const hub = await startServiceHarness({
     config,
     env,
     logger: pino({ level: "silent" }),

@@ -84,13 +84,13 @@ const NODE_CHECK = new Set(["instances.get", "instances.batch", "zones.list"]);
 
 test("a restarted hub adopts unchanged classic ELBs and NLBs with listing calls only", async () => {
   const { nodes, boot, reconciled } = setup(CLUSTER);
-  const first = boot();
+  const first = await boot();
   const left = await convergeAndStop(first, CLUSTER, nodes, services(0));
   expect(world.fake.classicLoadBalancers(world.accountId)).toHaveLength(SERVICES / 2);
   expect(world.fake.networkLoadBalancers(world.accountId)).toHaveLength(SERVICES / 2);
   const firstCalls = await first.callsByOp();
 
-  const second = boot();
+  const second = await boot();
   try {
     second.fleet.setConnected(CLUSTER, true);
     reconciled.n = 0;
@@ -112,9 +112,9 @@ test("a restarted hub adopts unchanged classic ELBs and NLBs with listing calls 
 test("a restarted hub whose node set changed meanwhile only updates the backends of AWS load balancers built from the same spec", async () => {
   const cluster = "restart-nodes";
   const { nodes, boot, reconciled } = setup(cluster);
-  const left = await convergeAndStop(boot(), cluster, nodes, services(1));
+  const left = await convergeAndStop(await boot(), cluster, nodes, services(1));
   const more = [...nodes, nodeOf(`ip-10-0-0-11.${cluster}.internal`)];
-  const second = boot();
+  const second = await boot();
   try {
     reconciled.n = 0;
     second.fleet.setConnected(cluster, true);

@@ -3,7 +3,8 @@
  * cluster (kubernetes.io/cluster/<cluster>), one route per pod CIDR to its node's instance,
  * after ModifyInstanceAttribute has turned the instance's source/dest check off. Every
  * instance route of a cluster's table is that cluster's, as upstream has it; gateway and local
- * routes are listed and never owned.
+ * routes are listed and never owned. Each route is its own API object (CreateRoute,
+ * DeleteRoute): no write replaces a table whole, so writes need no lock.
  */
 import {
   CreateRouteCommand,
@@ -15,7 +16,14 @@ import {
   type RouteTable,
 } from "@aws-sdk/client-ec2";
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import type { CloudRoute, InProgress, ProviderContext, Routes, RouteTarget } from "../../provider.js";
+import type {
+  CloudRoute,
+  ClusterTarget,
+  InProgress,
+  ProviderContext,
+  Routes,
+  RouteTarget,
+} from "../../provider.js";
 import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import { CLUSTER_TAG_PREFIX, clusterTagKey } from "./tags.js";
@@ -39,15 +47,16 @@ function parseRouteId(id: string): { tableId: string; cidr: string } {
 
 export class AwsRoutes implements Routes {
   constructor(
-    private readonly ctx: ProviderContext,
+    readonly _ctx: ProviderContext,
     private readonly api: AwsApi,
   ) {}
 
-  private async tables(tagKey: string, signal?: AbortSignal): Promise<RouteTable[]> {
-    const network = this.ctx.account.network;
+  /** The route tables tagged `tagKey` in the cluster's VPC (ClusterTarget.network), or in every VPC without one. */
+  private async tables(cluster: ClusterTarget, tagKey: string, signal?: AbortSignal): Promise<RouteTable[]> {
+    const network = cluster.network;
     const filters: Filter[] = [
       { Name: "tag-key", Values: [tagKey] },
-      ...(network !== undefined ? [{ Name: "vpc-id", Values: [network] }] : []),
+      ...(network !== undefined && network !== "" ? [{ Name: "vpc-id", Values: [network] }] : []),
     ];
     return allPages(
       paginateDescribeRouteTables(
@@ -58,9 +67,9 @@ export class AwsRoutes implements Routes {
     );
   }
 
-  async list(signal?: AbortSignal): Promise<readonly CloudRoute[]> {
+  async list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]> {
     const out: CloudRoute[] = [];
-    for (const t of await this.tables(`${CLUSTER_TAG_PREFIX}*`, signal)) {
+    for (const t of await this.tables(cluster, `${CLUSTER_TAG_PREFIX}*`, signal)) {
       const clusters = clustersOf(t);
       // A table shared by several clusters is nobody's to prune.
       const owner = clusters.length === 1 ? clusters[0] : undefined;
@@ -78,11 +87,12 @@ export class AwsRoutes implements Routes {
   }
 
   async create(
+    cluster: ClusterTarget,
     target: RouteTarget,
-    ownerCluster: string,
     signal?: AbortSignal,
   ): Promise<CloudRoute | InProgress> {
-    const tables = await this.tables(clusterTagKey(ownerCluster), signal);
+    const ownerCluster = cluster.cluster;
+    const tables = await this.tables(cluster, clusterTagKey(ownerCluster), signal);
     if (tables.length !== 1)
       throw new CloudError(
         `cluster ${ownerCluster}: ${tables.length} route tables tagged ${clusterTagKey(ownerCluster)} (want exactly one)`,
@@ -119,7 +129,7 @@ export class AwsRoutes implements Routes {
     } catch (err) {
       // A lost answer made it already: adopt it if it is exactly ours.
       if (!hasCode(err, "RouteAlreadyExists")) throw err;
-      const [again] = await this.tables(clusterTagKey(ownerCluster), signal);
+      const [again] = await this.tables(cluster, clusterTagKey(ownerCluster), signal);
       const route = again?.Routes?.find((r) => r.DestinationCidrBlock === target.destinationCIDR);
       if (route?.InstanceId !== target.targetInstanceID)
         throw new CloudError(`route table ${tableId} already routes ${target.destinationCIDR} elsewhere`, {
@@ -129,7 +139,11 @@ export class AwsRoutes implements Routes {
     return made;
   }
 
-  async delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress> {
+  async delete(
+    _cluster: ClusterTarget,
+    route: CloudRoute,
+    signal?: AbortSignal,
+  ): Promise<undefined | InProgress> {
     const { tableId, cidr } = parseRouteId(route.id);
     await this.deleteRoute(tableId, cidr, signal);
     return undefined;

@@ -5,11 +5,10 @@
 
 import { type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
-import { pino } from "pino";
-import { systemClock } from "../../../util/clock.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
-import { type CloudProvider, type InProgress, isInProgress, type LbOwner } from "../../provider.js";
+import { type CloudProvider, type InProgress, isInProgress, type ServiceTarget } from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
 import { awsLoadBalancerName, securityGroupName } from "./lb-network.js";
 
@@ -17,12 +16,8 @@ let world: AwsWorld;
 let p: CloudProvider;
 beforeAll(async () => {
   world = await startAwsWorld("blue");
-  p = awsProvider.create({
-    account: world.binding(),
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    call: (_op, fn) => fn(new AbortController().signal),
-  });
+  const account = world.binding();
+  ({ provider: p } = await bindRecorded(awsProvider, account, account.options));
 });
 afterEach(() => {
   world.fake.faults.reset();
@@ -31,8 +26,11 @@ afterEach(() => {
 afterAll(() => world.fake.close());
 
 let uid = 0;
-const owner = (cluster: string): LbOwner => ({
+/** A Service of `cluster`, in the account's VPC as the hub passes it (ClusterTarget.network). */
+const owner = (cluster: string): ServiceTarget => ({
   cluster,
+  network: world.vpcId,
+  scope: {},
   serviceUid: `${String(++uid).padStart(8, "0")}-5c0e-4b1d-9a2f-5f0c1a2b3c4d`,
 });
 const lbs = () => p.loadBalancers!;
@@ -53,7 +51,11 @@ const writesSince = (mark: number) =>
     .filter((r) => !/\.Describe/.test(r.operation))
     .map((r) => r.operation);
 
-async function refused(o: LbOwner, annotations: Record<string, string>, problem: RegExp): Promise<void> {
+async function refused(
+  o: ServiceTarget,
+  annotations: Record<string, string>,
+  problem: RegExp,
+): Promise<void> {
   const node = world.instance(`scope-${o.serviceUid.slice(0, 8)}`);
   const mark = world.fake.log.mark();
   const err = await lbs()

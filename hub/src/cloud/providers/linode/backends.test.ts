@@ -1,21 +1,25 @@
 // NodeBalancer backends and what a NodeBalancer records, against the fake Linode API: the
 // Linode CCM's node annotations (private-ip, public-ipv6), the digest tags listOwned returns,
 // the account's nodeBalancerTags, a changed reserved-ipv4, and IPv6 routes refused.
+
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { type FakeLinode, type FakeNodeBalancer, LinodeFake } from "../../../../../sim/src/linode/index.js";
+import { parseOptions } from "../../bind-provider.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { NeedsEnsureError } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
   AccountConfigError,
   type BackendAnnotations,
+  type ClusterTarget,
   type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancers,
   type OwnedLoadBalancer,
+  type ServiceTarget,
 } from "../../provider.js";
 import { NODE_PRIVATE_IP, NODE_PUBLIC_IPV6 } from "./annotations.js";
-import { parseLinodeOptions } from "./index.js";
+import { linodeProvider } from "./index.js";
 import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
 import {
   BACKENDS_DIGEST_TAG,
@@ -30,13 +34,19 @@ let h: LinodeHarness<LinodeFake>;
 let nodes: FakeLinode[];
 let seq = 0;
 
-const owner = (): LbOwner => ({ cluster: "prod", serviceUid: `uid-b${++seq}` });
+/** A Service of cluster prod; `at`: its cluster's network or scope. */
+const owner = (at: Partial<ClusterTarget> = {}): ServiceTarget => ({
+  cluster: "prod",
+  scope: {},
+  ...at,
+  serviceUid: `uid-b${++seq}`,
+});
 const lbsOf = (p: { provider: { loadBalancers?: LoadBalancers } }): LoadBalancers => {
   const l = p.provider.loadBalancers;
   if (l === undefined) throw new Error("no load balancers");
   return l;
 };
-const lbs = () => lbsOf(h.provider());
+const lbs = async () => lbsOf(await h.provider());
 const ids = (ls: readonly FakeLinode[]) => ls.map((l) => String(l.id)).sort();
 const spec = (
   backends: readonly FakeLinode[],
@@ -59,7 +69,7 @@ const addresses = (o: LbOwner, port = 80) =>
 async function listed(o: LbOwner): Promise<OwnedLoadBalancer | undefined> {
   let token: string | undefined;
   do {
-    const page = await lbs().listOwned?.(token);
+    const page = await (await lbs()).listOwned?.(token);
     const item = page?.items.find((i) => i.owner.serviceUid === o.serviceUid);
     if (item !== undefined) return item;
     token = page?.nextPageToken;
@@ -86,15 +96,15 @@ describe("node annotations (as the Linode CCM reads them for backends)", () => {
     const o = owner();
     const [a, b] = [nodes[0]!, nodes[1]!];
     const override: BackendAnnotations = { [String(a.id)]: { [NODE_PRIVATE_IP]: "192.168.250.7" } };
-    await lbs().ensure(o, spec([a, b], {}, { backendAnnotations: override }));
+    await (await lbs()).ensure(o, spec([a, b], {}, { backendAnnotations: override }));
     expect(addresses(o)).toEqual([`${b.privateIPv4}:30080`, "192.168.250.7:30080"].sort());
 
     const moved: BackendAnnotations = { [String(a.id)]: { [NODE_PRIVATE_IP]: "192.168.250.8" } };
-    await lbs().updateBackends(o, ids([a, b]), undefined, moved);
+    await (await lbs()).updateBackends(o, ids([a, b]), undefined, moved);
     expect(addresses(o)).toEqual([`${b.privateIPv4}:30080`, "192.168.250.8:30080"].sort());
     expect((await listed(o))?.backendsDigest).toBe(backendsDigest(ids([a, b]), moved));
 
-    await lbs().updateBackends(o, ids([a, b]));
+    await (await lbs()).updateBackends(o, ids([a, b]));
     expect(addresses(o)).toEqual([`${a.privateIPv4}:30080`, `${b.privateIPv4}:30080`].sort());
     expect((await listed(o))?.backendsDigest).toBe(backendsDigest(ids([a, b])));
   });
@@ -103,7 +113,7 @@ describe("node annotations (as the Linode CCM reads them for backends)", () => {
     const bare = h.fake.createLinode(ACCOUNT, { label: "no-private", region: REGION, noPrivateIP: true });
     const o = owner();
     const a = nodes[0]!;
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec(
         [a, bare],
@@ -117,7 +127,7 @@ describe("node annotations (as the Linode CCM reads them for backends)", () => {
       ),
     );
     expect(addresses(o)).toEqual([`${a.privateIPv4}:30080`, "192.168.251.1:30080"].sort());
-    await lbs().updateBackends(o, ids([a]), undefined, {
+    await (await lbs()).updateBackends(o, ids([a]), undefined, {
       [String(a.id)]: { [NODE_PRIVATE_IP]: "not-an-ip" },
     });
     expect(addresses(o)).toEqual([`${a.privateIPv4}:30080`]);
@@ -127,8 +137,8 @@ describe("node annotations (as the Linode CCM reads them for backends)", () => {
     const inVpc = [0, 1].map((i) =>
       h.fake.createLinode(ACCOUNT, { label: `vnode-${i}`, region: REGION, vpcSubnetId: h.subnetId }),
     );
-    const o = owner();
-    const vpcLbs = lbsOf(h.provider({ network: VPC }));
+    const o = owner({ network: VPC });
+    const vpcLbs = lbsOf(await h.provider({ network: VPC }));
     await vpcLbs.ensure(
       o,
       spec(
@@ -145,7 +155,7 @@ describe("node annotations (as the Linode CCM reads them for backends)", () => {
     const o = owner();
     const [a, b] = [nodes[0]!, nodes[1]!];
     const six = { [`${P}enable-ipv6-backends`]: "true" };
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec([a, b], six, {
         backendAnnotations: {
@@ -156,7 +166,7 @@ describe("node annotations (as the Linode CCM reads them for backends)", () => {
     );
     expect(addresses(o)).toEqual(["[2600:3c03::aa]:30080", "[2600:3c03::bb]:30080"]);
     // Malformed: the Linode's own SLAAC address.
-    await lbs().updateBackends(o, ids([a]), undefined, {
+    await (await lbs()).updateBackends(o, ids([a]), undefined, {
       [String(a.id)]: { [NODE_PUBLIC_IPV6]: "10.1.2.3/32" },
     });
     expect(addresses(o)).toEqual([`[${a.ipv6.replace(/\/128$/, "")}]:30080`]);
@@ -187,7 +197,7 @@ describe("digest tags", () => {
       [`${P}firewall-acl`]: '{"allowList":{"ipv4":["203.0.113.0/24"]}}',
     });
     const start = h.fake.log.mark();
-    await lbs().ensure(o, first);
+    await (await lbs()).ensure(o, first);
     expect(digestTags(o).sort()).toEqual(
       [
         `${SPEC_DIGEST_TAG}${loadBalancerSpecDigest(first)}`,
@@ -205,13 +215,13 @@ describe("digest tags", () => {
 
     // Nothing changed: no call writes anything.
     const mark = h.fake.log.mark();
-    await lbs().ensure(o, first);
+    await (await lbs()).ensure(o, first);
     expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
 
     // A changed spec replaces the stale spec digest; updateBackends only the backends one.
     const changed = spec(nodes.slice(0, 2), { [`${P}throttle`]: "7" });
-    await lbs().ensure(o, changed);
-    await lbs().updateBackends(o, ids(nodes.slice(1, 3)));
+    await (await lbs()).ensure(o, changed);
+    await (await lbs()).updateBackends(o, ids(nodes.slice(1, 3)));
     expect(digestTags(o).sort()).toEqual(
       [
         `${SPEC_DIGEST_TAG}${loadBalancerSpecDigest(changed)}`,
@@ -222,13 +232,16 @@ describe("digest tags", () => {
 
   test("the ingress shape is recorded with the spec digest, so listOwned shows the ingress ensure returned", async () => {
     const hostOnly = owner();
-    const a = await lbs().ensure(
+    const a = await (await lbs()).ensure(
       hostOnly,
       spec(nodes.slice(0, 1), { [`${P}hostname-only-ingress`]: "true" }),
     );
     expect((await listed(hostOnly))?.ingress).toEqual(a);
     const dual = owner();
-    const b = await lbs().ensure(dual, spec(nodes.slice(0, 1), { [`${P}enable-ipv6-ingress`]: "true" }));
+    const b = await (await lbs()).ensure(
+      dual,
+      spec(nodes.slice(0, 1), { [`${P}enable-ipv6-ingress`]: "true" }),
+    );
     expect(b).toHaveLength(2);
     expect((await listed(dual))?.ingress).toEqual(b);
   });
@@ -237,16 +250,19 @@ describe("digest tags", () => {
     const o = owner();
     const forged = `${SPEC_DIGEST_TAG}0123456789abcdef`;
     const s = spec(nodes.slice(0, 1), { [`${P}tags`]: forged });
-    await lbs().ensure(o, s);
+    await (await lbs()).ensure(o, s);
     expect(digestTags(o)).not.toContain(forged);
     // Two spec digests (someone edited the tags): neither is trusted.
     const nb = nbOf(o);
     nb.tags.push(forged);
     expect((await listed(o))?.specDigest).toBeUndefined();
-    await lbs().ensure(o, s);
+    await (await lbs()).ensure(o, s);
     expect(digestTags(o)).toHaveLength(2);
     expect((await listed(o))?.specDigest).toBe(loadBalancerSpecDigest(s));
-    await lbs().ensureDeleted(o, undefined, { annotations: { [`${P}preserve`]: "true" }, ingress: [] });
+    await (await lbs()).ensureDeleted(o, undefined, {
+      annotations: { [`${P}preserve`]: "true" },
+      ingress: [],
+    });
     expect(nb.tags.filter((t) => t.startsWith("fleet-ccm.io/") || t.startsWith("fccm:"))).toEqual([]);
   });
 });
@@ -254,7 +270,7 @@ describe("digest tags", () => {
 describe("the account's nodeBalancerTags (the Linode CCM's --nodebalancer-tags)", () => {
   test("on every NodeBalancer, after the cluster name and before the tags annotation's", async () => {
     const o = owner();
-    const tagged = lbsOf(h.provider({ options: { nodeBalancerTags: ["team-platform", "env-prod"] } }));
+    const tagged = lbsOf(await h.provider({}, { nodeBalancerTags: ["team-platform", "env-prod"] }));
     await tagged.ensure(o, spec(nodes.slice(0, 1), { [`${P}tags`]: "svc-x" }));
     const mine = nbOf(o).tags.filter((t) => !t.startsWith("fleet-ccm.io/"));
     expect(mine).toEqual(nodeBalancerTags(o, ["svc-x"], ["team-platform", "env-prod"]));
@@ -262,12 +278,14 @@ describe("the account's nodeBalancerTags (the Linode CCM's --nodebalancer-tags)"
   });
 
   test("tags Linode would refuse, and fleet-ccm's own, are refused in the account config", () => {
-    expect(() => parseLinodeOptions({ nodeBalancerTags: ["ab"] })).toThrow(AccountConfigError);
-    expect(() => parseLinodeOptions({ nodeBalancerTags: ["x".repeat(51)] })).toThrow(
+    expect(() => parseOptions(linodeProvider, { nodeBalancerTags: ["ab"] })).toThrow(AccountConfigError);
+    expect(() => parseOptions(linodeProvider, { nodeBalancerTags: ["x".repeat(51)] })).toThrow(
       "options.nodeBalancerTags.0",
     );
-    expect(() => parseLinodeOptions({ nodeBalancerTags: ["fccm:c=other"] })).toThrow(AccountConfigError);
-    expect(parseLinodeOptions({}).nodeBalancerTags).toEqual([]);
+    expect(() => parseOptions(linodeProvider, { nodeBalancerTags: ["fccm:c=other"] })).toThrow(
+      AccountConfigError,
+    );
+    expect(parseOptions(linodeProvider, {}).nodeBalancerTags).toEqual([]);
   });
 });
 
@@ -275,11 +293,11 @@ describe("reserved-ipv4 changed after creation", () => {
   test("as the Linode CCM: the NodeBalancer is kept (its IPv4 cannot change), with a NodeBalancerIPChangeIgnored Warning", async () => {
     const o = owner();
     const first = h.fake.reserveIPv4(ACCOUNT, REGION);
-    await lbs().ensure(o, spec(nodes.slice(0, 1), { [`${P}reserved-ipv4`]: first }));
+    await (await lbs()).ensure(o, spec(nodes.slice(0, 1), { [`${P}reserved-ipv4`]: first }));
     const id = nbOf(o).id;
     const second = h.fake.reserveIPv4(ACCOUNT, REGION);
     const warnings: [string, string][] = [];
-    const ingress = await lbs().ensure(
+    const ingress = await (await lbs()).ensure(
       o,
       spec(nodes.slice(0, 1), { [`${P}reserved-ipv4`]: second }),
       undefined,
@@ -300,10 +318,13 @@ describe("reserved-ipv4 changed after creation", () => {
 describe("IPv6 routes", () => {
   test("refused with a reason: Linode VPC interfaces route IPv4 ranges only", async () => {
     const l = h.fake.createLinode(ACCOUNT, { label: "r6", region: REGION, vpcSubnetId: h.subnetId });
-    const routes = h.provider({ network: VPC }).provider.routes;
+    const routes = (await h.provider({ network: VPC })).provider.routes;
     const mark = h.fake.log.mark();
     await expect(
-      routes?.create({ destinationCIDR: "fd00:10:244::/64", targetInstanceID: String(l.id) }, "prod"),
+      routes?.create(
+        { cluster: "prod", network: VPC, scope: {} },
+        { destinationCIDR: "fd00:10:244::/64", targetInstanceID: String(l.id) },
+      ),
     ).rejects.toThrow(/IPv4 ranges only/);
     expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
   });
@@ -312,9 +333,9 @@ describe("IPv6 routes", () => {
 describe("backends emptied, then refilled", () => {
   test("a config with no nodes left is rebuilt by an ensure (NeedsEnsureError), never onto another Service's node port", async () => {
     // One provider for the account, as the hub has it: two Services (two clusters) on port 80.
-    const l = lbs();
+    const l = await lbs();
     const mine = owner();
-    const theirs: LbOwner = { cluster: "other", serviceUid: `uid-b${++seq}` };
+    const theirs: ServiceTarget = { cluster: "other", scope: {}, serviceUid: `uid-b${++seq}` };
     const listeners = (nodePort: number) => [
       { protocol: "TCP" as const, port: 80, nodePort, proxyProtocol: false },
     ];

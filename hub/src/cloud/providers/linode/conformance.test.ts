@@ -68,8 +68,8 @@ const fixture = (opts: { linodeInterfaces?: boolean } = {}): ConformanceFixture 
         endpoint: fake.url,
         credential: token,
         requestTimeoutMs: 2_000,
-        options: { pageSize: 25 },
       }),
+      options: { pageSize: 25 },
       isMutation: (op) => /\.(create|update|delete|rebuild)$/.test(op),
       createInstance: ({ name, inScope }) => {
         const l = fake.createLinode(ACCOUNT, {

@@ -4,12 +4,7 @@
  * A drop-in for the Linode CCM: the same providerIDs, labels, addresses and annotations.
  */
 import { z } from "zod";
-import {
-  AccountConfigError,
-  type CloudProvider,
-  type ProviderContext,
-  type ProviderFactory,
-} from "../../provider.js";
+import type { CloudProvider, ProviderContext, ProviderFactory } from "../../provider.js";
 import { ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6, TLS_SECRET_REFERENCE } from "./annotations.js";
 import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "./client.js";
 import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
@@ -41,50 +36,24 @@ export const LinodeOptionsSchema = z
   .strict();
 export type LinodeOptions = z.infer<typeof LinodeOptionsSchema>;
 
-export function parseLinodeOptions(options: unknown): LinodeOptions {
-  const parsed = LinodeOptionsSchema.safeParse(options ?? {});
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new AccountConfigError(
-    ["options", ...(issue?.path ?? []).map(String)].join("."),
-    issue?.message ?? "invalid",
-  );
-}
-
-/** The one credential: `credentials: {token: <ref>}`, or just `<ref>` (a personal access token). */
+/** The one credential: a personal access token. */
 const TOKEN = "token";
 
-export const linodeProvider: ProviderFactory = {
+export const linodeProvider: ProviderFactory<LinodeOptions> = {
   name: PROVIDER_NAME,
   // The two node keys alone (not node.k8s.linode.com/*): each is a backend fact, so any other
   // key forwarded would re-sync backends for nothing.
   annotationPrefixes: [ANNOTATION_PREFIX, NODE_PRIVATE_IP, NODE_PUBLIC_IPV6],
   // port-<N>: {"protocol": "https", "tls-secret-name": "<kubernetes.io/tls Secret>"}, as the Linode CCM.
   secretReferences: [TLS_SECRET_REFERENCE],
-  checkCredentials(names) {
-    if (names.length === 1 && names[0] === "") return;
-    for (const n of names)
-      if (n !== TOKEN)
-        throw new AccountConfigError(`credentials.${n}`, "not a credential of the linode provider (token)");
-    if (!names.includes(TOKEN)) throw new AccountConfigError("credentials.token", "required");
-  },
-  create(ctx: ProviderContext): CloudProvider {
+  options: LinodeOptionsSchema,
+  // `credentials: {token: <ref>}`, or just `<ref>` (a personal access token).
+  credentials: { required: [TOKEN], bare: TOKEN },
+  endpoint: "optional",
+  async create(ctx: ProviderContext, options: LinodeOptions): Promise<CloudProvider> {
     const { account } = ctx;
-    if (account.provider !== PROVIDER_NAME)
-      throw new Error(`account ${account.name} is for provider ${account.provider}, not ${PROVIDER_NAME}`);
-    const options = parseLinodeOptions(account.options);
-    if (!(account.requestTimeoutMs > 0))
-      throw new Error(`account ${account.name}: requestTimeoutMs must be > 0`);
     const endpoint =
       account.endpoint === undefined || account.endpoint === "" ? DEFAULT_LINODE_URL : account.endpoint;
-    let url: URL;
-    try {
-      url = new URL(endpoint);
-    } catch {
-      throw new AccountConfigError("endpoint", `${JSON.stringify(endpoint)} is not a URL`);
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:")
-      throw new AccountConfigError("endpoint", `must be http(s), got ${url.protocol}`);
     const client = new LinodeClient({
       endpoint,
       token: () => account.secret?.(TOKEN) ?? account.credential,
@@ -98,14 +67,8 @@ export const linodeProvider: ProviderFactory = {
     return {
       name: PROVIDER_NAME,
       instances: new LinodeInstances(ctx, client, vpc),
-      loadBalancers: new LinodeLoadBalancers(
-        ctx,
-        client,
-        vpc,
-        options.vpcBackends && vpc.configured,
-        options.nodeBalancerTags,
-      ),
-      ...(options.routes && vpc.configured && { routes: new LinodeRoutes(ctx, client, vpc) }),
+      loadBalancers: new LinodeLoadBalancers(ctx, client, vpc, options.vpcBackends, options.nodeBalancerTags),
+      ...(options.routes && { routes: new LinodeRoutes(ctx, client, vpc) }),
     };
   },
 };

@@ -30,7 +30,7 @@ afterAll(async () => {
 describe("client", () => {
   test("lists follow every page at the account's page size; one ctx.call per HTTP request", async () => {
     for (let i = 0; i < 60; i++) h.fake.createLinode(ACCOUNT, { label: `paged-${i}`, region: REGION });
-    const { provider, ops } = h.provider({ options: { pageSize: 25 } });
+    const { provider, ops } = await h.provider({}, { pageSize: 25 });
     const mark = h.fake.log.mark();
     const seen: string[] = [];
     let token: string | undefined;
@@ -48,14 +48,14 @@ describe("client", () => {
   });
 
   test("findByName asks with X-Filter: one call however many Linodes the account has", async () => {
-    const { provider, ops } = h.provider({ options: { pageSize: 25 } });
+    const { provider, ops } = await h.provider({}, { pageSize: 25 });
     const found = await provider.instances.findByName("paged-42");
     expect(found.map((m) => m.name)).toEqual(["paged-42"]);
     expect(ops).toEqual(["instances.getByName"]);
   });
 
   test("a token rotated mid-run is used from the next request on, without a new provider", async () => {
-    const { provider } = h.provider();
+    const { provider } = await h.provider();
     const l = h.fake.createLinode(ACCOUNT, { label: "rotating", region: REGION });
     await provider.instances.getByProviderID(`linode://${l.id}`);
     h.fake.rotateToken(ACCOUNT, "rotated-token-1");
@@ -68,7 +68,7 @@ describe("client", () => {
   });
 
   test("a 429 storm: every call is ThrottledError with Linode's Retry-After, then service resumes", async () => {
-    const { provider } = h.provider();
+    const { provider } = await h.provider();
     h.fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: 4 }, ACCOUNT);
     const errs = await Promise.all(
       Array.from({ length: 20 }, () => provider.instances.findByName("paged-1").catch((e: unknown) => e)),
@@ -83,7 +83,7 @@ describe("client", () => {
   });
 
   test("5xx and timeouts are TransientCloudError, never a not-found", async () => {
-    const { provider } = h.provider({ requestTimeoutMs: 100 });
+    const { provider } = await h.provider({ requestTimeoutMs: 100 });
     h.fake.setFaults({ errorRate: 1 }, ACCOUNT);
     await expect(provider.instances.getByProviderID("linode://1")).rejects.toBeInstanceOf(
       TransientCloudError,
@@ -128,7 +128,7 @@ describe("instances", () => {
       type: "g6-standard-4",
       vpcSubnetId: h.subnetId,
     });
-    const { provider } = h.provider({ network: VPC });
+    const { provider } = await h.provider({ network: VPC });
     const meta = await provider.instances.getByProviderID(`linode://${l.id}`);
     const vpcIP = l.interfaces.find((i) => i.purpose === "vpc")?.vpcIPv4;
     expect(meta).toMatchObject({
@@ -150,7 +150,7 @@ describe("instances", () => {
       { type: "ExternalIP", address: l.ipv6.replace(/\/128$/, "") },
     ]);
     // Without a VPC the account makes no VPC calls and lists no VPC address.
-    const { provider: plain, ops } = h.provider();
+    const { provider: plain, ops } = await h.provider();
     const noVpc = await plain.instances.getByProviderID(`linode://${l.id}`);
     expect(noVpc.addresses.map((a) => a.address)).not.toContain(vpcIP);
     expect(ops).toEqual(["instances.get"]);
@@ -158,7 +158,7 @@ describe("instances", () => {
 
   test("offline and shutting_down are shutdown states (the hub taints those nodes)", async () => {
     const l = h.fake.createLinode(ACCOUNT, { label: "sleepy", region: REGION });
-    const { provider } = h.provider();
+    const { provider } = await h.provider();
     h.fake.setLinodeStatus(l.id, "offline");
     expect((await provider.instances.getByProviderID(`linode://${l.id}`)).state).toBe("stopped");
     h.fake.setLinodeStatus(l.id, "shutting_down");
@@ -171,7 +171,7 @@ describe("instances", () => {
     const l = h.fake.createLinode(ACCOUNT, { label: "doomed", region: REGION });
     const elsewhere = h.fake.createLinode(ACCOUNT, { label: "far", region: "eu-west" });
     h.fake.deleteLinode(l.id);
-    const { provider, ops } = h.provider();
+    const { provider, ops } = await h.provider();
     await expect(provider.instances.getByProviderID(`linode://${l.id}`)).rejects.toBeInstanceOf(
       InstanceNotFoundError,
     );
@@ -190,7 +190,7 @@ describe("instances", () => {
   test("a just-created Linode missing from lists: the name query says so, its providerID finds it", async () => {
     h.fake.setListLag(60_000);
     const l = h.fake.createLinode(ACCOUNT, { label: "newborn", region: REGION });
-    const { provider } = h.provider();
+    const { provider } = await h.provider();
     expect(await provider.instances.findByName("newborn")).toEqual([]);
     expect((await provider.instances.getByProviderID(`linode://${l.id}`)).name).toBe("newborn");
     h.fake.setListLag(0);

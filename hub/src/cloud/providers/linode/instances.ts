@@ -177,7 +177,7 @@ export class LinodeInstances implements Instances {
       throw new ForbiddenError(
         `Linode ${id} is in region ${l.region}, outside account ${this.ctx.account.name}'s ${this.ctx.account.region}`,
       );
-    const vpcIPs = await this.vpc.ipv4ByLinode(signal);
+    const vpcIPs = await this.vpc.ipv4ByLinode(this.ctx.account.network, signal);
     return toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network);
   }
 
@@ -194,7 +194,7 @@ export class LinodeInstances implements Instances {
           `label filter ${JSON.stringify(name)} answered Linode ${l.id} (${l.label})`,
         );
     if (linodes.length === 0) return [];
-    const vpcIPs = await this.vpc.ipv4ByLinode(signal);
+    const vpcIPs = await this.vpc.ipv4ByLinode(this.ctx.account.network, signal);
     return linodes.map((l) => toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network));
   }
 
@@ -207,7 +207,10 @@ export class LinodeInstances implements Instances {
       filter: { region: this.ctx.account.region },
     });
     const linodes = answer.data.map(checkLinode).filter((l) => l.region === this.ctx.account.region);
-    const vpcIPs = linodes.length === 0 ? new Map<number, string[]>() : await this.vpc.ipv4ByLinode(signal);
+    const vpcIPs =
+      linodes.length === 0
+        ? new Map<number, string[]>()
+        : await this.vpc.ipv4ByLinode(this.ctx.account.network, signal);
     const instances = linodes.map((l) =>
       toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network),
     );

@@ -1,9 +1,8 @@
 // A Linode provider bound to a fake Linode API account, for the provider's own tests. The
 // test starts the fake (sim/src/linode) and hands it over: hub code, testkits included, never
 // imports the simulators.
-import { pino } from "pino";
-import { systemClock } from "../../../util/clock.js";
-import type { AccountBinding, CloudProvider, ProviderContext } from "../../provider.js";
+import type { AccountBinding, CloudProvider } from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
 import { linodeProvider } from "./index.js";
 
 export const REGION = "us-east";
@@ -25,8 +24,11 @@ export interface LinodeHarness<F extends HarnessFake> {
   readonly fake: F;
   readonly token: { value: string };
   readonly subnetId: number;
-  /** A provider on the account; `ops` records every ctx.call op, in order. */
-  provider(overrides?: Partial<AccountBinding>): { provider: CloudProvider; ops: string[] };
+  /** A provider on the account (`options`: accounts[].options); `ops` records every ctx.call op, in order. */
+  provider(
+    overrides?: Partial<AccountBinding>,
+    options?: unknown,
+  ): Promise<{ readonly provider: CloudProvider; readonly ops: string[] }>;
   close(): Promise<void>;
 }
 
@@ -42,8 +44,7 @@ export function linodeHarness<F extends HarnessFake>(fake: F): LinodeHarness<F> 
     fake,
     token: current,
     subnetId: vpc.subnets[0]!.id,
-    provider(overrides = {}) {
-      const ops: string[] = [];
+    provider(overrides = {}, options) {
       const account: AccountBinding = {
         name: ACCOUNT,
         provider: "linode",
@@ -54,16 +55,7 @@ export function linodeHarness<F extends HarnessFake>(fake: F): LinodeHarness<F> 
         requestTimeoutMs: 2_000,
         ...overrides,
       };
-      const ctx: ProviderContext = {
-        account,
-        logger: pino({ level: "silent" }),
-        clock: systemClock,
-        call: (op, fn) => {
-          ops.push(op);
-          return fn(new AbortController().signal);
-        },
-      };
-      return { provider: linodeProvider.create(ctx), ops };
+      return bindRecorded(linodeProvider, account, options);
     },
     close: () => fake.close(),
   };

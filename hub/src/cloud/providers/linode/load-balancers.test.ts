@@ -9,7 +9,15 @@ import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, TransientCloudError } from "../../errors.js";
 import { loadBalancerName, loadBalancerSpecDigest, specText } from "../../naming.js";
-import type { LbOwner, LbSecret, LbServiceHints, LoadBalancerSpec, LoadBalancers } from "../../provider.js";
+import type {
+  ClusterTarget,
+  LbOwner,
+  LbSecret,
+  LbServiceHints,
+  LoadBalancerSpec,
+  LoadBalancers,
+  ServiceTarget,
+} from "../../provider.js";
 import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
 import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
 
@@ -19,9 +27,15 @@ let h: LinodeHarness<LinodeFake>;
 let nodes: FakeLinode[];
 let seq = 0;
 
-const owner = (): LbOwner => ({ cluster: "prod", serviceUid: `uid-${++seq}` });
-const lbs = (): LoadBalancers => {
-  const l = h.provider().provider.loadBalancers;
+/** A Service of cluster prod; `at`: its cluster's network or scope. */
+const owner = (at: Partial<ClusterTarget> = {}): ServiceTarget => ({
+  cluster: "prod",
+  scope: {},
+  ...at,
+  serviceUid: `uid-${++seq}`,
+});
+const lbs = async (): Promise<LoadBalancers> => {
+  const l = (await h.provider()).provider.loadBalancers;
   if (l === undefined) throw new Error("no load balancers");
   return l;
 };
@@ -31,17 +45,16 @@ const spec = (annotations: Record<string, string> = {}, overrides: Partial<LoadB
     ...(Object.keys(annotations).length > 0 && { annotations }),
     ...overrides,
   });
-const hints = (
-  annotations: Record<string, string> = {},
-  ip?: string,
-  adoptFrom?: string,
-): LbServiceHints => ({
+const hints = (annotations: Record<string, string> = {}, ip?: string): LbServiceHints => ({
   annotations,
   ingress: ip === undefined ? [] : [{ ip }],
-  ...(adoptFrom !== undefined && { adoptFrom: { vendorCcmClusterName: adoptFrom } }),
 });
-/** The hints of a cluster migrating from the Linode CCM run with --cluster-name prod. */
-const migrating = (ip?: string) => hints({}, ip, "prod");
+/** A cluster migrating from the Linode CCM run with --cluster-name `name` (clusters[].adoptFrom). */
+const adoptingFrom = (name: string): Partial<ClusterTarget> => ({
+  scope: { adoptFrom: { vendorCcmClusterName: name } },
+});
+const MIGRATING = adoptingFrom("prod");
+const migrating = (ip?: string) => hints({}, ip);
 
 function nbOf(o: LbOwner): FakeNodeBalancer {
   const nb = h.fake.store.nodeBalancersOf(ACCOUNT).find((n) => n.tags.includes(`fccm:u=${o.serviceUid}`));
@@ -74,7 +87,7 @@ afterAll(async () => {
 describe("build and rebuild", () => {
   test("one NodeBalancer, a config per port, private IPs as nodes, the Linode CCM's defaults", async () => {
     const o = owner();
-    const ingress = await lbs().ensure(o, spec());
+    const ingress = await (await lbs()).ensure(o, spec());
     const nb = nbOf(o);
     expect(nb.label).toBe(loadBalancerName(o.cluster, o.serviceUid));
     expect(tagsOf(nb)).toEqual(nodeBalancerTags(o, []));
@@ -102,15 +115,15 @@ describe("build and rebuild", () => {
     expect(c80.nodes.every((n) => n.weight === 100 && n.mode === "accept")).toBe(true);
     expect(c80.nodes.map((n) => n.label).sort()).toEqual(nodes.slice(0, 2).map((l) => `${l.id}-${l.label}`));
     expect(firewallsOf(nb.id)).toEqual([]);
-    expect((await lbs().get(o))?.backends).toEqual(ids(nodes.slice(0, 2)));
+    expect((await (await lbs()).get(o))?.backends).toEqual(ids(nodes.slice(0, 2)));
   });
 
   test("a node change rebuilds each config with the full node list, keeping the ids of nodes that stay", async () => {
     const o = owner();
-    await lbs().ensure(o, spec());
+    await (await lbs()).ensure(o, spec());
     const staying = configOf(o, 80).nodes.find((n) => n.address.startsWith(`${nodes[1]!.privateIPv4}:`));
     const mark = h.fake.log.mark();
-    await lbs().updateBackends(o, ids(nodes.slice(1, 3)));
+    await (await lbs()).updateBackends(o, ids(nodes.slice(1, 3)));
     const rebuilds = h.fake.mutations.filter(
       (m) => m.seq > mark && m.operation === "nodebalancers.configs.rebuild",
     );
@@ -118,27 +131,25 @@ describe("build and rebuild", () => {
     const body = rebuilds[0]?.body as { nodes: { id?: number; address: string }[] };
     expect(body.nodes.find((n) => n.address === staying?.address)?.id).toBe(staying?.id);
     expect(configOf(o, 80).nodes.find((n) => n.address === staying?.address)?.id).toBe(staying?.id);
-    expect((await lbs().get(o))?.backends).toEqual(ids(nodes.slice(1, 3)));
+    expect((await (await lbs()).get(o))?.backends).toEqual(ids(nodes.slice(1, 3)));
     // Nothing to change: no rebuild.
     const again = h.fake.log.mark();
-    await lbs().updateBackends(o, ids(nodes.slice(1, 3)));
+    await (await lbs()).updateBackends(o, ids(nodes.slice(1, 3)));
     expect(h.fake.mutations.filter((m) => m.seq > again)).toEqual([]);
   });
 
   test("no NodeBalancer is made without a node to put behind it (retried, nothing made)", async () => {
     const before = h.fake.store.nodeBalancers.size;
-    const err = await lbs()
-      .ensure(owner(), spec({}, { backends: [] }))
-      .catch((e: unknown) => e);
+    const err = await (await lbs()).ensure(owner(), spec({}, { backends: [] })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransientCloudError);
     expect(h.fake.store.nodeBalancers.size).toBe(before);
   });
 
   test("removed ports lose their config, new ones get one", async () => {
     const o = owner();
-    await lbs().ensure(o, spec());
+    await (await lbs()).ensure(o, spec());
     const kept = configOf(o, 80).id;
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec(
         {},
@@ -165,13 +176,14 @@ describe("VPC backends", () => {
     const vpcNodes = [0, 1].map((i) =>
       h.fake.createLinode(ACCOUNT, { label: `vpc-node-${i}`, region: REGION, vpcSubnetId: h.subnetId }),
     );
-    const withVpc = (options?: Record<string, unknown>) => {
-      const l = h.provider({ network: VPC, ...(options && { options }) }).provider.loadBalancers;
+    const withVpc = async (options?: Record<string, unknown>) => {
+      const l = (await h.provider({ network: VPC }, options)).provider.loadBalancers;
       if (l === undefined) throw new Error("no load balancers");
       return l;
     };
-    const o = owner();
-    await withVpc().ensure(o, sampleLoadBalancerSpec(ids(vpcNodes)));
+    // The cluster's network (ClusterTarget.network) is the VPC its NodeBalancers reach.
+    const o = owner({ network: VPC });
+    await (await withVpc()).ensure(o, sampleLoadBalancerSpec(ids(vpcNodes)));
     expect(nbOf(o).backendSubnets).toEqual([h.subnetId]);
     const vpcIPs = vpcNodes.map((l) => l.interfaces.find((i) => i.purpose === "vpc")?.vpcIPv4).sort();
     expect(
@@ -181,10 +193,10 @@ describe("VPC backends", () => {
     ).toEqual(vpcIPs);
     expect(configOf(o, 80).nodes.every((n) => n.subnetId === h.subnetId)).toBe(true);
     // A NodeBalancer made with private-IP backends keeps them.
-    const plain = owner();
-    await withVpc({ vpcBackends: false }).ensure(plain, sampleLoadBalancerSpec(ids(vpcNodes)));
+    const plain = owner({ network: VPC });
+    await (await withVpc({ vpcBackends: false })).ensure(plain, sampleLoadBalancerSpec(ids(vpcNodes)));
     expect(nbOf(plain).backendSubnets).toEqual([]);
-    await withVpc().updateBackends(plain, ids(vpcNodes.slice(0, 1)));
+    await (await withVpc()).updateBackends(plain, ids(vpcNodes.slice(0, 1)));
     expect(configOf(plain, 80).nodes.map((n) => n.address.split(":")[0])).toEqual([vpcNodes[0]?.privateIPv4]);
   });
 });
@@ -203,8 +215,8 @@ describe("backend subnet annotations", () => {
     const members = [0, 1].map((i) =>
       h.fake.createLinode(ACCOUNT, { label: `sub-node-${i}`, region: REGION, vpcSubnetId: nodesSubnet!.id }),
     );
-    const lb = h.provider({ network: "other-vpc" }).provider.loadBalancers;
-    const o = owner();
+    const lb = (await h.provider({ network: "other-vpc" })).provider.loadBalancers;
+    const o = owner({ network: "other-vpc" });
     const mark = h.fake.log.mark();
     await lb?.ensure(
       o,
@@ -228,12 +240,13 @@ describe("backend subnet annotations", () => {
       region: REGION,
       vpcSubnetId: nodesSubnet!.id,
     });
-    await h
-      .provider({ network: "other-vpc" })
-      .provider.loadBalancers?.updateBackends(o, ids([...members, late]));
+    await (await h.provider({ network: "other-vpc" })).provider.loadBalancers?.updateBackends(
+      o,
+      ids([...members, late]),
+    );
     expect(configOf(o, 80).nodes).toHaveLength(3);
     expect(configOf(o, 80).nodes.every((n) => n.subnetId === lbSubnet!.id)).toBe(true);
-    const byId = owner();
+    const byId = owner({ network: "other-vpc" });
     await lb?.ensure(
       byId,
       sampleLoadBalancerSpec(ids(members), {
@@ -248,7 +261,7 @@ describe("VPC frontend", () => {
   test("frontend-subnet-id (or frontend-vpc-name + frontend-subnet-name): the NodeBalancer's address in that subnet, as the ingress", async () => {
     const o = owner();
     const mark = h.fake.log.mark();
-    const ingress = await lbs().ensure(
+    const ingress = await (await lbs()).ensure(
       o,
       spec({ [`${P}frontend-subnet-id`]: String(h.subnetId), [`${P}frontend-ipv4-range`]: "10.0.0.128/30" }),
     );
@@ -261,14 +274,12 @@ describe("VPC frontend", () => {
       { subnet_id: h.subnetId, ipv4_range: "10.0.0.128/30" },
     ]);
     const byName = owner();
-    await h
-      .provider({ network: VPC, options: { vpcBackends: false } })
-      .provider.loadBalancers?.ensure(
-        byName,
-        spec({ [`${P}frontend-vpc-name`]: VPC, [`${P}frontend-subnet-name`]: "nodes" }),
-      );
+    await (await h.provider({ network: VPC }, { vpcBackends: false })).provider.loadBalancers?.ensure(
+      byName,
+      spec({ [`${P}frontend-vpc-name`]: VPC, [`${P}frontend-subnet-name`]: "nodes" }),
+    );
     expect(nbOf(byName).frontendSubnetId).toBe(h.subnetId);
-    const half = await lbs()
+    const half = await (await lbs())
       .ensure(owner(), spec({ [`${P}frontend-vpc-name`]: VPC }))
       .catch((e: unknown) => e);
     expect(half).toBeInstanceOf(CloudError);
@@ -279,7 +290,7 @@ describe("IPv6 backends", () => {
   test("enable-ipv6-backends: the nodes' public IPv6, bracketed, and no backend VPC", async () => {
     const o = owner();
     const six = { [`${P}enable-ipv6-backends`]: "true" };
-    const withVpc = h.provider({ network: VPC }).provider.loadBalancers;
+    const withVpc = (await h.provider({ network: VPC })).provider.loadBalancers;
     await withVpc?.ensure(o, spec(six));
     expect(nbOf(o).backendSubnets).toEqual([]);
     const want = nodes
@@ -301,7 +312,7 @@ describe("IPv6 backends", () => {
 describe("annotations", () => {
   test("protocol, proxy protocol, algorithm, stickiness: defaults and per port", async () => {
     const o = owner();
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec({
         [`${P}default-protocol`]: "http",
@@ -332,7 +343,7 @@ describe("annotations", () => {
   test("a UDP port: session stickiness, no active check, not passive, udp-check-port (default 80)", async () => {
     const o = owner();
     const udp = { protocol: "UDP" as const, port: 53, nodePort: 30053, proxyProtocol: false };
-    await lbs().ensure(o, spec({}, { listeners: [udp] }));
+    await (await lbs()).ensure(o, spec({}, { listeners: [udp] }));
     expect(configOf(o, 53)).toMatchObject({
       protocol: "udp",
       stickiness: "session",
@@ -342,12 +353,12 @@ describe("annotations", () => {
       proxyProtocol: "none",
       udpCheckPort: 80,
     });
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec({ [`${P}udp-check-port`]: "8053", [`${P}default-algorithm`]: "ring_hash" }, { listeners: [udp] }),
     );
     expect(configOf(o, 53)).toMatchObject({ udpCheckPort: 8053, algorithm: "ring_hash" });
-    const bad = await lbs()
+    const bad = await (await lbs())
       .ensure(o, spec({ [`${P}default-proxy-protocol`]: "v2" }, { listeners: [udp] }))
       .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(CloudError);
@@ -355,7 +366,7 @@ describe("annotations", () => {
 
   test("the deprecated proxy-protocol key; default-stickiness", async () => {
     const o = owner();
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec({
         [`${P}proxy-protocol`]: "v2",
@@ -368,7 +379,7 @@ describe("annotations", () => {
 
   test("health checks: type, path, body, interval, timeout, attempts, passive", async () => {
     const o = owner();
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec({
         [`${P}check-type`]: "http_body",
@@ -393,7 +404,7 @@ describe("annotations", () => {
 
   test("a unified lb.fleet-ccm.io key wins over the Linode key for the same setting", async () => {
     const o = owner();
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec(
         { [`${P}check-interval`]: "20", "lb.fleet-ccm.io/health-check-interval": "10" },
@@ -407,23 +418,23 @@ describe("annotations", () => {
 
   test("throttle (clamped to 20) and tags", async () => {
     const o = owner();
-    await lbs().ensure(o, spec({ [`${P}throttle`]: "50", [`${P}tags`]: "team-a, prod" }));
+    await (await lbs()).ensure(o, spec({ [`${P}throttle`]: "50", [`${P}tags`]: "team-a, prod" }));
     expect(nbOf(o).clientConnThrottle).toBe(20);
     expect(tagsOf(nbOf(o))).toEqual([...ownerTags(o), "prod", "team-a"]);
-    await lbs().ensure(o, spec({ [`${P}throttle`]: "5" }));
+    await (await lbs()).ensure(o, spec({ [`${P}throttle`]: "5" }));
     expect(nbOf(o).clientConnThrottle).toBe(5);
     expect(tagsOf(nbOf(o))).toEqual(nodeBalancerTags(o, []));
   });
 
   test("ingress: IP and hostname, hostname only when asked, IPv6 when enabled", async () => {
     const o = owner();
-    const plain = await lbs().ensure(o, spec());
+    const plain = await (await lbs()).ensure(o, spec());
     const nb = nbOf(o);
     expect(plain).toEqual([{ ip: nb.ipv4, hostname: nb.hostname }]);
-    expect(await lbs().ensure(o, spec({ [`${P}hostname-only-ingress`]: "true" }))).toEqual([
+    expect(await (await lbs()).ensure(o, spec({ [`${P}hostname-only-ingress`]: "true" }))).toEqual([
       { hostname: nb.hostname },
     ]);
-    expect(await lbs().ensure(o, spec({ [`${P}enable-ipv6-ingress`]: "true" }))).toEqual([
+    expect(await (await lbs()).ensure(o, spec({ [`${P}enable-ipv6-ingress`]: "true" }))).toEqual([
       { ip: nb.ipv4, hostname: nb.hostname },
       { ip: nb.ipv6, hostname: nb.hostname },
     ]);
@@ -431,26 +442,26 @@ describe("annotations", () => {
 
   test("nodebalancer-type at creation (an unknown type is common, as the Linode CCM has it)", async () => {
     const premium = owner();
-    await lbs().ensure(premium, spec({ [`${P}nodebalancer-type`]: "Premium" }));
+    await (await lbs()).ensure(premium, spec({ [`${P}nodebalancer-type`]: "Premium" }));
     expect(nbOf(premium).type).toBe("premium");
     const unknown = owner();
-    await lbs().ensure(unknown, spec({ [`${P}nodebalancer-type`]: "gold" }));
+    await (await lbs()).ensure(unknown, spec({ [`${P}nodebalancer-type`]: "gold" }));
     expect(nbOf(unknown).type).toBe("common");
   });
 
   test("reserved-ipv4: the NodeBalancer takes the reserved IP; retained on delete unless retain-reserved-ipv4 is false", async () => {
     const kept = owner();
     const ip1 = h.fake.reserveIPv4(ACCOUNT, REGION);
-    const ingress = await lbs().ensure(kept, spec({ [`${P}reserved-ipv4`]: ip1 }));
+    const ingress = await (await lbs()).ensure(kept, spec({ [`${P}reserved-ipv4`]: ip1 }));
     expect(ingress).toEqual([expect.objectContaining({ ip: ip1 })]);
     expect(nbOf(kept).ipv4).toBe(ip1);
-    await lbs().ensureDeleted(kept, undefined, hints({ [`${P}reserved-ipv4`]: ip1 }));
+    await (await lbs()).ensureDeleted(kept, undefined, hints({ [`${P}reserved-ipv4`]: ip1 }));
     expect(h.fake.store.reservedIPs.has(ip1)).toBe(true);
     const released = owner();
     const ip2 = h.fake.reserveIPv4(ACCOUNT, REGION);
     const a = { [`${P}reserved-ipv4`]: ip2, [`${P}retain-reserved-ipv4`]: "false" };
-    await lbs().ensure(released, spec(a));
-    await lbs().ensureDeleted(released, undefined, hints(a));
+    await (await lbs()).ensure(released, spec(a));
+    await (await lbs()).ensureDeleted(released, undefined, hints(a));
     expect(h.fake.store.reservedIPs.has(ip2)).toBe(false);
     expect(h.fake.store.nodeBalancersOf(ACCOUNT).some((n) => n.ipv4 === ip2)).toBe(false);
   });
@@ -469,9 +480,7 @@ describe("annotations", () => {
       { [`${P}firewall-acl`]: JSON.stringify({ allowList: {}, denyList: {} }) },
     ];
     for (const a of bad) {
-      const err = await lbs()
-        .ensure(owner(), spec(a))
-        .catch((e: unknown) => e);
+      const err = await (await lbs()).ensure(owner(), spec(a)).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CloudError);
       expect((err as Error).message).toContain(Object.keys(a)[0]);
     }
@@ -496,7 +505,7 @@ describe("TLS ports (tls-secret-name)", () => {
 
   test("an https port gets the Secret's certificate and key; the API redacts them on read", async () => {
     const o = owner();
-    await lbs().ensure(o, https(tls(first)));
+    await (await lbs()).ensure(o, https(tls(first)));
     const c = configOf(o, 443);
     expect(c.protocol).toBe("https");
     expect(c.stickiness).toBe("table");
@@ -519,13 +528,13 @@ describe("TLS ports (tls-secret-name)", () => {
 
   test("the same certificate again changes nothing; a rotated one rebuilds the config with it", async () => {
     const o = owner();
-    await lbs().ensure(o, https(tls(first)));
+    await (await lbs()).ensure(o, https(tls(first)));
     const id = configOf(o, 443).id;
     const same = h.fake.log.mark();
-    await lbs().ensure(o, https(tls(first)));
+    await (await lbs()).ensure(o, https(tls(first)));
     expect(rebuildsSince(same)).toEqual([]);
     const mark = h.fake.log.mark();
-    await lbs().ensure(o, https(tls(rotated)));
+    await (await lbs()).ensure(o, https(tls(rotated)));
     const rebuilds = rebuildsSince(mark);
     expect(rebuilds).toHaveLength(1);
     expect(rebuilds[0]?.path).toContain(`/configs/${id}/rebuild`);
@@ -536,7 +545,7 @@ describe("TLS ports (tls-secret-name)", () => {
   test("a node change rebuilds the https config with its certificate again, as the Linode CCM does", async () => {
     const o = owner();
     // One provider, as the hub keeps one per account (the key it sent is remembered in memory).
-    const provider = lbs();
+    const provider = await lbs();
     await provider.ensure(o, https(tls(first)));
     const mark = h.fake.log.mark();
     await provider.updateBackends(o, ids(nodes.slice(1, 3)));
@@ -554,9 +563,9 @@ describe("TLS ports (tls-secret-name)", () => {
 
   test("a config added later for an https port is created with the certificate", async () => {
     const o = owner();
-    await lbs().ensure(o, spec());
+    await (await lbs()).ensure(o, spec());
     const mark = h.fake.log.mark();
-    await lbs().ensure(o, https(tls(first)));
+    await (await lbs()).ensure(o, https(tls(first)));
     // The tcp config on 443 becomes https: rebuilt with the certificate.
     expect(
       rebuildsSince(mark).some((m) => (m.body as Record<string, unknown>)["ssl_cert"] === first.cert.trim()),
@@ -597,9 +606,7 @@ describe("TLS ports (tls-secret-name)", () => {
       ],
     ];
     for (const [s, message] of cases) {
-      const err = await lbs()
-        .ensure(owner(), s)
-        .catch((e: unknown) => e);
+      const err = await (await lbs()).ensure(owner(), s).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CloudError);
       expect((err as Error).message).toMatch(message);
       expect((err as Error).message).not.toContain("PRIVATE KEY");
@@ -628,7 +635,7 @@ describe("TLS ports (tls-secret-name)", () => {
 describe("Cloud Firewalls", () => {
   test("loadBalancerSourceRanges: an allow-list firewall attached to the NodeBalancer, updated in place, deleted when gone", async () => {
     const o = owner();
-    await lbs().ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8", "2001:db8::/32"] }));
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8", "2001:db8::/32"] }));
     const nb = nbOf(o);
     const [fw] = firewallsOf(nb.id);
     expect(fw?.label).toBe(nb.label);
@@ -642,17 +649,17 @@ describe("Cloud Firewalls", () => {
       }),
       expect.objectContaining({ action: "ACCEPT", addresses: { ipv6: ["2001:db8::/32"] } }),
     ]);
-    await lbs().ensure(o, spec({}, { sourceRanges: ["192.0.2.0/24"] }));
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["192.0.2.0/24"] }));
     expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([fw?.id]);
     expect(firewallsOf(nb.id)[0]?.rules.inbound[0]?.addresses.ipv4).toEqual(["192.0.2.0/24"]);
-    await lbs().ensure(o, spec());
+    await (await lbs()).ensure(o, spec());
     expect(firewallsOf(nb.id)).toEqual([]);
     expect(h.fake.store.firewalls.has(fw?.id ?? 0)).toBe(false);
   });
 
   test("firewall-acl deny list; firewall-id attaches the user's firewall and never deletes it", async () => {
     const o = owner();
-    await lbs().ensure(
+    await (await lbs()).ensure(
       o,
       spec({ [`${P}firewall-acl`]: JSON.stringify({ denyList: { ipv4: ["198.51.100.0/24"] } }) }),
     );
@@ -666,14 +673,14 @@ describe("Cloud Firewalls", () => {
       outbound: [],
       outbound_policy: "ACCEPT",
     });
-    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    await (await lbs()).ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
     expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([users.id]);
     expect(h.fake.store.firewalls.has(acl?.id ?? 0)).toBe(false);
     // Back to no firewall: the user's one is detached, not deleted.
-    await lbs().ensure(o, spec({}, { sourceRanges: ["10.1.0.0/16"] }));
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["10.1.0.0/16"] }));
     expect(firewallsOf(nb.id).map((f) => f.label)).toEqual([nb.label]);
     expect(h.fake.store.firewalls.has(users.id)).toBe(true);
-    await lbs().ensureDeleted(o);
+    await (await lbs()).ensureDeleted(o);
     expect(h.fake.store.firewalls.has(users.id)).toBe(true);
     expect(h.fake.store.firewallsOf(ACCOUNT).filter((f) => f.label === nb.label)).toEqual([]);
   });
@@ -690,13 +697,13 @@ describe("firewalls before traffic, and let go of", () => {
   test("removing firewall-id detaches the user's firewall (never deletes it)", async () => {
     const o = owner();
     const users = h.fake.createFirewall(ACCOUNT, `users-fw-${seq}`, open());
-    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    await (await lbs()).ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
     const nb = nbOf(o);
     expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([users.id]);
-    await lbs().ensure(o, spec());
+    await (await lbs()).ensure(o, spec());
     expect(firewallsOf(nb.id)).toEqual([]);
     expect(h.fake.store.firewalls.has(users.id)).toBe(true);
-    await lbs().ensureDeleted(o);
+    await (await lbs()).ensureDeleted(o);
     expect(h.fake.store.firewalls.has(users.id)).toBe(true);
   });
 
@@ -708,7 +715,7 @@ describe("firewalls before traffic, and let go of", () => {
     async (_what, annotations, sourceRanges) => {
       const o = owner();
       const mark = h.fake.log.mark();
-      await lbs().ensure(o, spec({ ...annotations }, { sourceRanges: [...sourceRanges] }));
+      await (await lbs()).ensure(o, spec({ ...annotations }, { sourceRanges: [...sourceRanges] }));
       const nb = nbOf(o);
       const [fw] = firewallsOf(nb.id);
       const made = h.fake.mutations.filter((m) => m.seq > mark);
@@ -718,7 +725,7 @@ describe("firewalls before traffic, and let go of", () => {
       expect(fwCreate).toBeLessThan(nbCreate);
       expect(made[nbCreate]?.body).toMatchObject({ firewall_id: fw?.id });
       expect(made.filter((m) => m.operation === "firewalls.devices.create")).toEqual([]);
-      await lbs().ensureDeleted(o);
+      await (await lbs()).ensureDeleted(o);
       expect(h.fake.store.firewalls.has(fw?.id ?? 0)).toBe(false);
     },
   );
@@ -727,11 +734,11 @@ describe("firewalls before traffic, and let go of", () => {
     const o = owner();
     const users = h.fake.createFirewall(ACCOUNT, `users-fw-${seq}`, open());
     const mark = h.fake.log.mark();
-    await lbs().ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
+    await (await lbs()).ensure(o, spec({ [`${P}firewall-id`]: String(users.id) }));
     const create = h.fake.mutations.find((m) => m.seq > mark && m.operation === "nodebalancers.create");
     expect(create?.body).toMatchObject({ firewall_id: users.id });
     expect(firewallsOf(nbOf(o).id).map((f) => f.id)).toEqual([users.id]);
-    await lbs().ensureDeleted(o);
+    await (await lbs()).ensureDeleted(o);
     expect(h.fake.store.firewalls.has(users.id)).toBe(true);
   });
 });
@@ -765,9 +772,9 @@ describe("taking over from the Linode CCM", () => {
 
   test("found by the Service's ingress IP: adopted in place, its firewall too, nothing duplicated", async () => {
     const { nb, fw } = ccmNodeBalancer("ccm-1a2b3c4d5e6f");
-    const o = owner();
+    const o = owner(MIGRATING);
     const count = h.fake.store.nodeBalancers.size;
-    const ingress = await lbs().ensure(
+    const ingress = await (await lbs()).ensure(
       o,
       spec({}, { sourceRanges: ["10.0.0.0/8"] }),
       undefined,
@@ -779,12 +786,12 @@ describe("taking over from the Linode CCM", () => {
     expect(nb.label).toBe("ccm-1a2b3c4d5e6f");
     expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([fw.id]);
     expect(fw.tags).toEqual(expect.arrayContaining(ownerTags(o)));
-    expect((await lbs().get(o))?.id).toBe(String(nb.id));
+    expect((await (await lbs()).get(o))?.id).toBe(String(nb.id));
     // A repeat changes nothing.
     const mark = h.fake.log.mark();
-    await lbs().ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }), undefined, migrating(nb.ipv4));
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }), undefined, migrating(nb.ipv4));
     expect(h.fake.mutations.filter((m) => m.seq > mark)).toEqual([]);
-    await lbs().ensureDeleted(o, undefined, hints());
+    await (await lbs()).ensureDeleted(o, undefined, hints());
     expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
     expect(h.fake.store.firewalls.has(fw.id)).toBe(false);
   });
@@ -792,13 +799,23 @@ describe("taking over from the Linode CCM", () => {
   test("found by the nodebalancer-id annotation; a changed id moves the Service and deletes the old one", async () => {
     const first = ccmNodeBalancer("ccm-aaaaaaaaaaaa").nb;
     const second = ccmNodeBalancer("ccm-bbbbbbbbbbbb").nb;
-    const o = owner();
-    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(first.id) }), undefined, migrating());
+    const o = owner(MIGRATING);
+    await (await lbs()).ensure(
+      o,
+      spec({ [`${P}nodebalancer-id`]: String(first.id) }),
+      undefined,
+      migrating(),
+    );
     expect(nbOf(o).id).toBe(first.id);
-    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(second.id) }), undefined, migrating());
+    await (await lbs()).ensure(
+      o,
+      spec({ [`${P}nodebalancer-id`]: String(second.id) }),
+      undefined,
+      migrating(),
+    );
     expect(nbOf(o).id).toBe(second.id);
     expect(h.fake.store.nodeBalancers.has(first.id)).toBe(false);
-    const missing = await lbs()
+    const missing = await (await lbs())
       .ensure(owner(), spec({ [`${P}nodebalancer-id`]: "999999" }))
       .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(CloudError);
@@ -806,8 +823,8 @@ describe("taking over from the Linode CCM", () => {
 
   test("another Service's NodeBalancer is never adopted", async () => {
     const theirs = owner();
-    await lbs().ensure(theirs, spec());
-    const err = await lbs()
+    await (await lbs()).ensure(theirs, spec());
+    const err = await (await lbs())
       .ensure(owner(), spec({ [`${P}nodebalancer-id`]: String(nbOf(theirs).id) }))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CloudError);
@@ -816,14 +833,14 @@ describe("taking over from the Linode CCM", () => {
 
   test("preserve: deletion lets go of the NodeBalancer and its firewall, and deletes nothing", async () => {
     const o = owner();
-    await lbs().ensure(o, spec({ [`${P}preserve`]: "true" }, { sourceRanges: ["10.0.0.0/8"] }));
+    await (await lbs()).ensure(o, spec({ [`${P}preserve`]: "true" }, { sourceRanges: ["10.0.0.0/8"] }));
     const nb = nbOf(o);
     const [fw] = firewallsOf(nb.id);
-    await lbs().ensureDeleted(o, undefined, hints({ [`${P}preserve`]: "true" }));
+    await (await lbs()).ensureDeleted(o, undefined, hints({ [`${P}preserve`]: "true" }));
     expect(h.fake.store.nodeBalancers.get(nb.id)?.tags).toEqual(["prod"]);
     expect(h.fake.store.firewalls.get(fw?.id ?? 0)?.tags).toEqual([]);
-    expect(await lbs().get(o)).toBeUndefined();
-    const page = await lbs().listOwned?.(undefined);
+    expect(await (await lbs()).get(o)).toBeUndefined();
+    const page = await (await lbs()).listOwned?.(undefined);
     expect(page?.items.map((i) => i.id)).not.toContain(String(nb.id));
     expect(nb.tags).not.toContain(OWNED_TAG);
   });
@@ -831,7 +848,7 @@ describe("taking over from the Linode CCM", () => {
 
 describe("cross-cluster reach: only what is in the cluster's scope is touched", () => {
   // Cluster prod (A) and cluster other (B) in one account, one provider for both.
-  const ownerB = (): LbOwner => ({ cluster: "other", serviceUid: `uid-${++seq}` });
+  const ownerB = (): ServiceTarget => ({ cluster: "other", scope: {}, serviceUid: `uid-${++seq}` });
   const open = () => ({
     inbound: [],
     inbound_policy: "ACCEPT" as const,
@@ -867,17 +884,22 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
       let nb: FakeNodeBalancer;
       if (tags === undefined) {
         const b = ownerB();
-        await lbs().ensure(b, spec());
+        await (await lbs()).ensure(b, spec());
         nb = nbOf(b);
       } else nb = vendorNodeBalancer(`foreign-${++seq}`, [...tags]);
       const before = snapshot(nb);
       const count = h.fake.store.nodeBalancers.size;
       const mark = h.fake.log.mark();
-      for (const hint of [hints({}, undefined, adoptFrom), hints({}, nb.ipv4, adoptFrom)]) {
+      for (const hint of [hints({}, undefined), hints({}, nb.ipv4)]) {
         const annotations: Record<string, string> =
           hint.ingress.length > 0 ? {} : { [`${P}nodebalancer-id`]: String(nb.id) };
-        const err = await lbs()
-          .ensure(owner(), spec(annotations), undefined, hint)
+        const err = await (await lbs())
+          .ensure(
+            owner(adoptFrom === undefined ? {} : adoptingFrom(adoptFrom)),
+            spec(annotations),
+            undefined,
+            hint,
+          )
           .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(CloudError);
         expect((err as Error).message).toContain(why);
@@ -891,17 +913,17 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
 
   test("with adoptFrom naming the Linode CCM's cluster, a NodeBalancer it built is adopted; deleting the Service deletes it", async () => {
     const nb = vendorNodeBalancer(`ccm-${++seq}`, ["prod", "team-a"]);
-    const o = owner();
-    await lbs().ensure(o, spec({ [`${P}nodebalancer-id`]: String(nb.id) }), undefined, migrating());
+    const o = owner(MIGRATING);
+    await (await lbs()).ensure(o, spec({ [`${P}nodebalancer-id`]: String(nb.id) }), undefined, migrating());
     expect(nbOf(o).id).toBe(nb.id);
     expect(nb.tags).toEqual(expect.arrayContaining([...ownerTags(o), "prod"]));
-    await lbs().ensureDeleted(o, undefined, hints());
+    await (await lbs()).ensureDeleted(o, undefined, hints());
     expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
   });
 
   test("firewall-id of B's hub-made firewall, or of a firewall filtering B's NodeBalancer: refused, no write", async () => {
     const b = ownerB();
-    await lbs().ensure(b, spec({}, { sourceRanges: ["192.0.2.0/24"] }));
+    await (await lbs()).ensure(b, spec({}, { sourceRanges: ["192.0.2.0/24"] }));
     const nbB = nbOf(b);
     const [made] = firewallsOf(nbB.id);
     const shared = h.fake.createFirewall(ACCOUNT, `shared-${++seq}`, open());
@@ -918,8 +940,8 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
       const before = JSON.stringify(h.fake.store.firewalls.get(id));
       const count = h.fake.store.nodeBalancers.size;
       const mark = h.fake.log.mark();
-      const err = await lbs()
-        .ensure(owner(), spec({ [`${P}firewall-id`]: String(id) }), undefined, migrating())
+      const err = await (await lbs())
+        .ensure(owner(MIGRATING), spec({ [`${P}firewall-id`]: String(id) }), undefined, migrating())
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CloudError);
       expect((err as Error).message).toContain(why);
@@ -938,9 +960,9 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
   test("firewall-id of a firewall filtering this cluster's own NodeBalancers is attached", async () => {
     const a = owner();
     const shared = h.fake.createFirewall(ACCOUNT, `ours-${++seq}`, open());
-    await lbs().ensure(a, spec({ [`${P}firewall-id`]: String(shared.id) }));
+    await (await lbs()).ensure(a, spec({ [`${P}firewall-id`]: String(shared.id) }));
     const a2 = owner();
-    await lbs().ensure(a2, spec({ [`${P}firewall-id`]: String(shared.id) }));
+    await (await lbs()).ensure(a2, spec({ [`${P}firewall-id`]: String(shared.id) }));
     expect(firewallsOf(nbOf(a2).id).map((f) => f.id)).toEqual([shared.id]);
     expect(firewallsOf(nbOf(a).id).map((f) => f.id)).toEqual([shared.id]);
   });
@@ -965,7 +987,7 @@ describe("annotations past the Linode API's bounds", () => {
   test.each(Object.entries(refused))(
     "%s: an AnnotationError naming it, before any call, nothing made (%#)",
     async (key, value) => {
-      const { provider, ops } = h.provider();
+      const { provider, ops } = await h.provider();
       const l = provider.loadBalancers;
       if (l === undefined) throw new Error("no load balancers");
       const before = h.fake.store.nodeBalancersOf(ACCOUNT).length;
@@ -981,19 +1003,25 @@ describe("annotations past the Linode API's bounds", () => {
     },
   );
 
-  test("a firewall ACL of more than 25 rules of 255 addresses is refused, 25 are taken", () => {
+  test("a firewall ACL of more than 25 rules of 255 addresses is refused, 25 are taken", async () => {
     const v4 = (n: number) =>
       Array.from(
         { length: n },
         (_, i) => `10.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`,
       );
     const acl = (n: number) => ({ [`${P}firewall-acl`]: JSON.stringify({ denyList: { ipv4: v4(n) } }) });
-    expect(() => lbs().checkAnnotations?.(acl(25 * 255))).not.toThrow();
-    expect(() => lbs().checkAnnotations?.(acl(25 * 255 + 1))).toThrow("(26 rules)");
+    const l = await lbs();
+    expect(() => l.checkAnnotations?.(acl(25 * 255))).not.toThrow();
+    expect(() => l.checkAnnotations?.(acl(25 * 255 + 1))).toThrow("(26 rules)");
   });
 
-  test("a unified key Linode's check_path pattern refuses is refused by the hub's table (settingBounds)", () => {
-    expect(lbs().capabilities.settingBounds?.healthCheckPath?.pattern?.test("/ready_now")).toBe(false);
-    expect(lbs().capabilities.settingBounds?.healthCheckTimeoutSeconds).toMatchObject({ min: 1, max: 30 });
+  test("a unified key Linode's check_path pattern refuses is refused by the hub's table (settingBounds)", async () => {
+    expect((await lbs()).capabilities.settingBounds?.healthCheckPath?.pattern?.test("/ready_now")).toBe(
+      false,
+    );
+    expect((await lbs()).capabilities.settingBounds?.healthCheckTimeoutSeconds).toMatchObject({
+      min: 1,
+      max: 30,
+    });
   });
 });

@@ -36,7 +36,9 @@ import type {
   OwnedLoadBalancer,
   OwnedLoadBalancerPage,
   ProviderContext,
+  ServiceTarget,
 } from "../../provider.js";
+import { lbOwner } from "../../provider.js";
 import {
   type Algorithm,
   ANNOTATION_PREFIX,
@@ -53,7 +55,7 @@ import {
 import type { LinodeClient } from "./client.js";
 import { isNotFound } from "./errors.js";
 import { checkLinode, isPrivateIPv4 } from "./instances.js";
-import type { VpcResolver } from "./vpc.js";
+import { hasVpc, type VpcName, type VpcResolver } from "./vpc.js";
 import type {
   WireFirewall,
   WireFirewallDevice,
@@ -488,14 +490,14 @@ export class LinodeLoadBalancers implements LoadBalancers {
   constructor(
     private readonly ctx: ProviderContext,
     private readonly client: LinodeClient,
-    private readonly vpc?: VpcResolver,
-    /** New NodeBalancers get VPC backends: the nodes' VPC IPv4 in their subnet. */
+    private readonly vpc: VpcResolver,
+    /** New NodeBalancers of a cluster with a VPC get VPC backends: the nodes' VPC IPv4 in their subnet. */
     private readonly vpcBackends = false,
     /** Tags on every NodeBalancer of the account (the Linode CCM's --nodebalancer-tags). */
     private readonly accountTags: readonly string[] = [],
   ) {}
 
-  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+  async get(owner: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
     checkOwner(owner);
     const nb = await this.findOwned(owner, signal);
     if (nb === undefined) return undefined;
@@ -509,14 +511,14 @@ export class LinodeLoadBalancers implements LoadBalancers {
     return {
       id: String(nb.id),
       name: nb.label,
-      owner,
+      owner: lbOwner(owner),
       ingress: ingressOf(nb, ""),
       backends: [...backends].sort(),
     };
   }
 
   async ensure(
-    owner: LbOwner,
+    owner: ServiceTarget,
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
     hints?: LbServiceHints,
@@ -531,25 +533,26 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const tags = nodeBalancerTags(owner, s.tags, this.accountTags);
 
     // Before any write: what the annotations name must be this cluster's (agents are untrusted).
-    if (s.firewallId !== undefined) await this.checkFirewall(owner, s.firewallId, hints?.adoptFrom, signal);
+    const { adoptFrom } = owner.scope;
+    if (s.firewallId !== undefined) await this.checkFirewall(owner, s.firewallId, adoptFrom, signal);
     let nb = await this.findOwned(owner, signal);
     if (s.nodeBalancerId !== undefined && nb !== undefined && nb.id !== s.nodeBalancerId) {
       // The Service now names another NodeBalancer: take it over, let the old one go.
       const previous = nb;
-      nb = await this.adopt(owner, s.nodeBalancerId, [], hints?.adoptFrom, tags, signal);
+      nb = await this.adopt(owner, s.nodeBalancerId, [], adoptFrom, tags, signal);
       await this.release(owner, previous, s.preserve, signal);
     } else if (nb === undefined) {
-      nb = await this.adopt(owner, s.nodeBalancerId, hints?.ingress ?? [], hints?.adoptFrom, tags, signal);
+      nb = await this.adopt(owner, s.nodeBalancerId, hints?.ingress ?? [], adoptFrom, tags, signal);
     }
-    const nodes = await this.desiredNodes(spec.backends, signal, spec.backendAnnotations);
+    const nodes = await this.desiredNodes(owner.network, spec.backends, signal, spec.backendAnnotations);
     if (nb === undefined) {
       // IPv6 backends take no backend VPC (as the Linode CCM has it).
-      const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.vpcBackends ? "vpc" : "private";
+      const mode: BackendMode = s.enableIPv6Backends ? "ipv6" : this.newBackendMode(owner.network);
       // Linode wants at least one node per config at creation (the Linode CCM refuses too).
       if (nodes.every((n) => addressOf(n, mode) === undefined))
         throw new TransientCloudError(`no node with a ${mode} address to put behind a new NodeBalancer yet`);
       // The annotations' subnet (as the Linode CCM chooses it), else the nodes' own subnets.
-      const chosen = mode === "vpc" ? await this.backendSubnet(s, signal) : undefined;
+      const chosen = mode === "vpc" ? await this.backendSubnet(owner.network, s, signal) : undefined;
       const subnets =
         chosen !== undefined
           ? [chosen]
@@ -574,7 +577,9 @@ export class LinodeLoadBalancers implements LoadBalancers {
           client_conn_throttle: s.throttle,
           type: s.nodeBalancerType,
           ...(s.reservedIPv4 !== undefined && { ipv4: s.reservedIPv4 }),
-          ...(s.frontend !== undefined && { frontend_vpcs: [await this.frontendVpc(s.frontend, signal)] }),
+          ...(s.frontend !== undefined && {
+            frontend_vpcs: [await this.frontendVpc(owner.network, s.frontend, signal)],
+          }),
           ...(subnets.length > 0 && {
             backend_vpcs: subnets
               .sort((a, b) => a - b)
@@ -606,7 +611,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
         );
       }
       nb = await this.updateNodeBalancer(nb, tags, s.throttle, signal);
-      await this.reconcileConfigs(nb.id, configs, nodes, s, signal);
+      await this.reconcileConfigs(owner.network, nb.id, configs, nodes, s, signal);
     }
     for (const c of configs) {
       if (c.ssl_cert !== undefined && c.ssl_key !== undefined)
@@ -628,7 +633,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
   }
 
   async updateBackends(
-    owner: LbOwner,
+    owner: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
     backendAnnotations?: BackendAnnotations,
@@ -636,12 +641,16 @@ export class LinodeLoadBalancers implements LoadBalancers {
     checkOwner(owner);
     const nb = await this.findOwned(owner, signal);
     if (nb === undefined) throw new NeedsEnsureError("no NodeBalancer of this Service");
-    const nodes = await this.desiredNodes(backends, signal, backendAnnotations);
+    const nodes = await this.desiredNodes(owner.network, backends, signal, backendAnnotations);
     const configs = await this.configs(nb.id, signal);
     const current = new Map<number, WireNbNode[]>();
     for (const c of configs) current.set(c.id, await this.nodes(nb.id, c.id, signal));
     const all = [...current.values()].flat();
-    const mode = this.modeOf(all, all.length > 0 && all.every((n) => n.address.startsWith("[")));
+    const mode = this.modeOf(
+      owner.network,
+      all,
+      all.length > 0 && all.every((n) => n.address.startsWith("[")),
+    );
     for (const c of configs) {
       const have = current.get(c.id) ?? [];
       // The node port is the Service's, in its spec: never inferred from another Service's state.
@@ -668,7 +677,11 @@ export class LinodeLoadBalancers implements LoadBalancers {
     return undefined;
   }
 
-  async ensureDeleted(owner: LbOwner, signal?: AbortSignal, hints?: LbServiceHints): Promise<undefined> {
+  async ensureDeleted(
+    owner: ServiceTarget,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<undefined> {
     checkOwner(owner);
     let preserve = false;
     let retainIP = true;
@@ -840,21 +853,26 @@ export class LinodeLoadBalancers implements LoadBalancers {
    * An existing NodeBalancer keeps the kind of backends it was made with (its nodes' subnet_id
    * tells); one without nodes gets what a new one would.
    */
-  private modeOf(nodes: readonly WireNbNode[], ipv6: boolean): BackendMode {
+  private modeOf(network: VpcName, nodes: readonly WireNbNode[], ipv6: boolean): BackendMode {
     if (ipv6) return "ipv6";
-    if (nodes.length === 0) return this.vpcBackends ? "vpc" : "private";
+    if (nodes.length === 0) return this.newBackendMode(network);
     return nodes.some((n) => n.subnet_id !== undefined && n.subnet_id !== null) ? "vpc" : "private";
+  }
+
+  /** A new NodeBalancer reaches its nodes over the cluster's VPC, when it has one (options.vpcBackends), as the Linode CCM does. */
+  private newBackendMode(network: VpcName): BackendMode {
+    return this.vpcBackends && hasVpc(network) ? "vpc" : "private";
   }
 
   /** The frontend_vpcs entry of a NodeBalancer with a VPC frontend. */
   private async frontendVpc(
+    network: VpcName,
     f: NonNullable<LinodeLbSettings["frontend"]>,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
     let subnet: number;
     if ("id" in f.subnet) subnet = f.subnet.id;
-    else if (this.vpc === undefined) throw new CloudError("a frontend VPC by name needs the Linode VPC API");
-    else subnet = await this.vpc.subnetByName(f.subnet.vpc, f.subnet.subnet, signal);
+    else subnet = await this.vpc.subnetByName(network, f.subnet.vpc, f.subnet.subnet, signal);
     return {
       subnet_id: subnet,
       ...(f.ipv4Range !== undefined && { ipv4_range: f.ipv4Range }),
@@ -863,13 +881,15 @@ export class LinodeLoadBalancers implements LoadBalancers {
   }
 
   /** The backend subnet the Service's annotations name, if any (checked only when a NodeBalancer is made). */
-  private async backendSubnet(s: LinodeLbSettings, signal?: AbortSignal): Promise<number | undefined> {
+  private async backendSubnet(
+    network: VpcName,
+    s: LinodeLbSettings,
+    signal?: AbortSignal,
+  ): Promise<number | undefined> {
     const b = s.backendSubnet;
     if (b === undefined) return undefined;
     if ("id" in b) return b.id;
-    if (this.vpc === undefined)
-      throw new CloudError("backend-vpc-name and backend-subnet-name need the account's VPC (network)");
-    return this.vpc.subnetByName(b.vpc, b.subnet, signal);
+    return this.vpc.subnetByName(network, b.vpc, b.subnet, signal);
   }
 
   /**
@@ -878,12 +898,13 @@ export class LinodeLoadBalancers implements LoadBalancers {
    * and SLAAC address (VPC backends take the VPC address, as the Linode CCM's do).
    */
   private async desiredNodes(
+    network: VpcName,
     backends: readonly string[],
     signal?: AbortSignal,
     annotations?: BackendAnnotations,
   ): Promise<BackendNode[]> {
     const out: BackendNode[] = [];
-    const vpcAddresses = this.vpc === undefined ? new Map() : await this.vpc.addressesByLinode(signal);
+    const vpcAddresses = await this.vpc.addressesByLinode(network, signal);
     const ids = [...new Set(backends)].map(Number).filter((n) => Number.isInteger(n));
     for (let i = 0; i < ids.length; i += IDS_PER_FILTER) {
       const part = ids.slice(i, i + IDS_PER_FILTER);
@@ -957,6 +978,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
   }
 
   private async reconcileConfigs(
+    network: VpcName,
     nbId: number,
     want: readonly DesiredConfig[],
     nodes: readonly BackendNode[],
@@ -973,9 +995,11 @@ export class LinodeLoadBalancers implements LoadBalancers {
     const currentOf = new Map<number, WireNbNode[]>();
     for (const c of kept) currentOf.set(c.id, await this.nodes(nbId, c.id, signal));
     const existing = [...currentOf.values()].flat();
-    const mode = this.modeOf(existing, ipv6);
+    const mode = this.modeOf(network, existing, ipv6);
     const subnet =
-      mode === "vpc" ? (soleSubnet(existing) ?? (await this.backendSubnet(settings, signal))) : undefined;
+      mode === "vpc"
+        ? (soleSubnet(existing) ?? (await this.backendSubnet(network, settings, signal)))
+        : undefined;
     for (const w of want) {
       let config = kept.find((c) => c.port === w.port);
       let current: WireNbNode[] = [];

@@ -88,12 +88,12 @@ const READS = new Set<string>([LB_OPS.list, "instances.list", "instances.get", "
 
 test("a restarted hub makes only listing calls for unchanged Linode Services: no NodeBalancer, config, node or firewall reads, no writes", async () => {
   const { nodes, boot } = account("restart-linode");
-  const left = await convergeAndStop(boot(), "c1", nodes, services("uid-lr"));
+  const left = await convergeAndStop(await boot(), "c1", nodes, services("uid-lr"));
   expect(fake.store.nodeBalancersOf("restart-linode")).toHaveLength(SERVICES);
   const mark = fake.log.mark();
 
   let reconciled = 0;
-  const second = boot((key) => {
+  const second = await boot((key) => {
     if (key.kind === "service") reconciled++;
   });
   try {
@@ -113,12 +113,12 @@ test("a restarted hub makes only listing calls for unchanged Linode Services: no
 
 test("a restarted hub whose node's private-ip override changed meanwhile rebuilds the backends only, no whole ensure", async () => {
   const { nodes, boot } = account("restart-override");
-  const left = await convergeAndStop(boot(), "c1", nodes, services("uid-lo"));
+  const left = await convergeAndStop(await boot(), "c1", nodes, services("uid-lo"));
   const moved = nodes.map((n, i) =>
     i === 0 ? { ...n, resourceVersion: "2", annotations: { [NODE_PRIVATE_IP]: "192.168.200.2" } } : n,
   );
   const mark = fake.log.mark();
-  const second = boot();
+  const second = await boot();
   try {
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", moved, left);
@@ -160,9 +160,9 @@ test("a restarted hub whose https Service's nodes changed meanwhile sends the ce
     ],
   });
   const [first = nodes[0]] = nodes;
-  const left = await convergeAndStop(boot(), "c1", first === undefined ? [] : [first], [https]);
+  const left = await convergeAndStop(await boot(), "c1", first === undefined ? [] : [first], [https]);
   const mark = fake.log.mark();
-  const second = boot();
+  const second = await boot();
   try {
     second.fleet.setConnected("c1", true);
     second.fleet.replace("c1", nodes, left);

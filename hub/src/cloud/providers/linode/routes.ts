@@ -8,12 +8,19 @@
  * never owned, never touched.
  */
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import type { CloudRoute, ProviderContext, Routes, RouteTarget } from "../../provider.js";
+import type {
+  CloudRoute,
+  ClusterTarget,
+  LockKey,
+  ProviderContext,
+  Routes,
+  RouteTarget,
+} from "../../provider.js";
 import type { LinodeClient } from "./client.js";
 import { isNotFound } from "./errors.js";
 import { checkLinode } from "./instances.js";
 import { idsFilter } from "./load-balancers.js";
-import type { VpcResolver } from "./vpc.js";
+import type { VpcName, VpcResolver } from "./vpc.js";
 import type { WireLinode, WireLinodeConfig, WireLinodeInterface } from "./wire.js";
 
 const CLAIM = "fccm-r:";
@@ -50,8 +57,13 @@ export class LinodeRoutes implements Routes {
     private readonly vpc: VpcResolver,
   ) {}
 
-  async list(signal?: AbortSignal): Promise<readonly CloudRoute[]> {
-    const ranges = (await this.vpc.entries(ROUTE_OPS.list, signal)).filter(
+  /** A Linode's tags and its interface's ranges are read, changed and written whole: one write per Linode at a time. */
+  lockKey(_cluster: ClusterTarget, route: RouteTarget): LockKey {
+    return `linode:${route.targetInstanceID}`;
+  }
+
+  async list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]> {
+    const ranges = (await this.vpc.entries(cluster.network, ROUTE_OPS.list, signal)).filter(
       (e) => e.address_range !== null && e.address_range !== undefined,
     );
     if (ranges.length === 0) return [];
@@ -77,7 +89,8 @@ export class LinodeRoutes implements Routes {
     });
   }
 
-  async create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute> {
+  async create(cluster: ClusterTarget, route: RouteTarget, signal?: AbortSignal): Promise<CloudRoute> {
+    const ownerCluster = cluster.cluster;
     // Linode routes only IPv4 VPC subnet ranges to an interface (ip_ranges, vpc.ipv4.ranges);
     // the Linode CCM leaves IPv6 pod CIDRs unrouted too.
     if (route.destinationCIDR.includes(":"))
@@ -87,7 +100,7 @@ export class LinodeRoutes implements Routes {
     const claim = routeClaim(ownerCluster, route.destinationCIDR);
     if (claim.length > 50) throw new CloudError(`route tag ${claim} is longer than Linode's 50 characters`);
     const linode = await this.linode(route.targetInstanceID, signal);
-    const iface = await this.vpcInterface(linode, signal);
+    const iface = await this.vpcInterface(cluster.network, linode, signal);
     const claims = claimsOf(linode.tags);
     const holder = claims.get(route.destinationCIDR);
     if (iface.ranges.includes(route.destinationCIDR) && holder === undefined)
@@ -113,7 +126,7 @@ export class LinodeRoutes implements Routes {
     return { ...route, id: `${linode.id}/${route.destinationCIDR}`, ownerCluster };
   }
 
-  async delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined> {
+  async delete(cluster: ClusterTarget, route: CloudRoute, signal?: AbortSignal): Promise<undefined> {
     if (route.ownerCluster === undefined) throw new CloudError("refusing to delete a route no cluster owns");
     let linode: WireLinode;
     try {
@@ -123,7 +136,7 @@ export class LinodeRoutes implements Routes {
       if (isNotFound(err)) return undefined;
       throw err;
     }
-    const iface = await this.vpcInterface(linode, signal);
+    const iface = await this.vpcInterface(cluster.network, linode, signal);
     const claim = routeClaim(route.ownerCluster, route.destinationCIDR);
     if (!linode.tags.includes(claim) && claimsOf(linode.tags).has(route.destinationCIDR)) return undefined;
     if (iface.ranges.includes(route.destinationCIDR))
@@ -150,9 +163,13 @@ export class LinodeRoutes implements Routes {
     return l;
   }
 
-  /** The Linode's interface in the account's VPC: its ranges, and how to replace them. */
-  private async vpcInterface(linode: WireLinode, signal?: AbortSignal): Promise<VpcInterface> {
-    const vpcId = await this.vpc.id(signal);
+  /** The Linode's interface in the cluster's VPC: its ranges, and how to replace them. */
+  private async vpcInterface(
+    network: VpcName,
+    linode: WireLinode,
+    signal?: AbortSignal,
+  ): Promise<VpcInterface> {
+    const vpcId = await this.vpc.id(network, signal);
     if (linode.interface_generation === "linode") {
       const answer = await this.client.get<{ interfaces?: WireLinodeInterface[] }>(
         ROUTE_OPS.interfaces,

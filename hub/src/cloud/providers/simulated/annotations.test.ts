@@ -43,7 +43,7 @@ test("a vendor idle timeout past 3600 and a 64 KiB unified health check path: on
     }),
   );
   const outcomes: Outcome[] = [];
-  const hub = startServiceHarness({
+  const hub = await startServiceHarness({
     config,
     env,
     logger: pino({ level: "silent" }),

@@ -37,8 +37,8 @@ function simulatedFixture(options?: Readonly<Record<string, unknown>>): Conforma
           endpoint: cloud.url,
           credential: apiKey,
           requestTimeoutMs: 2_000,
-          ...(options === undefined ? {} : { options }),
         }),
+        options,
         isMutation: (op) => /\.(create|update|delete)$/.test(op),
         createInstance: ({ name, inScope }) => {
           const region = inScope ? REGION : ELSEWHERE;

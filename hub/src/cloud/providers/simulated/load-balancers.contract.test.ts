@@ -1,14 +1,12 @@
 // The simulated provider's load balancers against the real simulated cloud on a loopback port.
 // Tests may import sim/; hub/src code never does.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { pino } from "pino";
 import {
   type SimInstance,
   type SimLbInventory,
   type SimulatedCloud,
   startSimulatedCloud,
 } from "../../../../../sim/src/cloud/index.js";
-import { systemClock } from "../../../util/clock.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
 import {
@@ -29,8 +27,9 @@ import {
   type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancers,
-  type ProviderContext,
+  type ServiceTarget,
 } from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
 import { simulatedProvider } from "./index.js";
 import { subResourceNames } from "./load-balancers.js";
 
@@ -71,6 +70,11 @@ function ownerOf(tags: Readonly<Record<string, string>>): LbOwner {
   return { cluster: tags[OWNER_TAG_CLUSTER] ?? "", serviceUid: tags[OWNER_TAG_SERVICE_UID] ?? "" };
 }
 
+/** That owner's Service as the hub names it in a call: its cluster in `network`. */
+function targetOf(tags: Readonly<Record<string, string>>, network?: string): ServiceTarget {
+  return { ...ownerOf(tags), ...(network !== undefined && { network }), scope: {} };
+}
+
 /** The provider's load balancers, called the way these tests name them: by (name, owner tags). */
 interface NamedLoadBalancers {
   readonly capabilities: LoadBalancers["capabilities"];
@@ -87,13 +91,14 @@ interface NamedLoadBalancers {
   ): ReturnType<LoadBalancers["ensureDeleted"]>;
 }
 
-function named(lbs: LoadBalancers): NamedLoadBalancers {
+/** Calls as the hub makes them for a cluster in `network` (the cluster's, else the account's). */
+function named(lbs: LoadBalancers, network?: string): NamedLoadBalancers {
   return {
     capabilities: lbs.capabilities,
-    get: (_name, tags) => lbs.get(ownerOf(tags)),
-    ensure: (s, signal) => lbs.ensure(ownerOf(s.tags), s, signal),
-    updateBackends: (_name, tags, backends) => lbs.updateBackends(ownerOf(tags), backends),
-    ensureDeleted: (_name, tags) => lbs.ensureDeleted(ownerOf(tags)),
+    get: (_name, tags) => lbs.get(targetOf(tags, network)),
+    ensure: (s, signal) => lbs.ensure(targetOf(s.tags, network), s, signal),
+    updateBackends: (_name, tags, backends) => lbs.updateBackends(targetOf(tags, network), backends),
+    ensureDeleted: (_name, tags) => lbs.ensureDeleted(targetOf(tags, network)),
   };
 }
 
@@ -103,38 +108,39 @@ interface Harness {
   readonly ops: string[];
 }
 
-function provider(
+async function provider(
   opts: {
     intercept?: Interceptor;
     account?: Partial<AccountBinding>;
+    options?: unknown;
     mangle?: (op: string, body: unknown) => unknown;
   } = {},
-): Harness {
-  const ops: string[] = [];
-  const ctx: ProviderContext = {
-    account: {
-      name: "acme",
-      provider: "simulated",
-      region: REGION,
-      endpoint: cloud.url,
-      credential: apiKey,
-      requestTimeoutMs: 2_000,
-      ...opts.account,
-    },
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    call: async (op, fn) => {
-      ops.push(op);
-      const what = opts.intercept?.(op, ops.length) ?? "pass";
-      if (what === "before") throw new Error(`simulated crash before ${op}`);
-      const result = await fn(new AbortController().signal);
-      if (what === "after") throw new Error(`simulated crash after ${op}`);
-      return (opts.mangle === undefined ? result : opts.mangle(op, result)) as typeof result;
-    },
+): Promise<Harness> {
+  const account: AccountBinding = {
+    name: "acme",
+    provider: "simulated",
+    region: REGION,
+    endpoint: cloud.url,
+    credential: apiKey,
+    requestTimeoutMs: 2_000,
+    ...opts.account,
   };
-  const lbs = simulatedProvider.create(ctx).loadBalancers;
+  // The interceptor decides once per call, before it is sent.
+  const decided = new Map<number, ReturnType<Interceptor>>();
+  const { provider, ops } = await bindRecorded(simulatedProvider, account, opts.options, {
+    before: (op, n) => {
+      const what = opts.intercept?.(op, n) ?? "pass";
+      decided.set(n, what);
+      if (what === "before") throw new Error(`simulated crash before ${op}`);
+    },
+    after: (op, answer, n) => {
+      if (decided.get(n) === "after") throw new Error(`simulated crash after ${op}`);
+      return opts.mangle === undefined ? answer : opts.mangle(op, answer);
+    },
+  });
+  const lbs = provider.loadBalancers;
   if (lbs === undefined) throw new Error("the simulated provider has load balancers");
-  return { lbs: named(lbs), raw: lbs, ops };
+  return { lbs: named(lbs, account.network), raw: lbs, ops };
 }
 
 /** A synchronous account's answer: the ingress, never InProgress. */
@@ -204,8 +210,8 @@ function expectConverged(s: TestSpec): void {
 const mutating = (op: string) => /\.(create|update|delete)$/.test(op);
 
 describe("simulated provider - load balancers", () => {
-  test("lb - capabilities: affinity, proxy protocol, internal; TCP, UDP, HTTP, HTTPS; 1,000 backends", () => {
-    expect(provider().lbs.capabilities).toEqual({
+  test("lb - capabilities: affinity, proxy protocol, internal; TCP, UDP, HTTP, HTTPS; 1,000 backends", async () => {
+    expect((await provider()).lbs.capabilities).toEqual({
       sessionAffinity: true,
       proxyProtocol: true,
       internal: true,
@@ -216,7 +222,7 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - ensure creates everything once, in dependency order, with deterministic names and owner tags", async () => {
     const s = spec({ sourceRanges: ["203.0.113.0/24"] });
-    const { lbs, ops } = provider();
+    const { lbs, ops } = await provider();
     const ingress = await lbs.ensure(s);
     const o = owned(s.tags);
     const lb = o.loadBalancers[0]!;
@@ -269,10 +275,10 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - ensure twice is idempotent: nothing new, only the lists of one snapshot", async () => {
     const s = spec();
-    const { lbs } = provider();
+    const { lbs } = await provider();
     const first = await lbs.ensure(s);
     const before = owned(s.tags);
-    const { lbs: again, ops } = provider();
+    const { lbs: again, ops } = await provider();
     expect(await again.ensure(s)).toEqual(first);
     expect(owned(s.tags)).toEqual(before);
     expect(ops.filter(mutating)).toEqual([]);
@@ -281,7 +287,7 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - spec changes are made in place: same load balancer, kept ports keep their ids", async () => {
     const s = spec();
-    const { lbs } = provider();
+    const { lbs } = await provider();
     await lbs.ensure(s);
     const before = owned(s.tags);
     const lbId = before.loadBalancers[0]!.id;
@@ -297,7 +303,7 @@ describe("simulated provider - load balancers", () => {
       sessionAffinity: "ClientIP",
       idleTimeoutSeconds: 300,
     };
-    const { lbs: p2, ops } = provider();
+    const { lbs: p2, ops } = await provider();
     await p2.ensure(changed);
     const after = owned(s.tags);
     expect(after.loadBalancers.map((l) => l.id)).toEqual([lbId]);
@@ -328,22 +334,20 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - internal cannot change in place: a plain CloudError, nothing changed", async () => {
     const s = spec();
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     const before = owned(s.tags);
-    const err = await provider()
-      .lbs.ensure({ ...s, internal: true })
-      .catch((e: unknown) => e);
+    const err = await (await provider()).lbs.ensure({ ...s, internal: true }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CloudError);
     expect(isRetryable(err)).toBe(false);
     expect((err as Error).message).toMatch(/recreated/);
     expect(owned(s.tags)).toEqual(before);
     const internal = spec({ internal: true });
-    const [ingress] = ready(await provider().lbs.ensure(internal));
+    const [ingress] = ready(await (await provider()).lbs.ensure(internal));
     expect(ingress?.ip).toMatch(/^10\./);
   });
 
   test("lb - SCTP, duplicate listeners and missing owner tags are refused before any call", async () => {
-    const { lbs, ops } = provider();
+    const { lbs, ops } = await provider();
     const sctp = spec({ listeners: [{ protocol: "SCTP", port: 9, nodePort: 30009, proxyProtocol: false }] });
     const err = await lbs.ensure(sctp).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CloudError);
@@ -364,7 +368,7 @@ describe("simulated provider - load balancers", () => {
         { protocol: "UDP", port: 443, nodePort: 30444, proxyProtocol: false },
       ],
     });
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     const o = owned(s.tags);
     expect(o.listeners.map((l) => l.protocol)).toEqual(["HTTP", "HTTPS", "UDP"]);
     expect(o.firewallRules.map((f) => f.name)).toEqual([
@@ -383,12 +387,12 @@ describe("simulated provider - load balancers", () => {
       for (let k = 1; k <= creates; k++) {
         const s = spec();
         let seen = 0;
-        const crashing = provider({
+        const crashing = await provider({
           intercept: (op) => (op.endsWith(".create") && ++seen === k ? mode : "pass"),
         });
         await expect(crashing.lbs.ensure(s)).rejects.toThrow(/simulated crash/);
         expect(ownedCount(s.tags)).toBe(mode === "after" ? k : k - 1);
-        const { lbs, ops } = provider();
+        const { lbs, ops } = await provider();
         await lbs.ensure(s);
         expectConverged(s);
         // Adoption, not re-creation: exactly the missing resources were created.
@@ -403,7 +407,7 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - crash at every change of a spec update (creates, updates and deletes), then converge", async () => {
     const base = spec();
-    const { lbs } = provider();
+    const { lbs } = await provider();
     await lbs.ensure(base);
     const target = (s: TestSpec): TestSpec => ({
       ...s,
@@ -416,21 +420,23 @@ describe("simulated provider - load balancers", () => {
       sessionAffinity: "ClientIP",
     });
     // Count the changes once, then crash at each of them in a fresh copy.
-    const probe = provider();
+    const probe = await provider();
     await probe.lbs.ensure(target(base));
     const changes = probe.ops.filter(mutating).length;
     expect(changes).toBeGreaterThanOrEqual(8);
     for (let k = 1; k <= changes; k++) {
       const s = spec();
-      await provider().lbs.ensure(s);
+      await (await provider()).lbs.ensure(s);
       const lbId = owned(s.tags).loadBalancers[0]!.id;
       let seen = 0;
-      const crashing = provider({ intercept: (op) => (mutating(op) && ++seen === k ? "after" : "pass") });
+      const crashing = await provider({
+        intercept: (op) => (mutating(op) && ++seen === k ? "after" : "pass"),
+      });
       await expect(crashing.lbs.ensure(target(s))).rejects.toThrow(/simulated crash/);
-      await provider().lbs.ensure(target(s));
+      await (await provider()).lbs.ensure(target(s));
       expectConverged(target(s));
       expect(owned(s.tags).loadBalancers[0]!.id).toBe(lbId);
-      await provider().lbs.ensureDeleted(s.name, s.tags);
+      await (await provider()).lbs.ensureDeleted(s.name, s.tags);
       expect(ownedCount(s.tags)).toBe(0);
     }
   });
@@ -439,7 +445,7 @@ describe("simulated provider - load balancers", () => {
     const s = spec();
     cloud.setFaults({ latencyMs: 30 }, "acme");
     const abort = new AbortController();
-    const { lbs } = provider({
+    const { lbs } = await provider({
       intercept: (op) => {
         if (op === "listener.create") abort.abort();
         return "pass";
@@ -447,7 +453,7 @@ describe("simulated provider - load balancers", () => {
     });
     await expect(lbs.ensure(s, abort.signal)).rejects.toBeInstanceOf(TransientCloudError);
     cloud.resetFaults();
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     expectConverged(s);
   });
 
@@ -490,7 +496,7 @@ describe("simulated provider - load balancers", () => {
       "load-balancer",
       "health-check",
     ]);
-    const [ingress] = ready(await provider().lbs.ensure(s));
+    const [ingress] = ready(await (await provider()).lbs.ensure(s));
     expect(ingress?.ip).toBe(first.ingress.ip);
     expect(owned(s.tags).loadBalancers.map((l) => l.id)).toEqual([first.id]);
     expectConverged(s);
@@ -498,9 +504,9 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - updateBackends sets the members of every owned pool and nothing else", async () => {
     const s = spec();
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     const before = owned(s.tags);
-    const { lbs, ops } = provider();
+    const { lbs, ops } = await provider();
     await lbs.updateBackends(s.name, s.tags, [nodes[3]!.id, nodes[0]!.id]);
     const after = owned(s.tags);
     for (const p of after.pools) expect([...p.members].sort()).toEqual([nodes[0]!.id, nodes[3]!.id].sort());
@@ -509,7 +515,7 @@ describe("simulated provider - load balancers", () => {
     expect(after.loadBalancers[0]?.tags[DIGEST_TAG_BACKENDS]).toBe(
       backendsDigest([nodes[0]!.id, nodes[3]!.id]),
     );
-    const { lbs: again, ops: againOps } = provider();
+    const { lbs: again, ops: againOps } = await provider();
     await again.updateBackends(s.name, s.tags, [nodes[0]!.id, nodes[3]!.id]);
     expect(againOps.filter(mutating)).toEqual([]);
     expect((await again.get(s.name, s.tags))?.backends).toEqual([nodes[0]!.id, nodes[3]!.id].sort());
@@ -520,7 +526,7 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - get: absent is undefined; a same-named load balancer without the owner tags is not ours", async () => {
     const s = spec();
-    const { lbs } = provider();
+    const { lbs } = await provider();
     expect(await lbs.get(s.name, s.tags)).toBeUndefined();
     cloud.createLoadBalancer("acme", { name: s.name, region: REGION, tags: { other: "owner" } });
     cloud.createLoadBalancer("acme", {
@@ -534,8 +540,8 @@ describe("simulated provider - load balancers", () => {
   test("lb - ensureDeleted leaves nothing owned, is idempotent, and spares what is not ours", async () => {
     const s = spec();
     const other = spec();
-    await provider().lbs.ensure(s);
-    await provider().lbs.ensure(other);
+    await (await provider()).lbs.ensure(s);
+    await (await provider()).lbs.ensure(other);
     // Same name, not our tags: a foreign load balancer with a foreign firewall rule.
     const foreign = cloud.createLoadBalancer("acme", { name: s.name, region: REGION, tags: { team: "x" } });
     cloud.createFirewallRule("acme", {
@@ -551,7 +557,7 @@ describe("simulated provider - load balancers", () => {
       region: REGION,
       tags: { [Object.keys(s.tags)[0]!]: CLUSTER },
     });
-    const { lbs, ops } = provider();
+    const { lbs, ops } = await provider();
     await lbs.ensureDeleted(s.name, s.tags);
     expect(ownedCount(s.tags)).toBe(0);
     expect(ops.filter((op) => op === "lb.delete")).toHaveLength(1);
@@ -560,7 +566,7 @@ describe("simulated provider - load balancers", () => {
     expect(names).toContain(partial.id);
     expect(cloud.firewallRules("acme").filter((f) => f.lbId === foreign.id)).toHaveLength(1);
     expectConverged(other);
-    const { lbs: again, ops: againOps } = provider();
+    const { lbs: again, ops: againOps } = await provider();
     await again.ensureDeleted(s.name, s.tags);
     expect(againOps.filter(mutating)).toEqual([]);
     expect(againOps).toHaveLength(5);
@@ -568,21 +574,21 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - ensureDeleted cleans up orphans whose load balancer is already gone", async () => {
     const s = spec();
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     const o = owned(s.tags);
     for (const l of o.listeners) cloud.deleteLbResource(l.id);
     cloud.deleteLbResource(o.loadBalancers[0]!.id);
     const audit = cloud.auditLoadBalancers({ tags: s.tags });
     expect(audit.orphans.length).toBeGreaterThanOrEqual(4); // 2 pools, 2 firewall rules
-    await provider().lbs.ensureDeleted(s.name, s.tags);
+    await (await provider()).lbs.ensureDeleted(s.name, s.tags);
     expect(ownedCount(s.tags)).toBe(0);
   });
 
   test("lb - ensureDeleted lists again after deleting: an item a list dropped is found and deleted", async () => {
     const s = spec();
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     let firstPoolList = true;
-    const { lbs, ops } = provider({
+    const { lbs, ops } = await provider({
       mangle: (op, body) => {
         if (op !== "pool.list" || !firstPoolList) return body;
         firstPoolList = false;
@@ -596,7 +602,7 @@ describe("simulated provider - load balancers", () => {
 
   test("lb - ensureDeleted gives up with TransientCloudError while something it may not delete holds on", async () => {
     const s = spec();
-    await provider().lbs.ensure(s);
+    await (await provider()).lbs.ensure(s);
     const o = owned(s.tags);
     // A listener someone else added to our load balancer, on our pool: never ours to delete.
     cloud.createListener("acme", {
@@ -607,9 +613,7 @@ describe("simulated provider - load balancers", () => {
       poolId: o.pools[0]!.id,
       tags: { team: "x" },
     });
-    const err = await provider()
-      .lbs.ensureDeleted(s.name, s.tags)
-      .catch((e: unknown) => e);
+    const err = await (await provider()).lbs.ensureDeleted(s.name, s.tags).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransientCloudError);
     expect((err as Error).message).toMatch(/still listed/);
     expect(cloud.listeners("acme").filter((l) => l.name === "theirs")).toHaveLength(1);
@@ -624,8 +628,8 @@ describe("simulated provider - load balancers", () => {
     for (const s of specs) {
       let ok = false;
       for (let attempt = 0; attempt < 300 && !ok; attempt++) {
-        ok = await provider()
-          .lbs.ensure(s)
+        ok = await (await provider()).lbs
+          .ensure(s)
           .then(() => true)
           .catch((err: unknown) => {
             expect(isRetryable(err)).toBe(true);
@@ -641,8 +645,8 @@ describe("simulated provider - load balancers", () => {
     for (const s of specs) {
       let ok = false;
       for (let attempt = 0; attempt < 300 && !ok; attempt++) {
-        ok = await provider()
-          .lbs.ensureDeleted(s.name, s.tags)
+        ok = await (await provider()).lbs
+          .ensureDeleted(s.name, s.tags)
           .then(() => true)
           .catch(() => false);
       }
@@ -655,12 +659,9 @@ describe("simulated provider - load balancers", () => {
   test("lb - lost answers, dropped and empty lists: faulty runs may leave debris, a clean run repairs it", async () => {
     const s = spec();
     cloud.setFaults({ lostResponseRate: 0.3, dropFromListRate: 0.2, emptyListRate: 0.1 }, "acme");
-    for (let n = 0; n < 15; n++)
-      await provider()
-        .lbs.ensure(s)
-        .catch(() => undefined);
+    for (let n = 0; n < 15; n++) await (await provider()).lbs.ensure(s).catch(() => undefined);
     cloud.resetFaults("acme");
-    const { lbs } = provider();
+    const { lbs } = await provider();
     await lbs.ensure(s);
     expectConverged(s);
     await lbs.ensureDeleted(s.name, s.tags);
@@ -671,12 +672,12 @@ describe("simulated provider - load balancers", () => {
     const net = "vpc-lbnet001";
     cloud.createInstance("acme", { name: "in-net", region: REGION, network: net });
     const s = spec({ backends: [] });
-    await provider({ account: { network: net } }).lbs.ensure(s);
+    await (await provider({ account: { network: net } })).lbs.ensure(s);
     expect(owned(s.tags).loadBalancers[0]?.network).toBe(net);
   });
 
   test("lb - asyncPolls: create and delete answer in progress N polls, looking at the cloud, then finish", async () => {
-    const h = provider({ account: { options: { asyncPolls: 3, asyncPollMs: 40 } } });
+    const h = await provider({ options: { asyncPolls: 3, asyncPollMs: 40 } });
     const s = spec();
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push(await h.lbs.ensure(s));
@@ -700,16 +701,16 @@ describe("simulated provider - load balancers", () => {
   });
 
   test("lb - asyncPolls: a load balancer gone while provisioning is created again", async () => {
-    const h = provider({ account: { options: { asyncPolls: 2, asyncPollMs: 40 } } });
+    const h = await provider({ options: { asyncPolls: 2, asyncPollMs: 40 } });
     const s = spec();
     expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
-    await provider().lbs.ensureDeleted(s.name, s.tags);
+    await (await provider()).lbs.ensureDeleted(s.name, s.tags);
     expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
     expect(owned(s.tags).loadBalancers).toHaveLength(1);
   });
 
-  test("lb - account options are the provider's: an invalid one names its field", () => {
-    expect(() => provider({ account: { options: { asyncPolls: -1 } } })).toThrow(/^options\.asyncPolls: /);
-    expect(() => provider({ account: { options: { nope: 1 } } })).toThrow(/options/);
+  test("lb - account options are the provider's: an invalid one names its field", async () => {
+    await expect(provider({ options: { asyncPolls: -1 } })).rejects.toThrow(/^options\.asyncPolls: /);
+    await expect(provider({ options: { nope: 1 } })).rejects.toThrow(/options/);
   });
 });

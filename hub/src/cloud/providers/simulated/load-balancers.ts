@@ -41,6 +41,7 @@ import {
   type OwnedLoadBalancer,
   type OwnedLoadBalancerPage,
   type ProviderContext,
+  type ServiceTarget,
 } from "../../provider.js";
 import type { LbCollection, SimulatedClient } from "./client.js";
 import {
@@ -236,7 +237,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     return this.operations.size;
   }
 
-  async get(owner: LbOwner, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+  async get(owner: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
     const { name, tags: ownerTags } = identity(owner);
     const lb = oldest(await this.listFiltered(LB, { name, tags: ownerTags }, signal));
     if (lb === undefined) return undefined;
@@ -246,7 +247,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   }
 
   async ensure(
-    owner: LbOwner,
+    owner: ServiceTarget,
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
   ): Promise<readonly LbIngress[] | InProgress> {
@@ -254,11 +255,12 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(spec),
       [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends, spec.backendAnnotations),
     };
-    return await this.ensureNamed({ ...spec, ...identity(owner) }, digests, signal);
+    return await this.ensureNamed({ ...spec, ...identity(owner) }, owner.network, digests, signal);
   }
 
   private async ensureNamed(
     spec: NamedSpec,
+    network: string | undefined,
     digests: Tags,
     signal: AbortSignal | undefined,
   ): Promise<readonly LbIngress[] | InProgress> {
@@ -276,7 +278,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     const owned = await this.snapshot(spec.name, spec.tags, signal);
 
     const created = owned.lbs.length === 0;
-    const lb = oldest(owned.lbs) ?? (await this.createLoadBalancer(spec, signal));
+    const lb = oldest(owned.lbs) ?? (await this.createLoadBalancer(spec, network, signal));
     if (lb.internal !== spec.internal) {
       throw new CloudError(
         `load balancer ${lb.name} (${lb.id}) is ${lb.internal ? "internal" : "public"}, the spec wants it ` +
@@ -428,7 +430,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   }
 
   async updateBackends(
-    owner: LbOwner,
+    owner: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
     backendAnnotations?: BackendAnnotations,
@@ -452,7 +454,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     );
   }
 
-  async ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress> {
+  async ensureDeleted(owner: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
     const { name, tags: ownerTags } = identity(owner);
     if (this.asyncPolls > 0) {
       const pending = this.operations.get(name);
@@ -513,8 +515,12 @@ export class SimulatedLoadBalancers implements LoadBalancers {
 
   // --- steps ----------------------------------------------------------------------------------
 
-  private createLoadBalancer(spec: NamedSpec, signal: AbortSignal | undefined): Promise<WireLoadBalancer> {
-    const { network } = this.ctx.account;
+  /** In the cluster's network (ClusterTarget.network), else the account's default one. */
+  private createLoadBalancer(
+    spec: NamedSpec,
+    network: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<WireLoadBalancer> {
     return this.create(
       LB,
       {

@@ -1,10 +1,10 @@
 /**
- * Routes in the route table of the account's network: the account binding's `network`, or
- * the account's default network as the cloud names it (looked up once, then kept).
+ * Routes in the route table of the cluster's network (ClusterTarget.network: the cluster's or
+ * its account's), or of the account's default network as the cloud names it (looked up once).
  */
 import { CloudError, SuspectAnswerError } from "../../errors.js";
 import { routeOwnerTags } from "../../naming.js";
-import type { CloudRoute, ProviderContext, Routes, RouteTarget } from "../../provider.js";
+import type { CloudRoute, ClusterTarget, ProviderContext, Routes, RouteTarget } from "../../provider.js";
 import type { SimulatedClient } from "./client.js";
 import { parseWireNetworkList, parseWireRoute, parseWireRoutePage, toCloudRoute } from "./convert.js";
 import { isConflict, isNotFoundOf, toContractError } from "./errors.js";
@@ -32,7 +32,7 @@ export class SimulatedRoutes implements Routes {
   private readonly pageSize: number;
   private readonly maxPages: number;
   private readonly description: string;
-  private network: string | undefined;
+  private defaultNetwork: string | undefined;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -42,12 +42,10 @@ export class SimulatedRoutes implements Routes {
     this.pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
     this.maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
     this.description = opts.description ?? "fleet-ccm";
-    const bound = ctx.account.network;
-    this.network = bound === undefined || bound === "" ? undefined : bound;
   }
 
-  async list(signal?: AbortSignal): Promise<readonly CloudRoute[]> {
-    const network = await this.networkId(signal);
+  async list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]> {
+    const network = await this.networkId(cluster, signal);
     const out: CloudRoute[] = [];
     let pageToken: string | undefined;
     for (let page = 0; ; page++) {
@@ -78,9 +76,10 @@ export class SimulatedRoutes implements Routes {
    * to the same target owned by the same cluster (our own earlier attempt whose answer was
    * lost), that route is the answer; any other holder is a conflict the caller must resolve.
    */
-  async create(route: RouteTarget, ownerCluster: string, signal?: AbortSignal): Promise<CloudRoute> {
+  async create(cluster: ClusterTarget, route: RouteTarget, signal?: AbortSignal): Promise<CloudRoute> {
+    const ownerCluster = cluster.cluster;
     if (ownerCluster === "") throw new CloudError("refusing to create a route without an owner cluster");
-    const network = await this.networkId(signal);
+    const network = await this.networkId(cluster, signal);
     const body = {
       destination_cidr: route.destinationCIDR,
       target_instance_id: route.targetInstanceID,
@@ -96,7 +95,9 @@ export class SimulatedRoutes implements Routes {
       }
     });
     if ("created" in answer) return toCloudRoute(parseWireRoute(answer.created));
-    const existing = (await this.list(signal)).find((r) => r.destinationCIDR === route.destinationCIDR);
+    const existing = (await this.list(cluster, signal)).find(
+      (r) => r.destinationCIDR === route.destinationCIDR,
+    );
     if (
       existing !== undefined &&
       existing.targetInstanceID === route.targetInstanceID &&
@@ -112,8 +113,8 @@ export class SimulatedRoutes implements Routes {
   }
 
   /** Deletes by id; the cloud's own NotFound for that id means it is already gone. */
-  async delete(route: CloudRoute, signal?: AbortSignal): Promise<undefined> {
-    const network = await this.networkId(signal);
+  async delete(cluster: ClusterTarget, route: CloudRoute, signal?: AbortSignal): Promise<undefined> {
+    const network = await this.networkId(cluster, signal);
     await this.ctx.call(ROUTE_OPS.delete, async (callSignal) => {
       try {
         await this.client.deleteRoute(network, route.id, signals(callSignal, signal));
@@ -124,9 +125,10 @@ export class SimulatedRoutes implements Routes {
     });
   }
 
-  /** The bound network, else the account's default network in the region (asked once). */
-  private async networkId(signal: AbortSignal | undefined): Promise<string> {
-    if (this.network !== undefined) return this.network;
+  /** The cluster's network, else the account's default network in the region (asked once). */
+  private async networkId(cluster: ClusterTarget, signal: AbortSignal | undefined): Promise<string> {
+    if (cluster.network !== undefined && cluster.network !== "") return cluster.network;
+    if (this.defaultNetwork !== undefined) return this.defaultNetwork;
     const body = await this.call(ROUTE_OPS.networks, signal, (s) => this.client.listNetworks(s));
     const defaults = parseWireNetworkList(body).items.filter((n) => n.is_default);
     const [only, ...rest] = defaults;
@@ -134,7 +136,7 @@ export class SimulatedRoutes implements Routes {
       // Every account has exactly one default network: an answer without it is not an answer.
       throw new SuspectAnswerError(`the network list named ${defaults.length} default networks`);
     }
-    this.network = only.id;
+    this.defaultNetwork = only.id;
     return only.id;
   }
 

@@ -2,9 +2,7 @@
 // behaviour; what every provider must do is in conformance.test.ts.
 // Tests may import sim/; hub/src code never does.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { pino } from "pino";
 import { type SimulatedCloud, startSimulatedCloud } from "../../../../../sim/src/cloud/index.js";
-import { systemClock } from "../../../util/clock.js";
 import {
   ForbiddenError,
   InstanceNotFoundError,
@@ -12,7 +10,8 @@ import {
   ThrottledError,
   TransientCloudError,
 } from "../../errors.js";
-import type { AccountBinding, CloudProvider, InstanceMetadata, ProviderContext } from "../../provider.js";
+import type { AccountBinding, CloudProvider, InstanceMetadata } from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
 import { simulatedProvider } from "./index.js";
 
 const REGION = "sim-east-1";
@@ -36,9 +35,10 @@ beforeEach(() => {
   cloud.resetStats();
 });
 
-function provider(overrides: Partial<AccountBinding> = {}): { provider: CloudProvider; ops: string[] } {
-  const ops: string[] = [];
-  const account: AccountBinding = {
+async function provider(
+  overrides: Partial<AccountBinding> = {},
+): Promise<{ readonly provider: CloudProvider; readonly ops: string[] }> {
+  return bindRecorded(simulatedProvider, {
     name: "acme",
     provider: "simulated",
     region: REGION,
@@ -46,17 +46,7 @@ function provider(overrides: Partial<AccountBinding> = {}): { provider: CloudPro
     credential: apiKey,
     requestTimeoutMs: TIMEOUT_MS,
     ...overrides,
-  };
-  const ctx: ProviderContext = {
-    account,
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    call: (op, fn) => {
-      ops.push(op);
-      return fn(new AbortController().signal);
-    },
-  };
-  return { provider: simulatedProvider.create(ctx), ops };
+  });
 }
 
 let nameSeq = 0;
@@ -74,7 +64,7 @@ describe("simulated provider - contract", () => {
       network: "vpc-cafe0001",
       tags: { "fleet-ccm/cluster": "a", team: "x" },
     });
-    const { provider: p, ops } = provider();
+    const { provider: p, ops } = await provider();
     const meta = await p.instances.getByProviderID(`simulated://${REGION}/${i.id}`);
     const want: InstanceMetadata = {
       providerID: `simulated://${REGION}/${i.id}`,
@@ -102,12 +92,12 @@ describe("simulated provider - contract", () => {
 
   test("contract - stopped state comes through", async () => {
     const i = cloud.createInstance("acme", { name: uniqueName("node"), region: REGION, state: "stopped" });
-    const meta = await provider().provider.instances.getByProviderID(`simulated://${REGION}/${i.id}`);
+    const meta = await (await provider()).provider.instances.getByProviderID(`simulated://${REGION}/${i.id}`);
     expect(meta.state).toBe("stopped");
   });
 
   test("contract - not found, terminated and another account's instance are InstanceNotFoundError", async () => {
-    const { provider: p } = provider();
+    const { provider: p } = await provider();
     const gone = cloud.createInstance("acme", { name: uniqueName("node"), region: REGION });
     cloud.terminateInstance(gone.id);
     cloud.createAccount("rival-1");
@@ -121,7 +111,7 @@ describe("simulated provider - contract", () => {
 
   test("contract - the cloud's own rate limit is ThrottledError too", async () => {
     cloud.setAccountRateLimit("acme", 1);
-    const { provider: p } = provider();
+    const { provider: p } = await provider();
     await p.instances.listPage(undefined);
     const err = await p.instances.listPage(undefined).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottledError);
@@ -131,8 +121,8 @@ describe("simulated provider - contract", () => {
   test("contract - a hanging call is TransientCloudError within the request timeout", async () => {
     cloud.setFaults({ timeoutRate: 1 });
     const started = Date.now();
-    const err = await provider()
-      .provider.instances.getByProviderID(`simulated://${REGION}/i-000000000000`)
+    const err = await (await provider()).provider.instances
+      .getByProviderID(`simulated://${REGION}/i-000000000000`)
       .catch((e: unknown) => e);
     const elapsedMs = Date.now() - started;
     expect(err).toBeInstanceOf(TransientCloudError);
@@ -144,7 +134,7 @@ describe("simulated provider - contract", () => {
   test("contract - a caller's abort is TransientCloudError", async () => {
     cloud.setFaults({ latencyMs: 5_000 });
     const abort = new AbortController();
-    const pending = provider().provider.instances.listPage(undefined, abort.signal);
+    const pending = (await provider()).provider.instances.listPage(undefined, abort.signal);
     abort.abort();
     await expect(pending).rejects.toBeInstanceOf(TransientCloudError);
   });
@@ -155,7 +145,7 @@ describe("simulated provider - contract", () => {
     for (let n = 0; n < 1_234; n++)
       ids.add(cloud.createInstance("big", { name: `big-${n}`, region: REGION }).id);
     cloud.createInstance("big", { name: "big-west", region: "sim-west-1" });
-    const { provider: p, ops } = provider({ name: "big", credential: bigKey });
+    const { provider: p, ops } = await provider({ name: "big", credential: bigKey });
     const seen: string[] = [];
     let token: string | undefined;
     do {
@@ -170,7 +160,7 @@ describe("simulated provider - contract", () => {
   });
 
   test("contract - findByName is exact: one match, none, several (with their tags)", async () => {
-    const { provider: p, ops } = provider();
+    const { provider: p, ops } = await provider();
     const name = uniqueName("web");
     const i = cloud.createInstance("acme", { name, region: REGION });
     cloud.createInstance("acme", { name: `${name}-0`, region: REGION });
@@ -192,14 +182,14 @@ describe("simulated provider - contract", () => {
     for (let n = 0; n < 3; n++)
       cloud.terminateInstance(cloud.createInstance("acme", { name, region: REGION }).id);
     const current = cloud.createInstance("acme", { name, region: REGION });
-    const live = (await provider().provider.instances.findByName(name)).filter(
+    const live = (await (await provider()).provider.instances.findByName(name)).filter(
       (m) => m.state !== "terminated",
     );
     expect(live.map((m) => m.instanceID)).toEqual([current.id]);
   });
 
   test("contract - foreign providerIDs are refused without a cloud call", async () => {
-    const { provider: p, ops } = provider();
+    const { provider: p, ops } = await provider();
     const i = cloud.createInstance("acme", { name: uniqueName("node"), region: REGION });
     for (const foreign of [
       `aws:///us-east-1a/${i.id}`,
@@ -217,11 +207,11 @@ describe("simulated provider - contract", () => {
   });
 
   test("contract - a wrong API key is ForbiddenError, so is a suspended account", async () => {
-    const { provider: wrong } = provider({ credential: "sk-not-a-key" });
+    const { provider: wrong } = await provider({ credential: "sk-not-a-key" });
     await expect(wrong.instances.listPage(undefined)).rejects.toBeInstanceOf(ForbiddenError);
     cloud.createAccount("frozen", { apiKey: "sk-frozen" });
     cloud.setAccountSuspended("frozen", true);
-    const { provider: frozen } = provider({ name: "frozen", credential: "sk-frozen" });
+    const { provider: frozen } = await provider({ name: "frozen", credential: "sk-frozen" });
     await expect(
       frozen.instances.getByProviderID(`simulated://${REGION}/i-000000000000`),
     ).rejects.toBeInstanceOf(ForbiddenError);
@@ -231,21 +221,21 @@ describe("simulated provider - contract", () => {
     const i = cloud.createInstance("acme", { name: uniqueName("node"), region: REGION });
     cloud.setFaults({ emptyGetRate: 1 });
     await expect(
-      provider().provider.instances.getByProviderID(`simulated://${REGION}/${i.id}`),
+      (await provider()).provider.instances.getByProviderID(`simulated://${REGION}/${i.id}`),
     ).rejects.toBeInstanceOf(SuspectAnswerError);
   });
 
   test("contract - a wrong endpoint is never not-found", async () => {
-    const { provider: p } = provider({ endpoint: `${cloud.url}/elsewhere` });
+    const { provider: p } = await provider({ endpoint: `${cloud.url}/elsewhere` });
     await expect(p.instances.getByProviderID(`simulated://${REGION}/i-000000000000`)).rejects.toBeInstanceOf(
       SuspectAnswerError,
     );
-    const { provider: closed } = provider({ endpoint: "http://127.0.0.1:1" });
+    const { provider: closed } = await provider({ endpoint: "http://127.0.0.1:1" });
     await expect(closed.instances.listPage(undefined)).rejects.toBeInstanceOf(TransientCloudError);
   });
 
   test("contract - the cloud counts every call by account, operation and outcome", async () => {
-    const { provider: p } = provider();
+    const { provider: p } = await provider();
     const i = cloud.createInstance("acme", { name: uniqueName("node"), region: REGION });
     await p.instances.getByProviderID(`simulated://${REGION}/${i.id}`);
     await p.instances.getByProviderID(`simulated://${REGION}/i-000000000000`).catch(() => undefined);
@@ -260,7 +250,7 @@ describe("simulated provider - contract", () => {
     });
   });
 
-  test("contract - create() refuses an account it cannot serve", () => {
+  test("contract - binding refuses an account it cannot serve", async () => {
     const base = {
       name: "x",
       provider: "simulated",
@@ -268,17 +258,11 @@ describe("simulated provider - contract", () => {
       credential: "k",
       requestTimeoutMs: 1_000,
     } satisfies AccountBinding;
-    const ctx = (account: AccountBinding): ProviderContext => ({
-      account,
-      logger: pino({ level: "silent" }),
-      clock: systemClock,
-      call: (_op, fn) => fn(new AbortController().signal),
-    });
-    expect(() => simulatedProvider.create(ctx(base))).toThrow(/endpoint/);
-    expect(() => simulatedProvider.create(ctx({ ...base, endpoint: "ftp://x" }))).toThrow(/http/);
-    expect(() => simulatedProvider.create(ctx({ ...base, endpoint: cloud.url, provider: "aws" }))).toThrow(
-      /provider/,
-    );
+    await expect(bindRecorded(simulatedProvider, base)).rejects.toThrow(/endpoint/);
+    await expect(bindRecorded(simulatedProvider, { ...base, endpoint: "ftp://x" })).rejects.toThrow(/http/);
+    await expect(
+      bindRecorded(simulatedProvider, { ...base, endpoint: cloud.url, provider: "aws" }),
+    ).rejects.toThrow(/provider/);
     expect(simulatedProvider.name).toBe("simulated");
   });
 });
