@@ -1,4 +1,4 @@
-// The README's IAM policy names exactly the actions the AWS provider calls: every SDK command
+// The IAM policy of docs/providers/aws.md names exactly the actions the AWS provider calls: every SDK command
 // (or paginator) it imports, by service, plus ec2:CreateTags where it tags on create. A new call
 // without its permission fails here instead of with AccessDenied in a user's account.
 import { readdirSync, readFileSync } from "node:fs";
@@ -40,11 +40,10 @@ function actionsCalled(): Set<string> {
   return out;
 }
 
-/** The actions of the README's policy for the accounts' keys or role, and of the assume-role grant. */
-function readmePolicy(): { actions: Set<string>; assumeRole: boolean } {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const aws = readme.slice(readme.indexOf("### AWS"), readme.indexOf("## Observability"));
-  const block = /\*\*IAM policy\.\*\*[\s\S]*?```json\n([\s\S]*?)```/.exec(aws)?.[1] ?? "";
+/** The actions of the documented policy for the accounts' keys or role, and of the assume-role grant. */
+function documentedPolicy(): { actions: Set<string>; assumeRole: boolean } {
+  const aws = readFileSync(join(ROOT, "docs", "providers", "aws.md"), "utf8");
+  const block = /^### IAM policy\n[\s\S]*?```json\n([\s\S]*?)```/m.exec(aws)?.[1] ?? "";
   const policy = JSON.parse(block) as { Statement: { Action: string[] }[] };
   return {
     actions: new Set(policy.Statement.flatMap((s) => s.Action)),
@@ -52,9 +51,9 @@ function readmePolicy(): { actions: Set<string>; assumeRole: boolean } {
   };
 }
 
-test("the README's IAM policy is exactly the actions the provider calls", () => {
+test("the documented IAM policy is exactly the actions the provider calls", () => {
   const called = actionsCalled();
-  const { actions, assumeRole } = readmePolicy();
+  const { actions, assumeRole } = documentedPolicy();
   // sts:AssumeRole is the keys' principal's grant, documented beside the policy, not in it.
   expect(called.has("sts:AssumeRole")).toBe(true);
   expect(assumeRole).toBe(true);
