@@ -2,7 +2,13 @@
 /**
  * Cuts the vendor-spec subsets in sim/fixtures/ from the full vendor files:
  *
- *   node scripts/vendor-specs.mjs <path to shared/specs>
+ *   node scripts/vendor-specs.mjs <path to shared/specs> [--linode <spec file>] [--linode-licence <file>]
+ *
+ * `--linode` cuts the Linode subset from another revision of Linode's OpenAPI document than the
+ * one in shared/specs (YAML as linode/linode-api-docs published it, or JSON as
+ * linode/linode-api-openapi publishes it, `openapi.json`); the subset is named after the
+ * document's `info.version`, in the source's own format. `--linode-licence` copies that
+ * revision's licence file to sim/fixtures/linode/LICENSE-Apache-2.0.txt.
  *
  * Each subset keeps the operations the fakes in sim/ serve (and the tests check) and everything
  * they reference, with the source's own text: kept lines are copied byte for byte, dropped
@@ -104,9 +110,10 @@ const SUBSETS = [
     // The routes of sim/src/linode/fake.ts (its hand-added operations, spec-additions.ts, are
     // built from get-linode-instance, post-node-balancer and delete-node-balancer), and
     // post-linode-instance, which sim/src/fake-kit/openapi.test.ts checks bodies against.
+    // The default source; `--linode` names another. The target follows the document's version.
     source: "linode/linode-openapi-v4.189.0.yaml",
-    target: "linode/linode-openapi-v4.189.0.ccm-subset.yaml",
-    kind: "openapi-yaml",
+    target: (version, ext) => `linode/linode-openapi-v${version}.ccm-subset.${ext}`,
+    kind: "openapi",
     operations: [
       "get-linode-instances",
       "post-linode-instance",
@@ -355,8 +362,81 @@ function cutOpenapiYaml(text, doc, subset) {
   return `${out.join("\n")}\n`;
 }
 
-function openapiYaml(text, spec) {
-  const doc = parseYaml(text);
+/**
+ * Splits lines[from, to) of 2-space-indented JSON into the members at `indent` of one object or
+ * array: a member is its first line up to the line closing it at the same indent.
+ */
+function jsonMembers(lines, from, to, indent) {
+  const members = [];
+  let i = from;
+  while (i < to) {
+    const line = lines[i];
+    if (indentOf(line) !== indent) fail(`unexpected JSON line ${i + 1}: ${line.slice(0, 80)}`);
+    const start = i++;
+    if (/[{[]$/.test(line)) {
+      while (i < to && indentOf(lines[i]) > indent) i++;
+      if (!/^\s*[}\]],?$/.test(lines[i] ?? "")) fail(`JSON line ${start + 1} is not closed at its indent`);
+      i++;
+    }
+    const raw = /^\s*("(?:[^"\\]|\\.)*"):/.exec(line)?.[1];
+    members.push({ from: start, to: i, key: raw === undefined ? undefined : JSON.parse(raw) });
+  }
+  return members;
+}
+
+/** `open`, the member blocks `children` comma-separated, `close` (commas set for the new neighbours). */
+function jsonBlock(open, children, close) {
+  const out = [open];
+  children.forEach((block, n) => {
+    const last = block.length - 1;
+    out.push(...block.slice(0, last), block[last].replace(/,$/, "") + (n < children.length - 1 ? "," : ""));
+  });
+  out.push(close);
+  return out;
+}
+
+/** `text` (pretty-printed JSON) with the kept paths, methods, components and tags: whole line blocks, bytes unchanged. */
+function cutOpenapiJson(text, doc, subset) {
+  const lines = text.split("\n");
+  const end = lines.at(-1) === "" ? lines.length - 1 : lines.length;
+  if (lines[0] !== "{" || lines[end - 1] !== "}")
+    fail("the JSON document is not one 2-space-indented object");
+  const slice = (m) => lines.slice(m.from, m.to);
+  const children = (m, indent) => jsonMembers(lines, m.from + 1, m.to - 1, indent);
+  const top = [];
+  for (const t of jsonMembers(lines, 1, end - 1, 2)) {
+    if (t.key === "paths") {
+      const paths = [];
+      for (const p of children(t, 4)) {
+        const kept = subset.methods.get(p.key);
+        if (kept === undefined) continue;
+        const methods = children(p, 6).filter((m) => !METHODS.has(m.key) || kept.has(m.key));
+        paths.push(jsonBlock(lines[p.from], methods.map(slice), lines[p.to - 1]));
+      }
+      top.push(jsonBlock(lines[t.from], paths, lines[t.to - 1]));
+    } else if (t.key === "components") {
+      if (Object.keys(subset.components).length === 0) continue;
+      const kinds = [];
+      for (const kind of children(t, 4)) {
+        const keep = subset.components[kind.key];
+        if (keep === undefined) continue;
+        const entries = children(kind, 6).filter((c) => c.key in keep);
+        kinds.push(jsonBlock(lines[kind.from], entries.map(slice), lines[kind.to - 1]));
+      }
+      top.push(jsonBlock(lines[t.from], kinds, lines[t.to - 1]));
+    } else if (t.key === "tags") {
+      const items = children(t, 4);
+      if (items.length !== doc.tags.length) fail("the tags list is not one block per tag");
+      const kept = items.filter((_, n) => subset.tags.has(doc.tags[n].name));
+      top.push(jsonBlock(lines[t.from], kept.map(slice), lines[t.to - 1]));
+    } else top.push(slice(t));
+  }
+  return `${jsonBlock("{", top, "}").join("\n")}${end < lines.length ? "\n" : ""}`;
+}
+
+/** The OpenAPI subset of `text`, YAML or (`json`) JSON, cut in the source's own format. */
+function openapi(text, spec, json) {
+  const doc = json ? JSON.parse(text) : parseYaml(text);
   const subset = openapiSubset(doc, spec.operations, spec.source);
   const expected = {};
   for (const [k, v] of Object.entries(doc)) {
@@ -366,37 +446,66 @@ function openapiYaml(text, spec) {
     } else if (k === "tags") expected.tags = v.filter((t) => subset.tags.has(t.name));
     else expected[k] = v;
   }
-  const cut = cutOpenapiYaml(text, doc, subset);
+  const cut = json ? cutOpenapiJson(text, doc, subset) : cutOpenapiYaml(text, doc, subset);
   const ops = (paths) =>
     Object.values(paths).reduce((n, item) => n + Object.keys(item).filter((k) => METHODS.has(k)).length, 0);
-  const summary = `${spec.operations.length} of ${ops(doc.paths)} operations in ${Object.keys(subset.paths).length} of ${Object.keys(doc.paths).length} paths; components kept: ${Object.keys(subset.components).join(", ") || "none"}`;
-  return { cut, parsed: parseYaml(cut), expected, summary };
+  const kept = Object.entries(subset.components).map(
+    ([kind, entries]) => `${kind} ${Object.keys(entries).length}`,
+  );
+  const summary = `${spec.operations.length} of ${ops(doc.paths)} operations in ${Object.keys(subset.paths).length} of ${Object.keys(doc.paths).length} paths; components kept: ${kept.join(", ") || "none"}`;
+  return {
+    cut,
+    parsed: json ? JSON.parse(cut) : parseYaml(cut),
+    expected,
+    summary,
+    version: doc.info?.version,
+  };
 }
 
 // ---- main ------------------------------------------------------------------------------------
 
-const specsDir = process.argv[2];
-if (specsDir === undefined) fail("usage: node scripts/vendor-specs.mjs <path to shared/specs>");
-const root = resolve(specsDir);
+const USAGE =
+  "usage: node scripts/vendor-specs.mjs <path to shared/specs> [--linode <spec file>] [--linode-licence <file>]";
+const args = process.argv.slice(2);
+const option = (name) => {
+  const at = args.indexOf(name);
+  if (at === -1) return undefined;
+  const value = args[at + 1];
+  if (value === undefined || value.startsWith("--")) fail(`${name} needs a file\n${USAGE}`);
+  args.splice(at, 2);
+  return resolve(value);
+};
+const linodeSource = option("--linode");
+const linodeLicence = option("--linode-licence");
+if (args.length !== 1 || args[0].startsWith("--")) fail(USAGE);
+const root = resolve(args[0]);
 for (const spec of SUBSETS) {
-  const from = join(root, spec.source);
+  const from = spec.kind === "openapi" && linodeSource !== undefined ? linodeSource : join(root, spec.source);
   if (!existsSync(from)) fail(`${from} not found`);
   const text = readFileSync(from, "utf8");
-  const { cut, parsed, expected, summary } = (spec.kind === "botocore" ? botocore : openapiYaml)(text, spec);
+  const json = from.endsWith(".json");
+  const { cut, parsed, expected, summary, version } =
+    spec.kind === "botocore" ? botocore(text, spec) : openapi(text, { ...spec, source: from }, json);
+  const target =
+    typeof spec.target === "function" ? spec.target(version, json ? "json" : "yaml") : spec.target;
+  if (typeof spec.target === "function" && !/^[0-9][0-9A-Za-z.-]*$/.test(String(version)))
+    fail(`${from}: info.version ${version} is not a version to name the subset after`);
   if (JSON.stringify(parsed) !== JSON.stringify(expected))
     fail(
-      `${spec.target}: the cut text does not parse to the subset (the source's layout is not the expected one)`,
+      `${target}: the cut text does not parse to the subset (the source's layout is not the expected one)`,
     );
-  const to = join(FIXTURES, spec.target);
+  const to = join(FIXTURES, target);
   mkdirSync(dirname(to), { recursive: true });
   writeFileSync(to, cut);
   console.log(
-    `${spec.target}: ${summary}; ${Buffer.byteLength(cut)} of ${Buffer.byteLength(text)} bytes; source sha256 ${sha256(text)}`,
+    `${target}: ${summary}; ${Buffer.byteLength(cut)} of ${Buffer.byteLength(text)} bytes; source sha256 ${sha256(text)}`,
   );
 }
-for (const file of COPIES) {
+const copies = COPIES.map((file) => ({ from: join(root, file), to: file }));
+if (linodeLicence !== undefined) copies.push({ from: linodeLicence, to: "linode/LICENSE-Apache-2.0.txt" });
+for (const { from, to } of copies) {
   // Read and written, not copied: the sources may be read-only, their copies must not be.
-  const bytes = readFileSync(join(root, file));
-  writeFileSync(join(FIXTURES, file), bytes);
-  console.log(`${file}: copied, sha256 ${sha256(bytes)}`);
+  const bytes = readFileSync(from);
+  writeFileSync(join(FIXTURES, to), bytes);
+  console.log(`${to}: copied from ${from}, sha256 ${sha256(bytes)}`);
 }
