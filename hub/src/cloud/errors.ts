@@ -57,6 +57,14 @@ export class TransientCloudError extends CloudError {
   override name = "TransientCloudError";
 }
 
+/**
+ * The shared cloud object changed under us (an ETag's 412, a 409 busy or dependency answer):
+ * retry at once with fresh state. A transient error, so every retry rule treats it as one.
+ */
+export class ConflictError extends TransientCloudError {
+  override name = "ConflictError";
+}
+
 /** Bad or insufficient credentials: retrying will not help until the config changes. */
 export class ForbiddenError extends CloudError {
   override name = "ForbiddenError";
