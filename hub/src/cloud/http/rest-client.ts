@@ -123,16 +123,21 @@ export function withQuery(path: string, query: Query | undefined): string {
   return `${path}${path.includes("?") ? "&" : "?"}${qs}`;
 }
 
-/** fetch wraps socket failures in TypeError("fetch failed"); the system code is on a cause. */
+/**
+ * fetch wraps socket failures in TypeError("fetch failed"); the system code is on a cause.
+ * Duck-typed: fetch's errors come from Node's own realm, where `instanceof Error` may not hold.
+ */
 function systemCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
+  let e = err as { code?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; typeof e === "object" && e !== null && depth < 4; depth++) {
+    if (typeof e.code === "string") return e.code;
+    e = e.cause as typeof e;
   }
   return undefined;
 }
 
 function errText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  return err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;
+  const e = err as { message?: unknown; cause?: { message?: unknown } } | null | undefined;
+  if (typeof e?.message !== "string") return String(err);
+  return typeof e.cause?.message === "string" ? `${e.message}: ${e.cause.message}` : e.message;
 }

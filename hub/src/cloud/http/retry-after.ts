@@ -20,7 +20,8 @@ export function parseRetryAfterMs(
   const text = header.trim();
   let ms: number;
   if (/^-?\d+$/.test(text)) ms = Number(text) * 1000;
-  else if (HTTP_DATE.test(text)) ms = Date.parse(text) - nowMs;
+  // asctime's form names no zone, and Date.parse would read it as local time: HTTP dates are GMT.
+  else if (HTTP_DATE.test(text)) ms = Date.parse(/ GMT$/i.test(text) ? text : `${text} GMT`) - nowMs;
   else return undefined;
   if (Number.isNaN(ms)) return undefined;
   return Math.min(Math.max(0, ms), maxMs);
