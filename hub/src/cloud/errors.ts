@@ -60,9 +60,9 @@ export class TransientCloudError extends CloudError {
 /**
  * The shared cloud object changed under the write (an ETag's `412`, a `409` on a busy object):
  * nothing was changed. The hub repeats the call at once, which reads fresh state
- * (serialized-write.ts); only repeated conflicts become a failure.
+ * (serialized-write.ts); only repeated conflicts become a failure, retried as a transient one.
  */
-export class ConflictError extends CloudError {
+export class ConflictError extends TransientCloudError {
   override name = "ConflictError";
 }
 
@@ -90,7 +90,6 @@ export function isRetryable(err: unknown): boolean {
     err instanceof ThrottledError ||
     err instanceof TransientCloudError ||
     err instanceof SuspectAnswerError ||
-    err instanceof ConflictError ||
     err instanceof OperationFailedError ||
     !(err instanceof CloudError)
   );

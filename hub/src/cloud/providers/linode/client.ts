@@ -1,13 +1,15 @@
 /**
- * A small Linode API v4 client of our own: one per account (its token, re-read per request so
- * it rotates without a restart; its base URL; its timeout). Every HTTP request is one
- * `ctx.call` (the hub's rate limiter, metrics and shutdown signal); lists follow every page.
- * It throws the contract errors of ../../errors.ts (see toContractError) and never retries:
- * the hub's one retry policy does, honouring Retry-After.
+ * A small Linode API v4 client on the REST kit (../../http): one per account (its token, re-read
+ * per request so it rotates without a restart; its base URL; its timeout). Every HTTP request is
+ * one `ctx.call` (the hub's rate limiter, metrics and shutdown signal); lists follow every page
+ * of Linode's page envelope. It throws the contract errors of ../../errors.ts (see
+ * toContractError) and never retries: the hub's one retry policy does, honouring Retry-After.
  */
 import type { Clock } from "../../../util/clock.js";
+import { collectPages, malformedPage } from "../../http/pages.js";
+import { type HttpMethod, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
-import { LinodeApiError, LinodeTransportError, toContractError } from "./errors.js";
+import { LINODE_LABEL, LinodeApiError, toContractError } from "./errors.js";
 
 export const DEFAULT_LINODE_URL = "https://api.linode.com";
 /** Linode's page sizes run from 25 to 500. */
@@ -42,18 +44,24 @@ export interface RequestOptions {
   readonly filter?: LinodeFilter | undefined;
 }
 
-type Method = "GET" | "POST" | "PUT" | "DELETE";
-
 export class LinodeClient {
-  private readonly base: string;
+  private readonly rest: RestClient;
   readonly pageSize: number;
 
   constructor(private readonly config: LinodeClientConfig) {
-    this.base = `${config.endpoint.replace(/\/+$/, "")}/v4`;
     const size = config.pageSize ?? MAX_PAGE_SIZE;
     if (!Number.isInteger(size) || size < MIN_PAGE_SIZE || size > MAX_PAGE_SIZE)
       throw new Error(`Linode page size must be ${MIN_PAGE_SIZE}..${MAX_PAGE_SIZE}, got ${size}`);
     this.pageSize = size;
+    this.rest = new RestClient({
+      baseUrl: `${config.endpoint.replace(/\/+$/, "")}/v4`,
+      label: LINODE_LABEL,
+      token: config.token,
+      userAgent: "fleet-ccm",
+      timeoutMs: config.requestTimeoutMs,
+      clock: config.clock,
+      statusError: LinodeApiError.from,
+    });
   }
 
   get<T>(op: string, path: string, opts: RequestOptions = {}): Promise<T> {
@@ -73,15 +81,12 @@ export class LinodeClient {
   }
 
   /** One page (from 1) of a list. */
-  page<T>(op: string, path: string, page: number, opts: RequestOptions = {}): Promise<LinodePage<T>> {
-    const sep = path.includes("?") ? "&" : "?";
-    return this.request<LinodePage<T>>(
-      op,
-      "GET",
-      `${path}${sep}page=${page}&page_size=${this.pageSize}`,
-      undefined,
-      opts,
-    ).then((p) => checkPage(p, page, path));
+  async page<T>(op: string, path: string, page: number, opts: RequestOptions = {}): Promise<LinodePage<T>> {
+    const answer = await this.request<LinodePage<T>>(op, "GET", path, undefined, opts, {
+      page,
+      page_size: this.pageSize,
+    });
+    return checkPage(answer, page, path);
   }
 
   /** A list the spec gives no paging parameters: its one page. */
@@ -91,81 +96,39 @@ export class LinodeClient {
   }
 
   /** Every item of a list: page 1, then pages 2..pages (one call each). */
-  async list<T>(op: string, path: string, opts: RequestOptions = {}): Promise<T[]> {
-    const first = await this.page<T>(op, path, 1, opts);
-    const items = [...first.data];
-    for (let p = 2; p <= first.pages; p++) items.push(...(await this.page<T>(op, path, p, opts)).data);
-    return items;
+  list<T>(op: string, path: string, opts: RequestOptions = {}): Promise<T[]> {
+    return collectPages({
+      first: 1,
+      fetch: (n: number) => this.page<T>(op, path, n, opts),
+      items: (p) => p.data,
+      next: (p, n) => (n < p.pages ? n + 1 : undefined),
+    });
   }
 
   private request<T>(
     op: string,
-    method: Method,
+    method: HttpMethod,
     path: string,
     body: unknown,
     opts: RequestOptions,
+    query?: Readonly<Record<string, number>>,
   ): Promise<T> {
     return this.config.call(op, async (callSignal) => {
       try {
-        return (await this.send(method, path, body, opts, callSignal)) as T;
+        const answer = await this.rest.request({
+          method,
+          path,
+          query,
+          body,
+          headers: opts.filter === undefined ? undefined : { "x-filter": JSON.stringify(opts.filter) },
+          signals: [callSignal, opts.signal],
+        });
+        // No body (204): an empty object, which every answer check refuses where one was due.
+        return (answer ?? {}) as T;
       } catch (err) {
         throw toContractError(err, this.config.clock.now());
       }
     });
-  }
-
-  private async send(
-    method: Method,
-    path: string,
-    body: unknown,
-    opts: RequestOptions,
-    callSignal: AbortSignal,
-  ): Promise<unknown> {
-    const { requestTimeoutMs, clock } = this.config;
-    const timeout = new AbortController();
-    const timer = clock.setTimeout(() => timeout.abort(), requestTimeoutMs);
-    const signals = [timeout.signal, callSignal, ...(opts.signal === undefined ? [] : [opts.signal])];
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${this.config.token()}`,
-      accept: "application/json",
-      "user-agent": "fleet-ccm",
-    };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    if (opts.filter !== undefined) headers["x-filter"] = JSON.stringify(opts.filter);
-    let status: number;
-    let resHeaders: Headers;
-    let text: string;
-    try {
-      const res = await fetch(`${this.base}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined && { body: JSON.stringify(body) }),
-        // A redirect is not an answer, and following one could carry the token elsewhere.
-        redirect: "manual",
-        signal: AbortSignal.any(signals),
-      });
-      status = res.status;
-      resHeaders = res.headers;
-      text = await res.text();
-    } catch (err) {
-      if (timeout.signal.aborted)
-        throw new LinodeTransportError("timeout", `no answer within ${requestTimeoutMs} ms`, { cause: err });
-      if (callSignal.aborted || opts.signal?.aborted)
-        throw new LinodeTransportError("aborted", "request aborted", { cause: err });
-      const message = err instanceof Error ? err.message : String(err);
-      throw new LinodeTransportError("network", `request failed: ${message}`, { cause: err });
-    } finally {
-      clock.clearTimeout(timer);
-    }
-    if (status < 200 || status > 299) throw LinodeApiError.from(method, path, status, resHeaders, text);
-    if (status === 204 || text === "") return {};
-    try {
-      return JSON.parse(text) as unknown;
-    } catch (err) {
-      throw new LinodeApiError(method, path, status, [{ reason: "answer is not JSON" }], undefined, {
-        cause: err,
-      });
-    }
   }
 }
 
@@ -179,9 +142,6 @@ export function checkPage<T>(p: LinodePage<T>, asked: number, path: string): Lin
     p.pages < 0 ||
     (typeof p.page === "number" && p.page !== asked)
   )
-    throw toContractError(
-      new LinodeApiError("GET", path, 200, [{ reason: `not a page ${asked} envelope` }], undefined),
-      0,
-    );
+    throw malformedPage(LINODE_LABEL, path, `not a page ${asked} envelope`);
   return p;
 }

@@ -1,16 +1,14 @@
 /**
- * Linode's failures as the client sees them, and their mapping to the contract errors. A 404
- * is never mapped to InstanceNotFoundError here: only a direct get of the Linode's own URL
- * may say "gone" (instances.ts decides, with isNotFound).
+ * Linode's failures: its error body `{"errors": [{"reason", "field"}]}`, and the adapter that
+ * refines the REST kit's status table with what only Linode says (a busy reason). A 404 is
+ * never mapped to InstanceNotFoundError here: only a direct get of the Linode's own URL may
+ * say "gone" (instances.ts decides, with isNotFound).
  */
-import {
-  CloudError,
-  ForbiddenError,
-  SuspectAnswerError,
-  ThrottledError,
-  TransientCloudError,
-} from "../../errors.js";
-import { parseRetryAfterMs } from "../simulated/errors.js";
+import { CloudError, TransientCloudError } from "../../errors.js";
+import { HttpStatusError, type StatusAnswer } from "../../http/failures.js";
+import { toContractError as httpToContractError } from "../../http/status-errors.js";
+
+export const LINODE_LABEL = "Linode API";
 
 /** One entry of Linode's `{"errors": [{"reason", "field"}]}`. */
 export interface LinodeErrorEntry {
@@ -18,20 +16,21 @@ export interface LinodeErrorEntry {
   readonly field?: string;
 }
 
-/** The API answered with a non-2xx status (or a 2xx that is not its JSON). */
-export class LinodeApiError extends Error {
+/** The API answered with a non-2xx status. */
+export class LinodeApiError extends HttpStatusError {
   override name = "LinodeApiError";
   constructor(
     readonly method: string,
     readonly path: string,
-    readonly status: number,
+    status: number,
     readonly errors: readonly LinodeErrorEntry[],
-    /** Raw Retry-After header. */
-    readonly retryAfter: string | undefined,
+    retryAfter: string | undefined,
     options?: { cause?: unknown },
   ) {
     super(
-      `Linode API ${method} ${path.split("?")[0]}: HTTP ${status}: ${
+      status,
+      retryAfter,
+      `${LINODE_LABEL} ${method} ${path.split("?")[0]}: HTTP ${status}: ${
         errors.map((e) => (e.field === undefined ? e.reason : `${e.field}: ${e.reason}`)).join("; ") ||
         "no reason given"
       }`,
@@ -39,21 +38,15 @@ export class LinodeApiError extends Error {
     );
   }
 
-  static from(method: string, path: string, status: number, headers: Headers, text: string): LinodeApiError {
-    let errors: LinodeErrorEntry[] = [];
-    try {
-      const body = JSON.parse(text) as { errors?: unknown };
-      if (Array.isArray(body.errors))
-        errors = body.errors
-          .filter((e): e is { reason: unknown; field?: unknown } => typeof e === "object" && e !== null)
-          .map((e) => ({
-            reason: typeof e.reason === "string" ? e.reason : String(e.reason),
-            ...(typeof e.field === "string" && { field: e.field }),
-          }));
-    } catch {
-      // Not Linode's JSON (a proxy's page): the status alone decides.
-    }
-    return new LinodeApiError(method, path, status, errors, headers.get("retry-after") ?? undefined);
+  /** The kit's status-error factory: reads Linode's error body. */
+  static from(answer: StatusAnswer): LinodeApiError {
+    return new LinodeApiError(
+      answer.method,
+      answer.path,
+      answer.status,
+      readErrors(answer.text),
+      answer.retryAfter,
+    );
   }
 
   /** The first error's reason (what Linode says went wrong). */
@@ -66,16 +59,19 @@ export class LinodeApiError extends Error {
   }
 }
 
-export type TransportFailure = "timeout" | "aborted" | "network";
-
-export class LinodeTransportError extends Error {
-  override name = "LinodeTransportError";
-  constructor(
-    readonly failure: TransportFailure,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+function readErrors(text: string): LinodeErrorEntry[] {
+  try {
+    const body = JSON.parse(text) as { errors?: unknown };
+    if (!Array.isArray(body.errors)) return [];
+    return body.errors
+      .filter((e): e is { reason: unknown; field?: unknown } => typeof e === "object" && e !== null)
+      .map((e) => ({
+        reason: typeof e.reason === "string" ? e.reason : String(e.reason),
+        ...(typeof e.field === "string" && { field: e.field }),
+      }));
+  } catch {
+    // Not Linode's JSON (a proxy's page): the status alone decides.
+    return [];
   }
 }
 
@@ -84,20 +80,14 @@ const BUSY = /busy|try again|please wait/i;
 
 /** Maps what the client throws to a contract error; anything else passes unchanged. */
 export function toContractError(err: unknown, nowMs: number): unknown {
-  if (err instanceof CloudError) return err;
-  if (err instanceof LinodeTransportError)
-    return new TransientCloudError(`Linode API: ${err.message}`, { cause: err });
-  if (!(err instanceof LinodeApiError)) return err;
-  const { status } = err;
-  if (status === 429)
-    return new ThrottledError(err.message, parseRetryAfterMs(err.retryAfter, nowMs), { cause: err });
-  if (status === 401 || status === 403) return new ForbiddenError(err.message, { cause: err });
-  if (status === 408 || status >= 500) return new TransientCloudError(err.message, { cause: err });
-  if (status >= 200 && status < 400) return new SuspectAnswerError(err.message, { cause: err });
-  if (status === 404) return new SuspectAnswerError(err.message, { cause: err });
-  if (err.errors.some((e) => BUSY.test(e.reason)))
-    return new TransientCloudError(err.message, { cause: err });
-  return new CloudError(err.message, { cause: err });
+  return httpToContractError(err, nowMs, (api, mapped) =>
+    // Only a plain refusal can be a busy answer: the table's other classes already say more.
+    mapped.constructor === CloudError &&
+    api instanceof LinodeApiError &&
+    api.errors.some((e) => BUSY.test(e.reason))
+      ? new TransientCloudError(mapped.message, { cause: api })
+      : mapped,
+  );
 }
 
 /** Linode's own 404 (its envelope, reason "Not found") for the URL asked: the one "it is gone". */

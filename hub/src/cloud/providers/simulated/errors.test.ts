@@ -7,16 +7,8 @@ import {
   ThrottledError,
   TransientCloudError,
 } from "../../errors.js";
-import {
-  type ErrorContext,
-  isConflict,
-  isNotFoundOf,
-  parseRetryAfterMs,
-  SimulatedApiError,
-  SimulatedMalformedBodyError,
-  SimulatedTransportError,
-  toContractError,
-} from "./errors.js";
+import { HttpBodyError, HttpTransportError } from "../../http/failures.js";
+import { type ErrorContext, isConflict, isNotFoundOf, SimulatedApiError, toContractError } from "./errors.js";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 const get: ErrorContext = {
@@ -75,11 +67,9 @@ describe("simulated toContractError", () => {
 
   test("errors - transport failures are transient, a non-JSON 200 is suspect", () => {
     for (const failure of ["timeout", "aborted", "network"] as const) {
-      expect(toContractError(new SimulatedTransportError(failure, "x"), get)).toBeInstanceOf(
-        TransientCloudError,
-      );
+      expect(toContractError(new HttpTransportError(failure, "x"), get)).toBeInstanceOf(TransientCloudError);
     }
-    expect(toContractError(new SimulatedMalformedBodyError("x"), get)).toBeInstanceOf(SuspectAnswerError);
+    expect(toContractError(new HttpBodyError("x"), get)).toBeInstanceOf(SuspectAnswerError);
   });
 
   test("errors - contract errors and foreign errors pass through", () => {
@@ -87,14 +77,6 @@ describe("simulated toContractError", () => {
     expect(toContractError(suspect, get)).toBe(suspect);
     const bug = new TypeError("bug");
     expect(toContractError(bug, get)).toBe(bug);
-  });
-
-  test("errors - Retry-After as seconds or HTTP date", () => {
-    expect(parseRetryAfterMs("3", NOW)).toBe(3_000);
-    expect(parseRetryAfterMs(new Date(NOW + 5_000).toUTCString(), NOW)).toBe(5_000);
-    expect(parseRetryAfterMs(new Date(NOW - 5_000).toUTCString(), NOW)).toBe(0);
-    expect(parseRetryAfterMs("soon", NOW)).toBeUndefined();
-    expect(parseRetryAfterMs(undefined, NOW)).toBeUndefined();
   });
 
   test("errors - 409 DependencyViolation and DuplicateListener are transient; other conflicts are not", () => {

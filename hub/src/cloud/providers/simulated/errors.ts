@@ -1,50 +1,57 @@
 /**
- * The simulated cloud's failures as client.ts sees them, and `toContractError`, which maps
- * each one to the contract errors in ../../errors.ts. Reconcilers only ever see the latter.
+ * The simulated cloud's error body (`{"error": {"code", "message", "resource"}}`), and
+ * `toContractError`, which maps what client.ts throws to the contract errors in ../../errors.ts
+ * through the REST kit's status table, refined by what only this cloud's body says. Reconcilers
+ * only ever see the contract errors.
  */
-import {
-  CloudError,
-  ForbiddenError,
-  InstanceNotFoundError,
-  SuspectAnswerError,
-  ThrottledError,
-  TransientCloudError,
-} from "../../errors.js";
+import { CloudError, InstanceNotFoundError } from "../../errors.js";
+import { HttpStatusError, type StatusAnswer } from "../../http/failures.js";
+import { toContractError as httpToContractError } from "../../http/status-errors.js";
+
+export const SIMULATED_LABEL = "simulated cloud";
 
 /** The cloud answered with a non-2xx status. */
-export class SimulatedApiError extends Error {
+export class SimulatedApiError extends HttpStatusError {
   override name = "SimulatedApiError";
   constructor(
-    readonly status: number,
+    status: number,
     /** `error.code` of the body, when the body was the cloud's error JSON. */
     readonly code: string | undefined,
-    message: string,
-    /** Raw Retry-After header. */
-    readonly retryAfter: string | undefined,
+    /** `error.message` of the body (else the body's start). */
+    readonly detail: string,
+    retryAfter: string | undefined,
     /** `error.resource` of a NotFound body: what the cloud says it did not find. */
     readonly resource: { readonly type: string; readonly id: string } | undefined,
   ) {
-    super(message);
+    super(
+      status,
+      retryAfter,
+      `${SIMULATED_LABEL}: HTTP ${status}${code === undefined ? "" : ` ${code}`}: ${detail}`,
+    );
   }
-}
 
-export type TransportFailure = "timeout" | "aborted" | "network";
-
-/** No answer: our timeout, the caller's abort, or a connection error. */
-export class SimulatedTransportError extends Error {
-  override name = "SimulatedTransportError";
-  constructor(
-    readonly failure: TransportFailure,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  /** The kit's status-error factory: reads the cloud's error body. */
+  static from(answer: StatusAnswer): SimulatedApiError {
+    const { status, text, retryAfter } = answer;
+    let code: string | undefined;
+    let detail = text.slice(0, 200);
+    let resource: { type: string; id: string } | undefined;
+    try {
+      const body = JSON.parse(text) as unknown;
+      const error =
+        typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
+      if (typeof error === "object" && error !== null) {
+        const e = error as { code?: unknown; message?: unknown; resource?: unknown };
+        if (typeof e.code === "string") code = e.code;
+        if (typeof e.message === "string") detail = e.message;
+        const r = e.resource as { type?: unknown; id?: unknown } | undefined;
+        if (typeof r?.type === "string" && typeof r.id === "string") resource = { type: r.type, id: r.id };
+      }
+    } catch {
+      // Not the cloud's JSON (a proxy page, say): the status alone decides.
+    }
+    return new SimulatedApiError(status, code, detail, retryAfter, resource);
   }
-}
-
-/** A 2xx whose body is not JSON. */
-export class SimulatedMalformedBodyError extends Error {
-  override name = "SimulatedMalformedBodyError";
 }
 
 export interface ErrorContext {
@@ -62,43 +69,21 @@ export interface ErrorContext {
 
 /** Maps anything client.ts throws to a contract error. Errors that are not the cloud's pass through unchanged. */
 export function toContractError(err: unknown, ctx: ErrorContext): unknown {
-  if (err instanceof CloudError) return err;
-  if (err instanceof SimulatedTransportError) {
-    return new TransientCloudError(`simulated cloud: ${err.message}`, { cause: err });
-  }
-  if (err instanceof SimulatedMalformedBodyError) {
-    return new SuspectAnswerError(`simulated cloud: ${err.message}`, { cause: err });
-  }
-  if (!(err instanceof SimulatedApiError)) return err;
-
-  const what = `simulated cloud: HTTP ${err.status}${err.code === undefined ? "" : ` ${err.code}`}: ${err.message}`;
-  const { status } = err;
-  if (status === 404) {
+  return httpToContractError(err, ctx.nowMs, (api, mapped) => {
+    if (!(api instanceof SimulatedApiError)) return mapped;
     const { lookup } = ctx;
     // A 404 says "instance gone" only when it is the cloud's own NotFound for the very id
     // we asked for; a 404 from a wrong endpoint or a proxy must never justify a deletion.
-    if (
-      lookup.kind === "get" &&
-      err.code === "NotFound" &&
-      err.resource?.type === "instance" &&
-      err.resource.id === lookup.id
-    ) {
-      return new InstanceNotFoundError(lookup.providerID, { cause: err });
-    }
-    return new SuspectAnswerError(what, { cause: err });
-  }
-  if (status === 429)
-    return new ThrottledError(what, parseRetryAfterMs(err.retryAfter, ctx.nowMs), { cause: err });
-  if (status === 401 || status === 403) return new ForbiddenError(what, { cause: err });
-  if (status === 408 || status >= 500) return new TransientCloudError(what, { cause: err });
-  if (status >= 300 && status < 400) return new SuspectAnswerError(what, { cause: err });
-  // Something we did not see holds the thing (a dependent a dropped list item hid, the
-  // listener of an earlier attempt whose answer was lost): the next attempt lists again.
-  if (status === 409 && err.code !== undefined && RETRYABLE_CONFLICTS.has(err.code))
-    return new TransientCloudError(what, { cause: err });
-  // 400, 405, 409, ...: our request is wrong (bad region, bad page token). Retrying the
-  // same request will not help, so this is the plain, non-retryable CloudError.
-  return new CloudError(what, { cause: err });
+    if (lookup.kind === "get" && isNotFoundOf(api, "instance", lookup.id))
+      return new InstanceNotFoundError(lookup.providerID, { cause: api });
+    // A 409 is a conflict to retry only when something we did not see holds the thing (a
+    // dependent a dropped list item hid, the listener of an earlier attempt whose answer was
+    // lost): the next attempt lists again. Any other 409 (RouteAlreadyExists, ...) says our
+    // request is wrong, and the same request again will not help.
+    if (api.status === 409 && (api.code === undefined || !RETRYABLE_CONFLICTS.has(api.code)))
+      return new CloudError(mapped.message, { cause: api });
+    return mapped;
+  });
 }
 
 const RETRYABLE_CONFLICTS: ReadonlySet<string> = new Set(["DependencyViolation", "DuplicateListener"]);
@@ -120,13 +105,4 @@ export function isNotFoundOf(err: unknown, type: string, id: string): boolean {
 /** A 409 with this error code. */
 export function isConflict(err: unknown, code: string): boolean {
   return err instanceof SimulatedApiError && err.status === 409 && err.code === code;
-}
-
-/** Retry-After as delta-seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
-export function parseRetryAfterMs(header: string | undefined, nowMs: number): number | undefined {
-  if (header === undefined) return undefined;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const dateMs = Date.parse(text);
-  return Number.isNaN(dateMs) ? undefined : Math.max(0, dateMs - nowMs);
 }
