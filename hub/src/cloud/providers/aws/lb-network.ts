@@ -619,14 +619,19 @@ export class LbNetwork {
       if (!have.has(id)) await this.syncRules(id, [], [fromGroup(lbGroupId)], signal);
   }
 
-  /** The owner's managed groups (by name), found wherever they are. */
-  async ownedGroups(lbName: string, owner: LbOwner, signal?: AbortSignal): Promise<string[]> {
+  /** The owner's managed groups (by name), found wherever they are; `ours`: only those carrying fleet-ccm's owner tags. */
+  async ownedGroups(
+    lbName: string,
+    owner: LbOwner,
+    signal?: AbortSignal,
+    only: { ours?: boolean } = {},
+  ): Promise<string[]> {
     const groups = await this.securityGroups(
       [{ Name: "group-name", Values: [securityGroupName(lbName)] }],
       signal,
     );
     return groups
-      .filter((g) => ownedBy(tagsOf(g.Tags), owner))
+      .filter((g) => ownedBy(tagsOf(g.Tags), owner) && (!only.ours || ownerOf(tagsOf(g.Tags)) !== undefined))
       .flatMap((g) => (g.GroupId ? [g.GroupId] : []));
   }
 

@@ -24,7 +24,7 @@ import { systemClock } from "../../../util/clock.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { type CloudProvider, type InProgress, isInProgress, type LoadBalancerSpec } from "../../provider.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
-import { awsLoadBalancerName, securityGroupName } from "./lb-network.js";
+import { awsLoadBalancerName, ownerTags, securityGroupName, tagList } from "./lb-network.js";
 
 let fake: AwsFake;
 beforeAll(async () => {
@@ -224,7 +224,7 @@ test("upstream's default mode (an NLB without security groups): its node-group r
       GroupName: securityGroupName(name),
       Description: "stray",
       VpcId: world.vpcId,
-      TagSpecifications: [{ ResourceType: "security-group", Tags: [TAGS[0]!] }],
+      TagSpecifications: [{ ResourceType: "security-group", Tags: tagList(ownerTags(o, "default/web")) }],
     }),
   );
   await ec2.send(

@@ -452,10 +452,11 @@ export class Nlb {
   /**
    * A managed group made for an NLB that cannot take it (an earlier fleet-ccm did so for an
    * adopted one without groups): its node-group rules revoked and the group deleted; one AWS
-   * still holds goes with the Service's delete.
+   * still holds goes with the Service's delete. Only one fleet-ccm made (its owner tags): an
+   * upstream `k8s-elb-<name>` may still serve a classic ELB that a type change left.
    */
   private async dropUnattachedGroups(owner: LbOwner, name: string, signal?: AbortSignal): Promise<void> {
-    const stray = await this.net.ownedGroups(name, owner, signal);
+    const stray = await this.net.ownedGroups(name, owner, signal, { ours: true });
     for (const g of stray) await this.net.revokeNodeRules(g, signal);
     await this.net.deleteGroups(stray, signal);
   }
