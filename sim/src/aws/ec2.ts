@@ -36,6 +36,42 @@ import {
 
 export type Handler = (input: Decoded, caller: Caller) => Record<string, unknown>;
 
+/** EC2's protocol names by number: a rule given the number is stored (and described) by name. */
+const PROTOCOL_NAMES: Readonly<Record<string, string>> = {
+  "1": "icmp",
+  "6": "tcp",
+  "17": "udp",
+  "58": "icmpv6",
+};
+const NAMED_PROTOCOLS = new Set(Object.values(PROTOCOL_NAMES));
+/** The characters and length EC2 takes in a rule's description. */
+const RULE_DESCRIPTION = /^[a-zA-Z0-9. _\-:/()#,@[\]+=&;{}!$*]{0,255}$/;
+
+/** tcp, udp, icmp, icmpv6 by name (or number), -1 for all, else a protocol number 0..255. */
+function protocolOf(value: unknown): string {
+  const given = String(value ?? "").toLowerCase();
+  if (given === "") throw badRequest("InvalidParameterValue", "IpProtocol is required");
+  const named = PROTOCOL_NAMES[given] ?? given;
+  if (named === "-1" || NAMED_PROTOCOLS.has(named)) return named;
+  if (/^\d+$/.test(named) && Number(named) <= 255) return named;
+  throw badRequest("InvalidParameterValue", `Invalid value '${given}' for IP protocol. Unknown protocol.`);
+}
+
+/**
+ * The port range EC2 keeps: tcp and udp ports; for icmp and icmpv6 the type (FromPort) and
+ * code (ToPort), -1 for any (icmpv6 may leave both out: every type); none for the others,
+ * which admit every port whatever the request says.
+ */
+function portsOf(protocol: string, p: Decoded): { fromPort?: number; toPort?: number } {
+  if (!NAMED_PROTOCOLS.has(protocol)) return {};
+  if (protocol === "icmpv6" && p.FromPort === undefined && p.ToPort === undefined)
+    return { fromPort: -1, toPort: -1 };
+  return {
+    ...(p.FromPort !== undefined && { fromPort: Number(p.FromPort) }),
+    ...(p.ToPort !== undefined && { toPort: Number(p.ToPort) }),
+  };
+}
+
 /** The filters an operation takes, each with the values of an item it matches against. */
 type FilterFields<T> = Readonly<Record<string, (item: T) => readonly string[]>>;
 
@@ -297,38 +333,61 @@ export function ec2Handlers(
   const rulesOf = (input: Decoded): IngressRule[] => {
     const out: IngressRule[] = [];
     for (const p of (input.IpPermissions ?? []) as Decoded[]) {
-      const protocol = String(p.IpProtocol ?? "");
-      if (protocol === "") throw badRequest("InvalidParameterValue", "IpProtocol is required");
-      const ports =
-        protocol === "-1"
-          ? {}
-          : {
-              ...(p.FromPort !== undefined && { fromPort: Number(p.FromPort) }),
-              ...(p.ToPort !== undefined && { toPort: Number(p.ToPort) }),
-            };
+      const protocol = protocolOf(p.IpProtocol);
+      const ports = portsOf(protocol, p);
+      const noted = (d: Decoded) => {
+        if (d.Description === undefined) return {};
+        const description = String(d.Description);
+        if (!RULE_DESCRIPTION.test(description))
+          throw badRequest(
+            "InvalidParameterValue",
+            "Invalid rule description. Valid descriptions are strings less than 256 characters from the following set:  a-zA-Z0-9. _-:/()#,@[]+=&;{}!$*",
+          );
+        return { description };
+      };
       for (const r of (p.IpRanges ?? []) as Decoded[])
-        out.push({ protocol, ...ports, cidr: String(r.CidrIp) });
+        out.push({ protocol, ...ports, cidr: String(r.CidrIp), ...noted(r) });
+      for (const r of (p.Ipv6Ranges ?? []) as Decoded[])
+        out.push({ protocol, ...ports, cidrIpv6: String(r.CidrIpv6), ...noted(r) });
       for (const g of (p.UserIdGroupPairs ?? []) as Decoded[])
-        out.push({ protocol, ...ports, groupId: String(g.GroupId) });
+        out.push({ protocol, ...ports, groupId: String(g.GroupId), ...noted(g) });
     }
     return out;
   };
+  /** EC2 knows a rule by protocol, ports and source; its description is not part of it. */
   const sameRule = (a: IngressRule, b: IngressRule) =>
     a.protocol === b.protocol &&
     a.fromPort === b.fromPort &&
     a.toPort === b.toPort &&
     a.cidr === b.cidr &&
+    a.cidrIpv6 === b.cidrIpv6 &&
     a.groupId === b.groupId;
-  const permissionsXml = (rules: readonly IngressRule[]) =>
-    rules.map((r) => ({
-      IpProtocol: r.protocol,
-      ...(r.fromPort !== undefined && { FromPort: r.fromPort }),
-      ...(r.toPort !== undefined && { ToPort: r.toPort }),
-      IpRanges: r.cidr === undefined ? [] : [{ CidrIp: r.cidr }],
-      Ipv6Ranges: [],
-      PrefixListIds: [],
-      UserIdGroupPairs: r.groupId === undefined ? [] : [{ GroupId: r.groupId }],
-    }));
+  const peerOf = (r: IngressRule) => r.cidr ?? r.cidrIpv6 ?? r.groupId;
+  /** As DescribeSecurityGroups answers: one permission per protocol and port range, its sources together. */
+  const permissionsXml = (rules: readonly IngressRule[], account: string) => {
+    const byPorts = new Map<string, IngressRule[]>();
+    for (const r of rules) {
+      const key = `${r.protocol}|${r.fromPort ?? ""}|${r.toPort ?? ""}`;
+      byPorts.set(key, [...(byPorts.get(key) ?? []), r]);
+    }
+    const note = (r: IngressRule) => (r.description === undefined ? {} : { Description: r.description });
+    return [...byPorts.values()].map((same) => {
+      const r = same[0]!;
+      return {
+        IpProtocol: r.protocol,
+        ...(r.fromPort !== undefined && { FromPort: r.fromPort }),
+        ...(r.toPort !== undefined && { ToPort: r.toPort }),
+        IpRanges: same.flatMap((x) => (x.cidr === undefined ? [] : [{ CidrIp: x.cidr, ...note(x) }])),
+        Ipv6Ranges: same.flatMap((x) =>
+          x.cidrIpv6 === undefined ? [] : [{ CidrIpv6: x.cidrIpv6, ...note(x) }],
+        ),
+        PrefixListIds: [],
+        UserIdGroupPairs: same.flatMap((x) =>
+          x.groupId === undefined ? [] : [{ GroupId: x.groupId, UserId: account, ...note(x) }],
+        ),
+      };
+    });
+  };
 
   return {
     DescribeInstances(input, caller) {
@@ -512,8 +571,8 @@ export function ec2Handlers(
         Description: g.description,
         VpcId: g.vpcId,
         OwnerId: g.account,
-        IpPermissions: permissionsXml(g.ingress),
-        IpPermissionsEgress: permissionsXml([{ protocol: "-1", cidr: "0.0.0.0/0" }]),
+        IpPermissions: permissionsXml(g.ingress, g.account),
+        IpPermissionsEgress: permissionsXml([{ protocol: "-1", cidr: "0.0.0.0/0" }], g.account),
         SecurityGroupArn: `arn:aws:ec2:${g.region}:${g.account}:security-group/${g.id}`,
         Tags: tagList(g.tags),
       }),
@@ -567,12 +626,13 @@ export function ec2Handlers(
     AuthorizeSecurityGroupIngress(input, caller) {
       const g = group(String(input.GroupId ?? ""), caller);
       const rules = rulesOf(input);
-      for (const r of rules) {
+      for (const [n, r] of rules.entries()) {
         if (r.groupId !== undefined) group(r.groupId, caller);
-        if (g.ingress.some((have) => sameRule(have, r)))
+        // A rule the group has, or one the request names twice, whatever the descriptions.
+        if (g.ingress.some((have) => sameRule(have, r)) || rules.slice(0, n).some((o) => sameRule(o, r)))
           throw badRequest(
             "InvalidPermission.Duplicate",
-            `the specified rule "peer: ${r.cidr ?? r.groupId}, ${r.protocol}, ALLOW" already exists`,
+            `the specified rule "peer: ${peerOf(r)}, ${r.protocol}, ALLOW" already exists`,
           );
       }
       // Each source (CIDR or group) of a permission is one rule of the quota.

@@ -380,6 +380,125 @@ describe("EC2's Describe* shape: ids that must exist, filters, MaxResults/NextTo
   });
 });
 
+describe("security group rules, as EC2 keeps them", () => {
+  test("descriptions, IPv6 ranges, ICMP type and code, protocol numbers; one rule per protocol, ports and source whatever its description", async () => {
+    const acct = fake.createAccount("rules");
+    const { ec2 } = clients(acct);
+    const vpc = fake.createVpc(acct.accountId, REGION);
+    const g = fake.createSecurityGroup(acct.accountId, REGION, { vpcId: vpc, name: "nodes" });
+    await ec2.send(
+      new AuthorizeSecurityGroupIngressCommand({
+        GroupId: g,
+        IpPermissions: [
+          {
+            IpProtocol: "6",
+            FromPort: 30080,
+            ToPort: 30080,
+            IpRanges: [{ CidrIp: "203.0.113.0/24", Description: "kubernetes.io/rule/nlb/client=a1" }],
+            Ipv6Ranges: [{ CidrIpv6: "2001:db8::/64", Description: "kubernetes.io/rule/nlb/client=a1" }],
+          },
+          { IpProtocol: "tcp", FromPort: 30080, ToPort: 30080, IpRanges: [{ CidrIp: "10.0.0.0/24" }] },
+          {
+            IpProtocol: "ICMP",
+            FromPort: 3,
+            ToPort: 4,
+            IpRanges: [{ CidrIp: "203.0.113.0/24", Description: "kubernetes.io/rule/nlb/mtu" }],
+          },
+          { IpProtocol: "icmpv6", Ipv6Ranges: [{ CidrIpv6: "2001:db8::/64" }] },
+        ],
+      }),
+    );
+    const described = async () =>
+      (await ec2.send(new DescribeSecurityGroupsCommand({ GroupIds: [g] }))).SecurityGroups?.[0]
+        ?.IpPermissions;
+    // Grouped by protocol and ports, the sources together, protocols by name.
+    expect(await described()).toEqual([
+      {
+        IpProtocol: "tcp",
+        FromPort: 30080,
+        ToPort: 30080,
+        IpRanges: [
+          { CidrIp: "203.0.113.0/24", Description: "kubernetes.io/rule/nlb/client=a1" },
+          { CidrIp: "10.0.0.0/24" },
+        ],
+        Ipv6Ranges: [{ CidrIpv6: "2001:db8::/64", Description: "kubernetes.io/rule/nlb/client=a1" }],
+        PrefixListIds: [],
+        UserIdGroupPairs: [],
+      },
+      {
+        IpProtocol: "icmp",
+        FromPort: 3,
+        ToPort: 4,
+        IpRanges: [{ CidrIp: "203.0.113.0/24", Description: "kubernetes.io/rule/nlb/mtu" }],
+        Ipv6Ranges: [],
+        PrefixListIds: [],
+        UserIdGroupPairs: [],
+      },
+      {
+        IpProtocol: "icmpv6",
+        FromPort: -1,
+        ToPort: -1,
+        IpRanges: [],
+        Ipv6Ranges: [{ CidrIpv6: "2001:db8::/64" }],
+        PrefixListIds: [],
+        UserIdGroupPairs: [],
+      },
+    ]);
+    // The same rule under another description is the same rule.
+    expect(
+      await failure(
+        ec2.send(
+          new AuthorizeSecurityGroupIngressCommand({
+            GroupId: g,
+            IpPermissions: [
+              {
+                IpProtocol: "tcp",
+                FromPort: 30080,
+                ToPort: 30080,
+                IpRanges: [{ CidrIp: "10.0.0.0/24", Description: "kubernetes.io/rule/nlb/client=a2" }],
+              },
+            ],
+          }),
+        ),
+      ),
+    ).toMatchObject({ name: "InvalidPermission.Duplicate", status: 400 });
+    expect(
+      await failure(
+        ec2.send(
+          new AuthorizeSecurityGroupIngressCommand({
+            GroupId: g,
+            IpPermissions: [
+              {
+                IpProtocol: "tcp",
+                FromPort: 1,
+                ToPort: 1,
+                IpRanges: [{ CidrIp: "10.0.0.0/8", Description: "not <ok>" }],
+              },
+            ],
+          }),
+        ),
+      ),
+    ).toMatchObject({ name: "InvalidParameterValue", status: 400 });
+    // A revoke names the rule, its description needed not.
+    await ec2.send(
+      new RevokeSecurityGroupIngressCommand({
+        GroupId: g,
+        IpPermissions: [
+          { IpProtocol: "icmp", FromPort: 3, ToPort: 4, IpRanges: [{ CidrIp: "203.0.113.0/24" }] },
+          { IpProtocol: "tcp", FromPort: 30080, ToPort: 30080, Ipv6Ranges: [{ CidrIpv6: "2001:db8::/64" }] },
+        ],
+      }),
+    );
+    expect((await described())?.map((p) => [p.IpProtocol, p.IpRanges?.length, p.Ipv6Ranges?.length])).toEqual(
+      [
+        ["tcp", 2, 0],
+        ["icmpv6", 0, 1],
+      ],
+    );
+    expect(fake.spec.problems()).toEqual([]);
+  });
+});
+
 describe("eventual consistency, as EC2 documents it", () => {
   test("a just-created instance is missing from DescribeInstances, by id and in lists, for a while", async () => {
     const acct = fake.createAccount("eventual");

@@ -114,6 +114,7 @@ const CONDITIONAL: Readonly<Record<string, string>> = {
   "SecurityGroups[].IpPermissionsEgress[].ToPort": "a rule with ports only (not all protocols)",
   "SecurityGroups[].IpPermissionsEgress[].IpRanges[].Description": "a range with a description only",
   "SecurityGroups[].IpPermissions[].IpRanges[].Description": "a range with a description only",
+  "SecurityGroups[].IpPermissions[].Ipv6Ranges[].Description": "a range with a description only",
   "Subnets[].Type": "Outposts subnets only",
   S3BucketName: "access logs enabled only",
   EmitInterval: "access logs enabled only",
@@ -196,7 +197,11 @@ test("the fake answers every member of the output shape AWS always sends", () =>
   fake.state.securityGroups.replace(
     {
       ...fake.state.securityGroups.get(groupId)!,
-      ingress: [{ protocol: "tcp", fromPort: 80, toPort: 80, cidr: "10.0.0.0/8" }],
+      ingress: [
+        { protocol: "tcp", fromPort: 80, toPort: 80, cidr: "10.0.0.0/8" },
+        { protocol: "tcp", fromPort: 80, toPort: 80, cidrIpv6: "2001:db8::/64", description: "v6" },
+        { protocol: "icmp", fromPort: 3, toPort: 4, cidr: "10.0.0.0/8", description: "mtu" },
+      ],
     },
     Date.now(),
   );

@@ -60,13 +60,19 @@ export interface Subnet extends Regional {
   readonly cidr: string;
 }
 
-/** One ingress rule as EC2 stores it: a protocol and port range from one CIDR or one group. */
+/**
+ * One ingress rule as EC2 stores it: a protocol (tcp, udp, icmp, icmpv6 by name, else a number
+ * or -1) and port range (for icmp and icmpv6: the type and code) from one IPv4 CIDR, one IPv6
+ * CIDR or one group; the description is the rule's note, not part of what identifies it.
+ */
 export interface IngressRule {
   readonly protocol: string;
   readonly fromPort?: number;
   readonly toPort?: number;
   readonly cidr?: string;
+  readonly cidrIpv6?: string;
   readonly groupId?: string;
+  readonly description?: string;
 }
 
 export interface SecurityGroup extends Regional {

@@ -10,6 +10,8 @@ import type { Ec2Instance } from "./state.js";
 const CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/";
 const clusterTagKey = (cluster: string) => `${CLUSTER_TAG_PREFIX}${cluster}`;
 const OWNED = "owned";
+/** The descriptions of cloud-provider-aws's node-group rules for an NLB without security groups. */
+const NLB_RULE_PREFIX = "kubernetes.io/rule/nlb/";
 /** The hub's owner tags (hub/src/cloud/naming.ts). */
 const OWNER_TAG_CLUSTER = "fleet-ccm.io/cluster";
 const OWNER_TAG_SERVICE_UID = "fleet-ccm.io/service-uid";
@@ -156,6 +158,22 @@ export async function startAwsWorld(
         for (const r of g.ingress) {
           const from = r.groupId === undefined ? undefined : s.securityGroups.get(r.groupId);
           if (from !== undefined && g.id !== from.id) add("node-sg-rule", `${g.id}<-${from.id}`, from.tags);
+        }
+      // cloud-provider-aws's rules for an NLB without security groups, on any group: the client
+      // and health rules name their load balancer (the owner its tags record while it exists);
+      // the path-MTU rules name none.
+      const v2ByName = new Map(s.v2Lbs.all(acct.accountId).map((lb) => [lb.name, lb]));
+      for (const g of groups)
+        for (const r of g.ingress) {
+          const d = r.description ?? "";
+          if (!d.startsWith(NLB_RULE_PREFIX)) continue;
+          const id = `${g.id}/${r.protocol}/${r.fromPort ?? ""}-${r.toPort ?? ""}/${r.cidr ?? r.cidrIpv6 ?? r.groupId}/${d}`;
+          const lbName = d.includes("=") ? d.slice(d.indexOf("=") + 1) : undefined;
+          add(
+            lbName === undefined ? "nlb-mtu-rule" : "nlb-node-rule",
+            id,
+            (lbName === undefined ? undefined : v2ByName.get(lbName)?.tags) ?? {},
+          );
         }
       for (const t of s.routeTables.all(acct.accountId)) {
         const clusters = Object.keys(t.tags).filter((k) => k.startsWith(CLUSTER_TAG_PREFIX));

@@ -236,18 +236,24 @@ export interface LbBase {
   readonly groups: readonly string[];
 }
 
+/** One ingress rule: from one CIDR (IPv4 or IPv6) or one group; the description is EC2's note, not the rule's identity. */
 export interface Rule {
   readonly protocol: string;
   readonly fromPort?: number;
   readonly toPort?: number;
   readonly cidr?: string;
   readonly groupId?: string;
+  readonly description?: string;
 }
 
-const ruleKey = (r: Rule) =>
+/** What EC2 knows a rule by (protocol, ports, source): two rules equal here are one to EC2. */
+export const ruleKey = (r: Rule) =>
   `${r.protocol}|${r.fromPort ?? ""}|${r.toPort ?? ""}|${r.cidr ?? ""}|${r.groupId ?? ""}`;
 
-function rulesOf(perms: readonly IpPermission[] | undefined): Rule[] {
+const isIpv6 = (cidr: string) => cidr.includes(":");
+
+/** A group's permissions as one-source rules (EC2 groups sources by protocol and ports). */
+export function rulesOf(perms: readonly IpPermission[] | undefined): Rule[] {
   const out: Rule[] = [];
   for (const p of perms ?? []) {
     const base = {
@@ -255,21 +261,31 @@ function rulesOf(perms: readonly IpPermission[] | undefined): Rule[] {
       ...(p.IpProtocol !== "-1" && p.FromPort !== undefined && { fromPort: p.FromPort }),
       ...(p.IpProtocol !== "-1" && p.ToPort !== undefined && { toPort: p.ToPort }),
     };
-    for (const r of p.IpRanges ?? []) if (r.CidrIp !== undefined) out.push({ ...base, cidr: r.CidrIp });
+    const note = (d: string | undefined) => (d === undefined ? {} : { description: d });
+    for (const r of p.IpRanges ?? [])
+      if (r.CidrIp !== undefined) out.push({ ...base, cidr: r.CidrIp, ...note(r.Description) });
+    for (const r of p.Ipv6Ranges ?? [])
+      if (r.CidrIpv6 !== undefined) out.push({ ...base, cidr: r.CidrIpv6, ...note(r.Description) });
     for (const g of p.UserIdGroupPairs ?? [])
-      if (g.GroupId !== undefined) out.push({ ...base, groupId: g.GroupId });
+      if (g.GroupId !== undefined) out.push({ ...base, groupId: g.GroupId, ...note(g.Description) });
   }
   return out;
 }
 
 function permissionsOf(rules: readonly Rule[]): IpPermission[] {
-  return rules.map((r) => ({
-    IpProtocol: r.protocol,
-    ...(r.fromPort !== undefined && { FromPort: r.fromPort }),
-    ...(r.toPort !== undefined && { ToPort: r.toPort }),
-    ...(r.cidr !== undefined && { IpRanges: [{ CidrIp: r.cidr }] }),
-    ...(r.groupId !== undefined && { UserIdGroupPairs: [{ GroupId: r.groupId }] }),
-  }));
+  return rules.map((r) => {
+    const note = r.description === undefined ? {} : { Description: r.description };
+    return {
+      IpProtocol: r.protocol,
+      ...(r.fromPort !== undefined && { FromPort: r.fromPort }),
+      ...(r.toPort !== undefined && { ToPort: r.toPort }),
+      ...(r.cidr !== undefined &&
+        (isIpv6(r.cidr)
+          ? { Ipv6Ranges: [{ CidrIpv6: r.cidr, ...note }] }
+          : { IpRanges: [{ CidrIp: r.cidr, ...note }] })),
+      ...(r.groupId !== undefined && { UserIdGroupPairs: [{ GroupId: r.groupId, ...note }] }),
+    };
+  });
 }
 
 /** All traffic from the load balancer's group, on a node's group (upstream's instance security group rule). */
@@ -298,14 +314,17 @@ export class LbNetwork {
     return out.filter((i) => i.State?.Name !== "terminated");
   }
 
-  /** The shared first steps of `ensure` (LbBase); `rules` are the managed group's for one source CIDR. */
+  /**
+   * The shared first steps of `ensure` (LbBase); `rules` are the managed group's for one source
+   * CIDR, undefined for a load balancer that can take no group (an NLB made without any).
+   */
   async prepare(
     owner: LbOwner,
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
     kind: "ELB" | "NLB",
     existingVpc: string | undefined,
-    rules: (cidr: string) => Rule[],
+    rules: ((cidr: string) => Rule[]) | undefined,
     signal?: AbortSignal,
   ): Promise<LbBase> {
     const name = awsLoadBalancerName(owner.serviceUid);
@@ -336,7 +355,7 @@ export class LbNetwork {
     );
     const groups = [...(s.securityGroups ?? [])];
     let managedGroup: string | undefined;
-    if (s.securityGroups === undefined) {
+    if (s.securityGroups === undefined && rules !== undefined) {
       const ranges = spec.sourceRanges.length > 0 ? spec.sourceRanges : ["0.0.0.0/0"];
       const description = `Security group for Kubernetes ${kind} ${name}${spec.serviceName ? ` (${spec.serviceName})` : ""}`;
       managedGroup = await this.ensureLbGroup(
@@ -493,6 +512,11 @@ export class LbNetwork {
     return groupId;
   }
 
+  /**
+   * The group's rules among `have` made `want`: the ones to go revoked first, then the new
+   * ones authorized, so a narrowing never leaves the group more open than before, not even
+   * for a moment (and frees the quota the new ones need).
+   */
   async syncRules(
     groupId: string,
     have: readonly Rule[],
@@ -503,6 +527,18 @@ export class LbNetwork {
     const wantKeys = new Set(want.map(ruleKey));
     const add = want.filter((r) => !haveKeys.has(ruleKey(r)));
     const remove = have.filter((r) => !wantKeys.has(ruleKey(r)));
+    if (remove.length > 0) {
+      try {
+        await this.api.call("sg.ingress.revoke", signal, (abortSignal) =>
+          this.api.ec2.send(
+            new RevokeSecurityGroupIngressCommand({ GroupId: groupId, IpPermissions: permissionsOf(remove) }),
+            { abortSignal },
+          ),
+        );
+      } catch (err) {
+        if (!hasCode(err, "InvalidPermission.NotFound")) throw err;
+      }
+    }
     if (add.length > 0) {
       try {
         await this.api.call("sg.ingress.authorize", signal, (abortSignal) =>
@@ -516,18 +552,43 @@ export class LbNetwork {
         if (!hasCode(err, "InvalidPermission.Duplicate")) throw err;
       }
     }
-    if (remove.length > 0) {
-      try {
-        await this.api.call("sg.ingress.revoke", signal, (abortSignal) =>
-          this.api.ec2.send(
-            new RevokeSecurityGroupIngressCommand({ GroupId: groupId, IpPermissions: permissionsOf(remove) }),
-            { abortSignal },
-          ),
+  }
+
+  /**
+   * Each backend's cluster security group as upstream picks it (findSecurityGroupForInstance):
+   * the one of its groups tagged kubernetes.io/cluster/<cluster>, else its only group; an
+   * instance with several of either is left out with a warning. Each group once, as described.
+   */
+  async nodeGroups(
+    cluster: string,
+    backends: readonly Instance[],
+    signal?: AbortSignal,
+  ): Promise<SecurityGroup[]> {
+    const ids = [
+      ...new Set(
+        backends.flatMap((i) => (i.SecurityGroups ?? []).flatMap((g) => (g.GroupId ? [g.GroupId] : []))),
+      ),
+    ];
+    const groups =
+      ids.length === 0 ? [] : await this.securityGroups([{ Name: "group-id", Values: ids }], signal);
+    const byId = new Map(groups.map((g) => [g.GroupId ?? "", g]));
+    const picked = new Map<string, SecurityGroup>();
+    for (const i of backends) {
+      const mine = (i.SecurityGroups ?? []).flatMap((g) => {
+        const found = g.GroupId === undefined ? undefined : byId.get(g.GroupId);
+        return found === undefined ? [] : [found];
+      });
+      const tagged = mine.filter((g) => tagsOf(g.Tags)[clusterTagKey(cluster)] !== undefined);
+      const pick =
+        tagged.length === 1 ? tagged[0] : tagged.length === 0 && mine.length === 1 ? mine[0] : undefined;
+      if (pick?.GroupId !== undefined) picked.set(pick.GroupId, pick);
+      else
+        this.ctx.logger.warn(
+          { instance: i.InstanceId, cluster },
+          "no single cluster security group on the instance: no ingress rule for the load balancer",
         );
-      } catch (err) {
-        if (!hasCode(err, "InvalidPermission.NotFound")) throw err;
-      }
     }
+    return [...picked.values()];
   }
 
   /**
@@ -542,30 +603,7 @@ export class LbNetwork {
     backends: readonly Instance[],
     signal?: AbortSignal,
   ): Promise<void> {
-    const ids = [
-      ...new Set(
-        backends.flatMap((i) => (i.SecurityGroups ?? []).flatMap((g) => (g.GroupId ? [g.GroupId] : []))),
-      ),
-    ];
-    const groups =
-      ids.length === 0 ? [] : await this.securityGroups([{ Name: "group-id", Values: ids }], signal);
-    const byId = new Map(groups.map((g) => [g.GroupId ?? "", g]));
-    const wanted = new Set<string>();
-    for (const i of backends) {
-      const mine = (i.SecurityGroups ?? []).flatMap((g) => {
-        const found = g.GroupId === undefined ? undefined : byId.get(g.GroupId);
-        return found === undefined ? [] : [found];
-      });
-      const tagged = mine.filter((g) => tagsOf(g.Tags)[clusterTagKey(cluster)] !== undefined);
-      const pick =
-        tagged.length === 1 ? tagged[0] : tagged.length === 0 && mine.length === 1 ? mine[0] : undefined;
-      if (pick?.GroupId !== undefined) wanted.add(pick.GroupId);
-      else
-        this.ctx.logger.warn(
-          { instance: i.InstanceId, cluster },
-          "no single cluster security group on the instance: no ingress rule from the load balancer",
-        );
-    }
+    const wanted = new Set((await this.nodeGroups(cluster, backends, signal)).map((g) => g.GroupId ?? ""));
     const referencing = await this.securityGroups(
       [
         { Name: "ip-permission.group-id", Values: [lbGroupId] },
@@ -581,14 +619,19 @@ export class LbNetwork {
       if (!have.has(id)) await this.syncRules(id, [], [fromGroup(lbGroupId)], signal);
   }
 
-  /** The owner's managed groups (by name), found wherever they are. */
-  async ownedGroups(lbName: string, owner: LbOwner, signal?: AbortSignal): Promise<string[]> {
+  /** The owner's managed groups (by name), found wherever they are; `ours`: only those carrying fleet-ccm's owner tags. */
+  async ownedGroups(
+    lbName: string,
+    owner: LbOwner,
+    signal?: AbortSignal,
+    only: { ours?: boolean } = {},
+  ): Promise<string[]> {
     const groups = await this.securityGroups(
       [{ Name: "group-name", Values: [securityGroupName(lbName)] }],
       signal,
     );
     return groups
-      .filter((g) => ownedBy(tagsOf(g.Tags), owner))
+      .filter((g) => ownedBy(tagsOf(g.Tags), owner) && (!only.ours || ownerOf(tagsOf(g.Tags)) !== undefined))
       .flatMap((g) => (g.GroupId ? [g.GroupId] : []));
   }
 

@@ -61,6 +61,7 @@ import {
   tagsOf,
   tagsToAdd,
 } from "./lb-network.js";
+import { type NlbNodePort, NlbNodeRules, nlbNodeRules } from "./nlb-node-rules.js";
 
 const PROVISIONING_POLL_MS = 5_000;
 /** A load balancer or target group that is not (any more). */
@@ -157,10 +158,14 @@ const forwardsTo = (l: Listener): string | undefined =>
   l.DefaultActions?.[0]?.ForwardConfig?.TargetGroups?.[0]?.TargetGroupArn;
 
 export class Nlb {
+  private readonly nodeRules: NlbNodeRules;
+
   constructor(
     private readonly api: AwsApi,
     private readonly net: LbNetwork,
-  ) {}
+  ) {
+    this.nodeRules = new NlbNodeRules(net);
+  }
 
   async find(owner: LbOwner, signal?: AbortSignal): Promise<{ lb: LoadBalancer; tags: Tags } | undefined> {
     const name = awsLoadBalancerName(owner.serviceUid);
@@ -251,22 +256,28 @@ export class Nlb {
     signal?: AbortSignal,
   ): Promise<EnsuredLb | InProgress> {
     const want = wantedListeners(spec, s);
+    // Made without security groups (upstream's default mode): AWS cannot add any, so no managed
+    // group for it; its node-group rules admit the clients instead.
+    const groupless = found !== undefined && (found.lb.SecurityGroups ?? []).length === 0;
     const base = await this.net.prepare(
       owner,
       spec,
       s,
       "NLB",
       found?.lb.VpcId,
-      (cidr) =>
-        want.map((l) => ({
-          protocol: l.protocol === "UDP" ? "udp" : "tcp",
-          fromPort: l.port,
-          toPort: l.port,
-          cidr,
-        })),
+      groupless
+        ? undefined
+        : (cidr) =>
+            want.map((l) => ({
+              protocol: l.protocol === "UDP" ? "udp" : "tcp",
+              fromPort: l.port,
+              toPort: l.port,
+              cidr,
+            })),
       signal,
     );
     const { name, tags, groups, vpcId, backends } = base;
+    if (groupless) await this.dropUnattachedGroups(owner, name, signal);
     let lb = found?.lb;
     if (lb === undefined) {
       const subnets = await this.net.subnets(vpcId, spec.internal, owner.cluster, s.subnets, signal);
@@ -372,6 +383,17 @@ export class Nlb {
       if (tg.TargetGroupArn !== undefined && !keep.has(tg.TargetGroupArn))
         await this.deleteTargetGroup(tg.TargetGroupArn, signal);
     await this.net.finish(base, owner.cluster, signal);
+    // With our managed group on it, the nodes admit that group (finish): upstream's client and
+    // health rules for it would only open the nodePorts wider, so they go.
+    await this.nodeRules.sync(
+      name,
+      owner.cluster,
+      backends,
+      base.managedGroup === undefined
+        ? await this.upstreamNodeRules(name, lb, spec, want, health, signal)
+        : [],
+      signal,
+    );
     if (lb.State?.Code === "provisioning") {
       const fresh = await this.find(owner, signal);
       if (fresh?.lb.State?.Code === "provisioning")
@@ -391,6 +413,52 @@ export class Nlb {
     await this.api.call("nlb.tag", signal, (abortSignal) =>
       this.api.elbv2.send(new AddTagsCommand({ ResourceArns: [arn], Tags: add }), { abortSignal }),
     );
+  }
+
+  /**
+   * Upstream's client and health rules for the load balancer: its listeners' nodePorts from the
+   * source ranges (anywhere when none: 0.0.0.0/0, and ::/0 for a dualstack one), its
+   * health-check ports from its subnets' CIDRs.
+   */
+  private async upstreamNodeRules(
+    name: string,
+    lb: LoadBalancer,
+    spec: LoadBalancerSpec,
+    want: readonly WantedListener[],
+    health: HealthWant,
+    signal?: AbortSignal,
+  ) {
+    const fixed = Number.parseInt(health.HealthCheckPort, 10);
+    const ports: NlbNodePort[] = want.map((w) => ({
+      protocol: w.protocol === "UDP" ? "udp" : "tcp",
+      nodePort: w.nodePort,
+      healthPort: Number.isNaN(fixed) ? w.nodePort : fixed,
+    }));
+    const anywhere = lb.IpAddressType?.startsWith("dualstack") ? ["0.0.0.0/0", "::/0"] : ["0.0.0.0/0"];
+    const subnetIds = (lb.AvailabilityZones ?? []).flatMap((z) => (z.SubnetId ? [z.SubnetId] : []));
+    const subnets = subnetIds.length === 0 ? [] : await this.net.subnetsById(subnetIds, signal);
+    if (subnets.length !== subnetIds.length)
+      throw new SuspectAnswerError(
+        `DescribeSubnets answered ${subnets.length} of ${name}'s ${subnetIds.length} subnets`,
+      );
+    return nlbNodeRules(
+      name,
+      ports,
+      spec.sourceRanges.length > 0 ? spec.sourceRanges : anywhere,
+      subnets.flatMap((x) => (x.CidrBlock ? [x.CidrBlock] : [])),
+    );
+  }
+
+  /**
+   * A managed group made for an NLB that cannot take it (an earlier fleet-ccm did so for an
+   * adopted one without groups): its node-group rules revoked and the group deleted; one AWS
+   * still holds goes with the Service's delete. Only one fleet-ccm made (its owner tags): an
+   * upstream `k8s-elb-<name>` may still serve a classic ELB that a type change left.
+   */
+  private async dropUnattachedGroups(owner: LbOwner, name: string, signal?: AbortSignal): Promise<void> {
+    const stray = await this.net.ownedGroups(name, owner, signal, { ours: true });
+    for (const g of stray) await this.net.revokeNodeRules(g, signal);
+    await this.net.deleteGroups(stray, signal);
   }
 
   private async updateLb(lb: LoadBalancer, groups: readonly string[], signal?: AbortSignal): Promise<void> {
@@ -543,6 +611,13 @@ export class Nlb {
       if (tg.TargetGroupArn !== undefined) await this.syncTargets(tg.TargetGroupArn, backends, signal);
     const { LoadBalancerName: name, SecurityGroups: groups, VpcId: vpcId } = found.lb;
     await this.net.followBackends({ name, groups, vpcId }, owner, backends, signal);
+    await this.nodeRules.sync(
+      name ?? awsLoadBalancerName(owner.serviceUid),
+      owner.cluster,
+      backends,
+      "follow",
+      signal,
+    );
   }
 
   /**
@@ -578,11 +653,14 @@ export class Nlb {
 
   /**
    * The load balancer (its listeners with it) and its target groups: attached ones, and ours
-   * by name that an interrupted create left unattached. Its group goes after.
+   * by name that an interrupted create left unattached. Before it goes, its node-group rules
+   * (on its targets' groups and the cluster's tagged ones; the cluster's alone once it is gone,
+   * as upstream). Its group goes after.
    */
   async deleteLoadBalancer(owner: LbOwner, signal?: AbortSignal): Promise<void> {
     const found = await this.find(owner, signal);
     const targetGroups = new Set<string>();
+    const targets = new Set<string>();
     if (found !== undefined) {
       const lbArn = found.lb.LoadBalancerArn ?? "";
       for (const tg of await this.attachedGroups(lbArn, signal))
@@ -593,6 +671,18 @@ export class Nlb {
         const arn = forwardsTo(l);
         if (arn !== undefined) targetGroups.add(arn);
       }
+      for (const arn of targetGroups) {
+        try {
+          for (const t of await this.targets(arn, signal)) targets.add(t.Id);
+        } catch (err) {
+          if (!isGone(err)) throw err;
+        }
+      }
+    }
+    const instances = targets.size === 0 ? [] : await this.net.instances([...targets], signal);
+    await this.nodeRules.sync(awsLoadBalancerName(owner.serviceUid), owner.cluster, instances, [], signal);
+    if (found !== undefined) {
+      const lbArn = found.lb.LoadBalancerArn ?? "";
       await this.api.call("nlb.delete", signal, (abortSignal) =>
         this.api.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: lbArn }), { abortSignal }),
       );
