@@ -2,7 +2,12 @@ import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AnnotationError } from "../../cloud/annotation-bounds.js";
-import { InstanceNotFoundError, NeedsEnsureError, TransientCloudError } from "../../cloud/errors.js";
+import {
+  ConflictError,
+  InstanceNotFoundError,
+  NeedsEnsureError,
+  TransientCloudError,
+} from "../../cloud/errors.js";
 import {
   type CloudProvider,
   type InProgress,
@@ -12,6 +17,7 @@ import {
   type LoadBalancers,
 } from "../../cloud/provider.js";
 import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
+import { CONFLICT_ATTEMPTS } from "../../cloud/serialized-write.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { type ClusterView, FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
@@ -458,6 +464,15 @@ describe("service reconcile", () => {
     expect(out.services).toBeUndefined();
     expect(out.requeue.kind).toBe("backoff");
     expect(out.events?.map((e) => e.reason)).toEqual(["DeletingLoadBalancer", "DeleteLoadBalancerFailed"]);
+  });
+
+  test("a conflict on the shared cloud object is repeated at once, then backs off as transient", async () => {
+    const h = harness([svc()], [node("a")], new ConflictError("412 Precondition Failed"));
+    const out = await h.run();
+    // Three attempts in this pass (CONFLICT_ATTEMPTS), each reading fresh state, then one Event.
+    expect(h.calls.filter((c) => c === "ensure")).toHaveLength(CONFLICT_ATTEMPTS);
+    expect(out.requeue.kind).toBe("backoff");
+    expect(out.events?.map((e) => e.reason)).toEqual(["EnsuringLoadBalancer", "SyncLoadBalancerFailed"]);
   });
 
   test("a Service of another loadBalancerClass is ignored", async () => {

@@ -26,7 +26,7 @@ import {
   SetLoadBalancerPoliciesForBackendServerCommand,
 } from "@aws-sdk/client-elastic-load-balancing";
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import type { LbOwner, LoadBalancerSpec, LoadBalancerState } from "../../provider.js";
+import type { LbOwner, LoadBalancerSpec, LoadBalancerState, ServiceTarget } from "../../provider.js";
 import { type AwsLbSettings, isSslPort } from "./annotations.js";
 import type { AwsApi } from "./api.js";
 import { hasCode } from "./errors.js";
@@ -148,7 +148,7 @@ export class ClassicElb {
 
   /** Everything but the digests, which the caller records last (EnsuredLb). */
   async ensure(
-    owner: LbOwner,
+    owner: ServiceTarget,
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
     found: { lb: LoadBalancerDescription; tags: Tags } | undefined,
@@ -409,7 +409,7 @@ export class ClassicElb {
   }
 
   async updateBackends(
-    owner: LbOwner,
+    owner: ServiceTarget,
     found: { lb: LoadBalancerDescription },
     backendIds: readonly string[],
     signal?: AbortSignal,

@@ -39,6 +39,7 @@ import {
   type LoadBalancerSpec,
   type OwnedLoadBalancer,
   type ProviderContext,
+  type ServiceTarget,
 } from "../../provider.js";
 import type { AwsLbSettings } from "./annotations.js";
 import { type AwsApi, allPages } from "./api.js";
@@ -319,7 +320,7 @@ export class LbNetwork {
    * CIDR, undefined for a load balancer that can take no group (an NLB made without any).
    */
   async prepare(
-    owner: LbOwner,
+    owner: ServiceTarget,
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
     kind: "ELB" | "NLB",
@@ -330,9 +331,11 @@ export class LbNetwork {
     const name = awsLoadBalancerName(owner.serviceUid);
     const tags = ownerTags(owner, spec.serviceName, s.additionalTags);
     const backends = await this.instances(spec.backends, signal);
-    const vpcId = existingVpc ?? this.vpcOf(backends);
+    const vpcId = existingVpc ?? vpcOf(owner.network, backends);
     if (vpcId === undefined)
-      throw new CloudError(`load balancer ${name}: no VPC (set the account's network, or give it backends)`);
+      throw new CloudError(
+        `load balancer ${name}: no VPC (set the cluster's or the account's network, or give it backends)`,
+      );
     // Before the first write: what the annotations name must be the cluster's.
     await checkScope(
       owner,
@@ -390,11 +393,6 @@ export class LbNetwork {
     const groupId = managed.find((g) => lb.groups?.includes(g));
     if (groupId !== undefined && lb.vpcId !== undefined)
       await this.ensureNodeRules(groupId, lb.vpcId, owner.cluster, backends, signal);
-  }
-
-  /** The load balancer's VPC: the account's network, else the backends'. */
-  vpcOf(backends: readonly Instance[]): string | undefined {
-    return this.ctx.account.network ?? backends.find((i) => i.VpcId)?.VpcId;
   }
 
   async securityGroups(filters: Filter[], signal?: AbortSignal): Promise<SecurityGroup[]> {
@@ -665,4 +663,10 @@ export class LbNetwork {
     }
     return undefined;
   }
+}
+
+/** A new load balancer's VPC: the cluster's network (ClusterTarget.network), else its backends'. */
+export function vpcOf(network: string | undefined, backends: readonly Instance[]): string | undefined {
+  if (network !== undefined && network !== "") return network;
+  return backends.find((i) => i.VpcId)?.VpcId;
 }

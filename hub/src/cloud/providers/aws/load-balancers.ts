@@ -94,7 +94,7 @@ export class AwsLoadBalancers implements LoadBalancers {
   }
 
   async ensure(
-    owner: LbOwner,
+    owner: ServiceTarget,
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
     hints?: LbServiceHints,
@@ -158,7 +158,7 @@ export class AwsLoadBalancers implements LoadBalancers {
   }
 
   async updateBackends(
-    owner: LbOwner,
+    owner: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
     backendAnnotations?: BackendAnnotations,
@@ -206,7 +206,7 @@ export class AwsLoadBalancers implements LoadBalancers {
    * balancer deleted (either kind: an interrupted create or a kind changed by hand leaves
    * nothing), its group last, in progress while AWS still holds it.
    */
-  async ensureDeleted(owner: LbOwner, signal?: AbortSignal): Promise<undefined | InProgress> {
+  async ensureDeleted(owner: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
     const groups = await this.net.ownedGroups(awsLoadBalancerName(owner.serviceUid), owner, signal);
     for (const g of groups) await this.net.revokeNodeRules(g, signal);
     await this.classic.deleteLoadBalancer(owner, signal);

@@ -45,6 +45,7 @@ import {
   type LbOwner,
   type LoadBalancerSpec,
   type LoadBalancerState,
+  type ServiceTarget,
 } from "../../provider.js";
 import { type AwsLbSettings, isSslPort } from "./annotations.js";
 import { type AwsApi, allPages } from "./api.js";
@@ -249,7 +250,7 @@ export class Nlb {
 
   /** Everything but the digests, which the caller records last (EnsuredLb); in progress while provisioning. */
   async ensure(
-    owner: LbOwner,
+    owner: ServiceTarget,
     spec: LoadBalancerSpec,
     s: AwsLbSettings,
     found: { lb: LoadBalancer; tags: Tags } | undefined,
@@ -601,7 +602,7 @@ export class Nlb {
   }
 
   async updateBackends(
-    owner: LbOwner,
+    owner: ServiceTarget,
     found: { lb: LoadBalancer },
     backendIds: readonly string[],
     signal?: AbortSignal,
