@@ -2,7 +2,14 @@
 // vendor fake. Imported by tests only (the hub build excludes *.testkit.ts); it never imports a
 // fake: the fixture that starts one lives in the provider's conformance.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { InstanceNotFoundError, isRetryable, ThrottledError, TransientCloudError } from "../errors.js";
+import {
+  InstanceNotFoundError,
+  isRetryable,
+  NeedsEnsureError,
+  OperationFailedError,
+  ThrottledError,
+  TransientCloudError,
+} from "../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../naming.js";
 import {
   type AccountBinding,
@@ -10,6 +17,7 @@ import {
   type ClusterTarget,
   type InProgress,
   isInProgress,
+  type LbIngress,
   type LbOwner,
   type LoadBalancerSpec,
   lbOwner,
@@ -68,11 +76,54 @@ export interface ConformanceFake {
   createForeignLoadBalancer?(): void;
   /** A route made by another client to `targetInstanceID` (it must be listed, never owned, never touched). */
   createForeignRoute?(destinationCIDR: string, targetInstanceID: string): void;
+  /**
+   * The node ports the owner's load balancer sends traffic to on its backends, sorted and
+   * deduplicated, as the fake holds them (never the provider's answer).
+   */
+  backendPorts(owner: LbOwner): number[];
+  /**
+   * A second network of the account, for cluster scope: two clusters of one account on
+   * different networks. `prepareCluster`: what the vendor needs before routes of a cluster
+   * exist there (a route table tagged for it, say).
+   */
+  readonly otherNetwork?: {
+    readonly network: string;
+    createInstance(name: string): FakeInstance;
+    prepareCluster?(cluster: string): void;
+  };
+  /** The next `n` load-balancer creates the fake accepts end in failure, as the cloud reports it (asynchronous clouds). */
+  failNextCreates?(n: number): void;
+  /** Load balancers built exactly as the vendor's own CCM builds them, one per mode it has. */
+  readonly vendorModes?: readonly VendorMode[];
   close(): Promise<void>;
+}
+
+/** One way the vendor's CCM builds a Service's load balancer (adoption while migrating). */
+export interface VendorMode {
+  readonly mode: string;
+  /**
+   * Builds, as the vendor CCM does for cluster `vendorCcmClusterName`, the load balancer of
+   * `owner`'s Service with `spec` (its listeners, backends and source ranges).
+   */
+  build(owner: LbOwner, spec: LoadBalancerSpec, vendorCcmClusterName: string): Promise<VendorBuilt>;
+}
+
+export interface VendorBuilt {
+  /** The Service's ingress as the vendor CCM wrote it. */
+  readonly ingress: readonly LbIngress[];
+  /** The annotations the vendor CCM's Service carries (the load balancer's id, say); often none. */
+  readonly annotations?: Readonly<Record<string, string>>;
+  /**
+   * What the cloud lets reach this load balancer now, as "<port> <CIDR>" entries (listener or
+   * node ports and the source ranges admitted on them), from the fake's truth.
+   */
+  exposure(): readonly string[];
 }
 
 export interface ConformanceFixture {
   start(): Promise<ConformanceFake>;
+  /** The vendor CCM's modes the fake can build (the names of ConformanceFake.vendorModes). */
+  readonly vendorModes?: readonly string[];
 }
 
 export interface ConformanceOptions {
@@ -546,6 +597,194 @@ export function describeProviderConformance(
         expect(after?.specDigest).toBe(loadBalancerSpecDigest(changed));
         expect(after?.backendsDigest).toBe(backendsDigest(changed.backends));
         await fresh((h) => lbsOf(h).ensureDeleted(o));
+      });
+    });
+
+    describe("one provider, many owners and clusters", () => {
+      const ports = (sp: LoadBalancerSpec) =>
+        [...new Set(sp.listeners.map((l) => l.nodePort))].sort((a, b) => a - b);
+      /** Ensures, and where updateBackends asks for it (NeedsEnsureError), ensures again. */
+      async function setBackends(
+        h: Harness,
+        o: ServiceTarget,
+        sp: LoadBalancerSpec,
+        backends: readonly string[],
+      ) {
+        try {
+          await settle(() => lbsOf(h).updateBackends(o, backends));
+        } catch (err) {
+          if (!(err instanceof NeedsEnsureError)) throw err;
+          await settle(() => lbsOf(h).ensure(o, { ...sp, backends }));
+        }
+      }
+
+      test("a long-lived provider keeps each owner's node ports: backends emptied, then refilled, across clusters", async () => {
+        const h = await harness();
+        const a = owner();
+        const b: ServiceTarget = { ...owner(), cluster: `${cluster}-b` };
+        // The same Service port on both, other node ports: nothing of one may leak into the other.
+        const specA = spec();
+        const specB = spec({
+          listeners: specA.listeners.map((l) => ({ ...l, nodePort: l.nodePort + 1000 })),
+          healthCheck: { ...specA.healthCheck, port: specA.healthCheck.port + 1000 },
+        });
+        await settle(() => lbsOf(h).ensure(a, specA));
+        await settle(() => lbsOf(h).ensure(b, specB));
+        expect(fake.backendPorts(a)).toEqual(ports(specA));
+        expect(fake.backendPorts(b)).toEqual(ports(specB));
+        // A emptied (its nodes all left) while B is ensured again, then A refilled.
+        await setBackends(h, a, specA, []);
+        await settle(() => lbsOf(h).ensure(b, specB));
+        await setBackends(h, a, specA, specA.backends);
+        expect((await lbsOf(h).get(a))?.backends).toEqual(specA.backends);
+        expect(fake.backendPorts(a)).toEqual(ports(specA));
+        expect(fake.backendPorts(b)).toEqual(ports(specB));
+        for (const o of [a, b]) await settle(() => lbsOf(h).ensureDeleted(o));
+        expect([...ownedKinds(a), ...ownedKinds(b)]).toEqual([]);
+      });
+
+      test("concurrent ensures of two owners of one cluster: each gets exactly its own load balancer", async () => {
+        const want = await baseline(spec());
+        const h = await harness();
+        const [a, b] = [owner(), owner()];
+        const [ia, ib] = await Promise.all([a, b].map((o) => settle(() => lbsOf(h).ensure(o, spec()))));
+        expect(ownedKinds(a)).toEqual(want.kinds);
+        expect(ownedKinds(b)).toEqual(want.kinds);
+        expect(ia).not.toEqual(ib);
+        await Promise.all([a, b].map((o) => settle(() => lbsOf(h).ensureDeleted(o))));
+        expect([...ownedKinds(a), ...ownedKinds(b)]).toEqual([]);
+      });
+
+      test("cluster scope: two clusters of one account on different networks, each in its own", async () => {
+        const other = fake.otherNetwork;
+        if (other === undefined) return; // the fake has one network per account
+        const h = await harness();
+        const b: ClusterTarget = {
+          cluster: `${cluster}-net`,
+          network: other.network,
+          scope: { network: other.network },
+        };
+        other.prepareCluster?.(b.cluster);
+        const there = [other.createInstance(unique("net-b-0")), other.createInstance(unique("net-b-1"))];
+        const ob: ServiceTarget = { ...b, serviceUid: unique("uid") };
+        const sb = spec({ backends: there.map((i) => i.instanceID).sort() });
+        if (h.provider.loadBalancers !== undefined) {
+          await settle(() => lbsOf(h).ensure(ob, sb));
+          expect((await lbsOf(h).get(ob))?.backends).toEqual(sb.backends);
+          await settle(() => lbsOf(h).ensureDeleted(ob));
+          expect(ownedKinds(ob)).toEqual([]);
+        }
+        const routes = h.provider.routes;
+        if (routes === undefined) return;
+        const cidrA = `10.${190}.${++seq % 250}.0/24`;
+        const cidrB = `10.${191}.${seq % 250}.0/24`;
+        const ra = await settle(() =>
+          routes.create(at(), { destinationCIDR: cidrA, targetInstanceID: nodes[0]!.instanceID }),
+        );
+        const rb = await settle(() =>
+          routes.create(b, { destinationCIDR: cidrB, targetInstanceID: there[0]!.instanceID }),
+        );
+        const inA = (await routes.list(at())).map((r) => r.destinationCIDR);
+        const inB = (await routes.list(b)).map((r) => r.destinationCIDR);
+        expect(inA).toContain(cidrA);
+        expect(inA).not.toContain(cidrB);
+        expect(inB).toContain(cidrB);
+        expect(inB).not.toContain(cidrA);
+        await settle(() => routes.delete(b, rb));
+        await settle(() => routes.delete(at(), ra));
+      });
+    });
+
+    describe("asynchronous failure", () => {
+      test("an operation that fails after answering in progress is OperationFailedError for any replica; a later ensure recovers", async () => {
+        if (fake.failNextCreates === undefined) return; // the cloud answers synchronously
+        const o = owner();
+        fake.failNextCreates(1);
+        const first = await harness();
+        const outcome = await settle(() => lbsOf(first).ensure(o, spec())).catch((e: unknown) => e);
+        expect(outcome).toBeInstanceOf(OperationFailedError);
+        expect(isRetryable(outcome)).toBe(true);
+        // Another replica (a new provider) reads the failure from the cloud.
+        const second = await harness();
+        const seen = await settle(() => lbsOf(second).ensure(o, spec())).catch((e: unknown) => e);
+        const [ingress] =
+          seen instanceof OperationFailedError
+            ? await fresh((h) => lbsOf(h).ensure(o, spec()))
+            : (seen as readonly LbIngress[]);
+        expect(ingress?.ip ?? ingress?.hostname).toBeDefined();
+        expect(ownedKinds(o)).toEqual((await baseline(spec())).kinds);
+        await fresh((h) => lbsOf(h).ensureDeleted(o));
+        expect(ownedKinds(o)).toEqual([]);
+      });
+    });
+
+    describe("adoption from the vendor CCM", () => {
+      const modes = fixtureModes();
+      function fixtureModes(): readonly string[] {
+        // The fake starts in beforeAll; the modes a fixture declares are static.
+        return fixture.vendorModes ?? [];
+      }
+      test.each(modes.length > 0 ? modes : ["(none)"])(
+        "mode %s: adopted with the operator's opt-in, narrowed to the Service, nothing open after delete",
+        async (mode) => {
+          const vendor = fake.vendorModes?.find((m) => m.mode === mode);
+          if (vendor === undefined) return; // the vendor has no CCM to migrate from
+          const o = owner();
+          const ranged = spec({ sourceRanges: ["10.0.0.0/8"] });
+          // The vendor CCM built it open to all; the Service now says 10.0.0.0/8.
+          const built = await vendor.build(o, spec(), "vendor-cluster");
+          const hints = { annotations: { ...(built.annotations ?? {}) }, ingress: built.ingress };
+          const refused = await fresh((h) =>
+            lbsOf(h).ensure(o, { ...ranged, annotations: hints.annotations }, undefined, hints),
+          ).catch((e: unknown) => e);
+          // Without adoptFrom the hub never takes it over (it may build its own instead).
+          if (!(refused instanceof Error)) await fresh((h) => lbsOf(h).ensureDeleted(o, undefined, hints));
+          const adopting: ServiceTarget = {
+            ...o,
+            scope: { adoptFrom: { vendorCcmClusterName: "vendor-cluster" } },
+          };
+          const ingress = await fresh((h) =>
+            lbsOf(h).ensure(adopting, { ...ranged, annotations: hints.annotations }, undefined, hints),
+          );
+          expect(ingress).toEqual(built.ingress);
+          const open = built.exposure();
+          expect(open.length).toBeGreaterThan(0);
+          for (const e of open) expect(e.endsWith(" 10.0.0.0/8")).toBe(true);
+          await fresh((h) => lbsOf(h).ensureDeleted(adopting, undefined, hints));
+          expect(built.exposure()).toEqual([]);
+          expect(ownedKinds(o)).toEqual([]);
+        },
+      );
+    });
+
+    describe("quotas", () => {
+      test("the quotas the provider declares are the fake's: at the tightest it builds, one listener past it the cloud refuses", async () => {
+        const h = await harness();
+        const quotas = lbsOf(h).capabilities.quotas?.({}) ?? [];
+        // The most listeners every declared quota admits (one open source range, as the spec has).
+        let most = Number.POSITIVE_INFINITY;
+        for (const q of quotas) {
+          if (q.counts === "listeners") most = Math.min(most, q.limit);
+          // One source range: one rule per listener, plus the provider's extra ones per range.
+          if (q.counts === "sourceRules") most = Math.min(most, q.limit - (q.extraRulesPerSource ?? 0));
+        }
+        if (!Number.isFinite(most)) return; // no quota on listeners or their rules declared
+        const many = (n: number) =>
+          spec({
+            listeners: Array.from({ length: n }, (_, i) => ({
+              protocol: "TCP" as const,
+              port: 10_000 + i,
+              nodePort: 30_000 + i,
+              proxyProtocol: false,
+            })),
+          });
+        const atLimit = owner();
+        await settle(() => lbsOf(h).ensure(atLimit, many(most)));
+        await settle(() => lbsOf(h).ensureDeleted(atLimit));
+        const over = owner();
+        await expect(settle(() => lbsOf(h).ensure(over, many(most + 1)))).rejects.toThrow();
+        await settle(() => lbsOf(h).ensureDeleted(over));
+        expect(ownedKinds(over)).toEqual([]);
       });
     });
 

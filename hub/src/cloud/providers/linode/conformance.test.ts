@@ -87,6 +87,33 @@ const fixture = (opts: { linodeInterfaces?: boolean } = {}): ConformanceFixture 
       failWithServerErrors: () => fake.setFaults({ errorRate: 1 }, ACCOUNT),
       clearFaults: () => fake.resetFaults(),
       resources: () => linodeResources(fake, ACCOUNT),
+      backendPorts: (o) => {
+        const nb = fake.store.nodeBalancersOf(ACCOUNT).find((n) => n.tags.includes(`fccm:u=${o.serviceUid}`));
+        const ports = (nb?.configs ?? []).flatMap((c) =>
+          c.nodes.map((n) => Number(n.address.split(":").at(-1))),
+        );
+        return [...new Set(ports)].sort((a, b) => a - b);
+      },
+      otherNetwork: (() => {
+        const other = fake.createVpc(ACCOUNT, {
+          label: "other-vpc",
+          region: REGION,
+          subnets: [{ label: "nodes", ipv4: "10.8.0.0/16" }],
+        });
+        const subnetId = other.subnets[0]!.id;
+        return {
+          network: "other-vpc",
+          createInstance: (name: string) => {
+            const l = fake.createLinode(ACCOUNT, {
+              label: name,
+              region: REGION,
+              vpcSubnetId: subnetId,
+              ...(opts.linodeInterfaces && { linodeInterfaces: true }),
+            });
+            return { instanceID: String(l.id), providerID: `linode://${l.id}` };
+          },
+        };
+      })(),
       createForeignLoadBalancer: () => {
         foreign++;
         fake.createNodeBalancer(ACCOUNT, {

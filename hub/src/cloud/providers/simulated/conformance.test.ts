@@ -81,6 +81,24 @@ function simulatedFixture(options?: Readonly<Record<string, unknown>>): Conforma
           }
           return out;
         },
+        backendPorts: (o) => {
+          const mine = (tags: Readonly<Record<string, string>>) => {
+            const owner = lbOwner(tags);
+            return owner?.cluster === o.cluster && owner.serviceUid === o.serviceUid;
+          };
+          const ports = cloud
+            .inventory(ACCOUNT)
+            .pools.filter((p) => mine(p.tags) && p.members.length > 0)
+            .map((p) => p.targetPort);
+          return [...new Set(ports)].sort((a, b) => a - b);
+        },
+        otherNetwork: {
+          network: "vpc-0ther0001",
+          createInstance: (name) => {
+            const i = cloud.createInstance(ACCOUNT, { name, region: REGION, network: "vpc-0ther0001" });
+            return { instanceID: i.id, providerID: `simulated://${REGION}/${i.id}` };
+          },
+        },
         createForeignLoadBalancer: () => {
           const lb = cloud.createLoadBalancer(ACCOUNT, {
             name: `theirs-${++foreign}`,
