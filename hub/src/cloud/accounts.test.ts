@@ -5,7 +5,7 @@ import { parseHubConfig } from "../config/load.js";
 import { HubMetrics } from "../metrics.js";
 import { FakeClock } from "../util/clock.js";
 import { CloudAccounts } from "./accounts.js";
-import type { CloudCallWrapper, ProviderFactory } from "./provider.js";
+import type { CloudCallWrapper, ProviderContext, ProviderFactory } from "./provider.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 import { ProviderRegistry } from "./registry.js";
 
@@ -39,6 +39,7 @@ async function bind(
   clusters?: unknown[],
 ) {
   const calls: CloudCallWrapper[] = [];
+  const contexts: ProviderContext[] = [];
   const fake: ProviderFactory = {
     name: "fake",
     annotationPrefixes: [],
@@ -47,6 +48,7 @@ async function bind(
     endpoint: "optional",
     async create(ctx) {
       calls.push(ctx.call);
+      contexts.push(ctx);
       return {
         name: "fake",
         instances: {
@@ -71,7 +73,7 @@ async function bind(
     env: { K: "secret", T: "t" },
     ...(signal !== undefined && { signal }),
   });
-  return { accounts: accountsRuntime, calls };
+  return { accounts: accountsRuntime, calls, contexts };
 }
 
 describe("cloud accounts", () => {
@@ -139,7 +141,7 @@ describe("cloud accounts", () => {
       token: { env: "T" },
       ...over,
     });
-    const { accounts, calls } = await bind(
+    const { accounts, calls, contexts } = await bind(
       multi,
       undefined,
       [],
@@ -156,6 +158,8 @@ describe("cloud accounts", () => {
     // Every load-balancer and route call names the cluster and its own network.
     expect(accounts.cloudFor("c2")?.target).toMatchObject({ cluster: "c2", network: "vpc-2" });
     expect(accounts.cloudFor("c1")?.target.cluster).toBe("c1");
+    // The provider of the account lists for every cluster's network.
+    expect(contexts[0]?.clusterNetworks?.()).toEqual([undefined, "vpc-2", undefined]);
     // One lock table per account: its clusters' writes of one shared object never overlap.
     expect(accounts.cloudFor("c1")?.writeLocks).toBe(accounts.cloudFor("c2")?.writeLocks);
     expect(accounts.cloudFor("c1")?.scope.adoptFrom).toBeUndefined();

@@ -39,6 +39,8 @@ interface AccountRuntime {
   readonly loadBalancerOps: Semaphore;
   /** Serializes writes of one shared cloud object (LockKey) across the account's clusters. */
   readonly writeLocks: KeyedLock;
+  /** The networks of the account's clusters now (ProviderContext.clusterNetworks), replaced by setClusters. */
+  readonly networks: { current: readonly (string | undefined)[] };
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
 }
 
@@ -181,6 +183,13 @@ export class CloudAccounts {
         lookups.set(c.name, new InstanceLookups(account.provider.instances, cache, deps.clock));
       }
     });
+    const networks = new Map<string, (string | undefined)[]>();
+    for (const c of clusters) {
+      const network = bound.get(c.name)?.target.network;
+      networks.set(c.account, [...(networks.get(c.account) ?? []), network]);
+    }
+    for (const [name, runtime] of this.accounts)
+      runtime.networks.current = networks.get(name) ?? [this.configs.find((a) => a.name === name)?.network];
     this.clusters = bound;
     this.caches = caches;
     this.lookups = lookups;
@@ -338,6 +347,7 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
     const newLimiter = () =>
       new TokenBucket({ ratePerSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst, clock: deps.clock });
     const accountLimiter = newLimiter();
+    const networks = { current: [a.network] as readonly (string | undefined)[] };
     const regions = new Map<string, RegionRuntime>();
     const limiters = new Set<TokenBucket>();
     for (const region of a.regions) {
@@ -359,7 +369,7 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
       const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal, deps.guard);
       const provider = await createProvider(
         factory,
-        { account: binding, logger, clock: deps.clock, call },
+        { account: binding, logger, clock: deps.clock, call, clusterNetworks: () => networks.current },
         a.options,
       );
       const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
@@ -377,6 +387,7 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
       routeWrites: new Semaphore(deps.maxConcurrentRouteWrites),
       loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
       writeLocks: new KeyedLock(),
+      networks,
       rateLimit: a.rateLimit,
     };
   } catch (err) {

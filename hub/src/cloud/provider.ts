@@ -420,6 +420,20 @@ export interface ProviderContext {
   readonly clock: Clock;
   /** Every cloud call goes through this (rate limit, metrics). */
   readonly call: CloudCallWrapper;
+  /**
+   * The networks the account's clusters are in (each cluster's own, else the account's), for
+   * account-wide reads that must cover every cluster: instance listings, an instance's network
+   * and VPC addresses. Re-read per call (a configuration reload changes it). `undefined` in the
+   * list: a cluster with no network at all (nothing filters by network then). Absent: the
+   * account's network alone.
+   */
+  readonly clusterNetworks?: () => readonly (string | undefined)[];
+}
+
+/** The networks of the account's clusters (ProviderContext.clusterNetworks), deduplicated; "" counts as none. */
+export function accountNetworks(ctx: ProviderContext): readonly (string | undefined)[] {
+  const all = ctx.clusterNetworks?.() ?? [ctx.account.network];
+  return [...new Set(all.map((n) => (n === "" ? undefined : n)))];
 }
 
 /** Wraps one cloud API call: rate limiting, counting, timing. `op` is a short stable name. */

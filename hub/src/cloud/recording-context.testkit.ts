@@ -20,6 +20,8 @@ export interface RecordingOptions {
   /** The signal every call gets (aborting it ends calls in flight). */
   readonly signal?: AbortSignal;
   readonly clock?: Clock;
+  /** ProviderContext.clusterNetworks: the networks of the account's clusters. */
+  readonly clusterNetworks?: readonly (string | undefined)[];
 }
 
 export interface Recorded {
@@ -34,6 +36,7 @@ export function recordingContext(account: AccountBinding, opts: RecordingOptions
     account,
     logger: pino({ level: "silent" }),
     clock: opts.clock ?? systemClock,
+    ...(opts.clusterNetworks !== undefined && { clusterNetworks: () => opts.clusterNetworks ?? [] }),
     call: async (op, fn) => {
       ops.push(op);
       const n = ops.length;

@@ -12,13 +12,14 @@ import {
   paginateDescribeInstances,
 } from "@aws-sdk/client-ec2";
 import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
-import type {
-  InstanceListPage,
-  InstanceMetadata,
-  InstanceState,
-  Instances,
-  NodeAddress,
-  ProviderContext,
+import {
+  accountNetworks,
+  type InstanceListPage,
+  type InstanceMetadata,
+  type InstanceState,
+  type Instances,
+  type NodeAddress,
+  type ProviderContext,
 } from "../../provider.js";
 import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
@@ -197,12 +198,14 @@ export class AwsInstances implements Instances {
   }
 
   async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
-    const network = this.ctx.account.network;
+    // The VPCs of every cluster of the account; a cluster without one: no filter at all.
+    const networks = accountNetworks(this.ctx);
+    const vpcs = networks.every((n) => n !== undefined) ? (networks as string[]) : [];
     const out = await this.api.onePage(
       paginateDescribeInstances,
       this.api.ec2,
       "instances.list",
-      network !== undefined ? { Filters: [{ Name: "vpc-id", Values: [network] }] } : {},
+      vpcs.length > 0 ? { Filters: [{ Name: "vpc-id", Values: vpcs }] } : {},
       { pageSize: this.pageSize, token: pageToken, signal },
     );
     const zones = await this.zones(signal);

@@ -156,6 +156,30 @@ describe("instances", () => {
     expect(ops).toEqual(["instances.get"]);
   });
 
+  test("two clusters of the account on two VPCs: each Linode's network and VPC address are its own VPC's", async () => {
+    const other = h.fake.createVpc(ACCOUNT, {
+      label: "vpc-two",
+      region: REGION,
+      subnets: [{ label: "nodes", ipv4: "10.7.0.0/16" }],
+    });
+    const inOther = h.fake.createLinode(ACCOUNT, {
+      label: "two-1",
+      region: REGION,
+      vpcSubnetId: other.subnets[0]!.id,
+    });
+    const inFirst = h.fake.createLinode(ACCOUNT, { label: "one-1", region: REGION, vpcSubnetId: h.subnetId });
+    // The account names the first VPC; a second cluster names its own (clusters[].network).
+    const { provider } = await h.provider({ network: VPC }, undefined, { clusterNetworks: [VPC, "vpc-two"] });
+    const two = await provider.instances.getByProviderID(`linode://${inOther.id}`);
+    const one = await provider.instances.getByProviderID(`linode://${inFirst.id}`);
+    expect(two.network).toBe("vpc-two");
+    expect(two.addresses).toContainEqual({
+      type: "InternalIP",
+      address: inOther.interfaces.find((i) => i.purpose === "vpc")?.vpcIPv4,
+    });
+    expect(one.network).toBe(VPC);
+  });
+
   test("offline and shutting_down are shutdown states (the hub taints those nodes)", async () => {
     const l = h.fake.createLinode(ACCOUNT, { label: "sleepy", region: REGION });
     const { provider } = await h.provider();

@@ -7,13 +7,14 @@
  */
 import { isIP } from "node:net";
 import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
-import type {
-  InstanceListPage,
-  InstanceMetadata,
-  InstanceState,
-  Instances,
-  NodeAddress,
-  ProviderContext,
+import {
+  accountNetworks,
+  type InstanceListPage,
+  type InstanceMetadata,
+  type InstanceState,
+  type Instances,
+  type NodeAddress,
+  type ProviderContext,
 } from "../../provider.js";
 import type { LinodeClient } from "./client.js";
 import { isNotFound } from "./errors.js";
@@ -92,12 +93,12 @@ export function tagsOf(tags: readonly string[]): Record<string, string> {
   return out;
 }
 
-/** `network`: the account's VPC, for a Linode with an address in it. */
+/** `vpc`: the Linode's VPC among the account's clusters' networks and its addresses there, if any. */
 export function toInstanceMetadata(
   l: WireLinode,
-  vpcIPv4: readonly string[],
-  network?: string,
+  vpc?: { readonly network: string; readonly ipv4: readonly string[] },
 ): InstanceMetadata {
+  const vpcIPv4 = vpc?.ipv4 ?? [];
   return {
     providerID: providerIDOf(l.id),
     instanceID: String(l.id),
@@ -108,7 +109,7 @@ export function toInstanceMetadata(
     addresses: linodeAddresses(l, vpcIPv4),
     state: linodeState(l.status),
     tags: tagsOf(l.tags),
-    ...(network !== undefined && vpcIPv4.length > 0 && { network }),
+    ...(vpc !== undefined && vpcIPv4.length > 0 && { network: vpc.network }),
     additionalLabels: { [REGION_LABEL]: l.region },
   };
 }
@@ -160,6 +161,11 @@ export class LinodeInstances implements Instances {
     return PROVIDER_ID.exec(providerID)?.[1];
   }
 
+  /** Each Linode's VPC among the account's clusters' networks (none without a VPC: no call). */
+  private vpcs(signal?: AbortSignal) {
+    return this.vpc.membership(accountNetworks(this.ctx), signal);
+  }
+
   async getByProviderID(providerID: string, signal?: AbortSignal): Promise<InstanceMetadata> {
     const id = this.parseProviderID(providerID);
     if (id === undefined)
@@ -177,8 +183,7 @@ export class LinodeInstances implements Instances {
       throw new ForbiddenError(
         `Linode ${id} is in region ${l.region}, outside account ${this.ctx.account.name}'s ${this.ctx.account.region}`,
       );
-    const vpcIPs = await this.vpc.ipv4ByLinode(this.ctx.account.network, signal);
-    return toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network);
+    return toInstanceMetadata(l, (await this.vpcs(signal)).get(l.id));
   }
 
   /** Every Linode labelled `name` in the region, all pages (X-Filter on label and region). */
@@ -194,8 +199,8 @@ export class LinodeInstances implements Instances {
           `label filter ${JSON.stringify(name)} answered Linode ${l.id} (${l.label})`,
         );
     if (linodes.length === 0) return [];
-    const vpcIPs = await this.vpc.ipv4ByLinode(this.ctx.account.network, signal);
-    return linodes.map((l) => toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network));
+    const vpcs = await this.vpcs(signal);
+    return linodes.map((l) => toInstanceMetadata(l, vpcs.get(l.id)));
   }
 
   /** Page tokens are Linode's page numbers. */
@@ -207,13 +212,8 @@ export class LinodeInstances implements Instances {
       filter: { region: this.ctx.account.region },
     });
     const linodes = answer.data.map(checkLinode).filter((l) => l.region === this.ctx.account.region);
-    const vpcIPs =
-      linodes.length === 0
-        ? new Map<number, string[]>()
-        : await this.vpc.ipv4ByLinode(this.ctx.account.network, signal);
-    const instances = linodes.map((l) =>
-      toInstanceMetadata(l, vpcIPs.get(l.id) ?? [], this.ctx.account.network),
-    );
+    const vpcs = linodes.length === 0 ? new Map() : await this.vpcs(signal);
+    const instances = linodes.map((l) => toInstanceMetadata(l, vpcs.get(l.id)));
     return page < answer.pages ? { instances, nextPageToken: String(page + 1) } : { instances };
   }
 }

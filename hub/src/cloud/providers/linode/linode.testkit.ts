@@ -2,7 +2,7 @@
 // test starts the fake (sim/src/linode) and hands it over: hub code, testkits included, never
 // imports the simulators.
 import type { AccountBinding, CloudProvider } from "../../provider.js";
-import { bindRecorded } from "../../recording-context.testkit.js";
+import { bindRecorded, type RecordingOptions } from "../../recording-context.testkit.js";
 import { linodeProvider } from "./index.js";
 
 export const REGION = "us-east";
@@ -28,6 +28,7 @@ export interface LinodeHarness<F extends HarnessFake> {
   provider(
     overrides?: Partial<AccountBinding>,
     options?: unknown,
+    recording?: RecordingOptions,
   ): Promise<{ readonly provider: CloudProvider; readonly ops: string[] }>;
   close(): Promise<void>;
 }
@@ -44,7 +45,7 @@ export function linodeHarness<F extends HarnessFake>(fake: F): LinodeHarness<F> 
     fake,
     token: current,
     subnetId: vpc.subnets[0]!.id,
-    provider(overrides = {}, options) {
+    provider(overrides = {}, options, recording) {
       const account: AccountBinding = {
         name: ACCOUNT,
         provider: "linode",
@@ -55,7 +56,7 @@ export function linodeHarness<F extends HarnessFake>(fake: F): LinodeHarness<F> 
         requestTimeoutMs: 2_000,
         ...overrides,
       };
-      return bindRecorded(linodeProvider, account, options);
+      return bindRecorded(linodeProvider, account, options, recording);
     },
     close: () => fake.close(),
   };

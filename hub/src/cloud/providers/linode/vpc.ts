@@ -100,6 +100,23 @@ export class VpcResolver {
     return (await this.load(network, signal)).withSubnet;
   }
 
+  /**
+   * Each Linode's VPC among `networks` (the account's clusters'), with its IPv4 addresses
+   * there: the first of them it has an address in (a Linode has one VPC interface).
+   */
+  async membership(
+    networks: readonly VpcName[],
+    signal?: AbortSignal,
+  ): Promise<ReadonlyMap<number, { readonly network: string; readonly ipv4: readonly string[] }>> {
+    const out = new Map<number, { network: string; ipv4: readonly string[] }>();
+    for (const network of networks) {
+      if (!hasVpc(network)) continue;
+      for (const [id, ipv4] of await this.ipv4ByLinode(network, signal))
+        if (!out.has(id)) out.set(id, { network, ipv4 });
+    }
+    return out;
+  }
+
   private async load(network: VpcName, signal?: AbortSignal) {
     if (!hasVpc(network))
       return { byLinode: new Map<number, string[]>(), withSubnet: new Map<number, VpcAddress[]>() };
