@@ -1,7 +1,7 @@
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
+import { ConflictError, InstanceNotFoundError, ThrottledError } from "../../cloud/errors.js";
 import type { CloudProvider, CloudRoute, InstanceMetadata, Routes } from "../../cloud/provider.js";
 import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
@@ -167,6 +167,37 @@ describe("route controller: retry policy", () => {
     };
     h.fleet.replace("c1", [node("a", ["10.0.1.0/24"])], []);
     expect((await h.reconcile()).requeue).toEqual({ kind: "after", ms: 4_000 });
+  });
+});
+
+describe("route controller: writes of one shared object", () => {
+  test("writes of one lock key never overlap, other keys run at once; a conflict is repeated without an Event", async () => {
+    const h = harness();
+    const routes = h.d.cloud.provider.routes as Routes;
+    const create = routes.create.bind(routes);
+    const inside = new Map<string, number>();
+    const most = new Map<string, number>();
+    let conflicted = false;
+    // One shared object per instance (as Linode's interface ranges): two CIDRs of node b share one.
+    routes.lockKey = (_cluster, route) => `instance:${route.targetInstanceID}`;
+    routes.create = async (cluster, route, signal) => {
+      const key = route.targetInstanceID;
+      inside.set(key, (inside.get(key) ?? 0) + 1);
+      most.set(key, Math.max(most.get(key) ?? 0, inside.get(key) ?? 0));
+      await new Promise((r) => setTimeout(r, 5));
+      inside.set(key, (inside.get(key) ?? 1) - 1);
+      if (route.destinationCIDR === "10.0.2.0/24" && !conflicted) {
+        conflicted = true;
+        throw new ConflictError("interface ranges changed meanwhile");
+      }
+      return create(cluster, route, signal);
+    };
+    h.fleet.replace("c1", [node("a", ["10.0.1.0/24"]), node("b", ["10.0.2.0/24", "10.0.3.0/24"])], []);
+    const out = await h.reconcile();
+    expect(h.routes()).toBe("10.0.1.0/24>i-a 10.0.2.0/24>i-b 10.0.3.0/24>i-b");
+    expect(most.get("i-b")).toBe(1);
+    expect(conflicted).toBe(true);
+    expect(out.events ?? []).toEqual([]);
   });
 });
 
