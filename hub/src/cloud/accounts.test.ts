@@ -103,13 +103,13 @@ describe("cloud accounts", () => {
           account("a2", {
             provider: "simulated",
             endpoint: "http://127.0.0.1:1",
-            options: { asyncPolls: -2 },
+            options: { pollMs: 5 },
           }),
         ],
         undefined,
         [simulatedProvider],
       ),
-    ).rejects.toThrow(/^accounts\[1\]\.options\.asyncPolls: /);
+    ).rejects.toThrow(/^accounts\[1\]\.options: Unrecognized key: "pollMs"/);
   });
 
   test("the provider checks its credential names; a single reference stays valid", async () => {

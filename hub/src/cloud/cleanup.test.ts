@@ -27,6 +27,8 @@ beforeAll(async () => {
   cloud = await startSimulatedCloud({ seed: 7 });
   const { apiKey } = cloud.createAccount(ACCOUNT);
   cloud.setAccountRateLimit(ACCOUNT, 0);
+  // Load balancers are PENDING_CREATE, and PENDING_DELETE, for two reads each (the cloud's setting).
+  cloud.setLoadBalancerAsync(ACCOUNT, { polls: 2, pollMs: 5 });
   ({ provider } = await bindRecorded(
     simulatedProvider,
     {
@@ -37,8 +39,7 @@ beforeAll(async () => {
       credential: apiKey,
       requestTimeoutMs: 2000,
     },
-    // Every create and delete answers "in progress" twice first.
-    { asyncPolls: 2, asyncPollMs: 5 },
+    undefined,
     {
       before: (op) => {
         calls.push(op);

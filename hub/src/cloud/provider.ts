@@ -461,7 +461,7 @@ export interface AccountBinding {
   readonly userAgent?: string;
 }
 
-/** A provider refusing its account's settings; `field` is relative to the account (e.g. "options.asyncPolls"). */
+/** A provider refusing its account's settings; `field` is relative to the account (e.g. "options.pageSize"). */
 export class AccountConfigError extends Error {
   override name = "AccountConfigError";
   constructor(

@@ -4,7 +4,11 @@
  *
  *   GET    /admin/accounts                      → { accounts: SimAccountDetail[] }
  *   POST   /admin/accounts                      { name, apiKey?, rateLimitPerSecond?, rateLimitBurst? } → 201 SimAccountInfo
- *   PATCH  /admin/accounts/{name}               { rateLimitPerSecond?, rateLimitBurst?, suspended? } → SimAccountDetail
+ *   PATCH  /admin/accounts/{name}               { rateLimitPerSecond?, rateLimitBurst?, suspended?,
+ *                                                loadBalancerAsync?: Partial<SimLbAsyncSettings>,
+ *                                                failNextLoadBalancerCreates?: number } → SimAccountDetail
+ *            loadBalancerAsync { polls, pollMs, failRate }: how the account's load balancers go
+ *            through PENDING_CREATE / PENDING_DELETE (lb-store.ts); polls 0 is synchronous
  *   GET    /admin/regions                       → { regions: string[] }
  *   POST   /admin/regions                       { name } → 201 { regions }
  *   GET    /admin/instances[?account=A]         → { instances: SimInstance[] }
@@ -123,6 +127,15 @@ function routes(cloud: SimulatedCloudServer): Array<[method: string, pattern: Re
           cloud.setAccountRateLimit(name, rate, burst);
         }
         if (b["suspended"] !== undefined) cloud.setAccountSuspended(name, bool(b["suspended"], "suspended"));
+        if (b["loadBalancerAsync"] !== undefined) {
+          cloud.setLoadBalancerAsync(name, asObject(b["loadBalancerAsync"], "loadBalancerAsync"));
+        }
+        if (b["failNextLoadBalancerCreates"] !== undefined) {
+          cloud.failNextLoadBalancerCreates(
+            name,
+            num(b["failNextLoadBalancerCreates"], "failNextLoadBalancerCreates"),
+          );
+        }
         return { status: 200, body: cloud.accountDetail(name) };
       },
     ],

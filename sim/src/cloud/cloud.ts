@@ -22,6 +22,7 @@ import type {
   SimInstanceSpec,
   SimInstanceState,
   SimInstanceUpdate,
+  SimLbAsyncSettings,
   SimLbAudit,
   SimLbAuditFilter,
   SimLbInventory,
@@ -199,6 +200,18 @@ export class SimulatedCloudServer implements SimulatedCloud {
 
   deleteLbResource(id: string): void {
     this.lbs.delete(id);
+  }
+
+  setLoadBalancerAsync(account: string, settings: Partial<SimLbAsyncSettings>): void {
+    this.lbs.setAsync(account, settings);
+  }
+
+  loadBalancerAsync(account: string): SimLbAsyncSettings {
+    return this.lbs.asyncSettings(account);
+  }
+
+  failNextLoadBalancerCreates(account: string, count: number): void {
+    this.lbs.failNextCreates(account, count);
   }
 
   loadBalancers(account?: string): SimLoadBalancer[] {

@@ -25,6 +25,7 @@ export type {
   SimInstanceSpec,
   SimInstanceState,
   SimInstanceUpdate,
+  SimLbAsyncSettings,
   SimLbAudit,
   SimLbAuditFilter,
   SimLbDuplicate,
@@ -34,6 +35,7 @@ export type {
   SimLbProtocol,
   SimLbResourceBase,
   SimLbResourceKind,
+  SimLbStatus,
   SimListener,
   SimListenerSpec,
   SimLoadBalancer,
@@ -52,6 +54,7 @@ export {
   SIM_HEALTH_CHECK_PROTOCOLS,
   SIM_INSTANCE_STATES,
   SIM_LB_PROTOCOLS,
+  SIM_LB_STATUSES,
   SIM_SESSION_AFFINITIES,
 } from "./types.js";
 export type {

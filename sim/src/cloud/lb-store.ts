@@ -4,6 +4,22 @@
  * with its own id, name and tags, and references its parents by id. Deletion follows
  * dependency rules (409 DependencyViolation), so an interrupted multi-step create or delete
  * leaves real orphans behind, which auditLoadBalancers() reports.
+ *
+ * Asynchrony lives here, in the cloud, as Octavia's provisioning_status: an account with
+ * `lbAsync.polls` N > 0 answers an API create with a PENDING_CREATE load balancer that stays so
+ * for N API reads of it (gets, or lists that return it), then is ACTIVE, or ERROR with a
+ * `statusMessage` when the create was drawn to fail (failNextLbCreates, failRate); an API
+ * delete makes it PENDING_DELETE for N reads, then it is gone. With N = 0 (the default) a
+ * create is ACTIVE (or ERROR) at once and a delete removes at once. Every client sees the same
+ * states: they are the cloud's, not any client's.
+ *
+ * While a load balancer is PENDING_*, it is immutable, as in Octavia: a write to it or to a
+ * listener, pool or firewall rule of it (create, update, delete; its own delete included) is
+ * refused with 409 LoadBalancerBusy, to be tried again once it settled. An ERROR load balancer
+ * is not immutable: it may be tagged, its sub-resources changed, and it may be deleted; it never
+ * becomes ACTIVE. Health checks belong to no load balancer and are never refused. The
+ * in-process handle's deletes (deleteLbResource, a hand in the console) remove at once,
+ * whatever the state.
  */
 
 import { hasTags, ResourceTable, type TablePage, type TableView } from "../fake-kit/table.js";
@@ -31,12 +47,14 @@ import {
   type SimHealthCheck,
   type SimHealthCheckProtocol,
   type SimHealthCheckSpec,
+  type SimLbAsyncSettings,
   type SimLbAudit,
   type SimLbAuditFilter,
   type SimLbDuplicate,
   type SimLbInventory,
   type SimLbOrphan,
   type SimLbResourceKind,
+  type SimLbStatus,
   type SimListener,
   type SimListenerSpec,
   type SimLoadBalancer,
@@ -45,8 +63,25 @@ import {
   type SimPoolSpec,
 } from "./types.js";
 
-/** A load balancer as stored: the child id lists are derived when it is read. */
-type LbRecord = Omit<SimLoadBalancer, "listenerIds" | "poolIds" | "healthCheckIds" | "firewallIds">;
+/** A load balancer as stored: the child id lists and its status are derived when it is read. */
+type LbRecord = Omit<
+  SimLoadBalancer,
+  "listenerIds" | "poolIds" | "healthCheckIds" | "firewallIds" | "status" | "statusMessage" | "pollAfterMs"
+>;
+
+/** A load balancer that is not plainly ACTIVE (LbStore.lifecycle); absent: ACTIVE. */
+interface Lifecycle {
+  status: SimLbStatus;
+  /** PENDING_*: API reads left before it moves on. */
+  readsLeft: number;
+  /** PENDING_CREATE: where it ends, drawn at the create (a seed replays it). */
+  failed: boolean;
+  /** ERROR (or PENDING_CREATE that will fail): why, as the cloud says it. */
+  message?: string;
+}
+
+/** The largest `lbAsync.polls` (reads) an account may take. */
+const MAX_POLLS = 1_000;
 
 export interface LoadBalancerPatch {
   readonly tags?: unknown;
@@ -128,6 +163,8 @@ export class LbStore {
   private readonly poolsByHc = new Map<string, Set<string>>();
   private internalAddresses = 0;
   private publicAddresses = 0;
+  /** Load balancers pending or failed, by id (the module comment). */
+  private readonly lifecycle = new Map<string, Lifecycle>();
 
   constructor(
     private readonly cloud: CloudStore,
@@ -146,7 +183,15 @@ export class LbStore {
 
   // --- creation -----------------------------------------------------------------------------
 
-  createLoadBalancer(accountName: string, spec: SimLoadBalancerSpec): SimLoadBalancer {
+  /**
+   * `via` "api": the public API's create, which goes through the account's timing and failure
+   * settings; "handle": made as if by another tool long ago, ACTIVE at once.
+   */
+  createLoadBalancer(
+    accountName: string,
+    spec: SimLoadBalancerSpec,
+    via: "api" | "handle" = "handle",
+  ): SimLoadBalancer {
     const account = this.cloud.account(accountName);
     checkObject(spec, "load balancer");
     const name = checkName(spec.name);
@@ -174,7 +219,102 @@ export class LbStore {
       }),
     });
     this.lbs.insert(record, this.now());
+    if (via === "api") this.startCreate(record);
     return this.lbView(record);
+  }
+
+  /** Draws the create's outcome now and starts its PENDING_CREATE, or settles it at once. */
+  private startCreate(lb: LbRecord): void {
+    const account = this.cloud.account(lb.account);
+    let failed = false;
+    if (account.failNextLbCreates > 0) {
+      account.failNextLbCreates--;
+      failed = true;
+    } else if (account.lbAsync.failRate > 0) {
+      // Drawn only when asked for, so accounts without failures replay the same ids.
+      failed = this.random.next() < account.lbAsync.failRate;
+    }
+    const message = failed
+      ? `provisioning of load balancer ${lb.name} failed: no capacity for its data plane in ${lb.region} (simulated)`
+      : undefined;
+    const life: Lifecycle = {
+      status: "PENDING_CREATE",
+      readsLeft: account.lbAsync.polls,
+      failed,
+      ...(message !== undefined && { message }),
+    };
+    if (life.readsLeft > 0) this.lifecycle.set(lb.id, life);
+    else this.settle(lb.id, life);
+  }
+
+  /** A PENDING_* load balancer whose reads ran out: created (ACTIVE or ERROR), or deleted. */
+  private settle(id: string, life: Lifecycle): void {
+    if (life.status === "PENDING_DELETE") {
+      this.removeLb(id);
+      return;
+    }
+    if (!life.failed) {
+      this.lifecycle.delete(id);
+      return;
+    }
+    this.lifecycle.set(id, {
+      status: "ERROR",
+      readsLeft: 0,
+      failed: true,
+      message: life.message ?? "failed",
+    });
+  }
+
+  /** One API read of a live load balancer: a pending one moves one read closer to its next state. */
+  private observe(id: string): void {
+    const life = this.lifecycle.get(id);
+    if (life === undefined || (life.status !== "PENDING_CREATE" && life.status !== "PENDING_DELETE")) return;
+    if (life.readsLeft > 0) life.readsLeft--;
+    else this.settle(id, life);
+  }
+
+  private removeLb(id: string): void {
+    this.lbs.remove(id, this.now());
+    this.lifecycle.delete(id);
+  }
+
+  /** 409 LoadBalancerBusy while the load balancer is PENDING_* (immutable, as in Octavia). */
+  private checkMutable(lbId: string): void {
+    const status = this.lifecycle.get(lbId)?.status;
+    if (status === "PENDING_CREATE" || status === "PENDING_DELETE") {
+      throw new SimCloudError(
+        409,
+        "LoadBalancerBusy",
+        `load balancer ${lbId} is ${status}: it and its listeners, pools and firewall rules cannot change until it is ACTIVE or ERROR`,
+      );
+    }
+  }
+
+  // --- asynchrony settings (per account) --------------------------------------------------------
+
+  setAsync(accountName: string, settings: Partial<SimLbAsyncSettings>): void {
+    const account = this.cloud.account(accountName);
+    checkObject(settings, "load-balancer async settings");
+    const { polls, pollMs, failRate } = settings as Record<string, unknown>;
+    for (const key of Object.keys(settings)) {
+      if (key !== "polls" && key !== "pollMs" && key !== "failRate")
+        throw invalid(`unknown setting "${key}"`);
+    }
+    const next: SimLbAsyncSettings = {
+      polls: polls === undefined ? account.lbAsync.polls : checkInteger(polls, "polls", 0, MAX_POLLS),
+      pollMs: pollMs === undefined ? account.lbAsync.pollMs : checkInteger(pollMs, "pollMs", 1, 3_600_000),
+      failRate: failRate === undefined ? account.lbAsync.failRate : checkRate(failRate, "failRate"),
+    };
+    account.lbAsync = Object.freeze(next);
+  }
+
+  asyncSettings(accountName: string): SimLbAsyncSettings {
+    return this.cloud.account(accountName).lbAsync;
+  }
+
+  failNextCreates(accountName: string, count: number): void {
+    const account = this.cloud.account(accountName);
+    account.failNextLbCreates = checkInteger(count, "count", 0, 1_000_000);
   }
 
   createListener(accountName: string, spec: SimListenerSpec, region?: string): SimListener {
@@ -182,6 +322,7 @@ export class LbStore {
     checkObject(spec, "listener");
     const name = checkName(spec.name);
     const lb = this.parentLb(account, spec.lbId, region);
+    this.checkMutable(lb.id);
     const protocol = checkOneOf(spec.protocol, "protocol", SIM_LB_PROTOCOLS);
     const port = checkPort(spec.port);
     const poolId = this.checkPoolOf(lb, spec.poolId);
@@ -218,6 +359,7 @@ export class LbStore {
     checkObject(spec, "pool");
     const name = checkName(spec.name);
     const lb = this.parentLb(account, spec.lbId, region);
+    this.checkMutable(lb.id);
     const protocol = checkOneOf(spec.protocol, "protocol", SIM_LB_PROTOCOLS);
     const targetPort = checkPort(spec.targetPort, "targetPort");
     const members = spec.members === undefined ? [] : this.checkMembers(account, lb.region, spec.members);
@@ -280,6 +422,7 @@ export class LbStore {
     checkObject(spec, "firewall rule");
     const name = checkName(spec.name);
     const lb = this.parentLb(account, spec.lbId, region);
+    this.checkMutable(lb.id);
     const rule: SimFirewallRule = Object.freeze({
       id: this.newId("fw"),
       account,
@@ -301,6 +444,7 @@ export class LbStore {
 
   updateLoadBalancer(account: string, region: string, id: string, patch: LoadBalancerPatch): SimLoadBalancer {
     const lb = this.scopedOrThrow(this.lbs, "load-balancer", id, account, region);
+    this.checkMutable(lb.id);
     const next: LbRecord = Object.freeze({
       ...lb,
       ...(patch.tags !== undefined && { tags: Object.freeze(checkTags(patch.tags)) }),
@@ -311,6 +455,7 @@ export class LbStore {
 
   updateListener(account: string, region: string, id: string, patch: ListenerPatch): SimListener {
     const current = this.scopedOrThrow(this.listenerTable, "listener", id, account, region);
+    this.checkMutable(current.lbId);
     const lb = this.lbs.get(current.lbId);
     const protocol =
       patch.protocol === undefined
@@ -350,6 +495,7 @@ export class LbStore {
 
   updatePool(account: string, region: string, id: string, patch: PoolPatch): SimPool {
     const current = this.scopedOrThrow(this.poolTable, "pool", id, account, region);
+    this.checkMutable(current.lbId);
     let healthCheckId = current.healthCheckId;
     if (patch.healthCheckId === null) healthCheckId = undefined;
     else if (patch.healthCheckId !== undefined) {
@@ -426,6 +572,7 @@ export class LbStore {
 
   updateFirewallRule(account: string, region: string, id: string, patch: FirewallRulePatch): SimFirewallRule {
     const current = this.scopedOrThrow(this.fwTable, "firewall-rule", id, account, region);
+    this.checkMutable(current.lbId);
     const next: SimFirewallRule = Object.freeze({
       ...current,
       protocol:
@@ -447,21 +594,31 @@ export class LbStore {
 
   /**
    * Deletes a resource of any kind by id. With `account`/`region`, the id must be in that
-   * scope (the API), else 404. Dependency rules: a load balancer with listeners, a pool a
-   * listener forwards to, a health check a pool uses → 409 DependencyViolation.
+   * scope (the API), else 404, and a PENDING_* load balancer's resources are immutable (409
+   * LoadBalancerBusy); without, it is the handle's delete, at once. Dependency rules: a load
+   * balancer with listeners, a pool a listener forwards to, a health check a pool uses → 409
+   * DependencyViolation. An API delete of a load balancer of an asynchronous account starts its
+   * PENDING_DELETE.
    */
   delete(id: string, account?: string, region?: string): void {
     const kind = kindOfId(id);
+    const api = account !== undefined;
     switch (kind) {
       case "load-balancer": {
         const lb = this.scopedOrThrow(this.lbs, kind, id, account, region);
+        if (api) this.checkMutable(id);
         const users = [...(this.listenersByLb.get(id) ?? [])];
         if (users.length > 0) throw dependency(kind, id, "listener", users);
-        this.lbs.remove(lb.id, this.now());
+        const polls = this.asyncSettings(lb.account).polls;
+        if (api && polls > 0) {
+          const failed = this.lifecycle.get(id)?.failed ?? false;
+          this.lifecycle.set(id, { status: "PENDING_DELETE", readsLeft: polls, failed });
+        } else this.removeLb(lb.id);
         return;
       }
       case "listener": {
         const l = this.scopedOrThrow(this.listenerTable, kind, id, account, region);
+        if (api) this.checkMutable(l.lbId);
         this.listenerTable.remove(id, this.now());
         unlink(this.listenersByLb, l.lbId, id);
         unlink(this.listenersByPool, l.poolId, id);
@@ -469,6 +626,7 @@ export class LbStore {
       }
       case "pool": {
         const p = this.scopedOrThrow(this.poolTable, kind, id, account, region);
+        if (api) this.checkMutable(p.lbId);
         const users = [...(this.listenersByPool.get(id) ?? [])];
         if (users.length > 0) throw dependency(kind, id, "listener", users);
         this.poolTable.remove(id, this.now());
@@ -485,6 +643,7 @@ export class LbStore {
       }
       case "firewall-rule": {
         const f = this.scopedOrThrow(this.fwTable, kind, id, account, region);
+        if (api) this.checkMutable(f.lbId);
         this.fwTable.remove(id, this.now());
         unlink(this.fwsByLb, f.lbId, id);
         return;
@@ -496,12 +655,14 @@ export class LbStore {
 
   // --- reads (API side) -----------------------------------------------------------------------
 
+  /** A direct API get: it counts as a read of a pending load balancer (the module comment). */
   readLoadBalancer(
     account: string,
     region: string,
     id: string,
     view: TableView,
   ): SimLoadBalancer | undefined {
+    if (inScope(this.lbs.get(id), account, region) !== undefined) this.observe(id);
     const lb = inScope(this.lbs.read(id, view), account, region);
     return lb === undefined ? undefined : this.lbView(lb);
   }
@@ -535,7 +696,14 @@ export class LbStore {
     afterSeq?: number,
   ): TablePage<SimLoadBalancer> {
     const page = this.lbs.page(scopeKey(account, region), matcher(filter), pageSize, afterSeq);
-    return { ...page, items: page.items.map((lb) => this.lbView(lb)) };
+    // Each one listed is read once; one whose PENDING_DELETE ends with this read is not shown.
+    const items: SimLoadBalancer[] = [];
+    for (const listed of page.items) {
+      this.observe(listed.id);
+      const lb = this.lbs.get(listed.id);
+      if (lb !== undefined) items.push(this.lbView(lb));
+    }
+    return { ...page, items };
   }
 
   pageListeners(account: string, region: string, filter: LbListFilter, pageSize: number, afterSeq?: number) {
@@ -649,8 +817,14 @@ export class LbStore {
       const hc = this.poolTable.get(id)?.healthCheckId;
       if (hc !== undefined) healthCheckIds.add(hc);
     }
+    const life = this.lifecycle.get(lb.id);
+    const status = life?.status ?? "ACTIVE";
+    const pending = status === "PENDING_CREATE" || status === "PENDING_DELETE";
     return Object.freeze({
       ...lb,
+      status,
+      ...(status === "ERROR" && { statusMessage: life?.message ?? "failed" }),
+      ...(pending && { pollAfterMs: this.asyncSettings(lb.account).pollMs }),
       listenerIds: Object.freeze([...(this.listenersByLb.get(lb.id) ?? [])]),
       poolIds: Object.freeze(poolIds),
       healthCheckIds: Object.freeze([...healthCheckIds]),
@@ -843,6 +1017,13 @@ function isEmpty(set: Set<string> | undefined): boolean {
 
 function optInteger(value: unknown, field: string, min: number, max: number, fallback: number): number {
   return value === undefined ? fallback : checkInteger(value, field, min, max);
+}
+
+function checkRate(value: unknown, field: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw invalid(`${field} must be a number from 0 to 1`);
+  }
+  return value;
 }
 
 function checkPath(protocol: SimHealthCheckProtocol, value: unknown): string {

@@ -177,10 +177,11 @@ const loadBalancerRoutes = collectionRoutes({
     c.deps.lbs.pageLoadBalancers(c.account.name, c.region, filter, list.pageSize, list.afterSeq),
   read: (c, id) => c.deps.lbs.readLoadBalancer(c.account.name, c.region, id, c.view),
   create: (c) =>
-    c.deps.lbs.createLoadBalancer(c.account.name, {
-      ...fromWire(c.body, LB_CREATE, "load balancer"),
-      region: c.region,
-    } as unknown as SimLoadBalancerSpec),
+    c.deps.lbs.createLoadBalancer(
+      c.account.name,
+      { ...fromWire(c.body, LB_CREATE, "load balancer"), region: c.region } as unknown as SimLoadBalancerSpec,
+      "api",
+    ),
   update: (c, id) =>
     c.deps.lbs.updateLoadBalancer(c.account.name, c.region, id, fromWire(c.body, LB_UPDATE, "load balancer")),
   toWire: toWireLoadBalancer,

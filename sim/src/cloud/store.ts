@@ -14,6 +14,7 @@ import {
   type SimInstanceSpec,
   type SimInstanceState,
   type SimInstanceUpdate,
+  type SimLbAsyncSettings,
 } from "./types.js";
 
 /** A refusal with the HTTP status and error code the API answers it with. */
@@ -38,7 +39,14 @@ export interface AccountRecord {
   rateLimitPerSecond: number;
   rateLimitBurst: number;
   readonly bucket: TokenBucket;
+  /** Load-balancer timing (LbStore reads it; SimulatedCloud.setLoadBalancerAsync). */
+  lbAsync: SimLbAsyncSettings;
+  /** API load-balancer creates still to end in ERROR. */
+  failNextLbCreates: number;
 }
+
+/** Synchronous load balancers: ACTIVE at create, gone at delete. */
+export const SYNC_LB: SimLbAsyncSettings = Object.freeze({ polls: 0, pollMs: 1000, failRate: 0 });
 
 /** How an API read sees the store: staleness from faults, linger from the options. */
 export type ReadView = ConsistencyView;
@@ -115,6 +123,8 @@ export class CloudStore {
       rateLimitPerSecond: rate,
       rateLimitBurst: burst,
       bucket: new TokenBucket(rate, burst, this.now()),
+      lbAsync: SYNC_LB,
+      failNextLbCreates: 0,
     };
     this.accounts.set(name, record);
     this.accountsByKey.set(apiKey, record);
@@ -307,6 +317,8 @@ function accountDetail(r: AccountRecord): SimAccountDetail {
     rateLimitPerSecond: r.rateLimitPerSecond,
     rateLimitBurst: r.rateLimitBurst,
     suspended: r.suspended,
+    loadBalancerAsync: r.lbAsync,
+    failNextLoadBalancerCreates: r.failNextLbCreates,
   };
 }
 

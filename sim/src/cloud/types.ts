@@ -159,8 +159,20 @@ export interface SimulatedCloud {
   createPool(account: string, spec: SimPoolSpec): SimPool;
   createHealthCheck(account: string, spec: SimHealthCheckSpec): SimHealthCheck;
   createFirewallRule(account: string, spec: SimFirewallRuleSpec): SimFirewallRule;
-  /** Deletes a load-balancer resource of any kind by id; dependency rules apply (409). */
+  /**
+   * Deletes a load-balancer resource of any kind by id, at once whatever the load balancer's
+   * status or the account's timing (a hand in the console); dependency rules apply (409).
+   */
   deleteLbResource(id: string): void;
+  /**
+   * The account's load-balancer timing from now on (merged into the current one): what the
+   * public API's creates and deletes go through. Creates made here (createLoadBalancer) are
+   * ACTIVE at once.
+   */
+  setLoadBalancerAsync(account: string, settings: Partial<SimLbAsyncSettings>): void;
+  loadBalancerAsync(account: string): SimLbAsyncSettings;
+  /** The account's next `count` load-balancer creates through the API end in ERROR (replaces any count left). */
+  failNextLoadBalancerCreates(account: string, count: number): void;
   /** Every load balancer (of `account` if given), in creation order. */
   loadBalancers(account?: string): SimLoadBalancer[];
   listeners(account?: string): SimListener[];
@@ -213,9 +225,36 @@ export interface SimLbIngress {
   readonly hostname: string;
 }
 
+/**
+ * Where a load balancer is in its life, as Octavia's provisioning_status: an account with
+ * asynchronous load balancers (setLoadBalancerAsync) creates them PENDING_CREATE and deletes
+ * them through PENDING_DELETE; PENDING_* states are immutable. ERROR is final: the load balancer
+ * never works, it can only be deleted (or tagged).
+ */
+export const SIM_LB_STATUSES = ["PENDING_CREATE", "ACTIVE", "PENDING_DELETE", "ERROR"] as const;
+export type SimLbStatus = (typeof SIM_LB_STATUSES)[number];
+
+/** An account's load-balancer timing (setLoadBalancerAsync); the default is synchronous. */
+export interface SimLbAsyncSettings {
+  /**
+   * API reads (gets, or lists that return it) a load balancer stays PENDING_CREATE after its
+   * create, or PENDING_DELETE after its delete, before it is ACTIVE (or ERROR), or gone. 0: at once.
+   */
+  readonly polls: number;
+  /** The delay the cloud suggests between reads of a pending load balancer (`poll_after_ms`). */
+  readonly pollMs: number;
+  /** Chance in [0, 1] that a create ends in ERROR (seeded draws), besides failNextLoadBalancerCreates. */
+  readonly failRate: number;
+}
+
 export interface SimLoadBalancer extends SimLbResourceBase {
   /** "lb-" + 12 hex. */
   readonly id: string;
+  readonly status: SimLbStatus;
+  /** ERROR only: why, as the cloud says it. */
+  readonly statusMessage?: string;
+  /** PENDING_* only: the delay the cloud suggests before reading it again. */
+  readonly pollAfterMs?: number;
   readonly network: string;
   /** Internal: a 10.x ingress address; else a public one from 198.18.0.0/15. Fixed at creation. */
   readonly internal: boolean;
@@ -422,4 +461,7 @@ export interface SimAccountDetail extends SimAccountInfo {
   readonly rateLimitPerSecond: number;
   readonly rateLimitBurst: number;
   readonly suspended: boolean;
+  readonly loadBalancerAsync: SimLbAsyncSettings;
+  /** API load-balancer creates still to end in ERROR (failNextLoadBalancerCreates). */
+  readonly failNextLoadBalancerCreates: number;
 }

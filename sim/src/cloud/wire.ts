@@ -67,6 +67,12 @@ export interface WireLoadBalancer {
   id: string;
   name: string;
   region: string;
+  /** PENDING_CREATE | ACTIVE | PENDING_DELETE | ERROR (see lb-store.ts: PENDING_* is immutable). */
+  status: string;
+  /** ERROR only: why. */
+  status_message?: string;
+  /** PENDING_* only: the delay the cloud suggests before reading it again. */
+  poll_after_ms?: number;
   network: string;
   internal: boolean;
   ingress: { ip: string; hostname: string };
@@ -193,6 +199,9 @@ export function toWireLoadBalancer(lb: SimLoadBalancer): WireLoadBalancer {
     id: lb.id,
     name: lb.name,
     region: lb.region,
+    status: lb.status,
+    ...(lb.statusMessage !== undefined && { status_message: lb.statusMessage }),
+    ...(lb.pollAfterMs !== undefined && { poll_after_ms: lb.pollAfterMs }),
     network: lb.network,
     internal: lb.internal,
     ingress: { ip: lb.ingress.ip, hostname: lb.ingress.hostname },

@@ -1,6 +1,11 @@
 // The conformance suite against the simulated provider through its fake, the simulated cloud,
-// once synchronous and once with asynchronous operations (asyncPolls).
-import { type SimulatedCloud, startSimulatedCloud } from "../../../../../sim/src/cloud/index.js";
+// once synchronous and once on a cloud account whose load balancers are asynchronous
+// (PENDING_CREATE / PENDING_DELETE for a few reads, the cloud's own setting).
+import {
+  type SimLbAsyncSettings,
+  type SimulatedCloud,
+  startSimulatedCloud,
+} from "../../../../../sim/src/cloud/index.js";
 import {
   type ConformanceFake,
   type ConformanceFixture,
@@ -21,14 +26,16 @@ function lbOwner(tags: Readonly<Record<string, string>>): LbOwner | undefined {
   return cluster === undefined || serviceUid === undefined ? undefined : { cluster, serviceUid };
 }
 
-function simulatedFixture(options?: Readonly<Record<string, unknown>>): ConformanceFixture {
+/** `lbAsync`: the cloud account's load-balancer timing (default synchronous). */
+function simulatedFixture(lbAsync?: Partial<SimLbAsyncSettings>): ConformanceFixture {
   return {
     async start(): Promise<ConformanceFake> {
       const cloud: SimulatedCloud = await startSimulatedCloud({ seed: 5 });
       const { apiKey } = cloud.createAccount(ACCOUNT);
       cloud.setAccountRateLimit(ACCOUNT, 0);
+      if (lbAsync !== undefined) cloud.setLoadBalancerAsync(ACCOUNT, lbAsync);
       let foreign = 0;
-      return {
+      const fake: ConformanceFake = {
         factory: simulatedProvider,
         account: () => ({
           name: ACCOUNT,
@@ -38,7 +45,6 @@ function simulatedFixture(options?: Readonly<Record<string, unknown>>): Conforma
           credential: apiKey,
           requestTimeoutMs: 2_000,
         }),
-        options,
         isMutation: (op) => /\.(create|update|delete)$/.test(op),
         createInstance: ({ name, inScope }) => {
           const region = inScope ? REGION : ELSEWHERE;
@@ -122,14 +128,17 @@ function simulatedFixture(options?: Readonly<Record<string, unknown>>): Conforma
             tags: { owner: "someone-else" },
           });
         },
+        /** The account's next n load-balancer creates end in ERROR, as the cloud reports it. */
+        failNextCreates: (n) => cloud.failNextLoadBalancerCreates(ACCOUNT, n),
         close: () => cloud.close(),
       };
+      return fake;
     },
   };
 }
 
 describeProviderConformance("simulated", simulatedFixture(), { digests: true });
-describeProviderConformance("simulated (asyncPolls)", simulatedFixture({ asyncPolls: 2, asyncPollMs: 5 }), {
+describeProviderConformance("simulated (asynchronous cloud)", simulatedFixture({ polls: 2, pollMs: 5 }), {
   inProgress: true,
   digests: true,
 });

@@ -122,6 +122,7 @@ describe("simulated convert - load balancers and routes", () => {
     id: "lb-0123456789ab",
     name: "fccm-x",
     region: "sim-east-1",
+    status: "ACTIVE",
     network: "vpc-1",
     internal: false,
     ingress: { ip: "198.18.0.1", hostname: "fccm-x.sim-east-1.lb.sim.example" },
@@ -148,6 +149,10 @@ describe("simulated convert - load balancers and routes", () => {
 
   test("convert - well-formed resources and pages parse", () => {
     expect(parseWireLoadBalancer(lb)).toEqual(lb);
+    const failed = { ...lb, status: "ERROR", status_message: "no capacity" };
+    expect(parseWireLoadBalancer(failed)).toEqual(failed);
+    const pending = { ...lb, status: "PENDING_CREATE", poll_after_ms: 250 };
+    expect(parseWireLoadBalancer(pending)).toEqual(pending);
     expect(parseWirePool(pool)).toEqual(pool);
     expect(parseWirePoolPage({ pools: [pool], next_page_token: "t" })).toEqual({
       items: [pool],
@@ -161,6 +166,9 @@ describe("simulated convert - load balancers and routes", () => {
     ["a string internal", { ...lb, internal: "false" }],
     ["non-string tag values", { ...lb, tags: { a: 1 } }],
     ["an empty id", { ...lb, id: "" }],
+    ["no status", { ...lb, status: undefined }],
+    ["a status it does not know", { ...lb, status: "DEGRADED" }],
+    ["a negative poll hint", { ...lb, status: "PENDING_CREATE", poll_after_ms: -1 }],
     ["not an object", [lb]],
   ])("convert - a load balancer with %s is suspect", (_name, body) => {
     expect(() => parseWireLoadBalancer(body)).toThrow(SuspectAnswerError);

@@ -152,7 +152,21 @@ interface WireLbResource {
   readonly created_at: string;
 }
 
+/** A load balancer's provisioning state; PENDING_* ones refuse every write (409 LoadBalancerBusy). */
+export type WireLbStatus = "PENDING_CREATE" | "ACTIVE" | "PENDING_DELETE" | "ERROR";
+const LB_STATUSES: ReadonlySet<string> = new Set<WireLbStatus>([
+  "PENDING_CREATE",
+  "ACTIVE",
+  "PENDING_DELETE",
+  "ERROR",
+]);
+
 export interface WireLoadBalancer extends WireLbResource {
+  readonly status: WireLbStatus;
+  /** ERROR: why, as the cloud says it. */
+  readonly status_message?: string;
+  /** PENDING_*: the delay the cloud suggests before the next read. */
+  readonly poll_after_ms?: number;
   readonly network: string;
   readonly internal: boolean;
   readonly ingress: WireLbIngress;
@@ -218,7 +232,7 @@ export interface WirePage<T> {
   readonly next_page_token?: string;
 }
 
-type FieldType = "string" | "number" | "boolean" | "string[]" | "tags" | "string?" | "ingress";
+type FieldType = "string" | "number" | "boolean" | "string[]" | "tags" | "string?" | "number?" | "ingress";
 type Shape = Readonly<Record<string, FieldType>>;
 
 const RESOURCE_SHAPE: Shape = {
@@ -231,6 +245,9 @@ const RESOURCE_SHAPE: Shape = {
 
 const LB_SHAPE: Shape = {
   ...RESOURCE_SHAPE,
+  status: "string",
+  status_message: "string?",
+  poll_after_ms: "number?",
   network: "string",
   internal: "boolean",
   ingress: "ingress",
@@ -301,6 +318,10 @@ function parseShape<T>(body: unknown, what: string, shape: Shape): T {
       case "number":
         if (typeof v !== "number" || !Number.isFinite(v)) throw bad("a number");
         break;
+      case "number?":
+        if (v !== null && v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0))
+          throw bad("a non-negative number or null");
+        break;
       case "boolean":
         if (typeof v !== "boolean") throw bad("a boolean");
         break;
@@ -340,8 +361,13 @@ function parsePage<T>(body: unknown, what: string, key: string, item: (b: unknow
     : { items: parsed };
 }
 
-export const parseWireLoadBalancer = (b: unknown): WireLoadBalancer =>
-  parseShape(b, "load balancer", LB_SHAPE);
+/** A status this provider does not know could mean anything: acting on it is not safe. */
+export function parseWireLoadBalancer(b: unknown): WireLoadBalancer {
+  const lb = parseShape<WireLoadBalancer>(b, "load balancer", LB_SHAPE);
+  if (!LB_STATUSES.has(lb.status))
+    throw suspect(`load balancer.status ${JSON.stringify(lb.status)} is unknown`);
+  return lb;
+}
 export const parseWireListener = (b: unknown): WireListener => parseShape(b, "listener", LISTENER_SHAPE);
 export const parseWirePool = (b: unknown): WirePool => parseShape(b, "pool", POOL_SHAPE);
 export const parseWireHealthCheck = (b: unknown): WireHealthCheck => parseShape(b, "health check", HC_SHAPE);

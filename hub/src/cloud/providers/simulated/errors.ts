@@ -86,7 +86,13 @@ export function toContractError(err: unknown, ctx: ErrorContext): unknown {
   });
 }
 
-const RETRYABLE_CONFLICTS: ReadonlySet<string> = new Set(["DependencyViolation", "DuplicateListener"]);
+// LoadBalancerBusy: the load balancer went PENDING_* under the call (another replica's delete);
+// the next attempt reads its status and answers in progress.
+const RETRYABLE_CONFLICTS: ReadonlySet<string> = new Set([
+  "DependencyViolation",
+  "DuplicateListener",
+  "LoadBalancerBusy",
+]);
 
 /**
  * The cloud's own NotFound for exactly this resource: the one 404 that says "it is gone".

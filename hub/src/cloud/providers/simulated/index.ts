@@ -11,15 +11,12 @@ import { SimulatedInstances } from "./instances.js";
 import { SimulatedLoadBalancers } from "./load-balancers.js";
 import { SimulatedRoutes } from "./routes.js";
 
-/** `accounts[].options` of a simulated account. */
-export const SimulatedOptionsSchema = z
-  .object({
-    /** Load-balancer creates and deletes answer "in progress" this many polls before done. */
-    asyncPolls: z.number().int().min(0).max(1000).default(0),
-    /** The delay each "in progress" answer asks for. */
-    asyncPollMs: z.number().int().positive().default(1000),
-  })
-  .strict();
+/**
+ * `accounts[].options` of a simulated account: none. How asynchronous its load balancers are is
+ * the simulated cloud's own setting per account (its admin API), read from each load
+ * balancer's status like any cloud's.
+ */
+export const SimulatedOptionsSchema = z.object({}).strict();
 export type SimulatedOptions = z.infer<typeof SimulatedOptionsSchema>;
 
 export const simulatedProvider: ProviderFactory<SimulatedOptions> = {
@@ -30,7 +27,7 @@ export const simulatedProvider: ProviderFactory<SimulatedOptions> = {
   credentials: { required: ["apiKey"], bare: "apiKey" },
   endpoint: "required",
   lbSettings: simulatedLbSettings,
-  async create(ctx: ProviderContext, options: SimulatedOptions): Promise<CloudProvider> {
+  async create(ctx: ProviderContext, _options: SimulatedOptions): Promise<CloudProvider> {
     const { account } = ctx;
     const client = new SimulatedClient({
       endpoint: account.endpoint ?? "",
@@ -47,10 +44,7 @@ export const simulatedProvider: ProviderFactory<SimulatedOptions> = {
     return {
       name: PROVIDER_NAME,
       instances: new SimulatedInstances(ctx, client),
-      loadBalancers: new SimulatedLoadBalancers(ctx, client, {
-        asyncPolls: options.asyncPolls,
-        asyncPollMs: options.asyncPollMs,
-      }),
+      loadBalancers: new SimulatedLoadBalancers(ctx, client),
       routes: new SimulatedRoutes(ctx, client),
     };
   },

@@ -8,7 +8,14 @@ import {
   startSimulatedCloud,
 } from "../../../../../sim/src/cloud/index.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
-import { CloudError, isRetryable, SuspectAnswerError, TransientCloudError } from "../../errors.js";
+import {
+  CloudError,
+  isRetryable,
+  NeedsEnsureError,
+  OperationFailedError,
+  SuspectAnswerError,
+  TransientCloudError,
+} from "../../errors.js";
 import {
   backendsDigest,
   DIGEST_TAG_BACKENDS,
@@ -676,41 +683,185 @@ describe("simulated provider - load balancers", () => {
     expect(owned(s.tags).loadBalancers[0]?.network).toBe(net);
   });
 
-  test("lb - asyncPolls: create and delete answer in progress N polls, looking at the cloud, then finish", async () => {
-    const h = await provider({ options: { asyncPolls: 3, asyncPollMs: 40 } });
-    const s = spec();
-    const answers = [];
-    for (let i = 0; i < 3; i++) answers.push(await h.lbs.ensure(s));
-    expect(answers.every(isInProgress)).toBe(true);
-    expect(answers[0]).toMatchObject({ retryAfterMs: 40 });
-    // The load balancer exists in the cloud (creating), and polls do not create it again.
-    expect(owned(s.tags).loadBalancers).toHaveLength(1);
-    const [ingress] = ready(await h.lbs.ensure(s));
-    expect(ingress?.ip).toBeDefined();
-    expect(owned(s.tags).loadBalancers).toHaveLength(1);
-    // Ready: a repeat is synchronous.
-    expect(isInProgress(await h.lbs.ensure(s))).toBe(false);
+  test("lb - the provider takes no account options (asynchrony is the cloud's): any is refused, named", async () => {
+    await expect(provider({ options: { asyncPolls: 2 } })).rejects.toThrow(/^options: .*"asyncPolls"/);
+  });
+});
 
-    for (let i = 0; i < 3; i++) {
-      expect(isInProgress(await h.lbs.ensureDeleted(s.name, s.tags))).toBe(true);
-      expect(owned(s.tags).loadBalancers).toHaveLength(1); // still there while deleting
+/**
+ * An asynchronous cloud account: its load balancers go through PENDING_CREATE and
+ * PENDING_DELETE for a few reads, and a create may end in ERROR. Two providers bound to it are
+ * two hub replicas: what one started, the other finds in the cloud.
+ */
+describe("simulated provider - load balancers on an asynchronous cloud", () => {
+  const ACCOUNT = "slow";
+  let slowKey: string;
+  let slowNodes: string[];
+
+  beforeAll(() => {
+    slowKey = cloud.createAccount(ACCOUNT).apiKey;
+    cloud.setAccountRateLimit(ACCOUNT, 0);
+    slowNodes = [0, 1]
+      .map((n) => cloud.createInstance(ACCOUNT, { name: `slow-${n}`, region: REGION }).id)
+      .sort();
+  });
+
+  beforeEach(() => {
+    cloud.setLoadBalancerAsync(ACCOUNT, { polls: 2, pollMs: 40, failRate: 0 });
+    cloud.failNextLoadBalancerCreates(ACCOUNT, 0);
+  });
+
+  /** One hub replica: a provider of its own, remembering nothing of the other's calls. */
+  const replica = () => provider({ account: { name: ACCOUNT, credential: slowKey } });
+  const slowSpec = () => spec({ backends: slowNodes });
+  /** Every load-balancer resource of the account carrying `tags`. */
+  const countIn = (tags: Readonly<Record<string, string>>): number => {
+    const has = (t: Readonly<Record<string, string>>) => Object.entries(tags).every(([k, v]) => t[k] === v);
+    return Object.values(cloud.inventory(ACCOUNT)).reduce(
+      (n, items: readonly { tags: Readonly<Record<string, string>> }[]) =>
+        n + items.filter((r) => has(r.tags)).length,
+      0,
+    );
+  };
+  const lbsOf = (s: TestSpec) => cloud.loadBalancers(ACCOUNT).filter((l) => l.name === s.name);
+
+  /** Calls `step` until it answers something other than InProgress; the answers, in order. */
+  async function untilDone<T>(step: () => Promise<T | InProgress>, max = 20): Promise<Array<T | InProgress>> {
+    const answers: Array<T | InProgress> = [];
+    for (let i = 0; i < max; i++) {
+      const answer = await step();
+      answers.push(answer);
+      if (!isInProgress(answer)) return answers;
     }
-    expect(await h.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
-    expect(ownedCount(s.tags)).toBe(0);
-    expect(await h.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
+    throw new Error(`still in progress after ${max} calls`);
+  }
+
+  function expectConvergedIn(s: TestSpec): void {
+    const inv = cloud.inventory(ACCOUNT);
+    const has = (t: Readonly<Record<string, string>>) => Object.entries(s.tags).every(([k, v]) => t[k] === v);
+    expect(inv.loadBalancers.filter((l) => has(l.tags)).map((l) => [l.name, l.status])).toEqual([
+      [s.name, "ACTIVE"],
+    ]);
+    expect(inv.listeners.filter((l) => has(l.tags))).toHaveLength(s.listeners.length);
+    const pools = inv.pools.filter((l) => has(l.tags));
+    expect(pools).toHaveLength(s.listeners.length);
+    for (const p of pools) expect([...p.members].sort()).toEqual([...s.backends].sort());
+    expect(cloud.auditLoadBalancers({ account: ACCOUNT, tags: s.tags })).toEqual({
+      orphans: [],
+      duplicates: [],
+    });
+  }
+
+  test("lb async - one replica starts a create; the other sees it in progress in the cloud, then finishes it", async () => {
+    const [a, b] = [await replica(), await replica()];
+    const s = slowSpec();
+    const started = await a.lbs.ensure(s);
+    expect(started).toMatchObject({ kind: "in-progress", retryAfterMs: 40 });
+    expect(lbsOf(s).map((l) => l.status)).toEqual(["PENDING_CREATE"]);
+
+    const answers = await untilDone(() => b.lbs.ensure(s));
+    // Two reads of PENDING_CREATE (the cloud's polls), then ACTIVE: b built it.
+    expect(answers.slice(0, -1)).toEqual([
+      expect.objectContaining({ kind: "in-progress", retryAfterMs: 40 }),
+      expect.objectContaining({ kind: "in-progress", retryAfterMs: 40 }),
+    ]);
+    expect(ready(answers.at(-1) as readonly LbIngress[] | InProgress)[0]?.ip).toBeDefined();
+    expectConvergedIn(s);
+    // Ready: a repeat by either replica is at once, and changes nothing.
+    const before = a.ops.length;
+    expect(isInProgress(await a.lbs.ensure(s))).toBe(false);
+    expect(a.ops.slice(before).filter(mutating)).toEqual([]);
   });
 
-  test("lb - asyncPolls: a load balancer gone while provisioning is created again", async () => {
-    const h = await provider({ options: { asyncPolls: 2, asyncPollMs: 40 } });
-    const s = spec();
-    expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
-    await (await provider()).lbs.ensureDeleted(s.name, s.tags);
-    expect(isInProgress(await h.lbs.ensure(s))).toBe(true);
-    expect(owned(s.tags).loadBalancers).toHaveLength(1);
+  test("lb async - a delete one replica starts is PENDING_DELETE for the other, which waits it out", async () => {
+    const [a, b] = [await replica(), await replica()];
+    const s = slowSpec();
+    await untilDone(() => a.lbs.ensure(s));
+    expect(isInProgress(await a.lbs.ensureDeleted(s.name, s.tags))).toBe(true);
+    expect(lbsOf(s).map((l) => l.status)).toEqual(["PENDING_DELETE"]);
+    // Its sub-resources went before it; the load balancer itself is the cloud's to finish.
+    expect(countIn(s.tags)).toBe(1);
+    const answers = await untilDone(() => b.lbs.ensureDeleted(s.name, s.tags));
+    expect(answers.slice(0, -1).every(isInProgress)).toBe(true);
+    expect(answers.at(-1)).toBeUndefined();
+    expect(countIn(s.tags)).toBe(0);
+    expect(await a.lbs.ensureDeleted(s.name, s.tags)).toBeUndefined();
   });
 
-  test("lb - account options are the provider's: an invalid one names its field", async () => {
-    await expect(provider({ options: { asyncPolls: -1 } })).rejects.toThrow(/^options\.asyncPolls: /);
-    await expect(provider({ options: { nope: 1 } })).rejects.toThrow(/options/);
+  test("lb async - a create that fails in the cloud is OperationFailedError on the next call, whichever replica makes it; the call after replaces it: one load balancer", async () => {
+    const [a, b] = [await replica(), await replica()];
+    const s = slowSpec();
+    cloud.failNextLoadBalancerCreates(ACCOUNT, 1);
+    expect(isInProgress(await a.lbs.ensure(s))).toBe(true);
+    // b has never heard of this create: the failure is the cloud's to tell.
+    let failure: unknown;
+    for (let i = 0; i < 5 && failure === undefined; i++) {
+      failure = await b.lbs.ensure(s).then(
+        (answer) => {
+          expect(isInProgress(answer)).toBe(true);
+          return undefined;
+        },
+        (err: unknown) => err,
+      );
+    }
+    expect(failure).toBeInstanceOf(OperationFailedError);
+    expect(isRetryable(failure)).toBe(true);
+    expect((failure as Error).message).toContain(s.name);
+    expect((failure as Error).message).toMatch(
+      /failed in the cloud: provisioning of load balancer .* failed/,
+    );
+    expect(lbsOf(s).map((l) => l.status)).toEqual(["ERROR"]);
+
+    // Reported once: the next call (a, this time) replaces it rather than failing again.
+    const answers = await untilDone(() => a.lbs.ensure(s));
+    expect(answers.slice(0, -1).every(isInProgress)).toBe(true);
+    expect(ready(answers.at(-1) as readonly LbIngress[] | InProgress)[0]?.ip).toBeDefined();
+    expectConvergedIn(s);
+    await untilDone(() => b.lbs.ensureDeleted(s.name, s.tags));
+    expect(countIn(s.tags)).toBe(0);
+  });
+
+  test("lb async - on a synchronous account a failed create is reported by the same ensure, then replaced by the next", async () => {
+    cloud.setLoadBalancerAsync(ACCOUNT, { polls: 0 });
+    cloud.failNextLoadBalancerCreates(ACCOUNT, 1);
+    const a = await replica();
+    const s = slowSpec();
+    await expect(a.lbs.ensure(s)).rejects.toBeInstanceOf(OperationFailedError);
+    expect(lbsOf(s).map((l) => l.status)).toEqual(["ERROR"]);
+    // Another replica's next ensure: the reported one goes, a new one works.
+    expect(ready(await (await replica()).lbs.ensure(s))[0]?.ip).toBeDefined();
+    expectConvergedIn(s);
+  });
+
+  test("lb async - updateBackends waits out PENDING_*, leaves an ERROR one to ensure; ensureDeleted of a provisioning one waits, then deletes", async () => {
+    const a = await replica();
+    const s = slowSpec();
+    expect(isInProgress(await a.lbs.ensure(s))).toBe(true);
+    expect(isInProgress(await a.lbs.updateBackends(s.name, s.tags, slowNodes.slice(0, 1)))).toBe(true);
+    const answers = await untilDone(() => a.lbs.ensureDeleted(s.name, s.tags));
+    expect(answers.length).toBeGreaterThan(2);
+    expect(answers.at(-1)).toBeUndefined();
+    expect(countIn(s.tags)).toBe(0);
+
+    cloud.setLoadBalancerAsync(ACCOUNT, { polls: 0 });
+    cloud.failNextLoadBalancerCreates(ACCOUNT, 1);
+    const f = slowSpec();
+    await expect(a.lbs.ensure(f)).rejects.toBeInstanceOf(OperationFailedError);
+    await expect(a.lbs.updateBackends(f.name, f.tags, slowNodes)).rejects.toBeInstanceOf(NeedsEnsureError);
+    // Deleting a failed one works like any other.
+    expect(await a.lbs.ensureDeleted(f.name, f.tags)).toBeUndefined();
+    expect(countIn(f.tags)).toBe(0);
+  });
+
+  test("lb async - a load balancer deleted by hand while provisioning is created again", async () => {
+    const a = await replica();
+    const s = slowSpec();
+    expect(isInProgress(await a.lbs.ensure(s))).toBe(true);
+    const [first] = lbsOf(s);
+    cloud.deleteLbResource(first?.id ?? "");
+    expect(isInProgress(await a.lbs.ensure(s))).toBe(true);
+    expect(lbsOf(s).map((l) => [l.status, l.id === first?.id])).toEqual([["PENDING_CREATE", false]]);
+    await untilDone(() => a.lbs.ensure(s));
+    expectConvergedIn(s);
   });
 });

@@ -14,8 +14,25 @@
  *
  * The hub addresses a load balancer by its owner (cluster, Service uid); the name and the owner
  * tags are derived here (naming.ts). Nothing without the owner tags is ever changed or deleted.
+ *
+ * The cloud may be asynchronous: a load balancer has a status (PENDING_CREATE, ACTIVE,
+ * PENDING_DELETE, ERROR) and refuses every write while PENDING_* (409 LoadBalancerBusy). Every
+ * method reads that status from the cloud, never from memory, so any replica carries on where
+ * another stopped:
+ *
+ * - PENDING_* → in progress, after the delay the cloud suggests (`poll_after_ms`).
+ * - ERROR (the create failed in the cloud) → ensure reports OperationFailedError once, and marks
+ *   the load balancer so in the cloud (FAILURE_REPORTED_TAG); the next ensure, whichever replica
+ *   makes it, deletes it and creates afresh. updateBackends leaves it to ensure; ensureDeleted
+ *   deletes it like any other.
  */
-import { CloudError, SuspectAnswerError, TransientCloudError } from "../../errors.js";
+import {
+  CloudError,
+  NeedsEnsureError,
+  OperationFailedError,
+  SuspectAnswerError,
+  TransientCloudError,
+} from "../../errors.js";
 import {
   backendsDigest,
   DIGEST_TAG_BACKENDS,
@@ -93,16 +110,15 @@ export interface SimulatedLoadBalancersOptions {
   readonly maxPages?: number;
   /** ensureDeleted: delete-and-list rounds before giving up with TransientCloudError. */
   readonly deleteRounds?: number;
-  /**
-   * Asynchronous cloud: a load balancer's creation and deletion answer InProgress this many
-   * times before they are done (0: synchronous). Each poll looks at the cloud's state.
-   */
-  readonly asyncPolls?: number;
-  /** The delay an InProgress answer asks for. */
-  readonly asyncPollMs?: number;
 }
 
-const DEFAULT_ASYNC_POLL_MS = 1000;
+/** The delay of an in-progress answer when the cloud suggests none. */
+const DEFAULT_POLL_MS = 1000;
+/**
+ * On a load balancer in ERROR: an ensure reported its failure (OperationFailedError), so the
+ * next one replaces it. Kept in the cloud, where every replica reads it.
+ */
+export const FAILURE_REPORTED_TAG = "fleet-ccm.io/failure-reported";
 
 const DEFAULT_PAGE_SIZE = 100;
 const DEFAULT_MAX_PAGES = 20;
@@ -215,10 +231,6 @@ export class SimulatedLoadBalancers implements LoadBalancers {
   private readonly pageSize: number;
   private readonly maxPages: number;
   private readonly deleteRounds: number;
-  private readonly asyncPolls: number;
-  private readonly asyncPollMs: number;
-  /** Operations the (simulated) cloud is still carrying out, by load balancer name. */
-  private readonly operations = new Map<string, { op: "create" | "delete"; left: number }>();
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -228,13 +240,6 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     this.pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
     this.maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
     this.deleteRounds = opts.deleteRounds ?? DEFAULT_DELETE_ROUNDS;
-    this.asyncPolls = opts.asyncPolls ?? 0;
-    this.asyncPollMs = opts.asyncPollMs ?? DEFAULT_ASYNC_POLL_MS;
-  }
-
-  /** Operations in progress (for tests: none may be left behind). */
-  get operationsInProgress(): number {
-    return this.operations.size;
   }
 
   async get(owner: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
@@ -267,18 +272,29 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     checkOwnership(spec.name, spec.tags);
     const planned = plan(spec);
     const firewallPlan = planFirewall(spec);
-    const pending = this.operations.get(spec.name);
-    if (pending?.op === "create") {
-      // A poll: the cloud accepts no change meanwhile; the load balancer must still be there.
-      const listed = await this.listFiltered(LB, { name: spec.name, tags: spec.tags }, signal);
-      pending.left--;
-      if (listed.length > 0 && pending.left > 0) return this.provisioning(spec.name);
-      this.operations.delete(spec.name);
-    } else if (pending?.op === "delete") this.operations.delete(spec.name);
-    const owned = await this.snapshot(spec.name, spec.tags, signal);
+    let owned = await this.snapshot(spec.name, spec.tags, signal);
+    // The cloud's status of what exists decides; nothing of it is remembered here.
+    const waiting = busy(owned.lbs);
+    if (waiting !== undefined) return waiting;
+    const failed = owned.lbs.filter((l) => l.status === "ERROR");
+    // Beside a working one, a failed one is just a duplicate (step 5 deletes it).
+    if (failed.length > 0 && failed.length === owned.lbs.length) {
+      const unreported = failed.filter((l) => l.tags[FAILURE_REPORTED_TAG] !== "true");
+      if (unreported.length > 0) return await this.reportFailure(unreported, signal);
+      await this.replaceFailed(failed, owned, signal);
+      // The failed ones are deleting (wait for them) or gone (start afresh now).
+      owned = await this.snapshot(spec.name, spec.tags, signal);
+      const stillGoing = busy(owned.lbs);
+      if (stillGoing !== undefined) return stillGoing;
+    }
 
-    const created = owned.lbs.length === 0;
-    const lb = oldest(owned.lbs) ?? (await this.createLoadBalancer(spec, network, signal));
+    let lb = oldest(owned.lbs.filter((l) => l.status === "ACTIVE"));
+    if (lb === undefined) {
+      lb = await this.createLoadBalancer(spec, network, signal);
+      // The cloud accepted it; the next ensure sees how it went.
+      if (isPending(lb)) return pendingAnswer(lb);
+      if (lb.status === "ERROR") return await this.reportFailure([lb], signal);
+    }
     if (lb.internal !== spec.internal) {
       throw new CloudError(
         `load balancer ${lb.name} (${lb.id}) is ${lb.internal ? "internal" : "public"}, the spec wants it ` +
@@ -410,10 +426,6 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       false,
       signal,
     );
-    if (created && this.asyncPolls > 0) {
-      this.operations.set(spec.name, { op: "create", left: this.asyncPolls });
-      return this.provisioning(spec.name);
-    }
     // Last: the digests vouch for everything above, so a crash before here leaves them stale.
     await this.recordDigests(lb, digests, signal);
     return ingressOf(lb);
@@ -425,8 +437,45 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     await this.update(LB, lb.id, { tags: { ...lb.tags, ...digests } }, signal);
   }
 
-  private provisioning(name: string): InProgress {
-    return inProgress(this.asyncPollMs, `load balancer ${name} is provisioning`);
+  /**
+   * The first ensure to see a load balancer in ERROR reports it: it marks it reported in the
+   * cloud (so the next ensure, on any replica, replaces it) and throws OperationFailedError.
+   */
+  private async reportFailure(
+    unreported: readonly WireLoadBalancer[],
+    signal: AbortSignal | undefined,
+  ): Promise<never> {
+    for (const l of unreported) {
+      await this.update(LB, l.id, { tags: { ...l.tags, [FAILURE_REPORTED_TAG]: "true" } }, signal);
+    }
+    const [first] = unreported;
+    throw new OperationFailedError(
+      `load balancer ${first?.name} (${first?.id}) failed in the cloud: ${first?.status_message ?? "no reason given"}; ` +
+        "the next attempt replaces it",
+    );
+  }
+
+  /** Deletes reported failed load balancers with their listeners, pools and firewall rules. */
+  private async replaceFailed(
+    failed: readonly WireLoadBalancer[],
+    owned: Owned,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const ids = new Set(failed.map((l) => l.id));
+    const of = <T extends { lb_id: string }>(items: readonly T[]): T[] =>
+      items.filter((i) => ids.has(i.lb_id));
+    this.ctx.logger.info({ ids: [...ids] }, "replacing failed load balancer");
+    await this.deleteAll(
+      {
+        lbs: failed,
+        listeners: of(owned.listeners),
+        pools: of(owned.pools),
+        healthChecks: [],
+        firewallRules: of(owned.firewallRules),
+      },
+      false,
+      signal,
+    );
   }
 
   async updateBackends(
@@ -434,13 +483,19 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     backends: readonly string[],
     signal?: AbortSignal,
     backendAnnotations?: BackendAnnotations,
-  ): Promise<undefined> {
+  ): Promise<undefined | InProgress> {
     const { name, tags: ownerTags } = identity(owner);
     checkOwnership(name, ownerTags);
-    const lb = oldest(await this.listFiltered(LB, { name, tags: ownerTags }, signal));
+    const listed = await this.listFiltered(LB, { name, tags: ownerTags }, signal);
+    const waiting = busy(listed);
+    if (waiting !== undefined) return waiting;
+    const lb = oldest(listed);
     if (lb === undefined) {
       // The hub only calls this for a load balancer it ensured: absence is a suspect answer.
       throw new SuspectAnswerError(`load balancer ${name} is not listed; cannot update its backends`);
+    }
+    if (lb.status === "ERROR") {
+      throw new NeedsEnsureError(`load balancer ${name} (${lb.id}) failed in the cloud: ensure replaces it`);
     }
     const members = [...new Set(backends)].sort();
     const pools = await this.listFiltered(POOL, { tags: ownerTags, lbId: lb.id }, signal);
@@ -456,31 +511,31 @@ export class SimulatedLoadBalancers implements LoadBalancers {
 
   async ensureDeleted(owner: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
     const { name, tags: ownerTags } = identity(owner);
-    if (this.asyncPolls > 0) {
-      const pending = this.operations.get(name);
-      if (pending?.op !== "delete") {
-        if (count(await this.snapshot(name, ownerTags, signal)) === 0) {
-          this.operations.delete(name);
-          return;
-        }
-        // Accepted: the cloud deletes in the background; the resources stay listed meanwhile.
-        this.operations.set(name, { op: "delete", left: this.asyncPolls });
-        return inProgress(this.asyncPollMs, `load balancer ${name} is being deleted`);
-      }
-      pending.left--;
-      if (pending.left > 0) return inProgress(this.asyncPollMs, `load balancer ${name} is being deleted`);
-      this.operations.delete(name);
-    }
     for (let round = 0; ; round++) {
       const owned = await this.snapshot(name, ownerTags, signal);
       const left = count(owned);
-      if (left === 0) return;
+      if (left === 0) return undefined;
+      // A PENDING_* load balancer takes no write, nor do its listeners, pools and firewall
+      // rules: what the cloud is still creating is deleted once it settles, what it is deleting
+      // is waited for.
+      const pending = owned.lbs.filter(isPending);
+      const frozen = new Set(pending.map((l) => l.id));
+      const writable = <T extends { lb_id: string }>(items: readonly T[]): T[] =>
+        items.filter((i) => !frozen.has(i.lb_id));
+      const deletable: Owned = {
+        lbs: owned.lbs.filter((l) => !frozen.has(l.id)),
+        listeners: writable(owned.listeners),
+        pools: writable(owned.pools),
+        healthChecks: owned.healthChecks,
+        firewallRules: writable(owned.firewallRules),
+      };
+      if (count(deletable) === 0) return busy(pending);
       if (round >= this.deleteRounds) {
         throw new TransientCloudError(
           `load balancer ${name}: ${left} owned resource(s) still listed after ${round} delete rounds (${describe(owned)})`,
         );
       }
-      await this.deleteAll(owned, true, signal);
+      await this.deleteAll(deletable, true, signal);
     }
   }
 
@@ -567,7 +622,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
         try {
           await this.remove(kind, item.id, signal);
         } catch (err) {
-          if (!(tolerateDependents && isDependencyViolation(err))) throw err;
+          if (!(tolerateDependents && isBlocked(err))) throw err;
           this.ctx.logger.debug({ id: item.id, err: (err as Error).message }, "delete blocked; next round");
         }
       }
@@ -781,7 +836,29 @@ function describe(o: Owned): string {
     .join(", ");
 }
 
-/** A contract error made from the cloud's 409 DependencyViolation. */
-function isDependencyViolation(err: unknown): boolean {
-  return err instanceof TransientCloudError && isConflict(err.cause, "DependencyViolation");
+/**
+ * A contract error made from the cloud's 409 DependencyViolation, or LoadBalancerBusy (its load
+ * balancer went PENDING_* meanwhile): the next round, or the next call, sees why.
+ */
+function isBlocked(err: unknown): boolean {
+  return (
+    err instanceof TransientCloudError &&
+    (isConflict(err.cause, "DependencyViolation") || isConflict(err.cause, "LoadBalancerBusy"))
+  );
+}
+
+function isPending(lb: WireLoadBalancer): boolean {
+  return lb.status === "PENDING_CREATE" || lb.status === "PENDING_DELETE";
+}
+
+/** In progress for a PENDING_* load balancer, after the delay the cloud suggests. */
+function pendingAnswer(lb: WireLoadBalancer): InProgress {
+  const what = lb.status === "PENDING_CREATE" ? "provisioning" : "being deleted";
+  return inProgress(lb.poll_after_ms ?? DEFAULT_POLL_MS, `load balancer ${lb.name} (${lb.id}) is ${what}`);
+}
+
+/** In progress when any of these load balancers is PENDING_* (the cloud takes no write to it), else undefined. */
+function busy(lbs: readonly WireLoadBalancer[]): InProgress | undefined {
+  const pending = lbs.find(isPending);
+  return pending === undefined ? undefined : pendingAnswer(pending);
 }
