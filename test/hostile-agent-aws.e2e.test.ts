@@ -3,9 +3,11 @@
  * AWS, the hub and agents as their own processes). A Service of the hostile cluster naming the
  * victim's managed security group, or a subnet of the victim's VPC, is refused with a Warning
  * Event naming why, with no AWS call that changes anything; the victim's Service still deletes
- * (its group is attached to nothing of the hostile cluster's). And a classic ELB and an NLB
- * that cloud-provider-aws built with its defaults are adopted with their health checks as
- * they were.
+ * (its group is attached to nothing of the hostile cluster's). A Service of the hostile cluster
+ * whose uid names a classic ELB cloud-provider-aws built for the victim is refused too: a name
+ * derived from a uid (which agents report) is no proof, and the hostile cluster has no adoptFrom.
+ * And a classic ELB and an NLB that cloud-provider-aws built with its defaults, in a cluster
+ * whose hub config has adoptFrom, are adopted with their health checks as they were.
  */
 import {
   ConfigureHealthCheckCommand,
@@ -21,7 +23,8 @@ import {
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
-import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { upstreamClassicElb } from "../hub/src/cloud/providers/aws/upstream.testkit.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const A = "service.beta.kubernetes.io/aws-load-balancer-";
@@ -29,6 +32,26 @@ const UID_TAG = "fleet-ccm.io/service-uid";
 // AwsLocalCloud alternates accounts: the first and third clusters share the keys' account.
 const HOSTILE = "cluster-001";
 const VICTIM = "cluster-003";
+/** Migrating from cloud-provider-aws run with --cluster-name cluster-002: clusters[].adoptFrom. */
+const MIGRATING = "cluster-002";
+
+/** The fake AWS as the fleet's cloud, with clusters[].adoptFrom in the hub config for `adoptFrom`'s clusters. */
+function withAdoptFrom(cloud: AwsLocalCloud, adoptFrom: Readonly<Record<string, string>>): LocalCloud {
+  return {
+    provider: cloud.provider,
+    accountsConfig: () => cloud.accountsConfig(),
+    clusterConfig: (c) => {
+      const vendor = adoptFrom[c];
+      return {
+        ...cloud.clusterConfig(c),
+        ...(vendor !== undefined && { adoptFrom: { vendorCcmClusterName: vendor } }),
+      };
+    },
+    addMachine: (c, i) => cloud.addMachine(c, i),
+    totalCalls: () => cloud.totalCalls(),
+    close: () => cloud.close(),
+  };
+}
 
 interface KubeEvent {
   type?: string;
@@ -48,7 +71,12 @@ let grpcPort = 0;
 
 beforeAll(async () => {
   aws = await AwsLocalCloud.start(["cluster-001", "cluster-002", "cluster-003"]);
-  f = await LocalFleet.start({ clusters: 3, nodesPerCluster: 0, logger, cloud: aws });
+  f = await LocalFleet.start({
+    clusters: 3,
+    nodesPerCluster: 0,
+    logger,
+    cloud: withAdoptFrom(aws, { [MIGRATING]: MIGRATING }),
+  });
   const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
   expect(
     await waitFor(
@@ -145,10 +173,62 @@ test("the victim's managed security group and a subnet of its VPC, named by the 
   expect(aws.fake.classicLoadBalancers().filter((l) => l.tags[UID_TAG] === victimUid)).toEqual([]);
 }, 120_000);
 
-test("a classic ELB and an NLB cloud-provider-aws built with its defaults: adopted with their health checks unchanged", async () => {
+test("a Service of the hostile cluster whose uid names the victim's classic ELB made by cloud-provider-aws: refused (no adoptFrom), nothing changes", async () => {
+  const account = aws.world(VICTIM).accountId;
+  // Held before any AWS call (a bad annotation) until the victim's ELB of that name exists.
+  service(HOSTILE, "steal-elb", { [`${A}healthcheck-interval`]: "1" });
+  expect(
+    await waitFor(
+      () => warnings(HOSTILE, "steal-elb").some((e) => e.message?.includes("healthcheck-interval")),
+      30_000,
+    ),
+  ).toBe(true);
+  const uid = get(HOSTILE, "steal-elb")?.metadata.uid ?? "";
+  const name = `a${uid.replace(/-/g, "")}`.slice(0, 32);
+  const w = aws.world(VICTIM);
+  const dnsName = await upstreamClassicElb(
+    {
+      region: w.region,
+      vpcId: w.vpcId,
+      subnets: w.subnets,
+      nodeGroup: w.nodeGroup,
+      keys: aws.fake.createAccessKey(account),
+      fake: { url: aws.fake.url },
+    },
+    name,
+    { cluster: VICTIM, serviceName: "default/web", ports: [{ port: 80, nodePort: 30080 }], nodes: [] },
+  );
+  const victimElb = () => aws.fake.classicLoadBalancers(account).find((l) => l.id.endsWith(`/${name}`));
+  const before = JSON.stringify(victimElb());
+  const mark = aws.fake.log.mark();
+  const writes = () =>
+    aws.fake.log
+      .requests({ account, afterSeq: mark })
+      .filter((r) => !/\.(Describe|AssumeRole|GetCallerIdentity)/.test(r.operation))
+      .map((r) => r.operation);
+  f.cluster(HOSTILE).kube.patch("Service", "default", "steal-elb", "merge", {
+    metadata: { annotations: { [`${A}healthcheck-interval`]: null } },
+  });
+  expect(
+    await waitFor(
+      () =>
+        warnings(HOSTILE, "steal-elb").some(
+          (e) => e.message?.includes(`load balancer ${name}`) && e.message.includes("has no adoptFrom"),
+        ),
+      30_000,
+    ),
+  ).toBe(true);
+  expect(writes()).toEqual([]);
+  expect(JSON.stringify(victimElb())).toBe(before);
+  expect(victimElb()?.tags[UID_TAG]).toBeUndefined();
+  expect(get(HOSTILE, "steal-elb")?.status?.loadBalancer?.ingress ?? []).toEqual([]);
+  expect(victimElb()?.dnsName).toBe(dnsName);
+}, 90_000);
+
+test("a classic ELB and an NLB cloud-provider-aws built with its defaults, the cluster's adoptFrom naming its cluster: adopted with their health checks unchanged", async () => {
   // cluster-002 (the role's account, NLBs by default): Services first, its agent later, so
   // the load balancers exist as upstream left them when the hub first sees the Services.
-  const c = "cluster-002";
+  const c = MIGRATING;
   const w = aws.world(c);
   service(c, "old-classic");
   service(c, "old-nlb", { [`${A}type`]: "nlb" });

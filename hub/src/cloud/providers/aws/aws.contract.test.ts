@@ -43,8 +43,9 @@ import {
 } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
-import { awsLoadBalancerName } from "./lb-network.js";
+import { awsLoadBalancerName, securityGroupName } from "./lb-network.js";
 import { LABEL_ZONE_ID } from "./provider-id.js";
+import { upstreamClassicElb, upstreamNlb, upstreamNlbNodeRules } from "./upstream.testkit.js";
 
 let world: AwsWorld;
 beforeAll(async () => {
@@ -78,6 +79,11 @@ const owner = (): ServiceTarget => ({
   network: world.vpcId,
   scope: {},
   serviceUid: `${String(++uid).padStart(8, "0")}-aaaa-bbbb-cccc-5f0c1a2b3c4d`,
+});
+/** A Service of cluster blue while it migrates from cloud-provider-aws (--cluster-name `vendor`): clusters[].adoptFrom. */
+const adopting = (vendor = "blue"): ServiceTarget => ({
+  ...owner(),
+  scope: { adoptFrom: { vendorCcmClusterName: vendor } },
 });
 const lbs = (p: CloudProvider) => p.loadBalancers!;
 
@@ -337,38 +343,103 @@ describe("load balancers", () => {
       ...o,
     });
 
-  test("adopts a classic ELB made the way cloud-provider-aws makes it", async () => {
-    const o = owner();
+  test("adopts a classic ELB made the way cloud-provider-aws makes it, with the cluster's adoptFrom", async () => {
+    const o = adopting();
     const name = awsLoadBalancerName(o.serviceUid);
     const ns = nodes();
-    const elb = new ElasticLoadBalancingClient(sdkConfig());
-    await elb.send(
-      new ElbCreate({
-        LoadBalancerName: name,
-        Listeners: [{ Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 }],
-        Subnets: [...world.subnets],
-        Tags: [
-          { Key: "kubernetes.io/cluster/blue", Value: "owned" },
-          { Key: "kubernetes.io/service-name", Value: "default/web" },
-        ],
-      }),
-    );
+    const dnsName = await upstreamClassicElb(world, name, {
+      cluster: "blue",
+      serviceName: "default/web",
+      ports: [{ port: 80, nodePort: 30080 }],
+      nodes: ns.map((n) => n.id),
+    });
+    const group = () =>
+      world.fake.state.securityGroups.all(world.accountId).find((g) => g.name === securityGroupName(name));
+    const groupId = group()?.id ?? "";
     const { p, ops } = await provider();
     expect((await lbs(p).get(o))?.owner).toEqual(lbOwner(o));
     const [ingress] = await settle(() => lbs(p).ensure(o, spec(ns.map((n) => n.id))));
-    expect(ingress?.hostname).toContain(name);
+    expect(ingress?.hostname).toBe(dnsName);
     expect(ops).not.toContain("elb.create");
+    expect(ops).not.toContain("sg.create");
     expect(ops).toContain("elb.tag");
     const all = world.fake.classicLoadBalancers(world.accountId).filter((l) => l.id.endsWith(`/${name}`));
     expect(all).toHaveLength(1);
     expect(all[0]?.tags[OWNER_TAG_SERVICE_UID]).toBe(o.serviceUid);
     expect(all[0]?.listeners.map((l) => l.port).sort()).toEqual([443, 80]);
+    // Upstream's group is the managed one now, ours: it needs no opt-in any more.
+    expect(all[0]?.securityGroups).toEqual([groupId]);
+    expect(group()?.tags[OWNER_TAG_SERVICE_UID]).toBe(o.serviceUid);
+    await settle(() => lbs(p).ensure({ ...o, scope: {} }, spec(ns.map((n) => n.id))));
     await settle(() => lbs(p).ensureDeleted(o));
-    expect(world.resources().filter((r) => r.id.includes(name))).toEqual([]);
+    expect(world.resources().filter((r) => r.id.includes(name) || r.id.includes(groupId))).toEqual([]);
+    expect(group()).toBeUndefined();
   });
 
+  test.each([
+    ["no adoptFrom", undefined, "has no adoptFrom"],
+    ["adoptFrom naming another vendor cluster", "green", "kubernetes.io/cluster/green: owned"],
+  ] as const)(
+    "a classic ELB and an NLB cloud-provider-aws made for the Service's name, %s: refused, no write",
+    async (_what, vendor, why) => {
+      const ns = nodes().map((n) => n.id);
+      const target = (): ServiceTarget => (vendor === undefined ? owner() : adopting(vendor));
+      const classic = target();
+      const nlb = target();
+      const svc = {
+        cluster: "blue",
+        serviceName: "default/web",
+        ports: [{ port: 80, nodePort: 30080 }],
+        nodes: ns,
+      };
+      await upstreamClassicElb(world, awsLoadBalancerName(classic.serviceUid), svc);
+      await upstreamNlb(world, awsLoadBalancerName(nlb.serviceUid), svc, undefined);
+      await upstreamNlbNodeRules(world, awsLoadBalancerName(nlb.serviceUid), svc);
+      const { p } = await provider();
+      const mark = world.fake.log.mark();
+      const calls: [string, () => Promise<unknown>][] = [];
+      for (const [o, annotations] of [
+        [classic, {}],
+        [nlb, { [`${A}type`]: "nlb" }],
+      ] as const)
+        calls.push(
+          [
+            `ensure ${o.serviceUid}`,
+            () => lbs(p).ensure(o, spec(ns, annotations, { sourceRanges: ["10.0.0.0/8"] })),
+          ],
+          [`updateBackends ${o.serviceUid}`, () => lbs(p).updateBackends(o, ns.slice(0, 1))],
+          [`ensureDeleted ${o.serviceUid}`, () => lbs(p).ensureDeleted(o)],
+          [`get ${o.serviceUid}`, () => lbs(p).get(o)],
+        );
+      for (const [call, run] of calls) {
+        const err = await run().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect({ call, err }).toEqual({ call, err: expect.any(CloudError) });
+        expect((err as Error).message).toContain(why);
+      }
+      const writes = world.fake.log
+        .requests({ account: world.accountId, afterSeq: mark })
+        .filter((r) => !/\.Describe/.test(r.operation));
+      expect(writes).toEqual([]);
+      // Both are still upstream's, as it left them.
+      for (const o of [classic, nlb]) {
+        const name = awsLoadBalancerName(o.serviceUid);
+        const lb = [
+          ...world.fake.classicLoadBalancers(world.accountId),
+          ...world.fake.networkLoadBalancers(world.accountId),
+        ].find((l) => l.id.endsWith(`/${name}`) || ("name" in l && l.name === name));
+        expect(lb?.tags[OWNER_TAG_SERVICE_UID]).toBeUndefined();
+        await settle(() =>
+          lbs(p).ensureDeleted({ ...o, scope: { adoptFrom: { vendorCcmClusterName: "blue" } } }),
+        );
+      }
+    },
+  );
+
   test("adopts an NLB made the way cloud-provider-aws makes it, keeping its target group", async () => {
-    const o = owner();
+    const o = adopting();
     const name = awsLoadBalancerName(o.serviceUid);
     const ns = nodes();
     const v2 = new ElasticLoadBalancingV2Client(sdkConfig());
@@ -425,7 +496,7 @@ describe("load balancers", () => {
       { Key: "kubernetes.io/service-name", Value: "default/web" },
     ];
     // A classic ELB as upstream leaves it: TCP on the first node port, 10/5/2/6.
-    const classic = owner();
+    const classic = adopting();
     const elbName = awsLoadBalancerName(classic.serviceUid);
     const elb = new ElasticLoadBalancingClient(sdkConfig());
     await elb.send(
@@ -447,7 +518,7 @@ describe("load balancers", () => {
       }),
     );
     // An NLB as upstream leaves it: TCP on the traffic port, 30/10/3/3.
-    const nlb = owner();
+    const nlb = adopting();
     const v2 = new ElasticLoadBalancingV2Client(sdkConfig());
     const lb = (
       await v2.send(

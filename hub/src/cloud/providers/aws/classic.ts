@@ -35,11 +35,11 @@ import {
   type EnsuredLb,
   type LbNetwork,
   type ListingPage,
-  ownedBy,
   type Tags,
   tagList,
   tagsOf,
   tagsToAdd,
+  whyNotOwned,
 } from "./lb-network.js";
 
 export const isGone = (err: unknown) => hasCode(err, "LoadBalancerNotFound", "AccessPointNotFoundException");
@@ -120,19 +120,20 @@ export class ClassicElb {
     }
   }
 
-  /** The owner's classic ELB with its tags; CloudError when the name is taken by someone else. */
+  /**
+   * The owner's classic ELB with its tags; CloudError, before any write, when the name is taken
+   * by someone else or by cloud-provider-aws without the cluster's adoptFrom (whyNotOwned).
+   */
   async find(
-    owner: LbOwner,
+    owner: ServiceTarget,
     signal?: AbortSignal,
   ): Promise<{ lb: LoadBalancerDescription; tags: Tags } | undefined> {
     const name = awsLoadBalancerName(owner.serviceUid);
     const lb = await this.describe(name, signal);
     if (lb === undefined) return undefined;
     const tags = (await this.describeTags([name], signal)).get(name) ?? {};
-    if (!ownedBy(tags, owner))
-      throw new CloudError(
-        `load balancer ${name} exists but is not cluster ${owner.cluster}'s (its tags say otherwise)`,
-      );
+    const why = whyNotOwned(tags, owner);
+    if (why !== undefined) throw new CloudError(`load balancer ${name} exists but ${why}: not using it`);
     return { lb, tags };
   }
 
@@ -171,7 +172,7 @@ export class ClassicElb {
     const { name, tags, groups } = base;
     let lb = found?.lb;
     if (lb === undefined) {
-      const subnets = await this.net.subnets(base.vpcId, spec.internal, owner.cluster, s.subnets, signal);
+      const subnets = await this.net.subnets(base.vpcId, spec.internal, owner, s.subnets, signal);
       await this.api.call("elb.create", signal, (abortSignal) =>
         this.api.elb.send(
           new CreateLoadBalancerCommand({
@@ -200,7 +201,7 @@ export class ClassicElb {
     await this.ensureAttributes(name, spec, s, signal);
     await this.ensureProxyProtocol(name, lb, spec, signal);
     await this.syncInstances(lb, base.backends, signal);
-    await this.net.finish(base, owner.cluster, signal);
+    await this.net.finish(base, owner, signal);
     return {
       ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
       ref: name,
@@ -454,7 +455,7 @@ export class ClassicElb {
   }
 
   /** The load balancer itself (its group goes after, see AwsLoadBalancers.ensureDeleted). */
-  async deleteLoadBalancer(owner: LbOwner, signal?: AbortSignal): Promise<void> {
+  async deleteLoadBalancer(owner: ServiceTarget, signal?: AbortSignal): Promise<void> {
     const found = await this.find(owner, signal);
     if (found === undefined) return;
     const name = awsLoadBalancerName(owner.serviceUid);

@@ -1,11 +1,172 @@
+import { BlockList, isIPv6 } from "node:net";
 import { type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import {
   type ConformanceFixture,
   describeProviderConformance,
+  type VendorMode,
 } from "../../conformance/conformance.testkit.js";
-import { awsProvider } from "./index.js";
+import type { LbOwner, LoadBalancerSpec } from "../../provider.js";
+import { AWS_ANNOTATION_PREFIX, awsProvider } from "./index.js";
 import { awsLoadBalancerName } from "./lb-network.js";
+import { NLB_CLIENT_RULE, NLB_HEALTH_RULE } from "./nlb-node-rules.js";
 import { clusterTagKey } from "./tags.js";
+import {
+  type UpstreamService,
+  upstreamClassicElb,
+  upstreamNlb,
+  upstreamNlbGroup,
+  upstreamNlbNodeRules,
+} from "./upstream.testkit.js";
+
+/** cloud-provider-aws's ways of building a Service's load balancer, every fixture adopting each. */
+const VENDOR_MODES = ["classic ELB", "NLB, no security groups", "NLB, managed security group"] as const;
+
+/** One ingress rule of the fake's security groups, as far as exposure reads it. */
+interface IngressRule {
+  readonly protocol: string;
+  readonly fromPort?: number;
+  readonly toPort?: number;
+  readonly cidr?: string;
+  readonly cidrIpv6?: string;
+}
+
+/**
+ * What one rule lets in on `ports`, as "<port> <CIDR>": a TCP/UDP (or all-protocol) rule from a
+ * CIDR on each of the ports its range covers; an ICMP rule from a CIDR as "icmp:<type>-<code>
+ * <CIDR>" (path-MTU messages reach the load balancer too). A rule from a group admits that
+ * group's members, no address range: what reaches them is counted through that group's own
+ * rules (the load balancer's), so it adds no entry.
+ */
+function admitted(rule: IngressRule, ports: readonly number[]): string[] {
+  const cidr = rule.cidr ?? rule.cidrIpv6;
+  if (cidr === undefined) return [];
+  if (
+    rule.protocol === "icmp" ||
+    rule.protocol === "icmpv6" ||
+    rule.protocol === "1" ||
+    rule.protocol === "58"
+  )
+    return [`icmp:${rule.fromPort ?? ""}-${rule.toPort ?? ""} ${cidr}`];
+  const all = rule.protocol === "-1";
+  return ports
+    .filter((p) => all || ((rule.fromPort ?? 0) <= p && p <= (rule.toPort ?? 65535)))
+    .map((p) => `${p} ${cidr}`);
+}
+
+/**
+ * The entries without those another one of the same port already covers (10.0.0.0/24 beside
+ * 10.0.0.0/8 on one port admits nothing more): what is admitted, not how many rules say it.
+ */
+function covering(entries: readonly string[]): string[] {
+  const parsed = [...new Set(entries)].map((e) => {
+    const [port = "", cidr = ""] = e.split(" ");
+    const [net = "", bits = "0"] = cidr.split("/");
+    return { e, port, net, bits: Number(bits), family: isIPv6(net) ? ("ipv6" as const) : ("ipv4" as const) };
+  });
+  return parsed
+    .filter(
+      (x) =>
+        !parsed.some((y) => {
+          if (y === x || y.port !== x.port || y.family !== x.family || y.bits > x.bits) return false;
+          if (y.bits === x.bits) return false;
+          const block = new BlockList();
+          block.addSubnet(y.net, y.bits, y.family);
+          return block.check(x.net, x.family);
+        }),
+    )
+    .map((x) => x.e)
+    .sort();
+}
+
+/**
+ * What the cloud lets reach a Service's load balancer now, from the fake's truth. A classic
+ * ELB, or an NLB with security groups, admits on its listener ports what its groups' rules admit
+ * (the load balancer's groups, while it exists: a group attached to nothing admits nothing). An
+ * NLB without groups filters nothing itself: clients reach the nodes' nodePorts directly (client
+ * IPs preserved), so what admits them is the node groups' rules naming it (upstream's client and
+ * health rules, on the nodePorts and health ports), and those admit traffic whether the NLB is
+ * still there or not. The path-MTU rules name no load balancer (shared by all NLBs of a group)
+ * and are not counted.
+ */
+function exposureOf(world: AwsWorld, name: string): string[] {
+  const { fake, accountId } = world;
+  const groups = (ids: readonly string[]) =>
+    ids.flatMap((id) => {
+      const g = fake.state.securityGroups.get(id);
+      return g === undefined ? [] : [g];
+    });
+  const out: string[] = [];
+  const classic = fake.classicLoadBalancers(accountId).find((lb) => lb.id.endsWith(`/${name}`));
+  if (classic !== undefined) {
+    const ports = classic.listeners.map((l) => l.port);
+    for (const g of groups(classic.securityGroups))
+      for (const r of g.ingress) out.push(...admitted(r, ports));
+  }
+  const nlb = fake.networkLoadBalancers(accountId).find((lb) => lb.name === name);
+  if (nlb !== undefined) {
+    const ports = fake.state.listeners
+      .all(accountId)
+      .filter((l) => l.lbArn === nlb.id)
+      .map((l) => l.port);
+    for (const g of groups(nlb.securityGroups)) for (const r of g.ingress) out.push(...admitted(r, ports));
+  }
+  const named = new Set([`${NLB_CLIENT_RULE}=${name}`, `${NLB_HEALTH_RULE}=${name}`]);
+  for (const g of fake.state.securityGroups.all(accountId))
+    for (const r of g.ingress)
+      if (named.has(r.description ?? "") && r.fromPort !== undefined) out.push(...admitted(r, [r.fromPort]));
+  return covering(out);
+}
+
+/** cloud-provider-aws's modes, built through the SDK as it builds them (upstream.testkit.ts). */
+function vendorModes(world: AwsWorld): VendorMode[] {
+  const service = (owner: LbOwner, spec: LoadBalancerSpec, cluster: string): UpstreamService => ({
+    cluster,
+    serviceName: `default/svc-${owner.serviceUid}`,
+    ports: spec.listeners.map((l) => ({ port: l.port, nodePort: l.nodePort })),
+    nodes: spec.backends,
+  });
+  const nlbAnnotations = { [`${AWS_ANNOTATION_PREFIX}type`]: "nlb" };
+  return [
+    {
+      mode: "classic ELB",
+      async build(owner, spec, cluster) {
+        const name = awsLoadBalancerName(owner.serviceUid);
+        const dnsName = await upstreamClassicElb(world, name, service(owner, spec, cluster));
+        return { ingress: [{ hostname: dnsName }], exposure: () => exposureOf(world, name) };
+      },
+    },
+    {
+      mode: "NLB, no security groups",
+      async build(owner, spec, cluster) {
+        const name = awsLoadBalancerName(owner.serviceUid);
+        const svc = service(owner, spec, cluster);
+        const { dnsName } = await upstreamNlb(world, name, svc, undefined);
+        await upstreamNlbNodeRules(world, name, svc);
+        return {
+          ingress: [{ hostname: dnsName }],
+          annotations: nlbAnnotations,
+          exposure: () => exposureOf(world, name),
+        };
+      },
+    },
+    {
+      mode: "NLB, managed security group",
+      async build(owner, spec, cluster) {
+        const name = awsLoadBalancerName(owner.serviceUid);
+        const svc = service(owner, spec, cluster);
+        const group = await upstreamNlbGroup(world, name, svc);
+        const { dnsName } = await upstreamNlb(world, name, svc, [group]);
+        // Upstream writes its node-group rules in this mode too.
+        await upstreamNlbNodeRules(world, name, svc);
+        return {
+          ingress: [{ hostname: dnsName }],
+          annotations: nlbAnnotations,
+          exposure: () => exposureOf(world, name),
+        };
+      },
+    },
+  ];
+}
 
 /** A second VPC of the account: its subnets, nodes' group and route table tagged for a cluster as upstream wants them. */
 function otherNetwork(world: AwsWorld) {
@@ -51,6 +212,7 @@ function fixture(
   fakeOptions: { nlbProvisioningMs?: number; eniLingerMs?: number } = {},
 ): ConformanceFixture {
   return {
+    vendorModes: VENDOR_MODES,
     async start() {
       const world = await startAwsWorld("conf");
       world.fake.nlbProvisioningMs = fakeOptions.nlbProvisioningMs ?? 0;
@@ -98,6 +260,7 @@ function fixture(
           return [...new Set(ports)].sort((a, b) => a - b);
         },
         otherNetwork: otherNetwork(world),
+        vendorModes: vendorModes(world),
         createForeignRoute: (cidr) =>
           fake.addRoute(world.routeTable, { cidr, gatewayId: "igw-0a1b2c3d4e5f60718" }),
         close: async () => {

@@ -9,6 +9,7 @@
 import {
   AuthorizeSecurityGroupIngressCommand,
   CreateSecurityGroupCommand,
+  CreateTagsCommand,
   DeleteSecurityGroupCommand,
   DescribeAddressesCommand,
   type Filter,
@@ -32,6 +33,7 @@ import {
 } from "../../naming.js";
 import {
   type BackendAnnotations,
+  type ClusterTarget,
   type InProgress,
   inProgress,
   type LbIngress,
@@ -45,7 +47,7 @@ import type { AwsLbSettings } from "./annotations.js";
 import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import { checkScope } from "./scope.js";
-import { clusterTagKey, OWNED, SERVICE_NAME_TAG } from "./tags.js";
+import { clusterTagKey, clusterTagKeys, OWNED, SERVICE_NAME_TAG } from "./tags.js";
 
 /** Upstream's GetLoadBalancerName: "a" + the uid without dashes, at most 32 characters. */
 export function awsLoadBalancerName(serviceUid: string): string {
@@ -88,11 +90,30 @@ export function ownerTags(owner: LbOwner, serviceName: string | undefined, extra
   };
 }
 
-/** Whether tags say the resource is `owner`'s: our tags, or upstream's cluster tag on the owner's name. */
-export function ownedBy(tags: Tags, owner: LbOwner): boolean {
-  if (tags[OWNER_TAG_SERVICE_UID] !== undefined)
-    return tags[OWNER_TAG_SERVICE_UID] === owner.serviceUid && tags[OWNER_TAG_CLUSTER] === owner.cluster;
-  return tags[clusterTagKey(owner.cluster)] === OWNED;
+/**
+ * Why a resource found by the Service's name (its load balancer, its `k8s-elb-<name>` group, a
+ * target group) is not the Service's to change, or undefined when it is: fleet-ccm's owner tags
+ * for this Service, or none of them and, when the operator opted in for the cluster
+ * (scope.adoptFrom), upstream's `kubernetes.io/cluster/<vendorCcmClusterName>: owned`, as
+ * cloud-provider-aws tags what it makes. A name is no proof: it derives from a Service uid, which
+ * an (untrusted) agent reports, so a tenant's Service never takes over a load balancer by it.
+ */
+export function whyNotOwned(tags: Tags, target: ServiceTarget): string | undefined {
+  if (tags[OWNER_TAG_SERVICE_UID] !== undefined || tags[OWNER_TAG_CLUSTER] !== undefined)
+    return tags[OWNER_TAG_SERVICE_UID] === target.serviceUid && tags[OWNER_TAG_CLUSTER] === target.cluster
+      ? undefined
+      : `belongs to another Service (cluster ${tags[OWNER_TAG_CLUSTER] ?? "?"})`;
+  const vendor = target.scope.adoptFrom?.vendorCcmClusterName;
+  if (vendor === undefined)
+    return `carries no fleet-ccm owner tags, and cluster ${target.cluster} has no adoptFrom in the hub's configuration to adopt what cloud-provider-aws made`;
+  if (tags[clusterTagKey(vendor)] !== OWNED)
+    return `carries no fleet-ccm owner tags, nor ${clusterTagKey(vendor)}: ${OWNED} as cloud-provider-aws tags what it makes for the cluster adoptFrom names`;
+  return undefined;
+}
+
+/** Whether the resource is the Service's: fleet-ccm's for it, or the vendor CCM's it may adopt (whyNotOwned). */
+export function ownedBy(tags: Tags, target: ServiceTarget): boolean {
+  return whyNotOwned(tags, target) === undefined;
 }
 
 /** The owner the tags record, if they are ours. */
@@ -377,7 +398,7 @@ export class LbNetwork {
   }
 
   /** The shared last step: the node-group rules from the managed group, when there is one. */
-  async finish(base: LbBase, cluster: string, signal?: AbortSignal): Promise<void> {
+  async finish(base: LbBase, cluster: ClusterTarget, signal?: AbortSignal): Promise<void> {
     if (base.managedGroup !== undefined)
       await this.ensureNodeRules(base.managedGroup, base.vpcId, cluster, base.backends, signal);
   }
@@ -385,14 +406,14 @@ export class LbNetwork {
   /** After a backend change: the node-group rules from the load balancer's managed group, if it has one. */
   async followBackends(
     lb: { name: string | undefined; groups: readonly string[] | undefined; vpcId: string | undefined },
-    owner: LbOwner,
+    owner: ServiceTarget,
     backends: readonly Instance[],
     signal?: AbortSignal,
   ): Promise<void> {
     const managed = await this.ownedGroups(lb.name ?? "", owner, signal);
     const groupId = managed.find((g) => lb.groups?.includes(g));
     if (groupId !== undefined && lb.vpcId !== undefined)
-      await this.ensureNodeRules(groupId, lb.vpcId, owner.cluster, backends, signal);
+      await this.ensureNodeRules(groupId, lb.vpcId, owner, backends, signal);
   }
 
   async securityGroups(filters: Filter[], signal?: AbortSignal): Promise<SecurityGroup[]> {
@@ -423,7 +444,7 @@ export class LbNetwork {
   async subnets(
     vpcId: string,
     internal: boolean,
-    cluster: string,
+    cluster: ClusterTarget,
     annotated: readonly string[] | undefined,
     signal?: AbortSignal,
   ): Promise<{ subnetId: string; zone: string }[]> {
@@ -445,9 +466,10 @@ export class LbNetwork {
         s.SubnetId ? [{ subnetId: s.SubnetId, zone: s.AvailabilityZone ?? "" }] : [],
       );
     const role = internal ? SUBNET_ROLE_INTERNAL_ELB : SUBNET_ROLE_ELB;
+    const keys = clusterTagKeys(cluster);
     const score = (s: Subnet) => {
       const tags = tagsOf(s.Tags);
-      return (tags[role] !== undefined ? 2 : 0) + (tags[clusterTagKey(cluster)] !== undefined ? 1 : 0);
+      return (tags[role] !== undefined ? 2 : 0) + (keys.some((k) => tags[k] !== undefined) ? 1 : 0);
     };
     const byZone = new Map<string, Subnet>();
     for (const s of all) {
@@ -467,11 +489,14 @@ export class LbNetwork {
     return chosen;
   }
 
-  /** The load balancer's own group: found by name in the VPC, created with its tags in one call, its rules diffed to `want`. */
+  /**
+   * The load balancer's own group: found by name in the VPC (upstream's, adopted, gets our owner
+   * tags beside its own), created with its tags in one call, its rules diffed to `want`.
+   */
   async ensureLbGroup(
     lbName: string,
     vpcId: string,
-    owner: LbOwner,
+    owner: ServiceTarget,
     tags: Tags,
     description: string,
     want: readonly Rule[],
@@ -485,11 +510,17 @@ export class LbNetwork {
       ],
       signal,
     );
-    if (group !== undefined && !ownedBy(tagsOf(group.Tags), owner))
-      throw new CloudError(
-        `security group ${groupName} in ${vpcId} exists but is not cluster ${owner.cluster}'s`,
-      );
+    const why = group === undefined ? undefined : whyNotOwned(tagsOf(group.Tags), owner);
+    if (why !== undefined)
+      throw new CloudError(`security group ${groupName} in ${vpcId} ${why}: not using it`);
     let groupId = group?.GroupId;
+    if (groupId !== undefined && ownerOf(tagsOf(group?.Tags)) === undefined) {
+      // Adopted (adoptFrom): ours from now on, so it needs no opt-in any more.
+      const id = groupId;
+      await this.api.call("sg.tag", signal, (abortSignal) =>
+        this.api.ec2.send(new CreateTagsCommand({ Resources: [id], Tags: tagList(tags) }), { abortSignal }),
+      );
+    }
     if (groupId === undefined) {
       const out = await this.api.call("sg.create", signal, (abortSignal) =>
         this.api.ec2.send(
@@ -554,11 +585,12 @@ export class LbNetwork {
 
   /**
    * Each backend's cluster security group as upstream picks it (findSecurityGroupForInstance):
-   * the one of its groups tagged kubernetes.io/cluster/<cluster>, else its only group; an
+   * the one of its groups tagged kubernetes.io/cluster/<cluster> (or, with adoptFrom, the vendor
+   * CCM's cluster), else its only group; an
    * instance with several of either is left out with a warning. Each group once, as described.
    */
   async nodeGroups(
-    cluster: string,
+    cluster: ClusterTarget,
     backends: readonly Instance[],
     signal?: AbortSignal,
   ): Promise<SecurityGroup[]> {
@@ -570,19 +602,23 @@ export class LbNetwork {
     const groups =
       ids.length === 0 ? [] : await this.securityGroups([{ Name: "group-id", Values: ids }], signal);
     const byId = new Map(groups.map((g) => [g.GroupId ?? "", g]));
+    const keys = clusterTagKeys(cluster);
     const picked = new Map<string, SecurityGroup>();
     for (const i of backends) {
       const mine = (i.SecurityGroups ?? []).flatMap((g) => {
         const found = g.GroupId === undefined ? undefined : byId.get(g.GroupId);
         return found === undefined ? [] : [found];
       });
-      const tagged = mine.filter((g) => tagsOf(g.Tags)[clusterTagKey(cluster)] !== undefined);
+      const tagged = mine.filter((g) => {
+        const tags = tagsOf(g.Tags);
+        return keys.some((k) => tags[k] !== undefined);
+      });
       const pick =
         tagged.length === 1 ? tagged[0] : tagged.length === 0 && mine.length === 1 ? mine[0] : undefined;
       if (pick?.GroupId !== undefined) picked.set(pick.GroupId, pick);
       else
         this.ctx.logger.warn(
-          { instance: i.InstanceId, cluster },
+          { instance: i.InstanceId, cluster: cluster.cluster },
           "no single cluster security group on the instance: no ingress rule for the load balancer",
         );
     }
@@ -597,7 +633,7 @@ export class LbNetwork {
   async ensureNodeRules(
     lbGroupId: string,
     vpcId: string,
-    cluster: string,
+    cluster: ClusterTarget,
     backends: readonly Instance[],
     signal?: AbortSignal,
   ): Promise<void> {
@@ -620,7 +656,7 @@ export class LbNetwork {
   /** The owner's managed groups (by name), found wherever they are; `ours`: only those carrying fleet-ccm's owner tags. */
   async ownedGroups(
     lbName: string,
-    owner: LbOwner,
+    owner: ServiceTarget,
     signal?: AbortSignal,
     only: { ours?: boolean } = {},
   ): Promise<string[]> {

@@ -3,7 +3,8 @@
  * `aws-load-balancer-type: nlb` (or the account's defaultLoadBalancerType says nlb for new
  * Services), `external` left to the AWS Load Balancer Controller. Names (`a` + the Service
  * uid) and tags (kubernetes.io/cluster/<cluster>: owned, kubernetes.io/service-name) are
- * upstream's, so a load balancer either made is adopted by the other.
+ * upstream's, so upstream adopts ours; one upstream made is adopted only with the cluster's
+ * adoptFrom (the operator's opt-in, lb-network.ts whyNotOwned).
  */
 import { CloudError, ImplementedElsewhereError, SuspectAnswerError } from "../../errors.js";
 import {
@@ -11,7 +12,6 @@ import {
   type InProgress,
   isInProgress,
   type LbIngress,
-  type LbOwner,
   type LbServiceHints,
   type LoadBalancerCapabilities,
   type LoadBalancerSpec,
@@ -62,7 +62,7 @@ export class AwsLoadBalancers implements LoadBalancers {
 
   /** The owner's load balancer of either kind, `first` (default: the account's default kind) asked first. */
   private async find(
-    owner: LbOwner,
+    owner: ServiceTarget,
     signal?: AbortSignal,
     first: "classic" | "nlb" = this.options.defaultLoadBalancerType === "nlb" ? "nlb" : "classic",
   ): Promise<Found | undefined> {
@@ -86,7 +86,7 @@ export class AwsLoadBalancers implements LoadBalancers {
 
   async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
     const owner = lbOwner(target);
-    const f = await this.find(owner, signal);
+    const f = await this.find(target, signal);
     if (f === undefined) return undefined;
     return f.type === "classic"
       ? this.classic.state(owner, f.found.lb)

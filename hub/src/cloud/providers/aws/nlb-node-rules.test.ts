@@ -8,15 +8,7 @@ import {
   CreateSecurityGroupCommand,
   DescribeSecurityGroupsCommand,
   EC2Client,
-  type IpPermission,
 } from "@aws-sdk/client-ec2";
-import {
-  CreateListenerCommand,
-  CreateTargetGroupCommand,
-  ElasticLoadBalancingV2Client,
-  CreateLoadBalancerCommand as NlbCreate,
-  RegisterTargetsCommand,
-} from "@aws-sdk/client-elastic-load-balancing-v2";
 import { AwsFake, type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
@@ -30,6 +22,15 @@ import {
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
 import { awsLoadBalancerName, ownerTags, securityGroupName, tagList } from "./lb-network.js";
+import {
+  nlbClientRule as client,
+  nlbHealthRule as health,
+  tcpFrom as tcp,
+  type UpstreamService,
+  upstreamNlb,
+  upstreamNlbGroup,
+  upstreamNlbNodeRules,
+} from "./upstream.testkit.js";
 
 let fake: AwsFake;
 beforeAll(async () => {
@@ -63,27 +64,29 @@ const sdk = (world: AwsWorld) => ({
   maxAttempts: 1,
 });
 
-const client = (lb: string) => `kubernetes.io/rule/nlb/client=${lb}`;
-const health = (lb: string) => `kubernetes.io/rule/nlb/health=${lb}`;
 const MTU = "kubernetes.io/rule/nlb/mtu";
-const TAGS = [
-  { Key: "kubernetes.io/cluster/blue", Value: "owned" },
-  { Key: "kubernetes.io/service-name", Value: "default/web" },
-];
 /** The world's subnets' CIDRs (startAwsWorld), where upstream's health rules admit the checks from. */
 const SUBNET_CIDRS = ["10.0.0.0/24", "10.0.1.0/24"];
+/** externalTrafficPolicy Local: upstream's health checks (and health rules) on healthCheckNodePort. */
+const HEALTH_NODE_PORT = 32000;
 
-const tcp = (port: number, cidr: string, description?: string): IpPermission => ({
-  IpProtocol: "tcp",
-  FromPort: port,
-  ToPort: port,
-  IpRanges: [{ CidrIp: cidr, ...(description !== undefined && { Description: description }) }],
+/** Cluster blue, migrating from cloud-provider-aws run with --cluster-name blue (clusters[].adoptFrom). */
+const migrating = (world: AwsWorld): ServiceTarget => ({
+  cluster: "blue",
+  network: world.vpcId,
+  scope: { adoptFrom: { vendorCcmClusterName: "blue" } },
+  serviceUid: uid(),
 });
-const fragNeeded = (cidr: string): IpPermission => ({
-  IpProtocol: "icmp",
-  FromPort: 3,
-  ToPort: 4,
-  IpRanges: [{ CidrIp: cidr, Description: MTU }],
+
+/** The Service as upstream was told it: ports 80 and 443 on 30080 and 30443, open to all. */
+const web = (nodes: readonly string[]): UpstreamService => ({
+  cluster: "blue",
+  serviceName: "default/web",
+  ports: [
+    { port: 80, nodePort: 30080 },
+    { port: 443, nodePort: 30443 },
+  ],
+  nodes,
 });
 
 /** A group's rules as `protocol from-to source description` lines, as DescribeSecurityGroups answers them. */
@@ -102,57 +105,6 @@ async function rules(world: AwsWorld, groupId: string): Promise<string[]> {
     .sort();
 }
 
-/**
- * A Service's NLB made as cloud-provider-aws makes it: a target group per port on its nodePort
- * (the nodes registered), a listener forwarding to it, `groups` on the load balancer.
- */
-async function upstreamNlb(world: AwsWorld, name: string, groups: string[] | undefined, nodes: string[]) {
-  const v2 = new ElasticLoadBalancingV2Client(sdk(world));
-  const lb = (
-    await v2.send(
-      new NlbCreate({
-        Name: name,
-        Type: "network",
-        Subnets: [...world.subnets],
-        Tags: TAGS,
-        ...(groups !== undefined && { SecurityGroups: groups }),
-      }),
-    )
-  ).LoadBalancers?.[0];
-  for (const [port, nodePort] of [
-    [80, 30080],
-    [443, 30443],
-  ] as const) {
-    const tg = (
-      await v2.send(
-        new CreateTargetGroupCommand({
-          Name: `k8s-default-web-${nodePort}abcd`,
-          Protocol: "TCP",
-          Port: nodePort,
-          VpcId: world.vpcId,
-          TargetType: "instance",
-          Tags: TAGS,
-        }),
-      )
-    ).TargetGroups?.[0];
-    await v2.send(
-      new RegisterTargetsCommand({
-        TargetGroupArn: tg?.TargetGroupArn,
-        Targets: nodes.map((Id) => ({ Id })),
-      }),
-    );
-    await v2.send(
-      new CreateListenerCommand({
-        LoadBalancerArn: lb?.LoadBalancerArn,
-        Port: port,
-        Protocol: "TCP",
-        DefaultActions: [{ Type: "forward", TargetGroupArn: tg?.TargetGroupArn }],
-      }),
-    );
-  }
-  return lb;
-}
-
 /** externalTrafficPolicy Local: health checks on healthCheckNodePort 32000 (so upstream made health rules). */
 function spec(backends: readonly string[], o: Partial<LoadBalancerSpec> = {}): LoadBalancerSpec {
   return sampleLoadBalancerSpec([...backends].sort(), {
@@ -160,7 +112,7 @@ function spec(backends: readonly string[], o: Partial<LoadBalancerSpec> = {}): L
     annotations: { [`${A}type`]: "nlb" },
     healthCheck: {
       protocol: "HTTP",
-      port: 32000,
+      port: HEALTH_NODE_PORT,
       path: "/healthz",
       intervalSeconds: 10,
       timeoutSeconds: 10,
@@ -198,23 +150,13 @@ async function othersRules(world: AwsWorld): Promise<{ other: string; expected: 
 test("upstream's default mode (an NLB without security groups): its node-group rules narrowed to the source ranges, a closed port's revoked, all of them on delete; another NLB's untouched", async () => {
   const world = await startAwsWorld("blue", { fake });
   const ec2 = new EC2Client(sdk(world));
-  const o: ServiceTarget = { cluster: "blue", network: world.vpcId, scope: {}, serviceUid: uid() };
+  const o = migrating(world);
   const name = awsLoadBalancerName(o.serviceUid);
   const nodes = [world.instance("n1").id, world.instance("n2", { zone: 1 }).id];
   const { other, expected: others } = await othersRules(world);
-  const lb = await upstreamNlb(world, name, undefined, nodes);
+  const lb = await upstreamNlb(world, name, web(nodes), undefined, HEALTH_NODE_PORT);
   // What upstream's updateInstanceSecurityGroupsForNLB wrote for it, no source ranges set.
-  await ec2.send(
-    new AuthorizeSecurityGroupIngressCommand({
-      GroupId: world.nodeGroup,
-      IpPermissions: [
-        tcp(30080, "0.0.0.0/0", client(name)),
-        tcp(30443, "0.0.0.0/0", client(name)),
-        ...SUBNET_CIDRS.map((c) => tcp(32000, c, health(name))),
-        fragNeeded("0.0.0.0/0"),
-      ],
-    }),
-  );
+  await upstreamNlbNodeRules(world, name, web(nodes), HEALTH_NODE_PORT);
   // What an earlier fleet-ccm made for it: a managed group it could not attach, admitted by the nodes.
   const stray = await ec2.send(
     new CreateSecurityGroupCommand({
@@ -235,7 +177,7 @@ test("upstream's default mode (an NLB without security groups): its node-group r
   await settle(() => p.loadBalancers!.ensure(o, spec(nodes, { sourceRanges: ["203.0.113.0/24"] })));
   expect(ops).not.toContain("nlb.create");
   expect(ops).not.toContain("sg.create");
-  expect(world.fake.state.v2Lbs.get(lb?.LoadBalancerArn ?? "")?.securityGroups).toEqual([]);
+  expect(world.fake.state.v2Lbs.get(lb.arn)?.securityGroups).toEqual([]);
   expect(world.fake.state.securityGroups.get(stray.GroupId ?? "")).toBeUndefined();
   expect(await rules(world, world.nodeGroup)).toEqual(
     [
@@ -282,43 +224,19 @@ test("upstream's default mode (an NLB without security groups): its node-group r
 
 test("upstream's managed mode (an NLB with its own security group): our managed group takes over, upstream's node-group client rules for it go, a closed port's listener rule too, nothing of it after delete", async () => {
   const world = await startAwsWorld("blue", { fake });
-  const ec2 = new EC2Client(sdk(world));
-  const o: ServiceTarget = { cluster: "blue", network: world.vpcId, scope: {}, serviceUid: uid() };
+  const o = migrating(world);
   const name = awsLoadBalancerName(o.serviceUid);
   const nodes = [world.instance("n1").id, world.instance("n2", { zone: 1 }).id];
   const { expected: others } = await othersRules(world);
   // Upstream's managed NLB group (k8s-<ns>-<name>-<hash>): the listener ports from anywhere.
-  const upstreamGroup = await ec2.send(
-    new CreateSecurityGroupCommand({
-      GroupName: "k8s-default-web-0a1b2c3d4e",
-      Description: "[k8s] Managed SecurityGroup for LoadBalancer",
-      VpcId: world.vpcId,
-      TagSpecifications: [{ ResourceType: "security-group", Tags: [TAGS[0]!] }],
-    }),
-  );
-  await ec2.send(
-    new AuthorizeSecurityGroupIngressCommand({
-      GroupId: upstreamGroup.GroupId,
-      IpPermissions: [tcp(80, "0.0.0.0/0"), tcp(443, "0.0.0.0/0")],
-    }),
-  );
-  const lb = await upstreamNlb(world, name, [upstreamGroup.GroupId ?? ""], nodes);
+  const upstreamGroup = await upstreamNlbGroup(world, name, web(nodes));
+  const lb = await upstreamNlb(world, name, web(nodes), [upstreamGroup], HEALTH_NODE_PORT);
   // Upstream writes the node-group rules in this mode too.
-  await ec2.send(
-    new AuthorizeSecurityGroupIngressCommand({
-      GroupId: world.nodeGroup,
-      IpPermissions: [
-        tcp(30080, "0.0.0.0/0", client(name)),
-        tcp(30443, "0.0.0.0/0", client(name)),
-        ...SUBNET_CIDRS.map((c) => tcp(32000, c, health(name))),
-        fragNeeded("0.0.0.0/0"),
-      ],
-    }),
-  );
+  await upstreamNlbNodeRules(world, name, web(nodes), HEALTH_NODE_PORT);
 
   const { p } = await provider(world);
   await settle(() => p.loadBalancers!.ensure(o, spec(nodes, { sourceRanges: ["203.0.113.0/24"] })));
-  const managed = world.fake.state.v2Lbs.get(lb?.LoadBalancerArn ?? "")?.securityGroups ?? [];
+  const managed = world.fake.state.v2Lbs.get(lb.arn)?.securityGroups ?? [];
   expect(managed).toHaveLength(1);
   expect(world.fake.state.securityGroups.get(managed[0]!)?.name).toBe(securityGroupName(name));
   expect(await rules(world, managed[0]!)).toEqual(["tcp 443-443 203.0.113.0/24", "tcp 80-80 203.0.113.0/24"]);

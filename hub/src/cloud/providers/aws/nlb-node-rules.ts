@@ -15,8 +15,9 @@
  * for another load balancer, or undescribed, are never touched.
  */
 import type { Instance, SecurityGroup } from "@aws-sdk/client-ec2";
+import type { ClusterTarget } from "../../provider.js";
 import { type LbNetwork, type Rule, ruleKey, rulesOf } from "./lb-network.js";
-import { clusterTagKey } from "./tags.js";
+import { clusterTagKeys } from "./tags.js";
 
 export const NLB_CLIENT_RULE = "kubernetes.io/rule/nlb/client";
 export const NLB_HEALTH_RULE = "kubernetes.io/rule/nlb/health";
@@ -94,19 +95,19 @@ export class NlbNodeRules {
   /**
    * One NLB's rules made `want` on its backends' groups (upstream's pick of each instance's
    * cluster group) and revoked from every other group tagged kubernetes.io/cluster/<cluster>
-   * (as upstream, which looks no further); then the path-MTU rules of each group touched, from
+   * (as upstream, which looks no further; with adoptFrom, the vendor CCM's cluster tag too); then the path-MTU rules of each group touched, from
    * the client rules it has now.
    */
   async sync(
     lbName: string,
-    cluster: string,
+    cluster: ClusterTarget,
     backends: readonly Instance[],
     want: NlbNodeWant,
     signal?: AbortSignal,
   ): Promise<void> {
     const nodeGroups = await this.net.nodeGroups(cluster, backends, signal);
     const tagged = await this.net.securityGroups(
-      [{ Name: "tag-key", Values: [clusterTagKey(cluster)] }],
+      [{ Name: "tag-key", Values: clusterTagKeys(cluster) }],
       signal,
     );
     const desired = new Set(nodeGroups.map((g) => g.GroupId ?? ""));

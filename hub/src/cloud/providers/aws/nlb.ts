@@ -61,6 +61,7 @@ import {
   tagsByBatch,
   tagsOf,
   tagsToAdd,
+  whyNotOwned,
 } from "./lb-network.js";
 import { type NlbNodePort, NlbNodeRules, nlbNodeRules } from "./nlb-node-rules.js";
 
@@ -168,7 +169,11 @@ export class Nlb {
     this.nodeRules = new NlbNodeRules(net);
   }
 
-  async find(owner: LbOwner, signal?: AbortSignal): Promise<{ lb: LoadBalancer; tags: Tags } | undefined> {
+  /** The owner's NLB with its tags; CloudError, before any write, as ClassicElb.find. */
+  async find(
+    owner: ServiceTarget,
+    signal?: AbortSignal,
+  ): Promise<{ lb: LoadBalancer; tags: Tags } | undefined> {
     const name = awsLoadBalancerName(owner.serviceUid);
     let lb: LoadBalancer | undefined;
     try {
@@ -184,10 +189,8 @@ export class Nlb {
     }
     const arn = lb.LoadBalancerArn;
     const tags = (await this.describeTags([arn], signal)).get(arn) ?? {};
-    if (!ownedBy(tags, owner))
-      throw new CloudError(
-        `load balancer ${name} exists but is not cluster ${owner.cluster}'s (its tags say otherwise)`,
-      );
+    const why = whyNotOwned(tags, owner);
+    if (why !== undefined) throw new CloudError(`load balancer ${name} exists but ${why}: not using it`);
     return { lb, tags };
   }
 
@@ -281,7 +284,7 @@ export class Nlb {
     if (groupless) await this.dropUnattachedGroups(owner, name, signal);
     let lb = found?.lb;
     if (lb === undefined) {
-      const subnets = await this.net.subnets(vpcId, spec.internal, owner.cluster, s.subnets, signal);
+      const subnets = await this.net.subnets(vpcId, spec.internal, owner, s.subnets, signal);
       const eips = s.eipAllocations;
       if (eips !== undefined && (spec.internal || eips.length !== subnets.length))
         throw new CloudError(
@@ -383,12 +386,12 @@ export class Nlb {
     for (const tg of attached)
       if (tg.TargetGroupArn !== undefined && !keep.has(tg.TargetGroupArn))
         await this.deleteTargetGroup(tg.TargetGroupArn, signal);
-    await this.net.finish(base, owner.cluster, signal);
+    await this.net.finish(base, owner, signal);
     // With our managed group on it, the nodes admit that group (finish): upstream's client and
     // health rules for it would only open the nodePorts wider, so they go.
     await this.nodeRules.sync(
       name,
-      owner.cluster,
+      owner,
       backends,
       base.managedGroup === undefined
         ? await this.upstreamNodeRules(name, lb, spec, want, health, signal)
@@ -456,7 +459,11 @@ export class Nlb {
    * still holds goes with the Service's delete. Only one fleet-ccm made (its owner tags): an
    * upstream `k8s-elb-<name>` may still serve a classic ELB that a type change left.
    */
-  private async dropUnattachedGroups(owner: LbOwner, name: string, signal?: AbortSignal): Promise<void> {
+  private async dropUnattachedGroups(
+    owner: ServiceTarget,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const stray = await this.net.ownedGroups(name, owner, signal, { ours: true });
     for (const g of stray) await this.net.revokeNodeRules(g, signal);
     await this.net.deleteGroups(stray, signal);
@@ -614,7 +621,7 @@ export class Nlb {
     await this.net.followBackends({ name, groups, vpcId }, owner, backends, signal);
     await this.nodeRules.sync(
       name ?? awsLoadBalancerName(owner.serviceUid),
-      owner.cluster,
+      owner,
       backends,
       "follow",
       signal,
@@ -658,7 +665,7 @@ export class Nlb {
    * (on its targets' groups and the cluster's tagged ones; the cluster's alone once it is gone,
    * as upstream). Its group goes after.
    */
-  async deleteLoadBalancer(owner: LbOwner, signal?: AbortSignal): Promise<void> {
+  async deleteLoadBalancer(owner: ServiceTarget, signal?: AbortSignal): Promise<void> {
     const found = await this.find(owner, signal);
     const targetGroups = new Set<string>();
     const targets = new Set<string>();
@@ -681,7 +688,7 @@ export class Nlb {
       }
     }
     const instances = targets.size === 0 ? [] : await this.net.instances([...targets], signal);
-    await this.nodeRules.sync(awsLoadBalancerName(owner.serviceUid), owner.cluster, instances, [], signal);
+    await this.nodeRules.sync(awsLoadBalancerName(owner.serviceUid), owner, instances, [], signal);
     if (found !== undefined) {
       const lbArn = found.lb.LoadBalancerArn ?? "";
       await this.api.call("nlb.delete", signal, (abortSignal) =>
@@ -693,7 +700,7 @@ export class Nlb {
   }
 
   /** Our target groups by name prefix (one paged list of the region's), checked by their tags. */
-  private async orphanTargetGroups(owner: LbOwner, signal?: AbortSignal): Promise<string[]> {
+  private async orphanTargetGroups(owner: ServiceTarget, signal?: AbortSignal): Promise<string[]> {
     const prefix = `k8s-${ownerHash(owner)}-`;
     const all = await allPages(
       paginateDescribeTargetGroups(

@@ -221,3 +221,32 @@ test("in scope: a hand-made group of the VPC, a group shared with the cluster, t
   expect(lb?.securityGroups).toEqual(expect.arrayContaining([office, shared]));
   await settle(() => lbs().ensureDeleted(o));
 });
+
+test("a group tagged for the vendor CCM's cluster name: another cluster's without adoptFrom, the cluster's own with it", async () => {
+  const vendor = world.fake.createSecurityGroup(world.accountId, world.region, {
+    vpcId: world.vpcId,
+    name: "web-office",
+    tags: { "kubernetes.io/cluster/blue-legacy": "owned" },
+  });
+  await refused(
+    owner("blue"),
+    { [`${A}extra-security-groups`]: vendor },
+    new RegExp(`${vendor} is tagged for cluster blue-legacy, not blue`),
+  );
+  const o: ServiceTarget = {
+    ...owner("blue"),
+    scope: { adoptFrom: { vendorCcmClusterName: "blue-legacy" } },
+  };
+  const node = world.instance("blue-legacy");
+  await settle(() =>
+    lbs().ensure(o, {
+      ...sampleLoadBalancerSpec([node.id]),
+      annotations: { [`${A}extra-security-groups`]: vendor },
+    }),
+  );
+  const lb = world.fake.state.classicLbs
+    .all(world.accountId)
+    .find((l) => l.tags["fleet-ccm.io/service-uid"] === o.serviceUid);
+  expect(lb?.securityGroups).toContain(vendor);
+  await settle(() => lbs().ensureDeleted(o));
+});

@@ -9,7 +9,8 @@
  * In scope:
  * - a security group in the load balancer's VPC that carries no fleet-ccm owner tags but this
  *   Service's, and no `kubernetes.io/cluster/<other>` tag unless it also carries this cluster's
- *   (a group made for the cluster, shared with it, or one made by hand for no cluster);
+ *   (a group made for the cluster, shared with it, or one made by hand for no cluster; with
+ *   adoptFrom, the vendor CCM's cluster tag counts as this cluster's);
  * - a subnet in the load balancer's VPC;
  * - for a new NLB, an Elastic IP allocation associated with nothing, carrying the same tag
  *   rules as a group (an existing NLB's are its own, associated with it, and not used again).
@@ -18,9 +19,9 @@
 import type { Address, SecurityGroup, Subnet } from "@aws-sdk/client-ec2";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
-import type { LbOwner } from "../../provider.js";
+import type { ServiceTarget } from "../../provider.js";
 import { AWS_ANNOTATIONS, type AwsLbSettings } from "./annotations.js";
-import { CLUSTER_TAG_PREFIX, clusterTagKey } from "./tags.js";
+import { CLUSTER_TAG_PREFIX, clusterTagKeys } from "./tags.js";
 
 const tagsOf = (
   list: readonly { Key?: string; Value?: string }[] | undefined,
@@ -31,7 +32,7 @@ const tagsOf = (
 export function groupOutOfScope(
   group: SecurityGroup | undefined,
   vpcId: string,
-  owner: LbOwner,
+  owner: ServiceTarget,
 ): string | undefined {
   if (group === undefined) return "not found in the account's region";
   if (group.VpcId !== vpcId) return `in ${group.VpcId ?? "no VPC"}, not the cluster's VPC ${vpcId}`;
@@ -39,7 +40,7 @@ export function groupOutOfScope(
 }
 
 /** Another Service's fleet-ccm owner tags, or only another cluster's `kubernetes.io/cluster/` tags. */
-function tagsOutOfScope(tags: Readonly<Record<string, string>>, owner: LbOwner): string | undefined {
+function tagsOutOfScope(tags: Readonly<Record<string, string>>, owner: ServiceTarget): string | undefined {
   const fleetCluster = tags[OWNER_TAG_CLUSTER];
   const fleetUid = tags[OWNER_TAG_SERVICE_UID];
   if (
@@ -47,10 +48,11 @@ function tagsOutOfScope(tags: Readonly<Record<string, string>>, owner: LbOwner):
     (fleetCluster !== owner.cluster || fleetUid !== owner.serviceUid)
   )
     return `owned by another Service (cluster ${fleetCluster ?? "?"})`;
+  const mine = clusterTagKeys(owner);
   const others = Object.keys(tags)
-    .filter((k) => k.startsWith(CLUSTER_TAG_PREFIX) && k !== clusterTagKey(owner.cluster))
+    .filter((k) => k.startsWith(CLUSTER_TAG_PREFIX) && !mine.includes(k))
     .map((k) => k.slice(CLUSTER_TAG_PREFIX.length));
-  if (others.length > 0 && tags[clusterTagKey(owner.cluster)] === undefined)
+  if (others.length > 0 && mine.every((k) => tags[k] === undefined))
     return `tagged for cluster ${others.sort().join(", ")}, not ${owner.cluster}`;
   return undefined;
 }
@@ -63,7 +65,7 @@ export function subnetOutOfScope(subnet: Subnet | undefined, vpcId: string): str
 }
 
 /** Why an Elastic IP allocation is not the owner's to use for a new NLB, or undefined when it is. */
-export function addressOutOfScope(a: Address | undefined, owner: LbOwner): string | undefined {
+export function addressOutOfScope(a: Address | undefined, owner: ServiceTarget): string | undefined {
   if (a === undefined) return "not found in the account's region";
   if (a.AssociationId !== undefined) return `associated (${a.AssociationId})`;
   return tagsOutOfScope(tagsOf(a.Tags), owner);
@@ -79,7 +81,7 @@ export interface ScopeReads {
 
 /** Throws AnnotationError for the first annotated group or subnet outside the owner's scope. */
 export async function checkScope(
-  owner: LbOwner,
+  owner: ServiceTarget,
   s: AwsLbSettings,
   vpcId: string,
   reads: ScopeReads,

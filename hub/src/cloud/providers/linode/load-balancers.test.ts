@@ -19,6 +19,7 @@ import type {
   ServiceTarget,
 } from "../../provider.js";
 import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
+import { ccmNodeBalancer as ccmBuild, sourceRangeRules } from "./linode-ccm.testkit.js";
 import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
 
 const P = "service.beta.kubernetes.io/linode-loadbalancer-";
@@ -69,6 +70,23 @@ const configOf = (o: LbOwner, port: number) => {
 /** A NodeBalancer's tags but the digest tags (their own tests check those). */
 const tagsOf = (nb: FakeNodeBalancer) => nb.tags.filter((t) => !t.startsWith("fleet-ccm.io/"));
 const firewallsOf = (nbId: number) => h.fake.store.firewallsOfDevice(ACCOUNT, "nodebalancer", nbId);
+/** The fake's NodeBalancer of that id (its live state). */
+const storedNb = (id: number): FakeNodeBalancer => {
+  const nb = h.fake.store.nodeBalancers.get(id);
+  if (nb === undefined) throw new Error(`no NodeBalancer ${id}`);
+  return nb;
+};
+/** What the Linode CCM built for a Service of ports 80 and 443 (nodePorts 30080, 30443) on `on`. */
+const ccmService = (on: readonly FakeLinode[], tags: readonly string[], label: string) => ({
+  tags,
+  region: REGION,
+  label,
+  ports: [
+    { port: 80, nodePort: 30080 },
+    { port: 443, nodePort: 30443 },
+  ],
+  nodes: on.map((l) => ({ privateIPv4: l.privateIPv4 ?? "", name: l.label })),
+});
 
 beforeAll(async () => {
   h = linodeHarness(await LinodeFake.start({ spec: true, seed: 3 }));
@@ -744,34 +762,22 @@ describe("firewalls before traffic, and let go of", () => {
 });
 
 describe("taking over from the Linode CCM", () => {
-  function ccmNodeBalancer(label: string) {
-    const nb = h.fake.createNodeBalancer(ACCOUNT, {
-      label,
-      region: REGION,
-      tags: ["prod"],
-      ports: [80, 443],
-      nodes: nodes.slice(0, 2).map((l) => `${l.privateIPv4}:30080`),
-    });
-    const fw = h.fake.createFirewall(ACCOUNT, label, {
-      inbound: [
-        {
-          action: "ACCEPT",
-          protocol: "TCP",
-          ports: "80,443",
-          label: "ACCEPT-web",
-          addresses: { ipv4: ["10.0.0.0/8"] },
-        },
-      ],
-      inbound_policy: "DROP",
-      outbound: [],
-      outbound_policy: "ACCEPT",
-    });
-    fw.devices.push({ id: h.fake.store.nextId(), type: "nodebalancer", entityId: nb.id });
-    return { nb, fw };
+  /** Made by the Linode CCM of cluster prod for loadBalancerSourceRanges 10.0.0.0/8: with its firewall. */
+  async function ccmNodeBalancer(label: string) {
+    const made = await ccmBuild(
+      { url: h.fake.url, token: h.token.value },
+      {
+        ...ccmService(nodes.slice(0, 2), ["prod"], label),
+        firewall: sourceRangeRules([80, 443], ["10.0.0.0/8"]),
+      },
+    );
+    const fw = h.fake.store.firewalls.get(made.firewallId ?? 0);
+    if (fw === undefined) throw new Error("no firewall");
+    return { nb: storedNb(made.id), fw };
   }
 
   test("found by the Service's ingress IP: adopted in place, its firewall too, nothing duplicated", async () => {
-    const { nb, fw } = ccmNodeBalancer("ccm-1a2b3c4d5e6f");
+    const { nb, fw } = await ccmNodeBalancer("ccm-1a2b3c4d5e6f");
     const o = owner(MIGRATING);
     const count = h.fake.store.nodeBalancers.size;
     const ingress = await (await lbs()).ensure(
@@ -797,8 +803,8 @@ describe("taking over from the Linode CCM", () => {
   });
 
   test("found by the nodebalancer-id annotation; a changed id moves the Service and deletes the old one", async () => {
-    const first = ccmNodeBalancer("ccm-aaaaaaaaaaaa").nb;
-    const second = ccmNodeBalancer("ccm-bbbbbbbbbbbb").nb;
+    const first = (await ccmNodeBalancer("ccm-aaaaaaaaaaaa")).nb;
+    const second = (await ccmNodeBalancer("ccm-bbbbbbbbbbbb")).nb;
     const o = owner(MIGRATING);
     await (await lbs()).ensure(
       o,
@@ -862,14 +868,16 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
         m.seq > mark &&
         (new RegExp(`/${kind}/${id}(/|$)`).test(m.path) || JSON.stringify(m.body).includes(`:${id}`)),
     );
-  function vendorNodeBalancer(label: string, tags: string[]) {
-    return h.fake.createNodeBalancer(ACCOUNT, {
-      label,
-      region: REGION,
-      tags,
-      ports: [80],
-      nodes: [`${nodes[2]?.privateIPv4}:30080`],
-    });
+  /** Made by the Linode CCM (its --cluster-name and tags annotation's as `tags`), or by hand (none). */
+  async function vendorNodeBalancer(label: string, tags: string[]) {
+    const made = await ccmBuild(
+      { url: h.fake.url, token: h.token.value },
+      {
+        ...ccmService(nodes.slice(2, 3), tags, label),
+        ports: [{ port: 80, nodePort: 30080 }],
+      },
+    );
+    return storedNb(made.id);
   }
   const snapshot = (nb: FakeNodeBalancer) => JSON.stringify(h.fake.store.nodeBalancers.get(nb.id));
 
@@ -886,7 +894,7 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
         const b = ownerB();
         await (await lbs()).ensure(b, spec());
         nb = nbOf(b);
-      } else nb = vendorNodeBalancer(`foreign-${++seq}`, [...tags]);
+      } else nb = await vendorNodeBalancer(`foreign-${++seq}`, [...tags]);
       const before = snapshot(nb);
       const count = h.fake.store.nodeBalancers.size;
       const mark = h.fake.log.mark();
@@ -912,7 +920,7 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
   );
 
   test("with adoptFrom naming the Linode CCM's cluster, a NodeBalancer it built is adopted; deleting the Service deletes it", async () => {
-    const nb = vendorNodeBalancer(`ccm-${++seq}`, ["prod", "team-a"]);
+    const nb = await vendorNodeBalancer(`ccm-${++seq}`, ["prod", "team-a"]);
     const o = owner(MIGRATING);
     await (await lbs()).ensure(o, spec({ [`${P}nodebalancer-id`]: String(nb.id) }), undefined, migrating());
     expect(nbOf(o).id).toBe(nb.id);
@@ -928,7 +936,7 @@ describe("cross-cluster reach: only what is in the cluster's scope is touched", 
     const [made] = firewallsOf(nbB.id);
     const shared = h.fake.createFirewall(ACCOUNT, `shared-${++seq}`, open());
     shared.devices.push({ id: h.fake.store.nextId(), type: "nodebalancer", entityId: nbB.id });
-    const vendorB = vendorNodeBalancer(`ccm-b-${++seq}`, ["cluster-b"]);
+    const vendorB = await vendorNodeBalancer(`ccm-b-${++seq}`, ["cluster-b"]);
     const onVendor = h.fake.createFirewall(ACCOUNT, `ccmfw-${++seq}`, open());
     onVendor.devices.push({ id: h.fake.store.nextId(), type: "nodebalancer", entityId: vendorB.id });
     const cases = [
