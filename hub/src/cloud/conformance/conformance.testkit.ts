@@ -2,6 +2,7 @@
 // vendor fake. Imported by tests only (the hub build excludes *.testkit.ts); it never imports a
 // fake: the fixture that starts one lives in the provider's conformance.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
+import { networkKey, parseNetwork } from "../../reconcilers/route/cidr.js";
 import {
   InstanceNotFoundError,
   isRetryable,
@@ -118,6 +119,24 @@ export interface VendorBuilt {
    * node ports and the source ranges admitted on them), from the fake's truth.
    */
   exposure(): readonly string[];
+  /**
+   * The ranges the load balancer's health checks come from (its subnets, say), which stay
+   * admitted on the health-check ports whatever the Service's source ranges say.
+   */
+  readonly healthRanges?: readonly string[];
+}
+
+/** Whether `inner` (a CIDR) lies within `outer`. */
+function within(inner: string, outer: string): boolean {
+  const a = parseNetwork(inner);
+  const b = parseNetwork(outer);
+  return (
+    a !== undefined &&
+    b !== undefined &&
+    a.family === b.family &&
+    a.prefix >= b.prefix &&
+    networkKey(a, b.prefix) === b.key
+  );
 }
 
 export interface ConformanceFixture {
@@ -730,15 +749,21 @@ export function describeProviderConformance(
           const vendor = fake.vendorModes?.find((m) => m.mode === mode);
           if (vendor === undefined) return; // the vendor has no CCM to migrate from
           const o = owner();
-          const ranged = spec({ sourceRanges: ["10.0.0.0/8"] });
+          const narrowed = "10.0.0.0/8";
+          const ranged = spec({ sourceRanges: [narrowed] });
           // The vendor CCM built it open to all; the Service now says 10.0.0.0/8.
           const built = await vendor.build(o, spec(), "vendor-cluster");
+          const before = built.exposure();
+          expect(before.some((e) => e.endsWith(" 0.0.0.0/0"))).toBe(true);
           const hints = { annotations: { ...(built.annotations ?? {}) }, ingress: built.ingress };
           const refused = await fresh((h) =>
             lbsOf(h).ensure(o, { ...ranged, annotations: hints.annotations }, undefined, hints),
           ).catch((e: unknown) => e);
-          // Without adoptFrom the hub never takes it over (it may build its own instead).
+          // Without adoptFrom the hub never takes it over (it may build its own instead), and
+          // changes nothing of it.
+          expect(built.exposure()).toEqual(before);
           if (!(refused instanceof Error)) await fresh((h) => lbsOf(h).ensureDeleted(o, undefined, hints));
+          expect(built.exposure()).toEqual(before);
           const adopting: ServiceTarget = {
             ...o,
             scope: { adoptFrom: { vendorCcmClusterName: "vendor-cluster" } },
@@ -747,9 +772,15 @@ export function describeProviderConformance(
             lbsOf(h).ensure(adopting, { ...ranged, annotations: hints.annotations }, undefined, hints),
           );
           expect(ingress).toEqual(built.ingress);
+          // Narrowed: every range admitted is within the Service's, or one its health checks come from.
           const open = built.exposure();
           expect(open.length).toBeGreaterThan(0);
-          for (const e of open) expect(e.endsWith(" 10.0.0.0/8")).toBe(true);
+          const allowed = [narrowed, ...(built.healthRanges ?? [])];
+          for (const e of open)
+            expect({ e, within: allowed.some((r) => within(e.split(" ")[1] ?? "", r)) }).toEqual({
+              e,
+              within: true,
+            });
           await fresh((h) => lbsOf(h).ensureDeleted(adopting, undefined, hints));
           expect(built.exposure()).toEqual([]);
           expect(ownedKinds(o)).toEqual([]);

@@ -1,4 +1,3 @@
-import { BlockList, isIPv6 } from "node:net";
 import { type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import {
   type ConformanceFixture,
@@ -54,31 +53,6 @@ function admitted(rule: IngressRule, ports: readonly number[]): string[] {
 }
 
 /**
- * The entries without those another one of the same port already covers (10.0.0.0/24 beside
- * 10.0.0.0/8 on one port admits nothing more): what is admitted, not how many rules say it.
- */
-function covering(entries: readonly string[]): string[] {
-  const parsed = [...new Set(entries)].map((e) => {
-    const [port = "", cidr = ""] = e.split(" ");
-    const [net = "", bits = "0"] = cidr.split("/");
-    return { e, port, net, bits: Number(bits), family: isIPv6(net) ? ("ipv6" as const) : ("ipv4" as const) };
-  });
-  return parsed
-    .filter(
-      (x) =>
-        !parsed.some((y) => {
-          if (y === x || y.port !== x.port || y.family !== x.family || y.bits > x.bits) return false;
-          if (y.bits === x.bits) return false;
-          const block = new BlockList();
-          block.addSubnet(y.net, y.bits, y.family);
-          return block.check(x.net, x.family);
-        }),
-    )
-    .map((x) => x.e)
-    .sort();
-}
-
-/**
  * What the cloud lets reach a Service's load balancer now, from the fake's truth. A classic
  * ELB, or an NLB with security groups, admits on its listener ports what its groups' rules admit
  * (the load balancer's groups, while it exists: a group attached to nothing admits nothing). An
@@ -114,7 +88,7 @@ function exposureOf(world: AwsWorld, name: string): string[] {
   for (const g of fake.state.securityGroups.all(accountId))
     for (const r of g.ingress)
       if (named.has(r.description ?? "") && r.fromPort !== undefined) out.push(...admitted(r, [r.fromPort]));
-  return covering(out);
+  return [...new Set(out)].sort();
 }
 
 /** cloud-provider-aws's modes, built through the SDK as it builds them (upstream.testkit.ts). */
@@ -126,6 +100,11 @@ function vendorModes(world: AwsWorld): VendorMode[] {
     nodes: spec.backends,
   });
   const nlbAnnotations = { [`${AWS_ANNOTATION_PREFIX}type`]: "nlb" };
+  // Upstream admits NLB health checks from the load balancer's subnets.
+  const healthRanges = world.subnets.flatMap((id) => {
+    const cidr = world.fake.state.subnets.get(id)?.cidr;
+    return cidr === undefined ? [] : [cidr];
+  });
   return [
     {
       mode: "classic ELB",
@@ -146,6 +125,7 @@ function vendorModes(world: AwsWorld): VendorMode[] {
           ingress: [{ hostname: dnsName }],
           annotations: nlbAnnotations,
           exposure: () => exposureOf(world, name),
+          healthRanges,
         };
       },
     },
@@ -162,6 +142,7 @@ function vendorModes(world: AwsWorld): VendorMode[] {
           ingress: [{ hostname: dnsName }],
           annotations: nlbAnnotations,
           exposure: () => exposureOf(world, name),
+          healthRanges,
         };
       },
     },
