@@ -8,6 +8,12 @@ export const OWNER_TAG_SERVICE = "fleet-ccm.io/service";
 /** Tag keys (or description fields) where a provider records what a load balancer was built from. */
 export const DIGEST_TAG_SPEC = "fleet-ccm.io/spec-digest";
 export const DIGEST_TAG_BACKENDS = "fleet-ccm.io/backends-digest";
+/**
+ * On a load balancer whose creation failed in the cloud: an ensure reported the failure
+ * (OperationFailedError), so the next one replaces it. Kept in the cloud, where every replica
+ * reads it.
+ */
+export const FAILURE_REPORTED_TAG = "fleet-ccm.io/failure-reported";
 
 /**
  * The cloud name of a Service's load balancer: deterministic from (cluster, Service uid), so a

@@ -54,6 +54,8 @@ export function elbv2Handlers(
   opts: {
     readonly eniLingerMs: () => number;
     readonly provisioningMs: () => number;
+    /** Whether the next NLB created fails to provision (counts one down per create). */
+    readonly nextCreateFails?: () => boolean;
     readonly quotas: () => AwsQuotas;
     /** Some AWS-compatible endpoints: TargetGroupNotFound, not [], by LoadBalancerArn when it has none. */
     readonly noTargetGroupsNotFound?: () => boolean;
@@ -108,7 +110,15 @@ export function elbv2Handlers(
     LoadBalancerName: l.name,
     Scheme: l.scheme,
     VpcId: l.vpcId,
-    State: { Code: c.nowMs >= l.activeAtMs ? "active" : "provisioning" },
+    State:
+      c.nowMs < l.activeAtMs
+        ? { Code: "provisioning" }
+        : l.fails === true
+          ? {
+              Code: "failed",
+              Reason: "The load balancer could not be set up: insufficient capacity in a subnet",
+            }
+          : { Code: "active" },
     Type: l.type,
     AvailabilityZones: l.subnets.map((s) => ({
       SubnetId: s.subnetId,
@@ -228,6 +238,7 @@ export function elbv2Handlers(
         securityGroups: groups,
         state: "provisioning",
         activeAtMs: c.nowMs + opts.provisioningMs(),
+        ...(opts.nextCreateFails?.() === true && { fails: true }),
         createdAt: new Date(c.nowMs),
         attributes: { "load_balancing.cross_zone.enabled": "false" },
       };

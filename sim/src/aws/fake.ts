@@ -118,6 +118,8 @@ export class AwsFake {
   quotas: AwsQuotas;
   /** Answer DescribeTargetGroups by LoadBalancerArn with TargetGroupNotFound when it has none (as some AWS-compatible endpoints do). */
   noTargetGroupsNotFound = false;
+  /** How many of the next NLB creates end `failed` after provisioning. */
+  private failingNlbCreates = 0;
   /** AssumeRole's credential lifetime when the caller asks for none. */
   assumedRoleTtlSeconds = 3600;
 
@@ -144,6 +146,11 @@ export class AwsFake {
         quotas: () => this.quotas,
         provisioningMs: () => this.nlbProvisioningMs,
         noTargetGroupsNotFound: () => this.noTargetGroupsNotFound,
+        nextCreateFails: () => {
+          if (this.failingNlbCreates === 0) return false;
+          this.failingNlbCreates--;
+          return true;
+        },
       }),
       sts: stsHandlers(this.state, { defaultTtlSeconds: () => this.assumedRoleTtlSeconds }),
     };
@@ -413,6 +420,11 @@ export class AwsFake {
 
   instance(instanceId: string): Ec2Instance | undefined {
     return this.state.instances.get(instanceId);
+  }
+
+  /** The next `n` NLB creates end in state `failed` once provisioning is over. */
+  failNextNlbCreates(n: number): void {
+    this.failingNlbCreates = n;
   }
 
   classicLoadBalancers(accountId?: string): ClassicLb[] {

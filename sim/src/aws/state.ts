@@ -148,6 +148,8 @@ export interface V2Lb extends Regional {
   readonly securityGroups: readonly string[];
   readonly state: "provisioning" | "active";
   readonly activeAtMs: number;
+  /** Provisioning ends in `failed` (AWS: "the load balancer could not be set up"), not `active`. */
+  readonly fails?: boolean;
   readonly createdAt: Date;
   readonly attributes: Readonly<Record<string, string>>;
 }

@@ -241,6 +241,10 @@ function fixture(
           return [...new Set(ports)].sort((a, b) => a - b);
         },
         otherNetwork: otherNetwork(world),
+        // NLBs provision asynchronously; a classic ELB is ready at once.
+        ...(options["defaultLoadBalancerType"] === "nlb" && {
+          failNextCreates: (n: number) => fake.failNextNlbCreates(n),
+        }),
         vendorModes: vendorModes(world),
         createForeignRoute: (cidr) =>
           fake.addRoute(world.routeTable, { cidr, gatewayId: "igw-0a1b2c3d4e5f60718" }),

@@ -37,7 +37,8 @@ import {
   SetSecurityGroupsCommand,
   type TargetGroup,
 } from "@aws-sdk/client-elastic-load-balancing-v2";
-import { CloudError, SuspectAnswerError } from "../../errors.js";
+import { CloudError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
+import { FAILURE_REPORTED_TAG } from "../../naming.js";
 import {
   type InProgress,
   inProgress,
@@ -259,6 +260,7 @@ export class Nlb {
     found: { lb: LoadBalancer; tags: Tags } | undefined,
     signal?: AbortSignal,
   ): Promise<EnsuredLb | InProgress> {
+    if (found?.lb.State?.Code === "failed") return this.replaceFailed(owner, found, signal);
     const want = wantedListeners(spec, s);
     // Made without security groups (upstream's default mode): AWS cannot add any, so no managed
     // group for it; its node-group rules admit the clients instead.
@@ -398,16 +400,38 @@ export class Nlb {
         : [],
       signal,
     );
-    if (lb.State?.Code === "provisioning") {
+    if (lb.State?.Code === "provisioning" || lb.State?.Code === "failed") {
       const fresh = await this.find(owner, signal);
       if (fresh?.lb.State?.Code === "provisioning")
         return inProgress(PROVISIONING_POLL_MS, `network load balancer ${name} provisioning`);
+      if (fresh?.lb.State?.Code === "failed") return this.replaceFailed(owner, fresh, signal);
     }
     return {
       ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
       ref: lbArn,
       tags: { ...found?.tags, ...tags },
     };
+  }
+
+  /**
+   * An NLB AWS could not set up (state `failed`): the first ensure to see it records in the
+   * cloud that it reported the failure (a tag any replica reads) and throws
+   * OperationFailedError; the next one deletes it, and the one after that builds a new one.
+   */
+  private async replaceFailed(
+    owner: ServiceTarget,
+    found: { lb: LoadBalancer; tags: Tags },
+    signal?: AbortSignal,
+  ): Promise<InProgress> {
+    const name = found.lb.LoadBalancerName ?? "";
+    if (found.tags[FAILURE_REPORTED_TAG] !== "true") {
+      await this.tag(found.lb.LoadBalancerArn ?? "", found.tags, { [FAILURE_REPORTED_TAG]: "true" }, signal);
+      throw new OperationFailedError(
+        `network load balancer ${name} could not be set up (state failed: ${found.lb.State?.Reason ?? "AWS gave no reason"}); the next sync replaces it`,
+      );
+    }
+    await this.deleteLoadBalancer(owner, signal);
+    return inProgress(0, `network load balancer ${name} failed to provision: deleted, to be built again`);
   }
 
   /** AddTags of what `want` has and `have` lacks. */

@@ -37,6 +37,7 @@ import {
   backendsDigest,
   DIGEST_TAG_BACKENDS,
   DIGEST_TAG_SPEC,
+  FAILURE_REPORTED_TAG,
   loadBalancerName,
   loadBalancerOwnerTags,
   loadBalancerSpecDigest,
@@ -114,11 +115,6 @@ export interface SimulatedLoadBalancersOptions {
 
 /** The delay of an in-progress answer when the cloud suggests none. */
 const DEFAULT_POLL_MS = 1000;
-/**
- * On a load balancer in ERROR: an ensure reported its failure (OperationFailedError), so the
- * next one replaces it. Kept in the cloud, where every replica reads it.
- */
-export const FAILURE_REPORTED_TAG = "fleet-ccm.io/failure-reported";
 
 const DEFAULT_PAGE_SIZE = 100;
 const DEFAULT_MAX_PAGES = 20;
