@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { type SimulatedCloud, startSimulatedCloud } from "../../../sim/src/cloud/index.js";
 import { deleteClusterResources } from "./cleanup.js";
-import { sampleLoadBalancerSpec } from "./conformance/conformance.testkit.js";
-import { type CloudProvider, type InProgress, isInProgress, type ServiceTarget } from "./provider.js";
+import { sampleLoadBalancerSpec, settle } from "./conformance/conformance.testkit.js";
+import type { CloudProvider, ServiceTarget } from "./provider.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 import { bindRecorded } from "./recording-context.testkit.js";
 
@@ -14,14 +14,6 @@ const ACCOUNT = "acme";
 let cloud: SimulatedCloud;
 let provider: CloudProvider;
 let calls: string[] = [];
-
-async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
-  for (;;) {
-    const answer = await call();
-    if (!isInProgress(answer)) return answer;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 beforeAll(async () => {
   cloud = await startSimulatedCloud({ seed: 7 });

@@ -161,7 +161,7 @@ interface Harness {
 const POLL_LIMIT = 200;
 
 /** Repeats an idempotent call while it answers InProgress, honouring its delay (capped: fakes poll fast). */
-async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
+export async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
   for (let polls = 0; polls < POLL_LIMIT; polls++) {
     const answer = await call();
     if (!isInProgress(answer)) return answer;

@@ -23,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/gl
 import { type Clock, systemClock } from "../../../util/clock.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { credentialNames, parseOptions } from "../../bind-provider.js";
-import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
 import {
   CloudError,
   ForbiddenError,
@@ -33,14 +33,7 @@ import {
   TransientCloudError,
 } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest, OWNER_TAG_SERVICE_UID } from "../../naming.js";
-import {
-  type CloudProvider,
-  type InProgress,
-  isInProgress,
-  type LoadBalancerSpec,
-  lbOwner,
-  type ServiceTarget,
-} from "../../provider.js";
+import { type CloudProvider, type LoadBalancerSpec, lbOwner, type ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
 import { awsLoadBalancerName, securityGroupName } from "./lb-network.js";
@@ -86,15 +79,6 @@ const adopting = (vendor = "blue"): ServiceTarget => ({
   scope: { adoptFrom: { vendorCcmClusterName: vendor } },
 });
 const lbs = (p: CloudProvider) => p.loadBalancers!;
-
-async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
-  for (let n = 0; n < 100; n++) {
-    const a = await call();
-    if (!isInProgress(a)) return a;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("still in progress");
-}
 
 describe("the fake's wire, with the SDK as client", () => {
   test("SigV4 with the account's secret: a wrong secret or an unknown key is refused", async () => {

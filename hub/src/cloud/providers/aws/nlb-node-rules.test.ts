@@ -11,14 +11,8 @@ import {
 } from "@aws-sdk/client-ec2";
 import { AwsFake, type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
-import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
-import {
-  type CloudProvider,
-  type InProgress,
-  isInProgress,
-  type LoadBalancerSpec,
-  type ServiceTarget,
-} from "../../provider.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
+import type { CloudProvider, LoadBalancerSpec, ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
 import { awsLoadBalancerName, ownerTags, securityGroupName, tagList } from "./lb-network.js";
@@ -46,15 +40,6 @@ async function provider(world: AwsWorld): Promise<{ p: CloudProvider; ops: strin
   const account = world.binding();
   const { provider, ops } = await bindRecorded(awsProvider, account, account.options);
   return { p: provider, ops };
-}
-
-async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
-  for (let k = 0; k < 100; k++) {
-    const a = await call();
-    if (!isInProgress(a)) return a;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("still in progress");
 }
 
 const sdk = (world: AwsWorld) => ({

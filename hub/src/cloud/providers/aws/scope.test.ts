@@ -6,8 +6,8 @@
 import { type AwsWorld, startAwsWorld } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
 import { AnnotationError } from "../../annotation-bounds.js";
-import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
-import { type CloudProvider, type InProgress, isInProgress, type ServiceTarget } from "../../provider.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
+import type { CloudProvider, ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AWS_ANNOTATION_PREFIX as A, awsProvider } from "./index.js";
 import { awsLoadBalancerName, securityGroupName } from "./lb-network.js";
@@ -34,15 +34,6 @@ const owner = (cluster: string): ServiceTarget => ({
   serviceUid: `${String(++uid).padStart(8, "0")}-5c0e-4b1d-9a2f-5f0c1a2b3c4d`,
 });
 const lbs = () => p.loadBalancers!;
-
-async function settle<T>(call: () => Promise<T | InProgress>): Promise<T> {
-  for (let n = 0; n < 200; n++) {
-    const a = await call();
-    if (!isInProgress(a)) return a;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("still in progress");
-}
 
 /** Every call since `mark` that changes the inventory (not a Describe*). */
 const writesSince = (mark: number) =>
