@@ -21,7 +21,7 @@ async function call(method: string, path: string, body?: unknown, auth = token) 
   return {
     status: res.status,
     headers: res.headers,
-    body: text === "" ? undefined : (JSON.parse(text) as any),
+    body: text === "" ? undefined : JSON.parse(text),
   };
 }
 

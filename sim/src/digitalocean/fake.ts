@@ -498,7 +498,8 @@ export class DigitalOceanFake {
     lb.status = lb.fails ? "errored" : "active";
     if (!lb.fails) {
       const addr = this.store.freshAddresses();
-      lb.ip = lb.network === "INTERNAL" ? "" : addr.public.replace(/^104\.131\./, "159.203.");
+      // An internal load balancer's address is in its VPC.
+      lb.ip = lb.network === "INTERNAL" ? addr.private : addr.public.replace(/^104\.131\./, "159.203.");
       lb.ipv6 = lb.network_stack === "DUALSTACK" ? addr.ipv6.replace(":10::", ":14::") : "";
     }
     return lb;
@@ -565,6 +566,12 @@ export class DigitalOceanFake {
       if (d === undefined || d.account !== account) throw unprocessable(`Droplet ${id} not found`);
     }
     const vpc = str("vpc_uuid", current?.vpc_uuid ?? "");
+    // A load balancer reaches its Droplets over its VPC: every one must be in it.
+    for (const id of ids) {
+      const d = this.store.droplets.get(id);
+      if (vpc !== "" && d !== undefined && d.vpcUuid !== null && d.vpcUuid !== vpc)
+        throw unprocessable(`Droplet ${id} is not in the load balancer's VPC ${vpc}`);
+    }
     if (current !== undefined && current.vpc_uuid !== "" && vpc !== current.vpc_uuid)
       throw unprocessable("vpc_uuid cannot be changed");
     const network = str("network", current?.network ?? "EXTERNAL") as LbSettings["network"];
