@@ -15,8 +15,11 @@
  * operations, shapes and schemas are whole blocks left out. The result is parsed back and must
  * equal the same subset taken from the parsed source, or nothing is written. An operation named
  * below that the source lacks fails the run. The fakes check at start that the subset holds
- * every operation they serve (sim/src/aws/fake.ts, sim/src/linode/fake.ts), so a new handler
- * without its operation here fails its tests, naming this script.
+ * every operation they serve (sim/src/aws/fake.ts, sim/src/linode/fake.ts,
+ * sim/src/digitalocean/fake.ts), so a new handler without its operation here fails its tests,
+ * naming this script. DigitalOcean's document is many files joined by relative `$ref`s: its
+ * entry file is cut the same way, and every file the kept operations reach is copied unchanged
+ * to the same relative place.
  *
  * Re-running on the same source writes the same files; sim/fixtures/README.md records the
  * source, commit and sha256 of each file.

@@ -121,6 +121,43 @@ describe("asynchronous states", () => {
   });
 });
 
+describe("errored, where the cloud will not rename it", () => {
+  test("the failed load balancer is deleted at once, the failure still reported once; the next ensure creates", async () => {
+    fake.failNextCreates("acme", 1);
+    const t = target();
+    const { provider } = await bindRecorded(
+      digitalOceanProvider,
+      {
+        name: "acme",
+        provider: "digitalocean",
+        region: REGION,
+        network: VPC,
+        endpoint: fake.url,
+        credential: token.value,
+        secret: () => token.value,
+        requestTimeoutMs: 2_000,
+      },
+      { loadBalancerPollMs: 5 },
+      {
+        before: (op) => {
+          if (op === "loadBalancers.update" && lbOf(t)?.status === "errored")
+            throw new CloudError("DigitalOcean API PUT: HTTP 422 unprocessable_entity");
+        },
+      },
+    );
+    await provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes));
+    const failed = lbOf(t);
+    await expect(provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes))).rejects.toBeInstanceOf(
+      OperationFailedError,
+    );
+    expect(fake.store.loadBalancers.has(failed!.id)).toBe(false);
+    expect(await settle(() => provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)))).toHaveLength(
+      1,
+    );
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
 describe("annotations", () => {
   const withAnnotations = (annotations: Record<string, string>, over: Partial<LoadBalancerSpec> = {}) =>
     sampleLoadBalancerSpec(nodes, { annotations, ...over });

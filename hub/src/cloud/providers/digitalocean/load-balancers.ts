@@ -14,7 +14,13 @@
  */
 
 import { AnnotationError } from "../../annotation-bounds.js";
-import { CloudError, NeedsEnsureError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
+import {
+  CloudError,
+  isRetryable,
+  NeedsEnsureError,
+  OperationFailedError,
+  SuspectAnswerError,
+} from "../../errors.js";
 import { loadBalancerName } from "../../naming.js";
 import {
   type InProgress,
@@ -409,16 +415,25 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     }
     if (lb.status === "errored") {
       if (!lb.name.endsWith(FAILED_SUFFIX)) {
-        // Reported once, marked in the cloud: any replica's next ensure replaces it.
-        await this.client.put(
-          LB_OPS.update,
-          `/load_balancers/${lb.id}`,
-          { ...requestOf(lb), name: ownerName(target) + FAILED_SUFFIX },
-          signal,
-        );
-        throw new OperationFailedError(
+        const failed = new OperationFailedError(
           `DigitalOcean load balancer ${lb.id} (${lb.name}) failed to provision (status errored)`,
         );
+        try {
+          // Reported once, marked in the cloud: any replica's next ensure replaces it.
+          await this.client.put(
+            LB_OPS.update,
+            `/load_balancers/${lb.id}`,
+            { ...requestOf(lb), name: ownerName(target) + FAILED_SUFFIX },
+            signal,
+          );
+        } catch (err) {
+          // A cloud that will not rename a failed load balancer: delete it now, the failure
+          // still reported once (the next ensure finds nothing and creates).
+          if (!(err instanceof CloudError) || isRetryable(err)) throw err;
+          await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
+          this.seen.delete(this.key(target));
+        }
+        throw failed;
       }
       await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
       this.seen.delete(this.key(target));
