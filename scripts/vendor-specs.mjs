@@ -15,8 +15,11 @@
  * operations, shapes and schemas are whole blocks left out. The result is parsed back and must
  * equal the same subset taken from the parsed source, or nothing is written. An operation named
  * below that the source lacks fails the run. The fakes check at start that the subset holds
- * every operation they serve (sim/src/aws/fake.ts, sim/src/linode/fake.ts), so a new handler
- * without its operation here fails its tests, naming this script.
+ * every operation they serve (sim/src/aws/fake.ts, sim/src/linode/fake.ts,
+ * sim/src/digitalocean/fake.ts), so a new handler without its operation here fails its tests,
+ * naming this script. DigitalOcean's document is many files joined by relative `$ref`s: its
+ * entry file is cut the same way, and every file the kept operations reach is copied unchanged
+ * to the same relative place.
  *
  * Re-running on the same source writes the same files; sim/fixtures/README.md records the
  * source, commit and sha256 of each file.
@@ -148,6 +151,24 @@ const SUBSETS = [
       "get-vpc",
       "get-vpc-subnets",
       "get-vpc-ips",
+    ],
+  },
+  {
+    // The routes of sim/src/digitalocean/fake.ts. DigitalOcean's document is many files joined by
+    // relative $refs: the entry file's kept operations are cut as above, and every file they
+    // reach is copied unchanged to the same relative place (sim/fixtures/digitalocean/).
+    source: "digitalocean/specification/DigitalOcean-public.v2.ccm-subset.yaml",
+    target: "digitalocean/specification/DigitalOcean-public.v2.ccm-subset.yaml",
+    kind: "openapi-files",
+    licence: "digitalocean/LICENSE",
+    operations: [
+      "droplets_list",
+      "droplets_get",
+      "loadBalancers_create",
+      "loadBalancers_list",
+      "loadBalancers_get",
+      "loadBalancers_update",
+      "loadBalancers_delete",
     ],
   },
 ];
@@ -462,6 +483,99 @@ function openapi(text, spec, json) {
   };
 }
 
+// ---- OpenAPI in many files (DigitalOcean) ------------------------------------------------------
+
+/** The file and JSON pointer a relative `$ref` in `fromFile` names. */
+function splitRef(ref, fromFile) {
+  const [file, pointer = ""] = ref.split("#");
+  return { file: file === "" ? fromFile : join(dirname(fromFile), file), pointer };
+}
+
+function pointerGet(doc, pointer) {
+  let node = doc;
+  for (const part of pointer.split("/").filter((p) => p !== ""))
+    node = node?.[part.replace(/~1/g, "/").replace(/~0/g, "~")];
+  return node;
+}
+
+/** Every file `node` (in `file`) reaches through `$ref`s, recursively; `docs` caches parsed files. */
+function reachFiles(node, file, docs, into) {
+  if (Array.isArray(node)) {
+    for (const n of node) reachFiles(n, file, docs, into);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  if (typeof node.$ref === "string") {
+    const { file: target, pointer } = splitRef(node.$ref, file);
+    const key = `${target}#${pointer}`;
+    if (!into.refs.has(key)) {
+      into.refs.add(key);
+      if (!existsSync(target)) fail(`${file}: $ref ${node.$ref}: no file ${target}`);
+      if (!docs.has(target)) docs.set(target, parseYaml(readFileSync(target, "utf8")));
+      into.files.add(target);
+      const at = pointerGet(docs.get(target), pointer);
+      if (at === undefined) fail(`${file}: unresolvable $ref ${node.$ref}`);
+      reachFiles(at, target, docs, into);
+    }
+  }
+  for (const [k, v] of Object.entries(node)) if (k !== "$ref") reachFiles(v, file, docs, into);
+}
+
+/**
+ * The entry file with only the named operations (each path's methods are `$ref`s to operation
+ * files, whose operationId names them), and every file those reach, copied as they are.
+ */
+function openapiFiles(root, spec) {
+  const entry = join(root, spec.source);
+  const text = readFileSync(entry, "utf8");
+  const doc = parseYaml(text);
+  const docs = new Map();
+  const methods = new Map();
+  const found = new Set();
+  const paths = {};
+  const reached = { refs: new Set(), files: new Set() };
+  for (const [path, item] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(item)) {
+      if (!METHODS.has(method)) continue;
+      const file = splitRef(op.$ref ?? "", entry).file;
+      const id = op.$ref === undefined ? op.operationId : parseYaml(readFileSync(file, "utf8")).operationId;
+      if (!spec.operations.includes(id)) continue;
+      found.add(id);
+      methods.set(path, new Set([...(methods.get(path) ?? []), method]));
+      paths[path] = { ...(paths[path] ?? {}), [method]: op };
+      reachFiles(op, entry, docs, reached);
+    }
+  const missing = spec.operations.filter((o) => !found.has(o));
+  if (missing.length > 0) fail(`${entry} has no operation ${missing.join(", ")}`);
+  const tags = new Set();
+  for (const file of reached.files) for (const t of docs.get(file)?.tags ?? []) tags.add(t);
+  const schemes = new Set(doc.security?.flatMap((s) => Object.keys(s)) ?? []);
+  for (const file of reached.files)
+    for (const s of docs.get(file)?.security ?? []) for (const k of Object.keys(s)) schemes.add(k);
+  const components = {
+    securitySchemes: Object.fromEntries(
+      Object.entries(doc.components?.securitySchemes ?? {}).filter(([k]) => schemes.has(k)),
+    ),
+  };
+  const subset = { paths, methods, components, tags };
+  const expected = {};
+  for (const [k, v] of Object.entries(doc)) {
+    if (k === "paths") expected.paths = paths;
+    else if (k === "components") expected.components = components;
+    else if (k === "tags") expected.tags = v.filter((t) => tags.has(t.name));
+    else expected[k] = v;
+  }
+  const cut = cutOpenapiYaml(text, doc, subset);
+  const base = dirname(entry);
+  const files = [...reached.files].sort().map((f) => {
+    const rel = f.slice(base.length + 1);
+    if (!f.startsWith(`${base}/`)) fail(`${f} lies outside ${base}`);
+    return { from: f, rel };
+  });
+  const summary = `${spec.operations.length} operations in ${Object.keys(paths).length} of ${Object.keys(doc.paths).length} paths; ${files.length} referenced files copied`;
+  return { cut, parsed: parseYaml(cut), expected, summary, files, text };
+}
+
 // ---- main ------------------------------------------------------------------------------------
 
 const USAGE =
@@ -480,6 +594,29 @@ const linodeLicence = option("--linode-licence");
 if (args.length !== 1 || args[0].startsWith("--")) fail(USAGE);
 const root = resolve(args[0]);
 for (const spec of SUBSETS) {
+  if (spec.kind === "openapi-files") {
+    const { cut, parsed, expected, summary, files, text } = openapiFiles(root, spec);
+    if (JSON.stringify(parsed) !== JSON.stringify(expected))
+      fail(
+        `${spec.target}: the cut text does not parse to the subset (the source's layout is not the expected one)`,
+      );
+    const to = join(FIXTURES, spec.target);
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync(to, cut);
+    for (const f of files) {
+      const out = join(dirname(to), f.rel);
+      mkdirSync(dirname(out), { recursive: true });
+      writeFileSync(out, readFileSync(f.from));
+    }
+    const all = [cut, ...files.map((f) => readFileSync(f.from, "utf8"))].join("");
+    console.log(
+      `${spec.target}: ${summary}; ${Buffer.byteLength(all)} bytes in ${files.length + 1} files; entry sha256 ${sha256(text)}`,
+    );
+    const licence = readFileSync(join(root, spec.licence));
+    writeFileSync(join(FIXTURES, spec.licence), licence);
+    console.log(`${spec.licence}: copied, sha256 ${sha256(licence)}`);
+    continue;
+  }
   const from = spec.kind === "openapi" && linodeSource !== undefined ? linodeSource : join(root, spec.source);
   if (!existsSync(from)) fail(`${from} not found`);
   const text = readFileSync(from, "utf8");

@@ -2,6 +2,7 @@
 
 export * from "./aws/index.js";
 export * from "./cloud/index.js";
+export * from "./digitalocean/index.js";
 export * from "./fake-kit/index.js";
 export type { KubeletNodeOptions, MachineSpec } from "./fleet/generator.js";
 export {

@@ -1,0 +1,288 @@
+/**
+ * The DigitalOcean CCM's Service annotations (`service.beta.kubernetes.io/do-loadbalancer-*`)
+ * that this provider honours, with upstream's meaning and defaults, each value checked against
+ * the bound DigitalOcean documents for the field it becomes before any call (AnnotationError:
+ * not retried, the Service must change). The keys that need what phase 1 lacks (certificates,
+ * TLS and HTTP/2 ports) are refused, never silently dropped.
+ */
+import { isIP } from "node:net";
+import {
+  AnnotationError,
+  oneOf as enumOf,
+  GO_BOOLEAN,
+  length,
+  parseBoolean,
+  parseEnum,
+  parseLength,
+  parseRange,
+  range,
+  type SettingBounds,
+} from "../../annotation-bounds.js";
+import type { VendorLbSettings } from "../../provider.js";
+import type { LbNetwork, LbNetworkStack, LbType, WireStickySessions } from "./wire.js";
+
+export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/do-loadbalancer-";
+/** Where the DigitalOcean CCM writes its load balancer's id (and where it finds it again). */
+export const LOAD_BALANCER_ID = "kubernetes.digitalocean.com/load-balancer-id";
+
+/** Keys, without the prefix. */
+export const A = {
+  protocol: "protocol",
+  httpPorts: "http-ports",
+  healthCheckProtocol: "healthcheck-protocol",
+  healthCheckPath: "healthcheck-path",
+  healthCheckPort: "healthcheck-port",
+  healthCheckInterval: "healthcheck-check-interval-seconds",
+  healthCheckTimeout: "healthcheck-response-timeout-seconds",
+  unhealthyThreshold: "healthcheck-unhealthy-threshold",
+  healthyThreshold: "healthcheck-healthy-threshold",
+  enableProxyProtocol: "enable-proxy-protocol",
+  httpIdleTimeout: "http-idle-timeout-seconds",
+  stickySessionsType: "sticky-sessions-type",
+  stickySessionsCookieName: "sticky-sessions-cookie-name",
+  stickySessionsCookieTtl: "sticky-sessions-cookie-ttl",
+  sizeUnit: "size-unit",
+  sizeSlug: "size-slug",
+  enableBackendKeepalive: "enable-backend-keepalive",
+  disableLetsEncryptDnsRecords: "disable-lets-encrypt-dns-records",
+  allowRules: "allow-rules",
+  denyRules: "deny-rules",
+  network: "network",
+  networkStack: "network-stack",
+  type: "type",
+  name: "name",
+} as const;
+
+/** Keys the DigitalOcean CCM has that phase 1 refuses: each needs certificates or HTTP/2/3 entry ports. */
+export const UNSUPPORTED = [
+  "certificate-id",
+  "certificate-name",
+  "tls-ports",
+  "http2-ports",
+  "http3-port",
+  "tls-passthrough",
+  "redirect-http-to-https",
+  "hostname",
+] as const;
+
+/** DigitalOcean's documented bounds of the fields the unified settings become. */
+export const DO_BOUNDS: SettingBounds = {
+  healthCheckPath: length(255, { pattern: /^\/\S*$/, form: "an absolute URL path such as /healthz" }),
+  healthCheckIntervalSeconds: range(3, 300, "seconds"),
+  healthCheckTimeoutSeconds: range(3, 300, "seconds"),
+  healthyThreshold: range(2, 10),
+  unhealthyThreshold: range(2, 10),
+  idleTimeoutSeconds: range(30, 600, "seconds"),
+};
+
+export interface DoLbSettings {
+  /** Every port's protocol unless http-ports names it (tcp by default, as upstream). */
+  readonly protocol: "tcp" | "http";
+  readonly httpPorts: ReadonlySet<number>;
+  readonly healthCheckProtocol?: "tcp" | "http" | "https";
+  /** The Service port whose node port is checked. */
+  readonly healthCheckPort?: number;
+  readonly stickySessions: WireStickySessions;
+  readonly sizeUnit?: number;
+  readonly sizeSlug?: "lb-small" | "lb-medium" | "lb-large";
+  readonly enableBackendKeepalive: boolean;
+  readonly disableLetsEncryptDnsRecords: boolean;
+  readonly allowRules: readonly string[];
+  readonly denyRules: readonly string[];
+  readonly network?: LbNetwork;
+  readonly networkStack: LbNetworkStack;
+  readonly type: LbType;
+  /** The name upstream gave its load balancer (adoption only: the hub names its own). */
+  readonly name?: string;
+  /** The DigitalOcean CCM's load balancer id (adoption only, with clusters[].adoptFrom). */
+  readonly loadBalancerId?: string;
+}
+
+const key = (k: string) => `${ANNOTATION_PREFIX}${k}`;
+
+function ports(k: string, raw: string): Set<number> {
+  const out = new Set<number>();
+  for (const part of raw.split(",")) {
+    const p = part.trim();
+    if (p === "") continue;
+    out.add(parseRange(key(k), p, range(1, 65535)));
+  }
+  return out;
+}
+
+/** `ip:<address>` and `cidr:<range>` entries, comma-separated, as DigitalOcean's firewall takes them. */
+function firewallRules(k: string, raw: string): string[] {
+  const out: string[] = [];
+  for (const part of raw.split(",")) {
+    const rule = part.trim();
+    if (rule === "") continue;
+    const m = /^(ip|cidr):(.+)$/.exec(rule);
+    const [addr = "", bits] = (m?.[2] ?? "").split("/");
+    const ok =
+      m !== null &&
+      isIP(addr) !== 0 &&
+      (m[1] === "ip"
+        ? bits === undefined
+        : bits !== undefined && /^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(addr) === 4 ? 32 : 128));
+    if (!ok)
+      throw new AnnotationError(
+        key(k),
+        raw,
+        "comma-separated ip:<address> or cidr:<address>/<bits> rules",
+        `${JSON.stringify(rule.slice(0, 64))} is neither`,
+      );
+    out.push(rule);
+  }
+  return out;
+}
+
+/** The vendor keys this provider reads, checked; throws AnnotationError on the first bad one. */
+export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSettings {
+  for (const k of UNSUPPORTED)
+    if (a[key(k)] !== undefined)
+      throw new AnnotationError(
+        key(k),
+        a[key(k)] ?? "",
+        "no value: fleet-ccm's DigitalOcean provider does not yet build TLS, HTTP/2 or HTTP/3 entry ports",
+      );
+  const get = (k: string) => a[key(k)];
+  const num = (k: string, min: number, max: number, unit?: string) => {
+    const raw = get(k);
+    return raw === undefined ? undefined : parseRange(key(k), raw, range(min, max, unit));
+  };
+  const bool = (k: string) => {
+    const raw = get(k);
+    return raw === undefined ? false : parseBoolean(key(k), raw, GO_BOOLEAN);
+  };
+  const protocolRaw = get(A.protocol);
+  // https, http2 and http3 need a certificate (phase 2): only tcp and http are taken.
+  const protocol =
+    protocolRaw === undefined
+      ? "tcp"
+      : parseEnum(key(A.protocol), protocolRaw, enumOf(["tcp", "http"] as const));
+  const httpPortsRaw = get(A.httpPorts);
+  const hcpRaw = get(A.healthCheckProtocol);
+  const stickyRaw = get(A.stickySessionsType);
+  const sticky =
+    stickyRaw === undefined
+      ? "none"
+      : parseEnum(key(A.stickySessionsType), stickyRaw, enumOf(["none", "cookies"] as const));
+  const cookieName = get(A.stickySessionsCookieName);
+  const cookieTtl = num(A.stickySessionsCookieTtl, 1, 86_400 * 365, "seconds");
+  if (sticky === "cookies" && (cookieName === undefined || cookieTtl === undefined))
+    throw new AnnotationError(
+      key(A.stickySessionsType),
+      "cookies",
+      "cookies with sticky-sessions-cookie-name and sticky-sessions-cookie-ttl set",
+      "a cookie needs a name and a TTL, as upstream requires",
+    );
+  if (cookieName !== undefined)
+    parseLength(
+      key(A.stickySessionsCookieName),
+      cookieName,
+      length(40, { pattern: /^[A-Za-z0-9_-]+$/, form: "letters, digits, '_' and '-'" }, 2),
+    );
+  const sizeSlugRaw = get(A.sizeSlug);
+  const networkRaw = get(A.network);
+  const stackRaw = get(A.networkStack);
+  const typeRaw = get(A.type);
+  const nameRaw = get(A.name);
+  const idRaw = a[LOAD_BALANCER_ID];
+  return {
+    protocol,
+    httpPorts: httpPortsRaw === undefined ? new Set() : ports(A.httpPorts, httpPortsRaw),
+    ...(hcpRaw !== undefined && {
+      healthCheckProtocol: parseEnum(
+        key(A.healthCheckProtocol),
+        hcpRaw,
+        enumOf(["tcp", "http", "https"] as const),
+      ),
+    }),
+    ...(get(A.healthCheckPort) !== undefined && { healthCheckPort: num(A.healthCheckPort, 1, 65535) }),
+    stickySessions:
+      sticky === "cookies"
+        ? { type: "cookies", cookie_name: cookieName ?? "", cookie_ttl_seconds: cookieTtl ?? 0 }
+        : { type: "none" },
+    ...(get(A.sizeUnit) !== undefined && { sizeUnit: num(A.sizeUnit, 1, 100) }),
+    ...(sizeSlugRaw !== undefined && {
+      sizeSlug: parseEnum(
+        key(A.sizeSlug),
+        sizeSlugRaw,
+        enumOf(["lb-small", "lb-medium", "lb-large"] as const),
+      ),
+    }),
+    enableBackendKeepalive: bool(A.enableBackendKeepalive),
+    disableLetsEncryptDnsRecords: bool(A.disableLetsEncryptDnsRecords),
+    allowRules: get(A.allowRules) === undefined ? [] : firewallRules(A.allowRules, get(A.allowRules) ?? ""),
+    denyRules: get(A.denyRules) === undefined ? [] : firewallRules(A.denyRules, get(A.denyRules) ?? ""),
+    ...(networkRaw !== undefined && {
+      network: parseEnum(key(A.network), networkRaw, enumOf(["EXTERNAL", "INTERNAL"] as const, true)),
+    }),
+    networkStack:
+      stackRaw === undefined
+        ? "IPV4"
+        : parseEnum(key(A.networkStack), stackRaw, enumOf(["IPV4", "DUALSTACK"] as const, true)),
+    // GLOBAL load balancers front other load balancers, not Droplets: not one per Service.
+    type:
+      typeRaw === undefined
+        ? "REGIONAL"
+        : parseEnum(key(A.type), typeRaw, enumOf(["REGIONAL", "REGIONAL_NETWORK"] as const, true)),
+    ...(nameRaw !== undefined && {
+      name: parseLength(
+        key(A.name),
+        nameRaw,
+        length(255, {
+          pattern: /^[A-Za-z0-9][A-Za-z0-9.-]*$/,
+          form: "alphanumerics, '.' and '-', starting alphanumeric",
+        }),
+      ),
+    }),
+    ...(idRaw !== undefined &&
+      idRaw !== "" && {
+        loadBalancerId: parseLength(
+          LOAD_BALANCER_ID,
+          idRaw,
+          length(36, { pattern: /^[0-9a-f-]{36}$/i, form: "a load balancer UUID" }),
+        ),
+      }),
+  };
+}
+
+/** The vendor keys standing for unified settings (the factory's lbSettings). */
+export function doVendorLbSettings(a: Readonly<Record<string, string>>): VendorLbSettings {
+  const get = (k: string) => a[key(k)];
+  const num = (k: string, b: ReturnType<typeof range> | undefined) => {
+    const raw = get(k);
+    return raw === undefined || b === undefined ? undefined : parseRange(key(k), raw, b);
+  };
+  const hcp = get(A.healthCheckProtocol);
+  const protocol =
+    hcp === undefined
+      ? undefined
+      : parseEnum(key(A.healthCheckProtocol), hcp, enumOf(["tcp", "http", "https"] as const));
+  const path = get(A.healthCheckPath);
+  const proxy = get(A.enableProxyProtocol);
+  const network = get(A.network);
+  const out: Record<string, unknown> = {
+    // https health checks stay the provider's (the unified protocol has TCP and HTTP only).
+    ...(protocol === "tcp" && { healthCheckProtocol: "TCP" }),
+    ...(protocol === "http" && { healthCheckProtocol: "HTTP" }),
+    ...(path !== undefined &&
+      DO_BOUNDS.healthCheckPath !== undefined && {
+        healthCheckPath: parseLength(key(A.healthCheckPath), path, DO_BOUNDS.healthCheckPath),
+      }),
+    healthCheckIntervalSeconds: num(A.healthCheckInterval, DO_BOUNDS.healthCheckIntervalSeconds),
+    healthCheckTimeoutSeconds: num(A.healthCheckTimeout, DO_BOUNDS.healthCheckTimeoutSeconds),
+    healthyThreshold: num(A.healthyThreshold, DO_BOUNDS.healthyThreshold),
+    unhealthyThreshold: num(A.unhealthyThreshold, DO_BOUNDS.unhealthyThreshold),
+    idleTimeoutSeconds: num(A.httpIdleTimeout, DO_BOUNDS.idleTimeoutSeconds),
+    ...(proxy !== undefined && {
+      proxyProtocol: parseBoolean(key(A.enableProxyProtocol), proxy, GO_BOOLEAN),
+    }),
+    ...(network !== undefined && {
+      internal:
+        parseEnum(key(A.network), network, enumOf(["EXTERNAL", "INTERNAL"] as const, true)) === "INTERNAL",
+    }),
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined)) as VendorLbSettings;
+}

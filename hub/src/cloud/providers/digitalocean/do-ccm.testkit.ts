@@ -1,0 +1,80 @@
+// Load balancers built exactly as the DigitalOcean CCM builds them, through the DigitalOcean
+// API v2 (the fake's, or any endpoint), for the tests that adopt them: one POST
+// /v2/load_balancers named as upstream names it (`a` and the Service uid without dashes, 32
+// characters), in the cluster's VPC, a TCP forwarding rule per Service port to its node port, a
+// TCP health check on the first node port (upstream's defaults), the nodes' Droplet ids, the
+// firewall from loadBalancerSourceRanges; then reads until it is active, as its retries do.
+// Hub code, testkits included, never imports the simulators: this speaks the API.
+import { vendorDefaultName } from "./load-balancers.js";
+
+export interface DoApiAccess {
+  readonly url: string;
+  readonly token: string;
+}
+
+export interface CcmService {
+  readonly serviceUid: string;
+  readonly region: string;
+  readonly vpcUuid?: string;
+  readonly ports: readonly { readonly port: number; readonly nodePort: number }[];
+  readonly dropletIds: readonly number[];
+  /** loadBalancerSourceRanges (none: open to all, an empty firewall). */
+  readonly sourceRanges?: readonly string[];
+}
+
+export interface CcmMade {
+  readonly id: string;
+  readonly name: string;
+  readonly ip: string;
+}
+
+async function call<T>(api: DoApiAccess, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${api.url.replace(/\/+$/, "")}/v2${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${api.token}`,
+      ...(body !== undefined && { "content-type": "application/json" }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+export async function ccmLoadBalancer(api: DoApiAccess, svc: CcmService): Promise<CcmMade> {
+  const first = svc.ports[0]?.nodePort ?? 80;
+  const made = await call<{ load_balancer: { id: string; name: string } }>(api, "POST", "/load_balancers", {
+    name: vendorDefaultName(svc.serviceUid),
+    region: svc.region,
+    ...(svc.vpcUuid !== undefined && { vpc_uuid: svc.vpcUuid }),
+    size_unit: 1,
+    forwarding_rules: svc.ports.map((p) => ({
+      entry_protocol: "tcp",
+      entry_port: p.port,
+      target_protocol: "tcp",
+      target_port: p.nodePort,
+    })),
+    health_check: {
+      protocol: "tcp",
+      port: first,
+      check_interval_seconds: 3,
+      response_timeout_seconds: 5,
+      unhealthy_threshold: 3,
+      healthy_threshold: 5,
+    },
+    sticky_sessions: { type: "none" },
+    droplet_ids: [...svc.dropletIds],
+    firewall: { allow: (svc.sourceRanges ?? []).map((r) => `cidr:${r}`), deny: [] },
+  });
+  for (let n = 0; n < 50; n++) {
+    const got = await call<{ load_balancer: { id: string; name: string; status: string; ip: string } }>(
+      api,
+      "GET",
+      `/load_balancers/${made.load_balancer.id}`,
+    );
+    if (got.load_balancer.status === "active") return got.load_balancer;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`load balancer ${made.load_balancer.id} never became active`);
+}

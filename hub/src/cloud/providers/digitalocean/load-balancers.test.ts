@@ -1,0 +1,393 @@
+// The DigitalOcean provider's own behaviour beside the conformance suite: the `new` and
+// `errored` states, the annotations it honours and refuses, adoption only with adoptFrom, and
+// the exact requests it makes (the fake checks each against DigitalOcean's OpenAPI document).
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { DigitalOceanFake } from "../../../../../sim/src/digitalocean/index.js";
+import { AnnotationError } from "../../annotation-bounds.js";
+import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { CloudError, InstanceNotFoundError, OperationFailedError } from "../../errors.js";
+import { isInProgress, type LoadBalancerSpec, type ServiceTarget } from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
+import { doVendorLbSettings } from "./annotations.js";
+import { ccmLoadBalancer } from "./do-ccm.testkit.js";
+import { digitalOceanProvider } from "./index.js";
+import { FAILED_SUFFIX, ownerName, ownerOfName } from "./load-balancers.js";
+
+const REGION = "nyc3";
+const VPC = "c33931f2-a26a-4e61-b85c-4e95a2ec431b";
+const P = "service.beta.kubernetes.io/do-loadbalancer-";
+
+let fake: DigitalOceanFake;
+let token: { value: string };
+let nodes: string[];
+let seq = 0;
+
+beforeAll(async () => {
+  fake = await DigitalOceanFake.start({ spec: true });
+  token = { value: fake.createAccount("acme").token };
+  nodes = [0, 1].map((n) =>
+    String(fake.createDroplet("acme", { name: `n-${n}`, region: REGION, vpcUuid: VPC }).id),
+  );
+});
+afterAll(() => fake.close());
+afterEach(() => {
+  fake.resetFaults();
+  fake.setActivation(1);
+  fake.assertSpecClean();
+});
+
+async function bound() {
+  return bindRecorded(
+    digitalOceanProvider,
+    {
+      name: "acme",
+      provider: "digitalocean",
+      region: REGION,
+      network: VPC,
+      endpoint: fake.url,
+      credential: token.value,
+      secret: () => token.value,
+      requestTimeoutMs: 2_000,
+    },
+    { loadBalancerPollMs: 5 },
+  );
+}
+
+const target = (over: Partial<ServiceTarget> = {}): ServiceTarget => ({
+  cluster: "prod",
+  network: VPC,
+  scope: {},
+  serviceUid: `7f1c${++seq}-aa`,
+  ...over,
+});
+
+async function settle<T>(f: () => Promise<T>): Promise<Exclude<T, { kind: "in-progress" }>> {
+  for (let n = 0; n < 50; n++) {
+    const a = await f();
+    if (!isInProgress(a)) return a as Exclude<T, { kind: "in-progress" }>;
+  }
+  throw new Error("still in progress");
+}
+
+const lbOf = (t: ServiceTarget) =>
+  fake.store.loadBalancersOf("acme").find((l) => l.name.startsWith(ownerName(t)));
+
+describe("names", () => {
+  test("the owner is read back from the name, its hash checked; a forged name is nobody's", () => {
+    const t = target();
+    expect(ownerOfName(ownerName(t))).toEqual({ cluster: "prod", serviceUid: t.serviceUid });
+    expect(ownerOfName(ownerName(t) + FAILED_SUFFIX)).toEqual({ cluster: "prod", serviceUid: t.serviceUid });
+    expect(ownerOfName(`fccm-000000000000000000000000000.prod.${t.serviceUid}`)).toBeUndefined();
+    expect(ownerOfName("a0123456789abcdef")).toBeUndefined();
+  });
+});
+
+describe("asynchronous states", () => {
+  test("`new` is InProgress with the configured delay until the cloud says active; one create only", async () => {
+    fake.setActivation(3);
+    const { provider, ops } = await bound();
+    const t = target();
+    const answers = [];
+    for (let n = 0; n < 4; n++)
+      answers.push(await provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    expect(answers.slice(0, 3).every(isInProgress)).toBe(true);
+    expect(answers[0]).toMatchObject({ retryAfterMs: 5 });
+    expect(answers[3]).toEqual([{ ip: expect.stringMatching(/^\d+\./) }]);
+    expect(ops.filter((o) => o === "loadBalancers.create")).toHaveLength(1);
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("errored: OperationFailedError once, marked in the name; the next ensure (any replica) deletes it and builds anew", async () => {
+    fake.failNextCreates("acme", 1);
+    const t = target();
+    const first = await bound();
+    expect(isInProgress(await first.provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)))).toBe(
+      true,
+    );
+    await expect(
+      first.provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)),
+    ).rejects.toBeInstanceOf(OperationFailedError);
+    const failed = lbOf(t);
+    expect(failed).toMatchObject({ status: "errored", name: ownerName(t) + FAILED_SUFFIX });
+    const second = await bound();
+    const ingress = await settle(() =>
+      second.provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)),
+    );
+    expect(ingress).toHaveLength(1);
+    expect(second.ops).toEqual(expect.arrayContaining(["loadBalancers.delete", "loadBalancers.create"]));
+    expect(fake.store.loadBalancers.has(failed!.id)).toBe(false);
+    expect(lbOf(t)).toMatchObject({ status: "active", name: ownerName(t) });
+    await second.provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
+describe("errored, where the cloud will not rename it", () => {
+  test("the failed load balancer is deleted at once, the failure still reported once; the next ensure creates", async () => {
+    fake.failNextCreates("acme", 1);
+    const t = target();
+    const { provider } = await bindRecorded(
+      digitalOceanProvider,
+      {
+        name: "acme",
+        provider: "digitalocean",
+        region: REGION,
+        network: VPC,
+        endpoint: fake.url,
+        credential: token.value,
+        secret: () => token.value,
+        requestTimeoutMs: 2_000,
+      },
+      { loadBalancerPollMs: 5 },
+      {
+        before: (op) => {
+          if (op === "loadBalancers.update" && lbOf(t)?.status === "errored")
+            throw new CloudError("DigitalOcean API PUT: HTTP 422 unprocessable_entity");
+        },
+      },
+    );
+    await provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes));
+    const failed = lbOf(t);
+    await expect(provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes))).rejects.toBeInstanceOf(
+      OperationFailedError,
+    );
+    expect(fake.store.loadBalancers.has(failed!.id)).toBe(false);
+    expect(await settle(() => provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)))).toHaveLength(
+      1,
+    );
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
+describe("annotations", () => {
+  const withAnnotations = (annotations: Record<string, string>, over: Partial<LoadBalancerSpec> = {}) =>
+    sampleLoadBalancerSpec(nodes, { annotations, ...over });
+
+  test("protocol, http-ports, sticky cookies, size, keepalive, allow/deny rules and healthcheck-port become the request", async () => {
+    const { provider } = await bound();
+    const t = target();
+    const spec = withAnnotations({
+      [`${P}http-ports`]: "80",
+      [`${P}sticky-sessions-type`]: "cookies",
+      [`${P}sticky-sessions-cookie-name`]: "route",
+      [`${P}sticky-sessions-cookie-ttl`]: "300",
+      [`${P}size-unit`]: "3",
+      [`${P}enable-backend-keepalive`]: "true",
+      [`${P}allow-rules`]: "cidr:10.0.0.0/8,ip:192.0.2.7",
+      [`${P}deny-rules`]: "ip:10.1.2.3",
+      [`${P}healthcheck-port`]: "443",
+      [`${P}healthcheck-protocol`]: "https",
+    });
+    await settle(() => provider.loadBalancers!.ensure(t, spec));
+    expect(lbOf(t)).toMatchObject({
+      forwarding_rules: [
+        { entry_protocol: "http", entry_port: 80, target_protocol: "http", target_port: 30080 },
+        { entry_protocol: "tcp", entry_port: 443, target_protocol: "tcp", target_port: 30443 },
+      ],
+      sticky_sessions: { type: "cookies", cookie_name: "route", cookie_ttl_seconds: 300 },
+      size_unit: 3,
+      enable_backend_keepalive: true,
+      firewall: { allow: ["cidr:10.0.0.0/8", "ip:192.0.2.7"], deny: ["ip:10.1.2.3"] },
+      health_check: { protocol: "https", port: 30443 },
+      vpc_uuid: VPC,
+      droplet_ids: nodes.map(Number),
+    });
+    // loadBalancerSourceRanges win over allow-rules, as upstream.
+    await settle(() => provider.loadBalancers!.ensure(t, { ...spec, sourceRanges: ["198.51.100.0/24"] }));
+    expect(lbOf(t)?.firewall.allow).toEqual(["cidr:198.51.100.0/24"]);
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("keys standing for unified settings are read by lbSettings, within DigitalOcean's bounds", () => {
+    expect(
+      doVendorLbSettings({
+        [`${P}healthcheck-protocol`]: "http",
+        [`${P}healthcheck-path`]: "/healthz",
+        [`${P}healthcheck-check-interval-seconds`]: "5",
+        [`${P}enable-proxy-protocol`]: "true",
+        [`${P}http-idle-timeout-seconds`]: "120",
+        [`${P}network`]: "INTERNAL",
+      }),
+    ).toEqual({
+      healthCheckProtocol: "HTTP",
+      healthCheckPath: "/healthz",
+      healthCheckIntervalSeconds: 5,
+      proxyProtocol: true,
+      idleTimeoutSeconds: 120,
+      internal: true,
+    });
+    expect(() => doVendorLbSettings({ [`${P}http-idle-timeout-seconds`]: "10" })).toThrow(AnnotationError);
+  });
+
+  test("certificates, TLS ports and bad values are refused before any call", async () => {
+    const { provider, ops } = await bound();
+    const refused: Record<string, string>[] = [
+      { [`${P}certificate-id`]: "abc" },
+      { [`${P}tls-ports`]: "443" },
+      { [`${P}protocol`]: "https" },
+      { [`${P}allow-rules`]: "10.0.0.0/8" },
+      { [`${P}size-unit`]: "101" },
+      { [`${P}type`]: "GLOBAL" },
+      { [`${P}sticky-sessions-type`]: "cookies" },
+    ];
+    for (const a of refused) {
+      expect(() => provider.loadBalancers!.checkAnnotations!(a)).toThrow(AnnotationError);
+      await expect(provider.loadBalancers!.ensure(target(), withAnnotations(a))).rejects.toBeInstanceOf(
+        AnnotationError,
+      );
+    }
+    expect(ops).toEqual([]);
+  });
+
+  test("a custom name is warned about, not applied: the hub finds the load balancer by its own name", async () => {
+    const { provider } = await bound();
+    const t = target();
+    const warned: string[] = [];
+    const a = { [`${P}name`]: "my-lb" };
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, withAnnotations(a), undefined, {
+        annotations: a,
+        ingress: [],
+        warn: (reason) => warned.push(reason),
+      }),
+    );
+    expect(warned[0]).toBe("LoadBalancerNameIgnored");
+    expect(lbOf(t)?.name).toBe(ownerName(t));
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
+describe("adoption", () => {
+  async function vendorBuilt(t: ServiceTarget, vpcUuid = VPC) {
+    const made = await ccmLoadBalancer(
+      { url: fake.url, token: token.value },
+      {
+        serviceUid: t.serviceUid,
+        region: REGION,
+        vpcUuid,
+        ports: [{ port: 80, nodePort: 30080 }],
+        dropletIds: [],
+      },
+    );
+    return { made, annotations: { "kubernetes.digitalocean.com/load-balancer-id": made.id } };
+  }
+
+  test("without adoptFrom the DigitalOcean CCM's load balancer is refused, by its id or its name, and nothing changes", async () => {
+    const t = target();
+    const { made, annotations } = await vendorBuilt(t);
+    const { provider, ops } = await bound();
+    for (const a of [annotations, {}]) {
+      const err = await provider
+        .loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations: a }), undefined, {
+          annotations: a,
+          ingress: [],
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CloudError);
+      expect(String(err)).toMatch(/no adoptFrom/);
+    }
+    expect(ops.filter((o) => !o.endsWith(".list") && !o.endsWith(".get"))).toEqual([]);
+    expect(fake.store.loadBalancers.get(made.id)?.name).toBe(`a${t.serviceUid.replace(/-/g, "")}`);
+    await provider.loadBalancers!.ensureDeleted(t);
+    expect(fake.store.loadBalancers.has(made.id)).toBe(true);
+    fake.store.loadBalancers.delete(made.id);
+  });
+
+  test("with adoptFrom: adopted in place (renamed to the owner's name); outside the cluster's VPC it is refused", async () => {
+    const t = target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+    const { made, annotations } = await vendorBuilt(t);
+    const { provider } = await bound();
+    const ingress = await settle(() =>
+      provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations }), undefined, {
+        annotations,
+        ingress: [],
+      }),
+    );
+    expect(ingress).toEqual([{ ip: fake.store.loadBalancers.get(made.id)?.ip }]);
+    expect(fake.store.loadBalancers.get(made.id)?.name).toBe(ownerName(t));
+    await provider.loadBalancers!.ensureDeleted(t);
+    expect(fake.store.loadBalancers.has(made.id)).toBe(false);
+
+    const elsewhere = target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+    const other = await vendorBuilt(elsewhere, "5a4981aa-9653-4bd1-bef5-d6bff52042e4");
+    await expect(
+      provider.loadBalancers!.ensure(
+        elsewhere,
+        sampleLoadBalancerSpec(nodes, { annotations: other.annotations }),
+      ),
+    ).rejects.toThrow(/not the cluster's/);
+    fake.store.loadBalancers.delete(other.made.id);
+  });
+
+  test("an id naming another Service's load balancer of this hub is refused", async () => {
+    const { provider } = await bound();
+    const a = target();
+    await settle(() => provider.loadBalancers!.ensure(a, sampleLoadBalancerSpec(nodes)));
+    const annotations = { "kubernetes.digitalocean.com/load-balancer-id": lbOf(a)!.id };
+    const b = target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+    await expect(
+      provider.loadBalancers!.ensure(b, sampleLoadBalancerSpec(nodes, { annotations })),
+    ).rejects.toThrow(/belongs to another Service/);
+    await provider.loadBalancers!.ensureDeleted(a);
+  });
+});
+
+describe("instances", () => {
+  test("upstream's addresses, off as stopped, the VPC as network; the token is read per request", async () => {
+    const d = fake.createDroplet("acme", {
+      name: "web",
+      region: REGION,
+      vpcUuid: VPC,
+      status: "off",
+      sizeSlug: "s-4vcpu-8gb",
+    });
+    const { provider } = await bound();
+    const meta = await provider.instances.getByProviderID(`digitalocean://${d.id}`);
+    expect(meta).toMatchObject({
+      instanceType: "s-4vcpu-8gb",
+      region: REGION,
+      zone: "",
+      state: "stopped",
+      network: VPC,
+      addresses: [
+        { type: "Hostname", address: "web" },
+        { type: "InternalIP", address: d.privateIPv4 },
+        { type: "ExternalIP", address: d.publicIPv4 },
+        { type: "ExternalIP", address: d.ipv6 },
+      ],
+    });
+    fake.rotateToken("acme", "dop_v1_rotated");
+    token.value = "dop_v1_rotated";
+    expect((await provider.instances.getByProviderID(`digitalocean://${d.id}`)).instanceID).toBe(
+      String(d.id),
+    );
+    fake.deleteDroplet(d.id);
+    await expect(provider.instances.getByProviderID(`digitalocean://${d.id}`)).rejects.toBeInstanceOf(
+      InstanceNotFoundError,
+    );
+    // A Droplet in another region is outside the account: refused, never "not found".
+    const far = fake.createDroplet("acme", { name: "far", region: "sfo3" });
+    await expect(provider.instances.getByProviderID(`digitalocean://${far.id}`)).rejects.toThrow(
+      /outside account/,
+    );
+    expect(provider.instances.parseProviderID("linode://1")).toBeUndefined();
+  });
+
+  test("listPage filters by the dropletTag option (tag_name)", async () => {
+    fake.createDroplet("acme", { name: "tagged", region: REGION, tags: ["k8s:abc"] });
+    const { provider } = await bindRecorded(
+      digitalOceanProvider,
+      {
+        name: "acme",
+        provider: "digitalocean",
+        region: REGION,
+        endpoint: fake.url,
+        credential: token.value,
+        requestTimeoutMs: 2_000,
+      },
+      { dropletTag: "k8s:abc" },
+    );
+    const page = await provider.instances.listPage(undefined);
+    expect(page.instances.map((i) => i.name)).toEqual(["tagged"]);
+    expect(page.instances[0]?.tags).toEqual({ k8s: "abc" });
+  });
+});

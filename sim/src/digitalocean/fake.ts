@@ -1,0 +1,634 @@
+/**
+ * A fake DigitalOcean API v2 on the fake kit: Droplets (get; list with tag_name and name) and
+ * load balancers (create, get, list, whole-object PUT, delete) whose status goes `new` →
+ * `active` after a configurable number of reads and time, or `errored` for a failed creation.
+ * DigitalOcean's wire shapes, page/per_page with `links.pages` and `meta.total`, its error
+ * envelope {"id","message"}, the ratelimit-* headers on every answer, Bearer tokens per
+ * account, the kit's faults (latency, 5xx, 429 with Retry-After, lost answers) and a request
+ * log. With `spec`, every request and answer is checked against DigitalOcean's own OpenAPI
+ * document (sim/fixtures/digitalocean/).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
+import { type FaultConfig, FaultInjector } from "../fake-kit/faults.js";
+import { Exchange, FakeHttpServer, Router, readJsonBody, startFake } from "../fake-kit/http.js";
+import type { OpenApiChecker } from "../fake-kit/openapi.js";
+import { parsePageSize } from "../fake-kit/pagination.js";
+import { seededRandom } from "../fake-kit/random.js";
+import { RequestLog } from "../fake-kit/request-log.js";
+import { type SpecHook, type SpecProblem, specHook } from "../fake-kit/spec.js";
+import { DIGITALOCEAN_SPEC, digitalOceanSpecChecker } from "./spec.js";
+import {
+  DigitalOceanStore,
+  type DropletStatus,
+  type FakeDroplet,
+  type FakeForwardingRule,
+  type FakeLoadBalancer,
+  type LbSettings,
+  uuidOf,
+} from "./store.js";
+import { wireDroplet, wireLoadBalancer } from "./wire.js";
+
+/** DigitalOcean's published limits: 5,000 requests an hour and 250 a minute per token. */
+export const DO_HOURLY_LIMIT = 5000;
+const MAX_BODY_BYTES = 1024 * 1024;
+const UNAUTHENTICATED = "(unauthenticated)";
+
+/** DigitalOcean's envelope: {"id": "<status word>", "message": "..."}. */
+const renderer: ErrorRenderer = {
+  render(e, call) {
+    const id =
+      e.kind === "throttled"
+        ? "too_many_requests"
+        : e.kind === "unavailable"
+          ? "service_unavailable"
+          : e.kind === "timeout"
+            ? "gateway_timeout"
+            : e.kind === "internal"
+              ? "server_error"
+              : e.code;
+    const message =
+      e.kind === "throttled"
+        ? "API Rate limit exceeded."
+        : e.kind === "internal"
+          ? "Server Error"
+          : e.message;
+    return {
+      status: e.status,
+      ...(e.headers !== undefined && { headers: e.headers }),
+      body: { id, message, request_id: call.requestId },
+    };
+  },
+};
+
+function notFound(): FakeError {
+  return new FakeError(404, "not_found", "The resource you requested could not be found.");
+}
+
+function unprocessable(message: string): FakeError {
+  return new FakeError(422, "unprocessable_entity", message);
+}
+
+type Json = Record<string, unknown>;
+
+interface Call {
+  readonly account: string;
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly body: Json;
+  readonly nowMs: number;
+}
+
+type Handler = (c: Call) => { status?: number; body?: unknown } | { list: readonly Json[]; key: string };
+
+interface Route {
+  readonly method: "GET" | "POST" | "PUT" | "DELETE";
+  readonly pattern: RegExp;
+  readonly op: string;
+  readonly handle: Handler;
+  readonly example: string;
+}
+
+export interface DigitalOceanFakeOptions {
+  /** Check every request and answer against DigitalOcean's OpenAPI document. */
+  readonly spec?: boolean;
+  readonly seed?: number;
+  readonly now?: () => number;
+  /** A new load balancer turns `active` once read this many times (default 1) ... */
+  readonly activateAfterPolls?: number;
+  /** ... and this long after its creation (default 0). */
+  readonly activateAfterMs?: number;
+}
+
+export interface CreateDropletSpec {
+  readonly name: string;
+  readonly region: string;
+  readonly sizeSlug?: string;
+  readonly status?: DropletStatus;
+  readonly tags?: readonly string[];
+  readonly vpcUuid?: string;
+  /** No IPv6 address. */
+  readonly noIPv6?: boolean;
+  readonly noPrivateIP?: boolean;
+}
+
+/** One recorded mutation with its body (the request log keeps no bodies). */
+export interface DigitalOceanMutation {
+  readonly account: string;
+  readonly operation: string;
+  readonly method: string;
+  readonly path: string;
+  readonly body: unknown;
+}
+
+export class DigitalOceanFake {
+  readonly store = new DigitalOceanStore();
+  readonly log: RequestLog;
+  readonly faults: FaultInjector;
+  readonly mutations: DigitalOceanMutation[] = [];
+  private readonly server: FakeHttpServer;
+  private readonly spec: SpecHook | undefined;
+  private readonly now: () => number;
+  private readonly router: Router<Route>;
+  private activateAfterPolls: number;
+  private activateAfterMs: number;
+  private readonly failing = new Map<string, number>();
+  private requestSeq = 0;
+  /** Requests per account in the current hour, for ratelimit-remaining. */
+  private readonly used = new Map<string, { hour: number; n: number }>();
+
+  private constructor(opts: DigitalOceanFakeOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = new RequestLog(this.now);
+    this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
+    this.activateAfterPolls = opts.activateAfterPolls ?? 1;
+    this.activateAfterMs = opts.activateAfterMs ?? 0;
+    const checker = opts.spec ? digitalOceanSpecChecker() : undefined;
+    this.spec = checker === undefined ? undefined : specHook(checker);
+    const routes = this.routes();
+    if (checker !== undefined) assertSpecServes(checker, routes);
+    this.router = new Router(routes);
+    this.server = new FakeHttpServer((req, res) => this.handle(req, res));
+  }
+
+  static start(opts: DigitalOceanFakeOptions = {}): Promise<DigitalOceanFake> {
+    const fake = new DigitalOceanFake(opts);
+    return startFake(fake, fake.server);
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+
+  // ---- test and demo controls ---------------------------------------------------------------
+
+  createAccount(name: string, token = `dop_v1_${name}_${Math.random().toString(36).slice(2)}`) {
+    this.store.accounts.set(name, { name, token });
+    return { name, token };
+  }
+
+  rotateToken(account: string, token: string): void {
+    const a = this.store.accounts.get(account);
+    if (a === undefined) throw new Error(`no account ${account}`);
+    a.token = token;
+  }
+
+  createDroplet(account: string, spec: CreateDropletSpec): FakeDroplet {
+    const id = 3_000_000 + this.store.nextSeq();
+    const addr = this.store.freshAddresses();
+    const d: FakeDroplet = {
+      id,
+      account,
+      name: spec.name,
+      region: spec.region,
+      sizeSlug: spec.sizeSlug ?? "s-2vcpu-4gb",
+      status: spec.status ?? "active",
+      publicIPv4: addr.public,
+      privateIPv4: spec.noPrivateIP ? null : addr.private,
+      ipv6: spec.noIPv6 ? null : addr.ipv6,
+      vpcUuid: spec.vpcUuid ?? null,
+      tags: [...(spec.tags ?? [])],
+      createdAtMs: this.now(),
+    };
+    this.store.droplets.set(id, d);
+    return d;
+  }
+
+  setDropletStatus(id: number, status: DropletStatus): void {
+    const d = this.store.droplets.get(id);
+    if (d === undefined) throw new Error(`no Droplet ${id}`);
+    d.status = status;
+  }
+
+  deleteDroplet(id: number): void {
+    this.store.droplets.delete(id);
+    for (const lb of this.store.loadBalancers.values())
+      lb.droplet_ids = lb.droplet_ids.filter((x) => x !== id);
+  }
+
+  /** A load balancer made by another client (the DigitalOcean CCM, a user), through the same rules as POST. */
+  createLoadBalancer(account: string, body: Json): FakeLoadBalancer {
+    return this.newLoadBalancer(account, body);
+  }
+
+  /** The account's next `n` load-balancer creations end `errored` instead of `active`. */
+  failNextCreates(account: string, n: number): void {
+    this.failing.set(account, (this.failing.get(account) ?? 0) + n);
+  }
+
+  /** How a new load balancer becomes active: after this many reads and this long. */
+  setActivation(polls: number, ms = 0): void {
+    this.activateAfterPolls = polls;
+    this.activateAfterMs = ms;
+  }
+
+  setFaults(faults: Partial<FaultConfig>, account?: string): void {
+    this.faults.set(faults, account);
+  }
+
+  resetFaults(): void {
+    this.faults.reset();
+    this.failing.clear();
+  }
+
+  specProblems(): readonly SpecProblem[] {
+    return this.spec?.problems() ?? [];
+  }
+
+  resetSpecProblems(): void {
+    this.spec?.reset();
+  }
+
+  assertSpecClean(): void {
+    this.spec?.assertClean();
+  }
+
+  // ---- the pipeline ---------------------------------------------------------------------------
+
+  private rateHeaders(account: string | undefined): Record<string, string> {
+    const now = this.now();
+    const hour = Math.floor(now / 3_600_000);
+    let n = 0;
+    if (account !== undefined) {
+      const u = this.used.get(account);
+      n = u !== undefined && u.hour === hour ? u.n + 1 : 1;
+      this.used.set(account, { hour, n });
+    }
+    return {
+      "ratelimit-limit": String(DO_HOURLY_LIMIT),
+      "ratelimit-remaining": String(Math.max(0, DO_HOURLY_LIMIT - n)),
+      "ratelimit-reset": String(Math.ceil((hour + 1) * 3600)),
+    };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://fake.invalid");
+    const method = req.method ?? "GET";
+    const m = this.router.match(method, url.pathname);
+    const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
+    const ex = new Exchange(
+      req,
+      res,
+      {
+        log: this.log,
+        renderer,
+        inFlight: this.server.inFlight,
+        operation: op,
+        requestId: uuidOf(++this.requestSeq, "515850a0"),
+        requestIdHeader: "x-request-id",
+        ...(this.spec !== undefined && { spec: this.spec }),
+      },
+      UNAUTHENTICATED,
+    );
+    const fail = (err: FakeError, account?: string) =>
+      ex.fail(
+        new FakeError(err.status, err.code, err.message, {
+          ...err.extra,
+          headers: { ...this.rateHeaders(account), ...(err.extra.headers ?? {}) },
+        }),
+      );
+    let body: unknown;
+    if (method === "POST" || method === "PUT") {
+      try {
+        body = await readJsonBody(req, MAX_BODY_BYTES);
+      } catch (err) {
+        if (!(err instanceof FakeError)) throw err;
+        fail(new FakeError(400, "bad_request", "unable to parse the request body"));
+        return;
+      }
+    }
+    this.spec?.checkRequest(op, {
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      ...(body !== undefined && { body }),
+    });
+    const token = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
+    const account = token === undefined ? undefined : this.store.accountByToken(token);
+    if (account === undefined) {
+      fail(new FakeError(401, "unauthorized", "Unable to authenticate you", { kind: "auth" }));
+      return;
+    }
+    ex.account = account.name;
+    if (m.kind !== "found") {
+      fail(notFound(), account.name);
+      return;
+    }
+    const faults = this.faults.config(account.name);
+    const injected = await this.faults.beforeCall(faults, ex.clientGone);
+    if (injected.kind === "abandoned") return;
+    if (injected.kind === "error") {
+      ex.fault = injected.fault;
+      fail(injected.error, account.name);
+      return;
+    }
+    const route = m.route;
+    try {
+      const params = m.params;
+      const call: Call = {
+        account: account.name,
+        params,
+        query: url.searchParams,
+        body: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Json) : {},
+        nowMs: this.now(),
+      };
+      const result = route.handle(call);
+      if ("list" in result) {
+        ex.answer(200, this.page(url, result.list, result.key), this.rateHeaders(account.name));
+        return;
+      }
+      if (route.method !== "GET") {
+        this.mutations.push({
+          account: account.name,
+          operation: op,
+          method,
+          path: url.pathname,
+          body: body ?? null,
+        });
+        const lost = this.faults.lostResponse(faults);
+        if (lost !== undefined) {
+          ex.fault = "lost-response";
+          fail(lost, account.name);
+          return;
+        }
+      }
+      ex.answer(result.status ?? 200, result.body, this.rateHeaders(account.name));
+    } catch (err) {
+      if (!(err instanceof FakeError)) throw err;
+      fail(err, account.name);
+    }
+  }
+
+  /** DigitalOcean's page: the items under `key`, links.pages (first/prev, next/last) with absolute URLs, meta.total. */
+  private page(url: URL, items: readonly Json[], key: string): Json {
+    const perPage = parsePageSize(url.searchParams.get("per_page"), {
+      param: "per_page",
+      defaultSize: 20,
+      min: 1,
+      max: 200,
+      overMax: "clamp",
+      code: "bad_request",
+    });
+    const raw = url.searchParams.get("page");
+    const page = raw === null ? 1 : Number(raw);
+    if (!Number.isInteger(page) || page < 1)
+      throw new FakeError(400, "bad_request", "page must be a positive integer");
+    const last = Math.max(1, Math.ceil(items.length / perPage));
+    const link = (n: number) => {
+      const u = new URL(`${this.url}${url.pathname}`);
+      for (const [k, v] of url.searchParams) if (k !== "page") u.searchParams.set(k, v);
+      u.searchParams.set("page", String(n));
+      return u.toString();
+    };
+    const pages: Record<string, string> = {};
+    if (page > 1) Object.assign(pages, { first: link(1), prev: link(page - 1) });
+    if (page < last) Object.assign(pages, { last: link(last), next: link(page + 1) });
+    return {
+      [key]: items.slice((page - 1) * perPage, page * perPage),
+      links: { pages },
+      meta: { total: items.length },
+    };
+  }
+
+  // ---- routes ---------------------------------------------------------------------------------
+
+  private routes(): Route[] {
+    const r = (
+      method: Route["method"],
+      path: string,
+      op: string,
+      handle: Handler,
+      example: string,
+    ): Route => {
+      const pattern = new RegExp(`^\\/v2${path}\\/?$`);
+      if (!pattern.test(example)) throw new Error(`route ${method} ${pattern}: bad example ${example}`);
+      return { method, pattern, op, handle, example };
+    };
+    const LB = "\\/load_balancers\\/([^/]+)";
+    return [
+      r("GET", "\\/droplets", "droplets.list", (c) => this.listDroplets(c), "/v2/droplets"),
+      r(
+        "GET",
+        "\\/droplets\\/([^/]+)",
+        "droplets.get",
+        (c) => ({ body: { droplet: wireDroplet(this.droplet(c)) } }),
+        "/v2/droplets/1",
+      ),
+      r(
+        "POST",
+        "\\/load_balancers",
+        "loadBalancers.create",
+        (c) => ({
+          status: 202,
+          body: { load_balancer: wireLoadBalancer(this.newLoadBalancer(c.account, c.body)) },
+        }),
+        "/v2/load_balancers",
+      ),
+      r(
+        "GET",
+        "\\/load_balancers",
+        "loadBalancers.list",
+        (c) => ({
+          key: "load_balancers",
+          list: this.store
+            .loadBalancersOf(c.account)
+            .map((lb) => wireLoadBalancer(this.advance(lb, c.nowMs))),
+        }),
+        "/v2/load_balancers",
+      ),
+      r(
+        "GET",
+        LB,
+        "loadBalancers.get",
+        (c) => ({
+          body: { load_balancer: wireLoadBalancer(this.advance(this.loadBalancer(c), c.nowMs)) },
+        }),
+        "/v2/load_balancers/x",
+      ),
+      r("PUT", LB, "loadBalancers.update", (c) => this.updateLoadBalancer(c), "/v2/load_balancers/x"),
+      r(
+        "DELETE",
+        LB,
+        "loadBalancers.delete",
+        (c) => {
+          const lb = this.loadBalancer(c);
+          this.store.loadBalancers.delete(lb.id);
+          return { status: 204 };
+        },
+        "/v2/load_balancers/x",
+      ),
+    ];
+  }
+
+  private listDroplets(c: Call) {
+    const tag = c.query.get("tag_name");
+    const name = c.query.get("name");
+    const list = this.store
+      .dropletsOf(c.account)
+      .filter((d) => tag === null || d.tags.includes(tag))
+      // The name filter matches the name exactly (upstream also finds Droplets by an address).
+      .filter((d) => name === null || d.name === name || d.publicIPv4 === name || d.privateIPv4 === name)
+      .map(wireDroplet);
+    return { key: "droplets", list };
+  }
+
+  private droplet(c: Call): FakeDroplet {
+    const id = Number(c.params[0]);
+    const d = Number.isSafeInteger(id) ? this.store.droplets.get(id) : undefined;
+    if (d === undefined || d.account !== c.account) throw notFound();
+    return d;
+  }
+
+  private loadBalancer(c: Call): FakeLoadBalancer {
+    const lb = this.store.loadBalancers.get(c.params[0] ?? "");
+    if (lb === undefined || lb.account !== c.account) throw notFound();
+    return lb;
+  }
+
+  /** A read of a `new` load balancer: it becomes active (or errored) after enough reads and time. */
+  private advance(lb: FakeLoadBalancer, nowMs: number): FakeLoadBalancer {
+    if (lb.status !== "new") return lb;
+    lb.polls++;
+    if (lb.polls < this.activateAfterPolls || nowMs - lb.createdAtMs < this.activateAfterMs) return lb;
+    lb.status = lb.fails ? "errored" : "active";
+    if (!lb.fails) {
+      const addr = this.store.freshAddresses();
+      // An internal load balancer's address is in its VPC.
+      lb.ip = lb.network === "INTERNAL" ? addr.private : addr.public.replace(/^104\.131\./, "159.203.");
+      lb.ipv6 = lb.network_stack === "DUALSTACK" ? addr.ipv6.replace(":10::", ":14::") : "";
+    }
+    return lb;
+  }
+
+  private newLoadBalancer(account: string, body: Json): FakeLoadBalancer {
+    const settings = this.settings(account, body, undefined);
+    const left = this.failing.get(account) ?? 0;
+    if (left > 0) this.failing.set(account, left - 1);
+    const seq = this.store.nextSeq();
+    const lb: FakeLoadBalancer = {
+      ...settings,
+      id: uuidOf(seq),
+      account,
+      seq,
+      status: "new",
+      ip: "",
+      ipv6: "",
+      createdAtMs: this.now(),
+      polls: 0,
+      fails: left > 0,
+    };
+    this.store.loadBalancers.set(lb.id, lb);
+    return lb;
+  }
+
+  private updateLoadBalancer(c: Call) {
+    const lb = this.loadBalancer(c);
+    if (lb.status === "new") throw unprocessable("Load Balancer can't be updated while it is being created");
+    const settings = this.settings(c.account, c.body, lb);
+    Object.assign(lb, settings);
+    return { body: { load_balancer: wireLoadBalancer(lb) } };
+  }
+
+  /** The writable fields of a create or whole-object update, with DigitalOcean's defaults and rules. */
+  private settings(account: string, b: Json, current: FakeLoadBalancer | undefined): LbSettings {
+    const str = (k: string, dflt: string) => (typeof b[k] === "string" ? (b[k] as string) : dflt);
+    const bool = (k: string) => b[k] === true;
+    const name = str("name", "");
+    if (name === "" || name.length > 255 || !/^[A-Za-z0-9][A-Za-z0-9.-]*$/.test(name))
+      throw unprocessable(
+        "name must start with an alphanumeric character and hold only alphanumerics, '.' and '-', at most 255",
+      );
+    const region = str("region", "");
+    if (region === "") throw unprocessable("region is required");
+    if (current !== undefined && region !== current.region) throw unprocessable("region cannot be changed");
+    const rules = Array.isArray(b["forwarding_rules"]) ? (b["forwarding_rules"] as FakeForwardingRule[]) : [];
+    if (rules.length === 0) throw unprocessable("at least one forwarding rule is required");
+    const entries = new Set<string>();
+    for (const r of rules) {
+      const key = `${r.entry_protocol === "udp" ? "udp" : "tcp"}/${r.entry_port}`;
+      if (entries.has(key)) throw unprocessable(`entry port ${r.entry_port} is used by two forwarding rules`);
+      entries.add(key);
+      if ((r.entry_protocol === "udp") !== (r.target_protocol === "udp"))
+        throw unprocessable("udp entry protocol requires udp target protocol");
+      if (r.entry_protocol === "https" && r.certificate_id === undefined && r.tls_passthrough !== true)
+        throw unprocessable("https forwarding rules need a certificate or TLS passthrough");
+    }
+    const ids = Array.isArray(b["droplet_ids"]) ? (b["droplet_ids"] as number[]) : [];
+    const tag = str("tag", "");
+    if (ids.length > 0 && tag !== "") throw unprocessable("droplet_ids and tag are mutually exclusive");
+    for (const id of ids) {
+      const d = this.store.droplets.get(id);
+      if (d === undefined || d.account !== account) throw unprocessable(`Droplet ${id} not found`);
+    }
+    const vpc = str("vpc_uuid", current?.vpc_uuid ?? "");
+    // A load balancer reaches its Droplets over its VPC: every one must be in it.
+    for (const id of ids) {
+      const d = this.store.droplets.get(id);
+      if (vpc !== "" && d !== undefined && d.vpcUuid !== null && d.vpcUuid !== vpc)
+        throw unprocessable(`Droplet ${id} is not in the load balancer's VPC ${vpc}`);
+    }
+    if (current !== undefined && current.vpc_uuid !== "" && vpc !== current.vpc_uuid)
+      throw unprocessable("vpc_uuid cannot be changed");
+    const network = str("network", current?.network ?? "EXTERNAL") as LbSettings["network"];
+    if (current !== undefined && network !== current.network)
+      throw unprocessable("network cannot be changed");
+    const stack = str("network_stack", current?.network_stack ?? "IPV4") as LbSettings["network_stack"];
+    const fw = (b["firewall"] ?? {}) as { allow?: unknown; deny?: unknown };
+    const fwList = (v: unknown) => {
+      const list = Array.isArray(v) ? (v as string[]) : [];
+      for (const e of list)
+        if (!/^(ip:[0-9a-fA-F.:]+|cidr:[0-9a-fA-F.:]+\/\d{1,3})$/.test(e))
+          throw unprocessable(`firewall rule ${JSON.stringify(e)} is not ip:<address> or cidr:<range>`);
+      return [...list];
+    };
+    const timeout =
+      typeof b["http_idle_timeout_seconds"] === "number" ? (b["http_idle_timeout_seconds"] as number) : 60;
+    if (timeout < 30 || timeout > 600) throw unprocessable("http_idle_timeout_seconds must be 30..600");
+    const sizeUnit = typeof b["size_unit"] === "number" ? (b["size_unit"] as number) : undefined;
+    return {
+      name,
+      region,
+      ...(sizeUnit !== undefined ? { size_unit: sizeUnit } : b["size"] === undefined ? { size_unit: 1 } : {}),
+      ...(typeof b["size"] === "string" && { size: b["size"] as string }),
+      forwarding_rules: rules.map((r) => ({ ...r })),
+      health_check: {
+        protocol: "http",
+        port: 80,
+        path: "/",
+        check_interval_seconds: 10,
+        response_timeout_seconds: 5,
+        unhealthy_threshold: 5,
+        healthy_threshold: 3,
+        ...((b["health_check"] as Json | undefined) ?? {}),
+      },
+      sticky_sessions: { type: "none", ...((b["sticky_sessions"] as Json | undefined) ?? {}) },
+      redirect_http_to_https: bool("redirect_http_to_https"),
+      enable_proxy_protocol: bool("enable_proxy_protocol"),
+      enable_backend_keepalive: bool("enable_backend_keepalive"),
+      http_idle_timeout_seconds: timeout,
+      vpc_uuid: vpc,
+      disable_lets_encrypt_dns_records: bool("disable_lets_encrypt_dns_records"),
+      firewall: { allow: fwList(fw.allow), deny: fwList(fw.deny) },
+      network,
+      network_stack: stack,
+      type: str("type", current?.type ?? "REGIONAL") as LbSettings["type"],
+      droplet_ids: [...new Set(ids)].sort((x, y) => x - y),
+      tag,
+    };
+  }
+}
+
+/** Every route's operation is in the spec fixture, or the fake refuses to start. */
+function assertSpecServes(checker: OpenApiChecker, routes: readonly Route[]): void {
+  const missing = routes.filter((r) => checker.findOperation(r.method, r.example) === undefined);
+  if (missing.length > 0)
+    throw new Error(
+      `the DigitalOcean spec fixture (${DIGITALOCEAN_SPEC}) has no operation for ${missing.map((r) => `${r.method} ${r.example}`).join(", ")}: ` +
+        "add its operationId to scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
+    );
+}

@@ -1,0 +1,19 @@
+import { describe, expect, test } from "@jest/globals";
+import { bundleSpec, digitalOceanSpecChecker } from "./spec.js";
+
+describe("DigitalOcean spec fixture", () => {
+  test("joins into one document with no reference left", () => {
+    const text = JSON.stringify(
+      bundleSpec("digitalocean/specification/DigitalOcean-public.v2.ccm-subset.yaml"),
+    );
+    expect(text).not.toContain('"$ref"');
+  });
+
+  test("serves the operations the fake routes", () => {
+    const c = digitalOceanSpecChecker();
+    expect(c.findOperation("GET", "/v2/droplets")?.operationId).toBe("droplets_list");
+    expect(c.findOperation("GET", "/v2/droplets/7")?.operationId).toBe("droplets_get");
+    expect(c.findOperation("PUT", "/v2/load_balancers/abc")?.operationId).toBe("loadBalancers_update");
+    expect(c.uncheckedFormats).toEqual(expect.any(Array));
+  });
+});
