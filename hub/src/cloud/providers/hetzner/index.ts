@@ -109,7 +109,7 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
                 n === undefined || n === "" ? options.network : n,
               ),
           };
-    const lbs = new HetznerLoadBalancers(ctx, client, networks, {
+    const lbs = new HetznerLoadBalancers(client, networks, {
       location: options.loadBalancers.location ?? account.region,
       networkZone: options.loadBalancers.networkZone,
       type: options.loadBalancers.type,

@@ -262,12 +262,13 @@ describe("annotations", () => {
 
   test("what phase 1 does not build is refused before any call", async () => {
     const { lbs, ops } = await bind();
-    for (const a of [
+    const refused: Record<string, string>[] = [
       { [A.protocol]: "https" },
       { "load-balancer.hetzner.cloud/http-certificates": "my-cert" },
       { "load-balancer.hetzner.cloud/node-selector": "role=edge" },
       { [A.type]: "lb99" },
-    ]) {
+    ];
+    for (const a of refused) {
       expect(() => lbs.checkAnnotations?.(a)).toThrow(AnnotationError);
       await expect(lbs.ensure(owner(), spec(a))).rejects.toBeInstanceOf(AnnotationError);
     }

@@ -39,7 +39,6 @@ import {
   type LoadBalancers,
   lbOwner,
   type OwnedLoadBalancerPage,
-  type ProviderContext,
   type ServiceTarget,
 } from "../../provider.js";
 import { ACTION_RETRY_MS, describeFailure, pollOnce } from "./actions.js";
@@ -183,7 +182,6 @@ export class HetznerLoadBalancers implements LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
 
   constructor(
-    private readonly ctx: ProviderContext,
     private readonly client: HetznerClient,
     private readonly networks: NetworkResolver,
     private readonly defaults: AccountLbDefaults,
