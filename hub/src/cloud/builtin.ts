@@ -1,7 +1,13 @@
 import type { ProviderFactory } from "./provider.js";
 import { awsProvider } from "./providers/aws/index.js";
+import { hetznerProvider } from "./providers/hetzner/index.js";
 import { linodeProvider } from "./providers/linode/index.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 
 /** Every provider this hub build ships. */
-export const builtinProviders: readonly ProviderFactory[] = [simulatedProvider, linodeProvider, awsProvider];
+export const builtinProviders: readonly ProviderFactory[] = [
+  simulatedProvider,
+  linodeProvider,
+  awsProvider,
+  hetznerProvider,
+];
