@@ -1,8 +1,19 @@
 // The fake Hetzner Cloud API on its own, over HTTP: its paging, label selectors, error
 // envelope, rate-limit headers, the actions' state machine and locks, and faults; every
 // request and answer checked against the spec subset.
+
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { HETZNER_RATE_LIMIT, HetznerFake, parseLabelSelector } from "./index.js";
+import { fixtureSpecPath } from "../fake-kit/specs.js";
+import {
+  HETZNER_RATE_LIMIT,
+  HETZNER_SPEC,
+  HetznerFake,
+  hetznerSpecDocument,
+  parseLabelSelector,
+} from "./index.js";
 
 let fake: HetznerFake;
 let token: string;
@@ -202,5 +213,44 @@ describe("actions", () => {
 
   test("every request and answer matched the spec subset", () => {
     expect(fake.specProblems()).toEqual([]);
+  });
+});
+
+describe("the spec fixture", () => {
+  test("is a file under sim/fixtures/, inside the repository, whose $refs all resolve inside it", () => {
+    const path = fixtureSpecPath(HETZNER_SPEC);
+    expect(relative(fileURLToPath(new URL("../../fixtures/", import.meta.url)), path)).toBe(HETZNER_SPEC);
+    const doc = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+    const refs: string[] = [];
+    const walk = (n: unknown): void => {
+      if (Array.isArray(n)) n.forEach(walk);
+      else if (typeof n === "object" && n !== null) {
+        const ref = (n as Record<string, unknown>)["$ref"];
+        if (typeof ref === "string") refs.push(ref);
+        Object.values(n).forEach(walk);
+      }
+    };
+    walk(doc);
+    const resolves = (ref: string) =>
+      ref
+        .replace(/^#\//, "")
+        .split("/")
+        .reduce<unknown>(
+          (node, part) =>
+            typeof node === "object" && node !== null ? (node as Record<string, unknown>)[part] : undefined,
+          doc,
+        ) !== undefined;
+    expect(refs.length).toBeGreaterThan(0);
+    expect(refs.filter((r) => !resolves(r))).toEqual([]);
+  });
+
+  test("as the checker reads it: /v1 paths, error ranges in OpenAPI's spelling", () => {
+    const doc = hetznerSpecDocument() as { paths: Record<string, Record<string, { responses?: object }>> };
+    expect(Object.keys(doc.paths).every((p) => p.startsWith("/v1/"))).toBe(true);
+    expect(Object.keys(doc.paths["/v1/servers/{id}"]?.["get"]?.responses ?? {}).sort()).toEqual([
+      "200",
+      "4XX",
+      "5XX",
+    ]);
   });
 });
