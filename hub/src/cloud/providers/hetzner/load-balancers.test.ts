@@ -289,6 +289,25 @@ describe("annotations", () => {
     await lbs.ensureDeleted(o);
   });
 
+  test("an internal Service: no public interface, on the cluster's network, the private IP as ingress", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    const ingress = await lbs.ensure(o, spec({}, { internal: true }));
+    const lb = lbOf(o);
+    expect(lb?.publicEnabled).toBe(false);
+    expect(lb?.privateNet.map((p) => p.network)).toEqual([w.networkId]);
+    expect(ingress).toEqual([{ ip: lb?.privateNet[0]?.ip }]);
+    // Moving it later is not possible on Hetzner: warned, left where it is.
+    const warned: string[] = [];
+    await lbs.ensure(o, spec({ [A.location]: "nbg1" }, { internal: true }), undefined, {
+      annotations: {},
+      ingress: [],
+      warn: (reason) => warned.push(reason),
+    });
+    expect(warned).toEqual(["HetznerLocationUnchanged"]);
+    await lbs.ensureDeleted(o);
+  });
+
   test("source ranges cannot be enforced: a warning, as the Hetzner CCM ignores them", async () => {
     const o = owner();
     const { lbs } = await bind();

@@ -444,6 +444,13 @@ export class HetznerLoadBalancers implements LoadBalancers {
 
     const gated = await this.gate(lb, signal);
     if (gated !== undefined) return gated;
+    const moved =
+      s.location !== undefined ? lb.location.name !== s.location : lb.location.network_zone !== s.networkZone;
+    if (moved)
+      hints?.warn?.(
+        "HetznerLocationUnchanged",
+        `load balancer ${lb.name} stays in ${lb.location.name}: a location or network zone is only applied when the load balancer is created`,
+      );
     if (s.publicInterface !== lb.public_net.enabled)
       hints?.warn?.(
         "HetznerPublicInterfaceUnchanged",
