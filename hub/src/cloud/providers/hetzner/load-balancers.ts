@@ -11,6 +11,7 @@
  * An action ending in error is OperationFailedError, recorded on the load balancer
  * (`fleet-ccm.io/failure-reported=<action id>`) so every replica reports it once; a failed
  * create is deleted, and built again by the next call. The digests are labels, written last.
+ * No lockKey: a load balancer is the Service's own, and the network it joins is only read.
  */
 import { CloudError, NeedsEnsureError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
 import {
@@ -258,11 +259,6 @@ export class HetznerLoadBalancers implements LoadBalancers {
   async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
     const { mine } = await this.find(target, signal);
     return mine === undefined ? undefined : this.state(mine, target);
-  }
-
-  lockKey(): undefined {
-    // A load balancer is the Service's own; the network it joins is only read.
-    return undefined;
   }
 
   /**
