@@ -171,10 +171,47 @@ const SUBSETS = [
       "loadBalancers_delete",
     ],
   },
+  {
+    // The routes of sim/src/hetzner/fake.ts. The source is MaximilianKoestler/hcloud-openapi's
+    // conversion of Hetzner's published cloud.spec.json (not the vendor's own file): where it
+    // disagrees with docs.hetzner.cloud, the documentation wins (sim/fixtures/README.md).
+    source: "hetzner/unofficial-MaximilianKoestler-hcloud-openapi/hcloud.json",
+    target: "hetzner/hcloud-openapi-5134cbc.ccm-subset.json",
+    kind: "openapi",
+    operations: [
+      "get_action",
+      "list_servers",
+      "get_server",
+      "list_load_balancers",
+      "create_load_balancer",
+      "get_load_balancer",
+      "replace_load_balancer",
+      "delete_load_balancer",
+      "list_actions_for_load_balancer",
+      "add_service",
+      "update_service",
+      "delete_service",
+      "add_target",
+      "remove_target",
+      "attach_load_balancer_to_network",
+      "change_algorithm",
+      "change_type_of_load_balancer",
+      "list_networks",
+      "get_network",
+      "replace_network",
+      "list_actions_for_network",
+      "add_route_to_network",
+      "delete_route_from_network",
+    ],
+  },
 ];
 
 /** Files copied unchanged beside the subsets. */
 const COPIES = ["aws/LICENSE-botocore.txt", "aws/NOTICE-botocore"];
+/** Files copied under another name: source → target. */
+const RENAMED_COPIES = {
+  "hetzner/unofficial-MaximilianKoestler-hcloud-openapi/LICENSE": "hetzner/LICENSE-MIT-hcloud-openapi.txt",
+};
 
 function fail(message) {
   console.error(`vendor-specs: ${message}`);
@@ -638,7 +675,10 @@ for (const spec of SUBSETS) {
     `${target}: ${summary}; ${Buffer.byteLength(cut)} of ${Buffer.byteLength(text)} bytes; source sha256 ${sha256(text)}`,
   );
 }
-const copies = COPIES.map((file) => ({ from: join(root, file), to: file }));
+const copies = [
+  ...COPIES.map((file) => ({ from: join(root, file), to: file })),
+  ...Object.entries(RENAMED_COPIES).map(([from, to]) => ({ from: join(root, from), to })),
+];
 if (linodeLicence !== undefined) copies.push({ from: linodeLicence, to: "linode/LICENSE-Apache-2.0.txt" });
 for (const { from, to } of copies) {
   // Read and written, not copied: the sources may be read-only, their copies must not be.

@@ -12,6 +12,7 @@ export {
   nodeName,
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
+export * from "./hetzner/index.js";
 export * from "./kube/index.js";
 export * from "./linode/index.js";
 export type {

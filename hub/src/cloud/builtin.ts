@@ -1,6 +1,7 @@
 import type { ProviderFactory } from "./provider.js";
 import { awsProvider } from "./providers/aws/index.js";
 import { digitalOceanProvider } from "./providers/digitalocean/index.js";
+import { hetznerProvider } from "./providers/hetzner/index.js";
 import { linodeProvider } from "./providers/linode/index.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 
@@ -10,4 +11,5 @@ export const builtinProviders: readonly ProviderFactory[] = [
   linodeProvider,
   awsProvider,
   digitalOceanProvider,
+  hetznerProvider,
 ];

@@ -1,0 +1,204 @@
+/**
+ * The Hetzner CCM's Service annotations (`load-balancer.hetzner.cloud/…`, its
+ * internal/annotation/load_balancer.go) that fleet-ccm honours, with upstream's meaning, and
+ * the ones it refuses: a Service asking for what phase 1 does not build (HTTP/HTTPS services,
+ * certificates, a node selector) is refused before any call rather than built otherwise.
+ * docs/providers/hetzner.md has the table.
+ */
+import {
+  AnnotationError,
+  BOOLEAN,
+  GO_BOOLEAN,
+  length,
+  oneOf,
+  parseBoolean,
+  parseEnum,
+  parseLength,
+} from "../../annotation-bounds.js";
+import type { VendorLbSettings } from "../../provider.js";
+
+export const ANNOTATION_PREFIX = "load-balancer.hetzner.cloud/";
+
+export const A = {
+  location: `${ANNOTATION_PREFIX}location`,
+  networkZone: `${ANNOTATION_PREFIX}network-zone`,
+  type: `${ANNOTATION_PREFIX}type`,
+  algorithm: `${ANNOTATION_PREFIX}algorithm-type`,
+  usePrivateIP: `${ANNOTATION_PREFIX}use-private-ip`,
+  disablePublicNetwork: `${ANNOTATION_PREFIX}disable-public-network`,
+  disablePrivateIngress: `${ANNOTATION_PREFIX}disable-private-ingress`,
+  ipv6Disabled: `${ANNOTATION_PREFIX}ipv6-disabled`,
+  hostname: `${ANNOTATION_PREFIX}hostname`,
+  proxyProtocol: `${ANNOTATION_PREFIX}uses-proxyprotocol`,
+  protocol: `${ANNOTATION_PREFIX}protocol`,
+  name: `${ANNOTATION_PREFIX}name`,
+  healthProtocol: `${ANNOTATION_PREFIX}health-check-protocol`,
+  healthPort: `${ANNOTATION_PREFIX}health-check-port`,
+  healthInterval: `${ANNOTATION_PREFIX}health-check-interval`,
+  healthTimeout: `${ANNOTATION_PREFIX}health-check-timeout`,
+  healthRetries: `${ANNOTATION_PREFIX}health-check-retries`,
+  healthPath: `${ANNOTATION_PREFIX}health-check-http-path`,
+} as const;
+
+/** Keys for what phase 1 does not build: a Service with one is refused, naming it. */
+const REFUSED: readonly string[] = [
+  "http-certificates",
+  "certificate-type",
+  "http-managed-certificate-name",
+  "http-managed-certificate-acme-staging",
+  "http-managed-certificate-domains",
+  "http-redirect-http",
+  "http-sticky-sessions",
+  "http-cookie-name",
+  "http-cookie-lifetime",
+  "http-timeout-idle",
+  "http-status-codes",
+  "health-check-http-domain",
+  "health-check-http-validate-certificate",
+  "node-selector",
+  "id",
+  "private-ipv4",
+  "private-subnet-ip-range",
+].map((k) => `${ANNOTATION_PREFIX}${k}`);
+
+export const LB_TYPE_NAMES = ["lb11", "lb21", "lb31"] as const;
+export type LbTypeName = (typeof LB_TYPE_NAMES)[number];
+export const ALGORITHMS = ["round_robin", "least_connections"] as const;
+export type Algorithm = (typeof ALGORITHMS)[number];
+
+/** What a Service's annotations ask of its Hetzner load balancer (the account's defaults filled in). */
+export interface HetznerLbSettings {
+  /** Exactly one of location and networkZone is set. */
+  readonly location?: string;
+  readonly networkZone?: string;
+  readonly type: LbTypeName;
+  readonly algorithm: Algorithm;
+  readonly usePrivateIP: boolean;
+  readonly publicInterface: boolean;
+  readonly privateIngress: boolean;
+  readonly ipv6Ingress: boolean;
+  readonly hostname?: string;
+  /** A name the Service asks for; fleet-ccm keeps its own deterministic name (warned). */
+  readonly requestedName?: string;
+}
+
+export interface AccountLbDefaults {
+  readonly location: string;
+  readonly networkZone?: string | undefined;
+  readonly type: LbTypeName;
+  readonly algorithm: Algorithm;
+  readonly usePrivateIP: boolean;
+  readonly privateIngress: boolean;
+  readonly ipv6Ingress: boolean;
+}
+
+const NAME = length(63, {
+  pattern: /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/,
+  form: "lower-case letters, digits and '-'",
+});
+const HOSTNAME = length(253, { pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, form: "a DNS name" });
+
+const bool = (a: Readonly<Record<string, string>>, key: string): boolean | undefined => {
+  const raw = a[key];
+  return raw === undefined ? undefined : parseBoolean(key, raw, GO_BOOLEAN);
+};
+
+/** Refuses what phase 1 does not build; `protocol` other than tcp among them. */
+export function checkRefused(a: Readonly<Record<string, string>>): void {
+  for (const key of REFUSED)
+    if (a[key] !== undefined)
+      throw new AnnotationError(key, a[key] ?? "", "no value", "not supported by fleet-ccm yet: remove it");
+  const protocol = a[A.protocol];
+  if (protocol !== undefined && protocol.toLowerCase() !== "tcp")
+    throw new AnnotationError(
+      A.protocol,
+      protocol,
+      "tcp",
+      "HTTP and HTTPS services are not supported by fleet-ccm yet",
+    );
+}
+
+export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDefaults): HetznerLbSettings {
+  checkRefused(a);
+  const location = a[A.location];
+  const zone = a[A.networkZone];
+  if (location !== undefined && location !== "") parseLength(A.location, location, NAME);
+  if (zone !== undefined) parseLength(A.networkZone, zone, NAME);
+  // Upstream: a location wins over a network zone; an empty location annotation clears the default.
+  const where =
+    location !== undefined && location !== ""
+      ? { location }
+      : zone !== undefined
+        ? { networkZone: zone }
+        : location === "" && d.networkZone !== undefined
+          ? { networkZone: d.networkZone }
+          : { location: d.location };
+  const rawType = a[A.type];
+  const type = rawType === undefined ? d.type : parseEnum(A.type, rawType, oneOf(LB_TYPE_NAMES));
+  const rawAlg = a[A.algorithm];
+  const algorithm = rawAlg === undefined ? d.algorithm : parseEnum(A.algorithm, rawAlg, oneOf(ALGORITHMS));
+  const disablePublic = bool(a, A.disablePublicNetwork) ?? false;
+  const disablePrivateIngress = bool(a, A.disablePrivateIngress);
+  const ipv6Disabled = bool(a, A.ipv6Disabled);
+  const hostname = a[A.hostname];
+  if (hostname !== undefined) parseLength(A.hostname, hostname, HOSTNAME);
+  const name = a[A.name];
+  if (name !== undefined) parseLength(A.name, name, NAME);
+  return {
+    ...where,
+    type,
+    algorithm,
+    usePrivateIP: bool(a, A.usePrivateIP) ?? d.usePrivateIP,
+    publicInterface: !disablePublic,
+    privateIngress: disablePrivateIngress === undefined ? d.privateIngress : !disablePrivateIngress,
+    ipv6Ingress: ipv6Disabled === undefined ? d.ipv6Ingress : !ipv6Disabled,
+    ...(hostname !== undefined && { hostname }),
+    ...(name !== undefined && { requestedName: name }),
+  };
+}
+
+/** A Go duration as upstream's health-check keys take it ("15s", "1m", "500ms"), in whole seconds. */
+function seconds(key: string, raw: string): number {
+  const m = /^(\d+)(ms|s|m)?$/.exec(raw.trim());
+  if (m === null) throw new AnnotationError(key, raw, "a duration such as 15s");
+  const n = Number(m[1]);
+  const s = m[2] === "ms" ? n / 1000 : m[2] === "m" ? n * 60 : n;
+  if (!Number.isInteger(s) || s < 1)
+    throw new AnnotationError(key, raw, "a duration of whole seconds, at least 1s");
+  return s;
+}
+
+/** The Hetzner CCM's keys that stand for unified settings (the factory's lbSettings). */
+export function vendorLbSettings(a: Readonly<Record<string, string>>): VendorLbSettings {
+  const out: { -readonly [K in keyof VendorLbSettings]: VendorLbSettings[K] } = {};
+  const proto = a[A.healthProtocol];
+  if (proto !== undefined) {
+    const p = parseEnum(A.healthProtocol, proto, oneOf(["tcp", "http"] as const));
+    out.healthCheckProtocol = p === "http" ? "HTTP" : "TCP";
+  }
+  const path = a[A.healthPath];
+  if (path !== undefined) out.healthCheckPath = parseLength(A.healthPath, path, length(255));
+  const interval = a[A.healthInterval];
+  if (interval !== undefined) out.healthCheckIntervalSeconds = seconds(A.healthInterval, interval);
+  const timeout = a[A.healthTimeout];
+  if (timeout !== undefined) out.healthCheckTimeoutSeconds = seconds(A.healthTimeout, timeout);
+  const retries = a[A.healthRetries];
+  if (retries !== undefined) {
+    const n = Number(retries);
+    if (!/^\d+$/.test(retries) || n < 1 || n > 5)
+      throw new AnnotationError(A.healthRetries, retries, "1 to 5");
+    out.unhealthyThreshold = n;
+  }
+  const proxy = a[A.proxyProtocol];
+  if (proxy !== undefined) out.proxyProtocol = parseBoolean(A.proxyProtocol, proxy, GO_BOOLEAN);
+  if (a[A.healthPort] !== undefined)
+    throw new AnnotationError(
+      A.healthPort,
+      a[A.healthPort] ?? "",
+      "no value",
+      "the health check goes to the Service's node port (or its healthCheckNodePort); remove it",
+    );
+  return out;
+}
+
+export { BOOLEAN };

@@ -1,0 +1,326 @@
+// Hetzner load balancers against the fake Hetzner Cloud API: actions running across calls and
+// read back by another replica, actions ending in error, adoption of what the Hetzner CCM
+// built (only with adoptFrom), the annotations honoured and refused.
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
+import type {
+  FakeHetznerLoadBalancer as FakeLoadBalancer,
+  FakeServer,
+} from "../../../../../sim/src/hetzner/index.js";
+import { AnnotationError } from "../../annotation-bounds.js";
+import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { CloudError, NeedsEnsureError, OperationFailedError } from "../../errors.js";
+import { FAILURE_REPORTED_TAG, OWNER_TAG_CLUSTER } from "../../naming.js";
+import {
+  type ClusterTarget,
+  isInProgress,
+  type LbOwner,
+  type LoadBalancerSpec,
+  type LoadBalancers,
+  type ServiceTarget,
+} from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
+import { A } from "./annotations.js";
+import { ACCOUNT, type HetznerWorld, REGION, startHetznerWorld } from "./hetzner.testkit.js";
+import { hetznerProvider } from "./index.js";
+import { ownerOfLabels, UPSTREAM_UID_LABEL } from "./load-balancers.js";
+
+let w: HetznerWorld;
+let nodes: FakeServer[];
+let seq = 0;
+
+const owner = (at: Partial<ClusterTarget> = {}): ServiceTarget => ({
+  cluster: "prod",
+  network: "fleet-net",
+  scope: {},
+  ...at,
+  serviceUid: `0b7c${++seq}-uid`,
+});
+const MIGRATING: Partial<ClusterTarget> = { scope: { adoptFrom: { vendorCcmClusterName: "prod" } } };
+
+async function bind(options: unknown = {}) {
+  const b = await bindRecorded(hetznerProvider, w.account(), options);
+  const lbs = b.provider.loadBalancers as LoadBalancers;
+  const mutations = () => b.ops.filter((op) => /\.(create|update|delete)$/.test(op));
+  return { lbs, ops: b.ops, mutations };
+}
+
+const spec = (annotations: Record<string, string> = {}, overrides: Partial<LoadBalancerSpec> = {}) =>
+  sampleLoadBalancerSpec(
+    nodes
+      .slice(0, 2)
+      .map((n) => String(n.id))
+      .sort(),
+    { ...(Object.keys(annotations).length > 0 && { annotations }), ...overrides },
+  );
+
+function lbOf(o: LbOwner): FakeLoadBalancer | undefined {
+  return w.fake.store.loadBalancersOf(ACCOUNT).find((lb) => {
+    const x = ownerOfLabels(lb.labels);
+    return x?.cluster === o.cluster && x.serviceUid === o.serviceUid;
+  });
+}
+
+beforeAll(async () => {
+  w = await startHetznerWorld();
+  nodes = [0, 1, 2].map((n) =>
+    w.fake.createServer(ACCOUNT, { name: `node-${n}`, location: REGION, networks: [w.networkId] }),
+  );
+});
+afterAll(async () => {
+  expect(w.fake.specProblems()).toEqual([]);
+  await w.fake.close();
+});
+beforeEach(() => w.fake.setActionPolls(0));
+
+describe("actions", () => {
+  test("a running action answers in progress; the next call, on another replica, reads it from the cloud and changes nothing until it ends", async () => {
+    w.fake.setActionPolls(3);
+    const o = owner();
+    const first = await bind();
+    const a = await first.lbs.ensure(o, spec());
+    expect(isInProgress(a)).toBe(true);
+    expect(first.mutations()).toEqual(["lb.create"]);
+    // Another replica: no memory of the create, the action's state read back.
+    const second = await bind();
+    expect(isInProgress(await second.lbs.ensure(o, spec()))).toBe(true);
+    expect(second.mutations()).toEqual([]);
+    expect(second.ops).toContain("lb.actions");
+    let answer = await second.lbs.ensure(o, spec());
+    for (let n = 0; isInProgress(answer) && n < 10; n++) answer = await second.lbs.ensure(o, spec());
+    expect(answer).toEqual([{ ip: lbOf(o)?.ipv4 }]);
+    // One action per call thereafter: an update of a port runs across calls too.
+    const third = await bind();
+    const changed = spec(
+      {},
+      { listeners: [{ protocol: "TCP", port: 80, nodePort: 31111, proxyProtocol: false }] },
+    );
+    expect(isInProgress(await third.lbs.ensure(o, changed))).toBe(true);
+    let done = await third.lbs.ensure(o, changed);
+    for (let n = 0; isInProgress(done) && n < 20; n++) done = await third.lbs.ensure(o, changed);
+    expect(lbOf(o)?.services.map((s) => [s.listen_port, s.destination_port])).toEqual([[80, 31111]]);
+    w.fake.setActionPolls(0);
+    await (await bind()).lbs.ensureDeleted(o);
+  });
+
+  test("an action ending in error is OperationFailedError once, for any replica; the next ensure does it again", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    await lbs.ensure(o, spec());
+    w.fake.failNextActions("add_service", 1);
+    const more = spec(
+      {},
+      {
+        listeners: [
+          ...spec().listeners,
+          { protocol: "TCP", port: 8080, nodePort: 30880, proxyProtocol: false },
+        ],
+      },
+    );
+    const err = await lbs.ensure(o, more).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OperationFailedError);
+    expect((err as Error).message).toMatch(/add_service\) ended in error: action_failed/);
+    // The failed action undid its change in the cloud, and the report is recorded there.
+    expect(lbOf(o)?.services.map((s) => s.listen_port)).toEqual([80, 443]);
+    expect(lbOf(o)?.labels[FAILURE_REPORTED_TAG]).toMatch(/^\d+$/);
+    const other = await bind();
+    expect(await other.lbs.ensure(o, more)).toEqual([{ ip: lbOf(o)?.ipv4 }]);
+    expect(lbOf(o)?.services.map((s) => s.listen_port)).toEqual([80, 443, 8080]);
+    await other.lbs.ensureDeleted(o);
+  });
+
+  test("a create ending in error (read back on the next call) deletes the load balancer; the call after builds it again", async () => {
+    w.fake.setActionPolls(1);
+    w.fake.failNextActions("create_load_balancer", 1);
+    const o = owner();
+    const { lbs } = await bind();
+    expect(isInProgress(await lbs.ensure(o, spec()))).toBe(true);
+    const err = await (await bind()).lbs.ensure(o, spec()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OperationFailedError);
+    expect(lbOf(o)).toBeUndefined();
+    w.fake.setActionPolls(0);
+    expect(await lbs.ensure(o, spec())).toEqual([{ ip: lbOf(o)?.ipv4 }]);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("updateBackends without a built load balancer asks for an ensure", async () => {
+    const { lbs } = await bind();
+    await expect(lbs.updateBackends(owner(), ["1"])).rejects.toBeInstanceOf(NeedsEnsureError);
+  });
+});
+
+describe("adoption of the Hetzner CCM's load balancer", () => {
+  /** As the Hetzner CCM builds it: the UID label alone, its services, public targets. */
+  const vendorBuilt = (o: LbOwner) =>
+    w.fake.putLoadBalancer({
+      account: ACCOUNT,
+      name: `a${o.serviceUid.replaceAll("-", "")}`,
+      type: "lb11",
+      location: REGION,
+      algorithm: "round_robin",
+      labels: { [UPSTREAM_UID_LABEL]: o.serviceUid },
+      publicEnabled: true,
+      privateNet: [],
+      services: [
+        {
+          protocol: "tcp",
+          listen_port: 80,
+          destination_port: 30080,
+          proxyprotocol: false,
+          health_check: { protocol: "tcp", port: 30080, interval: 15, timeout: 10, retries: 3 },
+        },
+      ],
+      targets: nodes
+        .slice(0, 2)
+        .map((n) => ({ type: "server" as const, server: n.id, use_private_ip: false })),
+    });
+
+  test("refused without adoptFrom, nothing of it changed; adopted with it, keeping its address and upstream's label", async () => {
+    const o = owner();
+    const built = vendorBuilt(o);
+    const before = JSON.stringify(built);
+    const { lbs } = await bind();
+    const refused = await lbs.ensure(o, spec()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(CloudError);
+    expect((refused as Error).message).toMatch(/built by the Hetzner CCM.*adoptFrom/);
+    expect(await lbs.ensureDeleted(o)).toBeUndefined();
+    expect(await lbs.get(o)).toBeUndefined();
+    expect(JSON.stringify(w.fake.store.loadBalancers.get(built.id))).toBe(before);
+    const adopting = { ...o, ...MIGRATING };
+    expect(await lbs.ensure(adopting, spec())).toEqual([{ ip: built.ipv4 }]);
+    const after = w.fake.store.loadBalancers.get(built.id);
+    expect(after?.labels).toMatchObject({ [UPSTREAM_UID_LABEL]: o.serviceUid, [OWNER_TAG_CLUSTER]: "prod" });
+    expect(after?.services.map((s) => s.listen_port)).toEqual([80, 443]);
+    expect((await lbs.get(o))?.id).toBe(String(built.id));
+    await lbs.ensureDeleted(adopting);
+    expect(w.fake.store.loadBalancers.get(built.id)).toBeUndefined();
+  });
+
+  test("one labelled for another cluster is never taken, with or without adoptFrom", async () => {
+    const o = owner();
+    const theirs = vendorBuilt(o);
+    theirs.labels = {
+      ...theirs.labels,
+      [OWNER_TAG_CLUSTER]: "staging",
+      "fleet-ccm.io/service-uid": o.serviceUid,
+    };
+    const { lbs } = await bind();
+    await expect(lbs.ensure({ ...o, ...MIGRATING }, spec())).rejects.toThrow(/belongs to cluster staging/);
+    expect(await lbs.ensureDeleted({ ...o, ...MIGRATING })).toBeUndefined();
+    expect(w.fake.store.loadBalancers.get(theirs.id)).toBeDefined();
+    w.fake.store.loadBalancers.delete(theirs.id);
+  });
+
+  test("a Service UID that is no label value is refused before any call (no selector injection)", async () => {
+    const { lbs, ops } = await bind();
+    await expect(lbs.get({ ...owner(), serviceUid: "x,hcloud-ccm/service-uid" })).rejects.toBeInstanceOf(
+      CloudError,
+    );
+    expect(ops).toEqual([]);
+  });
+});
+
+describe("annotations", () => {
+  test("type, algorithm, network zone and use-private-ip shape the load balancer", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    await lbs.ensure(
+      o,
+      spec({
+        [A.type]: "lb21",
+        [A.algorithm]: "least_connections",
+        [A.networkZone]: "eu-central",
+        [A.usePrivateIP]: "true",
+      }),
+    );
+    const lb = lbOf(o);
+    expect(lb).toMatchObject({ type: "lb21", algorithm: "least_connections", networkZone: "eu-central" });
+    expect(lb?.privateNet.map((p) => p.network)).toEqual([w.networkId]);
+    expect(lb?.targets.every((t) => t.use_private_ip)).toBe(true);
+    // Changed later: change_type and change_algorithm actions, in place.
+    await lbs.ensure(o, spec({ [A.type]: "lb11", [A.networkZone]: "eu-central", [A.usePrivateIP]: "true" }));
+    expect(lbOf(o)).toMatchObject({ id: lb?.id, type: "lb11", algorithm: "round_robin" });
+    await lbs.ensureDeleted(o);
+  });
+
+  test("uses-proxyprotocol and the health-check keys stand for unified settings", () => {
+    expect(
+      hetznerProvider.lbSettings?.({
+        [A.proxyProtocol]: "true",
+        [A.healthProtocol]: "http",
+        [A.healthPath]: "/healthz",
+        [A.healthInterval]: "15s",
+        [A.healthTimeout]: "10s",
+        [A.healthRetries]: "3",
+      }),
+    ).toEqual({
+      proxyProtocol: true,
+      healthCheckProtocol: "HTTP",
+      healthCheckPath: "/healthz",
+      healthCheckIntervalSeconds: 15,
+      healthCheckTimeoutSeconds: 10,
+      unhealthyThreshold: 3,
+    });
+    expect(() => hetznerProvider.lbSettings?.({ [A.healthInterval]: "soon" })).toThrow(AnnotationError);
+  });
+
+  test("what phase 1 does not build is refused before any call", async () => {
+    const { lbs, ops } = await bind();
+    const refused: Record<string, string>[] = [
+      { [A.protocol]: "https" },
+      { "load-balancer.hetzner.cloud/http-certificates": "my-cert" },
+      { "load-balancer.hetzner.cloud/node-selector": "role=edge" },
+      { [A.type]: "lb99" },
+    ];
+    for (const a of refused) {
+      expect(() => lbs.checkAnnotations?.(a)).toThrow(AnnotationError);
+      await expect(lbs.ensure(owner(), spec(a))).rejects.toBeInstanceOf(AnnotationError);
+    }
+    expect(ops).toEqual([]);
+  });
+
+  test("hostname and ipv6 ingress, as upstream writes them", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    expect(await lbs.ensure(o, spec({ [A.hostname]: "lb.example.com" }))).toEqual([
+      { hostname: "lb.example.com" },
+    ]);
+    const lb = lbOf(o);
+    expect(await lbs.ensure(o, spec({ [A.ipv6Disabled]: "false" }))).toEqual([
+      { ip: lb?.ipv4 },
+      { ip: lb?.ipv6 },
+    ]);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("an internal Service: no public interface, on the cluster's network, the private IP as ingress", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    const ingress = await lbs.ensure(o, spec({}, { internal: true }));
+    const lb = lbOf(o);
+    expect(lb?.publicEnabled).toBe(false);
+    expect(lb?.privateNet.map((p) => p.network)).toEqual([w.networkId]);
+    expect(ingress).toEqual([{ ip: lb?.privateNet[0]?.ip }]);
+    // Moving it later is not possible on Hetzner: warned, left where it is.
+    const warned: string[] = [];
+    await lbs.ensure(o, spec({ [A.location]: "nbg1" }, { internal: true }), undefined, {
+      annotations: {},
+      ingress: [],
+      warn: (reason) => warned.push(reason),
+    });
+    expect(warned).toEqual(["HetznerLocationUnchanged"]);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("source ranges cannot be enforced: a warning, as the Hetzner CCM ignores them", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    const warned: string[] = [];
+    await lbs.ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }), undefined, {
+      annotations: {},
+      ingress: [],
+      warn: (reason) => warned.push(reason),
+    });
+    expect(warned).toEqual(["LoadBalancerSourceRangesIgnored"]);
+    await lbs.ensureDeleted(o);
+  });
+});

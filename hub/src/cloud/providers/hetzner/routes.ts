@@ -1,0 +1,223 @@
+/**
+ * Routes of the cluster's Hetzner network, as the Hetzner CCM's route controller makes them:
+ * `destination` = the node's pod CIDR, `gateway` = the server's IP in the network, through the
+ * add_route / delete_route actions (each polled once; running: in progress).
+ *
+ * Ownership. A Hetzner route is only a destination and a gateway: the API keeps no owner on
+ * it, and the Hetzner CCM takes every route of its network as its own (its network is the
+ * cluster's). A network here may be shared by clusters and other tools, so the network holds
+ * the claim: a label `route.fleet-ccm.io/<destination>=<cluster>` ("10.244.3.0/24" →
+ * "10.244.3.0-24") is set before the route is added and removed after it is gone. A route
+ * without a claim is foreign: listed without an owner, never deleted, never replaced; it is
+ * claimed only with the cluster's adoptFrom (migrating from the Hetzner CCM, whose routes
+ * carry no mark). Labels are written whole (PUT), so every route write of a network is
+ * serialized on it (lockKey).
+ */
+import { isIP } from "node:net";
+import { CloudError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
+import {
+  type CloudRoute,
+  type ClusterTarget,
+  type InProgress,
+  inProgress,
+  isInProgress,
+  type LockKey,
+  type Routes,
+  type RouteTarget,
+} from "../../provider.js";
+import { ACTION_RETRY_MS, describeFailure, pollOnce } from "./actions.js";
+import type { HetznerClient } from "./client.js";
+import { checkServer } from "./instances.js";
+import type { NetworkResolver } from "./networks.js";
+import type { WireAction, WireNetwork, WireServer } from "./wire.js";
+
+export const ROUTE_CLAIM_PREFIX = "route.fleet-ccm.io/";
+
+export const ROUTE_OPS = {
+  servers: "routes.servers",
+  server: "routes.server",
+  actions: "routes.actions",
+  claim: "routes.labels.update",
+  add: "routes.route.create",
+  remove: "routes.route.delete",
+} as const;
+
+/** The claim label's key for a destination. */
+export function routeClaimKey(destination: string): string {
+  return `${ROUTE_CLAIM_PREFIX}${destination.replace("/", "-")}`;
+}
+
+/** The cluster claiming `destination` in the network's labels, if any. */
+export function routeClaim(
+  labels: Readonly<Record<string, string>>,
+  destination: string,
+): string | undefined {
+  return labels[routeClaimKey(destination)];
+}
+
+const LABEL_VALUE = /^([a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
+
+export class HetznerRoutes implements Routes {
+  constructor(
+    private readonly client: HetznerClient,
+    private readonly networks: NetworkResolver,
+  ) {}
+
+  lockKey(cluster: ClusterTarget): LockKey {
+    return `hetzner-network:${cluster.network ?? ""}`;
+  }
+
+  private network(cluster: ClusterTarget, signal?: AbortSignal): Promise<WireNetwork> {
+    if (cluster.network === undefined || cluster.network === "")
+      throw new CloudError(`cluster ${cluster.cluster} has no network: Hetzner routes live in a network`);
+    return this.networks.get(cluster.network, signal);
+  }
+
+  async list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]> {
+    const net = await this.network(cluster, signal);
+    if (net.routes.length === 0) return [];
+    const servers = (await this.client.list<unknown>(ROUTE_OPS.servers, "/servers", "servers", signal)).map(
+      checkServer,
+    );
+    const byIp = new Map<string, WireServer>();
+    for (const s of servers) {
+      const p = s.private_net.find((x) => x.network === net.id);
+      if (p !== undefined) byIp.set(p.ip, s);
+    }
+    return net.routes.map((r) => {
+      const owner = routeClaim(net.labels, r.destination);
+      return {
+        id: r.destination,
+        destinationCIDR: r.destination,
+        // A gateway no server holds (a blackhole route upstream): no target.
+        targetInstanceID: String(byIp.get(r.gateway)?.id ?? ""),
+        ...(owner !== undefined && { ownerCluster: owner }),
+      };
+    });
+  }
+
+  private async running(net: WireNetwork, signal?: AbortSignal): Promise<InProgress | undefined> {
+    const page = await this.client.page<WireAction>(
+      ROUTE_OPS.actions,
+      `/networks/${net.id}/actions`,
+      "actions",
+      1,
+      signal,
+      { status: ["running"] },
+    );
+    const a = page.items[0];
+    return a === undefined
+      ? undefined
+      : inProgress(ACTION_RETRY_MS, `network ${net.name}: action ${a.id} (${a.command}) running`);
+  }
+
+  private async setClaim(net: WireNetwork, key: string, cluster: string | undefined, signal?: AbortSignal) {
+    const labels = { ...net.labels };
+    if (cluster === undefined) delete labels[key];
+    else labels[key] = cluster;
+    await this.client.put(ROUTE_OPS.claim, `/networks/${net.id}`, { labels }, signal);
+  }
+
+  private async action(
+    op: string,
+    net: WireNetwork,
+    command: "add_route" | "delete_route",
+    body: { destination: string; gateway: string },
+    signal?: AbortSignal,
+  ): Promise<InProgress | undefined> {
+    const answer = await this.client.post(op, `/networks/${net.id}/actions/${command}`, body, signal);
+    const outcome = await pollOnce(
+      this.client,
+      answer,
+      `network ${net.name}: ${command} ${body.destination}`,
+      signal,
+    );
+    if (isInProgress(outcome)) return outcome;
+    if (outcome.kind === "failed")
+      throw new OperationFailedError(
+        `network ${net.name}: ${command} ${body.destination}: ${describeFailure(outcome.action)}`,
+      );
+    return undefined;
+  }
+
+  async create(
+    cluster: ClusterTarget,
+    route: RouteTarget,
+    signal?: AbortSignal,
+  ): Promise<CloudRoute | InProgress> {
+    const destination = route.destinationCIDR;
+    // Hetzner networks are IPv4 only; the Hetzner CCM refuses IPv6 pod CIDRs alike.
+    if (destination.includes(":"))
+      throw new CloudError(
+        `IPv6 pod CIDR ${destination} not routed: Hetzner private networks carry IPv4 only`,
+      );
+    if (!LABEL_VALUE.test(cluster.cluster))
+      throw new CloudError(`cluster name ${cluster.cluster} cannot be a Hetzner label value`);
+    if (!/^\d+$/.test(route.targetInstanceID))
+      throw new CloudError(`not a Hetzner server id: ${route.targetInstanceID}`);
+    const net = await this.network(cluster, signal);
+    const server = checkServer(
+      (
+        await this.client.get<{ server?: unknown }>(
+          ROUTE_OPS.server,
+          `/servers/${route.targetInstanceID}`,
+          signal,
+        )
+      ).server,
+    );
+    if (String(server.id) !== route.targetInstanceID)
+      throw new SuspectAnswerError(
+        `asked for server ${route.targetInstanceID}, the API answered ${server.id}`,
+      );
+    const gateway = server.private_net.find((p) => p.network === net.id)?.ip;
+    if (gateway === undefined || isIP(gateway) !== 4)
+      throw new CloudError(`server ${server.name} (${server.id}) is not attached to network ${net.name}`);
+    const made: CloudRoute = { ...route, id: destination, ownerCluster: cluster.cluster };
+    const key = routeClaimKey(destination);
+    const claim = net.labels[key];
+    const existing = net.routes.find((r) => r.destination === destination);
+    if (claim !== undefined && claim !== cluster.cluster)
+      throw new CloudError(`route to ${destination} in network ${net.name} is claimed by cluster ${claim}`);
+    if (claim === undefined) {
+      if (existing !== undefined && cluster.scope.adoptFrom === undefined)
+        throw new CloudError(
+          `route to ${destination} in network ${net.name} was made by someone else (no fleet-ccm claim): set clusters[].adoptFrom to take over the Hetzner CCM's routes`,
+        );
+      await this.setClaim(net, key, cluster.cluster, signal);
+    }
+    if (existing?.gateway === gateway) return (await this.running(net, signal)) ?? made;
+    if (existing !== undefined) {
+      // Ours, to another server (the node's server changed): replaced, as upstream does.
+      const removed = await this.action(ROUTE_OPS.remove, net, "delete_route", existing, signal);
+      if (removed !== undefined) return removed;
+    }
+    return (await this.action(ROUTE_OPS.add, net, "add_route", { destination, gateway }, signal)) ?? made;
+  }
+
+  async delete(
+    cluster: ClusterTarget,
+    route: CloudRoute,
+    signal?: AbortSignal,
+  ): Promise<undefined | InProgress> {
+    const net = await this.network(cluster, signal);
+    const key = routeClaimKey(route.destinationCIDR);
+    const claim = net.labels[key];
+    const existing = net.routes.find((r) => r.destination === route.destinationCIDR);
+    if (claim !== cluster.cluster) {
+      // Never delete what cannot be shown to be this cluster's.
+      if (existing !== undefined)
+        throw new CloudError(
+          `refusing to delete the route to ${route.destinationCIDR} in network ${net.name}: ${claim === undefined ? "no cluster claims it" : `cluster ${claim} claims it`}`,
+        );
+      return undefined;
+    }
+    const busy = await this.running(net, signal);
+    if (busy !== undefined) return busy;
+    if (existing !== undefined) {
+      const removed = await this.action(ROUTE_OPS.remove, net, "delete_route", existing, signal);
+      if (removed !== undefined) return removed;
+    }
+    await this.setClaim(net, key, undefined, signal);
+    return undefined;
+  }
+}

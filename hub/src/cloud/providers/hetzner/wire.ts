@@ -1,0 +1,92 @@
+// The Hetzner Cloud API v1 shapes the provider reads (docs.hetzner.cloud), only the fields it uses.
+
+export interface WireLocation {
+  readonly name: string;
+  readonly network_zone: string;
+}
+
+export interface WirePrivateNet {
+  readonly network: number;
+  readonly ip: string;
+}
+
+export interface WireServer {
+  readonly id: number;
+  readonly name: string;
+  readonly status: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly location: WireLocation;
+  readonly server_type: { readonly name: string };
+  readonly public_net: {
+    readonly ipv4: { readonly ip: string } | null;
+    readonly ipv6: { readonly ip: string } | null;
+  };
+  readonly private_net: readonly WirePrivateNet[];
+}
+
+export interface WireRoute {
+  readonly destination: string;
+  readonly gateway: string;
+}
+
+export interface WireNetwork {
+  readonly id: number;
+  readonly name: string;
+  readonly ip_range: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly routes: readonly WireRoute[];
+}
+
+export interface WireHealthCheck {
+  readonly protocol: "tcp" | "http";
+  readonly port: number;
+  readonly interval: number;
+  readonly timeout: number;
+  readonly retries: number;
+  readonly http?: { readonly domain: string | null; readonly path: string } | null;
+}
+
+export interface WireLbService {
+  readonly protocol: "tcp" | "http" | "https";
+  readonly listen_port: number;
+  readonly destination_port: number;
+  readonly proxyprotocol: boolean;
+  readonly health_check: WireHealthCheck;
+}
+
+export interface WireLbTarget {
+  readonly type: "server" | "ip" | "label_selector";
+  readonly server?: { readonly id: number };
+  readonly ip?: { readonly ip: string };
+  readonly use_private_ip?: boolean;
+}
+
+export interface WireLoadBalancer {
+  readonly id: number;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly algorithm: { readonly type: string };
+  readonly load_balancer_type: { readonly name: string };
+  readonly location: WireLocation;
+  readonly public_net: {
+    readonly enabled: boolean;
+    readonly ipv4: { readonly ip: string | null };
+    readonly ipv6: { readonly ip: string | null };
+  };
+  readonly private_net: readonly WirePrivateNet[];
+  readonly services: readonly WireLbService[];
+  readonly targets: readonly WireLbTarget[];
+}
+
+export interface WireAction {
+  readonly id: number;
+  readonly command: string;
+  readonly status: "running" | "success" | "error";
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+export interface WirePagination {
+  readonly page: number;
+  readonly next_page: number | null;
+  readonly last_page: number | null;
+}

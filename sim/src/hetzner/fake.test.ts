@@ -1,0 +1,256 @@
+// The fake Hetzner Cloud API on its own, over HTTP: its paging, label selectors, error
+// envelope, rate-limit headers, the actions' state machine and locks, and faults; every
+// request and answer checked against the spec subset.
+
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
+import { fixtureSpecPath } from "../fake-kit/specs.js";
+import {
+  HETZNER_RATE_LIMIT,
+  HETZNER_SPEC,
+  HetznerFake,
+  hetznerSpecDocument,
+  parseLabelSelector,
+} from "./index.js";
+
+let fake: HetznerFake;
+let token: string;
+let networkId: number;
+
+async function call(method: string, path: string, body?: unknown, auth = token) {
+  const res = await fetch(`${fake.url}/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${auth}`,
+      ...(body !== undefined && { "content-type": "application/json" }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    // JSON.parse's own (loose) type: the tests read answers field by field.
+    body: text === "" ? undefined : JSON.parse(text),
+  };
+}
+
+const service = (port: number) => ({
+  protocol: "tcp",
+  listen_port: port,
+  destination_port: 30000 + port,
+  proxyprotocol: false,
+  health_check: { protocol: "tcp", port: 30000 + port, interval: 10, timeout: 5, retries: 3 },
+});
+
+beforeAll(async () => {
+  fake = await HetznerFake.start({ spec: true });
+  token = fake.createAccount("p1").token;
+  fake.createAccount("p2");
+  networkId = fake.createNetwork("p1", { name: "net", ipRange: "10.0.0.0/16" }).id;
+  for (let i = 0; i < 7; i++)
+    fake.createServer("p1", {
+      name: `s-${i}`,
+      location: "fsn1",
+      labels: { role: i < 3 ? "web" : "db" },
+      networks: [networkId],
+    });
+  fake.createServer("p2", { name: "not-mine", location: "fsn1" });
+});
+afterAll(() => fake.close());
+beforeEach(() => {
+  fake.faults.reset();
+  fake.setActionPolls(0);
+});
+
+describe("reads", () => {
+  test("page/per_page with meta.pagination; a project sees its own servers only", async () => {
+    const first = await call("GET", "/servers?per_page=3");
+    expect(first.status).toBe(200);
+    expect(first.body?.servers).toHaveLength(3);
+    expect(first.body?.meta.pagination).toEqual({
+      page: 1,
+      per_page: 3,
+      previous_page: null,
+      next_page: 2,
+      last_page: 3,
+      total_entries: 7,
+    });
+    const last = await call("GET", "/servers?per_page=3&page=3");
+    expect(last.body?.servers.map((s: { name: string }) => s.name)).toEqual(["s-6"]);
+    expect(last.body?.meta.pagination.next_page).toBeNull();
+    expect((await call("GET", "/servers?per_page=51")).status).toBe(400);
+  });
+
+  test("label_selector and name filter", async () => {
+    expect((await call("GET", "/servers?label_selector=role%3Dweb")).body?.servers).toHaveLength(3);
+    expect((await call("GET", "/servers?label_selector=role!%3Dweb,role")).body?.servers).toHaveLength(4);
+    expect(
+      (await call("GET", "/servers?name=s-4")).body?.servers.map((s: { name: string }) => s.name),
+    ).toEqual(["s-4"]);
+    expect(parseLabelSelector("a=b, c!=d, e, !f")).toEqual([
+      { key: "a", op: "=", value: "b" },
+      { key: "c", op: "!=", value: "d" },
+      { key: "e", op: "exists" },
+      { key: "f", op: "absent" },
+    ]);
+  });
+
+  test("errors in Hetzner's envelope; RateLimit-* headers on every answer", async () => {
+    const missing = await call("GET", "/servers/999");
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({
+      error: { code: "not_found", message: "server not found", details: null },
+    });
+    expect(missing.headers.get("ratelimit-limit")).toBe(String(HETZNER_RATE_LIMIT));
+    const ok = await call("GET", "/servers?per_page=1");
+    expect(Number(ok.headers.get("ratelimit-remaining"))).toBeLessThan(HETZNER_RATE_LIMIT);
+    expect(Number(ok.headers.get("ratelimit-reset"))).toBeGreaterThan(Date.now() / 1000 - 1);
+    const denied = await call("GET", "/servers", undefined, "nope");
+    expect(denied.status).toBe(401);
+    expect(denied.body?.error.code).toBe("unauthorized");
+  });
+
+  test("faults: throttled as rate_limit_exceeded with Retry-After and RateLimit-Reset; 5xx in the envelope", async () => {
+    fake.faults.set({ throttleRate: 1, throttleRetryAfterSeconds: 4 }, "p1");
+    const t = await call("GET", "/servers");
+    expect(t.status).toBe(429);
+    expect(t.body?.error.code).toBe("rate_limit_exceeded");
+    expect(t.headers.get("retry-after")).toBe("4");
+    expect(t.headers.get("ratelimit-remaining")).toBe("0");
+    fake.faults.set({ throttleRate: 0, errorRate: 1 }, "p1");
+    const e = await call("GET", "/servers");
+    expect(e.status).toBeGreaterThanOrEqual(500);
+    expect(typeof e.body?.error.code).toBe("string");
+  });
+});
+
+describe("actions", () => {
+  test("a mutation answers an action: running for the configured polls, then success", async () => {
+    fake.setActionPolls(2);
+    const made = await call("POST", "/load_balancers", {
+      name: "lb-a",
+      load_balancer_type: "lb11",
+      location: "fsn1",
+      services: [service(80)],
+      targets: [],
+    });
+    expect(made.status).toBe(201);
+    expect(made.body?.action).toMatchObject({
+      command: "create_load_balancer",
+      status: "running",
+      finished: null,
+    });
+    const id = made.body?.action.id;
+    const lb = made.body?.load_balancer.id;
+    expect((await call("GET", `/actions/${id}`)).body?.action.status).toBe("running");
+    // Locked while it runs: a second action on the load balancer is refused.
+    const busy = await call("POST", `/load_balancers/${lb}/actions/add_service`, service(443));
+    expect(busy.status).toBe(423);
+    expect(busy.body?.error.code).toBe("locked");
+    expect((await call("GET", `/actions/${id}`)).body?.action.status).toBe("running");
+    expect((await call("GET", `/actions/${id}`)).body?.action).toMatchObject({
+      status: "success",
+      progress: 100,
+    });
+    const listed = await call("GET", `/load_balancers/${lb}/actions?sort=id:desc`);
+    expect(listed.body?.actions.map((a: { command: string }) => a.command)).toEqual(["create_load_balancer"]);
+    expect((await call("DELETE", `/load_balancers/${lb}`)).status).toBe(204);
+  });
+
+  test("an action ending in error undoes its change; quotas of the type are refused", async () => {
+    const made = await call("POST", "/load_balancers", {
+      name: "lb-b",
+      load_balancer_type: "lb11",
+      network_zone: "eu-central",
+    });
+    const lb = made.body?.load_balancer.id;
+    fake.failNextActions("add_service", 1);
+    const failed = await call("POST", `/load_balancers/${lb}/actions/add_service`, service(80));
+    expect(failed.body?.action).toMatchObject({ status: "error", error: { code: "action_failed" } });
+    expect((await call("GET", `/load_balancers/${lb}`)).body?.load_balancer.services).toEqual([]);
+    for (const port of [1, 2, 3, 4, 5])
+      expect((await call("POST", `/load_balancers/${lb}/actions/add_service`, service(port))).status).toBe(
+        201,
+      );
+    const over = await call("POST", `/load_balancers/${lb}/actions/add_service`, service(6));
+    expect(over.status).toBe(403);
+    expect(over.body?.error.code).toBe("resource_limit_exceeded");
+    await call("DELETE", `/load_balancers/${lb}`);
+  });
+
+  test("routes: add_route and delete_route actions; a gateway outside the network is refused", async () => {
+    const add = await call("POST", `/networks/${networkId}/actions/add_route`, {
+      destination: "10.244.0.0/24",
+      gateway: "10.0.0.5",
+    });
+    expect(add.body?.action).toMatchObject({ command: "add_route", status: "success" });
+    expect((await call("GET", `/networks/${networkId}`)).body?.network.routes).toEqual([
+      { destination: "10.244.0.0/24", gateway: "10.0.0.5" },
+    ]);
+    expect(
+      (
+        await call("POST", `/networks/${networkId}/actions/add_route`, {
+          destination: "10.245.0.0/24",
+          gateway: "192.168.1.1",
+        })
+      ).status,
+    ).toBe(400);
+    const labels = await call("PUT", `/networks/${networkId}`, {
+      labels: { "route.fleet-ccm.io/10.244.0.0-24": "prod" },
+    });
+    expect(labels.body?.network.labels).toEqual({ "route.fleet-ccm.io/10.244.0.0-24": "prod" });
+    expect((await call("PUT", `/networks/${networkId}`, { labels: { "bad key/x": "y" } })).status).toBe(400);
+    const del = await call("POST", `/networks/${networkId}/actions/delete_route`, {
+      destination: "10.244.0.0/24",
+      gateway: "10.0.0.5",
+    });
+    expect(del.body?.action.status).toBe("success");
+    expect((await call("GET", `/networks/${networkId}?`)).body?.network.routes).toEqual([]);
+  });
+
+  test("every request and answer matched the spec subset", () => {
+    expect(fake.specProblems()).toEqual([]);
+  });
+});
+
+describe("the spec fixture", () => {
+  test("is a file under sim/fixtures/, inside the repository, whose $refs all resolve inside it", () => {
+    const path = fixtureSpecPath(HETZNER_SPEC);
+    expect(relative(fileURLToPath(new URL("../../fixtures/", import.meta.url)), path)).toBe(HETZNER_SPEC);
+    const doc = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+    const refs: string[] = [];
+    const walk = (n: unknown): void => {
+      if (Array.isArray(n)) n.forEach(walk);
+      else if (typeof n === "object" && n !== null) {
+        const ref = (n as Record<string, unknown>)["$ref"];
+        if (typeof ref === "string") refs.push(ref);
+        Object.values(n).forEach(walk);
+      }
+    };
+    walk(doc);
+    const resolves = (ref: string) =>
+      ref
+        .replace(/^#\//, "")
+        .split("/")
+        .reduce<unknown>(
+          (node, part) =>
+            typeof node === "object" && node !== null ? (node as Record<string, unknown>)[part] : undefined,
+          doc,
+        ) !== undefined;
+    expect(refs.length).toBeGreaterThan(0);
+    expect(refs.filter((r) => !resolves(r))).toEqual([]);
+  });
+
+  test("as the checker reads it: /v1 paths, error ranges in OpenAPI's spelling", () => {
+    const doc = hetznerSpecDocument() as { paths: Record<string, Record<string, { responses?: object }>> };
+    expect(Object.keys(doc.paths).every((p) => p.startsWith("/v1/"))).toBe(true);
+    expect(Object.keys(doc.paths["/v1/servers/{id}"]?.["get"]?.responses ?? {}).sort()).toEqual([
+      "200",
+      "4XX",
+      "5XX",
+    ]);
+  });
+});

@@ -1,0 +1,934 @@
+/**
+ * A fake Hetzner Cloud API v1 on the fake kit: servers (read only, made by test controls),
+ * networks with their routes (add_route / delete_route actions) and labels, load balancers
+ * with services, targets, network attachment, algorithm and type (each change an action), and
+ * the actions resource: every mutation answers an action that stays `running` for a
+ * configurable number of reads, then ends in `success` (or `error`, on request, undoing the
+ * change it stood for). While an action of a resource runs, another action on it is refused
+ * with 423 `locked`, as Hetzner does. Hetzner's page/per_page with meta.pagination,
+ * label_selector, the error envelope {"error":{"code","message"}}, RateLimit-* headers on
+ * every answer, Bearer tokens per project, the kit's faults and request log. With `spec`,
+ * every request and answer is checked against the subset of the converted Hetzner spec.
+ */
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
+import { FaultInjector } from "../fake-kit/faults.js";
+import { Exchange, FakeHttpServer, Router, readJsonBody, startFake } from "../fake-kit/http.js";
+import { OpenApiChecker } from "../fake-kit/openapi.js";
+import { seededRandom } from "../fake-kit/random.js";
+import { RequestLog } from "../fake-kit/request-log.js";
+import { type SpecHook, specHook } from "../fake-kit/spec.js";
+import { fixtureSpecPath } from "../fake-kit/specs.js";
+import {
+  type FakeAction,
+  type FakeLbService,
+  type FakeLbTarget,
+  type FakeLoadBalancer,
+  type FakeNetwork,
+  type FakeServer,
+  HetznerStore,
+  LB_TYPES,
+  LOCATIONS,
+  type ServerStatus,
+} from "./store.js";
+import { wireAction, wireLoadBalancer, wireNetwork, wirePagination, wireServer } from "./wire.js";
+
+/** The spec fixture: the operations of the converted hcloud spec the fake serves (sim/fixtures/README.md). */
+export const HETZNER_SPEC = "hetzner/hcloud-openapi-5134cbc.ccm-subset.json";
+/** Hetzner's documented limit: 3,600 requests an hour per project, one more each second. */
+export const HETZNER_RATE_LIMIT = 3600;
+
+type Json = Record<string, unknown>;
+
+/**
+ * The subset as the checker reads it. Two readings of the conversion, each noted in
+ * sim/fixtures/README.md: its paths are below the server URL (https://api.hetzner.cloud/v1),
+ * so the fake's /v1 paths are matched with the prefix added; its error responses are keyed
+ * "4xx"/"5xx", which OpenAPI spells "4XX"/"5XX".
+ */
+export function hetznerSpecDocument(): Json {
+  const doc = JSON.parse(readFileSync(fixtureSpecPath(HETZNER_SPEC), "utf8")) as Json;
+  const paths: Json = {};
+  for (const [path, item] of Object.entries(doc["paths"] as Json)) {
+    const methods: Json = {};
+    for (const [m, op] of Object.entries(item as Json)) {
+      const o = op as Json;
+      const responses = o["responses"] as Json | undefined;
+      methods[m] =
+        responses === undefined
+          ? o
+          : {
+              ...o,
+              responses: Object.fromEntries(
+                Object.entries(responses).map(([k, v]) => [/^[1-5]xx$/.test(k) ? k.toUpperCase() : k, v]),
+              ),
+            };
+    }
+    paths[`/v1${path}`] = methods;
+  }
+  return { ...doc, paths };
+}
+
+let cachedChecker: OpenApiChecker | undefined;
+export function hetznerSpecChecker(): OpenApiChecker {
+  cachedChecker ??= new OpenApiChecker(hetznerSpecDocument());
+  return cachedChecker;
+}
+
+function notFound(what = "resource"): FakeError {
+  return new FakeError(404, "not_found", `${what} not found`);
+}
+
+function invalid(message: string): FakeError {
+  return new FakeError(400, "invalid_input", message);
+}
+
+function locked(): FakeError {
+  return new FakeError(423, "locked", "resource is locked by a running action");
+}
+
+interface Call {
+  readonly account: string;
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly body: Json;
+  readonly nowMs: number;
+}
+
+type Handler = (c: Call) => { status?: number; body?: unknown } | { list: readonly Json[]; key: string };
+
+interface Route {
+  readonly method: "GET" | "POST" | "PUT" | "DELETE";
+  readonly pattern: RegExp;
+  readonly op: string;
+  readonly handle: Handler;
+  readonly example: string;
+}
+
+export interface HetznerFakeOptions {
+  readonly spec?: boolean;
+  readonly seed?: number;
+  readonly now?: () => number;
+}
+
+export interface CreateServerSpec {
+  readonly name: string;
+  readonly location: string;
+  readonly serverType?: string;
+  readonly status?: ServerStatus;
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Attached to these networks (ids), an address each. */
+  readonly networks?: readonly number[];
+  readonly noPublicIPv4?: boolean;
+}
+
+/** A label selector term: `k=v`, `k==v`, `k!=v`, `k`, `!k`. */
+type Term = { key: string; op: "=" | "!=" | "exists" | "absent"; value?: string };
+
+export function parseLabelSelector(selector: string): Term[] {
+  return selector
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "")
+    .map((t): Term => {
+      const ne = /^([^!=\s]+)\s*!=\s*(.*)$/.exec(t);
+      if (ne) return { key: ne[1] ?? "", op: "!=", value: ne[2] ?? "" };
+      const eq = /^([^!=\s]+)\s*==?\s*(.*)$/.exec(t);
+      if (eq) return { key: eq[1] ?? "", op: "=", value: eq[2] ?? "" };
+      if (t.startsWith("!")) return { key: t.slice(1), op: "absent" };
+      if (/^[^\s=!]+$/.test(t)) return { key: t, op: "exists" };
+      throw invalid(`invalid label_selector: ${t}`);
+    });
+}
+
+function matchesSelector(labels: Readonly<Record<string, string>>, terms: readonly Term[]): boolean {
+  return terms.every((t) => {
+    const v = labels[t.key];
+    if (t.op === "=") return v === t.value;
+    if (t.op === "!=") return v !== t.value;
+    if (t.op === "exists") return v !== undefined;
+    return v === undefined;
+  });
+}
+
+const LABEL_VALUE = /^(|[a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
+const LABEL_NAME = /^([a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
+
+/** Hetzner's label rules (Kubernetes' own): an optional DNS-subdomain prefix, a name, a value. */
+function checkLabels(raw: unknown): Record<string, string> {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw invalid("labels must be an object");
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    const slash = k.lastIndexOf("/");
+    const prefix = slash >= 0 ? k.slice(0, slash) : undefined;
+    const name = slash >= 0 ? k.slice(slash + 1) : k;
+    if (
+      !LABEL_NAME.test(name) ||
+      (prefix !== undefined && (prefix.length > 253 || !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(prefix))) ||
+      typeof v !== "string" ||
+      !LABEL_VALUE.test(v)
+    )
+      throw invalid(`invalid label ${k}=${String(v)}`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/** Parses an IPv4 CIDR into [base as number, prefix]. */
+function ipv4Cidr(cidr: string): [number, number] | undefined {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(cidr);
+  if (m === null) return undefined;
+  const parts = m.slice(1, 5).map(Number);
+  const prefix = Number(m[5]);
+  if (parts.some((p) => p > 255) || prefix > 32) return undefined;
+  return [((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0, prefix];
+}
+
+function ipv4In(ip: string, cidr: string): boolean {
+  const c = ipv4Cidr(cidr);
+  const i = ipv4Cidr(`${ip}/32`);
+  if (c === undefined || i === undefined) return false;
+  const mask = c[1] === 0 ? 0 : (~0 << (32 - c[1])) >>> 0;
+  return (i[0] & mask) === (c[0] & mask);
+}
+
+/**
+ * The query as the spec checker reads it: Hetzner's array parameters come form-exploded
+ * (`sort=id:desc&status=running`, OpenAPI's default for query arrays), which the kit's checker
+ * reads only as JSON arrays; each is handed over as one, its items still checked.
+ */
+const ARRAY_QUERY = ["sort", "status"] as const;
+function checkedQuery(q: URLSearchParams): URLSearchParams {
+  const out = new URLSearchParams(q);
+  for (const name of ARRAY_QUERY) if (q.has(name)) out.set(name, JSON.stringify(q.getAll(name)));
+  return out;
+}
+
+export class HetznerFake {
+  readonly store = new HetznerStore();
+  readonly log: RequestLog;
+  readonly faults: FaultInjector;
+  private readonly server: FakeHttpServer;
+  private readonly spec: SpecHook | undefined;
+  private readonly now: () => number;
+  private readonly router: Router<Route>;
+  private readonly renderer: ErrorRenderer;
+  private requestSeq = 0;
+  /** Reads an action stays `running` (0: it answers `success` at once). */
+  private actionPolls = 0;
+  /** Commands whose next actions end in error, with how many are left. */
+  private readonly failing = new Map<string, number>();
+  /** Requests counted per project in the current hour-long window (RateLimit-*). */
+  private readonly budget = new Map<string, { used: number; sinceMs: number }>();
+
+  private constructor(opts: HetznerFakeOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = new RequestLog(this.now);
+    this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
+    const checker = opts.spec ? hetznerSpecChecker() : undefined;
+    this.spec = checker === undefined ? undefined : specHook(checker);
+    const routes = this.routes();
+    if (checker !== undefined) {
+      const missing = routes.filter((r) => checker.findOperation(r.method, r.example) === undefined);
+      if (missing.length > 0)
+        throw new Error(
+          `the Hetzner spec fixture (${HETZNER_SPEC}) has no operation for ${missing.map((r) => `${r.method} ${r.example}`).join(", ")}: ` +
+            "add its operationId to scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
+        );
+    }
+    this.router = new Router(routes);
+    this.renderer = {
+      render: (e) => {
+        const code =
+          e.kind === "throttled"
+            ? "rate_limit_exceeded"
+            : e.kind === "unavailable"
+              ? "unavailable"
+              : e.kind === "timeout"
+                ? "timeout"
+                : e.kind === "internal"
+                  ? "server_error"
+                  : e.kind === "auth"
+                    ? "unauthorized"
+                    : e.code;
+        const headers: Record<string, string> = { ...e.headers };
+        if (e.kind === "throttled") {
+          const wait = Number(e.headers?.["retry-after"] ?? "1");
+          headers["ratelimit-limit"] = String(HETZNER_RATE_LIMIT);
+          headers["ratelimit-remaining"] = "0";
+          headers["ratelimit-reset"] = String(Math.ceil(this.now() / 1000) + wait);
+        }
+        return { status: e.status, headers, body: { error: { code, message: e.message, details: null } } };
+      },
+    };
+    this.server = new FakeHttpServer((req, res) => this.handle(req, res));
+  }
+
+  static start(opts: HetznerFakeOptions = {}): Promise<HetznerFake> {
+    const fake = new HetznerFake(opts);
+    return startFake(fake, fake.server);
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+
+  /** Every spec problem so far (none when built without `spec`). */
+  specProblems() {
+    return this.spec?.problems() ?? [];
+  }
+
+  // ---- test and demo controls ---------------------------------------------------------------
+
+  createAccount(name: string, token = `hc-${name}-${Math.random().toString(36).slice(2)}`) {
+    this.store.projects.set(name, { name, token });
+    return { name, token };
+  }
+
+  rotateToken(account: string, token: string): void {
+    const p = this.store.projects.get(account);
+    if (p === undefined) throw new Error(`no project ${account}`);
+    p.token = token;
+  }
+
+  /** How many reads each new action answers `running` before it ends. */
+  setActionPolls(n: number): void {
+    this.actionPolls = n;
+  }
+
+  /** The next `n` actions of `command` (e.g. "create_load_balancer") end in error. */
+  failNextActions(command: string, n: number): void {
+    this.failing.set(command, (this.failing.get(command) ?? 0) + n);
+  }
+
+  createNetwork(account: string, spec: { name: string; ipRange: string; networkZone?: string }): FakeNetwork {
+    const n: FakeNetwork = {
+      id: this.store.nextId(),
+      account,
+      name: spec.name,
+      ipRange: spec.ipRange,
+      networkZone: spec.networkZone ?? "eu-central",
+      labels: {},
+      routes: [],
+      createdMs: this.now(),
+      nextHost: 2,
+    };
+    this.store.networks.set(n.id, n);
+    return n;
+  }
+
+  createServer(account: string, spec: CreateServerSpec): FakeServer {
+    const id = this.store.nextId();
+    const pub = this.store.freshPublic();
+    const s: FakeServer = {
+      id,
+      account,
+      name: spec.name,
+      location: spec.location,
+      serverType: spec.serverType ?? "cx22",
+      status: spec.status ?? "running",
+      labels: { ...(spec.labels ?? {}) },
+      ipv4: spec.noPublicIPv4 ? null : pub.ipv4,
+      ipv6: pub.ipv6,
+      privateNet: (spec.networks ?? []).map((nid) => ({ network: nid, ip: this.hostIn(nid) })),
+      createdMs: this.now(),
+    };
+    this.store.servers.set(id, s);
+    return s;
+  }
+
+  setServerStatus(id: number, status: ServerStatus): void {
+    const s = this.store.servers.get(id);
+    if (s === undefined) throw new Error(`no server ${id}`);
+    s.status = status;
+  }
+
+  deleteServer(id: number): void {
+    this.store.servers.delete(id);
+    for (const lb of this.store.loadBalancers.values()) {
+      const i = lb.targets.findIndex((t) => t.server === id);
+      if (i >= 0) lb.targets.splice(i, 1);
+    }
+  }
+
+  /** A route made by another client (the Hetzner CCM, a user). */
+  addRoute(network: number, destination: string, gateway: string): void {
+    const n = this.store.networks.get(network);
+    if (n === undefined) throw new Error(`no network ${network}`);
+    n.routes.push({ destination, gateway });
+  }
+
+  /** A load balancer made by another client, as it was made (no action, no checks beyond the shapes). */
+  putLoadBalancer(
+    lb: Omit<FakeLoadBalancer, "id" | "ipv4" | "ipv6" | "createdMs" | "networkZone">,
+  ): FakeLoadBalancer {
+    const pub = this.store.freshPublic();
+    const made: FakeLoadBalancer = {
+      ...lb,
+      id: this.store.nextId(),
+      ipv4: pub.ipv4,
+      ipv6: pub.ipv6.replace("::/64", "::1"),
+      networkZone: LOCATIONS[lb.location]?.zone ?? "eu-central",
+      createdMs: this.now(),
+    };
+    this.store.loadBalancers.set(made.id, made);
+    return made;
+  }
+
+  private hostIn(networkId: number): string {
+    const n = this.store.networks.get(networkId);
+    if (n === undefined) throw new Error(`no network ${networkId}`);
+    const base = n.ipRange.split("/")[0]!.split(".").map(Number);
+    const host = n.nextHost++;
+    return `${base[0]}.${base[1]}.${Math.floor(host / 250)}.${(host % 250) + 2}`;
+  }
+
+  // ---- the pipeline -------------------------------------------------------------------------
+
+  private rateHeaders(account: string, nowMs: number): Record<string, string> {
+    let b = this.budget.get(account);
+    // One request back per second, up to the hourly limit (Hetzner's documented refill).
+    if (b === undefined) b = { used: 0, sinceMs: nowMs };
+    const refill = Math.floor((nowMs - b.sinceMs) / 1000);
+    if (refill > 0) b = { used: Math.max(0, b.used - refill), sinceMs: b.sinceMs + refill * 1000 };
+    b.used = Math.min(HETZNER_RATE_LIMIT, b.used + 1);
+    this.budget.set(account, b);
+    return {
+      "ratelimit-limit": String(HETZNER_RATE_LIMIT),
+      "ratelimit-remaining": String(HETZNER_RATE_LIMIT - b.used),
+      "ratelimit-reset": String(Math.ceil(nowMs / 1000) + b.used),
+    };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://fake.invalid");
+    const method = req.method ?? "GET";
+    const m = this.router.match(method, url.pathname);
+    const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
+    const ex = new Exchange(req, res, {
+      log: this.log,
+      renderer: this.renderer,
+      inFlight: this.server.inFlight,
+      operation: op,
+      requestId: `req-${++this.requestSeq}`,
+      requestIdHeader: "x-correlation-id",
+      ...(this.spec !== undefined && { spec: this.spec }),
+    });
+    let body: unknown;
+    if (method === "POST" || method === "PUT") {
+      try {
+        body = await readJsonBody(req, 1024 * 1024);
+      } catch (err) {
+        if (!(err instanceof FakeError)) throw err;
+        ex.fail(new FakeError(400, "json_error", "invalid JSON"));
+        return;
+      }
+    }
+    this.spec?.checkRequest(op, {
+      method,
+      path: url.pathname,
+      query: checkedQuery(url.searchParams),
+      headers: req.headers,
+      ...(body !== undefined && { body }),
+    });
+    const token = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
+    const project = token === undefined ? undefined : this.store.projectByToken(token);
+    if (project === undefined) {
+      ex.fail(new FakeError(401, "unauthorized", "unable to authenticate", { kind: "auth" }));
+      return;
+    }
+    ex.account = project.name;
+    if (m.kind !== "found") {
+      ex.fail(notFound());
+      return;
+    }
+    const faults = this.faults.config(project.name);
+    const injected = await this.faults.beforeCall(faults, ex.clientGone);
+    if (injected.kind === "abandoned") return;
+    if (injected.kind === "error") {
+      ex.fault = injected.fault;
+      ex.fail(injected.error);
+      return;
+    }
+    const nowMs = this.now();
+    const headers = this.rateHeaders(project.name, nowMs);
+    try {
+      const params = m.params;
+      const call: Call = {
+        account: project.name,
+        params,
+        query: url.searchParams,
+        body: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Json) : {},
+        nowMs,
+      };
+      const result = m.route.handle(call);
+      if ("list" in result) {
+        const perPage = Number(url.searchParams.get("per_page") ?? "25");
+        const page = Number(url.searchParams.get("page") ?? "1");
+        // docs.hetzner.cloud, "Pagination": per_page at most 50.
+        if (!Number.isInteger(perPage) || perPage < 1 || perPage > 50) throw invalid("invalid per_page");
+        if (!Number.isInteger(page) || page < 1) throw invalid("invalid page");
+        let items = result.list;
+        if (this.faults.emptyList(faults)) {
+          ex.fault = "empty-list";
+          items = [];
+        }
+        const slice = items.slice((page - 1) * perPage, page * perPage);
+        const kept = this.faults.dropFromList(faults, slice);
+        if (kept.length < slice.length) ex.fault = "dropped-items";
+        ex.answer(200, { [result.key]: kept, meta: wirePagination(page, perPage, items.length) }, headers);
+        return;
+      }
+      if (method !== "GET") {
+        const lost = this.faults.lostResponse(faults);
+        if (lost !== undefined) {
+          ex.fault = "lost-response";
+          ex.fail(lost);
+          return;
+        }
+      }
+      ex.answer(result.status ?? 200, result.body, headers);
+    } catch (err) {
+      if (!(err instanceof FakeError)) throw err;
+      ex.fail(new FakeError(err.status, err.code, err.message, { ...err.extra, headers }));
+    }
+  }
+
+  // ---- routes -------------------------------------------------------------------------------
+
+  private routes(): Route[] {
+    const ID = "\\/(\\d+)";
+    const r = (method: Route["method"], path: string, op: string, handle: Handler): Route => {
+      const pattern = new RegExp(`^\\/v1${path}\\/?$`);
+      const example = `/v1${path.replaceAll(ID, "/1").replaceAll("\\/", "/")}`;
+      if (!pattern.test(example)) throw new Error(`route ${method} ${pattern}: no example (${example})`);
+      return { method, pattern, op, handle, example };
+    };
+    const lbAction = (name: string, fn: (c: Call, lb: FakeLoadBalancer) => { undo?: () => void }) =>
+      r("POST", `\\/load_balancers${ID}\\/actions\\/${name}`, `load_balancers.${name}`, (c) => {
+        const lb = this.lb(c);
+        this.assertUnlocked(c.account, lb.id, "load_balancer");
+        const change = fn(c, lb);
+        return {
+          status: 201,
+          body: { action: wireAction(this.startAction(c, name, lb.id, "load_balancer", change.undo)) },
+        };
+      });
+    return [
+      r("GET", `\\/actions${ID}`, "actions.get", (c) => {
+        const a = this.store.actions.get(Number(c.params[0]));
+        if (a === undefined || a.account !== c.account) throw notFound("action");
+        return { body: { action: wireAction(this.read(a)) } };
+      }),
+      r("GET", "\\/servers", "servers.list", (c) => {
+        const name = c.query.get("name");
+        const terms = parseLabelSelector(c.query.get("label_selector") ?? "");
+        return {
+          key: "servers",
+          list: this.store
+            .serversOf(c.account)
+            .filter((s) => (name === null || s.name === name) && matchesSelector(s.labels, terms))
+            .map(wireServer),
+        };
+      }),
+      r("GET", `\\/servers${ID}`, "servers.get", (c) => {
+        const s = this.store.servers.get(Number(c.params[0]));
+        if (s === undefined || s.account !== c.account) throw notFound("server");
+        return { body: { server: wireServer(s) } };
+      }),
+      r("GET", "\\/load_balancers", "load_balancers.list", (c) => {
+        const name = c.query.get("name");
+        const terms = parseLabelSelector(c.query.get("label_selector") ?? "");
+        return {
+          key: "load_balancers",
+          list: this.store
+            .loadBalancersOf(c.account)
+            .filter((l) => (name === null || l.name === name) && matchesSelector(l.labels, terms))
+            .map(wireLoadBalancer),
+        };
+      }),
+      r("POST", "\\/load_balancers", "load_balancers.create", (c) => this.createLoadBalancer(c)),
+      r("GET", `\\/load_balancers${ID}`, "load_balancers.get", (c) => ({
+        body: { load_balancer: wireLoadBalancer(this.lb(c)) },
+      })),
+      r("PUT", `\\/load_balancers${ID}`, "load_balancers.update", (c) => {
+        const lb = this.lb(c);
+        if (c.body["labels"] !== undefined) lb.labels = checkLabels(c.body["labels"]);
+        if (typeof c.body["name"] === "string") lb.name = c.body["name"];
+        return { body: { load_balancer: wireLoadBalancer(lb) } };
+      }),
+      r("DELETE", `\\/load_balancers${ID}`, "load_balancers.delete", (c) => {
+        const lb = this.lb(c);
+        this.store.loadBalancers.delete(lb.id);
+        return { status: 204 };
+      }),
+      r("GET", `\\/load_balancers${ID}\\/actions`, "load_balancers.actions.list", (c) => {
+        const lb = this.lb(c);
+        return { key: "actions", list: this.actionsOf(c, lb.id, "load_balancer") };
+      }),
+      lbAction("add_service", (c, lb) => {
+        const s = this.service(c.body, undefined);
+        if (lb.services.some((x) => x.listen_port === s.listen_port))
+          throw new FakeError(409, "conflict", `listen_port ${s.listen_port} already in use`);
+        const type = LB_TYPES.find((t) => t.name === lb.type);
+        if (type !== undefined && lb.services.length >= type.maxServices)
+          throw new FakeError(
+            403,
+            "resource_limit_exceeded",
+            `load balancer type ${type.name} takes at most ${type.maxServices} services`,
+          );
+        lb.services.push(s);
+        return { undo: () => this.removeService(lb, s.listen_port) };
+      }),
+      lbAction("update_service", (_c, lb) => {
+        const port = Number(_c.body["listen_port"]);
+        const i = lb.services.findIndex((x) => x.listen_port === port);
+        const old = lb.services[i];
+        if (old === undefined) throw notFound("service");
+        const next = this.service(
+          {
+            ...old,
+            ..._c.body,
+            health_check: { ...old.health_check, ...(_c.body["health_check"] as Json | undefined) },
+          },
+          old,
+        );
+        lb.services[i] = next;
+        return { undo: () => lb.services.splice(lb.services.indexOf(next), 1, old) };
+      }),
+      lbAction("delete_service", (c, lb) => {
+        const port = Number(c.body["listen_port"]);
+        const old = lb.services.find((x) => x.listen_port === port);
+        if (old === undefined) throw notFound("service");
+        this.removeService(lb, port);
+        return { undo: () => lb.services.push(old) };
+      }),
+      lbAction("add_target", (c, lb) => {
+        const t = this.target(c.body, lb);
+        if (lb.targets.some((x) => x.type === t.type && x.server === t.server && x.ip === t.ip))
+          throw new FakeError(409, "target_already_defined", "target already defined");
+        const type = LB_TYPES.find((x) => x.name === lb.type);
+        if (type !== undefined && lb.targets.length >= type.maxTargets)
+          throw new FakeError(
+            403,
+            "resource_limit_exceeded",
+            `load balancer type ${type.name} takes at most ${type.maxTargets} targets`,
+          );
+        lb.targets.push(t);
+        return { undo: () => lb.targets.splice(lb.targets.indexOf(t), 1) };
+      }),
+      lbAction("remove_target", (c, lb) => {
+        const server = (c.body["server"] as Json | undefined)?.["id"];
+        const ip = (c.body["ip"] as Json | undefined)?.["ip"];
+        const i = lb.targets.findIndex(
+          (x) => x.type === c.body["type"] && x.server === server && x.ip === ip,
+        );
+        const old = lb.targets[i];
+        if (old === undefined) throw notFound("target");
+        lb.targets.splice(i, 1);
+        return { undo: () => lb.targets.push(old) };
+      }),
+      lbAction("attach_to_network", (c, lb) => {
+        const n = this.store.networks.get(Number(c.body["network"]));
+        if (n === undefined || n.account !== c.account) throw notFound("network");
+        if (lb.privateNet.some((p) => p.network === n.id))
+          throw new FakeError(
+            409,
+            "load_balancer_already_attached",
+            "load balancer already attached to network",
+          );
+        const entry = { network: n.id, ip: this.hostIn(n.id) };
+        lb.privateNet.push(entry);
+        return { undo: () => lb.privateNet.splice(lb.privateNet.indexOf(entry), 1) };
+      }),
+      lbAction("change_algorithm", (c, lb) => {
+        const old = lb.algorithm;
+        const type = c.body["type"];
+        if (type !== "round_robin" && type !== "least_connections") throw invalid("invalid algorithm");
+        lb.algorithm = type;
+        return { undo: () => (lb.algorithm = old) };
+      }),
+      lbAction("change_type", (c, lb) => {
+        const old = lb.type;
+        const t = LB_TYPES.find((x) => x.name === c.body["load_balancer_type"]);
+        if (t === undefined) throw invalid("unknown load_balancer_type");
+        if (lb.services.length > t.maxServices || lb.targets.length > t.maxTargets)
+          throw new FakeError(403, "resource_limit_exceeded", `too many services or targets for ${t.name}`);
+        lb.type = t.name;
+        return { undo: () => (lb.type = old) };
+      }),
+      r("GET", "\\/networks", "networks.list", (c) => {
+        const name = c.query.get("name");
+        const terms = parseLabelSelector(c.query.get("label_selector") ?? "");
+        return {
+          key: "networks",
+          list: this.store
+            .networksOf(c.account)
+            .filter((n) => (name === null || n.name === name) && matchesSelector(n.labels, terms))
+            .map((n) => this.wireNet(n)),
+        };
+      }),
+      r("GET", `\\/networks${ID}`, "networks.get", (c) => ({
+        body: { network: this.wireNet(this.network(c)) },
+      })),
+      r("PUT", `\\/networks${ID}`, "networks.update", (c) => {
+        const n = this.network(c);
+        if (c.body["labels"] !== undefined) n.labels = checkLabels(c.body["labels"]);
+        return { body: { network: this.wireNet(n) } };
+      }),
+      r("GET", `\\/networks${ID}\\/actions`, "networks.actions.list", (c) => {
+        const n = this.network(c);
+        return { key: "actions", list: this.actionsOf(c, n.id, "network") };
+      }),
+      r("POST", `\\/networks${ID}\\/actions\\/add_route`, "networks.add_route", (c) => {
+        const n = this.network(c);
+        this.assertUnlocked(c.account, n.id, "network");
+        const route = this.route(c.body, n);
+        if (n.routes.some((x) => x.destination === route.destination))
+          throw new FakeError(409, "conflict", `route to ${route.destination} already exists`);
+        n.routes.push(route);
+        const undo = () => n.routes.splice(n.routes.indexOf(route), 1);
+        return {
+          status: 201,
+          body: { action: wireAction(this.startAction(c, "add_route", n.id, "network", undo)) },
+        };
+      }),
+      r("POST", `\\/networks${ID}\\/actions\\/delete_route`, "networks.delete_route", (c) => {
+        const n = this.network(c);
+        this.assertUnlocked(c.account, n.id, "network");
+        const route = this.route(c.body, n);
+        const i = n.routes.findIndex(
+          (x) => x.destination === route.destination && x.gateway === route.gateway,
+        );
+        const old = n.routes[i];
+        if (old === undefined) throw notFound("route");
+        n.routes.splice(i, 1);
+        const undo = () => n.routes.push(old);
+        return {
+          status: 201,
+          body: { action: wireAction(this.startAction(c, "delete_route", n.id, "network", undo)) },
+        };
+      }),
+    ];
+  }
+
+  // ---- resources ----------------------------------------------------------------------------
+
+  private lb(c: Call): FakeLoadBalancer {
+    const lb = this.store.loadBalancers.get(Number(c.params[0]));
+    if (lb === undefined || lb.account !== c.account) throw notFound("load_balancer");
+    return lb;
+  }
+
+  private network(c: Call): FakeNetwork {
+    const n = this.store.networks.get(Number(c.params[0]));
+    if (n === undefined || n.account !== c.account) throw notFound("network");
+    return n;
+  }
+
+  private wireNet(n: FakeNetwork): Json {
+    const servers = this.store
+      .serversOf(n.account)
+      .filter((s) => s.privateNet.some((p) => p.network === n.id));
+    const lbs = this.store
+      .loadBalancersOf(n.account)
+      .filter((l) => l.privateNet.some((p) => p.network === n.id));
+    return wireNetwork(
+      n,
+      servers.map((s) => s.id),
+      lbs.map((l) => l.id),
+    );
+  }
+
+  private route(body: Json, n: FakeNetwork): { destination: string; gateway: string } {
+    const destination = body["destination"];
+    const gateway = body["gateway"];
+    if (typeof destination !== "string" || ipv4Cidr(destination) === undefined)
+      throw invalid("destination must be an IPv4 network");
+    if (typeof gateway !== "string" || !ipv4In(gateway, n.ipRange))
+      throw invalid("gateway must be an address of the network");
+    return { destination, gateway };
+  }
+
+  private service(body: Json, old: FakeLbService | undefined): FakeLbService {
+    const protocol = body["protocol"] ?? old?.protocol;
+    if (protocol !== "tcp" && protocol !== "http" && protocol !== "https") throw invalid("invalid protocol");
+    const listen = Number(body["listen_port"]);
+    const dest = Number(body["destination_port"] ?? old?.destination_port);
+    if (!Number.isInteger(listen) || listen < 1 || listen > 65535) throw invalid("invalid listen_port");
+    if (!Number.isInteger(dest) || dest < 1 || dest > 65535) throw invalid("invalid destination_port");
+    const hc = body["health_check"] as Json | undefined;
+    if (hc === undefined || (hc["protocol"] !== "tcp" && hc["protocol"] !== "http"))
+      throw invalid("invalid health_check");
+    return {
+      protocol,
+      listen_port: listen,
+      destination_port: dest,
+      proxyprotocol: body["proxyprotocol"] === true,
+      health_check: {
+        protocol: hc["protocol"],
+        port: Number(hc["port"]),
+        interval: Number(hc["interval"]),
+        timeout: Number(hc["timeout"]),
+        retries: Number(hc["retries"]),
+        ...(hc["protocol"] === "http" &&
+          hc["http"] !== undefined && {
+            http: hc["http"] as NonNullable<FakeLbService["health_check"]["http"]>,
+          }),
+      },
+      ...(body["http"] !== undefined && { http: body["http"] as Json }),
+    };
+  }
+
+  private removeService(lb: FakeLoadBalancer, port: number): void {
+    const i = lb.services.findIndex((x) => x.listen_port === port);
+    if (i >= 0) lb.services.splice(i, 1);
+  }
+
+  private target(body: Json, lb: FakeLoadBalancer): FakeLbTarget {
+    const usePrivate = body["use_private_ip"] === true;
+    if (body["type"] === "server") {
+      const id = Number((body["server"] as Json | undefined)?.["id"]);
+      const s = this.store.servers.get(id);
+      if (s === undefined || s.account !== lb.account) throw notFound("server");
+      // A private target needs the server and the load balancer in one network.
+      if (usePrivate && !s.privateNet.some((p) => lb.privateNet.some((q) => q.network === p.network)))
+        throw new FakeError(
+          422,
+          "server_not_attached_to_network",
+          "server not attached to a network of the load balancer",
+        );
+      return { type: "server", server: id, use_private_ip: usePrivate };
+    }
+    if (body["type"] === "ip") {
+      const ip = (body["ip"] as Json | undefined)?.["ip"];
+      if (typeof ip !== "string") throw invalid("invalid ip target");
+      return { type: "ip", ip, use_private_ip: false };
+    }
+    throw invalid("unsupported target type");
+  }
+
+  private createLoadBalancer(c: Call): { status: number; body: unknown } {
+    const b = c.body;
+    const type = LB_TYPES.find((t) => t.name === b["load_balancer_type"]);
+    if (type === undefined) throw invalid("unknown load_balancer_type");
+    if (typeof b["name"] !== "string" || b["name"] === "") throw invalid("name is required");
+    if (this.store.loadBalancersOf(c.account).some((l) => l.name === b["name"]))
+      throw new FakeError(409, "uniqueness_error", "name is already used");
+    const location = typeof b["location"] === "string" ? b["location"] : undefined;
+    const zone = typeof b["network_zone"] === "string" ? b["network_zone"] : undefined;
+    if (location === undefined && zone === undefined) throw invalid("location or network_zone is required");
+    if (location !== undefined && LOCATIONS[location] === undefined) throw invalid("unknown location");
+    const loc = location ?? Object.entries(LOCATIONS).find(([, l]) => l.zone === zone)?.[0] ?? undefined;
+    if (loc === undefined) throw invalid("unknown network_zone");
+    const algorithm = (b["algorithm"] as Json | undefined)?.["type"] ?? "round_robin";
+    if (algorithm !== "round_robin" && algorithm !== "least_connections") throw invalid("invalid algorithm");
+    const pub = this.store.freshPublic();
+    const lb: FakeLoadBalancer = {
+      id: this.store.nextId(),
+      account: c.account,
+      name: b["name"],
+      type: type.name,
+      location: loc,
+      networkZone: LOCATIONS[loc]?.zone ?? "eu-central",
+      algorithm,
+      labels: b["labels"] === undefined ? {} : checkLabels(b["labels"]),
+      publicEnabled: b["public_interface"] !== false,
+      ipv4: pub.ipv4,
+      ipv6: pub.ipv6.replace("::/64", "::1"),
+      privateNet: [],
+      services: [],
+      targets: [],
+      createdMs: c.nowMs,
+    };
+    if (b["network"] !== undefined) {
+      const n = this.store.networks.get(Number(b["network"]));
+      if (n === undefined || n.account !== c.account) throw notFound("network");
+      lb.privateNet.push({ network: n.id, ip: this.hostIn(n.id) });
+    }
+    if (!lb.publicEnabled && lb.privateNet.length === 0)
+      throw invalid("a load balancer without a public interface needs a network");
+    const services = Array.isArray(b["services"]) ? (b["services"] as Json[]) : [];
+    if (services.length > type.maxServices)
+      throw new FakeError(
+        403,
+        "resource_limit_exceeded",
+        `load balancer type ${type.name} takes at most ${type.maxServices} services`,
+      );
+    for (const s of services) lb.services.push(this.service(s, undefined));
+    for (const t of Array.isArray(b["targets"]) ? (b["targets"] as Json[]) : [])
+      lb.targets.push(this.target(t, lb));
+    this.store.loadBalancers.set(lb.id, lb);
+    const action = this.startAction(c, "create_load_balancer", lb.id, "load_balancer");
+    return { status: 201, body: { load_balancer: wireLoadBalancer(lb), action: wireAction(action) } };
+  }
+
+  // ---- actions ------------------------------------------------------------------------------
+
+  private startAction(c: Call, command: string, id: number, type: string, undo?: () => void): FakeAction {
+    const left = this.failing.get(command) ?? 0;
+    if (left > 0) this.failing.set(command, left - 1);
+    const a: FakeAction = {
+      id: this.store.nextId(),
+      account: c.account,
+      command,
+      resources: [{ id, type }],
+      status: "running",
+      startedMs: c.nowMs,
+      finishedMs: null,
+      error: null,
+      pollsLeft: this.actionPolls,
+      fails: left > 0,
+      ...(undo !== undefined && { undo }),
+    };
+    this.store.actions.set(a.id, a);
+    if (a.pollsLeft === 0) this.finish(a);
+    return a;
+  }
+
+  /** One read of an action: a running one counts down its polls, then ends. */
+  private read(a: FakeAction): FakeAction {
+    if (a.status !== "running") return a;
+    if (a.pollsLeft > 0) a.pollsLeft--;
+    else this.finish(a);
+    return a;
+  }
+
+  private finish(a: FakeAction): void {
+    a.finishedMs = this.now();
+    if (a.fails) {
+      a.status = "error";
+      a.error = { code: "action_failed", message: "Action failed" };
+      a.undo?.();
+    } else a.status = "success";
+  }
+
+  private assertUnlocked(account: string, id: number, type: string): void {
+    for (const a of this.store.actions.values())
+      if (
+        a.account === account &&
+        a.status === "running" &&
+        a.resources.some((r) => r.id === id && r.type === type)
+      )
+        throw locked();
+  }
+
+  /** The resource's actions, newest first when asked (`sort=id:desc`), filtered by `status`. */
+  private actionsOf(c: Call, id: number, type: string): Json[] {
+    const statuses = c.query.getAll("status");
+    const sort = c.query.getAll("sort");
+    const all = [...this.store.actions.values()]
+      .filter((a) => a.account === c.account && a.resources.some((r) => r.id === id && r.type === type))
+      .map((a) => this.read(a))
+      .filter((a) => statuses.length === 0 || statuses.includes(a.status));
+    if (sort.includes("id:desc")) all.sort((x, y) => y.id - x.id);
+    else all.sort((x, y) => x.id - y.id);
+    return all.map(wireAction);
+  }
+}

@@ -1,0 +1,20 @@
+// The fake Hetzner Cloud API v1 (see fake.ts): tests, benchmarks and the demo run the Hetzner provider against it.
+export type { CreateServerSpec, HetznerFakeOptions } from "./fake.js";
+export {
+  HETZNER_RATE_LIMIT,
+  HETZNER_SPEC,
+  HetznerFake,
+  hetznerSpecChecker,
+  hetznerSpecDocument,
+  parseLabelSelector,
+} from "./fake.js";
+export type {
+  FakeAction,
+  FakeLbService,
+  FakeLbTarget,
+  FakeLoadBalancer as FakeHetznerLoadBalancer,
+  FakeNetwork,
+  FakeServer,
+  ServerStatus,
+} from "./store.js";
+export { LB_TYPES, LOCATIONS } from "./store.js";
