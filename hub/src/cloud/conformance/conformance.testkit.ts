@@ -83,6 +83,11 @@ export interface ConformanceFake {
    */
   backendPorts(owner: LbOwner): number[];
   /**
+   * Which port of a listener the cloud sends traffic to on each backend: its node port
+   * (default), or the Service port itself (GCE target pools, where the node's proxy takes it).
+   */
+  readonly trafficTo?: "nodePort" | "port";
+  /**
    * A second network of the account, for cluster scope: two clusters of one account on
    * different networks. `prepareCluster`: what the vendor needs before routes of a cluster
    * exist there (a route table tagged for it, say).
@@ -621,7 +626,9 @@ export function describeProviderConformance(
 
     describe("one provider, many owners and clusters", () => {
       const ports = (sp: LoadBalancerSpec) =>
-        [...new Set(sp.listeners.map((l) => l.nodePort))].sort((a, b) => a - b);
+        [...new Set(sp.listeners.map((l) => (fake.trafficTo === "port" ? l.port : l.nodePort)))].sort(
+          (a, b) => a - b,
+        );
       /** Ensures, and where updateBackends asks for it (NeedsEnsureError), ensures again. */
       async function setBackends(
         h: Harness,
