@@ -513,7 +513,8 @@ function discovery(text, spec) {
   const doc = JSON.parse(text);
   const missing = [];
   for (const [resource, methods] of Object.entries(spec.operations))
-    for (const m of methods) if (doc.resources?.[resource]?.methods?.[m] === undefined) missing.push(`${resource}.${m}`);
+    for (const m of methods)
+      if (doc.resources?.[resource]?.methods?.[m] === undefined) missing.push(`${resource}.${m}`);
   if (missing.length > 0) fail(`${spec.source} has no method ${missing.join(", ")}`);
   const resources = {};
   for (const [resource, methods] of Object.entries(spec.operations)) {
@@ -527,13 +528,20 @@ function discovery(text, spec) {
   reachSchemas(doc.schemas, resources, keptSchemas);
   const expected = {};
   for (const [k, v] of Object.entries(doc)) {
-    if (k === "resources") expected.resources = Object.fromEntries(Object.keys(doc.resources).filter((r) => r in resources).map((r) => [r, resources[r]]));
-    else if (k === "schemas") expected.schemas = Object.fromEntries(Object.entries(v).filter(([name]) => keptSchemas.has(name)));
+    if (k === "resources")
+      expected.resources = Object.fromEntries(
+        Object.keys(doc.resources)
+          .filter((r) => r in resources)
+          .map((r) => [r, resources[r]]),
+      );
+    else if (k === "schemas")
+      expected.schemas = Object.fromEntries(Object.entries(v).filter(([name]) => keptSchemas.has(name)));
     else expected[k] = v;
   }
   const lines = text.split("\n");
   const end = lines.at(-1) === "" ? lines.length - 1 : lines.length;
-  if (lines[0] !== "{" || lines[end - 1] !== "}") fail("the discovery document is not one 2-space-indented object");
+  if (lines[0] !== "{" || lines[end - 1] !== "}")
+    fail("the discovery document is not one 2-space-indented object");
   const slice = (m) => lines.slice(m.from, m.to);
   const children = (m, indent) => jsonMembers(lines, m.from + 1, m.to - 1, indent);
   const top = [];

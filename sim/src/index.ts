@@ -3,6 +3,7 @@
 export * from "./aws/index.js";
 export * from "./cloud/index.js";
 export * from "./fake-kit/index.js";
+export * from "./gcp/index.js";
 export type { KubeletNodeOptions, MachineSpec } from "./fleet/generator.js";
 export {
   CLUSTER_TAG,
