@@ -148,7 +148,8 @@ export class DiscoveryChecker implements SpecChecker {
     // A method without a response schema answers an empty body ("the response body is empty").
     if ((response.status === 200 || response.status === 204) && method.response === undefined) {
       const b = response.body;
-      const empty = b === undefined || b === "" || (typeof b === "object" && b !== null && Object.keys(b).length === 0);
+      const empty =
+        b === undefined || b === "" || (typeof b === "object" && b !== null && Object.keys(b).length === 0);
       return { specOperation: method.id, problems: empty ? [] : [`${method.id} answers an empty body`] };
     }
     return {

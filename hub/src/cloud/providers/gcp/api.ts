@@ -5,6 +5,7 @@
  */
 import type * as Compute from "@google-cloud/compute";
 import { gaxios, JWT } from "google-auth-library";
+import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
 import { toContractError } from "./errors.js";
 
@@ -84,6 +85,11 @@ export class RotatingServiceAccount {
     return client;
   }
 
+  /** Forgets the access token: the next request gets a new one. */
+  dropToken(): void {
+    this.cached = undefined;
+  }
+
   getRequestHeaders(url?: string | URL) {
     return this.current().getRequestHeaders(url);
   }
@@ -123,8 +129,26 @@ export class GcpApi {
     return this.clients;
   }
 
-  /** One API call through the hub's wrapper: retries off, the account's timeout, contract errors. */
+  /**
+   * One API call through the hub's wrapper: retries off, the account's timeout, contract errors.
+   * A 401 (the token expired or was revoked before its time) drops the token and repeats the
+   * call once with a fresh one; a second 401 is the answer.
+   */
   async call<T>(
+    op: string,
+    fn: (c: Clients, opts: CallOpts) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    try {
+      return await this.callOnce(op, fn, signal);
+    } catch (err) {
+      if (!(err instanceof ForbiddenError) || !/\bauthError\b|http401/.test(err.message)) throw err;
+      this.auth.dropToken();
+      return this.callOnce(op, fn, signal);
+    }
+  }
+
+  private async callOnce<T>(
     op: string,
     fn: (c: Clients, opts: CallOpts) => Promise<T>,
     signal?: AbortSignal,

@@ -114,7 +114,11 @@ function fixture(operationMs: number): ConformanceFixture {
         },
         // Not a quota (that is ThrottledError): an operation's plain failure.
         failNextCreates: (count) =>
-          fake.failNextInserts(count, { code: "INTERNAL_ERROR", message: "Internal error. Please try again or contact Google Support.", status: 500 }),
+          fake.failNextInserts(count, {
+            code: "INTERNAL_ERROR",
+            message: "Internal error. Please try again or contact Google Support.",
+            status: 500,
+          }),
         close: async () => {
           fake.spec?.assertClean();
           await fake.close();
