@@ -3,7 +3,6 @@
 export * from "./aws/index.js";
 export * from "./cloud/index.js";
 export * from "./fake-kit/index.js";
-export * from "./gcp/index.js";
 export type { KubeletNodeOptions, MachineSpec } from "./fleet/generator.js";
 export {
   CLUSTER_TAG,
@@ -12,6 +11,7 @@ export {
   nodeName,
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
+export * from "./gcp/index.js";
 export * from "./kube/index.js";
 export * from "./linode/index.js";
 export type {

@@ -146,10 +146,9 @@ describe("load balancer names and shapes as upstream", () => {
     });
     const pool = named("targetPools", lbName);
     expect(pool?.healthChecks).toEqual([expect.stringMatching(/\/global\/httpHealthChecks\/k8s-prod-node$/)]);
-    expect((pool?.instances as string[]).map((u) => u.replace(/^.*\/zones\//, ""))).toEqual([
-      `${REGION}-a/instances/node-0`,
-      `${REGION}-a/instances/node-1`,
-    ]);
+    expect(
+      ((pool?.instances as string[] | undefined) ?? []).map((u) => u.replace(/^.*\/zones\//, "")),
+    ).toEqual([`${REGION}-a/instances/node-0`, `${REGION}-a/instances/node-1`]);
     expect(named("forwardingRules", lbName)).toMatchObject({
       IPAddress: address?.address,
       IPProtocol: "TCP",
