@@ -1017,7 +1017,7 @@ export class GcpComputeFake {
       String(i.instance ?? ""),
     );
     for (const ref of refs) {
-      const m = /\/projects\/([^/]+)\/zones\/([^/]+)\/instances\/([^/]+)$/.exec(ref);
+      const m = /(?:^|\/)projects\/([^/]+)\/zones\/([^/]+)\/instances\/([^/]+)$/.exec(ref);
       if (m === null || !this.resources.has(key(m[1] ?? "", `zones/${m[2]}`, "instances", m[3] ?? "")))
         throw notFound(ref.replace(GCE_BASE, ""));
     }
