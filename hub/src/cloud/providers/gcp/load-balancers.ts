@@ -256,7 +256,8 @@ export class GcpLoadBalancers implements LoadBalancers {
     const fw = await this.ensureFirewall(
       gceFirewallName(lbName),
       {
-        description,
+        // Upstream's firewall description also names the address it guards.
+        description: ownerDescription(target, spec.serviceName, { "kubernetes.io/service-ip": ip }),
         network,
         sourceRanges: spec.sourceRanges.length > 0 ? [...spec.sourceRanges] : ["0.0.0.0/0"],
         destinationRanges: [ip],
@@ -271,7 +272,9 @@ export class GcpLoadBalancers implements LoadBalancers {
     const local = this.isLocal(spec);
     const hcName = local ? lbName : gceNodesHealthCheckName(target.cluster);
     const hcPort = local ? spec.healthCheck.port : this.options.nodeHealthCheckPort;
-    const hcDescription = local
+    // Upstream's descriptions of the shared check and its firewall: the check's own name, the cluster id.
+    const hcDescription = local ? description : JSON.stringify({ "kubernetes.io/service-name": hcName });
+    const hcFwDescription = local
       ? description
       : JSON.stringify({ "kubernetes.io/cluster-id": target.cluster });
     const hcStep = await this.ensureHealthCheck(
@@ -283,7 +286,7 @@ export class GcpLoadBalancers implements LoadBalancers {
     const hcFw = await this.ensureFirewall(
       gceHealthCheckFirewallName(target.cluster, hcName, !local),
       {
-        description: local ? description : hcDescription,
+        description: hcFwDescription,
         network,
         sourceRanges: HEALTH_CHECK_RANGES,
         allowed: [{ IPProtocol: "tcp", ports: [String(hcPort)] }],
