@@ -19,6 +19,8 @@ import type {
   LoadBalancerSpec,
   LoadBalancerState,
   LoadBalancers,
+  OwnedLoadBalancer,
+  OwnedLoadBalancerPage,
   ProviderContext,
   ServiceTarget,
 } from "../../provider.js";
@@ -177,12 +179,48 @@ export class GcpLoadBalancers implements LoadBalancers {
     if (pool === undefined || !this.ours(pool.description, target)) return undefined;
     const rule = await this.getRule(name, signal);
     return {
-      id: name,
+      // The forwarding rule's link: what clients reach, the same across a rule's re-creation.
+      id: this.regional("forwardingRules", name),
       name,
       owner: lbOwner(target),
       ingress: rule?.IPAddress ? [{ ip: rule.IPAddress }] : [],
       backends: this.backendsOf(pool),
     };
+  }
+
+  /**
+   * One page of the region's forwarding rules (one read): those whose description names an
+   * owner of this hub and whose name is that owner's, with their address as the ingress. No
+   * digests: a target pool's description cannot be changed after it is made.
+   */
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const [rules, , raw] = await this.api.call(
+      "forwardingRules.list",
+      (c, o) =>
+        c.forwardingRules.list(
+          {
+            project: this.api.project,
+            region: this.region,
+            maxResults: 500,
+            ...(pageToken !== undefined && { pageToken }),
+          },
+          o,
+        ),
+      signal,
+    );
+    const items: OwnedLoadBalancer[] = [];
+    for (const r of rules) {
+      const owner = descriptionOwner(r.description);
+      if (owner === undefined || r.name !== gceLoadBalancerName(owner.serviceUid)) continue;
+      items.push({
+        id: r.selfLink ?? this.regional("forwardingRules", r.name),
+        name: r.name,
+        owner,
+        ingress: r.IPAddress ? [{ ip: r.IPAddress }] : [],
+      });
+    }
+    const next = raw?.nextPageToken;
+    return { items, ...(next ? { nextPageToken: next } : {}) };
   }
 
   private backendsOf(pool: Pool): string[] {
