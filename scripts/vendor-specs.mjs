@@ -206,8 +206,32 @@ const SUBSETS = [
   },
 ];
 
+/**
+ * The Compute Engine v1 methods sim/src/gcp/fake.ts serves (the gcp provider calls no others),
+ * by resource of the discovery document; every schema they reach is kept, the rest dropped.
+ */
+const GCP_METHODS = {
+  instances: ["get", "list", "aggregatedList"],
+  zones: ["list"],
+  addresses: ["get", "insert", "delete"],
+  firewalls: ["get", "insert", "patch", "delete", "list"],
+  httpHealthChecks: ["get", "insert", "update", "delete"],
+  targetPools: ["get", "insert", "delete", "addInstance", "removeInstance", "list"],
+  forwardingRules: ["get", "insert", "delete", "list"],
+  routes: ["get", "list", "insert", "delete"],
+  zoneOperations: ["get", "wait", "list", "delete"],
+  regionOperations: ["get", "wait", "list", "delete"],
+  globalOperations: ["get", "wait", "list", "delete"],
+};
+SUBSETS.push({
+  source: "gcp/compute.v1.json",
+  target: "gcp/compute.v1.ccm-subset.json",
+  kind: "discovery",
+  operations: GCP_METHODS,
+});
+
 /** Files copied unchanged beside the subsets. */
-const COPIES = ["aws/LICENSE-botocore.txt", "aws/NOTICE-botocore"];
+const COPIES = ["aws/LICENSE-botocore.txt", "aws/NOTICE-botocore", "gcp/LICENSE-googleapis"];
 /** Files copied under another name: source → target. */
 const RENAMED_COPIES = {
   "hetzner/unofficial-MaximilianKoestler-hcloud-openapi/LICENSE": "hetzner/LICENSE-MIT-hcloud-openapi.txt",
@@ -613,6 +637,91 @@ function openapiFiles(root, spec) {
   return { cut, parsed: parseYaml(cut), expected, summary, files, text };
 }
 
+// ---- Google discovery JSON -------------------------------------------------------------------
+
+/** Every schema `node` reaches through `$ref` (discovery refs name a schema: {"$ref": "Operation"}). */
+function reachSchemas(schemas, node, into) {
+  if (Array.isArray(node)) {
+    for (const n of node) reachSchemas(schemas, n, into);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  const ref = node.$ref;
+  if (typeof ref === "string" && !into.has(ref)) {
+    if (schemas[ref] === undefined) fail(`schema ${ref} is referenced but not defined`);
+    into.add(ref);
+    reachSchemas(schemas, schemas[ref], into);
+  }
+  for (const v of Object.values(node)) reachSchemas(schemas, v, into);
+}
+
+/**
+ * The discovery subset: the named methods of the named resources, the schemas they reach;
+ * `parameters`, `auth` and every other top-level member whole. Cut as whole 2-space-indented
+ * JSON member blocks (resources at 4, their `methods` at 6, methods at 8; schemas at 4).
+ */
+function discovery(text, spec) {
+  const doc = JSON.parse(text);
+  const missing = [];
+  for (const [resource, methods] of Object.entries(spec.operations))
+    for (const m of methods)
+      if (doc.resources?.[resource]?.methods?.[m] === undefined) missing.push(`${resource}.${m}`);
+  if (missing.length > 0) fail(`${spec.source} has no method ${missing.join(", ")}`);
+  const resources = {};
+  for (const [resource, methods] of Object.entries(spec.operations)) {
+    const all = doc.resources[resource];
+    resources[resource] = {
+      ...all,
+      methods: Object.fromEntries(Object.entries(all.methods).filter(([k]) => methods.includes(k))),
+    };
+  }
+  const keptSchemas = new Set();
+  reachSchemas(doc.schemas, resources, keptSchemas);
+  const expected = {};
+  for (const [k, v] of Object.entries(doc)) {
+    if (k === "resources")
+      expected.resources = Object.fromEntries(
+        Object.keys(doc.resources)
+          .filter((r) => r in resources)
+          .map((r) => [r, resources[r]]),
+      );
+    else if (k === "schemas")
+      expected.schemas = Object.fromEntries(Object.entries(v).filter(([name]) => keptSchemas.has(name)));
+    else expected[k] = v;
+  }
+  const lines = text.split("\n");
+  const end = lines.at(-1) === "" ? lines.length - 1 : lines.length;
+  if (lines[0] !== "{" || lines[end - 1] !== "}")
+    fail("the discovery document is not one 2-space-indented object");
+  const slice = (m) => lines.slice(m.from, m.to);
+  const children = (m, indent) => jsonMembers(lines, m.from + 1, m.to - 1, indent);
+  const top = [];
+  for (const t of jsonMembers(lines, 1, end - 1, 2)) {
+    if (t.key === "resources") {
+      const kept = [];
+      for (const r of children(t, 4)) {
+        const methods = spec.operations[r.key];
+        if (methods === undefined) continue;
+        const members = children(r, 6).map((member) => {
+          if (member.key !== "methods") return slice(member);
+          const ms = children(member, 8).filter((m) => methods.includes(m.key));
+          return jsonBlock(lines[member.from], ms.map(slice), lines[member.to - 1]);
+        });
+        kept.push(jsonBlock(lines[r.from], members, lines[r.to - 1]));
+      }
+      top.push(jsonBlock(lines[t.from], kept, lines[t.to - 1]));
+    } else if (t.key === "schemas") {
+      const kept = children(t, 4).filter((c) => keptSchemas.has(c.key));
+      top.push(jsonBlock(lines[t.from], kept.map(slice), lines[t.to - 1]));
+    } else top.push(slice(t));
+  }
+  const cut = `${jsonBlock("{", top, "}").join("\n")}${end < lines.length ? "\n" : ""}`;
+  const kept = Object.values(spec.operations).reduce((n, ms) => n + ms.length, 0);
+  const total = Object.values(doc.resources).reduce((n, r) => n + Object.keys(r.methods ?? {}).length, 0);
+  const summary = `${kept} of ${total} methods in ${Object.keys(resources).length} of ${Object.keys(doc.resources).length} resources, ${keptSchemas.size} of ${Object.keys(doc.schemas).length} schemas`;
+  return { cut, parsed: JSON.parse(cut), expected, summary };
+}
+
 // ---- main ------------------------------------------------------------------------------------
 
 const USAGE =
@@ -659,7 +768,11 @@ for (const spec of SUBSETS) {
   const text = readFileSync(from, "utf8");
   const json = from.endsWith(".json");
   const { cut, parsed, expected, summary, version } =
-    spec.kind === "botocore" ? botocore(text, spec) : openapi(text, { ...spec, source: from }, json);
+    spec.kind === "botocore"
+      ? botocore(text, spec)
+      : spec.kind === "discovery"
+        ? discovery(text, spec)
+        : openapi(text, { ...spec, source: from }, json);
   const target =
     typeof spec.target === "function" ? spec.target(version, json ? "json" : "yaml") : spec.target;
   if (typeof spec.target === "function" && !/^[0-9][0-9A-Za-z.-]*$/.test(String(version)))

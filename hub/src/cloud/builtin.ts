@@ -1,6 +1,7 @@
 import type { ProviderFactory } from "./provider.js";
 import { awsProvider } from "./providers/aws/index.js";
 import { digitalOceanProvider } from "./providers/digitalocean/index.js";
+import { gcpProvider } from "./providers/gcp/index.js";
 import { hetznerProvider } from "./providers/hetzner/index.js";
 import { linodeProvider } from "./providers/linode/index.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
@@ -12,4 +13,5 @@ export const builtinProviders: readonly ProviderFactory[] = [
   awsProvider,
   digitalOceanProvider,
   hetznerProvider,
+  gcpProvider,
 ];

@@ -1,0 +1,299 @@
+/**
+ * One account's Compute Engine clients (the official SDK over REST), its rotating
+ * service-account credentials, and the one way every call is made: through ctx.call, with the
+ * SDK's retries off and the account's timeout, errors mapped to the contract's.
+ */
+import type * as Compute from "@google-cloud/compute";
+import { gaxios, JWT } from "google-auth-library";
+import { ForbiddenError } from "../../errors.js";
+import { AccountConfigError, type ProviderContext } from "../../provider.js";
+import { toContractError } from "./errors.js";
+
+export type Operation = Compute.protos.google.cloud.compute.v1.IOperation;
+/** What the SDK's calls take: retries off (the hub's policy decides), the account's timeout. */
+export interface CallOpts {
+  readonly retry: null;
+  readonly timeout: number;
+  readonly autoPaginate: false;
+}
+
+const COMPUTE_SCOPE = "https://www.googleapis.com/auth/compute";
+/** The token URL google-auth-library posts service-account assertions to. */
+const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
+
+interface ServiceAccountKey {
+  readonly client_email: string;
+  readonly private_key: string;
+  readonly private_key_id?: string;
+  readonly project_id?: string;
+  readonly token_uri?: string;
+}
+
+export function parseKey(text: string): ServiceAccountKey {
+  let key: Partial<ServiceAccountKey> & { type?: string };
+  try {
+    key = JSON.parse(text) as typeof key;
+  } catch {
+    throw new AccountConfigError("credentials.serviceAccountKey", "is not JSON (a service-account key file)");
+  }
+  if (
+    key.type !== "service_account" ||
+    typeof key.client_email !== "string" ||
+    typeof key.private_key !== "string"
+  )
+    throw new AccountConfigError(
+      "credentials.serviceAccountKey",
+      "is not a service-account key (type, client_email, private_key)",
+    );
+  return key as ServiceAccountKey;
+}
+
+/**
+ * The auth client the SDK's clients hold: it re-reads the key per request and builds a new JWT
+ * client when the file changed, so a rotated key is used without a restart. The token request
+ * goes to the key's `token_uri` (Google's for a real key; the fake's in tests).
+ */
+export class RotatingServiceAccount {
+  readonly universeDomain = "googleapis.com";
+  private cached: { text: string; client: JWT } | undefined;
+
+  constructor(private readonly read: () => string) {}
+
+  current(): JWT {
+    const text = this.read();
+    if (this.cached?.text === text) return this.cached.client;
+    const key = parseKey(text);
+    const transporter = new gaxios.Gaxios();
+    const tokenUri = key.token_uri;
+    if (tokenUri !== undefined && tokenUri !== GOOGLE_TOKEN_URL)
+      transporter.interceptors.request.add({
+        resolved: async (opts) => {
+          if (String(opts.url) === GOOGLE_TOKEN_URL) opts.url = new URL(tokenUri);
+          return opts;
+        },
+      });
+    const client = new JWT({
+      email: key.client_email,
+      key: key.private_key,
+      ...(key.private_key_id !== undefined && { keyId: key.private_key_id }),
+      scopes: [COMPUTE_SCOPE],
+      transporter,
+      // A 401 (a token revoked or expired early) refreshes the token and repeats the call once.
+      forceRefreshOnFailure: true,
+    });
+    this.cached = { text, client };
+    return client;
+  }
+
+  /** Forgets the access token: the next request gets a new one. */
+  dropToken(): void {
+    this.cached = undefined;
+  }
+
+  getRequestHeaders(url?: string | URL) {
+    return this.current().getRequestHeaders(url);
+  }
+
+  fetch(...args: Parameters<JWT["fetch"]>): ReturnType<JWT["fetch"]> {
+    return this.current().fetch(...args);
+  }
+}
+
+export class GcpApi {
+  readonly project: string;
+  readonly region: string;
+  readonly auth: RotatingServiceAccount;
+  private clients: Promise<Clients> | undefined;
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    project: string | undefined,
+  ) {
+    const { account } = ctx;
+    const secret = () => account.secret?.("serviceAccountKey") ?? account.credential;
+    this.auth = new RotatingServiceAccount(secret);
+    const fromKey = parseKey(secret()).project_id;
+    const chosen = project ?? fromKey;
+    if (chosen === undefined)
+      throw new AccountConfigError(
+        "options.project",
+        "required: the service-account key names no project_id",
+      );
+    this.project = chosen;
+    this.region = account.region;
+  }
+
+  /** The SDK's clients, made once per account (the SDK loads here). */
+  sdk(): Promise<Clients> {
+    this.clients ??= makeClients(this.ctx, this.auth);
+    return this.clients;
+  }
+
+  /**
+   * One API call through the hub's wrapper: retries off, the account's timeout, contract errors.
+   * A 401 (the token expired or was revoked before its time) drops the token and repeats the
+   * call once with a fresh one; a second 401 is the answer.
+   */
+  async call<T>(
+    op: string,
+    fn: (c: Clients, opts: CallOpts) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    try {
+      return await this.callOnce(op, fn, signal);
+    } catch (err) {
+      if (!(err instanceof ForbiddenError) || !/\bauthError\b|http401/.test(err.message)) throw err;
+      this.auth.dropToken();
+      return this.callOnce(op, fn, signal);
+    }
+  }
+
+  private async callOnce<T>(
+    op: string,
+    fn: (c: Clients, opts: CallOpts) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    const clients = await this.sdk();
+    const timeoutMs = this.ctx.account.requestTimeoutMs;
+    return this.ctx.call(op, async (hubSignal) => {
+      const state = { timedOut: false, aborted: false };
+      const gone = [hubSignal, signal].filter((s): s is AbortSignal => s !== undefined);
+      let cleanup = () => {};
+      const stop = new Promise<never>((_, reject) => {
+        const timer = this.ctx.clock.setTimeout(() => {
+          state.timedOut = true;
+          reject(new Error("timeout"));
+        }, timeoutMs);
+        const onAbort = () => {
+          state.aborted = true;
+          reject(new Error("aborted"));
+        };
+        for (const s of gone) {
+          if (s.aborted) onAbort();
+          s.addEventListener("abort", onAbort, { once: true });
+        }
+        cleanup = () => {
+          this.ctx.clock.clearTimeout(timer);
+          for (const s of gone) s.removeEventListener("abort", onAbort);
+        };
+      });
+      try {
+        return await Promise.race([
+          fn(clients, { retry: null, timeout: timeoutMs, autoPaginate: false }),
+          stop,
+        ]);
+      } catch (err) {
+        throw toContractError(err, { op, timeoutMs, ...state });
+      } finally {
+        cleanup();
+      }
+    });
+  }
+
+  /** A mutation: the Operation Compute answered (the SDK's own LRO polling is never used). */
+  async mutate(
+    op: string,
+    fn: (c: Clients, opts: CallOpts) => Promise<readonly unknown[]>,
+    signal?: AbortSignal,
+  ): Promise<Operation> {
+    const [lro] = await this.call(op, fn, signal);
+    const latest = (lro as { latestResponse?: Operation } | undefined)?.latestResponse;
+    return latest ?? (lro as Operation);
+  }
+
+  /**
+   * A call the SDK cannot make: @google-cloud/compute 7.8 has no client for the legacy
+   * `httpHealthChecks` target pools need, so those go as plain REST on the same endpoint, with
+   * the same credentials (the auth client's fetch), through the same wrapper.
+   */
+  async rest<T>(
+    op: string,
+    method: "GET" | "POST" | "PUT" | "DELETE",
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    const endpoint = this.ctx.account.endpoint ?? "https://compute.googleapis.com";
+    const url = `${endpoint.replace(/\/$/, "")}/compute/v1/projects/${this.project}/${path}`;
+    return this.call(
+      op,
+      async (_c, o) => {
+        try {
+          const res = await this.auth.fetch(url, {
+            method,
+            headers: { "content-type": "application/json" },
+            ...(body !== undefined && { body: JSON.stringify(body) }),
+            timeout: o.timeout,
+          } as Parameters<JWT["fetch"]>[1]);
+          return res.data as T;
+        } catch (err) {
+          const e = err as { status?: number; response?: { status?: number; data?: unknown } };
+          const status = e.status ?? e.response?.status;
+          if (status === undefined) throw err;
+          // The same shape gax gives its errors, so toContractError reads both alike.
+          const data = e.response?.data;
+          throw Object.assign(
+            new Error(String((data as { error?: { message?: string } })?.error?.message ?? `HTTP ${status}`)),
+            {
+              httpStatusCode: status,
+              [Symbol.for("google-gax.rawHttpResponsePayload")]:
+                typeof data === "string" ? data : JSON.stringify(data),
+            },
+          );
+        }
+      },
+      signal,
+    );
+  }
+
+  url(path: string): string {
+    return `https://www.googleapis.com/compute/v1/projects/${this.project}/${path}`;
+  }
+}
+
+export interface Clients {
+  readonly instances: Compute.InstancesClient;
+  readonly zones: Compute.ZonesClient;
+  readonly addresses: Compute.AddressesClient;
+  readonly firewalls: Compute.FirewallsClient;
+  readonly targetPools: Compute.TargetPoolsClient;
+  readonly forwardingRules: Compute.ForwardingRulesClient;
+  readonly routes: Compute.RoutesClient;
+  readonly regionOperations: Compute.RegionOperationsClient;
+  readonly globalOperations: Compute.GlobalOperationsClient;
+  readonly zoneOperations: Compute.ZoneOperationsClient;
+}
+
+async function makeClients(ctx: ProviderContext, auth: RotatingServiceAccount): Promise<Clients> {
+  const sdk = await import("@google-cloud/compute");
+  const endpoint = ctx.account.endpoint;
+  // The endpoint override: plain HTTP on loopback reaches a fake (gax honours `protocol`).
+  const at =
+    endpoint === undefined
+      ? {}
+      : (() => {
+          const u = new URL(endpoint);
+          const protocol = u.protocol.replace(":", "");
+          return {
+            apiEndpoint: u.hostname,
+            port: Number(u.port || (protocol === "http" ? 80 : 443)),
+            protocol,
+          };
+        })();
+  // The SDK's option types know neither `protocol` nor an auth client of our own shape.
+  const opts = { authClient: auth, ...at, fallback: true } as unknown as ConstructorParameters<
+    typeof sdk.InstancesClient
+  >[0];
+  return {
+    instances: new sdk.InstancesClient(opts),
+    zones: new sdk.ZonesClient(opts),
+    addresses: new sdk.AddressesClient(opts),
+    firewalls: new sdk.FirewallsClient(opts),
+    targetPools: new sdk.TargetPoolsClient(opts),
+    forwardingRules: new sdk.ForwardingRulesClient(opts),
+    routes: new sdk.RoutesClient(opts),
+    regionOperations: new sdk.RegionOperationsClient(opts),
+    globalOperations: new sdk.GlobalOperationsClient(opts),
+    zoneOperations: new sdk.ZoneOperationsClient(opts),
+  };
+}

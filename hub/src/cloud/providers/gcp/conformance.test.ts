@@ -1,0 +1,133 @@
+import { GcpComputeFake } from "@fleet-ccm/sim";
+import type { ConformanceFixture, FakeResource } from "../../conformance/conformance.testkit.js";
+import { describeProviderConformance } from "../../conformance/conformance.testkit.js";
+import type { AccountBinding, LbOwner } from "../../provider.js";
+import { gcpProvider } from "./index.js";
+import { descriptionOwner, gceLoadBalancerName, ROUTE_DESCRIPTION } from "./names.js";
+
+const PROJECT = "conf-project";
+const REGION = "us-central1";
+
+function fixture(operationMs: number): ConformanceFixture {
+  return {
+    async start() {
+      const fake = await GcpComputeFake.start({ spec: true });
+      fake.operationMs = operationMs;
+      const { key } = fake.createProject(PROJECT, {
+        [REGION]: [`${REGION}-a`, `${REGION}-b`],
+        "europe-west1": ["europe-west1-b"],
+      });
+      let n = 0;
+      const make = (name: string, zone: string, network = "default") => {
+        fake.createInstance(PROJECT, { name, zone, network, tags: [`${network}-node`] });
+        return { instanceID: `${zone}/${name}`, providerID: `gce://${PROJECT}/${zone}/${name}` };
+      };
+      const ours = (o: LbOwner, r: { description?: unknown }) => {
+        const d = descriptionOwner(r.description);
+        return d !== undefined && d.cluster === o.cluster && d.serviceUid === o.serviceUid;
+      };
+      return {
+        factory: gcpProvider,
+        account: (): AccountBinding => ({
+          name: "conf",
+          provider: "gcp",
+          region: REGION,
+          network: "default",
+          endpoint: fake.url,
+          credential: key,
+          requestTimeoutMs: 5_000,
+        }),
+        options: { operationPollMs: Math.min(operationMs, 50), instancePageSize: 20 },
+        isMutation: (op) => /\.(insert|delete|patch|update|addInstance|removeInstance)$/.test(op),
+        createInstance: ({ name, inScope }) =>
+          make(name, inScope ? `${REGION}-${"ab"[n++ % 2]}` : "europe-west1-b"),
+        terminateInstance: (id) => {
+          const [zone = "", name = ""] = id.split("/");
+          fake.deleteInstance(PROJECT, zone, name);
+        },
+        missingProviderID: () => `gce://${PROJECT}/${REGION}-a/no-such-instance`,
+        instancePageSize: 20,
+        throttle: (seconds) =>
+          fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, PROJECT),
+        failWithServerErrors: () => fake.setFaults({ errorRate: 1 }, PROJECT),
+        clearFaults: () => fake.resetFaults(),
+        resources: (): FakeResource[] => {
+          const out: FakeResource[] = [];
+          for (const collection of [
+            "addresses",
+            "forwardingRules",
+            "targetPools",
+            "firewalls",
+            "httpHealthChecks",
+          ]) {
+            for (const r of fake.list(PROJECT, collection)) {
+              const owner = descriptionOwner(r.description);
+              out.push({
+                kind: collection,
+                id: String(r.selfLink),
+                ...(owner !== undefined && { lbOwner: owner }),
+              });
+            }
+          }
+          for (const r of fake.list(PROJECT, "routes")) {
+            const name = String(r.name);
+            const cluster =
+              r.description === ROUTE_DESCRIPTION ? name.replace(/-[0-9a-f]{32}$/, "") : undefined;
+            out.push({
+              kind: "route",
+              id: String(r.selfLink),
+              destinationCIDR: String(r.destRange),
+              ...(cluster !== undefined && cluster !== name && { routeOwner: cluster }),
+            });
+          }
+          return out;
+        },
+        createForeignLoadBalancer: () => {
+          const name = `foreign-${++n}`;
+          fake.put(PROJECT, `regions/${REGION}`, "targetPools", { name, description: "made by hand" });
+        },
+        createForeignRoute: (cidr, target) => {
+          const [zone, name] = target.split("/");
+          fake.put(PROJECT, "global", "routes", {
+            name: `manual-${++n}`,
+            network: `https://www.googleapis.com/compute/v1/projects/${PROJECT}/global/networks/default`,
+            destRange: cidr,
+            nextHopInstance: `https://www.googleapis.com/compute/v1/projects/${PROJECT}/zones/${zone}/instances/${name}`,
+          });
+        },
+        // A target pool sends traffic to the Service ports (Compute keeps the destination):
+        // the node ports are nowhere in the cloud; the health-check port is the only node port.
+        trafficTo: "port",
+        backendPorts: (o) => {
+          const pool = fake
+            .list(PROJECT, "targetPools")
+            .find((p) => p.name === gceLoadBalancerName(o.serviceUid) && ours(o, p));
+          if (pool === undefined || (pool.instances as string[]).length === 0) return [];
+          const fw = fake.list(PROJECT, "firewalls").find((f) => f.name === `k8s-fw-${pool.name}`);
+          const ports = ((fw?.allowed as { ports?: string[] }[] | undefined) ?? [])
+            .flatMap((a) => a.ports ?? [])
+            .map(Number);
+          return [...new Set(ports)].sort((a, b) => a - b);
+        },
+        otherNetwork: {
+          network: "other",
+          createInstance: (name) => make(name, `${REGION}-a`, "other"),
+        },
+        // Not a quota (that is ThrottledError): an operation's plain failure.
+        failNextCreates: (count) =>
+          fake.failNextInserts(count, {
+            code: "INTERNAL_ERROR",
+            message: "Internal error. Please try again or contact Google Support.",
+            status: 500,
+          }),
+        close: async () => {
+          fake.spec?.assertClean();
+          await fake.close();
+        },
+      };
+    },
+  };
+}
+
+describeProviderConformance("gcp", fixture(0));
+describeProviderConformance("gcp (operations take 120 ms)", fixture(120), { inProgress: true });

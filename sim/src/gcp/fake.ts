@@ -1,0 +1,1178 @@
+/**
+ * A fake Compute Engine v1 API on the fake kit: instances (get, list, aggregatedList), zones,
+ * regional addresses, forwarding rules and target pools (addInstance/removeInstance), global
+ * firewalls, legacy HTTP health checks and routes, and the Operation resource (zonal, regional,
+ * global: get, wait, list, delete). Every mutation answers an Operation that goes PENDING →
+ * RUNNING → DONE over `operationMs` and takes effect when DONE (or ends with `error`); the error
+ * envelope carries Compute's reasons (notFound, alreadyExists, resourceInUseByAnotherResource,
+ * rateLimitExceeded, …). OAuth: a token endpoint serves the service-account JWT-bearer flow
+ * (RS256 assertions checked against the account's key) and the API accepts only the bearer tokens
+ * it issued, until they expire. With `spec`, every request and answer is checked against the
+ * discovery subset in sim/fixtures/gcp/.
+ */
+import { createHash, generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
+import { type FaultConfig, FaultInjector } from "../fake-kit/faults.js";
+import { Exchange, FakeHttpServer, Router, readBody, sendJson, sleep, startFake } from "../fake-kit/http.js";
+import { seededRandom } from "../fake-kit/random.js";
+import { RequestLog } from "../fake-kit/request-log.js";
+import { type SpecHook, specHook } from "../fake-kit/spec.js";
+import { fixtureSpecPath } from "../fake-kit/specs.js";
+import { DiscoveryChecker } from "./discovery.js";
+
+/** The spec fixture (sim/fixtures/README.md). */
+export const GCP_SPEC = "gcp/compute.v1.ccm-subset.json";
+/** Where Compute's selfLinks point, whatever address the fake listens on. */
+export const GCE_BASE = "https://www.googleapis.com/compute/v1/";
+/** The audience of service-account assertions (google-auth-library signs for this). */
+const TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token";
+const MAX_BODY_BYTES = 1024 * 1024;
+
+let cachedChecker: DiscoveryChecker | undefined;
+export function gcpSpecChecker(): DiscoveryChecker {
+  cachedChecker ??= DiscoveryChecker.fromFile(fixtureSpecPath(GCP_SPEC));
+  return cachedChecker;
+}
+
+export type Json = Record<string, unknown>;
+
+/** Compute's reasons by status, for errors that name none. */
+const REASONS: Record<number, string> = {
+  400: "invalid",
+  401: "authError",
+  403: "forbidden",
+  404: "notFound",
+  409: "alreadyExists",
+  429: "rateLimitExceeded",
+  500: "backendError",
+  503: "backendError",
+  504: "backendError",
+};
+
+/** Google's JSON error envelope; a throttle also carries RetryInfo (AIP-193) beside Retry-After. */
+const renderer: ErrorRenderer = {
+  render(e) {
+    const reason =
+      e.kind === "throttled"
+        ? "rateLimitExceeded"
+        : /^[a-z][A-Za-z]+$/.test(e.code)
+          ? e.code
+          : (REASONS[e.status] ?? "invalid");
+    const retryAfter = e.headers?.["retry-after"];
+    return {
+      status: e.status,
+      ...(e.headers !== undefined && { headers: e.headers }),
+      body: {
+        error: {
+          code: e.status,
+          message: e.message,
+          errors: [{ message: e.message, domain: e.kind === "throttled" ? "usageLimits" : "global", reason }],
+          ...(e.kind === "throttled" &&
+            retryAfter !== undefined && {
+              status: "RESOURCE_EXHAUSTED",
+              details: [
+                { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${retryAfter}s` },
+              ],
+            }),
+        },
+      },
+    };
+  },
+};
+
+const fail = (status: number, reason: string, message: string) => new FakeError(status, reason, message);
+const notFound = (link: string) => fail(404, "notFound", `The resource '${link}' was not found`);
+const NAME = /^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
+
+type Scope = "global" | `regions/${string}` | `zones/${string}`;
+
+interface Project {
+  readonly id: string;
+  readonly numericId: string;
+  readonly email: string;
+  readonly publicKey: KeyObject;
+  readonly privateKeyPem: string;
+  readonly keyId: string;
+  readonly regions: Readonly<Record<string, readonly string[]>>;
+}
+
+interface Operation {
+  readonly wire: Json;
+  readonly project: string;
+  readonly scope: Scope;
+  readonly startMs: number;
+  readonly doneMs: number;
+  readonly effect: () => void;
+  readonly error?: { code: string; message: string; status: number };
+  /** Runs instead of `effect` when the operation ends with `error`. */
+  readonly onError?: () => void;
+  settled: boolean;
+}
+
+export interface GcpFakeOptions {
+  /** Check every request and answer against the discovery subset. */
+  readonly spec?: boolean;
+  readonly seed?: number;
+  readonly now?: () => number;
+}
+
+export interface CreateInstanceSpec {
+  readonly name: string;
+  readonly zone: string;
+  readonly network?: string;
+  readonly tags?: readonly string[];
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly status?: string;
+  readonly machineType?: string;
+  /** No external (NAT) address. */
+  readonly noExternalIP?: boolean;
+  readonly ipv6?: boolean;
+}
+
+/** One failure an accepted operation will end with (failNextInserts). */
+export interface OperationFailure {
+  readonly code: string;
+  readonly message: string;
+  readonly status: number;
+}
+
+/** The collections of load-balancer-related resources (what failNextInserts counts). */
+export const LB_COLLECTIONS = [
+  "addresses",
+  "forwardingRules",
+  "targetPools",
+  "firewalls",
+  "httpHealthChecks",
+] as const;
+
+export class GcpComputeFake {
+  readonly log: RequestLog;
+  readonly faults: FaultInjector;
+  readonly spec: SpecHook | undefined;
+  /** PENDING → DONE of every operation, in ms (RUNNING from half of it). */
+  operationMs = 0;
+  /** Longest a `wait` blocks before answering a not-yet-DONE operation (Compute: 2 minutes). */
+  waitMaxMs = 2_000;
+  /** Lifetime of issued access tokens (expires_in). */
+  tokenLifetimeSeconds = 3600;
+  private readonly server: FakeHttpServer;
+  private readonly router: Router<Route>;
+  private readonly now: () => number;
+  private readonly projects = new Map<string, Project>();
+  /** project/scope/collection/name → resource (wire JSON). */
+  private readonly resources = new Map<string, Json>();
+  /** Names an accepted, not yet DONE insert holds (a second insert is alreadyExists). */
+  private readonly pendingNames = new Set<string>();
+  private readonly operations = new Map<string, Operation>();
+  private readonly tokens = new Map<string, { project: string; expiresAtMs: number }>();
+  private readonly failures: OperationFailure[] = [];
+  private seq = 1000;
+  private requestSeq = 0;
+  private ipSeq = 10;
+
+  private constructor(opts: GcpFakeOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = new RequestLog(this.now);
+    this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
+    const routes = this.routes();
+    if (opts.spec) {
+      const checker = gcpSpecChecker();
+      const missing = routes.filter((r) => r.op !== "oauth.token" && !checker.hasMethod(`compute.${r.op}`));
+      if (missing.length > 0)
+        throw new Error(
+          `the Compute spec fixture (${GCP_SPEC}) has no method ${missing.map((r) => r.op).join(", ")}: ` +
+            "add it to GCP_METHODS in scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
+        );
+      this.spec = specHook(checker);
+    } else this.spec = undefined;
+    this.router = new Router(routes);
+    this.server = new FakeHttpServer((req, res) => this.handle(req, res));
+  }
+
+  static start(opts: GcpFakeOptions = {}): Promise<GcpComputeFake> {
+    const fake = new GcpComputeFake(opts);
+    return startFake(fake, fake.server);
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  /** The token endpoint a key's `token_uri` names. */
+  get tokenUri(): string {
+    return `${this.server.url}/token`;
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+
+  // ---- test and demo controls ---------------------------------------------------------------
+
+  /** A project with one service account; answers its key file (JSON, as the console downloads it). */
+  createProject(
+    id: string,
+    regions: Readonly<Record<string, readonly string[]>>,
+  ): { project: string; key: string } {
+    const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const email = `fleet-ccm@${id}.iam.gserviceaccount.com`;
+    const project: Project = {
+      id,
+      numericId: String(100_000_000_000 + this.projects.size),
+      email,
+      publicKey,
+      privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+      keyId: randomBytes(20).toString("hex"),
+      regions,
+    };
+    this.projects.set(id, project);
+    return { project: id, key: this.keyFile(id) };
+  }
+
+  /** A service-account key file of the project; `rotate` makes a new key and retires the old one. */
+  keyFile(project: string, rotate = false): string {
+    let p = this.project(project);
+    if (rotate) {
+      const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+      p = {
+        ...p,
+        publicKey,
+        privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+        keyId: randomBytes(20).toString("hex"),
+      };
+      this.projects.set(project, p);
+    }
+    return JSON.stringify({
+      type: "service_account",
+      project_id: p.id,
+      private_key_id: p.keyId,
+      private_key: p.privateKeyPem,
+      client_email: p.email,
+      client_id: p.numericId,
+      auth_uri: "https://accounts.google.com/o/oauth2/auth",
+      token_uri: this.tokenUri,
+    });
+  }
+
+  /** Every token issued so far is refused from now on (as if expired early: clock skew, revocation). */
+  expireTokens(): void {
+    for (const t of this.tokens.values()) t.expiresAtMs = 0;
+  }
+
+  /** The number of tokens the endpoint has issued. */
+  get tokensIssued(): number {
+    return this.tokens.size;
+  }
+
+  createInstance(project: string, spec: CreateInstanceSpec): Json {
+    this.project(project);
+    const n = ++this.seq;
+    const network = spec.network ?? "default";
+    const nic: Json = {
+      kind: "compute#networkInterface",
+      name: "nic0",
+      network: `${GCE_BASE}projects/${project}/global/networks/${network}`,
+      subnetwork: `${GCE_BASE}projects/${project}/regions/${regionOf(spec.zone)}/subnetworks/${network}`,
+      networkIP: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+      ...(spec.noExternalIP !== true && {
+        accessConfigs: [
+          {
+            kind: "compute#accessConfig",
+            type: "ONE_TO_ONE_NAT",
+            name: "External NAT",
+            natIP: this.freshIP(),
+            networkTier: "PREMIUM",
+          },
+        ],
+      }),
+      ...(spec.ipv6 === true && { ipv6Address: `fd20::${n.toString(16)}`, stackType: "IPV4_IPV6" }),
+    };
+    const wire: Json = {
+      kind: "compute#instance",
+      id: String(7_000_000_000_000 + n),
+      creationTimestamp: new Date(this.now()).toISOString(),
+      name: spec.name,
+      zone: `${GCE_BASE}projects/${project}/zones/${spec.zone}`,
+      machineType: `${GCE_BASE}projects/${project}/zones/${spec.zone}/machineTypes/${spec.machineType ?? "e2-standard-2"}`,
+      status: spec.status ?? "RUNNING",
+      networkInterfaces: [nic],
+      tags: { items: [...(spec.tags ?? [])], fingerprint: "42WmSpB8rSM=" },
+      labels: { ...(spec.labels ?? {}) },
+      selfLink: `${GCE_BASE}projects/${project}/zones/${spec.zone}/instances/${spec.name}`,
+    };
+    this.resources.set(key(project, `zones/${spec.zone}`, "instances", spec.name), wire);
+    return wire;
+  }
+
+  setInstanceStatus(project: string, zone: string, name: string, status: string): void {
+    const i = this.resources.get(key(project, `zones/${zone}`, "instances", name));
+    if (i === undefined) throw new Error(`no instance ${zone}/${name}`);
+    i.status = status;
+  }
+
+  deleteInstance(project: string, zone: string, name: string): void {
+    this.resources.delete(key(project, `zones/${zone}`, "instances", name));
+  }
+
+  /** Puts a resource in place at once, as another client made it (no operation). */
+  put(project: string, scope: Scope, collection: string, body: Json): Json {
+    const name = String(body.name);
+    const wire = this.materialize(project, scope, collection, body);
+    this.resources.set(key(project, scope, collection, name), wire);
+    return wire;
+  }
+
+  /** Every resource of a collection in the project (any scope), operations settled first. */
+  list(project: string, collection: string): Json[] {
+    this.settle();
+    const prefix = `${project}/`;
+    return [...this.resources.entries()]
+      .filter(([k]) => k.startsWith(prefix) && k.split("/").at(-2) === collection)
+      .map(([, v]) => v);
+  }
+
+  /** The next `n` load-balancer inserts the fake accepts end with `failure` (quota, say). */
+  failNextInserts(
+    n: number,
+    failure: OperationFailure = {
+      code: "QUOTA_EXCEEDED",
+      message: "Quota 'FORWARDING_RULES' exceeded. Limit: 15.0 in region.",
+      status: 403,
+    },
+  ): void {
+    for (let i = 0; i < n; i++) this.failures.push(failure);
+  }
+
+  /** Operations not yet DONE. */
+  pendingOperations(): Json[] {
+    this.settle();
+    return [...this.operations.values()].filter((o) => !o.settled).map((o) => o.wire);
+  }
+
+  setFaults(faults: Partial<FaultConfig>, project?: string): void {
+    this.faults.set(faults, project);
+  }
+
+  resetFaults(): void {
+    this.faults.reset();
+    this.failures.length = 0;
+  }
+
+  // ---- the pipeline ---------------------------------------------------------------------------
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://fake.invalid");
+    const method = req.method ?? "GET";
+    if (url.pathname === "/token" && method === "POST") return this.token(req, res);
+    const m = this.router.match(method, url.pathname);
+    const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
+    const ex = new Exchange(req, res, {
+      log: this.log,
+      renderer,
+      inFlight: this.server.inFlight,
+      operation: op,
+      requestId: `req-${++this.requestSeq}`,
+      ...(this.spec !== undefined && { spec: this.spec }),
+    });
+    let body: unknown;
+    if (method === "POST" || method === "PATCH" || method === "PUT") {
+      const raw = (await readBody(req, MAX_BODY_BYTES)).toString("utf8");
+      try {
+        body = raw === "" ? undefined : JSON.parse(raw);
+      } catch {
+        ex.fail(fail(400, "parseError", "This API does not support parsing form-encoded input."));
+        return;
+      }
+    }
+    this.spec?.checkRequest(op, {
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      ...(body !== undefined && { body }),
+    });
+    const bearer = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
+    const token = bearer === undefined ? undefined : this.tokens.get(bearer);
+    if (token === undefined || token.expiresAtMs <= this.now()) {
+      ex.fail(
+        new FakeError(
+          401,
+          "authError",
+          "Request had invalid authentication credentials. Expected OAuth 2 access token.",
+          {
+            kind: "auth",
+          },
+        ),
+      );
+      return;
+    }
+    ex.account = token.project;
+    if (m.kind !== "found") {
+      ex.fail(
+        m.kind === "method"
+          ? fail(405, "httpMethodNotAllowed", "Method not allowed")
+          : fail(404, "notFound", "Not Found"),
+      );
+      return;
+    }
+    const [project = "", ...params] = m.params;
+    if (project !== token.project) {
+      ex.fail(fail(403, "forbidden", `Required permission denied on project '${project}'`));
+      return;
+    }
+    const faults = this.faults.config(token.project);
+    const injected = await this.faults.beforeCall(faults, ex.clientGone);
+    if (injected.kind === "abandoned") return;
+    if (injected.kind === "error") {
+      ex.fault = injected.fault;
+      ex.fail(injected.error);
+      return;
+    }
+    try {
+      this.settle();
+      const answer = await m.route.handle({
+        project,
+        params,
+        query: url.searchParams,
+        body: typeof body === "object" && body !== null ? (body as Json) : {},
+        signal: ex.clientGone,
+      });
+      if (method !== "GET" && m.route.mutation) {
+        const lost = this.faults.lostResponse(faults);
+        if (lost !== undefined) {
+          ex.fault = "lost-response";
+          ex.fail(lost);
+          return;
+        }
+      }
+      ex.answer(200, answer);
+    } catch (err) {
+      if (!(err instanceof FakeError)) throw err;
+      ex.fail(err);
+    }
+  }
+
+  /** The OAuth 2.0 token endpoint: grant_type jwt-bearer with an RS256 assertion of a project's key. */
+  private async token(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const form = new URLSearchParams((await readBody(req, MAX_BODY_BYTES)).toString("utf8"));
+    const refuse = (error: string, description: string) =>
+      sendJson(res, 400, { error, error_description: description });
+    if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer")
+      return refuse("unsupported_grant_type", "Invalid grant_type");
+    const parts = (form.get("assertion") ?? "").split(".");
+    if (parts.length !== 3) return refuse("invalid_grant", "Invalid JWT");
+    const [h = "", p = "", s = ""] = parts;
+    let header: Json;
+    let claims: Json;
+    try {
+      header = JSON.parse(Buffer.from(h, "base64url").toString("utf8")) as Json;
+      claims = JSON.parse(Buffer.from(p, "base64url").toString("utf8")) as Json;
+    } catch {
+      return refuse("invalid_grant", "Invalid JWT");
+    }
+    const project = [...this.projects.values()].find((x) => x.email === claims.iss);
+    if (project === undefined) return refuse("invalid_grant", "Invalid JWT Signature.");
+    const signed = verify(
+      "RSA-SHA256",
+      Buffer.from(`${h}.${p}`),
+      project.publicKey,
+      Buffer.from(s, "base64url"),
+    );
+    const nowS = Math.floor(this.now() / 1000);
+    if (header.alg !== "RS256" || !signed) return refuse("invalid_grant", "Invalid JWT Signature.");
+    if (claims.aud !== TOKEN_AUDIENCE) return refuse("invalid_grant", "Invalid JWT: audience");
+    if (
+      typeof claims.exp !== "number" ||
+      claims.exp < nowS - 60 ||
+      typeof claims.iat !== "number" ||
+      claims.iat > nowS + 60
+    )
+      return refuse(
+        "invalid_grant",
+        "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.",
+      );
+    const access = `ya29.fake-${randomBytes(16).toString("hex")}`;
+    this.tokens.set(access, {
+      project: project.id,
+      expiresAtMs: this.now() + this.tokenLifetimeSeconds * 1000,
+    });
+    sendJson(res, 200, { access_token: access, expires_in: this.tokenLifetimeSeconds, token_type: "Bearer" });
+  }
+
+  // ---- operations -----------------------------------------------------------------------------
+
+  /** Applies every operation whose time is up, in the order they were accepted. */
+  private settle(): void {
+    const now = this.now();
+    for (const op of this.operations.values()) {
+      if (op.settled) {
+        continue;
+      }
+      if (now < op.doneMs) {
+        if (now >= op.startMs + (op.doneMs - op.startMs) / 2) {
+          op.wire.status = "RUNNING";
+          op.wire.progress = 50;
+          op.wire.startTime ??= new Date(now).toISOString();
+        }
+        continue;
+      }
+      op.settled = true;
+      if (op.error === undefined) op.effect();
+      else {
+        op.onError?.();
+        op.wire.error = { errors: [{ code: op.error.code, message: op.error.message }] };
+        op.wire.httpErrorStatusCode = op.error.status;
+        op.wire.httpErrorMessage = op.error.status === 403 ? "FORBIDDEN" : "BAD REQUEST";
+      }
+      op.wire.status = "DONE";
+      op.wire.progress = 100;
+      op.wire.startTime ??= new Date(op.doneMs).toISOString();
+      op.wire.endTime = new Date(Math.max(now, op.doneMs)).toISOString();
+    }
+  }
+
+  /** Accepts a mutation: an Operation on `targetLink` that applies `effect` when DONE. */
+  private operation(
+    project: string,
+    scope: Scope,
+    type: string,
+    targetLink: string,
+    effect: () => void,
+    failure?: OperationFailure,
+    onError?: () => void,
+  ): Json {
+    const now = this.now();
+    const id = ++this.seq;
+    const name = `operation-${now}-${createHash("sha1").update(String(id)).digest("hex").slice(0, 13)}`;
+    const base = `${GCE_BASE}projects/${project}/${scope}`;
+    const wire: Json = {
+      kind: "compute#operation",
+      id: String(9_000_000_000_000 + id),
+      name,
+      operationType: type,
+      targetLink,
+      targetId: String(8_000_000_000_000 + id),
+      status: "PENDING",
+      user: this.project(project).email,
+      progress: 0,
+      insertTime: new Date(now).toISOString(),
+      selfLink: `${base}/operations/${name}`,
+      ...(scope.startsWith("regions/") && { region: base }),
+      ...(scope.startsWith("zones/") && { zone: base }),
+    };
+    const op: Operation = {
+      wire,
+      project,
+      scope,
+      startMs: now,
+      doneMs: now + this.operationMs,
+      effect,
+      ...(failure !== undefined && { error: failure }),
+      ...(onError !== undefined && { onError }),
+      settled: false,
+    };
+    this.operations.set(`${project}/${scope}/${name}`, op);
+    this.settle();
+    return wire;
+  }
+
+  private getOperation(project: string, scope: Scope, name: string): Operation {
+    const op = this.operations.get(`${project}/${scope}/${name}`);
+    if (op === undefined) throw notFound(`projects/${project}/${scope}/operations/${name}`);
+    return op;
+  }
+
+  // ---- resources --------------------------------------------------------------------------------
+
+  private project(id: string): Project {
+    const p = this.projects.get(id);
+    if (p === undefined) throw new Error(`no project ${id}`);
+    return p;
+  }
+
+  private freshIP(): string {
+    const n = ++this.ipSeq;
+    return `34.${100 + ((n >> 16) & 63)}.${(n >> 8) & 255}.${n & 255}`;
+  }
+
+  private link(project: string, scope: Scope, collection: string, name: string): string {
+    return `${GCE_BASE}projects/${project}/${scope}/${collection}/${name}`;
+  }
+
+  /** The wire resource as Compute stores it: id, selfLink, kind, creationTimestamp, defaults. */
+  private materialize(project: string, scope: Scope, collection: string, body: Json): Json {
+    const kinds: Record<string, string> = {
+      addresses: "compute#address",
+      forwardingRules: "compute#forwardingRule",
+      targetPools: "compute#targetPool",
+      firewalls: "compute#firewall",
+      httpHealthChecks: "compute#httpHealthCheck",
+      routes: "compute#route",
+    };
+    const wire: Json = {
+      ...body,
+      kind: kinds[collection] ?? "compute#resource",
+      id: String(5_000_000_000_000 + ++this.seq),
+      creationTimestamp: new Date(this.now()).toISOString(),
+      selfLink: this.link(project, scope, collection, String(body.name)),
+    };
+    if (scope.startsWith("regions/")) wire.region = `${GCE_BASE}projects/${project}/${scope}`;
+    switch (collection) {
+      case "addresses":
+        wire.address ??= this.freshIP();
+        wire.addressType ??= "EXTERNAL";
+        wire.networkTier ??= "PREMIUM";
+        wire.status = "RESERVED";
+        break;
+      case "forwardingRules":
+        wire.IPAddress ??= this.freshIP();
+        wire.loadBalancingScheme ??= "EXTERNAL";
+        wire.networkTier ??= "PREMIUM";
+        break;
+      case "targetPools":
+        wire.instances ??= [];
+        wire.healthChecks ??= [];
+        wire.sessionAffinity ??= "NONE";
+        break;
+      case "firewalls":
+        wire.network ??= `${GCE_BASE}projects/${project}/global/networks/default`;
+        wire.direction ??= "INGRESS";
+        wire.priority ??= 1000;
+        break;
+      case "httpHealthChecks":
+        wire.port ??= 80;
+        wire.requestPath ??= "/";
+        wire.checkIntervalSec ??= 5;
+        wire.timeoutSec ??= 5;
+        wire.healthyThreshold ??= 2;
+        wire.unhealthyThreshold ??= 2;
+        break;
+      case "routes":
+        wire.priority ??= 1000;
+        break;
+    }
+    return wire;
+  }
+
+  private get(project: string, scope: Scope, collection: string, name: string): Json {
+    const r = this.resources.get(key(project, scope, collection, name));
+    if (r === undefined) throw notFound(`projects/${project}/${scope}/${collection}/${name}`);
+    return r;
+  }
+
+  private insert(project: string, scope: Scope, collection: string, body: Json): Json {
+    const name = body.name;
+    if (typeof name !== "string" || !NAME.test(name))
+      throw fail(
+        400,
+        "invalid",
+        `Invalid value for field 'resource.name': '${String(name)}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`,
+      );
+    const k = key(project, scope, collection, name);
+    const link = this.link(project, scope, collection, name);
+    if (this.resources.has(k) || this.pendingNames.has(k))
+      throw fail(
+        409,
+        "alreadyExists",
+        `The resource 'projects/${project}/${scope}/${collection}/${name}' already exists`,
+      );
+    this.validateInsert(project, scope, collection, body);
+    const failure = (LB_COLLECTIONS as readonly string[]).includes(collection)
+      ? this.failures.shift()
+      : undefined;
+    this.pendingNames.add(k);
+    return this.operation(
+      project,
+      scope,
+      "insert",
+      link,
+      () => {
+        this.pendingNames.delete(k);
+        const wire = this.materialize(project, scope, collection, body);
+        this.resources.set(k, wire);
+        if (collection === "forwardingRules") this.markAddress(project, scope, String(wire.IPAddress), link);
+      },
+      failure === undefined ? undefined : { ...failure },
+      () => this.pendingNames.delete(k),
+    );
+  }
+
+  /** An operation that failed leaves its name free again. */
+  private validateInsert(project: string, scope: Scope, collection: string, body: Json): void {
+    if (collection === "forwardingRules") {
+      const target = String(body.target ?? "");
+      const pool = /\/projects\/([^/]+)\/(regions\/[^/]+)\/targetPools\/([^/]+)$/.exec(target);
+      if (
+        pool === null ||
+        !this.resources.has(key(pool[1] ?? "", pool[2] as Scope, "targetPools", pool[3] ?? ""))
+      )
+        throw notFound(target.replace(GCE_BASE, ""));
+      const ip = body.IPAddress;
+      if (typeof ip === "string") {
+        const reserved = this.addressesIn(project, scope).find((a) => a.address === ip);
+        const taken = this.list(project, "forwardingRules").some(
+          (f) => f.IPAddress === ip && f.IPProtocol === body.IPProtocol,
+        );
+        if (reserved === undefined)
+          throw fail(
+            400,
+            "invalid",
+            `Invalid value for field 'resource.IPAddress': '${ip}'. Specified IP address is not reserved in this region.`,
+          );
+        if (taken)
+          throw fail(
+            400,
+            "ipInUseByAnotherResource",
+            `IP '${ip}' is already being used by another resource.`,
+          );
+      }
+    }
+    if (collection === "targetPools")
+      for (const hc of (body.healthChecks as string[] | undefined) ?? []) {
+        const m = /\/projects\/([^/]+)\/global\/httpHealthChecks\/([^/]+)$/.exec(hc);
+        if (m === null || !this.resources.has(key(m[1] ?? "", "global", "httpHealthChecks", m[2] ?? "")))
+          throw notFound(hc.replace(GCE_BASE, ""));
+      }
+  }
+
+  private addressesIn(project: string, scope: Scope): Json[] {
+    return [...this.resources.entries()]
+      .filter(([k]) => k.startsWith(`${project}/${scope}/addresses/`))
+      .map(([, v]) => v);
+  }
+
+  private markAddress(project: string, scope: Scope, ip: string, user: string | undefined): void {
+    const a = this.addressesIn(project, scope).find((x) => x.address === ip);
+    if (a === undefined) return;
+    const users = new Set((a.users as string[] | undefined) ?? []);
+    if (user === undefined) users.clear();
+    else users.add(user);
+    if (users.size === 0) {
+      delete a.users;
+      a.status = "RESERVED";
+    } else {
+      a.users = [...users];
+      a.status = "IN_USE";
+    }
+  }
+
+  private remove(project: string, scope: Scope, collection: string, name: string): Json {
+    const k = key(project, scope, collection, name);
+    const r = this.get(project, scope, collection, name);
+    const link = String(r.selfLink);
+    const inUse = (by: string) =>
+      fail(
+        400,
+        "resourceInUseByAnotherResource",
+        `The ${collection.replace(/s$/, "")} resource '${link.replace(GCE_BASE, "")}' is already being used by '${by.replace(GCE_BASE, "")}'`,
+      );
+    if (collection === "targetPools") {
+      const fr = this.list(project, "forwardingRules").find((f) => f.target === link);
+      if (fr !== undefined) throw inUse(String(fr.selfLink));
+    }
+    if (collection === "httpHealthChecks") {
+      const pool = this.list(project, "targetPools").find((p) =>
+        ((p.healthChecks as string[]) ?? []).includes(link),
+      );
+      if (pool !== undefined) throw inUse(String(pool.selfLink));
+    }
+    if (collection === "addresses" && Array.isArray(r.users) && r.users.length > 0)
+      throw inUse(String(r.users[0]));
+    return this.operation(project, scope, "delete", link, () => {
+      if (!this.resources.has(k)) return;
+      this.resources.delete(k);
+      if (collection === "forwardingRules") {
+        const others = this.list(project, "forwardingRules").filter((f) => f.IPAddress === r.IPAddress);
+        if (others.length === 0) this.markAddress(project, scope, String(r.IPAddress), undefined);
+      }
+    });
+  }
+
+  private change(
+    project: string,
+    scope: Scope,
+    collection: string,
+    name: string,
+    type: string,
+    apply: (r: Json) => void,
+  ): Json {
+    const r = this.get(project, scope, collection, name);
+    return this.operation(project, scope, type, String(r.selfLink), () => {
+      const now = this.resources.get(key(project, scope, collection, name));
+      if (now !== undefined) apply(now);
+    });
+  }
+
+  // ---- lists ------------------------------------------------------------------------------------
+
+  /** Compute's list envelope: items by name, `filter`, `maxResults` (0..500), `pageToken`. */
+  private page(kind: string, self: string, items: Json[], query: URLSearchParams): Json {
+    const filtered = items
+      .filter(computeFilter(query.get("filter") ?? ""))
+      .sort((a, b) => String(a.name).localeCompare(String(b.name)));
+    const { slice, next } = paginate(filtered, (i) => String(i.name), query);
+    return {
+      kind,
+      id: self,
+      items: slice,
+      selfLink: self,
+      ...(next !== undefined && { nextPageToken: next }),
+    };
+  }
+
+  private scoped(project: string, scope: Scope, collection: string): Json[] {
+    return [...this.resources.entries()]
+      .filter(([k]) => k.startsWith(`${project}/${scope}/${collection}/`))
+      .map(([, v]) => v);
+  }
+
+  private zonesOf(project: string): string[] {
+    return Object.values(this.project(project).regions).flat();
+  }
+
+  // ---- routes -----------------------------------------------------------------------------------
+
+  private routes(): Route[] {
+    const P = String.raw`^\/compute\/v1\/projects\/([^/]+)`;
+    const R = (
+      method: Route["method"],
+      path: string,
+      op: string,
+      handle: Handler,
+      mutation = method !== "GET",
+    ): Route => ({
+      method,
+      pattern: new RegExp(`${P}${path}$`),
+      op,
+      handle,
+      mutation,
+    });
+    const Z = String.raw`\/zones\/([^/]+)`;
+    const G = String.raw`\/regions\/([^/]+)`;
+    const N = "([^/]+)";
+    const zs = (z: string): Scope => `zones/${z}`;
+    const rs = (r: string): Scope => `regions/${r}`;
+    const first = (c: Call) => c.params[0] ?? "";
+    const second = (c: Call) => c.params[1] ?? "";
+    const regional = (collection: string, kind: string): Route[] => [
+      R("GET", `${G}\\/${collection}\\/${N}`, `${collection}.get`, (c) =>
+        this.get(c.project, rs(first(c)), collection, second(c)),
+      ),
+      R("DELETE", `${G}\\/${collection}\\/${N}`, `${collection}.delete`, (c) =>
+        this.remove(c.project, rs(first(c)), collection, second(c)),
+      ),
+      R("POST", `${G}\\/${collection}`, `${collection}.insert`, (c) =>
+        this.insert(c.project, rs(first(c)), collection, c.body),
+      ),
+      R("GET", `${G}\\/${collection}`, `${collection}.list`, (c) =>
+        this.page(
+          kind,
+          this.link(c.project, rs(first(c)), collection, "").slice(0, -1),
+          this.scoped(c.project, rs(first(c)), collection),
+          c.query,
+        ),
+      ),
+    ];
+    const global = (collection: string, kind: string): Route[] => [
+      R("GET", `\\/global\\/${collection}\\/${N}`, `${collection}.get`, (c) =>
+        this.get(c.project, "global", collection, first(c)),
+      ),
+      R("DELETE", `\\/global\\/${collection}\\/${N}`, `${collection}.delete`, (c) =>
+        this.remove(c.project, "global", collection, first(c)),
+      ),
+      R("POST", `\\/global\\/${collection}`, `${collection}.insert`, (c) =>
+        this.insert(c.project, "global", collection, c.body),
+      ),
+      R("GET", `\\/global\\/${collection}`, `${collection}.list`, (c) =>
+        this.page(
+          kind,
+          `${GCE_BASE}projects/${c.project}/global/${collection}`,
+          this.scoped(c.project, "global", collection),
+          c.query,
+        ),
+      ),
+    ];
+    const operations = (
+      path: string,
+      resource: string,
+      scope: (c: Call) => Scope,
+      nameAt: number,
+    ): Route[] => [
+      R(
+        "GET",
+        `${path}\\/operations\\/${N}`,
+        `${resource}.get`,
+        (c) => this.getOperation(c.project, scope(c), c.params[nameAt] ?? "").wire,
+      ),
+      R(
+        "DELETE",
+        `${path}\\/operations\\/${N}`,
+        `${resource}.delete`,
+        (c) => {
+          const op = this.getOperation(c.project, scope(c), c.params[nameAt] ?? "");
+          this.operations.delete(`${c.project}/${scope(c)}/${String(op.wire.name)}`);
+          return {};
+        },
+        false,
+      ),
+      R(
+        "POST",
+        `${path}\\/operations\\/${N}\\/wait`,
+        `${resource}.wait`,
+        async (c) => {
+          const op = this.getOperation(c.project, scope(c), c.params[nameAt] ?? "");
+          const until = this.now() + this.waitMaxMs;
+          while (!op.settled && this.now() < until) {
+            this.settle();
+            if (op.settled) break;
+            if (!(await sleep(Math.min(25, Math.max(1, op.doneMs - this.now())), c.signal))) break;
+          }
+          this.settle();
+          return op.wire;
+        },
+        false,
+      ),
+      R("GET", `${path}\\/operations`, `${resource}.list`, (c) => {
+        const s = scope(c);
+        const ops = [...this.operations.values()]
+          .filter((o) => o.project === c.project && o.scope === s)
+          .map((o) => o.wire);
+        return this.page(
+          "compute#operationList",
+          `${GCE_BASE}projects/${c.project}/${s}/operations`,
+          ops,
+          c.query,
+        );
+      }),
+    ];
+    return [
+      R("GET", `${Z}\\/instances\\/${N}`, "instances.get", (c) =>
+        this.get(c.project, zs(first(c)), "instances", second(c)),
+      ),
+      R("GET", `${Z}\\/instances`, "instances.list", (c) =>
+        this.page(
+          "compute#instanceList",
+          `${GCE_BASE}projects/${c.project}/zones/${first(c)}/instances`,
+          this.scoped(c.project, zs(first(c)), "instances"),
+          c.query,
+        ),
+      ),
+      R("GET", String.raw`\/aggregated\/instances`, "instances.aggregatedList", (c) =>
+        this.aggregatedInstances(c),
+      ),
+      R("GET", String.raw`\/zones`, "zones.list", (c) => {
+        const p = this.project(c.project);
+        const zones = Object.entries(p.regions).flatMap(([region, zs]) =>
+          zs.map((z) => ({
+            kind: "compute#zone",
+            id: String(2000 + zs.indexOf(z)),
+            name: z,
+            region: `${GCE_BASE}projects/${c.project}/regions/${region}`,
+            status: "UP",
+            selfLink: `${GCE_BASE}projects/${c.project}/zones/${z}`,
+          })),
+        );
+        return this.page("compute#zoneList", `${GCE_BASE}projects/${c.project}/zones`, zones, c.query);
+      }),
+      ...regional("addresses", "compute#addressList").filter((r) => r.op !== "addresses.list"),
+      ...regional("forwardingRules", "compute#forwardingRuleList"),
+      ...regional("targetPools", "compute#targetPoolList"),
+      R("POST", `${G}\\/targetPools\\/${N}\\/addInstance`, "targetPools.addInstance", (c) =>
+        this.poolInstances(c, rs(first(c)), second(c), "addInstance"),
+      ),
+      R("POST", `${G}\\/targetPools\\/${N}\\/removeInstance`, "targetPools.removeInstance", (c) =>
+        this.poolInstances(c, rs(first(c)), second(c), "removeInstance"),
+      ),
+      ...global("firewalls", "compute#firewallList"),
+      R("PATCH", String.raw`\/global\/firewalls\/${N}`, "firewalls.patch", (c) =>
+        this.change(c.project, "global", "firewalls", first(c), "patch", (r) => {
+          for (const [k, v] of Object.entries(c.body)) if (k !== "name") r[k] = v;
+        }),
+      ),
+      ...global("httpHealthChecks", "compute#httpHealthCheckList").filter(
+        (r) => r.op !== "httpHealthChecks.list",
+      ),
+      R("PUT", String.raw`\/global\/httpHealthChecks\/${N}`, "httpHealthChecks.update", (c) =>
+        this.change(c.project, "global", "httpHealthChecks", first(c), "update", (r) => {
+          const keep = {
+            id: r.id,
+            selfLink: r.selfLink,
+            creationTimestamp: r.creationTimestamp,
+            kind: r.kind,
+          };
+          for (const k of Object.keys(r)) delete r[k];
+          Object.assign(r, this.materialize(c.project, "global", "httpHealthChecks", c.body), keep);
+        }),
+      ),
+      ...global("routes", "compute#routeList"),
+      ...operations(Z, "zoneOperations", (c) => zs(first(c)), 1),
+      ...operations(G, "regionOperations", (c) => rs(first(c)), 1),
+      ...operations(String.raw`\/global`, "globalOperations", () => "global", 0),
+    ];
+  }
+
+  private poolInstances(c: Call, scope: Scope, name: string, type: "addInstance" | "removeInstance"): Json {
+    const refs = ((c.body.instances as { instance?: string }[] | undefined) ?? []).map((i) =>
+      String(i.instance ?? ""),
+    );
+    for (const ref of refs) {
+      const m = /(?:^|\/)projects\/([^/]+)\/zones\/([^/]+)\/instances\/([^/]+)$/.exec(ref);
+      if (m === null || !this.resources.has(key(m[1] ?? "", `zones/${m[2]}`, "instances", m[3] ?? "")))
+        throw notFound(ref.replace(GCE_BASE, ""));
+    }
+    return this.change(c.project, scope, "targetPools", name, type, (r) => {
+      const now = new Set((r.instances as string[]) ?? []);
+      for (const ref of refs) {
+        const full = ref.startsWith("https://") ? ref : `${GCE_BASE}${ref.replace(/^\//, "")}`;
+        if (type === "addInstance") now.add(full);
+        else now.delete(full);
+      }
+      r.instances = [...now].sort();
+    });
+  }
+
+  /** instances.aggregatedList: `items` keyed by "zones/<zone>", a warning for zones without any. */
+  private aggregatedInstances(c: Call): Json {
+    const zones = this.zonesOf(c.project).sort();
+    const all = zones.flatMap((z) =>
+      this.scoped(c.project, `zones/${z}`, "instances")
+        .filter(computeFilter(c.query.get("filter") ?? ""))
+        .sort((a, b) => String(a.name).localeCompare(String(b.name)))
+        .map((i) => ({ zone: z, i })),
+    );
+    const { slice, next } = paginate(all, (x) => `${x.zone}/${String(x.i.name)}`, c.query);
+    const items: Json = {};
+    for (const z of zones) {
+      const here = slice.filter((x) => x.zone === z).map((x) => x.i);
+      items[`zones/${z}`] =
+        here.length > 0
+          ? { instances: here }
+          : {
+              warning: {
+                code: "NO_RESULTS_ON_PAGE",
+                message: "There are no results for scope 'zones/" + z + "' on this page.",
+                data: [{ key: "scope", value: `zones/${z}` }],
+              },
+            };
+    }
+    return {
+      kind: "compute#instanceAggregatedList",
+      id: `projects/${c.project}/aggregated/instances`,
+      items,
+      selfLink: `${GCE_BASE}projects/${c.project}/aggregated/instances`,
+      ...(next !== undefined && { nextPageToken: next }),
+    };
+  }
+}
+
+interface Call {
+  readonly project: string;
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly body: Json;
+  readonly signal: AbortSignal;
+}
+
+type Handler = (c: Call) => Json | Promise<Json>;
+
+interface Route {
+  readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+  readonly pattern: RegExp;
+  readonly op: string;
+  readonly handle: Handler;
+  /** Changes the cloud (a lost answer applies). */
+  readonly mutation: boolean;
+}
+
+function key(project: string, scope: string, collection: string, name: string): string {
+  return `${project}/${scope}/${collection}/${name}`;
+}
+
+export function regionOf(zone: string): string {
+  return zone.replace(/-[a-z]$/, "");
+}
+
+/** Pages by a sort key: the token is the last key answered, so deletions between pages shift nothing. */
+function paginate<T>(
+  items: readonly T[],
+  keyOf: (t: T) => string,
+  query: URLSearchParams,
+): { slice: T[]; next?: string } {
+  const raw = query.get("maxResults");
+  const max = raw === null ? 500 : Number(raw);
+  if (!Number.isInteger(max) || max < 0 || max > 500)
+    throw fail(
+      400,
+      "invalid",
+      `Invalid value for field 'maxResults': '${raw}'. Must be less than or equal to 500`,
+    );
+  const size = max === 0 ? 500 : max;
+  const token = query.get("pageToken");
+  let after: string | undefined;
+  if (token !== null && token !== "") {
+    try {
+      after = Buffer.from(token, "base64url").toString("utf8");
+    } catch {
+      after = undefined;
+    }
+    if (after === undefined || !after.startsWith("k:"))
+      throw fail(400, "invalid", "Invalid value for field 'pageToken'");
+    after = after.slice(2);
+  }
+  const rest = after === undefined ? [...items] : items.filter((i) => keyOf(i) > (after as string));
+  const slice = rest.slice(0, size);
+  const last = slice.at(-1);
+  return rest.length > size && last !== undefined
+    ? { slice, next: Buffer.from(`k:${keyOf(last)}`).toString("base64url") }
+    : { slice };
+}
+
+/**
+ * Compute's list filter, the forms providers use: `field = "value"`, `field != value`,
+ * `field eq regex`, `field ne regex` (regular expressions match the whole value), nested
+ * fields by dots, terms in parentheses joined by AND (or juxtaposed); an empty filter keeps all.
+ */
+export function computeFilter(filter: string): (item: Json) => boolean {
+  const text = filter.trim();
+  if (text === "") return () => true;
+  const terms: { field: string; op: string; value: string }[] = [];
+  const re =
+    /\(?\s*([A-Za-z][\w.]*)\s*(=|!=|\beq\b|\bne\b)\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s)]+)\s*\)?(?:\s+AND\s+|\s+|$)/gy;
+  let m: RegExpExecArray | null;
+  let at = 0;
+  for (;;) {
+    re.lastIndex = at;
+    m = re.exec(text);
+    if (m === null) break;
+    const raw = m[3] ?? "";
+    terms.push({
+      field: m[1] ?? "",
+      op: m[2] ?? "=",
+      value: raw.startsWith('"') ? (JSON.parse(raw) as string) : raw.replace(/^'|'$/g, ""),
+    });
+    at = re.lastIndex;
+    if (at >= text.length) break;
+  }
+  if (at < text.length || terms.length === 0)
+    throw fail(
+      400,
+      "invalid",
+      `Invalid value for field 'filter': '${filter}'. Invalid list filter expression.`,
+    );
+  return (item) =>
+    terms.every((t) => {
+      const v = t.field.split(".").reduce<unknown>((o, k) => (o as Json | undefined)?.[k], item);
+      const s = v === undefined || v === null ? "" : String(v);
+      switch (t.op) {
+        case "=":
+          return s === t.value;
+        case "!=":
+          return s !== t.value;
+        case "eq":
+          return new RegExp(`^(?:${t.value})$`).test(s);
+        default:
+          return !new RegExp(`^(?:${t.value})$`).test(s);
+      }
+    });
+}
