@@ -12,8 +12,8 @@ export {
   nodeName,
   UNINITIALIZED_TAINT,
 } from "./fleet/generator.js";
-export * from "./hetzner/index.js";
 export * from "./gcp/index.js";
+export * from "./hetzner/index.js";
 export * from "./kube/index.js";
 export * from "./linode/index.js";
 export type {
