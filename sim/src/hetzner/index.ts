@@ -18,3 +18,11 @@ export type {
   ServerStatus,
 } from "./store.js";
 export { LB_TYPES, LOCATIONS } from "./store.js";
+export type { HetznerBinding, HetznerWorld } from "./world.js";
+export {
+  ACCOUNT as HETZNER_ACCOUNT,
+  ELSEWHERE as HETZNER_ELSEWHERE,
+  NETWORK as HETZNER_NETWORK,
+  REGION as HETZNER_REGION,
+  startHetznerWorld,
+} from "./world.js";

@@ -4,18 +4,18 @@
 import { afterAll, expect } from "@jest/globals";
 import type { HetznerFake } from "../../../../../sim/src/hetzner/index.js";
 import {
+  ACCOUNT,
+  ELSEWHERE,
+  NETWORK,
+  REGION,
+  startHetznerWorld,
+} from "../../../../../sim/src/hetzner/world.js";
+import {
   type ConformanceFake,
   type ConformanceFixture,
   describeProviderConformance,
 } from "../../conformance/conformance.testkit.js";
-import {
-  ACCOUNT,
-  ELSEWHERE,
-  hetznerResources,
-  NETWORK,
-  REGION,
-  startHetznerWorld,
-} from "./hetzner.testkit.js";
+import { hetznerResources } from "./hetzner.testkit.js";
 import { hetznerProvider } from "./index.js";
 import { ownerOfLabels } from "./load-balancers.js";
 

@@ -1,8 +1,6 @@
 // Servers against the fake Hetzner Cloud API: upstream's providerIDs, labels, zone and address
 // order, the private IP of the cluster's network, and "not found" only from the server's own URL.
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { ForbiddenError, InstanceNotFoundError } from "../../errors.js";
-import { bindRecorded } from "../../recording-context.testkit.js";
 import {
   ACCOUNT,
   ELSEWHERE,
@@ -10,7 +8,9 @@ import {
   NETWORK,
   REGION,
   startHetznerWorld,
-} from "./hetzner.testkit.js";
+} from "../../../../../sim/src/hetzner/world.js";
+import { ForbiddenError, InstanceNotFoundError } from "../../errors.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
 import { hetznerProvider } from "./index.js";
 import { ipv6Host, legacyZone } from "./instances.js";
 

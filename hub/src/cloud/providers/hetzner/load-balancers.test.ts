@@ -6,6 +6,12 @@ import type {
   FakeHetznerLoadBalancer as FakeLoadBalancer,
   FakeServer,
 } from "../../../../../sim/src/hetzner/index.js";
+import {
+  ACCOUNT,
+  type HetznerWorld,
+  REGION,
+  startHetznerWorld,
+} from "../../../../../sim/src/hetzner/world.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, NeedsEnsureError, OperationFailedError } from "../../errors.js";
@@ -20,7 +26,6 @@ import {
 } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { A } from "./annotations.js";
-import { ACCOUNT, type HetznerWorld, REGION, startHetznerWorld } from "./hetzner.testkit.js";
 import { hetznerProvider } from "./index.js";
 import { ownerOfLabels, UPSTREAM_UID_LABEL } from "./load-balancers.js";
 

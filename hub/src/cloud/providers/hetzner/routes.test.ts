@@ -3,10 +3,16 @@
 // routes claimed only with adoptFrom, actions running across calls, one lock per network.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import type { FakeServer } from "../../../../../sim/src/hetzner/index.js";
+import {
+  ACCOUNT,
+  type HetznerWorld,
+  NETWORK,
+  REGION,
+  startHetznerWorld,
+} from "../../../../../sim/src/hetzner/world.js";
 import { CloudError } from "../../errors.js";
 import { type ClusterTarget, isInProgress, type Routes } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
-import { ACCOUNT, type HetznerWorld, NETWORK, REGION, startHetznerWorld } from "./hetzner.testkit.js";
 import { hetznerProvider } from "./index.js";
 import { routeClaimKey } from "./routes.js";
 
