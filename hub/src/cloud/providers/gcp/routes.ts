@@ -15,7 +15,7 @@ import type {
   RouteTarget,
 } from "../../provider.js";
 import type { GcpApi } from "./api.js";
-import { isNotFound } from "./errors.js";
+import { hasReason, isNotFound } from "./errors.js";
 import { gceRouteName, ROUTE_DESCRIPTION, routePrefix } from "./names.js";
 import { getOrUndefined, Operations } from "./operations.js";
 import type { GcpOptions } from "./options.js";
@@ -123,10 +123,23 @@ export class GcpRoutes implements Routes {
           ),
         signal,
       )
-      .catch((err: unknown) => {
-        if (isNotFound(err)) throw err;
-        throw err;
+      .catch(async (err: unknown) => {
+        // An insert racing our own earlier one (its operation ended between the lookups above
+        // and this call): the route of this deterministic name is ours to adopt.
+        if (!hasReason(err, "alreadyExists")) throw err;
+        return undefined;
       });
+    if (op === undefined) {
+      const made = await this.get(name, signal);
+      if (made !== undefined) return this.toCloud(cluster, made);
+      return (
+        (await this.ops.after({ status: "PENDING", name })) ?? {
+          id: name,
+          ...route,
+          ownerCluster: cluster.cluster,
+        }
+      );
+    }
     const step = await this.ops.after(op, signal);
     if (step !== undefined) return step;
     const made = await this.get(name, signal);
