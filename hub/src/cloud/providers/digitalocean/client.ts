@@ -6,6 +6,7 @@
  * It throws the contract errors of ../../errors.ts and never retries.
  */
 import type { Clock } from "../../../util/clock.js";
+import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
 import { type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
@@ -33,10 +34,10 @@ export interface DoPage<T> {
 }
 
 export class DigitalOceanClient {
-  private readonly rest: RestClient;
+  private readonly called: CalledRequestDeps;
 
   constructor(private readonly config: DigitalOceanClientConfig) {
-    this.rest = new RestClient({
+    const rest = new RestClient({
       baseUrl: `${config.endpoint.replace(/\/+$/, "")}/v2`,
       label: DO_LABEL,
       token: config.token,
@@ -45,6 +46,7 @@ export class DigitalOceanClient {
       clock: config.clock,
       statusError: DigitalOceanApiError.from,
     });
+    this.called = { rest, call: config.call, clock: config.clock, toContractError };
   }
 
   get pageSize(): number {
@@ -107,13 +109,6 @@ export class DigitalOceanClient {
     signal: AbortSignal | undefined,
     query?: Query,
   ): Promise<T> {
-    return this.config.call(op, async (callSignal) => {
-      try {
-        const answer = await this.rest.request({ method, path, query, body, signals: [callSignal, signal] });
-        return (answer ?? {}) as T;
-      } catch (err) {
-        throw toContractError(err, this.config.clock.now());
-      }
-    });
+    return calledRequest<T>(this.called, op, { method, path, query, body }, signal);
   }
 }

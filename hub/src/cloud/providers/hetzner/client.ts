@@ -7,6 +7,7 @@
  * caller polls an action once per call and answers in-progress (actions.ts).
  */
 import type { Clock } from "../../../util/clock.js";
+import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
 import { type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
@@ -35,10 +36,10 @@ export interface HetznerPage<T> {
 }
 
 export class HetznerClient {
-  private readonly rest: RestClient;
+  private readonly called: CalledRequestDeps;
 
   constructor(private readonly config: HetznerClientConfig) {
-    this.rest = new RestClient({
+    const rest = new RestClient({
       baseUrl: config.endpoint,
       label: HETZNER_LABEL,
       token: config.token,
@@ -47,6 +48,7 @@ export class HetznerClient {
       clock: config.clock,
       statusError: HetznerApiError.from,
     });
+    this.called = { rest, call: config.call, clock: config.clock, toContractError };
   }
 
   get pageSize(): number {
@@ -111,13 +113,6 @@ export class HetznerClient {
     signal: AbortSignal | undefined,
     query?: Query,
   ): Promise<T> {
-    return this.config.call(op, async (callSignal) => {
-      try {
-        const answer = await this.rest.request({ method, path, query, body, signals: [callSignal, signal] });
-        return (answer ?? {}) as T;
-      } catch (err) {
-        throw toContractError(err, this.config.clock.now());
-      }
-    });
+    return calledRequest<T>(this.called, op, { method, path, query, body }, signal);
   }
 }

@@ -6,6 +6,7 @@
  * toContractError) and never retries: the hub's one retry policy does, honouring Retry-After.
  */
 import type { Clock } from "../../../util/clock.js";
+import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
 import { type HttpMethod, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
@@ -45,15 +46,15 @@ export interface RequestOptions {
 }
 
 export class LinodeClient {
-  private readonly rest: RestClient;
+  private readonly called: CalledRequestDeps;
   readonly pageSize: number;
 
-  constructor(private readonly config: LinodeClientConfig) {
+  constructor(config: LinodeClientConfig) {
     const size = config.pageSize ?? MAX_PAGE_SIZE;
     if (!Number.isInteger(size) || size < MIN_PAGE_SIZE || size > MAX_PAGE_SIZE)
       throw new Error(`Linode page size must be ${MIN_PAGE_SIZE}..${MAX_PAGE_SIZE}, got ${size}`);
     this.pageSize = size;
-    this.rest = new RestClient({
+    const rest = new RestClient({
       baseUrl: `${config.endpoint.replace(/\/+$/, "")}/v4`,
       label: LINODE_LABEL,
       token: config.token,
@@ -62,6 +63,7 @@ export class LinodeClient {
       clock: config.clock,
       statusError: LinodeApiError.from,
     });
+    this.called = { rest, call: config.call, clock: config.clock, toContractError };
   }
 
   get<T>(op: string, path: string, opts: RequestOptions = {}): Promise<T> {
@@ -113,22 +115,8 @@ export class LinodeClient {
     opts: RequestOptions,
     query?: Readonly<Record<string, number>>,
   ): Promise<T> {
-    return this.config.call(op, async (callSignal) => {
-      try {
-        const answer = await this.rest.request({
-          method,
-          path,
-          query,
-          body,
-          headers: opts.filter === undefined ? undefined : { "x-filter": JSON.stringify(opts.filter) },
-          signals: [callSignal, opts.signal],
-        });
-        // No body (204): an empty object, which every answer check refuses where one was due.
-        return (answer ?? {}) as T;
-      } catch (err) {
-        throw toContractError(err, this.config.clock.now());
-      }
-    });
+    const headers = opts.filter === undefined ? undefined : { "x-filter": JSON.stringify(opts.filter) };
+    return calledRequest<T>(this.called, op, { method, path, query, body, headers }, opts.signal);
   }
 }
 
