@@ -38,13 +38,14 @@ export function credentialNames(spec: CredentialSpec, given: readonly string[]):
   return [...given];
 }
 
-/** Checks accounts[].endpoint against the provider's declaration; returns it, or undefined for the vendor's default. */
+/** Checks accounts[].endpoint against the provider's declaration; returns it, the declared default, or undefined (the SDK's own). */
 export function checkEndpoint(
   declared: ProviderFactory["endpoint"],
   endpoint: string | undefined,
   provider: string,
 ): string | undefined {
   if (endpoint === undefined || endpoint === "") {
+    if (typeof declared === "object") return declared.default;
     if (declared === "required")
       throw new AccountConfigError("endpoint", `required: the ${provider} provider has no public address`);
     return undefined;
@@ -83,9 +84,14 @@ export async function createProvider<O>(
   const { account } = ctx;
   if (account.provider !== factory.name)
     throw new Error(`account ${account.name} is for provider ${account.provider}, not ${factory.name}`);
-  checkEndpoint(factory.endpoint, account.endpoint, factory.name);
+  const endpoint = checkEndpoint(factory.endpoint, account.endpoint, factory.name);
   const options = parseOptions(factory, rawOptions);
-  const provider = await factory.create(ctx, options);
+  // The provider finds the declared default where the account names no endpoint.
+  const bound =
+    endpoint === undefined || endpoint === account.endpoint
+      ? ctx
+      : { ...ctx, account: { ...account, endpoint } };
+  const provider = await factory.create(bound, options);
   if (provider.name !== factory.name)
     throw new Error(`provider ${factory.name} created a provider named ${provider.name}`);
   return provider;

@@ -531,9 +531,11 @@ export interface ProviderFactory<Options = unknown> {
   readonly credentials: CredentialSpec;
   /**
    * accounts[].endpoint: "required" when the cloud has no public address (the hub refuses an
-   * account without one); either way the hub checks it is an http(s) URL.
+   * account without one); "optional" where the vendor's SDK knows its own; `{ default }`: the
+   * vendor's public address, which the provider then finds in `account.endpoint` when the
+   * account names none. Either way the hub checks it is an http(s) URL.
    */
-  readonly endpoint: "required" | "optional";
+  readonly endpoint: "required" | "optional" | { readonly default: string };
   /** How the vendor rate-limits: one bucket per account (default) or per account and region. */
   readonly rateLimitScope?: "account" | "region";
   /**

@@ -32,12 +32,12 @@ export const digitalOceanProvider: ProviderFactory<DigitalOceanOptions> = {
   annotationPrefixes: [ANNOTATION_PREFIX, LOAD_BALANCER_ID],
   options: DigitalOceanOptionsSchema,
   credentials: { required: [TOKEN], bare: TOKEN },
-  endpoint: "optional",
+  endpoint: { default: DEFAULT_DO_URL },
   lbSettings: doVendorLbSettings,
   async create(ctx: ProviderContext, options: DigitalOceanOptions): Promise<CloudProvider> {
     const { account } = ctx;
-    const endpoint =
-      account.endpoint === undefined || account.endpoint === "" ? DEFAULT_DO_URL : account.endpoint;
+    // The declared default where the account names none (bind-provider.ts).
+    const endpoint = account.endpoint ?? DEFAULT_DO_URL;
     const client = new DigitalOceanClient({
       endpoint,
       token: () => account.secret?.(TOKEN) ?? account.credential,

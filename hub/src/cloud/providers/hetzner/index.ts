@@ -78,14 +78,14 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
   options: HetznerOptionsSchema,
   // `credentials: {token: <ref>}`, or just `<ref>`.
   credentials: { required: [TOKEN], bare: TOKEN },
-  endpoint: "optional",
+  endpoint: { default: DEFAULT_HETZNER_URL },
   // Hetzner limits per project (3,600 requests an hour): one bucket per account.
   rateLimitScope: "account",
   lbSettings: vendorLbSettings,
   async create(ctx: ProviderContext, options: HetznerOptions): Promise<CloudProvider> {
     const { account } = ctx;
-    const endpoint =
-      account.endpoint === undefined || account.endpoint === "" ? DEFAULT_HETZNER_URL : account.endpoint;
+    // The declared default where the account names none (bind-provider.ts).
+    const endpoint = account.endpoint ?? DEFAULT_HETZNER_URL;
     const client = new HetznerClient({
       endpoint,
       token: () => account.secret?.(TOKEN) ?? account.credential,

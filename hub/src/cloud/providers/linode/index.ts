@@ -49,11 +49,11 @@ export const linodeProvider: ProviderFactory<LinodeOptions> = {
   options: LinodeOptionsSchema,
   // `credentials: {token: <ref>}`, or just `<ref>` (a personal access token).
   credentials: { required: [TOKEN], bare: TOKEN },
-  endpoint: "optional",
+  endpoint: { default: DEFAULT_LINODE_URL },
   async create(ctx: ProviderContext, options: LinodeOptions): Promise<CloudProvider> {
     const { account } = ctx;
-    const endpoint =
-      account.endpoint === undefined || account.endpoint === "" ? DEFAULT_LINODE_URL : account.endpoint;
+    // The declared default where the account names none (bind-provider.ts).
+    const endpoint = account.endpoint ?? DEFAULT_LINODE_URL;
     const client = new LinodeClient({
       endpoint,
       token: () => account.secret?.(TOKEN) ?? account.credential,
