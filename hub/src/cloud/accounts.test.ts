@@ -154,7 +154,7 @@ describe("cloud accounts", () => {
     expect(calls).toHaveLength(3); // a1 in r1 and r2, a2
     expect(accounts.cloudFor("c1")?.account.region).toBe("r1");
     expect(accounts.cloudFor("c2")?.account.region).toBe("r2");
-    expect(accounts.cloudFor("c2")?.scope.network).toBe("vpc-2");
+    expect(accounts.cloudFor("c2")?.target.scope.network).toBe("vpc-2");
     // Every load-balancer and route call names the cluster and its own network.
     expect(accounts.cloudFor("c2")?.target).toMatchObject({ cluster: "c2", network: "vpc-2" });
     expect(accounts.cloudFor("c1")?.target.cluster).toBe("c1");
@@ -162,8 +162,8 @@ describe("cloud accounts", () => {
     expect(contexts[0]?.clusterNetworks?.()).toEqual([undefined, "vpc-2", undefined]);
     // One lock table per account: its clusters' writes of one shared object never overlap.
     expect(accounts.cloudFor("c1")?.writeLocks).toBe(accounts.cloudFor("c2")?.writeLocks);
-    expect(accounts.cloudFor("c1")?.scope.adoptFrom).toBeUndefined();
-    expect(accounts.cloudFor("c3")?.scope.adoptFrom).toEqual({ vendorCcmClusterName: "lke7" });
+    expect(accounts.cloudFor("c1")?.target.scope.adoptFrom).toBeUndefined();
+    expect(accounts.cloudFor("c3")?.target.scope.adoptFrom).toEqual({ vendorCcmClusterName: "lke7" });
     expect(accounts.cacheFor("c1")).toBe(accounts.cacheFor("c3"));
     expect(accounts.cacheFor("c1")).not.toBe(accounts.cacheFor("c2"));
     expect(accounts.loadBalancerOpsFor("c1")).toBe(accounts.loadBalancerOpsFor("c2"));

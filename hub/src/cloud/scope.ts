@@ -14,8 +14,10 @@ export type { ClusterScope } from "./provider.js";
 export interface ClusterCloud {
   readonly provider: CloudProvider;
   readonly account: AccountBinding;
-  readonly scope: ClusterScope;
-  /** What every load-balancer and route call of this cluster passes the provider. */
+  /**
+   * What every load-balancer and route call of this cluster passes the provider: its network
+   * (the cluster's own, else the account's) and its scope.
+   */
   readonly target: ClusterTarget;
   /** The account's serialized writes (LockKey), shared by its clusters. */
   readonly writeLocks: KeyedLock;
@@ -43,7 +45,6 @@ export function clusterCloud(
   return {
     provider: bound.provider,
     account: bound.account,
-    scope,
     target: { cluster, ...(network !== undefined && { network }), scope },
     writeLocks: bound.writeLocks ?? new KeyedLock(),
     ...(bound.lbSettings !== undefined && { lbSettings: bound.lbSettings }),
@@ -58,10 +59,10 @@ export function clusterCloud(
 export function outOfScope(meta: InstanceMetadata, cloud: ClusterCloud): string | null {
   if (meta.region !== "" && meta.region !== cloud.account.region)
     return `instance ${meta.instanceID} is in region ${meta.region}, not ${cloud.account.region}`;
-  const network = cloud.scope.network ?? cloud.account.network;
+  const { network, scope } = cloud.target;
   if (network !== undefined && meta.network !== network)
     return `instance ${meta.instanceID} is not in network ${network}`;
-  for (const [k, v] of Object.entries(cloud.scope.tags ?? {}))
+  for (const [k, v] of Object.entries(scope.tags ?? {}))
     if (meta.tags[k] !== v) return `instance ${meta.instanceID} lacks tag ${k}=${v}`;
   return null;
 }
@@ -69,9 +70,9 @@ export function outOfScope(meta: InstanceMetadata, cloud: ClusterCloud): string 
 /** The cluster's scope in words, for Events: region, network, tags. */
 export function describeScope(cloud: ClusterCloud): string {
   const parts = [`region ${cloud.account.region}`];
-  const network = cloud.scope.network ?? cloud.account.network;
+  const { network, scope } = cloud.target;
   if (network !== undefined) parts.push(`network ${network}`);
-  const tags = Object.entries(cloud.scope.tags ?? {}).map(([k, v]) => `${k}=${v}`);
+  const tags = Object.entries(scope.tags ?? {}).map(([k, v]) => `${k}=${v}`);
   if (tags.length > 0) parts.push(`tags ${tags.join(",")}`);
   return parts.join(", ");
 }

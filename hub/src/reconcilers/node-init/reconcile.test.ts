@@ -205,7 +205,14 @@ describe("node-init reconcile", () => {
 
   test("a network in the scope: an instance in another network is outside it", async () => {
     const cloud = fakeCloud([instance("w4", { network: "net-b" })]);
-    const h = harness([node("w4")], { ...cloud, scope: { ...cloud.scope, network: "net-a" } });
+    const h = harness(
+      [node("w4")],
+      clusterCloud("c1", {
+        provider: cloud.provider,
+        account: cloud.account,
+        scope: { ...cloud.target.scope, network: "net-a" },
+      }),
+    );
     const out = await h.run("w4");
     expect(out.events?.[0]?.message).toContain("(region r1, network net-a, tags fleet-ccm.io/cluster=c1)");
     expect(out.events?.[0]?.message).toContain("instance i-w4 is not in network net-a");
