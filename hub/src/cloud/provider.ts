@@ -236,6 +236,13 @@ export interface LoadBalancerState {
   readonly owner: LbOwner;
   readonly ingress: readonly LbIngress[];
   readonly backends: readonly string[];
+  /**
+   * Annotations the vendor CCM writes on the Service for this load balancer (DigitalOcean's
+   * `kubernetes.digitalocean.com/load-balancer-id`, say): the hub has the agent set them, so a
+   * user going back to the vendor CCM keeps the load balancer. Only keys under the provider's
+   * `serviceAnnotationKeys` are written.
+   */
+  readonly serviceAnnotations?: Readonly<Record<string, string>>;
 }
 
 /** One page of the load balancers the hub owns in an account (all clusters). */
@@ -272,6 +279,11 @@ export interface LoadBalancerCapabilities {
    * as Linode's does); otherwise an entry with an IP shows the IP alone.
    */
   readonly ingressIpWithHostname?: boolean;
+  /**
+   * The Service annotation keys LoadBalancerState.serviceAnnotations may set (exact keys): the
+   * agent writes only these, so a provider cannot touch any other annotation of a Service.
+   */
+  readonly serviceAnnotationKeys?: readonly string[];
   /**
    * Tighter bounds than the hub's for unified settings, from the vendor's documented limits (a
    * value the hub takes but this cloud refuses is refused before any call, naming the bound).
