@@ -6,7 +6,7 @@ import { HubMetrics } from "../metrics.js";
 import { FakeClock } from "../util/clock.js";
 import { CloudAccounts } from "./accounts.js";
 import type { CloudCallWrapper, ProviderContext, ProviderFactory } from "./provider.js";
-import { simulatedProvider } from "./providers/simulated/index.js";
+import { type SimulatedOptions, simulatedProvider } from "./providers/simulated/index.js";
 import { ProviderRegistry } from "./registry.js";
 
 function config(accounts: unknown[], clusters?: unknown[]) {
@@ -63,20 +63,73 @@ async function bind(
     },
   };
   const cfg = config(accounts, clusters);
+  const clock = new FakeClock();
   const accountsRuntime = await CloudAccounts.create(cfg.accounts, cfg.clusters, {
     registry: new ProviderRegistry([fake, ...factories]),
     refresh: { periodMs: 60_000, cacheScope: "account" },
     maxConcurrentRouteWrites: 4,
-    clock: new FakeClock(),
+    clock,
     logger: pino({ level: "silent" }),
     metrics: new HubMetrics(false),
     env: { K: "secret", T: "t" },
     ...(signal !== undefined && { signal }),
   });
-  return { accounts: accountsRuntime, calls, contexts };
+  return { accounts: accountsRuntime, calls, contexts, clock };
 }
 
 describe("cloud accounts", () => {
+  test("an account's rate limit: its own, else its provider's published one, else the hub's default", async () => {
+    const published: ProviderFactory<SimulatedOptions> = {
+      ...simulatedProvider,
+      name: "published",
+      endpoint: "optional",
+      defaultRateLimit: { perSecond: 1, burst: 5 },
+      create: async (ctx, options) => ({
+        ...(await simulatedProvider.create(ctx, options)),
+        name: "published",
+      }),
+    };
+    const { accounts } = await bind(
+      [
+        account("a1", { provider: "published" }),
+        account("a2", { provider: "published", rateLimit: { perSecond: 3, burst: 6 } }),
+        account("a3"),
+      ],
+      undefined,
+      [published as ProviderFactory],
+      [{ name: "c1", account: "a1", token: { env: "T" } }],
+    );
+    expect(accounts.summaries().map((a) => [a.name, a.rateLimit])).toEqual([
+      ["a1", { perSecond: 1, burst: 5 }],
+      ["a2", { perSecond: 3, burst: 6 }],
+      ["a3", { perSecond: 20, burst: 40 }],
+    ]);
+  });
+
+  test("the vendor's rate-limit answer holds the account's calls until its next free call", async () => {
+    const { contexts, calls, clock } = await bind(
+      [account("a1")],
+      undefined,
+      [],
+      [{ name: "c1", account: "a1", token: { env: "T" } }],
+    );
+    const ctx = contexts[0];
+    const call = calls[0];
+    if (ctx?.rateBudget === undefined || call === undefined) throw new Error("no context");
+    await call("first", async () => "ok");
+    ctx.rateBudget({ remaining: 0, nextFreeAtMs: clock.now() + 5_000 });
+    let done = false;
+    const next = call("second", async () => {
+      done = true;
+    });
+    clock.advance(4_999);
+    await new Promise((r) => setImmediate(r));
+    expect(done).toBe(false);
+    clock.advance(100);
+    await next;
+    expect(done).toBe(true);
+  });
+
   test("load-balancer concurrency is bounded per account, shared by the account's clusters", async () => {
     const { accounts } = await bind([account("a1", { maxConcurrentLoadBalancerOps: 3 }), account("a2")]);
     const c1 = accounts.loadBalancerOpsFor("c1");

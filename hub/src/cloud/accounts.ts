@@ -15,6 +15,7 @@ import {
   AccountConfigError,
   type CloudCallWrapper,
   type CloudProvider,
+  type RateLimit,
 } from "./provider.js";
 import type { ProviderRegistry } from "./registry.js";
 import { type ClusterCloud, clusterCloud } from "./scope.js";
@@ -41,8 +42,11 @@ interface AccountRuntime {
   readonly writeLocks: KeyedLock;
   /** The networks of the account's clusters now (ProviderContext.clusterNetworks), replaced by setClusters. */
   readonly networks: { current: readonly (string | undefined)[] };
-  readonly rateLimit: { readonly perSecond: number; readonly burst: number };
+  readonly rateLimit: RateLimit;
 }
+
+/** An account's rate limit when neither it nor its provider names one. */
+export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 20, burst: 40 };
 
 export interface CloudAccountsDeps {
   readonly registry: ProviderRegistry;
@@ -69,7 +73,7 @@ export interface AccountSummary {
   readonly name: string;
   readonly provider: string;
   readonly region: string;
-  readonly rateLimit: { readonly perSecond: number; readonly burst: number };
+  readonly rateLimit: RateLimit;
   readonly clusters: readonly string[];
   /** Calls waiting for a token of the account's limiter. */
   readonly waitingForToken: number;
@@ -263,7 +267,7 @@ export class CloudAccounts {
         name: a.name,
         provider: a.provider,
         region: a.region,
-        rateLimit: { perSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst },
+        rateLimit: { ...(runtime?.rateLimit ?? a.rateLimit ?? DEFAULT_RATE_LIMIT) },
         clusters,
         waitingForToken: (runtime?.limiters ?? []).reduce((n, l) => n + l.waitingCount, 0),
         cacheListedAtMs: listed,
@@ -344,8 +348,9 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
       }),
     );
     const primary = [...secrets.values()][0];
+    const rateLimit = a.rateLimit ?? factory.defaultRateLimit ?? DEFAULT_RATE_LIMIT;
     const newLimiter = () =>
-      new TokenBucket({ ratePerSecond: a.rateLimit.perSecond, burst: a.rateLimit.burst, clock: deps.clock });
+      new TokenBucket({ ratePerSecond: rateLimit.perSecond, burst: rateLimit.burst, clock: deps.clock });
     const accountLimiter = newLimiter();
     const networks = { current: [a.network] as readonly (string | undefined)[] };
     const regions = new Map<string, RegionRuntime>();
@@ -369,7 +374,14 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
       const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal, deps.guard);
       const provider = await createProvider(
         factory,
-        { account: binding, logger, clock: deps.clock, call, clusterNetworks: () => networks.current },
+        {
+          account: binding,
+          logger,
+          clock: deps.clock,
+          call,
+          clusterNetworks: () => networks.current,
+          rateBudget: (b) => limiter.observe(b.remaining, b.nextFreeAtMs),
+        },
         a.options,
       );
       const cache = new InstanceCache(provider.instances, deps.clock, deps.refresh.periodMs, logger);
@@ -388,7 +400,7 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
       loadBalancerOps: new Semaphore(a.maxConcurrentLoadBalancerOps),
       writeLocks: new KeyedLock(),
       networks,
-      rateLimit: a.rateLimit,
+      rateLimit,
     };
   } catch (err) {
     if (err instanceof AccountConfigError) throw new Error(`accounts[${i}].${err.message}`);

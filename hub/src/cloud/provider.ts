@@ -440,6 +440,26 @@ export interface ProviderContext {
    * account's network alone.
    */
   readonly clusterNetworks?: () => readonly (string | undefined)[];
+  /**
+   * What the vendor's answer said is left of the account's own rate limit (its rate-limit
+   * headers): the account's limiter never spends more than that, and waits for the vendor's
+   * next free call when nothing is left. Shared by every cluster and replica of the account.
+   */
+  readonly rateBudget?: (budget: RateBudget) => void;
+}
+
+/** Calls per second and how many may go at once. */
+export interface RateLimit {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
+/** Where the vendor's rate-limit headers say the account stands (ProviderContext.rateBudget). */
+export interface RateBudget {
+  /** Calls the vendor will still take now. */
+  readonly remaining: number;
+  /** When (injected clock, ms) the vendor takes the next call once none remain. */
+  readonly nextFreeAtMs: number;
 }
 
 /** The networks of the account's clusters (ProviderContext.clusterNetworks), deduplicated; "" counts as none. */
@@ -550,6 +570,11 @@ export interface ProviderFactory<Options = unknown> {
   readonly endpoint: "required" | "optional" | { readonly default: string };
   /** How the vendor rate-limits: one bucket per account (default) or per account and region. */
   readonly rateLimitScope?: "account" | "region";
+  /**
+   * accounts[].rateLimit where the account names none: the vendor's published limit for one
+   * account (cite it beside the figure). Absent: the hub's generic DEFAULT_RATE_LIMIT.
+   */
+  readonly defaultRateLimit?: RateLimit;
   /**
    * Reads the vendor CCM's annotations that stand for unified load-balancer settings, without
    * any call; throws AnnotationError (annotation-bounds.ts) on a value they cannot take. The

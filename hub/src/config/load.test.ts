@@ -23,7 +23,8 @@ describe("hub config", () => {
   test("a valid config gets its defaults and canonical controller names", () => {
     const cfg = parseHubConfig(JSON.stringify(valid));
     expect(cfg.limits.maxMessageBytes).toBe(4 * 1024 * 1024);
-    expect(cfg.accounts[0]?.rateLimit).toEqual({ perSecond: 20, burst: 40 });
+    // No rateLimit: the provider's published limit, else DEFAULT_RATE_LIMIT, when the account is bound.
+    expect(cfg.accounts[0]?.rateLimit).toBeUndefined();
     expect(cfg.clusters[0]?.controllers).toEqual(["*", "-node-route-controller"]);
     expect(cfg.controllers).toEqual(["*"]);
   });

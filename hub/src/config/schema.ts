@@ -36,11 +36,14 @@ export const AccountSchema = z
     endpoint: z.url().optional(),
     /** One secret reference, or named ones the provider defines (checked by the provider). */
     credentials: CredentialRefsSchema,
-    /** Cloud API calls per second for the whole account, shared by every cluster in it. */
+    /**
+     * Cloud API calls per second for the whole account, shared by every cluster in it.
+     * Default: the provider's published vendor limit, else 20 a second with bursts of 40.
+     */
     rateLimit: z
       .object({ perSecond: z.number().positive(), burst: z.number().int().positive() })
       .strict()
-      .default({ perSecond: 20, burst: 40 }),
+      .optional(),
     requestTimeoutMs: z.number().int().positive().default(10_000),
     /**
      * Load-balancer syncs of the account's clusters running at once (each holds a few cloud

@@ -187,4 +187,57 @@ describe("rate-limiter - TokenBucket", () => {
     controller.abort();
     expect(limiter.waitingCount).toBe(0);
   });
+
+  describe("observe: the vendor's own count of what is left", () => {
+    test("never holds more tokens than the vendor says remain", () => {
+      const { limiter } = bucket(10, 20);
+      limiter.observe(2, 0);
+      expect([limiter.tryTake(), limiter.tryTake(), limiter.tryTake()]).toEqual([true, true, false]);
+    });
+
+    test("never adds tokens: a vendor with more left than the bucket changes nothing", () => {
+      const { limiter } = bucket(10, 2);
+      limiter.tryTake();
+      limiter.tryTake();
+      limiter.observe(5_000, 0);
+      expect(limiter.tryTake()).toBe(false);
+    });
+
+    test("with none left, no call before the vendor's next free call, then the bucket's own pace", async () => {
+      const { clock, limiter } = bucket(10, 5);
+      limiter.observe(0, clock.now() + 30_000);
+      let granted = 0;
+      for (let i = 0; i < 2; i++)
+        void limiter.take().then(() => {
+          granted++;
+        });
+      clock.advance(29_999);
+      await flush();
+      expect(granted).toBe(0);
+      clock.advance(101);
+      await flush();
+      expect(granted).toBe(1);
+      clock.advance(100);
+      await flush();
+      expect(granted).toBe(2);
+    });
+
+    test("a next free call hours away waits at most an hour", async () => {
+      const { clock, limiter } = bucket(1, 1);
+      limiter.observe(0, clock.now() + 10 * 3_600_000);
+      let granted = false;
+      void limiter.take().then(() => {
+        granted = true;
+      });
+      clock.advance(3_600_000 + 1_000);
+      await flush();
+      expect(granted).toBe(true);
+    });
+
+    test("an unlimited bucket ignores it", () => {
+      const { limiter } = bucket(0, 1);
+      limiter.observe(0, Number.MAX_SAFE_INTEGER);
+      expect(limiter.tryTake()).toBe(true);
+    });
+  });
 });

@@ -29,6 +29,8 @@ interface Waiter {
 
 // Float refill can land a hair under a whole token at the exact due time.
 const TOKEN_EPSILON = 1e-9;
+// A vendor header asking for a longer wait is broken or hostile; Retry-After caps alike.
+const MAX_VENDOR_WAIT_MS = 60 * 60 * 1000;
 // Node fires a timer longer than 2^31-1 ms immediately; wait in steps instead.
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -38,6 +40,8 @@ export class TokenBucket {
   private readonly clock: Clock;
   private tokens: number;
   private lastRefillMs: number;
+  /** No refill before this (the vendor said none is left until then): observe(). */
+  private heldUntilMs = 0;
   private waiters: Waiter[] = [];
   private head = 0;
   private liveWaiters = 0;
@@ -71,6 +75,23 @@ export class TokenBucket {
       this.settle(w);
       w.resolve();
     }
+  }
+
+  /**
+   * The vendor says only `remaining` calls are left now, and none after them before
+   * `nextFreeAtMs`: the bucket never holds more tokens than that, and with none left it takes
+   * no call before then (its own refill waits). A vendor answer never adds tokens.
+   */
+  observe(remaining: number, nextFreeAtMs: number): void {
+    if (this.unlimited || !Number.isFinite(remaining)) return;
+    this.refill();
+    const left = Math.max(0, Math.floor(remaining));
+    if (this.tokens <= left) return;
+    this.tokens = left;
+    if (left === 0) this.heldUntilMs = Math.min(nextFreeAtMs, this.clock.now() + MAX_VENDOR_WAIT_MS);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armTimer();
   }
 
   get unlimited(): boolean {
@@ -114,9 +135,10 @@ export class TokenBucket {
 
   private refill(): void {
     const nowMs = this.clock.now();
+    const fromMs = Math.max(this.lastRefillMs, this.heldUntilMs);
     // A clock stepping backwards adds nothing rather than going negative.
-    if (nowMs > this.lastRefillMs) {
-      this.tokens = Math.min(this.burst, this.tokens + (nowMs - this.lastRefillMs) * this.ratePerMs);
+    if (nowMs > fromMs) {
+      this.tokens = Math.min(this.burst, this.tokens + (nowMs - fromMs) * this.ratePerMs);
     }
     this.lastRefillMs = nowMs;
   }
@@ -124,7 +146,8 @@ export class TokenBucket {
   private armTimer(): void {
     if (this.timer !== undefined || this.liveWaiters === 0) return;
     this.refill();
-    const waitMs = Math.ceil(Math.max(0, 1 - this.tokens) / this.ratePerMs);
+    const heldMs = Math.max(0, this.heldUntilMs - this.clock.now());
+    const waitMs = heldMs + Math.ceil(Math.max(0, 1 - this.tokens) / this.ratePerMs);
     this.timer = this.clock.setTimeout(() => this.onTimer(), Math.min(waitMs, MAX_TIMER_MS));
   }
 

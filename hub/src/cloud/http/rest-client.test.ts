@@ -205,3 +205,37 @@ describe("no answer", () => {
     expect(toContractError(dropped, 0)).toBeInstanceOf(TransientCloudError);
   });
 });
+
+describe("rate-limit headers", () => {
+  test("every answer's budget goes to the account, a refusal's too", async () => {
+    const budgets: unknown[] = [];
+    const c = client({ rateHeaders: { reset: "next-free", report: (b) => budgets.push(b) } });
+    const reset = String(Math.ceil(clock.now() / 1000) + 10);
+    server.answer((_req, res) => {
+      res.setHeader("ratelimit-limit", "5000");
+      res.setHeader("ratelimit-remaining", "7");
+      res.setHeader("ratelimit-reset", reset);
+      json(res, 200, {});
+    });
+    await c.request({ method: "GET", path: "/a" });
+    server.answer((_req, res) => {
+      res.setHeader("ratelimit-limit", "5000");
+      res.setHeader("ratelimit-remaining", "0");
+      res.setHeader("ratelimit-reset", reset);
+      json(res, 429, { id: "too_many_requests", message: "slow down" });
+    });
+    await failure(c.request({ method: "GET", path: "/a" }));
+    expect(budgets).toEqual([
+      { remaining: 7, nextFreeAtMs: clock.now() },
+      { remaining: 0, nextFreeAtMs: Number(reset) * 1000 },
+    ]);
+  });
+
+  test("answers without the headers report nothing", async () => {
+    const budgets: unknown[] = [];
+    const c = client({ rateHeaders: { reset: "full", report: (b) => budgets.push(b) } });
+    server.answer((_req, res) => json(res, 200, {}));
+    await c.request({ method: "GET", path: "/a" });
+    expect(budgets).toEqual([]);
+  });
+});

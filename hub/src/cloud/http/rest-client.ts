@@ -3,10 +3,13 @@
  * the bearer token read per request (credentials rotate from files without a restart), one
  * timeout on the injected clock covering the whole exchange (headers and body), the callers'
  * abort signals, redirects never followed. It throws the errors of ./failures.ts and never
- * retries: the hub's one retry policy does. Rate limits and metrics are the caller's ctx.call.
+ * retries: the hub's one retry policy does. Rate limits and metrics are the caller's ctx.call;
+ * the vendor's rate-limit headers, where it sends them, go to the account's limiter.
  */
 import type { Clock } from "../../util/clock.js";
+import type { RateBudget } from "../provider.js";
 import { HttpBodyError, HttpStatusError, HttpTransportError, type StatusAnswer } from "./failures.js";
+import { type ResetMeaning, rateBudgetFrom } from "./rate-headers.js";
 
 export interface RestClientConfig {
   /** Prefix of every path, e.g. https://api.linode.com/v4. */
@@ -20,6 +23,14 @@ export interface RestClientConfig {
   readonly clock: Clock;
   /** Builds the error of a non-2xx answer (a vendor reads its error body here). */
   readonly statusError?: (answer: StatusAnswer) => HttpStatusError;
+  /**
+   * The vendor sends RateLimit-* headers on every answer (refusals too): each answer's budget
+   * goes to `report` (the account's limiter, ProviderContext.rateBudget).
+   */
+  readonly rateHeaders?: {
+    readonly reset: ResetMeaning;
+    readonly report?: ((b: RateBudget) => void) | undefined;
+  };
 }
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -68,6 +79,7 @@ export class RestClient {
       });
       status = res.status;
       retryAfter = res.headers.get("retry-after") ?? undefined;
+      this.reportBudget(res.headers);
       text = await res.text();
     } catch (err) {
       if (timeout.signal.aborted)
@@ -97,6 +109,13 @@ export class RestClient {
     } catch (err) {
       throw new HttpBodyError(`${what}: HTTP ${status} with a body that is not JSON`, { cause: err });
     }
+  }
+
+  private reportBudget(headers: Headers): void {
+    const rate = this.config.rateHeaders;
+    if (rate?.report === undefined) return;
+    const budget = rateBudgetFrom(headers, this.config.clock.now(), rate.reset);
+    if (budget !== undefined) rate.report(budget);
   }
 
   private headers(req: RestRequest): Record<string, string> {

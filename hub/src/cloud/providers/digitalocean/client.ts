@@ -9,7 +9,7 @@ import type { Clock } from "../../../util/clock.js";
 import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
 import { type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
-import type { CloudCallWrapper } from "../../provider.js";
+import type { CloudCallWrapper, RateBudget } from "../../provider.js";
 import { DigitalOceanApiError, DO_LABEL, toContractError } from "./errors.js";
 
 export const DEFAULT_DO_URL = "https://api.digitalocean.com";
@@ -25,6 +25,8 @@ export interface DigitalOceanClientConfig {
   readonly call: CloudCallWrapper;
   readonly pageSize: number;
   readonly userAgent?: string | undefined;
+  /** Where each answer's RateLimit-* headers go (ProviderContext.rateBudget). */
+  readonly rateBudget?: ((budget: RateBudget) => void) | undefined;
 }
 
 /** One page of a list: its items (under the list's key) and whether another follows. */
@@ -44,6 +46,7 @@ export class DigitalOceanClient {
       userAgent: config.userAgent ?? "fleet-ccm",
       timeoutMs: config.requestTimeoutMs,
       clock: config.clock,
+      rateHeaders: { reset: "next-free", report: config.rateBudget },
       statusError: DigitalOceanApiError.from,
     });
     this.called = { rest, call: config.call, clock: config.clock, toContractError };

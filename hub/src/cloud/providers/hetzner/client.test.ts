@@ -114,3 +114,27 @@ describe("pages", () => {
     await expect(client.list("x.list", "/things", "things")).rejects.toBeInstanceOf(SuspectAnswerError);
   });
 });
+
+describe("rate-limit headers", () => {
+  test("each answer's RateLimit-* headers reach the account's budget, Reset read as Hetzner's (full at Reset)", async () => {
+    const budgets: unknown[] = [];
+    const clock = new FakeClock();
+    const budgeted = new HetznerClient({
+      endpoint: `${server.url}/v1`,
+      token: () => "t",
+      requestTimeoutMs: 5_000,
+      clock,
+      call: (_op, fn) => fn(new AbortController().signal),
+      pageSize: 2,
+      rateBudget: (b) => budgets.push(b),
+    });
+    const reset = String(clock.now() / 1000 + 3_600);
+    hetznerError(429, "rate_limit_exceeded", {
+      "ratelimit-limit": "3600",
+      "ratelimit-remaining": "0",
+      "ratelimit-reset": reset,
+    });
+    expect(await failure(budgeted.get("x.get", "/things/1"))).toBeInstanceOf(ThrottledError);
+    expect(budgets).toEqual([{ remaining: 0, nextFreeAtMs: clock.now() + 1_000 }]);
+  });
+});

@@ -10,7 +10,7 @@ import type { Clock } from "../../../util/clock.js";
 import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
 import { type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
-import type { CloudCallWrapper } from "../../provider.js";
+import type { CloudCallWrapper, RateBudget } from "../../provider.js";
 import { HETZNER_LABEL, HetznerApiError, toContractError } from "./errors.js";
 import type { WirePagination } from "./wire.js";
 
@@ -27,6 +27,8 @@ export interface HetznerClientConfig {
   readonly call: CloudCallWrapper;
   readonly pageSize: number;
   readonly userAgent?: string | undefined;
+  /** Where each answer's RateLimit-* headers go (ProviderContext.rateBudget). */
+  readonly rateBudget?: ((budget: RateBudget) => void) | undefined;
 }
 
 export interface HetznerPage<T> {
@@ -46,6 +48,7 @@ export class HetznerClient {
       userAgent: config.userAgent ?? "fleet-ccm",
       timeoutMs: config.requestTimeoutMs,
       clock: config.clock,
+      rateHeaders: { reset: "full", report: config.rateBudget },
       statusError: HetznerApiError.from,
     });
     this.called = { rest, call: config.call, clock: config.clock, toContractError };

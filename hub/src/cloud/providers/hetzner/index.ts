@@ -81,6 +81,9 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
   endpoint: { default: DEFAULT_HETZNER_URL },
   // Hetzner limits per project (3,600 requests an hour): one bucket per account.
   rateLimitScope: "account",
+  // 3,600 requests an hour per project, refilled one a second (https://docs.hetzner.cloud/#rate-limiting).
+  // The answers' RateLimit-* headers then keep it to what is left.
+  defaultRateLimit: { perSecond: 1, burst: 100 },
   lbSettings: vendorLbSettings,
   async create(ctx: ProviderContext, options: HetznerOptions): Promise<CloudProvider> {
     const { account } = ctx;
@@ -94,6 +97,7 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
       call: ctx.call,
       pageSize: options.pageSize,
       userAgent: account.userAgent,
+      rateBudget: ctx.rateBudget,
     });
     const networks = new NetworkResolver(client);
     // The cluster's network, else the option's (HCLOUD_NETWORK).
