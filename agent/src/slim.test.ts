@@ -153,6 +153,7 @@ describe("slim objects", () => {
       generation: 3,
       addFinalizers: [],
       removeFinalizers: ["service.kubernetes.io/load-balancer-cleanup"],
+      setAnnotations: {},
       ingress: { items: [{ ip: "203.0.113.2", hostname: "", ipMode: "" }] },
     };
     expect(serviceStatusPatch(slim, d)).toEqual(serviceStatusPatch(full, d));

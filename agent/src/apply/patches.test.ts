@@ -159,6 +159,7 @@ describe("service status patch", () => {
     addFinalizers: [],
     removeFinalizers: [],
     ingress: undefined,
+    setAnnotations: {},
     ...over,
   });
 
@@ -192,5 +193,22 @@ describe("service status patch", () => {
         d({ ingress: { items: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }] } }),
       ),
     ).toBeNull();
+  });
+
+  test("sets the vendor CCM's annotations beside the others, only those that differ", () => {
+    const id = "kubernetes.digitalocean.com/load-balancer-id";
+    const withOthers = svc();
+    withOthers.metadata = { ...withOthers.metadata, annotations: { "example.com/mine": "x" } };
+    expect(serviceStatusPatch(withOthers, d({ setAnnotations: { [id]: "lb-1" } }))).toEqual({
+      metadata: { uid: "s1", resourceVersion: "3", annotations: { [id]: "lb-1" } },
+    });
+    const already = svc();
+    already.metadata = { ...already.metadata, annotations: { [id]: "lb-1" } };
+    expect(serviceStatusPatch(already, d({ setAnnotations: { [id]: "lb-1" } }))).toBeNull();
+    expect(serviceStatusPatch(already, d({ setAnnotations: { [id]: "lb-2" } }))?.["metadata"]).toEqual({
+      uid: "s1",
+      resourceVersion: "3",
+      annotations: { [id]: "lb-2" },
+    });
   });
 });

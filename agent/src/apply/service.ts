@@ -6,9 +6,9 @@ import { applyGuarded } from "./guarded.js";
 type Body = Record<string, unknown>;
 
 /**
- * Finalizers and status.loadBalancer.ingress as one merge patch on the status subresource (as
- * upstream's PatchService does), with uid and resourceVersion preconditions; null when the
- * Service already matches.
+ * Finalizers, the vendor CCM's annotations and status.loadBalancer.ingress as one merge patch on
+ * the status subresource (as upstream's PatchService does: metadata changes persist through it),
+ * with uid and resourceVersion preconditions; null when the Service already matches.
  */
 export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | null {
   const have = svc.metadata?.finalizers ?? [];
@@ -18,9 +18,12 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
   const finalizersChanged = finalizers.length !== have.length || finalizers.some((f, i) => f !== have[i]);
   const metadata: Body = { uid: svc.metadata?.uid, resourceVersion: svc.metadata?.resourceVersion };
   if (finalizersChanged) metadata["finalizers"] = finalizers;
+  const current = svc.metadata?.annotations ?? {};
+  const annotations = Object.entries(d.setAnnotations).filter(([key, value]) => current[key] !== value);
+  if (annotations.length > 0) metadata["annotations"] = Object.fromEntries(annotations);
   const body: Body = { metadata };
   if (d.ingress !== undefined) {
-    const current = svc.status?.loadBalancer?.ingress ?? [];
+    const shown = svc.status?.loadBalancer?.ingress ?? [];
     const want = d.ingress.items.map((i) => {
       const e: Record<string, string> = {};
       if (i.ip !== "") e["ip"] = i.ip;
@@ -28,8 +31,8 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
       return e;
     });
     const same =
-      current.length === want.length &&
-      current.every(
+      shown.length === want.length &&
+      shown.every(
         (c, idx) =>
           (c.ip ?? "") === (want[idx]?.["ip"] ?? "") &&
           (c.hostname ?? "") === (want[idx]?.["hostname"] ?? ""),
@@ -37,7 +40,7 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
     // A merge patch removes a field only by null: `loadBalancer: {}` would leave the old ingress.
     if (!same) body["status"] = { loadBalancer: { ingress: want.length === 0 ? null : want } };
   }
-  if (!finalizersChanged && body["status"] === undefined) return null;
+  if (!finalizersChanged && annotations.length === 0 && body["status"] === undefined) return null;
   return body;
 }
 

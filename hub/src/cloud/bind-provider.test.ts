@@ -44,3 +44,42 @@ test("a provider declaring a default endpoint finds it in its account binding wh
   await bindRecorded(factory, { ...account, endpoint: "http://127.0.0.1:9" });
   expect(seen).toEqual(["https://api.example.com", "http://127.0.0.1:9"]);
 });
+
+test("a provider setting a Service annotation outside its forwarded prefixes is refused when bound", async () => {
+  const factory = (prefixes: string[]): ProviderFactory => ({
+    name: "p",
+    annotationPrefixes: prefixes,
+    options: z.unknown(),
+    credentials: { required: [], bare: "" },
+    endpoint: "optional",
+    async create(): Promise<CloudProvider> {
+      return {
+        name: "p",
+        instances: {
+          getByProviderID: async () => Promise.reject(new Error("unused")),
+          findByName: async () => [],
+          listPage: async () => ({ instances: [] }),
+          parseProviderID: () => undefined,
+        },
+        loadBalancers: {
+          capabilities: {
+            sessionAffinity: false,
+            proxyProtocol: false,
+            internal: false,
+            protocols: ["TCP"],
+            serviceAnnotationKeys: ["vendor.example/lb-id"],
+          },
+          get: async () => undefined,
+          ensure: async () => [],
+          updateBackends: async () => undefined,
+          ensureDeleted: async () => undefined,
+        },
+      };
+    },
+  });
+  const account = { name: "a", provider: "p", region: "r", credential: "k", requestTimeoutMs: 1000 };
+  await expect(bindRecorded(factory(["other.example/"]), account)).rejects.toThrow(
+    "provider p sets Service annotation vendor.example/lb-id outside its annotationPrefixes",
+  );
+  await expect(bindRecorded(factory(["vendor.example/lb-id"]), account)).resolves.toBeDefined();
+});

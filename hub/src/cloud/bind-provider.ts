@@ -94,5 +94,11 @@ export async function createProvider<O>(
   const provider = await factory.create(bound, options);
   if (provider.name !== factory.name)
     throw new Error(`provider ${factory.name} created a provider named ${provider.name}`);
+  // The hub sees only forwarded annotations: one it sets must be forwarded, or it is set forever.
+  for (const key of provider.loadBalancers?.capabilities.serviceAnnotationKeys ?? [])
+    if (!factory.annotationPrefixes.some((prefix) => key.startsWith(prefix)))
+      throw new Error(
+        `provider ${factory.name} sets Service annotation ${key} outside its annotationPrefixes`,
+      );
   return provider;
 }

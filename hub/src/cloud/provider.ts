@@ -210,6 +210,13 @@ export interface LbServiceHints {
    * (as a vendor CCM warns, e.g. Linode's NodeBalancerIPChangeIgnored); absent in tests.
    */
   readonly warn?: (reason: string, message: string) => void;
+  /**
+   * Sets an annotation the vendor CCM keeps on the Service for its load balancer (DigitalOcean's
+   * `kubernetes.digitalocean.com/load-balancer-id`, say), written with the ingress once ensure
+   * succeeds, so a user going back to the vendor CCM keeps the load balancer. Only keys among
+   * `capabilities.serviceAnnotationKeys`; absent in tests.
+   */
+  readonly annotate?: (key: string, value: string) => void;
 }
 
 /**
@@ -236,13 +243,6 @@ export interface LoadBalancerState {
   readonly owner: LbOwner;
   readonly ingress: readonly LbIngress[];
   readonly backends: readonly string[];
-  /**
-   * Annotations the vendor CCM writes on the Service for this load balancer (DigitalOcean's
-   * `kubernetes.digitalocean.com/load-balancer-id`, say): the hub has the agent set them, so a
-   * user going back to the vendor CCM keeps the load balancer. Only keys under the provider's
-   * `serviceAnnotationKeys` are written.
-   */
-  readonly serviceAnnotations?: Readonly<Record<string, string>>;
 }
 
 /** One page of the load balancers the hub owns in an account (all clusters). */
@@ -280,8 +280,9 @@ export interface LoadBalancerCapabilities {
    */
   readonly ingressIpWithHostname?: boolean;
   /**
-   * The Service annotation keys LoadBalancerState.serviceAnnotations may set (exact keys): the
-   * agent writes only these, so a provider cannot touch any other annotation of a Service.
+   * The Service annotation keys LbServiceHints.annotate may set (exact keys, each under one of
+   * the factory's annotationPrefixes, so the hub sees what is set): the hub writes only these,
+   * so a provider cannot touch any other annotation of a Service.
    */
   readonly serviceAnnotationKeys?: readonly string[];
   /**

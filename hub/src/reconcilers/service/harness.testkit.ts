@@ -66,6 +66,7 @@ export async function startServiceHarness(o: ServiceHarnessOptions) {
           resourceVersion: String(Number(svc.resourceVersion) + 1),
           finalizers: [...svc.finalizers.filter((f) => !d.removeFinalizers.includes(f)), ...d.addFinalizers],
           ingress: d.ingress === undefined ? svc.ingress : d.ingress.items,
+          annotations: { ...svc.annotations, ...d.setAnnotations },
         });
         fleet.upsertService(key.cluster, next);
         o.onApplied?.(key.cluster, next);

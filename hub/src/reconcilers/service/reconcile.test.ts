@@ -65,7 +65,13 @@ function cloudDouble(
   let ensurePolls = polls;
   let deletePolls = polls;
   const lbs: LoadBalancers = {
-    capabilities: { sessionAffinity: false, proxyProtocol: true, internal: true, protocols: ["TCP", "UDP"] },
+    capabilities: {
+      sessionAffinity: false,
+      proxyProtocol: true,
+      internal: true,
+      protocols: ["TCP", "UDP"],
+      serviceAnnotationKeys: ["example.com/lb-id"],
+    },
     ...(checkAnnotations !== undefined && { checkAnnotations }),
     async get() {
       reads.push("get");
@@ -76,6 +82,8 @@ function cloudDouble(
       if (fail) throw fail;
       const warning = hints?.annotations["example.com/warn"];
       if (warning !== undefined) hints?.warn?.("SettingIgnored", warning);
+      const annotate = hints?.annotations["example.com/annotate"];
+      if (annotate !== undefined) for (const key of annotate.split(",")) hints?.annotate?.(key, "lb-1");
       specs.push(spec);
       if (ensurePolls-- > 0) return inProgress(1500, "provisioning");
       return [{ ip: "198.18.0.1", hostname: "lb.example" }];
@@ -438,6 +446,45 @@ describe("service reconcile", () => {
     ]);
     expect(out.events?.[1]?.message).toBe("left as it is");
     expect(out.services?.[0]?.ingress?.items).toHaveLength(1);
+  });
+
+  test("the vendor CCM's annotations the provider sets go out with the ingress, declared keys only, once", async () => {
+    const h = harness(
+      [svc({ annotations: { "example.com/annotate": "example.com/lb-id,example.com/other" } })],
+      [node("a")],
+    );
+    const out = await h.run();
+    expect(out.services?.[0]?.setAnnotations).toEqual({ "example.com/lb-id": "lb-1" });
+    expect(out.services?.[0]?.ingress?.items).toHaveLength(1);
+    // The Service shows both: nothing more to publish on the next ensure.
+    h.fleet.upsertService(
+      "c1",
+      svc({
+        resourceVersion: "2",
+        annotations: {
+          "example.com/annotate": "example.com/lb-id,example.com/other",
+          "example.com/lb-id": "lb-1",
+        },
+        ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }],
+      }),
+    );
+    h.clock.advance(10_000);
+    const again = await h.run();
+    expect(again.services ?? []).toEqual([]);
+  });
+
+  test("an ingress already shown with the annotation missing: the annotation alone is published", async () => {
+    const h = harness(
+      [
+        svc({
+          annotations: { "example.com/annotate": "example.com/lb-id" },
+          ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }],
+        }),
+      ],
+      [node("a")],
+    );
+    const out = await h.run();
+    expect(out.services?.[0]?.setAnnotations).toEqual({ "example.com/lb-id": "lb-1" });
   });
 
   test("deletion: every cloud resource first, then the finalizer and the ingress", async () => {

@@ -115,18 +115,21 @@ const EXPECT_FINALIZER = "finalizer";
 const EXPECT_NO_FINALIZER = "no-finalizer";
 /** Neither our finalizer nor an ingress (a deletion that also cleared status.loadBalancer). */
 const EXPECT_CLEARED = "cleared";
-const EXPECT_INGRESS = "ingress:";
+/** An ingress and the vendor CCM's annotations set with it (Published, as JSON). */
+const EXPECT_PUBLISHED = "published:";
 
 /** Whether the Service, as last reported, shows what was published. */
 function expectationMet(expectation: string, svc: Readonly<Service>): boolean {
   if (expectation === EXPECT_FINALIZER) return hasFinalizer(svc);
   if (expectation === EXPECT_NO_FINALIZER) return !hasFinalizer(svc);
   if (expectation === EXPECT_CLEARED) return !hasFinalizer(svc) && svc.ingress.length === 0;
-  if (expectation.startsWith(EXPECT_INGRESS))
-    return ingressEqual(
-      svc.ingress,
-      JSON.parse(expectation.slice(EXPECT_INGRESS.length)) as LoadBalancerIngress[],
+  if (expectation.startsWith(EXPECT_PUBLISHED)) {
+    const want = JSON.parse(expectation.slice(EXPECT_PUBLISHED.length)) as Published;
+    return (
+      ingressEqual(svc.ingress, want.ingress) &&
+      Object.entries(want.annotations).every(([key, value]) => svc.annotations[key] === value)
     );
+  }
   return false;
 }
 
@@ -302,11 +305,13 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   if (deps.pending?.get(k) !== "ensure")
     events.push(serviceEvent(svc, "Normal", REASON.ensuring, "Ensuring load balancer"));
   let ingress: ReturnType<typeof toWireIngress>;
+  const annotated = new Map<string, string>();
   try {
     const answer = await serializedWrite(cloud, lbs.lockKey?.(owner), () =>
       lbs.ensure(owner, spec, deps.signal, {
         ...serviceHints(svc),
         warn: (reason, message) => events.push(serviceEvent(svc, "Warning", reason, message)),
+        annotate: (key, value) => annotated.set(key, value),
       }),
     );
     if (isInProgress(answer)) {
@@ -337,12 +342,46 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     atMs: deps.clock.now(),
   });
   events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
-  if (ingressEqual(svc.ingress, ingress)) return { events, requeue: { kind: "done" } };
-  const published = deps.tracker.record(k, svc.uid, `${EXPECT_INGRESS}${JSON.stringify(ingress)}`);
+  const annotations = annotationsToSet(svc, annotated, lbs.capabilities.serviceAnnotationKeys, deps);
+  if (ingressEqual(svc.ingress, ingress) && Object.keys(annotations).length === 0)
+    return { events, requeue: { kind: "done" } };
+  const expectation: Published = { ingress, annotations };
+  const published = deps.tracker.record(k, svc.uid, `${EXPECT_PUBLISHED}${JSON.stringify(expectation)}`);
   return after(published.deadlineMs - published.publishedAtMs, {
     events,
-    services: [serviceDesired(svc, published.generation, { ingress: { items: ingress } })],
+    services: [
+      serviceDesired(svc, published.generation, { ingress: { items: ingress }, setAnnotations: annotations }),
+    ],
   });
+}
+
+interface Published {
+  readonly ingress: LoadBalancerIngress[];
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+/**
+ * The vendor CCM's annotations the provider set in ensure that the Service does not show yet;
+ * a key the provider did not declare is never written (logged: the provider is at fault).
+ */
+function annotationsToSet(
+  svc: Readonly<Service>,
+  annotated: ReadonlyMap<string, string>,
+  declared: readonly string[] | undefined,
+  deps: ServiceDeps,
+): Record<string, string> {
+  const set: Record<string, string> = {};
+  for (const [key, value] of annotated) {
+    if (!declared?.includes(key)) {
+      deps.logger.error(
+        { service: svc.name, annotation: key },
+        "provider set an undeclared Service annotation",
+      );
+      continue;
+    }
+    if (svc.annotations[key] !== value) set[key] = value;
+  }
+  return set;
 }
 
 /**

@@ -56,7 +56,19 @@ export interface ServiceDesired {
   addFinalizers: string[];
   removeFinalizers: string[];
   /** status.loadBalancer.ingress, replaced wholesale; absent means unchanged. */
-  ingress?: LoadBalancerIngressList | undefined;
+  ingress?:
+    | LoadBalancerIngressList
+    | undefined;
+  /**
+   * Annotations the vendor CCM keeps on the Service for its load balancer (its id, say), set
+   * with the same patch; others are left as they are.
+   */
+  setAnnotations: { [key: string]: string };
+}
+
+export interface ServiceDesired_SetAnnotationsEntry {
+  key: string;
+  value: string;
 }
 
 /** A Kubernetes Event the agent records on the hub's behalf. */
@@ -443,6 +455,7 @@ function createBaseServiceDesired(): ServiceDesired {
     addFinalizers: [],
     removeFinalizers: [],
     ingress: undefined,
+    setAnnotations: {},
   };
 }
 
@@ -469,6 +482,9 @@ export const ServiceDesired: MessageFns<ServiceDesired> = {
     if (message.ingress !== undefined) {
       LoadBalancerIngressList.encode(message.ingress, writer.uint32(58).fork()).join();
     }
+    globalThis.Object.entries(message.setAnnotations).forEach(([key, value]: [string, string]) => {
+      ServiceDesired_SetAnnotationsEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
+    });
     return writer;
   },
 
@@ -541,6 +557,17 @@ export const ServiceDesired: MessageFns<ServiceDesired> = {
             message.ingress = LoadBalancerIngressList.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            const entry8 = ServiceDesired_SetAnnotationsEntry.decode(reader, reader.uint32());
+            if (entry8.value !== undefined) {
+              message.setAnnotations[entry8.key] = entry8.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -570,6 +597,33 @@ export const ServiceDesired: MessageFns<ServiceDesired> = {
         ? object.remove_finalizers.map((e: any) => globalThis.String(e))
         : [],
       ingress: isSet(object.ingress) ? LoadBalancerIngressList.fromJSON(object.ingress) : undefined,
+      setAnnotations: isObject(object.setAnnotations)
+        ? (globalThis.Object.entries(object.setAnnotations) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.set_annotations)
+        ? (globalThis.Object.entries(object.set_annotations) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -596,6 +650,15 @@ export const ServiceDesired: MessageFns<ServiceDesired> = {
     if (message.ingress !== undefined) {
       obj.ingress = LoadBalancerIngressList.toJSON(message.ingress);
     }
+    if (message.setAnnotations) {
+      const entries = globalThis.Object.entries(message.setAnnotations) as [string, string][];
+      if (entries.length > 0) {
+        obj.setAnnotations = {};
+        entries.forEach(([k, v]) => {
+          obj.setAnnotations[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -613,6 +676,104 @@ export const ServiceDesired: MessageFns<ServiceDesired> = {
     message.ingress = (object.ingress !== undefined && object.ingress !== null)
       ? LoadBalancerIngressList.fromPartial(object.ingress)
       : undefined;
+    message.setAnnotations = (globalThis.Object.entries(object.setAnnotations ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseServiceDesired_SetAnnotationsEntry(): ServiceDesired_SetAnnotationsEntry {
+  return { key: "", value: "" };
+}
+
+export const ServiceDesired_SetAnnotationsEntry: MessageFns<ServiceDesired_SetAnnotationsEntry> = {
+  encode(message: ServiceDesired_SetAnnotationsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceDesired_SetAnnotationsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceDesired_SetAnnotationsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ServiceDesired_SetAnnotationsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ServiceDesired_SetAnnotationsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ServiceDesired_SetAnnotationsEntry>, I>>(
+    base?: I,
+  ): ServiceDesired_SetAnnotationsEntry {
+    return ServiceDesired_SetAnnotationsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceDesired_SetAnnotationsEntry>, I>>(
+    object: I,
+  ): ServiceDesired_SetAnnotationsEntry {
+    const message = createBaseServiceDesired_SetAnnotationsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
