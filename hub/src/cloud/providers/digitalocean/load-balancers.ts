@@ -428,11 +428,17 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       this.ctx.logger.info({ lb: lb.id, how: vendor.how }, "adopting the DigitalOcean CCM's load balancer");
     }
     const cert = await certificateToUse(this.client, lb, serviceCert, signal);
-    if (cert.renewedFrom !== undefined)
+    if (cert.renewedFrom !== undefined) {
+      // Upstream rewrites the Service's certificate-id here; the hub cannot, so it says so.
       this.ctx.logger.info(
         { lb: lb.id, certificate: cert.id, annotated: cert.renewedFrom },
-        "keeping the load balancer's renewed Let's Encrypt certificate (same name as the Service's certificate-id)",
+        "keeping the load balancer's renewed Let's Encrypt certificate (the Service's certificate's name)",
       );
+      hints?.warn?.(
+        "LoadBalancerCertificateRenewed",
+        `the load balancer keeps its renewed Let's Encrypt certificate ${cert.id}; ${ANNOTATION_PREFIX}${A.certificateId} still names ${cert.renewedFrom}: set it to ${cert.id}, or use ${ANNOTATION_PREFIX}${A.certificateName}`,
+      );
+    }
     const want = this.desired(target, spec, s, cert.id);
     if (lb.status === "errored") {
       if (!lb.name.endsWith(FAILED_SUFFIX)) {

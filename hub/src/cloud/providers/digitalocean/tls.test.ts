@@ -259,9 +259,17 @@ describe("Let's Encrypt renewal (upstream's recordUpdatedLetsEncryptCert)", () =
     await settle(() => provider.loadBalancers!.ensure(t, spec(a)));
     const renewed = fake.renewCertificate(cert.id);
     const before = ops.length;
-    await provider.loadBalancers!.ensure(t, spec(a));
+    const warned: string[] = [];
+    await provider.loadBalancers!.ensure(t, spec(a), undefined, {
+      annotations: a,
+      ingress: [],
+      warn: (reason, message) => warned.push(`${reason}: ${message}`),
+    });
     expect(rulesOf(t)[0]?.certificate_id).toBe(renewed.id);
     expect(ops.slice(before)).toEqual(["loadBalancers.get", "certificates.get", "certificates.get"]);
+    expect(warned).toEqual([
+      expect.stringMatching(new RegExp(`^LoadBalancerCertificateRenewed: .*set it to ${renewed.id}`)),
+    ]);
     await provider.loadBalancers!.ensureDeleted(t);
   });
 
