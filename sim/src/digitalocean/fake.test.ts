@@ -224,6 +224,13 @@ describe("certificates", () => {
       rule({ entry_protocol: "http3", target_protocol: "http", tls_passthrough: true }),
     );
     expect(h3pass.status).toBe(422);
+    const h3alone = await call(
+      "POST",
+      "/v2/load_balancers",
+      rule({ entry_protocol: "http3", target_protocol: "http", certificate_id: cert.id }),
+    );
+    expect(h3alone.status).toBe(422);
+    expect(h3alone.body.message).toContain("needs an https or http2 rule on the same port");
     const ok = await call(
       "POST",
       "/v2/load_balancers",
