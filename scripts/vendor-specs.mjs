@@ -21,6 +21,14 @@
  * entry file is cut the same way, and every file the kept operations reach is copied unchanged
  * to the same relative place.
  *
+ * DigitalOcean's certificates operations (upstream's certificate-name lookup and Let's Encrypt
+ * check) are not in shared/specs/digitalocean/, whose copy of digitalocean/openapi holds only the
+ * droplets and load-balancer folders: `--digitalocean-openapi <checkout>` copies their files
+ * unchanged from a checkout of digitalocean/openapi at the same revision (its
+ * DigitalOcean-public.v2.yaml must equal shared/specs' byte for byte, and name these files at
+ * these paths). Without it the committed copies are kept and checked against their sha256 here;
+ * sim/src/digitalocean/spec.ts adds their two paths to the joined document.
+ *
  * Re-running on the same source writes the same files; sim/fixtures/README.md records the
  * source, commit and sha256 of each file.
  */
@@ -722,10 +730,106 @@ function discovery(text, spec) {
   return { cut, parsed: JSON.parse(cut), expected, summary };
 }
 
+// ---- DigitalOcean certificates (files shared/specs lacks) -------------------------------------
+
+/** The operations and the paths DigitalOcean-public.v2.yaml lists them under (GET both). */
+const DO_SUPPLEMENT = {
+  base: "digitalocean/specification",
+  paths: {
+    "/v2/certificates": "resources/certificates/certificates_list.yml",
+    "/v2/certificates/{certificate_id}": "resources/certificates/certificates_get.yml",
+  },
+  /** sha256 of every file they reach, relative to base (digitalocean/openapi @ 7c1300c4). */
+  files: {
+    "resources/certificates/certificates_get.yml":
+      "f89a8baa01f593dce3cf7f6190c405739bd0d17effd0f89dcea16e2a707c66b6",
+    "resources/certificates/certificates_list.yml":
+      "1a9fe09e42e34409145a33eb8724470b508047684a4e0ea4575ceb5ecd869cc8",
+    "resources/certificates/examples/curl/certificates_get.yml":
+      "0ff7d3948e94fd968af81b5e036129bd622a51b09f470bfe2930091bdfe7b5ad",
+    "resources/certificates/examples/curl/certificates_list.yml":
+      "b1879569e5209d030b9e072334e99485683496a2819bd152918708f9e8f0d886",
+    "resources/certificates/examples/go/certificates_get.yml":
+      "59cc37db66954f69579081a958c03c1a0b31b301a9fbc7f679b6d01e42486f12",
+    "resources/certificates/examples/go/certificates_list.yml":
+      "a8e5759d94cd46c8ae8951eb79a3000847ef464d9d623b0ea853bc65c2d26b8e",
+    "resources/certificates/examples/python/certificates_get.yml":
+      "999f12958f554c089b1b334ddfc17445e2f968d64dd63b87a3652c9df77b6654",
+    "resources/certificates/examples/python/certificates_list.yml":
+      "a241e0f3d66807bd337efcbca011936afd7df98651a9aab6675e6c4afad89578",
+    "resources/certificates/examples/ruby/certificates_get.yml":
+      "d85f985e5a99e9ce7814fafc1932fbab320dec4fb42a3f584a40835f35ddc77b",
+    "resources/certificates/examples/ruby/certificates_list.yml":
+      "daf6ed89517b7966ae9d1177b0f1959861daac95b08a0fbb6f20019ca0991814",
+    "resources/certificates/models/certificate.yml":
+      "5739e384f70454c1c43d0884dd427f39e5fe3b6efd87e1e00968e9fef6c350e3",
+    "resources/certificates/parameters.yml":
+      "80f57488da5149e16cc9c6dd9710e973f138da1f860c3b8f220ce7c9b7724ffd",
+    "resources/certificates/responses/all_certificates.yml":
+      "129dbc74ce80df6bfe9fe97f316a4bc31d397275d2f005704dd163067f6a10dd",
+    "resources/certificates/responses/examples.yml":
+      "6418d3ed3c80d87876b925dfda700439a790402aa1f16f5fa3bc100229be345e",
+    "resources/certificates/responses/existing_certificate.yml":
+      "d43fe60d2e8eadcac476ba7b68736eaef8d4f76e861eb38827affce280dda0ea",
+    "shared/headers.yml": "6d7b7509a87da53de6dd8436af6646c8d6f7255e210d5875d8449a273f451f36",
+    "shared/meta.yml": "00cdb2e7554865aef20ccf9bc33f3305c21c9e5c55ade935d77fbc3f6c677561",
+    "shared/models/error.yml": "dbb6b736e0a146a577572661147b34a898df5e5994635f87a9230d1ab1087b6f",
+    "shared/models/meta_properties.yml": "8d1f1b23436d5d75f5d8b8d25f7b586479ae164065844166be2713d6b43a093d",
+    "shared/pages.yml": "ca32eeff9d3df02797f7b1df595f7a0c9a7cc9e492b8ea9432fa1cb2a3f64a7c",
+    "shared/parameters.yml": "6e084f48f0998210cb5a48c6b71a864a6c75b4de449e2494c36f96dd113ace01",
+    "shared/responses/not_found.yml": "8e0d547566cfe81cbb7e56ba184eb0cf35e0d09a1778e69714bf7ba0c69d0aec",
+    "shared/responses/server_error.yml": "64c0fa3daae5a2ee702b0771a34afd3898031bc3c0c75b22095129a3a1499488",
+    "shared/responses/too_many_requests.yml":
+      "359c4b1eb758e60333be4bad101f3efd5d30323da83c7ca625fc0385a73e15b5",
+    "shared/responses/unauthorized.yml": "7139c8a3a23680afc3a8945eb344c8c91dce6e5c87d0bf0aa5975e38f982914c",
+    "shared/responses/unexpected_error.yml":
+      "3c82e1d9ceb61e9c2493d770969a597de85ba088777a8682fab7b0267eb4c449",
+  },
+};
+
+function doSupplement(root, checkout) {
+  const out = join(FIXTURES, DO_SUPPLEMENT.base);
+  if (checkout === undefined) {
+    for (const [rel, want] of Object.entries(DO_SUPPLEMENT.files)) {
+      const at = join(out, rel);
+      if (!existsSync(at)) fail(`${at} is missing: run with --digitalocean-openapi <checkout>`);
+      const got = sha256(readFileSync(at));
+      if (got !== want) fail(`${at}: sha256 ${got}, not the recorded ${want}`);
+    }
+    console.log(
+      `${DO_SUPPLEMENT.base}: ${Object.keys(DO_SUPPLEMENT.files).length} certificates files kept as committed (sha256 checked)`,
+    );
+    return;
+  }
+  const base = join(checkout, "specification");
+  const full = readFileSync(join(base, "DigitalOcean-public.v2.yaml"));
+  if (!full.equals(readFileSync(join(root, DO_SUPPLEMENT.base, "DigitalOcean-public.v2.yaml"))))
+    fail(`${base}/DigitalOcean-public.v2.yaml is not the revision shared/specs holds`);
+  const doc = parseYaml(full.toString("utf8"));
+  const docs = new Map();
+  const reached = { refs: new Set(), files: new Set() };
+  for (const [path, rel] of Object.entries(DO_SUPPLEMENT.paths)) {
+    if (doc.paths?.[path]?.get?.$ref !== rel) fail(`DigitalOcean-public.v2.yaml: GET ${path} is not ${rel}`);
+    reachFiles({ $ref: rel }, join(base, "DigitalOcean-public.v2.yaml"), docs, reached);
+  }
+  const files = {};
+  for (const f of [...reached.files].sort()) {
+    if (!f.startsWith(`${base}/`)) fail(`${f} lies outside ${base}`);
+    const rel = f.slice(base.length + 1);
+    const bytes = readFileSync(f);
+    mkdirSync(dirname(join(out, rel)), { recursive: true });
+    writeFileSync(join(out, rel), bytes);
+    files[rel] = sha256(bytes);
+  }
+  console.log(`${DO_SUPPLEMENT.base}: ${reached.files.size} certificates files copied from ${base}`);
+  if (JSON.stringify(files) !== JSON.stringify(DO_SUPPLEMENT.files))
+    console.log(`record these in DO_SUPPLEMENT.files:\n${JSON.stringify(files, null, 2)}`);
+}
+
 // ---- main ------------------------------------------------------------------------------------
 
 const USAGE =
-  "usage: node scripts/vendor-specs.mjs <path to shared/specs> [--linode <spec file>] [--linode-licence <file>]";
+  "usage: node scripts/vendor-specs.mjs <path to shared/specs> [--linode <spec file>] [--linode-licence <file>] [--digitalocean-openapi <digitalocean/openapi checkout>]";
 const args = process.argv.slice(2);
 const option = (name) => {
   const at = args.indexOf(name);
@@ -736,6 +840,7 @@ const option = (name) => {
   return resolve(value);
 };
 const linodeSource = option("--linode");
+const doOpenapi = option("--digitalocean-openapi");
 const linodeLicence = option("--linode-licence");
 if (args.length !== 1 || args[0].startsWith("--")) fail(USAGE);
 const root = resolve(args[0]);
@@ -788,6 +893,7 @@ for (const spec of SUBSETS) {
     `${target}: ${summary}; ${Buffer.byteLength(cut)} of ${Buffer.byteLength(text)} bytes; source sha256 ${sha256(text)}`,
   );
 }
+doSupplement(root, doOpenapi);
 const copies = [
   ...COPIES.map((file) => ({ from: join(root, file), to: file })),
   ...Object.entries(RENAMED_COPIES).map(([from, to]) => ({ from: join(root, from), to })),

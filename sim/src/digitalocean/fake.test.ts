@@ -165,3 +165,103 @@ describe("load balancers", () => {
     expect((await call("GET", "/v2/load_balancers")).status).toBeGreaterThanOrEqual(500);
   });
 });
+
+describe("certificates", () => {
+  test("get answers the certificate; list pages and filters by exact name; another account's is a 404", async () => {
+    const web = fake.createCertificate("acme", { name: "web-cert", type: "lets_encrypt" });
+    fake.createCertificate("acme", { name: "web-cert-2" });
+    fake.createCertificate("acme", { name: "api-cert" });
+    const other = fake.createAccount("certs-other");
+    const theirs = fake.createCertificate("certs-other", { name: "web-cert" });
+    const got = await call("GET", `/v2/certificates/${web.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.certificate).toMatchObject({ id: web.id, name: "web-cert", type: "lets_encrypt" });
+    expect((await call("GET", `/v2/certificates/${theirs.id}`)).status).toBe(404);
+    const byName = await call("GET", "/v2/certificates?name=web-cert&page=1&per_page=1");
+    expect(byName.body.certificates.map((c: { id: string }) => c.id)).toEqual([web.id]);
+    expect(byName.body.meta.total).toBe(1);
+    const page1 = await call("GET", "/v2/certificates?per_page=2");
+    expect(page1.body.certificates).toHaveLength(2);
+    expect(page1.body.links.pages.next).toContain("page=2");
+    const none = await call("GET", "/v2/certificates?name=nope");
+    expect(none.body).toMatchObject({ certificates: [], meta: { total: 0 } });
+    expect((await call("GET", "/v2/certificates", undefined, other.token)).body.certificates).toHaveLength(1);
+  });
+
+  test("forwarding rules: https, http2 and http3 need a certificate of the account or passthrough, never both; a renewal moves the load balancer", async () => {
+    const cert = fake.createCertificate("acme", { name: "le", type: "lets_encrypt" });
+    const theirs = fake.createCertificate("certs-other", { name: "le" });
+    const rule = (r: Record<string, unknown>) =>
+      lbBody({ name: "fccm-tls", forwarding_rules: [{ entry_port: 443, target_port: 30443, ...r }] });
+    const no = await call(
+      "POST",
+      "/v2/load_balancers",
+      rule({ entry_protocol: "http2", target_protocol: "http" }),
+    );
+    expect(no.status).toBe(422);
+    expect(no.body.message).toContain("certificate or TLS passthrough");
+    const both = await call(
+      "POST",
+      "/v2/load_balancers",
+      rule({
+        entry_protocol: "https",
+        target_protocol: "https",
+        certificate_id: cert.id,
+        tls_passthrough: true,
+      }),
+    );
+    expect(both.status).toBe(422);
+    const foreign = await call(
+      "POST",
+      "/v2/load_balancers",
+      rule({ entry_protocol: "https", target_protocol: "http", certificate_id: theirs.id }),
+    );
+    expect(foreign.status).toBe(422);
+    expect(foreign.body.message).toContain("not found");
+    const h3pass = await call(
+      "POST",
+      "/v2/load_balancers",
+      rule({ entry_protocol: "http3", target_protocol: "http", tls_passthrough: true }),
+    );
+    expect(h3pass.status).toBe(422);
+    const h3alone = await call(
+      "POST",
+      "/v2/load_balancers",
+      rule({ entry_protocol: "http3", target_protocol: "http", certificate_id: cert.id }),
+    );
+    expect(h3alone.status).toBe(422);
+    expect(h3alone.body.message).toContain("needs an https or http2 rule on the same port");
+    const ok = await call(
+      "POST",
+      "/v2/load_balancers",
+      lbBody({
+        name: "fccm-tls",
+        forwarding_rules: [
+          {
+            entry_protocol: "https",
+            entry_port: 443,
+            target_protocol: "http",
+            target_port: 30443,
+            certificate_id: cert.id,
+          },
+          {
+            entry_protocol: "http3",
+            entry_port: 443,
+            target_protocol: "http",
+            target_port: 30443,
+            certificate_id: cert.id,
+          },
+        ],
+      }),
+    );
+    expect(ok.status).toBe(202);
+    const renewed = fake.renewCertificate(cert.id);
+    expect(renewed.id).not.toBe(cert.id);
+    expect(renewed.name).toBe("le");
+    const lb = await call("GET", `/v2/load_balancers/${ok.body.load_balancer.id}`);
+    expect(
+      lb.body.load_balancer.forwarding_rules.map((r: { certificate_id: string }) => r.certificate_id),
+    ).toEqual([renewed.id, renewed.id]);
+    expect((await call("GET", `/v2/certificates/${cert.id}`)).status).toBe(404);
+  });
+});

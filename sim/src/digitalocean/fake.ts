@@ -1,6 +1,7 @@
 /**
- * A fake DigitalOcean API v2 on the fake kit: Droplets (get; list with tag_name and name) and
- * load balancers (create, get, list, whole-object PUT, delete) whose status goes `new` →
+ * A fake DigitalOcean API v2 on the fake kit: Droplets (get; list with tag_name and name),
+ * certificates (get; list with name; a Let's Encrypt renewal replaces one under a new id and
+ * moves the load balancers using it, as DigitalOcean does) and load balancers (create, get, list, whole-object PUT, delete) whose status goes `new` →
  * `active` after a configurable number of reads and time, or `errored` for a failed creation.
  * DigitalOcean's wire shapes, page/per_page with `links.pages` and `meta.total`, its error
  * envelope {"id","message"}, the ratelimit-* headers on every answer, Bearer tokens per
@@ -19,15 +20,17 @@ import { RequestLog } from "../fake-kit/request-log.js";
 import { type SpecHook, type SpecProblem, specHook } from "../fake-kit/spec.js";
 import { DIGITALOCEAN_SPEC, digitalOceanSpecChecker } from "./spec.js";
 import {
+  type CertificateType,
   DigitalOceanStore,
   type DropletStatus,
+  type FakeCertificate,
   type FakeDroplet,
   type FakeForwardingRule,
   type FakeLoadBalancer,
   type LbSettings,
   uuidOf,
 } from "./store.js";
-import { wireDroplet, wireLoadBalancer } from "./wire.js";
+import { wireCertificate, wireDroplet, wireLoadBalancer } from "./wire.js";
 
 /** DigitalOcean's published limits: 5,000 requests an hour and 250 a minute per token. */
 export const DO_HOURLY_LIMIT = 5000;
@@ -110,6 +113,12 @@ export interface CreateDropletSpec {
   /** No IPv6 address. */
   readonly noIPv6?: boolean;
   readonly noPrivateIP?: boolean;
+}
+
+export interface CreateCertificateSpec {
+  readonly name: string;
+  readonly type?: CertificateType;
+  readonly dnsNames?: readonly string[];
 }
 
 /** One recorded mutation with its body (the request log keeps no bodies). */
@@ -208,6 +217,45 @@ export class DigitalOceanFake {
     this.store.droplets.delete(id);
     for (const lb of this.store.loadBalancers.values())
       lb.droplet_ids = lb.droplet_ids.filter((x) => x !== id);
+  }
+
+  createCertificate(account: string, spec: CreateCertificateSpec): FakeCertificate {
+    const seq = this.store.nextSeq();
+    const now = this.now();
+    const c: FakeCertificate = {
+      id: uuidOf(seq, "892071a0"),
+      account,
+      seq,
+      name: spec.name,
+      type: spec.type ?? "custom",
+      dnsNames: [...(spec.dnsNames ?? ["www.example.com"])],
+      createdAtMs: now,
+      notAfterMs: now + 90 * 86_400_000,
+    };
+    this.store.certificates.set(c.id, c);
+    return c;
+  }
+
+  /**
+   * A Let's Encrypt renewal as DigitalOcean does it: a new certificate (new id, same name), the
+   * load balancers using the old one moved to it, the old one gone.
+   */
+  renewCertificate(id: string): FakeCertificate {
+    const old = this.store.certificates.get(id);
+    if (old === undefined) throw new Error(`no certificate ${id}`);
+    const renewed = this.createCertificate(old.account, {
+      name: old.name,
+      type: old.type,
+      dnsNames: old.dnsNames,
+    });
+    for (const lb of this.store.loadBalancers.values())
+      for (const r of lb.forwarding_rules) if (r.certificate_id === id) r.certificate_id = renewed.id;
+    this.store.certificates.delete(id);
+    return renewed;
+  }
+
+  deleteCertificate(id: string): void {
+    this.store.certificates.delete(id);
   }
 
   /** A load balancer made by another client (the DigitalOcean CCM, a user), through the same rules as POST. */
@@ -411,6 +459,28 @@ export class DigitalOceanFake {
     };
     const LB = "\\/load_balancers\\/([^/]+)";
     return [
+      r(
+        "GET",
+        "\\/certificates",
+        "certificates.list",
+        (c) => {
+          // DigitalOcean's name filter is an exact match.
+          const name = c.query.get("name");
+          const list = this.store
+            .certificatesOf(c.account)
+            .filter((x) => name === null || name === "" || x.name === name)
+            .map(wireCertificate);
+          return { key: "certificates", list };
+        },
+        "/v2/certificates",
+      ),
+      r(
+        "GET",
+        "\\/certificates\\/([^/]+)",
+        "certificates.get",
+        (c) => ({ body: { certificate: wireCertificate(this.certificate(c)) } }),
+        "/v2/certificates/x",
+      ),
       r("GET", "\\/droplets", "droplets.list", (c) => this.listDroplets(c), "/v2/droplets"),
       r(
         "GET",
@@ -484,6 +554,12 @@ export class DigitalOceanFake {
     return d;
   }
 
+  private certificate(c: Call): FakeCertificate {
+    const cert = this.store.certificates.get(c.params[0] ?? "");
+    if (cert === undefined || cert.account !== c.account) throw notFound();
+    return cert;
+  }
+
   private loadBalancer(c: Call): FakeLoadBalancer {
     const lb = this.store.loadBalancers.get(c.params[0] ?? "");
     if (lb === undefined || lb.account !== c.account) throw notFound();
@@ -550,14 +626,36 @@ export class DigitalOceanFake {
     if (rules.length === 0) throw unprocessable("at least one forwarding rule is required");
     const entries = new Set<string>();
     for (const r of rules) {
-      const key = `${r.entry_protocol === "udp" ? "udp" : "tcp"}/${r.entry_port}`;
+      // HTTP/3 is QUIC, over UDP: it shares its port with an https or http2 rule.
+      const key = `${r.entry_protocol === "udp" || r.entry_protocol === "http3" ? "udp" : "tcp"}/${r.entry_port}`;
       if (entries.has(key)) throw unprocessable(`entry port ${r.entry_port} is used by two forwarding rules`);
       entries.add(key);
       if ((r.entry_protocol === "udp") !== (r.target_protocol === "udp"))
         throw unprocessable("udp entry protocol requires udp target protocol");
-      if (r.entry_protocol === "https" && r.certificate_id === undefined && r.tls_passthrough !== true)
-        throw unprocessable("https forwarding rules need a certificate or TLS passthrough");
+      const secure =
+        r.entry_protocol === "https" || r.entry_protocol === "http2" || r.entry_protocol === "http3";
+      const cert = r.certificate_id ?? "";
+      if (secure && cert === "" && r.tls_passthrough !== true)
+        throw unprocessable(`${r.entry_protocol} forwarding rules need a certificate or TLS passthrough`);
+      if (cert !== "" && r.tls_passthrough === true)
+        throw unprocessable("a forwarding rule takes a certificate or TLS passthrough, not both");
+      if (r.entry_protocol === "http3" && r.tls_passthrough === true)
+        throw unprocessable("http3 forwarding rules cannot use TLS passthrough");
+      if (cert !== "") {
+        const found = this.store.certificates.get(cert);
+        if (found === undefined || found.account !== account)
+          throw unprocessable(`certificate ${cert} not found`);
+      }
     }
+    for (const r of rules)
+      if (
+        r.entry_protocol === "http3" &&
+        !rules.some(
+          (x) =>
+            x.entry_port === r.entry_port && (x.entry_protocol === "https" || x.entry_protocol === "http2"),
+        )
+      )
+        throw unprocessable(`http3 entry port ${r.entry_port} needs an https or http2 rule on the same port`);
     const ids = Array.isArray(b["droplet_ids"]) ? (b["droplet_ids"] as number[]) : [];
     const tag = str("tag", "");
     if (ids.length > 0 && tag !== "") throw unprocessable("droplet_ids and tag are mutually exclusive");

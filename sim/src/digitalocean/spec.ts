@@ -14,6 +14,16 @@ import { fixtureSpecPath } from "../fake-kit/specs.js";
 /** The entry file of the fixture (sim/fixtures/README.md). */
 export const DIGITALOCEAN_SPEC = "digitalocean/specification/DigitalOcean-public.v2.ccm-subset.yaml";
 
+/**
+ * Paths the entry file (cut from shared/specs' droplets and load-balancer subset) lacks, as
+ * DigitalOcean-public.v2.yaml lists them: their files are copied from digitalocean/openapi at
+ * the same revision (scripts/vendor-specs.mjs, DO_SUPPLEMENT).
+ */
+export const DIGITALOCEAN_SUPPLEMENT_PATHS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "/v2/certificates": { get: "resources/certificates/certificates_list.yml" },
+  "/v2/certificates/{certificate_id}": { get: "resources/certificates/certificates_get.yml" },
+};
+
 type Json = unknown;
 
 function pointerGet(doc: Json, pointer: string): Json {
@@ -25,8 +35,14 @@ function pointerGet(doc: Json, pointer: string): Json {
   return node;
 }
 
-/** The document at `entry` (a fixture path) with every `$ref` replaced by its target. */
-export function bundleSpec(entry: string): Json {
+/**
+ * The document at `entry` (a fixture path), with `extraPaths` (path → method → operation file
+ * relative to the entry) added, and every `$ref` replaced by its target.
+ */
+export function bundleSpec(
+  entry: string,
+  extraPaths: Readonly<Record<string, Readonly<Record<string, string>>>> = {},
+): Json {
   const root = dirname(fixtureSpecPath(entry));
   const docs = new Map<string, Json>();
   const load = (file: string): Json => {
@@ -56,12 +72,18 @@ export function bundleSpec(entry: string): Json {
     return out;
   };
   const file = join(root, entry.slice(entry.lastIndexOf("/") + 1));
-  return inline(load(file), file, []);
+  const doc = load(file) as { paths?: Record<string, Json> };
+  const paths: Record<string, Json> = { ...(doc.paths ?? {}) };
+  for (const [path, methods] of Object.entries(extraPaths)) {
+    if (paths[path] !== undefined) throw new Error(`DigitalOcean spec: ${path} is already in ${entry}`);
+    paths[path] = Object.fromEntries(Object.entries(methods).map(([m, ref]) => [m, { $ref: ref }]));
+  }
+  return inline({ ...doc, paths }, file, []);
 }
 
 let cached: OpenApiChecker | undefined;
 /** The checker of the joined fixture, built once per process. */
 export function digitalOceanSpecChecker(): OpenApiChecker {
-  cached ??= new OpenApiChecker(bundleSpec(DIGITALOCEAN_SPEC));
+  cached ??= new OpenApiChecker(bundleSpec(DIGITALOCEAN_SPEC, DIGITALOCEAN_SUPPLEMENT_PATHS));
   return cached;
 }

@@ -1,4 +1,4 @@
-/** The fake DigitalOcean API's tables: accounts, Droplets and load balancers. */
+/** The fake DigitalOcean API's tables: accounts, Droplets, certificates and load balancers. */
 
 export interface FakeAccount {
   readonly name: string;
@@ -20,6 +20,19 @@ export interface FakeDroplet {
   readonly vpcUuid: string | null;
   tags: string[];
   readonly createdAtMs: number;
+}
+
+export type CertificateType = "custom" | "lets_encrypt";
+
+export interface FakeCertificate {
+  readonly id: string;
+  readonly account: string;
+  readonly seq: number;
+  readonly name: string;
+  readonly type: CertificateType;
+  readonly dnsNames: readonly string[];
+  readonly createdAtMs: number;
+  readonly notAfterMs: number;
 }
 
 export type LbStatus = "new" | "active" | "errored";
@@ -74,6 +87,7 @@ export class DigitalOceanStore {
   readonly accounts = new Map<string, FakeAccount>();
   readonly droplets = new Map<number, FakeDroplet>();
   readonly loadBalancers = new Map<string, FakeLoadBalancer>();
+  readonly certificates = new Map<string, FakeCertificate>();
   private seq = 0;
   private hosts = 0;
 
@@ -94,6 +108,10 @@ export class DigitalOceanStore {
     return [...this.loadBalancers.values()]
       .filter((l) => l.account === account)
       .sort((a, b) => a.seq - b.seq);
+  }
+
+  certificatesOf(account: string): FakeCertificate[] {
+    return [...this.certificates.values()].filter((c) => c.account === account).sort((a, b) => a.seq - b.seq);
   }
 
   /** Addresses never handed out twice. */

@@ -1,5 +1,5 @@
 /** The fake's tables rendered in DigitalOcean's wire shapes (resources/droplets/models/droplet.yml, load_balancers/models/load_balancer.yml). */
-import type { FakeDroplet, FakeLoadBalancer } from "./store.js";
+import type { FakeCertificate, FakeDroplet, FakeLoadBalancer } from "./store.js";
 
 type Json = Record<string, unknown>;
 
@@ -115,5 +115,19 @@ export function wireLoadBalancer(lb: FakeLoadBalancer): Json {
     region: region(lb.region),
     droplet_ids: [...lb.droplet_ids],
     ...(lb.tag !== "" && { tag: lb.tag }),
+  };
+}
+
+/** resources/certificates/models/certificate.yml. */
+export function wireCertificate(c: FakeCertificate): Json {
+  return {
+    id: c.id,
+    name: c.name,
+    not_after: iso(c.notAfterMs),
+    sha1_fingerprint: c.id.replace(/-/g, "").padEnd(40, "0").slice(0, 40),
+    created_at: iso(c.createdAtMs),
+    dns_names: [...c.dnsNames],
+    state: "verified",
+    type: c.type,
   };
 }

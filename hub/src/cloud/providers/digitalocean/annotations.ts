@@ -2,8 +2,8 @@
  * The DigitalOcean CCM's Service annotations (`service.beta.kubernetes.io/do-loadbalancer-*`)
  * that this provider honours, with upstream's meaning and defaults, each value checked against
  * the bound DigitalOcean documents for the field it becomes before any call (AnnotationError:
- * not retried, the Service must change). The keys that need what phase 1 lacks (certificates,
- * TLS and HTTP/2 ports) are refused, never silently dropped.
+ * not retried, the Service must change). What depends on the Service's ports (a TLS port
+ * without a certificate, say) is checked where the forwarding rules are built (forwarding-rules.ts).
  */
 import { isIP } from "node:net";
 import {
@@ -51,19 +51,18 @@ export const A = {
   networkStack: "network-stack",
   type: "type",
   name: "name",
+  certificateId: "certificate-id",
+  certificateName: "certificate-name",
+  tlsPorts: "tls-ports",
+  http2Ports: "http2-ports",
+  http3Port: "http3-port",
+  tlsPassthrough: "tls-passthrough",
+  redirectHttpToHttps: "redirect-http-to-https",
+  hostname: "hostname",
 } as const;
 
-/** Keys the DigitalOcean CCM has that phase 1 refuses: each needs certificates or HTTP/2/3 entry ports. */
-export const UNSUPPORTED = [
-  "certificate-id",
-  "certificate-name",
-  "tls-ports",
-  "http2-ports",
-  "http3-port",
-  "tls-passthrough",
-  "redirect-http-to-https",
-  "hostname",
-] as const;
+/** Every Service port's protocol unless a *-ports annotation names it (upstream's `protocol`). */
+export type DoPortProtocol = "tcp" | "http" | "https" | "http2";
 
 /** DigitalOcean's documented bounds of the fields the unified settings become. */
 export const DO_BOUNDS: SettingBounds = {
@@ -76,9 +75,22 @@ export const DO_BOUNDS: SettingBounds = {
 };
 
 export interface DoLbSettings {
-  /** Every port's protocol unless http-ports names it (tcp by default, as upstream). */
-  readonly protocol: "tcp" | "http";
+  /** Every port's protocol unless a *-ports annotation names it (tcp by default, as upstream). */
+  readonly protocol: DoPortProtocol;
   readonly httpPorts: ReadonlySet<number>;
+  /** https entry ports (upstream's tls-ports; 443 by default with a certificate or passthrough). */
+  readonly tlsPorts: ReadonlySet<number>;
+  readonly http2Ports: ReadonlySet<number>;
+  /** The one HTTP/3 entry port (it shares an https or http2 port). */
+  readonly http3Port?: number;
+  /** certificate-id: wins over certificate-name, as upstream. */
+  readonly certificateId?: string;
+  /** certificate-name: looked up by name on every ensure (a renewed certificate keeps its name). */
+  readonly certificateName?: string;
+  readonly tlsPassthrough: boolean;
+  readonly redirectHttpToHttps: boolean;
+  /** Shown as the Service's ingress instead of the address (lower case, as upstream). */
+  readonly hostname?: string;
   readonly healthCheckProtocol?: "tcp" | "http" | "https";
   /** The Service port whose node port is checked. */
   readonly healthCheckPort?: number;
@@ -136,15 +148,59 @@ function firewallRules(k: string, raw: string): string[] {
   return out;
 }
 
+/**
+ * Upstream's TLS refusals that need no Service port: a TLS port (tls-ports, http2-ports, or every
+ * port by `protocol`) with neither a certificate nor passthrough; a certificate and passthrough
+ * both; HTTP/3 with passthrough or without a certificate. (Upstream meets the first two only
+ * when the Service has such a port; they are never meant, so they are refused outright.)
+ */
+function tlsChecks(
+  a: Readonly<Record<string, string>>,
+  protocol: DoPortProtocol,
+  tlsPortsNamed: boolean,
+  certificate: boolean,
+  passthrough: boolean,
+  http3Raw: string | undefined,
+): void {
+  const protocolTls = protocol === "https" || protocol === "http2";
+  if ((tlsPortsNamed || protocolTls) && !certificate && !passthrough) {
+    const k = protocolTls
+      ? A.protocol
+      : a[key(A.tlsPorts)] !== undefined && a[key(A.tlsPorts)] !== ""
+        ? A.tlsPorts
+        : A.http2Ports;
+    throw new AnnotationError(
+      key(k),
+      a[key(k)] ?? "",
+      `${key(A.certificateId)}, ${key(A.certificateName)} or ${key(A.tlsPassthrough)} beside it`,
+      "must set certificate id or enable tls pass through (upstream's rule)",
+    );
+  }
+  if (certificate && passthrough)
+    throw new AnnotationError(
+      key(A.tlsPassthrough),
+      a[key(A.tlsPassthrough)] ?? "",
+      `either a certificate (${key(A.certificateId)} or ${key(A.certificateName)}) or ${key(A.tlsPassthrough)}`,
+      "either certificate id should be set or tls pass through enabled, not both (upstream's rule)",
+    );
+  if (http3Raw !== undefined && passthrough)
+    throw new AnnotationError(
+      key(A.http3Port),
+      http3Raw,
+      `no ${key(A.tlsPassthrough)} beside it`,
+      "TLS passthrough is not allowed to be used in conjunction with HTTP3 (upstream's rule)",
+    );
+  if (http3Raw !== undefined && !certificate)
+    throw new AnnotationError(
+      key(A.http3Port),
+      http3Raw,
+      `${key(A.certificateId)} or ${key(A.certificateName)} beside it`,
+      "certificate ID is required for HTTP3 (upstream's rule)",
+    );
+}
+
 /** The vendor keys this provider reads, checked; throws AnnotationError on the first bad one. */
 export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSettings {
-  for (const k of UNSUPPORTED)
-    if (a[key(k)] !== undefined)
-      throw new AnnotationError(
-        key(k),
-        a[key(k)] ?? "",
-        "no value: fleet-ccm's DigitalOcean provider does not yet build TLS, HTTP/2 or HTTP/3 entry ports",
-      );
   const get = (k: string) => a[key(k)];
   const num = (k: string, min: number, max: number, unit?: string) => {
     const raw = get(k);
@@ -155,12 +211,42 @@ export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSet
     return raw === undefined ? false : parseBoolean(key(k), raw, GO_BOOLEAN);
   };
   const protocolRaw = get(A.protocol);
-  // https, http2 and http3 need a certificate (phase 2): only tcp and http are taken.
+  // Upstream also takes http3 here, which makes http3 → http3 rules DigitalOcean refuses (no
+  // http3 target protocol): HTTP/3 is the http3-port annotation's.
   const protocol =
     protocolRaw === undefined
       ? "tcp"
-      : parseEnum(key(A.protocol), protocolRaw, enumOf(["tcp", "http"] as const));
-  const httpPortsRaw = get(A.httpPorts);
+      : parseEnum(key(A.protocol), protocolRaw, enumOf(["tcp", "http", "https", "http2"] as const));
+  const portsOf = (k: string) => {
+    const raw = get(k);
+    return raw === undefined ? new Set<number>() : ports(k, raw);
+  };
+  const httpPorts = portsOf(A.httpPorts);
+  const tlsPorts = portsOf(A.tlsPorts);
+  const http2Ports = portsOf(A.http2Ports);
+  // Upstream's error: one port, one protocol.
+  const all = [...httpPorts, ...tlsPorts, ...http2Ports];
+  const shared = [...new Set(all.filter((p, i) => all.indexOf(p) !== i))].sort((x, y) => x - y);
+  if (shared.length > 0)
+    throw new AnnotationError(
+      key(A.tlsPorts),
+      get(A.tlsPorts) ?? "",
+      `ports in at most one of ${key(A.httpPorts)}, ${key(A.tlsPorts)} and ${key(A.http2Ports)}`,
+      `port${shared.length > 1 ? "s" : ""} ${shared.join(", ")} ${shared.length > 1 ? "are" : "is"} in more than one`,
+    );
+  const certificateId = get(A.certificateId);
+  const certificateName = get(A.certificateName);
+  const hostname = get(A.hostname);
+  const passthrough = bool(A.tlsPassthrough);
+  const http3Raw = get(A.http3Port);
+  tlsChecks(
+    a,
+    protocol,
+    tlsPorts.size > 0 || http2Ports.size > 0,
+    (certificateId ?? "") !== "" || (certificateName ?? "") !== "",
+    passthrough,
+    http3Raw,
+  );
   const hcpRaw = get(A.healthCheckProtocol);
   const stickyRaw = get(A.stickySessionsType);
   const sticky =
@@ -190,7 +276,36 @@ export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSet
   const idRaw = a[LOAD_BALANCER_ID];
   return {
     protocol,
-    httpPorts: httpPortsRaw === undefined ? new Set() : ports(A.httpPorts, httpPortsRaw),
+    httpPorts,
+    tlsPorts,
+    http2Ports,
+    ...(http3Raw !== undefined && { http3Port: num(A.http3Port, 1, 65535) }),
+    // An empty value is no value, as upstream reads it.
+    ...(certificateId !== undefined &&
+      certificateId !== "" && {
+        certificateId: parseLength(
+          key(A.certificateId),
+          certificateId,
+          length(36, { pattern: /^[0-9a-f-]{36}$/i, form: "a certificate UUID" }),
+        ),
+      }),
+    ...(certificateName !== undefined &&
+      certificateName !== "" && {
+        certificateName: parseLength(key(A.certificateName), certificateName, length(255)),
+      }),
+    tlsPassthrough: passthrough,
+    redirectHttpToHttps: bool(A.redirectHttpToHttps),
+    ...(hostname !== undefined &&
+      hostname !== "" && {
+        hostname: parseLength(
+          key(A.hostname),
+          hostname.toLowerCase(),
+          length(253, {
+            pattern: /^(?=.*[a-z])[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/,
+            form: "a DNS name (an ingress hostname: not an IP address)",
+          }),
+        ),
+      }),
     ...(hcpRaw !== undefined && {
       healthCheckProtocol: parseEnum(
         key(A.healthCheckProtocol),

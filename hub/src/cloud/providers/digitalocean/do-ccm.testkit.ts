@@ -3,7 +3,9 @@
 // /v2/load_balancers named as upstream names it (`a` and the Service uid without dashes, 32
 // characters), in the cluster's VPC, a TCP forwarding rule per Service port to its node port, a
 // TCP health check on the first node port (upstream's defaults), the nodes' Droplet ids, the
-// firewall from loadBalancerSourceRanges; then reads until it is active, as its retries do.
+// firewall from loadBalancerSourceRanges (with a certificate: 443, or the tls ports, as https to
+// http with it, as upstream's tls-ports and certificate-id build them); then reads until it is
+// active, as its retries do.
 // Hub code, testkits included, never imports the simulators: this speaks the API.
 import { vendorDefaultName } from "./load-balancers.js";
 
@@ -20,6 +22,12 @@ export interface CcmService {
   readonly dropletIds: readonly number[];
   /** loadBalancerSourceRanges (none: open to all, an empty firewall). */
   readonly sourceRanges?: readonly string[];
+  /** certificate-id, with tls-ports (default 443, as upstream) and redirect-http-to-https. */
+  readonly tls?: {
+    readonly certificateId: string;
+    readonly ports?: readonly number[];
+    readonly redirectHttpToHttps?: boolean;
+  };
 }
 
 export interface CcmMade {
@@ -49,12 +57,18 @@ export async function ccmLoadBalancer(api: DoApiAccess, svc: CcmService): Promis
     region: svc.region,
     ...(svc.vpcUuid !== undefined && { vpc_uuid: svc.vpcUuid }),
     size_unit: 1,
-    forwarding_rules: svc.ports.map((p) => ({
-      entry_protocol: "tcp",
-      entry_port: p.port,
-      target_protocol: "tcp",
-      target_port: p.nodePort,
-    })),
+    forwarding_rules: svc.ports.map((p) =>
+      svc.tls !== undefined && (svc.tls.ports ?? [443]).includes(p.port)
+        ? {
+            entry_protocol: "https",
+            entry_port: p.port,
+            target_protocol: "http",
+            target_port: p.nodePort,
+            certificate_id: svc.tls.certificateId,
+          }
+        : { entry_protocol: "tcp", entry_port: p.port, target_protocol: "tcp", target_port: p.nodePort },
+    ),
+    ...(svc.tls?.redirectHttpToHttps === true && { redirect_http_to_https: true }),
     health_check: {
       protocol: "tcp",
       port: first,

@@ -24,7 +24,7 @@ export const DigitalOceanOptionsSchema = z
   .strict();
 export type DigitalOceanOptions = z.infer<typeof DigitalOceanOptionsSchema>;
 
-/** The one credential: a personal access token (read scopes for droplets, read and write for load balancers). */
+/** The one credential: a personal access token (read scopes for droplets and certificates, read and write for load balancers). */
 const TOKEN = "token";
 
 export const digitalOceanProvider: ProviderFactory<DigitalOceanOptions> = {

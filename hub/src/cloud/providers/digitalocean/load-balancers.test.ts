@@ -218,7 +218,7 @@ describe("annotations", () => {
     expect(() => doVendorLbSettings({ [`${P}http-idle-timeout-seconds`]: "10" })).toThrow(AnnotationError);
   });
 
-  test("certificates, TLS ports and bad values are refused before any call", async () => {
+  test("bad values (a certificate id that is not a UUID, TLS ports without a certificate) are refused before any call", async () => {
     const { provider, ops } = await bound();
     const refused: Record<string, string>[] = [
       { [`${P}certificate-id`]: "abc" },

@@ -1,6 +1,7 @@
 /**
  * Load balancers on DigitalOcean, one per Service, as the DigitalOcean CCM builds them: created
- * with their forwarding rules (one per Service port, to its node port on every Droplet), health
+ * with their forwarding rules (one per Service port, to its node port on every Droplet, TLS ones
+ * with the Service's certificate or passthrough: forwarding-rules.ts, certificates.ts), health
  * check, sticky sessions, Droplet ids, firewall (allow from loadBalancerSourceRanges, or the
  * allow-rules/deny-rules annotations) and VPC (the cluster's network); changed with a
  * whole-object PUT; `status: new` is InProgress, `errored` an OperationFailedError once, then
@@ -11,6 +12,8 @@
  * name is the owner's only if its hash matches the rest), and a creation the cloud failed, once
  * reported, is renamed with `.failed` after it (the FAILURE_REPORTED_TAG of clouds with tags):
  * any replica reads both from the cloud. Each load balancer is an object of its own: no lockKey.
+ * Its id is reported as the DigitalOcean CCM's `kubernetes.digitalocean.com/load-balancer-id`
+ * Service annotation (LoadBalancerState.serviceAnnotations), so going back to that CCM keeps it.
  */
 
 import { AnnotationError } from "../../annotation-bounds.js";
@@ -45,8 +48,10 @@ import {
   LOAD_BALANCER_ID,
   parseDoAnnotations,
 } from "./annotations.js";
+import { certificateToUse, serviceCertificateId } from "./certificates.js";
 import type { DigitalOceanClient } from "./client.js";
 import { isNotFound } from "./errors.js";
+import { forwardingRules } from "./forwarding-rules.js";
 import type { WireForwardingRule, WireLbRequest, WireLoadBalancer } from "./wire.js";
 
 export const LB_OPS = {
@@ -112,6 +117,14 @@ function ingressOf(lb: WireLoadBalancer): LbIngress[] {
 }
 
 const backendsOf = (lb: WireLoadBalancer) => [...(lb.droplet_ids ?? [])].map(String).sort();
+
+/** The Service annotations the DigitalOcean CCM keeps for its load balancer. */
+export const doServiceAnnotations = (lb: Pick<WireLoadBalancer, "id">): Record<string, string> => ({
+  [LOAD_BALANCER_ID]: lb.id,
+});
+
+/** A certificate-name stands for an id only known after its lookup: the shape checks need none. */
+const NAMED_CERTIFICATE = "(certificate-name)";
 
 /** The whole writable object of a load balancer as the cloud holds it (a PUT that changes only what the caller changes). */
 function requestOf(lb: WireLoadBalancer): WireLbRequest {
@@ -208,6 +221,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     internal: true,
     protocols: ["TCP", "UDP", "HTTP"],
     settingBounds: DO_BOUNDS,
+    serviceAnnotationKeys: [LOAD_BALANCER_ID],
   };
 
   /** Where the owner's load balancer was last seen: a hint checked by its name on every use, never the truth. */
@@ -277,26 +291,18 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       owner: lbOwner(target),
       ingress: ingressOf(mine),
       backends: backendsOf(mine),
+      serviceAnnotations: doServiceAnnotations(mine),
     };
   }
 
-  /** What the owner's load balancer must be for `spec`. */
-  private desired(target: ServiceTarget, spec: LoadBalancerSpec, s: DoLbSettings): WireLbRequest {
-    const rules: WireForwardingRule[] = spec.listeners.map((l) => {
-      const proto =
-        l.protocol === "UDP"
-          ? "udp"
-          : l.protocol === "HTTP" || s.protocol === "http" || s.httpPorts.has(l.port)
-            ? "http"
-            : l.protocol === "TCP"
-              ? "tcp"
-              : undefined;
-      if (proto === undefined)
-        throw new CloudError(
-          `DigitalOcean: port ${l.port} is ${l.protocol}, which fleet-ccm's DigitalOcean provider does not build`,
-        );
-      return { entry_protocol: proto, entry_port: l.port, target_protocol: proto, target_port: l.nodePort };
-    });
+  /** What the owner's load balancer must be for `spec`, its TLS rules with `certificateId`. */
+  private desired(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    s: DoLbSettings,
+    certificateId: string | undefined,
+  ): WireLbRequest {
+    const rules = forwardingRules(spec.listeners, s, certificateId);
     let hcPort = spec.healthCheck.port;
     if (s.healthCheckPort !== undefined) {
       const l = spec.listeners.find((x) => x.port === s.healthCheckPort);
@@ -326,7 +332,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
         healthy_threshold: h.healthyThreshold,
       },
       sticky_sessions: s.stickySessions,
-      redirect_http_to_https: false,
+      redirect_http_to_https: s.redirectHttpToHttps,
       enable_proxy_protocol: spec.listeners.some((l) => l.proxyProtocol),
       enable_backend_keepalive: s.enableBackendKeepalive,
       http_idle_timeout_seconds: spec.idleTimeoutSeconds,
@@ -404,15 +410,36 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
         "LoadBalancerNameIgnored",
         `${ANNOTATION_PREFIX}${A.name} is not applied: fleet-ccm names the load balancer after its owner (it finds it again by that name)`,
       );
-    const want = this.desired(target, spec, s);
+    // Every shape check before any call (the certificate-name lookup included).
+    this.desired(
+      target,
+      spec,
+      s,
+      s.certificateId ?? (s.certificateName === undefined ? undefined : NAMED_CERTIFICATE),
+    );
+    const serviceCert = await serviceCertificateId(this.client, s, signal);
     const found = await this.find(target, signal);
     let lb = found.mine;
     if (lb === undefined) {
       const vendor = await this.vendorCandidate(target, s, found.all, signal);
-      if (vendor === undefined) return this.create(target, want, signal);
+      if (vendor === undefined)
+        return this.create(target, this.desired(target, spec, s, serviceCert), signal);
       lb = vendor.lb;
       this.ctx.logger.info({ lb: lb.id, how: vendor.how }, "adopting the DigitalOcean CCM's load balancer");
     }
+    const cert = await certificateToUse(this.client, lb, serviceCert, signal);
+    if (cert.renewedFrom !== undefined) {
+      // Upstream rewrites the Service's certificate-id here; the hub cannot, so it says so.
+      this.ctx.logger.info(
+        { lb: lb.id, certificate: cert.id, annotated: cert.renewedFrom },
+        "keeping the load balancer's renewed Let's Encrypt certificate (the Service's certificate's name)",
+      );
+      hints?.warn?.(
+        "LoadBalancerCertificateRenewed",
+        `the load balancer keeps its renewed Let's Encrypt certificate ${cert.id}; ${ANNOTATION_PREFIX}${A.certificateId} still names ${cert.renewedFrom}: set it to ${cert.id}, or use ${ANNOTATION_PREFIX}${A.certificateName}`,
+      );
+    }
+    const want = this.desired(target, spec, s, cert.id);
     if (lb.status === "errored") {
       if (!lb.name.endsWith(FAILED_SUFFIX)) {
         const failed = new OperationFailedError(
@@ -459,6 +486,8 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       lb = checkLb(answer.load_balancer);
       this.seen.set(this.key(target), lb.id);
     }
+    // The hostname annotation: the Service shows it instead of the addresses, as upstream.
+    if (s.hostname !== undefined) return [{ hostname: s.hostname }];
     const ingress = ingressOf(lb);
     if (ingress.length === 0) return inProgress(this.pollMs, `load balancer ${lb.id} has no address yet`);
     return ingress;

@@ -85,3 +85,11 @@ export interface WireLoadBalancer extends Omit<WireLbRequest, "region" | "drople
   readonly tag?: string;
   readonly type?: string;
 }
+
+/** resources/certificates/models/certificate.yml (the fields read). */
+export interface WireCertificate {
+  readonly id: string;
+  readonly name: string;
+  readonly type?: "custom" | "lets_encrypt";
+  readonly state?: "pending" | "verified" | "error";
+}
