@@ -24,6 +24,8 @@ import type { LbNetwork, LbNetworkStack, LbType, WireStickySessions } from "./wi
 export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/do-loadbalancer-";
 /** Where the DigitalOcean CCM writes its load balancer's id (and where it finds it again). */
 export const LOAD_BALANCER_ID = "kubernetes.digitalocean.com/load-balancer-id";
+/** The certificate-id annotation, whole: the DigitalOcean CCM rewrites it when Let's Encrypt renews the certificate. */
+export const CERTIFICATE_ID = "service.beta.kubernetes.io/do-loadbalancer-certificate-id";
 
 /** Keys, without the prefix. */
 export const A = {

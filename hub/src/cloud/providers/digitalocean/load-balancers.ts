@@ -13,7 +13,7 @@
  * reported, is renamed with `.failed` after it (the FAILURE_REPORTED_TAG of clouds with tags):
  * any replica reads both from the cloud. Each load balancer is an object of its own: no lockKey.
  * Its id is reported as the DigitalOcean CCM's `kubernetes.digitalocean.com/load-balancer-id`
- * Service annotation (LoadBalancerState.serviceAnnotations), so going back to that CCM keeps it.
+ * Service annotation (LbServiceHints.annotate), so going back to that CCM keeps it.
  */
 
 import { AnnotationError } from "../../annotation-bounds.js";
@@ -43,6 +43,7 @@ import {
 import {
   A,
   ANNOTATION_PREFIX,
+  CERTIFICATE_ID,
   DO_BOUNDS,
   type DoLbSettings,
   LOAD_BALANCER_ID,
@@ -117,11 +118,6 @@ function ingressOf(lb: WireLoadBalancer): LbIngress[] {
 }
 
 const backendsOf = (lb: WireLoadBalancer) => [...(lb.droplet_ids ?? [])].map(String).sort();
-
-/** The Service annotations the DigitalOcean CCM keeps for its load balancer. */
-export const doServiceAnnotations = (lb: Pick<WireLoadBalancer, "id">): Record<string, string> => ({
-  [LOAD_BALANCER_ID]: lb.id,
-});
 
 /** A certificate-name stands for an id only known after its lookup: the shape checks need none. */
 const NAMED_CERTIFICATE = "(certificate-name)";
@@ -221,7 +217,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     internal: true,
     protocols: ["TCP", "UDP", "HTTP"],
     settingBounds: DO_BOUNDS,
-    serviceAnnotationKeys: [LOAD_BALANCER_ID],
+    serviceAnnotationKeys: [LOAD_BALANCER_ID, CERTIFICATE_ID],
   };
 
   /** Where the owner's load balancer was last seen: a hint checked by its name on every use, never the truth. */
@@ -291,7 +287,6 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       owner: lbOwner(target),
       ingress: ingressOf(mine),
       backends: backendsOf(mine),
-      serviceAnnotations: doServiceAnnotations(mine),
     };
   }
 
@@ -429,15 +424,12 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     }
     const cert = await certificateToUse(this.client, lb, serviceCert, signal);
     if (cert.renewedFrom !== undefined) {
-      // Upstream rewrites the Service's certificate-id here; the hub cannot, so it says so.
+      // As upstream: the Service's certificate-id follows the renewed certificate.
       this.ctx.logger.info(
         { lb: lb.id, certificate: cert.id, annotated: cert.renewedFrom },
         "keeping the load balancer's renewed Let's Encrypt certificate (the Service's certificate's name)",
       );
-      hints?.warn?.(
-        "LoadBalancerCertificateRenewed",
-        `the load balancer keeps its renewed Let's Encrypt certificate ${cert.id}; ${ANNOTATION_PREFIX}${A.certificateId} still names ${cert.renewedFrom}: set it to ${cert.id}, or use ${ANNOTATION_PREFIX}${A.certificateName}`,
-      );
+      if (cert.id !== undefined) hints?.annotate?.(CERTIFICATE_ID, cert.id);
     }
     const want = this.desired(target, spec, s, cert.id);
     if (lb.status === "errored") {
@@ -486,6 +478,8 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       lb = checkLb(answer.load_balancer);
       this.seen.set(this.key(target), lb.id);
     }
+    // As upstream: the Service names its load balancer, so the DigitalOcean CCM finds it again.
+    hints?.annotate?.(LOAD_BALANCER_ID, lb.id);
     // The hostname annotation: the Service shows it instead of the addresses, as upstream.
     if (s.hostname !== undefined) return [{ hostname: s.hostname }];
     const ingress = ingressOf(lb);

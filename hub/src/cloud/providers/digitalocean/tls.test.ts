@@ -259,17 +259,23 @@ describe("Let's Encrypt renewal (upstream's recordUpdatedLetsEncryptCert)", () =
     await settle(() => provider.loadBalancers!.ensure(t, spec(a)));
     const renewed = fake.renewCertificate(cert.id);
     const before = ops.length;
-    const warned: string[] = [];
+    const annotated: Record<string, string> = {};
     await provider.loadBalancers!.ensure(t, spec(a), undefined, {
       annotations: a,
       ingress: [],
-      warn: (reason, message) => warned.push(`${reason}: ${message}`),
+      annotate: (key, value) => {
+        annotated[key] = value;
+      },
     });
     expect(rulesOf(t)[0]?.certificate_id).toBe(renewed.id);
     expect(ops.slice(before)).toEqual(["loadBalancers.get", "certificates.get", "certificates.get"]);
-    expect(warned).toEqual([
-      expect.stringMatching(new RegExp(`^LoadBalancerCertificateRenewed: .*set it to ${renewed.id}`)),
-    ]);
+    // As upstream: the Service's certificate-id follows the renewal (and names the load balancer).
+    expect(annotated).toEqual({ [`${P}certificate-id`]: renewed.id, [LOAD_BALANCER_ID]: lbOf(t)?.id });
+    // Set back on the Service, the ids agree: no certificate read at all.
+    const next = { [`${P}certificate-id`]: renewed.id };
+    const again = ops.length;
+    await provider.loadBalancers!.ensure(t, spec(next), undefined, { annotations: next, ingress: [] });
+    expect(ops.slice(again)).toEqual(["loadBalancers.get"]);
     await provider.loadBalancers!.ensureDeleted(t);
   });
 
@@ -327,14 +333,24 @@ describe("hostname", () => {
 });
 
 describe("kubernetes.digitalocean.com/load-balancer-id", () => {
-  test("declared, and reported for the owner's load balancer; set back on the Service it finds the same one", async () => {
+  test("declared, and set by ensure for the owner's load balancer; set back on the Service it finds the same one", async () => {
     const { provider, ops } = await bound();
-    expect(provider.loadBalancers!.capabilities.serviceAnnotationKeys).toEqual([LOAD_BALANCER_ID]);
+    expect(provider.loadBalancers!.capabilities.serviceAnnotationKeys).toEqual([
+      LOAD_BALANCER_ID,
+      `${P}certificate-id`,
+    ]);
     const t = target();
-    await settle(() => provider.loadBalancers!.ensure(t, spec({})));
-    const state = await provider.loadBalancers!.get(t);
-    expect(state?.serviceAnnotations).toEqual({ [LOAD_BALANCER_ID]: lbOf(t)?.id });
-    const annotations = { ...state?.serviceAnnotations };
+    const annotations: Record<string, string> = {};
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, spec({}), undefined, {
+        annotations: {},
+        ingress: [],
+        annotate: (key, value) => {
+          annotations[key] = value;
+        },
+      }),
+    );
+    expect(annotations).toEqual({ [LOAD_BALANCER_ID]: lbOf(t)?.id });
     const creates = ops.filter((o) => o === "loadBalancers.create").length;
     await expect(
       provider.loadBalancers!.ensure(t, spec(annotations), undefined, { annotations, ingress: [] }),
@@ -368,17 +384,22 @@ describe("kubernetes.digitalocean.com/load-balancer-id", () => {
       [`${P}redirect-http-to-https`]: "true",
     };
     const { provider } = await bound();
+    const annotated: Record<string, string> = {};
     const ingress = await settle(() =>
-      provider.loadBalancers!.ensure(t, spec(annotations), undefined, { annotations, ingress: [] }),
+      provider.loadBalancers!.ensure(t, spec(annotations), undefined, {
+        annotations,
+        ingress: [],
+        annotate: (key, value) => {
+          annotated[key] = value;
+        },
+      }),
     );
     expect(ingress).toEqual([{ ip: made.ip }]);
     const lb = fake.store.loadBalancers.get(made.id);
     expect(lb?.name).toBe(ownerName(t));
     expect(lb?.forwarding_rules).toEqual(rules);
     expect(lb?.redirect_http_to_https).toBe(true);
-    expect((await provider.loadBalancers!.get(t))?.serviceAnnotations).toEqual({
-      [LOAD_BALANCER_ID]: made.id,
-    });
+    expect(annotated).toEqual({ [LOAD_BALANCER_ID]: made.id });
     await provider.loadBalancers!.ensureDeleted(t);
   });
 });
