@@ -174,7 +174,12 @@ export function vendorLbSettings(a: Readonly<Record<string, string>>): VendorLbS
   if (proto !== undefined) {
     const p = parseEnum(A.healthProtocol, proto, oneOf(["tcp", "http"] as const));
     out.healthCheckProtocol = p === "http" ? "HTTP" : "TCP";
-  }
+  } else if (
+    a[A.protocol]?.toLowerCase() === "http" &&
+    [A.healthInterval, A.healthTimeout, A.healthRetries].some((k) => a[k] !== undefined)
+  )
+    // Upstream: a health check configured by any of these keys takes the service's protocol.
+    out.healthCheckProtocol = "HTTP";
   const path = a[A.healthPath];
   if (path !== undefined) out.healthCheckPath = parseLength(A.healthPath, path, length(255));
   const interval = a[A.healthInterval];

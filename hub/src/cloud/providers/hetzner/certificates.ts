@@ -183,14 +183,16 @@ export class HetznerCertificates {
         ACTION_RETRY_MS,
         `managed certificate ${cert.name}: action ${running.id} (${running.command}) running`,
       );
+    // The certificate was read before its actions: an issuance they show ended is taken from them.
+    const issued = page.items.find((a) => a.command === "create_certificate");
     const issuance = cert.status?.issuance;
-    if (issuance === "failed")
+    if (issuance === "failed" || (issuance !== "completed" && issued?.status === "error"))
       return this.failed(
         cert,
         page.items.find((a) => a.status === "error"),
         signal,
       );
-    if (issuance === "pending")
+    if (issuance === "pending" && issued?.status !== "success")
       return inProgress(ACTION_RETRY_MS, `managed certificate ${cert.name}: issuance pending`);
     const same =
       cert.domain_names.length === want.domains.length &&
