@@ -340,8 +340,23 @@ describe("actions", () => {
     const after = (await call("GET", `/load_balancers/${lb.id}`)).body?.load_balancer.services[0];
     expect(after.http).toMatchObject({ certificates: [cert], sticky_sessions: true, cookie_name: "SHOP" });
     expect(after.http.timeout_idle).toBe(60);
+    // lb11 takes 10 certificates (docs.hetzner.cloud, "Load Balancer Types"): an 11th is refused.
+    const more: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const p = selfSignedCertificate(`c${i}.example.com`);
+      more.push(
+        (await call("POST", "/certificates", { name: `c${i}`, certificate: p.cert, private_key: p.key })).body
+          ?.certificate.id,
+      );
+    }
+    const over = await call("POST", `${path}/add_service`, {
+      ...service(8443),
+      protocol: "https",
+      http: { certificates: more },
+    });
+    expect([over.status, over.body?.error.code]).toEqual([403, "resource_limit_exceeded"]);
     await call("DELETE", `/load_balancers/${lb.id}`);
-    await call("DELETE", `/certificates/${cert}`);
+    for (const c of [cert, ...more]) await call("DELETE", `/certificates/${c}`);
   });
 
   test("every request and answer matched the spec subset", () => {

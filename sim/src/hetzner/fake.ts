@@ -592,6 +592,7 @@ export class HetznerFake {
             "resource_limit_exceeded",
             `load balancer type ${type.name} takes at most ${type.maxServices} services`,
           );
+        this.assertCertificateQuota(lb.type, [...lb.services, s]);
         lb.services.push(s);
         return { undo: () => this.removeService(lb, s.listen_port) };
       }),
@@ -601,6 +602,10 @@ export class HetznerFake {
         const old = lb.services[i];
         if (old === undefined) throw notFound("service");
         const next = this.service(_c.body, old, _c.account);
+        this.assertCertificateQuota(
+          lb.type,
+          lb.services.map((x) => (x === old ? next : x)),
+        );
         lb.services[i] = next;
         return { undo: () => lb.services.splice(lb.services.indexOf(next), 1, old) };
       }),
@@ -662,6 +667,7 @@ export class HetznerFake {
         if (t === undefined) throw invalid("unknown load_balancer_type");
         if (lb.services.length > t.maxServices || lb.targets.length > t.maxTargets)
           throw new FakeError(403, "resource_limit_exceeded", `too many services or targets for ${t.name}`);
+        this.assertCertificateQuota(t.name, lb.services);
         lb.type = t.name;
         return { undo: () => (lb.type = old) };
       }),
@@ -990,6 +996,18 @@ export class HetznerFake {
     };
   }
 
+  /** Distinct certificates assigned across a load balancer's services, at most its type's. */
+  private assertCertificateQuota(typeName: string, services: readonly FakeLbService[]): void {
+    const type = LB_TYPES.find((t) => t.name === typeName);
+    const ids = new Set(services.flatMap((x) => (x.http?.["certificates"] as number[] | undefined) ?? []));
+    if (type !== undefined && ids.size > type.maxCertificates)
+      throw new FakeError(
+        403,
+        "resource_limit_exceeded",
+        `load balancer type ${type.name} takes at most ${type.maxCertificates} certificates`,
+      );
+  }
+
   private removeService(lb: FakeLoadBalancer, port: number): void {
     const i = lb.services.findIndex((x) => x.listen_port === port);
     if (i >= 0) lb.services.splice(i, 1);
@@ -1066,6 +1084,7 @@ export class HetznerFake {
         `load balancer type ${type.name} takes at most ${type.maxServices} services`,
       );
     for (const s of services) lb.services.push(this.service(s, undefined, c.account));
+    this.assertCertificateQuota(type.name, lb.services);
     for (const t of Array.isArray(b["targets"]) ? (b["targets"] as Json[]) : [])
       lb.targets.push(this.target(t, lb));
     this.store.loadBalancers.set(lb.id, lb);

@@ -203,6 +203,18 @@ describe("uploaded certificates", () => {
     expect(mutations()).toEqual([]);
   });
 
+  test("certificates per load balancer are a declared quota of the type (lb11: 10)", async () => {
+    const { lbs } = await bind();
+    const names = Array.from({ length: 11 }, (_, i) => `c${i}`).join(",");
+    expect(lbs.capabilities.quotas?.({ [A.protocol]: "https", [A.certificates]: names })).toContainEqual({
+      name: "certificates per load balancer (lb11)",
+      limit: 10,
+      counts: "annotations",
+      used: 11,
+    });
+    expect(lbs.capabilities.quotas?.({ [A.protocol]: "tcp" })).toHaveLength(1);
+  });
+
   test("what Hetzner would refuse is refused before any call, naming the key", async () => {
     const { lbs, ops } = await bind();
     const refused: [Record<string, string>, string][] = [

@@ -81,6 +81,8 @@ export const LB_OPS = {
 
 /** Services per load balancer of each type (docs.hetzner.cloud, "Load Balancer Types"). */
 export const MAX_SERVICES: Readonly<Record<LbTypeName, number>> = { lb11: 5, lb21: 15, lb31: 30 };
+/** Certificates assigned per load balancer of each type (docs.hetzner.cloud, "Load Balancer Types"). */
+export const MAX_CERTIFICATES: Readonly<Record<LbTypeName, number>> = { lb11: 10, lb21: 25, lb31: 50 };
 
 const LABEL_VALUE = /^([a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
 
@@ -271,8 +273,29 @@ export class HetznerLoadBalancers implements LoadBalancers {
         } catch {
           // checkAnnotations reports a bad value; the default type's quota stands meanwhile.
         }
+        let certificates = 0;
+        try {
+          const http = httpSettingsOf(annotations, "uid");
+          // Distinct certificates as named (an id and the same certificate's name count twice).
+          certificates =
+            http.managed !== undefined
+              ? 1
+              : new Set(http.certificates.map((c) => ("id" in c ? `#${c.id}` : c.name))).size;
+        } catch {
+          // As above.
+        }
         return [
           { name: `services per load balancer (${type})`, limit: MAX_SERVICES[type], counts: "listeners" },
+          ...(certificates > 0
+            ? [
+                {
+                  name: `certificates per load balancer (${type})`,
+                  limit: MAX_CERTIFICATES[type],
+                  counts: "annotations" as const,
+                  used: certificates,
+                },
+              ]
+            : []),
         ];
       },
     };
