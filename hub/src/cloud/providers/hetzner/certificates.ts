@@ -124,7 +124,12 @@ export class HetznerCertificates {
         label_selector: `${this.uidLabel}=${target.serviceUid}`,
       })
     ).map(checkCertificate);
-    const out: { mine?: WireCertificate; vendor?: WireCertificate; foreign?: WireCertificate } = {};
+    const out: {
+      mine?: WireCertificate;
+      vendor?: WireCertificate;
+      foreign?: WireCertificate;
+      allMine: WireCertificate[];
+    } = { allMine: [] };
     for (const c of all) {
       if (c.labels[this.uidLabel] !== target.serviceUid)
         throw new SuspectAnswerError(
@@ -132,8 +137,10 @@ export class HetznerCertificates {
         );
       const cluster = c.labels[OWNER_TAG_CLUSTER];
       const uid = c.labels[OWNER_TAG_SERVICE_UID];
-      if (cluster === target.cluster && uid === target.serviceUid) out.mine ??= c;
-      else if (cluster === undefined && uid === undefined) out.vendor ??= c;
+      if (cluster === target.cluster && uid === target.serviceUid) {
+        out.mine ??= c;
+        out.allMine.push(c);
+      } else if (cluster === undefined && uid === undefined) out.vendor ??= c;
       else out.foreign ??= c;
     }
     return out;
@@ -256,12 +263,12 @@ export class HetznerCertificates {
 
   /** Deletes the owner's managed certificates (after its load balancer: nothing then uses them). */
   async deleteOwned(target: ServiceTarget, signal?: AbortSignal): Promise<void> {
-    const { mine } = await this.find(target, signal);
-    if (mine === undefined) return;
-    try {
-      await this.client.delete(CERT_OPS.delete, `/certificates/${mine.id}`, signal);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const { allMine } = await this.find(target, signal);
+    for (const c of allMine)
+      try {
+        await this.client.delete(CERT_OPS.delete, `/certificates/${c.id}`, signal);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
   }
 }
