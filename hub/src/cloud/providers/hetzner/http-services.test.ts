@@ -318,6 +318,20 @@ describe("the managed certificate", () => {
     expect(certsOf(o)).toEqual([]);
   });
 
+  test("a request whose answer was lost is found again by its label, never requested twice", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    w.fake.faults.set({ lostResponseRate: 1 }, ACCOUNT);
+    const lost = await lbs.ensure(o, managed()).catch((e: unknown) => e);
+    w.fake.faults.reset();
+    expect(lost).toBeInstanceOf(Error);
+    expect(certsOf(o)).toHaveLength(1);
+    expect(await settle(() => lbs.ensure(o, managed()))).toEqual([{ ip: lbOf(o)?.ipv4 }]);
+    expect(certsOf(o)).toHaveLength(1);
+    await lbs.ensureDeleted(o);
+    expect(certsOf(o)).toEqual([]);
+  });
+
   test("a name taken by a certificate that is not the Service's is refused, that certificate untouched", async () => {
     const taken = await upload("taken");
     const o = owner();
