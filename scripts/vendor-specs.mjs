@@ -210,6 +210,12 @@ const SUBSETS = [
       "list_actions_for_network",
       "add_route_to_network",
       "delete_route_from_network",
+      "list_certificates",
+      "create_certificate",
+      "get_certificate",
+      "replace_certificate",
+      "delete_certificate",
+      "list_actions_for_certificate",
     ],
   },
 ];

@@ -7,6 +7,7 @@ import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
+import { selfSignedCertificate } from "../util/certificate.js";
 import {
   HETZNER_RATE_LIMIT,
   HETZNER_SPEC,
@@ -209,6 +210,153 @@ describe("actions", () => {
     });
     expect(del.body?.action.status).toBe("success");
     expect((await call("GET", `/networks/${networkId}?`)).body?.network.routes).toEqual([]);
+  });
+
+  test("certificates: uploaded (PEM parsed, key matched) and managed (issued by its action), listed by label and type", async () => {
+    const pem = selfSignedCertificate("shop.example.com", "DNS:shop.example.com,DNS:www.example.com");
+    const up = await call("POST", "/certificates", {
+      name: "shop",
+      type: "uploaded",
+      certificate: pem.cert,
+      private_key: pem.key,
+      labels: { team: "web" },
+    });
+    expect(up.status).toBe(201);
+    expect(up.body?.action).toBeNull();
+    expect(up.body?.certificate).toMatchObject({
+      name: "shop",
+      type: "uploaded",
+      domain_names: ["shop.example.com", "www.example.com"],
+      status: null,
+    });
+    const other = selfSignedCertificate("other.example.com");
+    expect(
+      (await call("POST", "/certificates", { name: "bad", certificate: pem.cert, private_key: other.key }))
+        .body?.error.code,
+    ).toBe("invalid_input");
+    expect(
+      (await call("POST", "/certificates", { name: "shop", certificate: pem.cert, private_key: pem.key }))
+        .body?.error.code,
+    ).toBe("uniqueness_error");
+    fake.setActionPolls(1);
+    const managed = await call("POST", "/certificates", {
+      name: "managed",
+      type: "managed",
+      domain_names: ["example.com"],
+      labels: { "hcloud-ccm/service-uid": "u1" },
+    });
+    expect(managed.body?.certificate.status.issuance).toBe("pending");
+    expect(managed.body?.action).toMatchObject({ command: "create_certificate", status: "running" });
+    const id = managed.body?.certificate.id;
+    expect((await call("GET", `/actions/${managed.body?.action.id}`)).body?.action.status).toBe("running");
+    expect((await call("GET", `/certificates/${id}`)).body?.certificate.status.issuance).toBe("pending");
+    const actions = await call("GET", `/certificates/${id}/actions?sort=id:desc`);
+    expect(actions.body?.actions[0].status).toBe("success");
+    expect((await call("GET", `/certificates/${id}`)).body?.certificate).toMatchObject({
+      status: { issuance: "completed", error: null },
+      domain_names: ["example.com"],
+    });
+    fake.failNextActions("create_certificate", 1);
+    fake.setActionPolls(0);
+    const failing = await call("POST", "/certificates", {
+      name: "failing",
+      type: "managed",
+      domain_names: ["bad.example.com"],
+    });
+    expect(failing.body?.action.status).toBe("error");
+    expect(
+      (await call("GET", `/certificates/${failing.body?.certificate.id}`)).body?.certificate.status,
+    ).toMatchObject({ issuance: "failed", error: { code: "action_failed" } });
+    const byLabel = await call("GET", "/certificates?label_selector=hcloud-ccm/service-uid%3Du1");
+    expect(byLabel.body?.certificates.map((c: { id: number }) => c.id)).toEqual([id]);
+    const uploaded = await call("GET", "/certificates?type=uploaded&name=shop");
+    expect(uploaded.body?.certificates.map((c: { name: string }) => c.name)).toEqual(["shop"]);
+    const relabel = await call("PUT", `/certificates/${id}`, { labels: { a: "b" } });
+    expect(relabel.body?.certificate.labels).toEqual({ a: "b" });
+    for (const c of [id, failing.body?.certificate.id, up.body?.certificate.id])
+      expect((await call("DELETE", `/certificates/${c}`)).status).toBe(204);
+    expect((await call("GET", `/certificates/${id}`)).status).toBe(404);
+  });
+
+  test("HTTP and HTTPS services: Hetzner's defaults answered, certificates only for https (and needed there), used_by", async () => {
+    const pem = selfSignedCertificate("lb.example.com", "DNS:lb.example.com");
+    const cert = (
+      await call("POST", "/certificates", { name: "lb", certificate: pem.cert, private_key: pem.key })
+    ).body?.certificate.id;
+    const lb = (
+      await call("POST", "/load_balancers", {
+        name: "web",
+        load_balancer_type: "lb11",
+        location: "fsn1",
+        services: [
+          {
+            ...service(443),
+            protocol: "https",
+            http: { certificates: [cert], redirect_http: true },
+            health_check: {
+              protocol: "http",
+              port: 30443,
+              interval: 10,
+              timeout: 5,
+              retries: 3,
+              http: { domain: "lb.example.com", path: "/healthz", status_codes: ["200"], tls: true },
+            },
+          },
+        ],
+      })
+    ).body?.load_balancer;
+    expect(lb.services[0]).toMatchObject({
+      protocol: "https",
+      http: {
+        certificates: [cert],
+        redirect_http: true,
+        sticky_sessions: false,
+        cookie_name: "HCLBSTICKY",
+        cookie_lifetime: 300,
+      },
+      health_check: {
+        http: { domain: "lb.example.com", path: "/healthz", response: "", status_codes: ["200"], tls: true },
+      },
+    });
+    expect((await call("GET", `/certificates/${cert}`)).body?.certificate.used_by).toEqual([
+      { id: lb.id, type: "load_balancer" },
+    ]);
+    const path = `/load_balancers/${lb.id}/actions`;
+    const refused = [
+      { ...service(80), protocol: "https" },
+      { ...service(80), protocol: "http", http: { certificates: [cert] } },
+      { ...service(80), protocol: "http", http: { redirect_http: true } },
+      { ...service(80), http: { sticky_sessions: true } },
+      { ...service(80), protocol: "https", http: { certificates: [999999] } },
+    ];
+    for (const body of refused)
+      expect((await call("POST", `${path}/add_service`, body)).status).toBeGreaterThanOrEqual(400);
+    // update_service keeps what the body leaves out: the sticky cookie changes, the certificate stays.
+    const upd = await call("POST", `${path}/update_service`, {
+      listen_port: 443,
+      http: { sticky_sessions: true, cookie_name: "SHOP", timeout_idle: 60 },
+    });
+    expect(upd.body?.action.status).toBe("success");
+    const after = (await call("GET", `/load_balancers/${lb.id}`)).body?.load_balancer.services[0];
+    expect(after.http).toMatchObject({ certificates: [cert], sticky_sessions: true, cookie_name: "SHOP" });
+    expect(after.http.timeout_idle).toBe(60);
+    // lb11 takes 10 certificates (docs.hetzner.cloud, "Load Balancer Types"): an 11th is refused.
+    const more: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const p = selfSignedCertificate(`c${i}.example.com`);
+      more.push(
+        (await call("POST", "/certificates", { name: `c${i}`, certificate: p.cert, private_key: p.key })).body
+          ?.certificate.id,
+      );
+    }
+    const over = await call("POST", `${path}/add_service`, {
+      ...service(8443),
+      protocol: "https",
+      http: { certificates: more },
+    });
+    expect([over.status, over.body?.error.code]).toEqual([403, "resource_limit_exceeded"]);
+    await call("DELETE", `/load_balancers/${lb.id}`);
+    for (const c of [cert, ...more]) await call("DELETE", `/certificates/${c}`);
   });
 
   test("every request and answer matched the spec subset", () => {

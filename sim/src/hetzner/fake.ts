@@ -10,6 +10,7 @@
  * every answer, Bearer tokens per project, the kit's faults and request log. With `spec`,
  * every request and answer is checked against the subset of the converted Hetzner spec.
  */
+import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
@@ -22,6 +23,7 @@ import { type SpecHook, specHook } from "../fake-kit/spec.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
 import {
   type FakeAction,
+  type FakeCertificate,
   type FakeLbService,
   type FakeLbTarget,
   type FakeLoadBalancer,
@@ -32,7 +34,14 @@ import {
   LOCATIONS,
   type ServerStatus,
 } from "./store.js";
-import { wireAction, wireLoadBalancer, wireNetwork, wirePagination, wireServer } from "./wire.js";
+import {
+  wireAction,
+  wireCertificate,
+  wireLoadBalancer,
+  wireNetwork,
+  wirePagination,
+  wireServer,
+} from "./wire.js";
 
 /** The spec fixture: the operations of the converted hcloud spec the fake serves (sim/fixtures/README.md). */
 export const HETZNER_SPEC = "hetzner/hcloud-openapi-5134cbc.ccm-subset.json";
@@ -199,7 +208,7 @@ function ipv4In(ip: string, cidr: string): boolean {
  * (`sort=id:desc&status=running`, OpenAPI's default for query arrays), which the kit's checker
  * reads only as JSON arrays; each is handed over as one, its items still checked.
  */
-const ARRAY_QUERY = ["sort", "status"] as const;
+const ARRAY_QUERY = ["sort", "status", "type"] as const;
 function checkedQuery(q: URLSearchParams): URLSearchParams {
   const out = new URLSearchParams(q);
   for (const name of ARRAY_QUERY) if (q.has(name)) out.set(name, JSON.stringify(q.getAll(name)));
@@ -573,7 +582,7 @@ export class HetznerFake {
         return { key: "actions", list: this.actionsOf(c, lb.id, "load_balancer") };
       }),
       lbAction("add_service", (c, lb) => {
-        const s = this.service(c.body, undefined);
+        const s = this.service(c.body, undefined, c.account);
         if (lb.services.some((x) => x.listen_port === s.listen_port))
           throw new FakeError(409, "conflict", `listen_port ${s.listen_port} already in use`);
         const type = LB_TYPES.find((t) => t.name === lb.type);
@@ -583,6 +592,7 @@ export class HetznerFake {
             "resource_limit_exceeded",
             `load balancer type ${type.name} takes at most ${type.maxServices} services`,
           );
+        this.assertCertificateQuota(lb.type, [...lb.services, s]);
         lb.services.push(s);
         return { undo: () => this.removeService(lb, s.listen_port) };
       }),
@@ -591,13 +601,10 @@ export class HetznerFake {
         const i = lb.services.findIndex((x) => x.listen_port === port);
         const old = lb.services[i];
         if (old === undefined) throw notFound("service");
-        const next = this.service(
-          {
-            ...old,
-            ..._c.body,
-            health_check: { ...old.health_check, ...(_c.body["health_check"] as Json | undefined) },
-          },
-          old,
+        const next = this.service(_c.body, old, _c.account);
+        this.assertCertificateQuota(
+          lb.type,
+          lb.services.map((x) => (x === old ? next : x)),
         );
         lb.services[i] = next;
         return { undo: () => lb.services.splice(lb.services.indexOf(next), 1, old) };
@@ -660,8 +667,49 @@ export class HetznerFake {
         if (t === undefined) throw invalid("unknown load_balancer_type");
         if (lb.services.length > t.maxServices || lb.targets.length > t.maxTargets)
           throw new FakeError(403, "resource_limit_exceeded", `too many services or targets for ${t.name}`);
+        this.assertCertificateQuota(t.name, lb.services);
         lb.type = t.name;
         return { undo: () => (lb.type = old) };
+      }),
+      r("GET", "\\/certificates", "certificates.list", (c) => {
+        const name = c.query.get("name");
+        const types = c.query.getAll("type");
+        const terms = parseLabelSelector(c.query.get("label_selector") ?? "");
+        return {
+          key: "certificates",
+          list: this.store
+            .certificatesOf(c.account)
+            .filter(
+              (x) =>
+                (name === null || x.name === name) &&
+                (types.length === 0 || types.includes(x.type)) &&
+                matchesSelector(x.labels, terms),
+            )
+            .map((x) => this.wireCert(x)),
+        };
+      }),
+      r("POST", "\\/certificates", "certificates.create", (c) => this.createCertificate(c)),
+      r("GET", `\\/certificates${ID}`, "certificates.get", (c) => ({
+        body: { certificate: this.wireCert(this.cert(c)) },
+      })),
+      r("PUT", `\\/certificates${ID}`, "certificates.update", (c) => {
+        const x = this.cert(c);
+        if (c.body["labels"] !== undefined) x.labels = checkLabels(c.body["labels"]);
+        if (typeof c.body["name"] === "string") {
+          const name = c.body["name"];
+          if (this.store.certificatesOf(c.account).some((o) => o.id !== x.id && o.name === name))
+            throw new FakeError(409, "uniqueness_error", "name is already used");
+          x.name = name;
+        }
+        return { body: { certificate: this.wireCert(x) } };
+      }),
+      r("DELETE", `\\/certificates${ID}`, "certificates.delete", (c) => {
+        this.store.certificates.delete(this.cert(c).id);
+        return { status: 204 };
+      }),
+      r("GET", `\\/certificates${ID}\\/actions`, "certificates.actions.list", (c) => {
+        const x = this.cert(c);
+        return { key: "actions", list: this.actionsOf(c, x.id, "certificate") };
       }),
       r("GET", "\\/networks", "networks.list", (c) => {
         const name = c.query.get("name");
@@ -732,6 +780,107 @@ export class HetznerFake {
     return n;
   }
 
+  private cert(c: Call): FakeCertificate {
+    const x = this.store.certificates.get(Number(c.params[0]));
+    if (x === undefined || x.account !== c.account) throw notFound("certificate");
+    return x;
+  }
+
+  private wireCert(x: FakeCertificate): Json {
+    const usedBy = this.store
+      .loadBalancersOf(x.account)
+      .filter((lb) =>
+        lb.services.some((s) => ((s.http?.["certificates"] as number[] | undefined) ?? []).includes(x.id)),
+      )
+      .map((lb) => lb.id);
+    return wireCertificate(x, usedBy);
+  }
+
+  /**
+   * POST /certificates: an uploaded one (its PEM parsed, the key matched, its names and validity
+   * read from it; no action), or a managed one, issued by its create_certificate action:
+   * `pending` while it runs, then `completed` (or `failed`, with the action's error).
+   */
+  private createCertificate(c: Call): { status: number; body: unknown } {
+    const b = c.body;
+    const name = b["name"];
+    if (typeof name !== "string" || name === "") throw invalid("name is required");
+    if (this.store.certificatesOf(c.account).some((x) => x.name === name))
+      throw new FakeError(409, "uniqueness_error", "name is already used");
+    const type = b["type"] ?? "uploaded";
+    const labels = b["labels"] === undefined ? {} : checkLabels(b["labels"]);
+    const base = { id: this.store.nextId(), account: c.account, name, labels, createdMs: c.nowMs };
+    if (type === "uploaded") {
+      const pem = b["certificate"];
+      const key = b["private_key"];
+      if (typeof pem !== "string" || typeof key !== "string")
+        throw invalid("certificate and private_key are required for type uploaded");
+      let x509: X509Certificate;
+      try {
+        x509 = new X509Certificate(pem);
+        if (!x509.checkPrivateKey(createPrivateKey(key))) throw new Error("key mismatch");
+      } catch {
+        throw invalid("certificate or private_key is invalid, or they do not match");
+      }
+      const sans = (x509.subjectAltName ?? "")
+        .split(",")
+        .map((n) => n.trim())
+        .filter((n) => n.startsWith("DNS:"))
+        .map((n) => n.slice(4));
+      const cn = /CN=([^\n,]+)/.exec(x509.subject)?.[1];
+      const cert: FakeCertificate = {
+        ...base,
+        type: "uploaded",
+        domainNames: sans.length > 0 ? sans : cn === undefined ? [] : [cn],
+        certificate: pem,
+        fingerprint: x509.fingerprint,
+        notValidBefore: Date.parse(x509.validFrom),
+        notValidAfter: Date.parse(x509.validTo),
+        status: null,
+      };
+      this.store.certificates.set(cert.id, cert);
+      return { status: 201, body: { certificate: this.wireCert(cert), action: null } };
+    }
+    if (type !== "managed") throw invalid("invalid type");
+    const domains = b["domain_names"];
+    if (
+      !Array.isArray(domains) ||
+      domains.length === 0 ||
+      domains.some((d) => typeof d !== "string" || !/^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(d))
+    )
+      throw invalid("domain_names are required for type managed");
+    const cert: FakeCertificate = {
+      ...base,
+      type: "managed",
+      domainNames: domains as string[],
+      certificate: null,
+      fingerprint: null,
+      notValidBefore: null,
+      notValidAfter: null,
+      status: { issuance: "pending", renewal: "unavailable", error: null },
+    };
+    this.store.certificates.set(cert.id, cert);
+    const issued = () => {
+      const now = this.now();
+      cert.certificate = `-----BEGIN CERTIFICATE-----\nfake Let's Encrypt certificate ${cert.id} for ${cert.domainNames.join(" ")}\n-----END CERTIFICATE-----\n`;
+      cert.fingerprint = (createHash("sha1").update(cert.certificate).digest("hex").match(/../g) ?? []).join(
+        ":",
+      );
+      cert.notValidBefore = now;
+      cert.notValidAfter = now + 90 * 86_400_000;
+      cert.status = { issuance: "completed", renewal: "unavailable", error: null };
+    };
+    const failed = () => {
+      cert.status = {
+        issuance: "failed",
+        renewal: "unavailable",
+        error: { code: "action_failed", message: "Action failed" },
+      };
+    };
+    const action = this.startAction(c, "create_certificate", cert.id, "certificate", failed, issued);
+    return { status: 201, body: { certificate: this.wireCert(cert), action: wireAction(action) } };
+  }
+
   private wireNet(n: FakeNetwork): Json {
     const servers = this.store
       .serversOf(n.account)
@@ -756,34 +905,107 @@ export class HetznerFake {
     return { destination, gateway };
   }
 
-  private service(body: Json, old: FakeLbService | undefined): FakeLbService {
+  /**
+   * A service from add_service's body, or update_service's over the old one (the fields the
+   * body leaves out kept). HTTP settings only for http and https, with Hetzner's defaults
+   * filled in as it answers them; certificates only for https, which needs at least one of the
+   * project's; redirect_http only for https (docs.hetzner.cloud, "Load Balancers").
+   */
+  private service(body: Json, old: FakeLbService | undefined, account: string): FakeLbService {
     const protocol = body["protocol"] ?? old?.protocol;
     if (protocol !== "tcp" && protocol !== "http" && protocol !== "https") throw invalid("invalid protocol");
     const listen = Number(body["listen_port"]);
     const dest = Number(body["destination_port"] ?? old?.destination_port);
     if (!Number.isInteger(listen) || listen < 1 || listen > 65535) throw invalid("invalid listen_port");
     if (!Number.isInteger(dest) || dest < 1 || dest > 65535) throw invalid("invalid destination_port");
-    const hc = body["health_check"] as Json | undefined;
-    if (hc === undefined || (hc["protocol"] !== "tcp" && hc["protocol"] !== "http"))
-      throw invalid("invalid health_check");
+    const hcBody = body["health_check"] as Json | undefined;
+    const hc: Json = { ...(old?.health_check ?? {}), ...(hcBody ?? {}) };
+    if (hc["protocol"] !== "tcp" && hc["protocol"] !== "http") throw invalid("invalid health_check");
+    for (const k of ["port", "interval", "timeout", "retries"] as const)
+      if (!Number.isInteger(hc[k]) || (hc[k] as number) < (k === "retries" ? 0 : 1))
+        throw invalid(`invalid health_check.${k}`);
+    const hcHttp =
+      hc["protocol"] === "http"
+        ? {
+            domain: null,
+            path: "/",
+            response: "",
+            status_codes: ["2??", "3??"],
+            tls: false,
+            ...(old?.health_check.protocol === "http" ? (old.health_check.http ?? {}) : {}),
+            ...((hcBody?.["http"] as Json | undefined) ?? {}),
+          }
+        : undefined;
+    if (hcHttp !== undefined) {
+      const codes = hcHttp.status_codes as unknown;
+      if (!Array.isArray(codes) || codes.some((c) => typeof c !== "string" || !/^[1-5][0-9?]{2}$/.test(c)))
+        throw invalid("invalid health_check.http.status_codes");
+    }
+    const httpBody = body["http"] as Json | undefined;
+    if (protocol === "tcp" && httpBody !== undefined)
+      throw invalid("http settings are only available for protocol http and https");
+    let http: Record<string, unknown> | undefined;
+    if (protocol !== "tcp") {
+      http = {
+        cookie_name: "HCLBSTICKY",
+        cookie_lifetime: 300,
+        certificates: [],
+        redirect_http: false,
+        sticky_sessions: false,
+        ...(old?.protocol !== "tcp" ? (old?.http ?? {}) : {}),
+        ...(httpBody ?? {}),
+      };
+      const certs = http["certificates"] as unknown;
+      if (!Array.isArray(certs) || certs.some((c) => !Number.isSafeInteger(c)))
+        throw invalid("invalid http.certificates");
+      for (const id of certs as number[]) {
+        const cert = this.store.certificates.get(id);
+        if (cert === undefined || cert.account !== account) throw notFound("certificate");
+      }
+      if (protocol === "http" && certs.length > 0)
+        throw invalid("certificates are only available for protocol https");
+      if (protocol === "https" && certs.length === 0)
+        throw invalid("protocol https needs at least one certificate");
+      if (protocol === "http" && http["redirect_http"] === true)
+        throw invalid("redirect_http is only available for protocol https");
+      const lifetime = http["cookie_lifetime"];
+      if (!Number.isInteger(lifetime) || (lifetime as number) < 1)
+        throw invalid("invalid http.cookie_lifetime");
+      if (typeof http["cookie_name"] !== "string" || http["cookie_name"] === "")
+        throw invalid("invalid http.cookie_name");
+      const idle = http["timeout_idle"];
+      if (idle !== undefined && (!Number.isInteger(idle) || (idle as number) < 1))
+        throw invalid("invalid http.timeout_idle");
+    }
     return {
       protocol,
       listen_port: listen,
       destination_port: dest,
-      proxyprotocol: body["proxyprotocol"] === true,
+      proxyprotocol: (body["proxyprotocol"] ?? old?.proxyprotocol) === true,
       health_check: {
         protocol: hc["protocol"],
-        port: Number(hc["port"]),
-        interval: Number(hc["interval"]),
-        timeout: Number(hc["timeout"]),
-        retries: Number(hc["retries"]),
-        ...(hc["protocol"] === "http" &&
-          hc["http"] !== undefined && {
-            http: hc["http"] as NonNullable<FakeLbService["health_check"]["http"]>,
-          }),
+        port: hc["port"] as number,
+        interval: hc["interval"] as number,
+        timeout: hc["timeout"] as number,
+        retries: hc["retries"] as number,
+        ...(hcHttp !== undefined && {
+          http: hcHttp as NonNullable<FakeLbService["health_check"]["http"]>,
+        }),
       },
-      ...(body["http"] !== undefined && { http: body["http"] as Json }),
+      ...(http !== undefined && { http }),
     };
+  }
+
+  /** Distinct certificates assigned across a load balancer's services, at most its type's. */
+  private assertCertificateQuota(typeName: string, services: readonly FakeLbService[]): void {
+    const type = LB_TYPES.find((t) => t.name === typeName);
+    const ids = new Set(services.flatMap((x) => (x.http?.["certificates"] as number[] | undefined) ?? []));
+    if (type !== undefined && ids.size > type.maxCertificates)
+      throw new FakeError(
+        403,
+        "resource_limit_exceeded",
+        `load balancer type ${type.name} takes at most ${type.maxCertificates} certificates`,
+      );
   }
 
   private removeService(lb: FakeLoadBalancer, port: number): void {
@@ -861,7 +1083,8 @@ export class HetznerFake {
         "resource_limit_exceeded",
         `load balancer type ${type.name} takes at most ${type.maxServices} services`,
       );
-    for (const s of services) lb.services.push(this.service(s, undefined));
+    for (const s of services) lb.services.push(this.service(s, undefined, c.account));
+    this.assertCertificateQuota(type.name, lb.services);
     for (const t of Array.isArray(b["targets"]) ? (b["targets"] as Json[]) : [])
       lb.targets.push(this.target(t, lb));
     this.store.loadBalancers.set(lb.id, lb);
@@ -871,7 +1094,14 @@ export class HetznerFake {
 
   // ---- actions ------------------------------------------------------------------------------
 
-  private startAction(c: Call, command: string, id: number, type: string, undo?: () => void): FakeAction {
+  private startAction(
+    c: Call,
+    command: string,
+    id: number,
+    type: string,
+    undo?: () => void,
+    done?: () => void,
+  ): FakeAction {
     const left = this.failing.get(command) ?? 0;
     if (left > 0) this.failing.set(command, left - 1);
     const a: FakeAction = {
@@ -886,6 +1116,7 @@ export class HetznerFake {
       pollsLeft: this.actionPolls,
       fails: left > 0,
       ...(undo !== undefined && { undo }),
+      ...(done !== undefined && { done }),
     };
     this.store.actions.set(a.id, a);
     if (a.pollsLeft === 0) this.finish(a);
@@ -906,7 +1137,10 @@ export class HetznerFake {
       a.status = "error";
       a.error = { code: "action_failed", message: "Action failed" };
       a.undo?.();
-    } else a.status = "success";
+    } else {
+      a.status = "success";
+      a.done?.();
+    }
   }
 
   private assertUnlocked(account: string, id: number, type: string): void {

@@ -113,6 +113,30 @@ export interface FakeAction {
   readonly fails: boolean;
   /** What an action ending in error undoes (the change it stood for never took). */
   readonly undo?: () => void;
+  /** What an action ending in success completes (a managed certificate's issuance). */
+  readonly done?: () => void;
+}
+
+/** A TLS certificate: uploaded (PEM given) or managed (issued by Let's Encrypt through an action). */
+export interface FakeCertificate {
+  readonly id: number;
+  readonly account: string;
+  name: string;
+  readonly type: "uploaded" | "managed";
+  labels: Record<string, string>;
+  readonly domainNames: readonly string[];
+  /** The PEM chain: given at upload, issued for a managed one (null until then). */
+  certificate: string | null;
+  fingerprint: string | null;
+  notValidBefore: number | null;
+  notValidAfter: number | null;
+  /** Managed only: issuance follows its create_certificate action. */
+  status: {
+    issuance: "pending" | "completed" | "failed";
+    renewal: "unavailable";
+    error: { code: string; message: string } | null;
+  } | null;
+  readonly createdMs: number;
 }
 
 /** A Hetzner load balancer type: the limits its documentation lists. */
@@ -148,6 +172,7 @@ export class HetznerStore {
   readonly networks = new Map<number, FakeNetwork>();
   readonly loadBalancers = new Map<number, FakeLoadBalancer>();
   readonly actions = new Map<number, FakeAction>();
+  readonly certificates = new Map<number, FakeCertificate>();
   private seq = 100;
   private addr = 0;
 
@@ -175,6 +200,10 @@ export class HetznerStore {
 
   networksOf(account: string): FakeNetwork[] {
     return [...this.networks.values()].filter((n) => n.account === account);
+  }
+
+  certificatesOf(account: string): FakeCertificate[] {
+    return [...this.certificates.values()].filter((c) => c.account === account);
   }
 
   loadBalancersOf(account: string): FakeLoadBalancer[] {

@@ -1,6 +1,7 @@
 // Hetzner Cloud API v1 wire shapes of the fake's tables, every field the spec requires.
 import {
   type FakeAction,
+  type FakeCertificate,
   type FakeLoadBalancer,
   type FakeNetwork,
   type FakeServer,
@@ -172,6 +173,24 @@ export function wireLoadBalancer(lb: FakeLoadBalancer): Json {
       use_private_ip: t.use_private_ip,
       health_status: lb.services.map((s) => ({ listen_port: s.listen_port, status: "healthy" })),
     })),
+  };
+}
+
+/** A certificate as Hetzner answers it; `usedBy` the load balancers whose services name it. */
+export function wireCertificate(c: FakeCertificate, usedBy: readonly number[]): Json {
+  return {
+    id: c.id,
+    name: c.name,
+    type: c.type,
+    labels: { ...c.labels },
+    created: iso(c.createdMs),
+    certificate: c.certificate,
+    fingerprint: c.fingerprint,
+    domain_names: [...c.domainNames],
+    not_valid_before: c.notValidBefore === null ? null : iso(c.notValidBefore),
+    not_valid_after: c.notValidAfter === null ? null : iso(c.notValidAfter),
+    status: c.status === null ? null : { ...c.status },
+    used_by: usedBy.map((id) => ({ id, type: "load_balancer" })),
   };
 }
 

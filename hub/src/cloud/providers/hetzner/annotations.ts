@@ -1,9 +1,10 @@
 /**
  * The Hetzner CCM's Service annotations (`load-balancer.hetzner.cloud/…`, its
  * internal/annotation/load_balancer.go) that fleet-ccm honours, with upstream's meaning, and
- * the ones it refuses: a Service asking for what phase 1 does not build (HTTP/HTTPS services,
- * certificates, a node selector) is refused before any call rather than built otherwise.
- * docs/providers/hetzner.md has the table.
+ * the ones it refuses: a Service asking for what fleet-ccm does not build (a node selector: the
+ * hub hands providers no node labels; a fixed private IP or subnet; the reserved `id`) is
+ * refused before any call rather than built otherwise. The HTTP/HTTPS keys are read in
+ * http-settings.ts. docs/providers/hetzner.md has the table.
  */
 import {
   AnnotationError,
@@ -38,28 +39,35 @@ export const A = {
   healthTimeout: `${ANNOTATION_PREFIX}health-check-timeout`,
   healthRetries: `${ANNOTATION_PREFIX}health-check-retries`,
   healthPath: `${ANNOTATION_PREFIX}health-check-http-path`,
+  certificates: `${ANNOTATION_PREFIX}http-certificates`,
+  certificateType: `${ANNOTATION_PREFIX}certificate-type`,
+  managedName: `${ANNOTATION_PREFIX}http-managed-certificate-name`,
+  managedDomains: `${ANNOTATION_PREFIX}http-managed-certificate-domains`,
+  managedStaging: `${ANNOTATION_PREFIX}http-managed-certificate-acme-staging`,
+  redirectHttp: `${ANNOTATION_PREFIX}http-redirect-http`,
+  stickySessions: `${ANNOTATION_PREFIX}http-sticky-sessions`,
+  cookieName: `${ANNOTATION_PREFIX}http-cookie-name`,
+  cookieLifetime: `${ANNOTATION_PREFIX}http-cookie-lifetime`,
+  timeoutIdle: `${ANNOTATION_PREFIX}http-timeout-idle`,
+  statusCodes: `${ANNOTATION_PREFIX}http-status-codes`,
+  healthDomain: `${ANNOTATION_PREFIX}health-check-http-domain`,
+  healthTls: `${ANNOTATION_PREFIX}health-check-http-validate-certificate`,
+  nodeSelector: `${ANNOTATION_PREFIX}node-selector`,
 } as const;
 
-/** Keys for what phase 1 does not build: a Service with one is refused, naming it. */
-const REFUSED: readonly string[] = [
-  "http-certificates",
-  "certificate-type",
-  "http-managed-certificate-name",
-  "http-managed-certificate-acme-staging",
-  "http-managed-certificate-domains",
-  "http-redirect-http",
-  "http-sticky-sessions",
-  "http-cookie-name",
-  "http-cookie-lifetime",
-  "http-timeout-idle",
-  "http-status-codes",
-  "health-check-http-domain",
-  "health-check-http-validate-certificate",
-  "node-selector",
-  "id",
-  "private-ipv4",
-  "private-subnet-ip-range",
-].map((k) => `${ANNOTATION_PREFIX}${k}`);
+/**
+ * Keys fleet-ccm does not build: a Service with one is refused, naming it. `node-selector`
+ * matches Kubernetes node labels, which the hub's contract does not hand providers (backends
+ * are instance ids); `private-ipv4` and `private-subnet-ip-range` pin the load balancer's
+ * private address; `id` is reserved upstream.
+ */
+const REFUSED: Readonly<Record<string, string>> = {
+  [A.nodeSelector]:
+    "node-selector is not supported by fleet-ccm: the hub does not hand providers node labels; exclude nodes with node.kubernetes.io/exclude-from-external-load-balancers instead",
+  [`${ANNOTATION_PREFIX}id`]: "not supported by fleet-ccm (reserved by the Hetzner CCM): remove it",
+  [`${ANNOTATION_PREFIX}private-ipv4`]: "not supported by fleet-ccm yet: remove it",
+  [`${ANNOTATION_PREFIX}private-subnet-ip-range`]: "not supported by fleet-ccm yet: remove it",
+};
 
 export const LB_TYPE_NAMES = ["lb11", "lb21", "lb31"] as const;
 export type LbTypeName = (typeof LB_TYPE_NAMES)[number];
@@ -103,19 +111,10 @@ const bool = (a: Readonly<Record<string, string>>, key: string): boolean | undef
   return raw === undefined ? undefined : parseBoolean(key, raw, GO_BOOLEAN);
 };
 
-/** Refuses what phase 1 does not build; `protocol` other than tcp among them. */
+/** Refuses what fleet-ccm does not build. */
 export function checkRefused(a: Readonly<Record<string, string>>): void {
-  for (const key of REFUSED)
-    if (a[key] !== undefined)
-      throw new AnnotationError(key, a[key] ?? "", "no value", "not supported by fleet-ccm yet: remove it");
-  const protocol = a[A.protocol];
-  if (protocol !== undefined && protocol.toLowerCase() !== "tcp")
-    throw new AnnotationError(
-      A.protocol,
-      protocol,
-      "tcp",
-      "HTTP and HTTPS services are not supported by fleet-ccm yet",
-    );
+  for (const [key, why] of Object.entries(REFUSED))
+    if (a[key] !== undefined) throw new AnnotationError(key, a[key] ?? "", "no value", why);
 }
 
 export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDefaults): HetznerLbSettings {
@@ -158,7 +157,7 @@ export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDe
 }
 
 /** A Go duration as upstream's health-check keys take it ("15s", "1m", "500ms"), in whole seconds. */
-function seconds(key: string, raw: string): number {
+export function seconds(key: string, raw: string): number {
   const m = /^(\d+)(ms|s|m)?$/.exec(raw.trim());
   if (m === null) throw new AnnotationError(key, raw, "a duration such as 15s");
   const n = Number(m[1]);
@@ -175,7 +174,12 @@ export function vendorLbSettings(a: Readonly<Record<string, string>>): VendorLbS
   if (proto !== undefined) {
     const p = parseEnum(A.healthProtocol, proto, oneOf(["tcp", "http"] as const));
     out.healthCheckProtocol = p === "http" ? "HTTP" : "TCP";
-  }
+  } else if (
+    a[A.protocol]?.toLowerCase() === "http" &&
+    [A.healthInterval, A.healthTimeout, A.healthRetries].some((k) => a[k] !== undefined)
+  )
+    // Upstream: a health check configured by any of these keys takes the service's protocol.
+    out.healthCheckProtocol = "HTTP";
   const path = a[A.healthPath];
   if (path !== undefined) out.healthCheckPath = parseLength(A.healthPath, path, length(255));
   const interval = a[A.healthInterval];

@@ -268,12 +268,14 @@ describe("annotations", () => {
     expect(() => hetznerProvider.lbSettings?.({ [A.healthInterval]: "soon" })).toThrow(AnnotationError);
   });
 
-  test("what phase 1 does not build is refused before any call", async () => {
+  test("what fleet-ccm does not build is refused before any call", async () => {
     const { lbs, ops } = await bind();
     const refused: Record<string, string>[] = [
-      { [A.protocol]: "https" },
-      { "load-balancer.hetzner.cloud/http-certificates": "my-cert" },
-      { "load-balancer.hetzner.cloud/node-selector": "role=edge" },
+      // Node labels do not reach providers: a node selector could not be honoured.
+      { [A.nodeSelector]: "role=edge" },
+      { "load-balancer.hetzner.cloud/private-ipv4": "10.0.0.9" },
+      { "load-balancer.hetzner.cloud/private-subnet-ip-range": "10.0.1.0/24" },
+      { "load-balancer.hetzner.cloud/id": "42" },
       { [A.type]: "lb99" },
     ];
     for (const a of refused) {

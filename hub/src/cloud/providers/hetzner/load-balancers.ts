@@ -3,8 +3,9 @@
  * label `hcloud-ccm/service-uid=<uid>`. fleet-ccm's own labels (`fleet-ccm.io/cluster`,
  * `fleet-ccm.io/service-uid`) say whose it is; one with the upstream label alone was built by
  * the Hetzner CCM and is adopted (labelled as the owner's) only with the cluster's
- * `adoptFrom`. Created with its type, location or network zone, algorithm, services (TCP,
- * one per Service port, with the health check) and server targets in one call; afterwards
+ * `adoptFrom`. Created with its type, location or network zone, algorithm, services (one per
+ * Service port, tcp, http or https with their certificates (certificates.ts) and HTTP
+ * settings, with the health check) and server targets in one call; afterwards
  * each change is one action (change_type, change_algorithm, attach_to_network,
  * delete/update/add_service, remove/add_target), polled once: a running action answers
  * in-progress, and the next call reads the load balancer's actions before changing anything.
@@ -50,7 +51,9 @@ import {
   type LbTypeName,
   lbSettingsOf,
 } from "./annotations.js";
+import { HetznerCertificates } from "./certificates.js";
 import type { HetznerClient } from "./client.js";
+import { type HetznerHttpSettings, httpSettingsOf } from "./http-settings.js";
 import type { NetworkResolver } from "./networks.js";
 import type { WireAction, WireLbService, WireLoadBalancer } from "./wire.js";
 
@@ -78,6 +81,8 @@ export const LB_OPS = {
 
 /** Services per load balancer of each type (docs.hetzner.cloud, "Load Balancer Types"). */
 export const MAX_SERVICES: Readonly<Record<LbTypeName, number>> = { lb11: 5, lb21: 15, lb31: 30 };
+/** Certificates assigned per load balancer of each type (docs.hetzner.cloud, "Load Balancer Types"). */
+export const MAX_CERTIFICATES: Readonly<Record<LbTypeName, number>> = { lb11: 10, lb21: 25, lb31: 50 };
 
 const LABEL_VALUE = /^([a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
 
@@ -126,14 +131,35 @@ interface Found {
   readonly foreign?: WireLoadBalancer;
 }
 
-/** The Hetzner service a listener becomes. */
-export function desiredService(l: LbListener, spec: LoadBalancerSpec): WireLbService {
+/** Hetzner's defaults of an HTTP health check and of a service's HTTP settings (docs.hetzner.cloud). */
+const DEFAULT_STATUS_CODES = ["2??", "3??"] as const;
+const DEFAULT_COOKIE = { name: "HCLBSTICKY", lifetimeSeconds: 300 } as const;
+
+const TCP_ONLY: HetznerHttpSettings = {
+  protocol: "tcp",
+  certificates: [],
+  redirectHttp: false,
+  stickySessions: false,
+};
+
+/**
+ * The Hetzner service a listener becomes: the Service's one protocol (tcp, http or https), an
+ * https one with its certificates. Every HTTP setting is written whole, Hetzner's defaults
+ * where the Service names none, so removing a key puts the default back (the idle timeout,
+ * which the converted spec does not know, only when set).
+ */
+export function desiredService(
+  l: LbListener,
+  spec: LoadBalancerSpec,
+  http: HetznerHttpSettings = TCP_ONLY,
+  certificates: readonly number[] = [],
+): WireLbService {
   const hc = spec.healthCheck;
   // Upstream checks each service on its own destination port; a health-check node port of its
   // own (externalTrafficPolicy: Local) is kept.
   const ownPort = spec.listeners.some((x) => x.nodePort === hc.port);
   return {
-    protocol: "tcp",
+    protocol: http.protocol,
     listen_port: l.port,
     destination_port: l.nodePort,
     proxyprotocol: l.proxyProtocol,
@@ -143,24 +169,63 @@ export function desiredService(l: LbListener, spec: LoadBalancerSpec): WireLbSer
       interval: hc.intervalSeconds,
       timeout: hc.timeoutSeconds,
       retries: hc.unhealthyThreshold,
-      ...(hc.protocol === "HTTP" && { http: { domain: null, path: hc.path === "" ? "/" : hc.path } }),
+      ...(hc.protocol === "HTTP" && {
+        http: {
+          domain: http.healthDomain ?? null,
+          path: hc.path === "" ? "/" : hc.path,
+          status_codes: [...(http.healthStatusCodes ?? DEFAULT_STATUS_CODES)],
+          tls: http.healthTls ?? false,
+        },
+      }),
     },
+    ...(http.protocol !== "tcp" && {
+      http: {
+        cookie_name: http.cookieName ?? DEFAULT_COOKIE.name,
+        cookie_lifetime: http.cookieLifetime ?? DEFAULT_COOKIE.lifetimeSeconds,
+        certificates: [...certificates],
+        redirect_http: http.redirectHttp,
+        sticky_sessions: http.stickySessions,
+        ...(http.timeoutIdle !== undefined && { timeout_idle: http.timeoutIdle }),
+      },
+    }),
   };
 }
 
-function sameService(a: WireLbService, b: WireLbService): boolean {
-  const ha = a.health_check;
-  const hb = b.health_check;
-  return (
-    a.protocol === b.protocol &&
-    a.destination_port === b.destination_port &&
-    a.proxyprotocol === b.proxyprotocol &&
+const sameList = (a: readonly (string | number)[] = [], b: readonly (string | number)[] = []) =>
+  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+
+/** Whether `have` (the cloud's) already is `want` (desiredService's) in every field fleet-ccm sets. */
+function sameService(have: WireLbService, want: WireLbService): boolean {
+  const ha = have.health_check;
+  const hb = want.health_check;
+  const sameHealth =
     ha.protocol === hb.protocol &&
     ha.port === hb.port &&
     ha.interval === hb.interval &&
     ha.timeout === hb.timeout &&
     ha.retries === hb.retries &&
-    (ha.protocol !== "http" || (ha.http?.path ?? "") === (hb.http?.path ?? ""))
+    (hb.protocol !== "http" ||
+      ((ha.http?.path ?? "") === (hb.http?.path ?? "") &&
+        (ha.http?.domain ?? null) === (hb.http?.domain ?? null) &&
+        sameList(ha.http?.status_codes ?? DEFAULT_STATUS_CODES, hb.http?.status_codes) &&
+        (ha.http?.tls ?? false) === (hb.http?.tls ?? false)));
+  const hh = have.http;
+  const wh = want.http;
+  const sameHttp =
+    wh === undefined ||
+    (hh !== undefined &&
+      hh.cookie_name === wh.cookie_name &&
+      hh.cookie_lifetime === wh.cookie_lifetime &&
+      hh.redirect_http === wh.redirect_http &&
+      hh.sticky_sessions === wh.sticky_sessions &&
+      sameList(hh.certificates, wh.certificates) &&
+      (wh.timeout_idle === undefined || hh.timeout_idle === wh.timeout_idle));
+  return (
+    have.protocol === want.protocol &&
+    have.destination_port === want.destination_port &&
+    have.proxyprotocol === want.proxyprotocol &&
+    sameHealth &&
+    sameHttp
   );
 }
 
@@ -181,12 +246,21 @@ interface Step {
 
 export class HetznerLoadBalancers implements LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
+  private readonly certificates: HetznerCertificates;
 
   constructor(
     private readonly client: HetznerClient,
     private readonly networks: NetworkResolver,
     private readonly defaults: AccountLbDefaults,
   ) {
+    this.certificates = new HetznerCertificates(
+      client,
+      (target) => {
+        const { [PRIVATE_IP_LABEL]: _, ...labels } = this.ownerLabels(target, false);
+        return labels;
+      },
+      UPSTREAM_UID_LABEL,
+    );
     this.capabilities = {
       sessionAffinity: false,
       proxyProtocol: true,
@@ -199,8 +273,29 @@ export class HetznerLoadBalancers implements LoadBalancers {
         } catch {
           // checkAnnotations reports a bad value; the default type's quota stands meanwhile.
         }
+        let certificates = 0;
+        try {
+          const http = httpSettingsOf(annotations, "uid");
+          // Distinct certificates as named (an id and the same certificate's name count twice).
+          certificates =
+            http.managed !== undefined
+              ? 1
+              : new Set(http.certificates.map((c) => ("id" in c ? `#${c.id}` : c.name))).size;
+        } catch {
+          // As above.
+        }
         return [
           { name: `services per load balancer (${type})`, limit: MAX_SERVICES[type], counts: "listeners" },
+          ...(certificates > 0
+            ? [
+                {
+                  name: `certificates per load balancer (${type})`,
+                  limit: MAX_CERTIFICATES[type],
+                  counts: "annotations" as const,
+                  used: certificates,
+                },
+              ]
+            : []),
         ];
       },
     };
@@ -209,6 +304,8 @@ export class HetznerLoadBalancers implements LoadBalancers {
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
     checkRefused(annotations);
     lbSettingsOf(annotations, this.defaults);
+    // The managed certificate's default name needs the uid; any stands in for the check.
+    httpSettingsOf(annotations, "uid");
   }
 
   /** The Service's load balancer by the upstream UID label (all pages: labels are not unique). */
@@ -399,10 +496,11 @@ export class HetznerLoadBalancers implements LoadBalancers {
     hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress> {
     const s = this.settings(spec);
+    const http = httpSettingsOf(spec.annotations ?? {}, target.serviceUid);
     const servers = serverIds(spec.backends);
     if (spec.listeners.some((l) => l.protocol !== "TCP"))
       throw new CloudError(
-        "Hetzner Cloud load balancers take TCP Service ports only (HTTP/HTTPS services are not supported yet)",
+        "Hetzner Cloud load balancers take TCP Service ports (HTTP and HTTPS are load-balancer.hetzner.cloud/protocol)",
       );
     if (spec.listeners.length > MAX_SERVICES[s.type])
       throw new CloudError(`load balancer type ${s.type} takes at most ${MAX_SERVICES[s.type]} services`);
@@ -424,11 +522,15 @@ export class HetznerLoadBalancers implements LoadBalancers {
       throw new CloudError(
         `load balancer ${found.foreign.name} labelled with Service UID ${target.serviceUid} belongs to cluster ${found.foreign.labels[OWNER_TAG_CLUSTER]}`,
       );
+    if (lb === undefined && found.vendor !== undefined && target.scope.adoptFrom === undefined)
+      throw new CloudError(
+        `load balancer ${found.vendor.name} was built by the Hetzner CCM for Service UID ${target.serviceUid}: set clusters[].adoptFrom to adopt it`,
+      );
+    // The https services' certificates before any change of the load balancer: a managed one
+    // still being issued answers in progress with nothing else touched.
+    const certs = await this.certificates.resolve(target, http, signal, hints);
+    if (isInProgress(certs)) return certs;
     if (lb === undefined && found.vendor !== undefined) {
-      if (target.scope.adoptFrom === undefined)
-        throw new CloudError(
-          `load balancer ${found.vendor.name} was built by the Hetzner CCM for Service UID ${target.serviceUid}: set clusters[].adoptFrom to adopt it`,
-        );
       // Adopted: the owner's labels added, the Hetzner CCM's kept.
       lb = await this.putLabels(
         found.vendor,
@@ -436,7 +538,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
         signal,
       );
     }
-    if (lb === undefined) return this.create(target, spec, s, servers, netId, signal, hints);
+    if (lb === undefined) return this.create(target, spec, s, http, certs, servers, netId, signal, hints);
 
     const gated = await this.gate(lb, signal);
     if (gated !== undefined) return gated;
@@ -475,7 +577,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
         body: { network: netId },
         what: `load balancer ${lb.name}: joining network ${netId}`,
       });
-    const want = spec.listeners.map((l) => desiredService(l, spec));
+    const want = spec.listeners.map((l) => desiredService(l, spec, http, certs));
     for (const have of lb.services)
       if (!want.some((w) => w.listen_port === have.listen_port))
         steps.push({
@@ -517,6 +619,8 @@ export class HetznerLoadBalancers implements LoadBalancers {
     target: ServiceTarget,
     spec: LoadBalancerSpec,
     s: HetznerLbSettings,
+    http: HetznerHttpSettings,
+    certs: readonly number[],
     servers: readonly number[],
     netId: number | undefined,
     signal: AbortSignal | undefined,
@@ -539,7 +643,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
         labels: this.ownerLabels(target, s.usePrivateIP),
         public_interface: s.publicInterface,
         ...(netId !== undefined && { network: netId }),
-        services: spec.listeners.map((l) => desiredService(l, spec)),
+        services: spec.listeners.map((l) => desiredService(l, spec, http, certs)),
         targets: servers.map((id) => this.targetBody(id, s.usePrivateIP)),
       },
       signal,
@@ -592,11 +696,15 @@ export class HetznerLoadBalancers implements LoadBalancers {
     const found = await this.find(target, signal);
     // The Hetzner CCM's load balancer of this Service goes only where the operator opted in.
     const lb = found.mine ?? (target.scope.adoptFrom !== undefined ? found.vendor : undefined);
-    if (lb === undefined) return undefined;
-    const gated = await this.gate(lb, signal, false);
-    if (gated !== undefined) return gated;
-    // Deleting a load balancer removes its services and targets with it; Hetzner answers no action.
-    await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
+    if (lb !== undefined) {
+      const gated = await this.gate(lb, signal, false);
+      if (gated !== undefined) return gated;
+      // Deleting a load balancer removes its services and targets with it; Hetzner answers no action.
+      await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
+    }
+    // Then the managed certificate, unused now; looked for even without a load balancer, as a
+    // crash between the two deletes leaves it alone.
+    await this.certificates.deleteOwned(target, signal);
     return undefined;
   }
 

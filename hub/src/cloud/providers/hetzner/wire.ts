@@ -43,7 +43,22 @@ export interface WireHealthCheck {
   readonly interval: number;
   readonly timeout: number;
   readonly retries: number;
-  readonly http?: { readonly domain: string | null; readonly path: string } | null;
+  readonly http?: {
+    readonly domain: string | null;
+    readonly path: string;
+    readonly status_codes?: readonly string[];
+    readonly tls?: boolean;
+  } | null;
+}
+
+export interface WireLbServiceHttp {
+  readonly cookie_name: string;
+  readonly cookie_lifetime: number;
+  readonly certificates: readonly number[];
+  readonly redirect_http: boolean;
+  readonly sticky_sessions: boolean;
+  /** Not in the converted spec; Hetzner's API and hcloud-go have it (seconds). */
+  readonly timeout_idle?: number;
 }
 
 export interface WireLbService {
@@ -52,6 +67,20 @@ export interface WireLbService {
   readonly destination_port: number;
   readonly proxyprotocol: boolean;
   readonly health_check: WireHealthCheck;
+  readonly http?: WireLbServiceHttp;
+}
+
+export interface WireCertificate {
+  readonly id: number;
+  readonly name: string;
+  readonly type: "uploaded" | "managed";
+  readonly labels: Readonly<Record<string, string>>;
+  readonly domain_names: readonly string[];
+  readonly status: {
+    readonly issuance?: "pending" | "completed" | "failed";
+    readonly error?: { readonly code: string; readonly message: string } | null;
+  } | null;
+  readonly used_by: readonly { readonly id: number; readonly type: string }[];
 }
 
 export interface WireLbTarget {
