@@ -1,6 +1,7 @@
 import type { SecretReference } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import type { z } from "zod";
+import type { LabelSelector } from "../k8s/label-selector.js";
 import type { Clock } from "../util/clock.js";
 import type { SettingBounds } from "./annotation-bounds.js";
 
@@ -346,6 +347,13 @@ export interface LoadBalancers {
    * reconciler runs it before any cloud call for the Service; ensure reads them the same way.
    */
   checkAnnotations?(annotations: Readonly<Record<string, string>>): void;
+  /**
+   * The nodes this Service's load balancer targets, as the vendor CCM's annotation selects them
+   * by label (Hetzner's `node-selector`); undefined: every eligible node. No call; throws
+   * AnnotationError on a selector that does not parse. The hub filters the backends by it, so
+   * a node's label change re-syncs the Services of a cluster whose provider has this.
+   */
+  nodeSelector?(annotations: Readonly<Record<string, string>>): LabelSelector | undefined;
   /** The shared object ensure, updateBackends and ensureDeleted of this Service write (LockKey). Absent: none. */
   lockKey?(target: ServiceTarget): LockKey;
   /** The owner's load balancer if it exists; undefined if absent. */

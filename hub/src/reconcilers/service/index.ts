@@ -258,8 +258,9 @@ export function serviceController(ctx: ControllerContext): Controller {
             if (id !== undefined) departed.get(cluster)?.delete(id);
           }
         }
-        const before = backendFacts(change.old);
-        const after = change.type === "delete" ? "" : backendFacts(change.cur);
+        const byLabel = ctx.cloudFor(cluster)?.provider.loadBalancers?.nodeSelector !== undefined;
+        const before = backendFacts(change.old, byLabel);
+        const after = change.type === "delete" ? "" : backendFacts(change.cur, byLabel);
         if (before === after) return;
         bump(cluster);
         queue.addAfter({ cluster, kind: SERVICE_NODES, name: "" }, NODE_SYNC_DELAY_MS);

@@ -65,6 +65,16 @@ describe("backend facts of a node", () => {
   const n = (annotations: Record<string, string>) =>
     Node.fromPartial({ name: "a", uid: "u", resourceVersion: "1", providerId: "linode://1", annotations });
 
+  test("labels are backend facts only where the provider selects backends by label", () => {
+    const labelled = (labels: Record<string, string>) =>
+      Node.fromPartial({ name: "a", uid: "u", resourceVersion: "1", providerId: "hcloud://1", labels });
+    expect(backendFacts(labelled({ pool: "a" }))).toBe(backendFacts(labelled({ pool: "b" })));
+    expect(backendFacts(labelled({ pool: "a" }), true)).not.toBe(backendFacts(labelled({ pool: "b" }), true));
+    expect(backendFacts(labelled({ x: "1", y: "2" }), true)).toBe(
+      backendFacts(Node.fromPartial({ ...labelled({}), labels: { y: "2", x: "1" } }), true),
+    );
+  });
+
   test("a vendor annotation is a backend fact; the hub's own keys are not", () => {
     const plain = backendFacts(n({}));
     expect(backendFacts(n({ "lifecycle.fleet-ccm.io/confirm-deletion": "true" }))).toBe(plain);

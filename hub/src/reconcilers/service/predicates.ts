@@ -89,13 +89,17 @@ export function vendorNodeAnnotations(node: Readonly<Node>): Record<string, stri
 
 /**
  * The fields of a node that decide load balancer membership and how a backend is reached; a
- * change to any re-syncs backends.
+ * change to any re-syncs backends. `withLabels`: the cluster's provider selects backends by
+ * node label (LoadBalancers.nodeSelector), so the labels decide membership too.
  */
-export function backendFacts(node: Readonly<Node> | undefined): string {
+export function backendFacts(node: Readonly<Node> | undefined, withLabels = false): string {
   if (node === undefined) return "";
   const vendor = vendorNodeAnnotations(node);
-  const facts = `${isEligibleBackend(node)}|${node.providerId}`;
-  return vendor === undefined ? facts : `${facts}|${JSON.stringify(vendor)}`;
+  let facts = `${isEligibleBackend(node)}|${node.providerId}`;
+  if (vendor !== undefined) facts += `|${JSON.stringify(vendor)}`;
+  if (withLabels)
+    facts += `|${JSON.stringify(Object.entries(node.labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+  return facts;
 }
 
 function validCidr(s: string): boolean {

@@ -20,11 +20,13 @@ import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { CONFLICT_ATTEMPTS } from "../../cloud/serialized-write.js";
 import { VerifiedInstances } from "../../cloud/verified-instances.js";
 import { type ClusterView, FleetState } from "../../fleet/state.js";
+import { parseLabelSelector } from "../../k8s/label-selector.js";
 import { FakeClock } from "../../util/clock.js";
 import { ConvergenceTracker } from "../convergence.js";
 import { computeBackendSet, type EnsuredRecord, reconcileService, SERVICE } from "./reconcile.js";
 
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
+const SELECTOR = "example.com/node-selector";
 
 function svc(over: Partial<Service> = {}): Service {
   return Service.fromPartial({
@@ -73,6 +75,7 @@ function cloudDouble(
       serviceAnnotationKeys: ["example.com/lb-id"],
     },
     ...(checkAnnotations !== undefined && { checkAnnotations }),
+    nodeSelector: (a) => (a[SELECTOR] === undefined ? undefined : parseLabelSelector(a[SELECTOR])),
     async get() {
       reads.push("get");
       return undefined;
@@ -357,6 +360,33 @@ describe("service reconcile", () => {
     const out = await h.run();
     expect(h.calls).toEqual(["ensure", "updateBackends i-a,i-b"]);
     expect(out.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
+  });
+
+  test("a provider's node selector: only the nodes it picks are backends; a relabelled node joins them", async () => {
+    const h = harness(
+      [svc({ annotations: { [SELECTOR]: "pool=web" } })],
+      [node("a", { pool: "web" }), node("b", { pool: "batch" }), node("c")],
+    );
+    await h.run();
+    expect(h.specs.at(-1)?.backends).toEqual(["i-a"]);
+    h.fleet.upsertNode("c1", { ...node("c", { pool: "web" }), resourceVersion: "2" });
+    h.fleet.upsertService(
+      "c1",
+      svc({
+        resourceVersion: "2",
+        annotations: { [SELECTOR]: "pool=web" },
+        ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }],
+      }),
+    );
+    h.clock.advance(10_000);
+    await h.run();
+    expect(h.calls.at(-1)).toBe("updateBackends i-a,i-c");
+  });
+
+  test("a node selector matching no node empties the load balancer, as upstream", async () => {
+    const h = harness([svc({ annotations: { [SELECTOR]: "pool=none" } })], [node("a", { pool: "web" })]);
+    await h.run();
+    expect(h.specs.at(-1)?.backends).toEqual([]);
   });
 
   test("UnAvailableLoadBalancer only when upstream's predicates leave no node: nodes not yet initialized are available", async () => {

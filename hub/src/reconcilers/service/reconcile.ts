@@ -19,6 +19,7 @@ import type { ClusterCloud } from "../../cloud/scope.js";
 import { serializedWrite } from "../../cloud/serialized-write.js";
 import type { VerifiedInstances } from "../../cloud/verified-instances.js";
 import type { ClusterView } from "../../fleet/state.js";
+import type { LabelSelector } from "../../k8s/label-selector.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
@@ -72,6 +73,8 @@ export interface BackendSet {
   readonly events: readonly ClusterEvent[];
   /** Instance ids of eligible nodes whose instance was refused (never kept as backends). */
   readonly refused?: ReadonlySet<string>;
+  /** Each backend's node labels, for a provider's nodeSelector. */
+  readonly labels?: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 export type ServiceDeps = Pick<
@@ -208,8 +211,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         deps.logger.warn({ service: key.name, err: overQuota }, "service beyond the provider's quota"),
       );
     deps.refused?.delete(k);
+    const selector = lbs.nodeSelector?.(svc.annotations);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
+    if (backends.ids.length === 0)
+      backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
+    if (selector !== undefined) backends = selectedBackends(backends, selector);
     const max = lbs.capabilities.maxBackends;
     if (max !== undefined && backends.ids.length > max) {
       if (svc.externalTrafficPolicy === "Local")
@@ -223,8 +230,6 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         );
       backends = backendSet(backendSubset(backends.ids, svc.uid, max), backends.annotations);
     }
-    if (backends.ids.length === 0)
-      backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
     spec = loadBalancerSpec(svc, settings, backends.ids, backends.annotations);
   } catch (err) {
     if (err instanceof AnnotationError) return invalidAnnotation(k, key, svc, err, deps, events);
@@ -564,12 +569,14 @@ export async function computeBackendSet(
   );
   const ids: string[] = [];
   const annotations: Record<string, Readonly<Record<string, string>>> = {};
+  const labels = new Map<string, Readonly<Record<string, string>>>();
   const events: ClusterEvent[] = [];
   const refused = new Set<string>();
   for (const node of eligible) {
     const verdict = verdicts.get(node.providerId);
     if (verdict?.ok) {
       ids.push(verdict.instanceID);
+      labels.set(verdict.instanceID, node.labels);
       const vendor = vendorNodeAnnotations(node);
       if (vendor !== undefined) annotations[verdict.instanceID] = vendor;
     } else if (verdict !== undefined) {
@@ -585,7 +592,20 @@ export async function computeBackendSet(
       );
     }
   }
-  return { ...backendSet(ids, annotations), events, refused };
+  return { ...backendSet(ids, annotations), events, refused, labels };
+}
+
+/**
+ * The backends whose nodes the provider's selector takes; one whose node the hub does not know
+ * (kept from the cloud while the cluster's report is empty) stays.
+ */
+function selectedBackends(backends: BackendSet, selector: LabelSelector): BackendSet {
+  const ids = backends.ids.filter((id) => {
+    const labels = backends.labels?.get(id);
+    return labels === undefined || selector(labels);
+  });
+  if (ids.length === backends.ids.length) return backends;
+  return { ...backendSet(ids, backends.annotations), labels: backends.labels };
 }
 
 /** A backend set of these ids (sorted) with the annotations of theirs, keyed by both. */

@@ -1,11 +1,12 @@
 /**
  * The Hetzner CCM's Service annotations (`load-balancer.hetzner.cloud/…`, its
  * internal/annotation/load_balancer.go) that fleet-ccm honours, with upstream's meaning, and
- * the ones it refuses: a Service asking for what fleet-ccm does not build (a node selector: the
- * hub hands providers no node labels; a fixed private IP or subnet; the reserved `id`) is
- * refused before any call rather than built otherwise. The HTTP/HTTPS keys are read in
+ * the ones it refuses: a Service asking for what fleet-ccm does not build (a fixed private IP or
+ * subnet; the reserved `id`) is refused before any call rather than built otherwise. The HTTP/HTTPS keys are read in
  * http-settings.ts. docs/providers/hetzner.md has the table.
  */
+
+import { type LabelSelector, LabelSelectorError, parseLabelSelector } from "../../../k8s/label-selector.js";
 import {
   AnnotationError,
   BOOLEAN,
@@ -56,14 +57,10 @@ export const A = {
 } as const;
 
 /**
- * Keys fleet-ccm does not build: a Service with one is refused, naming it. `node-selector`
- * matches Kubernetes node labels, which the hub's contract does not hand providers (backends
- * are instance ids); `private-ipv4` and `private-subnet-ip-range` pin the load balancer's
- * private address; `id` is reserved upstream.
+ * Keys fleet-ccm does not build: a Service with one is refused, naming it. `private-ipv4` and
+ * `private-subnet-ip-range` pin the load balancer's private address; `id` is reserved upstream.
  */
 const REFUSED: Readonly<Record<string, string>> = {
-  [A.nodeSelector]:
-    "node-selector is not supported by fleet-ccm: the hub does not hand providers node labels; exclude nodes with node.kubernetes.io/exclude-from-external-load-balancers instead",
   [`${ANNOTATION_PREFIX}id`]: "not supported by fleet-ccm (reserved by the Hetzner CCM): remove it",
   [`${ANNOTATION_PREFIX}private-ipv4`]: "not supported by fleet-ccm yet: remove it",
   [`${ANNOTATION_PREFIX}private-subnet-ip-range`]: "not supported by fleet-ccm yet: remove it",
@@ -115,6 +112,26 @@ const bool = (a: Readonly<Record<string, string>>, key: string): boolean | undef
 export function checkRefused(a: Readonly<Record<string, string>>): void {
   for (const [key, why] of Object.entries(REFUSED))
     if (a[key] !== undefined) throw new AnnotationError(key, a[key] ?? "", "no value", why);
+}
+
+/**
+ * The nodes `node-selector` picks as targets (a Kubernetes label selector, as upstream parses
+ * it); undefined without the annotation: every eligible node.
+ */
+export function nodeSelectorOf(a: Readonly<Record<string, string>>): LabelSelector | undefined {
+  const raw = a[A.nodeSelector];
+  if (raw === undefined) return undefined;
+  try {
+    return parseLabelSelector(raw);
+  } catch (err) {
+    if (!(err instanceof LabelSelectorError)) throw err;
+    throw new AnnotationError(
+      A.nodeSelector,
+      raw,
+      "a Kubernetes label selector such as env=prod,tier in (web)",
+      err.message,
+    );
+  }
 }
 
 export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDefaults): HetznerLbSettings {

@@ -228,7 +228,7 @@ describe("uploaded certificates", () => {
       [{ [A.protocol]: "http", [A.cookieLifetime]: "soon" }, A.cookieLifetime],
       [{ [A.statusCodes]: "200,abc" }, A.statusCodes],
       [{ [A.protocol]: "udp" }, A.protocol],
-      [{ [A.nodeSelector]: "role=edge" }, A.nodeSelector],
+      [{ [A.nodeSelector]: "role in (edge" }, A.nodeSelector],
     ];
     for (const [a, key] of refused) {
       expect(() => lbs.checkAnnotations?.(a)).toThrow(AnnotationError);

@@ -134,6 +134,7 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
       loadBalancers: {
         capabilities: lbs.capabilities,
         checkAnnotations: (a) => lbs.checkAnnotations(a),
+        nodeSelector: (a) => lbs.nodeSelector(a),
         get: (t: ServiceTarget, s) => lbs.get(withNetwork(t), s),
         ensure: (t, spec, s, hints) => lbs.ensure(withNetwork(t), spec, s, hints),
         updateBackends: (t, b, s, ba) => lbs.updateBackends(withNetwork(t), b, s, ba),

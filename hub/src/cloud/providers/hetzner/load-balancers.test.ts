@@ -271,8 +271,8 @@ describe("annotations", () => {
   test("what fleet-ccm does not build is refused before any call", async () => {
     const { lbs, ops } = await bind();
     const refused: Record<string, string>[] = [
-      // Node labels do not reach providers: a node selector could not be honoured.
-      { [A.nodeSelector]: "role=edge" },
+      // A node selector that does not parse.
+      { [A.nodeSelector]: "role in (edge" },
       { "load-balancer.hetzner.cloud/private-ipv4": "10.0.0.9" },
       { "load-balancer.hetzner.cloud/private-subnet-ip-range": "10.0.1.0/24" },
       { "load-balancer.hetzner.cloud/id": "42" },
@@ -283,6 +283,15 @@ describe("annotations", () => {
       await expect(lbs.ensure(owner(), spec(a))).rejects.toBeInstanceOf(AnnotationError);
     }
     expect(ops).toEqual([]);
+  });
+
+  test("node-selector: upstream's label selector, the hub filters the backends by it", async () => {
+    const { lbs } = await bind();
+    expect(lbs.nodeSelector?.({})).toBeUndefined();
+    const selector = lbs.nodeSelector?.({ [A.nodeSelector]: "role=edge,!spot" });
+    expect(selector?.({ role: "edge" })).toBe(true);
+    expect(selector?.({ role: "edge", spot: "true" })).toBe(false);
+    expect(() => lbs.nodeSelector?.({ [A.nodeSelector]: "role in (edge" })).toThrow(AnnotationError);
   });
 
   test("hostname and ipv6 ingress, as upstream writes them", async () => {

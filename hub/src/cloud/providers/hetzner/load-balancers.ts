@@ -14,6 +14,7 @@
  * create is deleted, and built again by the next call. The digests are labels, written last.
  * No lockKey: a load balancer is the Service's own, and the network it joins is only read.
  */
+import type { LabelSelector } from "../../../k8s/label-selector.js";
 import { CloudError, NeedsEnsureError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
 import {
   backendsDigest,
@@ -50,6 +51,7 @@ import {
   type HetznerLbSettings,
   type LbTypeName,
   lbSettingsOf,
+  nodeSelectorOf,
 } from "./annotations.js";
 import { HetznerCertificates } from "./certificates.js";
 import type { HetznerClient } from "./client.js";
@@ -301,8 +303,13 @@ export class HetznerLoadBalancers implements LoadBalancers {
     };
   }
 
+  nodeSelector(annotations: Readonly<Record<string, string>>): LabelSelector | undefined {
+    return nodeSelectorOf(annotations);
+  }
+
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
     checkRefused(annotations);
+    nodeSelectorOf(annotations);
     lbSettingsOf(annotations, this.defaults);
     // The managed certificate's default name needs the uid; any stands in for the check.
     httpSettingsOf(annotations, "uid");
@@ -497,6 +504,8 @@ export class HetznerLoadBalancers implements LoadBalancers {
   ): Promise<readonly LbIngress[] | InProgress> {
     const s = this.settings(spec);
     const http = httpSettingsOf(spec.annotations ?? {}, target.serviceUid);
+    // The hub filtered the backends by it; a caller without that filter still gets the refusal.
+    nodeSelectorOf(spec.annotations ?? {});
     const servers = serverIds(spec.backends);
     if (spec.listeners.some((l) => l.protocol !== "TCP"))
       throw new CloudError(
