@@ -243,6 +243,33 @@ describe("a token that expires mid-run", () => {
     }
   });
 
+  test("a 401 that a fresh token does not cure is ForbiddenError after one repeat, never 'not found'", async () => {
+    const provider = (
+      await bindRecorded(
+        gcpProvider,
+        account("serviceAccountKey", () => key),
+        { operationPollMs: 10 },
+      )
+    ).provider;
+    await names(provider, "node-0");
+    // Every token the endpoint issues from now on is already expired when Compute sees it.
+    fake.tokenLifetimeSeconds = 0;
+    fake.expireTokens();
+    try {
+      const issued = fake.tokensIssued;
+      const err = await provider.instances
+        .getByProviderID(`gce://${PROJECT}/${REGION}-a/node-0`)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ForbiddenError);
+      expect(String(err)).toContain("authError");
+      // The first try and one repeat, each with its own token at most.
+      expect(fake.tokensIssued - issued).toBeLessThanOrEqual(2);
+    } finally {
+      fake.tokenLifetimeSeconds = 3600;
+    }
+    expect(await names(provider, "node-0")).toEqual(["node-0"]);
+  });
+
   test("federated: an expired access token is exchanged again and the call succeeds", async () => {
     const file = fake.sts.externalAccountFile(audience, {
       subjectTokenFile: tokenFile(),

@@ -194,8 +194,8 @@ export class RotatingServiceAccount extends RotatingCredential<JWT> {
       ...(key.private_key_id !== undefined && { keyId: key.private_key_id }),
       scopes: [COMPUTE_SCOPE],
       transporter,
-      // A 401 (a token revoked or expired early) refreshes the token and repeats the call once.
-      forceRefreshOnFailure: true,
+      // No refresh-and-repeat of its own on a 401: GcpApi.call repeats once with a new token,
+      // alike for both kinds of credential, through the rate limiter.
     });
   }
 }
