@@ -35,7 +35,7 @@ export class GcpApi {
     if (chosen === undefined)
       throw new AccountConfigError(
         "options.project",
-        "required: the credential names no project (an external-account file never does; a key's project_id)",
+        "required: the credential names no project (a key names it in project_id; an external-account file never does)",
       );
     this.project = chosen;
     this.region = account.region;
