@@ -35,6 +35,8 @@ export function credentialNames(spec: CredentialSpec, given: readonly string[]):
   for (const [n, other] of Object.entries(spec.onlyWith ?? {}))
     if (given.includes(n) && !given.includes(other))
       throw new AccountConfigError(`credentials.${n}`, `only with credentials.${other}`);
+  if (spec.oneOf !== undefined && spec.oneOf.filter((n) => given.includes(n)).length !== 1)
+    throw new AccountConfigError("credentials", `exactly one of ${spec.oneOf.join(", ")}`);
   return [...given];
 }
 

@@ -528,6 +528,11 @@ export interface CredentialSpec {
   readonly bare?: string;
   /** A credential that is only valid beside another (AWS's externalId beside roleArn). */
   readonly onlyWith?: Readonly<Record<string, string>>;
+  /**
+   * Alternatives of which an account gives exactly one (GCP's serviceAccountKey or
+   * externalAccount), each also listed in `required` or `optional`.
+   */
+  readonly oneOf?: readonly string[];
 }
 
 /**

@@ -20,6 +20,7 @@ import { RequestLog } from "../fake-kit/request-log.js";
 import { type SpecHook, specHook } from "../fake-kit/spec.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
 import { DiscoveryChecker } from "./discovery.js";
+import { GcpStsFake } from "./sts.js";
 
 /** The spec fixture (sim/fixtures/README.md). */
 export const GCP_SPEC = "gcp/compute.v1.ccm-subset.json";
@@ -156,6 +157,8 @@ export class GcpComputeFake {
   waitMaxMs = 2_000;
   /** Lifetime of issued access tokens (expires_in). */
   tokenLifetimeSeconds = 3600;
+  /** Workload identity federation: STS and generateAccessToken on this fake's address (sts.ts). */
+  readonly sts: GcpStsFake;
   private readonly server: FakeHttpServer;
   private readonly router: Router<Route>;
   private readonly now: () => number;
@@ -188,6 +191,21 @@ export class GcpComputeFake {
     } else this.spec = undefined;
     this.router = new Router(routes);
     this.server = new FakeHttpServer((req, res) => this.handle(req, res));
+    this.sts = new GcpStsFake(
+      {
+        issue: (project) => ({
+          token: this.issueToken(project),
+          expiresInSeconds: this.tokenLifetimeSeconds,
+        }),
+        projectOf: (token) => {
+          const t = this.tokens.get(token);
+          return t !== undefined && t.expiresAtMs > this.now() ? t.project : undefined;
+        },
+        serviceAccountProject: (email) => [...this.projects.values()].find((p) => p.email === email)?.id,
+        now: this.now,
+      },
+      () => this.server.url,
+    );
   }
 
   static start(opts: GcpFakeOptions = {}): Promise<GcpComputeFake> {
@@ -365,6 +383,7 @@ export class GcpComputeFake {
     const url = new URL(req.url ?? "/", "http://fake.invalid");
     const method = req.method ?? "GET";
     if (url.pathname === "/token" && method === "POST") return this.token(req, res);
+    if (this.sts.handles(method, url.pathname)) return this.sts.handle(req, res, url.pathname);
     const m = this.router.match(method, url.pathname);
     const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
     const ex = new Exchange(req, res, {
@@ -492,12 +511,15 @@ export class GcpComputeFake {
         "invalid_grant",
         "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.",
       );
-    const access = `ya29.fake-${randomBytes(16).toString("hex")}`;
-    this.tokens.set(access, {
-      project: project.id,
-      expiresAtMs: this.now() + this.tokenLifetimeSeconds * 1000,
-    });
+    const access = this.issueToken(project.id);
     sendJson(res, 200, { access_token: access, expires_in: this.tokenLifetimeSeconds, token_type: "Bearer" });
+  }
+
+  /** A new access token the API accepts for the project until it expires. */
+  private issueToken(project: string): string {
+    const access = `ya29.fake-${randomBytes(16).toString("hex")}`;
+    this.tokens.set(access, { project, expiresAtMs: this.now() + this.tokenLifetimeSeconds * 1000 });
+    return access;
   }
 
   // ---- operations -----------------------------------------------------------------------------

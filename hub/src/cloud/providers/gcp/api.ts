@@ -1,12 +1,13 @@
 /**
- * One account's Compute Engine clients (the official SDK over REST), its rotating
- * service-account credentials, and the one way every call is made: through ctx.call, with the
+ * One account's Compute Engine clients (the official SDK over REST) with its rotating
+ * credentials (credentials.ts), and the one way every call is made: through ctx.call, with the
  * SDK's retries off and the account's timeout, errors mapped to the contract's.
  */
 import type * as Compute from "@google-cloud/compute";
-import { gaxios, JWT } from "google-auth-library";
+import type { JWT } from "google-auth-library";
 import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
+import { accountCredential, type GcpCredential, tokenFailure } from "./credentials.js";
 import { toContractError } from "./errors.js";
 
 export type Operation = Compute.protos.google.cloud.compute.v1.IOperation;
@@ -17,92 +18,10 @@ export interface CallOpts {
   readonly autoPaginate: false;
 }
 
-const COMPUTE_SCOPE = "https://www.googleapis.com/auth/compute";
-/** The token URL google-auth-library posts service-account assertions to. */
-const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
-
-interface ServiceAccountKey {
-  readonly client_email: string;
-  readonly private_key: string;
-  readonly private_key_id?: string;
-  readonly project_id?: string;
-  readonly token_uri?: string;
-}
-
-export function parseKey(text: string): ServiceAccountKey {
-  let key: Partial<ServiceAccountKey> & { type?: string };
-  try {
-    key = JSON.parse(text) as typeof key;
-  } catch {
-    throw new AccountConfigError("credentials.serviceAccountKey", "is not JSON (a service-account key file)");
-  }
-  if (
-    key.type !== "service_account" ||
-    typeof key.client_email !== "string" ||
-    typeof key.private_key !== "string"
-  )
-    throw new AccountConfigError(
-      "credentials.serviceAccountKey",
-      "is not a service-account key (type, client_email, private_key)",
-    );
-  return key as ServiceAccountKey;
-}
-
-/**
- * The auth client the SDK's clients hold: it re-reads the key per request and builds a new JWT
- * client when the file changed, so a rotated key is used without a restart. The token request
- * goes to the key's `token_uri` (Google's for a real key; the fake's in tests).
- */
-export class RotatingServiceAccount {
-  readonly universeDomain = "googleapis.com";
-  private cached: { text: string; client: JWT } | undefined;
-
-  constructor(private readonly read: () => string) {}
-
-  current(): JWT {
-    const text = this.read();
-    if (this.cached?.text === text) return this.cached.client;
-    const key = parseKey(text);
-    const transporter = new gaxios.Gaxios();
-    const tokenUri = key.token_uri;
-    if (tokenUri !== undefined && tokenUri !== GOOGLE_TOKEN_URL)
-      transporter.interceptors.request.add({
-        resolved: async (opts) => {
-          if (String(opts.url) === GOOGLE_TOKEN_URL) opts.url = new URL(tokenUri);
-          return opts;
-        },
-      });
-    const client = new JWT({
-      email: key.client_email,
-      key: key.private_key,
-      ...(key.private_key_id !== undefined && { keyId: key.private_key_id }),
-      scopes: [COMPUTE_SCOPE],
-      transporter,
-      // A 401 (a token revoked or expired early) refreshes the token and repeats the call once.
-      forceRefreshOnFailure: true,
-    });
-    this.cached = { text, client };
-    return client;
-  }
-
-  /** Forgets the access token: the next request gets a new one. */
-  dropToken(): void {
-    this.cached = undefined;
-  }
-
-  getRequestHeaders(url?: string | URL) {
-    return this.current().getRequestHeaders(url);
-  }
-
-  fetch(...args: Parameters<JWT["fetch"]>): ReturnType<JWT["fetch"]> {
-    return this.current().fetch(...args);
-  }
-}
-
 export class GcpApi {
   readonly project: string;
   readonly region: string;
-  readonly auth: RotatingServiceAccount;
+  readonly auth: GcpCredential;
   private clients: Promise<Clients> | undefined;
 
   constructor(
@@ -110,14 +29,13 @@ export class GcpApi {
     project: string | undefined,
   ) {
     const { account } = ctx;
-    const secret = () => account.secret?.("serviceAccountKey") ?? account.credential;
-    this.auth = new RotatingServiceAccount(secret);
-    const fromKey = parseKey(secret()).project_id;
-    const chosen = project ?? fromKey;
+    const credential = accountCredential(account);
+    this.auth = credential.auth;
+    const chosen = project ?? credential.project;
     if (chosen === undefined)
       throw new AccountConfigError(
         "options.project",
-        "required: the service-account key names no project_id",
+        "required: the credential names no project (a key names it in project_id; an external-account file never does)",
       );
     this.project = chosen;
     this.region = account.region;
@@ -183,7 +101,8 @@ export class GcpApi {
           stop,
         ]);
       } catch (err) {
-        throw toContractError(err, { op, timeoutMs, ...state });
+        // A token request that failed inside the SDK's fetch (wrapped by gax): its own error.
+        throw tokenFailure(err) ?? toContractError(err, { op, timeoutMs, ...state });
       } finally {
         cleanup();
       }
@@ -264,7 +183,7 @@ export interface Clients {
   readonly zoneOperations: Compute.ZoneOperationsClient;
 }
 
-async function makeClients(ctx: ProviderContext, auth: RotatingServiceAccount): Promise<Clients> {
+async function makeClients(ctx: ProviderContext, auth: GcpCredential): Promise<Clients> {
   const sdk = await import("@google-cloud/compute");
   const endpoint = ctx.account.endpoint;
   // The endpoint override: plain HTTP on loopback reaches a fake (gax honours `protocol`).
