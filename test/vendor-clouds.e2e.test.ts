@@ -35,7 +35,10 @@ const TYPE = "node.kubernetes.io/instance-type";
 interface KubeNode {
   metadata: { name: string; labels?: Record<string, string> };
   spec: { providerID?: string };
-  status?: { addresses?: { type: string; address: string }[] };
+  status?: {
+    addresses?: { type: string; address: string }[];
+    conditions?: { type: string; status: string; reason?: string }[];
+  };
 }
 interface KubeService {
   metadata: { uid: string; annotations?: Record<string, string>; finalizers?: string[] };
@@ -166,6 +169,11 @@ test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, loa
   const gcpInstances = () =>
     nodes(GCP).map((n) => `${gcp.zones.get(n.metadata.name)}/instances/${n.metadata.name}`);
   expect(poolInstances().sort()).toEqual(gcpInstances().sort());
+  // cloud-provider-gcp's client firewall, k8s-fw-<lbName>, opens the port to the nodes' network tag.
+  const clientFirewall = gcp.fake
+    .list(GCP_DEMO_PROJECT, "firewalls")
+    .find((fw) => fw["name"] === `k8s-fw-${pools()[0]?.["name"]}`);
+  expect(clientFirewall?.["targetTags"]).toEqual([`${GCP}-node`]);
 
   const nbNodes = () =>
     linode.fake.store.nodeBalancersOf(linode.account(LINODE))[0]?.configs[0]?.nodes.length ?? 0;
@@ -236,6 +244,17 @@ test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, loa
         .join("\n"),
     );
   expect(routesNow()).toEqual(routesWanted());
+  // Routed nodes are told so, as the route controller tells them.
+  const networkUnavailable = (c: string) =>
+    nodes(c).map((n) => n.status?.conditions?.find((x) => x.type === "NetworkUnavailable"));
+  expect(
+    await waitFor(
+      () => [HETZNER, GCP].every((c) => networkUnavailable(c).every((x) => x?.status === "False")),
+      30_000,
+    ),
+  ).toBe(true);
+  for (const c of [HETZNER, GCP])
+    for (const x of networkUnavailable(c)) expect(x?.reason).toBe("RouteCreated");
   // The claims fleet-ccm keeps on the Hetzner network name this cluster.
   expect(Object.entries(hetzner.network(HETZNER).labels).filter(([, v]) => v === HETZNER)).toHaveLength(3);
 
