@@ -4,10 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsLocalCloud } from "./aws-cloud.js";
 import { cliCommand } from "./cli-command.js";
+import { DigitalOceanLocalCloud } from "./digitalocean-cloud.js";
 import type { Command } from "./flags.js";
 import { bool, int, str, UsageError } from "./flags.js";
+import { GcpLocalCloud } from "./gcp-cloud.js";
+import { HetznerLocalCloud } from "./hetzner-cloud.js";
 import { LinodeLocalCloud } from "./linode-cloud.js";
-import { LocalFleet, waitFor } from "./local-fleet.js";
+import { type LocalCloud, LocalFleet, waitFor } from "./local-fleet.js";
 import { makeLogger } from "./logger.js";
 import { Progress } from "./progress.js";
 
@@ -31,18 +34,54 @@ export interface DemoSummary {
   readyz: string;
 }
 
+const DEMO_PROVIDERS = ["simulated", "linode", "aws", "digitalocean", "hetzner", "gcp"] as const;
+type DemoProvider = (typeof DEMO_PROVIDERS)[number];
+
+const isDemoProvider = (p: string): p is DemoProvider => (DEMO_PROVIDERS as readonly string[]).includes(p);
+
+const CLOUD_NAMES: Record<DemoProvider, string> = {
+  simulated: "the simulated cloud",
+  linode: "the fake Linode API",
+  aws: "the fake AWS",
+  digitalocean: "the fake DigitalOcean API",
+  hetzner: "the fake Hetzner Cloud API",
+  gcp: "the fake Compute Engine",
+};
+
+/** The vendor fake the demo's clusters run on (none: the simulated cloud LocalFleet starts itself). */
+async function startCloud(
+  provider: DemoProvider,
+  clusters: readonly string[],
+  latencyMs: number,
+): Promise<LocalCloud | undefined> {
+  switch (provider) {
+    case "simulated":
+      return undefined;
+    case "linode":
+      return LinodeLocalCloud.start(clusters, { latencyMs });
+    case "aws":
+      return AwsLocalCloud.start(clusters, { latencyMs });
+    case "digitalocean":
+      return DigitalOceanLocalCloud.start(clusters, { latencyMs });
+    case "hetzner":
+      return HetznerLocalCloud.start(clusters, { latencyMs });
+    case "gcp":
+      return GcpLocalCloud.start(clusters, { latencyMs });
+  }
+}
+
 export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
   usage:
-    "fleet-ccm demo [--provider simulated|linode|aws] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
+    "fleet-ccm demo [--provider simulated|linode|aws|digitalocean|hetzner|gcp] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
   flags: {
     provider: {
       type: "string",
       placeholder: "NAME",
       default: "simulated",
       description:
-        "The clusters' cloud: simulated; linode (a fake Linode API: Linodes, NodeBalancers, Cloud Firewalls); or aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2).",
+        "The clusters' cloud: simulated; linode (a fake Linode API: Linodes, NodeBalancers, Cloud Firewalls); aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2); digitalocean (a fake DigitalOcean API: Droplets, a VPC per cluster, Load Balancers); hetzner (a fake Hetzner Cloud API: servers, a network per cluster, load balancers); or gcp (a fake Compute Engine: a project in us-central1 reached with a service-account key, instances, target-pool load balancers).",
     },
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },
@@ -102,13 +141,9 @@ export const demoCommand: Command = {
     // The fleet page's token: this demo's own, random, on loopback only.
     const apiToken = randomBytes(24).toString("base64url");
     const provider = str(v, "provider") ?? "simulated";
-    if (provider !== "simulated" && provider !== "linode" && provider !== "aws")
-      throw new UsageError(`--provider must be simulated, linode or aws, got "${provider}"`);
-    const cloudName = {
-      simulated: "the simulated cloud",
-      linode: "the fake Linode API",
-      aws: "the fake AWS",
-    }[provider];
+    if (!isDemoProvider(provider))
+      throw new UsageError(`--provider must be one of ${DEMO_PROVIDERS.join(", ")}, got "${provider}"`);
+    const cloudName = CLOUD_NAMES[provider];
     say(`starting nats-server, ${cloudName} and ${clusters} simulated clusters…`);
     progress.update(`starting nats-server, ${cloudName} and ${clusters} simulated clusters`);
     const latencyMs = int(v, "cloud-latency-ms", 0);
@@ -116,14 +151,18 @@ export const demoCommand: Command = {
       { length: clusters },
       (_, i) => `cluster-${String(i + 1).padStart(3, "0")}`,
     );
+    const cloud = await startCloud(provider, clusterNames, latencyMs);
     const fleet = await LocalFleet.start({
       clusters,
       nodesPerCluster: nodes,
       logger,
       cloudLatencyMs: latencyMs,
       apiToken,
-      ...(provider === "aws" && { cloud: await AwsLocalCloud.start(clusterNames, { latencyMs }) }),
-      ...(provider === "linode" && { cloud: await LinodeLocalCloud.start(clusterNames, { latencyMs }) }),
+      ...(cloud !== undefined && { cloud }),
+    }).catch(async (err: unknown) => {
+      // The fleet never started, so it will not close the fake (nor remove the GCP key file).
+      await cloud?.close();
+      throw err;
     });
     // A folder of this run's own (mode 0700) unless one is given: never one path shared by every
     // user and every run on the machine.

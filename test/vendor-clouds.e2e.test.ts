@@ -1,0 +1,269 @@
+/**
+ * One hub serving five clouds at once: a DigitalOcean account, a Hetzner Cloud project and a
+ * GCP project (reached with a service-account key through the fake's token endpoint) beside a
+ * Linode account and an AWS account, one cluster on each. The hub and the agents are their own
+ * processes (fleet-ccm hub, fleet-ccm agent), with a real nats-server and the Kubernetes API
+ * simulator. Every node gets its own vendor's providerID and labels; a LoadBalancer Service per
+ * cluster gets a load balancer of its own cloud, takes a node that joins, and leaves nothing in
+ * that cloud's inventory when deleted; pod CIDRs are routed where the vendor has routes
+ * (Hetzner's network, GCP's VPC, AWS's route table; DigitalOcean has no route API).
+ */
+
+import { LB_COLLECTIONS } from "@fleet-ccm/sim";
+import { afterAll, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
+import { DigitalOceanLocalCloud, DO_DEMO_ACCOUNT } from "../cli/src/digitalocean-cloud.js";
+import { GCP_DEMO_PROJECT, GcpLocalCloud } from "../cli/src/gcp-cloud.js";
+import { HETZNER_DEMO_ACCOUNT, HetznerLocalCloud } from "../cli/src/hetzner-cloud.js";
+import { LinodeLocalCloud } from "../cli/src/linode-cloud.js";
+import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
+
+const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+const LINODE = "cluster-001";
+const AWS = "cluster-002";
+const DO = "cluster-003";
+const HETZNER = "cluster-004";
+const GCP = "cluster-005";
+const ALL = [LINODE, AWS, DO, HETZNER, GCP];
+const DO_LB_ID = "kubernetes.digitalocean.com/load-balancer-id";
+const REGION = "topology.kubernetes.io/region";
+const ZONE = "topology.kubernetes.io/zone";
+const TYPE = "node.kubernetes.io/instance-type";
+
+interface KubeNode {
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: { providerID?: string };
+  status?: {
+    addresses?: { type: string; address: string }[];
+    conditions?: { type: string; status: string; reason?: string }[];
+  };
+}
+interface KubeService {
+  metadata: { uid: string; annotations?: Record<string, string>; finalizers?: string[] };
+  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
+}
+
+let fleet: LocalFleet | undefined;
+/** Clouds started: closed here too, so one that started before a later start threw stops listening. */
+const clouds: LocalCloud[] = [];
+afterAll(async () => {
+  await fleet?.stop();
+  for (const c of clouds) await c.close();
+});
+
+async function started<T extends LocalCloud>(cloud: Promise<T>): Promise<T> {
+  const c = await cloud;
+  clouds.push(c);
+  return c;
+}
+
+test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, load balancers, node changes, routes, clean delete", async () => {
+  const linode = await started(LinodeLocalCloud.start([LINODE]));
+  const aws = await started(AwsLocalCloud.start([AWS]));
+  const digitalocean = await started(DigitalOceanLocalCloud.start([DO]));
+  const hetzner = await started(HetznerLocalCloud.start([HETZNER]));
+  const gcp = await started(GcpLocalCloud.start([GCP]));
+  // Vendor-like asynchrony: a DigitalOcean load balancer is `new` for two reads and Compute
+  // operations take 300 ms: the hub answers "in progress" and comes back. Hetzner's actions end
+  // at once here: the fake ends a running action only when it is read, and holds its network
+  // locked until then, so a route whose action nobody reads again (the route is already listed)
+  // would lock the network for good; the provider's own tests cover running actions.
+  digitalocean.fake.setActivation(2);
+  gcp.fake.operationMs = 300;
+  const byCluster: Record<string, LocalCloud> = {
+    [LINODE]: linode,
+    [AWS]: aws,
+    [DO]: digitalocean,
+    [HETZNER]: hetzner,
+    [GCP]: gcp,
+  };
+  const cloud = new MixedLocalCloud([linode, aws, digitalocean, hetzner, gcp], (c) => {
+    const found = byCluster[c];
+    if (found === undefined) throw new Error(`no cloud for ${c}`);
+    return found;
+  });
+  fleet = await LocalFleet.start({
+    clusters: ALL.length,
+    nodesPerCluster: 0,
+    logger,
+    cloud,
+    configureCloudRoutes: true,
+  });
+  const f = fleet;
+  const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
+  for (const c of ALL) f.spawnAgentProcess(c, hub.grpcPort);
+  for (const c of ALL) f.addNodes(c, 2);
+  expect(await waitFor(() => f.progress().initialized === 10, 90_000)).toBe(true);
+  // No credential reaches the log.
+  for (const secret of [digitalocean.token, hetzner.token, aws.keys.secretAccessKey])
+    expect(hub.output()).not.toContain(secret);
+
+  const nodes = (c: string) => f.nodes(c) as unknown as KubeNode[];
+  // DigitalOcean, as its CCM: digitalocean://<droplet id>, the region, the size slug, no zone.
+  for (const n of nodes(DO)) {
+    const d = digitalocean.droplets(DO).find((x) => x.name === n.metadata.name);
+    expect(n.spec.providerID).toBe(`digitalocean://${d?.id}`);
+    expect(n.metadata.labels).toMatchObject({ [REGION]: "nyc3", [TYPE]: "s-2vcpu-4gb" });
+    expect(n.metadata.labels?.[ZONE]).toBeUndefined();
+    expect(n.status?.addresses).toContainEqual({ type: "InternalIP", address: d?.privateIPv4 });
+  }
+  // Hetzner, as its CCM: hcloud://<server id>, location and legacy datacenter, the network's IP.
+  for (const n of nodes(HETZNER)) {
+    const s = hetzner.servers(HETZNER).find((x) => x.name === n.metadata.name);
+    expect(n.spec.providerID).toBe(`hcloud://${s?.id}`);
+    expect(n.metadata.labels).toMatchObject({
+      [REGION]: "fsn1",
+      [ZONE]: "fsn1-dc14",
+      [TYPE]: "cx22",
+      "instance.hetzner.cloud/provided-by": "cloud",
+    });
+    expect(n.status?.addresses).toContainEqual({ type: "InternalIP", address: s?.privateNet[0]?.ip });
+  }
+  // GCP, as cloud-provider-gcp: gce://<project>/<zone>/<name>, region, zone, machine type.
+  for (const n of nodes(GCP)) {
+    const zone = gcp.zones.get(n.metadata.name);
+    expect(n.spec.providerID).toBe(`gce://${GCP_DEMO_PROJECT}/${zone}/${n.metadata.name}`);
+    expect(n.metadata.labels).toMatchObject({
+      [REGION]: "us-central1",
+      [ZONE]: zone,
+      [TYPE]: "e2-standard-2",
+    });
+  }
+  for (const n of nodes(LINODE)) expect(n.spec.providerID).toMatch(/^linode:\/\/\d+$/);
+  for (const n of nodes(AWS)) expect(n.spec.providerID).toMatch(/^aws:\/\/\/us-east-1[a-z]\/i-[0-9a-f]+$/);
+  // The GCP calls carried tokens from the fake's token endpoint (google-auth-library's flow).
+  expect(gcp.fake.tokensIssued).toBeGreaterThan(0);
+
+  // One LoadBalancer Service per cluster.
+  for (const c of ALL) f.addServices(c, 1);
+  const svc = (c: string) =>
+    f.cluster(c).kube.get("Service", "default", "web-0000") as unknown as KubeService;
+  const ingress = (c: string) => svc(c)?.status?.loadBalancer?.ingress?.[0];
+  expect(await waitFor(() => ALL.every((c) => ingress(c) !== undefined), 90_000)).toBe(true);
+
+  const doLbs = () => digitalocean.loadBalancers(DO);
+  expect(doLbs()).toHaveLength(1);
+  expect(ingress(DO)?.ip).toBe(doLbs()[0]?.ip);
+  const dropletIds = () => digitalocean.droplets(DO).map((d) => d.id);
+  expect([...(doLbs()[0]?.droplet_ids ?? [])].sort()).toEqual(dropletIds().sort());
+  // The DigitalOcean CCM's own annotation, set by the agent with the ingress.
+  expect(await waitFor(() => svc(DO).metadata.annotations?.[DO_LB_ID] !== undefined, 30_000)).toBe(true);
+  expect(svc(DO).metadata.annotations?.[DO_LB_ID]).toBe(doLbs()[0]?.id);
+
+  const hzLbs = () => hetzner.loadBalancers(HETZNER);
+  expect(hzLbs()).toHaveLength(1);
+  expect(hzLbs()[0]?.labels["hcloud-ccm/service-uid"]).toBe(svc(HETZNER).metadata.uid);
+  expect(ingress(HETZNER)?.ip).toBe(hzLbs()[0]?.ipv4);
+  const serverIds = () => hetzner.servers(HETZNER).map((s) => s.id);
+  const hzTargets = () => (hzLbs()[0]?.targets ?? []).map((t) => t.server);
+
+  const pools = () => gcp.fake.list(GCP_DEMO_PROJECT, "targetPools");
+  const rules = () => gcp.fake.list(GCP_DEMO_PROJECT, "forwardingRules");
+  expect(pools()).toHaveLength(1);
+  expect(rules()).toHaveLength(1);
+  expect(ingress(GCP)?.ip).toBe(rules()[0]?.["IPAddress"]);
+  const poolInstances = () =>
+    ((pools()[0]?.["instances"] as string[] | undefined) ?? []).map((u) => u.split("/").slice(-3).join("/"));
+  const gcpInstances = () =>
+    nodes(GCP).map((n) => `${gcp.zones.get(n.metadata.name)}/instances/${n.metadata.name}`);
+  expect(poolInstances().sort()).toEqual(gcpInstances().sort());
+  // cloud-provider-gcp's client firewall, k8s-fw-<lbName>, opens the port to the nodes' network tag.
+  const clientFirewall = gcp.fake
+    .list(GCP_DEMO_PROJECT, "firewalls")
+    .find((fw) => fw["name"] === `k8s-fw-${pools()[0]?.["name"]}`);
+  expect(clientFirewall?.["targetTags"]).toEqual([`${GCP}-node`]);
+
+  const nbNodes = () =>
+    linode.fake.store.nodeBalancersOf(linode.account(LINODE))[0]?.configs[0]?.nodes.length ?? 0;
+  const elbInstances = () => aws.fake.classicLoadBalancers()[0]?.instances.length ?? 0;
+  expect(nbNodes()).toBe(2);
+  expect(elbInstances()).toBe(2);
+
+  // A node joins every cluster: each cloud's load balancer takes its new instance.
+  for (const c of ALL) f.addNodes(c, 1);
+  expect(await waitFor(() => f.progress().initialized === 15, 60_000)).toBe(true);
+  const sorted = (xs: readonly (number | string | undefined)[]) => [...xs].sort();
+  expect(
+    await waitFor(
+      () =>
+        sorted(doLbs()[0]?.droplet_ids ?? []).join() === sorted(dropletIds()).join() &&
+        sorted(hzTargets()).join() === sorted(serverIds()).join() &&
+        sorted(poolInstances()).join() === sorted(gcpInstances()).join() &&
+        nbNodes() === 3 &&
+        elbInstances() === 3,
+      60_000,
+    ),
+  ).toBe(true);
+  expect(dropletIds()).toHaveLength(3);
+  expect(serverIds()).toHaveLength(3);
+  expect(gcpInstances()).toHaveLength(3);
+
+  // Routes: each node's pod CIDR (DigitalOcean's too: it must cost nothing there).
+  for (const c of [AWS, DO, HETZNER, GCP])
+    for (const [i, n] of nodes(c).entries())
+      f.cluster(c).kube.patch("Node", undefined, n.metadata.name, "merge", {
+        spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
+      });
+  const hzRoutes = () =>
+    hetzner
+      .network(HETZNER)
+      .routes.map((r) => `${r.destination} -> ${r.gateway}`)
+      .sort();
+  const hzWant = () =>
+    nodes(HETZNER)
+      .map((n, i) => {
+        const s = hetzner.servers(HETZNER).find((x) => x.name === n.metadata.name);
+        return `10.244.${i}.0/24 -> ${s?.privateNet[0]?.ip}`;
+      })
+      .sort();
+  const gcpRoutes = () =>
+    gcp.fake
+      .list(GCP_DEMO_PROJECT, "routes")
+      .map((r) => `${r["destRange"]} -> ${String(r["nextHopInstance"]).split("/").slice(-3).join("/")}`)
+      .sort();
+  const gcpWant = () =>
+    nodes(GCP)
+      .map((n, i) => `10.244.${i}.0/24 -> ${gcp.zones.get(n.metadata.name)}/instances/${n.metadata.name}`)
+      .sort();
+  const awsRoutes = () =>
+    (aws.fake.state.routeTables.get(aws.world(AWS).routeTable)?.routes ?? []).filter(
+      (r) => r.instanceId !== undefined,
+    );
+  const routesNow = () => ({ hetzner: hzRoutes(), gcp: gcpRoutes(), aws: awsRoutes().length });
+  const routesWanted = () => ({ hetzner: hzWant(), gcp: gcpWant(), aws: 3 });
+  await waitFor(() => JSON.stringify(routesNow()) === JSON.stringify(routesWanted()), 60_000);
+  if (JSON.stringify(routesNow()) !== JSON.stringify(routesWanted()))
+    process.stderr.write(
+      hub
+        .output()
+        .split("\n")
+        .filter((l) => /route/i.test(l))
+        .slice(-20)
+        .join("\n"),
+    );
+  expect(routesNow()).toEqual(routesWanted());
+  // Routed nodes are told so, as the route controller tells them.
+  const networkUnavailable = (c: string) =>
+    nodes(c).map((n) => n.status?.conditions?.find((x) => x.type === "NetworkUnavailable"));
+  expect(
+    await waitFor(
+      () => [HETZNER, GCP].every((c) => networkUnavailable(c).every((x) => x?.status === "False")),
+      30_000,
+    ),
+  ).toBe(true);
+  for (const c of [HETZNER, GCP])
+    for (const x of networkUnavailable(c)) expect(x?.reason).toBe("RouteCreated");
+  // The claims fleet-ccm keeps on the Hetzner network name this cluster.
+  expect(Object.entries(hetzner.network(HETZNER).labels).filter(([, v]) => v === HETZNER)).toHaveLength(3);
+
+  // Delete every Service: nothing of theirs is left in any cloud.
+  for (const c of ALL) f.cluster(c).kube.delete("Service", "default", "web-0000");
+  expect(await waitFor(() => ALL.every((c) => svc(c) === undefined), 90_000)).toBe(true);
+  expect(digitalocean.fake.store.loadBalancersOf(DO_DEMO_ACCOUNT)).toEqual([]);
+  expect(hetzner.fake.store.loadBalancersOf(HETZNER_DEMO_ACCOUNT)).toEqual([]);
+  for (const collection of LB_COLLECTIONS) expect(gcp.fake.list(GCP_DEMO_PROJECT, collection)).toEqual([]);
+  expect(linode.fake.store.nodeBalancersOf(linode.account(LINODE))).toEqual([]);
+  expect(aws.fake.state.classicLbs.all()).toEqual([]);
+}, 400_000);
