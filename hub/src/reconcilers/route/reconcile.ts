@@ -9,7 +9,7 @@ import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
 import type { DeletionBudget, DeletionPolicy } from "../node-lifecycle/safety.js";
-import { after, type Outcome } from "../outcome.js";
+import { after, DONE, type Outcome } from "../outcome.js";
 import { periodicOutcome, retryOutcome } from "../retry-policy.js";
 import type { NetworkMemo } from "./cidr.js";
 import { canonical, contestedClaims } from "./claims.js";
@@ -93,8 +93,9 @@ export async function reconcileRoutes(key: WorkKey, deps: RouteDeps): Promise<Ou
   if (view === undefined || !view.synced || !view.connected || cloud === undefined || writes === undefined)
     return rearm;
   if (routes === undefined) {
+    // No periodic pass: nothing will ever change (upstream starts no route controller then).
     deps.logger.warn({ provider: cloud.provider.name }, "routes are enabled but the provider has none");
-    return rearm;
+    return DONE;
   }
   const want = new Map<string, Want>();
   const events = [];

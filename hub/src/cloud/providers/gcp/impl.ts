@@ -7,8 +7,11 @@ import { PROVIDER_NAME } from "./names.js";
 import type { GcpOptions } from "./options.js";
 import { GcpRoutes } from "./routes.js";
 
-export function createGcpProvider(ctx: ProviderContext, options: GcpOptions): CloudProvider {
+export async function createGcpProvider(ctx: ProviderContext, options: GcpOptions): Promise<CloudProvider> {
   const api = new GcpApi(ctx, options.project);
+  // The SDK's load and client setup block the event loop for seconds: pay it while the account
+  // is bound (before the hub serves agents), not on the first call, when every cluster waits.
+  await api.sdk();
   const instances = new GcpInstances(ctx, api, options.instancePageSize);
   ctx.logger.debug(
     { account: ctx.account.name, project: api.project, region: api.region, endpoint: ctx.account.endpoint },

@@ -186,6 +186,9 @@ export class HetznerRoutes implements Routes {
       await this.setClaim(net, key, cluster.cluster, signal);
     }
     if (existing?.gateway === gateway) return (await this.running(net, signal)) ?? made;
+    // Another route's action still runs on the network: Hetzner answers `locked` until it ends.
+    const busy = await this.running(net, signal);
+    if (busy !== undefined) return busy;
     if (existing !== undefined) {
       // Ours, to another server (the node's server changed): replaced, as upstream does.
       const removed = await this.action(ROUTE_OPS.remove, net, "delete_route", existing, signal);
