@@ -51,3 +51,40 @@ export async function pollOnce(
 export function describeFailure(a: WireAction): string {
   return `action ${a.id} (${a.command}) ended in error${a.error === null ? "" : `: ${a.error.code}: ${a.error.message}`}`;
 }
+
+/** A resource's latest actions (one page, newest first), and the in-progress answer while one runs. */
+export interface RecentActions {
+  readonly items: readonly WireAction[];
+  readonly running: InProgress | undefined;
+}
+
+/**
+ * The actions of `path` (e.g. `/load_balancers/7`), newest first, as the cloud holds them:
+ * whoever started them (another replica, the vendor CCM), a running one is "in progress".
+ * `runningOnly` asks the cloud for running ones alone (when the others do not matter).
+ */
+export async function recentActions(
+  client: HetznerClient,
+  op: string,
+  path: string,
+  what: string,
+  signal?: AbortSignal,
+  runningOnly = false,
+): Promise<RecentActions> {
+  const page = await client.page<WireAction>(
+    op,
+    `${path}/actions`,
+    "actions",
+    1,
+    signal,
+    runningOnly ? { status: ["running"] } : { sort: ["id:desc"] },
+  );
+  const a = page.items.find((x) => x.status === "running");
+  return {
+    items: page.items,
+    running:
+      a === undefined
+        ? undefined
+        : inProgress(ACTION_RETRY_MS, `${what}: action ${a.id} (${a.command}) running`),
+  };
+}

@@ -20,7 +20,7 @@ import {
   type LbServiceHints,
   type ServiceTarget,
 } from "../../provider.js";
-import { ACTION_RETRY_MS, describeFailure, pollOnce } from "./actions.js";
+import { ACTION_RETRY_MS, describeFailure, pollOnce, recentActions } from "./actions.js";
 import type { HetznerClient } from "./client.js";
 import { HetznerApiError, isNotFound } from "./errors.js";
 import type { CertificateRef, HetznerHttpSettings, ManagedCertificate } from "./http-settings.js";
@@ -176,20 +176,14 @@ export class HetznerCertificates {
     }
     if (cert === undefined) return this.request(target, want, signal);
 
-    const page = await this.client.page<WireAction>(
+    const page = await recentActions(
+      this.client,
       CERT_OPS.actions,
-      `/certificates/${cert.id}/actions`,
-      "actions",
-      1,
+      `/certificates/${cert.id}`,
+      `managed certificate ${cert.name}`,
       signal,
-      { sort: ["id:desc"] },
     );
-    const running = page.items.find((a) => a.status === "running");
-    if (running !== undefined)
-      return inProgress(
-        ACTION_RETRY_MS,
-        `managed certificate ${cert.name}: action ${running.id} (${running.command}) running`,
-      );
+    if (page.running !== undefined) return page.running;
     // The certificate was read before its actions: an issuance they show ended is taken from them.
     const issued = page.items.find((a) => a.command === "create_certificate");
     const issuance = cert.status?.issuance;

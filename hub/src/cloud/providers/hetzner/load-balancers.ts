@@ -29,7 +29,6 @@ import {
 import {
   type BackendAnnotations,
   type InProgress,
-  inProgress,
   isInProgress,
   type LbIngress,
   type LbListener,
@@ -44,7 +43,7 @@ import {
   type OwnedLoadBalancerPage,
   type ServiceTarget,
 } from "../../provider.js";
-import { ACTION_RETRY_MS, describeFailure, pollOnce } from "./actions.js";
+import { describeFailure, pollOnce, recentActions } from "./actions.js";
 import {
   type AccountLbDefaults,
   checkRefused,
@@ -375,20 +374,14 @@ export class HetznerLoadBalancers implements LoadBalancers {
     signal: AbortSignal | undefined,
     reportFailures = true,
   ): Promise<InProgress | undefined> {
-    const page = await this.client.page<WireAction>(
+    const page = await recentActions(
+      this.client,
       LB_OPS.actions,
-      `/load_balancers/${lb.id}/actions`,
-      "actions",
-      1,
+      `/load_balancers/${lb.id}`,
+      `load balancer ${lb.name}`,
       signal,
-      { sort: ["id:desc"] },
     );
-    const running = page.items.find((a) => a.status === "running");
-    if (running !== undefined)
-      return inProgress(
-        ACTION_RETRY_MS,
-        `load balancer ${lb.name}: action ${running.id} (${running.command}) running`,
-      );
+    if (page.running !== undefined) return page.running;
     if (!reportFailures) return undefined;
     const reported = Number(lb.labels[FAILURE_REPORTED_TAG] ?? "0");
     const failed = page.items.find((a) => a.status === "error" && a.id > reported);

@@ -19,17 +19,16 @@ import {
   type CloudRoute,
   type ClusterTarget,
   type InProgress,
-  inProgress,
   isInProgress,
   type LockKey,
   type Routes,
   type RouteTarget,
 } from "../../provider.js";
-import { ACTION_RETRY_MS, describeFailure, pollOnce } from "./actions.js";
+import { describeFailure, pollOnce, recentActions } from "./actions.js";
 import type { HetznerClient } from "./client.js";
 import { checkServer } from "./instances.js";
 import type { NetworkResolver } from "./networks.js";
-import type { WireAction, WireNetwork, WireServer } from "./wire.js";
+import type { WireNetwork, WireServer } from "./wire.js";
 
 export const ROUTE_CLAIM_PREFIX = "route.fleet-ccm.io/";
 
@@ -97,18 +96,9 @@ export class HetznerRoutes implements Routes {
   }
 
   private async running(net: WireNetwork, signal?: AbortSignal): Promise<InProgress | undefined> {
-    const page = await this.client.page<WireAction>(
-      ROUTE_OPS.actions,
-      `/networks/${net.id}/actions`,
-      "actions",
-      1,
-      signal,
-      { status: ["running"] },
-    );
-    const a = page.items[0];
-    return a === undefined
-      ? undefined
-      : inProgress(ACTION_RETRY_MS, `network ${net.name}: action ${a.id} (${a.command}) running`);
+    const path = `/networks/${net.id}`;
+    return (await recentActions(this.client, ROUTE_OPS.actions, path, `network ${net.name}`, signal, true))
+      .running;
   }
 
   private async setClaim(net: WireNetwork, key: string, cluster: string | undefined, signal?: AbortSignal) {
