@@ -1,13 +1,3 @@
-/**
- * AWS end to end: one hub serving two AWS accounts of the fake AWS (one with its own keys in
- * us-east-1, one through an assumed role in us-west-2), a cluster in each; the hub and the
- * agents as their own processes (fleet-ccm hub, fleet-ccm agent), a real nats-server, gRPC and
- * the API simulator. Nodes get AWS providerIDs and labels, classic ELBs
- * and NLBs are created, follow node changes, routes are programmed, and deleting the Services
- * leaves nothing of theirs in the fake's inventory.
- */
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
@@ -183,37 +173,5 @@ describe("AWS end to end", () => {
     expect(s.securityGroups.all().filter((g) => g.name.startsWith("k8s-elb-"))).toEqual([]);
     for (const c of names) expect(s.securityGroups.get(aws.world(c).nodeGroup)?.ingress).toEqual([]);
     aws.fake.spec.assertClean();
-  });
-
-  test("fleet-ccm demo --provider aws converges against the fake AWS", () => {
-    const cli = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
-    const r = spawnSync(
-      process.execPath,
-      [
-        cli,
-        "demo",
-        "--provider",
-        "aws",
-        "--clusters",
-        "2",
-        "--nodes",
-        "3",
-        "--services",
-        "1",
-        "--exit-when-converged",
-        "--json",
-        "--timeout",
-        "60",
-      ],
-      { encoding: "utf8", timeout: 90_000 },
-    );
-    expect(r.status).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({
-      nodes: 6,
-      nodesInitialized: 6,
-      services: 2,
-      servicesWithIngress: 2,
-      converged: true,
-    });
   });
 });

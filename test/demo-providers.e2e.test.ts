@@ -1,7 +1,7 @@
 /**
- * `fleet-ccm demo --provider digitalocean|hetzner|gcp` converges, as the Linode and AWS demos do
- * (linode.e2e.test.ts, aws.e2e.test.ts): the built CLI as its own process, the vendor's fake,
- * every node initialized and every LoadBalancer Service given an ingress. Needs `npm run build`.
+ * `fleet-ccm demo --provider <vendor>` converges for every vendor fake: the built CLI as its own
+ * process, every node initialized and every LoadBalancer Service given an ingress. Needs
+ * `npm run build`.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,7 +12,7 @@ import { expect, test } from "@jest/globals";
 
 const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
 
-test.each(["digitalocean", "hetzner", "gcp"])(
+test.each(["linode", "aws", "digitalocean", "hetzner", "gcp"])(
   "fleet-ccm demo --provider %s converges against the vendor's fake",
   async (provider) => {
     const dir = mkdtempSync(join(tmpdir(), `fleet-ccm-${provider}-demo-`));
