@@ -128,11 +128,13 @@ export class InternalLb extends GcpLbBase {
       signal,
     );
     const only = subs.filter((s) => tail(s.network) === tail(network));
-    if (only.length !== 1)
+    // Several: an auto-mode network's own (named as the network), else the operator names one.
+    const chosen = only.length === 1 ? only[0] : only.find((s) => s.name === network.split("/").pop());
+    if (chosen === undefined)
       throw new CloudError(
         `gcp: the cluster's network has ${only.length} subnetworks in ${this.region}: name one (options.subnetwork or ${"networking.gke.io/internal-load-balancer-subnet"})`,
       );
-    return only[0]?.selfLink ?? "";
+    return chosen.selfLink ?? this.regional("subnetworks", chosen.name ?? "");
   }
 
   async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
@@ -229,7 +231,7 @@ export class InternalLb extends GcpLbBase {
         network,
         sourceRanges: spec.sourceRanges.length > 0 ? [...spec.sourceRanges] : ["0.0.0.0/0"],
         destinationRanges: [ip],
-        allowed: [{ IPProtocol: protocol.toLowerCase(), ports }],
+        allowed: [{ IPProtocol: protocol.toLowerCase(), ports: [...ports].sort() }],
       },
       tags,
       signal,

@@ -86,8 +86,12 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     throw new NeedsEnsureError("gcp: the load balancer is gone");
   }
 
+  /** Both kinds (an interrupted type switch may leave parts of each); the one the rule shows first. */
   async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
-    return (await this.external.ensureDeleted(target, signal)) ?? this.internal.ensureDeleted(target, signal);
+    const rule = await this.getRule(gceLoadBalancerName(target.serviceUid), signal);
+    const [first, second] =
+      rule?.backendService != null ? [this.internal, this.external] : [this.external, this.internal];
+    return (await first.ensureDeleted(target, signal)) ?? second.ensureDeleted(target, signal);
   }
 
   /**
