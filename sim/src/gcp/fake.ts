@@ -318,6 +318,18 @@ export class GcpComputeFake {
     throw fail(400, "ipSpaceExhausted", `IP space of '${subnetLink.replace(GCE_BASE, "")}' is exhausted`);
   }
 
+  /** Sets the members of an unmanaged instance group put in place (instance ids `<zone>/<name>`). */
+  setGroupMembers(project: string, zone: string, group: string, instances: readonly string[]): void {
+    const g = this.resources.get(key(project, `zones/${zone}`, "instanceGroups", group));
+    if (g === undefined) throw new Error(`no instance group ${zone}/${group}`);
+    const links = instances.map((id) => {
+      const [z, n] = id.split("/");
+      return `${GCE_BASE}projects/${project}/zones/${z}/instances/${n}`;
+    });
+    this.members.set(`${project}/${zone}/${group}`, new Set(links));
+    g.size = links.length;
+  }
+
   /** The instance links of an unmanaged instance group (test control). */
   groupMembers(project: string, zone: string, group: string): string[] {
     this.settle();

@@ -2,4 +2,9 @@ export type { DiscoveryDocument, DiscoverySchema } from "./discovery.js";
 export { DiscoveryChecker } from "./discovery.js";
 export type { CreateInstanceSpec, GcpFakeOptions, OperationFailure } from "./fake.js";
 export { computeFilter, GCE_BASE, GCP_SPEC, GcpComputeFake, gcpSpecChecker, LB_COLLECTIONS } from "./fake.js";
-export { putUpstreamExternalLb, type UpstreamExternalLb } from "./upstream.js";
+export {
+  putUpstreamExternalLb,
+  putUpstreamInternalLb,
+  type UpstreamExternalLb,
+  type UpstreamInternalLb,
+} from "./upstream.js";

@@ -43,6 +43,21 @@ const MAX_PORTS = 5;
 /** The instance groups' description: the cluster they serve (the only owner a shared group has). */
 const groupDescription = (cluster: string) => JSON.stringify({ "fleet-ccm.io/cluster": cluster });
 
+/**
+ * The cluster's instance-group name: its own, or while it migrates (adoptFrom) the vendor
+ * cluster's `k8s-ig--<id>`, which its nodes are in already (an instance is in one
+ * load-balanced group at most), shared with what it adopts.
+ */
+function groupName(target: ServiceTarget): string {
+  return gceInstanceGroupName(target.scope.adoptFrom?.vendorCcmClusterName ?? target.cluster);
+}
+
+/** Whether a group of that name is the cluster's: its description, or upstream's nameless one with adoptFrom. */
+function ownGroup(target: ServiceTarget, description: string | null | undefined): boolean {
+  if (description === groupDescription(target.cluster)) return true;
+  return target.scope.adoptFrom !== undefined && (description ?? "") === "";
+}
+
 export class InternalLb extends GcpLbBase {
   // ---- reads ------------------------------------------------------------------------------------
 
@@ -315,13 +330,15 @@ export class InternalLb extends GcpLbBase {
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<string[] | InProgress> {
-    const name = gceInstanceGroupName(target.cluster);
+    const name = groupName(target);
     const links: string[] = [];
     for (const zone of await this.instances.regionZones(signal)) {
       const want = backends.filter((b) => b.startsWith(`${zone}/`));
       const scope = `zones/${zone}` as const;
       const link = this.api.url(`${scope}/instanceGroups/${name}`);
       const group = await this.getGroup(zone, name, signal);
+      if (group !== undefined && !ownGroup(target, group.description))
+        throw new CloudError(`gcp: instance group ${zone}/${name} exists and is not the cluster's`);
       if (group === undefined) {
         if (want.length === 0) continue;
         const step = await this.insert(
@@ -626,7 +643,7 @@ export class InternalLb extends GcpLbBase {
       if (step !== undefined) return step;
     }
     // The cluster's instance groups, unless another internal Service's backend service uses them.
-    const group = gceInstanceGroupName(target.cluster);
+    const group = groupName(target);
     for (const zone of await this.instances.regionZones(signal)) {
       const scope = `zones/${zone}` as const;
       const step = await this.deleteOwned(
@@ -636,7 +653,7 @@ export class InternalLb extends GcpLbBase {
         undefined,
         async () => {
           const g = await this.getGroup(zone, group, signal);
-          return g === undefined || g.description !== groupDescription(target.cluster) ? undefined : g;
+          return g === undefined || !ownGroup(target, g.description) ? undefined : g;
         },
         () =>
           this.api.mutate(
@@ -665,7 +682,12 @@ export class InternalLb extends GcpLbBase {
   ): Promise<Step> {
     const lbName = gceLoadBalancerName(target.serviceUid);
     const own = name === lbName;
-    if (!own && name !== gceNodesHealthCheckName(target.cluster)) return undefined;
+    const vendor = target.scope.adoptFrom?.vendorCcmClusterName;
+    // The shared check of this cluster, or (adopting) of the vendor cluster.
+    const cluster = [target.cluster, ...(vendor === undefined ? [] : [vendor])].find(
+      (c) => name === gceNodesHealthCheckName(c),
+    );
+    if (!own && cluster === undefined) return undefined;
     const hc = await this.deleteOwned(
       "global",
       "healthChecks",
@@ -686,7 +708,7 @@ export class InternalLb extends GcpLbBase {
     if (hc === "in-use") return undefined;
     if (hc !== undefined) return hc;
     return this.deleteFirewall(
-      gceInternalHealthCheckFirewallName(target.cluster, lbName, !own),
+      gceInternalHealthCheckFirewallName(cluster ?? target.cluster, lbName, !own),
       own ? target : undefined,
       signal,
     );

@@ -3,7 +3,7 @@
 // adoption of what cloud-provider-gcp built (only with adoptFrom), and the internal load
 // balancer with the cluster's shared instance groups.
 
-import { GcpComputeFake, putUpstreamExternalLb } from "@fleet-ccm/sim";
+import { GcpComputeFake, putUpstreamExternalLb, putUpstreamInternalLb } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
@@ -379,6 +379,42 @@ describe("internal load balancers", () => {
     await settle(() => p.ensureDeleted(t));
     expect(leftOf(lbName)).toEqual([]);
     expect(fake.list(PROJECT, "instanceGroups")).toEqual([]);
+  });
+
+  test("adopted from cloud-provider-gcp with adoptFrom: its groups kept, the IP reserved, its shared check left once unused", async () => {
+    const p = await lbs();
+    const t = target();
+    const lbName = gceLoadBalancerName(t.serviceUid);
+    const all = [`${A}/node-0`, `${A}/node-1`, `${B}/node-2`];
+    const ip = putUpstreamInternalLb(fake, PROJECT, REGION, {
+      clusterId: "old",
+      lbName,
+      serviceName: "default/ilb",
+      ports: [80, 443],
+      backends: all,
+      nodeTags: ["gke-node"],
+    });
+    await expect(p.ensure(t, internal())).rejects.toThrow(/no adoptFrom/);
+    const adopting = { ...t, scope: { adoptFrom: { vendorCcmClusterName: "old" } } };
+    const narrowed = internal({ sourceRanges: ["10.0.0.0/8"] });
+    expect(await settle(() => p.ensure(adopting, narrowed))).toEqual([{ ip }]);
+    expect(named("addresses", lbName)).toMatchObject({ addressType: "INTERNAL", address: ip });
+    // The nodes stay in upstream's groups (an instance is in one load-balanced group at most).
+    expect(fake.list(PROJECT, "instanceGroups").map((g) => String(g.name))).toEqual([
+      "k8s-ig--old",
+      "k8s-ig--old",
+    ]);
+    expect(fake.groupMembers(PROJECT, A, "k8s-ig--old").map(last)).toEqual(["node-0", "node-1"]);
+    expect(
+      ((named("backendServices", lbName)?.healthChecks as string[] | undefined) ?? []).map(last),
+    ).toEqual(["k8s-prod-node"]);
+    expect(named("healthChecks", "k8s-old-node")).toBeUndefined();
+    expect(named("firewalls", "k8s-old-node-hc")).toBeUndefined();
+    expect(named("firewalls", `k8s-fw-${lbName}`)?.sourceRanges).toEqual(["10.0.0.0/8"]);
+    await settle(() => p.ensureDeleted(adopting));
+    expect(leftOf(lbName)).toEqual([]);
+    expect(fake.list(PROJECT, "instanceGroups")).toEqual([]);
+    expect(named("healthChecks", "k8s-prod-node")).toBeUndefined();
   });
 
   test("the factory reads the load-balancer type as the unified internal setting", () => {
