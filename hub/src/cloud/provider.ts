@@ -172,6 +172,11 @@ export interface LoadBalancerSpec {
   readonly sessionAffinity: "None" | "ClientIP";
   readonly idleTimeoutSeconds: number;
   readonly internal: boolean;
+  /**
+   * The Service's spec.loadBalancerIP (deprecated in Kubernetes, still honoured by vendor CCMs:
+   * a user-reserved address to use); absent when unset.
+   */
+  readonly loadBalancerIP?: string;
   /** The Service's namespace/name, for vendors that tag it (kubernetes.io/service-name). */
   readonly serviceName?: string;
   /**

@@ -145,6 +145,9 @@ export const LB_COLLECTIONS = [
   "targetPools",
   "firewalls",
   "httpHealthChecks",
+  "healthChecks",
+  "backendServices",
+  "instanceGroups",
 ] as const;
 
 export class GcpComputeFake {
@@ -173,6 +176,9 @@ export class GcpComputeFake {
   private seq = 1000;
   private requestSeq = 0;
   private ipSeq = 10;
+  private subnetSeq = 128;
+  /** project/zone/group → the instance links of an unmanaged instance group (not on its wire resource). */
+  private readonly members = new Map<string, Set<string>>();
 
   private constructor(opts: GcpFakeOptions) {
     this.now = opts.now ?? Date.now;
@@ -245,6 +251,7 @@ export class GcpComputeFake {
       regions,
     };
     this.projects.set(id, project);
+    for (const region of Object.keys(regions)) this.ensureSubnetwork(id, region, "default");
     return { project: id, key: this.keyFile(id) };
   }
 
@@ -283,10 +290,75 @@ export class GcpComputeFake {
     return this.tokens.size;
   }
 
+  /**
+   * A subnetwork of `network` in `region` (an auto-mode network's: named as its network, a /20 of
+   * 10.0.0.0/8), made if absent; every instance's interface names one.
+   */
+  createSubnetwork(project: string, region: string, name: string, network = name): Json {
+    return this.ensureSubnetwork(project, region, name, network);
+  }
+
+  private ensureSubnetwork(project: string, region: string, name: string, network = name): Json {
+    const k = key(project, `regions/${region}`, "subnetworks", name);
+    const have = this.resources.get(k);
+    if (have !== undefined) return have;
+    const n = ++this.subnetSeq;
+    const wire: Json = {
+      kind: "compute#subnetwork",
+      id: String(6_000_000_000_000 + n),
+      creationTimestamp: new Date(this.now()).toISOString(),
+      name,
+      network: `${GCE_BASE}projects/${project}/global/networks/${network}`,
+      ipCidrRange: `10.${n & 255}.0.0/20`,
+      gatewayAddress: `10.${n & 255}.0.1`,
+      region: `${GCE_BASE}projects/${project}/regions/${region}`,
+      selfLink: this.link(project, `regions/${region}`, "subnetworks", name),
+      stackType: "IPV4_ONLY",
+    };
+    this.resources.set(k, wire);
+    return wire;
+  }
+
+  /** A free address of a subnetwork's range (from its top, clear of the instances' addresses). */
+  private internalIP(project: string, subnetLink: string): string {
+    const sub = [...this.resources.values()].find((r) => r.selfLink === subnetLink);
+    if (sub === undefined) throw notFound(subnetLink.replace(GCE_BASE, ""));
+    const base = String(sub.ipCidrRange).split("/")[0]?.split(".").slice(0, 2).join(".") ?? "10.0";
+    const used = new Set(
+      [...this.resources.entries()]
+        .filter(([k]) => k.startsWith(`${project}/`))
+        .flatMap(([, r]) => [r.address, r.IPAddress].filter((x) => typeof x === "string")),
+    );
+    for (let n = 4094; n > 1; n--) {
+      const ip = `${base}.${n >> 8}.${n & 255}`;
+      if (!used.has(ip)) return ip;
+    }
+    throw fail(400, "ipSpaceExhausted", `IP space of '${subnetLink.replace(GCE_BASE, "")}' is exhausted`);
+  }
+
+  /** Sets the members of an unmanaged instance group put in place (instance ids `<zone>/<name>`). */
+  setGroupMembers(project: string, zone: string, group: string, instances: readonly string[]): void {
+    const g = this.resources.get(key(project, `zones/${zone}`, "instanceGroups", group));
+    if (g === undefined) throw new Error(`no instance group ${zone}/${group}`);
+    const links = instances.map((id) => {
+      const [z, n] = id.split("/");
+      return `${GCE_BASE}projects/${project}/zones/${z}/instances/${n}`;
+    });
+    this.members.set(`${project}/${zone}/${group}`, new Set(links));
+    g.size = links.length;
+  }
+
+  /** The instance links of an unmanaged instance group (test control). */
+  groupMembers(project: string, zone: string, group: string): string[] {
+    this.settle();
+    return [...(this.members.get(`${project}/${zone}/${group}`) ?? [])].sort();
+  }
+
   createInstance(project: string, spec: CreateInstanceSpec): Json {
     this.project(project);
     const n = ++this.seq;
     const network = spec.network ?? "default";
+    this.ensureSubnetwork(project, regionOf(spec.zone), network);
     const nic: Json = {
       kind: "compute#networkInterface",
       name: "nic0",
@@ -630,6 +702,9 @@ export class GcpComputeFake {
       targetPools: "compute#targetPool",
       firewalls: "compute#firewall",
       httpHealthChecks: "compute#httpHealthCheck",
+      healthChecks: "compute#healthCheck",
+      backendServices: "compute#backendService",
+      instanceGroups: "compute#instanceGroup",
       routes: "compute#route",
     };
     const wire: Json = {
@@ -640,17 +715,43 @@ export class GcpComputeFake {
       selfLink: this.link(project, scope, collection, String(body.name)),
     };
     if (scope.startsWith("regions/")) wire.region = `${GCE_BASE}projects/${project}/${scope}`;
+    if (scope.startsWith("zones/")) wire.zone = `${GCE_BASE}projects/${project}/${scope}`;
     switch (collection) {
       case "addresses":
-        wire.address ??= this.freshIP();
         wire.addressType ??= "EXTERNAL";
-        wire.networkTier ??= "PREMIUM";
+        wire.address ??=
+          wire.addressType === "INTERNAL"
+            ? this.internalIP(project, String(wire.subnetwork ?? ""))
+            : this.freshIP();
+        if (wire.addressType === "EXTERNAL") wire.networkTier ??= "PREMIUM";
         wire.status = "RESERVED";
         break;
       case "forwardingRules":
-        wire.IPAddress ??= this.freshIP();
         wire.loadBalancingScheme ??= "EXTERNAL";
-        wire.networkTier ??= "PREMIUM";
+        wire.IPAddress ??=
+          wire.loadBalancingScheme === "INTERNAL"
+            ? this.internalIP(project, String(wire.subnetwork ?? ""))
+            : this.freshIP();
+        if (wire.loadBalancingScheme === "EXTERNAL") wire.networkTier ??= "PREMIUM";
+        break;
+      case "healthChecks":
+        wire.type ??= "TCP";
+        wire.checkIntervalSec ??= 5;
+        wire.timeoutSec ??= 5;
+        wire.healthyThreshold ??= 2;
+        wire.unhealthyThreshold ??= 2;
+        break;
+      case "backendServices":
+        wire.protocol ??= "TCP";
+        wire.sessionAffinity ??= "NONE";
+        wire.loadBalancingScheme ??= "EXTERNAL";
+        wire.backends ??= [];
+        wire.healthChecks ??= [];
+        wire.fingerprint = randomBytes(8).toString("base64");
+        break;
+      case "instanceGroups":
+        wire.size = 0;
+        wire.fingerprint = "42WmSpB8rSM=";
         break;
       case "targetPools":
         wire.instances ??= [];
@@ -714,6 +815,11 @@ export class GcpComputeFake {
         const wire = this.materialize(project, scope, collection, body);
         this.resources.set(k, wire);
         if (collection === "forwardingRules") this.markAddress(project, scope, String(wire.IPAddress), link);
+        // An address reserved with the IP a forwarding rule holds: the ephemeral IP promoted.
+        if (collection === "addresses")
+          for (const f of this.scoped(project, scope, "forwardingRules"))
+            if (f.IPAddress === wire.address)
+              this.markAddress(project, scope, String(wire.address), String(f.selfLink));
       },
       failure === undefined ? undefined : { ...failure },
       () => this.pendingNames.delete(k),
@@ -722,7 +828,35 @@ export class GcpComputeFake {
 
   /** An operation that failed leaves its name free again. */
   private validateInsert(project: string, scope: Scope, collection: string, body: Json): void {
-    if (collection === "forwardingRules") {
+    if (collection === "addresses" && typeof body.address === "string") {
+      const ip = body.address;
+      if (this.addressesIn(project, scope).some((a) => a.address === ip))
+        throw fail(
+          400,
+          "invalid",
+          `Invalid value for field 'resource.address': '${ip}'. Specified IP address is already reserved.`,
+        );
+    }
+    if (collection === "addresses" && body.addressType === "INTERNAL")
+      this.mustExist(String(body.subnetwork ?? ""));
+    if (collection === "backendServices") {
+      for (const hc of (body.healthChecks as string[] | undefined) ?? []) this.mustExist(hc);
+      for (const b of (body.backends as { group?: string }[] | undefined) ?? [])
+        this.mustExist(String(b.group ?? ""));
+    }
+    if (collection === "forwardingRules" && body.backendService !== undefined) {
+      this.mustExist(String(body.backendService));
+      if (body.loadBalancingScheme === "INTERNAL") this.mustExist(String(body.subnetwork ?? ""));
+      const ip = body.IPAddress;
+      if (
+        typeof ip === "string" &&
+        this.list(project, "forwardingRules").some(
+          (f) => f.IPAddress === ip && f.IPProtocol === body.IPProtocol,
+        )
+      )
+        throw fail(400, "ipInUseByAnotherResource", `IP '${ip}' is already being used by another resource.`);
+    }
+    if (collection === "forwardingRules" && body.backendService === undefined) {
       const target = String(body.target ?? "");
       const pool = /\/projects\/([^/]+)\/(regions\/[^/]+)\/targetPools\/([^/]+)$/.exec(target);
       if (
@@ -756,6 +890,15 @@ export class GcpComputeFake {
         if (m === null || !this.resources.has(key(m[1] ?? "", "global", "httpHealthChecks", m[2] ?? "")))
           throw notFound(hc.replace(GCE_BASE, ""));
       }
+  }
+
+  /** A referenced resource (by its link) must exist. */
+  private mustExist(link: string): void {
+    const m = /(?:^|\/)projects\/([^/]+)\/((?:regions|zones)\/[^/]+|global)\/([A-Za-z]+)\/([^/]+)$/.exec(
+      link,
+    );
+    if (m === null || !this.resources.has(key(m[1] ?? "", m[2] ?? "", m[3] ?? "", m[4] ?? "")))
+      throw notFound(link.replace(GCE_BASE, ""));
   }
 
   private addressesIn(project: string, scope: Scope): Json[] {
@@ -799,9 +942,25 @@ export class GcpComputeFake {
       );
       if (pool !== undefined) throw inUse(String(pool.selfLink));
     }
-    if (collection === "addresses" && Array.isArray(r.users) && r.users.length > 0)
-      throw inUse(String(r.users[0]));
+    if (collection === "backendServices") {
+      const fr = this.list(project, "forwardingRules").find((f) => f.backendService === link);
+      if (fr !== undefined) throw inUse(String(fr.selfLink));
+    }
+    if (collection === "healthChecks") {
+      const bs = this.list(project, "backendServices").find((b) =>
+        ((b.healthChecks as string[]) ?? []).includes(link),
+      );
+      if (bs !== undefined) throw inUse(String(bs.selfLink));
+    }
+    if (collection === "instanceGroups") {
+      const bs = this.list(project, "backendServices").find((b) =>
+        ((b.backends as { group?: string }[]) ?? []).some((x) => x.group === link),
+      );
+      if (bs !== undefined) throw inUse(String(bs.selfLink));
+    }
+    // An address a forwarding rule uses is released as ephemeral: the rule keeps the IP.
     return this.operation(project, scope, "delete", link, () => {
+      if (collection === "instanceGroups") this.members.delete(`${project}/${scope.slice(6)}/${name}`);
       if (!this.resources.has(k)) return;
       this.resources.delete(k);
       if (collection === "forwardingRules") {
@@ -997,7 +1156,72 @@ export class GcpComputeFake {
         );
         return this.page("compute#zoneList", `${GCE_BASE}projects/${c.project}/zones`, zones, c.query);
       }),
-      ...regional("addresses", "compute#addressList").filter((r) => r.op !== "addresses.list"),
+      ...regional("addresses", "compute#addressList"),
+      R("GET", `${G}\\/subnetworks\\/${N}`, "subnetworks.get", (c) =>
+        this.get(c.project, rs(first(c)), "subnetworks", second(c)),
+      ),
+      R("GET", `${G}\\/subnetworks`, "subnetworks.list", (c) =>
+        this.page(
+          "compute#subnetworkList",
+          this.link(c.project, rs(first(c)), "subnetworks", "").slice(0, -1),
+          this.scoped(c.project, rs(first(c)), "subnetworks"),
+          c.query,
+        ),
+      ),
+      ...regional("backendServices", "compute#backendServiceList").map((r) => ({
+        ...r,
+        op: r.op.replace(/^backendServices/, "regionBackendServices"),
+      })),
+      R("PUT", `${G}\\/backendServices\\/${N}`, "regionBackendServices.update", (c) =>
+        this.replace(c, rs(first(c)), "backendServices", second(c)),
+      ),
+      ...global("healthChecks", "compute#healthCheckList").filter((r) => r.op !== "healthChecks.list"),
+      R("PUT", String.raw`\/global\/healthChecks\/${N}`, "healthChecks.update", (c) =>
+        this.replace(c, "global", "healthChecks", first(c)),
+      ),
+      R("GET", `${Z}\\/instanceGroups\\/${N}`, "instanceGroups.get", (c) =>
+        this.get(c.project, zs(first(c)), "instanceGroups", second(c)),
+      ),
+      R("DELETE", `${Z}\\/instanceGroups\\/${N}`, "instanceGroups.delete", (c) =>
+        this.remove(c.project, zs(first(c)), "instanceGroups", second(c)),
+      ),
+      R("POST", `${Z}\\/instanceGroups`, "instanceGroups.insert", (c) =>
+        this.insert(c.project, zs(first(c)), "instanceGroups", c.body),
+      ),
+      R("GET", `${Z}\\/instanceGroups`, "instanceGroups.list", (c) =>
+        this.page(
+          "compute#instanceGroupList",
+          this.link(c.project, zs(first(c)), "instanceGroups", "").slice(0, -1),
+          this.scoped(c.project, zs(first(c)), "instanceGroups"),
+          c.query,
+        ),
+      ),
+      R("POST", `${Z}\\/instanceGroups\\/${N}\\/addInstances`, "instanceGroups.addInstances", (c) =>
+        this.groupInstances(c, first(c), second(c), true),
+      ),
+      R("POST", `${Z}\\/instanceGroups\\/${N}\\/removeInstances`, "instanceGroups.removeInstances", (c) =>
+        this.groupInstances(c, first(c), second(c), false),
+      ),
+      R(
+        "POST",
+        `${Z}\\/instanceGroups\\/${N}\\/listInstances`,
+        "instanceGroups.listInstances",
+        (c) => {
+          const g = this.get(c.project, zs(first(c)), "instanceGroups", second(c));
+          const items = [...(this.members.get(`${c.project}/${first(c)}/${second(c)}`) ?? [])]
+            .sort()
+            .map((instance) => ({ instance, status: "RUNNING", name: instance.split("/").pop() }));
+          const { slice, next } = paginate(items, (i) => i.instance, c.query);
+          return {
+            kind: "compute#instanceGroupsListInstances",
+            id: String(g.selfLink),
+            items: slice.map(({ instance, status }) => ({ instance, status })),
+            selfLink: `${String(g.selfLink)}/listInstances`,
+            ...(next !== undefined && { nextPageToken: next }),
+          };
+        },
+        false,
+      ),
       ...regional("forwardingRules", "compute#forwardingRuleList"),
       ...regional("targetPools", "compute#targetPoolList"),
       R("POST", `${G}\\/targetPools\\/${N}\\/addInstance`, "targetPools.addInstance", (c) =>
@@ -1005,6 +1229,12 @@ export class GcpComputeFake {
       ),
       R("POST", `${G}\\/targetPools\\/${N}\\/removeInstance`, "targetPools.removeInstance", (c) =>
         this.poolInstances(c, rs(first(c)), second(c), "removeInstance"),
+      ),
+      R("POST", `${G}\\/targetPools\\/${N}\\/addHealthCheck`, "targetPools.addHealthCheck", (c) =>
+        this.poolHealthChecks(c, rs(first(c)), second(c), true),
+      ),
+      R("POST", `${G}\\/targetPools\\/${N}\\/removeHealthCheck`, "targetPools.removeHealthCheck", (c) =>
+        this.poolHealthChecks(c, rs(first(c)), second(c), false),
       ),
       ...global("firewalls", "compute#firewallList"),
       R("PATCH", String.raw`\/global\/firewalls\/${N}`, "firewalls.patch", (c) =>
@@ -1052,6 +1282,109 @@ export class GcpComputeFake {
       }
       r.instances = [...now].sort();
     });
+  }
+
+  /** targetPools.addHealthCheck / removeHealthCheck: a pool holds at most one legacy HTTP check. */
+  private poolHealthChecks(c: Call, scope: Scope, name: string, add: boolean): Json {
+    const refs = ((c.body.healthChecks as { healthCheck?: string }[] | undefined) ?? []).map((h) => {
+      const ref = String(h.healthCheck ?? "");
+      return ref.startsWith("https://") ? ref : `${GCE_BASE}${ref.replace(/^\//, "")}`;
+    });
+    if (add) for (const ref of refs) this.mustExist(ref);
+    const pool = this.get(c.project, scope, "targetPools", name);
+    const have = (pool.healthChecks as string[] | undefined) ?? [];
+    if (add && have.length + refs.filter((r) => !have.includes(r)).length > 1)
+      throw fail(
+        400,
+        "invalid",
+        "Invalid value for field 'resource.healthChecks': a target pool takes one health check.",
+      );
+    return this.change(
+      c.project,
+      scope,
+      "targetPools",
+      name,
+      add ? "addHealthCheck" : "removeHealthCheck",
+      (r) => {
+        const now = new Set((r.healthChecks as string[]) ?? []);
+        for (const ref of refs)
+          if (add) now.add(ref);
+          else now.delete(ref);
+        r.healthChecks = [...now];
+      },
+    );
+  }
+
+  /** An update (PUT): the whole resource replaced, its identity kept; a stale fingerprint is 412. */
+  private replace(c: Call, scope: Scope, collection: string, name: string): Json {
+    const r = this.get(c.project, scope, collection, name);
+    if (
+      r.fingerprint !== undefined &&
+      c.body.fingerprint !== undefined &&
+      c.body.fingerprint !== r.fingerprint
+    )
+      throw fail(412, "conditionNotMet", "Supplied fingerprint does not match current metadata fingerprint.");
+    if (collection === "backendServices") {
+      for (const hc of (c.body.healthChecks as string[] | undefined) ?? []) this.mustExist(hc);
+      for (const b of (c.body.backends as { group?: string }[] | undefined) ?? [])
+        this.mustExist(String(b.group ?? ""));
+    }
+    return this.change(c.project, scope, collection, name, "update", (now) => {
+      const keep = {
+        id: now.id,
+        selfLink: now.selfLink,
+        creationTimestamp: now.creationTimestamp,
+        kind: now.kind,
+      };
+      for (const k of Object.keys(now)) delete now[k];
+      Object.assign(now, this.materialize(c.project, scope, collection, { ...c.body, name }), keep);
+    });
+  }
+
+  /** instanceGroups.addInstances / removeInstances of an unmanaged group; its size follows. */
+  private groupInstances(c: Call, zone: string, name: string, add: boolean): Json {
+    const g = this.get(c.project, `zones/${zone}`, "instanceGroups", name);
+    const refs = ((c.body.instances as { instance?: string }[] | undefined) ?? []).map((i) => {
+      const ref = String(i.instance ?? "");
+      return ref.startsWith("https://") ? ref : `${GCE_BASE}${ref.replace(/^\//, "")}`;
+    });
+    const k = `${c.project}/${zone}/${name}`;
+    const have = this.members.get(k) ?? new Set<string>();
+    for (const ref of refs) {
+      const m = /\/projects\/([^/]+)\/zones\/([^/]+)\/instances\/([^/]+)$/.exec(ref);
+      const inst =
+        m === null
+          ? undefined
+          : this.resources.get(key(m[1] ?? "", `zones/${m[2]}`, "instances", m[3] ?? ""));
+      if (add && (inst === undefined || m?.[2] !== zone)) throw notFound(ref.replace(GCE_BASE, ""));
+      if (add && have.has(ref))
+        throw fail(
+          400,
+          "memberAlreadyExists",
+          `The resource '${ref.replace(GCE_BASE, "")}' is already a member of '${String(g.selfLink).replace(GCE_BASE, "")}'`,
+        );
+      if (!add && !have.has(ref))
+        throw fail(
+          400,
+          "memberNotFound",
+          `The resource '${ref.replace(GCE_BASE, "")}' is not a member of '${String(g.selfLink).replace(GCE_BASE, "")}'`,
+        );
+    }
+    return this.change(
+      c.project,
+      `zones/${zone}`,
+      "instanceGroups",
+      name,
+      add ? "addInstances" : "removeInstances",
+      (r) => {
+        const now = this.members.get(k) ?? new Set<string>();
+        for (const ref of refs)
+          if (add) now.add(ref);
+          else now.delete(ref);
+        this.members.set(k, now);
+        r.size = now.size;
+      },
+    );
   }
 
   /** instances.aggregatedList: `items` keyed by "zones/<zone>", a warning for zones without any. */

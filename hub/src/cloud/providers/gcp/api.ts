@@ -178,6 +178,10 @@ export interface Clients {
   readonly targetPools: Compute.TargetPoolsClient;
   readonly forwardingRules: Compute.ForwardingRulesClient;
   readonly routes: Compute.RoutesClient;
+  readonly healthChecks: Compute.HealthChecksClient;
+  readonly regionBackendServices: Compute.RegionBackendServicesClient;
+  readonly instanceGroups: Compute.InstanceGroupsClient;
+  readonly subnetworks: Compute.SubnetworksClient;
   readonly regionOperations: Compute.RegionOperationsClient;
   readonly globalOperations: Compute.GlobalOperationsClient;
   readonly zoneOperations: Compute.ZoneOperationsClient;
@@ -211,6 +215,10 @@ async function makeClients(ctx: ProviderContext, auth: GcpCredential): Promise<C
     targetPools: new sdk.TargetPoolsClient(opts),
     forwardingRules: new sdk.ForwardingRulesClient(opts),
     routes: new sdk.RoutesClient(opts),
+    healthChecks: new sdk.HealthChecksClient(opts),
+    regionBackendServices: new sdk.RegionBackendServicesClient(opts),
+    instanceGroups: new sdk.InstanceGroupsClient(opts),
+    subnetworks: new sdk.SubnetworksClient(opts),
     regionOperations: new sdk.RegionOperationsClient(opts),
     globalOperations: new sdk.GlobalOperationsClient(opts),
     zoneOperations: new sdk.ZoneOperationsClient(opts),

@@ -1,5 +1,5 @@
-import { GcpComputeFake } from "@fleet-ccm/sim";
-import type { ConformanceFixture, FakeResource } from "../../conformance/conformance.testkit.js";
+import { GcpComputeFake, putUpstreamExternalLb } from "@fleet-ccm/sim";
+import type { ConformanceFixture, FakeResource, VendorMode } from "../../conformance/conformance.testkit.js";
 import { describeProviderConformance } from "../../conformance/conformance.testkit.js";
 import type { AccountBinding, LbOwner } from "../../provider.js";
 import { gcpProvider } from "./index.js";
@@ -7,9 +7,56 @@ import { descriptionOwner, gceLoadBalancerName, ROUTE_DESCRIPTION } from "./name
 
 const PROJECT = "conf-project";
 const REGION = "us-central1";
+const VENDOR_MODES = ["target pool (cloud-provider-gcp)"] as const;
+
+/** What the fake lets reach the owner's load balancer: "<port> <range>" of its firewalls (clients, health checks). */
+function exposure(fake: GcpComputeFake, lbName: string): string[] {
+  const fws = fake.list(PROJECT, "firewalls");
+  const pool = fake.list(PROJECT, "targetPools").find((p) => p.name === lbName);
+  const hc = String((pool?.healthChecks as string[] | undefined)?.[0] ?? "")
+    .split("/")
+    .pop();
+  const names = new Set([
+    `k8s-fw-${lbName}`,
+    ...(hc === undefined || hc === "" ? [] : [hc === lbName ? `k8s-${hc}-http-hc` : `${hc}-http-hc`]),
+  ]);
+  const out: string[] = [];
+  for (const f of fws) {
+    if (!names.has(String(f.name))) continue;
+    const ports = ((f.allowed as { ports?: string[] }[] | undefined) ?? []).flatMap((a) => a.ports ?? []);
+    for (const r of (f.sourceRanges as string[] | undefined) ?? [])
+      for (const p of ports) out.push(`${p} ${r}`);
+  }
+  return [...new Set(out)].sort();
+}
+
+function vendorModes(fake: GcpComputeFake): VendorMode[] {
+  return [
+    {
+      mode: VENDOR_MODES[0],
+      async build(owner, spec, clusterId) {
+        const lbName = gceLoadBalancerName(owner.serviceUid);
+        const ip = putUpstreamExternalLb(fake, PROJECT, REGION, {
+          clusterId,
+          lbName,
+          serviceName: spec.serviceName ?? `default/svc-${owner.serviceUid}`,
+          ports: spec.listeners.map((l) => l.port),
+          backends: spec.backends,
+          nodeTags: ["default-node"],
+        });
+        return {
+          ingress: [{ ip }],
+          exposure: () => exposure(fake, lbName),
+          healthRanges: ["130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"],
+        };
+      },
+    },
+  ];
+}
 
 function fixture(operationMs: number): ConformanceFixture {
   return {
+    vendorModes: VENDOR_MODES,
     async start() {
       const fake = await GcpComputeFake.start({ spec: true });
       fake.operationMs = operationMs;
@@ -59,6 +106,9 @@ function fixture(operationMs: number): ConformanceFixture {
             "targetPools",
             "firewalls",
             "httpHealthChecks",
+            "healthChecks",
+            "backendServices",
+            "instanceGroups",
           ]) {
             for (const r of fake.list(PROJECT, collection)) {
               const owner = descriptionOwner(r.description);
@@ -120,6 +170,7 @@ function fixture(operationMs: number): ConformanceFixture {
             message: "Internal error. Please try again or contact Google Support.",
             status: 500,
           }),
+        vendorModes: vendorModes(fake),
         close: async () => {
           fake.spec?.assertClean();
           await fake.close();

@@ -1,11 +1,12 @@
 /**
- * The `gcp` provider: Compute Engine instances, the target-pool external network load balancer
- * cloud-provider-gcp builds, and VPC routes, through the official `@google-cloud/compute` (REST
- * transport), one set of clients per account with its service-account key or external-account
- * (workload identity federation) file. The SDK is loaded when a GCP account is bound (impl.ts),
- * not with the hub.
+ * The `gcp` provider: Compute Engine instances, the target-pool external and the internal
+ * passthrough network load balancers cloud-provider-gcp builds, and VPC routes, through the
+ * official `@google-cloud/compute` (REST transport), one set of clients per account with its
+ * service-account key or external-account (workload identity federation) file. The SDK is
+ * loaded when a GCP account is bound (impl.ts), not with the hub.
  */
 import type { CloudProvider, ProviderContext, ProviderFactory } from "../../provider.js";
+import { gcpLbSettings } from "./annotations.js";
 import { GCP_ANNOTATION_PREFIXES, PROVIDER_NAME } from "./names.js";
 import { type GcpOptions, GcpOptionsSchema } from "./options.js";
 import { COMPUTE_RATE_LIMIT } from "./quotas.js";
@@ -28,6 +29,8 @@ export const gcpProvider: ProviderFactory<GcpOptions> = {
     bare: "serviceAccountKey",
   },
   endpoint: "optional",
+  // networking.gke.io/load-balancer-type: Internal is the unified `internal` setting.
+  lbSettings: gcpLbSettings,
   async create(ctx: ProviderContext, options: GcpOptions): Promise<CloudProvider> {
     const { createGcpProvider } = await import("./impl.js");
     return createGcpProvider(ctx, options);

@@ -155,7 +155,8 @@ export class GcpInstances implements Instances {
     return found.filter((i) => i.name === name).map((i) => this.toMetadata(i));
   }
 
-  private regionZones(signal?: AbortSignal): Promise<string[]> {
+  /** The zones of the account's region (listed once). */
+  regionZones(signal?: AbortSignal): Promise<string[]> {
     this.zones ??= this.api
       .call("zones.list", (c, o) => c.zones.list({ project: this.api.project }, o), signal)
       .then(([zones]) =>

@@ -22,7 +22,7 @@ export function gceFirewallName(lbName: string): string {
 }
 
 /** The cluster id in names: lower-case, Compute's name alphabet. */
-function clusterId(cluster: string): string {
+export function clusterId(cluster: string): string {
   return cluster.toLowerCase().replace(/[^-a-z0-9]/g, "-");
 }
 
@@ -38,6 +38,16 @@ export function gceHealthCheckFirewallName(
   isNodesHealthCheck: boolean,
 ): string {
   return isNodesHealthCheck ? `${gceNodesHealthCheckName(cluster)}-http-hc` : `k8s-${hcName}-http-hc`;
+}
+
+/** The cluster's unmanaged instance group in each zone, shared by its internal Services (upstream makeInstanceGroupName). */
+export function gceInstanceGroupName(cluster: string): string {
+  return `k8s-ig--${clusterId(cluster)}`;
+}
+
+/** The internal load balancer's health-check firewall (upstream makeHealthCheckFirewallName): shared or the Service's. */
+export function gceInternalHealthCheckFirewallName(cluster: string, lbName: string, shared: boolean): string {
+  return shared ? `k8s-${clusterId(cluster)}-node-hc` : `${lbName}-hc`;
 }
 
 /** Upstream truncates a cluster name to 26 characters in route names (gce_routes.go). */

@@ -1,0 +1,729 @@
+/**
+ * The internal passthrough load balancer cloud-provider-gcp builds (gce_loadbalancer_internal.go)
+ * for `networking.gke.io/load-balancer-type: Internal`, with its names: the cluster's unmanaged
+ * instance group `k8s-ig--<cluster>` in each zone with backends (shared by every internal
+ * Service of the cluster, deleted with the last one), a health check (`k8s-<cluster>-node` on
+ * kube-proxy's port, or `<lbName>` on healthCheckNodePort for externalTrafficPolicy Local) and
+ * its firewall for Google's checkers (`k8s-<cluster>-node-hc` or `<lbName>-hc`), an internal
+ * address `<lbName>` on the subnetwork (kept for the load balancer's life, as the external
+ * one's), the firewall `k8s-fw-<lbName>`, the regional backend service `<lbName>` (INTERNAL,
+ * the instance groups) and the INTERNAL forwarding rule `<lbName>` on the subnetwork with the
+ * Service ports (all ports past five), global access on request. As the external path: every
+ * step reads the cloud first and answers InProgress while its operation runs.
+ */
+import type * as Compute from "@google-cloud/compute";
+import { CloudError, NeedsEnsureError } from "../../errors.js";
+import type {
+  InProgress,
+  LbIngress,
+  LoadBalancerSpec,
+  LoadBalancerState,
+  ServiceTarget,
+} from "../../provider.js";
+import { inProgress, lbOwner } from "../../provider.js";
+import { parseGcpLbAnnotations } from "./annotations.js";
+import { hasReason } from "./errors.js";
+import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, sameSet, tail, whyNotOwned } from "./lb-base.js";
+import {
+  gceFirewallName,
+  gceInstanceGroupName,
+  gceInternalHealthCheckFirewallName,
+  gceLoadBalancerName,
+  gceNodesHealthCheckName,
+  ownerDescription,
+} from "./names.js";
+import { getOrUndefined, type Step } from "./operations.js";
+
+type HealthCheck = Compute.protos.google.cloud.compute.v1.IHealthCheck;
+type BackendService = Compute.protos.google.cloud.compute.v1.IBackendService;
+type Rule = Compute.protos.google.cloud.compute.v1.IForwardingRule;
+
+/** Upstream's maxL4ILBPorts: more ports than this take every port. */
+const MAX_PORTS = 5;
+/** The instance groups' description: the cluster they serve (the only owner a shared group has). */
+const groupDescription = (cluster: string) => JSON.stringify({ "fleet-ccm.io/cluster": cluster });
+
+/**
+ * The cluster's instance-group name: its own, or while it migrates (adoptFrom) the vendor
+ * cluster's `k8s-ig--<id>`, which its nodes are in already (an instance is in one
+ * load-balanced group at most), shared with what it adopts.
+ */
+function groupName(target: ServiceTarget): string {
+  return gceInstanceGroupName(target.scope.adoptFrom?.vendorCcmClusterName ?? target.cluster);
+}
+
+/** Whether a group of that name is the cluster's: its description, or upstream's nameless one with adoptFrom. */
+function ownGroup(target: ServiceTarget, description: string | null | undefined): boolean {
+  if (description === groupDescription(target.cluster)) return true;
+  return target.scope.adoptFrom !== undefined && (description ?? "") === "";
+}
+
+export class InternalLb extends GcpLbBase {
+  // ---- reads ------------------------------------------------------------------------------------
+
+  private getHealthCheck(name: string, signal?: AbortSignal) {
+    return getOrUndefined(
+      async () =>
+        (
+          await this.api.call(
+            "healthChecks.get",
+            (c, o) => c.healthChecks.get({ project: this.api.project, healthCheck: name }, o),
+            signal,
+          )
+        )[0],
+    );
+  }
+
+  private getGroup(zone: string, name: string, signal?: AbortSignal) {
+    return getOrUndefined(
+      async () =>
+        (
+          await this.api.call(
+            "instanceGroups.get",
+            (c, o) => c.instanceGroups.get({ project: this.api.project, zone, instanceGroup: name }, o),
+            signal,
+          )
+        )[0],
+    );
+  }
+
+  /** The instance ids ("<zone>/<name>") in a group. */
+  private async groupMembers(zone: string, name: string, signal?: AbortSignal): Promise<string[]> {
+    const [items] = await this.api.call(
+      "instanceGroups.listInstances",
+      (c, o) =>
+        c.instanceGroups.listInstances(
+          {
+            project: this.api.project,
+            zone,
+            instanceGroup: name,
+            maxResults: 500,
+            instanceGroupsListInstancesRequestResource: { instanceState: "ALL" },
+          },
+          o,
+        ),
+      signal,
+    );
+    return items.map((i) => tail(i.instance).replace(/^zones\/([^/]+)\/instances\/([^/]+)$/, "$1/$2")).sort();
+  }
+
+  private async subnetworkUrl(target: ServiceTarget, subnet: string | undefined, signal?: AbortSignal) {
+    const network = this.networkUrl(target);
+    const name = subnet ?? this.options.subnetwork;
+    if (name !== undefined) {
+      const sub = await getOrUndefined(
+        async () =>
+          (
+            await this.api.call(
+              "subnetworks.get",
+              (c, o) =>
+                c.subnetworks.get({ project: this.api.project, region: this.region, subnetwork: name }, o),
+              signal,
+            )
+          )[0],
+      );
+      if (sub === undefined)
+        throw new CloudError(`gcp: subnetwork ${name} does not exist in region ${this.region}`);
+      if (tail(sub.network) !== tail(network))
+        throw new CloudError(`gcp: subnetwork ${name} is in network ${tail(sub.network)}, not the cluster's`);
+      return sub.selfLink ?? this.regional("subnetworks", name);
+    }
+    const [subs] = await this.api.call(
+      "subnetworks.list",
+      (c, o) =>
+        c.subnetworks.list(
+          {
+            project: this.api.project,
+            region: this.region,
+            filter: `network = "${network}"`,
+            maxResults: 500,
+          },
+          o,
+        ),
+      signal,
+    );
+    const only = subs.filter((s) => tail(s.network) === tail(network));
+    // Several: an auto-mode network's own (named as the network), else the operator names one.
+    const chosen = only.length === 1 ? only[0] : only.find((s) => s.name === network.split("/").pop());
+    if (chosen === undefined)
+      throw new CloudError(
+        `gcp: the cluster's network has ${only.length} subnetworks in ${this.region}: name one (options.subnetwork or ${"networking.gke.io/internal-load-balancer-subnet"})`,
+      );
+    return chosen.selfLink ?? this.regional("subnetworks", chosen.name ?? "");
+  }
+
+  async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    const name = gceLoadBalancerName(target.serviceUid);
+    const bs = await this.getBackendService(name, signal);
+    if (bs === undefined || !this.ours(bs.description, target)) return undefined;
+    const rule = await this.getRule(name, signal);
+    const backends: string[] = [];
+    for (const b of bs.backends ?? []) {
+      const m = /zones\/([^/]+)\/instanceGroups\/([^/]+)$/.exec(b.group ?? "");
+      if (m !== null) backends.push(...(await this.groupMembers(m[1] ?? "", m[2] ?? "", signal)));
+    }
+    return {
+      id: this.regional("forwardingRules", name),
+      name,
+      owner: lbOwner(target),
+      ingress: rule?.IPAddress ? [{ ip: rule.IPAddress }] : [],
+      backends: backends.sort(),
+    };
+  }
+
+  // ---- ensure -----------------------------------------------------------------------------------
+
+  async ensure(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    const ann = parseGcpLbAnnotations(spec.annotations);
+    const protocols = [...new Set(spec.listeners.map((l) => l.protocol))];
+    const protocol = protocols[0];
+    if (protocols.length !== 1 || (protocol !== "TCP" && protocol !== "UDP"))
+      throw new CloudError(
+        `gcp: an internal load balancer takes one protocol, TCP or UDP (the Service has ${protocols.join(", ")})`,
+      );
+    const lbName = gceLoadBalancerName(target.serviceUid);
+    const description = ownerDescription(target, spec.serviceName);
+    const existing = await this.getBackendService(lbName, signal);
+    if (existing !== undefined) {
+      const why = whyNotOwned(existing.description, target, spec.serviceName);
+      if (why !== undefined)
+        throw new CloudError(`gcp: backend service ${lbName} exists and is not this Service's: ${why}`);
+    }
+    const tags = await this.backendTags(target, spec.backends, signal);
+    const network = this.networkUrl(target);
+
+    // 1. The cluster's instance groups with the backends.
+    const groups = await this.syncGroups(target, spec.backends, signal);
+    if (!Array.isArray(groups)) return groups as InProgress;
+
+    // 2. The health check and its firewall.
+    const local = isLocal(spec);
+    const hcName = local ? lbName : gceNodesHealthCheckName(target.cluster);
+    const hcPort = local ? spec.healthCheck.port : this.options.nodeHealthCheckPort;
+    const hcStep = await this.ensureHealthCheck(
+      hcName,
+      {
+        name: hcName,
+        // Upstream: the Service's name on its own check, none on the shared one.
+        description: local ? description : "",
+        type: "HTTP",
+        httpHealthCheck: { port: hcPort, requestPath: "/healthz" },
+        ...HC,
+      },
+      signal,
+    );
+    if (hcStep !== undefined) return hcStep;
+    const hcFw = await this.ensureFirewall(
+      gceInternalHealthCheckFirewallName(target.cluster, lbName, !local),
+      {
+        description: local ? description : JSON.stringify({ "kubernetes.io/cluster-id": target.cluster }),
+        network,
+        sourceRanges: HEALTH_CHECK_RANGES,
+        allowed: [{ IPProtocol: "tcp", ports: [String(hcPort)] }],
+      },
+      tags,
+      signal,
+      !local,
+    );
+    if (hcFw !== undefined) return hcFw;
+
+    // 3. The internal address on the subnetwork.
+    const subnetwork = await this.subnetworkUrl(target, ann.subnet, signal);
+    const address = await this.ensureInternalAddress(target, spec, lbName, subnetwork, description, signal);
+    if (typeof address !== "string") return address;
+    const ip = address;
+
+    // 4. The firewall for the clients.
+    const ports = [...new Set(spec.listeners.map((l) => l.port))].sort((a, b) => a - b).map(String);
+    const fw = await this.ensureFirewall(
+      gceFirewallName(lbName),
+      {
+        description: ownerDescription(target, spec.serviceName, { "kubernetes.io/service-ip": ip }),
+        network,
+        sourceRanges: spec.sourceRanges.length > 0 ? [...spec.sourceRanges] : ["0.0.0.0/0"],
+        destinationRanges: [ip],
+        allowed: [{ IPProtocol: protocol.toLowerCase(), ports: [...ports].sort() }],
+      },
+      tags,
+      signal,
+    );
+    if (fw !== undefined) return fw;
+
+    // 5. The forwarding rule goes first when it changes (a backend service's protocol cannot
+    // change under its rule), then the backend service, then the rule.
+    const bsLink = this.regional("backendServices", lbName);
+    const want: Rule = {
+      name: lbName,
+      description,
+      IPAddress: ip,
+      IPProtocol: protocol,
+      ...(ports.length > MAX_PORTS ? { allPorts: true } : { ports }),
+      loadBalancingScheme: "INTERNAL",
+      backendService: bsLink,
+      subnetwork,
+      network,
+      ...(ann.allowGlobalAccess && { allowGlobalAccess: true }),
+    };
+    const rule = await this.getRule(lbName, signal);
+    if (rule !== undefined) {
+      const why = whyNotOwned(rule.description, target, spec.serviceName);
+      if (why !== undefined)
+        throw new CloudError(`gcp: forwarding rule ${lbName} exists and is not this Service's: ${why}`);
+      if (!sameRule(rule, want)) {
+        const step = await this.deleteRegional("forwardingRules", lbName, target, signal);
+        return step ?? inProgress(this.options.operationPollMs, `forwarding rule ${lbName} replaced`);
+      }
+    }
+    const bs = await this.ensureBackendService(
+      lbName,
+      {
+        name: lbName,
+        description,
+        protocol,
+        loadBalancingScheme: "INTERNAL",
+        healthChecks: [this.global("healthChecks", hcName)],
+        backends: groups.map((group) => ({ group })),
+        sessionAffinity: spec.sessionAffinity === "ClientIP" ? "CLIENT_IP" : "NONE",
+      },
+      existing,
+      signal,
+    );
+    if (bs !== undefined) return bs;
+    if (rule === undefined) {
+      const step = await this.insert(
+        "regions",
+        this.regional("forwardingRules", lbName),
+        () =>
+          this.api.mutate(
+            "forwardingRules.insert",
+            (c, o) =>
+              c.forwardingRules.insert(
+                { project: this.api.project, region: this.region, forwardingRuleResource: want },
+                o,
+              ),
+            signal,
+          ),
+        signal,
+      );
+      if (step !== undefined) return step;
+    }
+    // The health check a previous externalTrafficPolicy used, once the backend service left it.
+    const left = tail(existing?.healthChecks?.[0]).replace(/^global\/healthChecks\//, "");
+    if (existing !== undefined && left !== "" && left !== hcName) {
+      const step = await this.deleteHealthCheckAndFirewall(target, left, signal);
+      if (step !== undefined) return step;
+    }
+    return [{ ip }];
+  }
+
+  /**
+   * The cluster's group in each zone of the region: made where backends are, members added
+   * and removed to match (a zone without backends keeps an empty group until the cluster's
+   * last internal Service goes). Answers the links of the groups with backends.
+   */
+  private async syncGroups(
+    target: ServiceTarget,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<string[] | InProgress> {
+    const name = groupName(target);
+    const links: string[] = [];
+    for (const zone of await this.instances.regionZones(signal)) {
+      const want = backends.filter((b) => b.startsWith(`${zone}/`));
+      const scope = `zones/${zone}` as const;
+      const link = this.api.url(`${scope}/instanceGroups/${name}`);
+      const group = await this.getGroup(zone, name, signal);
+      if (group !== undefined && !ownGroup(target, group.description))
+        throw new CloudError(`gcp: instance group ${zone}/${name} exists and is not the cluster's`);
+      if (group === undefined) {
+        if (want.length === 0) continue;
+        const step = await this.insert(
+          scope,
+          link,
+          () =>
+            this.api.mutate(
+              "instanceGroups.insert",
+              (c, o) =>
+                c.instanceGroups.insert(
+                  {
+                    project: this.api.project,
+                    zone,
+                    instanceGroupResource: {
+                      name,
+                      description: groupDescription(target.cluster),
+                      network: this.networkUrl(target),
+                    },
+                  },
+                  o,
+                ),
+              signal,
+            ),
+          signal,
+        );
+        if (step !== undefined) return step;
+      }
+      const have = group === undefined ? [] : await this.groupMembers(zone, name, signal);
+      const add = want.filter((b) => !have.includes(b));
+      const remove = have.filter((b) => !want.includes(b));
+      if (add.length > 0 || remove.length > 0) {
+        const pending = await this.ops.pending(scope, link, signal);
+        if (pending !== undefined) return pending;
+      }
+      for (const [members, add_] of [
+        [remove, false],
+        [add, true],
+      ] as const) {
+        if (members.length === 0) continue;
+        const instances = members.map((b) => ({ instance: this.instanceUrl(b) }));
+        const step = await this.ops.after(
+          await this.api.mutate(
+            add_ ? "instanceGroups.addInstances" : "instanceGroups.removeInstances",
+            (c, o) =>
+              add_
+                ? c.instanceGroups.addInstances(
+                    {
+                      project: this.api.project,
+                      zone,
+                      instanceGroup: name,
+                      instanceGroupsAddInstancesRequestResource: { instances },
+                    },
+                    o,
+                  )
+                : c.instanceGroups.removeInstances(
+                    {
+                      project: this.api.project,
+                      zone,
+                      instanceGroup: name,
+                      instanceGroupsRemoveInstancesRequestResource: { instances },
+                    },
+                    o,
+                  ),
+            signal,
+          ),
+          signal,
+        );
+        if (step !== undefined) return step;
+      }
+      if (want.length > 0) links.push(link);
+    }
+    return links;
+  }
+
+  private async ensureHealthCheck(name: string, want: HealthCheck, signal?: AbortSignal): Promise<Step> {
+    const hc = await this.getHealthCheck(name, signal);
+    const link = this.global("healthChecks", name);
+    if (hc === undefined)
+      return this.insert(
+        "global",
+        link,
+        () =>
+          this.api.mutate(
+            "healthChecks.insert",
+            (c, o) => c.healthChecks.insert({ project: this.api.project, healthCheckResource: want }, o),
+            signal,
+          ),
+        signal,
+      );
+    if (
+      hc.type === want.type &&
+      hc.httpHealthCheck?.port === want.httpHealthCheck?.port &&
+      hc.httpHealthCheck?.requestPath === want.httpHealthCheck?.requestPath
+    )
+      return undefined;
+    const pending = await this.ops.pending("global", link, signal);
+    if (pending !== undefined) return pending;
+    return this.ops.after(
+      await this.api.mutate(
+        "healthChecks.update",
+        (c, o) =>
+          c.healthChecks.update(
+            {
+              project: this.api.project,
+              healthCheck: name,
+              healthCheckResource: { ...want, description: hc.description ?? want.description },
+            },
+            o,
+          ),
+        signal,
+      ),
+      signal,
+    );
+  }
+
+  /**
+   * The internal address `<lbName>` on the subnetwork: the user's reserved one when
+   * loadBalancerIP names it (never deleted), else the Service's own, reserved with
+   * loadBalancerIP or with the IP the rule holds (an adopted or ephemeral one), kept for the
+   * load balancer's life; one on another subnetwork goes (after its rule) and is made anew.
+   */
+  private async ensureInternalAddress(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    lbName: string,
+    subnetwork: string,
+    description: string,
+    signal?: AbortSignal,
+  ): Promise<string | InProgress> {
+    const requested = spec.loadBalancerIP === "" ? undefined : spec.loadBalancerIP;
+    let own = await this.getAddress(lbName, signal);
+    if (own !== undefined) {
+      const why = whyNotOwned(own.description, target, spec.serviceName);
+      if (why !== undefined)
+        throw new CloudError(`gcp: address ${lbName} exists and is not this Service's: ${why}`);
+      if (
+        tail(own.subnetwork) !== tail(subnetwork) ||
+        (requested !== undefined && own.address !== requested)
+      ) {
+        const rule = await this.deleteRegional("forwardingRules", lbName, target, signal);
+        if (rule !== undefined) return rule;
+        const step = await this.deleteRegional("addresses", lbName, target, signal);
+        if (step !== undefined) return step;
+        own = undefined;
+      }
+    }
+    if (own?.address != null) return own.address;
+    if (requested !== undefined) {
+      const [found] = await this.api.call(
+        "addresses.list",
+        (c, o) =>
+          c.addresses.list(
+            {
+              project: this.api.project,
+              region: this.region,
+              filter: `address = "${requested}"`,
+              maxResults: 500,
+            },
+            o,
+          ),
+        signal,
+      );
+      const user = found.find((a) => a.address === requested);
+      if (user !== undefined) {
+        if (user.addressType !== "INTERNAL")
+          throw new CloudError(`gcp: loadBalancerIP ${requested} is an external address (${user.name})`);
+        return requested;
+      }
+    }
+    const rule = await this.getRule(lbName, signal);
+    const keep = requested ?? (tail(rule?.subnetwork) === tail(subnetwork) ? rule?.IPAddress : undefined);
+    const step = await this.insert(
+      "regions",
+      this.regional("addresses", lbName),
+      () =>
+        this.api.mutate(
+          "addresses.insert",
+          (c, o) =>
+            c.addresses.insert(
+              {
+                project: this.api.project,
+                region: this.region,
+                addressResource: {
+                  name: lbName,
+                  description,
+                  addressType: "INTERNAL",
+                  purpose: "GCE_ENDPOINT",
+                  subnetwork,
+                  ...(keep != null && { address: keep }),
+                },
+              },
+              o,
+            ),
+          signal,
+        ),
+      signal,
+    );
+    if (step !== undefined) return step;
+    const made = await this.getAddress(lbName, signal);
+    return made?.address ?? inProgress(this.options.operationPollMs, `address ${lbName} reserving`);
+  }
+
+  private async ensureBackendService(
+    name: string,
+    want: BackendService,
+    existing: BackendService | undefined,
+    signal?: AbortSignal,
+  ): Promise<Step> {
+    const link = this.regional("backendServices", name);
+    if (existing === undefined)
+      return this.insert(
+        "regions",
+        link,
+        () =>
+          this.api.mutate(
+            "regionBackendServices.insert",
+            (c, o) =>
+              c.regionBackendServices.insert(
+                { project: this.api.project, region: this.region, backendServiceResource: want },
+                o,
+              ),
+            signal,
+          ),
+        signal,
+      );
+    if (
+      existing.protocol === want.protocol &&
+      existing.sessionAffinity === want.sessionAffinity &&
+      sameSet((existing.healthChecks ?? []).map(tail), (want.healthChecks ?? []).map(tail)) &&
+      sameSet(
+        (existing.backends ?? []).map((b) => tail(b.group)),
+        (want.backends ?? []).map((b) => tail(b.group)),
+      )
+    )
+      return undefined;
+    const pending = await this.ops.pending(`regions/${this.region}`, link, signal);
+    if (pending !== undefined) return pending;
+    return this.ops.after(
+      await this.api.mutate(
+        "regionBackendServices.update",
+        (c, o) =>
+          c.regionBackendServices.update(
+            {
+              project: this.api.project,
+              region: this.region,
+              backendService: name,
+              backendServiceResource: {
+                ...want,
+                description: existing.description ?? want.description,
+                ...(existing.fingerprint != null && { fingerprint: existing.fingerprint }),
+              },
+            },
+            o,
+          ),
+        signal,
+      ),
+      signal,
+    );
+  }
+
+  // ---- backends ---------------------------------------------------------------------------------
+
+  async updateBackends(
+    target: ServiceTarget,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<undefined | InProgress> {
+    const lbName = gceLoadBalancerName(target.serviceUid);
+    const bs = await this.getBackendService(lbName, signal);
+    if (bs === undefined || !this.ours(bs.description, target))
+      throw new NeedsEnsureError("gcp: the backend service is gone");
+    const groups = await this.syncGroups(target, backends, signal);
+    if (!Array.isArray(groups)) return groups as InProgress;
+    return this.ensureBackendService(
+      lbName,
+      { ...bs, backends: groups.map((group) => ({ group })) },
+      bs,
+      signal,
+    );
+  }
+
+  // ---- delete -----------------------------------------------------------------------------------
+
+  async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
+    const lbName = gceLoadBalancerName(target.serviceUid);
+    const rule = await this.deleteRegional("forwardingRules", lbName, target, signal);
+    if (rule !== undefined) return rule;
+    const bs = await this.getBackendService(lbName, signal);
+    const hcName = tail(bs?.healthChecks?.[0]).replace(/^global\/healthChecks\//, "");
+    const bsStep = await this.deleteRegional("backendServices", lbName, target, signal);
+    if (bsStep !== undefined) return bsStep;
+    const address = await this.deleteRegional("addresses", lbName, target, signal);
+    if (address !== undefined) return address;
+    const fw = await this.deleteFirewall(gceFirewallName(lbName), target, signal);
+    if (fw !== undefined) return fw;
+    // The Service's own check (Local), then the cluster's shared one if no backend service uses it.
+    for (const name of new Set([
+      lbName,
+      ...(hcName === "" ? [gceNodesHealthCheckName(target.cluster)] : [hcName]),
+    ])) {
+      const step = await this.deleteHealthCheckAndFirewall(target, name, signal);
+      if (step !== undefined) return step;
+    }
+    // The cluster's instance groups, unless another internal Service's backend service uses them.
+    const group = groupName(target);
+    for (const zone of await this.instances.regionZones(signal)) {
+      const scope = `zones/${zone}` as const;
+      const step = await this.deleteOwned(
+        scope,
+        "instanceGroups",
+        group,
+        undefined,
+        async () => {
+          const g = await this.getGroup(zone, group, signal);
+          return g === undefined || !ownGroup(target, g.description) ? undefined : g;
+        },
+        () =>
+          this.api.mutate(
+            "instanceGroups.delete",
+            (c, o) => c.instanceGroups.delete({ project: this.api.project, zone, instanceGroup: group }, o),
+            signal,
+          ),
+        signal,
+      ).catch((err: unknown) => {
+        if (hasReason(err, "resourceInUseByAnotherResource")) return undefined;
+        throw err;
+      });
+      if (step !== undefined) return step;
+    }
+    return undefined;
+  }
+
+  /**
+   * A health check and its firewall: the Service's own (`<lbName>`, its owner's) or the
+   * cluster's shared one, which stays while a backend service uses it (upstream: in use).
+   */
+  private async deleteHealthCheckAndFirewall(
+    target: ServiceTarget,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<Step> {
+    const lbName = gceLoadBalancerName(target.serviceUid);
+    const own = name === lbName;
+    const vendor = target.scope.adoptFrom?.vendorCcmClusterName;
+    // The shared check of this cluster, or (adopting) of the vendor cluster.
+    const cluster = [target.cluster, ...(vendor === undefined ? [] : [vendor])].find(
+      (c) => name === gceNodesHealthCheckName(c),
+    );
+    if (!own && cluster === undefined) return undefined;
+    const hc = await this.deleteOwned(
+      "global",
+      "healthChecks",
+      name,
+      own ? target : undefined,
+      () => this.getHealthCheck(name, signal),
+      () =>
+        this.api.mutate(
+          "healthChecks.delete",
+          (c, o) => c.healthChecks.delete({ project: this.api.project, healthCheck: name }, o),
+          signal,
+        ),
+      signal,
+    ).catch((err: unknown) => {
+      if (hasReason(err, "resourceInUseByAnotherResource")) return "in-use" as const;
+      throw err;
+    });
+    if (hc === "in-use") return undefined;
+    if (hc !== undefined) return hc;
+    return this.deleteFirewall(
+      gceInternalHealthCheckFirewallName(cluster ?? target.cluster, lbName, !own),
+      own ? target : undefined,
+      signal,
+    );
+  }
+}
+
+/** Whether a forwarding rule is as wanted (Compute cannot change its address, ports or backend in place). */
+function sameRule(rule: Rule, want: Rule): boolean {
+  return (
+    rule.IPAddress === want.IPAddress &&
+    rule.IPProtocol === want.IPProtocol &&
+    Boolean(rule.allPorts) === Boolean(want.allPorts) &&
+    sameSet(rule.ports, want.ports ?? []) &&
+    tail(rule.backendService) === tail(want.backendService) &&
+    tail(rule.subnetwork) === tail(want.subnetwork) &&
+    Boolean(rule.allowGlobalAccess) === Boolean(want.allowGlobalAccess)
+  );
+}
