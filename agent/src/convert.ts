@@ -63,6 +63,7 @@ export function toWireService(s: V1Service, secrets?: SecretsOf): Service {
     healthCheckNodePort: spec.healthCheckNodePort ?? 0,
     ipFamilies: spec.ipFamilies ?? [],
     loadBalancerSourceRanges: spec.loadBalancerSourceRanges ?? [],
+    loadBalancerIp: spec.loadBalancerIP ?? "",
     annotations: { ...md.annotations },
     ingress: (s.status?.loadBalancer?.ingress ?? []).map((i) => ({
       ip: i.ip ?? "",

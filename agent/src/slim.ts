@@ -82,6 +82,7 @@ export function slimService(s: V1Service, annotations: AnnotationFilter): V1Serv
       healthCheckNodePort: spec.healthCheckNodePort,
       ipFamilies: spec.ipFamilies?.map(i),
       loadBalancerSourceRanges: spec.loadBalancerSourceRanges,
+      loadBalancerIP: spec.loadBalancerIP,
       sessionAffinity: i(spec.sessionAffinity),
     },
     status: { loadBalancer: s.status?.loadBalancer },

@@ -221,6 +221,7 @@ export function invalidService(s: Service, limits: { maxServicePorts?: number } 
       s.loadBalancerClass,
       s.externalTrafficPolicy,
       s.sessionAffinity,
+      s.loadBalancerIp,
       ...s.ipFamilies,
       ...s.loadBalancerSourceRanges,
       ...s.ports.flatMap((p) => [p.name, p.protocol]),

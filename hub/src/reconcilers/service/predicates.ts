@@ -174,6 +174,8 @@ export function loadBalancerSpec(
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
     internal: settings.internal,
     serviceName: `${svc.namespace}/${svc.name}`,
+    // Only when set: an unset one leaves the spec's digest as it was.
+    ...(svc.loadBalancerIp !== "" && { loadBalancerIP: svc.loadBalancerIp }),
     ...vendorAnnotations(svc.annotations),
     ...secretsOf(svc),
   };

@@ -51,8 +51,9 @@ const VERB: Record<string, string> = {
   addInstances: "update",
   removeInstances: "update",
   listInstances: "list",
-  addHealthCheck: "addHealthCheck",
-  removeHealthCheck: "removeHealthCheck",
+  // Attaching or detaching a target pool's health check is an update of the pool.
+  addHealthCheck: "update",
+  removeHealthCheck: "update",
   setTarget: "setTarget",
   setLabels: "setLabels",
 };
@@ -83,9 +84,15 @@ function referenced(method: string, called: Set<string>): string[] {
     case "targetPools.addInstance":
     case "instanceGroups.addInstances":
       return ["compute.instances.use"];
+    // An internal load balancer's address is INTERNAL: Compute checks the *Internal verbs for it.
+    case "addresses.insert":
+      return has("subnetworks") ? ["compute.addresses.createInternal"] : [];
+    case "addresses.delete":
+      return has("subnetworks") ? ["compute.addresses.deleteInternal"] : [];
     case "forwardingRules.insert":
       return [
         ...(has("addresses") ? ["compute.addresses.use"] : []),
+        ...(has("addresses") && has("subnetworks") ? ["compute.addresses.useInternal"] : []),
         ...(has("targetPools") ? ["compute.targetPools.use"] : []),
         ...(has("regionBackendServices") ? ["compute.regionBackendServices.use"] : []),
         ...(has("subnetworks") ? ["compute.subnetworks.use", "compute.networks.use"] : []),

@@ -155,6 +155,8 @@ export interface Service {
    * reference asks for. Empty when no forwarded annotation names a Secret.
    */
   secrets: ServiceSecret[];
+  /** spec.loadBalancerIP (deprecated upstream, still honoured by vendor CCMs); empty when unset. */
+  loadBalancerIp: string;
 }
 
 export interface Service_AnnotationsEntry {
@@ -1408,6 +1410,7 @@ function createBaseService(): Service {
     finalizers: [],
     sessionAffinity: "",
     secrets: [],
+    loadBalancerIp: "",
   };
 }
 
@@ -1466,6 +1469,9 @@ export const Service: MessageFns<Service> = {
     }
     for (const v of message.secrets) {
       ServiceSecret.encode(v!, writer.uint32(146).fork()).join();
+    }
+    if (message.loadBalancerIp !== "") {
+      writer.uint32(154).string(message.loadBalancerIp);
     }
     return writer;
   },
@@ -1630,6 +1636,14 @@ export const Service: MessageFns<Service> = {
             message.secrets.push(ServiceSecret.decode(reader, reader.uint32()));
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.loadBalancerIp = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1717,6 +1731,11 @@ export const Service: MessageFns<Service> = {
       secrets: globalThis.Array.isArray(object?.secrets)
         ? object.secrets.map((e: any) => ServiceSecret.fromJSON(e))
         : [],
+      loadBalancerIp: isSet(object.loadBalancerIp)
+        ? globalThis.String(object.loadBalancerIp)
+        : isSet(object.load_balancer_ip)
+        ? globalThis.String(object.load_balancer_ip)
+        : "",
     };
   },
 
@@ -1782,6 +1801,9 @@ export const Service: MessageFns<Service> = {
     if (message.secrets?.length) {
       obj.secrets = message.secrets.map((e) => ServiceSecret.toJSON(e));
     }
+    if (message.loadBalancerIp !== "") {
+      obj.loadBalancerIp = message.loadBalancerIp;
+    }
     return obj;
   },
 
@@ -1816,6 +1838,7 @@ export const Service: MessageFns<Service> = {
     message.finalizers = object.finalizers?.map((e) => e) || [];
     message.sessionAffinity = object.sessionAffinity ?? "";
     message.secrets = object.secrets?.map((e) => ServiceSecret.fromPartial(e)) || [];
+    message.loadBalancerIp = object.loadBalancerIp ?? "";
     return message;
   },
 };
