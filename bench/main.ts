@@ -59,7 +59,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
 
   digitalocean, hetzner, gcp: the same against the vendor's fake (one token / project) and as
   many vendor CCMs (modelled), against the vendor's published limit; then a hub restart.
-  --clusters (100), --nodes (20; gcp 50), --services (1), --duration-s (30), --time-scale (30)
+  --clusters (100), --nodes (20), --services (1), --duration-s (30), --time-scale (30)
 `;
 
 /**
