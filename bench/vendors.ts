@@ -52,8 +52,8 @@ export interface VendorBenchOptions {
 export const VENDOR_DEFAULTS: Record<Vendor, { clusters: number; nodes: number }> = {
   digitalocean: { clusters: 100, nodes: 20 },
   hetzner: { clusters: 100, nodes: 20 },
-  // 100 × 50 (issue 23) thrashes this 2-core machine in one process (agent streams time out
-  // while 5,000 nodes join): the default is 100 × 20; --nodes 50 asks for the full size.
+  // 100 × 50 (issue 23) takes ~5 min on a shared 2-core machine in one process (agent streams
+  // time out and resync while 5,000 nodes join): the default is 100 × 20; --nodes 50 is the full size.
   gcp: { clusters: 100, nodes: 20 },
 };
 
