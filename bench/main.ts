@@ -17,8 +17,9 @@ import {
   type ScenarioName,
 } from "./scenarios.js";
 import { pinCores } from "./util.js";
+import { runVendor, VENDOR_DEFAULTS, VENDORS, type Vendor, type VendorBenchOptions } from "./vendors.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode|digitalocean|hetzner|gcp [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -55,6 +56,10 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   linode: Linode API calls per hour, fleet-ccm (measured against the fake Linode API, one account)
   against as many Linode CCMs (modelled); --clusters (100), --nodes (50), --services (1),
   --duration-s (30: the measured window), --time-scale K (30: the hub's periods divided by K)
+
+  digitalocean, hetzner, gcp: the same against the vendor's fake (one token / project) and as
+  many vendor CCMs (modelled), against the vendor's published limit; then a hub restart.
+  --clusters (100), --nodes (20), --services (1), --duration-s (30), --time-scale (30)
 `;
 
 /**
@@ -85,6 +90,8 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
 
 /** Set by parse for `--scenario linode`, which takes its own few options. */
 let linodeRun: LinodeBenchOptions | undefined;
+/** Set by parse for `--scenario digitalocean|hetzner|gcp`. */
+let vendorRun: VendorBenchOptions | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const { values } = parseArgs({
@@ -141,11 +148,25 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       log: (line) => process.stderr.write(`[bench +${Math.round(performance.now() / 1000)}s] ${line}\n`),
     };
   }
-  if (!["join", "steady", "churn", "chaos", "restart", "failover", "linode"].includes(scenario))
+  if ((VENDORS as readonly string[]).includes(scenario)) {
+    const vendor = scenario as Vendor;
+    vendorRun = {
+      vendor,
+      clusters: num(values.clusters, "clusters", VENDOR_DEFAULTS[vendor].clusters, 1),
+      nodes: num(values.nodes, "nodes", VENDOR_DEFAULTS[vendor].nodes, 1),
+      services: num(values.services, "services", 1, 0),
+      windowS: num(values["duration-s"], "duration-s", 30, 1),
+      timeScale: num(values["time-scale"], "time-scale", 30, 1),
+      timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
+      log: (line) => process.stderr.write(`[bench +${Math.round(performance.now() / 1000)}s] ${line}\n`),
+    };
+  }
+  const own = ["linode", ...VENDORS];
+  if (!["join", "steady", "churn", "chaos", "restart", "failover", ...own].includes(scenario))
     throw new Error(
-      `--scenario: expected join, steady, churn, chaos, restart, failover or linode, got "${scenario}"`,
+      `--scenario: expected join, steady, churn, chaos, restart, failover, linode, digitalocean, hetzner or gcp, got "${scenario}"`,
     );
-  const s = (scenario === "linode" ? "join" : scenario) as ScenarioName;
+  const s = (own.includes(scenario) ? "join" : scenario) as ScenarioName;
   const json = values.json === true;
   const defaultDuration = { join: 0, steady: 20, churn: 30, chaos: 120, restart: 0, failover: 0 }[s];
   const opts: BenchOptions = {
@@ -222,7 +243,12 @@ async function main(): Promise<number> {
       restart: runRestart,
       failover: runFailover,
     }[opts.scenario];
-    result = linodeRun !== undefined ? await runLinode(linodeRun) : await run(opts);
+    result =
+      linodeRun !== undefined
+        ? await runLinode(linodeRun)
+        : vendorRun !== undefined
+          ? await runVendor(vendorRun)
+          : await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
     clearTimeout(watchdog);

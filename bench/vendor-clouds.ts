@@ -1,0 +1,271 @@
+/**
+ * LocalCloud adapters for the vendor benchmarks (`--scenario digitalocean|hetzner|gcp`): one
+ * account (token, project) of the vendor's fake holds every cluster's machines, each cluster
+ * scoped to its own by a tag or label. Kept in bench/ so they never collide with the demo's
+ * adapters in cli/src; they add what a benchmark reads: the fake's call counts by operation,
+ * the account's instance count and every fleet load balancer's backend count.
+ */
+import { DigitalOceanFake, GcpComputeFake, HetznerFake, nodeName } from "@fleet-ccm/sim";
+import type { LocalCloud } from "../cli/dist/local-fleet.js";
+
+export interface BenchCloud extends LocalCloud {
+  /** Calls the fake answered, by operation (the vendor's own API only: no OAuth token calls). */
+  callsByOperation(): Record<string, number>;
+  /** Machines in the account, as a per-cluster vendor CCM listing the account would page them. */
+  instancesInAccount(): number;
+  /** Backends of each load balancer the hub made (one entry per load balancer). */
+  lbBackendCounts(): number[];
+}
+
+export interface BenchCloudOptions {
+  /** The hub's rate limit for the account (calls per second): high, so the limiter is not what is measured. */
+  readonly rateLimitPerSecond: number;
+  /** The hub's per-call timeout: one process holds the fake, the hub and every agent. */
+  readonly requestTimeoutMs: number;
+}
+
+function total(byOp: Record<string, number>): number {
+  let n = 0;
+  for (const v of Object.values(byOp)) n += v;
+  return n;
+}
+
+// ---- DigitalOcean ---------------------------------------------------------------------------
+
+const DO_REGION = "nyc3";
+const DO_ACCOUNT = "do-bench";
+const DO_VPC = "c33931f2-a26a-4e61-b85c-4e95a2ec431b";
+/** DigitalOcean tags allow no dots or slashes: `key:value`, read by the provider as that key and value. */
+const DO_TAG_KEY = "k8s-cluster";
+
+export class DigitalOceanBenchCloud implements BenchCloud {
+  readonly provider = "digitalocean";
+  private constructor(
+    readonly fake: DigitalOceanFake,
+    private readonly token: string,
+    private readonly opts: BenchCloudOptions,
+  ) {}
+
+  static async start(opts: BenchCloudOptions): Promise<DigitalOceanBenchCloud> {
+    const fake = await DigitalOceanFake.start();
+    const { token } = fake.createAccount(DO_ACCOUNT);
+    return new DigitalOceanBenchCloud(fake, token, opts);
+  }
+
+  accountsConfig() {
+    return {
+      accounts: [
+        {
+          name: DO_ACCOUNT,
+          provider: "digitalocean",
+          region: DO_REGION,
+          network: DO_VPC,
+          endpoint: this.fake.url,
+          credentials: { env: "FLEET_CCM_BENCH_DO_TOKEN" },
+          rateLimit: { perSecond: this.opts.rateLimitPerSecond, burst: this.opts.rateLimitPerSecond },
+          requestTimeoutMs: this.opts.requestTimeoutMs,
+          // A new load balancer is looked at again after 15 s (the provider's and upstream's default).
+        },
+      ],
+      env: { FLEET_CCM_BENCH_DO_TOKEN: this.token },
+    };
+  }
+
+  clusterConfig(cluster: string) {
+    return { account: DO_ACCOUNT, network: DO_VPC, scope: { tags: { [DO_TAG_KEY]: cluster } } };
+  }
+
+  addMachine(cluster: string, index: number): string {
+    const name = nodeName(cluster, index);
+    this.fake.createDroplet(DO_ACCOUNT, {
+      name,
+      region: DO_REGION,
+      vpcUuid: DO_VPC,
+      tags: [`${DO_TAG_KEY}:${cluster}`],
+    });
+    return name;
+  }
+
+  callsByOperation(): Record<string, number> {
+    return { ...this.fake.log.stats().byOperation };
+  }
+
+  totalCalls(): number {
+    return total(this.callsByOperation());
+  }
+
+  instancesInAccount(): number {
+    return this.fake.store.dropletsOf(DO_ACCOUNT).length;
+  }
+
+  lbBackendCounts(): number[] {
+    return this.fake.store
+      .loadBalancersOf(DO_ACCOUNT)
+      .filter((lb) => lb.name.startsWith("fccm-"))
+      .map((lb) => lb.droplet_ids.length);
+  }
+
+  close(): Promise<void> {
+    return this.fake.close();
+  }
+}
+
+// ---- Hetzner Cloud --------------------------------------------------------------------------
+
+const HZ_LOCATION = "fsn1";
+const HZ_PROJECT = "hz-bench";
+const HZ_LABEL = "fleet-ccm.io/cluster";
+
+export class HetznerBenchCloud implements BenchCloud {
+  readonly provider = "hetzner";
+  private constructor(
+    readonly fake: HetznerFake,
+    private readonly token: string,
+    private readonly opts: BenchCloudOptions,
+  ) {}
+
+  static async start(opts: BenchCloudOptions): Promise<HetznerBenchCloud> {
+    const fake = await HetznerFake.start();
+    // Actions finish at once: what is counted is the calls, not how long Hetzner takes.
+    fake.setActionPolls(0);
+    const { token } = fake.createAccount(HZ_PROJECT);
+    return new HetznerBenchCloud(fake, token, opts);
+  }
+
+  accountsConfig() {
+    return {
+      accounts: [
+        {
+          name: HZ_PROJECT,
+          provider: "hetzner",
+          region: HZ_LOCATION,
+          endpoint: `${this.fake.url}/v1`,
+          credentials: { env: "FLEET_CCM_BENCH_HZ_TOKEN" },
+          rateLimit: { perSecond: this.opts.rateLimitPerSecond, burst: this.opts.rateLimitPerSecond },
+          requestTimeoutMs: this.opts.requestTimeoutMs,
+        },
+      ],
+      env: { FLEET_CCM_BENCH_HZ_TOKEN: this.token },
+    };
+  }
+
+  clusterConfig(cluster: string) {
+    return { account: HZ_PROJECT, scope: { tags: { [HZ_LABEL]: cluster } } };
+  }
+
+  addMachine(cluster: string, index: number): string {
+    const name = nodeName(cluster, index);
+    this.fake.createServer(HZ_PROJECT, { name, location: HZ_LOCATION, labels: { [HZ_LABEL]: cluster } });
+    return name;
+  }
+
+  callsByOperation(): Record<string, number> {
+    return { ...this.fake.log.stats().byOperation };
+  }
+
+  totalCalls(): number {
+    return total(this.callsByOperation());
+  }
+
+  instancesInAccount(): number {
+    return this.fake.store.serversOf(HZ_PROJECT).length;
+  }
+
+  lbBackendCounts(): number[] {
+    return this.fake.store
+      .loadBalancersOf(HZ_PROJECT)
+      .filter((lb) => lb.labels[HZ_LABEL] !== undefined)
+      .map((lb) => lb.targets.length);
+  }
+
+  close(): Promise<void> {
+    return this.fake.close();
+  }
+}
+
+// ---- Google Cloud ---------------------------------------------------------------------------
+
+const GCP_PROJECT = "fleet-bench";
+const GCP_REGION = "us-central1";
+export const GCP_ZONES = [`${GCP_REGION}-a`, `${GCP_REGION}-b`, `${GCP_REGION}-c`] as const;
+/** GCE label keys allow no dots or slashes. */
+const GCP_LABEL = "fleet-ccm-cluster";
+
+export class GcpBenchCloud implements BenchCloud {
+  readonly provider = "gcp";
+  private constructor(
+    readonly fake: GcpComputeFake,
+    private readonly key: string,
+    private readonly opts: BenchCloudOptions,
+  ) {}
+
+  static async start(opts: BenchCloudOptions): Promise<GcpBenchCloud> {
+    const fake = await GcpComputeFake.start();
+    // Operations are DONE at once: what is counted is the calls, not how long Compute takes.
+    fake.operationMs = 0;
+    const { key } = fake.createProject(GCP_PROJECT, { [GCP_REGION]: [...GCP_ZONES] });
+    return new GcpBenchCloud(fake, key, opts);
+  }
+
+  accountsConfig() {
+    return {
+      accounts: [
+        {
+          name: GCP_PROJECT,
+          provider: "gcp",
+          region: GCP_REGION,
+          network: "default",
+          endpoint: this.fake.url,
+          credentials: { env: "FLEET_CCM_BENCH_GCP_KEY" },
+          rateLimit: { perSecond: this.opts.rateLimitPerSecond, burst: this.opts.rateLimitPerSecond },
+          requestTimeoutMs: this.opts.requestTimeoutMs,
+          options: { operationPollMs: 200 },
+        },
+      ],
+      env: { FLEET_CCM_BENCH_GCP_KEY: this.key },
+    };
+  }
+
+  clusterConfig(cluster: string) {
+    return { account: GCP_PROJECT, network: "default", scope: { tags: { [GCP_LABEL]: cluster } } };
+  }
+
+  /** Nodes spread over the region's three zones, as a regional managed instance group does. */
+  addMachine(cluster: string, index: number): string {
+    const name = nodeName(cluster, index);
+    this.fake.createInstance(GCP_PROJECT, {
+      name,
+      zone: GCP_ZONES[index % GCP_ZONES.length] ?? GCP_ZONES[0],
+      network: "default",
+      tags: [`${cluster}-node`],
+      labels: { [GCP_LABEL]: cluster },
+    });
+    return name;
+  }
+
+  /** Compute Engine calls only: the OAuth token endpoint is not the Compute API's quota. */
+  callsByOperation(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [op, n] of Object.entries(this.fake.log.stats().byOperation))
+      if (!op.startsWith("oauth")) out[op] = n;
+    return out;
+  }
+
+  totalCalls(): number {
+    return total(this.callsByOperation());
+  }
+
+  instancesInAccount(): number {
+    return this.fake.list(GCP_PROJECT, "instances").length;
+  }
+
+  lbBackendCounts(): number[] {
+    return this.fake
+      .list(GCP_PROJECT, "targetPools")
+      .map((p) => (Array.isArray(p["instances"]) ? (p["instances"] as unknown[]).length : 0));
+  }
+
+  close(): Promise<void> {
+    return this.fake.close();
+  }
+}

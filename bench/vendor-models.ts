@@ -1,0 +1,148 @@
+/**
+ * Models of the vendor CCMs' cloud calls, one instance per cluster, as upstream behaves with
+ * its defaults (read from the upstream repositories; commits named below). Each model answers
+ * calls per hour in steady state (every Node Ready, nothing changing) and calls for one node
+ * joining one cluster. The k8s.io/cloud-provider framework's periods are the same for all:
+ * the cloud node controller's UpdateNodeStatus every 5 min (--node-status-update-frequency),
+ * which asks InstanceMetadata for every initialized node; the lifecycle controller calls nothing
+ * for Ready nodes; the service controller calls nothing while Services and the node set are
+ * unchanged (its informer resyncs compare equal); the route controller runs only with
+ * --allocate-node-cidrs and --configure-cloud-routes, every 10 s.
+ */
+
+/** The framework's periods (k8s.io/cloud-provider defaults). */
+export const FRAMEWORK = {
+  nodeStatusUpdateS: 300,
+  routeReconciliationS: 10,
+} as const;
+
+// ---- DigitalOcean ---------------------------------------------------------------------------
+
+/**
+ * digitalocean/digitalocean-cloud-controller-manager at 70d527e (v0.1.68's manifest runs it
+ * with only DO_ACCESS_TOKEN): `cloud-controller-manager/do/droplets.go` InstanceMetadata is
+ * `GET /v2/droplets/{id}` for a node with a providerID, `GET /v2/droplets?name=` without one
+ * (no cache: every call reaches the API); `loadbalancers.go` UpdateLoadBalancer finds the load
+ * balancer by its `load-balancer-id` annotation (`GET /v2/load_balancers/{id}`) and writes it
+ * whole (`PUT`). The tags syncer of `resources.go` runs only with DO_CLUSTER_ID and the
+ * firewall controller only with PUBLIC_ACCESS_FIREWALL_NAME: neither is set by default. No
+ * routes (DigitalOcean has no route API).
+ */
+export const DO_CCM = {
+  /** Per node and status period: one GET /v2/droplets/{id}. */
+  callsPerNodePerStatusUpdate: 1,
+  /** A joining node: GET /v2/droplets?name= (one page). */
+  joinLookupCalls: 1,
+  /** Per LoadBalancer Service when the node set changes: GET the load balancer, PUT it. */
+  callsPerServiceOnNodeChange: 2,
+  /** DigitalOcean: 5,000 requests an hour per token (and 250 a minute). */
+  hourlyLimit: 5000,
+} as const;
+
+export function doCcmSteadyCallsPerHour(nodesPerCluster: number): number {
+  return (nodesPerCluster * DO_CCM.callsPerNodePerStatusUpdate * 3600) / FRAMEWORK.nodeStatusUpdateS;
+}
+
+export function doCcmCallsPerNodeJoin(services: number): number {
+  return DO_CCM.joinLookupCalls + services * DO_CCM.callsPerServiceOnNodeChange;
+}
+
+// ---- Hetzner Cloud --------------------------------------------------------------------------
+
+/**
+ * hetznercloud/hcloud-cloud-controller-manager at 6485324: every server lookup goes through
+ * one server cache (`internal/cache`, `internal/config/config.go`: mode "all", max age 10 s):
+ * a lookup that finds its entry older than 10 s refreshes the whole cache with `Server.All`,
+ * every page of the project's `GET /v1/servers` (hcloud-go, 50 a page, Hetzner's maximum).
+ * `hcloud/instances.go` InstanceMetadata looks servers up by id through it (by name without a
+ * providerID). With HCLOUD_NETWORK set (the networks manifest, `--allocate-node-cidrs`), the
+ * route controller is on (HCLOUD_NETWORK_ROUTES_ENABLED defaults to true): `hcloud/routes.go`
+ * ListRoutes every 10 s reloads the network (`GET /v1/networks/{id}`) and calls the cache's
+ * All, which refreshes it when older than 10 s. UpdateLoadBalancer (`hcloud/load_balancers.go`)
+ * finds the load balancer by its `hcloud-ccm/service-uid` label (one GET), adds the target
+ * (`POST .../actions/add_target`) and waits on the action (`GET /v1/actions`).
+ */
+export const HCLOUD_CCM = {
+  serverCacheMaxAgeS: 10,
+  serverPageSize: 50,
+  /** Per LoadBalancer Service when the node set changes: GET by label, add_target, action poll. */
+  callsPerServiceOnNodeChange: 3,
+  /** Hetzner Cloud: 3,600 requests an hour per project. */
+  hourlyLimit: 3600,
+} as const;
+
+/**
+ * One Hetzner CCM over one virtual hour: its status updates (every node looked up through the
+ * cache at once) and, with routes, its route controller every 10 s, against the shared 10 s
+ * cache. A cache refresh takes `pages` calls of `callS` seconds each (its age counts from when
+ * the list ends, as upstream stamps entries after the fetch), so with a long list the routes
+ * loop refreshes every other tick.
+ */
+export function hcloudCcmSteadyCallsPerHour(
+  pages: number,
+  opts: { routes: boolean; callS?: number; statusOffsetS?: number },
+): { calls: number; serverListPages: number; networkGets: number } {
+  const callS = opts.callS ?? 0.05;
+  let refreshedAt = Number.NEGATIVE_INFINITY;
+  let serverListPages = 0;
+  let networkGets = 0;
+  const lookup = (t: number) => {
+    if (t - refreshedAt > HCLOUD_CCM.serverCacheMaxAgeS) {
+      serverListPages += pages;
+      refreshedAt = t + pages * callS;
+    }
+  };
+  const events: { t: number; kind: "status" | "routes" }[] = [];
+  for (let t = opts.statusOffsetS ?? 7; t < 3600; t += FRAMEWORK.nodeStatusUpdateS)
+    events.push({ t, kind: "status" });
+  if (opts.routes)
+    for (let t = 0; t < 3600; t += FRAMEWORK.routeReconciliationS) events.push({ t, kind: "routes" });
+  events.sort((a, b) => a.t - b.t);
+  for (const e of events) {
+    if (e.kind === "status") {
+      // Every node's lookup within the same instant: the first one refreshes, the rest hit.
+      lookup(e.t);
+      continue;
+    }
+    networkGets++;
+    lookup(e.t + callS);
+  }
+  return { calls: serverListPages + networkGets, serverListPages, networkGets };
+}
+
+/** A joining node: its name is not cached, so the cache is refreshed (every page); then each Service. */
+export function hcloudCcmCallsPerNodeJoin(pages: number, services: number): number {
+  return pages + services * HCLOUD_CCM.callsPerServiceOnNodeChange;
+}
+
+// ---- Google Cloud ---------------------------------------------------------------------------
+
+/**
+ * kubernetes/cloud-provider-gcp at 4e24531, `providers/gce/gce_instances.go`: InstanceMetadata
+ * is one `instances.get` (no cache); a node without a providerID is first found by
+ * `getInstanceByName`, an `instances.get` in each managed zone until one answers (zones in
+ * order: 1, 2 or 3 calls over a regional cluster's three zones); InstanceShutdown answers
+ * NotImplemented. UpdateLoadBalancer of the target-pool NetLB
+ * (`gce_loadbalancer_external.go` updateExternalLoadBalancer → updateTargetPool): the hosts by
+ * `getInstancesByNames` (one `instances.list` per managed zone with a name filter, stopping
+ * when all are found), `targetPools.get`, `targetPools.addInstance` (an Operation, waited on:
+ * at least one `regionOperations` read) and `targetPools.get` again to verify the count.
+ * ListRoutes (`gce_routes.go`) is one filtered `routes.list` (one page per cluster at 500).
+ */
+export const GCE_CCM = {
+  zones: 3,
+  /** Per LoadBalancer Service on a node change: instances.list × zones, get, addInstance, operation, get. */
+  callsPerServiceOnNodeChange: 3 + 1 + 1 + 1 + 1,
+  /** Compute Engine: 1,500 read requests a minute per project (ReadRequestsPerMinutePerProject, the read/list groups' default). */
+  perMinuteQuota: 1500,
+} as const;
+
+export function gceCcmSteadyCallsPerMinute(nodesPerCluster: number, routes: boolean): number {
+  const status = (nodesPerCluster * 60) / FRAMEWORK.nodeStatusUpdateS;
+  return status + (routes ? 60 / FRAMEWORK.routeReconciliationS : 0);
+}
+
+/** A joining node in zone `zoneIndex` (0-based): the zone search, InstanceMetadata's get, then each Service. */
+export function gceCcmCallsPerNodeJoin(zoneIndex: number, services: number): number {
+  return zoneIndex + 1 + 1 + services * GCE_CCM.callsPerServiceOnNodeChange;
+}
