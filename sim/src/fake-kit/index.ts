@@ -1,4 +1,4 @@
-// The kit vendor fakes are built on: tables, request log, faults, pagination, HTTP, spec checks.
+// The kit vendor fakes are built on: the JSON REST pipeline, tables, request log, faults, pagination, HTTP, spec checks.
 // docs/fake-kit.md explains how to build a fake with it.
 export type { ConsistencyView } from "./consistency.js";
 export { consistentView, visibleVersion } from "./consistency.js";
@@ -40,3 +40,14 @@ export { SpecViolationError, specHook } from "./spec.js";
 export { fixtureSpecPath } from "./specs.js";
 export type { TableItem, TablePage, TableView } from "./table.js";
 export { freshId, hasTags, ResourceTable } from "./table.js";
+export type {
+  ListFaults,
+  ServingChecker,
+  VendorAnswer,
+  VendorCall,
+  VendorFakeConfig,
+  VendorListing,
+  VendorMutation,
+  VendorRoute,
+} from "./vendor-fake.js";
+export { VendorFake } from "./vendor-fake.js";
