@@ -133,6 +133,7 @@ export class DigitalOceanFake extends VendorFake<Listing> {
   private constructor(opts: DigitalOceanFakeOptions) {
     super({
       vendor: "DigitalOcean",
+      newToken: (name) => `dop_v1_${name}_${Math.random().toString(36).slice(2)}`,
       ...(opts.seed !== undefined && { seed: opts.seed }),
       ...(opts.now !== undefined && { now: opts.now }),
       ...(opts.spec && { spec: { checker: digitalOceanSpecChecker(), fixture: DIGITALOCEAN_SPEC } }),
@@ -156,17 +157,6 @@ export class DigitalOceanFake extends VendorFake<Listing> {
   }
 
   // ---- test and demo controls ---------------------------------------------------------------
-
-  createAccount(name: string, token = `dop_v1_${name}_${Math.random().toString(36).slice(2)}`) {
-    this.store.accounts.set(name, { name, token });
-    return { name, token };
-  }
-
-  rotateToken(account: string, token: string): void {
-    const a = this.store.accounts.get(account);
-    if (a === undefined) throw new Error(`no account ${account}`);
-    a.token = token;
-  }
 
   createDroplet(account: string, spec: CreateDropletSpec): FakeDroplet {
     const id = 3_000_000 + this.store.nextSeq();
@@ -262,10 +252,6 @@ export class DigitalOceanFake extends VendorFake<Listing> {
   }
 
   // ---- the vendor's parts of the kit's pipeline --------------------------------------------
-
-  protected accountOf(token: string): string | undefined {
-    return this.store.accountByToken(token)?.name;
-  }
 
   /** Every answer counts against the account's hour (none before it is known). */
   protected override rateHeaders(account: string | undefined, now: number): Record<string, string> {

@@ -88,6 +88,10 @@ export interface VendorFakeConfig {
   readonly now?: () => number;
   /** Check every request and answer against this spec; each route's operation must be in it. */
   readonly spec?: { readonly checker: ServingChecker; readonly fixture: string };
+  /** A new account's token when the test names none (the vendor's token format). */
+  readonly newToken: (account: string) => string;
+  /** What the vendor calls an account (default "account"), in errors of the test controls. */
+  readonly accountNoun?: string;
   readonly renderer: ErrorRenderer;
   /** The header carrying the request id in every answer. */
   readonly requestIdHeader: string;
@@ -125,6 +129,8 @@ export abstract class VendorFake<L extends VendorListing> {
   readonly #config: VendorFakeConfig;
   readonly #server: FakeHttpServer;
   #router = new Router<VendorRoute<L>>([]);
+  /** Account name → its Bearer token. */
+  readonly #tokens = new Map<string, string>();
   #requestSeq = 0;
 
   protected constructor(config: VendorFakeConfig) {
@@ -138,8 +144,6 @@ export abstract class VendorFake<L extends VendorListing> {
 
   // ---- the vendor's parts ---------------------------------------------------------------------
 
-  /** The account a Bearer token belongs to. */
-  protected abstract accountOf(token: string): string | undefined;
   /** Tried in order; built once, when the fake starts. */
   protected abstract routes(): readonly VendorRoute<L>[];
   /** One page of a listing as the vendor answers it (may throw a FakeError for bad paging). */
@@ -151,7 +155,25 @@ export abstract class VendorFake<L extends VendorListing> {
   /** Called for each mutation whose handler succeeded, before its answer may be lost. */
   protected recordMutation(_mutation: VendorMutation): void {}
 
+  /** The account a Bearer token belongs to: one made by createAccount, by default. */
+  protected accountOf(token: string): string | undefined {
+    for (const [name, t] of this.#tokens) if (t === token) return name;
+    return undefined;
+  }
+
   // ---- start, stop and test controls ---------------------------------------------------------
+
+  /** An account and its Bearer token (a fresh one in the vendor's format unless given). */
+  createAccount(name: string, token = this.#config.newToken(name)): { name: string; token: string } {
+    this.#tokens.set(name, token);
+    return { name, token };
+  }
+
+  /** The account's token changes: the old one is refused from now on. */
+  rotateToken(account: string, token: string): void {
+    if (!this.#tokens.has(account)) throw new Error(`no ${this.#config.accountNoun ?? "account"} ${account}`);
+    this.#tokens.set(account, token);
+  }
 
   /** Checks that the spec serves every route, then listens on an ephemeral loopback port. */
   protected listen(at: { readonly port?: number; readonly host?: string } = {}): Promise<this> {

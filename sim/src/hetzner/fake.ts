@@ -250,6 +250,8 @@ export class HetznerFake extends VendorFake<Listing> {
   private constructor(opts: HetznerFakeOptions) {
     super({
       vendor: "Hetzner",
+      newToken: (name) => `hc-${name}-${Math.random().toString(36).slice(2)}`,
+      accountNoun: "project",
       ...(opts.seed !== undefined && { seed: opts.seed }),
       ...(opts.now !== undefined && { now: opts.now }),
       ...(opts.spec && { spec: { checker: hetznerSpecChecker(), fixture: HETZNER_SPEC } }),
@@ -270,17 +272,6 @@ export class HetznerFake extends VendorFake<Listing> {
   }
 
   // ---- test and demo controls ---------------------------------------------------------------
-
-  createAccount(name: string, token = `hc-${name}-${Math.random().toString(36).slice(2)}`) {
-    this.store.projects.set(name, { name, token });
-    return { name, token };
-  }
-
-  rotateToken(account: string, token: string): void {
-    const p = this.store.projects.get(account);
-    if (p === undefined) throw new Error(`no project ${account}`);
-    p.token = token;
-  }
 
   /** How many reads each new action answers `running` before it ends. */
   setActionPolls(n: number): void {
@@ -375,10 +366,6 @@ export class HetznerFake extends VendorFake<Listing> {
   }
 
   // ---- the vendor's parts of the kit's pipeline --------------------------------------------
-
-  protected accountOf(token: string): string | undefined {
-    return this.store.projectByToken(token)?.name;
-  }
 
   /** Calls that reach a handler count; one request back per second, up to the hourly limit (Hetzner's documented refill). */
   protected override rateHeaders(account: string, nowMs: number): Record<string, string> {

@@ -155,6 +155,7 @@ export class LinodeFake extends VendorFake<Listing> {
   private constructor(opts: LinodeFakeOptions) {
     super({
       vendor: "Linode",
+      newToken: (name) => `tok-${name}-${Math.random().toString(36).slice(2)}`,
       ...(opts.seed !== undefined && { seed: opts.seed }),
       ...(opts.now !== undefined && { now: opts.now }),
       ...(opts.spec && { spec: { checker: linodeSpecChecker(), fixture: LINODE_SPEC } }),
@@ -175,18 +176,6 @@ export class LinodeFake extends VendorFake<Listing> {
   }
 
   // ---- test and demo controls ---------------------------------------------------------------
-
-  createAccount(name: string, token = `tok-${name}-${Math.random().toString(36).slice(2)}`) {
-    this.store.accounts.set(name, { name, token });
-    return { name, token };
-  }
-
-  /** The account's token changes: the old one is refused from now on. */
-  rotateToken(account: string, token: string): void {
-    const a = this.store.accounts.get(account);
-    if (a === undefined) throw new Error(`no account ${account}`);
-    a.token = token;
-  }
 
   createLinode(account: string, spec: CreateLinodeSpec): FakeLinode {
     const id = this.store.nextId();
@@ -341,10 +330,6 @@ export class LinodeFake extends VendorFake<Listing> {
   }
 
   // ---- the vendor's parts of the kit's pipeline --------------------------------------------
-
-  protected accountOf(token: string): string | undefined {
-    return this.store.accountByToken(token)?.name;
-  }
 
   protected override recordMutation(m: VendorMutation): void {
     this.mutations.push({ seq: this.log.mark() + 1, ...m });
