@@ -9,7 +9,7 @@
  * log. With `spec`, every request and answer is checked against DigitalOcean's own OpenAPI
  * document (sim/fixtures/digitalocean/).
  */
-import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
+import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { parsePageSize } from "../fake-kit/pagination.js";
 import {
   type VendorAnswer,
@@ -38,22 +38,17 @@ export const DO_HOURLY_LIMIT = 5000;
 /** DigitalOcean's envelope: {"id": "<status word>", "message": "..."}. */
 const renderer: ErrorRenderer = {
   render(e, call) {
-    const id =
-      e.kind === "throttled"
-        ? "too_many_requests"
-        : e.kind === "unavailable"
-          ? "service_unavailable"
-          : e.kind === "timeout"
-            ? "gateway_timeout"
-            : e.kind === "internal"
-              ? "server_error"
-              : e.code;
-    const message =
-      e.kind === "throttled"
-        ? "API Rate limit exceeded."
-        : e.kind === "internal"
-          ? "Server Error"
-          : e.message;
+    const id = byKind(
+      e,
+      {
+        throttled: "too_many_requests",
+        unavailable: "service_unavailable",
+        timeout: "gateway_timeout",
+        internal: "server_error",
+      },
+      e.code,
+    );
+    const message = byKind(e, { throttled: "API Rate limit exceeded.", internal: "Server Error" }, e.message);
     return {
       status: e.status,
       ...(e.headers !== undefined && { headers: e.headers }),

@@ -3,7 +3,7 @@
 export type { ConsistencyView } from "./consistency.js";
 export { consistentView, visibleVersion } from "./consistency.js";
 export type { ErrorRenderer, FakeErrorKind, WireAnswer } from "./errors.js";
-export { errorFields, FakeError } from "./errors.js";
+export { byKind, errorFields, FakeError } from "./errors.js";
 export type { CallFault, FaultConfig, FaultsView, InjectedFault } from "./faults.js";
 export { effectiveFaults, FAULT_ERRORS, FaultInjector, NO_FAULTS, validateFaults } from "./faults.js";
 export type { ExchangeOptions, RouteLike, RouteMatch } from "./http.js";

@@ -12,7 +12,7 @@
  */
 import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
+import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
 import {
@@ -114,18 +114,17 @@ type Route = VendorRoute<Listing>;
 function hetznerRenderer(now: () => number): ErrorRenderer {
   return {
     render: (e) => {
-      const code =
-        e.kind === "throttled"
-          ? "rate_limit_exceeded"
-          : e.kind === "unavailable"
-            ? "unavailable"
-            : e.kind === "timeout"
-              ? "timeout"
-              : e.kind === "internal"
-                ? "server_error"
-                : e.kind === "auth"
-                  ? "unauthorized"
-                  : e.code;
+      const code = byKind(
+        e,
+        {
+          throttled: "rate_limit_exceeded",
+          unavailable: "unavailable",
+          timeout: "timeout",
+          internal: "server_error",
+          auth: "unauthorized",
+        },
+        e.code,
+      );
       const headers: Record<string, string> = { ...e.headers };
       if (e.kind === "throttled") {
         const wait = Number(e.headers?.["retry-after"] ?? "1");

@@ -12,7 +12,7 @@ import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingHttpHeaders } from "node:http";
 import { parse as parseYaml } from "yaml";
-import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
+import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
 import { numberedPage, parsePageSize } from "../fake-kit/pagination.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
@@ -70,16 +70,16 @@ export function linodeSpecChecker(): OpenApiChecker {
 /** Linode's envelope; a throttle is the API's own 429 answer. */
 const renderer: ErrorRenderer = {
   render(e) {
-    const reason =
-      e.kind === "throttled"
-        ? "Too many requests"
-        : e.kind === "unavailable"
-          ? "Service Unavailable"
-          : e.kind === "timeout"
-            ? "Gateway Timeout"
-            : e.kind === "internal"
-              ? "Internal Server Error"
-              : e.message;
+    const reason = byKind(
+      e,
+      {
+        throttled: "Too many requests",
+        unavailable: "Service Unavailable",
+        timeout: "Gateway Timeout",
+        internal: "Internal Server Error",
+      },
+      e.message,
+    );
     return {
       status: e.status,
       ...(e.headers !== undefined && { headers: e.headers }),
