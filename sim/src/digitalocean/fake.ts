@@ -12,7 +12,7 @@
 import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { parsePageSize } from "../fake-kit/pagination.js";
 import {
-  type VendorAnswer,
+  type KeyedListing,
   type VendorCall,
   VendorFake,
   type VendorMutation,
@@ -67,16 +67,9 @@ function unprocessable(message: string): FakeError {
 
 type Json = Record<string, unknown>;
 type Call = VendorCall;
-
-/** A list: its items, answered under `key`. */
-interface Listing {
-  readonly list: readonly Json[];
-  readonly key: string;
-}
-
-type Handler = (c: Call) => VendorAnswer | Listing;
-
+type Listing = KeyedListing;
 type Route = VendorRoute<Listing>;
+type Handler = Route["handle"];
 
 export interface DigitalOceanFakeOptions {
   /** Check every request and answer against DigitalOcean's OpenAPI document. */

@@ -41,6 +41,7 @@ export { fixtureSpecPath } from "./specs.js";
 export type { TableItem, TablePage, TableView } from "./table.js";
 export { freshId, hasTags, ResourceTable } from "./table.js";
 export type {
+  KeyedListing,
   ListFaults,
   ServingChecker,
   VendorAnswer,

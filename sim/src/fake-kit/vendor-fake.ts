@@ -52,6 +52,12 @@ export interface VendorListing {
   readonly list: readonly unknown[];
 }
 
+/** A list answered under a key of the body (`{"droplets": [...], "meta": ...}`), as most JSON APIs do. */
+export interface KeyedListing extends VendorListing {
+  readonly list: readonly Json[];
+  readonly key: string;
+}
+
 export interface VendorRoute<L extends VendorListing> extends RouteLike {
   readonly method: "GET" | "POST" | "PUT" | "DELETE";
   /** A path the route serves, to find its operation in the spec. */

@@ -16,8 +16,8 @@ import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
 import {
+  type KeyedListing,
   type ListFaults,
-  type VendorAnswer,
   type VendorCall,
   VendorFake,
   type VendorRoute,
@@ -99,16 +99,9 @@ function locked(): FakeError {
 }
 
 type Call = VendorCall;
-
-/** A list: its items, answered under `key`. */
-interface Listing {
-  readonly list: readonly Json[];
-  readonly key: string;
-}
-
-type Handler = (c: Call) => VendorAnswer | Listing;
-
+type Listing = KeyedListing;
 type Route = VendorRoute<Listing>;
+type Handler = Route["handle"];
 
 /** Hetzner's envelope; a throttle also says, in RateLimit-*, when the budget is back. */
 function hetznerRenderer(now: () => number): ErrorRenderer {
