@@ -9,15 +9,15 @@
  * log. With `spec`, every request and answer is checked against DigitalOcean's own OpenAPI
  * document (sim/fixtures/digitalocean/).
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
-import { type FaultConfig, FaultInjector } from "../fake-kit/faults.js";
-import { Exchange, FakeHttpServer, Router, readJsonBody, startFake } from "../fake-kit/http.js";
-import type { OpenApiChecker } from "../fake-kit/openapi.js";
+import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { parsePageSize } from "../fake-kit/pagination.js";
-import { seededRandom } from "../fake-kit/random.js";
-import { RequestLog } from "../fake-kit/request-log.js";
-import { type SpecHook, type SpecProblem, specHook } from "../fake-kit/spec.js";
+import {
+  type KeyedListing,
+  type VendorCall,
+  VendorFake,
+  type VendorMutation,
+  type VendorRoute,
+} from "../fake-kit/vendor-fake.js";
 import { DIGITALOCEAN_SPEC, digitalOceanSpecChecker } from "./spec.js";
 import {
   type CertificateType,
@@ -34,28 +34,21 @@ import { wireCertificate, wireDroplet, wireLoadBalancer } from "./wire.js";
 
 /** DigitalOcean's published limits: 5,000 requests an hour and 250 a minute per token. */
 export const DO_HOURLY_LIMIT = 5000;
-const MAX_BODY_BYTES = 1024 * 1024;
-const UNAUTHENTICATED = "(unauthenticated)";
 
 /** DigitalOcean's envelope: {"id": "<status word>", "message": "..."}. */
 const renderer: ErrorRenderer = {
   render(e, call) {
-    const id =
-      e.kind === "throttled"
-        ? "too_many_requests"
-        : e.kind === "unavailable"
-          ? "service_unavailable"
-          : e.kind === "timeout"
-            ? "gateway_timeout"
-            : e.kind === "internal"
-              ? "server_error"
-              : e.code;
-    const message =
-      e.kind === "throttled"
-        ? "API Rate limit exceeded."
-        : e.kind === "internal"
-          ? "Server Error"
-          : e.message;
+    const id = byKind(
+      e,
+      {
+        throttled: "too_many_requests",
+        unavailable: "service_unavailable",
+        timeout: "gateway_timeout",
+        internal: "server_error",
+      },
+      e.code,
+    );
+    const message = byKind(e, { throttled: "API Rate limit exceeded.", internal: "Server Error" }, e.message);
     return {
       status: e.status,
       ...(e.headers !== undefined && { headers: e.headers }),
@@ -73,24 +66,10 @@ function unprocessable(message: string): FakeError {
 }
 
 type Json = Record<string, unknown>;
-
-interface Call {
-  readonly account: string;
-  readonly params: readonly string[];
-  readonly query: URLSearchParams;
-  readonly body: Json;
-  readonly nowMs: number;
-}
-
-type Handler = (c: Call) => { status?: number; body?: unknown } | { list: readonly Json[]; key: string };
-
-interface Route {
-  readonly method: "GET" | "POST" | "PUT" | "DELETE";
-  readonly pattern: RegExp;
-  readonly op: string;
-  readonly handle: Handler;
-  readonly example: string;
-}
+type Call = VendorCall;
+type Listing = KeyedListing;
+type Route = VendorRoute<Listing>;
+type Handler = Route["handle"];
 
 export interface DigitalOceanFakeOptions {
   /** Check every request and answer against DigitalOcean's OpenAPI document. */
@@ -130,61 +109,42 @@ export interface DigitalOceanMutation {
   readonly body: unknown;
 }
 
-export class DigitalOceanFake {
+export class DigitalOceanFake extends VendorFake<Listing> {
   readonly store = new DigitalOceanStore();
-  readonly log: RequestLog;
-  readonly faults: FaultInjector;
   readonly mutations: DigitalOceanMutation[] = [];
-  private readonly server: FakeHttpServer;
-  private readonly spec: SpecHook | undefined;
-  private readonly now: () => number;
-  private readonly router: Router<Route>;
   private activateAfterPolls: number;
   private activateAfterMs: number;
   private readonly failing = new Map<string, number>();
-  private requestSeq = 0;
   /** Requests per account in the current hour, for ratelimit-remaining. */
   private readonly used = new Map<string, { hour: number; n: number }>();
 
   private constructor(opts: DigitalOceanFakeOptions) {
-    this.now = opts.now ?? Date.now;
-    this.log = new RequestLog(this.now);
-    this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
+    super({
+      vendor: "DigitalOcean",
+      newToken: (name) => `dop_v1_${name}_${Math.random().toString(36).slice(2)}`,
+      ...(opts.seed !== undefined && { seed: opts.seed }),
+      ...(opts.now !== undefined && { now: opts.now }),
+      ...(opts.spec && { spec: { checker: digitalOceanSpecChecker(), fixture: DIGITALOCEAN_SPEC } }),
+      renderer,
+      requestIdHeader: "x-request-id",
+      requestId: (n) => uuidOf(n, "515850a0"),
+      refusals: {
+        badBody: () => new FakeError(400, "bad_request", "unable to parse the request body"),
+        unauthenticated: () =>
+          new FakeError(401, "unauthorized", "Unable to authenticate you", { kind: "auth" }),
+        notFound,
+      },
+      rateHeadersOn: "every-answer",
+    });
     this.activateAfterPolls = opts.activateAfterPolls ?? 1;
     this.activateAfterMs = opts.activateAfterMs ?? 0;
-    const checker = opts.spec ? digitalOceanSpecChecker() : undefined;
-    this.spec = checker === undefined ? undefined : specHook(checker);
-    const routes = this.routes();
-    if (checker !== undefined) assertSpecServes(checker, routes);
-    this.router = new Router(routes);
-    this.server = new FakeHttpServer((req, res) => this.handle(req, res));
   }
 
   static start(opts: DigitalOceanFakeOptions = {}): Promise<DigitalOceanFake> {
-    const fake = new DigitalOceanFake(opts);
-    return startFake(fake, fake.server);
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  close(): Promise<void> {
-    return this.server.close();
+    return new DigitalOceanFake(opts).listen();
   }
 
   // ---- test and demo controls ---------------------------------------------------------------
-
-  createAccount(name: string, token = `dop_v1_${name}_${Math.random().toString(36).slice(2)}`) {
-    this.store.accounts.set(name, { name, token });
-    return { name, token };
-  }
-
-  rotateToken(account: string, token: string): void {
-    const a = this.store.accounts.get(account);
-    if (a === undefined) throw new Error(`no account ${account}`);
-    a.token = token;
-  }
 
   createDroplet(account: string, spec: CreateDropletSpec): FakeDroplet {
     const id = 3_000_000 + this.store.nextSeq();
@@ -274,31 +234,15 @@ export class DigitalOceanFake {
     this.activateAfterMs = ms;
   }
 
-  setFaults(faults: Partial<FaultConfig>, account?: string): void {
-    this.faults.set(faults, account);
-  }
-
-  resetFaults(): void {
-    this.faults.reset();
+  override resetFaults(): void {
+    super.resetFaults();
     this.failing.clear();
   }
 
-  specProblems(): readonly SpecProblem[] {
-    return this.spec?.problems() ?? [];
-  }
+  // ---- the vendor's parts of the kit's pipeline --------------------------------------------
 
-  resetSpecProblems(): void {
-    this.spec?.reset();
-  }
-
-  assertSpecClean(): void {
-    this.spec?.assertClean();
-  }
-
-  // ---- the pipeline ---------------------------------------------------------------------------
-
-  private rateHeaders(account: string | undefined): Record<string, string> {
-    const now = this.now();
+  /** Every answer counts against the account's hour (none before it is known). */
+  protected override rateHeaders(account: string | undefined, now: number): Record<string, string> {
     const hour = Math.floor(now / 3_600_000);
     let n = 0;
     if (account !== undefined) {
@@ -313,108 +257,16 @@ export class DigitalOceanFake {
     };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://fake.invalid");
-    const method = req.method ?? "GET";
-    const m = this.router.match(method, url.pathname);
-    const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
-    const ex = new Exchange(
-      req,
-      res,
-      {
-        log: this.log,
-        renderer,
-        inFlight: this.server.inFlight,
-        operation: op,
-        requestId: uuidOf(++this.requestSeq, "515850a0"),
-        requestIdHeader: "x-request-id",
-        ...(this.spec !== undefined && { spec: this.spec }),
-      },
-      UNAUTHENTICATED,
-    );
-    const fail = (err: FakeError, account?: string) =>
-      ex.fail(
-        new FakeError(err.status, err.code, err.message, {
-          ...err.extra,
-          headers: { ...this.rateHeaders(account), ...(err.extra.headers ?? {}) },
-        }),
-      );
-    let body: unknown;
-    if (method === "POST" || method === "PUT") {
-      try {
-        body = await readJsonBody(req, MAX_BODY_BYTES);
-      } catch (err) {
-        if (!(err instanceof FakeError)) throw err;
-        fail(new FakeError(400, "bad_request", "unable to parse the request body"));
-        return;
-      }
-    }
-    this.spec?.checkRequest(op, {
-      method,
-      path: url.pathname,
-      query: url.searchParams,
-      headers: req.headers,
-      ...(body !== undefined && { body }),
-    });
-    const token = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
-    const account = token === undefined ? undefined : this.store.accountByToken(token);
-    if (account === undefined) {
-      fail(new FakeError(401, "unauthorized", "Unable to authenticate you", { kind: "auth" }));
-      return;
-    }
-    ex.account = account.name;
-    if (m.kind !== "found") {
-      fail(notFound(), account.name);
-      return;
-    }
-    const faults = this.faults.config(account.name);
-    const injected = await this.faults.beforeCall(faults, ex.clientGone);
-    if (injected.kind === "abandoned") return;
-    if (injected.kind === "error") {
-      ex.fault = injected.fault;
-      fail(injected.error, account.name);
-      return;
-    }
-    const route = m.route;
-    try {
-      const params = m.params;
-      const call: Call = {
-        account: account.name,
-        params,
-        query: url.searchParams,
-        body: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Json) : {},
-        nowMs: this.now(),
-      };
-      const result = route.handle(call);
-      if ("list" in result) {
-        ex.answer(200, this.page(url, result.list, result.key), this.rateHeaders(account.name));
-        return;
-      }
-      if (route.method !== "GET") {
-        this.mutations.push({
-          account: account.name,
-          operation: op,
-          method,
-          path: url.pathname,
-          body: body ?? null,
-        });
-        const lost = this.faults.lostResponse(faults);
-        if (lost !== undefined) {
-          ex.fault = "lost-response";
-          fail(lost, account.name);
-          return;
-        }
-      }
-      ex.answer(result.status ?? 200, result.body, this.rateHeaders(account.name));
-    } catch (err) {
-      if (!(err instanceof FakeError)) throw err;
-      fail(err, account.name);
-    }
+  protected override recordMutation(m: VendorMutation): void {
+    this.mutations.push(m);
   }
 
-  /** DigitalOcean's page: the items under `key`, links.pages (first/prev, next/last) with absolute URLs, meta.total. */
-  private page(url: URL, items: readonly Json[], key: string): Json {
-    const perPage = parsePageSize(url.searchParams.get("per_page"), {
+  /**
+   * DigitalOcean's page: the items under `key`, links.pages (first/prev, next/last) with
+   * absolute URLs, meta.total. Its lists draw no list faults (empty lists, dropped items).
+   */
+  protected page({ list: items, key }: Listing, c: Call): Json {
+    const perPage = parsePageSize(c.query.get("per_page"), {
       param: "per_page",
       defaultSize: 20,
       min: 1,
@@ -422,14 +274,14 @@ export class DigitalOceanFake {
       overMax: "clamp",
       code: "bad_request",
     });
-    const raw = url.searchParams.get("page");
+    const raw = c.query.get("page");
     const page = raw === null ? 1 : Number(raw);
     if (!Number.isInteger(page) || page < 1)
       throw new FakeError(400, "bad_request", "page must be a positive integer");
     const last = Math.max(1, Math.ceil(items.length / perPage));
     const link = (n: number) => {
-      const u = new URL(`${this.url}${url.pathname}`);
-      for (const [k, v] of url.searchParams) if (k !== "page") u.searchParams.set(k, v);
+      const u = new URL(`${this.url}${c.path}`);
+      for (const [k, v] of c.query) if (k !== "page") u.searchParams.set(k, v);
       u.searchParams.set("page", String(n));
       return u.toString();
     };
@@ -445,7 +297,7 @@ export class DigitalOceanFake {
 
   // ---- routes ---------------------------------------------------------------------------------
 
-  private routes(): Route[] {
+  protected routes(): Route[] {
     const r = (
       method: Route["method"],
       path: string,
@@ -719,14 +571,4 @@ export class DigitalOceanFake {
       tag,
     };
   }
-}
-
-/** Every route's operation is in the spec fixture, or the fake refuses to start. */
-function assertSpecServes(checker: OpenApiChecker, routes: readonly Route[]): void {
-  const missing = routes.filter((r) => checker.findOperation(r.method, r.example) === undefined);
-  if (missing.length > 0)
-    throw new Error(
-      `the DigitalOcean spec fixture (${DIGITALOCEAN_SPEC}) has no operation for ${missing.map((r) => `${r.method} ${r.example}`).join(", ")}: ` +
-        "add its operationId to scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
-    );
 }

@@ -1,9 +1,4 @@
-/** The fake DigitalOcean API's tables: accounts, Droplets, certificates and load balancers. */
-
-export interface FakeAccount {
-  readonly name: string;
-  token: string;
-}
+/** The fake DigitalOcean API's tables: Droplets, certificates and load balancers. */
 
 export type DropletStatus = "new" | "active" | "off" | "archive";
 
@@ -84,7 +79,6 @@ export interface FakeLoadBalancer extends LbSettings {
 }
 
 export class DigitalOceanStore {
-  readonly accounts = new Map<string, FakeAccount>();
   readonly droplets = new Map<number, FakeDroplet>();
   readonly loadBalancers = new Map<string, FakeLoadBalancer>();
   readonly certificates = new Map<string, FakeCertificate>();
@@ -93,11 +87,6 @@ export class DigitalOceanStore {
 
   nextSeq(): number {
     return ++this.seq;
-  }
-
-  accountByToken(token: string): FakeAccount | undefined {
-    for (const a of this.accounts.values()) if (a.token === token) return a;
-    return undefined;
   }
 
   dropletsOf(account: string): FakeDroplet[] {

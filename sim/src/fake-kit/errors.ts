@@ -73,3 +73,15 @@ export function errorFields(err: FakeError): Parameters<ErrorRenderer["render"]>
     ...(err.extra.resource !== undefined && { resource: err.extra.resource }),
   };
 }
+
+/**
+ * The vendor's word for an error of this kind (its code, reason or message for a throttle, a
+ * 5xx, a timeout, a refused token), or `otherwise` (usually the error's own code or message).
+ */
+export function byKind(
+  error: { readonly kind: FakeErrorKind },
+  words: Partial<Record<FakeErrorKind, string>>,
+  otherwise: string,
+): string {
+  return words[error.kind] ?? otherwise;
+}

@@ -1,9 +1,9 @@
-// The kit vendor fakes are built on: tables, request log, faults, pagination, HTTP, spec checks.
+// The kit vendor fakes are built on: the JSON REST pipeline, tables, request log, faults, pagination, HTTP, spec checks.
 // docs/fake-kit.md explains how to build a fake with it.
 export type { ConsistencyView } from "./consistency.js";
 export { consistentView, visibleVersion } from "./consistency.js";
 export type { ErrorRenderer, FakeErrorKind, WireAnswer } from "./errors.js";
-export { errorFields, FakeError } from "./errors.js";
+export { byKind, errorFields, FakeError } from "./errors.js";
 export type { CallFault, FaultConfig, FaultsView, InjectedFault } from "./faults.js";
 export { effectiveFaults, FAULT_ERRORS, FaultInjector, NO_FAULTS, validateFaults } from "./faults.js";
 export type { ExchangeOptions, RouteLike, RouteMatch } from "./http.js";
@@ -40,3 +40,15 @@ export { SpecViolationError, specHook } from "./spec.js";
 export { fixtureSpecPath } from "./specs.js";
 export type { TableItem, TablePage, TableView } from "./table.js";
 export { freshId, hasTags, ResourceTable } from "./table.js";
+export type {
+  KeyedListing,
+  ListFaults,
+  ServingChecker,
+  VendorAnswer,
+  VendorCall,
+  VendorFakeConfig,
+  VendorListing,
+  VendorMutation,
+  VendorRoute,
+} from "./vendor-fake.js";
+export { VendorFake } from "./vendor-fake.js";

@@ -12,15 +12,16 @@
  */
 import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
-import { FaultInjector } from "../fake-kit/faults.js";
-import { Exchange, FakeHttpServer, Router, readJsonBody, startFake } from "../fake-kit/http.js";
+import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
-import { seededRandom } from "../fake-kit/random.js";
-import { RequestLog } from "../fake-kit/request-log.js";
-import { type SpecHook, specHook } from "../fake-kit/spec.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
+import {
+  type KeyedListing,
+  type ListFaults,
+  type VendorCall,
+  VendorFake,
+  type VendorRoute,
+} from "../fake-kit/vendor-fake.js";
 import {
   type FakeAction,
   type FakeCertificate,
@@ -97,22 +98,36 @@ function locked(): FakeError {
   return new FakeError(423, "locked", "resource is locked by a running action");
 }
 
-interface Call {
-  readonly account: string;
-  readonly params: readonly string[];
-  readonly query: URLSearchParams;
-  readonly body: Json;
-  readonly nowMs: number;
-}
+type Call = VendorCall;
+type Listing = KeyedListing;
+type Route = VendorRoute<Listing>;
+type Handler = Route["handle"];
 
-type Handler = (c: Call) => { status?: number; body?: unknown } | { list: readonly Json[]; key: string };
-
-interface Route {
-  readonly method: "GET" | "POST" | "PUT" | "DELETE";
-  readonly pattern: RegExp;
-  readonly op: string;
-  readonly handle: Handler;
-  readonly example: string;
+/** Hetzner's envelope; a throttle also says, in RateLimit-*, when the budget is back. */
+function hetznerRenderer(now: () => number): ErrorRenderer {
+  return {
+    render: (e) => {
+      const code = byKind(
+        e,
+        {
+          throttled: "rate_limit_exceeded",
+          unavailable: "unavailable",
+          timeout: "timeout",
+          internal: "server_error",
+          auth: "unauthorized",
+        },
+        e.code,
+      );
+      const headers: Record<string, string> = { ...e.headers };
+      if (e.kind === "throttled") {
+        const wait = Number(e.headers?.["retry-after"] ?? "1");
+        headers["ratelimit-limit"] = String(HETZNER_RATE_LIMIT);
+        headers["ratelimit-remaining"] = "0";
+        headers["ratelimit-reset"] = String(Math.ceil(now() / 1000) + wait);
+      }
+      return { status: e.status, headers, body: { error: { code, message: e.message, details: null } } };
+    },
+  };
 }
 
 export interface HetznerFakeOptions {
@@ -215,16 +230,8 @@ function checkedQuery(q: URLSearchParams): URLSearchParams {
   return out;
 }
 
-export class HetznerFake {
+export class HetznerFake extends VendorFake<Listing> {
   readonly store = new HetznerStore();
-  readonly log: RequestLog;
-  readonly faults: FaultInjector;
-  private readonly server: FakeHttpServer;
-  private readonly spec: SpecHook | undefined;
-  private readonly now: () => number;
-  private readonly router: Router<Route>;
-  private readonly renderer: ErrorRenderer;
-  private requestSeq = 0;
   /** Reads an action stays `running` (0: it answers `success` at once). */
   private actionPolls = 0;
   /** Commands whose next actions end in error, with how many are left. */
@@ -233,78 +240,30 @@ export class HetznerFake {
   private readonly budget = new Map<string, { used: number; sinceMs: number }>();
 
   private constructor(opts: HetznerFakeOptions) {
-    this.now = opts.now ?? Date.now;
-    this.log = new RequestLog(this.now);
-    this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
-    const checker = opts.spec ? hetznerSpecChecker() : undefined;
-    this.spec = checker === undefined ? undefined : specHook(checker);
-    const routes = this.routes();
-    if (checker !== undefined) {
-      const missing = routes.filter((r) => checker.findOperation(r.method, r.example) === undefined);
-      if (missing.length > 0)
-        throw new Error(
-          `the Hetzner spec fixture (${HETZNER_SPEC}) has no operation for ${missing.map((r) => `${r.method} ${r.example}`).join(", ")}: ` +
-            "add its operationId to scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
-        );
-    }
-    this.router = new Router(routes);
-    this.renderer = {
-      render: (e) => {
-        const code =
-          e.kind === "throttled"
-            ? "rate_limit_exceeded"
-            : e.kind === "unavailable"
-              ? "unavailable"
-              : e.kind === "timeout"
-                ? "timeout"
-                : e.kind === "internal"
-                  ? "server_error"
-                  : e.kind === "auth"
-                    ? "unauthorized"
-                    : e.code;
-        const headers: Record<string, string> = { ...e.headers };
-        if (e.kind === "throttled") {
-          const wait = Number(e.headers?.["retry-after"] ?? "1");
-          headers["ratelimit-limit"] = String(HETZNER_RATE_LIMIT);
-          headers["ratelimit-remaining"] = "0";
-          headers["ratelimit-reset"] = String(Math.ceil(this.now() / 1000) + wait);
-        }
-        return { status: e.status, headers, body: { error: { code, message: e.message, details: null } } };
+    super({
+      vendor: "Hetzner",
+      newToken: (name) => `hc-${name}-${Math.random().toString(36).slice(2)}`,
+      accountNoun: "project",
+      ...(opts.seed !== undefined && { seed: opts.seed }),
+      ...(opts.now !== undefined && { now: opts.now }),
+      ...(opts.spec && { spec: { checker: hetznerSpecChecker(), fixture: HETZNER_SPEC } }),
+      renderer: hetznerRenderer(opts.now ?? Date.now),
+      requestIdHeader: "x-correlation-id",
+      refusals: {
+        badBody: () => new FakeError(400, "json_error", "invalid JSON"),
+        unauthenticated: () => new FakeError(401, "unauthorized", "unable to authenticate", { kind: "auth" }),
+        notFound: () => notFound(),
       },
-    };
-    this.server = new FakeHttpServer((req, res) => this.handle(req, res));
+      specQuery: checkedQuery,
+      rateHeadersOn: "handled-calls",
+    });
   }
 
   static start(opts: HetznerFakeOptions = {}): Promise<HetznerFake> {
-    const fake = new HetznerFake(opts);
-    return startFake(fake, fake.server);
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  close(): Promise<void> {
-    return this.server.close();
-  }
-
-  /** Every spec problem so far (none when built without `spec`). */
-  specProblems() {
-    return this.spec?.problems() ?? [];
+    return new HetznerFake(opts).listen();
   }
 
   // ---- test and demo controls ---------------------------------------------------------------
-
-  createAccount(name: string, token = `hc-${name}-${Math.random().toString(36).slice(2)}`) {
-    this.store.projects.set(name, { name, token });
-    return { name, token };
-  }
-
-  rotateToken(account: string, token: string): void {
-    const p = this.store.projects.get(account);
-    if (p === undefined) throw new Error(`no project ${account}`);
-    p.token = token;
-  }
 
   /** How many reads each new action answers `running` before it ends. */
   setActionPolls(n: number): void {
@@ -398,11 +357,11 @@ export class HetznerFake {
     return `${base[0]}.${base[1]}.${Math.floor(host / 250)}.${(host % 250) + 2}`;
   }
 
-  // ---- the pipeline -------------------------------------------------------------------------
+  // ---- the vendor's parts of the kit's pipeline --------------------------------------------
 
-  private rateHeaders(account: string, nowMs: number): Record<string, string> {
+  /** Calls that reach a handler count; one request back per second, up to the hourly limit (Hetzner's documented refill). */
+  protected override rateHeaders(account: string, nowMs: number): Record<string, string> {
     let b = this.budget.get(account);
-    // One request back per second, up to the hourly limit (Hetzner's documented refill).
     if (b === undefined) b = { used: 0, sinceMs: nowMs };
     const refill = Math.floor((nowMs - b.sinceMs) / 1000);
     if (refill > 0) b = { used: Math.max(0, b.used - refill), sinceMs: b.sinceMs + refill * 1000 };
@@ -415,103 +374,20 @@ export class HetznerFake {
     };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://fake.invalid");
-    const method = req.method ?? "GET";
-    const m = this.router.match(method, url.pathname);
-    const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
-    const ex = new Exchange(req, res, {
-      log: this.log,
-      renderer: this.renderer,
-      inFlight: this.server.inFlight,
-      operation: op,
-      requestId: `req-${++this.requestSeq}`,
-      requestIdHeader: "x-correlation-id",
-      ...(this.spec !== undefined && { spec: this.spec }),
-    });
-    let body: unknown;
-    if (method === "POST" || method === "PUT") {
-      try {
-        body = await readJsonBody(req, 1024 * 1024);
-      } catch (err) {
-        if (!(err instanceof FakeError)) throw err;
-        ex.fail(new FakeError(400, "json_error", "invalid JSON"));
-        return;
-      }
-    }
-    this.spec?.checkRequest(op, {
-      method,
-      path: url.pathname,
-      query: checkedQuery(url.searchParams),
-      headers: req.headers,
-      ...(body !== undefined && { body }),
-    });
-    const token = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
-    const project = token === undefined ? undefined : this.store.projectByToken(token);
-    if (project === undefined) {
-      ex.fail(new FakeError(401, "unauthorized", "unable to authenticate", { kind: "auth" }));
-      return;
-    }
-    ex.account = project.name;
-    if (m.kind !== "found") {
-      ex.fail(notFound());
-      return;
-    }
-    const faults = this.faults.config(project.name);
-    const injected = await this.faults.beforeCall(faults, ex.clientGone);
-    if (injected.kind === "abandoned") return;
-    if (injected.kind === "error") {
-      ex.fault = injected.fault;
-      ex.fail(injected.error);
-      return;
-    }
-    const nowMs = this.now();
-    const headers = this.rateHeaders(project.name, nowMs);
-    try {
-      const params = m.params;
-      const call: Call = {
-        account: project.name,
-        params,
-        query: url.searchParams,
-        body: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Json) : {},
-        nowMs,
-      };
-      const result = m.route.handle(call);
-      if ("list" in result) {
-        const perPage = Number(url.searchParams.get("per_page") ?? "25");
-        const page = Number(url.searchParams.get("page") ?? "1");
-        // docs.hetzner.cloud, "Pagination": per_page at most 50.
-        if (!Number.isInteger(perPage) || perPage < 1 || perPage > 50) throw invalid("invalid per_page");
-        if (!Number.isInteger(page) || page < 1) throw invalid("invalid page");
-        let items = result.list;
-        if (this.faults.emptyList(faults)) {
-          ex.fault = "empty-list";
-          items = [];
-        }
-        const slice = items.slice((page - 1) * perPage, page * perPage);
-        const kept = this.faults.dropFromList(faults, slice);
-        if (kept.length < slice.length) ex.fault = "dropped-items";
-        ex.answer(200, { [result.key]: kept, meta: wirePagination(page, perPage, items.length) }, headers);
-        return;
-      }
-      if (method !== "GET") {
-        const lost = this.faults.lostResponse(faults);
-        if (lost !== undefined) {
-          ex.fault = "lost-response";
-          ex.fail(lost);
-          return;
-        }
-      }
-      ex.answer(result.status ?? 200, result.body, headers);
-    } catch (err) {
-      if (!(err instanceof FakeError)) throw err;
-      ex.fail(new FakeError(err.status, err.code, err.message, { ...err.extra, headers }));
-    }
+  /** Hetzner's page/per_page (at most 50, docs.hetzner.cloud "Pagination") with meta.pagination. */
+  protected page({ list, key }: Listing, c: Call, faults: ListFaults): Json {
+    const perPage = Number(c.query.get("per_page") ?? "25");
+    const page = Number(c.query.get("page") ?? "1");
+    if (!Number.isInteger(perPage) || perPage < 1 || perPage > 50) throw invalid("invalid per_page");
+    if (!Number.isInteger(page) || page < 1) throw invalid("invalid page");
+    const items = faults.empty(list);
+    const kept = faults.drop(items.slice((page - 1) * perPage, page * perPage));
+    return { [key]: kept, meta: wirePagination(page, perPage, items.length) };
   }
 
   // ---- routes -------------------------------------------------------------------------------
 
-  private routes(): Route[] {
+  protected routes(): Route[] {
     const ID = "\\/(\\d+)";
     const r = (method: Route["method"], path: string, op: string, handle: Handler): Route => {
       const pattern = new RegExp(`^\\/v1${path}\\/?$`);

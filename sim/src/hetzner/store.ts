@@ -12,11 +12,6 @@ export type ServerStatus =
   | "rebuilding"
   | "unknown";
 
-export interface FakeProject {
-  readonly name: string;
-  token: string;
-}
-
 export interface FakePrivateNet {
   readonly network: number;
   readonly ip: string;
@@ -167,7 +162,6 @@ export const LOCATIONS: Readonly<Record<string, { city: string; country: string;
 };
 
 export class HetznerStore {
-  readonly projects = new Map<string, FakeProject>();
   readonly servers = new Map<number, FakeServer>();
   readonly networks = new Map<number, FakeNetwork>();
   readonly loadBalancers = new Map<number, FakeLoadBalancer>();
@@ -187,11 +181,6 @@ export class HetznerStore {
       ipv4: `203.0.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`,
       ipv6: `2001:db8:0:${n.toString(16)}::/64`,
     };
-  }
-
-  projectByToken(token: string): FakeProject | undefined {
-    for (const p of this.projects.values()) if (p.token === token) return p;
-    return undefined;
   }
 
   serversOf(account: string): FakeServer[] {

@@ -10,17 +10,20 @@
  */
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import { parse as parseYaml } from "yaml";
-import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
-import { type FaultConfig, FaultInjector } from "../fake-kit/faults.js";
-import { Exchange, FakeHttpServer, Router, readJsonBody, startFake } from "../fake-kit/http.js";
+import { byKind, type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
 import { numberedPage, parsePageSize } from "../fake-kit/pagination.js";
-import { seededRandom } from "../fake-kit/random.js";
-import { RequestLog } from "../fake-kit/request-log.js";
-import { type SpecHook, type SpecProblem, specHook } from "../fake-kit/spec.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
+import {
+  type ListFaults,
+  type VendorAnswer,
+  type VendorCall,
+  VendorFake,
+  type VendorMutation,
+  type VendorRoute,
+} from "../fake-kit/vendor-fake.js";
 import { withHandAddedLinodeOperations } from "./spec-additions.js";
 import {
   type FakeConfigInterface,
@@ -64,35 +67,19 @@ export function linodeSpecChecker(): OpenApiChecker {
   return cachedChecker;
 }
 
-/**
- * Every route's operation is in the spec: the fixture is a subset (sim/fixtures/README.md), so
- * a route added without its operation there fails here, not as a spec problem per call.
- */
-function assertSpecServes(checker: OpenApiChecker, routes: readonly Route[]): void {
-  const missing = routes.filter((r) => checker.findOperation(r.method, r.example) === undefined);
-  if (missing.length > 0)
-    throw new Error(
-      `the Linode spec fixture (${LINODE_SPEC}) has no operation for ${missing.map((r) => `${r.method} ${r.example}`).join(", ")}: ` +
-        "add its operationId to scripts/vendor-specs.mjs and run it (sim/fixtures/README.md)",
-    );
-}
-
-const UNAUTHENTICATED = "(unauthenticated)";
-const MAX_BODY_BYTES = 1024 * 1024;
-
 /** Linode's envelope; a throttle is the API's own 429 answer. */
 const renderer: ErrorRenderer = {
   render(e) {
-    const reason =
-      e.kind === "throttled"
-        ? "Too many requests"
-        : e.kind === "unavailable"
-          ? "Service Unavailable"
-          : e.kind === "timeout"
-            ? "Gateway Timeout"
-            : e.kind === "internal"
-              ? "Internal Server Error"
-              : e.message;
+    const reason = byKind(
+      e,
+      {
+        throttled: "Too many requests",
+        unavailable: "Service Unavailable",
+        timeout: "Gateway Timeout",
+        internal: "Internal Server Error",
+      },
+      e.message,
+    );
     return {
       status: e.status,
       ...(e.headers !== undefined && { headers: e.headers }),
@@ -110,31 +97,19 @@ function bad(reason: string, field?: string): FakeError {
 }
 
 type Json = Record<string, unknown>;
+type Call = VendorCall;
 
-interface Call {
-  readonly account: string;
-  readonly params: readonly string[];
-  readonly query: URLSearchParams;
-  readonly filter: unknown;
-  readonly body: Json;
-  readonly nowMs: number;
+/** A list: `list` (the fields X-Filter sees), each page's items expanded to wire shape by `expand`. */
+interface Listing {
+  readonly list: readonly Json[];
+  readonly expand?: (item: Json) => Json;
+  /** The X-Filter of the call, on a filterable route. */
+  readonly filter?: unknown;
 }
 
-/** A list answers `list` (the fields X-Filter sees), each page's items expanded to wire shape by `expand`. */
-type Handler = (
-  c: Call,
-) => { status?: number; body: unknown } | { list: readonly Json[]; expand?: (item: Json) => Json };
+type Handler = (c: Call) => VendorAnswer | Listing;
 
-interface Route {
-  readonly method: "GET" | "POST" | "PUT" | "DELETE";
-  readonly pattern: RegExp;
-  readonly op: string;
-  readonly handle: Handler;
-  /** A path the route serves, to find its operation in the spec. */
-  readonly example: string;
-  /** List: fields X-Filter may name. */
-  readonly filterable?: readonly string[];
-}
+type Route = VendorRoute<Listing>;
 
 /** One recorded mutation with its body (the request log keeps no bodies). */
 export interface LinodeMutation {
@@ -172,56 +147,35 @@ export interface LinodeInventory {
   readonly firewalls: readonly (Json & { devices: readonly { type: string; id: number }[] })[];
 }
 
-export class LinodeFake {
+export class LinodeFake extends VendorFake<Listing> {
   readonly store = new LinodeStore();
-  readonly log: RequestLog;
-  readonly faults: FaultInjector;
   readonly mutations: LinodeMutation[] = [];
-  private readonly server: FakeHttpServer;
-  private readonly spec: SpecHook | undefined;
-  private readonly now: () => number;
-  private readonly router: Router<Route>;
   private listLagMs = 0;
-  private requestSeq = 0;
 
   private constructor(opts: LinodeFakeOptions) {
-    this.now = opts.now ?? Date.now;
-    this.log = new RequestLog(this.now);
-    this.faults = new FaultInjector(seededRandom(opts.seed ?? 1));
-    const checker = opts.spec ? linodeSpecChecker() : undefined;
-    this.spec = checker === undefined ? undefined : specHook(checker);
-    const routes = this.routes();
-    if (checker !== undefined) assertSpecServes(checker, routes);
-    this.router = new Router(routes);
-    this.server = new FakeHttpServer((req, res) => this.handle(req, res));
+    super({
+      vendor: "Linode",
+      newToken: (name) => `tok-${name}-${Math.random().toString(36).slice(2)}`,
+      ...(opts.seed !== undefined && { seed: opts.seed }),
+      ...(opts.now !== undefined && { now: opts.now }),
+      ...(opts.spec && { spec: { checker: linodeSpecChecker(), fixture: LINODE_SPEC } }),
+      renderer,
+      requestIdHeader: "x-request-id",
+      refusals: {
+        badBody: () => bad("Invalid JSON"),
+        unauthenticated: () => new FakeError(401, "Unauthorized", "Invalid Token", { kind: "auth" }),
+        notFound,
+        methodNotAllowed: (allow) =>
+          new FakeError(405, "MethodNotAllowed", "Method Not Allowed", { headers: { allow } }),
+      },
+    });
   }
 
   static start(opts: LinodeFakeOptions = {}): Promise<LinodeFake> {
-    const fake = new LinodeFake(opts);
-    return startFake(fake, fake.server);
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  close(): Promise<void> {
-    return this.server.close();
+    return new LinodeFake(opts).listen();
   }
 
   // ---- test and demo controls ---------------------------------------------------------------
-
-  createAccount(name: string, token = `tok-${name}-${Math.random().toString(36).slice(2)}`) {
-    this.store.accounts.set(name, { name, token });
-    return { name, token };
-  }
-
-  /** The account's token changes: the old one is refused from now on. */
-  rotateToken(account: string, token: string): void {
-    const a = this.store.accounts.get(account);
-    if (a === undefined) throw new Error(`no account ${account}`);
-    a.token = token;
-  }
 
   createLinode(account: string, spec: CreateLinodeSpec): FakeLinode {
     const id = this.store.nextId();
@@ -356,26 +310,9 @@ export class LinodeFake {
     this.listLagMs = ms;
   }
 
-  setFaults(faults: Partial<FaultConfig>, account?: string): void {
-    this.faults.set(faults, account);
-  }
-
-  resetFaults(): void {
-    this.faults.reset();
+  override resetFaults(): void {
+    super.resetFaults();
     this.listLagMs = 0;
-  }
-
-  specProblems(): readonly SpecProblem[] {
-    return this.spec?.problems() ?? [];
-  }
-
-  /** Forgets the spec problems seen so far (a test that sends a bad request on purpose). */
-  resetSpecProblems(): void {
-    this.spec?.reset();
-  }
-
-  assertSpecClean(): void {
-    this.spec?.assertClean();
   }
 
   /** Everything NodeBalancer-related of an account, as the API would answer it. */
@@ -392,131 +329,35 @@ export class LinodeFake {
     };
   }
 
-  // ---- the pipeline ---------------------------------------------------------------------------
+  // ---- the vendor's parts of the kit's pipeline --------------------------------------------
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://fake.invalid");
-    const method = req.method ?? "GET";
-    const m = this.router.match(method, url.pathname);
-    const op = m.kind === "found" ? m.route.op : m.kind === "method" ? m.op : "unknown";
-    const ex = new Exchange(
-      req,
-      res,
-      {
-        log: this.log,
-        renderer,
-        inFlight: this.server.inFlight,
-        operation: op,
-        requestId: `req-${++this.requestSeq}`,
-        requestIdHeader: "x-request-id",
-        ...(this.spec !== undefined && { spec: this.spec }),
-      },
-      UNAUTHENTICATED,
-    );
-    let body: unknown;
-    if (method === "POST" || method === "PUT") {
-      try {
-        body = await readJsonBody(req, MAX_BODY_BYTES);
-      } catch (err) {
-        if (!(err instanceof FakeError)) throw err;
-        ex.fail(bad("Invalid JSON"));
-        return;
-      }
-    }
-    this.spec?.checkRequest(op, {
-      method,
-      path: url.pathname,
-      query: url.searchParams,
-      headers: req.headers,
-      ...(body !== undefined && { body }),
+  protected override recordMutation(m: VendorMutation): void {
+    this.mutations.push({ seq: this.log.mark() + 1, ...m });
+  }
+
+  /** Linode's numbered page (page_size 25..500), X-Filter applied before paging. */
+  protected page(listing: Listing, c: Call, faults: ListFaults): unknown {
+    const pageSize = parsePageSize(c.query.get("page_size"), {
+      param: "page_size",
+      defaultSize: 100,
+      min: 25,
+      max: 500,
+      overMax: "refuse",
     });
-    const token = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
-    const account = token === undefined ? undefined : this.store.accountByToken(token);
-    if (account === undefined) {
-      ex.fail(new FakeError(401, "Unauthorized", "Invalid Token", { kind: "auth" }));
-      return;
-    }
-    ex.account = account.name;
-    if (m.kind === "unknown") {
-      ex.fail(notFound());
-      return;
-    }
-    if (m.kind === "method") {
-      ex.fail(new FakeError(405, "MethodNotAllowed", "Method Not Allowed", { headers: { allow: m.allow } }));
-      return;
-    }
-    const faults = this.faults.config(account.name);
-    const injected = await this.faults.beforeCall(faults, ex.clientGone);
-    if (injected.kind === "abandoned") return;
-    if (injected.kind === "error") {
-      ex.fault = injected.fault;
-      ex.fail(injected.error);
-      return;
-    }
-    const route = m.route;
-    try {
-      const [, ...params] = m.params;
-      const call: Call = {
-        account: account.name,
-        params,
-        query: url.searchParams,
-        filter:
-          route.method === "GET" && route.filterable !== undefined ? parseFilter(req, route) : undefined,
-        body: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Json) : {},
-        nowMs: this.now(),
-      };
-      const result = route.handle(call);
-      if ("list" in result) {
-        const pageSize = parsePageSize(url.searchParams.get("page_size"), {
-          param: "page_size",
-          defaultSize: 100,
-          min: 25,
-          max: 500,
-          overMax: "refuse",
-        });
-        const pageRaw = url.searchParams.get("page");
-        const page = pageRaw === null ? 1 : Number(pageRaw);
-        if (!Number.isInteger(page) || page < 1) throw bad("Must be an integer greater than 0", "page");
-        let items = result.list.filter((i) => matchFilter(i, call.filter));
-        if (this.faults.emptyList(faults)) {
-          ex.fault = "empty-list";
-          items = [];
-        }
-        const numbered = numberedPage(items, page, pageSize);
-        const expand = result.expand;
-        const answer = expand === undefined ? numbered : { ...numbered, data: numbered.data.map(expand) };
-        const kept = this.faults.dropFromList(faults, answer.data);
-        if (kept.length < answer.data.length) ex.fault = "dropped-items";
-        ex.answer(200, { ...answer, data: kept });
-        return;
-      }
-      if (route.method !== "GET") {
-        this.mutations.push({
-          seq: this.log.mark() + 1,
-          account: account.name,
-          operation: op,
-          method,
-          path: url.pathname,
-          body: body ?? null,
-        });
-        const lost = this.faults.lostResponse(faults);
-        if (lost !== undefined) {
-          ex.fault = "lost-response";
-          ex.fail(lost);
-          return;
-        }
-      }
-      ex.answer(result.status ?? 200, result.body);
-    } catch (err) {
-      if (!(err instanceof FakeError)) throw err;
-      ex.fail(err);
-    }
+    const pageRaw = c.query.get("page");
+    const page = pageRaw === null ? 1 : Number(pageRaw);
+    if (!Number.isInteger(page) || page < 1) throw bad("Must be an integer greater than 0", "page");
+    const items = faults.empty(listing.list.filter((i) => matchFilter(i, listing.filter)));
+    const numbered = numberedPage(items, page, pageSize);
+    const expand = listing.expand;
+    const answer = expand === undefined ? numbered : { ...numbered, data: numbered.data.map(expand) };
+    return { ...answer, data: faults.drop(answer.data) };
   }
 
   // ---- routes ---------------------------------------------------------------------------------
 
-  private routes(): Route[] {
-    const V = String.raw`^\/(v4|v4beta)`;
+  protected routes(): Route[] {
+    const V = String.raw`^\/(?:v4|v4beta)`;
     const ID = "\\/(\\d+)";
     const r = (
       method: Route["method"],
@@ -528,7 +369,13 @@ export class LinodeFake {
       const pattern = new RegExp(`${V}${path}\\/?$`);
       const example = `/v4${path.replaceAll(ID, "/1").replace("([^/]+)", "192.0.2.1").replaceAll("\\/", "/")}`;
       if (!pattern.test(example)) throw new Error(`route ${method} ${pattern}: no example path (${example})`);
-      return { method, pattern, op, handle, example, ...(filterable !== undefined && { filterable }) };
+      return {
+        method,
+        pattern,
+        op,
+        example,
+        handle: filterable === undefined ? handle : filtered(handle, filterable),
+      };
     };
     return [
       r("GET", "\\/linode\\/instances", "linodes.list", (c) => this.listLinodes(c), [
@@ -1144,8 +991,17 @@ function applyConfig(cfg: FakeNbConfig, b: Json): void {
 
 // ---- X-Filter -------------------------------------------------------------------------------
 
-function parseFilter(req: IncomingMessage, route: Route): unknown {
-  const raw = req.headers["x-filter"];
+/** A list handler whose listing carries the call's X-Filter, parsed (and refused) before the handler runs. */
+function filtered(handle: Handler, fields: readonly string[]): Handler {
+  return (c) => {
+    const filter = parseFilter(c.headers, fields);
+    const out = handle(c);
+    return "list" in out ? { ...out, filter } : out;
+  };
+}
+
+function parseFilter(headers: IncomingHttpHeaders, fields: readonly string[]): unknown {
+  const raw = headers["x-filter"];
   if (raw === undefined) return undefined;
   let f: unknown;
   try {
@@ -1153,7 +1009,7 @@ function parseFilter(req: IncomingMessage, route: Route): unknown {
   } catch {
     throw bad("Invalid JSON in X-Filter header", "X-Filter");
   }
-  checkFilter(f, route.filterable ?? []);
+  checkFilter(f, fields);
   return f;
 }
 

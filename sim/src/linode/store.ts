@@ -141,14 +141,8 @@ export interface FakeReservedIP {
   readonly region: string;
 }
 
-export interface FakeAccount {
-  readonly name: string;
-  token: string;
-}
-
 /** Every table of the fake; plain maps keyed by id, read in id (creation) order. */
 export class LinodeStore {
-  readonly accounts = new Map<string, FakeAccount>();
   readonly linodes = new Map<number, FakeLinode>();
   readonly nodeBalancers = new Map<number, FakeNodeBalancer>();
   readonly firewalls = new Map<number, FakeFirewall>();
@@ -172,11 +166,6 @@ export class LinodeStore {
       ipv6: `2600:3c03::f03c:91ff:fe${(n >> 8).toString(16).padStart(2, "0")}:${(n & 0xff).toString(16).padStart(4, "0")}/128`,
       host: n,
     };
-  }
-
-  accountByToken(token: string): FakeAccount | undefined {
-    for (const a of this.accounts.values()) if (a.token === token) return a;
-    return undefined;
   }
 
   linodesOf(account: string): FakeLinode[] {
