@@ -122,7 +122,7 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
       privateIngress: options.loadBalancers.privateIngress,
       ipv6Ingress: options.loadBalancers.ipv6Ingress,
     });
-    const routes = new HetznerRoutes(client, networks);
+    const routes = new HetznerRoutes(client, networks, ctx.clock);
     ctx.logger.debug({ account: account.name, region: account.region, endpoint }, "hetzner provider bound");
     return {
       name: PROVIDER_NAME,

@@ -128,3 +128,34 @@ describe("actions", () => {
     expect(net()?.routes.some((x) => x.destination === target.destinationCIDR)).toBe(true);
   });
 });
+
+describe("API calls of the route controller's passes", () => {
+  test("every cluster's listing in one pass shares one listing of the networks, and servers are listed only for an unknown gateway", async () => {
+    const bound = await bindRecorded(hetznerProvider, w.account(), {});
+    const r = bound.provider.routes as Routes;
+    const dest = cidr();
+    await r.create(prod, { destinationCIDR: dest, targetInstanceID: String(nodes[0]?.id) });
+    const before = bound.ops.length;
+    for (const c of [prod, staging, prod, staging]) await r.list(c);
+    // One listing of the networks for all four; the servers at most once (for gateways of
+    // routes others made: the created route's was learnt when it was made).
+    const ops = bound.ops.slice(before);
+    expect(ops.filter((o) => o === "routes.networks")).toHaveLength(1);
+    expect(ops.filter((o) => o === "routes.servers").length).toBeLessThanOrEqual(1);
+    expect(ops.filter((o) => o !== "routes.networks" && o !== "routes.servers")).toEqual([]);
+    const listed = (await r.list(prod)).find((x) => x.destinationCIDR === dest);
+    expect(listed?.targetInstanceID).toBe(String(nodes[0]?.id));
+    await r.delete(prod, listed!);
+  });
+
+  test("a write is seen by the next listing at once", async () => {
+    const r = await routes();
+    const dest = cidr();
+    expect((await r.list(prod)).some((x) => x.destinationCIDR === dest)).toBe(false);
+    await r.create(prod, { destinationCIDR: dest, targetInstanceID: String(nodes[1]?.id) });
+    const listed = (await r.list(prod)).find((x) => x.destinationCIDR === dest);
+    expect(listed).toMatchObject({ ownerCluster: "prod", targetInstanceID: String(nodes[1]?.id) });
+    await r.delete(prod, listed!);
+    expect((await r.list(prod)).some((x) => x.destinationCIDR === dest)).toBe(false);
+  });
+});
