@@ -391,3 +391,48 @@ describe("instances", () => {
     expect(page.instances[0]?.tags).toEqual({ k8s: "abc" });
   });
 });
+
+describe("after a restart", () => {
+  const ID = "kubernetes.digitalocean.com/load-balancer-id";
+
+  test("a Service's load-balancer-id annotation finds its load balancer by id: no listing of them all", async () => {
+    const t = target();
+    const first = await bound();
+    await settle(() => first.provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    const id = lbOf(t)?.id ?? "";
+    const restarted = await bound();
+    const spec = { ...sampleLoadBalancerSpec(nodes), annotations: { [ID]: id } };
+    await restarted.provider.loadBalancers!.ensure(t, spec);
+    expect(restarted.ops).not.toContain("loadBalancers.list");
+    expect(restarted.ops[0]).toBe("loadBalancers.get");
+    await restarted.provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("an id naming another owner's load balancer is not taken: found by name as before", async () => {
+    const mine = target();
+    const other = target({ cluster: "staging" });
+    const first = await bound();
+    await settle(() => first.provider.loadBalancers!.ensure(mine, sampleLoadBalancerSpec(nodes)));
+    await settle(() => first.provider.loadBalancers!.ensure(other, sampleLoadBalancerSpec(nodes)));
+    const restarted = await bound();
+    const spec = { ...sampleLoadBalancerSpec(nodes), annotations: { [ID]: lbOf(other)?.id ?? "" } };
+    await settle(() => restarted.provider.loadBalancers!.ensure(mine, spec));
+    expect(restarted.ops).toContain("loadBalancers.list");
+    expect(fake.store.loadBalancersOf("acme").filter((l) => l.name.startsWith(ownerName(mine)))).toHaveLength(
+      1,
+    );
+    for (const t of [mine, other]) await restarted.provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("the account listing a restarted hub makes first lets each Service read its own by id", async () => {
+    const t = target();
+    const first = await bound();
+    await settle(() => first.provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    const restarted = await bound();
+    await restarted.provider.loadBalancers!.listOwned!(undefined);
+    const before = restarted.ops.length;
+    await restarted.provider.loadBalancers!.updateBackends(t, nodes);
+    expect(restarted.ops.slice(before)).not.toContain("loadBalancers.list");
+    await restarted.provider.loadBalancers!.ensureDeleted(t);
+  });
+});

@@ -261,12 +261,17 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     }
   }
 
-  /** The owner's load balancer: by the remembered id if it still bears the owner's name, else by name in the list. */
+  /**
+   * The owner's load balancer: by the remembered id (or the one the Service's load-balancer-id
+   * annotation names, after a restart) if it still bears the owner's name, else by name in the
+   * list of all.
+   */
   private async find(
     o: LbOwner,
     signal?: AbortSignal,
+    annotatedId?: string,
   ): Promise<{ mine?: WireLoadBalancer; all?: WireLoadBalancer[] }> {
-    const hint = this.seen.get(this.key(o));
+    const hint = this.seen.get(this.key(o)) ?? (annotatedId === "" ? undefined : annotatedId);
     if (hint !== undefined) {
       const lb = await this.byId(hint, signal);
       if (lb !== undefined && isOwners(lb, o)) return { mine: lb };
@@ -413,7 +418,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       s.certificateId ?? (s.certificateName === undefined ? undefined : NAMED_CERTIFICATE),
     );
     const serviceCert = await serviceCertificateId(this.client, s, signal);
-    const found = await this.find(target, signal);
+    const found = await this.find(target, signal, annotations[LOAD_BALANCER_ID]);
     let lb = found.mine;
     if (lb === undefined) {
       const vendor = await this.vendorCandidate(target, s, found.all, signal);
@@ -547,7 +552,10 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     );
     const items = answer.items.map(checkLb).flatMap((lb) => {
       const owner = ownerOfName(lb.name);
-      return owner === undefined ? [] : [{ id: lb.id, name: lb.name, owner, ingress: ingressOf(lb) }];
+      if (owner === undefined) return [];
+      // A restarted hub lists before it syncs: each Service's next call then reads its own by id.
+      if (!lb.name.endsWith(FAILED_SUFFIX)) this.seen.set(this.key(owner), lb.id);
+      return [{ id: lb.id, name: lb.name, owner, ingress: ingressOf(lb) }];
     });
     return answer.hasNext && answer.items.length > 0 ? { items, nextPageToken: String(page + 1) } : { items };
   }
