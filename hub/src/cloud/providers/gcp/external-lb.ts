@@ -444,26 +444,7 @@ export class ExternalLb extends GcpLbBase {
     signal?: AbortSignal,
   ): Promise<Step> {
     const lbName = gceLoadBalancerName(target.serviceUid);
-    if (name === lbName) {
-      const own = await this.deleteOwned(
-        "global",
-        "httpHealthChecks",
-        lbName,
-        target,
-        () => this.getHealthCheck(lbName, signal),
-        () =>
-          this.api.rest<Operation>(
-            "httpHealthChecks.delete",
-            "DELETE",
-            `global/httpHealthChecks/${lbName}`,
-            undefined,
-            signal,
-          ),
-        signal,
-      );
-      if (own !== undefined) return own;
-      return this.deleteFirewall(gceHealthCheckFirewallName(target.cluster, lbName, false), target, signal);
-    }
+    if (name === lbName) return this.deleteOwnHealthCheck(target, signal);
     const vendor = target.scope.adoptFrom?.vendorCcmClusterName;
     for (const cluster of [target.cluster, ...(vendor === undefined ? [] : [vendor])])
       if (name === gceNodesHealthCheckName(cluster)) return this.deleteSharedHealthCheck(cluster, signal);
@@ -645,7 +626,26 @@ export class ExternalLb extends GcpLbBase {
     const poolHc = tail(pool?.healthChecks?.[0]).replace(/^global\/httpHealthChecks\//, "");
     const poolStep = await this.deleteRegional("targetPools", lbName, target, signal);
     if (poolStep !== undefined) return poolStep;
-    // The Service's own (Local) health check and its firewall.
+    const own = await this.deleteOwnHealthCheck(target, signal);
+    if (own !== undefined) return own;
+    // The cluster's shared node health check goes with the last target pool using it.
+    const shared = gceNodesHealthCheckName(target.cluster);
+    if (poolHc === "" || poolHc === shared) {
+      const step = await this.deleteSharedHealthCheck(target.cluster, signal);
+      if (step !== undefined) return step;
+    } else if (poolHc !== lbName) {
+      // An adopted pool still on the vendor cluster's shared check.
+      const step = await this.deleteLeftHealthCheck(target, poolHc, signal);
+      if (step !== undefined) return step;
+    }
+    const fw = await this.deleteFirewall(gceFirewallName(lbName), target, signal);
+    if (fw !== undefined) return fw;
+    return this.deleteRegional("addresses", lbName, target, signal);
+  }
+
+  /** The Service's own (Local) health check, then its firewall. */
+  private async deleteOwnHealthCheck(target: ServiceTarget, signal?: AbortSignal): Promise<Step> {
+    const lbName = gceLoadBalancerName(target.serviceUid);
     const own = await this.deleteOwned(
       "global",
       "httpHealthChecks",
@@ -663,25 +663,7 @@ export class ExternalLb extends GcpLbBase {
       signal,
     );
     if (own !== undefined) return own;
-    const ownFw = await this.deleteFirewall(
-      gceHealthCheckFirewallName(target.cluster, lbName, false),
-      target,
-      signal,
-    );
-    if (ownFw !== undefined) return ownFw;
-    // The cluster's shared node health check goes with the last target pool using it.
-    const shared = gceNodesHealthCheckName(target.cluster);
-    if (poolHc === "" || poolHc === shared) {
-      const step = await this.deleteSharedHealthCheck(target.cluster, signal);
-      if (step !== undefined) return step;
-    } else if (poolHc !== lbName) {
-      // An adopted pool still on the vendor cluster's shared check.
-      const step = await this.deleteLeftHealthCheck(target, poolHc, signal);
-      if (step !== undefined) return step;
-    }
-    const fw = await this.deleteFirewall(gceFirewallName(lbName), target, signal);
-    if (fw !== undefined) return fw;
-    return this.deleteRegional("addresses", lbName, target, signal);
+    return this.deleteFirewall(gceHealthCheckFirewallName(target.cluster, lbName, false), target, signal);
   }
 
   async deleteSharedHealthCheck(cluster: string, signal?: AbortSignal): Promise<Step> {
