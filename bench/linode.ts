@@ -9,7 +9,7 @@
 import { pino } from "pino";
 import type * as LinodeCloudModule from "../cli/dist/linode-cloud.js";
 import type * as LocalFleetModule from "../cli/dist/local-fleet.js";
-import { round, sleep, until } from "./util.js";
+import { joinFleet, round, sleep, until } from "./util.js";
 
 export interface LinodeBenchOptions {
   readonly clusters: number;
@@ -118,18 +118,7 @@ export async function runLinode(o: LinodeBenchOptions): Promise<Record<string, u
     o.log(
       `fleet up: ${o.clusters} clusters; registering ${o.clusters * o.nodes} nodes, ${o.clusters * o.services} Services`,
     );
-    const t0 = Date.now();
-    for (const c of fleet.clusters.keys()) {
-      fleet.addNodes(c, o.nodes);
-      fleet.addServices(c, o.services);
-    }
-    const joined = () => {
-      const p = fleet.progress();
-      const s = fleet.serviceProgress();
-      return p.initialized === p.nodes && s.withIngress === s.services;
-    };
-    const converged = await until(joined, o.timeoutS * 1000, 250);
-    const joinMs = Date.now() - t0;
+    const { converged, joinMs, joined } = await joinFleet(fleet, o);
     const joinCalls = calls();
     o.log(
       `join ${converged ? "converged" : "did not converge"} in ${joinMs} ms, ${joinCalls} Linode API calls`,

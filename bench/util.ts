@@ -188,3 +188,35 @@ export async function httpText(url: string, timeoutMs = 5000): Promise<string> {
   if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
   return res.text();
 }
+
+/** What joinFleet needs of a LocalFleet (cli/src/local-fleet.ts). */
+export interface JoiningFleet {
+  readonly clusters: ReadonlyMap<string, unknown>;
+  addNodes(cluster: string, n: number): void;
+  addServices(cluster: string, n: number): void;
+  progress(): { nodes: number; initialized: number };
+  serviceProgress(): { services: number; withIngress: number };
+}
+
+/**
+ * The join of the vendor scenarios: `nodes` Nodes and `services` LoadBalancer Services in every
+ * cluster at once, then until every node is initialized and every Service has an ingress (or
+ * the timeout). `joined` stays true from then on while nothing changes.
+ */
+export async function joinFleet(
+  fleet: JoiningFleet,
+  o: { readonly nodes: number; readonly services: number; readonly timeoutS: number },
+): Promise<{ converged: boolean; joinMs: number; joined: () => boolean }> {
+  const t0 = Date.now();
+  for (const c of fleet.clusters.keys()) {
+    fleet.addNodes(c, o.nodes);
+    fleet.addServices(c, o.services);
+  }
+  const joined = () => {
+    const p = fleet.progress();
+    const s = fleet.serviceProgress();
+    return p.initialized === p.nodes && s.withIngress === s.services;
+  };
+  const converged = await until(joined, o.timeoutS * 1000, 250);
+  return { converged, joinMs: Date.now() - t0, joined };
+}

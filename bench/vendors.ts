@@ -12,7 +12,7 @@
 import { builtinProviders, Hub, parseHubConfig } from "@fleet-ccm/hub";
 import { pino } from "pino";
 import type * as LocalFleetModule from "../cli/dist/local-fleet.js";
-import { round, sleep, until } from "./util.js";
+import { joinFleet, round, sleep, until } from "./util.js";
 import {
   type BenchCloud,
   type BenchCloudOptions,
@@ -144,18 +144,7 @@ export async function runVendor(o: VendorBenchOptions): Promise<Record<string, u
     o.log(
       `${o.vendor}: fleet up: ${o.clusters} clusters; registering ${o.clusters * o.nodes} nodes, ${o.clusters * o.services} Services`,
     );
-    const t0 = Date.now();
-    for (const c of fleet.clusters.keys()) {
-      fleet.addNodes(c, o.nodes);
-      fleet.addServices(c, o.services);
-    }
-    const joined = () => {
-      const p = fleet.progress();
-      const s = fleet.serviceProgress();
-      return p.initialized === p.nodes && s.withIngress === s.services;
-    };
-    const converged = await until(joined, o.timeoutS * 1000, 250);
-    const joinMs = Date.now() - t0;
+    const { converged, joinMs, joined } = await joinFleet(fleet, o);
     const joinCalls = calls();
     o.log(`join ${converged ? "converged" : "did not converge"} in ${joinMs} ms, ${joinCalls} API calls`);
     /** Every Service's load balancer has all `want` nodes of its cluster. */
