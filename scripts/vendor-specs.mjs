@@ -241,7 +241,7 @@ const GCP_METHODS = {
     "removeHealthCheck",
     "list",
   ],
-  forwardingRules: ["get", "insert", "delete", "list"],
+  forwardingRules: ["get", "insert", "delete", "list", "setLabels"],
   regionBackendServices: ["get", "insert", "update", "delete", "list"],
   instanceGroups: ["get", "insert", "delete", "list", "addInstances", "removeInstances", "listInstances"],
   subnetworks: ["get", "list"],

@@ -278,6 +278,12 @@ export interface LoadBalancerCapabilities {
   readonly proxyProtocol: boolean;
   readonly internal: boolean;
   readonly protocols: readonly LbProtocol[];
+  /**
+   * false: nothing the provider builds depends on its backends' node annotations, so the hub
+   * passes none (`backendAnnotations` absent, backend digests of the ids alone) and a provider
+   * may derive `backendsDigest` from the cloud's own member lists.
+   */
+  readonly readsNodeAnnotations?: boolean;
   /** Most backends one pool takes (undefined: no limit). */
   readonly maxBackends?: number;
   /**

@@ -303,6 +303,64 @@ describe("operations and resources", () => {
     expect(fake.list(PROJECT, "targetPools")).toEqual([]);
   });
 
+  test("forwarding-rule labels: setLabels replaces them under the fingerprint read; a stale one is 412 conditionNotMet", async () => {
+    await clients.targetPools.insert(
+      { project: PROJECT, region: REGION, targetPoolResource: { name: "pool-labels" } },
+      { retry: null },
+    );
+    const [pool] = await clients.targetPools.get(
+      { project: PROJECT, region: REGION, targetPool: "pool-labels" },
+      NO_RETRY,
+    );
+    await clients.forwardingRules.insert(
+      {
+        project: PROJECT,
+        region: REGION,
+        forwardingRuleResource: {
+          name: "fr-labels",
+          IPProtocol: "TCP",
+          portRange: "80-80",
+          target: pool.selfLink ?? "",
+        },
+      },
+      { retry: null },
+    );
+    const get = async () =>
+      (
+        await clients.forwardingRules.get(
+          { project: PROJECT, region: REGION, forwardingRule: "fr-labels" },
+          NO_RETRY,
+        )
+      )[0];
+    const before = await get();
+    expect(before.labels ?? {}).toEqual({});
+    expect(before.labelFingerprint).toBeTruthy();
+    const set = (labels: Record<string, string>, labelFingerprint: string | null | undefined) =>
+      clients.forwardingRules.setLabels(
+        {
+          project: PROJECT,
+          region: REGION,
+          resource: "fr-labels",
+          regionSetLabelsRequestResource: { labels, labelFingerprint: labelFingerprint ?? null },
+        },
+        { retry: null },
+      );
+    await set({ "fleet-ccm-spec-digest": "0123456789abcdef" }, before.labelFingerprint);
+    const after = await get();
+    expect(after.labels).toEqual({ "fleet-ccm-spec-digest": "0123456789abcdef" });
+    expect(after.labelFingerprint).not.toBe(before.labelFingerprint);
+    const stale = await set({ other: "x" }, before.labelFingerprint).catch((e: unknown) => e);
+    expect((stale as { httpStatusCode?: number }).httpStatusCode).toBe(412);
+    expect(reason(stale)).toBe("conditionNotMet");
+    const bad = await set({ "Upper.Case": "x" }, after.labelFingerprint).catch((e: unknown) => e);
+    expect((bad as { httpStatusCode?: number }).httpStatusCode).toBe(400);
+    expect((await get()).labels).toEqual({ "fleet-ccm-spec-digest": "0123456789abcdef" });
+    await clients.forwardingRules.delete(
+      { project: PROJECT, region: REGION, forwardingRule: "fr-labels" },
+      { retry: null },
+    );
+  });
+
   test("routes: insert, list filtered by network, delete", async () => {
     const network = `https://www.googleapis.com/compute/v1/projects/${PROJECT}/global/networks/default`;
     await clients.routes.insert(

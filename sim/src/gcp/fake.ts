@@ -733,6 +733,8 @@ export class GcpComputeFake {
             ? this.internalIP(project, String(wire.subnetwork ?? ""))
             : this.freshIP();
         if (wire.loadBalancingScheme === "EXTERNAL") wire.networkTier ??= "PREMIUM";
+        wire.labels ??= {};
+        wire.labelFingerprint = labelFingerprint(wire.labels as Json);
         break;
       case "healthChecks":
         wire.type ??= "TCP";
@@ -1223,6 +1225,9 @@ export class GcpComputeFake {
         false,
       ),
       ...regional("forwardingRules", "compute#forwardingRuleList"),
+      R("POST", `${G}\\/forwardingRules\\/${N}\\/setLabels`, "forwardingRules.setLabels", (c) =>
+        this.setLabels(c, rs(first(c)), "forwardingRules", second(c)),
+      ),
       ...regional("targetPools", "compute#targetPoolList"),
       R("POST", `${G}\\/targetPools\\/${N}\\/addInstance`, "targetPools.addInstance", (c) =>
         this.poolInstances(c, rs(first(c)), second(c), "addInstance"),
@@ -1281,6 +1286,27 @@ export class GcpComputeFake {
         else now.delete(full);
       }
       r.instances = [...now].sort();
+    });
+  }
+
+  /**
+   * setLabels: the labels replaced whole, guarded by the fingerprint of the labels read (a stale
+   * or missing one is 412 / 400, as Compute answers); keys and values in Compute's alphabet.
+   */
+  private setLabels(c: Call, scope: Scope, collection: string, name: string): Json {
+    const r = this.get(c.project, scope, collection, name);
+    const labels = (c.body.labels ?? {}) as Json;
+    const given = c.body.labelFingerprint;
+    if (typeof given !== "string" || given === "")
+      throw fail(400, "required", "Required field 'labelFingerprint' not specified");
+    if (given !== r.labelFingerprint)
+      throw fail(412, "conditionNotMet", "Labels fingerprint either invalid or resource labels have changed");
+    for (const [k, v] of Object.entries(labels))
+      if (!LABEL_KEY.test(k) || typeof v !== "string" || !LABEL_VALUE.test(v))
+        throw fail(400, "invalid", `Invalid value for field 'labels': '${k}=${String(v)}'.`);
+    return this.change(c.project, scope, collection, name, "setLabels", (now) => {
+      now.labels = { ...labels };
+      now.labelFingerprint = labelFingerprint(labels);
     });
   }
 
@@ -1481,6 +1507,16 @@ function paginate<T>(
   return rest.length > size && last !== undefined
     ? { slice, next: Buffer.from(`k:${keyOf(last)}`).toString("base64url") }
     : { slice };
+}
+
+/** Compute's label alphabet (https://cloud.google.com/compute/docs/labeling-resources). */
+const LABEL_KEY = /^[a-z][-_a-z0-9]{0,62}$/;
+const LABEL_VALUE = /^[-_a-z0-9]{0,63}$/;
+
+/** A fingerprint of a label set (Compute's are opaque base64; this one changes with the labels). */
+function labelFingerprint(labels: Json): string {
+  const text = JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return createHash("sha256").update(text).digest("base64").slice(0, 12);
 }
 
 /**

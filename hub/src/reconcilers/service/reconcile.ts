@@ -572,12 +572,13 @@ export async function computeBackendSet(
   const labels = new Map<string, Readonly<Record<string, string>>>();
   const events: ClusterEvent[] = [];
   const refused = new Set<string>();
+  const readsAnnotations = cloud.provider.loadBalancers?.capabilities.readsNodeAnnotations !== false;
   for (const node of eligible) {
     const verdict = verdicts.get(node.providerId);
     if (verdict?.ok) {
       ids.push(verdict.instanceID);
       labels.set(verdict.instanceID, node.labels);
-      const vendor = vendorNodeAnnotations(node);
+      const vendor = readsAnnotations ? vendorNodeAnnotations(node) : undefined;
       if (vendor !== undefined) annotations[verdict.instanceID] = vendor;
     } else if (verdict !== undefined) {
       const id = cloud.provider.instances.parseProviderID(node.providerId);

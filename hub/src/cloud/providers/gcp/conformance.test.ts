@@ -148,6 +148,8 @@ function fixture(operationMs: number): ConformanceFixture {
         // A target pool sends traffic to the Service ports (Compute keeps the destination):
         // the node ports are nowhere in the cloud; the health-check port is the only node port.
         trafficTo: "port",
+        // The forwarding rules' page, then (where one holds a spec digest) the region's target pools.
+        listOwnedReadsPerPage: 2,
         backendPorts: (o) => {
           const pool = fake
             .list(PROJECT, "targetPools")

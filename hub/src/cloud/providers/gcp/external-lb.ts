@@ -51,6 +51,13 @@ export function ruleName(lbName: string, protocol: string, first: boolean): stri
   return first ? lbName : `${lbName}-${protocol.toLowerCase()}`;
 }
 
+/** A target pool's instances as the hub's backend ids (`<zone>/<name>`), sorted. */
+export function poolBackends(pool: { readonly instances?: readonly string[] | null }): string[] {
+  return (pool.instances ?? [])
+    .map((u) => tail(u).replace(/^zones\/([^/]+)\/instances\/([^/]+)$/, "$1/$2"))
+    .sort();
+}
+
 export class ExternalLb extends GcpLbBase {
   // ---- reads ------------------------------------------------------------------------------------
 
@@ -95,14 +102,8 @@ export class ExternalLb extends GcpLbBase {
       name,
       owner: lbOwner(target),
       ingress: rule?.IPAddress ? [{ ip: rule.IPAddress }] : [],
-      backends: this.backendsOf(pool),
+      backends: poolBackends(pool),
     };
-  }
-
-  private backendsOf(pool: Pool): string[] {
-    return (pool.instances ?? [])
-      .map((u) => tail(u).replace(/^zones\/([^/]+)\/instances\/([^/]+)$/, "$1/$2"))
-      .sort();
   }
 
   // ---- ensure -----------------------------------------------------------------------------------
@@ -499,7 +500,7 @@ export class ExternalLb extends GcpLbBase {
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<Step> {
-    const have = new Set(this.backendsOf(pool));
+    const have = new Set(poolBackends(pool));
     const add = backends.filter((b) => !have.has(b));
     const remove = [...have].filter((b) => !backends.includes(b));
     if (add.length === 0 && remove.length === 0) return undefined;

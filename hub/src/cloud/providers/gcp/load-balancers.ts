@@ -7,25 +7,27 @@
  */
 
 import { NeedsEnsureError } from "../../errors.js";
-import type {
-  InProgress,
-  LbIngress,
-  LoadBalancerCapabilities,
-  LoadBalancerSpec,
-  LoadBalancerState,
-  LoadBalancers,
-  OwnedLoadBalancer,
-  OwnedLoadBalancerPage,
-  ProviderContext,
-  ServiceTarget,
+import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
+import {
+  type InProgress,
+  isInProgress,
+  type LbIngress,
+  type LoadBalancerCapabilities,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+  type LoadBalancers,
+  type OwnedLoadBalancer,
+  type OwnedLoadBalancerPage,
+  type ProviderContext,
+  type ServiceTarget,
 } from "../../provider.js";
 import { parseGcpLbAnnotations } from "./annotations.js";
 import type { GcpApi } from "./api.js";
-import { EXTERNAL_PROTOCOLS, ExternalLb } from "./external-lb.js";
+import { EXTERNAL_PROTOCOLS, ExternalLb, poolBackends } from "./external-lb.js";
 import type { GcpInstances } from "./instances.js";
 import { InternalLb } from "./internal-lb.js";
-import { GcpLbBase } from "./lb-base.js";
-import { descriptionOwner, gceLoadBalancerName } from "./names.js";
+import { GcpLbBase, tail } from "./lb-base.js";
+import { descriptionOwner, gceLoadBalancerName, SPEC_DIGEST_LABEL } from "./names.js";
 import type { GcpOptions } from "./options.js";
 
 export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
@@ -34,6 +36,8 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     proxyProtocol: false,
     internal: true,
     protocols: EXTERNAL_PROTOCOLS,
+    // Backends are instances, nothing per node: listOwned's backends digest comes from the pools.
+    readsNodeAnnotations: false,
   };
   private readonly external: ExternalLb;
   private readonly internal: InternalLb;
@@ -60,18 +64,61 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     parseGcpLbAnnotations(spec.annotations);
     // The Service's first rule tells which kind it has now: the other kind goes first.
     const rule = await this.getRule(gceLoadBalancerName(target.serviceUid), signal);
-    if (spec.internal) {
-      if (rule?.target != null) {
-        const step = await this.external.ensureDeleted(target, signal);
-        if (step !== undefined) return step;
-      }
-      return this.internal.ensure(target, spec, signal);
+    if (spec.internal && rule?.target != null) {
+      const step = await this.external.ensureDeleted(target, signal);
+      if (step !== undefined) return step;
     }
-    if (rule?.backendService != null) {
+    if (!spec.internal && rule?.backendService != null) {
       const step = await this.internal.ensureDeleted(target, signal);
       if (step !== undefined) return step;
     }
-    return this.external.ensure(target, spec, signal);
+    const ingress = await (spec.internal ? this.internal : this.external).ensure(target, spec, signal);
+    if (isInProgress(ingress)) return ingress;
+    return (await this.recordSpecDigest(target, spec, signal)) ?? ingress;
+  }
+
+  /**
+   * The last step of an ensure, once the cloud matches the spec: its digest in the first
+   * forwarding rule's labels (the only resource of either kind that takes labels), where
+   * listOwned reads it back, so a restarted hub skips a Service built from the same spec.
+   */
+  private async recordSpecDigest(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+  ): Promise<undefined | InProgress> {
+    const name = gceLoadBalancerName(target.serviceUid);
+    const digest = loadBalancerSpecDigest(spec);
+    const rule = await this.getRule(name, signal);
+    if (rule === undefined) throw new NeedsEnsureError(`gcp: forwarding rule ${name} is gone`);
+    if (rule.labels?.[SPEC_DIGEST_LABEL] === digest) return undefined;
+    const pending = await this.ops.pending(
+      `regions/${this.region}`,
+      this.regional("forwardingRules", name),
+      signal,
+    );
+    if (pending !== undefined) return pending;
+    return this.ops.after(
+      await this.api.mutate(
+        "forwardingRules.setLabels",
+        (c, o) =>
+          c.forwardingRules.setLabels(
+            {
+              project: this.api.project,
+              region: this.region,
+              resource: name,
+              regionSetLabelsRequestResource: {
+                labels: { ...(rule.labels ?? {}), [SPEC_DIGEST_LABEL]: digest },
+                // Compute refuses the write (412) if another changed the labels since the read.
+                labelFingerprint: rule.labelFingerprint ?? null,
+              },
+            },
+            o,
+          ),
+        signal,
+      ),
+      signal,
+    );
   }
 
   async updateBackends(
@@ -96,8 +143,9 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
 
   /**
    * One page of the region's forwarding rules (one read): those whose description names an
-   * owner of this hub and whose name is that owner's (external and internal), with their address as the ingress. No
-   * digests: a target pool's description cannot be changed after it is made.
+   * owner of this hub and whose name is that owner's (external and internal), with their
+   * address as the ingress and the spec digest their labels hold; for external ones the
+   * backends digest too, from one listing of the region's target pools.
    */
   async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
     const [rules, , raw] = await this.api.call(
@@ -114,18 +162,55 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
         ),
       signal,
     );
-    const items: OwnedLoadBalancer[] = [];
-    for (const r of rules) {
+    const owned = rules.flatMap((r) => {
       const owner = descriptionOwner(r.description);
-      if (owner === undefined || r.name !== gceLoadBalancerName(owner.serviceUid)) continue;
-      items.push({
-        id: r.selfLink ?? this.regional("forwardingRules", r.name),
-        name: r.name,
+      return owner === undefined || r.name !== gceLoadBalancerName(owner.serviceUid) ? [] : [{ r, owner }];
+    });
+    // The backends of external ones from their pools as they are (the truth, not a record of
+    // it), so a restarted hub syncs only the pools that miss a node; internal ones share the
+    // cluster's instance groups, which a restarted hub syncs once per Service.
+    const pools = owned.some(({ r }) => r.target != null && r.labels?.[SPEC_DIGEST_LABEL] !== undefined)
+      ? await this.poolsByLink(signal)
+      : new Map<string, readonly string[]>();
+    const items: OwnedLoadBalancer[] = owned.map(({ r, owner }) => {
+      const spec = r.labels?.[SPEC_DIGEST_LABEL];
+      const backends = r.target != null ? pools.get(tail(r.target)) : undefined;
+      return {
+        id: r.selfLink ?? this.regional("forwardingRules", r.name ?? ""),
+        name: r.name ?? "",
         owner,
         ingress: r.IPAddress ? [{ ip: r.IPAddress }] : [],
-      });
-    }
+        ...(spec !== undefined && { specDigest: spec }),
+        ...(spec !== undefined && backends !== undefined && { backendsDigest: backendsDigest(backends) }),
+      };
+    });
     const next = raw?.nextPageToken;
     return { items, ...(next ? { nextPageToken: next } : {}) };
+  }
+
+  /** Every target pool of the region (all pages): its link's tail → its backends. */
+  private async poolsByLink(signal?: AbortSignal): Promise<Map<string, readonly string[]>> {
+    const out = new Map<string, readonly string[]>();
+    let pageToken: string | undefined;
+    do {
+      const [pools, , raw] = await this.api.call(
+        "targetPools.list",
+        (c, o) =>
+          c.targetPools.list(
+            {
+              project: this.api.project,
+              region: this.region,
+              maxResults: 500,
+              ...(pageToken !== undefined && { pageToken }),
+            },
+            o,
+          ),
+        signal,
+      );
+      for (const p of pools)
+        out.set(tail(p.selfLink ?? this.regional("targetPools", p.name ?? "")), poolBackends(p));
+      pageToken = raw?.nextPageToken ?? undefined;
+    } while (pageToken);
+    return out;
   }
 }

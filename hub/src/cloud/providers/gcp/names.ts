@@ -16,6 +16,12 @@ export function gceLoadBalancerName(serviceUid: string): string {
   return `a${serviceUid.replace(/-/g, "")}`.slice(0, 32);
 }
 
+/**
+ * The label of a Service's first forwarding rule that holds `loadBalancerSpecDigest` once the
+ * cloud matches that spec (Compute's label keys: lower-case letters, digits, `-` and `_`).
+ */
+export const SPEC_DIGEST_LABEL = "fleet-ccm-spec-digest";
+
 /** The firewall of a load balancer's clients (upstream MakeFirewallName). */
 export function gceFirewallName(lbName: string): string {
   return `k8s-fw-${lbName}`;
