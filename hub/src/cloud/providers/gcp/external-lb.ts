@@ -601,8 +601,10 @@ export class ExternalLb extends GcpLbBase {
     target: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
+    /** The pool as just read (by the caller that chose this kind), else read here. */
+    read?: Pool,
   ): Promise<undefined | InProgress> {
-    const pool = await this.getPool(gceLoadBalancerName(target.serviceUid), signal);
+    const pool = read ?? (await this.getPool(gceLoadBalancerName(target.serviceUid), signal));
     if (pool === undefined || !this.ours(pool.description, target))
       throw new NeedsEnsureError("gcp: the target pool is gone");
     return this.syncPoolInstances(pool, backends, signal);

@@ -127,7 +127,8 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     signal?: AbortSignal,
   ): Promise<undefined | InProgress> {
     const lbName = gceLoadBalancerName(target.serviceUid);
-    if (await this.getPool(lbName, signal)) return this.external.updateBackends(target, backends, signal);
+    const pool = await this.getPool(lbName, signal);
+    if (pool !== undefined) return this.external.updateBackends(target, backends, signal, pool);
     if (await this.getBackendService(lbName, signal))
       return this.internal.updateBackends(target, backends, signal);
     throw new NeedsEnsureError("gcp: the load balancer is gone");
