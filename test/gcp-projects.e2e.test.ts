@@ -9,13 +9,14 @@
  */
 
 import { LB_COLLECTIONS } from "@fleet-ccm/sim";
-import { afterAll, expect, test } from "@jest/globals";
+import { expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
 import { GcpLocalCloud } from "../cli/src/gcp-cloud.js";
 import { LinodeLocalCloud } from "../cli/src/linode-cloud.js";
-import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
+import { localCloudsFixture } from "./local-clouds-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const LINODE = "cluster-001";
@@ -41,18 +42,7 @@ interface KubeService {
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 }
 
-let fleet: LocalFleet | undefined;
-const clouds: LocalCloud[] = [];
-afterAll(async () => {
-  await fleet?.stop();
-  for (const c of clouds) await c.close();
-});
-
-async function started<T extends LocalCloud>(cloud: Promise<T>): Promise<T> {
-  const c = await cloud;
-  clouds.push(c);
-  return c;
-}
+const { started, useFleet } = localCloudsFixture();
 
 const tailOf = (link: unknown, parts: number) => String(link).split("/").slice(-parts).join("/");
 
@@ -76,14 +66,15 @@ test("two GCP projects (a key over two regions, workload identity federation) be
   const cloud = new MixedLocalCloud([linode, aws, gcp], (c) =>
     c === LINODE ? linode : c === AWS ? aws : gcp,
   );
-  fleet = await LocalFleet.start({
-    clusters: ALL.length,
-    nodesPerCluster: 0,
-    logger,
-    cloud,
-    configureCloudRoutes: true,
-  });
-  const f = fleet;
+  const f = useFleet(
+    await LocalFleet.start({
+      clusters: ALL.length,
+      nodesPerCluster: 0,
+      logger,
+      cloud,
+      configureCloudRoutes: true,
+    }),
+  );
   const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
   for (const c of ALL) f.spawnAgentProcess(c, hub.grpcPort);
   for (const c of ALL) f.addNodes(c, 2);

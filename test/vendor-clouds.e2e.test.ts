@@ -10,7 +10,7 @@
  */
 
 import { LB_COLLECTIONS } from "@fleet-ccm/sim";
-import { afterAll, expect, test } from "@jest/globals";
+import { expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
 import { DigitalOceanLocalCloud, DO_DEMO_ACCOUNT } from "../cli/src/digitalocean-cloud.js";
@@ -19,6 +19,7 @@ import { HETZNER_DEMO_ACCOUNT, HetznerLocalCloud } from "../cli/src/hetzner-clou
 import { LinodeLocalCloud } from "../cli/src/linode-cloud.js";
 import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
+import { localCloudsFixture } from "./local-clouds-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const LINODE = "cluster-001";
@@ -45,19 +46,7 @@ interface KubeService {
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 }
 
-let fleet: LocalFleet | undefined;
-/** Clouds started: closed here too, so one that started before a later start threw stops listening. */
-const clouds: LocalCloud[] = [];
-afterAll(async () => {
-  await fleet?.stop();
-  for (const c of clouds) await c.close();
-});
-
-async function started<T extends LocalCloud>(cloud: Promise<T>): Promise<T> {
-  const c = await cloud;
-  clouds.push(c);
-  return c;
-}
+const { started, useFleet } = localCloudsFixture();
 
 test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, load balancers, node changes, routes, clean delete", async () => {
   const linode = await started(LinodeLocalCloud.start([LINODE]));
@@ -84,14 +73,15 @@ test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, loa
     if (found === undefined) throw new Error(`no cloud for ${c}`);
     return found;
   });
-  fleet = await LocalFleet.start({
-    clusters: ALL.length,
-    nodesPerCluster: 0,
-    logger,
-    cloud,
-    configureCloudRoutes: true,
-  });
-  const f = fleet;
+  const f = useFleet(
+    await LocalFleet.start({
+      clusters: ALL.length,
+      nodesPerCluster: 0,
+      logger,
+      cloud,
+      configureCloudRoutes: true,
+    }),
+  );
   const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
   for (const c of ALL) f.spawnAgentProcess(c, hub.grpcPort);
   for (const c of ALL) f.addNodes(c, 2);
