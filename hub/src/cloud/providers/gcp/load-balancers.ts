@@ -10,6 +10,7 @@ import { NeedsEnsureError } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
   type InProgress,
+  inProgress,
   isInProgress,
   type LbIngress,
   type LoadBalancerCapabilities,
@@ -22,7 +23,8 @@ import {
   type ServiceTarget,
 } from "../../provider.js";
 import { parseGcpLbAnnotations } from "./annotations.js";
-import type { GcpApi } from "./api.js";
+import type { GcpApi, Operation } from "./api.js";
+import { hasReason } from "./errors.js";
 import { EXTERNAL_PROTOCOLS, ExternalLb, poolBackends } from "./external-lb.js";
 import type { GcpInstances } from "./instances.js";
 import { InternalLb } from "./internal-lb.js";
@@ -98,8 +100,9 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
       signal,
     );
     if (pending !== undefined) return pending;
-    return this.ops.after(
-      await this.api.mutate(
+    let op: Operation;
+    try {
+      op = await this.api.mutate(
         "forwardingRules.setLabels",
         (c, o) =>
           c.forwardingRules.setLabels(
@@ -116,9 +119,18 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
             o,
           ),
         signal,
-      ),
-      signal,
-    );
+      );
+    } catch (err) {
+      // The labels changed between the read and the write (an earlier write of ours ending
+      // meanwhile, or another client's): read them again on the next pass.
+      if (hasReason(err, "conditionNotMet"))
+        return inProgress(
+          this.options.operationPollMs,
+          `labels of forwarding rule ${name} changed meanwhile`,
+        );
+      throw err;
+    }
+    return this.ops.after(op, signal);
   }
 
   async updateBackends(
