@@ -344,6 +344,58 @@ export class OpenStackFake extends VendorFake<Listing> {
     });
   }
 
+  /**
+   * A listener with its default pool and members on an ACTIVE load balancer, straight into the
+   * store (as another client, or openstack-cloud-controller-manager, built it).
+   */
+  putListener(
+    lbId: string,
+    spec: { protocol: string; port: number; members: readonly { address: string; port: number }[] },
+  ): void {
+    const lb = this.store.loadBalancers.get(lbId);
+    if (lb === undefined) throw new Error(`no load balancer ${lbId}`);
+    const l: FakeListener = {
+      id: this.store.uuid(),
+      lbId,
+      name: `listener_${spec.port}_${lb.name}`,
+      description: "",
+      protocol: spec.protocol,
+      port: spec.port,
+      defaultPoolId: null,
+      settings: {},
+      tags: [],
+    };
+    this.store.listeners.set(l.id, l);
+    const pool: FakePool = {
+      id: this.store.uuid(),
+      lbId,
+      listenerId: l.id,
+      name: `pool_${spec.port}_${lb.name}`,
+      description: "",
+      protocol: spec.protocol,
+      lbAlgorithm: "ROUND_ROBIN",
+      sessionPersistence: null,
+      members: spec.members.map((m) => ({
+        id: this.store.uuid(),
+        address: m.address,
+        port: m.port,
+        subnetId: lb.vipSubnetId,
+        monitorPort: null,
+        name: m.address,
+      })),
+      tags: [],
+    };
+    this.store.pools.set(pool.id, pool);
+    l.defaultPoolId = pool.id;
+  }
+
+  /** A floating IP from `external` on the load balancer's VIP port. */
+  attachFloatingIpToLb(lbId: string, external: FakeNetwork): FakeFloatingIp {
+    const lb = this.store.loadBalancers.get(lbId);
+    if (lb === undefined) throw new Error(`no load balancer ${lbId}`);
+    return this.newFloatingIp(lb.account, lb.region, external.id, lb.vipPortId, "");
+  }
+
   // ---- routes -------------------------------------------------------------------------------
 
   protected routes(): readonly Route[] {
@@ -1424,6 +1476,7 @@ export class OpenStackFake extends VendorFake<Listing> {
         address,
         port,
         subnetId: typeof m["subnet_id"] === "string" ? m["subnet_id"] : null,
+        monitorPort: typeof m["monitor_port"] === "number" ? m["monitor_port"] : null,
         name: String(m["name"] ?? ""),
       };
     });
@@ -1523,6 +1576,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       address: m.address,
       protocol_port: m.port,
       subnet_id: m.subnetId,
+      monitor_port: m.monitorPort,
       weight: 1,
       backup: false,
       admin_state_up: true,

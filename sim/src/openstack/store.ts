@@ -130,6 +130,7 @@ export interface FakeMember {
   readonly address: string;
   readonly port: number;
   readonly subnetId: string | null;
+  readonly monitorPort: number | null;
   readonly name: string;
 }
 
