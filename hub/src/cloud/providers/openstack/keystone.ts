@@ -39,6 +39,8 @@ export interface CatalogService {
 export interface KeystoneToken {
   readonly token: string;
   readonly expiresAtMs: number;
+  /** When we received it (the injected clock). */
+  readonly issuedAtMs: number;
   readonly projectId: string;
   readonly catalog: readonly CatalogService[];
 }
@@ -82,7 +84,7 @@ export class KeystoneAuth {
   token(signal?: AbortSignal): Promise<KeystoneToken> {
     const now = this.config.clock.now();
     const t = this.current;
-    if (t !== undefined && now < t.expiresAtMs - renewMargin(t, now)) return Promise.resolve(t);
+    if (t !== undefined && now < t.expiresAtMs - renewMargin(t)) return Promise.resolve(t);
     if (this.inFlight === undefined) {
       this.inFlight = this.authenticate(signal).finally(() => {
         this.inFlight = undefined;
@@ -123,7 +125,7 @@ export class KeystoneAuth {
       }
       throw err;
     });
-    const token = parseToken(body, subject);
+    const token = parseToken(body, subject, this.config.clock.now());
     this.current = token;
     this.issued++;
     return token;
@@ -159,11 +161,12 @@ export class KeystoneAuth {
   }
 }
 
-function renewMargin(t: KeystoneToken, now: number): number {
-  return Math.min(MAX_RENEW_MARGIN_MS, Math.max(0, (t.expiresAtMs - now) / 10));
+/** A tenth of the token's life, at most five minutes: renewed while the old one still works. */
+function renewMargin(t: KeystoneToken): number {
+  return Math.min(MAX_RENEW_MARGIN_MS, Math.max(0, (t.expiresAtMs - t.issuedAtMs) / 10));
 }
 
-function parseToken(body: Record<string, unknown>, subject: string | null): KeystoneToken {
+function parseToken(body: Record<string, unknown>, subject: string | null, nowMs: number): KeystoneToken {
   const t = body["token"] as Record<string, unknown> | undefined;
   const expires = typeof t?.["expires_at"] === "string" ? Date.parse(t["expires_at"]) : Number.NaN;
   const catalog = t?.["catalog"];
@@ -173,6 +176,7 @@ function parseToken(body: Record<string, unknown>, subject: string | null): Keys
   return {
     token: subject,
     expiresAtMs: expires,
+    issuedAtMs: nowMs,
     projectId: typeof project === "string" ? project : "",
     catalog: catalog.map((s: Record<string, unknown>) => ({
       type: String(s["type"]),
