@@ -248,6 +248,8 @@ const SUBSETS = [
       "routers/id:get",
       "routers/id/add_extraroutes:put",
       "routers/id/remove_extraroutes:put",
+      "routers/router_id/tags/id:put",
+      "routers/router_id/tags/id:delete",
     ],
   },
   {

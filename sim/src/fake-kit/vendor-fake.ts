@@ -120,6 +120,8 @@ export interface VendorFakeConfig {
   };
   /** The token a request carries (default: `Authorization: Bearer <token>`; OpenStack's X-Auth-Token). */
   readonly tokenOf?: (headers: IncomingHttpHeaders) => string | undefined;
+  /** A POST or PUT without a body has none (default: `{}`), for vendors with body-less PUTs (Neutron's tags). */
+  readonly emptyBodyIsNone?: boolean;
   /** The query as the spec checker is to read it (default: as sent). */
   readonly specQuery?: (query: URLSearchParams) => URLSearchParams;
   /**
@@ -268,6 +270,7 @@ export abstract class VendorFake<L extends VendorListing> {
     if (BODY_METHODS.has(method)) {
       try {
         body = await readJsonBody(req, DEFAULT_MAX_BODY_BYTES);
+        if (config.emptyBodyIsNone && req.headers["content-length"] === "0") body = undefined;
       } catch (err) {
         if (!(err instanceof FakeError)) throw err;
         fail(config.refusals.badBody());

@@ -162,6 +162,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       renderer: renderer(),
       requestIdHeader: "x-openstack-request-id",
       requestId: (n) => `req-${String(n).padStart(8, "0")}-0000-4000-8000-000000000000`,
+      emptyBodyIsNone: true,
       tokenOf: (h) => {
         const t = h["x-auth-token"];
         return typeof t === "string" && t !== "" ? t : undefined;
@@ -261,7 +262,7 @@ export class OpenStackFake extends VendorFake<Listing> {
   }
 
   createRouter(account: string, region: string, name: string): FakeRouter {
-    const r: FakeRouter = { id: this.store.uuid(), account, region, name, routes: [] };
+    const r: FakeRouter = { id: this.store.uuid(), account, region, name, routes: [], tags: [] };
     this.store.routers.set(r.id, r);
     return r;
   }
@@ -491,6 +492,33 @@ export class OpenStackFake extends VendorFake<Listing> {
         op: "neutron.routers.remove_extraroutes",
         example: `/${R}/public/network/v2.0/routers/${id}/remove_extraroutes`,
         handle: (c) => this.extraRoutes(c, "remove"),
+      },
+      {
+        method: "PUT",
+        pattern: svc("network", "/v2\\.0/routers/([^/]+)/tags/([^/]+)"),
+        op: "neutron.routers.tags.add",
+        example: `/${R}/public/network/v2.0/routers/${id}/tags/x`,
+        handle: (c) => {
+          const r = this.routerOf(c);
+          const t = c.params[2] ?? "";
+          if (t.length > 255 || t.includes(","))
+            throw bad("InvalidInput", `Invalid input for operation: '${t}' is not a valid tag.`);
+          if (!r.tags.includes(t)) r.tags.push(t);
+          return { status: 201, body: "" };
+        },
+      },
+      {
+        method: "DELETE",
+        pattern: svc("network", "/v2\\.0/routers/([^/]+)/tags/([^/]+)"),
+        op: "neutron.routers.tags.delete",
+        example: `/${R}/public/network/v2.0/routers/${id}/tags/x`,
+        handle: (c) => {
+          const r = this.routerOf(c);
+          const t = c.params[2] ?? "";
+          if (!r.tags.includes(t)) throw neutronNotFound("Tag", t);
+          r.tags = r.tags.filter((x) => x !== t);
+          return { status: 204 };
+        },
       },
       ...this.octaviaRoutes(R, id),
     ];
@@ -1068,9 +1096,8 @@ export class OpenStackFake extends VendorFake<Listing> {
       tenant_id: project.id,
       project_id: project.id,
       routes: r.routes,
-      external_gateway_info: null,
       description: "",
-      tags: [],
+      tags: r.tags,
       revision_number: 1,
     };
   }

@@ -81,6 +81,7 @@ export interface FakeRouter {
   readonly region: string;
   readonly name: string;
   routes: { destination: string; nexthop: string }[];
+  tags: string[];
 }
 
 export type Provisioning =

@@ -16,6 +16,7 @@ import {
 import type { AccountBinding, LbOwner } from "../../provider.js";
 import { openstackProvider } from "./index.js";
 import { ownerOfTags } from "./load-balancers.js";
+import { claimTag } from "./routes.js";
 
 const PROJECT = "demo";
 const REGION = "RegionOne";
@@ -55,6 +56,19 @@ export function octaviaResources(fake: OpenStackFake): FakeResource[] {
           : { serviceUid: described[1] ?? "", cluster: described[2] ?? "" };
     out.push({ kind: "floatingip", id: f.id, ...(o !== undefined && { lbOwner: o }) });
   }
+  // Routes of the project's routers, owned by the cluster whose claim tag the router carries.
+  for (const r of fake.store.routers.values())
+    for (const route of r.routes) {
+      const owner = r.tags
+        .map((t) => /^fleet-ccm\.route=(.+)=[^=]+$/.exec(t)?.[1])
+        .find((c) => c !== undefined && r.tags.includes(claimTag(c, route.destination)));
+      out.push({
+        kind: "route",
+        id: `${r.id}/${route.destination}/${route.nexthop}`,
+        destinationCIDR: route.destination,
+        ...(owner !== undefined && { routeOwner: owner }),
+      });
+    }
   return out;
 }
 
@@ -110,6 +124,7 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
       external: true,
     });
     const far = fake.createNetwork(PROJECT, "RegionTwo", { name: "k8s", cidr: "10.1.0.0/16" });
+    const router = fake.createRouter(PROJECT, REGION, "k8s-router");
     const server = (name: string, region: string, network: FakeNetwork) => {
       const s = fake.createServer(PROJECT, region, { name, networks: [network] });
       return { instanceID: s.id, providerID: `openstack:///${s.id}` };
@@ -132,6 +147,7 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
       options: {
         applicationCredentialId: "app-1",
         pageSize: 10,
+        routerId: router.id,
         loadBalancer: { floatingNetworkId: ext.id },
       },
       isMutation: (op) => !op.startsWith("keystone.") && /\.(create|update|delete)$/.test(op),
@@ -168,6 +184,11 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
         });
       },
       vendorModes: vendorModes(fake, net, ext),
+      createForeignRoute: (cidr, target) => {
+        const ip = [...fake.store.ports.values()].find((p) => p.deviceId === target)?.fixedIps[0]?.ip_address;
+        if (ip === undefined) throw new Error(`server ${target} has no port`);
+        fake.addRouterRoute(router.id, cidr, ip);
+      },
       close: () => fake.close(),
     };
   },

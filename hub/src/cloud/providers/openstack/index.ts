@@ -13,6 +13,7 @@ import { OpenStackClient } from "./client.js";
 import { OpenStackInstances, PROVIDER_NAME } from "./instances.js";
 import { KeystoneAuth, type KeystoneCredentials } from "./keystone.js";
 import { OpenStackLoadBalancers } from "./load-balancers.js";
+import { OpenStackRoutes } from "./routes.js";
 
 const url = z.string().url();
 
@@ -43,6 +44,8 @@ export const OpenStackOptionsSchema = z
     /** Upstream's [Networking] internal-network-name / public-network-name. */
     internalNetworkName: z.array(z.string().min(1)).default([]),
     publicNetworkName: z.array(z.string().min(1)).default([]),
+    /** Upstream's [Route] router-id: pod-CIDR routes as this router's extra routes (absent: no routes). */
+    routerId: z.string().min(1).optional(),
     /** Upstream's [LoadBalancer] section; a Service's annotations win. */
     loadBalancer: z
       .object({
@@ -139,6 +142,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
       ...options.loadBalancer,
       networkId: options.loadBalancer.networkId ?? account.network,
     });
+    const routes = options.routerId === undefined ? undefined : new OpenStackRoutes(client, options.routerId);
     ctx.logger.debug({ account: account.name, region: account.region }, "openstack provider bound");
     return {
       name: PROVIDER_NAME,
@@ -156,6 +160,14 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
         ensureDeleted: (t, s, hints) => lbs.ensureDeleted(t, s, hints),
         listOwned: (token, s) => lbs.listOwned(token, s),
       },
+      ...(routes !== undefined && {
+        routes: {
+          lockKey: () => routes.lockKey(),
+          list: (c, s) => routes.list(c, s),
+          create: (c, r, s) => routes.create(c, r, s),
+          delete: (c, r, s) => routes.delete(c, r, s),
+        },
+      }),
     };
   },
 };
