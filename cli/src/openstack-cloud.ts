@@ -1,12 +1,12 @@
 /**
  * The fake OpenStack cloud for `fleet-ccm demo --provider openstack` and the end-to-end tests:
  * one project (one application credential) in RegionOne of a two-region catalog, an external
- * network for floating IPs, and per cluster a Neutron network of its own (`<cluster>-net`: its
- * nodes' ports and its load balancers' VIPs), its servers carrying `fleet-ccm.io/cluster=<cluster>`
- * in their Nova metadata. A cluster's scope is its network and that tag.
+ * network for floating IPs, one router for every cluster's pod-CIDR routes, and per cluster a
+ * Neutron network of its own (`<cluster>-net`: its nodes' ports and its load balancers' VIPs),
+ * its servers carrying `fleet-ccm-cluster=<cluster>` in their Nova metadata (Nova's metadata keys
+ * take no `/`). A cluster's scope is its network.
  */
 import {
-  CLUSTER_TAG,
   type FakeNeutronNetwork,
   type FakeNovaServer,
   type FakeOctaviaLoadBalancer,
@@ -19,6 +19,7 @@ export const OPENSTACK_DEMO_REGION = "RegionOne";
 export const OPENSTACK_DEMO_ACCOUNT = "openstack-demo";
 const PROJECT = "demo";
 const APP_CREDENTIAL_ID = "fleet-ccm-demo";
+const CLUSTER_KEY = "fleet-ccm-cluster";
 
 export interface OpenStackLocalCloudOptions {
   readonly latencyMs?: number;
@@ -26,6 +27,8 @@ export interface OpenStackLocalCloudOptions {
   readonly pendingMs?: number;
   /** The hub's rate limit for the project (default 50/s). */
   readonly rateLimitPerSecond?: number;
+  /** Check every exchange against the spec subsets (tests). */
+  readonly spec?: boolean;
 }
 
 export class OpenStackLocalCloud implements LocalCloud {
@@ -37,6 +40,7 @@ export class OpenStackLocalCloud implements LocalCloud {
     readonly fake: OpenStackFake,
     readonly secret: string,
     readonly external: FakeNeutronNetwork,
+    readonly routerId: string,
     private readonly opts: OpenStackLocalCloudOptions,
   ) {}
 
@@ -44,7 +48,7 @@ export class OpenStackLocalCloud implements LocalCloud {
     clusters: readonly string[],
     opts: OpenStackLocalCloudOptions = {},
   ): Promise<OpenStackLocalCloud> {
-    const fake = await OpenStackFake.start({ pendingMs: opts.pendingMs ?? 200 });
+    const fake = await OpenStackFake.start({ pendingMs: opts.pendingMs ?? 200, spec: opts.spec ?? false });
     if (opts.latencyMs) fake.faults.set({ latencyMs: opts.latencyMs });
     fake.createProject(PROJECT);
     const secret = `demo-${Math.random().toString(36).slice(2)}`;
@@ -54,7 +58,8 @@ export class OpenStackLocalCloud implements LocalCloud {
       cidr: "172.24.4.0/24",
       external: true,
     });
-    const cloud = new OpenStackLocalCloud(fake, secret, external, opts);
+    const router = fake.createRouter(PROJECT, OPENSTACK_DEMO_REGION, "k8s-router");
+    const cloud = new OpenStackLocalCloud(fake, secret, external, router.id, opts);
     clusters.forEach((c, i) => {
       cloud.networks.set(
         c,
@@ -85,6 +90,7 @@ export class OpenStackLocalCloud implements LocalCloud {
           credentials: { applicationCredentialSecret: { env: "FLEET_CCM_OPENSTACK_SECRET" } },
           options: {
             applicationCredentialId: APP_CREDENTIAL_ID,
+            routerId: this.routerId,
             loadBalancer: { floatingNetworkId: this.external.id },
           },
           rateLimit: { perSecond, burst: perSecond * 2 },
@@ -98,7 +104,7 @@ export class OpenStackLocalCloud implements LocalCloud {
   clusterConfig(cluster: string) {
     return {
       account: OPENSTACK_DEMO_ACCOUNT,
-      scope: { network: this.network(cluster).id, tags: { [CLUSTER_TAG]: cluster } },
+      scope: { network: this.network(cluster).id },
     };
   }
 
@@ -108,7 +114,7 @@ export class OpenStackLocalCloud implements LocalCloud {
     this.fake.createServer(PROJECT, OPENSTACK_DEMO_REGION, {
       name,
       networks: [this.network(cluster)],
-      metadata: { [CLUSTER_TAG]: cluster },
+      metadata: { [CLUSTER_KEY]: cluster },
       az: "nova",
       flavor: "m1.medium",
     });
@@ -116,7 +122,7 @@ export class OpenStackLocalCloud implements LocalCloud {
   }
 
   servers(cluster: string): FakeNovaServer[] {
-    return [...this.fake.store.servers.values()].filter((s) => s.metadata[CLUSTER_TAG] === cluster);
+    return [...this.fake.store.servers.values()].filter((s) => s.metadata[CLUSTER_KEY] === cluster);
   }
 
   /** The cluster's load balancers (their owner tags name it). */
@@ -124,6 +130,12 @@ export class OpenStackLocalCloud implements LocalCloud {
     return [...this.fake.store.loadBalancers.values()].filter(
       (l) => l.tags.includes(`fleet-ccm.io/cluster=${cluster}`) && this.fake.lbStatus(l.id) !== "DELETED",
     );
+  }
+
+  /** The router's extra routes, `destination -> nexthop`. */
+  routes(): string[] {
+    const r = this.fake.store.routers.get(this.routerId);
+    return (r?.routes ?? []).map((x) => `${x.destination} -> ${x.nexthop}`).sort();
   }
 
   totalCalls(): number {
