@@ -240,6 +240,8 @@ const SUBSETS = [
     kind: "openapi",
     operations: [
       "ports:get",
+      "ports/port_id:put",
+      "ports/port_id/add_allowed_address_pairs:put",
       "floatingips:get",
       "floatingips:post",
       "floatingips/id:get",

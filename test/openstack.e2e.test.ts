@@ -4,7 +4,8 @@
  * cloud keeps every Octavia change PENDING_* for a while. Nodes get OpenStack providerIDs and
  * labels; a public Service gets an Octavia load balancer with a floating IP and the
  * load-balancer-id annotation, then turns internal (the VIP, no floating IP); a joining node
- * becomes a member; pod CIDRs become router extra routes beside a route of someone else's; the
+ * becomes a member; pod CIDRs become router extra routes beside a route of someone else's, and
+ * allowed address pairs of the nodes' ports; the
  * deleted Service leaves nothing behind (load balancer, listeners, pools, members, monitors,
  * floating IP) and the other route stays.
  */
@@ -131,6 +132,12 @@ test("OpenStack beside Linode on one hub: nodes, a public then internal load bal
       }),
     ].sort();
   expect(await waitFor(() => JSON.stringify(os.routes()) === JSON.stringify(want()), 60_000)).toBe(true);
+  // As upstream: each node's port lets its pod CIDR through (an allowed address pair).
+  for (const [i, n] of nodes().entries()) {
+    const s = os.servers(OPENSTACK).find((x) => x.name === n.metadata.name);
+    const port = [...os.fake.store.ports.values()].find((p) => p.deviceId === s?.id);
+    expect(port?.allowedAddressPairs.map((a) => a.ip_address)).toEqual([`10.244.${i}.0/24`]);
+  }
 
   // Delete the Service: nothing of it is left; the foreign route stays.
   f.cluster(OPENSTACK).kube.delete("Service", "default", "web-0000");

@@ -435,6 +435,36 @@ export class OpenStackFake extends VendorFake<Listing> {
         handle: (c) => this.listPorts(c),
       },
       {
+        method: "PUT",
+        pattern: svc("network", "/v2\\.0/ports/([^/]+)"),
+        op: "neutron.ports.update",
+        example: `/${R}/public/network/v2.0/ports/${id}`,
+        handle: (c) => {
+          const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          const pairs = ((c.body["port"] as Json | undefined) ?? {})["allowed_address_pairs"];
+          if (pairs !== undefined) p.allowedAddressPairs = this.pairs(p, pairs);
+          return { body: { port: this.wirePort(p) } };
+        },
+      },
+      {
+        method: "PUT",
+        pattern: svc("network", "/v2\\.0/ports/([^/]+)/add_allowed_address_pairs"),
+        op: "neutron.ports.add_allowed_address_pairs",
+        example: `/${R}/public/network/v2.0/ports/${id}/add_allowed_address_pairs`,
+        handle: (c) => {
+          const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          const added = this.pairs(p, ((c.body["port"] as Json | undefined) ?? {})["allowed_address_pairs"]);
+          for (const a of added)
+            if (
+              !p.allowedAddressPairs.some(
+                (x) => x.ip_address === a.ip_address && x.mac_address === a.mac_address,
+              )
+            )
+              p.allowedAddressPairs.push(a);
+          return { body: { port: this.wirePort(p) } };
+        },
+      },
+      {
         method: "GET",
         pattern: svc("network", "/v2\\.0/floatingips"),
         op: "neutron.floatingips.list",
@@ -909,6 +939,15 @@ export class OpenStackFake extends VendorFake<Listing> {
       "neutron",
       ports.map((p) => ({ id: p.id, wire: this.wirePort(p) })),
     );
+  }
+
+  /** Allowed address pairs as Neutron keeps them (the port's MAC where none is given). */
+  private pairs(p: FakePort, raw: unknown): { ip_address: string; mac_address: string }[] {
+    if (!Array.isArray(raw)) throw bad("InvalidInput", "allowed_address_pairs must be a list");
+    return (raw as Json[]).map((x) => ({
+      ip_address: String(x["ip_address"]),
+      mac_address: typeof x["mac_address"] === "string" ? x["mac_address"] : p.mac,
+    }));
   }
 
   private wirePort(p: FakePort): Json {
