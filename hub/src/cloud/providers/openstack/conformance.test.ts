@@ -148,7 +148,8 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
         applicationCredentialId: "app-1",
         pageSize: 10,
         routerId: router.id,
-        loadBalancer: { floatingNetworkId: ext.id },
+        // The suite's recovery case needs the opt-in to rebuild an ERROR load balancer.
+        loadBalancer: { floatingNetworkId: ext.id, recreateOnError: true },
       },
       isMutation: (op) => !op.startsWith("keystone.") && /\.(create|update|delete)$/.test(op),
       createInstance: ({ name, inScope }) =>

@@ -59,9 +59,11 @@ export const OpenStackOptionsSchema = z
         createMonitor: z.boolean().default(true),
         flavorId: z.string().min(1).optional(),
         availabilityZone: z.string().min(1).optional(),
+        /** An ERROR load balancer is deleted and built anew once its failure was reported (default: reported only). */
+        recreateOnError: z.boolean().default(false),
       })
       .strict()
-      .default({ lbMethod: "ROUND_ROBIN", createMonitor: true }),
+      .default({ lbMethod: "ROUND_ROBIN", createMonitor: true, recreateOnError: false }),
   })
   .strict();
 export type OpenStackOptions = z.infer<typeof OpenStackOptionsSchema>;

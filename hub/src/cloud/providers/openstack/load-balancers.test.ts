@@ -7,7 +7,7 @@ import { OpenStackFake } from "../../../../../sim/src/openstack/index.js";
 import type { FakeNetwork } from "../../../../../sim/src/openstack/store.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
-import { InstanceNotFoundError } from "../../errors.js";
+import { InstanceNotFoundError, OperationFailedError } from "../../errors.js";
 import type {
   AccountBinding,
   CloudProvider,
@@ -205,6 +205,19 @@ describe("annotations", () => {
       settle(() => lbs.ensure(t, spec(annotations), undefined, { annotations, ingress: [] })),
     ).rejects.toThrow(/no adoptFrom/);
     expect(fake.store.loadBalancers.get(theirs.id)?.tags).toEqual([]);
+  });
+});
+
+describe("an ERROR load balancer", () => {
+  test("without recreateOnError it is reported on every sync and never deleted", async () => {
+    const t = target();
+    fake.failNextCreates(1);
+    await expect(settle(() => lbs.ensure(t, spec()))).rejects.toBeInstanceOf(OperationFailedError);
+    await expect(settle(() => lbs.ensure(t, spec()))).rejects.toThrow(/recreateOnError/);
+    const lb = lbOf(t.serviceUid);
+    expect(lb === undefined ? undefined : fake.lbStatus(lb.id)).toBe("ERROR");
+    await settle(() => lbs.ensureDeleted(t));
+    expect(lbOf(t.serviceUid)).toBeUndefined();
   });
 });
 

@@ -10,8 +10,9 @@
  * next with 409 until it is ACTIVE again. A call makes its changes one at a time, reading the
  * load balancer after each; the moment it is not ACTIVE the call answers in progress and ends
  * (the hub calls again later): no call ever waits. A 409 "immutable" (another writer's change
- * in flight) is in progress too. An ERROR load balancer is reported once (OperationFailedError,
- * read from the cloud) and, on the next call, deleted and built anew.
+ * in flight) is in progress too. An ERROR load balancer is reported (OperationFailedError, read
+ * from the cloud); with `recreateOnError` it is reported once and, on the next call, deleted and
+ * built anew.
  *
  * What openstack-cloud-controller-manager built is adopted with the operator's opt-in
  * (adoptFrom): found by the Service's `loadbalancer.openstack.org/load-balancer-id` or by
@@ -146,6 +147,8 @@ export interface LbDefaults {
   readonly memberSubnetId?: string | undefined;
   readonly lbMethod: LbMethod;
   readonly createMonitor: boolean;
+  /** An ERROR load balancer is deleted and built anew after its failure was reported once (opt-in). */
+  readonly recreateOnError: boolean;
   readonly flavorId?: string | undefined;
   readonly availabilityZone?: string | undefined;
 }
@@ -571,6 +574,11 @@ export class OpenStackLoadBalancers implements LoadBalancers {
 
   /** An ERROR load balancer: reported once (tagged so any replica knows), then deleted to be built anew. */
   private async failed(lb: WireLb, signal?: AbortSignal): Promise<never | InProgress> {
+    const message = `Octavia load balancer ${lb.id} (${lb.name}) is in ERROR`;
+    if (!this.defaults.recreateOnError)
+      throw new OperationFailedError(
+        `${message}: delete it (or set options.loadBalancer.recreateOnError) for the hub to build it anew`,
+      );
     if ((lb.tags ?? []).includes(FAILURE_REPORTED_TAG)) {
       await this.client.request("load-balancer", LB_OPS.delete, "DELETE", `/lbaas/loadbalancers/${lb.id}`, {
         query: { cascade: "true" },
@@ -582,7 +590,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       body: { loadbalancer: { tags: [...(lb.tags ?? []), FAILURE_REPORTED_TAG] } },
       signal,
     });
-    throw new OperationFailedError(`Octavia load balancer ${lb.id} (${lb.name}) is in ERROR`);
+    throw new OperationFailedError(message);
   }
 
   /** Listeners, pools, members and monitors as the spec says, one change at a time. */
