@@ -441,7 +441,7 @@ export class OpenStackFake extends VendorFake<Listing> {
         example: `/${R}/public/network/v2.0/ports/${id}`,
         handle: (c) => {
           const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
-          const pairs = ((c.body["port"] as Json | undefined) ?? {})["allowed_address_pairs"];
+          const pairs = (c.body["port"] as Json | undefined)?.["allowed_address_pairs"];
           if (pairs !== undefined) p.allowedAddressPairs = this.pairs(p, pairs);
           return { body: { port: this.wirePort(p) } };
         },
@@ -453,7 +453,7 @@ export class OpenStackFake extends VendorFake<Listing> {
         example: `/${R}/public/network/v2.0/ports/${id}/add_allowed_address_pairs`,
         handle: (c) => {
           const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
-          const added = this.pairs(p, ((c.body["port"] as Json | undefined) ?? {})["allowed_address_pairs"]);
+          const added = this.pairs(p, (c.body["port"] as Json | undefined)?.["allowed_address_pairs"]);
           for (const a of added)
             if (
               !p.allowedAddressPairs.some(
