@@ -218,6 +218,68 @@ const SUBSETS = [
       "list_actions_for_certificate",
     ],
   },
+  // The routes of sim/src/openstack/fake.ts: gtema/openstack-openapi's generated OpenAPI of
+  // Keystone, Nova, Neutron and Octavia (archived; its generator moved to opendev's
+  // openstack/codegenerator). Where it disagrees with the projects' api-ref, the api-ref wins
+  // (sim/fixtures/README.md).
+  {
+    source: "openstack/openapi-gtema/specs/identity/v3.14.yaml",
+    target: "openstack/identity-v3.14.ccm-subset.yaml",
+    kind: "openapi",
+    operations: ["auth/tokens:post"],
+  },
+  {
+    source: "openstack/openapi-gtema/specs/compute/v2.96.yaml",
+    target: "openstack/compute-v2.96.ccm-subset.yaml",
+    kind: "openapi",
+    operations: ["servers/detail:get", "servers/id:get"],
+  },
+  {
+    source: "openstack/openapi-gtema/specs/network/v2.yaml",
+    target: "openstack/network-v2.ccm-subset.yaml",
+    kind: "openapi",
+    operations: [
+      "ports:get",
+      "ports/port_id:put",
+      "ports/port_id/add_allowed_address_pairs:put",
+      "floatingips:get",
+      "floatingips:post",
+      "floatingips/id:get",
+      "floatingips/id:put",
+      "floatingips/id:delete",
+      "routers/id:get",
+      "routers/id/add_extraroutes:put",
+      "routers/id/remove_extraroutes:put",
+      "routers/router_id/tags/id:put",
+      "routers/router_id/tags/id:delete",
+    ],
+  },
+  {
+    source: "openstack/openapi-gtema/specs/load-balancing/v2.yaml",
+    target: "openstack/load-balancing-v2.ccm-subset.yaml",
+    kind: "openapi",
+    operations: [
+      "lbaas/loadbalancers:get",
+      "lbaas/loadbalancers:post",
+      "lbaas/loadbalancers/loadbalancer_id:get",
+      "lbaas/loadbalancers/loadbalancer_id:put",
+      "lbaas/loadbalancers/loadbalancer_id:delete",
+      "lbaas/listeners:get",
+      "lbaas/listeners:post",
+      "lbaas/listeners/listener_id:put",
+      "lbaas/listeners/listener_id:delete",
+      "lbaas/pools:get",
+      "lbaas/pools:post",
+      "lbaas/pools/pool_id:put",
+      "lbaas/pools/pool_id:delete",
+      "lbaas/pools/pool_id/members:get",
+      "lbaas/pools/pool_id/members:put",
+      "lbaas/healthmonitors:get",
+      "lbaas/healthmonitors:post",
+      "lbaas/healthmonitors/healthmonitor_id:put",
+      "lbaas/healthmonitors/healthmonitor_id:delete",
+    ],
+  },
 ];
 
 /**
@@ -262,6 +324,7 @@ const COPIES = ["aws/LICENSE-botocore.txt", "aws/NOTICE-botocore", "gcp/LICENSE-
 /** Files copied under another name: source → target. */
 const RENAMED_COPIES = {
   "hetzner/unofficial-MaximilianKoestler-hcloud-openapi/LICENSE": "hetzner/LICENSE-MIT-hcloud-openapi.txt",
+  "openstack/openapi-gtema/LICENSE": "openstack/LICENSE-Apache-2.0-openapi-gtema.txt",
 };
 
 function fail(message) {
@@ -461,7 +524,9 @@ function cutOpenapiYaml(text, doc, subset) {
       }
     } else if (top.key === "tags") {
       out.push(lines[top.from]);
-      const items = entriesAt(lines, top.from + 1, top.to, 0, true);
+      // The items at column 0 (most documents) or indented by two (gtema's OpenStack ones).
+      let items = entriesAt(lines, top.from + 1, top.to, 0, true);
+      if (items.length === 0) items = entriesAt(lines, top.from + 1, top.to, 2, true);
       if (items.length !== doc.tags.length) fail("the tags list is not one block per tag");
       items.forEach((item, n) => {
         if (subset.tags.has(doc.tags[n].name)) copy(item);

@@ -84,7 +84,7 @@ clusters:
   expect(lines[0]).toMatch(/hub-.*\.yaml is invalid:$/);
   expect(lines.slice(1)).toEqual([
     'clusters[1].name: duplicate cluster "alpha"',
-    'accounts[0].provider: unknown provider "azure" (known: simulated, linode, aws, digitalocean, hetzner, gcp)',
+    'accounts[0].provider: unknown provider "azure" (known: simulated, linode, aws, digitalocean, hetzner, gcp, openstack)',
     `accounts[1].credentials: cannot read secret file ${join(dir, "no-such-key")} (ENOENT)`,
   ]);
   expect(r.stdout).toBe("");

@@ -31,6 +31,7 @@ export {
   startNatsCluster,
   startNatsServer,
 } from "./nats/server.js";
+export * from "./openstack/index.js";
 export { selfSignedCertificate, type TestCertificate } from "./util/certificate.js";
 export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";
 export { FaultProxy, startFaultProxy } from "./util/fault-proxy.js";

@@ -4,6 +4,7 @@ import { digitalOceanProvider } from "./providers/digitalocean/index.js";
 import { gcpProvider } from "./providers/gcp/index.js";
 import { hetznerProvider } from "./providers/hetzner/index.js";
 import { linodeProvider } from "./providers/linode/index.js";
+import { openstackProvider } from "./providers/openstack/index.js";
 import { simulatedProvider } from "./providers/simulated/index.js";
 
 /** Every provider this hub build ships. */
@@ -14,4 +15,5 @@ export const builtinProviders: readonly ProviderFactory[] = [
   digitalOceanProvider,
   hetznerProvider,
   gcpProvider,
+  openstackProvider,
 ];

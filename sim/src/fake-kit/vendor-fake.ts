@@ -45,6 +45,8 @@ export interface VendorCall {
 export interface VendorAnswer {
   readonly status?: number;
   readonly body?: unknown;
+  /** Headers of the answer (OpenStack's X-Subject-Token, say). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** A list a handler returns instead of an answer; the fake's `page` turns it into one page. */
@@ -63,6 +65,8 @@ export interface VendorRoute<L extends VendorListing> extends RouteLike {
   /** A path the route serves, to find its operation in the spec. */
   readonly example: string;
   readonly handle: (c: VendorCall) => VendorAnswer | L;
+  /** Served without a token (a token endpoint, such as Keystone's); the call's account is "". */
+  readonly anonymous?: boolean;
 }
 
 /** The list faults of this call, for `page` to apply where the vendor's paging puts them. */
@@ -114,6 +118,10 @@ export interface VendorFakeConfig {
     /** Routes serve the path, with other methods (default: notFound). */
     methodNotAllowed?(allow: string): FakeError;
   };
+  /** The token a request carries (default: `Authorization: Bearer <token>`; OpenStack's X-Auth-Token). */
+  readonly tokenOf?: (headers: IncomingHttpHeaders) => string | undefined;
+  /** A POST or PUT without a body has none (default: `{}`), for vendors with body-less PUTs (Neutron's tags). */
+  readonly emptyBodyIsNone?: boolean;
   /** The query as the spec checker is to read it (default: as sent). */
   readonly specQuery?: (query: URLSearchParams) => URLSearchParams;
   /**
@@ -262,6 +270,7 @@ export abstract class VendorFake<L extends VendorListing> {
     if (BODY_METHODS.has(method)) {
       try {
         body = await readJsonBody(req, DEFAULT_MAX_BODY_BYTES);
+        if (config.emptyBodyIsNone && req.headers["content-length"] === "0") body = undefined;
       } catch (err) {
         if (!(err instanceof FakeError)) throw err;
         fail(config.refusals.badBody());
@@ -275,8 +284,15 @@ export abstract class VendorFake<L extends VendorListing> {
       headers: req.headers,
       ...(body !== undefined && { body }),
     });
-    const token = /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
-    account = token === undefined ? undefined : this.accountOf(token);
+    const token = config.tokenOf
+      ? config.tokenOf(req.headers)
+      : /^Bearer\s+(\S+)$/i.exec((req.headers.authorization ?? "").trim())?.[1];
+    account =
+      m.kind === "found" && m.route.anonymous === true
+        ? ""
+        : token === undefined
+          ? undefined
+          : this.accountOf(token);
     if (account === undefined) {
       fail(config.refusals.unauthenticated());
       return;
@@ -326,7 +342,12 @@ export abstract class VendorFake<L extends VendorListing> {
           return;
         }
       }
-      ex.answer(result.status ?? 200, result.body, rate(true));
+      const headers = rate(true);
+      ex.answer(
+        result.status ?? 200,
+        result.body,
+        result.headers === undefined ? headers : { ...headers, ...result.headers },
+      );
     } catch (err) {
       if (!(err instanceof FakeError)) throw err;
       fail(err, true);

@@ -18,6 +18,11 @@ export interface RestClientConfig {
   readonly label: string;
   /** The current bearer token, called once per request; never logged. */
   readonly token: () => string;
+  /**
+   * `none`: no Authorization header; the caller sends its credential in its own header
+   * (OpenStack's X-Auth-Token, fetched asynchronously from Keystone). Default `bearer`.
+   */
+  readonly authorization?: "bearer" | "none";
   readonly userAgent?: string | undefined;
   readonly timeoutMs: number;
   readonly clock: Clock;
@@ -48,6 +53,8 @@ export interface RestRequest {
   readonly headers?: Readonly<Record<string, string>> | undefined;
   /** Any of these aborting aborts the request (ctx.call's shutdown signal, the caller's). */
   readonly signals?: readonly (AbortSignal | undefined)[] | undefined;
+  /** Given the headers of a 2xx answer (a token the API answers in a header, say). */
+  readonly onHeaders?: ((headers: Headers) => void) | undefined;
 }
 
 export class RestClient {
@@ -68,6 +75,7 @@ export class RestClient {
     let status: number;
     let retryAfter: string | undefined;
     let text: string;
+    let responseHeaders: Headers | undefined;
     try {
       const res = await fetch(this.base + withQuery(req.path, req.query), {
         method: req.method,
@@ -78,6 +86,7 @@ export class RestClient {
         signal: AbortSignal.any([timeout.signal, ...callers]),
       });
       status = res.status;
+      responseHeaders = res.headers;
       retryAfter = res.headers.get("retry-after") ?? undefined;
       this.reportBudget(res.headers);
       text = await res.text();
@@ -103,6 +112,7 @@ export class RestClient {
       };
       throw this.config.statusError?.(answer) ?? new HttpStatusError(status, retryAfter, answer.what);
     }
+    if (responseHeaders !== undefined) req.onHeaders?.(responseHeaders);
     if (status === 204 || text === "") return undefined;
     try {
       return JSON.parse(text) as unknown;
@@ -124,7 +134,7 @@ export class RestClient {
       ...(this.config.userAgent !== undefined && { "user-agent": this.config.userAgent }),
       ...(req.body !== undefined && { "content-type": "application/json" }),
       ...req.headers,
-      authorization: `Bearer ${this.config.token()}`,
+      ...(this.config.authorization !== "none" && { authorization: `Bearer ${this.config.token()}` }),
     };
   }
 }

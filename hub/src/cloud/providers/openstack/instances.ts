@@ -1,0 +1,254 @@
+/**
+ * Nova servers as openstack-cloud-controller-manager reports them: providerID
+ * `openstack:///<uuid>` (or `openstack://<region>/<uuid>` with `regionalProviderID`), the
+ * flavor's name as instance type (embedded in the server from microversion 2.47), the
+ * availability zone, the account's region; shutdown for SHUTOFF, SUSPENDED, PAUSED and
+ * SHELVED_OFFLOADED as upstream treats them; DELETED and a Nova `itemNotFound` on the server's
+ * own URL as gone. Addresses in upstream's order: the fixed IPs of the server's Neutron ports
+ * (InternalIP), then Nova's addresses network by network, sorted by name (floating ones and
+ * those on `publicNetworkName` ExternalIP, the rest InternalIP unless `internalNetworkName`
+ * leaves them out), each address once. Ports are read by `device_id` in batches, one Neutron
+ * call for a page of servers.
+ */
+import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
+import {
+  accountNetworks,
+  type InstanceListPage,
+  type InstanceMetadata,
+  type InstanceState,
+  type Instances,
+  type NodeAddress,
+  type ProviderContext,
+} from "../../provider.js";
+import type { OpenStackClient } from "./client.js";
+import { isNotFound } from "./errors.js";
+
+export const PROVIDER_NAME = "openstack";
+
+export const OPS = {
+  get: "instances.get",
+  getByName: "instances.getByName",
+  list: "instances.list",
+  ports: "ports.list",
+} as const;
+
+/** Ports asked for in one Neutron call (device_id repeated): URLs stay well under 8 KiB. */
+const PORT_BATCH = 40;
+
+const PROVIDER_ID = /^openstack:\/\/([^/]*)\/([0-9a-fA-F-]{36})$/;
+
+export interface WireServer {
+  readonly id: string;
+  readonly name: string;
+  readonly status: string;
+  readonly flavor?: { readonly original_name?: string; readonly id?: string };
+  readonly addresses?: Readonly<
+    Record<string, readonly { readonly addr: string; readonly "OS-EXT-IPS:type"?: string }[]>
+  >;
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly "OS-EXT-AZ:availability_zone"?: string;
+  readonly accessIPv4?: string;
+  readonly accessIPv6?: string;
+}
+
+export interface WirePort {
+  readonly id: string;
+  readonly device_id: string;
+  readonly network_id: string;
+  readonly status?: string;
+  readonly fixed_ips: readonly { readonly ip_address: string; readonly subnet_id?: string }[];
+}
+
+export interface InstanceSettings {
+  readonly regionalProviderID: boolean;
+  readonly internalNetworkName: readonly string[];
+  readonly publicNetworkName: readonly string[];
+}
+
+export function serverState(status: string): InstanceState {
+  switch (status) {
+    case "ACTIVE":
+      return "running";
+    case "SHUTOFF":
+    case "SUSPENDED":
+    case "PAUSED":
+    case "SHELVED_OFFLOADED":
+      return "stopped";
+    case "BUILD":
+    case "REBUILD":
+    case "RESIZE":
+    case "VERIFY_RESIZE":
+    case "MIGRATING":
+    case "REBOOT":
+    case "HARD_REBOOT":
+      return "pending";
+    case "DELETED":
+    case "SOFT_DELETED":
+      return "terminated";
+    default:
+      return "unknown";
+  }
+}
+
+export function checkServer(body: unknown): WireServer {
+  const s = body as Partial<WireServer> | null;
+  if (
+    typeof s !== "object" ||
+    s === null ||
+    typeof s.id !== "string" ||
+    typeof s.name !== "string" ||
+    typeof s.status !== "string"
+  )
+    throw new SuspectAnswerError("Nova answered something that is not a server");
+  return s as WireServer;
+}
+
+/** Upstream's address order (see the module comment), each address once. */
+export function nodeAddresses(
+  s: WireServer,
+  ports: readonly WirePort[],
+  settings: InstanceSettings,
+): NodeAddress[] {
+  const out: NodeAddress[] = [];
+  const add = (type: NodeAddress["type"], address: string) => {
+    if (address !== "" && !out.some((a) => a.address === address && a.type === type))
+      out.push({ type, address });
+  };
+  for (const p of ports) for (const ip of p.fixed_ips) add("InternalIP", ip.ip_address);
+  if (s.accessIPv4) add("ExternalIP", s.accessIPv4);
+  if (s.accessIPv6) add("ExternalIP", s.accessIPv6);
+  const nets = Object.keys(s.addresses ?? {}).sort();
+  for (const net of nets)
+    for (const a of s.addresses?.[net] ?? []) {
+      if (a["OS-EXT-IPS:type"] === "floating" || settings.publicNetworkName.includes(net))
+        add("ExternalIP", a.addr);
+      else if (settings.internalNetworkName.length === 0 || settings.internalNetworkName.includes(net))
+        add("InternalIP", a.addr);
+    }
+  return out;
+}
+
+export class OpenStackInstances implements Instances {
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly client: OpenStackClient,
+    private readonly settings: InstanceSettings,
+  ) {}
+
+  providerIDOf(id: string): string {
+    return this.settings.regionalProviderID
+      ? `openstack://${this.client.region}/${id}`
+      : `openstack:///${id}`;
+  }
+
+  parseProviderID(providerID: string): string | undefined {
+    const m = PROVIDER_ID.exec(providerID);
+    if (m === null) return undefined;
+    // A regional providerID names its region: another region's is not this binding's.
+    if (m[1] !== "" && m[1] !== this.client.region) return undefined;
+    return m[2];
+  }
+
+  private toMetadata(s: WireServer, ports: readonly WirePort[]): InstanceMetadata {
+    const networks = accountNetworks(this.ctx).filter((n): n is string => n !== undefined);
+    const network = networks.find(
+      (n) => ports.some((p) => p.network_id === n) || Object.hasOwn(s.addresses ?? {}, n),
+    );
+    return {
+      providerID: this.providerIDOf(s.id),
+      instanceID: s.id,
+      name: s.name,
+      instanceType: s.flavor?.original_name ?? s.flavor?.id ?? "",
+      region: this.client.region,
+      zone: s["OS-EXT-AZ:availability_zone"] ?? "",
+      addresses: nodeAddresses(s, ports, this.settings),
+      state: serverState(s.status),
+      tags: { ...(s.metadata ?? {}) },
+      ...(network !== undefined && { network }),
+    };
+  }
+
+  /** The servers' ports, by device_id, in batches. */
+  private async ports(
+    servers: readonly WireServer[],
+    signal?: AbortSignal,
+  ): Promise<Map<string, WirePort[]>> {
+    const out = new Map<string, WirePort[]>();
+    for (let i = 0; i < servers.length; i += PORT_BATCH) {
+      const ids = servers.slice(i, i + PORT_BATCH).map((s) => s.id);
+      const ports = await this.client.list<WirePort>("network", OPS.ports, "/ports", "ports", {
+        query: { device_id: ids },
+        signal,
+      });
+      for (const p of ports) {
+        if (!ids.includes(p.device_id)) continue;
+        out.set(p.device_id, [...(out.get(p.device_id) ?? []), p]);
+      }
+    }
+    return out;
+  }
+
+  private async metadata(servers: readonly WireServer[], signal?: AbortSignal): Promise<InstanceMetadata[]> {
+    if (servers.length === 0) return [];
+    const ports = await this.ports(servers, signal);
+    return servers.map((s) => this.toMetadata(s, ports.get(s.id) ?? []));
+  }
+
+  async getByProviderID(providerID: string, signal?: AbortSignal): Promise<InstanceMetadata> {
+    const id = this.parseProviderID(providerID);
+    if (id === undefined)
+      throw new ForbiddenError(
+        `providerID ${JSON.stringify(providerID)} is not an OpenStack providerID of region ${this.client.region}`,
+      );
+    let s: WireServer;
+    try {
+      s = checkServer(
+        (await this.client.get<{ server?: unknown }>("compute", OPS.get, `/servers/${id}`, { signal }))
+          .server,
+      );
+    } catch (err) {
+      // Nova's own itemNotFound on the server's own URL: the one authoritative "gone".
+      if (isNotFound(err)) throw new InstanceNotFoundError(providerID, { cause: err });
+      throw err;
+    }
+    if (s.id !== id) throw new SuspectAnswerError(`asked for server ${id}, Nova answered ${s.id}`);
+    if (s.status === "DELETED") throw new InstanceNotFoundError(providerID);
+    return (await this.metadata([s], signal))[0] as InstanceMetadata;
+  }
+
+  /** Every server called exactly `name` (Nova's name filter is a regular expression). */
+  async findByName(name: string, signal?: AbortSignal): Promise<readonly InstanceMetadata[]> {
+    const found = (
+      await this.client.list<WireServer>("compute", OPS.getByName, "/servers/detail", "servers", {
+        query: { name: `^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$` },
+        signal,
+      })
+    ).map(checkServer);
+    for (const s of found)
+      if (s.name !== name)
+        throw new SuspectAnswerError(
+          `name filter ${JSON.stringify(name)} answered server ${s.id} (${s.name})`,
+        );
+    return this.metadata(found, signal);
+  }
+
+  /**
+   * One page of the region's servers (one `GET /servers/detail`, the ports of the page in one
+   * or a few Neutron calls): the batched refresh of every cluster of the project. The token is
+   * Nova's marker.
+   */
+  async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
+    const page = await this.client.page<WireServer>(
+      "compute",
+      OPS.list,
+      "/servers/detail",
+      "servers",
+      pageToken,
+      {
+        signal,
+      },
+    );
+    const instances = await this.metadata(page.items.map(checkServer), signal);
+    return page.next === undefined ? { instances } : { instances, nextPageToken: page.next };
+  }
+}

@@ -1,0 +1,289 @@
+// The OpenStack provider's annotations and instances through the fake cloud: what each
+// openstack-cloud-controller-manager annotation changes in Octavia and Neutron, the
+// load-balancer-id annotation written back, and Nova servers as nodes (providerIDs, flavor,
+// zone, addresses in upstream's order, shutdown states).
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { OpenStackFake } from "../../../../../sim/src/openstack/index.js";
+import type { FakeNetwork } from "../../../../../sim/src/openstack/store.js";
+import { AnnotationError } from "../../annotation-bounds.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
+import { InstanceNotFoundError, OperationFailedError } from "../../errors.js";
+import type {
+  AccountBinding,
+  CloudProvider,
+  LbServiceHints,
+  LoadBalancers,
+  ServiceTarget,
+} from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
+import { A, vendorLbSettings } from "./annotations.js";
+import { openstackProvider } from "./index.js";
+import { nodeAddresses } from "./instances.js";
+
+let fake: OpenStackFake;
+let net: FakeNetwork;
+let other: FakeNetwork;
+let ext: FakeNetwork;
+let ext2: FakeNetwork;
+let backends: string[];
+let provider: CloudProvider;
+let lbs: LoadBalancers;
+let seq = 0;
+
+const account = (): AccountBinding => ({
+  name: "demo",
+  provider: "openstack",
+  region: "RegionOne",
+  network: net.id,
+  endpoint: fake.url,
+  credential: "s3cret",
+  secret: () => "s3cret",
+  credentialNames: ["applicationCredentialSecret"],
+  requestTimeoutMs: 5_000,
+});
+
+const target = (): ServiceTarget => ({
+  cluster: "c1",
+  network: net.id,
+  scope: {},
+  serviceUid: `uid-${++seq}`,
+});
+const spec = (annotations: Record<string, string> = {}) =>
+  sampleLoadBalancerSpec(backends, { annotations, serviceName: `default/web-${seq}` });
+const lbOf = (uid: string) =>
+  [...fake.store.loadBalancers.values()].find((l) => l.tags.includes(`fleet-ccm.io/service-uid=${uid}`));
+const poolsOf = (lbId: string) => [...fake.store.pools.values()].filter((p) => p.lbId === lbId);
+const monitorsOf = (lbId: string) => {
+  const pools = new Set(poolsOf(lbId).map((p) => p.id));
+  return [...fake.store.healthMonitors.values()].filter((h) => pools.has(h.poolId));
+};
+const fipsOf = (portId: string) => [...fake.store.floatingIps.values()].filter((f) => f.portId === portId);
+
+beforeAll(async () => {
+  fake = await OpenStackFake.start({ spec: true });
+  fake.createProject("demo");
+  fake.createApplicationCredential("demo", "app-1", "s3cret");
+  net = fake.createNetwork("demo", "RegionOne", { name: "k8s", cidr: "10.0.0.0/16" });
+  other = fake.createNetwork("demo", "RegionOne", { name: "lb-net", cidr: "10.9.0.0/16" });
+  ext = fake.createNetwork("demo", "RegionOne", { name: "public", cidr: "172.24.4.0/24", external: true });
+  ext2 = fake.createNetwork("demo", "RegionOne", { name: "public2", cidr: "172.25.4.0/24", external: true });
+  backends = [0, 1]
+    .map(
+      (i) =>
+        fake.createServer("demo", "RegionOne", {
+          name: `node-${i}`,
+          networks: [net],
+          flavor: "m1.large",
+          az: "az-1",
+        }).id,
+    )
+    .sort();
+  ({ provider } = await bindRecorded(openstackProvider, account(), {
+    applicationCredentialId: "app-1",
+    loadBalancer: { floatingNetworkId: ext.id },
+  }));
+  if (provider.loadBalancers === undefined) throw new Error("no load balancers");
+  lbs = provider.loadBalancers;
+});
+
+afterAll(async () => {
+  expect(fake.specProblems()).toEqual([]);
+  await fake.close();
+});
+
+describe("annotations", () => {
+  test("a public Service: a floating IP on the VIP as its ingress, the load-balancer-id annotation written back, upstream's name", async () => {
+    const t = target();
+    const annotated: Record<string, string> = {};
+    const hints: LbServiceHints = { annotations: {}, ingress: [], annotate: (k, v) => (annotated[k] = v) };
+    const ingress = await settle(() => lbs.ensure(t, spec(), undefined, hints));
+    const lb = lbOf(t.serviceUid);
+    expect(lb?.name).toBe(`kube_service_c1_default_web-${seq}`);
+    const [fip] = fipsOf(lb?.vipPortId ?? "");
+    expect(ingress).toEqual([{ ip: fip?.address }]);
+    expect(fip?.floatingNetworkId).toBe(ext.id);
+    expect(annotated).toEqual({ [A.loadBalancerId]: lb?.id });
+    expect(lbs.capabilities.serviceAnnotationKeys).toEqual([A.loadBalancerId]);
+    await settle(() => lbs.ensureDeleted(t));
+    expect(fake.store.floatingIps.size).toBe(0);
+  });
+
+  test("internal: the VIP is the ingress, no floating IP; keep-floatingip keeps it past delete", async () => {
+    const t = target();
+    const ingress = await settle(() => lbs.ensure(t, spec({ [A.internal]: "true" })));
+    const lb = lbOf(t.serviceUid);
+    expect(ingress).toEqual([{ ip: lb?.vipAddress }]);
+    expect(fipsOf(lb?.vipPortId ?? "")).toEqual([]);
+    const k = target();
+    const keep = { [A.keepFloatingIp]: "true", [A.floatingNetworkId]: ext2.id };
+    await settle(() => lbs.ensure(k, spec(keep)));
+    const kept = fipsOf(lbOf(k.serviceUid)?.vipPortId ?? "");
+    expect(kept.map((f) => f.floatingNetworkId)).toEqual([ext2.id]);
+    await settle(() => lbs.ensureDeleted(k, undefined, { annotations: keep, ingress: [] }));
+    expect(fake.store.floatingIps.get(kept[0]?.id ?? "")).toBeDefined();
+    fake.store.floatingIps.delete(kept[0]?.id ?? "");
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("subnet-id and network-id place the VIP; lb-method sets the pools' algorithm", async () => {
+    const t = target();
+    await settle(() =>
+      lbs.ensure(t, spec({ [A.subnetId]: other.subnets[0]?.id ?? "", [A.lbMethod]: "LEAST_CONNECTIONS" })),
+    );
+    const lb = lbOf(t.serviceUid);
+    expect(lb?.vipSubnetId).toBe(other.subnets[0]?.id);
+    expect(poolsOf(lb?.id ?? "").map((p) => p.lbAlgorithm)).toEqual([
+      "LEAST_CONNECTIONS",
+      "LEAST_CONNECTIONS",
+    ]);
+    const n = target();
+    await settle(() => lbs.ensure(n, spec({ [A.networkId]: other.id })));
+    expect(lbOf(n.serviceUid)?.vipNetworkId).toBe(other.id);
+    for (const x of [t, n]) await settle(() => lbs.ensureDeleted(x));
+  });
+
+  test("enable-health-monitor=false drops the monitors; health-monitor-* set them through the unified settings", async () => {
+    const t = target();
+    await settle(() => lbs.ensure(t, spec()));
+    const lb = lbOf(t.serviceUid);
+    expect(monitorsOf(lb?.id ?? "")).toHaveLength(2);
+    await settle(() => lbs.ensure(t, spec({ [A.enableHealthMonitor]: "false" })));
+    expect(monitorsOf(lb?.id ?? "")).toHaveLength(0);
+    const settings = vendorLbSettings({
+      [A.healthDelay]: "7",
+      [A.healthTimeout]: "3",
+      [A.healthMaxRetries]: "2",
+      [A.healthMaxRetriesDown]: "4",
+    });
+    expect(settings).toEqual({
+      healthCheckIntervalSeconds: 7,
+      healthCheckTimeoutSeconds: 3,
+      healthyThreshold: 2,
+      unhealthyThreshold: 4,
+    });
+    const base = spec();
+    await settle(() =>
+      lbs.ensure(t, {
+        ...base,
+        healthCheck: {
+          ...base.healthCheck,
+          intervalSeconds: 7,
+          timeoutSeconds: 3,
+          healthyThreshold: 2,
+          unhealthyThreshold: 4,
+        },
+      }),
+    );
+    expect(
+      monitorsOf(lb?.id ?? "").map((m) => [
+        m.settings["delay"],
+        m.settings["timeout"],
+        m.settings["max_retries"],
+        m.settings["max_retries_down"],
+      ]),
+    ).toEqual([
+      [7, 3, 2, 4],
+      [7, 3, 2, 4],
+    ]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("a value upstream refuses is an AnnotationError before any call", () => {
+    expect(() => lbs.checkAnnotations?.({ [A.lbMethod]: "FASTEST" })).toThrow(AnnotationError);
+    expect(() => lbs.checkAnnotations?.({ [A.internal]: "maybe" })).toThrow(AnnotationError);
+    expect(() => lbs.checkAnnotations?.({ [A.timeoutClientData]: "-1" })).toThrow(AnnotationError);
+  });
+
+  test("an annotated load-balancer-id of a load balancer nobody adopted is refused without adoptFrom", async () => {
+    const theirs = fake.putLoadBalancer("demo", "RegionOne", {
+      name: "kube_service_old_default_web",
+      subnetId: net.subnets[0]?.id ?? "",
+    });
+    const t = target();
+    const annotations = { [A.loadBalancerId]: theirs.id };
+    await expect(
+      settle(() => lbs.ensure(t, spec(annotations), undefined, { annotations, ingress: [] })),
+    ).rejects.toThrow(/no adoptFrom/);
+    expect(fake.store.loadBalancers.get(theirs.id)?.tags).toEqual([]);
+  });
+});
+
+describe("an ERROR load balancer", () => {
+  test("without recreateOnError it is reported on every sync and never deleted", async () => {
+    const t = target();
+    fake.failNextCreates(1);
+    await expect(settle(() => lbs.ensure(t, spec()))).rejects.toBeInstanceOf(OperationFailedError);
+    await expect(settle(() => lbs.ensure(t, spec()))).rejects.toThrow(/recreateOnError/);
+    const lb = lbOf(t.serviceUid);
+    expect(lb === undefined ? undefined : fake.lbStatus(lb.id)).toBe("ERROR");
+    await settle(() => lbs.ensureDeleted(t));
+    expect(lbOf(t.serviceUid)).toBeUndefined();
+  });
+});
+
+describe("instances", () => {
+  test("providerID, flavor from the embedded flavor, zone, region, addresses; gone and shutdown", async () => {
+    const id = backends[0] ?? "";
+    const meta = await provider.instances.getByProviderID(`openstack:///${id}`);
+    expect(meta).toMatchObject({
+      providerID: `openstack:///${id}`,
+      instanceType: "m1.large",
+      zone: "az-1",
+      region: "RegionOne",
+      network: net.id,
+      state: "running",
+    });
+    expect(meta.addresses[0]?.type).toBe("InternalIP");
+    expect(provider.instances.parseProviderID(`openstack://RegionOne/${id}`)).toBe(id);
+    expect(provider.instances.parseProviderID(`openstack://RegionTwo/${id}`)).toBeUndefined();
+    for (const status of ["SHUTOFF", "SUSPENDED", "PAUSED", "SHELVED_OFFLOADED"] as const) {
+      fake.setServerStatus(id, status);
+      expect((await provider.instances.getByProviderID(`openstack:///${id}`)).state).toBe("stopped");
+    }
+    fake.setServerStatus(id, "DELETED");
+    await expect(provider.instances.getByProviderID(`openstack:///${id}`)).rejects.toBeInstanceOf(
+      InstanceNotFoundError,
+    );
+    fake.setServerStatus(id, "ACTIVE");
+    await expect(
+      provider.instances.getByProviderID("openstack:///5e0c0000-0000-4000-8000-0000ffffffff"),
+    ).rejects.toBeInstanceOf(InstanceNotFoundError);
+  });
+
+  test("addresses in upstream's order: port fixed IPs, then Nova's by network name, floating ones external", () => {
+    const server = {
+      id: "s",
+      name: "n",
+      status: "ACTIVE",
+      addresses: {
+        zeta: [{ addr: "10.2.0.5", "OS-EXT-IPS:type": "fixed" }],
+        alpha: [
+          { addr: "10.0.0.5", "OS-EXT-IPS:type": "fixed" },
+          { addr: "203.0.113.9", "OS-EXT-IPS:type": "floating" },
+        ],
+        pub: [{ addr: "198.51.100.3", "OS-EXT-IPS:type": "fixed" }],
+      },
+    };
+    const ports = [{ id: "p", device_id: "s", network_id: "n1", fixed_ips: [{ ip_address: "10.0.0.5" }] }];
+    expect(
+      nodeAddresses(server, ports, {
+        regionalProviderID: false,
+        internalNetworkName: [],
+        publicNetworkName: ["pub"],
+      }),
+    ).toEqual([
+      { type: "InternalIP", address: "10.0.0.5" },
+      { type: "ExternalIP", address: "203.0.113.9" },
+      { type: "ExternalIP", address: "198.51.100.3" },
+      { type: "InternalIP", address: "10.2.0.5" },
+    ]);
+    // internal-network-name: only the named networks' fixed addresses are internal.
+    expect(
+      nodeAddresses(server, [], {
+        regionalProviderID: false,
+        internalNetworkName: ["zeta"],
+        publicNetworkName: [],
+      }).map((a) => a.address),
+    ).toEqual(["203.0.113.9", "10.2.0.5"]);
+  });
+});

@@ -1,0 +1,909 @@
+/**
+ * Octavia load balancers as openstack-cloud-controller-manager builds them: named
+ * `kube_service_<cluster>_<namespace>_<name>`, a VIP on the configured (or annotated) subnet
+ * or network, per Service port a listener, its default pool (members `nodeIP:nodePort`,
+ * replaced in one batch PUT) and a health monitor, and for a public Service a Neutron floating
+ * IP on the VIP port. Ownership is in Octavia's tags (`fleet-ccm.io/cluster=<c>`,
+ * `fleet-ccm.io/service-uid=<uid>`), found again by a tag filter, never by a remembered id.
+ *
+ * Octavia is asynchronous: every mutation leaves the load balancer PENDING_* and refuses the
+ * next with 409 until it is ACTIVE again. A call makes its changes one at a time, reading the
+ * load balancer after each; the moment it is not ACTIVE the call answers in progress and ends
+ * (the hub calls again later): no call ever waits. A 409 "immutable" (another writer's change
+ * in flight) is in progress too. An ERROR load balancer is reported (OperationFailedError, read
+ * from the cloud); with `recreateOnError` it is reported once and, on the next call, deleted and
+ * built anew.
+ *
+ * What openstack-cloud-controller-manager built is adopted with the operator's opt-in
+ * (adoptFrom): found by the Service's `loadbalancer.openstack.org/load-balancer-id` or by
+ * upstream's name for the vendor cluster, tagged as the owner's, then reconciled like our own.
+ * The id is written back to that annotation, as upstream does.
+ */
+import { CloudError, NeedsEnsureError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
+import {
+  backendsDigest,
+  DIGEST_TAG_BACKENDS,
+  DIGEST_TAG_SPEC,
+  FAILURE_REPORTED_TAG,
+  loadBalancerName,
+  loadBalancerSpecDigest,
+  OWNER_TAG_CLUSTER,
+  OWNER_TAG_SERVICE_UID,
+} from "../../naming.js";
+import {
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LbOwner,
+  type LbServiceHints,
+  type LoadBalancerCapabilities,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+  type LoadBalancers,
+  type OwnedLoadBalancerPage,
+  type ServiceTarget,
+} from "../../provider.js";
+import { A, type LbMethod, type OpenStackLbAnnotations, parseAnnotations } from "./annotations.js";
+import type { OpenStackClient } from "./client.js";
+import { isGone, isImmutable } from "./errors.js";
+import type { WirePort } from "./instances.js";
+
+export const LB_OPS = {
+  list: "loadbalancers.list",
+  get: "loadbalancers.get",
+  create: "loadbalancers.create",
+  update: "loadbalancers.update",
+  delete: "loadbalancers.delete",
+  listeners: "listeners.list",
+  listenerCreate: "listener.create",
+  listenerUpdate: "listener.update",
+  listenerDelete: "listener.delete",
+  pools: "pools.list",
+  poolCreate: "pool.create",
+  poolUpdate: "pool.update",
+  poolDelete: "pool.delete",
+  members: "members.list",
+  membersReplace: "members.update",
+  monitors: "healthmonitors.list",
+  monitorCreate: "healthmonitor.create",
+  monitorUpdate: "healthmonitor.update",
+  monitorDelete: "healthmonitor.delete",
+  fips: "floatingips.list",
+  fipCreate: "floatingip.create",
+  fipUpdate: "floatingip.update",
+  fipDelete: "floatingip.delete",
+  ports: "ports.list",
+} as const;
+
+/** How soon to look again at a PENDING_* load balancer: Octavia's amphorae take seconds to minutes. */
+export const PENDING_RETRY_MS = 2_000;
+/** The node port (and health-check port) a pool's members take, kept on the pool for updateBackends. */
+const NODE_PORT_TAG = "fleet-ccm.io/node-port=";
+const MONITOR_PORT_TAG = "fleet-ccm.io/monitor-port=";
+
+export interface WireLb {
+  readonly id: string;
+  readonly name: string;
+  readonly description?: string;
+  readonly provisioning_status: string;
+  readonly vip_address: string;
+  readonly vip_port_id: string;
+  readonly vip_subnet_id?: string;
+  readonly vip_network_id?: string;
+  readonly tags?: readonly string[];
+}
+
+interface WireListener {
+  readonly id: string;
+  readonly protocol: string;
+  readonly protocol_port: number;
+  readonly default_pool_id: string | null;
+  readonly allowed_cidrs?: readonly string[] | null;
+  readonly insert_headers?: Readonly<Record<string, string>> | null;
+  readonly [timeout: string]: unknown;
+}
+
+interface WirePool {
+  readonly id: string;
+  readonly protocol: string;
+  readonly lb_algorithm: string;
+  readonly session_persistence: { readonly type?: string } | null;
+  readonly healthmonitor_id: string | null;
+  readonly listeners: readonly { readonly id: string }[];
+  readonly tags?: readonly string[];
+}
+
+interface WireMember {
+  readonly id: string;
+  readonly address: string;
+  readonly protocol_port: number;
+  readonly monitor_port?: number | null;
+  readonly subnet_id?: string | null;
+  readonly name?: string;
+}
+
+interface WireMonitor {
+  readonly id: string;
+  readonly type: string;
+  readonly delay: number;
+  readonly timeout: number;
+  readonly max_retries: number;
+  readonly max_retries_down: number;
+  readonly url_path?: string;
+}
+
+interface WireFip {
+  readonly id: string;
+  readonly floating_ip_address: string;
+  readonly port_id: string | null;
+  readonly description?: string;
+}
+
+export interface LbDefaults {
+  readonly subnetId?: string | undefined;
+  readonly networkId?: string | undefined;
+  readonly floatingNetworkId?: string | undefined;
+  readonly floatingSubnetId?: string | undefined;
+  readonly memberSubnetId?: string | undefined;
+  readonly lbMethod: LbMethod;
+  readonly createMonitor: boolean;
+  /** An ERROR load balancer is deleted and built anew after its failure was reported once (opt-in). */
+  readonly recreateOnError: boolean;
+  readonly flavorId?: string | undefined;
+  readonly availabilityZone?: string | undefined;
+}
+
+const tag = (k: string, v: string) => `${k}=${v}`;
+const tagValue = (tags: readonly string[] | undefined, k: string): string | undefined =>
+  tags?.find((t) => t.startsWith(`${k}=`))?.slice(k.length + 1);
+
+export function ownerOfTags(tags: readonly string[] | undefined): LbOwner | undefined {
+  const cluster = tagValue(tags, OWNER_TAG_CLUSTER);
+  const serviceUid = tagValue(tags, OWNER_TAG_SERVICE_UID);
+  return cluster === undefined || serviceUid === undefined ? undefined : { cluster, serviceUid };
+}
+
+/** Upstream's name: `kube_service_<cluster>_<namespace>_<name>`, cut at Octavia's 255. */
+export function upstreamName(cluster: string, serviceName: string): string {
+  const [ns, name] = serviceName.includes("/") ? serviceName.split("/", 2) : ["default", serviceName];
+  return `kube_service_${cluster}_${ns}_${name}`.slice(0, 255);
+}
+
+/** Octavia's protocol of a Service port: TCP, UDP, or PROXY pools for proxy protocol. */
+function listenerProtocol(p: LoadBalancerSpec["listeners"][number]): string {
+  if (p.protocol === "UDP") return "UDP";
+  if (p.protocol === "HTTP") return "HTTP";
+  return "TCP";
+}
+
+type Step = () => Promise<unknown>;
+
+export class OpenStackLoadBalancers implements LoadBalancers {
+  readonly capabilities: LoadBalancerCapabilities = {
+    sessionAffinity: true,
+    proxyProtocol: true,
+    internal: true,
+    protocols: ["TCP", "UDP", "HTTP"],
+    serviceAnnotationKeys: [A.loadBalancerId],
+  };
+
+  constructor(
+    private readonly client: OpenStackClient,
+    private readonly defaults: LbDefaults,
+  ) {}
+
+  checkAnnotations(annotations: Readonly<Record<string, string>>): void {
+    parseAnnotations(annotations);
+  }
+
+  // ---- finding --------------------------------------------------------------------------------
+
+  private async owned(target: LbOwner, signal?: AbortSignal): Promise<WireLb | undefined> {
+    const found = await this.client.list<WireLb>(
+      "load-balancer",
+      LB_OPS.list,
+      "/lbaas/loadbalancers",
+      "loadbalancers",
+      {
+        query: { tags: tag(OWNER_TAG_SERVICE_UID, target.serviceUid) },
+        signal,
+      },
+    );
+    const mine = found.filter((lb) => {
+      const o = ownerOfTags(lb.tags);
+      return o?.cluster === target.cluster && o.serviceUid === target.serviceUid;
+    });
+    if (mine.length > 1)
+      throw new SuspectAnswerError(
+        `${mine.length} load balancers carry the owner tags of ${target.cluster}/${target.serviceUid}`,
+      );
+    return mine[0];
+  }
+
+  private async byId(id: string, signal?: AbortSignal): Promise<WireLb | undefined> {
+    try {
+      return (
+        await this.client.get<{ loadbalancer: WireLb }>(
+          "load-balancer",
+          LB_OPS.get,
+          `/lbaas/loadbalancers/${encodeURIComponent(id)}`,
+          {
+            signal,
+          },
+        )
+      ).loadbalancer;
+    } catch (err) {
+      if (isGone(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * openstack-cloud-controller-manager's load balancer of this Service: by the Service's
+   * load-balancer-id annotation, else by upstream's name for the operator's vendor cluster;
+   * adoptable only with adoptFrom and only if nobody of this hub owns it.
+   */
+  private async vendorCandidate(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec | undefined,
+    s: OpenStackLbAnnotations,
+    signal?: AbortSignal,
+  ): Promise<WireLb | undefined> {
+    const { adoptFrom } = target.scope;
+    let lb: WireLb | undefined;
+    let how = "";
+    if (s.loadBalancerId !== undefined) {
+      lb = await this.byId(s.loadBalancerId, signal);
+      how = `${A.loadBalancerId}=${s.loadBalancerId}`;
+    }
+    if (lb === undefined && adoptFrom !== undefined && spec?.serviceName !== undefined) {
+      const name = upstreamName(adoptFrom.vendorCcmClusterName, spec.serviceName);
+      const found = await this.client.list<WireLb>(
+        "load-balancer",
+        LB_OPS.list,
+        "/lbaas/loadbalancers",
+        "loadbalancers",
+        {
+          query: { name },
+          signal,
+        },
+      );
+      lb = found.find((x) => x.name === name);
+      how = `its name ${name}`;
+    }
+    if (lb === undefined) return undefined;
+    const owner = ownerOfTags(lb.tags);
+    if (owner !== undefined)
+      throw new CloudError(
+        `load balancer ${lb.id} (${how}) belongs to another Service (${owner.cluster}/${owner.serviceUid}) of this hub: refused`,
+      );
+    if (adoptFrom === undefined)
+      throw new CloudError(
+        `load balancer ${lb.id} (${how}) was not made by this hub and this cluster has no adoptFrom in the hub's configuration: not adopted, nothing changed`,
+      );
+    const expected =
+      spec?.serviceName === undefined
+        ? undefined
+        : upstreamName(adoptFrom.vendorCcmClusterName, spec.serviceName);
+    if (
+      expected !== undefined &&
+      lb.name !== expected &&
+      !lb.name.startsWith(`kube_service_${adoptFrom.vendorCcmClusterName}_`)
+    )
+      throw new CloudError(
+        `load balancer ${lb.id} (${how}) is named ${lb.name}, not as openstack-cloud-controller-manager names it for cluster ${adoptFrom.vendorCcmClusterName}: not adopted`,
+      );
+    return lb;
+  }
+
+  async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    const lb = await this.owned(target, signal);
+    if (lb === undefined) return undefined;
+    const pools = await this.pools(lb, signal);
+    const addresses = new Set<string>();
+    // Members are named after their server (the backend's instance id), as ensure makes them.
+    for (const p of pools) for (const m of await this.members(p, signal)) addresses.add(m.name ?? m.address);
+    const fip = await this.fipOf(lb, signal);
+    return {
+      id: lb.id,
+      name: lb.name,
+      owner: { cluster: target.cluster, serviceUid: target.serviceUid },
+      ingress: [{ ip: fip?.floating_ip_address ?? lb.vip_address }],
+      backends: [...addresses].sort(),
+    };
+  }
+
+  // ---- reads of sub-resources -------------------------------------------------------------------
+
+  private listeners(lb: WireLb, signal?: AbortSignal): Promise<WireListener[]> {
+    return this.client.list<WireListener>(
+      "load-balancer",
+      LB_OPS.listeners,
+      "/lbaas/listeners",
+      "listeners",
+      {
+        query: { loadbalancer_id: lb.id },
+        signal,
+      },
+    );
+  }
+
+  private pools(lb: WireLb, signal?: AbortSignal): Promise<WirePool[]> {
+    return this.client.list<WirePool>("load-balancer", LB_OPS.pools, "/lbaas/pools", "pools", {
+      query: { loadbalancer_id: lb.id },
+      signal,
+    });
+  }
+
+  private members(pool: WirePool, signal?: AbortSignal): Promise<WireMember[]> {
+    return this.client.list<WireMember>(
+      "load-balancer",
+      LB_OPS.members,
+      `/lbaas/pools/${pool.id}/members`,
+      "members",
+      {
+        signal,
+      },
+    );
+  }
+
+  private async monitor(pool: WirePool, signal?: AbortSignal): Promise<WireMonitor | undefined> {
+    if (pool.healthmonitor_id === null) return undefined;
+    const all = await this.client.list<WireMonitor & { pools?: { id: string }[] }>(
+      "load-balancer",
+      LB_OPS.monitors,
+      "/lbaas/healthmonitors",
+      "healthmonitors",
+      { signal },
+    );
+    return all.find((m) => m.id === pool.healthmonitor_id);
+  }
+
+  private async fipOf(lb: WireLb, signal?: AbortSignal): Promise<WireFip | undefined> {
+    const fips = await this.client.list<WireFip>("network", LB_OPS.fips, "/floatingips", "floatingips", {
+      query: { port_id: lb.vip_port_id },
+      signal,
+    });
+    return fips.find((f) => f.port_id === lb.vip_port_id);
+  }
+
+  /** Instance id → its address on the member subnet (else its first fixed IP), one Neutron call per 40. */
+  private async nodeIPs(
+    backends: readonly string[],
+    subnet: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (let i = 0; i < backends.length; i += 40) {
+      const ids = backends.slice(i, i + 40);
+      const ports = await this.client.list<WirePort>("network", LB_OPS.ports, "/ports", "ports", {
+        query: { device_id: ids },
+        signal,
+      });
+      for (const id of ids) {
+        const mine = ports.filter((p) => p.device_id === id).flatMap((p) => p.fixed_ips);
+        const ip = (subnet === undefined ? undefined : mine.find((f) => f.subnet_id === subnet)) ?? mine[0];
+        if (ip !== undefined) out.set(id, ip.ip_address);
+      }
+    }
+    return out;
+  }
+
+  // ---- the state machine ------------------------------------------------------------------------
+
+  /** Reads the load balancer's status: undefined when ACTIVE, else the in-progress answer or failure. */
+  private async settled(lb: WireLb, signal?: AbortSignal): Promise<InProgress | undefined> {
+    const now = await this.byId(lb.id, signal);
+    const status = now?.provisioning_status ?? "DELETED";
+    if (status === "ACTIVE") return undefined;
+    if (status === "ERROR") return undefined;
+    return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${status}`);
+  }
+
+  /** Runs `steps` in order, each once the load balancer is ACTIVE again; in progress when it is not. */
+  private async run(
+    lb: WireLb,
+    steps: readonly Step[],
+    signal?: AbortSignal,
+  ): Promise<InProgress | undefined> {
+    for (const step of steps) {
+      try {
+        await step();
+      } catch (err) {
+        if (isImmutable(err))
+          return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} busy (Octavia 409)`);
+        throw err;
+      }
+      const pending = await this.settled(lb, signal);
+      if (pending !== undefined) return pending;
+    }
+    return undefined;
+  }
+
+  private settings(spec: LoadBalancerSpec | undefined, hints?: LbServiceHints): OpenStackLbAnnotations {
+    return parseAnnotations(spec?.annotations ?? hints?.annotations ?? {});
+  }
+
+  async ensure(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    const s = this.settings(spec, hints);
+    const internal = s.internal ?? spec.internal;
+    let lb = await this.owned(target, signal);
+    if (lb === undefined) {
+      const vendor = await this.vendorCandidate(target, spec, s, signal);
+      if (vendor !== undefined) {
+        const adopted = await this.putTags(
+          vendor,
+          [...(vendor.tags ?? []), ...this.ownerTags(target)],
+          signal,
+        );
+        if (adopted !== undefined) return adopted;
+        lb = vendor;
+      }
+    }
+    if (lb === undefined) return this.create(target, spec, s, signal);
+    if (lb.provisioning_status.startsWith("PENDING_"))
+      return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
+    if (lb.provisioning_status === "ERROR") return this.failed(lb, signal);
+
+    const current = lb;
+    const pending = await this.reconcile(current, spec, s, signal);
+    if (pending !== undefined) return pending;
+    // The floating IP of a public Service, on the VIP port (adopting one a lost answer made).
+    let fip = await this.fipOf(current, signal);
+    const network = s.floatingNetworkId ?? this.defaults.floatingNetworkId;
+    if (!internal && fip === undefined) {
+      if (network === undefined)
+        throw new CloudError(
+          `no floating network: set options.loadBalancer.floatingNetworkId or ${A.floatingNetworkId}`,
+        );
+      const subnet = s.floatingSubnetId ?? this.defaults.floatingSubnetId;
+      fip = (
+        await this.client.request<{ floatingip: WireFip }>(
+          "network",
+          LB_OPS.fipCreate,
+          "POST",
+          "/floatingips",
+          {
+            body: {
+              floatingip: {
+                floating_network_id: network,
+                port_id: current.vip_port_id,
+                description: `Floating IP for Kubernetes external service ${spec.serviceName ?? target.serviceUid} from cluster ${target.cluster}`,
+                ...(subnet !== undefined && { subnet_id: subnet }),
+                ...(spec.loadBalancerIP !== undefined && { floating_ip_address: spec.loadBalancerIP }),
+              },
+            },
+            signal,
+          },
+        )
+      ).floatingip;
+    } else if (internal && fip !== undefined && !s.keepFloatingIp) {
+      await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, { signal });
+      fip = undefined;
+    }
+    const digests = [
+      tag(DIGEST_TAG_SPEC, loadBalancerSpecDigest(spec)),
+      tag(DIGEST_TAG_BACKENDS, backendsDigest(spec.backends, spec.backendAnnotations)),
+    ];
+    const fresh = await this.byId(current.id, signal);
+    if (fresh === undefined)
+      return inProgress(PENDING_RETRY_MS, `load balancer ${current.id} gone meanwhile`);
+    const wanted = [
+      ...(fresh.tags ?? []).filter(
+        (t) => !t.startsWith(`${DIGEST_TAG_SPEC}=`) && !t.startsWith(`${DIGEST_TAG_BACKENDS}=`),
+      ),
+      ...digests,
+    ];
+    const tagged = await this.putTags(fresh, wanted, signal);
+    if (tagged !== undefined) return tagged;
+    hints?.annotate?.(A.loadBalancerId, current.id);
+    return [{ ip: internal ? current.vip_address : (fip?.floating_ip_address ?? current.vip_address) }];
+  }
+
+  private ownerTags(target: LbOwner): string[] {
+    return [tag(OWNER_TAG_CLUSTER, target.cluster), tag(OWNER_TAG_SERVICE_UID, target.serviceUid)];
+  }
+
+  /** The load balancer's tags set to `tags` (unchanged: no call); in progress while Octavia applies it. */
+  private async putTags(
+    lb: WireLb,
+    tags: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<InProgress | undefined> {
+    const want = [...new Set(tags)];
+    const have = lb.tags ?? [];
+    if (want.length === have.length && want.every((t) => have.includes(t))) return undefined;
+    return this.run(
+      lb,
+      [
+        () =>
+          this.client.request("load-balancer", LB_OPS.update, "PUT", `/lbaas/loadbalancers/${lb.id}`, {
+            body: { loadbalancer: { tags: want } },
+            signal,
+          }),
+      ],
+      signal,
+    );
+  }
+
+  private async create(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    s: OpenStackLbAnnotations,
+    signal?: AbortSignal,
+  ): Promise<InProgress> {
+    // The Service's subnet or network, else the account's subnet, else the cluster's network.
+    const subnet = s.subnetId ?? (s.networkId === undefined ? this.defaults.subnetId : undefined);
+    const network =
+      s.networkId ?? (target.network === "" ? undefined : target.network) ?? this.defaults.networkId;
+    if (subnet === undefined && network === undefined)
+      throw new CloudError(`no VIP subnet or network: set options.loadBalancer.subnetId or ${A.subnetId}`);
+    const flavor = s.flavorId ?? this.defaults.flavorId;
+    const az = s.availabilityZone ?? this.defaults.availabilityZone;
+    const created = (
+      await this.client.request<{ loadbalancer: WireLb }>(
+        "load-balancer",
+        LB_OPS.create,
+        "POST",
+        "/lbaas/loadbalancers",
+        {
+          body: {
+            loadbalancer: {
+              name:
+                spec.serviceName === undefined
+                  ? loadBalancerName(target.cluster, target.serviceUid)
+                  : upstreamName(target.cluster, spec.serviceName),
+              description: `Kubernetes external service ${spec.serviceName ?? target.serviceUid} from cluster ${target.cluster}`,
+              ...(subnet !== undefined ? { vip_subnet_id: subnet } : { vip_network_id: network }),
+              ...(flavor !== undefined && { flavor_id: flavor }),
+              ...(az !== undefined && { availability_zone: az }),
+              tags: this.ownerTags(target),
+            },
+          },
+          signal,
+        },
+      )
+    ).loadbalancer;
+    return inProgress(PENDING_RETRY_MS, `load balancer ${created.id} ${created.provisioning_status}`);
+  }
+
+  /** An ERROR load balancer: reported once (tagged so any replica knows), then deleted to be built anew. */
+  private async failed(lb: WireLb, signal?: AbortSignal): Promise<never | InProgress> {
+    const message = `Octavia load balancer ${lb.id} (${lb.name}) is in ERROR`;
+    if (!this.defaults.recreateOnError)
+      throw new OperationFailedError(
+        `${message}: delete it (or set options.loadBalancer.recreateOnError) for the hub to build it anew`,
+      );
+    if ((lb.tags ?? []).includes(FAILURE_REPORTED_TAG)) {
+      await this.client.request("load-balancer", LB_OPS.delete, "DELETE", `/lbaas/loadbalancers/${lb.id}`, {
+        query: { cascade: "true" },
+        signal,
+      });
+      return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} in ERROR: deleted, to be built anew`);
+    }
+    await this.client.request("load-balancer", LB_OPS.update, "PUT", `/lbaas/loadbalancers/${lb.id}`, {
+      body: { loadbalancer: { tags: [...(lb.tags ?? []), FAILURE_REPORTED_TAG] } },
+      signal,
+    });
+    throw new OperationFailedError(message);
+  }
+
+  /** Listeners, pools, members and monitors as the spec says, one change at a time. */
+  private async reconcile(
+    lb: WireLb,
+    spec: LoadBalancerSpec,
+    s: OpenStackLbAnnotations,
+    signal?: AbortSignal,
+  ): Promise<InProgress | undefined> {
+    const method = s.lbMethod ?? this.defaults.lbMethod;
+    const monitorOn = s.enableHealthMonitor ?? this.defaults.createMonitor;
+    const memberSubnet = s.memberSubnetId ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
+    const ips = await this.nodeIPs(spec.backends, memberSubnet, signal);
+    const missing = spec.backends.filter((b) => !ips.has(b));
+    if (missing.length > 0)
+      throw new CloudError(`no Neutron port of backend server(s) ${missing.join(", ")}`);
+    for (let pass = 0; pass < 8; pass++) {
+      const listeners = await this.listeners(lb, signal);
+      const pools = await this.pools(lb, signal);
+      const step = await this.nextStep(
+        lb,
+        spec,
+        s,
+        { method, monitorOn, memberSubnet, ips },
+        listeners,
+        pools,
+        signal,
+      );
+      if (step === undefined) return undefined;
+      const pending = await this.run(lb, [step], signal);
+      if (pending !== undefined) return pending;
+    }
+    return inProgress(0, `load balancer ${lb.id}: more changes to make`);
+  }
+
+  /** The first change the cloud still needs, or undefined when it matches. */
+  private async nextStep(
+    lb: WireLb,
+    spec: LoadBalancerSpec,
+    s: OpenStackLbAnnotations,
+    d: { method: LbMethod; monitorOn: boolean; memberSubnet: string | undefined; ips: Map<string, string> },
+    listeners: readonly WireListener[],
+    pools: readonly WirePool[],
+    signal?: AbortSignal,
+  ): Promise<Step | undefined> {
+    const lbApi = (op: string, method: "POST" | "PUT" | "DELETE", path: string, body?: unknown) => () =>
+      this.client.request("load-balancer", op, method, path, { ...(body !== undefined && { body }), signal });
+    const wanted = spec.listeners.map((p) => ({ p, protocol: listenerProtocol(p) }));
+    // Listeners of ports no longer wanted: their pool first (its members and monitor go with it).
+    for (const l of listeners) {
+      if (wanted.some((w) => w.protocol === l.protocol && w.p.port === l.protocol_port)) continue;
+      const pool = pools.find((p) => p.id === l.default_pool_id);
+      if (pool !== undefined) return lbApi(LB_OPS.poolDelete, "DELETE", `/lbaas/pools/${pool.id}`);
+      return lbApi(LB_OPS.listenerDelete, "DELETE", `/lbaas/listeners/${l.id}`);
+    }
+    for (const [i, { p, protocol }] of wanted.entries()) {
+      const cidrs = spec.sourceRanges.length === 0 ? null : [...spec.sourceRanges].sort();
+      const headers = protocol === "HTTP" && s.xForwardedFor ? { "X-Forwarded-For": "true" } : {};
+      const listenerBody = {
+        ...s.timeouts,
+        ...(cidrs !== null && { allowed_cidrs: cidrs }),
+        ...(protocol === "HTTP" && { insert_headers: headers }),
+      };
+      const l = listeners.find((x) => x.protocol === protocol && x.protocol_port === p.port);
+      if (l === undefined)
+        return lbApi(LB_OPS.listenerCreate, "POST", "/lbaas/listeners", {
+          listener: {
+            loadbalancer_id: lb.id,
+            protocol,
+            protocol_port: p.port,
+            name: `listener_${i}_${lb.name}`.slice(0, 255),
+            ...listenerBody,
+          },
+        });
+      const haveCidrs =
+        l.allowed_cidrs === null || l.allowed_cidrs === undefined || l.allowed_cidrs.length === 0
+          ? null
+          : [...l.allowed_cidrs].sort();
+      const timeoutsDiffer = Object.entries(s.timeouts).some(([k, v]) => l[k] !== v);
+      if (JSON.stringify(haveCidrs) !== JSON.stringify(cidrs) || timeoutsDiffer)
+        return lbApi(LB_OPS.listenerUpdate, "PUT", `/lbaas/listeners/${l.id}`, {
+          listener: { ...listenerBody, allowed_cidrs: cidrs ?? [] },
+        });
+      const poolProtocol = p.proxyProtocol ? "PROXY" : protocol;
+      const persistence = spec.sessionAffinity === "ClientIP" ? { type: "SOURCE_IP" } : null;
+      const monitorPort = spec.healthCheck.port !== p.nodePort ? spec.healthCheck.port : undefined;
+      const poolTags = [
+        `${NODE_PORT_TAG}${p.nodePort}`,
+        ...(monitorPort === undefined ? [] : [`${MONITOR_PORT_TAG}${monitorPort}`]),
+      ];
+      const pool = pools.find((x) => x.id === l.default_pool_id);
+      if (pool === undefined)
+        return lbApi(LB_OPS.poolCreate, "POST", "/lbaas/pools", {
+          pool: {
+            listener_id: l.id,
+            protocol: poolProtocol,
+            lb_algorithm: d.method,
+            name: `pool_${i}_${lb.name}`.slice(0, 255),
+            session_persistence: persistence,
+            tags: poolTags,
+          },
+        });
+      if (pool.protocol !== poolProtocol)
+        return lbApi(LB_OPS.poolDelete, "DELETE", `/lbaas/pools/${pool.id}`);
+      const tagsDiffer =
+        poolTags.some((t) => !(pool.tags ?? []).includes(t)) ||
+        (pool.tags ?? []).some(
+          (t) => (t.startsWith(NODE_PORT_TAG) || t.startsWith(MONITOR_PORT_TAG)) && !poolTags.includes(t),
+        );
+      if (
+        pool.lb_algorithm !== d.method ||
+        (pool.session_persistence?.type ?? null) !== (persistence?.type ?? null) ||
+        tagsDiffer
+      )
+        return lbApi(LB_OPS.poolUpdate, "PUT", `/lbaas/pools/${pool.id}`, {
+          pool: {
+            lb_algorithm: d.method,
+            session_persistence: persistence,
+            tags: [
+              ...(pool.tags ?? []).filter(
+                (t) => !t.startsWith(NODE_PORT_TAG) && !t.startsWith(MONITOR_PORT_TAG),
+              ),
+              ...poolTags,
+            ],
+          },
+        });
+      const members = await this.members(pool, signal);
+      const desired = this.desiredMembers(spec.backends, d.ips, p.nodePort, monitorPort, d.memberSubnet);
+      if (!sameMembers(members, desired))
+        return lbApi(LB_OPS.membersReplace, "PUT", `/lbaas/pools/${pool.id}/members`, { members: desired });
+      const monitor = await this.monitor(pool, signal);
+      const hc = spec.healthCheck;
+      const type = protocol === "UDP" ? "UDP-CONNECT" : hc.protocol === "HTTP" ? "HTTP" : "TCP";
+      const monitorBody = {
+        delay: hc.intervalSeconds,
+        timeout: hc.timeoutSeconds,
+        max_retries: hc.healthyThreshold,
+        max_retries_down: hc.unhealthyThreshold,
+        ...(type === "HTTP" && { url_path: hc.path || "/" }),
+      };
+      if (d.monitorOn && monitor === undefined)
+        return lbApi(LB_OPS.monitorCreate, "POST", "/lbaas/healthmonitors", {
+          healthmonitor: {
+            pool_id: pool.id,
+            type,
+            name: `monitor_${i}_${lb.name}`.slice(0, 255),
+            ...monitorBody,
+          },
+        });
+      if (d.monitorOn && monitor !== undefined) {
+        if (monitor.type !== type)
+          return lbApi(LB_OPS.monitorDelete, "DELETE", `/lbaas/healthmonitors/${monitor.id}`);
+        const differs = Object.entries(monitorBody).some(
+          ([k, v]) => (monitor as unknown as Record<string, unknown>)[k] !== v,
+        );
+        if (differs)
+          return lbApi(LB_OPS.monitorUpdate, "PUT", `/lbaas/healthmonitors/${monitor.id}`, {
+            healthmonitor: monitorBody,
+          });
+      }
+      if (!d.monitorOn && monitor !== undefined)
+        return lbApi(LB_OPS.monitorDelete, "DELETE", `/lbaas/healthmonitors/${monitor.id}`);
+    }
+    return undefined;
+  }
+
+  private desiredMembers(
+    backends: readonly string[],
+    ips: Map<string, string>,
+    nodePort: number,
+    monitorPort: number | undefined,
+    subnet: string | undefined,
+  ): Record<string, unknown>[] {
+    return backends
+      .map((b) => ({
+        address: ips.get(b) ?? "",
+        protocol_port: nodePort,
+        name: b,
+        ...(monitorPort !== undefined && { monitor_port: monitorPort }),
+        ...(subnet !== undefined && { subnet_id: subnet }),
+      }))
+      .sort((a, b) => a.address.localeCompare(b.address));
+  }
+
+  async updateBackends(
+    target: ServiceTarget,
+    backends: readonly string[],
+    signal?: AbortSignal,
+    backendAnnotations?: Readonly<Record<string, Readonly<Record<string, string>>>>,
+  ): Promise<undefined | InProgress> {
+    const lb = await this.owned(target, signal);
+    if (lb === undefined)
+      throw new NeedsEnsureError(`no load balancer of ${target.cluster}/${target.serviceUid}`);
+    if (lb.provisioning_status.startsWith("PENDING_"))
+      return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
+    if (lb.provisioning_status === "ERROR") throw new NeedsEnsureError(`load balancer ${lb.id} is in ERROR`);
+    const pools = await this.pools(lb, signal);
+    const memberSubnet = this.defaults.memberSubnetId ?? lb.vip_subnet_id;
+    const ips = await this.nodeIPs(backends, memberSubnet, signal);
+    if (backends.some((b) => !ips.has(b))) throw new NeedsEnsureError("a backend has no Neutron port");
+    for (const pool of pools) {
+      const nodePort = Number(tagValue(pool.tags, NODE_PORT_TAG.slice(0, -1)));
+      if (!Number.isSafeInteger(nodePort) || nodePort <= 0)
+        throw new NeedsEnsureError(`pool ${pool.id} has no node-port tag`);
+      const monitorRaw = tagValue(pool.tags, MONITOR_PORT_TAG.slice(0, -1));
+      const members = await this.members(pool, signal);
+      const desired = this.desiredMembers(
+        backends,
+        ips,
+        nodePort,
+        monitorRaw === undefined ? undefined : Number(monitorRaw),
+        members[0]?.subnet_id ?? memberSubnet,
+      );
+      if (sameMembers(members, desired)) continue;
+      const pending = await this.run(
+        lb,
+        [
+          () =>
+            this.client.request(
+              "load-balancer",
+              LB_OPS.membersReplace,
+              "PUT",
+              `/lbaas/pools/${pool.id}/members`,
+              {
+                body: { members: desired },
+                signal,
+              },
+            ),
+        ],
+        signal,
+      );
+      if (pending !== undefined) return pending;
+    }
+    const fresh = await this.byId(lb.id, signal);
+    if (fresh === undefined) throw new NeedsEnsureError(`load balancer ${lb.id} gone`);
+    const wanted = [
+      ...(fresh.tags ?? []).filter((t) => !t.startsWith(`${DIGEST_TAG_BACKENDS}=`)),
+      tag(DIGEST_TAG_BACKENDS, backendsDigest(backends, backendAnnotations)),
+    ];
+    return this.putTags(fresh, wanted, signal);
+  }
+
+  /** Cascade delete (Octavia deletes listeners, pools, members and monitors), then the floating IP. */
+  async ensureDeleted(
+    target: ServiceTarget,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<undefined | InProgress> {
+    const s = this.settings(undefined, hints);
+    const lb = await this.owned(target, signal);
+    if (lb !== undefined) {
+      if (lb.provisioning_status.startsWith("PENDING_"))
+        return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
+      // The floating IP first, while the VIP port still names it (owned: it is on our VIP).
+      const fip = await this.fipOf(lb, signal);
+      if (fip !== undefined && !s.keepFloatingIp)
+        await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, {
+          signal,
+        });
+      try {
+        await this.client.request("load-balancer", LB_OPS.delete, "DELETE", `/lbaas/loadbalancers/${lb.id}`, {
+          query: { cascade: "true" },
+          signal,
+        });
+      } catch (err) {
+        if (isImmutable(err))
+          return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} busy (Octavia 409)`);
+        if (!isGone(err)) throw err;
+      }
+      const after = await this.byId(lb.id, signal);
+      if (after !== undefined)
+        return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${after.provisioning_status}`);
+    }
+    return undefined;
+  }
+
+  /** One page of the project's load balancers that carry this hub's owner tags. */
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const page = await this.client.page<WireLb>(
+      "load-balancer",
+      LB_OPS.list,
+      "/lbaas/loadbalancers",
+      "loadbalancers",
+      pageToken,
+      {
+        signal,
+      },
+    );
+    const items = page.items.flatMap((lb) => {
+      const owner = ownerOfTags(lb.tags);
+      if (owner === undefined) return [];
+      const specDigest = tagValue(lb.tags, DIGEST_TAG_SPEC);
+      const backends = tagValue(lb.tags, DIGEST_TAG_BACKENDS);
+      // The VIP alone: the floating IP would cost a Neutron call per load balancer.
+      return [
+        {
+          id: lb.id,
+          name: lb.name,
+          owner,
+          ingress: [{ ip: lb.vip_address }],
+          ...(specDigest !== undefined && { specDigest }),
+          ...(backends !== undefined && { backendsDigest: backends }),
+        },
+      ];
+    });
+    return page.next === undefined ? { items } : { items, nextPageToken: page.next };
+  }
+}
+
+function sameMembers(have: readonly WireMember[], want: readonly Record<string, unknown>[]): boolean {
+  const key = (m: { address?: unknown; protocol_port?: unknown; monitor_port?: unknown }) =>
+    `${String(m.address)}:${String(m.protocol_port)}:${m.monitor_port ?? ""}`;
+  const a = have.map(key).sort();
+  const b = want.map(key).sort();
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
