@@ -293,6 +293,7 @@ const GCP_METHODS = {
   firewalls: ["get", "insert", "patch", "delete", "list"],
   httpHealthChecks: ["get", "insert", "update", "delete"],
   healthChecks: ["get", "insert", "update", "delete"],
+  regionHealthChecks: ["get", "insert", "update", "delete"],
   targetPools: [
     "get",
     "insert",

@@ -45,6 +45,9 @@ function makeClients(keyText: string) {
     targetPools: new compute.TargetPoolsClient(opts),
     forwardingRules: new compute.ForwardingRulesClient(opts),
     routes: new compute.RoutesClient(opts),
+    healthChecks: new compute.HealthChecksClient(opts),
+    regionHealthChecks: new compute.RegionHealthChecksClient(opts),
+    regionBackendServices: new compute.RegionBackendServicesClient(opts),
     regionOperations: new compute.RegionOperationsClient(opts),
     globalOperations: new compute.GlobalOperationsClient(opts),
   };
@@ -359,6 +362,83 @@ describe("operations and resources", () => {
       { project: PROJECT, region: REGION, forwardingRule: "fr-labels" },
       { retry: null },
     );
+  });
+
+  test("an EXTERNAL backend service takes a regional health check only; its rule needs an EXTERNAL backend service and a reserved IP", async () => {
+    const base = `https://www.googleapis.com/compute/v1/projects/${PROJECT}`;
+    const hc = { type: "HTTP", httpHealthCheck: { port: 10256, requestPath: "/healthz" } };
+    await clients.healthChecks.insert(
+      { project: PROJECT, healthCheckResource: { name: "global-hc", ...hc } },
+      { retry: null },
+    );
+    await clients.regionHealthChecks.insert(
+      { project: PROJECT, region: REGION, healthCheckResource: { name: "regional-hc", ...hc } },
+      { retry: null },
+    );
+    const [regional] = await clients.regionHealthChecks.get(
+      { project: PROJECT, region: REGION, healthCheck: "regional-hc" },
+      NO_RETRY,
+    );
+    expect(regional.selfLink).toBe(`${base}/regions/${REGION}/healthChecks/regional-hc`);
+    const bs = (name: string, link: string) =>
+      clients.regionBackendServices.insert(
+        {
+          project: PROJECT,
+          region: REGION,
+          backendServiceResource: {
+            name,
+            loadBalancingScheme: "EXTERNAL",
+            protocol: "TCP",
+            healthChecks: [link],
+          },
+        },
+        { retry: null },
+      );
+    await expect(bs("rbs-global", `${base}/global/healthChecks/global-hc`)).rejects.toThrow(
+      /requires a regional health check/,
+    );
+    await bs("rbs-1", `${base}/regions/${REGION}/healthChecks/regional-hc`);
+    const rule = (name: string, extra: Record<string, string>) =>
+      clients.forwardingRules.insert(
+        {
+          project: PROJECT,
+          region: REGION,
+          forwardingRuleResource: {
+            name,
+            IPProtocol: "TCP",
+            portRange: "80-80",
+            backendService: `${base}/regions/${REGION}/backendServices/rbs-1`,
+            ...extra,
+          },
+        },
+        { retry: null },
+      );
+    await expect(rule("fr-int", { loadBalancingScheme: "INTERNAL" })).rejects.toThrow();
+    await expect(
+      rule("fr-unreserved", { loadBalancingScheme: "EXTERNAL", IPAddress: "34.9.9.9" }),
+    ).rejects.toThrow(/not reserved/);
+    await rule("fr-rbs", { loadBalancingScheme: "EXTERNAL" });
+    // The check is in use by the backend service, the backend service by the rule.
+    await expect(
+      clients.regionHealthChecks.delete(
+        { project: PROJECT, region: REGION, healthCheck: "regional-hc" },
+        { retry: null },
+      ),
+    ).rejects.toThrow(/already being used/);
+    await clients.forwardingRules.delete(
+      { project: PROJECT, region: REGION, forwardingRule: "fr-rbs" },
+      { retry: null },
+    );
+    await clients.regionBackendServices.delete(
+      { project: PROJECT, region: REGION, backendService: "rbs-1" },
+      { retry: null },
+    );
+    await clients.regionHealthChecks.delete(
+      { project: PROJECT, region: REGION, healthCheck: "regional-hc" },
+      { retry: null },
+    );
+    await clients.healthChecks.delete({ project: PROJECT, healthCheck: "global-hc" }, { retry: null });
+    expect(fake.list(PROJECT, "healthChecks")).toEqual([]);
   });
 
   test("routes: insert, list filtered by network, delete", async () => {

@@ -841,15 +841,30 @@ export class GcpComputeFake {
     }
     if (collection === "addresses" && body.addressType === "INTERNAL")
       this.mustExist(String(body.subnetwork ?? ""));
-    if (collection === "backendServices") {
-      for (const hc of (body.healthChecks as string[] | undefined) ?? []) this.mustExist(hc);
-      for (const b of (body.backends as { group?: string }[] | undefined) ?? [])
-        this.mustExist(String(b.group ?? ""));
-    }
+    if (collection === "backendServices") this.checkBackendService(body);
     if (collection === "forwardingRules" && body.backendService !== undefined) {
       this.mustExist(String(body.backendService));
-      if (body.loadBalancingScheme === "INTERNAL") this.mustExist(String(body.subnetwork ?? ""));
+      const scheme = body.loadBalancingScheme ?? "EXTERNAL";
+      if (scheme === "INTERNAL") this.mustExist(String(body.subnetwork ?? ""));
+      const bs = this.byLink(String(body.backendService));
+      if ((bs?.loadBalancingScheme ?? "EXTERNAL") !== scheme)
+        throw fail(
+          400,
+          "invalid",
+          `Invalid value for field 'resource.backendService': '${String(body.backendService)}'. The backend service's load balancing scheme (${String(bs?.loadBalancingScheme)}) must be the forwarding rule's (${String(scheme)}).`,
+        );
       const ip = body.IPAddress;
+      // An external rule's IP must be reserved in its region (as a target pool's rule).
+      if (
+        scheme === "EXTERNAL" &&
+        typeof ip === "string" &&
+        !this.addressesIn(project, scope).some((a) => a.address === ip)
+      )
+        throw fail(
+          400,
+          "invalid",
+          `Invalid value for field 'resource.IPAddress': '${ip}'. Specified IP address is not reserved in this region.`,
+        );
       if (
         typeof ip === "string" &&
         this.list(project, "forwardingRules").some(
@@ -892,6 +907,34 @@ export class GcpComputeFake {
         if (m === null || !this.resources.has(key(m[1] ?? "", "global", "httpHealthChecks", m[2] ?? "")))
           throw notFound(hc.replace(GCE_BASE, ""));
       }
+  }
+
+  /**
+   * A regional backend service's references: its health checks and instance groups exist, and
+   * an EXTERNAL one (the backend-service based network load balancer) takes regional health
+   * checks only, as Compute refuses a global one there.
+   */
+  private checkBackendService(body: Json): void {
+    const external = (body.loadBalancingScheme ?? "EXTERNAL") === "EXTERNAL";
+    for (const [n, hc] of ((body.healthChecks as string[] | undefined) ?? []).entries()) {
+      this.mustExist(hc);
+      if (external && !/\/regions\/[^/]+\/healthChecks\//.test(hc))
+        throw fail(
+          400,
+          "invalid",
+          `Invalid value for field 'resource.healthChecks[${n}]': '${hc}'. A backend service with the EXTERNAL load balancing scheme and a regional scope requires a regional health check.`,
+        );
+    }
+    for (const b of (body.backends as { group?: string }[] | undefined) ?? [])
+      this.mustExist(String(b.group ?? ""));
+  }
+
+  /** The resource a link names, if it exists. */
+  private byLink(link: string): Json | undefined {
+    const m = /(?:^|\/)projects\/([^/]+)\/((?:regions|zones)\/[^/]+|global)\/([A-Za-z]+)\/([^/]+)$/.exec(
+      link,
+    );
+    return m === null ? undefined : this.resources.get(key(m[1] ?? "", m[2] ?? "", m[3] ?? "", m[4] ?? ""));
   }
 
   /** A referenced resource (by its link) must exist. */
@@ -1178,6 +1221,13 @@ export class GcpComputeFake {
         this.replace(c, rs(first(c)), "backendServices", second(c)),
       ),
       ...global("healthChecks", "compute#healthCheckList").filter((r) => r.op !== "healthChecks.list"),
+      // Regional health checks (what an EXTERNAL backend service takes): the same resource in a region.
+      ...regional("healthChecks", "compute#healthCheckList")
+        .filter((r) => r.op !== "healthChecks.list")
+        .map((r) => ({ ...r, op: r.op.replace(/^healthChecks/, "regionHealthChecks") })),
+      R("PUT", `${G}\\/healthChecks\\/${N}`, "regionHealthChecks.update", (c) =>
+        this.replace(c, rs(first(c)), "healthChecks", second(c)),
+      ),
       R("PUT", String.raw`\/global\/healthChecks\/${N}`, "healthChecks.update", (c) =>
         this.replace(c, "global", "healthChecks", first(c)),
       ),
@@ -1350,11 +1400,7 @@ export class GcpComputeFake {
       c.body.fingerprint !== r.fingerprint
     )
       throw fail(412, "conditionNotMet", "Supplied fingerprint does not match current metadata fingerprint.");
-    if (collection === "backendServices") {
-      for (const hc of (c.body.healthChecks as string[] | undefined) ?? []) this.mustExist(hc);
-      for (const b of (c.body.backends as { group?: string }[] | undefined) ?? [])
-        this.mustExist(String(b.group ?? ""));
-    }
+    if (collection === "backendServices") this.checkBackendService(c.body);
     return this.change(c.project, scope, collection, name, "update", (now) => {
       const keep = {
         id: now.id,

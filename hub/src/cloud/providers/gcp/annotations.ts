@@ -2,7 +2,7 @@
  * The Service annotations cloud-provider-gcp reads (gce_annotations.go), with its meaning:
  * the load-balancer type (`Internal`, and the deprecated `cloud.google.com/` key and lower-case
  * value), the network tier of an external one, the internal one's global access and subnet,
- * and the backend-service NetLB switch (`cloud.google.com/l4-rbs`, refused: not built yet).
+ * and the backend-service NetLB switch (`cloud.google.com/l4-rbs: enabled`, external Services only).
  */
 import { AnnotationError } from "../../annotation-bounds.js";
 import type { VendorLbSettings } from "../../provider.js";
@@ -26,6 +26,8 @@ export interface GcpLbAnnotations {
   readonly allowGlobalAccess: boolean;
   /** The subnetwork name an internal load balancer's address comes from. */
   readonly subnet: string | undefined;
+  /** `l4-rbs: enabled` on an external Service: the backend-service based network load balancer. */
+  readonly rbs: boolean;
 }
 
 type A = Readonly<Record<string, string>>;
@@ -46,14 +48,6 @@ export function parseGcpLbAnnotations(a: A = {}): GcpLbAnnotations {
   const tier = a[GCP_ANNOTATIONS.networkTier];
   if (tier !== undefined && tier !== "Standard" && tier !== "Premium")
     throw new AnnotationError(GCP_ANNOTATIONS.networkTier, tier, "Standard or Premium");
-  const rbs = a[GCP_ANNOTATIONS.rbs];
-  if (rbs === "enabled")
-    throw new AnnotationError(
-      GCP_ANNOTATIONS.rbs,
-      rbs,
-      "no value",
-      "the backend-service based network load balancer is not supported by fleet-ccm yet: remove it to keep the target-pool one",
-    );
   const subnet = a[GCP_ANNOTATIONS.subnet];
   if (subnet !== undefined && !/^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$/.test(subnet))
     throw new AnnotationError(GCP_ANNOTATIONS.subnet, subnet, "a subnetwork name of the cluster's network");
@@ -62,5 +56,8 @@ export function parseGcpLbAnnotations(a: A = {}): GcpLbAnnotations {
     networkTier: tier === undefined ? undefined : tier === "Standard" ? "STANDARD" : "PREMIUM",
     allowGlobalAccess: a[GCP_ANNOTATIONS.allowGlobalAccess] === "true",
     subnet: subnet === undefined || subnet === "" ? undefined : subnet,
+    // As GKE: only the value `enabled` asks for it (anything else keeps the target pool), and
+    // an internal Service ignores it.
+    rbs: a[GCP_ANNOTATIONS.rbs] === "enabled" && !isInternal(a),
   };
 }

@@ -179,6 +179,7 @@ export interface Clients {
   readonly forwardingRules: Compute.ForwardingRulesClient;
   readonly routes: Compute.RoutesClient;
   readonly healthChecks: Compute.HealthChecksClient;
+  readonly regionHealthChecks: Compute.RegionHealthChecksClient;
   readonly regionBackendServices: Compute.RegionBackendServicesClient;
   readonly instanceGroups: Compute.InstanceGroupsClient;
   readonly subnetworks: Compute.SubnetworksClient;
@@ -216,6 +217,7 @@ async function makeClients(ctx: ProviderContext, auth: GcpCredential): Promise<C
     forwardingRules: new sdk.ForwardingRulesClient(opts),
     routes: new sdk.RoutesClient(opts),
     healthChecks: new sdk.HealthChecksClient(opts),
+    regionHealthChecks: new sdk.RegionHealthChecksClient(opts),
     regionBackendServices: new sdk.RegionBackendServicesClient(opts),
     instanceGroups: new sdk.InstanceGroupsClient(opts),
     subnetworks: new sdk.SubnetworksClient(opts),

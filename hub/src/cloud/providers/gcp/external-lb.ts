@@ -138,23 +138,7 @@ export class ExternalLb extends GcpLbBase {
 
     // 2. The firewall for the clients.
     const network = this.networkUrl(target);
-    const allowed = PROTOCOLS.filter((p) => spec.listeners.some((l) => l.protocol === p)).map((p) => ({
-      IPProtocol: p.toLowerCase(),
-      ports: [...new Set(spec.listeners.filter((l) => l.protocol === p).map((l) => String(l.port)))].sort(),
-    }));
-    const fw = await this.ensureFirewall(
-      gceFirewallName(lbName),
-      {
-        // Upstream's firewall description also names the address it guards.
-        description: ownerDescription(target, spec.serviceName, { "kubernetes.io/service-ip": ip }),
-        network,
-        sourceRanges: spec.sourceRanges.length > 0 ? [...spec.sourceRanges] : ["0.0.0.0/0"],
-        destinationRanges: [ip],
-        allowed,
-      },
-      tags,
-      signal,
-    );
+    const fw = await this.ensureClientFirewall(target, spec, ip, tags, signal);
     if (fw !== undefined) return fw;
 
     // 3. The health check and its firewall.
@@ -261,13 +245,44 @@ export class ExternalLb extends GcpLbBase {
   }
 
   /**
+   * The firewall `k8s-fw-<lbName>` for the clients: the source ranges (or everyone) to the
+   * backends' tags on the Service ports, destination the address (a passthrough load balancer,
+   * target pool or backend service, keeps the destination IP and port).
+   */
+  async ensureClientFirewall(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    ip: string,
+    tags: string[],
+    signal?: AbortSignal,
+  ): Promise<Step> {
+    const allowed = PROTOCOLS.filter((p) => spec.listeners.some((l) => l.protocol === p)).map((p) => ({
+      IPProtocol: p.toLowerCase(),
+      ports: [...new Set(spec.listeners.filter((l) => l.protocol === p).map((l) => String(l.port)))].sort(),
+    }));
+    return this.ensureFirewall(
+      gceFirewallName(gceLoadBalancerName(target.serviceUid)),
+      {
+        // Upstream's firewall description also names the address it guards.
+        description: ownerDescription(target, spec.serviceName, { "kubernetes.io/service-ip": ip }),
+        network: this.networkUrl(target),
+        sourceRanges: spec.sourceRanges.length > 0 ? [...spec.sourceRanges] : ["0.0.0.0/0"],
+        destinationRanges: [ip],
+        allowed,
+      },
+      tags,
+      signal,
+    );
+  }
+
+  /**
    * The IP the rules use (upstream verifyUserRequestedIP, ensureStaticIP): loadBalancerIP names
    * a regional address the user reserved (of the Service's tier; never deleted) or the IP the
    * load balancer holds already; otherwise the Service's own address `<lbName>`, reserved with
    * the IP the first rule holds when that one is ephemeral (what cloud-provider-gcp leaves:
    * it releases its reservation once the rule holds the IP), so the IP is kept.
    */
-  private async ensureAddress(
+  async ensureAddress(
     target: ServiceTarget,
     spec: LoadBalancerSpec,
     lbName: string,
@@ -344,7 +359,7 @@ export class ExternalLb extends GcpLbBase {
   }
 
   /** Upstream deleteWrongNetworkTieredResources: the Service's rules and own address of another tier. */
-  private async deleteWrongTier(
+  async deleteWrongTier(
     target: ServiceTarget,
     lbName: string,
     tier: NetworkTier,
@@ -612,8 +627,16 @@ export class ExternalLb extends GcpLbBase {
 
   // ---- delete -----------------------------------------------------------------------------------
 
-  /** Deletes a resource of the owner (a resource of anyone else is left alone); gone already is done. */
-  async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
+  /**
+   * Deletes the Service's target-pool load balancer (a resource of anyone else is left alone;
+   * gone already is done). `switching` (to the backend-service based one, which uses the same
+   * address and client firewall): the address and `k8s-fw-<lbName>` stay, so the IP is kept.
+   */
+  async ensureDeleted(
+    target: ServiceTarget,
+    signal?: AbortSignal,
+    switching = false,
+  ): Promise<undefined | InProgress> {
     const lbName = gceLoadBalancerName(target.serviceUid);
     for (const protocol of PROTOCOLS)
       for (const first of [true, false]) {
@@ -641,6 +664,7 @@ export class ExternalLb extends GcpLbBase {
       const step = await this.deleteLeftHealthCheck(target, poolHc, signal);
       if (step !== undefined) return step;
     }
+    if (switching) return undefined;
     const fw = await this.deleteFirewall(gceFirewallName(lbName), target, signal);
     if (fw !== undefined) return fw;
     return this.deleteRegional("addresses", lbName, target, signal);

@@ -18,21 +18,25 @@ import type {
   LbIngress,
   LoadBalancerSpec,
   LoadBalancerState,
+  ProviderContext,
   ServiceTarget,
 } from "../../provider.js";
 import { inProgress, lbOwner } from "../../provider.js";
 import { parseGcpLbAnnotations } from "./annotations.js";
+import type { GcpApi } from "./api.js";
 import { hasReason } from "./errors.js";
+import { ClusterGroups } from "./instance-groups.js";
+import type { GcpInstances } from "./instances.js";
 import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, sameSet, tail, whyNotOwned } from "./lb-base.js";
 import {
   gceFirewallName,
-  gceInstanceGroupName,
   gceInternalHealthCheckFirewallName,
   gceLoadBalancerName,
   gceNodesHealthCheckName,
   ownerDescription,
 } from "./names.js";
 import { getOrUndefined, type Step } from "./operations.js";
+import type { GcpOptions } from "./options.js";
 
 type HealthCheck = Compute.protos.google.cloud.compute.v1.IHealthCheck;
 type BackendService = Compute.protos.google.cloud.compute.v1.IBackendService;
@@ -40,25 +44,14 @@ type Rule = Compute.protos.google.cloud.compute.v1.IForwardingRule;
 
 /** Upstream's maxL4ILBPorts: more ports than this take every port. */
 const MAX_PORTS = 5;
-/** The instance groups' description: the cluster they serve (the only owner a shared group has). */
-const groupDescription = (cluster: string) => JSON.stringify({ "fleet-ccm.io/cluster": cluster });
-
-/**
- * The cluster's instance-group name: its own, or while it migrates (adoptFrom) the vendor
- * cluster's `k8s-ig--<id>`, which its nodes are in already (an instance is in one
- * load-balanced group at most), shared with what it adopts.
- */
-function groupName(target: ServiceTarget): string {
-  return gceInstanceGroupName(target.scope.adoptFrom?.vendorCcmClusterName ?? target.cluster);
-}
-
-/** Whether a group of that name is the cluster's: its description, or upstream's nameless one with adoptFrom. */
-function ownGroup(target: ServiceTarget, description: string | null | undefined): boolean {
-  if (description === groupDescription(target.cluster)) return true;
-  return target.scope.adoptFrom !== undefined && (description ?? "") === "";
-}
-
 export class InternalLb extends GcpLbBase {
+  private readonly groups: ClusterGroups;
+
+  constructor(ctx: ProviderContext, api: GcpApi, instances: GcpInstances, options: GcpOptions) {
+    super(ctx, api, instances, options);
+    this.groups = new ClusterGroups(ctx, api, instances, options);
+  }
+
   // ---- reads ------------------------------------------------------------------------------------
 
   private getHealthCheck(name: string, signal?: AbortSignal) {
@@ -72,39 +65,6 @@ export class InternalLb extends GcpLbBase {
           )
         )[0],
     );
-  }
-
-  private getGroup(zone: string, name: string, signal?: AbortSignal) {
-    return getOrUndefined(
-      async () =>
-        (
-          await this.api.call(
-            "instanceGroups.get",
-            (c, o) => c.instanceGroups.get({ project: this.api.project, zone, instanceGroup: name }, o),
-            signal,
-          )
-        )[0],
-    );
-  }
-
-  /** The instance ids ("<zone>/<name>") in a group. */
-  private async groupMembers(zone: string, name: string, signal?: AbortSignal): Promise<string[]> {
-    const [items] = await this.api.call(
-      "instanceGroups.listInstances",
-      (c, o) =>
-        c.instanceGroups.listInstances(
-          {
-            project: this.api.project,
-            zone,
-            instanceGroup: name,
-            maxResults: 500,
-            instanceGroupsListInstancesRequestResource: { instanceState: "ALL" },
-          },
-          o,
-        ),
-      signal,
-    );
-    return items.map((i) => tail(i.instance).replace(/^zones\/([^/]+)\/instances\/([^/]+)$/, "$1/$2")).sort();
   }
 
   private async subnetworkUrl(target: ServiceTarget, subnet: string | undefined, signal?: AbortSignal) {
@@ -157,17 +117,13 @@ export class InternalLb extends GcpLbBase {
     const bs = await this.getBackendService(name, signal);
     if (bs === undefined || !this.ours(bs.description, target)) return undefined;
     const rule = await this.getRule(name, signal);
-    const backends: string[] = [];
-    for (const b of bs.backends ?? []) {
-      const m = /zones\/([^/]+)\/instanceGroups\/([^/]+)$/.exec(b.group ?? "");
-      if (m !== null) backends.push(...(await this.groupMembers(m[1] ?? "", m[2] ?? "", signal)));
-    }
+    const backends = await this.groups.backendsOf(bs, signal);
     return {
       id: this.regional("forwardingRules", name),
       name,
       owner: lbOwner(target),
       ingress: rule?.IPAddress ? [{ ip: rule.IPAddress }] : [],
-      backends: backends.sort(),
+      backends,
     };
   }
 
@@ -197,7 +153,7 @@ export class InternalLb extends GcpLbBase {
     const network = this.networkUrl(target);
 
     // 1. The cluster's instance groups with the backends.
-    const groups = await this.syncGroups(target, spec.backends, signal);
+    const groups = await this.groups.sync(target, spec.backends, signal);
     if (!Array.isArray(groups)) return groups as InProgress;
 
     // 2. The health check and its firewall.
@@ -318,99 +274,6 @@ export class InternalLb extends GcpLbBase {
       if (step !== undefined) return step;
     }
     return [{ ip }];
-  }
-
-  /**
-   * The cluster's group in each zone of the region: made where backends are, members added
-   * and removed to match (a zone without backends keeps an empty group until the cluster's
-   * last internal Service goes). Answers the links of the groups with backends.
-   */
-  private async syncGroups(
-    target: ServiceTarget,
-    backends: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<string[] | InProgress> {
-    const name = groupName(target);
-    const links: string[] = [];
-    for (const zone of await this.instances.regionZones(signal)) {
-      const want = backends.filter((b) => b.startsWith(`${zone}/`));
-      const scope = `zones/${zone}` as const;
-      const link = this.api.url(`${scope}/instanceGroups/${name}`);
-      const group = await this.getGroup(zone, name, signal);
-      if (group !== undefined && !ownGroup(target, group.description))
-        throw new CloudError(`gcp: instance group ${zone}/${name} exists and is not the cluster's`);
-      if (group === undefined) {
-        if (want.length === 0) continue;
-        const step = await this.insert(
-          scope,
-          link,
-          () =>
-            this.api.mutate(
-              "instanceGroups.insert",
-              (c, o) =>
-                c.instanceGroups.insert(
-                  {
-                    project: this.api.project,
-                    zone,
-                    instanceGroupResource: {
-                      name,
-                      description: groupDescription(target.cluster),
-                      network: this.networkUrl(target),
-                    },
-                  },
-                  o,
-                ),
-              signal,
-            ),
-          signal,
-        );
-        if (step !== undefined) return step;
-      }
-      const have = group === undefined ? [] : await this.groupMembers(zone, name, signal);
-      const add = want.filter((b) => !have.includes(b));
-      const remove = have.filter((b) => !want.includes(b));
-      if (add.length > 0 || remove.length > 0) {
-        const pending = await this.ops.pending(scope, link, signal);
-        if (pending !== undefined) return pending;
-      }
-      for (const [members, add_] of [
-        [remove, false],
-        [add, true],
-      ] as const) {
-        if (members.length === 0) continue;
-        const instances = members.map((b) => ({ instance: this.instanceUrl(b) }));
-        const step = await this.ops.after(
-          await this.api.mutate(
-            add_ ? "instanceGroups.addInstances" : "instanceGroups.removeInstances",
-            (c, o) =>
-              add_
-                ? c.instanceGroups.addInstances(
-                    {
-                      project: this.api.project,
-                      zone,
-                      instanceGroup: name,
-                      instanceGroupsAddInstancesRequestResource: { instances },
-                    },
-                    o,
-                  )
-                : c.instanceGroups.removeInstances(
-                    {
-                      project: this.api.project,
-                      zone,
-                      instanceGroup: name,
-                      instanceGroupsRemoveInstancesRequestResource: { instances },
-                    },
-                    o,
-                  ),
-            signal,
-          ),
-          signal,
-        );
-        if (step !== undefined) return step;
-      }
-      if (want.length > 0) links.push(link);
-    }
-    return links;
   }
 
   private async ensureHealthCheck(name: string, want: HealthCheck, signal?: AbortSignal): Promise<Step> {
@@ -610,7 +473,7 @@ export class InternalLb extends GcpLbBase {
     const bs = await this.getBackendService(lbName, signal);
     if (bs === undefined || !this.ours(bs.description, target))
       throw new NeedsEnsureError("gcp: the backend service is gone");
-    const groups = await this.syncGroups(target, backends, signal);
+    const groups = await this.groups.sync(target, backends, signal);
     if (!Array.isArray(groups)) return groups as InProgress;
     return this.ensureBackendService(
       lbName,
@@ -642,33 +505,8 @@ export class InternalLb extends GcpLbBase {
       const step = await this.deleteHealthCheckAndFirewall(target, name, signal);
       if (step !== undefined) return step;
     }
-    // The cluster's instance groups, unless another internal Service's backend service uses them.
-    const group = groupName(target);
-    for (const zone of await this.instances.regionZones(signal)) {
-      const scope = `zones/${zone}` as const;
-      const step = await this.deleteOwned(
-        scope,
-        "instanceGroups",
-        group,
-        undefined,
-        async () => {
-          const g = await this.getGroup(zone, group, signal);
-          return g === undefined || !ownGroup(target, g.description) ? undefined : g;
-        },
-        () =>
-          this.api.mutate(
-            "instanceGroups.delete",
-            (c, o) => c.instanceGroups.delete({ project: this.api.project, zone, instanceGroup: group }, o),
-            signal,
-          ),
-        signal,
-      ).catch((err: unknown) => {
-        if (hasReason(err, "resourceInUseByAnotherResource")) return undefined;
-        throw err;
-      });
-      if (step !== undefined) return step;
-    }
-    return undefined;
+    // The cluster's instance groups, unless another Service's backend service uses them.
+    return this.groups.deleteUnused(target, signal);
   }
 
   /**

@@ -168,12 +168,14 @@ describe("external: cloud.google.com/network-tier", () => {
     expect(leftOf(lbName)).toEqual([]);
   });
 
-  test("a tier upstream does not know, and l4-rbs enabled, are refused as annotation errors", async () => {
+  test("a tier upstream does not know is refused as an annotation error; l4-rbs enabled is accepted", async () => {
     const p = await lbs();
     expect(() => p.checkAnnotations?.({ "cloud.google.com/network-tier": "Gold" })).toThrow(AnnotationError);
-    expect(() => p.checkAnnotations?.({ "cloud.google.com/l4-rbs": "enabled" })).toThrow(/not supported/);
+    expect(() => p.checkAnnotations?.({ "cloud.google.com/l4-rbs": "enabled" })).not.toThrow();
     expect(() => p.checkAnnotations?.({ "cloud.google.com/network-tier": "Standard" })).not.toThrow();
-    const spec = sampleLoadBalancerSpec(backends, { annotations: { "cloud.google.com/l4-rbs": "enabled" } });
+    const spec = sampleLoadBalancerSpec(backends, {
+      annotations: { "cloud.google.com/network-tier": "Gold" },
+    });
     await expect(p.ensure(target(), spec)).rejects.toBeInstanceOf(AnnotationError);
   });
 });

@@ -1,9 +1,11 @@
 /**
  * The gcp provider's load balancers: the external target-pool network load balancer
- * (external-lb.ts) by default, the internal passthrough one (internal-lb.ts) for
- * `networking.gke.io/load-balancer-type: Internal`, both named as cloud-provider-gcp names
- * them (`a` + the Service uid), so one Service has one of them; a Service that changed type
- * has the other kind deleted first. listOwned pages the region's forwarding rules.
+ * (external-lb.ts) by default, the backend-service based one (rbs-lb.ts) for
+ * `cloud.google.com/l4-rbs: enabled`, the internal passthrough one (internal-lb.ts) for
+ * `networking.gke.io/load-balancer-type: Internal`, all named `a` + the Service uid, so one
+ * Service has one of them; a Service that changed kind has the other kinds deleted first (the
+ * two external kinds share the address, so a switch between them keeps the IP). listOwned pages
+ * the region's forwarding rules.
  */
 
 import { NeedsEnsureError } from "../../errors.js";
@@ -31,6 +33,7 @@ import { InternalLb } from "./internal-lb.js";
 import { GcpLbBase, tail } from "./lb-base.js";
 import { descriptionOwner, gceLoadBalancerName, SPEC_DIGEST_LABEL } from "./names.js";
 import type { GcpOptions } from "./options.js";
+import { RbsLb } from "./rbs-lb.js";
 
 export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities = {
@@ -43,11 +46,13 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
   };
   private readonly external: ExternalLb;
   private readonly internal: InternalLb;
+  private readonly rbs: RbsLb;
 
   constructor(ctx: ProviderContext, api: GcpApi, instances: GcpInstances, options: GcpOptions) {
     super(ctx, api, instances, options);
     this.external = new ExternalLb(ctx, api, instances, options);
     this.internal = new InternalLb(ctx, api, instances, options);
+    this.rbs = new RbsLb(ctx, api, instances, options);
   }
 
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
@@ -55,7 +60,11 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
   }
 
   async get(target: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
-    return (await this.external.get(target, signal)) ?? this.internal.get(target, signal);
+    return (
+      (await this.external.get(target, signal)) ??
+      (await this.rbs.get(target, signal)) ??
+      this.internal.get(target, signal)
+    );
   }
 
   async ensure(
@@ -63,18 +72,48 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     spec: LoadBalancerSpec,
     signal?: AbortSignal,
   ): Promise<readonly LbIngress[] | InProgress> {
-    parseGcpLbAnnotations(spec.annotations);
-    // The Service's first rule tells which kind it has now: the other kind goes first.
-    const rule = await this.getRule(gceLoadBalancerName(target.serviceUid), signal);
-    if (spec.internal && rule?.target != null) {
+    const ann = parseGcpLbAnnotations(spec.annotations);
+    const kind = spec.internal ? "internal" : ann.rbs ? "rbs" : "pool";
+    // The Service's first rule tells which kind it has now: the other kinds go first. Without
+    // a rule of the wanted kind (an interrupted switch), their own resources tell.
+    const lbName = gceLoadBalancerName(target.serviceUid);
+    const rule = await this.getRule(lbName, signal);
+    const ruleKind =
+      rule === undefined
+        ? undefined
+        : rule.target != null
+          ? "pool"
+          : rule.backendService == null
+            ? undefined
+            : rule.loadBalancingScheme === "INTERNAL"
+              ? "internal"
+              : "rbs";
+    // To the backend-service one the address is kept: rbs.ensure reserves it, then removes the pool.
+    if (kind === "internal" && ruleKind === "pool") {
       const step = await this.external.ensureDeleted(target, signal);
       if (step !== undefined) return step;
     }
-    if (!spec.internal && rule?.backendService != null) {
+    const internalLeft =
+      kind === "rbs" &&
+      ruleKind === undefined &&
+      (await this.getBackendService(lbName, signal))?.loadBalancingScheme === "INTERNAL";
+    if (kind !== "internal" && (ruleKind === "internal" || internalLeft)) {
       const step = await this.internal.ensureDeleted(target, signal);
       if (step !== undefined) return step;
     }
-    const ingress = await (spec.internal ? this.internal : this.external).ensure(target, spec, signal);
+    // Without a rule of its own kind (a create, or a switch interrupted after the rule went),
+    // what a backend-service based one may have left goes too: deleting is idempotent.
+    if (kind !== "rbs" && (ruleKind === "rbs" || ruleKind === undefined)) {
+      // To the target pool the address and client firewall are kept; an internal one needs its own address.
+      const step = await this.rbs.ensureDeleted(target, signal, kind === "pool" || ruleKind === undefined);
+      if (step !== undefined) return step;
+    }
+    const ingress = await (kind === "internal"
+      ? this.internal
+      : kind === "rbs"
+        ? this.rbs
+        : this.external
+    ).ensure(target, spec, signal);
     if (isInProgress(ingress)) return ingress;
     return (await this.recordSpecDigest(target, spec, signal)) ?? ingress;
   }
@@ -141,17 +180,26 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     const lbName = gceLoadBalancerName(target.serviceUid);
     const pool = await this.getPool(lbName, signal);
     if (pool !== undefined) return this.external.updateBackends(target, backends, signal, pool);
-    if (await this.getBackendService(lbName, signal))
-      return this.internal.updateBackends(target, backends, signal);
+    const bs = await this.getBackendService(lbName, signal);
+    if (bs?.loadBalancingScheme === "EXTERNAL") return this.rbs.updateBackends(target, backends, signal);
+    if (bs !== undefined) return this.internal.updateBackends(target, backends, signal);
     throw new NeedsEnsureError("gcp: the load balancer is gone");
   }
 
-  /** Both kinds (an interrupted type switch may leave parts of each); the one the rule shows first. */
+  /** Every kind (an interrupted switch may leave parts of each); the one the rule shows first. */
   async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
     const rule = await this.getRule(gceLoadBalancerName(target.serviceUid), signal);
-    const [first, second] =
-      rule?.backendService != null ? [this.internal, this.external] : [this.external, this.internal];
-    return (await first.ensureDeleted(target, signal)) ?? second.ensureDeleted(target, signal);
+    const kinds =
+      rule?.backendService == null
+        ? [this.external, this.rbs, this.internal]
+        : rule.loadBalancingScheme === "INTERNAL"
+          ? [this.internal, this.external, this.rbs]
+          : [this.rbs, this.external, this.internal];
+    for (const k of kinds) {
+      const step = await k.ensureDeleted(target, signal);
+      if (step !== undefined) return step;
+    }
+    return undefined;
   }
 
   /**

@@ -56,6 +56,16 @@ export function gceInternalHealthCheckFirewallName(cluster: string, lbName: stri
   return shared ? `k8s-${clusterId(cluster)}-node-hc` : `${lbName}-hc`;
 }
 
+/**
+ * The health-check firewall of a backend-service based external load balancer (l4-rbs): the
+ * cluster's shared one or the Service's own. Names of fleet-ccm's (GKE's ingress-gce names its
+ * `k8s2-<kube-system uid hash>-l4-shared-hc-fw`, from a uid the hub does not know), apart from
+ * the target-pool and internal ones so that neither kind's last Service deletes the other's.
+ */
+export function gceRbsHealthCheckFirewallName(cluster: string, lbName: string, shared: boolean): string {
+  return shared ? `k8s-${clusterId(cluster)}-node-rbs-hc` : `k8s-${lbName}-rbs-hc`;
+}
+
 /** Upstream truncates a cluster name to 26 characters in route names (gce_routes.go). */
 export function routePrefix(cluster: string): string {
   return `${clusterId(cluster).slice(0, 26)}-`;
