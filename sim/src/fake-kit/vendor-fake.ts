@@ -45,6 +45,8 @@ export interface VendorCall {
 export interface VendorAnswer {
   readonly status?: number;
   readonly body?: unknown;
+  /** Headers of the vendor's own (an ETag, an operation to poll), over the rate-limit ones. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** A list a handler returns instead of an answer; the fake's `page` turns it into one page. */
@@ -122,6 +124,8 @@ export interface VendorFakeConfig {
    * handler, on the handler's answers and errors, not on the kit's faults). Default: none.
    */
   readonly rateHeadersOn?: "every-answer" | "handled-calls";
+  /** Serve HTTPS with this certificate and key (PEM) instead of plain HTTP. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 const BODY_METHODS = new Set(["POST", "PUT"]);
@@ -145,7 +149,7 @@ export abstract class VendorFake<L extends VendorListing> {
     this.log = new RequestLog(this.now);
     this.faults = new FaultInjector(seededRandom(config.seed ?? 1));
     this.spec = config.spec === undefined ? undefined : specHook(config.spec.checker);
-    this.#server = new FakeHttpServer((req, res) => this.handle(req, res));
+    this.#server = new FakeHttpServer((req, res) => this.handle(req, res), undefined, config.tls);
   }
 
   // ---- the vendor's parts ---------------------------------------------------------------------
@@ -326,7 +330,7 @@ export abstract class VendorFake<L extends VendorListing> {
           return;
         }
       }
-      ex.answer(result.status ?? 200, result.body, rate(true));
+      ex.answer(result.status ?? 200, result.body, { ...rate(true), ...result.headers });
     } catch (err) {
       if (!(err instanceof FakeError)) throw err;
       fail(err, true);
