@@ -165,7 +165,7 @@ describe("load balancers", () => {
   });
 
   test("a write stays Updating until it ends: Azure-AsyncOperation is polled", async () => {
-    fake.asyncMs = 50;
+    fake.asyncMs = 1_500;
     try {
       const poller = await network.routeTables.beginCreateOrUpdate(RG, "rt", {
         location: LOCATION,

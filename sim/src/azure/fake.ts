@@ -277,10 +277,20 @@ export class AzureFake extends VendorFake<ArmListing> {
       });
       pipId = pip.id;
     }
+    const vmArmId =
+      spec.scaleSet === undefined
+        ? this.resourceId(subscription, spec.resourceGroup, "virtualMachines", spec.name)
+        : this.resourceId(
+            subscription,
+            spec.resourceGroup,
+            "vmssVirtualMachines",
+            `${spec.scaleSet}/${spec.name}`,
+          );
     const nic = this.put(subscription, spec.resourceGroup, "networkInterfaces", nicName, {
       location: spec.location,
       properties: {
         primary: true,
+        virtualMachine: { id: vmArmId },
         ipConfigurations: [
           {
             name: "ipconfig1",
@@ -617,6 +627,8 @@ export class AzureFake extends VendorFake<ArmListing> {
           `Public IP address ${res.id} can not be deleted since it is still allocated to resource ${String(ipc["id"])}.`,
         );
     }
+    if (res.deleting === true)
+      return { status: 202, headers: this.asyncHeader(sub, c, key, "delete", String(res.body["location"])) };
     if (this.asyncMs > 0) {
       res.deleting = true;
       res.readyAtMs = c.nowMs + this.asyncMs;
