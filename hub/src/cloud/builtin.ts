@@ -1,5 +1,6 @@
 import type { ProviderFactory } from "./provider.js";
 import { awsProvider } from "./providers/aws/index.js";
+import { azureProvider } from "./providers/azure/index.js";
 import { digitalOceanProvider } from "./providers/digitalocean/index.js";
 import { gcpProvider } from "./providers/gcp/index.js";
 import { hetznerProvider } from "./providers/hetzner/index.js";
@@ -14,4 +15,5 @@ export const builtinProviders: readonly ProviderFactory[] = [
   digitalOceanProvider,
   hetznerProvider,
   gcpProvider,
+  azureProvider,
 ];
