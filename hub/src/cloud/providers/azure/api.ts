@@ -7,6 +7,7 @@
 import type { ComputeManagementClient } from "@azure/arm-compute";
 import type { NetworkManagementClient } from "@azure/arm-network";
 import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/identity";
+import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
 import { toContractError } from "./errors.js";
 import type { AzureOptions } from "./options.js";
@@ -145,8 +146,30 @@ export class AzureApi {
     };
   }
 
-  /** One API call through the hub's wrapper: the account's timeout, every abort signal, contract errors. */
+  /**
+   * One API call through the hub's wrapper: the account's timeout, every abort signal, contract
+   * errors. A 401 (a token ARM no longer takes before its time: revoked, or expired early) drops
+   * the clients, whose pipelines cache the token, and repeats the call once with fresh ones.
+   */
   async call<T>(
+    op: string,
+    fn: (c: Clients, opts: CallOpts) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    try {
+      return await this.callOnce(op, fn, signal);
+    } catch (err) {
+      if (
+        !(err instanceof ForbiddenError) ||
+        !/\b(InvalidAuthenticationToken|ExpiredAuthenticationToken)\b/.test(err.message)
+      )
+        throw err;
+      this.clients = this.makeClients();
+      return this.callOnce(op, fn, signal);
+    }
+  }
+
+  private async callOnce<T>(
     op: string,
     fn: (c: Clients, opts: CallOpts) => Promise<T>,
     signal?: AbortSignal,

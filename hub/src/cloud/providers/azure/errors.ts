@@ -60,13 +60,20 @@ export function toContractError(
   const e = (typeof err === "object" && err !== null ? err : {}) as RestErrorShape;
   const message = typeof e.message === "string" ? e.message : String(err);
   // @azure/identity: the token endpoint refused the credential, or could not be reached.
-  if (e.name === "AuthenticationError" || e.name === "CredentialUnavailableError") {
-    const status = (err as { statusCode?: unknown }).statusCode;
-    return typeof status === "number" && status >= 500
-      ? new TransientCloudError(`${call.op}: Entra ID: ${message}`, { cause: err })
-      : new ForbiddenError(`${call.op}: Entra ID refused the credential: ${message.split("\n")[0]}`, {
-          cause: err,
-        });
+  if (
+    e.name === "AuthenticationError" ||
+    e.name === "AuthenticationRequiredError" ||
+    e.name === "CredentialUnavailableError"
+  ) {
+    // Entra ID's own refusal (AADSTS codes, OAuth errors) is final until the config changes;
+    // anything else (no answer, a 5xx) is transient.
+    const refused = /AADSTS\d+|invalid_client|unauthorized_client|invalid_grant|invalid_scope/.test(message);
+    return refused
+      ? new ForbiddenError(
+          `${call.op}: Entra ID refused the credential: ${(/AADSTS\d+: [^.]*/.exec(message) ?? [message.split("\n")[0]])[0]}`,
+          { cause: err },
+        )
+      : new TransientCloudError(`${call.op}: Entra ID: ${message.split("\n")[0]}`, { cause: err });
   }
   const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
   if (status === undefined)
