@@ -328,6 +328,67 @@ const RENAMED_COPIES = {
   "openstack/openapi-gtema/LICENSE": "openstack/LICENSE-Apache-2.0-openapi-gtema.txt",
 };
 
+/**
+ * Azure's swagger files (Swagger 2.0, Azure/azure-rest-api-specs) are many files joined by
+ * relative `$ref`s between them: every file the entry files reach (examples left out: the fake
+ * never reads them) is copied unchanged to the same relative place under sim/fixtures/azure/,
+ * with the repository's licence. sim/src/azure/swagger.ts joins them into one document.
+ */
+const AZURE = {
+  entries: [
+    "specification/network/resource-manager/Microsoft.Network/stable/2024-01-01/loadBalancer.json",
+    "specification/network/resource-manager/Microsoft.Network/stable/2024-01-01/publicIpAddress.json",
+    "specification/network/resource-manager/Microsoft.Network/stable/2024-01-01/networkSecurityGroup.json",
+    "specification/network/resource-manager/Microsoft.Network/stable/2024-01-01/routeTable.json",
+    "specification/network/resource-manager/Microsoft.Network/stable/2024-01-01/networkInterface.json",
+    "specification/network/resource-manager/Microsoft.Network/stable/2024-01-01/virtualNetwork.json",
+    "specification/compute/resource-manager/Microsoft.Compute/ComputeRP/stable/2024-07-01/virtualMachine.json",
+    "specification/compute/resource-manager/Microsoft.Compute/ComputeRP/stable/2024-07-01/virtualMachineScaleSet.json",
+  ],
+  licence: "LICENSE",
+};
+
+function azureRefs(node, into) {
+  if (Array.isArray(node)) for (const v of node) azureRefs(v, into);
+  else if (node !== null && typeof node === "object")
+    for (const [k, v] of Object.entries(node)) {
+      if (k === "$ref" && typeof v === "string") {
+        const file = v.split("#")[0];
+        if (file !== "" && !file.includes("/examples/")) into.add(file);
+      } else if (k !== "x-ms-examples") azureRefs(v, into);
+    }
+}
+
+function azureFiles(root) {
+  const base = join(root, "azure");
+  const seen = new Set();
+  const queue = [...AZURE.entries];
+  while (queue.length > 0) {
+    const rel = queue.shift();
+    if (seen.has(rel)) continue;
+    const from = join(base, rel);
+    if (!existsSync(from)) fail(`azure/${rel} not found (reached by a $ref)`);
+    seen.add(rel);
+    const refs = new Set();
+    azureRefs(JSON.parse(readFileSync(from, "utf8")), refs);
+    for (const ref of refs) queue.push(join(dirname(rel), ref).split("\\").join("/"));
+  }
+  let bytes = 0;
+  for (const rel of [...seen].sort()) {
+    const text = readFileSync(join(base, rel));
+    const out = join(FIXTURES, "azure", rel);
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, text);
+    bytes += text.length;
+    console.log(`azure/${rel}: copied, sha256 ${sha256(text)}`);
+  }
+  const licence = readFileSync(join(base, AZURE.licence));
+  writeFileSync(join(FIXTURES, "azure", "LICENSE"), licence);
+  console.log(
+    `azure: ${seen.size} swagger files, ${bytes} bytes; azure/LICENSE copied, sha256 ${sha256(licence)}`,
+  );
+}
+
 function fail(message) {
   console.error(`vendor-specs: ${message}`);
   process.exit(1);
@@ -979,6 +1040,7 @@ for (const spec of SUBSETS) {
   );
 }
 doSupplement(root, doOpenapi);
+azureFiles(root);
 const copies = [
   ...COPIES.map((file) => ({ from: join(root, file), to: file })),
   ...Object.entries(RENAMED_COPIES).map(([from, to]) => ({ from: join(root, from), to })),

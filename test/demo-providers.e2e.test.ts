@@ -12,7 +12,7 @@ import { expect, test } from "@jest/globals";
 
 const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
 
-test.each(["linode", "aws", "digitalocean", "hetzner", "gcp", "openstack"])(
+test.each(["linode", "aws", "digitalocean", "hetzner", "gcp", "openstack", "azure"])(
   "fleet-ccm demo --provider %s converges against the vendor's fake",
   async (provider) => {
     const dir = mkdtempSync(join(tmpdir(), `fleet-ccm-${provider}-demo-`));

@@ -71,7 +71,7 @@ test("an unknown provider, a missing credential file and a duplicate cluster nam
 grpc: { listen: "127.0.0.1:7443", insecure: true }
 nats: { servers: ["nats://127.0.0.1:4222"] }
 accounts:
-  - { name: main, provider: azure, region: r1, credentials: { env: DO_TOKEN } }
+  - { name: main, provider: vsphere, region: r1, credentials: { env: DO_TOKEN } }
   - { name: sim, provider: simulated, region: r1, endpoint: "http://127.0.0.1:1", credentials: { file: ${join(dir, "no-such-key")} } }
 clusters:
   - { name: alpha, token: { env: ALPHA_TOKEN }, account: sim }
@@ -84,7 +84,7 @@ clusters:
   expect(lines[0]).toMatch(/hub-.*\.yaml is invalid:$/);
   expect(lines.slice(1)).toEqual([
     'clusters[1].name: duplicate cluster "alpha"',
-    'accounts[0].provider: unknown provider "azure" (known: simulated, linode, aws, digitalocean, hetzner, gcp, openstack)',
+    'accounts[0].provider: unknown provider "vsphere" (known: simulated, linode, aws, digitalocean, hetzner, gcp, openstack, azure)',
     `accounts[1].credentials: cannot read secret file ${join(dir, "no-such-key")} (ENOENT)`,
   ]);
   expect(r.stdout).toBe("");

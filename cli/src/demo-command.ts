@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsLocalCloud } from "./aws-cloud.js";
+import { AzureLocalCloud } from "./azure-cloud.js";
 import { cliCommand } from "./cli-command.js";
 import { DigitalOceanLocalCloud } from "./digitalocean-cloud.js";
 import type { Command } from "./flags.js";
@@ -35,7 +36,16 @@ export interface DemoSummary {
   readyz: string;
 }
 
-const DEMO_PROVIDERS = ["simulated", "linode", "aws", "digitalocean", "hetzner", "gcp", "openstack"] as const;
+const DEMO_PROVIDERS = [
+  "simulated",
+  "linode",
+  "aws",
+  "digitalocean",
+  "hetzner",
+  "gcp",
+  "openstack",
+  "azure",
+] as const;
 type DemoProvider = (typeof DEMO_PROVIDERS)[number];
 
 const isDemoProvider = (p: string): p is DemoProvider => (DEMO_PROVIDERS as readonly string[]).includes(p);
@@ -48,6 +58,7 @@ const CLOUD_NAMES: Record<DemoProvider, string> = {
   hetzner: "the fake Hetzner Cloud API",
   gcp: "the fake Compute Engine",
   openstack: "the fake OpenStack cloud",
+  azure: "the fake Azure Resource Manager",
 };
 
 /** The vendor fake the demo's clusters run on (none: the simulated cloud LocalFleet starts itself). */
@@ -71,6 +82,8 @@ async function startCloud(
       return GcpLocalCloud.start(clusters, { latencyMs });
     case "openstack":
       return OpenStackLocalCloud.start(clusters, { latencyMs });
+    case "azure":
+      return AzureLocalCloud.start(clusters, { latencyMs });
   }
 }
 
@@ -78,14 +91,14 @@ export const demoCommand: Command = {
   name: "demo",
   summary: "run a whole fleet on this machine: nats-server, simulated cloud and clusters, hub, agents",
   usage:
-    "fleet-ccm demo [--provider simulated|linode|aws|digitalocean|hetzner|gcp|openstack] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
+    "fleet-ccm demo [--provider simulated|linode|aws|digitalocean|hetzner|gcp|openstack|azure] [--clusters N] [--nodes M] [--services K] [--exit-when-converged] [--json] [--verbose]",
   flags: {
     provider: {
       type: "string",
       placeholder: "NAME",
       default: "simulated",
       description:
-        "The clusters' cloud: simulated; linode (a fake Linode API: Linodes, NodeBalancers, Cloud Firewalls); aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2); digitalocean (a fake DigitalOcean API: Droplets, a VPC per cluster, Load Balancers); hetzner (a fake Hetzner Cloud API: servers, a network per cluster, load balancers); gcp (a fake Compute Engine: a project in us-central1 reached with a service-account key, instances, target-pool load balancers); or openstack (a fake OpenStack cloud: Keystone, Nova servers, a Neutron network per cluster, Octavia load balancers with floating IPs).",
+        "The clusters' cloud: simulated; linode (a fake Linode API: Linodes, NodeBalancers, Cloud Firewalls); aws (a fake AWS: two accounts, one through an assumed role, in us-east-1 and us-west-2); digitalocean (a fake DigitalOcean API: Droplets, a VPC per cluster, Load Balancers); hetzner (a fake Hetzner Cloud API: servers, a network per cluster, load balancers); gcp (a fake Compute Engine: a project in us-central1 reached with a service-account key, instances, target-pool load balancers); openstack (a fake OpenStack cloud: Keystone, Nova servers, a Neutron network per cluster, Octavia load balancers with floating IPs); or azure (a fake Azure Resource Manager and Entra ID: a subscription in eastus, VMs, the cluster's shared Standard load balancer).",
     },
     clusters: { type: "string", placeholder: "N", default: "3", description: "Simulated clusters." },
     nodes: { type: "string", placeholder: "M", default: "5", description: "Nodes per cluster." },

@@ -1,6 +1,7 @@
 // Simulators for tests, benchmarks and the demo. Never imported by hub/src or agent/src.
 
 export * from "./aws/index.js";
+export * from "./azure/index.js";
 export * from "./cloud/index.js";
 export * from "./digitalocean/index.js";
 export * from "./fake-kit/index.js";

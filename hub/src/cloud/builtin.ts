@@ -1,5 +1,6 @@
 import type { ProviderFactory } from "./provider.js";
 import { awsProvider } from "./providers/aws/index.js";
+import { azureProvider } from "./providers/azure/index.js";
 import { digitalOceanProvider } from "./providers/digitalocean/index.js";
 import { gcpProvider } from "./providers/gcp/index.js";
 import { hetznerProvider } from "./providers/hetzner/index.js";
@@ -16,4 +17,5 @@ export const builtinProviders: readonly ProviderFactory[] = [
   hetznerProvider,
   gcpProvider,
   openstackProvider,
+  azureProvider,
 ];

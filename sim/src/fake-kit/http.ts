@@ -4,6 +4,7 @@
  * bodies, and one Exchange per call that answers once, logs the call and runs the spec hook.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { type ErrorRenderer, errorFields, FakeError, type WireAnswer } from "./errors.js";
 import type { RequestLog } from "./request-log.js";
@@ -19,6 +20,12 @@ export function sendJson(
 ): void {
   if (status === 204) {
     sendText(res, 204, "", "", headers);
+    return;
+  }
+  if (body === undefined) {
+    // An answer with no body at all (ARM's 202 Accepted): no content type, length 0.
+    if (!res.headersSent && !res.destroyed)
+      res.writeHead(status, { "content-length": "0", ...headers }).end();
     return;
   }
   sendText(res, status, JSON.stringify(body), "application/json; charset=utf-8", headers);
@@ -288,18 +295,30 @@ export class FakeHttpServer {
   private readonly server: Server;
   private baseUrl = "";
 
+  private readonly scheme: "http" | "https";
+
+  /**
+   * `tls`: serve HTTPS with this certificate and key (PEM), for vendors whose SDK refuses plain
+   * HTTP (Azure's bearer-token policy); the client trusts the certificate, nothing turns checks off.
+   */
   constructor(
     handle: (req: IncomingMessage, res: ServerResponse) => Promise<void> | void,
     onError: (err: unknown, res: ServerResponse) => void = (_err, res) => sendJson(res, 500, {}),
+    tls?: { readonly cert: string; readonly key: string },
   ) {
-    this.server = createServer({ keepAlive: true }, (req, res) => {
+    const listener = (req: IncomingMessage, res: ServerResponse) => {
       try {
         const work = handle(req, res);
         if (work instanceof Promise) work.catch((err: unknown) => onError(err, res));
       } catch (err) {
         onError(err, res);
       }
-    });
+    };
+    this.scheme = tls === undefined ? "http" : "https";
+    this.server =
+      tls === undefined
+        ? createServer({ keepAlive: true }, listener)
+        : createTlsServer({ keepAlive: true, cert: tls.cert, key: tls.key }, listener);
     // Hanging calls are part of the job; the defaults would cut them at 5 min anyway.
     this.server.requestTimeout = 0;
   }
@@ -315,7 +334,7 @@ export class FakeHttpServer {
         this.server.off("error", reject);
         const address = this.server.address() as AddressInfo;
         const printable = address.family === "IPv6" ? `[${address.address}]` : address.address;
-        this.baseUrl = `http://${printable}:${address.port}`;
+        this.baseUrl = `${this.scheme}://${printable}:${address.port}`;
         resolve();
       });
     });

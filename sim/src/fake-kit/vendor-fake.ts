@@ -45,7 +45,7 @@ export interface VendorCall {
 export interface VendorAnswer {
   readonly status?: number;
   readonly body?: unknown;
-  /** Headers of the answer (OpenStack's X-Subject-Token, say). */
+  /** Headers of the answer, over the rate-limit ones: OpenStack's X-Subject-Token, an ETag, an operation to poll. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -130,6 +130,8 @@ export interface VendorFakeConfig {
    * handler, on the handler's answers and errors, not on the kit's faults). Default: none.
    */
   readonly rateHeadersOn?: "every-answer" | "handled-calls";
+  /** Serve HTTPS with this certificate and key (PEM) instead of plain HTTP. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 const BODY_METHODS = new Set(["POST", "PUT"]);
@@ -153,7 +155,7 @@ export abstract class VendorFake<L extends VendorListing> {
     this.log = new RequestLog(this.now);
     this.faults = new FaultInjector(seededRandom(config.seed ?? 1));
     this.spec = config.spec === undefined ? undefined : specHook(config.spec.checker);
-    this.#server = new FakeHttpServer((req, res) => this.handle(req, res));
+    this.#server = new FakeHttpServer((req, res) => this.handle(req, res), undefined, config.tls);
   }
 
   // ---- the vendor's parts ---------------------------------------------------------------------
@@ -342,12 +344,7 @@ export abstract class VendorFake<L extends VendorListing> {
           return;
         }
       }
-      const headers = rate(true);
-      ex.answer(
-        result.status ?? 200,
-        result.body,
-        result.headers === undefined ? headers : { ...headers, ...result.headers },
-      );
+      ex.answer(result.status ?? 200, result.body, { ...rate(true), ...result.headers });
     } catch (err) {
       if (!(err instanceof FakeError)) throw err;
       fail(err, true);

@@ -1,0 +1,273 @@
+/**
+ * Instances: virtual machines (and scale-set VMs) as cloud-provider-azure maps them
+ * (azure_instances.go, azure_standard.go, azure_vmss.go): the providerID is `azure://` + the
+ * VM's ARM id (resource group lower-cased), shutdown from the instance view's PowerState
+ * (stopped, deallocated, deallocating), the size, the region, the zone `<region>-<n>` or the
+ * fault domain where the VM has no zone, and the addresses from the primary NIC's primary IP
+ * configuration and its public IP, in upstream's order (InternalIP, Hostname, ExternalIP).
+ * Only a 404 on the VM's own resource is "not found"; names are case-insensitive, as Azure's.
+ */
+
+import type {
+  VirtualMachine,
+  VirtualMachineInstanceView,
+  VirtualMachineScaleSetVM,
+} from "@azure/arm-compute";
+import type { NetworkInterface, NetworkInterfaceIPConfiguration, PublicIPAddress } from "@azure/arm-network";
+import { InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
+import type {
+  InstanceListPage,
+  InstanceMetadata,
+  InstanceState,
+  Instances,
+  NodeAddress,
+} from "../../provider.js";
+import type { AzureApi } from "./api.js";
+import { isNotFound } from "./errors.js";
+import { parseVmId, providerIdOf, segmentAfter, type VmRef, vmId } from "./names.js";
+
+type AnyVm = VirtualMachine | VirtualMachineScaleSetVM;
+
+/** What the instance view's PowerState says, in the contract's states. */
+export function powerState(
+  view: VirtualMachineInstanceView | undefined,
+  provisioning?: string,
+): InstanceState {
+  const code = view?.statuses
+    ?.find((s) => s.code?.toLowerCase().startsWith("powerstate/"))
+    ?.code?.toLowerCase();
+  switch (code?.slice("powerstate/".length)) {
+    case "running":
+      return "running";
+    case "starting":
+      return "pending";
+    case "stopping":
+      return "stopping";
+    case "stopped":
+    case "deallocated":
+    case "deallocating":
+      return "stopped";
+    default:
+      return provisioning?.toLowerCase() === "creating" ? "pending" : "unknown";
+  }
+}
+
+/** The primary NIC's primary IP configuration (upstream getPrimaryIPConfig). */
+export function primaryIpConfig(
+  nic: NetworkInterface | undefined,
+): NetworkInterfaceIPConfiguration | undefined {
+  const configs = nic?.ipConfigurations ?? [];
+  return configs.length === 1 ? configs[0] : (configs.find((c) => c.primary === true) ?? configs[0]);
+}
+
+function primaryNicId(vm: AnyVm): string | undefined {
+  const nics = vm.networkProfile?.networkInterfaces ?? [];
+  return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
+}
+
+export class AzureInstances implements Instances {
+  constructor(private readonly api: AzureApi) {}
+
+  /** The resource groups the nodes' VMs are in. */
+  get groups(): readonly string[] {
+    return this.api.options.nodeResourceGroups ?? [this.api.options.resourceGroup];
+  }
+
+  parseProviderID(providerID: string): string | undefined {
+    if (!providerID.startsWith("azure://")) return undefined;
+    const ref = parseVmId(providerID.slice("azure://".length));
+    if (ref === undefined || ref.subscription.toLowerCase() !== this.api.subscription.toLowerCase())
+      return undefined;
+    return vmId({ ...ref, subscription: this.api.subscription });
+  }
+
+  async getByProviderID(providerID: string, signal?: AbortSignal): Promise<InstanceMetadata> {
+    const id = this.parseProviderID(providerID);
+    if (id === undefined)
+      throw new SuspectAnswerError(`not an Azure providerID of this subscription: ${providerID}`);
+    const ref = parseVmId(id) as VmRef;
+    const vm = await this.getVm(ref, signal);
+    if (vm === undefined) throw new InstanceNotFoundError(providerID);
+    return this.describe(ref, vm, signal);
+  }
+
+  /** The VM (with its instance view), or undefined on a 404 of its own resource. */
+  async getVm(ref: VmRef, signal?: AbortSignal): Promise<AnyVm | undefined> {
+    try {
+      return ref.scaleSet === undefined
+        ? await this.api.call(
+            "virtualMachines.get",
+            (c, o) =>
+              c.compute.virtualMachines.get(ref.resourceGroup, ref.name, { ...o, expand: "instanceView" }),
+            signal,
+          )
+        : await this.api.call(
+            "virtualMachineScaleSetVMs.get",
+            (c, o) =>
+              c.compute.virtualMachineScaleSetVMs.get(
+                ref.resourceGroup,
+                ref.scaleSet as string,
+                ref.instanceId as string,
+                {
+                  ...o,
+                  expand: "instanceView",
+                },
+              ),
+            signal,
+          );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async findByName(name: string, signal?: AbortSignal): Promise<readonly InstanceMetadata[]> {
+    const out: InstanceMetadata[] = [];
+    for (const rg of this.groups) {
+      const ref: VmRef = { subscription: this.api.subscription, resourceGroup: rg.toLowerCase(), name };
+      const vm = await this.getVm(ref, signal);
+      if (vm === undefined || !this.inRegion(vm)) continue;
+      // ARM answers a name in any case; the VM's own name is the one to report.
+      const own: VmRef = { ...ref, name: vm.name ?? name };
+      out.push(await this.describe(own, vm, signal));
+    }
+    return out;
+  }
+
+  async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
+    const at =
+      pageToken === undefined
+        ? { g: 0 }
+        : (JSON.parse(Buffer.from(pageToken, "base64url").toString()) as { g: number; link?: string });
+    const rg = this.groups[at.g];
+    if (rg === undefined) return { instances: [] };
+    const page = await this.api.call(
+      "virtualMachines.list",
+      async (c, o) => {
+        const pages = c.compute.virtualMachines
+          .list(rg, { ...o, expand: "instanceView" })
+          .byPage(at.link === undefined ? {} : { continuationToken: at.link });
+        const first = await pages.next();
+        return first.done === true
+          ? { items: [] as VirtualMachine[] }
+          : {
+              items: first.value as VirtualMachine[],
+              link: c.continuationOf(first.value),
+            };
+      },
+      signal,
+    );
+    const mine = page.items.filter((vm) => this.inRegion(vm));
+    const nics = mine.length === 0 ? new Map() : await this.nicsOf(rg, signal);
+    const pips = mine.length === 0 ? new Map() : await this.publicIpsOf(rg, signal);
+    const instances = mine.map((vm) => {
+      const ref: VmRef = {
+        subscription: this.api.subscription,
+        resourceGroup: rg.toLowerCase(),
+        name: vm.name ?? "",
+      };
+      const nic = nics.get(primaryNicId(vm)?.toLowerCase() ?? "");
+      const ipc = primaryIpConfig(nic);
+      const pip = pips.get(ipc?.publicIPAddress?.id?.toLowerCase() ?? "");
+      return this.metadata(ref, vm, nic, pip);
+    });
+    const next =
+      page.link !== undefined
+        ? { g: at.g, link: page.link }
+        : at.g + 1 < this.groups.length
+          ? { g: at.g + 1 }
+          : undefined;
+    return {
+      instances,
+      ...(next !== undefined && { nextPageToken: Buffer.from(JSON.stringify(next)).toString("base64url") }),
+    };
+  }
+
+  /** Every NIC of a resource group, by lower-cased id (all pages). */
+  async nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
+    const list = await this.api.call(
+      "networkInterfaces.list",
+      async (c, o) => {
+        const out: NetworkInterface[] = [];
+        for await (const n of c.network.networkInterfaces.list(rg, o)) out.push(n);
+        return out;
+      },
+      signal,
+    );
+    return new Map(list.map((n) => [n.id?.toLowerCase() ?? "", n]));
+  }
+
+  private async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
+    const list = await this.api.call(
+      "publicIPAddresses.list",
+      async (c, o) => {
+        const out: PublicIPAddress[] = [];
+        for await (const p of c.network.publicIPAddresses.list(rg, o)) out.push(p);
+        return out;
+      },
+      signal,
+    );
+    return new Map(list.map((p) => [p.id?.toLowerCase() ?? "", p]));
+  }
+
+  private inRegion(vm: AnyVm): boolean {
+    return (vm.location ?? "").toLowerCase().replace(/\s/g, "") === this.api.region.toLowerCase();
+  }
+
+  /** The VM with the addresses of its primary NIC (and its public IP): two more reads. */
+  private async describe(ref: VmRef, vm: AnyVm, signal?: AbortSignal): Promise<InstanceMetadata> {
+    const nicId = primaryNicId(vm);
+    const nicRg = segmentAfter(nicId, "resourceGroups");
+    const nicName = segmentAfter(nicId, "networkInterfaces");
+    let nic: NetworkInterface | undefined;
+    if (nicRg !== undefined && nicName !== undefined && ref.scaleSet === undefined)
+      nic = await this.api.call(
+        "networkInterfaces.get",
+        (c, o) => c.network.networkInterfaces.get(nicRg, nicName, o),
+        signal,
+      );
+    let pip: PublicIPAddress | undefined;
+    const pipId = primaryIpConfig(nic)?.publicIPAddress?.id;
+    const pipRg = segmentAfter(pipId, "resourceGroups");
+    const pipName = segmentAfter(pipId, "publicIPAddresses");
+    if (pipRg !== undefined && pipName !== undefined)
+      pip = await this.api.call(
+        "publicIPAddresses.get",
+        (c, o) => c.network.publicIPAddresses.get(pipRg, pipName, o),
+        signal,
+      );
+    return this.metadata(ref, vm, nic, pip);
+  }
+
+  metadata(
+    ref: VmRef,
+    vm: AnyVm,
+    nic: NetworkInterface | undefined,
+    pip: PublicIPAddress | undefined,
+  ): InstanceMetadata {
+    const id = vmId(ref);
+    const region = (vm.location ?? this.api.region).toLowerCase();
+    const zone = vm.zones?.[0];
+    const faultDomain = vm.instanceView?.platformFaultDomain ?? 0;
+    const hostname = vm.osProfile?.computerName ?? ref.name;
+    const ipc = primaryIpConfig(nic);
+    const addresses: NodeAddress[] = [];
+    if (ipc?.privateIPAddress !== undefined)
+      addresses.push({ type: "InternalIP", address: ipc.privateIPAddress });
+    addresses.push({ type: "Hostname", address: hostname.toLowerCase() });
+    if (pip?.ipAddress !== undefined) addresses.push({ type: "ExternalIP", address: pip.ipAddress });
+    const vnet = segmentAfter(ipc?.subnet?.id, "virtualNetworks");
+    return {
+      providerID: providerIdOf(id),
+      instanceID: id,
+      name: ref.scaleSet === undefined ? ref.name : hostname,
+      instanceType: vm.hardwareProfile?.vmSize ?? "",
+      region,
+      zone: zone !== undefined ? `${region}-${zone}` : String(faultDomain),
+      addresses,
+      state: powerState(vm.instanceView, vm.provisioningState),
+      ...(vnet !== undefined && { network: vnet }),
+      tags: { ...(vm.tags ?? {}) },
+    };
+  }
+}

@@ -1,0 +1,248 @@
+// The azure provider's load balancers against the fake ARM, through the SDK: a wave of Services
+// on one cluster is one or a few PUTs of its load balancer with no lost update under concurrent
+// 412s, upstream's annotations with their meaning, and adoption of what cloud-provider-azure built.
+import { type AzureFake, AzureFake as Fake } from "@fleet-ccm/sim";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
+import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ServiceTarget } from "../../provider.js";
+import { bindRecorded } from "../../recording-context.testkit.js";
+import { AZURE_ANNOTATIONS, azureLbSettings } from "./annotations.js";
+import { azureProvider } from "./index.js";
+
+const SUB = "00000000-0000-0000-0000-0000000000lb".replace(/l|b/g, "a");
+const REGION = "eastus";
+const RG = "rg-lb";
+let fake: AzureFake;
+let lbs: LoadBalancers;
+let backends: string[];
+
+type Json = Record<string, unknown>;
+const props = (r: { body: Json } | undefined) => (r?.body["properties"] ?? {}) as Json;
+const names = (list: unknown) => ((list as { name: string }[] | undefined) ?? []).map((i) => i.name);
+
+beforeAll(async () => {
+  fake = await Fake.start();
+  fake.createSubscription(SUB, "t", "app", "secret");
+  fake.createResourceGroup(SUB, RG);
+  const subnet = `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes`;
+  backends = [1, 2, 3].map((n) => {
+    const vm = fake.createVm(SUB, {
+      resourceGroup: RG,
+      name: `node-${n}`,
+      location: REGION,
+      subnetId: subnet,
+      privateIp: `10.240.0.${n + 3}`,
+    });
+    return vm.id.replace(`/resourceGroups/${RG}/`, `/resourceGroups/${RG.toLowerCase()}/`);
+  });
+  fake.put(SUB, RG, "networkSecurityGroups", "wave-nsg", {
+    location: REGION,
+    properties: { securityRules: [] },
+  });
+  fake.put(SUB, RG, "networkSecurityGroups", "kubernetes-nsg", {
+    location: REGION,
+    properties: { securityRules: [] },
+  });
+  const account: AccountBinding = {
+    name: "lb",
+    provider: "azure",
+    region: REGION,
+    network: "vnet",
+    endpoint: fake.url,
+    credential: "secret",
+    requestTimeoutMs: 5_000,
+  };
+  const { provider } = await bindRecorded(azureProvider, account, {
+    tenantId: "t",
+    clientId: "app",
+    subscriptionId: SUB,
+    resourceGroup: RG,
+    securityGroupName: "{cluster}-nsg",
+    authorityHost: fake.entra.url,
+    caCertificates: fake.certificate.cert,
+    operationPollMs: 0,
+  });
+  lbs = provider.loadBalancers as LoadBalancers;
+});
+afterAll(() => fake.close());
+afterEach(() => fake.assertSpecClean());
+
+const target = (cluster: string, uid: string, extra: Partial<ServiceTarget> = {}): ServiceTarget => ({
+  cluster,
+  network: "vnet",
+  scope: {},
+  serviceUid: uid,
+  ...extra,
+});
+const spec = (o: Partial<LoadBalancerSpec> = {}) => sampleLoadBalancerSpec([...backends].sort(), o);
+const lbPuts = (since: number) =>
+  fake.mutations.slice(since).filter((m) => m.operation === "loadBalancers.createOrUpdate").length;
+
+describe("a wave of Services on one cluster", () => {
+  test("20 Services at once: a few PUTs of the cluster's load balancer, none lost under concurrent 412s", async () => {
+    const lbId = fake.resourceId(SUB, RG, "loadBalancers", "wave");
+    // The load balancer exists (another Service), and another writer changes it under the next two PUTs.
+    await settle(() => lbs.ensure(target("wave", "seed-0"), spec()));
+    fake.raceNextPuts(lbId, 2);
+    const before = fake.mutations.length;
+    const uids = Array.from({ length: 20 }, (_, i) => `0000000${i}-aaaa-bbbb-cccc-dddddddddddd`.slice(-36));
+    const ingresses = await Promise.all(uids.map((u) => settle(() => lbs.ensure(target("wave", u), spec()))));
+    const puts = lbPuts(before);
+    expect(puts).toBeGreaterThanOrEqual(1);
+    expect(puts).toBeLessThanOrEqual(4);
+    expect(fake.log.requests({ operation: "loadBalancers.createOrUpdate", outcome: "412" }).length).toBe(2);
+    const lb = fake.byId(lbId);
+    const frontends = names(props(lb)["frontendIPConfigurations"]);
+    for (const u of uids) expect(frontends).toContain(`a${u.replace(/-/g, "")}`);
+    expect(names(props(lb)["loadBalancingRules"]).length).toBe(2 * 21);
+    expect(new Set(ingresses.map((i) => JSON.stringify(i))).size).toBe(20);
+    // Deleting them all at once: again a few PUTs, then the load balancer goes with its last frontend.
+    await Promise.all([...uids, "seed-0"].map((u) => settle(() => lbs.ensureDeleted(target("wave", u)))));
+    expect(fake.find(lbId)).toBeUndefined();
+    expect(fake.list(SUB, "publicIPAddresses").filter((p) => p.name.startsWith("wave-"))).toEqual([]);
+    expect(
+      names(
+        props(fake.list(SUB, "networkSecurityGroups").find((n) => n.name === "wave-nsg"))["securityRules"],
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe("annotations (upstream's meaning)", () => {
+  test("internal on a named subnet with a static address; floating IP off sends the node port", async () => {
+    const t = target("kubernetes", "11111111-2222-3333-4444-555555555555");
+    const annotations = {
+      [AZURE_ANNOTATIONS.internal]: "true",
+      [AZURE_ANNOTATIONS.internalSubnet]: "ilb",
+      [AZURE_ANNOTATIONS.ipv4]: "10.240.9.9",
+      [AZURE_ANNOTATIONS.disableFloatingIp]: "true",
+    };
+    expect(azureLbSettings(annotations)).toEqual({ internal: true });
+    const ingress = await settle(() => lbs.ensure(t, spec({ internal: true, annotations })));
+    expect(ingress).toEqual([{ ip: "10.240.9.9" }]);
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "kubernetes-internal"));
+    const fe = (props(lb)["frontendIPConfigurations"] as { name: string; properties: Json }[])[0];
+    expect(fe?.name).toBe("a11111111222233334444555555555555-ilb");
+    expect(String((fe?.properties["subnet"] as Json)["id"])).toMatch(
+      /\/virtualNetworks\/vnet\/subnets\/ilb$/,
+    );
+    const rules = props(lb)["loadBalancingRules"] as { name: string; properties: Json }[];
+    expect(rules.map((r) => r.name)).toEqual([
+      "a11111111222233334444555555555555-ilb-TCP-80",
+      "a11111111222233334444555555555555-ilb-TCP-443",
+    ]);
+    expect(rules.map((r) => r.properties["backendPort"])).toEqual([30080, 30443]);
+    expect(rules.every((r) => r.properties["enableFloatingIP"] === false)).toBe(true);
+    await settle(() => lbs.ensureDeleted(t, undefined, { annotations, ingress: [] }));
+    expect(fake.find(lb.id)).toBeUndefined();
+  });
+
+  test("probe protocol and path, idle timeout: read as the unified settings", async () => {
+    const a = {
+      [AZURE_ANNOTATIONS.probeProtocol]: "Http",
+      [AZURE_ANNOTATIONS.probePath]: "/ready",
+      [AZURE_ANNOTATIONS.tcpIdleTimeout]: "15",
+    };
+    const s = azureLbSettings(a);
+    expect(s).toEqual({ healthCheckProtocol: "HTTP", healthCheckPath: "/ready", idleTimeoutSeconds: 900 });
+    expect(() => azureLbSettings({ [AZURE_ANNOTATIONS.tcpIdleTimeout]: "2" })).toThrow(/4 to 100/);
+    const t = target("kubernetes", "probe-uid");
+    const base = spec();
+    await settle(() =>
+      lbs.ensure(
+        t,
+        spec({
+          annotations: a,
+          idleTimeoutSeconds: 900,
+          healthCheck: { ...base.healthCheck, protocol: "HTTP", path: "/ready", port: 31000 },
+        }),
+      ),
+    );
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "kubernetes"));
+    const probes = props(lb)["probes"] as { properties: Json }[];
+    expect(
+      probes.map((p) => [p.properties["protocol"], p.properties["port"], p.properties["requestPath"]]),
+    ).toEqual([
+      ["Http", 31000, "/ready"],
+      ["Http", 31000, "/ready"],
+    ]);
+    const rules = props(lb)["loadBalancingRules"] as { properties: Json }[];
+    expect(rules.map((r) => r.properties["idleTimeoutInMinutes"])).toEqual([15, 15]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("pip-name: the user's public IP is used and kept after delete", async () => {
+    const pip = fake.put(SUB, RG, "publicIPAddresses", "my-ip", {
+      location: REGION,
+      sku: { name: "Standard" },
+      properties: { publicIPAllocationMethod: "Static", ipAddress: "20.9.9.9" },
+    });
+    const t = target("kubernetes", "pip-uid");
+    const annotations = { [AZURE_ANNOTATIONS.pipName]: "my-ip" };
+    expect(await settle(() => lbs.ensure(t, spec({ annotations })))).toEqual([{ ip: "20.9.9.9" }]);
+    await settle(() => lbs.ensureDeleted(t, undefined, { annotations, ingress: [{ ip: "20.9.9.9" }] }));
+    expect(fake.find(pip.id)).toBeDefined();
+  });
+});
+
+describe("adoption of what cloud-provider-azure built", () => {
+  test("its load balancer, frontend, rules and public IP are taken over under the same names, the address kept", async () => {
+    const uid = "99999999-8888-7777-6666-555555555555";
+    const fe = `a${uid.replace(/-/g, "")}`;
+    const pip = fake.put(SUB, RG, "publicIPAddresses", `kubernetes-${fe}`, {
+      location: REGION,
+      sku: { name: "Standard" },
+      tags: { "k8s-azure-service": "default/web", "k8s-azure-cluster-name": "kubernetes" },
+      properties: { publicIPAllocationMethod: "Static", ipAddress: "20.7.7.7" },
+    });
+    const lbId = fake.resourceId(SUB, RG, "loadBalancers", "kubernetes");
+    fake.put(SUB, RG, "loadBalancers", "kubernetes", {
+      location: REGION,
+      sku: { name: "Standard" },
+      properties: {
+        frontendIPConfigurations: [{ name: fe, properties: { publicIPAddress: { id: pip.id } } }],
+        backendAddressPools: [{ name: "kubernetes" }],
+        probes: [{ name: `${fe}-TCP-80`, properties: { protocol: "Tcp", port: 30080 } }],
+        loadBalancingRules: [
+          {
+            name: `${fe}-TCP-80`,
+            properties: {
+              protocol: "Tcp",
+              frontendPort: 80,
+              backendPort: 80,
+              enableFloatingIP: true,
+              frontendIPConfiguration: { id: `${lbId}/frontendIPConfigurations/${fe}` },
+              backendAddressPool: { id: `${lbId}/backendAddressPools/kubernetes` },
+              probe: { id: `${lbId}/probes/${fe}-TCP-80` },
+            },
+          },
+        ],
+      },
+    });
+    const pipsBefore = fake.list(SUB, "publicIPAddresses").length;
+    // Without the operator's opt-in the hub builds the cluster's own, under its own names, and
+    // leaves what upstream built as it is.
+    fake.put(SUB, RG, "networkSecurityGroups", "prod-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const etag = fake.byId(lbId).etag;
+    await settle(() => lbs.ensure(target("prod", uid), spec()));
+    await settle(() => lbs.ensureDeleted(target("prod", uid)));
+    expect(fake.byId(lbId).etag).toBe(etag);
+    expect(fake.list(SUB, "publicIPAddresses").length).toBe(pipsBefore);
+    const t = target("prod", uid, { scope: { adoptFrom: { vendorCcmClusterName: "kubernetes" } } });
+    expect(await settle(() => lbs.ensure(t, spec({ serviceName: "default/web" })))).toEqual([
+      { ip: "20.7.7.7" },
+    ]);
+    expect(fake.list(SUB, "publicIPAddresses").length).toBe(pipsBefore);
+    const lb = fake.byId(lbId);
+    expect(names(props(lb)["frontendIPConfigurations"])).toContain(fe);
+    expect(names(props(lb)["loadBalancingRules"])).toEqual(
+      expect.arrayContaining([`${fe}-TCP-80`, `${fe}-TCP-443`]),
+    );
+    expect((fake.byId(pip.id).body["tags"] as Json)["fleet-ccm.io/service-uid"]).toBe(uid);
+    await settle(() => lbs.ensureDeleted(t));
+    expect(fake.find(pip.id)).toBeUndefined();
+  });
+});

@@ -1,0 +1,677 @@
+/**
+ * Load balancers as cloud-provider-azure builds them (azure_loadbalancer.go): one shared Standard
+ * load balancer per cluster (`<cluster>`, `<cluster>-internal`), in it per Service a frontend IP
+ * configuration `a<uid>` (public: the Service's public IP `<cluster>-a<uid>` or the one
+ * `azure-pip-name` names; internal: on the cluster's subnet), a probe and a rule per port and
+ * protocol (`a<uid>-<Protocol>-<port>`), and the cluster's backend pool `<cluster>`; NSG rules
+ * `a<uid>-<Protocol>-<port>-<source>` admit the source ranges (or service tags) to the frontend.
+ *
+ * The backend pool holds the nodes by IP address (loadBalancerBackendAddresses), upstream's
+ * `nodeIP` mode, not by NIC IP configuration (its default): a node-set change is then one write
+ * of the load balancer, not one NIC PUT per node. Every Service's change to the load balancer
+ * and to the NSG goes through SharedWriter: the changes pending at once are one PUT with If-Match.
+ * The shared pool holds the cluster's backend set (every Service of a cluster has the same).
+ */
+import type {
+  BackendAddressPool,
+  FrontendIPConfiguration,
+  LoadBalancer,
+  LoadBalancingRule,
+  NetworkInterface,
+  NetworkSecurityGroup,
+  Probe,
+  PublicIPAddress,
+  SecurityRule,
+} from "@azure/arm-network";
+import { AnnotationError } from "../../annotation-bounds.js";
+import { CloudError, OperationFailedError } from "../../errors.js";
+import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
+import {
+  type InProgress,
+  inProgress,
+  type LbIngress,
+  type LbServiceHints,
+  type LoadBalancerCapabilities,
+  type LoadBalancerSpec,
+  type LoadBalancerState,
+  type LoadBalancers,
+  lbOwner,
+  type ProviderContext,
+  type ServiceTarget,
+} from "../../provider.js";
+import { AZURE_ANNOTATIONS, readAzureAnnotations } from "./annotations.js";
+import type { AzureApi } from "./api.js";
+import { hasCode, isNotFound } from "./errors.js";
+import { type AzureInstances, primaryIpConfig } from "./instances.js";
+import {
+  fromTemplate,
+  frontendName,
+  loadBalancerName,
+  publicIpName,
+  ruleName,
+  securityRuleName,
+  UPSTREAM_CLUSTER_TAG,
+  UPSTREAM_SERVICE_TAG,
+} from "./names.js";
+import type { AzureOptions } from "./options.js";
+import { type ObjectIo, SharedWriter, type WriteResult } from "./shared-writer.js";
+
+const NETWORK = "Microsoft.Network";
+/** NSG rule priorities upstream takes (consts.LoadBalancerMinimumPriority .. Maximum). */
+const MIN_PRIORITY = 500;
+const MAX_PRIORITY = 4096;
+
+const strip = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const lower = (s: string | undefined) => (s ?? "").toLowerCase();
+
+export class AzureLoadBalancers implements LoadBalancers {
+  readonly capabilities: LoadBalancerCapabilities = {
+    sessionAffinity: true,
+    proxyProtocol: false,
+    internal: true,
+    protocols: ["TCP", "UDP"],
+    // Azure Standard Load Balancer: 1,000 backend instances per pool (networking limits).
+    maxBackends: 1_000,
+  };
+  readonly lbWriter = new SharedWriter<LoadBalancer>();
+  readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();
+  private readonly rg: string;
+
+  constructor(
+    private readonly ctx: ProviderContext,
+    private readonly api: AzureApi,
+    private readonly instances: AzureInstances,
+    private readonly options: AzureOptions,
+  ) {
+    this.rg = options.resourceGroup;
+  }
+
+  checkAnnotations(annotations: Readonly<Record<string, string>>): void {
+    readAzureAnnotations(annotations);
+  }
+
+  /** The cluster's name in Azure's names: the vendor CCM's when adopting from it, else the cluster's. */
+  private clusterName(t: ServiceTarget): string {
+    return t.scope.adoptFrom?.vendorCcmClusterName ?? t.cluster;
+  }
+
+  private names(
+    t: ServiceTarget,
+    spec: { internal: boolean; annotations?: Readonly<Record<string, string>> },
+  ) {
+    const a = readAzureAnnotations(spec.annotations ?? {});
+    const cluster = this.clusterName(t);
+    const internalSubnet = spec.internal ? a.internalSubnet : undefined;
+    return {
+      a,
+      cluster,
+      lb: loadBalancerName(cluster, spec.internal),
+      frontend: frontendName(t.serviceUid, internalSubnet),
+      prefix: frontendName(t.serviceUid),
+      pip: a.pipName ?? publicIpName(cluster, t.serviceUid),
+      pipRg: a.pipResourceGroup ?? this.rg,
+      subnet: internalSubnet ?? this.options.subnetName,
+    };
+  }
+
+  private lbId(name: string): string {
+    return this.api.id(this.rg, `${NETWORK}/loadBalancers`, name);
+  }
+
+  // ---- reads -----------------------------------------------------------------------------------
+
+  private async readLb(name: string, signal?: AbortSignal): Promise<LoadBalancer | undefined> {
+    try {
+      return await this.api.call(
+        "loadBalancers.get",
+        (c, o) => c.network.loadBalancers.get(this.rg, name, o),
+        signal,
+      );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async readPip(
+    rg: string,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<PublicIPAddress | undefined> {
+    try {
+      return await this.api.call(
+        "publicIPAddresses.get",
+        (c, o) => c.network.publicIPAddresses.get(rg, name, o),
+        signal,
+      );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async get(t: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    for (const internal of [false, true]) {
+      const n = this.names(t, { internal });
+      const lb = await this.readLb(n.lb, signal);
+      const fe = lb?.frontendIPConfigurations?.find(
+        (f) => f.name === n.prefix || f.name?.startsWith(`${n.prefix}-`) === true,
+      );
+      if (lb === undefined || fe === undefined) continue;
+      const ingress = await this.ingressOf(fe, signal);
+      const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
+      return {
+        id: fe.id ?? "",
+        name: `${n.lb}/${fe.name}`,
+        owner: lbOwner(t),
+        ingress,
+        backends: await this.backendsOf(pool, signal),
+      };
+    }
+    return undefined;
+  }
+
+  private async ingressOf(fe: FrontendIPConfiguration, signal?: AbortSignal): Promise<LbIngress[]> {
+    if (fe.privateIPAddress !== undefined) return [{ ip: fe.privateIPAddress }];
+    const id = fe.publicIPAddress?.id;
+    if (id === undefined) return [];
+    const parts = id.split("/");
+    const pip = await this.readPip(parts[4] ?? this.rg, parts[8] ?? "", signal);
+    return pip?.ipAddress === undefined ? [] : [{ ip: pip.ipAddress }];
+  }
+
+  /** The instance ids behind a pool's addresses, from the NICs holding those addresses. */
+  private async backendsOf(pool: BackendAddressPool | undefined, signal?: AbortSignal): Promise<string[]> {
+    const ips = new Set((pool?.loadBalancerBackendAddresses ?? []).map((b) => b.ipAddress ?? ""));
+    if (ips.size === 0) return [];
+    const out: string[] = [];
+    for (const rg of this.instances.groups)
+      for (const nic of (await this.instances.nicsOf(rg, signal)).values()) {
+        const ip = primaryIpConfig(nic)?.privateIPAddress;
+        const vm = nic.virtualMachine?.id;
+        if (ip !== undefined && ips.has(ip) && vm !== undefined)
+          out.push(this.instances.parseProviderID(`azure://${vm}`) ?? vm);
+      }
+    return out.sort();
+  }
+
+  /** Backend instance id → its primary private IP (the NICs of the nodes' resource groups). */
+  private async backendIps(backends: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
+    const want = new Set(backends.map(lower));
+    const out = new Map<string, string>();
+    if (want.size === 0) return out;
+    for (const rg of this.instances.groups) {
+      const nics: Map<string, NetworkInterface> = await this.instances.nicsOf(rg, signal);
+      for (const nic of nics.values()) {
+        const vm = nic.virtualMachine?.id;
+        const id = vm === undefined ? undefined : this.instances.parseProviderID(`azure://${vm}`);
+        const ip = primaryIpConfig(nic)?.privateIPAddress;
+        if (id !== undefined && ip !== undefined && want.has(lower(id))) out.set(lower(id), ip);
+      }
+    }
+    return out;
+  }
+
+  // ---- writes ----------------------------------------------------------------------------------
+
+  private lbIo(name: string, signal?: AbortSignal): ObjectIo<LoadBalancer> {
+    return {
+      read: async () => {
+        const lb = await this.readLb(name, signal);
+        return lb === undefined ? undefined : { value: strip(lb), etag: lb.etag };
+      },
+      put: async (value, etag) => {
+        const r = await this.api.call(
+          "loadBalancers.createOrUpdate",
+          async (c, o) => {
+            const poller = await c.network.loadBalancers.beginCreateOrUpdate(this.rg, name, value, {
+              ...o,
+              ...(etag !== undefined && { requestOptions: { customHeaders: { "If-Match": etag } } }),
+            });
+            return { done: poller.isDone(), result: poller.getResult() };
+          },
+          signal,
+        );
+        return { value: r.result ?? value, pending: !r.done };
+      },
+      delete: async (etag) => {
+        const r = await this.api.call(
+          "loadBalancers.delete",
+          async (c, o) => {
+            const poller = await c.network.loadBalancers.beginDelete(this.rg, name, {
+              ...o,
+              ...(etag !== undefined && { requestOptions: { customHeaders: { "If-Match": etag } } }),
+            });
+            return poller.isDone();
+          },
+          signal,
+        );
+        return { value: undefined, pending: !r };
+      },
+      same: (a, b) => JSON.stringify(comparable(a)) === JSON.stringify(comparable(b)),
+    };
+  }
+
+  private nsgIo(name: string, signal?: AbortSignal): ObjectIo<NetworkSecurityGroup> {
+    return {
+      read: async () => {
+        try {
+          const nsg = await this.api.call(
+            "networkSecurityGroups.get",
+            (c, o) => c.network.networkSecurityGroups.get(this.rg, name, o),
+            signal,
+          );
+          return { value: strip(nsg), etag: nsg.etag };
+        } catch (err) {
+          if (isNotFound(err))
+            throw new CloudError(`the cluster's network security group ${this.rg}/${name} does not exist`);
+          throw err;
+        }
+      },
+      put: async (value, etag) => {
+        const done = await this.api.call(
+          "networkSecurityGroups.createOrUpdate",
+          async (c, o) => {
+            const poller = await c.network.networkSecurityGroups.beginCreateOrUpdate(this.rg, name, value, {
+              ...o,
+              ...(etag !== undefined && { requestOptions: { customHeaders: { "If-Match": etag } } }),
+            });
+            return poller.isDone();
+          },
+          signal,
+        );
+        return { value, pending: !done };
+      },
+      delete: () => Promise.reject(new Error("the provider never deletes a cluster's NSG")),
+      same: (a, b) =>
+        JSON.stringify(comparableRules(a?.securityRules)) ===
+        JSON.stringify(comparableRules(b?.securityRules)),
+    };
+  }
+
+  async ensure(
+    t: ServiceTarget,
+    spec: LoadBalancerSpec,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<readonly LbIngress[] | InProgress> {
+    const n = this.names(t, spec);
+    const poll = this.options.operationPollMs;
+    // The other kind's frontend of this Service (internal switched to public, say) goes first.
+    const other = this.names(t, { ...spec, internal: !spec.internal });
+    const removed = await this.lbWriter.apply(other.lb, this.lbIo(other.lb, signal), (lb) =>
+      removeOwner(lb, other.prefix, other.cluster),
+    );
+    if (removed.pending) return inProgress(poll, "load balancer updating");
+    let pipId: string | undefined;
+    let pipIp: string | undefined;
+    if (!spec.internal) {
+      const pip = await this.ensurePip(t, n, spec, signal, hints);
+      if (pip === "pending") return inProgress(poll, "public IP provisioning");
+      pipId = pip.id;
+      pipIp = pip.ipAddress;
+    }
+    const ips = await this.backendIps(spec.backends, signal);
+    const vnetRg = this.options.vnetResourceGroup ?? this.rg;
+    const vnet = t.network ?? this.ctx.account.network ?? "";
+    const vnetId = this.api.id(vnetRg, `${NETWORK}/virtualNetworks`, vnet);
+    const subnetId = `${vnetId}/subnets/${n.subnet}`;
+    const lbId = this.lbId(n.lb);
+    const floating = n.a.floatingIp;
+    const privateIp = spec.internal ? (n.a.ipv4 ?? spec.loadBalancerIP) : undefined;
+    const written = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
+      const lb = removeOwner(cur, n.prefix, n.cluster, n.frontend) ?? newLb(this.api.region);
+      const props = lb;
+      const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
+      const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
+      const fe: FrontendIPConfiguration = spec.internal
+        ? {
+            name: n.frontend,
+            subnet: { id: subnetId },
+            ...(privateIp !== undefined
+              ? { privateIPAddress: privateIp, privateIPAllocationMethod: "Static" }
+              : { privateIPAllocationMethod: "Dynamic" }),
+          }
+        : { name: n.frontend, publicIPAddress: { id: pipId } };
+      const existing = props.frontendIPConfigurations?.find((f) => f.name === n.frontend);
+      // A dynamic internal address stays what Azure gave it.
+      const keepIp = spec.internal && privateIp === undefined ? existing?.privateIPAddress : undefined;
+      props.frontendIPConfigurations = [
+        ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
+        { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
+      ];
+      const pool: BackendAddressPool = {
+        name: n.cluster,
+        loadBalancerBackendAddresses: [...spec.backends]
+          .map((b) => ips.get(lower(b)))
+          .filter((ip): ip is string => ip !== undefined)
+          .sort()
+          .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: vnetId } })),
+      };
+      props.backendAddressPools = [
+        ...(props.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
+        pool,
+      ];
+      const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
+      for (const l of spec.listeners) {
+        const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
+        const name = ruleName(n.frontend, l.protocol, l.port);
+        const http = spec.healthCheck.protocol === "HTTP";
+        const probe: Probe = {
+          name,
+          protocol: http ? "Http" : "Tcp",
+          port: http ? spec.healthCheck.port : l.nodePort,
+          ...(http && { requestPath: spec.healthCheck.path || "/healthz" }),
+          intervalInSeconds: spec.healthCheck.intervalSeconds,
+          numberOfProbes: spec.healthCheck.unhealthyThreshold,
+        };
+        const rule: LoadBalancingRule = {
+          name,
+          protocol,
+          frontendPort: l.port,
+          backendPort: floating ? l.port : l.nodePort,
+          frontendIPConfiguration: { id: feId },
+          backendAddressPool: { id: poolId },
+          probe: { id: `${lbId}/probes/${name}` },
+          enableFloatingIP: floating,
+          loadDistribution: spec.sessionAffinity === "ClientIP" ? "SourceIP" : "Default",
+          ...(protocol === "Tcp" && { idleTimeoutInMinutes: idle, enableTcpReset: true }),
+          disableOutboundSnat: false,
+        };
+        props.probes = [...(props.probes ?? []), probe];
+        props.loadBalancingRules = [...(props.loadBalancingRules ?? []), rule];
+      }
+      return lb;
+    });
+    if (written.pending) return inProgress(poll, "load balancer updating");
+    if (written.value?.provisioningState === "Failed")
+      throw new OperationFailedError(`load balancer ${n.lb}: provisioning failed`);
+    const fe = written.value?.frontendIPConfigurations?.find((f) => f.name === n.frontend);
+    const ip = spec.internal ? fe?.privateIPAddress : pipIp;
+    if (ip === undefined) return inProgress(poll, "frontend address pending");
+    const nsg = await this.ensureNsg(t, n, spec, ip, signal);
+    if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    return [{ ip }];
+  }
+
+  /** The Service's public IP: made (tagged for its owner), adopted from upstream with the opt-in, or the user's. */
+  private async ensurePip(
+    t: ServiceTarget,
+    n: ReturnType<AzureLoadBalancers["names"]>,
+    spec: LoadBalancerSpec,
+    signal: AbortSignal | undefined,
+    _hints: LbServiceHints | undefined,
+  ): Promise<PublicIPAddress | "pending"> {
+    const existing = await this.readPip(n.pipRg, n.pip, signal);
+    const userNamed = n.a.pipName !== undefined;
+    if (existing !== undefined) {
+      const tags = existing.tags ?? {};
+      const ours = tags[OWNER_TAG_CLUSTER] === t.cluster && tags[OWNER_TAG_SERVICE_UID] === t.serviceUid;
+      const upstreams =
+        t.scope.adoptFrom !== undefined &&
+        tags[UPSTREAM_CLUSTER_TAG] === t.scope.adoptFrom.vendorCcmClusterName;
+      if (!ours && !upstreams && !userNamed)
+        throw new CloudError(
+          `public IP ${n.pipRg}/${n.pip} exists and is not this Service's (no owner tags)`,
+        );
+      const ready = existing.provisioningState === "Succeeded";
+      if (!ready) {
+        if (existing.provisioningState === "Failed")
+          throw new OperationFailedError(`public IP ${n.pip}: provisioning failed`);
+        return "pending";
+      }
+      if (ours || userNamed) return existing;
+      // Adopted from cloud-provider-azure: marked as the owner's, the address kept.
+    } else if (userNamed) {
+      throw new AnnotationError(
+        AZURE_ANNOTATIONS.pipName,
+        n.a.pipName ?? "",
+        "the name of an existing public IP",
+      );
+    }
+    const body: PublicIPAddress = {
+      ...(existing !== undefined ? strip(existing) : {}),
+      location: this.api.region,
+      sku: { name: "Standard" },
+      publicIPAllocationMethod: "Static",
+      publicIPAddressVersion: "IPv4",
+      ...(n.a.dnsLabelName !== undefined && { dnsSettings: { domainNameLabel: n.a.dnsLabelName } }),
+      tags: {
+        ...(existing?.tags ?? {}),
+        [OWNER_TAG_CLUSTER]: t.cluster,
+        [OWNER_TAG_SERVICE_UID]: t.serviceUid,
+        [UPSTREAM_CLUSTER_TAG]: n.cluster,
+        ...(spec.serviceName !== undefined && { [UPSTREAM_SERVICE_TAG]: spec.serviceName }),
+      },
+    };
+    const r = await this.api.call(
+      "publicIPAddresses.createOrUpdate",
+      async (c, o) => {
+        const poller = await c.network.publicIPAddresses.beginCreateOrUpdate(n.pipRg, n.pip, body, o);
+        return { done: poller.isDone(), result: poller.getResult() };
+      },
+      signal,
+    );
+    if (!r.done || r.result?.ipAddress === undefined) return "pending";
+    return r.result;
+  }
+
+  private async ensureNsg(
+    t: ServiceTarget,
+    n: ReturnType<AzureLoadBalancers["names"]>,
+    spec: LoadBalancerSpec | undefined,
+    destination: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<WriteResult<NetworkSecurityGroup> | undefined> {
+    const template = this.options.securityGroupName;
+    if (template === undefined) return undefined;
+    const name = fromTemplate(template, t.cluster);
+    return this.nsgWriter.apply(name, this.nsgIo(name, signal), (cur) => {
+      if (cur === undefined) return cur;
+      const mine = (r: SecurityRule) => r.name?.startsWith(`${n.prefix}-`) === true;
+      const kept = (cur.securityRules ?? []).filter((r) => !mine(r));
+      if (spec === undefined || destination === undefined) return { ...cur, securityRules: kept };
+      const used = new Set(kept.map((r) => r.priority));
+      const old = new Map((cur.securityRules ?? []).filter(mine).map((r) => [r.name, r.priority]));
+      const sources =
+        n.a.serviceTags.length > 0
+          ? n.a.serviceTags
+          : spec.sourceRanges.length > 0
+            ? spec.sourceRanges
+            : ["Internet"];
+      const rules: SecurityRule[] = [];
+      for (const l of spec.listeners)
+        for (const source of sources) {
+          const ruleNameOf = securityRuleName(n.frontend, l.protocol, l.port, source);
+          let priority = old.get(ruleNameOf);
+          if (priority === undefined || used.has(priority)) {
+            priority = MIN_PRIORITY;
+            while (used.has(priority) && priority < MAX_PRIORITY) priority++;
+          }
+          used.add(priority);
+          rules.push({
+            name: ruleNameOf,
+            protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
+            sourcePortRange: "*",
+            destinationPortRange: String(l.port),
+            sourceAddressPrefix: source,
+            destinationAddressPrefix: destination,
+            access: "Allow",
+            direction: "Inbound",
+            priority,
+          });
+        }
+      return { ...cur, securityRules: [...kept, ...rules] };
+    });
+  }
+
+  async updateBackends(
+    t: ServiceTarget,
+    backends: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<undefined | InProgress> {
+    for (const internal of [false, true]) {
+      const n = this.names(t, { internal });
+      const lb = await this.readLb(n.lb, signal);
+      if (lb?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) !== true) continue;
+      const ips = await this.backendIps(backends, signal);
+      const vnetId = this.api.id(
+        this.options.vnetResourceGroup ?? this.rg,
+        `${NETWORK}/virtualNetworks`,
+        t.network ?? this.ctx.account.network ?? "",
+      );
+      const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
+        if (cur === undefined) return cur;
+        cur.backendAddressPools = [
+          ...(cur.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
+          {
+            name: n.cluster,
+            loadBalancerBackendAddresses: [...backends]
+              .map((b) => ips.get(lower(b)))
+              .filter((ip): ip is string => ip !== undefined)
+              .sort()
+              .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: vnetId } })),
+          },
+        ];
+        return cur;
+      });
+      return r.pending ? inProgress(this.options.operationPollMs, "load balancer updating") : undefined;
+    }
+    const { NeedsEnsureError } = await import("../../errors.js");
+    throw new NeedsEnsureError("the Service's frontend is gone from its cluster's load balancer");
+  }
+
+  async ensureDeleted(
+    t: ServiceTarget,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<undefined | InProgress> {
+    const poll = this.options.operationPollMs;
+    const annotations = hints?.annotations ?? {};
+    for (const internal of [false, true]) {
+      const n = this.names(t, { internal, annotations });
+      const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (lb) =>
+        removeOwner(lb, n.prefix, n.cluster),
+      );
+      if (r.pending) return inProgress(poll, "load balancer updating");
+    }
+    const n = this.names(t, { internal: false, annotations });
+    const nsg = await this.ensureNsg(t, n, undefined, undefined, signal);
+    if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    // The Service's own public IP, only if it carries this owner's tags (never a user's).
+    const pip = await this.readPip(n.pipRg, n.pip, signal);
+    const tags = pip?.tags ?? {};
+    if (pip?.provisioningState === "Deleting") return inProgress(poll, "public IP deleting");
+    if (
+      pip !== undefined &&
+      tags[OWNER_TAG_CLUSTER] === t.cluster &&
+      tags[OWNER_TAG_SERVICE_UID] === t.serviceUid
+    ) {
+      try {
+        const done = await this.api.call(
+          "publicIPAddresses.delete",
+          async (c, o) => (await c.network.publicIPAddresses.beginDelete(n.pipRg, n.pip, o)).isDone(),
+          signal,
+        );
+        if (!done) return inProgress(poll, "public IP deleting");
+      } catch (err) {
+        if (hasCode(err, "PublicIPAddressInUse")) return inProgress(poll, "public IP still in use");
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    return undefined;
+  }
+}
+
+function newLb(location: string): LoadBalancer {
+  return { location, sku: { name: "Standard", tier: "Regional" } };
+}
+
+/** The load balancer without the owner's frontends, probes and rules; undefined once no frontend is left. */
+function removeOwner(
+  lb: LoadBalancer | undefined,
+  prefix: string,
+  cluster: string,
+  keepFrontend?: string,
+): LoadBalancer | undefined {
+  if (lb === undefined) return undefined;
+  const mine = (name: string | undefined) => name === prefix || name?.startsWith(`${prefix}-`) === true;
+  const out: LoadBalancer = {
+    ...lb,
+    frontendIPConfigurations: (lb.frontendIPConfigurations ?? []).filter(
+      (f) => !mine(f.name) || f.name === keepFrontend,
+    ),
+    probes: (lb.probes ?? []).filter((p) => !mine(p.name)),
+    loadBalancingRules: (lb.loadBalancingRules ?? []).filter((r) => !mine(r.name)),
+  };
+  if ((out.frontendIPConfigurations ?? []).length === 0 && keepFrontend === undefined) return undefined;
+  void cluster;
+  return out;
+}
+
+/** What a write changes of a load balancer (read-only fields and ids left out). */
+function comparable(lb: LoadBalancer | undefined): unknown {
+  if (lb === undefined) return undefined;
+  const pick = <T extends object>(items: readonly T[] | undefined, keys: readonly (keyof T)[]) =>
+    (items ?? [])
+      .map((i) => Object.fromEntries(keys.map((k) => [k, normal(i[k])])))
+      .sort((a, b) => String(a["name"]).localeCompare(String(b["name"])));
+  return {
+    fe: pick(lb.frontendIPConfigurations ?? [], [
+      "name",
+      "publicIPAddress",
+      "subnet",
+      "privateIPAllocationMethod",
+    ]),
+    feStatic: (lb.frontendIPConfigurations ?? [])
+      .filter((f) => f.privateIPAllocationMethod === "Static")
+      .map((f) => f.privateIPAddress),
+    pools: (lb.backendAddressPools ?? [])
+      .map((p) => ({
+        name: p.name,
+        ips: (p.loadBalancerBackendAddresses ?? []).map((a) => a.ipAddress).sort(),
+      }))
+      .sort((a, b) => String(a.name).localeCompare(String(b.name))),
+    probes: pick(lb.probes ?? [], [
+      "name",
+      "protocol",
+      "port",
+      "requestPath",
+      "intervalInSeconds",
+      "numberOfProbes",
+    ]),
+    rules: pick(lb.loadBalancingRules ?? [], [
+      "name",
+      "protocol",
+      "frontendPort",
+      "backendPort",
+      "frontendIPConfiguration",
+      "backendAddressPool",
+      "probe",
+      "enableFloatingIP",
+      "loadDistribution",
+      "idleTimeoutInMinutes",
+    ]),
+  };
+}
+
+function comparableRules(rules: readonly SecurityRule[] | undefined): unknown {
+  return (rules ?? [])
+    .map((r) => [
+      r.name,
+      r.protocol,
+      r.sourceAddressPrefix,
+      r.destinationAddressPrefix,
+      r.destinationPortRange,
+      r.priority,
+      r.access,
+    ])
+    .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+}
+
+/** ARM ids compare case-insensitively. */
+function normal(v: unknown): unknown {
+  if (typeof v === "object" && v !== null && "id" in v)
+    return { id: lower(String((v as { id: unknown }).id)) };
+  return v;
+}
