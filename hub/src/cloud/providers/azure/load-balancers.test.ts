@@ -123,7 +123,7 @@ describe("annotations (upstream's meaning)", () => {
     const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "kubernetes-internal"));
     const fe = (props(lb)["frontendIPConfigurations"] as { name: string; properties: Json }[])[0];
     expect(fe?.name).toBe("a11111111222233334444555555555555-ilb");
-    expect(String((fe?.properties["subnet"] as Json)["id"])).toMatch(
+    expect(String((fe?.properties["subnet"] as Json | undefined)?.["id"])).toMatch(
       /\/virtualNetworks\/vnet\/subnets\/ilb$/,
     );
     const rules = props(lb)["loadBalancingRules"] as { name: string; properties: Json }[];
