@@ -6,7 +6,7 @@
  * it (Compute refuses the delete before: resourceInUseByAnotherResource).
  */
 import { CloudError } from "../../errors.js";
-import type { InProgress, ServiceTarget } from "../../provider.js";
+import { type InProgress, inProgress, type ServiceTarget } from "../../provider.js";
 import { hasReason } from "./errors.js";
 import { GcpLbBase, tail } from "./lb-base.js";
 import { gceInstanceGroupName } from "./names.js";
@@ -136,8 +136,8 @@ export class ClusterGroups extends GcpLbBase {
       ] as const) {
         if (members.length === 0) continue;
         const instances = members.map((b) => ({ instance: this.instanceUrl(b) }));
-        const step = await this.ops.after(
-          await this.api.mutate(
+        const op = await this.api
+          .mutate(
             add_ ? "instanceGroups.addInstances" : "instanceGroups.removeInstances",
             (c, o) =>
               add_
@@ -160,9 +160,19 @@ export class ClusterGroups extends GcpLbBase {
                     o,
                   ),
             signal,
-          ),
-          signal,
-        );
+          )
+          .catch((err: unknown) => {
+            // The membership changed since it was read (an earlier change of ours ending
+            // meanwhile, a lost answer repeated): read it again next pass.
+            if (hasReason(err, "memberAlreadyExists", "memberNotFound")) return undefined;
+            throw err;
+          });
+        if (op === undefined)
+          return inProgress(
+            this.options.operationPollMs,
+            `members of instance group ${name} changed meanwhile`,
+          );
+        const step = await this.ops.after(op, signal);
         if (step !== undefined) return step;
       }
       if (want.length > 0) links.push(link);

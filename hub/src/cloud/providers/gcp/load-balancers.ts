@@ -93,6 +93,17 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
       const step = await this.external.ensureDeleted(target, signal);
       if (step !== undefined) return step;
     }
+    // An external create interrupted before its rule (the Service turned internal meanwhile)
+    // leaves an EXTERNAL address of the name the internal one needs: the external parts go first.
+    if (kind === "internal" && ruleKind === undefined) {
+      const address = await this.getAddress(lbName, signal);
+      if (address?.addressType === "EXTERNAL" && this.ours(address.description, target, spec.serviceName)) {
+        const step =
+          (await this.external.ensureDeleted(target, signal)) ??
+          (await this.rbs.ensureDeleted(target, signal));
+        if (step !== undefined) return step;
+      }
+    }
     const internalLeft =
       kind === "rbs" &&
       ruleKind === undefined &&
@@ -103,7 +114,9 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     }
     // Without a rule of its own kind (a create, or a switch interrupted after the rule went),
     // what a backend-service based one may have left goes too: deleting is idempotent.
-    if (kind !== "rbs" && (ruleKind === "rbs" || ruleKind === undefined)) {
+    // Not for an internal create: the cleanup takes the cluster's groups while no backend
+    // service uses them yet, which is exactly where the internal one is building.
+    if (kind !== "rbs" && (ruleKind === "rbs" || (ruleKind === undefined && kind === "pool"))) {
       // To the target pool the address and client firewall are kept; an internal one needs its own address.
       const step = await this.rbs.ensureDeleted(target, signal, kind === "pool" || ruleKind === undefined);
       if (step !== undefined) return step;

@@ -419,3 +419,28 @@ describe("l4-rbs: the backend-service based external network load balancer", () 
     }
   }, 300_000);
 });
+
+describe("a Service that turns internal while its external load balancer is being built", () => {
+  test("after any number of the external create's passes, the internal one is built and nothing external is left", async () => {
+    for (let passes = 1; passes <= 6; passes++) {
+      fake.operationMs = 100;
+      const { p } = await lbs();
+      const t = target();
+      const external = sampleLoadBalancerSpec(backends, { serviceName: "default/web" });
+      for (let i = 0; i < passes; i++) {
+        await p.ensure(t, external);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      const [ingress] = await settle(() =>
+        p.ensure(t, sampleLoadBalancerSpec(backends, { serviceName: "default/web", internal: true })),
+      );
+      const lbName = gceLoadBalancerName(t.serviceUid);
+      expect(named("addresses", lbName)).toMatchObject({ addressType: "INTERNAL", address: ingress?.ip });
+      expect(named("forwardingRules", lbName)).toMatchObject({ loadBalancingScheme: "INTERNAL" });
+      expect(named("targetPools", lbName)).toBeUndefined();
+      expect(fake.list(PROJECT, "httpHealthChecks")).toEqual([]);
+      await settle(() => p.ensureDeleted(t));
+      expect(inventory()).toEqual([]);
+    }
+  });
+});
