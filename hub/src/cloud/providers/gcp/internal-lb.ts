@@ -39,7 +39,6 @@ import { getOrUndefined, type Step } from "./operations.js";
 import type { GcpOptions } from "./options.js";
 
 type HealthCheck = Compute.protos.google.cloud.compute.v1.IHealthCheck;
-type BackendService = Compute.protos.google.cloud.compute.v1.IBackendService;
 type Rule = Compute.protos.google.cloud.compute.v1.IForwardingRule;
 
 /** Upstream's maxL4ILBPorts: more ports than this take every port. */
@@ -402,64 +401,6 @@ export class InternalLb extends GcpLbBase {
     if (step !== undefined) return step;
     const made = await this.getAddress(lbName, signal);
     return made?.address ?? inProgress(this.options.operationPollMs, `address ${lbName} reserving`);
-  }
-
-  private async ensureBackendService(
-    name: string,
-    want: BackendService,
-    existing: BackendService | undefined,
-    signal?: AbortSignal,
-  ): Promise<Step> {
-    const link = this.regional("backendServices", name);
-    if (existing === undefined)
-      return this.insert(
-        "regions",
-        link,
-        () =>
-          this.api.mutate(
-            "regionBackendServices.insert",
-            (c, o) =>
-              c.regionBackendServices.insert(
-                { project: this.api.project, region: this.region, backendServiceResource: want },
-                o,
-              ),
-            signal,
-          ),
-        signal,
-      );
-    if (
-      existing.protocol === want.protocol &&
-      existing.sessionAffinity === want.sessionAffinity &&
-      sameSet((existing.healthChecks ?? []).map(tail), (want.healthChecks ?? []).map(tail)) &&
-      sameSet(
-        (existing.backends ?? []).map((b) => tail(b.group)),
-        (want.backends ?? []).map((b) => tail(b.group)),
-      )
-    )
-      return undefined;
-    const pending = await this.ops.pending(`regions/${this.region}`, link, signal);
-    if (pending !== undefined) return pending;
-    return this.ops.after(
-      await this.api.mutate(
-        "regionBackendServices.update",
-        (c, o) =>
-          c.regionBackendServices.update(
-            {
-              project: this.api.project,
-              region: this.region,
-              backendService: name,
-              backendServiceResource: {
-                ...want,
-                description: existing.description ?? want.description,
-                ...(existing.fingerprint != null && { fingerprint: existing.fingerprint }),
-              },
-            },
-            o,
-          ),
-        signal,
-      ),
-      signal,
-    );
   }
 
   // ---- backends ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import type { GcpOptions } from "./options.js";
 
 type V1 = typeof Compute.protos.google.cloud.compute.v1;
 type Firewall = InstanceType<V1["Firewall"]>;
+type BackendService = Compute.protos.google.cloud.compute.v1.IBackendService;
 
 /** Google's health checkers (upstream L4LBSrcRanges). */
 export const HEALTH_CHECK_RANGES = ["130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"];
@@ -335,6 +336,69 @@ export abstract class GcpLbBase {
             signal,
           )
         )[0],
+    );
+  }
+
+  /**
+   * The Service's regional backend service (internal or external alike): inserted when
+   * missing, updated in place (its fingerprint kept) when protocol, affinity, health check or
+   * groups differ.
+   */
+  protected async ensureBackendService(
+    name: string,
+    want: BackendService,
+    existing: BackendService | undefined,
+    signal?: AbortSignal,
+  ): Promise<Step> {
+    const link = this.regional("backendServices", name);
+    if (existing === undefined)
+      return this.insert(
+        "regions",
+        link,
+        () =>
+          this.api.mutate(
+            "regionBackendServices.insert",
+            (c, o) =>
+              c.regionBackendServices.insert(
+                { project: this.api.project, region: this.region, backendServiceResource: want },
+                o,
+              ),
+            signal,
+          ),
+        signal,
+      );
+    if (
+      existing.protocol === want.protocol &&
+      existing.sessionAffinity === want.sessionAffinity &&
+      sameSet((existing.healthChecks ?? []).map(tail), (want.healthChecks ?? []).map(tail)) &&
+      sameSet(
+        (existing.backends ?? []).map((b) => tail(b.group)),
+        (want.backends ?? []).map((b) => tail(b.group)),
+      )
+    )
+      return undefined;
+    const pending = await this.ops.pending(`regions/${this.region}`, link, signal);
+    if (pending !== undefined) return pending;
+    return this.ops.after(
+      await this.api.mutate(
+        "regionBackendServices.update",
+        (c, o) =>
+          c.regionBackendServices.update(
+            {
+              project: this.api.project,
+              region: this.region,
+              backendService: name,
+              backendServiceResource: {
+                ...want,
+                description: existing.description ?? want.description,
+                ...(existing.fingerprint != null && { fingerprint: existing.fingerprint }),
+              },
+            },
+            o,
+          ),
+        signal,
+      ),
+      signal,
     );
   }
 

@@ -29,7 +29,7 @@ import { hasReason } from "./errors.js";
 import { ExternalLb } from "./external-lb.js";
 import { ClusterGroups } from "./instance-groups.js";
 import type { GcpInstances } from "./instances.js";
-import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, sameSet, tail, whyNotOwned } from "./lb-base.js";
+import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, tail, whyNotOwned } from "./lb-base.js";
 import {
   gceFirewallName,
   gceLoadBalancerName,
@@ -294,64 +294,6 @@ export class RbsLb extends GcpLbBase {
               region: this.region,
               healthCheck: name,
               healthCheckResource: { ...want, description: hc.description ?? want.description },
-            },
-            o,
-          ),
-        signal,
-      ),
-      signal,
-    );
-  }
-
-  private async ensureBackendService(
-    name: string,
-    want: BackendService,
-    existing: BackendService | undefined,
-    signal?: AbortSignal,
-  ): Promise<Step> {
-    const link = this.regional("backendServices", name);
-    if (existing === undefined)
-      return this.insert(
-        "regions",
-        link,
-        () =>
-          this.api.mutate(
-            "regionBackendServices.insert",
-            (c, o) =>
-              c.regionBackendServices.insert(
-                { project: this.api.project, region: this.region, backendServiceResource: want },
-                o,
-              ),
-            signal,
-          ),
-        signal,
-      );
-    if (
-      existing.protocol === want.protocol &&
-      existing.sessionAffinity === want.sessionAffinity &&
-      sameSet((existing.healthChecks ?? []).map(tail), (want.healthChecks ?? []).map(tail)) &&
-      sameSet(
-        (existing.backends ?? []).map((b) => tail(b.group)),
-        (want.backends ?? []).map((b) => tail(b.group)),
-      )
-    )
-      return undefined;
-    const pending = await this.ops.pending(`regions/${this.region}`, link, signal);
-    if (pending !== undefined) return pending;
-    return this.ops.after(
-      await this.api.mutate(
-        "regionBackendServices.update",
-        (c, o) =>
-          c.regionBackendServices.update(
-            {
-              project: this.api.project,
-              region: this.region,
-              backendService: name,
-              backendServiceResource: {
-                ...want,
-                description: existing.description ?? want.description,
-                ...(existing.fingerprint != null && { fingerprint: existing.fingerprint }),
-              },
             },
             o,
           ),
