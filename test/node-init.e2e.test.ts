@@ -117,6 +117,7 @@ describe("node initialization across a fleet", () => {
             removeTaintKeys: [UNINITIALIZED],
             delete: false,
             conditions: [],
+            podCidrs: [],
           },
         ],
         services: [],

@@ -126,6 +126,7 @@ describe("slim objects", () => {
       removeTaintKeys: ["node.cloudprovider.kubernetes.io/uninitialized"],
       delete: false,
       conditions: [{ type: "NetworkUnavailable", status: "False", reason: "RouteCreated", message: "m" }],
+      podCidrs: [],
     };
     expect(specPatch(slim, d)).toEqual(specPatch(full, d));
     const withoutTimes = (p: ReturnType<typeof statusPatch>) =>

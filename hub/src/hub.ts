@@ -46,6 +46,7 @@ import type { Controller, ControllerContext } from "./reconcilers/controller.js"
 import { ConvergenceTracker } from "./reconcilers/convergence.js";
 import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
 import { cloudNodeController } from "./reconcilers/node-init/index.js";
+import { nodeIpamController } from "./reconcilers/node-ipam/index.js";
 import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
 import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
@@ -111,6 +112,7 @@ export class Hub {
   private readonly publisher: DesiredPublisher;
   private readonly controllerLists = new Map<string, readonly string[]>();
   private readonly routesWanted = new Set<string>();
+  private readonly ipamWanted = new Set<string>();
   /** Clusters leaving the hub (clusters[].decommission): only their load-balancer cleanup runs. */
   private readonly leaving = new Set<string>();
   private readonly auth: TokenAuthenticator;
@@ -295,12 +297,14 @@ export class Hub {
         recordedDeletions: (c: string) => replicas.leases.recordedDeletions(c),
       }),
       decommissioning: (c) => this.leaving.has(c),
+      podNetworkFor: (c) => this.clusterConfigs.find((x) => x.name === c)?.podNetwork,
     };
     this.controllers = [
       cloudNodeController(ctx),
       nodeLifecycleController(ctx),
       serviceController(ctx),
       routeController(ctx),
+      nodeIpamController(ctx),
     ];
     for (const c of this.controllers) for (const kind of c.kinds) this.byKind.set(kind, c);
     this.fleetEvents = this.dispatchFleetEvents();
@@ -331,10 +335,12 @@ export class Hub {
     const globalControllers = this.opts.controllers ?? this.opts.config.controllers;
     this.controllerLists.clear();
     this.routesWanted.clear();
+    this.ipamWanted.clear();
     this.leaving.clear();
     for (const c of clusters) {
       this.controllerLists.set(c.name, c.controllers ?? globalControllers);
       if (c.configureCloudRoutes) this.routesWanted.add(c.name);
+      if (c.podNetwork !== undefined) this.ipamWanted.add(c.name);
       if (c.decommission) this.leaving.add(c.name);
     }
   }
@@ -448,6 +454,7 @@ export class Hub {
     if (list === undefined || !isControllerEnabled(list, controller)) return false;
     // Leaving: nothing is initialized, deleted or routed any more; load balancers are removed.
     if (this.leaving.has(cluster) && controller !== "service-lb-controller") return false;
+    if (controller === "node-ipam-controller") return this.ipamWanted.has(cluster);
     return controller !== "node-route-controller" || this.routesWanted.has(cluster);
   }
 

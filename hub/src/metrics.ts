@@ -145,6 +145,20 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly ipamNodesWaiting = new Gauge({
+    name: "fleet_ccm_ipam_nodes_waiting",
+    help: "Nodes without pod CIDRs that get none because a CIDR of the cluster's pod network has no free range (CIDRNotAvailable Event on each), at the cluster's last IPAM pass.",
+    labelNames: ["cluster"] as const,
+    registers: [this.registry],
+  });
+
+  readonly ipamRangesFree = new Gauge({
+    name: "fleet_ccm_ipam_ranges_free",
+    help: "Node ranges left in each CIDR of a cluster's pod network, at the cluster's last IPAM pass.",
+    labelNames: ["cluster", "cidr"] as const,
+    registers: [this.registry],
+  });
+
   readonly routeCidrConflicts = new Gauge({
     name: "fleet_ccm_route_cidr_conflicts",
     help: "Pod CIDRs of live nodes not routed because they equal or overlap another live node's in the same cluster (that node keeps the range; PodCIDRConflict Event on this one), at the cluster's last route reconcile.",

@@ -46,7 +46,7 @@ export function statusPatch(node: V1Node, d: NodeDesired): Body | null {
   return { metadata: preconditions(node), status };
 }
 
-/** providerID, labels and taints as a merge patch, or null when the node already has them. */
+/** providerID, pod CIDRs, labels and taints as a merge patch, or null when the node already has them. */
 export function specPatch(node: V1Node, d: NodeDesired): Body | null {
   const metadata: Body = preconditions(node);
   const spec: Body = {};
@@ -56,12 +56,21 @@ export function specPatch(node: V1Node, d: NodeDesired): Body | null {
   if (Object.keys(labels).length > 0) metadata["labels"] = labels;
   // providerID is set only from empty; the API server refuses any other change.
   if (d.providerId !== "" && (node.spec?.providerID ?? "") === "") spec["providerID"] = d.providerId;
+  // Pod ranges likewise, and only onto a node that has none: never a second allocator's choice.
+  if (d.podCidrs.length > 0 && !hasPodCidrs(node)) {
+    spec["podCIDR"] = d.podCidrs[0];
+    spec["podCIDRs"] = [...d.podCidrs];
+  }
   const taints = desiredTaints(node.spec?.taints ?? [], d);
   if (taints !== null) spec["taints"] = taints;
   if (Object.keys(spec).length === 0 && metadata["labels"] === undefined) return null;
   const body: Body = { metadata };
   if (Object.keys(spec).length > 0) body["spec"] = spec;
   return body;
+}
+
+function hasPodCidrs(node: V1Node): boolean {
+  return (node.spec?.podCIDR ?? "") !== "" || (node.spec?.podCIDRs ?? []).length > 0;
 }
 
 function desiredTaints(current: readonly V1Taint[], d: NodeDesired): V1Taint[] | null {

@@ -36,6 +36,7 @@ function desired(over: Partial<NodeDesired> = {}): NodeDesired {
     removeTaintKeys: [UNINIT],
     delete: false,
     conditions: [],
+    podCidrs: [],
     ...over,
   };
 }
@@ -62,6 +63,24 @@ describe("node patches", () => {
       labels: { "topology.kubernetes.io/zone": "z1", "kubernetes.io/hostname": "n1" },
     };
     expect(specPatch(n, desired({ providerId: "simulated://r/other" }))).toBeNull();
+  });
+
+  test("spec: pod CIDRs (podCIDR the first) only onto a node without any, with uid+resourceVersion preconditions", () => {
+    const want = desired({
+      labels: {},
+      providerId: "",
+      removeTaintKeys: [],
+      podCidrs: ["10.1.2.0/24", "fd00:0:0:2::/64"],
+    });
+    expect(specPatch(node(), want)).toEqual({
+      metadata: { uid: "u1", resourceVersion: "7" },
+      spec: { podCIDR: "10.1.2.0/24", podCIDRs: ["10.1.2.0/24", "fd00:0:0:2::/64"] },
+    });
+    for (const spec of [{ podCIDR: "10.9.0.0/24" }, { podCIDRs: ["10.9.0.0/24"] }]) {
+      const n = node();
+      n.spec = { ...n.spec, ...spec };
+      expect(specPatch(n, want)).toBeNull();
+    }
   });
 
   test("spec: adding a taint that exists with another value replaces it; same key other effect is separate", () => {

@@ -41,8 +41,8 @@ describe("hub config", () => {
     );
     expect(errorOf({ ...valid, grpc: { listen: "7443" } })).toContain("grpc.listen");
     expect(errorOf({ ...valid, bogus: 1 })).toContain("bogus");
-    expect(errorOf({ ...valid, controllers: ["cloud-node", "nodeipam"] })).toContain(
-      'controllers: "nodeipam" is not in the list of known controllers',
+    expect(errorOf({ ...valid, controllers: ["cloud-node", "ipam"] })).toContain(
+      'controllers: "ipam" is not in the list of known controllers',
     );
   });
 

@@ -1,6 +1,7 @@
 import { CLUSTER_NAME_PATTERN } from "@fleet-ccm/proto";
 import { z } from "zod";
 import { parseControllerList } from "../controllers.js";
+import { PodNetworkPoolSchema, PodNetworkSchema, podNetworkOverlaps } from "./pod-network.js";
 import { CredentialRefsSchema, SecretRefSchema } from "./secret.js";
 
 /** The replicas' lease bucket unless `replicas.bucket` names another (NATS permissions name it). */
@@ -98,6 +99,11 @@ export const ClusterSchema = z
      * --allocate-node-cidrs). Off by default: overlay networks need no routes.
      */
     configureCloudRoutes: z.boolean().default(false),
+    /**
+     * Node IPAM: the hub gives each node without spec.podCIDRs a range of every CIDR here
+     * (upstream --allocate-node-cidrs with --cluster-cidr). Absent: ranges are someone else's job.
+     */
+    podNetwork: PodNetworkSchema.optional(),
     /** Overrides the hub-wide controller list for this cluster. */
     controllers: controllers.optional(),
     /**
@@ -339,11 +345,20 @@ export const HubConfigSchema = z
           });
       })
       .optional(),
+    /** Blocks `fleet-ccm register --pod-network auto` gives new clusters as their pod network. */
+    podNetworkPool: PodNetworkPoolSchema.optional(),
     accounts: z.array(AccountSchema).min(1),
     clusters: z.array(ClusterSchema),
   })
   .strict()
-  .strict();
+  .superRefine((cfg, ctx) => {
+    for (const o of podNetworkOverlaps(cfg.clusters))
+      ctx.addIssue({
+        code: "custom",
+        path: ["clusters", o.index, "podNetwork", "cidrs", o.cidrIndex],
+        message: o.message,
+      });
+  });
 
 export interface ConfigIssue {
   readonly path: readonly PropertyKey[];

@@ -26,4 +26,6 @@ export const EVENT_SOURCE = {
   cloudNodeLifecycle: "cloud-node-lifecycle-controller",
   service: "service-controller",
   route: "route_controller",
+  /** kube-controller-manager's range allocator records as this. */
+  ipam: "cidrAllocator",
 } as const;

@@ -4,6 +4,7 @@ import type { InstanceCache } from "../cloud/instance-cache.js";
 import type { InstanceLookups } from "../cloud/instance-lookups.js";
 import type { ClusterCloud } from "../cloud/scope.js";
 import type { VerifiedInstances } from "../cloud/verified-instances.js";
+import type { PodNetwork } from "../config/pod-network.js";
 import type { HubConfig } from "../config/schema.js";
 import type { ControllerName } from "../controllers.js";
 import type { FleetListener, FleetState } from "../fleet/state.js";
@@ -34,6 +35,8 @@ export interface ControllerContext {
   loadBalancerOpsFor?(cluster: string): Semaphore | undefined;
   /** Node deletions (wall ms) recorded in the cluster's lease by any replica (hub replicas only). */
   recordedDeletions?(cluster: string): readonly number[];
+  /** The cluster's pod network in the running configuration (reloads included). */
+  podNetworkFor?(cluster: string): PodNetwork | undefined;
   /** The cluster is leaving the hub (clusters[].decommission): only its cleanup runs. */
   decommissioning?(cluster: string): boolean;
 }

@@ -2,7 +2,7 @@
 // vendor fake. Imported by tests only (the hub build excludes *.testkit.ts); it never imports a
 // fake: the fixture that starts one lives in the provider's conformance.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { networkKey, parseNetwork } from "../../reconcilers/route/cidr.js";
+import { networkKey, parseNetwork } from "../../util/network.js";
 import {
   InstanceNotFoundError,
   isRetryable,

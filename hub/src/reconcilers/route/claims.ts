@@ -1,6 +1,6 @@
 import type { Node } from "@fleet-ccm/proto";
 import type { CloudRoute } from "../../cloud/provider.js";
-import { type Network, parseNetwork } from "./cidr.js";
+import { type Network, parseNetwork } from "../../util/network.js";
 import { type Conflict, refuseOverlaps } from "./overlaps.js";
 
 /** CIDRs compare by canonical text. */

@@ -1,9 +1,9 @@
 import type { Node } from "@fleet-ccm/proto";
 import type { CloudRoute } from "../../cloud/provider.js";
 import { keyOf } from "../../queue/index.js";
+import { NetworkMemo } from "../../util/network.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { DeletionBudget } from "../node-lifecycle/safety.js";
-import { NetworkMemo } from "./cidr.js";
 import { canonical } from "./claims.js";
 import { RouteEvidence } from "./evidence.js";
 import type { Conflict } from "./overlaps.js";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "@jest/globals";
-import { NetworkMemo, networkKey, parseNetwork } from "./cidr.js";
+import { NetworkMemo, networkKey, parseNetwork } from "../../util/network.js";
 import { type Claim, refuseOverlaps } from "./overlaps.js";
 
 /** "node cidr" claims in order → "refused<keeper" per conflict, "=" when the same network. */

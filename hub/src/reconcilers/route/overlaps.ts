@@ -1,4 +1,4 @@
-import { type Network, networkKey, parseNetwork } from "./cidr.js";
+import { type Network, networkKey, parseNetwork } from "../../util/network.js";
 
 /** One node's claim of one pod CIDR (canonical text). */
 export interface Claim {

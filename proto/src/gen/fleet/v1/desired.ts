@@ -41,6 +41,11 @@ export interface NodeDesired {
   delete: boolean;
   /** Conditions to set in status.conditions (merged by type). */
   conditions: NodeCondition[];
+  /**
+   * spec.podCIDRs (and spec.podCIDR, the first), set only when the node has none: the API
+   * server refuses any change once set. Empty means unchanged.
+   */
+  podCidrs: string[];
 }
 
 export interface NodeDesired_LabelsEntry {
@@ -103,6 +108,7 @@ function createBaseNodeDesired(): NodeDesired {
     removeTaintKeys: [],
     delete: false,
     conditions: [],
+    podCidrs: [],
   };
 }
 
@@ -137,6 +143,9 @@ export const NodeDesired: MessageFns<NodeDesired> = {
     }
     for (const v of message.conditions) {
       NodeCondition.encode(v!, writer.uint32(82).fork()).join();
+    }
+    for (const v of message.podCidrs) {
+      writer.uint32(90).string(v!);
     }
     return writer;
   },
@@ -237,6 +246,14 @@ export const NodeDesired: MessageFns<NodeDesired> = {
             message.conditions.push(NodeCondition.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.podCidrs.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -288,6 +305,11 @@ export const NodeDesired: MessageFns<NodeDesired> = {
       conditions: globalThis.Array.isArray(object?.conditions)
         ? object.conditions.map((e: any) => NodeCondition.fromJSON(e))
         : [],
+      podCidrs: globalThis.Array.isArray(object?.podCidrs)
+        ? object.podCidrs.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.pod_cidrs)
+        ? object.pod_cidrs.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -329,6 +351,9 @@ export const NodeDesired: MessageFns<NodeDesired> = {
     if (message.conditions?.length) {
       obj.conditions = message.conditions.map((e) => NodeCondition.toJSON(e));
     }
+    if (message.podCidrs?.length) {
+      obj.podCidrs = message.podCidrs;
+    }
     return obj;
   },
 
@@ -357,6 +382,7 @@ export const NodeDesired: MessageFns<NodeDesired> = {
     message.removeTaintKeys = object.removeTaintKeys?.map((e) => e) || [];
     message.delete = object.delete ?? false;
     message.conditions = object.conditions?.map((e) => NodeCondition.fromPartial(e)) || [];
+    message.podCidrs = object.podCidrs?.map((e) => e) || [];
     return message;
   },
 };

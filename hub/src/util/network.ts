@@ -96,3 +96,41 @@ function ipv6Words(address: string): number[] {
   const g = [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t];
   return [0, 1, 2, 3].map((i) => (((g[2 * i] ?? 0) << 16) | (g[2 * i + 1] ?? 0)) >>> 0);
 }
+
+/** Address bits of each family. */
+export const FAMILY_BITS = { 4: 32, 6: 128 } as const;
+
+/** The network's address as one number (host bits are zero). */
+export function networkValue(n: Network): bigint {
+  return n.words.reduce((acc, w) => (acc << 32n) | BigInt(w), 0n);
+}
+
+/** Whether two networks share an address: one contains the other (networks nest or are disjoint). */
+export function overlaps(a: Network, b: Network): boolean {
+  return (
+    a.family === b.family &&
+    networkKey(a, Math.min(a.prefix, b.prefix)) === networkKey(b, Math.min(a.prefix, b.prefix))
+  );
+}
+
+/**
+ * The text of the network at `value`/`prefix` as Go's net.IPNet prints it (what Kubernetes
+ * writes in spec.podCIDRs): dotted IPv4; IPv6 in RFC 5952 form (lower case, the longest run of
+ * two or more zero groups, the first of equals, as "::").
+ */
+export function formatNetwork(family: 4 | 6, value: bigint, prefix: number): string {
+  if (family === 4)
+    return `${[24n, 16n, 8n, 0n].map((s) => Number((value >> s) & 0xffn)).join(".")}/${prefix}`;
+  const groups = Array.from({ length: 8 }, (_, i) => Number((value >> BigInt(112 - 16 * i)) & 0xffffn));
+  let best = { at: -1, len: 1 };
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > best.len) best = { at: i, len: j - i };
+    i = j === i ? i + 1 : j;
+  }
+  const hex = (gs: number[]) => gs.map((g) => g.toString(16)).join(":");
+  const text =
+    best.at < 0 ? hex(groups) : `${hex(groups.slice(0, best.at))}::${hex(groups.slice(best.at + best.len))}`;
+  return `${text}/${prefix}`;
+}
