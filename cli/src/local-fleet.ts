@@ -52,6 +52,8 @@ export interface LocalFleetOptions {
   readonly rateLimitBurst?: number;
   /** Every cluster has configureCloudRoutes (default false). */
   readonly configureCloudRoutes?: boolean;
+  /** More settings of a cluster's entry in the hub configuration (its podNetwork, say). */
+  readonly clusterSettings?: (cluster: string) => Record<string, unknown>;
   /** Per-call cloud request timeout of the hub (default 5000 ms). */
   readonly requestTimeoutMs?: number;
   /** Extra hub config merged at the top level (tests). */
@@ -249,6 +251,7 @@ export class LocalFleet {
           scope: { tags: { [CLUSTER_TAG]: c.name } },
         }),
         configureCloudRoutes: this.opts.configureCloudRoutes ?? false,
+        ...this.opts.clusterSettings?.(c.name),
       };
     });
     if (this.opts.apiToken !== undefined) env["FLEET_CCM_API_TOKEN"] = this.opts.apiToken;

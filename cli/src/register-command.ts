@@ -14,6 +14,7 @@ import {
   markClusterDecommissioned,
   natsServerAuthConfig,
   newClusterNatsCredential,
+  nextFreePodNetwork,
   ProviderRegistry,
   parseHubConfig,
   pushFleetAccount,
@@ -135,6 +136,23 @@ function scopeTags(list: readonly string[]): Record<string, string> | undefined 
   return tags;
 }
 
+/** --pod-network: explicit CIDRs, or "auto" for the next free block of the fleet's pool. */
+function podNetworkOf(
+  flag: string | undefined,
+  config: HubConfig,
+  path: string,
+): { cidrs: string[] } | undefined {
+  if (flag === undefined) return undefined;
+  if (flag !== "auto") return { cidrs: flag.split(",").map((c) => c.trim()) };
+  if (config.podNetworkPool === undefined)
+    throw new ConfigError(`${path}: --pod-network auto takes blocks from podNetworkPool, which is not set`);
+  try {
+    return { cidrs: nextFreePodNetwork(config.podNetworkPool, config.clusters) };
+  } catch (err) {
+    throw new ConfigError(`${path}: ${(err as Error).message}`);
+  }
+}
+
 export const registerCommand: Command = {
   name: "register",
   summary: "add a cluster to the hub: its credentials, and the manifest that installs its agent",
@@ -188,6 +206,12 @@ export const registerCommand: Command = {
       type: "boolean",
       description: "Program VPC routes for the cluster's pod CIDRs (clusters[].configureCloudRoutes).",
     },
+    "pod-network": {
+      type: "string",
+      placeholder: "CIDRS|auto",
+      description:
+        "The hub allocates the nodes' pod CIDRs from these (comma-separated, dual-stack: one per family), or from the next free block of podNetworkPool with auto (clusters[].podNetwork).",
+    },
     image: {
       type: "string",
       placeholder: "IMAGE",
@@ -230,6 +254,7 @@ export const registerCommand: Command = {
       const token = randomBytes(32).toString("base64url");
       const nats = await newClusterNatsCredential(operator.account, cluster);
       const tags = scopeTags((v["scope-tag"] as string[] | undefined) ?? []);
+      const podNetwork = podNetworkOf(str(v, "pod-network"), config, path);
       const entry: Record<string, unknown> = {
         name: cluster,
         account,
@@ -239,6 +264,7 @@ export const registerCommand: Command = {
         natsSigningKey: nats.signingKey,
         ...(bool(v, "configure-cloud-routes") ? { configureCloudRoutes: true } : {}),
         ...(tags === undefined ? {} : { scope: { tags } }),
+        ...(podNetwork === undefined ? {} : { podNetwork }),
       };
       progress.update("building the agent manifest");
       const image = str(v, "image");
@@ -269,6 +295,9 @@ export const registerCommand: Command = {
       process.stderr.write(
         [
           `registered cluster ${cluster} in ${path}: a running hub admits it within its --reload-interval (no restart).`,
+          ...(podNetwork === undefined
+            ? []
+            : [`Its nodes get pod CIDRs from ${podNetwork.cidrs.join(", ")} (clusters[].podNetwork).`]),
           `The hub keeps only the token's digest; the token and the NATS credential are in the manifest${out === undefined ? "" : ` ${out}`} only.`,
           `Install the agent: kubectl --context <${cluster}> apply -f ${out ?? "<the manifest>"}`,
           "",

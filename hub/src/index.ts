@@ -16,6 +16,7 @@ export {
   setNatsSection,
 } from "./config/edit.js";
 export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from "./config/load.js";
+export { nextFreePodNetwork } from "./config/pod-network.js";
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
 export { resolveSecret } from "./config/secret.js";
 export { watchFile } from "./config/watch.js";
