@@ -163,7 +163,11 @@ beforeAll(async () => {
     convergeDeadlineMs: 2000,
     // The fleet API on a fixed port: unregister follows the hub's clearing there (api.listen).
     apiToken: "register-e2e-api-token",
-    hubConfig: { api: { listen: `127.0.0.1:${apiPort}`, token: { env: "FLEET_CCM_API_TOKEN" } } },
+    hubConfig: {
+      api: { listen: `127.0.0.1:${apiPort}`, token: { env: "FLEET_CCM_API_TOKEN" } },
+      // Where `register --pod-network auto` takes each cluster's pod network from.
+      podNetworkPool: { cidrs: ["10.200.0.0/14"] },
+    },
   });
   dir = mkdtempSync(join(tmpdir(), "fleet-ccm-register-"));
   configPath = join(dir, "hub.yaml");
@@ -190,7 +194,7 @@ afterAll(async () => {
 
 describe("register", () => {
   test("a cluster registered into the running hub: its agent, with only the manifest's credentials, initializes its nodes", async () => {
-    await register(A);
+    await register(A, ["--pod-network", "auto"]);
     const cfg = parseHubConfig(readFileSync(configPath, "utf8"));
     const entry = cfg.clusters.find((c) => c.name === A);
     // The hub keeps the token's digest only; the token is in the manifest only.
@@ -239,7 +243,7 @@ describe("register", () => {
   });
 
   test("an agent's NATS credential reads only its own cluster's subjects and publishes nothing", async () => {
-    await register(B, ["--configure-cloud-routes"]);
+    await register(B, ["--configure-cloud-routes", "--pod-network", "auto"]);
     startAgent(B);
     fleet.addNodes(B, 2);
     expect(await waitFor(() => initialized(B) === 2, 30_000)).toBe(true);
@@ -273,6 +277,36 @@ describe("register", () => {
   });
 });
 
+describe("register --pod-network auto", () => {
+  test("each cluster gets the next free block of podNetworkPool; the running hub gives its nodes ranges from it, routed", async () => {
+    const cfg = parseHubConfig(readFileSync(configPath, "utf8"));
+    expect(cfg.clusters.map((c) => [c.name, c.podNetwork?.cidrs])).toEqual([
+      [A, ["10.200.0.0/16"]],
+      [B, ["10.201.0.0/16"]],
+    ]);
+    const ranges = (cluster: string) =>
+      fleet.nodes(cluster).map((n) => (n.spec as { podCIDR?: string } | undefined)?.podCIDR ?? "");
+    expect(
+      await waitFor(
+        () =>
+          ranges(A).every((r) => r.startsWith("10.200.")) && ranges(B).every((r) => r.startsWith("10.201.")),
+        30_000,
+      ),
+    ).toBe(true);
+    expect(new Set([...ranges(A), ...ranges(B)]).size).toBe(5);
+    // B programs VPC routes: the route controller routes what the hub allocated, as any range.
+    expect(
+      await waitFor(() => {
+        const routed = new Set(fleet.cloud.routes().map((r) => r.destinationCidr));
+        return ranges(B).every((r) => routed.has(r));
+      }, 30_000),
+    ).toBe(true);
+    // What a user sees, with the machine's kubectl.
+    const got = await kubectl(A, "get nodes -o jsonpath='{.items[*].spec.podCIDR}'");
+    expect(got.out.split(" ").sort()).toEqual([...ranges(A)].sort());
+  });
+});
+
 describe("config edits", () => {
   test("register refuses while another edit holds the configuration's lock, and changes nothing", async () => {
     const before = readFileSync(configPath, "utf8");
@@ -300,12 +334,9 @@ describe("config edits", () => {
 
 describe("unregister", () => {
   test("revokes the cluster: stream closed, NATS refused within seconds, its cloud resources deleted; the other cluster carries on", async () => {
-    // Cloud resources of B: two load balancers and a route.
+    // Cloud resources of B: two load balancers, and the routes of its two nodes' pod CIDRs (the
+    // hub allocated them from B's pod network).
     fleet.addServices(B, 2);
-    const [node] = fleet.nodes(B);
-    fleet.cluster(B).kube.patch("Node", undefined, node?.metadata?.name ?? "", "merge", {
-      spec: { podCIDR: "10.244.7.0/24", podCIDRs: ["10.244.7.0/24"] },
-    });
     const ownedByB = () => {
       const inv = fleet.cloud.inventory();
       return {
@@ -316,7 +347,7 @@ describe("unregister", () => {
     expect(
       await waitFor(() => {
         const o = ownedByB();
-        return o.loadBalancers === 2 && o.routes === 1;
+        return o.loadBalancers === 2 && o.routes === 2;
       }, 30_000),
     ).toBe(true);
     expect(await metricSum({ httpPort: hub.httpPort }, "fleet_ccm_hub_streams_connected")).toBe(2);
@@ -344,7 +375,7 @@ describe("unregister", () => {
     // revocation; what unregister deletes itself is what was left: the route.
     expect(r.stderr).toContain(`the hub cleared every LoadBalancer Service of ${B}`);
     expect(r.stderr.indexOf("the hub cleared every")).toBeLessThan(r.stderr.indexOf(`removed cluster ${B}`));
-    expect(r.stdout).toContain(`deleted 0 load balancer(s) and 1 route(s) of ${B}`);
+    expect(r.stdout).toContain(`deleted 0 load balancer(s) and 2 route(s) of ${B}`);
     expect(r.stdout).not.toContain("not cleared");
     expect(ownedByB()).toEqual({ loadBalancers: 0, routes: 0 });
     expect(servicesOf(B)).toEqual([
