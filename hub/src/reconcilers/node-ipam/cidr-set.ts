@@ -14,6 +14,8 @@ export class CidrSet {
   private readonly base: bigint;
   private readonly shift: bigint;
   private free: number;
+  /** No free block below this one (allocations scan on from it: a pass is linear, not quadratic). */
+  private cursor = 0;
 
   constructor(
     readonly cluster: Network,
@@ -72,7 +74,8 @@ export class CidrSet {
   /** The lowest free block, now held; undefined when every block is held. */
   allocate(): string | undefined {
     if (this.free === 0) return undefined;
-    const i = this.held.indexOf(0);
+    const i = this.held.indexOf(0, this.cursor);
+    this.cursor = i + 1;
     this.held[i] = 1;
     this.free--;
     return formatNetwork(this.cluster.family, this.base + (BigInt(i) << this.shift), this.nodeMask);
@@ -86,7 +89,10 @@ export class CidrSet {
       const n = this.held[i] ?? 0;
       if (n === 0) continue;
       this.held[i] = n - 1;
-      if (n === 1) this.free++;
+      if (n === 1) {
+        this.free++;
+        this.cursor = Math.min(this.cursor, i);
+      }
     }
   }
 }

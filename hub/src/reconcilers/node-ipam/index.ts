@@ -1,5 +1,6 @@
 import { ApplyOutcome, ObjectKind } from "@fleet-ccm/proto";
 import { keyOf, type WorkKey } from "../../queue/index.js";
+import { NetworkMemo } from "../../util/network.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
 import { DONE } from "../outcome.js";
@@ -17,7 +18,13 @@ export function nodeIpamController(ctx: ControllerContext): Controller {
   const state = (cluster: string): ClusterIpam => {
     let st = clusters.get(cluster);
     if (st === undefined) {
-      st = { sinceMs: ctx.clock.now(), reserved: new Map(), announced: new Set(), failed: new Map() };
+      st = {
+        sinceMs: ctx.clock.now(),
+        reserved: new Map(),
+        announced: new Set(),
+        failed: new Map(),
+        networks: new NetworkMemo(),
+      };
       clusters.set(cluster, st);
     }
     return st;

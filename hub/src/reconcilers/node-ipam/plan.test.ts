@@ -112,4 +112,15 @@ describe("planAllocation", () => {
     const all = [...nodes.flatMap((n) => n.podCidrs), ...a.assigned.flatMap((x) => x.cidrs)];
     expect(new Set(all).size).toBe(all.length);
   });
+
+  test("a 5000-node dual-stack cluster joining at once: every node a distinct pair, the cluster's ranges unused", () => {
+    const nodes = Array.from({ length: 5000 }, (_, i) =>
+      node(`big-${i}`, i < 100 ? [`10.128.${i}.0/24`] : []),
+    );
+    const p = planAllocation(net(["10.128.0.0/9", "fd00:99::/48"]), nodes, none);
+    expect(p.assigned).toHaveLength(4900);
+    const all = [...nodes.flatMap((n) => n.podCidrs), ...p.assigned.flatMap((a) => a.cidrs)];
+    expect(new Set(all).size).toBe(100 + 2 * 4900);
+    expect(p.assigned[0]?.cidrs).toEqual(["10.128.100.0/24", "fd00:99::/64"]);
+  });
 });

@@ -40,6 +40,7 @@ export function planAllocation(
   network: PodNetwork,
   nodes: Iterable<Readonly<Node>>,
   reserved: ReadonlyMap<string, readonly string[]>,
+  parse: (cidr: string) => Network | undefined = parseNetwork,
 ): Plan {
   const sets = network.cidrs.map((cidr) => {
     const net = parseNetwork(cidr) as Network;
@@ -53,7 +54,7 @@ export function planAllocation(
       continue;
     }
     for (const cidr of node.podCidrs) {
-      const n = parseNetwork(cidr);
+      const n = parse(cidr);
       if (n !== undefined) setOf(n)?.occupy(n);
     }
   }
@@ -68,7 +69,7 @@ export function planAllocation(
       fresh.push(node);
       continue;
     }
-    const nets = cidrs.map(parseNetwork);
+    const nets = cidrs.map(parse);
     if (nets.some((n) => n === undefined || setOf(n) === undefined || setOf(n)?.taken(n))) {
       lost.push({ node, cidrs });
       fresh.push(node);

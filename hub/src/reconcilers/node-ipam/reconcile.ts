@@ -2,6 +2,7 @@ import type { ClusterEvent, NodeDesired } from "@fleet-ccm/proto";
 import type { PodNetwork } from "../../config/pod-network.js";
 import { EVENT_SOURCE } from "../../k8s/well-known.js";
 import { keyOf, type WorkKey } from "../../queue/index.js";
+import type { NetworkMemo } from "../../util/network.js";
 import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
@@ -27,6 +28,8 @@ export interface ClusterIpam {
   readonly announced: Set<string>;
   /** Publications the agent could not apply (by uid): told once as CIDRAssignmentFailed. */
   readonly failed: Map<string, string>;
+  /** The nodes' CIDRs parsed, kept across passes (they rarely change). */
+  readonly networks: NetworkMemo;
 }
 
 export type IpamDeps = Pick<ControllerContext, "fleet" | "tracker" | "metrics" | "logger" | "clock"> & {
@@ -72,7 +75,8 @@ export async function reconcileNodeIpam(key: WorkKey, deps: IpamDeps): Promise<O
   const settling = st.sinceMs + deps.settleMs - deps.clock.now();
   if (settling > 0) return after(settling);
 
-  const plan = planAllocation(network, view.nodes.values(), st.reserved);
+  const plan = planAllocation(network, view.nodes.values(), st.reserved, (c) => st.networks.parse(c));
+  st.networks.endPass();
   const events: ClusterEvent[] = [];
   const nodes: NodeDesired[] = [];
   const publicationKey = (name: string) => keyOf({ cluster: key.cluster, kind: NODE_IPAM_PUBLICATION, name });
