@@ -18,7 +18,7 @@ import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
 import { EventRecorder } from "./apply/events.js";
-import { applyNodeDesired } from "./apply/node.js";
+import { applyNodeDesired, podCidrsFromEarlierStream } from "./apply/node.js";
 import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
@@ -63,7 +63,7 @@ export interface AgentOptions {
 }
 
 type Job =
-  | { kind: "node"; desired: NodeDesired }
+  | { kind: "node"; desired: NodeDesired; stream: number }
   | { kind: "service"; desired: ServiceDesired }
   | { kind: "event"; event: ClusterEvent };
 
@@ -100,6 +100,8 @@ export class Agent {
   private kubernetesVersion = "";
   private readonly log: Logger;
   private eventSeq = 0;
+  /** Hub streams welcomed so far: the one desired state was received on. */
+  private streams = 0;
   private readonly applyFailures: FailureSummary;
   natsBytesReceived = 0;
   applied = 0;
@@ -125,7 +127,10 @@ export class Agent {
       logger: this.log.child({ component: "hub-stream" }),
       countBytes: opts.countBytes,
       onTooLarge: (o) => this.onTooLarge(o),
-      prepare: (w) => this.prepare(w),
+      prepare: (w) => {
+        this.streams++;
+        return this.prepare(w);
+      },
       snapshot: () => {
         const watch = this.watch;
         if (watch === undefined) throw new Error("snapshot asked for before the caches synced");
@@ -274,7 +279,7 @@ export class Agent {
         let newest = 0;
         for (const d of batch.nodes) {
           newest = Math.max(newest, d.generation);
-          this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d });
+          this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d, stream: this.streams });
         }
         for (const d of batch.services) {
           newest = Math.max(newest, d.generation);
@@ -351,7 +356,9 @@ export class Agent {
     }
     const result =
       job.kind === "node"
-        ? await applyNodeDesired(this.api, job.desired, this.watch?.node(job.desired.name))
+        ? job.desired.podCidrs.length > 0 && job.stream !== this.streams
+          ? podCidrsFromEarlierStream(job.desired)
+          : await applyNodeDesired(this.api, job.desired, this.watch?.node(job.desired.name))
         : await applyServiceDesired(
             this.api,
             job.desired,

@@ -105,6 +105,22 @@ function preconditions(node: V1Node): Body {
 }
 
 /**
+ * Pod CIDRs received before the current hub stream began are not applied: the hub that rebuilt
+ * its allocation from this stream's snapshot (a restart, another replica) may have given them to
+ * another node. STALE: a hub that still wants them publishes them again.
+ */
+export function podCidrsFromEarlierStream(d: NodeDesired): ApplyResult {
+  return applyResult(
+    { kind: ObjectKind.OBJECT_KIND_NODE, namespace: "", name: d.name, uid: d.uid, generation: d.generation },
+    ApplyOutcome.APPLY_OUTCOME_STALE,
+    {
+      reason: "EarlierStream",
+      message: `pod CIDRs ${d.podCidrs.join(",")} were received before the current hub stream; not applied`,
+    },
+  );
+}
+
+/**
  * Applies one desired node state with a uid precondition: a patch meant for a node that was
  * deleted and recreated under the same name never lands on the new one.
  */

@@ -43,7 +43,9 @@ export interface NodeDesired {
   conditions: NodeCondition[];
   /**
    * spec.podCIDRs (and spec.podCIDR, the first), set only when the node has none: the API
-   * server refuses any change once set. Empty means unchanged.
+   * server refuses any change once set. Empty means unchanged. Applied only if received while
+   * the hub stream that was current then still is (else STALE): a hub that rebuilt its
+   * allocation from a newer snapshot may have given the ranges to another node.
    */
   podCidrs: string[];
 }
