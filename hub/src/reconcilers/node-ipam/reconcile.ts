@@ -63,9 +63,10 @@ export async function reconcileNodeIpam(key: WorkKey, deps: IpamDeps): Promise<O
   let partial = 0;
   for (const k of view.held.keys()) if (k.startsWith("node/")) partial++;
   for (const k of view.refused.keys()) if (k.startsWith("node/")) partial++;
-  // The hold or refusal ends with a snapshot or a delta, which enqueue this key again.
+  // The hold or refusal ends with a snapshot or a delta, which enqueue this key again. Debug: a
+  // refused node can keep a cluster waiting long, and this runs every settleMs meanwhile.
   if (partial > 0) {
-    deps.logger.info(
+    deps.logger.debug(
       { cluster: key.cluster, partial },
       "no pod CIDRs allocated while nodes are held or refused",
     );
