@@ -247,7 +247,7 @@ export class Hub {
         clock: this.clock,
         logger: this.log.child({ component: "grpc" }),
         onApplyResult: (cluster, r) => this.onApplyResult(cluster, r),
-        onReceived: (cluster, generation) => this.tracker.received(cluster, generation),
+        onReceived: (cluster, generation, acked) => this.tracker.received(cluster, generation, acked),
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
         onStreamRefused: (cluster, code, reason) =>
           this.metrics.streamsRefused.inc({ cluster, code: status[code], reason }),
