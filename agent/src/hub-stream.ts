@@ -262,6 +262,9 @@ export class HubStream {
           this.opts.logger.info({ subject: this.welcome?.desiredSubject }, "connected to hub");
           this.transientRetry.succeeded();
           this.refusedRetry.succeeded();
+          // Echoes this Ack at once: from now on the hub can tell a publication still on its way
+          // from a lost one (acked_hub_time_ms), without waiting for the next interval.
+          this.sendHeartbeat();
         }
         return;
     }
