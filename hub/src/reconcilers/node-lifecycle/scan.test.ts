@@ -1,9 +1,8 @@
 import { Node } from "@fleet-ccm/proto";
 import { expect, test } from "@jest/globals";
-import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
-import { testControllerContext } from "../context.testkit.js";
+import { testControllerContext, testHubConfig } from "../context.testkit.js";
 import { nodeLifecycleController } from "./index.js";
 import { NODE_LIFECYCLE_SCAN } from "./reconcile.js";
 
@@ -19,14 +18,7 @@ const node = (name: string, ready: "True" | "False") =>
 test("a scan enqueues the nodes that are not Ready, the same ones every period, and follows changes of the node set", async () => {
   const clock = new FakeClock();
   const fleet = new FleetState();
-  const config = parseHubConfig(
-    JSON.stringify({
-      grpc: { insecure: true },
-      nats: { servers: ["nats://127.0.0.1:1"] },
-      accounts: [{ name: "a", provider: "simulated", region: "r1", credentials: { env: "K" } }],
-      clusters: [],
-    }),
-  );
+  const config = testHubConfig();
   const ctx = testControllerContext({ config, fleet, clock, cloudFor: () => undefined });
   const c = nodeLifecycleController(ctx);
   const scan = async () => {
