@@ -23,12 +23,8 @@ async function nodePatchesPublished(f: LocalFleet): Promise<number> {
   return metric?.values.find((v) => v.labels["kind"] === "node")?.value ?? 0;
 }
 
-function tainted(n: unknown): boolean {
-  const taints = (n as { spec?: { taints?: { key: string }[] } }).spec?.taints ?? [];
-  return taints.some((t) => t.key === "node.cloudprovider.kubernetes.io/uninitialized");
-}
-
-test("a slow API server: patches queued in the agent are published once, however many deadlines pass", async () => {
+/** One cluster, no nodes yet, and the hub (this process) with the short deadline. */
+async function startHub(): Promise<LocalFleet> {
   const f = await LocalFleet.start({
     clusters: 1,
     nodesPerCluster: 0,
@@ -37,6 +33,16 @@ test("a slow API server: patches queued in the agent are published once, however
   });
   fleet = f;
   await f.startHub();
+  return f;
+}
+
+function tainted(n: unknown): boolean {
+  const taints = (n as { spec?: { taints?: { key: string }[] } }).spec?.taints ?? [];
+  return taints.some((t) => t.key === "node.cloudprovider.kubernetes.io/uninitialized");
+}
+
+test("a slow API server: patches queued in the agent are published once, however many deadlines pass", async () => {
+  const f = await startHub();
   await f.startAgents();
   const cluster = [...f.clusters.keys()][0] ?? "";
   // Every API request takes 375 ms: 80 nodes (two patches and an Event each, 16 at a time) keep
@@ -49,4 +55,39 @@ test("a slow API server: patches queued in the agent are published once, however
   expect(elapsed).toBeGreaterThan(4 * DEADLINE_MS);
   // With deadlines alone, every patch still queued after 300 ms would have been published again.
   expect(await nodePatchesPublished(f)).toBe(80);
+});
+
+test("a frozen agent: a patch it has not read yet is not published again; the hub waits until the agent reads its streams past it", async () => {
+  const f = await startHub();
+  const cluster = [...f.clusters.keys()][0] ?? "";
+  const output: string[] = [];
+  // Its own process, so it can be stopped (SIGSTOP) while the hub's process runs on.
+  const agent = f.spawnAgentProcess(cluster, { output, logLevel: "info" });
+  try {
+    expect(await waitFor(() => output.some((l) => l.includes("connected to hub")), 20_000)).toBe(true);
+    // One node first. The agent echoed the hub's first Ack at once (long before LocalFleet's
+    // 2 s heartbeat interval), so the hub knows how far the agent reads.
+    f.addNodes(cluster, 1);
+    expect(await waitFor(() => f.nodes(cluster).every((n) => !tainted(n)), 20_000)).toBe(true);
+    const before = await nodePatchesPublished(f);
+    expect(before).toBe(1);
+    const NODES = 5;
+    f.addNodes(cluster, NODES);
+    // Frozen as soon as the hub has published their patches (before the agent's receipt
+    // heartbeat, 250 ms after it reads them, can have been sent), for four deadlines: within
+    // the streams' silence limits (3 heartbeat intervals), so no stream is dropped.
+    expect(await waitFor(async () => (await nodePatchesPublished(f)) === before + NODES, 20_000, 2)).toBe(
+      true,
+    );
+    agent.kill("SIGSTOP");
+    await new Promise((r) => setTimeout(r, 4 * DEADLINE_MS));
+    agent.kill("SIGCONT");
+    expect(await waitFor(() => f.nodes(cluster).every((n) => !tainted(n)), 20_000)).toBe(true);
+    // With deadlines alone (or an agent that does not echo the hub's Acks), each would have been
+    // published again at 750 ms and 1.5 s.
+    expect(await nodePatchesPublished(f)).toBe(before + NODES);
+    expect(output.filter((l) => l.includes("connected to hub"))).toHaveLength(1);
+  } finally {
+    agent.kill("SIGKILL");
+  }
 });

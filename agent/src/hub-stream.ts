@@ -135,6 +135,8 @@ export class HubStream {
   private heartbeat: NodeJS.Timeout | undefined;
   /** Highest desired generation received over NATS on this stream's watch. */
   private receivedGeneration = 0;
+  /** hub_time_ms of the latest Ack read on this stream, echoed in heartbeats (0: none yet). */
+  private ackedHubTimeMs = 0;
   /** Set while a heartbeat telling the hub of a new receivedGeneration is due. */
   private receiptTimer: NodeJS.Timeout | undefined;
   private welcome: Welcome | undefined;
@@ -253,12 +255,16 @@ export class HubStream {
         this.sendSnapshot();
         return;
       case "ack":
+        this.ackedHubTimeMs = Math.max(this.ackedHubTimeMs, msg.body.value.hubTimeMs ?? 0);
         if (!this.healthy && this.phase === "streaming") {
           this.healthy = true;
           // Logged once the hub has taken the snapshot, not per try of a stream it refuses.
           this.opts.logger.info({ subject: this.welcome?.desiredSubject }, "connected to hub");
           this.transientRetry.succeeded();
           this.refusedRetry.succeeded();
+          // Echoes this Ack at once: from now on the hub can tell a publication still on its way
+          // from a lost one (acked_hub_time_ms), without waiting for the next interval.
+          this.sendHeartbeat();
         }
         return;
     }
@@ -356,7 +362,12 @@ export class HubStream {
     this.write({
       body: {
         $case: "heartbeat",
-        value: { seq: this.seq, sentAt: new Date(), receivedGeneration: this.receivedGeneration },
+        value: {
+          seq: this.seq,
+          sentAt: new Date(),
+          receivedGeneration: this.receivedGeneration,
+          ...(this.ackedHubTimeMs > 0 && { ackedHubTimeMs: this.ackedHubTimeMs }),
+        },
       },
     });
   }
@@ -463,6 +474,7 @@ export class HubStream {
     this.receiptTimer = undefined;
     // What arrives from now on is counted for the next stream (the hub republishes on sync).
     this.receivedGeneration = 0;
+    this.ackedHubTimeMs = 0;
     this.healthy = false;
     this.blocked = false;
     // Changes are covered by the next snapshot; apply results are kept for the next stream.

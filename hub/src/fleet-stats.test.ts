@@ -1,7 +1,7 @@
 import { Node, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { FleetState } from "./fleet/state.js";
-import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
+import { loadBalancerStats, NodesWaitingStats } from "./fleet-stats.js";
 import { TAINT_UNINITIALIZED } from "./k8s/well-known.js";
 import { HubMetrics } from "./metrics.js";
 
@@ -44,11 +44,36 @@ function fleet(): FleetState {
 
 describe("fleet state gauges", () => {
   test("nodes waiting: the tainted ones and the oldest one's age; 0 where none waits", () => {
-    expect(nodesWaitingStats(fleet(), ["a", "b", "never-connected"], T0)).toEqual([
+    expect(new NodesWaitingStats().of(fleet(), ["a", "b", "never-connected"], T0)).toEqual([
       { cluster: "a", count: 2, oldestSeconds: 300 },
       { cluster: "b", count: 0, oldestSeconds: 0 },
       { cluster: "never-connected", count: 0, oldestSeconds: 0 },
     ]);
+  });
+
+  test("nodes waiting: a cluster's nodes are walked again only after its node set changed", () => {
+    const f = fleet();
+    const stats = new NodesWaitingStats();
+    const a = f.view("a");
+    if (a === undefined) throw new Error("no view");
+    let walks = 0;
+    const values = a.nodes.values.bind(a.nodes);
+    (a.nodes as Map<string, unknown>).values = () => {
+      walks++;
+      return values();
+    };
+    expect(stats.of(f, ["a"], T0)[0]?.count).toBe(2);
+    expect(stats.of(f, ["a"], T0 + 1000)).toEqual([{ cluster: "a", count: 2, oldestSeconds: 301 }]);
+    expect(walks).toBe(1);
+    f.upsertNode("a", node("n1", T0 - 300_000, false)); // initialized
+    expect(stats.of(f, ["a"], T0)).toEqual([{ cluster: "a", count: 1, oldestSeconds: 60 }]);
+    f.upsertNode("a", node("n4", T0 - 600_000, true));
+    expect(stats.of(f, ["a"], T0)).toEqual([{ cluster: "a", count: 2, oldestSeconds: 600 }]);
+    f.deleteNode("a", "n4");
+    f.deleteNode("a", "n2");
+    expect(stats.of(f, ["a"], T0)).toEqual([{ cluster: "a", count: 0, oldestSeconds: 0 }]);
+    f.replace("a", [node("n5", T0 - 5000, true)], []);
+    expect(stats.of(f, ["a"], T0)).toEqual([{ cluster: "a", count: 1, oldestSeconds: 5 }]);
   });
 
   test("load balancers by state: failing before ready; only Services this hub serves", () => {
@@ -75,7 +100,7 @@ describe("fleet state gauges", () => {
       { cluster: "b", connected: false, disconnectedSeconds: 42.5 },
     ];
     m.clusterAgents = () => agents;
-    m.nodesWaiting = () => nodesWaitingStats(fleet(), ["a"], T0);
+    m.nodesWaiting = () => new NodesWaitingStats().of(fleet(), ["a"], T0);
     m.loadBalancers = () => loadBalancerStats(fleet(), ["a"], undefined, () => false);
     const text = await m.registry.metrics();
     expect(text).toContain('fleet_ccm_cluster_agent_connected{cluster="a"} 1');

@@ -25,7 +25,7 @@ import {
 } from "./fleet/state.js";
 import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { type HubHealthInput, hubHealthJson } from "./fleet-api/views.js";
-import { loadBalancerStats, nodesWaitingStats } from "./fleet-stats.js";
+import { loadBalancerStats, NodesWaitingStats } from "./fleet-stats.js";
 import { clusterCredentials, TokenAuthenticator } from "./grpc/auth.js";
 import { HubGrpcServer } from "./grpc/server.js";
 import { startApiServer, startHttpServer } from "./http.js";
@@ -249,7 +249,7 @@ export class Hub {
         clock: this.clock,
         logger: this.log.child({ component: "grpc" }),
         onApplyResult: (cluster, r) => this.onApplyResult(cluster, r),
-        onReceived: (cluster, generation) => this.tracker.received(cluster, generation),
+        onReceived: (cluster, generation, acked) => this.tracker.received(cluster, generation, acked),
         onStreamsChanged: (n) => this.metrics.streamsConnected.set(n),
         onStreamRefused: (cluster, code, reason) =>
           this.metrics.streamsRefused.inc({ cluster, code: status[code], reason }),
@@ -679,8 +679,9 @@ export class Hub {
         return { cluster, connected, disconnectedSeconds: connected ? 0 : (now - since) / 1000 };
       });
     };
+    const waiting = new NodesWaitingStats();
     this.metrics.nodesWaiting = () =>
-      nodesWaitingStats(
+      waiting.of(
         this.fleet,
         names().filter((c) => this.enabled(c, "cloud-node-controller")),
         this.clock.now(),

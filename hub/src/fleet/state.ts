@@ -84,6 +84,8 @@ export interface ClusterView {
   readonly connected: boolean;
   /** Every node the hub treats as present, held ones included. */
   readonly nodes: ReadonlyMap<string, Readonly<Node>>;
+  /** Changes whenever `nodes` does: what is derived from the whole set is computed again only then. */
+  readonly nodesVersion: number;
   readonly services: ReadonlyMap<string, Readonly<Service>>;
   /** Objects a snapshot dropped, kept in nodes/services until the drop is confirmed (by key). */
   readonly held: ReadonlyMap<string, Held>;
@@ -99,6 +101,7 @@ class ClusterState implements ClusterView {
   synced = false;
   connected = false;
   nodes = new Map<string, Node>();
+  nodesVersion = 0;
   services = new Map<string, Service>();
   held = new Map<string, Held>();
   refused = new Map<string, Refusal>();
@@ -218,6 +221,7 @@ export class FleetState {
     const oldNodes = s.nodes;
     const oldServices = s.services;
     s.nodes = plan("node", oldNodes, new Map(nodes.map((n) => [n.name, n])));
+    s.nodesVersion++;
     s.services = plan(
       "service",
       oldServices,
@@ -268,6 +272,7 @@ export class FleetState {
     const s = this.state(cluster);
     const old = s.nodes.get(node.name);
     s.nodes.set(node.name, node);
+    s.nodesVersion++;
     s.held.delete(heldKey("node", node.name));
     s.refused.delete(heldKey("node", node.name));
     if (s.synced)
@@ -283,6 +288,7 @@ export class FleetState {
     const old = s.nodes.get(name);
     if (old === undefined) return;
     s.nodes.delete(name);
+    s.nodesVersion++;
     if (s.synced)
       for (const l of this.listeners) l.onNode?.(cluster, name, { type: "delete", origin: "delta", old });
   }

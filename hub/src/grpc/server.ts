@@ -41,8 +41,11 @@ export interface GrpcServerDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   onApplyResult(cluster: string, result: ApplyResult): void;
-  /** A cluster's agent has received desired state up to this generation. */
-  onReceived?(cluster: string, generation: number): void;
+  /**
+   * A cluster's agent has received desired state up to this generation, and had read the Ack the
+   * hub sent at ackedHubTimeMs (0: not said).
+   */
+  onReceived?(cluster: string, generation: number, ackedHubTimeMs: number): void;
   /** Objects an agent reported that the hub newly refused. */
   onRefused?(cluster: string, refusals: readonly Refusal[]): void;
   /** A snapshot became a cluster's view. */
@@ -282,7 +285,7 @@ export class HubGrpcServer {
         },
         isPrimary: (s) => this.primary.get(cluster) === s,
         onApplyResult: (c, r) => this.deps.onApplyResult(c, r),
-        onReceived: (c, g) => this.deps.onReceived?.(c, g),
+        onReceived: (c, g, acked) => this.deps.onReceived?.(c, g, acked),
         onClosed: (s) => this.onSessionClosed(s),
       },
     );

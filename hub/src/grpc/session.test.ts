@@ -51,7 +51,7 @@ function harness(
   const failures: { code: status; details: string }[] = [];
   const reasons: StreamRefusalReason[] = [];
   const applied: ApplyResult[] = [];
-  const received: [string, number][] = [];
+  const received: ([string, number] | [string, number, number])[] = [];
   let primary: AgentSession | undefined;
   const session = new AgentSession(
     "alpha",
@@ -85,7 +85,7 @@ function harness(
       },
       isPrimary: (s) => s === primary,
       onApplyResult: (_c, r) => applied.push(r),
-      onReceived: (c, g) => received.push([c, g]),
+      onReceived: (c, g, acked) => received.push(acked === 0 ? [c, g] : [c, g, acked]),
       onClosed: () => undefined,
     },
   );
@@ -144,7 +144,7 @@ describe("AgentSession", () => {
       value: { snapshotId: 1, nodes: [node("b")], services: [], last: true, seq: 7 },
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
-    expect(h.written.at(-1)).toEqual({ body: { $case: "ack", value: { seq: 7 } } });
+    expect(h.written.at(-1)).toEqual({ body: { $case: "ack", value: { seq: 7, hubTimeMs: h.clock.now() } } });
   });
 
   test("a heartbeat tells the hub what desired state the agent has received, once it streams", () => {
@@ -157,6 +157,19 @@ describe("AgentSession", () => {
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 9 } });
     expect(h.received).toEqual([["alpha", 9]]);
     expect(h.written.at(-1)?.body?.$case).toBe("ack");
+  });
+
+  test("a heartbeat echoing an Ack's hub time reaches the tracker, even before anything was received", () => {
+    const h = harness();
+    h.hello();
+    h.send({ $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [], last: true, seq: 0 } });
+    const ack = h.written.at(-1)?.body;
+    if (ack?.$case !== "ack") throw new Error("no ack after the snapshot");
+    expect(ack.value.hubTimeMs).toBe(h.clock.now());
+    h.clock.advance(50);
+    const echo = { seq: 0, sentAt: undefined, receivedGeneration: 0, ackedHubTimeMs: ack.value.hubTimeMs };
+    h.send({ $case: "heartbeat", value: echo });
+    expect(h.received).toEqual([["alpha", 0, ack.value.hubTimeMs]]);
   });
 
   test("a sequence gap asks for a resync and ignores deltas until the next snapshot", () => {

@@ -115,8 +115,11 @@ export interface SessionDeps {
   onPrimary(session: AgentSession): void;
   isPrimary(session: AgentSession): boolean;
   onApplyResult(cluster: string, result: ApplyResult): void;
-  /** The agent has received desired state up to this generation over NATS. */
-  onReceived?(cluster: string, generation: number): void;
+  /**
+   * The agent has received desired state up to this generation over NATS, and had read the Ack
+   * the hub sent at ackedHubTimeMs (0: not said).
+   */
+  onReceived?(cluster: string, generation: number, ackedHubTimeMs: number): void;
   onClosed(session: AgentSession): void;
 }
 
@@ -203,7 +206,11 @@ export class AgentSession {
       case "delta":
         return this.onDelta(msg);
       case "heartbeat":
-        return this.onHeartbeat(body.value.seq, body.value.receivedGeneration);
+        return this.onHeartbeat(
+          body.value.seq,
+          body.value.receivedGeneration,
+          body.value.ackedHubTimeMs ?? 0,
+        );
       case "applyResult":
         return this.onApplyResult(body.value);
     }
@@ -420,19 +427,20 @@ export class AgentSession {
       : null;
   }
 
-  private onHeartbeat(seq: number, receivedGeneration: number): void {
+  private onHeartbeat(seq: number, receivedGeneration: number, ackedHubTimeMs: number): void {
     if (this.phase.kind !== "streaming") return;
     if (seq > this.phase.seq)
       return this.resync(`heartbeat reports seq ${seq}, last delta seen is ${this.phase.seq}`);
-    if (receivedGeneration > 0 && this.deps.isPrimary(this))
-      this.deps.onReceived?.(this.cluster, receivedGeneration);
+    if ((receivedGeneration > 0 || ackedHubTimeMs > 0) && this.deps.isPrimary(this))
+      this.deps.onReceived?.(this.cluster, receivedGeneration, ackedHubTimeMs);
     this.ack();
   }
 
   private ack(): void {
     if (this.phase.kind !== "streaming") return;
     this.unacked = 0;
-    this.send({ body: { $case: "ack", value: { seq: this.phase.seq } } });
+    // The hub's time, echoed in the agent's heartbeats: how far the agent has read its streams.
+    this.send({ body: { $case: "ack", value: { seq: this.phase.seq, hubTimeMs: this.deps.clock.now() } } });
   }
 
   private resync(reason: string): void {

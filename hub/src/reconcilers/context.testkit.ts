@@ -5,11 +5,26 @@
 import { pino } from "pino";
 import type { CloudAccounts } from "../cloud/accounts.js";
 import { VerifiedInstances } from "../cloud/verified-instances.js";
+import { parseHubConfig } from "../config/load.js";
+import type { HubConfig } from "../config/schema.js";
 import { HubMetrics } from "../metrics.js";
 import { WorkQueue } from "../queue/index.js";
 import { Semaphore } from "../util/semaphore.js";
 import type { ControllerContext } from "./controller.js";
 import { ConvergenceTracker } from "./convergence.js";
+
+/** The smallest hub configuration: one simulated account, no clusters, defaults otherwise (`extra` added). */
+export function testHubConfig(extra: Record<string, unknown> = {}): HubConfig {
+  return parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [{ name: "a", provider: "simulated", region: "r1", credentials: { env: "K" } }],
+      clusters: [],
+      ...extra,
+    }),
+  );
+}
 
 export function testControllerContext(
   base: Pick<ControllerContext, "config" | "fleet" | "clock" | "cloudFor"> & Partial<ControllerContext>,

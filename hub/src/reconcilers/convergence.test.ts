@@ -51,6 +51,45 @@ describe("progress-aware deadlines", () => {
     expect(t.pending("c2/node-init/x", "ux")).toBeUndefined();
   });
 
+  test("not received: waits while the agent has not read its hub stream past the publication, lost once it has", () => {
+    const clock = new FakeClock();
+    const t = new ConvergenceTracker(clock, 1000);
+    t.received("c1", 0, clock.now() - 10); // the agent read an Ack from before the publication
+    const late = t.record("c1/node-init/a", "ua");
+    clock.advance(1001);
+    // A busy agent: its last word predates the publication, so nothing says it was lost.
+    expect(t.pending("c1/node-init/a", "ua")?.deadlineMs).toBe(clock.now() + 1000);
+    // It read an Ack sent just after the publication: within the margin for the NATS hop.
+    t.received("c1", 0, late.publishedAtMs + 100);
+    clock.advance(1001);
+    expect(t.pending("c1/node-init/a", "ua")).toBeDefined();
+    // It read an Ack sent well after the publication and still has not received it: lost.
+    t.received("c1", 0, late.publishedAtMs + 300);
+    clock.advance(1001);
+    expect(t.pending("c1/node-init/a", "ua")).toBeUndefined();
+    expect(t.record("c1/node-init/a", "ua").attempts).toBe(2);
+    // Received after all (a later generation, in order): waits in the agent's queue.
+    const queued = t.record("c1/node-init/b", "ub");
+    t.received("c1", queued.generation, clock.now() + 5000);
+    clock.advance(1001);
+    expect(t.pending("c1/node-init/b", "ub")).toBeDefined();
+  });
+
+  test("an agent that never says which Ack it read: a publication not received is published again, as before", () => {
+    const clock = new FakeClock();
+    const t = new ConvergenceTracker(clock, 1000);
+    const mine = t.record("c1/node-init/a", "ua");
+    t.received("c1", mine.generation - 1);
+    clock.advance(1001);
+    expect(t.pending("c1/node-init/a", "ua")).toBeUndefined();
+    // A new stream forgets what the old one had read.
+    t.received("c2", 0, clock.now() - 10);
+    t.restartProgress("c2");
+    t.record("c2/node-init/b", "ub");
+    clock.advance(1001);
+    expect(t.pending("c2/node-init/b", "ub")).toBeUndefined();
+  });
+
   test("past the publication for a whole deadline and still not seen: published again", () => {
     const clock = new FakeClock();
     const t = new ConvergenceTracker(clock, 1000);

@@ -34,14 +34,20 @@ const MAX_DEADLINE_MS = 5 * 60_000;
 
 /**
  * How far one cluster's agent (its current stream) has got with the hub's publications: the
- * highest generation it has received over NATS (from its heartbeats), and when it first
- * reported a result past each generation (increasing in both; the oldest kept is the last one
- * at least a deadline old).
+ * highest generation it has received over NATS and the hub time of the latest Ack it had read
+ * (both from its heartbeats; 0: not said), and when it first reported a result past each
+ * generation (increasing in both; the oldest kept is the last one at least a deadline old).
  */
 interface Progress {
   receivedMax: number;
+  ackedHubTimeMs: number;
   readonly marks: { generation: number; atMs: number }[];
 }
+/**
+ * A publication counts as lost (not received) once the agent has read an Ack the hub sent this
+ * share of a deadline after it: the margin covers the NATS hop, which the Ack does not take.
+ */
+const LOST_AFTER_ACK_SHARE = 0.2;
 /** After an APPLIED result, the report gets this many deadlines more to arrive. */
 const APPLIED_GRACE_FACTOR = 4;
 
@@ -117,36 +123,50 @@ export class ConvergenceTracker {
   reported(cluster: string, generation: number): void {
     const prefix = clusterKeyPrefix(cluster);
     const now = this.clock.now();
-    let p = this.progress.get(prefix);
-    if (p === undefined) {
-      p = { receivedMax: 0, marks: [] };
-      this.progress.set(prefix, p);
-    }
+    const p = this.progressOf(prefix);
     const last = p.marks[p.marks.length - 1];
     if (last === undefined || generation > last.generation) p.marks.push({ generation, atMs: now });
     const cutoff = now - this.deadlineMs;
     while (p.marks.length > 1 && (p.marks[1]?.atMs ?? now) <= cutoff) p.marks.shift();
   }
 
-  /** The agent's stream says it has received desired state up to `generation`. */
-  received(cluster: string, generation: number): void {
-    const prefix = clusterKeyPrefix(cluster);
-    const p = this.progress.get(prefix);
-    if (p === undefined) this.progress.set(prefix, { receivedMax: generation, marks: [] });
-    else p.receivedMax = Math.max(p.receivedMax, generation);
+  /**
+   * The agent's stream says it has received desired state up to `generation`, and had read the
+   * Ack the hub sent at `ackedHubTimeMs` (0: not said).
+   */
+  received(cluster: string, generation: number, ackedHubTimeMs = 0): void {
+    const p = this.progressOf(clusterKeyPrefix(cluster));
+    p.receivedMax = Math.max(p.receivedMax, generation);
+    p.ackedHubTimeMs = Math.max(p.ackedHubTimeMs, ackedHubTimeMs);
+  }
+
+  private progressOf(prefix: string): Progress {
+    let p = this.progress.get(prefix);
+    if (p === undefined) {
+      p = { receivedMax: 0, ackedHubTimeMs: 0, marks: [] };
+      this.progress.set(prefix, p);
+    }
+    return p;
   }
 
   /**
-   * The publication waits in the agent's queue: the agent has received it, and has not been
-   * past it (in its results) for a whole deadline — its applies run concurrently, so being just
-   * past one says nothing yet. A publication the agent has not received was lost (or the
-   * agent is not reading): publish again.
+   * The publication is on its way to, or waits in, the agent. Received (NATS delivers in order,
+   * so a later generation received means this one was): it waits in the agent's queue unless the
+   * agent has been past it (in its results) for a whole deadline — its applies run concurrently,
+   * so being just past one says nothing yet. Not received: still on its way while the agent has
+   * not read its hub stream past the publication (a busy cluster's agent reads both streams tens
+   * of seconds late); lost once it has, or when the agent never says how far it read (one that
+   * predates acked_hub_time_ms).
    */
   private agentBehind(key: string, e: Inflight, now: number): boolean {
     // expire() asks for a publication now (failure, reconnect): never extended.
     if (e.deadlineMs === 0 || now - e.publishedAtMs >= MAX_DEADLINE_MS) return false;
     const p = this.progress.get(key.slice(0, key.indexOf("/") + 1));
-    if (p === undefined || p.receivedMax < e.generation) return false;
+    if (p === undefined) return false;
+    if (p.receivedMax < e.generation)
+      return (
+        p.ackedHubTimeMs > 0 && p.ackedHubTimeMs < e.publishedAtMs + LOST_AFTER_ACK_SHARE * this.deadlineMs
+      );
     const cutoff = now - this.deadlineMs;
     let pastLongAgo = 0;
     for (const m of p.marks) if (m.atMs <= cutoff) pastLongAgo = m.generation;
@@ -232,7 +252,7 @@ export class ConvergenceTracker {
 
   /** A new agent stream is synced: it has received and applied nothing of this hub's yet. */
   restartProgress(cluster: string): void {
-    this.progress.set(clusterKeyPrefix(cluster), { receivedMax: 0, marks: [] });
+    this.progress.set(clusterKeyPrefix(cluster), { receivedMax: 0, ackedHubTimeMs: 0, marks: [] });
   }
 
   size(): number {

@@ -2,10 +2,9 @@ import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import type { CloudProvider } from "../../cloud/provider.js";
 import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
-import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
-import { testControllerContext } from "../context.testkit.js";
+import { testControllerContext, testHubConfig } from "../context.testkit.js";
 import { cloudNodeController } from "./index.js";
 import { NODE_INIT } from "./reconcile.js";
 
@@ -38,14 +37,7 @@ function harness() {
     provider,
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
   });
-  const config = parseHubConfig(
-    JSON.stringify({
-      grpc: { insecure: true },
-      nats: { servers: ["nats://127.0.0.1:1"] },
-      accounts: [{ name: "a", provider: "simulated", region: "r1", credentials: { env: "K" } }],
-      clusters: [],
-    }),
-  );
+  const config = testHubConfig();
   const c = cloudNodeController(testControllerContext({ config, fleet, clock, cloudFor: () => cloud }));
   fleet.subscribe(c.triggers);
   const syncedOf = async (name: string) => {

@@ -1,4 +1,5 @@
 import { ObjectKind } from "@fleet-ccm/proto";
+import type { ClusterView } from "../../fleet/state.js";
 import { clusterKeyPrefix, keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
@@ -30,6 +31,17 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     clock: ctx.clock,
     ...(ctx.signal !== undefined && { signal: ctx.signal }),
   };
+  // The nodes a scan enqueues depend on the nodes alone: walked again only when the node set
+  // changed (a scan of an unchanged cluster every monitor period costs nothing per node).
+  const scanned = new WeakMap<ClusterView, { version: number; names: readonly string[] }>();
+  const toCheck = (view: ClusterView): readonly string[] => {
+    const hit = scanned.get(view);
+    if (hit !== undefined && hit.version === view.nodesVersion) return hit.names;
+    const names: string[] = [];
+    for (const node of view.nodes.values()) if (needsLifecycleCheck(node)) names.push(node.name);
+    scanned.set(view, { version: view.nodesVersion, names });
+    return names;
+  };
   return {
     name: "cloud-node-lifecycle-controller",
     kinds: [NODE_LIFECYCLE, NODE_LIFECYCLE_SCAN],
@@ -49,9 +61,7 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
       const view = ctx.fleet.view(k.cluster);
       // A disconnected cluster's view may be stale: judge nothing until its agent is back.
       if (view?.connected)
-        for (const node of view.nodes.values())
-          if (needsLifecycleCheck(node))
-            queue.add({ cluster: k.cluster, kind: NODE_LIFECYCLE, name: node.name });
+        for (const name of toCheck(view)) queue.add({ cluster: k.cluster, kind: NODE_LIFECYCLE, name });
       return { requeue: { kind: "after", ms: lc.monitorPeriodMs } };
     },
     onReleased(cluster) {

@@ -5,10 +5,9 @@ import { InstanceNotFoundError } from "../../cloud/errors.js";
 import { InstanceCache } from "../../cloud/instance-cache.js";
 import type { CloudProvider, LbIngress, LoadBalancers } from "../../cloud/provider.js";
 import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
-import { parseHubConfig } from "../../config/load.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
-import { testControllerContext } from "../context.testkit.js";
+import { testControllerContext, testHubConfig } from "../context.testkit.js";
 import { SERVICE, serviceController } from "./index.js";
 
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
@@ -111,14 +110,7 @@ function harness(inCloud?: readonly string[], terminated: readonly string[] = []
     account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
   });
   const cache = new InstanceCache(provider.instances, clock, 60_000, pino({ level: "silent" }));
-  const config = parseHubConfig(
-    JSON.stringify({
-      grpc: { insecure: true },
-      nats: { servers: ["nats://127.0.0.1:1"] },
-      accounts: [{ name: "a", provider: "simulated", region: "r1", credentials: { env: "K" } }],
-      clusters: [],
-    }),
-  );
+  const config = testHubConfig();
   const c = serviceController(
     testControllerContext({ config, fleet, clock, cloudFor: () => cloud, cacheFor: () => cache }),
   );

@@ -133,6 +133,12 @@ export interface Heartbeat {
    * queued in the agent from one that was lost.
    */
   receivedGeneration: number;
+  /**
+   * The hub_time_ms of the latest Ack this stream's agent had read when it sent this heartbeat
+   * (absent: an agent that predates the field, or no Ack yet). A publication made before it is
+   * not yet received only while the agent is behind on its streams; after it, it was lost.
+   */
+  ackedHubTimeMs?: number | undefined;
 }
 
 /** What happened to one desired patch received over NATS. */
@@ -220,6 +226,11 @@ export interface HubHeartbeat {
 
 export interface Ack {
   seq: number;
+  /**
+   * The hub's clock (ms) when it sent this Ack, for the agent to echo in its heartbeats
+   * (Heartbeat.acked_hub_time_ms). Absent: a hub that predates the field.
+   */
+  hubTimeMs?: number | undefined;
 }
 
 export interface ResyncRequest {
@@ -802,7 +813,7 @@ export const Delta: MessageFns<Delta> = {
 };
 
 function createBaseHeartbeat(): Heartbeat {
-  return { seq: 0, sentAt: undefined, receivedGeneration: 0 };
+  return { seq: 0, sentAt: undefined, receivedGeneration: 0, ackedHubTimeMs: undefined };
 }
 
 export const Heartbeat: MessageFns<Heartbeat> = {
@@ -815,6 +826,9 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     }
     if (message.receivedGeneration !== 0) {
       writer.uint32(24).uint64(message.receivedGeneration);
+    }
+    if (message.ackedHubTimeMs !== undefined) {
+      writer.uint32(32).uint64(message.ackedHubTimeMs);
     }
     return writer;
   },
@@ -856,6 +870,14 @@ export const Heartbeat: MessageFns<Heartbeat> = {
             message.receivedGeneration = longToNumber(reader.uint64());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.ackedHubTimeMs = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -881,6 +903,11 @@ export const Heartbeat: MessageFns<Heartbeat> = {
         : isSet(object.received_generation)
         ? globalThis.Number(object.received_generation)
         : 0,
+      ackedHubTimeMs: isSet(object.ackedHubTimeMs)
+        ? globalThis.Number(object.ackedHubTimeMs)
+        : isSet(object.acked_hub_time_ms)
+        ? globalThis.Number(object.acked_hub_time_ms)
+        : undefined,
     };
   },
 
@@ -895,6 +922,9 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     if (message.receivedGeneration !== 0) {
       obj.receivedGeneration = Math.round(message.receivedGeneration);
     }
+    if (message.ackedHubTimeMs !== undefined) {
+      obj.ackedHubTimeMs = Math.round(message.ackedHubTimeMs);
+    }
     return obj;
   },
 
@@ -906,6 +936,7 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     message.seq = object.seq ?? 0;
     message.sentAt = object.sentAt ?? undefined;
     message.receivedGeneration = object.receivedGeneration ?? 0;
+    message.ackedHubTimeMs = object.ackedHubTimeMs ?? undefined;
     return message;
   },
 };
@@ -1714,13 +1745,16 @@ export const HubHeartbeat: MessageFns<HubHeartbeat> = {
 };
 
 function createBaseAck(): Ack {
-  return { seq: 0 };
+  return { seq: 0, hubTimeMs: undefined };
 }
 
 export const Ack: MessageFns<Ack> = {
   encode(message: Ack, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.seq !== 0) {
       writer.uint32(8).uint64(message.seq);
+    }
+    if (message.hubTimeMs !== undefined) {
+      writer.uint32(16).uint64(message.hubTimeMs);
     }
     return writer;
   },
@@ -1746,6 +1780,14 @@ export const Ack: MessageFns<Ack> = {
             message.seq = longToNumber(reader.uint64());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hubTimeMs = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1759,13 +1801,23 @@ export const Ack: MessageFns<Ack> = {
   },
 
   fromJSON(object: any): Ack {
-    return { seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0 };
+    return {
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      hubTimeMs: isSet(object.hubTimeMs)
+        ? globalThis.Number(object.hubTimeMs)
+        : isSet(object.hub_time_ms)
+        ? globalThis.Number(object.hub_time_ms)
+        : undefined,
+    };
   },
 
   toJSON(message: Ack): unknown {
     const obj: any = {};
     if (message.seq !== 0) {
       obj.seq = Math.round(message.seq);
+    }
+    if (message.hubTimeMs !== undefined) {
+      obj.hubTimeMs = Math.round(message.hubTimeMs);
     }
     return obj;
   },
@@ -1776,6 +1828,7 @@ export const Ack: MessageFns<Ack> = {
   fromPartial<I extends Exact<DeepPartial<Ack>, I>>(object: I): Ack {
     const message = createBaseAck();
     message.seq = object.seq ?? 0;
+    message.hubTimeMs = object.hubTimeMs ?? undefined;
     return message;
   },
 };
