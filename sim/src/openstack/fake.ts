@@ -986,7 +986,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       (f) =>
         f.account === c.account &&
         f.region === region &&
-        (!q.has("port_id") || f.portId === q.get("port_id")) &&
+        (!q.has("port_id") || (f.portId !== null && q.getAll("port_id").includes(f.portId))) &&
         (!q.has("floating_ip_address") || f.address === q.get("floating_ip_address")) &&
         (!q.has("floating_network_id") || f.floatingNetworkId === q.get("floating_network_id")) &&
         (!q.has("description") || f.description === q.get("description")),

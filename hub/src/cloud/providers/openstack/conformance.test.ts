@@ -162,8 +162,8 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
       failWithServerErrors: () => fake.faults.set({ errorRate: 1 }, PROJECT),
       clearFaults: () => fake.faults.reset(),
       resources: () => octaviaResources(fake),
-      // A fresh provider first takes its Keystone token.
-      listOwnedReadsPerPage: 2,
+      // A fresh provider first takes its Keystone token; then the page and its floating IPs.
+      listOwnedReadsPerPage: 3,
       backendPorts: (o) => {
         const lb = [...fake.store.loadBalancers.values()].find((l) => {
           const owner = ownerOfTags(l.tags);

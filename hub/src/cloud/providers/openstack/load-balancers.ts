@@ -367,6 +367,21 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     return fips.find((f) => f.port_id === lb.vip_port_id);
   }
 
+  /** VIP port id → the floating IP on it, for many ports at once (Neutron ORs a repeated filter). */
+  private async fipsOn(portIds: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (let i = 0; i < portIds.length; i += 40) {
+      const ids = portIds.slice(i, i + 40);
+      const fips = await this.client.list<WireFip>("network", LB_OPS.fips, "/floatingips", "floatingips", {
+        query: { port_id: ids },
+        signal,
+      });
+      for (const f of fips)
+        if (f.port_id !== null && ids.includes(f.port_id)) out.set(f.port_id, f.floating_ip_address);
+    }
+    return out;
+  }
+
   /** Instance id → its address on the member subnet (else its first fixed IP), one Neutron call per 40. */
   private async nodeIPs(
     backends: readonly string[],
@@ -879,22 +894,26 @@ export class OpenStackLoadBalancers implements LoadBalancers {
         signal,
       },
     );
-    const items = page.items.flatMap((lb) => {
+    const mine = page.items.flatMap((lb) => {
       const owner = ownerOfTags(lb.tags);
-      if (owner === undefined) return [];
+      return owner === undefined ? [] : [{ lb, owner }];
+    });
+    // What clients reach is the floating IP of a public Service: one Neutron call per 40 VIP ports.
+    const fips = await this.fipsOn(
+      mine.map((m) => m.lb.vip_port_id),
+      signal,
+    );
+    const items = mine.map(({ lb, owner }) => {
       const specDigest = tagValue(lb.tags, DIGEST_TAG_SPEC);
       const backends = tagValue(lb.tags, DIGEST_TAG_BACKENDS);
-      // The VIP alone: the floating IP would cost a Neutron call per load balancer.
-      return [
-        {
-          id: lb.id,
-          name: lb.name,
-          owner,
-          ingress: [{ ip: lb.vip_address }],
-          ...(specDigest !== undefined && { specDigest }),
-          ...(backends !== undefined && { backendsDigest: backends }),
-        },
-      ];
+      return {
+        id: lb.id,
+        name: lb.name,
+        owner,
+        ingress: [{ ip: fips.get(lb.vip_port_id) ?? lb.vip_address }],
+        ...(specDigest !== undefined && { specDigest }),
+        ...(backends !== undefined && { backendsDigest: backends }),
+      };
     });
     return page.next === undefined ? { items } : { items, nextPageToken: page.next };
   }
