@@ -61,9 +61,18 @@ export const OpenStackOptionsSchema = z
         availabilityZone: z.string().min(1).optional(),
         /** An ERROR load balancer is deleted and built anew once its failure was reported (default: reported only). */
         recreateOnError: z.boolean().default(false),
+        /** Octavia's provider (upstream's lb-provider): `ovn` also changes the security groups' rule sources. */
+        provider: z.string().min(1).optional(),
+        /** Upstream's manage-security-groups: a node-port security group per load balancer on the members' ports. */
+        manageSecurityGroups: z.boolean().default(false),
       })
       .strict()
-      .default({ lbMethod: "ROUND_ROBIN", createMonitor: true, recreateOnError: false }),
+      .default({
+        lbMethod: "ROUND_ROBIN",
+        createMonitor: true,
+        recreateOnError: false,
+        manageSecurityGroups: false,
+      }),
   })
   .strict();
 export type OpenStackOptions = z.infer<typeof OpenStackOptionsSchema>;

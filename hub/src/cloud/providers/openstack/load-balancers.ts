@@ -3,7 +3,8 @@
  * `kube_service_<cluster>_<namespace>_<name>`, a VIP on the configured (or annotated) subnet
  * or network, per Service port a listener, its default pool (members `nodeIP:nodePort`,
  * replaced in one batch PUT) and a health monitor, and for a public Service a Neutron floating
- * IP on the VIP port. Ownership is in Octavia's tags (`fleet-ccm.io/cluster=<c>`,
+ * IP on the VIP port, and with `manageSecurityGroups` a node-port security group on the members'
+ * ports (security-groups.ts). Ownership is in Octavia's tags (`fleet-ccm.io/cluster=<c>`,
  * `fleet-ccm.io/service-uid=<uid>`), found again by a tag filter, never by a remembered id.
  *
  * Octavia is asynchronous: every mutation leaves the load balancer PENDING_* and refuses the
@@ -46,7 +47,7 @@ import {
 import { A, type LbMethod, type OpenStackLbAnnotations, parseAnnotations } from "./annotations.js";
 import type { OpenStackClient } from "./client.js";
 import { isGone, isImmutable } from "./errors.js";
-import type { WirePort } from "./instances.js";
+import { NodeSecurityGroups, type SgPort } from "./security-groups.js";
 
 export const LB_OPS = {
   list: "loadbalancers.list",
@@ -151,6 +152,16 @@ export interface LbDefaults {
   readonly recreateOnError: boolean;
   readonly flavorId?: string | undefined;
   readonly availabilityZone?: string | undefined;
+  /** Octavia's provider (`amphora`, `ovn`, ...); absent: the cloud's default. */
+  readonly provider?: string | undefined;
+  /** A node-port security group per load balancer on the members' ports (upstream's manage-security-groups). */
+  readonly manageSecurityGroups: boolean;
+}
+
+/** A backend's member address and the Neutron port it is on. */
+interface NodeIP {
+  readonly ip: string;
+  readonly port: SgPort;
 }
 
 const tag = (k: string, v: string) => `${k}=${v}`;
@@ -167,6 +178,14 @@ export function ownerOfTags(tags: readonly string[] | undefined): LbOwner | unde
 export function upstreamName(cluster: string, serviceName: string): string {
   const [ns, name] = serviceName.includes("/") ? serviceName.split("/", 2) : ["default", serviceName];
   return `kube_service_${cluster}_${ns}_${name}`.slice(0, 255);
+}
+
+/** `<namespace>/<name>` from upstream's load-balancer name (neither has an underscore); undefined if not one. */
+export function serviceNameOf(lbName: string): string | undefined {
+  if (!lbName.startsWith("kube_service_")) return undefined;
+  const parts = lbName.split("_");
+  const [ns, name] = parts.slice(-2);
+  return parts.length >= 5 && ns !== undefined && name !== undefined ? `${ns}/${name}` : undefined;
 }
 
 /** Octavia's protocol of a Service port: TCP, UDP, or PROXY pools for proxy protocol. */
@@ -187,10 +206,17 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     serviceAnnotationKeys: [A.loadBalancerId],
   };
 
+  private readonly sgs: NodeSecurityGroups | undefined;
+
   constructor(
     private readonly client: OpenStackClient,
     private readonly defaults: LbDefaults,
-  ) {}
+  ) {
+    // Octavia's OVN provider keeps the clients' addresses: the rules then allow the source ranges.
+    this.sgs = defaults.manageSecurityGroups
+      ? new NodeSecurityGroups(client, defaults.provider === "ovn")
+      : undefined;
+  }
 
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
     parseAnnotations(annotations);
@@ -382,23 +408,25 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     return out;
   }
 
-  /** Instance id → its address on the member subnet (else its first fixed IP), one Neutron call per 40. */
+  /** Instance id → its address on the member subnet (else its first fixed IP) and that port, one Neutron call per 40. */
   private async nodeIPs(
     backends: readonly string[],
     subnet: string | undefined,
     signal?: AbortSignal,
-  ): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
+  ): Promise<Map<string, NodeIP>> {
+    const out = new Map<string, NodeIP>();
     for (let i = 0; i < backends.length; i += 40) {
       const ids = backends.slice(i, i + 40);
-      const ports = await this.client.list<WirePort>("network", LB_OPS.ports, "/ports", "ports", {
+      const ports = await this.client.list<SgPort>("network", LB_OPS.ports, "/ports", "ports", {
         query: { device_id: ids },
         signal,
       });
       for (const id of ids) {
-        const mine = ports.filter((p) => p.device_id === id).flatMap((p) => p.fixed_ips);
-        const ip = (subnet === undefined ? undefined : mine.find((f) => f.subnet_id === subnet)) ?? mine[0];
-        if (ip !== undefined) out.set(id, ip.ip_address);
+        const mine = ports
+          .filter((p) => p.device_id === id)
+          .flatMap((port) => port.fixed_ips.map((f) => ({ f, port })));
+        const at = (subnet === undefined ? undefined : mine.find((m) => m.f.subnet_id === subnet)) ?? mine[0];
+        if (at !== undefined) out.set(id, { ip: at.f.ip_address, port: at.port });
       }
     }
     return out;
@@ -466,8 +494,20 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     if (lb.provisioning_status === "ERROR") return this.failed(lb, signal);
 
     const current = lb;
-    const pending = await this.reconcile(current, spec, s, signal);
+    const memberSubnet = s.memberSubnetId ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
+    const ips = await this.nodeIPs(spec.backends, memberSubnet, signal);
+    const missing = spec.backends.filter((b) => !ips.has(b));
+    if (missing.length > 0)
+      throw new CloudError(`no Neutron port of backend server(s) ${missing.join(", ")}`);
+    const pending = await this.reconcile(current, spec, s, memberSubnet, ips, signal);
     if (pending !== undefined) return pending;
+    await this.sgs?.ensure(
+      target,
+      spec,
+      memberSubnet,
+      [...ips.values()].map((n) => n.port),
+      signal,
+    );
     // The floating IP of a public Service, on the VIP port (adopting one a lost answer made).
     let fip = await this.fipOf(current, signal);
     const network = s.floatingNetworkId ?? this.defaults.floatingNetworkId;
@@ -577,6 +617,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
               ...(subnet !== undefined ? { vip_subnet_id: subnet } : { vip_network_id: network }),
               ...(flavor !== undefined && { flavor_id: flavor }),
               ...(az !== undefined && { availability_zone: az }),
+              ...(this.defaults.provider !== undefined && { provider: this.defaults.provider }),
               tags: this.ownerTags(target),
             },
           },
@@ -613,15 +654,12 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     lb: WireLb,
     spec: LoadBalancerSpec,
     s: OpenStackLbAnnotations,
+    memberSubnet: string | undefined,
+    ips: Map<string, NodeIP>,
     signal?: AbortSignal,
   ): Promise<InProgress | undefined> {
     const method = s.lbMethod ?? this.defaults.lbMethod;
     const monitorOn = s.enableHealthMonitor ?? this.defaults.createMonitor;
-    const memberSubnet = s.memberSubnetId ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
-    const ips = await this.nodeIPs(spec.backends, memberSubnet, signal);
-    const missing = spec.backends.filter((b) => !ips.has(b));
-    if (missing.length > 0)
-      throw new CloudError(`no Neutron port of backend server(s) ${missing.join(", ")}`);
     for (let pass = 0; pass < 8; pass++) {
       const listeners = await this.listeners(lb, signal);
       const pools = await this.pools(lb, signal);
@@ -646,7 +684,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     lb: WireLb,
     spec: LoadBalancerSpec,
     s: OpenStackLbAnnotations,
-    d: { method: LbMethod; monitorOn: boolean; memberSubnet: string | undefined; ips: Map<string, string> },
+    d: { method: LbMethod; monitorOn: boolean; memberSubnet: string | undefined; ips: Map<string, NodeIP> },
     listeners: readonly WireListener[],
     pools: readonly WirePool[],
     signal?: AbortSignal,
@@ -774,14 +812,14 @@ export class OpenStackLoadBalancers implements LoadBalancers {
 
   private desiredMembers(
     backends: readonly string[],
-    ips: Map<string, string>,
+    ips: Map<string, NodeIP>,
     nodePort: number,
     monitorPort: number | undefined,
     subnet: string | undefined,
   ): Record<string, unknown>[] {
     return backends
       .map((b) => ({
-        address: ips.get(b) ?? "",
+        address: ips.get(b)?.ip ?? "",
         protocol_port: nodePort,
         name: b,
         ...(monitorPort !== undefined && { monitor_port: monitorPort }),
@@ -803,7 +841,11 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
     if (lb.provisioning_status === "ERROR") throw new NeedsEnsureError(`load balancer ${lb.id} is in ERROR`);
     const pools = await this.pools(lb, signal);
-    const memberSubnet = this.defaults.memberSubnetId ?? lb.vip_subnet_id;
+    const members = new Map<string, WireMember[]>();
+    for (const pool of pools) members.set(pool.id, await this.members(pool, signal));
+    // The subnet the members are on (ensure chose it, annotation included), else the defaults'.
+    const memberSubnet =
+      [...members.values()].flat()[0]?.subnet_id ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
     const ips = await this.nodeIPs(backends, memberSubnet, signal);
     if (backends.some((b) => !ips.has(b))) throw new NeedsEnsureError("a backend has no Neutron port");
     for (const pool of pools) {
@@ -811,15 +853,15 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       if (!Number.isSafeInteger(nodePort) || nodePort <= 0)
         throw new NeedsEnsureError(`pool ${pool.id} has no node-port tag`);
       const monitorRaw = tagValue(pool.tags, MONITOR_PORT_TAG.slice(0, -1));
-      const members = await this.members(pool, signal);
+      const have = members.get(pool.id) ?? [];
       const desired = this.desiredMembers(
         backends,
         ips,
         nodePort,
         monitorRaw === undefined ? undefined : Number(monitorRaw),
-        members[0]?.subnet_id ?? memberSubnet,
+        memberSubnet,
       );
-      if (sameMembers(members, desired)) continue;
+      if (sameMembers(have, desired)) continue;
       const pending = await this.run(
         lb,
         [
@@ -839,6 +881,9 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       );
       if (pending !== undefined) return pending;
     }
+    const ports = [...ips.values()].map((n) => n.port);
+    if (this.sgs !== undefined && !(await this.sgs.updatePorts(target, ports, signal)))
+      throw new NeedsEnsureError(`no node-port security group of ${target.cluster}/${target.serviceUid}`);
     const fresh = await this.byId(lb.id, signal);
     if (fresh === undefined) throw new NeedsEnsureError(`load balancer ${lb.id} gone`);
     const wanted = [
@@ -859,7 +904,10 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     if (lb !== undefined) {
       if (lb.provisioning_status.startsWith("PENDING_"))
         return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
-      // The floating IP first, while the VIP port still names it (owned: it is on our VIP).
+      // The node-port security group first, while the load balancer's name still says whose it
+      // is (a group a cut-short ensure left untagged is found by that name).
+      await this.sgs?.remove(target, serviceNameOf(lb.name), signal);
+      // The floating IP next, while the VIP port still names it (owned: it is on our VIP).
       const fip = await this.fipOf(lb, signal);
       if (fip !== undefined && !s.keepFloatingIp)
         await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, {
@@ -879,6 +927,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       if (after !== undefined)
         return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${after.provisioning_status}`);
     }
+    await this.sgs?.remove(target, undefined, signal);
     return undefined;
   }
 

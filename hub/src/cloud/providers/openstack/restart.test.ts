@@ -6,7 +6,7 @@
 import { Node, type Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { pino } from "pino";
-import { OpenStackFake } from "../../../../../sim/src/openstack/index.js";
+import type { OpenStackFake } from "../../../../../sim/src/openstack/index.js";
 import type { FakeNetwork } from "../../../../../sim/src/openstack/store.js";
 import { parseHubConfig } from "../../../config/load.js";
 import {
@@ -17,9 +17,8 @@ import {
 } from "../../../reconcilers/service/harness.testkit.js";
 import { A } from "./annotations.js";
 import { openstackProvider } from "./index.js";
+import { APP_CREDENTIAL, PROJECT, REGION, startFakeProject } from "./project.testkit.js";
 
-const PROJECT = "demo";
-const REGION = "RegionOne";
 /** Half public (a floating IP), half internal (the VIP). */
 const SERVICES = 6;
 
@@ -27,11 +26,7 @@ let fake: OpenStackFake;
 let net: FakeNetwork;
 let ext: FakeNetwork;
 beforeAll(async () => {
-  fake = await OpenStackFake.start({ spec: true });
-  fake.createProject(PROJECT);
-  fake.createApplicationCredential(PROJECT, "app-1", "s3cret");
-  net = fake.createNetwork(PROJECT, REGION, { name: "k8s", cidr: "10.0.0.0/16" });
-  ext = fake.createNetwork(PROJECT, REGION, { name: "public", cidr: "172.24.4.0/24", external: true });
+  ({ fake, net, ext } = await startFakeProject());
 });
 afterAll(async () => {
   expect(fake.specProblems()).toEqual([]);
@@ -69,7 +64,10 @@ function setup(cluster: string) {
           endpoint: fake.url,
           network: net.id,
           credentials: { applicationCredentialSecret: { env: "SECRET" } },
-          options: { applicationCredentialId: "app-1", loadBalancer: { floatingNetworkId: ext.id } },
+          options: {
+            applicationCredentialId: APP_CREDENTIAL.id,
+            loadBalancer: { floatingNetworkId: ext.id },
+          },
           rateLimit: { perSecond: 1000, burst: 1000 },
         },
       ],
@@ -80,7 +78,7 @@ function setup(cluster: string) {
   const boot = () =>
     startServiceHarness({
       config,
-      env: { SECRET: "s3cret" },
+      env: { SECRET: APP_CREDENTIAL.secret },
       logger: pino({ level: "silent" }),
       providers: [openstackProvider],
       onOutcome: (key) => {
