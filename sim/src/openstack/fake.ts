@@ -318,6 +318,12 @@ export class OpenStackFake extends VendorFake<Listing> {
   }
 
   deleteServer(id: string): void {
+    const s = this.store.servers.get(id);
+    if (s !== undefined) {
+      s.status = "DELETED";
+      s.updatedMs = this.now();
+      this.store.deletedServers.set(id, s);
+    }
     this.store.servers.delete(id);
     for (const p of [...this.store.ports.values()]) if (p.deviceId === id) this.deletePort(p.id);
   }
@@ -1094,7 +1100,12 @@ export class OpenStackFake extends VendorFake<Listing> {
     const since = c.query.get("changes-since");
     const sinceMs = since === null ? undefined : Date.parse(since.endsWith("Z") ? since : `${since}Z`);
     const name = c.query.get("name");
-    const servers = [...this.store.servers.values()].filter(
+    // Nova's changes-since also lists the servers deleted since (status DELETED).
+    const candidates = [
+      ...this.store.servers.values(),
+      ...(sinceMs === undefined ? [] : this.store.deletedServers.values()),
+    ];
+    const servers = candidates.filter(
       (s) =>
         s.account === c.account &&
         s.region === region &&

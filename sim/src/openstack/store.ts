@@ -183,6 +183,8 @@ export interface FakeHealthMonitor {
 export class OpenStackStore {
   readonly projects = new Map<string, FakeProject>();
   readonly servers = new Map<string, FakeServer>();
+  /** Deleted servers as Nova keeps them: listed (DELETED) only to a `changes-since` query. */
+  readonly deletedServers = new Map<string, FakeServer>();
   readonly networks = new Map<string, FakeNetwork>();
   readonly ports = new Map<string, FakePort>();
   readonly floatingIps = new Map<string, FakeFloatingIp>();

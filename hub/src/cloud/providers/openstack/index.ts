@@ -41,6 +41,8 @@ export const OpenStackOptionsSchema = z
     pageSize: z.number().int().min(1).max(1000).default(500),
     /** providerIDs as `openstack://<region>/<uuid>` (upstream's regional form) instead of `openstack:///<uuid>`. */
     regionalProviderID: z.boolean().default(false),
+    /** How often the periodic server refresh lists every server again instead of Nova's changes-since the last. */
+    fullListIntervalSeconds: z.number().int().min(0).max(86_400).default(600),
     /** Upstream's [Networking] internal-network-name / public-network-name. */
     internalNetworkName: z.array(z.string().min(1)).default([]),
     publicNetworkName: z.array(z.string().min(1)).default([]),
@@ -161,6 +163,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
         regionalProviderID: options.regionalProviderID,
         internalNetworkName: options.internalNetworkName,
         publicNetworkName: options.publicNetworkName,
+        fullListIntervalMs: options.fullListIntervalSeconds * 1000,
       }),
       loadBalancers: {
         capabilities: lbs.capabilities,

@@ -267,7 +267,6 @@ describe("instances", () => {
     const ports = [{ id: "p", device_id: "s", network_id: "n1", fixed_ips: [{ ip_address: "10.0.0.5" }] }];
     expect(
       nodeAddresses(server, ports, {
-        regionalProviderID: false,
         internalNetworkName: [],
         publicNetworkName: ["pub"],
       }),
@@ -280,7 +279,6 @@ describe("instances", () => {
     // internal-network-name: only the named networks' fixed addresses are internal.
     expect(
       nodeAddresses(server, [], {
-        regionalProviderID: false,
         internalNetworkName: ["zeta"],
         publicNetworkName: [],
       }).map((a) => a.address),

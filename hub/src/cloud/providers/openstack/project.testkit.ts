@@ -17,8 +17,9 @@ export interface FakeProject {
   readonly ext: FakeNetwork;
 }
 
-export async function startFakeProject(): Promise<FakeProject> {
-  const fake = await OpenStackFake.start({ spec: true });
+/** `now`: the fake's clock (default the system's). */
+export async function startFakeProject(now?: () => number): Promise<FakeProject> {
+  const fake = await OpenStackFake.start({ spec: true, ...(now !== undefined && { now }) });
   fake.createProject(PROJECT);
   fake.createApplicationCredential(PROJECT, APP_CREDENTIAL.id, APP_CREDENTIAL.secret);
   const net = fake.createNetwork(PROJECT, REGION, { name: "k8s", cidr: "10.0.0.0/16" });
