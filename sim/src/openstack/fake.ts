@@ -67,6 +67,8 @@ export interface OpenStackFakeOptions {
   readonly tokenTtlMs?: number;
   /** How long each Octavia mutation leaves the load balancer PENDING_* (default 0: ACTIVE on the next read). */
   readonly pendingMs?: number;
+  /** Serve HTTPS with this certificate and key (PEM), as a private cloud with its own CA does. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 interface Credential {
@@ -171,6 +173,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       accountNoun: "project",
       ...(opts.seed !== undefined && { seed: opts.seed }),
       ...(opts.now !== undefined && { now: opts.now }),
+      ...(opts.tls !== undefined && { tls: opts.tls }),
       ...(opts.spec && { spec: { checker: openstackSpecChecker(), fixture: OPENSTACK_SPEC } }),
       renderer: renderer(),
       requestIdHeader: "x-openstack-request-id",

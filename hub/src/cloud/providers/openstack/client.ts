@@ -13,7 +13,7 @@ import type { Clock } from "../../../util/clock.js";
 import { CloudError } from "../../errors.js";
 import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
-import { type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
+import { type Fetch, type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
 import { isUnauthorized, OPENSTACK_LABEL, OpenStackApiError, toContractError } from "./errors.js";
 import type { KeystoneAuth, KeystoneToken } from "./keystone.js";
@@ -40,6 +40,8 @@ export interface OpenStackClientConfig {
   readonly call: CloudCallWrapper;
   readonly pageSize: number;
   readonly userAgent?: string | undefined;
+  /** Sends the requests (one trusting the account's CA bundle); absent: the global fetch. */
+  readonly fetch?: Fetch | undefined;
 }
 
 export interface RequestOptions {
@@ -176,6 +178,7 @@ export class OpenStackClient {
         timeoutMs: this.config.requestTimeoutMs,
         clock: this.config.clock,
         statusError: OpenStackApiError.from,
+        fetch: this.config.fetch,
       });
       this.rests.set(base, rest);
     }

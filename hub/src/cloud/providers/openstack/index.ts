@@ -6,6 +6,7 @@
  * addresses, load-balancer names and annotations (docs/providers/openstack.md).
  */
 import { z } from "zod";
+import { fetchTrusting } from "../../http/trusted-fetch.js";
 import type { CloudProvider, ProviderContext, ProviderFactory } from "../../provider.js";
 import { AccountConfigError } from "../../provider.js";
 import { INTERNAL_KEY, LB_METHODS, LB_PREFIX, vendorLbSettings } from "./annotations.js";
@@ -37,6 +38,11 @@ export const OpenStackOptionsSchema = z
       .object({ compute: url.optional(), network: url.optional(), "load-balancer": url.optional() })
       .strict()
       .default({}),
+    /**
+     * The CA certificates (PEM) the cloud's endpoints are trusted by, instead of the system's
+     * (clouds.yaml `cacert`, the file's content): a private cloud's own CA.
+     */
+    caCertificates: z.string().min(1).optional(),
     /** Items per list page (Nova's and Neutron's default max_limit is 1000). */
     pageSize: z.number().int().min(1).max(1000).default(500),
     /** providerIDs as `openstack://<region>/<uuid>` (upstream's regional form) instead of `openstack:///<uuid>`. */
@@ -132,6 +138,8 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
     const { account } = ctx;
     if (account.endpoint === undefined)
       throw new AccountConfigError("endpoint", "Keystone's URL is required");
+    // One agent per account: its CA bundle trusted for Keystone and every catalog endpoint.
+    const fetch = options.caCertificates === undefined ? undefined : fetchTrusting(options.caCertificates);
     const auth = new KeystoneAuth({
       authUrl: keystoneV3(account.endpoint),
       credentials: credentialsOf(ctx, options),
@@ -139,6 +147,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
       call: ctx.call,
       requestTimeoutMs: account.requestTimeoutMs,
       userAgent: account.userAgent,
+      fetch,
     });
     const client = new OpenStackClient({
       auth,
@@ -150,6 +159,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
       call: ctx.call,
       pageSize: options.pageSize,
       userAgent: account.userAgent,
+      fetch,
     });
     const lbs = new OpenStackLoadBalancers(client, {
       ...options.loadBalancer,
