@@ -162,6 +162,8 @@ export class OpenStackFake extends VendorFake<Listing> {
   /** Issued token → its project and expiry. */
   private readonly tokens = new Map<string, { account: string; expiresMs: number }>();
   private readonly credentials: Credential[] = [];
+  /** Certificate references Octavia can retrieve (addCertificate). */
+  private readonly certificates = new Set<string>();
   /** Load-balancer creates that are to end in ERROR. */
   private failingCreates = 0;
   private tokenSeq = 0;
@@ -1658,6 +1660,7 @@ export class OpenStackFake extends VendorFake<Listing> {
           "Conflict",
           `Another Listener on this Load Balancer is already using protocol_port ${port}`,
         );
+      this.checkCertificate(protocol, b["default_tls_container_ref"]);
       const {
         name,
         description,
@@ -1753,6 +1756,8 @@ export class OpenStackFake extends VendorFake<Listing> {
         default_pool_id: _d,
         ...settings
       } = (c.body["listener"] as Json | undefined) ?? {};
+      if ("default_tls_container_ref" in settings)
+        this.checkCertificate(l.protocol, settings["default_tls_container_ref"]);
       if (typeof name === "string") l.name = name;
       if (typeof description === "string") l.description = description;
       if (Array.isArray(tags)) l.tags = tags.map(String);
@@ -1894,6 +1899,28 @@ export class OpenStackFake extends VendorFake<Listing> {
       created_at: osTime(lb.createdMs),
       updated_at: osTime(lb.createdMs),
     };
+  }
+
+  /** A certificate reference Octavia can retrieve (from Barbican, in a real cloud). */
+  addCertificate(ref: string): void {
+    this.certificates.add(ref);
+  }
+
+  /** Octavia's checks of a listener's certificate: required on TERMINATED_HTTPS, retrievable, only there. */
+  private checkCertificate(protocol: string, ref: unknown): void {
+    const given = typeof ref === "string" && ref !== "";
+    if (protocol === "TERMINATED_HTTPS" && !given)
+      throw bad(
+        "ValidationException",
+        "An SNI or default certificate container reference must be provided for TERMINATED_HTTPS listeners.",
+      );
+    if (protocol !== "TERMINATED_HTTPS" && given)
+      throw bad(
+        "ValidationException",
+        "Certificate container references are only allowed on TERMINATED_HTTPS protocol listeners.",
+      );
+    if (given && !this.certificates.has(ref))
+      throw bad("CertificateRetrievalException", `Could not retrieve certificate: ['${ref}']`);
   }
 
   private wireListener(l: FakeListener): Json {

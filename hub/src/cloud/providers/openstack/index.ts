@@ -69,6 +69,8 @@ export const OpenStackOptionsSchema = z
         availabilityZone: z.string().min(1).optional(),
         /** An ERROR load balancer is deleted and built anew once its failure was reported (default: reported only). */
         recreateOnError: z.boolean().default(false),
+        /** Upstream's default-tls-container-ref: the TCP ports of every Service terminate TLS with this certificate. */
+        tlsContainerRef: z.string().min(1).optional(),
         /** Octavia's provider (upstream's lb-provider): `ovn` also changes the security groups' rule sources. */
         provider: z.string().min(1).optional(),
         /** Upstream's manage-security-groups: a node-port security group per load balancer on the members' ports. */

@@ -152,6 +152,8 @@ export interface LbDefaults {
   readonly recreateOnError: boolean;
   readonly flavorId?: string | undefined;
   readonly availabilityZone?: string | undefined;
+  /** A certificate reference every Service's TCP ports terminate TLS with (upstream's default-tls-container-ref). */
+  readonly tlsContainerRef?: string | undefined;
   /** Octavia's provider (`amphora`, `ovn`, ...); absent: the cloud's default. */
   readonly provider?: string | undefined;
   /** A node-port security group per load balancer on the members' ports (upstream's manage-security-groups). */
@@ -188,12 +190,22 @@ export function serviceNameOf(lbName: string): string | undefined {
   return parts.length >= 5 && ns !== undefined && name !== undefined ? `${ns}/${name}` : undefined;
 }
 
-/** Octavia's protocol of a Service port: TCP, UDP, or PROXY pools for proxy protocol. */
-function listenerProtocol(p: LoadBalancerSpec["listeners"][number]): string {
+/**
+ * Octavia's protocol of a Service port: UDP, HTTP, TCP; with a certificate reference (upstream's
+ * default-tls-container-ref) a TCP or HTTP port terminates TLS (TERMINATED_HTTPS).
+ */
+function listenerProtocol(
+  p: LoadBalancerSpec["listeners"][number],
+  tlsContainerRef: string | undefined,
+): string {
   if (p.protocol === "UDP") return "UDP";
+  if (tlsContainerRef !== undefined) return "TERMINATED_HTTPS";
   if (p.protocol === "HTTP") return "HTTP";
   return "TCP";
 }
+
+/** Listeners that speak HTTP to clients: X-Forwarded-For can be inserted, their pools speak HTTP. */
+const httpish = (protocol: string) => protocol === "HTTP" || protocol === "TERMINATED_HTTPS";
 
 type Step = () => Promise<unknown>;
 
@@ -691,7 +703,8 @@ export class OpenStackLoadBalancers implements LoadBalancers {
   ): Promise<Step | undefined> {
     const lbApi = (op: string, method: "POST" | "PUT" | "DELETE", path: string, body?: unknown) => () =>
       this.client.request("load-balancer", op, method, path, { ...(body !== undefined && { body }), signal });
-    const wanted = spec.listeners.map((p) => ({ p, protocol: listenerProtocol(p) }));
+    const tlsRef = s.tlsContainerRef ?? this.defaults.tlsContainerRef;
+    const wanted = spec.listeners.map((p) => ({ p, protocol: listenerProtocol(p, tlsRef) }));
     // Listeners of ports no longer wanted: their pool first (its members and monitor go with it).
     for (const l of listeners) {
       if (wanted.some((w) => w.protocol === l.protocol && w.p.port === l.protocol_port)) continue;
@@ -701,11 +714,13 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     }
     for (const [i, { p, protocol }] of wanted.entries()) {
       const cidrs = spec.sourceRanges.length === 0 ? null : [...spec.sourceRanges].sort();
-      const headers = protocol === "HTTP" && s.xForwardedFor ? { "X-Forwarded-For": "true" } : {};
+      const headers = httpish(protocol) && s.xForwardedFor ? { "X-Forwarded-For": "true" } : {};
+      const tls = protocol === "TERMINATED_HTTPS" ? tlsRef : undefined;
       const listenerBody = {
         ...s.timeouts,
         ...(cidrs !== null && { allowed_cidrs: cidrs }),
-        ...(protocol === "HTTP" && { insert_headers: headers }),
+        ...(httpish(protocol) && { insert_headers: headers }),
+        ...(tls !== undefined && { default_tls_container_ref: tls }),
       };
       const l = listeners.find((x) => x.protocol === protocol && x.protocol_port === p.port);
       if (l === undefined)
@@ -723,11 +738,13 @@ export class OpenStackLoadBalancers implements LoadBalancers {
           ? null
           : [...l.allowed_cidrs].sort();
       const timeoutsDiffer = Object.entries(s.timeouts).some(([k, v]) => l[k] !== v);
-      if (JSON.stringify(haveCidrs) !== JSON.stringify(cidrs) || timeoutsDiffer)
+      const certificateDiffers = tls !== undefined && l["default_tls_container_ref"] !== tls;
+      if (JSON.stringify(haveCidrs) !== JSON.stringify(cidrs) || timeoutsDiffer || certificateDiffers)
         return lbApi(LB_OPS.listenerUpdate, "PUT", `/lbaas/listeners/${l.id}`, {
           listener: { ...listenerBody, allowed_cidrs: cidrs ?? [] },
         });
-      const poolProtocol = p.proxyProtocol ? "PROXY" : protocol;
+      // A TERMINATED_HTTPS listener hands plain HTTP to its pool, as upstream builds it.
+      const poolProtocol = p.proxyProtocol ? "PROXY" : protocol === "TERMINATED_HTTPS" ? "HTTP" : protocol;
       const persistence = spec.sessionAffinity === "ClientIP" ? { type: "SOURCE_IP" } : null;
       const monitorPort = spec.healthCheck.port !== p.nodePort ? spec.healthCheck.port : undefined;
       const poolTags = [
