@@ -465,10 +465,12 @@ export class OpenStackFake extends VendorFake<Listing> {
         example: `/${R}/public/network/v2.0/ports/${id}`,
         handle: (c) => {
           const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          this.ifMatch(c, p);
           const pairs = (c.body["port"] as Json | undefined)?.["allowed_address_pairs"];
           if (pairs !== undefined) p.allowedAddressPairs = this.pairs(p, pairs);
           const groups = (c.body["port"] as Json | undefined)?.["security_groups"];
           if (groups !== undefined) p.securityGroups = this.groupsFor(p, groups);
+          p.revision++;
           return { body: { port: this.wirePort(p) } };
         },
       },
@@ -594,7 +596,10 @@ export class OpenStackFake extends VendorFake<Listing> {
         handle: (c) => {
           const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
           const t = this.validTag(c.params[2] ?? "");
-          if (!p.tags.includes(t)) p.tags.push(t);
+          if (!p.tags.includes(t)) {
+            p.tags.push(t);
+            p.revision++;
+          }
           return { status: 201, body: "" };
         },
       },
@@ -608,6 +613,7 @@ export class OpenStackFake extends VendorFake<Listing> {
           const t = c.params[2] ?? "";
           if (!p.tags.includes(t)) throw neutronNotFound("Tag", t);
           p.tags = p.tags.filter((x) => x !== t);
+          p.revision++;
           return { status: 204 };
         },
       },
@@ -789,6 +795,18 @@ export class OpenStackFake extends VendorFake<Listing> {
         },
       },
     ];
+  }
+
+  /** Neutron's `If-Match: revision_number=<n>` (revision-if-match): 412 when the port moved on. */
+  private ifMatch(c: VendorCall, p: FakePort): void {
+    const raw = c.headers["if-match"];
+    const m = typeof raw === "string" ? /^revision_number=(\d+)$/.exec(raw.trim()) : null;
+    if (m !== null && Number(m[1]) !== p.revision)
+      throw new FakeError(
+        412,
+        "RevisionNumberConstraintFailed",
+        `Constrained to ${m[1]}, but current revision is ${p.revision}`,
+      );
   }
 
   private validTag(t: string): string {
@@ -1214,6 +1232,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       securityGroups: [],
       portSecurityEnabled: true,
       tags: [],
+      revision: 1,
     };
     this.store.ports.set(p.id, p);
     return p;
@@ -1277,7 +1296,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       port_security_enabled: p.portSecurityEnabled,
       description: "",
       tags: p.tags,
-      revision_number: 1,
+      revision_number: p.revision,
     };
   }
 

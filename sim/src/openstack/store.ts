@@ -63,6 +63,8 @@ export interface FakePort {
   securityGroups: string[];
   portSecurityEnabled: boolean;
   tags: string[];
+  /** Neutron's revision_number: one more on every update of the port. */
+  revision: number;
 }
 
 export interface FakeSecurityGroupRule {

@@ -48,6 +48,8 @@ export interface RequestOptions {
   readonly query?: Query;
   readonly body?: unknown;
   readonly signal?: AbortSignal | undefined;
+  /** More headers (Neutron's `If-Match: revision_number=<n>`, say). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface OpenStackPage<T> {
@@ -148,7 +150,7 @@ export class OpenStackClient {
     opts: RequestOptions,
   ): Promise<T> {
     const rest = this.rest(token, service);
-    const headers: Record<string, string> = { "x-auth-token": token.token };
+    const headers: Record<string, string> = { ...opts.headers, "x-auth-token": token.token };
     if (service === "compute") headers["openstack-api-version"] = `compute ${COMPUTE_MICROVERSION}`;
     const deps: CalledRequestDeps = {
       rest,

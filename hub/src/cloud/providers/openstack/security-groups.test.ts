@@ -26,11 +26,19 @@ let net: FakeNetwork;
 let servers: string[];
 let seq = 0;
 
-async function lbsWith(loadBalancer: Record<string, unknown>): Promise<LoadBalancers> {
-  const { provider } = await bindRecorded(openstackProvider, projectAccount(project), {
-    applicationCredentialId: APP_CREDENTIAL.id,
-    loadBalancer: { floatingNetworkId: project.ext.id, manageSecurityGroups: true, ...loadBalancer },
-  });
+async function lbsWith(
+  loadBalancer: Record<string, unknown>,
+  before?: (op: string) => Promise<void>,
+): Promise<LoadBalancers> {
+  const { provider } = await bindRecorded(
+    openstackProvider,
+    projectAccount(project),
+    {
+      applicationCredentialId: APP_CREDENTIAL.id,
+      loadBalancer: { floatingNetworkId: project.ext.id, manageSecurityGroups: true, ...loadBalancer },
+    },
+    before === undefined ? {} : { before },
+  );
   if (provider.loadBalancers === undefined) throw new Error("no load balancers");
   return provider.loadBalancers;
 }
@@ -186,4 +194,29 @@ test("upstream's group (its name, its port tags) is adopted, not duplicated; a p
   await settle(() => lbs.ensureDeleted(t));
   expect(fake.store.securityGroups.has(upstream.id)).toBe(false);
   third.portSecurityEnabled = true;
+});
+
+test("two Services taking their groups off the same ports at once never undo each other's change (If-Match on the port's revision)", async () => {
+  let interleave: (() => Promise<void>) | undefined;
+  const lbs = await lbsWith({}, async (op) => {
+    // A's first port write waits while B is deleted whole: A's revision of the port is stale.
+    if (op !== "port.update" || interleave === undefined) return;
+    const run = interleave;
+    interleave = undefined;
+    await run();
+  });
+  const [a, b] = [target(), target()];
+  await settle(() => lbs.ensure(a, sampleLoadBalancerSpec(servers, { serviceName: "default/a" })));
+  await settle(() => lbs.ensure(b, sampleLoadBalancerSpec(servers, { serviceName: "default/b" })));
+  const ga = groupOf(a.serviceUid)?.id ?? "";
+  const gb = groupOf(b.serviceUid)?.id ?? "";
+  expect(servers.map((s) => portOf(s)?.securityGroups.sort())).toEqual(servers.map(() => [ga, gb].sort()));
+  interleave = () => settle(() => lbs.ensureDeleted(b)).then(() => undefined);
+  // Without the revision check A would write back B's group; with it Neutron refuses (412).
+  await expect(settle(() => lbs.ensureDeleted(a))).rejects.toThrow(/412|revision/i);
+  await settle(() => lbs.ensureDeleted(a));
+  expect([...fake.store.securityGroups.values()]).toEqual([]);
+  expect(servers.map((s) => [portOf(s)?.securityGroups, portOf(s)?.tags])).toEqual(
+    servers.map(() => [[], []]),
+  );
 });

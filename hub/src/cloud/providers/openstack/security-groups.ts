@@ -42,6 +42,7 @@ export interface SgPort extends WirePort {
   readonly security_groups?: readonly string[];
   readonly port_security_enabled?: boolean;
   readonly tags?: readonly string[];
+  readonly revision_number?: number;
 }
 
 interface WireGroup {
@@ -297,16 +298,17 @@ export class NodeSecurityGroups {
    * off every other port tagged with it, tag last.
    */
   private async attach(groupId: string, ports: readonly SgPort[], signal?: AbortSignal): Promise<void> {
-    const wanted = ports.filter((p) => p.port_security_enabled !== false);
-    for (const p of wanted) {
-      if (p.security_groups?.includes(groupId) && p.tags?.includes(groupId)) continue;
-      if (!p.tags?.includes(groupId))
-        await this.client.request("network", SG_OPS.portTag, "PUT", `/ports/${p.id}/tags/${groupId}`, {
-          signal,
-        });
+    let wanted = ports.filter((p) => p.port_security_enabled !== false);
+    const untagged = wanted.filter((p) => !p.tags?.includes(groupId));
+    for (const p of untagged)
+      await this.client.request("network", SG_OPS.portTag, "PUT", `/ports/${p.id}/tags/${groupId}`, {
+        signal,
+      });
+    // A tag moves a port's revision on: read them again for the conditional writes below.
+    if (untagged.length > 0) wanted = await this.reread(wanted, signal);
+    for (const p of wanted)
       if (!p.security_groups?.includes(groupId))
-        await this.setGroups(p.id, [...(p.security_groups ?? []), groupId], signal);
-    }
+        await this.setGroups(p, [...(p.security_groups ?? []), groupId], signal);
     const keep = new Set(wanted.map((p) => p.id));
     const tagged = await this.client.list<SgPort>("network", SG_OPS.ports, "/ports", "ports", {
       query: { tags: groupId },
@@ -316,7 +318,7 @@ export class NodeSecurityGroups {
       if (keep.has(p.id)) continue;
       if (p.security_groups?.includes(groupId))
         await this.setGroups(
-          p.id,
+          p,
           p.security_groups.filter((g) => g !== groupId),
           signal,
         );
@@ -330,10 +332,33 @@ export class NodeSecurityGroups {
     }
   }
 
-  /** The port's whole list (Neutron has no atomic add for security groups; upstream writes it so too). */
-  private async setGroups(portId: string, groups: readonly string[], signal?: AbortSignal): Promise<void> {
-    await this.client.request("network", SG_OPS.portUpdate, "PUT", `/ports/${portId}`, {
+  /** The same ports as Neutron has them now (by their servers, 40 a call). */
+  private async reread(ports: readonly SgPort[], signal?: AbortSignal): Promise<SgPort[]> {
+    const ids = new Set(ports.map((p) => p.id));
+    const devices = [...new Set(ports.map((p) => p.device_id))];
+    const out: SgPort[] = [];
+    for (let i = 0; i < devices.length; i += 40) {
+      const now = await this.client.list<SgPort>("network", SG_OPS.ports, "/ports", "ports", {
+        query: { device_id: devices.slice(i, i + 40) },
+        signal,
+      });
+      out.push(...now.filter((p) => ids.has(p.id)));
+    }
+    return out;
+  }
+
+  /**
+   * The port's whole list of groups (Neutron has no atomic add), written only if the port is
+   * still the revision read (`If-Match`, Neutron's revision-if-match): two Services changing one
+   * node's port at once cannot undo each other's change (upstream's own TODO). A 412 fails this
+   * call; the next one reads the port again.
+   */
+  private async setGroups(port: SgPort, groups: readonly string[], signal?: AbortSignal): Promise<void> {
+    await this.client.request("network", SG_OPS.portUpdate, "PUT", `/ports/${port.id}`, {
       body: { port: { security_groups: [...new Set(groups)] } },
+      ...(port.revision_number !== undefined && {
+        headers: { "if-match": `revision_number=${port.revision_number}` },
+      }),
       signal,
     });
   }
