@@ -19,7 +19,7 @@ import { CloudError } from "../../errors.js";
 import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import type { LbOwner, LoadBalancerSpec } from "../../provider.js";
 import type { OpenStackClient } from "./client.js";
-import { isAlreadyThere, isGone } from "./errors.js";
+import { isAlreadyThere, isGone, isStaleRevision } from "./errors.js";
 import type { WirePort } from "./instances.js";
 
 export const SG_OPS = {
@@ -36,6 +36,9 @@ export const SG_OPS = {
   portTag: "port.tags.create",
   portUntag: "port.tags.delete",
 } as const;
+
+/** Conditional writes of one port's groups before a call gives up (each 412 reads it again). */
+const MAX_PORT_WRITES = 5;
 
 /** A Neutron port with what security-group management reads. */
 export interface SgPort extends WirePort {
@@ -307,8 +310,7 @@ export class NodeSecurityGroups {
     // A tag moves a port's revision on: read them again for the conditional writes below.
     if (untagged.length > 0) wanted = await this.reread(wanted, signal);
     for (const p of wanted)
-      if (!p.security_groups?.includes(groupId))
-        await this.setGroups(p, [...(p.security_groups ?? []), groupId], signal);
+      await this.changeGroups(p, (gs) => (gs.includes(groupId) ? undefined : [...gs, groupId]), signal);
     const keep = new Set(wanted.map((p) => p.id));
     const tagged = await this.client.list<SgPort>("network", SG_OPS.ports, "/ports", "ports", {
       query: { tags: groupId },
@@ -316,12 +318,11 @@ export class NodeSecurityGroups {
     });
     for (const p of tagged) {
       if (keep.has(p.id)) continue;
-      if (p.security_groups?.includes(groupId))
-        await this.setGroups(
-          p,
-          p.security_groups.filter((g) => g !== groupId),
-          signal,
-        );
+      await this.changeGroups(
+        p,
+        (gs) => (gs.includes(groupId) ? gs.filter((g) => g !== groupId) : undefined),
+        signal,
+      );
       try {
         await this.client.request("network", SG_OPS.portUntag, "DELETE", `/ports/${p.id}/tags/${groupId}`, {
           signal,
@@ -348,18 +349,36 @@ export class NodeSecurityGroups {
   }
 
   /**
-   * The port's whole list of groups (Neutron has no atomic add), written only if the port is
-   * still the revision read (`If-Match`, Neutron's revision-if-match): two Services changing one
-   * node's port at once cannot undo each other's change (upstream's own TODO). A 412 fails this
-   * call; the next one reads the port again.
+   * The port's whole list of groups as `change` makes it (undefined: as it is), written only if
+   * the port is still the revision read (`If-Match`, Neutron's revision-if-match): Neutron has no
+   * atomic add, and two Services changing one node's port at once must not undo each other's
+   * change (upstream's own TODO). On a 412 the port is read again and the change made anew, a
+   * few times; past that the call fails and a later one starts over.
    */
-  private async setGroups(port: SgPort, groups: readonly string[], signal?: AbortSignal): Promise<void> {
-    await this.client.request("network", SG_OPS.portUpdate, "PUT", `/ports/${port.id}`, {
-      body: { port: { security_groups: [...new Set(groups)] } },
-      ...(port.revision_number !== undefined && {
-        headers: { "if-match": `revision_number=${port.revision_number}` },
-      }),
-      signal,
-    });
+  private async changeGroups(
+    port: SgPort,
+    change: (groups: readonly string[]) => readonly string[] | undefined,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let current = port;
+    for (let attempt = 1; ; attempt++) {
+      const groups = change(current.security_groups ?? []);
+      if (groups === undefined) return;
+      try {
+        await this.client.request("network", SG_OPS.portUpdate, "PUT", `/ports/${current.id}`, {
+          body: { port: { security_groups: [...new Set(groups)] } },
+          ...(current.revision_number !== undefined && {
+            headers: { "if-match": `revision_number=${current.revision_number}` },
+          }),
+          signal,
+        });
+        return;
+      } catch (err) {
+        if (!isStaleRevision(err) || attempt >= MAX_PORT_WRITES) throw err;
+      }
+      const [fresh] = await this.reread([current], signal);
+      if (fresh === undefined) return; // the port is gone: nothing to change on it
+      current = fresh;
+    }
   }
 }
