@@ -19,7 +19,7 @@ import {
 import { pinCores } from "./util.js";
 import { runVendor, VENDOR_DEFAULTS, VENDORS, type Vendor, type VendorBenchOptions } from "./vendors.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode|digitalocean|hetzner|gcp [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode|digitalocean|hetzner|gcp|openstack [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -90,7 +90,7 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
 
 /** Set by parse for `--scenario linode`, which takes its own few options. */
 let linodeRun: LinodeBenchOptions | undefined;
-/** Set by parse for `--scenario digitalocean|hetzner|gcp`. */
+/** Set by parse for `--scenario digitalocean|hetzner|gcp|openstack`. */
 let vendorRun: VendorBenchOptions | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
@@ -164,7 +164,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const own = ["linode", ...VENDORS];
   if (!["join", "steady", "churn", "chaos", "restart", "failover", ...own].includes(scenario))
     throw new Error(
-      `--scenario: expected join, steady, churn, chaos, restart, failover, linode, digitalocean, hetzner or gcp, got "${scenario}"`,
+      `--scenario: expected join, steady, churn, chaos, restart, failover, linode, digitalocean, hetzner, gcp or openstack, got "${scenario}"`,
     );
   const s = (own.includes(scenario) ? "join" : scenario) as ScenarioName;
   const json = values.json === true;

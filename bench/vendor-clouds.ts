@@ -1,11 +1,18 @@
 /**
- * LocalCloud adapters for the vendor benchmarks (`--scenario digitalocean|hetzner|gcp`): one
+ * LocalCloud adapters for the vendor benchmarks (`--scenario digitalocean|hetzner|gcp|openstack`): one
  * account (token, project) of the vendor's fake holds every cluster's machines, each cluster
  * scoped to its own by a tag or label. Kept in bench/ so they never collide with the demo's
  * adapters in cli/src; they add what a benchmark reads: the fake's call counts by operation,
  * the account's instance count and every fleet load balancer's backend count.
  */
-import { DigitalOceanFake, GcpComputeFake, HetznerFake, nodeName } from "@fleet-ccm/sim";
+import {
+  DigitalOceanFake,
+  type FakeNeutronNetwork,
+  GcpComputeFake,
+  HetznerFake,
+  nodeName,
+  OpenStackFake,
+} from "@fleet-ccm/sim";
 import type { LocalCloud } from "../cli/dist/local-fleet.js";
 
 export interface BenchCloud extends LocalCloud {
@@ -263,6 +270,147 @@ export class GcpBenchCloud implements BenchCloud {
     return this.fake
       .list(GCP_PROJECT, "targetPools")
       .map((p) => (Array.isArray(p["instances"]) ? (p["instances"] as unknown[]).length : 0));
+  }
+
+  close(): Promise<void> {
+    return this.fake.close();
+  }
+}
+
+// ---- OpenStack ------------------------------------------------------------------------------
+
+const OS_PROJECT = "bench";
+const OS_REGION = "RegionOne";
+const OS_APP_CREDENTIAL = "fleet-ccm-bench";
+const OS_CLUSTER_KEY = "fleet-ccm-cluster";
+
+/** The OpenStack service an operation of the fake belongs to (its op names start with it). */
+export function openstackService(op: string): "keystone" | "nova" | "neutron" | "octavia" | undefined {
+  const s = op.split(".")[0];
+  return s === "keystone" || s === "nova" || s === "neutron" || s === "octavia" ? s : undefined;
+}
+
+/**
+ * One project holds every cluster: a Neutron network per cluster (its nodes' ports, its load
+ * balancers' VIPs; the cluster's scope), an external network for floating IPs. Octavia settles
+ * at once: what is counted is the calls, not how long amphorae take.
+ */
+export class OpenStackBenchCloud implements BenchCloud {
+  readonly provider = "openstack";
+  private readonly networks = new Map<string, FakeNeutronNetwork>();
+
+  private constructor(
+    readonly fake: OpenStackFake,
+    private readonly secret: string,
+    private readonly external: FakeNeutronNetwork,
+    private readonly opts: BenchCloudOptions,
+    private readonly timeScale: number,
+  ) {}
+
+  /**
+   * `timeScale`: the hub's periods are divided by it, and so is the provider's own full-listing
+   * interval (600 s by default), so the steady window holds full listings as the default does.
+   */
+  static async start(opts: BenchCloudOptions, timeScale = 1): Promise<OpenStackBenchCloud> {
+    const fake = await OpenStackFake.start({ pendingMs: 0 });
+    fake.createProject(OS_PROJECT);
+    const secret = "bench-secret";
+    fake.createApplicationCredential(OS_PROJECT, OS_APP_CREDENTIAL, secret);
+    const external = fake.createNetwork(OS_PROJECT, OS_REGION, {
+      name: "public",
+      cidr: "172.24.0.0/16",
+      external: true,
+    });
+    return new OpenStackBenchCloud(fake, secret, external, opts, timeScale);
+  }
+
+  private network(cluster: string): FakeNeutronNetwork {
+    let n = this.networks.get(cluster);
+    if (n === undefined) {
+      const i = this.networks.size;
+      n = this.fake.createNetwork(OS_PROJECT, OS_REGION, {
+        name: `${cluster}-net`,
+        // A /16 per cluster (the fake numbers hosts from the subnet's base).
+        cidr: `10.${i % 250}.0.0/16`,
+      });
+      this.networks.set(cluster, n);
+    }
+    return n;
+  }
+
+  accountsConfig() {
+    return {
+      accounts: [
+        {
+          name: OS_PROJECT,
+          provider: "openstack",
+          region: OS_REGION,
+          endpoint: `${this.fake.url}/v3`,
+          credentials: { applicationCredentialSecret: { env: "FLEET_CCM_BENCH_OS_SECRET" } },
+          rateLimit: { perSecond: this.opts.rateLimitPerSecond, burst: this.opts.rateLimitPerSecond },
+          requestTimeoutMs: this.opts.requestTimeoutMs,
+          options: {
+            applicationCredentialId: OS_APP_CREDENTIAL,
+            pageSize: 1000,
+            fullListIntervalSeconds: Math.max(1, Math.round(600 / this.timeScale)),
+            loadBalancer: { floatingNetworkId: this.external.id },
+          },
+        },
+      ],
+      env: { FLEET_CCM_BENCH_OS_SECRET: this.secret },
+    };
+  }
+
+  clusterConfig(cluster: string) {
+    return { account: OS_PROJECT, scope: { network: this.network(cluster).id } };
+  }
+
+  addMachine(cluster: string, index: number): string {
+    const name = nodeName(cluster, index);
+    this.fake.createServer(OS_PROJECT, OS_REGION, {
+      name,
+      networks: [this.network(cluster)],
+      metadata: { [OS_CLUSTER_KEY]: cluster },
+      az: "nova",
+      flavor: "m1.medium",
+    });
+    return name;
+  }
+
+  callsByOperation(): Record<string, number> {
+    return { ...this.fake.log.stats().byOperation };
+  }
+
+  totalCalls(): number {
+    return total(this.callsByOperation());
+  }
+
+  /** Calls by OpenStack service (Keystone, Nova, Neutron, Octavia). */
+  callsByService(byOp: Record<string, number>): Record<string, number> {
+    const out: Record<string, number> = { keystone: 0, nova: 0, neutron: 0, octavia: 0 };
+    for (const [op, n] of Object.entries(byOp)) {
+      const s = openstackService(op);
+      if (s !== undefined) out[s] = (out[s] ?? 0) + n;
+    }
+    return out;
+  }
+
+  instancesInAccount(): number {
+    return this.fake.store.servers.size;
+  }
+
+  lbBackendCounts(): number[] {
+    const out: number[] = [];
+    for (const lb of this.fake.store.loadBalancers.values()) {
+      if (
+        !lb.tags.some((t) => t.startsWith("fleet-ccm.io/cluster=")) ||
+        this.fake.lbStatus(lb.id) === "DELETED"
+      )
+        continue;
+      const pool = [...this.fake.store.pools.values()].find((p) => p.lbId === lb.id);
+      out.push(pool?.members.length ?? 0);
+    }
+    return out;
   }
 
   close(): Promise<void> {

@@ -146,3 +146,59 @@ export function gceCcmSteadyCallsPerMinute(nodesPerCluster: number, routes: bool
 export function gceCcmCallsPerNodeJoin(zoneIndex: number, services: number): number {
   return zoneIndex + 1 + 1 + services * GCE_CCM.callsPerServiceOnNodeChange;
 }
+
+// ---- OpenStack ------------------------------------------------------------------------------
+
+/**
+ * kubernetes/cloud-provider-openstack (`pkg/openstack/instancesv2.go`, `loadbalancer.go`,
+ * `routes.go`, read at 0facb5b / 13d7b04): InstanceMetadata is `servers.Get` by the providerID's
+ * id (one Nova call; a node without a providerID is `servers.List` with `name=^<node>$`), then
+ * `getAttachedPorts` (one Neutron `GET /ports?device_id=`); the flavor name comes from the
+ * server's embedded flavor where Nova answers it (a `flavors.Get` more otherwise: not counted).
+ * No cache: every status update reaches Nova and Neutron. UpdateLoadBalancer
+ * (updateOctaviaLoadBalancer) per Service port: the load balancer by its id annotation, its
+ * listeners, the listener's pool, the pool's members, the batch member update and at least one
+ * read of the load balancer until ACTIVE (6 Octavia calls; create-monitor is off by default).
+ * Each CCM holds its own Keystone token (gophercloud re-authenticates when it expires: Keystone's
+ * default lifetime is an hour). With `[Route] router-id` the route controller's ListRoutes, every
+ * 10 s: `routers.Get`, the router's ports twice (`getRouterNetworkIDs` before and after), and
+ * `getPortByIP` for each route whose next hop is a node.
+ */
+export const OCCM = {
+  /** Per node and status update: servers.Get (Nova) and the ports by device_id (Neutron). */
+  novaCallsPerNodePerStatusUpdate: 1,
+  neutronCallsPerNodePerStatusUpdate: 1,
+  /** Keystone tokens per CCM an hour (one per token lifetime, 3,600 s by default). */
+  keystoneTokensPerHour: 1,
+  /** A joining node: servers.List by name (Nova) and its ports (Neutron). */
+  joinNovaCalls: 1,
+  joinNeutronCalls: 1,
+  /** Per LoadBalancer Service (one port) when the node set changes: 6 Octavia calls. */
+  octaviaCallsPerServiceOnNodeChange: 6,
+  /** ListRoutes: router get and the router's ports twice, plus one port lookup per node route. */
+  neutronCallsPerListRoutes: 3,
+} as const;
+
+export type OpenStackServiceCalls = Record<"keystone" | "nova" | "neutron" | "octavia", number>;
+
+export function occmSteadyCallsPerHour(nodesPerCluster: number, routes: boolean): OpenStackServiceCalls {
+  const updates = 3600 / FRAMEWORK.nodeStatusUpdateS;
+  const listRoutes = routes
+    ? (3600 / FRAMEWORK.routeReconciliationS) * (OCCM.neutronCallsPerListRoutes + nodesPerCluster)
+    : 0;
+  return {
+    keystone: OCCM.keystoneTokensPerHour,
+    nova: nodesPerCluster * OCCM.novaCallsPerNodePerStatusUpdate * updates,
+    neutron: nodesPerCluster * OCCM.neutronCallsPerNodePerStatusUpdate * updates + listRoutes,
+    octavia: 0,
+  };
+}
+
+export function occmCallsPerNodeJoin(services: number): OpenStackServiceCalls {
+  return {
+    keystone: 0,
+    nova: OCCM.joinNovaCalls,
+    neutron: OCCM.joinNeutronCalls,
+    octavia: services * OCCM.octaviaCallsPerServiceOnNodeChange,
+  };
+}

@@ -27,6 +27,7 @@ if [[ ${#files[@]} -eq 0 ]]; then
     agent/src/hub-credentials.test.ts test/bundle-url.test.ts test/tls.e2e.test.ts test/mtls.e2e.test.ts
     test/images.test.ts test/aws.e2e.test.ts test/linode.e2e.test.ts test/multi-cloud.e2e.test.ts
     test/register.e2e.test.ts test/node-init.e2e.test.ts test/kubectl.e2e.test.ts
+    hub/src/cloud/providers/openstack/ca-bundle.test.ts
   )
 fi
 export PATH="$PWD/$dir/bin:$PATH"

@@ -10,7 +10,7 @@
  */
 
 import { LB_COLLECTIONS } from "@fleet-ccm/sim";
-import { expect, test } from "@jest/globals";
+import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
 import { DigitalOceanLocalCloud, DO_DEMO_ACCOUNT } from "../cli/src/digitalocean-cloud.js";
@@ -19,6 +19,7 @@ import { HETZNER_DEMO_ACCOUNT, HetznerLocalCloud } from "../cli/src/hetzner-clou
 import { LinodeLocalCloud } from "../cli/src/linode-cloud.js";
 import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
+import { OpenStackLocalCloud } from "../cli/src/openstack-cloud.js";
 import { localCloudsFixture } from "./local-clouds-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
@@ -257,3 +258,187 @@ test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, loa
   expect(linode.fake.store.nodeBalancersOf(linode.account(LINODE))).toEqual([]);
   expect(aws.fake.state.classicLbs.all()).toEqual([]);
 }, 400_000);
+
+/**
+ * OpenStack beside the same five clouds on one hub: a project with a network per cluster and
+ * node-port security groups on. Nodes get OpenStack providerIDs and labels; a public Service
+ * gets an Octavia load balancer with a floating IP, an internal one its VIP, each a security
+ * group on the members' ports; a joining node becomes a member of both and gets both groups;
+ * pod CIDRs become router extra routes; the deleted Services leave nothing (load balancers,
+ * listeners, pools, members, monitors, floating IPs, security groups, port tags). The other
+ * clouds' own checks are the test above: here they only serve beside it.
+ */
+describe("OpenStack beside the other clouds", () => {
+  const clouds = localCloudsFixture();
+  const OPENSTACK = "cluster-006";
+  const INTERNAL = "service.beta.kubernetes.io/openstack-internal-load-balancer";
+
+  test("one hub: OpenStack nodes, a public and an internal Octavia load balancer with security groups, node changes, routes, nothing left", async () => {
+    const byCluster = new Map<string, LocalCloud>([
+      [LINODE, await clouds.started(LinodeLocalCloud.start([LINODE]))],
+      [AWS, await clouds.started(AwsLocalCloud.start([AWS]))],
+      [DO, await clouds.started(DigitalOceanLocalCloud.start([DO]))],
+      [HETZNER, await clouds.started(HetznerLocalCloud.start([HETZNER]))],
+      [GCP, await clouds.started(GcpLocalCloud.start([GCP]))],
+    ]);
+    const others = [...byCluster.values()];
+    const os = await clouds.started(
+      OpenStackLocalCloud.start([OPENSTACK], { pendingMs: 100, spec: true, manageSecurityGroups: true }),
+    );
+    byCluster.set(OPENSTACK, os);
+    const cloud = new MixedLocalCloud([...others, os], (c) => {
+      const found = byCluster.get(c);
+      if (found === undefined) throw new Error(`no cloud for ${c}`);
+      return found;
+    });
+    const every = [...ALL, OPENSTACK];
+    const f = clouds.useFleet(
+      await LocalFleet.start({
+        clusters: every.length,
+        nodesPerCluster: 0,
+        logger,
+        cloud,
+        configureCloudRoutes: true,
+      }),
+    );
+    const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
+    for (const c of every) f.spawnAgentProcess(c, hub.grpcPort);
+    for (const c of every) f.addNodes(c, 2);
+    expect(await waitFor(() => f.progress().initialized === 2 * every.length, 120_000)).toBe(true);
+    expect(hub.output()).not.toContain(os.secret);
+
+    const nodes = () => f.nodes(OPENSTACK) as unknown as KubeNode[];
+    const portOf = (serverId: string) =>
+      [...os.fake.store.ports.values()].find((p) => p.deviceId === serverId);
+    const ipOf = (serverId: string) => portOf(serverId)?.fixedIps[0]?.ip_address;
+    const serverOf = (n: KubeNode) => os.servers(OPENSTACK).find((s) => s.name === n.metadata.name);
+    for (const n of nodes()) {
+      const s = serverOf(n);
+      expect(n.spec.providerID).toBe(`openstack:///${s?.id}`);
+      expect(n.metadata.labels).toMatchObject({ [REGION]: "RegionOne", [ZONE]: "nova", [TYPE]: "m1.medium" });
+      expect(n.status?.addresses).toContainEqual({ type: "InternalIP", address: ipOf(s?.id ?? "") });
+    }
+
+    // A public and an internal Service on OpenStack, one Service on every other cloud.
+    for (const c of ALL) f.addServices(c, 1);
+    f.addServices(OPENSTACK, 1);
+    f.cluster(OPENSTACK).kube.create("Service", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "internal", namespace: "default", annotations: { [INTERNAL]: "true" } },
+      spec: {
+        type: "LoadBalancer",
+        selector: { app: "internal" },
+        ports: [{ name: "dns", port: 5353, protocol: "UDP" }],
+      },
+    });
+    const svcOf = (c: string, name: string) =>
+      f.cluster(c).kube.get("Service", "default", name) as unknown as KubeService | undefined;
+    const ingressOf = (c: string, name: string) => svcOf(c, name)?.status?.loadBalancer?.ingress?.[0];
+    const named = [
+      ...ALL.map((c) => [c, "web-0000"] as const),
+      [OPENSTACK, "web-0000"],
+      [OPENSTACK, "internal"],
+    ] as const;
+    expect(await waitFor(() => named.every(([c, n]) => ingressOf(c, n) !== undefined), 120_000)).toBe(true);
+
+    const lbs = () => os.loadBalancers(OPENSTACK);
+    expect(lbs()).toHaveLength(2);
+    const lbOf = (name: string) => lbs().find((l) => l.name === `kube_service_${OPENSTACK}_default_${name}`);
+    const fips = () => [...os.fake.store.floatingIps.values()];
+    expect(fips().map((x) => x.address)).toEqual([ingressOf(OPENSTACK, "web-0000")?.ip]);
+    expect(fips()[0]?.portId).toBe(lbOf("web-0000")?.vipPortId);
+    expect(ingressOf(OPENSTACK, "internal")?.ip).toBe(lbOf("internal")?.vipAddress);
+    const listeners = (lb: string) =>
+      [...os.fake.store.listeners.values()]
+        .filter((l) => l.lbId === lbOf(lb)?.id)
+        .map((l) => `${l.protocol}:${l.port}`);
+    expect(listeners("web-0000")).toEqual(["TCP:80"]);
+    expect(listeners("internal")).toEqual(["UDP:5353"]);
+
+    // Each load balancer's security group, upstream's name, on exactly the members' ports.
+    const groupOf = (name: string) => {
+      const uid = svcOf(OPENSTACK, name)?.metadata.uid ?? "";
+      return [...os.fake.store.securityGroups.values()].find(
+        (g) => g.name === `lb-sg-${uid}-default-${name}`,
+      );
+    };
+    const members = (name: string) =>
+      [...os.fake.store.pools.values()]
+        .filter((p) => p.lbId === lbOf(name)?.id)
+        .flatMap((p) => p.members.map((m) => m.address))
+        .sort()
+        .join();
+    const serverIPs = () =>
+      os
+        .servers(OPENSTACK)
+        .map((s) => ipOf(s.id) ?? "")
+        .sort()
+        .join();
+    const guarded = (name: string) => {
+      const g = groupOf(name);
+      return os
+        .servers(OPENSTACK)
+        .filter((s) => g !== undefined && portOf(s.id)?.securityGroups.includes(g.id))
+        .map((s) => ipOf(s.id) ?? "")
+        .sort()
+        .join();
+    };
+    const converged = () =>
+      ["web-0000", "internal"].every((n) => members(n) === serverIPs() && guarded(n) === serverIPs());
+    expect(await waitFor(converged, 60_000)).toBe(true);
+    const nodePort = (name: string) =>
+      (svcOf(OPENSTACK, name) as unknown as { spec: { ports: { nodePort: number }[] } }).spec.ports[0]
+        ?.nodePort;
+    const cidr = os.network(OPENSTACK).subnets[0]?.cidr;
+    expect(
+      groupOf("internal")
+        ?.rules.filter((r) => r.direction === "ingress")
+        .map((r) => `${r.protocol} ${r.portRangeMin} ${r.remoteIpPrefix}`),
+    ).toContain(`udp ${nodePort("internal")} ${cidr}`);
+
+    // A node joins: both pools take it and its port gets both groups.
+    f.addNodes(OPENSTACK, 1);
+    expect(await waitFor(() => f.progress().initialized === 2 * every.length + 1, 60_000)).toBe(true);
+    expect(await waitFor(() => os.servers(OPENSTACK).length === 3 && converged(), 60_000)).toBe(true);
+
+    // Routes: each node's pod CIDR to its fixed IP on the project's router.
+    for (const [i, n] of nodes().entries())
+      f.cluster(OPENSTACK).kube.patch("Node", undefined, n.metadata.name, "merge", {
+        spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
+      });
+    const want = () =>
+      nodes()
+        .map((n, i) => `10.244.${i}.0/24 -> ${ipOf(serverOf(n)?.id ?? "")}`)
+        .sort();
+    expect(await waitFor(() => JSON.stringify(os.routes()) === JSON.stringify(want()), 60_000)).toBe(true);
+
+    // Delete every Service: nothing of OpenStack's is left, nor of the others'.
+    for (const [c, n] of named) f.cluster(c).kube.delete("Service", "default", n);
+    const left = () => named.filter(([c, n]) => svcOf(c, n) !== undefined).map(([c, n]) => `${c}/${n}`);
+    await waitFor(() => left().length === 0, 120_000);
+    if (left().length > 0)
+      process.stderr.write(
+        `${left().join(" ")}\n${hub
+          .output()
+          .split("\n")
+          .filter((l) => /"level":(40|50)/.test(l))
+          .slice(-15)
+          .join("\n")}\n`,
+      );
+    expect(left()).toEqual([]);
+    expect(lbs()).toEqual([]);
+    expect([...os.fake.store.listeners.values()]).toEqual([]);
+    expect([...os.fake.store.pools.values()]).toEqual([]);
+    expect([...os.fake.store.healthMonitors.values()]).toEqual([]);
+    expect(fips()).toEqual([]);
+    expect([...os.fake.store.securityGroups.values()]).toEqual([]);
+    expect(os.servers(OPENSTACK).map((s) => [portOf(s.id)?.securityGroups, portOf(s.id)?.tags])).toEqual([
+      [[], []],
+      [[], []],
+      [[], []],
+    ]);
+    expect(os.fake.specProblems()).toEqual([]);
+    for (const c of others) expect(c.totalCalls()).toBeGreaterThan(0);
+  }, 400_000);
+});

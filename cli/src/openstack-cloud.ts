@@ -29,6 +29,8 @@ export interface OpenStackLocalCloudOptions {
   readonly rateLimitPerSecond?: number;
   /** Check every exchange against the spec subsets (tests). */
   readonly spec?: boolean;
+  /** Node-port security groups per load balancer (upstream's manage-security-groups). */
+  readonly manageSecurityGroups?: boolean;
 }
 
 export class OpenStackLocalCloud implements LocalCloud {
@@ -91,7 +93,10 @@ export class OpenStackLocalCloud implements LocalCloud {
           options: {
             applicationCredentialId: APP_CREDENTIAL_ID,
             routerId: this.routerId,
-            loadBalancer: { floatingNetworkId: this.external.id },
+            loadBalancer: {
+              floatingNetworkId: this.external.id,
+              ...(this.opts.manageSecurityGroups === true && { manageSecurityGroups: true }),
+            },
           },
           rateLimit: { perSecond, burst: perSecond * 2 },
           requestTimeoutMs: 5000,

@@ -195,7 +195,14 @@ export class OpenApiChecker implements SpecChecker {
         continue;
       }
       if (!isObject(p["schema"])) continue;
-      const value = coerce(raw, this.resolve(p["schema"]));
+      const schema = this.resolve(p["schema"]);
+      // A query array as OpenAPI serializes it: style form, repeated keys unless explode is false.
+      const value =
+        where === "query" && schema["type"] === "array"
+          ? p["explode"] === false
+            ? raw.split(",")
+            : req.query.getAll(name)
+          : coerce(raw, schema);
       problems.push(...this.validate("request", `${schemaPath}/schema`, value, `${where} ${name}`));
     }
     for (const key of new Set(req.query.keys())) {

@@ -4,7 +4,8 @@
  * regions, each with `public` and `internal` endpoints of Nova, Neutron and Octavia, all served
  * here under `/<region>/<interface>/<service>`; tokens expire (`tokenTtlMs`) and are refused
  * after with Keystone's 401. Nova servers (read only; microversions up to 2.96, the embedded
- * flavor from 2.47), Neutron ports, floating IPs and router extra routes, Octavia load
+ * flavor from 2.47), Neutron ports (tags, security groups), floating IPs, router extra routes,
+ * subnets and security groups with their rules, Octavia load
  * balancers with listeners, pools, batch-replaced members and health monitors. Octavia's
  * provisioning state machine runs on the fake's clock: every mutation leaves the load
  * balancer `PENDING_*` for `pendingMs`, and a mutation of it meanwhile is refused with 409,
@@ -32,6 +33,8 @@ import {
   type FakePort,
   type FakeProject,
   type FakeRouter,
+  type FakeSecurityGroup,
+  type FakeSecurityGroupRule,
   type FakeServer,
   OpenStackStore,
   type Provisioning,
@@ -64,6 +67,8 @@ export interface OpenStackFakeOptions {
   readonly tokenTtlMs?: number;
   /** How long each Octavia mutation leaves the load balancer PENDING_* (default 0: ACTIVE on the next read). */
   readonly pendingMs?: number;
+  /** Serve HTTPS with this certificate and key (PEM), as a private cloud with its own CA does. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 interface Credential {
@@ -139,6 +144,16 @@ const octaviaNotFound = (type: string, id: string) =>
   new FakeError(404, "NotFound", `${type} ${id} not found.`);
 const bad = (code: string, message: string) => new FakeError(400, code, message);
 
+/** Neutron's tag filters: `tags` (all of a comma list) and `tags-any` (one of them). */
+function tagsMatch(tags: readonly string[], q: URLSearchParams): boolean {
+  const all = q.get("tags");
+  const any = q.get("tags-any");
+  return (
+    (all === null || all.split(",").every((t) => tags.includes(t))) &&
+    (any === null || any.split(",").some((t) => tags.includes(t)))
+  );
+}
+
 export class OpenStackFake extends VendorFake<Listing> {
   readonly store = new OpenStackStore();
   readonly regions: readonly string[];
@@ -147,6 +162,8 @@ export class OpenStackFake extends VendorFake<Listing> {
   /** Issued token → its project and expiry. */
   private readonly tokens = new Map<string, { account: string; expiresMs: number }>();
   private readonly credentials: Credential[] = [];
+  /** Certificate references Octavia can retrieve (addCertificate). */
+  private readonly certificates = new Set<string>();
   /** Load-balancer creates that are to end in ERROR. */
   private failingCreates = 0;
   private tokenSeq = 0;
@@ -158,6 +175,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       accountNoun: "project",
       ...(opts.seed !== undefined && { seed: opts.seed }),
       ...(opts.now !== undefined && { now: opts.now }),
+      ...(opts.tls !== undefined && { tls: opts.tls }),
       ...(opts.spec && { spec: { checker: openstackSpecChecker(), fixture: OPENSTACK_SPEC } }),
       renderer: renderer(),
       requestIdHeader: "x-openstack-request-id",
@@ -305,6 +323,12 @@ export class OpenStackFake extends VendorFake<Listing> {
   }
 
   deleteServer(id: string): void {
+    const s = this.store.servers.get(id);
+    if (s !== undefined) {
+      s.status = "DELETED";
+      s.updatedMs = this.now();
+      this.store.deletedServers.set(id, s);
+    }
     this.store.servers.delete(id);
     for (const p of [...this.store.ports.values()]) if (p.deviceId === id) this.deletePort(p.id);
   }
@@ -441,8 +465,12 @@ export class OpenStackFake extends VendorFake<Listing> {
         example: `/${R}/public/network/v2.0/ports/${id}`,
         handle: (c) => {
           const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          this.ifMatch(c, p);
           const pairs = (c.body["port"] as Json | undefined)?.["allowed_address_pairs"];
           if (pairs !== undefined) p.allowedAddressPairs = this.pairs(p, pairs);
+          const groups = (c.body["port"] as Json | undefined)?.["security_groups"];
+          if (groups !== undefined) p.securityGroups = this.groupsFor(p, groups);
+          p.revision++;
           return { body: { port: this.wirePort(p) } };
         },
       },
@@ -550,8 +578,297 @@ export class OpenStackFake extends VendorFake<Listing> {
           return { status: 204 };
         },
       },
+      ...this.securityGroupRoutes(R, id),
       ...this.octaviaRoutes(R, id),
     ];
+  }
+
+  /** Neutron's security groups and rules, port tags and subnets (upstream's manage-security-groups). */
+  private securityGroupRoutes(R: string, id: string): Route[] {
+    const at = (rest: string) => new RegExp(`^/([^/]+)/(?:public|internal)/network/v2\\.0/${rest}/?$`);
+    const ex = (rest: string) => `/${R}/public/network/v2.0/${rest}`;
+    return [
+      {
+        method: "PUT",
+        pattern: at("ports/([^/]+)/tags/([^/]+)"),
+        op: "neutron.ports.tags.add",
+        example: ex(`ports/${id}/tags/x`),
+        handle: (c) => {
+          const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          const t = this.validTag(c.params[2] ?? "");
+          if (!p.tags.includes(t)) {
+            p.tags.push(t);
+            p.revision++;
+          }
+          return { status: 201, body: "" };
+        },
+      },
+      {
+        method: "DELETE",
+        pattern: at("ports/([^/]+)/tags/([^/]+)"),
+        op: "neutron.ports.tags.delete",
+        example: ex(`ports/${id}/tags/x`),
+        handle: (c) => {
+          const p = this.portIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          const t = c.params[2] ?? "";
+          if (!p.tags.includes(t)) throw neutronNotFound("Tag", t);
+          p.tags = p.tags.filter((x) => x !== t);
+          p.revision++;
+          return { status: 204 };
+        },
+      },
+      {
+        method: "GET",
+        pattern: at("subnets/([^/]+)"),
+        op: "neutron.subnets.get",
+        example: ex(`subnets/${id}`),
+        handle: (c) => {
+          const wanted = c.params[1] ?? "";
+          for (const n of this.store.networks.values()) {
+            const sub = n.subnets.find((x) => x.id === wanted);
+            if (sub === undefined || n.region !== c.params[0]) continue;
+            const project = this.project(n.account);
+            return {
+              body: {
+                subnet: {
+                  id: sub.id,
+                  name: "",
+                  network_id: n.id,
+                  cidr: sub.cidr,
+                  ip_version: sub.cidr.includes(":") ? 6 : 4,
+                  tenant_id: project.id,
+                  project_id: project.id,
+                  enable_dhcp: true,
+                  tags: [],
+                  revision_number: 1,
+                },
+              },
+            };
+          }
+          throw neutronNotFound("Subnet", wanted);
+        },
+      },
+      {
+        method: "GET",
+        pattern: at("security-groups"),
+        op: "neutron.security_groups.list",
+        example: ex("security-groups"),
+        handle: (c) => {
+          const name = c.query.get("name");
+          const groups = [...this.store.securityGroups.values()].filter(
+            (g) =>
+              g.account === c.account &&
+              g.region === c.params[0] &&
+              (name === null || g.name === name) &&
+              tagsMatch(g.tags, c.query),
+          );
+          return this.listing(
+            c,
+            "security_groups",
+            "neutron",
+            groups.map((g) => ({ id: g.id, wire: this.wireGroup(g) })),
+          );
+        },
+      },
+      {
+        method: "POST",
+        pattern: at("security-groups"),
+        op: "neutron.security_groups.create",
+        example: ex("security-groups"),
+        handle: (c) => {
+          const b = (c.body["security_group"] as Json | undefined) ?? {};
+          const g: FakeSecurityGroup = {
+            id: this.store.uuid(),
+            account: c.account,
+            region: c.params[0] ?? "",
+            name: typeof b["name"] === "string" ? b["name"] : "",
+            description: typeof b["description"] === "string" ? b["description"] : "",
+            // Neutron gives a new group its two egress rules.
+            rules: (["IPv4", "IPv6"] as const).map((ethertype) => ({
+              id: this.store.uuid(),
+              direction: "egress",
+              ethertype,
+              protocol: null,
+              portRangeMin: null,
+              portRangeMax: null,
+              remoteIpPrefix: null,
+            })),
+            tags: [],
+          };
+          this.store.securityGroups.set(g.id, g);
+          return { status: 201, body: { security_group: this.wireGroup(g) } };
+        },
+      },
+      {
+        method: "DELETE",
+        pattern: at("security-groups/([^/]+)"),
+        op: "neutron.security_groups.delete",
+        example: ex(`security-groups/${id}`),
+        handle: (c) => {
+          const g = this.groupIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          if ([...this.store.ports.values()].some((p) => p.securityGroups.includes(g.id)))
+            throw new FakeError(409, "SecurityGroupInUse", `Security Group ${g.id} in use.`);
+          this.store.securityGroups.delete(g.id);
+          return { status: 204 };
+        },
+      },
+      {
+        method: "PUT",
+        pattern: at("security-groups/([^/]+)/tags/([^/]+)"),
+        op: "neutron.security_groups.tags.add",
+        example: ex(`security-groups/${id}/tags/x`),
+        handle: (c) => {
+          const g = this.groupIn(c.account, c.params[0] ?? "", c.params[1] ?? "");
+          const t = this.validTag(c.params[2] ?? "");
+          if (!g.tags.includes(t)) g.tags.push(t);
+          return { status: 201, body: "" };
+        },
+      },
+      {
+        method: "GET",
+        pattern: at("security-group-rules"),
+        op: "neutron.security_group_rules.list",
+        example: ex("security-group-rules"),
+        handle: (c) => {
+          const sg = c.query.get("security_group_id");
+          const rules = [...this.store.securityGroups.values()]
+            .filter(
+              (g) => g.account === c.account && g.region === c.params[0] && (sg === null || g.id === sg),
+            )
+            .flatMap((g) => g.rules.map((r) => ({ id: r.id, wire: this.wireRule(g, r) })));
+          return this.listing(c, "security_group_rules", "neutron", rules);
+        },
+      },
+      {
+        method: "POST",
+        pattern: at("security-group-rules"),
+        op: "neutron.security_group_rules.create",
+        example: ex("security-group-rules"),
+        handle: (c) => {
+          const b = (c.body["security_group_rule"] as Json | undefined) ?? {};
+          const g = this.groupIn(c.account, c.params[0] ?? "", String(b["security_group_id"]));
+          const num = (k: string) => (typeof b[k] === "number" ? (b[k] as number) : null);
+          const str = (k: string) => (typeof b[k] === "string" ? (b[k] as string) : null);
+          const direction = b["direction"] === "egress" ? "egress" : "ingress";
+          const r: FakeSecurityGroupRule = {
+            id: this.store.uuid(),
+            direction,
+            ethertype: b["ethertype"] === "IPv6" ? "IPv6" : "IPv4",
+            protocol: str("protocol"),
+            portRangeMin: num("port_range_min"),
+            portRangeMax: num("port_range_max"),
+            remoteIpPrefix: str("remote_ip_prefix"),
+          };
+          const same = g.rules.find(
+            (x) =>
+              x.direction === r.direction &&
+              x.ethertype === r.ethertype &&
+              x.protocol === r.protocol &&
+              x.portRangeMin === r.portRangeMin &&
+              x.portRangeMax === r.portRangeMax &&
+              x.remoteIpPrefix === r.remoteIpPrefix,
+          );
+          if (same !== undefined)
+            throw new FakeError(
+              409,
+              "SecurityGroupRuleExists",
+              `Security group rule already exists. Rule id is ${same.id}.`,
+            );
+          g.rules.push(r);
+          return { status: 201, body: { security_group_rule: this.wireRule(g, r) } };
+        },
+      },
+      {
+        method: "DELETE",
+        pattern: at("security-group-rules/([^/]+)"),
+        op: "neutron.security_group_rules.delete",
+        example: ex(`security-group-rules/${id}`),
+        handle: (c) => {
+          const ruleId = c.params[1] ?? "";
+          const g = [...this.store.securityGroups.values()].find(
+            (x) =>
+              x.account === c.account && x.region === c.params[0] && x.rules.some((r) => r.id === ruleId),
+          );
+          if (g === undefined) throw neutronNotFound("SecurityGroupRule", ruleId);
+          g.rules = g.rules.filter((r) => r.id !== ruleId);
+          return { status: 204 };
+        },
+      },
+    ];
+  }
+
+  /** Neutron's `If-Match: revision_number=<n>` (revision-if-match): 412 when the port moved on. */
+  private ifMatch(c: VendorCall, p: FakePort): void {
+    const raw = c.headers["if-match"];
+    const m = typeof raw === "string" ? /^revision_number=(\d+)$/.exec(raw.trim()) : null;
+    if (m !== null && Number(m[1]) !== p.revision)
+      throw new FakeError(
+        412,
+        "RevisionNumberConstraintFailed",
+        `Constrained to ${m[1]}, but current revision is ${p.revision}`,
+      );
+  }
+
+  private validTag(t: string): string {
+    if (t.length > 255 || t.includes(","))
+      throw bad("InvalidInput", `Invalid input for operation: '${t}' is not a valid tag.`);
+    return t;
+  }
+
+  private groupIn(account: string, region: string, id: string): FakeSecurityGroup {
+    const g = this.store.securityGroups.get(id);
+    if (g === undefined || g.account !== account || g.region !== region)
+      throw neutronNotFound("SecurityGroup", id);
+    return g;
+  }
+
+  /** A port's new security groups: each of the project's, and none on a port without port security. */
+  private groupsFor(p: FakePort, raw: unknown): string[] {
+    if (!Array.isArray(raw)) throw bad("InvalidInput", "security_groups must be a list");
+    const ids = raw.map(String);
+    for (const g of ids) this.groupIn(p.account, p.region, g);
+    if (ids.length > 0 && !p.portSecurityEnabled)
+      throw new FakeError(
+        409,
+        "PortSecurityAndIPRequiredForSecurityGroups",
+        "Port security must be enabled and port must have an IP address in order to use security groups.",
+      );
+    return [...new Set(ids)];
+  }
+
+  private wireGroup(g: FakeSecurityGroup): Json {
+    const project = this.project(g.account);
+    return {
+      id: g.id,
+      name: g.name,
+      description: g.description,
+      tenant_id: project.id,
+      project_id: project.id,
+      security_group_rules: g.rules.map((r) => this.wireRule(g, r)),
+      tags: g.tags,
+      stateful: true,
+      shared: false,
+      revision_number: 1,
+    };
+  }
+
+  private wireRule(g: FakeSecurityGroup, r: FakeSecurityGroupRule): Json {
+    const project = this.project(g.account);
+    return {
+      id: r.id,
+      security_group_id: g.id,
+      direction: r.direction,
+      ethertype: r.ethertype,
+      protocol: r.protocol,
+      port_range_min: r.portRangeMin,
+      port_range_max: r.portRangeMax,
+      remote_ip_prefix: r.remoteIpPrefix,
+      remote_group_id: null,
+      tenant_id: project.id,
+      project_id: project.id,
+      description: "",
+      revision_number: 1,
+    };
   }
 
   private octaviaRoutes(R: string, id: string): Route[] {
@@ -806,7 +1123,12 @@ export class OpenStackFake extends VendorFake<Listing> {
     const since = c.query.get("changes-since");
     const sinceMs = since === null ? undefined : Date.parse(since.endsWith("Z") ? since : `${since}Z`);
     const name = c.query.get("name");
-    const servers = [...this.store.servers.values()].filter(
+    // Nova's changes-since also lists the servers deleted since (status DELETED).
+    const candidates = [
+      ...this.store.servers.values(),
+      ...(sinceMs === undefined ? [] : this.store.deletedServers.values()),
+    ];
+    const servers = candidates.filter(
       (s) =>
         s.account === c.account &&
         s.region === region &&
@@ -907,6 +1229,10 @@ export class OpenStackFake extends VendorFake<Listing> {
       fixedIps: [{ subnet_id: network.subnets[0]?.id ?? "", ip_address: this.store.hostIn(network) }],
       allowedAddressPairs: [],
       name: "",
+      securityGroups: [],
+      portSecurityEnabled: true,
+      tags: [],
+      revision: 1,
     };
     this.store.ports.set(p.id, p);
     return p;
@@ -931,7 +1257,8 @@ export class OpenStackFake extends VendorFake<Listing> {
         p.account === c.account &&
         p.region === region &&
         (devices.length === 0 || devices.includes(p.deviceId)) &&
-        (network === null || p.networkId === network),
+        (network === null || p.networkId === network) &&
+        tagsMatch(p.tags, c.query),
     );
     return this.listing(
       c,
@@ -965,10 +1292,11 @@ export class OpenStackFake extends VendorFake<Listing> {
       device_owner: p.deviceOwner,
       fixed_ips: p.fixedIps,
       allowed_address_pairs: p.allowedAddressPairs,
-      security_groups: [],
+      security_groups: p.securityGroups,
+      port_security_enabled: p.portSecurityEnabled,
       description: "",
-      tags: [],
-      revision_number: 1,
+      tags: p.tags,
+      revision_number: p.revision,
     };
   }
 
@@ -986,7 +1314,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       (f) =>
         f.account === c.account &&
         f.region === region &&
-        (!q.has("port_id") || f.portId === q.get("port_id")) &&
+        (!q.has("port_id") || (f.portId !== null && q.getAll("port_id").includes(f.portId))) &&
         (!q.has("floating_ip_address") || f.address === q.get("floating_ip_address")) &&
         (!q.has("floating_network_id") || f.floatingNetworkId === q.get("floating_network_id")) &&
         (!q.has("description") || f.description === q.get("description")),
@@ -1198,6 +1526,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       tags: string[];
       flavorId?: string | null;
       az?: string | null;
+      provider?: string;
       address?: string;
       active: boolean;
     },
@@ -1229,7 +1558,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       tags: spec.tags,
       flavorId: spec.flavorId ?? null,
       az: spec.az ?? null,
-      provider: "amphora",
+      provider: spec.provider ?? "amphora",
       status: spec.active ? "ACTIVE" : "PENDING_CREATE",
       pendingUntilMs: this.now() + (spec.active ? 0 : this.pendingMs),
       failing: false,
@@ -1325,6 +1654,7 @@ export class OpenStackFake extends VendorFake<Listing> {
         tags: this.tagsOf(b),
         flavorId: typeof b["flavor_id"] === "string" ? b["flavor_id"] : null,
         az: typeof b["availability_zone"] === "string" ? b["availability_zone"] : null,
+        ...(typeof b["provider"] === "string" && { provider: b["provider"] }),
         active: false,
       });
       if (this.failingCreates > 0) {
@@ -1349,6 +1679,7 @@ export class OpenStackFake extends VendorFake<Listing> {
           "Conflict",
           `Another Listener on this Load Balancer is already using protocol_port ${port}`,
         );
+      this.checkCertificate(protocol, b["default_tls_container_ref"]);
       const {
         name,
         description,
@@ -1444,6 +1775,8 @@ export class OpenStackFake extends VendorFake<Listing> {
         default_pool_id: _d,
         ...settings
       } = (c.body["listener"] as Json | undefined) ?? {};
+      if ("default_tls_container_ref" in settings)
+        this.checkCertificate(l.protocol, settings["default_tls_container_ref"]);
       if (typeof name === "string") l.name = name;
       if (typeof description === "string") l.description = description;
       if (Array.isArray(tags)) l.tags = tags.map(String);
@@ -1585,6 +1918,28 @@ export class OpenStackFake extends VendorFake<Listing> {
       created_at: osTime(lb.createdMs),
       updated_at: osTime(lb.createdMs),
     };
+  }
+
+  /** A certificate reference Octavia can retrieve (from Barbican, in a real cloud). */
+  addCertificate(ref: string): void {
+    this.certificates.add(ref);
+  }
+
+  /** Octavia's checks of a listener's certificate: required on TERMINATED_HTTPS, retrievable, only there. */
+  private checkCertificate(protocol: string, ref: unknown): void {
+    const given = typeof ref === "string" && ref !== "";
+    if (protocol === "TERMINATED_HTTPS" && !given)
+      throw bad(
+        "ValidationException",
+        "An SNI or default certificate container reference must be provided for TERMINATED_HTTPS listeners.",
+      );
+    if (protocol !== "TERMINATED_HTTPS" && given)
+      throw bad(
+        "ValidationException",
+        "Certificate container references are only allowed on TERMINATED_HTTPS protocol listeners.",
+      );
+    if (given && !this.certificates.has(ref))
+      throw bad("CertificateRetrievalException", `Could not retrieve certificate: ['${ref}']`);
   }
 
   private wireListener(l: FakeListener): Json {

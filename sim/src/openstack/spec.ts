@@ -19,7 +19,11 @@
  *   types them without null: on Octavia's answers null is read as allowed, and its times
  *   carry no offset (`2017-02-28T00:41:44`, api-ref), read as UTC date-times;
  * - the paging and filter parameters the api-ref documents but the documents omit on Octavia's
- *   and Neutron's lists (`limit`, `marker`, `fields`, filters by attribute) are accepted.
+ *   and Neutron's lists (`limit`, `marker`, `fields`, filters by attribute) are accepted;
+ * - Neutron's security groups: the documents type a group's `security_group_rules` as a string
+ *   and a rule's `port_range_min`/`port_range_max` as strings, where the api-ref (and Neutron)
+ *   has a list of rules and integers; a rule's unset attributes are null (api-ref samples): read
+ *   so in every `Security_Group*` schema.
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
@@ -92,7 +96,35 @@ function readDocument(file: string, nullable: boolean): Json {
     paths[path] = methods;
   }
   const out = unnest({ ...doc, paths }) as Json;
+  securityGroupTypes(out);
   return nullable ? { ...out, components: withNull(out["components"]) } : out;
+}
+
+/** The `Security_Group*` schemas with the api-ref's types (see the note at the top). */
+function securityGroupTypes(doc: Json): void {
+  const schemas = ((doc["components"] as Json | undefined)?.["schemas"] ?? {}) as Json;
+  const fix = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(fix);
+    if (typeof node !== "object" || node === null) return node;
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node)) {
+      if (k !== "properties" || typeof v !== "object" || v === null) {
+        out[k] = fix(v);
+        continue;
+      }
+      const props: Json = {};
+      for (const [name, schema] of Object.entries(v as Json)) {
+        if (name === "port_range_min" || name === "port_range_max")
+          props[name] = { type: ["integer", "null"] };
+        else if (name === "security_group_rules") props[name] = { type: "array", items: { type: "object" } };
+        else props[name] = withNull(fix(schema));
+      }
+      out[k] = props;
+    }
+    return out;
+  };
+  for (const name of Object.keys(schemas))
+    if (name.startsWith("Security_Group")) schemas[name] = fix(schemas[name]);
 }
 
 /** Every `type: <t>` of the schemas also allows null (Octavia's unset attributes). */

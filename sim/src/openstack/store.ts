@@ -1,6 +1,6 @@
 /**
  * What the fake OpenStack cloud holds: projects and their credentials (Keystone), servers
- * (Nova), networks, ports, floating IPs and routers (Neutron), and load balancers with their
+ * (Nova), networks, ports, floating IPs, routers and security groups (Neutron), and load balancers with their
  * listeners, pools, members and health monitors (Octavia). Plain records in creation order;
  * the rules between them are the fake's (fake.ts).
  */
@@ -60,6 +60,31 @@ export interface FakePort {
   readonly fixedIps: { readonly subnet_id: string; readonly ip_address: string }[];
   allowedAddressPairs: { ip_address: string; mac_address: string }[];
   readonly name: string;
+  securityGroups: string[];
+  portSecurityEnabled: boolean;
+  tags: string[];
+  /** Neutron's revision_number: one more on every update of the port. */
+  revision: number;
+}
+
+export interface FakeSecurityGroupRule {
+  readonly id: string;
+  readonly direction: "ingress" | "egress";
+  readonly ethertype: "IPv4" | "IPv6";
+  readonly protocol: string | null;
+  readonly portRangeMin: number | null;
+  readonly portRangeMax: number | null;
+  readonly remoteIpPrefix: string | null;
+}
+
+export interface FakeSecurityGroup {
+  readonly id: string;
+  readonly account: string;
+  readonly region: string;
+  readonly name: string;
+  readonly description: string;
+  rules: FakeSecurityGroupRule[];
+  tags: string[];
 }
 
 export interface FakeFloatingIp {
@@ -160,10 +185,13 @@ export interface FakeHealthMonitor {
 export class OpenStackStore {
   readonly projects = new Map<string, FakeProject>();
   readonly servers = new Map<string, FakeServer>();
+  /** Deleted servers as Nova keeps them: listed (DELETED) only to a `changes-since` query. */
+  readonly deletedServers = new Map<string, FakeServer>();
   readonly networks = new Map<string, FakeNetwork>();
   readonly ports = new Map<string, FakePort>();
   readonly floatingIps = new Map<string, FakeFloatingIp>();
   readonly routers = new Map<string, FakeRouter>();
+  readonly securityGroups = new Map<string, FakeSecurityGroup>();
   readonly loadBalancers = new Map<string, FakeLoadBalancer>();
   readonly listeners = new Map<string, FakeListener>();
   readonly pools = new Map<string, FakePool>();

@@ -11,6 +11,9 @@ import type { RateBudget } from "../provider.js";
 import { HttpBodyError, HttpStatusError, HttpTransportError, type StatusAnswer } from "./failures.js";
 import { type ResetMeaning, rateBudgetFrom } from "./rate-headers.js";
 
+/** The fetch a client sends with (default the global one). */
+export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
+
 export interface RestClientConfig {
   /** Prefix of every path, e.g. https://api.linode.com/v4. */
   readonly baseUrl: string;
@@ -28,6 +31,8 @@ export interface RestClientConfig {
   readonly clock: Clock;
   /** Builds the error of a non-2xx answer (a vendor reads its error body here). */
   readonly statusError?: (answer: StatusAnswer) => HttpStatusError;
+  /** Sends the requests instead of the global fetch (one trusting an account's own CA, say). */
+  readonly fetch?: Fetch | undefined;
   /**
    * The vendor sends RateLimit-* headers on every answer (refusals too): each answer's budget
    * goes to `report` (the account's limiter, ProviderContext.rateBudget).
@@ -77,7 +82,8 @@ export class RestClient {
     let text: string;
     let responseHeaders: Headers | undefined;
     try {
-      const res = await fetch(this.base + withQuery(req.path, req.query), {
+      const send = this.config.fetch ?? fetch;
+      const res = await send(this.base + withQuery(req.path, req.query), {
         method: req.method,
         headers: this.headers(req),
         ...(req.body !== undefined && { body: JSON.stringify(req.body) }),

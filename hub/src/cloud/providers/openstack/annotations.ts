@@ -41,6 +41,7 @@ export const A = {
   timeoutTcpInspect: `${LB_PREFIX}timeout-tcp-inspect`,
   xForwardedFor: `${LB_PREFIX}x-forwarded-for`,
   loadBalancerId: `${LB_PREFIX}load-balancer-id`,
+  tlsContainerRef: `${LB_PREFIX}default-tls-container-ref`,
 } as const;
 
 export const LB_METHODS = ["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"] as const;
@@ -62,6 +63,8 @@ export interface OpenStackLbAnnotations {
   readonly timeouts: Readonly<Record<string, number>>;
   readonly xForwardedFor: boolean;
   readonly loadBalancerId?: string;
+  /** A certificate reference (Barbican's): the TCP listeners terminate TLS with it. */
+  readonly tlsContainerRef?: string;
 }
 
 const TIMEOUT = range(0, 31_536_000_000, "ms");
@@ -108,6 +111,7 @@ export function parseAnnotations(a: Readonly<Record<string, string>>): OpenStack
   set("availabilityZone", str(a, A.availabilityZone));
   set("enableHealthMonitor", bool(A.enableHealthMonitor));
   set("loadBalancerId", str(a, A.loadBalancerId));
+  set("tlsContainerRef", str(a, A.tlsContainerRef));
   return out as unknown as OpenStackLbAnnotations;
 }
 

@@ -13,7 +13,7 @@ import type { Clock } from "../../../util/clock.js";
 import { CloudError } from "../../errors.js";
 import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
 import { collectPages, malformedPage } from "../../http/pages.js";
-import { type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
+import { type Fetch, type HttpMethod, type Query, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
 import { isUnauthorized, OPENSTACK_LABEL, OpenStackApiError, toContractError } from "./errors.js";
 import type { KeystoneAuth, KeystoneToken } from "./keystone.js";
@@ -40,12 +40,16 @@ export interface OpenStackClientConfig {
   readonly call: CloudCallWrapper;
   readonly pageSize: number;
   readonly userAgent?: string | undefined;
+  /** Sends the requests (one trusting the account's CA bundle); absent: the global fetch. */
+  readonly fetch?: Fetch | undefined;
 }
 
 export interface RequestOptions {
   readonly query?: Query;
   readonly body?: unknown;
   readonly signal?: AbortSignal | undefined;
+  /** More headers (Neutron's `If-Match: revision_number=<n>`, say). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface OpenStackPage<T> {
@@ -146,7 +150,7 @@ export class OpenStackClient {
     opts: RequestOptions,
   ): Promise<T> {
     const rest = this.rest(token, service);
-    const headers: Record<string, string> = { "x-auth-token": token.token };
+    const headers: Record<string, string> = { ...opts.headers, "x-auth-token": token.token };
     if (service === "compute") headers["openstack-api-version"] = `compute ${COMPUTE_MICROVERSION}`;
     const deps: CalledRequestDeps = {
       rest,
@@ -176,6 +180,7 @@ export class OpenStackClient {
         timeoutMs: this.config.requestTimeoutMs,
         clock: this.config.clock,
         statusError: OpenStackApiError.from,
+        fetch: this.config.fetch,
       });
       this.rests.set(base, rest);
     }

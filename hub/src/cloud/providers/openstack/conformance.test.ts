@@ -1,7 +1,8 @@
 // The conformance suite against the OpenStack provider through the fake OpenStack cloud (Keystone,
 // Nova, Neutron, Octavia over HTTP), every request and answer checked against the spec subsets:
 // Octavia settling at once, and Octavia leaving each change PENDING_* for a while (every
-// mutation of ensure and delete then answers in progress), with an adoption of a load balancer
+// mutation of ensure and delete then answers in progress), and with node-port security groups,
+// with an adoption of a load balancer
 // built as openstack-cloud-controller-manager builds it.
 import { afterAll, expect } from "@jest/globals";
 import { OpenStackFake } from "../../../../../sim/src/openstack/index.js";
@@ -56,6 +57,19 @@ export function octaviaResources(fake: OpenStackFake): FakeResource[] {
           : { serviceUid: described[1] ?? "", cluster: described[2] ?? "" };
     out.push({ kind: "floatingip", id: f.id, ...(o !== undefined && { lbOwner: o }) });
   }
+  // Node-port security groups: the owner's by their tags, or (untagged: a create cut short) by
+  // the uid in upstream's name and the cluster in its description.
+  for (const g of fake.store.securityGroups.values()) {
+    if (g.account !== PROJECT) continue;
+    const d = /^Security Group for (\S+)\/(\S+) Service LoadBalancer in cluster (\S+)$/.exec(g.description);
+    const suffix = d === null ? "" : `-${d[1]}-${d[2]}`;
+    const o =
+      ownerOfTags(g.tags) ??
+      (d === null || !g.name.startsWith("lb-sg-") || !g.name.endsWith(suffix)
+        ? undefined
+        : { cluster: d[3] ?? "", serviceUid: g.name.slice(6, g.name.length - suffix.length) });
+    out.push({ kind: "securitygroup", id: g.id, ...(o !== undefined && { lbOwner: o }) });
+  }
   // Routes of the project's routers, owned by the cluster whose claim tag the router carries.
   for (const r of fake.store.routers.values())
     for (const route of r.routes) {
@@ -109,7 +123,7 @@ function vendorModes(fake: OpenStackFake, net: FakeNetwork, ext: FakeNetwork): V
   ];
 }
 
-const fixture = (pendingMs: number): ConformanceFixture => ({
+const fixture = (pendingMs: number, manageSecurityGroups = false): ConformanceFixture => ({
   vendorModes: ["octavia"],
   async start(): Promise<ConformanceFake> {
     const fake = await OpenStackFake.start({ spec: true, pendingMs });
@@ -149,7 +163,7 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
         pageSize: 10,
         routerId: router.id,
         // The suite's recovery case needs the opt-in to rebuild an ERROR load balancer.
-        loadBalancer: { floatingNetworkId: ext.id, recreateOnError: true },
+        loadBalancer: { floatingNetworkId: ext.id, recreateOnError: true, manageSecurityGroups },
       },
       isMutation: (op) => !op.startsWith("keystone.") && /\.(create|update|delete)$/.test(op),
       createInstance: ({ name, inScope }) =>
@@ -162,8 +176,8 @@ const fixture = (pendingMs: number): ConformanceFixture => ({
       failWithServerErrors: () => fake.faults.set({ errorRate: 1 }, PROJECT),
       clearFaults: () => fake.faults.reset(),
       resources: () => octaviaResources(fake),
-      // A fresh provider first takes its Keystone token.
-      listOwnedReadsPerPage: 2,
+      // A fresh provider first takes its Keystone token; then the page and its floating IPs.
+      listOwnedReadsPerPage: 3,
       backendPorts: (o) => {
         const lb = [...fake.store.loadBalancers.values()].find((l) => {
           const owner = ownerOfTags(l.tags);
@@ -199,6 +213,9 @@ describeProviderConformance("openstack", fixture(0), { digests: true });
 // Octavia keeps every change PENDING_* for 10 ms: each mutation answers in progress (the
 // suite polls without waiting, so a short time keeps it within its poll limit).
 describeProviderConformance("openstack (Octavia pending)", fixture(10), { digests: true, inProgress: true });
+// With upstream's manage-security-groups: every crash, delete and listing case also covers the
+// node-port security group, its rules and the members' ports.
+describeProviderConformance("openstack (node-port security groups)", fixture(0, true), { digests: true });
 
 afterAll(() => {
   for (const fake of fakes) expect(fake.specProblems()).toEqual([]);

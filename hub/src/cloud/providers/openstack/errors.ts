@@ -91,6 +91,17 @@ export function isImmutable(err: unknown): boolean {
   return api !== undefined && api.status === 409 && /immutable/i.test(api.detail);
 }
 
+/** Neutron's 409 naming an object that already exists (a security-group rule made meanwhile). */
+export function isAlreadyThere(err: unknown): boolean {
+  const api = apiError(err);
+  return api !== undefined && api.status === 409 && /Exists$/.test(api.code);
+}
+
+/** Neutron's 412: the object moved past the revision an `If-Match` named. */
+export function isStaleRevision(err: unknown): boolean {
+  return apiError(err)?.status === 412;
+}
+
 /** Keystone or a service refused the token (401): worth one re-authentication. */
 export function isUnauthorized(err: unknown): boolean {
   return apiError(err)?.status === 401;

@@ -6,6 +6,7 @@
  * addresses, load-balancer names and annotations (docs/providers/openstack.md).
  */
 import { z } from "zod";
+import { fetchTrusting } from "../../http/trusted-fetch.js";
 import type { CloudProvider, ProviderContext, ProviderFactory } from "../../provider.js";
 import { AccountConfigError } from "../../provider.js";
 import { INTERNAL_KEY, LB_METHODS, LB_PREFIX, vendorLbSettings } from "./annotations.js";
@@ -37,10 +38,17 @@ export const OpenStackOptionsSchema = z
       .object({ compute: url.optional(), network: url.optional(), "load-balancer": url.optional() })
       .strict()
       .default({}),
+    /**
+     * The CA certificates (PEM) the cloud's endpoints are trusted by, instead of the system's
+     * (clouds.yaml `cacert`, the file's content): a private cloud's own CA.
+     */
+    caCertificates: z.string().min(1).optional(),
     /** Items per list page (Nova's and Neutron's default max_limit is 1000). */
     pageSize: z.number().int().min(1).max(1000).default(500),
     /** providerIDs as `openstack://<region>/<uuid>` (upstream's regional form) instead of `openstack:///<uuid>`. */
     regionalProviderID: z.boolean().default(false),
+    /** How often the periodic server refresh lists every server again instead of Nova's changes-since the last. */
+    fullListIntervalSeconds: z.number().int().min(0).max(86_400).default(600),
     /** Upstream's [Networking] internal-network-name / public-network-name. */
     internalNetworkName: z.array(z.string().min(1)).default([]),
     publicNetworkName: z.array(z.string().min(1)).default([]),
@@ -61,9 +69,20 @@ export const OpenStackOptionsSchema = z
         availabilityZone: z.string().min(1).optional(),
         /** An ERROR load balancer is deleted and built anew once its failure was reported (default: reported only). */
         recreateOnError: z.boolean().default(false),
+        /** Upstream's default-tls-container-ref: the TCP ports of every Service terminate TLS with this certificate. */
+        tlsContainerRef: z.string().min(1).optional(),
+        /** Octavia's provider (upstream's lb-provider): `ovn` also changes the security groups' rule sources. */
+        provider: z.string().min(1).optional(),
+        /** Upstream's manage-security-groups: a node-port security group per load balancer on the members' ports. */
+        manageSecurityGroups: z.boolean().default(false),
       })
       .strict()
-      .default({ lbMethod: "ROUND_ROBIN", createMonitor: true, recreateOnError: false }),
+      .default({
+        lbMethod: "ROUND_ROBIN",
+        createMonitor: true,
+        recreateOnError: false,
+        manageSecurityGroups: false,
+      }),
   })
   .strict();
 export type OpenStackOptions = z.infer<typeof OpenStackOptionsSchema>;
@@ -121,6 +140,8 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
     const { account } = ctx;
     if (account.endpoint === undefined)
       throw new AccountConfigError("endpoint", "Keystone's URL is required");
+    // One agent per account: its CA bundle trusted for Keystone and every catalog endpoint.
+    const fetch = options.caCertificates === undefined ? undefined : fetchTrusting(options.caCertificates);
     const auth = new KeystoneAuth({
       authUrl: keystoneV3(account.endpoint),
       credentials: credentialsOf(ctx, options),
@@ -128,6 +149,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
       call: ctx.call,
       requestTimeoutMs: account.requestTimeoutMs,
       userAgent: account.userAgent,
+      fetch,
     });
     const client = new OpenStackClient({
       auth,
@@ -139,6 +161,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
       call: ctx.call,
       pageSize: options.pageSize,
       userAgent: account.userAgent,
+      fetch,
     });
     const lbs = new OpenStackLoadBalancers(client, {
       ...options.loadBalancer,
@@ -152,6 +175,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
         regionalProviderID: options.regionalProviderID,
         internalNetworkName: options.internalNetworkName,
         publicNetworkName: options.publicNetworkName,
+        fullListIntervalMs: options.fullListIntervalSeconds * 1000,
       }),
       loadBalancers: {
         capabilities: lbs.capabilities,

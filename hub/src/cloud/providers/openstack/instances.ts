@@ -29,6 +29,7 @@ export const OPS = {
   get: "instances.get",
   getByName: "instances.getByName",
   list: "instances.list",
+  changes: "instances.changes",
   ports: "ports.list",
 } as const;
 
@@ -63,6 +64,22 @@ export interface InstanceSettings {
   readonly regionalProviderID: boolean;
   readonly internalNetworkName: readonly string[];
   readonly publicNetworkName: readonly string[];
+  /** How often the refresh is a full `GET /servers/detail` rather than `changes-since` the last. */
+  readonly fullListIntervalMs: number;
+}
+
+/**
+ * How far back a `changes-since` query reaches before the last listing began: Nova compares
+ * with its own clock, which may run behind the hub's.
+ */
+export const CHANGES_SINCE_SLACK_MS = 60_000;
+
+/** The project's servers as a full listing left them, brought up to date since. */
+interface ServerView {
+  readonly servers: ReadonlyMap<string, InstanceMetadata>;
+  /** When the listing that made this view began (hub clock). */
+  readonly listedAtMs: number;
+  readonly fullAtMs: number;
 }
 
 export function serverState(status: string): InstanceState {
@@ -107,7 +124,7 @@ export function checkServer(body: unknown): WireServer {
 export function nodeAddresses(
   s: WireServer,
   ports: readonly WirePort[],
-  settings: InstanceSettings,
+  settings: Pick<InstanceSettings, "internalNetworkName" | "publicNetworkName">,
 ): NodeAddress[] {
   const out: NodeAddress[] = [];
   const add = (type: NodeAddress["type"], address: string) => {
@@ -129,6 +146,10 @@ export function nodeAddresses(
 }
 
 export class OpenStackInstances implements Instances {
+  private view: ServerView | undefined;
+  /** The full listing under way: its pages so far. */
+  private full: { servers: Map<string, InstanceMetadata>; startedMs: number } | undefined;
+
   constructor(
     private readonly ctx: ProviderContext,
     private readonly client: OpenStackClient,
@@ -233,11 +254,24 @@ export class OpenStackInstances implements Instances {
   }
 
   /**
-   * One page of the region's servers (one `GET /servers/detail`, the ports of the page in one
-   * or a few Neutron calls): the batched refresh of every cluster of the project. The token is
-   * Nova's marker.
+   * One page of the region's servers: the batched refresh of every cluster of the project. A
+   * full listing is one `GET /servers/detail` per page (the ports of the page in one or a few
+   * Neutron calls), Nova's marker the token. Once one has ended, and until it is
+   * `fullListIntervalMs` old, a refresh is one `changes-since` query instead (Nova also lists the
+   * servers deleted since): only the servers it names are read again (their ports too), the
+   * rest come from the view the last listing left, all in one page. A port change that Nova
+   * does not count as a server change (a floating IP attached) shows at the next full listing.
    */
   async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
+    const now = this.ctx.clock.now();
+    const view = this.view;
+    if (
+      pageToken === undefined &&
+      view !== undefined &&
+      now - view.fullAtMs < this.settings.fullListIntervalMs
+    )
+      return this.changesSince(view, now, signal);
+    if (pageToken === undefined) this.full = { servers: new Map(), startedMs: now };
     const page = await this.client.page<WireServer>(
       "compute",
       OPS.list,
@@ -249,6 +283,33 @@ export class OpenStackInstances implements Instances {
       },
     );
     const instances = await this.metadata(page.items.map(checkServer), signal);
+    const full = this.full;
+    if (full !== undefined) {
+      for (const i of instances) full.servers.set(i.instanceID, i);
+      if (page.next === undefined) {
+        this.view = { servers: full.servers, listedAtMs: full.startedMs, fullAtMs: full.startedMs };
+        this.full = undefined;
+      }
+    }
     return page.next === undefined ? { instances } : { instances, nextPageToken: page.next };
+  }
+
+  /** The view brought up to date with the servers Nova says changed since it was made. */
+  private async changesSince(view: ServerView, now: number, signal?: AbortSignal): Promise<InstanceListPage> {
+    const since = new Date(view.listedAtMs - CHANGES_SINCE_SLACK_MS).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const changed = (
+      await this.client.list<WireServer>("compute", OPS.changes, "/servers/detail", "servers", {
+        query: { "changes-since": since },
+        signal,
+      })
+    ).map(checkServer);
+    const live = changed.filter((s) => serverState(s.status) !== "terminated");
+    const fresh = await this.metadata(live, signal);
+    // Merged only once every page and port was read: a failed refresh leaves the view as it was.
+    const servers = new Map(view.servers);
+    for (const s of changed) servers.delete(s.id);
+    for (const m of fresh) servers.set(m.instanceID, m);
+    this.view = { servers, listedAtMs: now, fullAtMs: view.fullAtMs };
+    return { instances: [...servers.values()] };
   }
 }

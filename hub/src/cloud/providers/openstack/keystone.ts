@@ -9,7 +9,7 @@
 import type { Clock } from "../../../util/clock.js";
 import { ForbiddenError, SuspectAnswerError } from "../../errors.js";
 import { type CalledRequestDeps, calledRequest } from "../../http/called-request.js";
-import { RestClient } from "../../http/rest-client.js";
+import { type Fetch, RestClient } from "../../http/rest-client.js";
 import type { CloudCallWrapper } from "../../provider.js";
 import { OPENSTACK_LABEL, OpenStackApiError, toContractError } from "./errors.js";
 
@@ -57,6 +57,8 @@ export interface KeystoneConfig {
   readonly call: CloudCallWrapper;
   readonly requestTimeoutMs: number;
   readonly userAgent?: string | undefined;
+  /** Sends the requests (one trusting the account's CA bundle); absent: the global fetch. */
+  readonly fetch?: Fetch | undefined;
 }
 
 export class KeystoneAuth {
@@ -76,6 +78,7 @@ export class KeystoneAuth {
       timeoutMs: config.requestTimeoutMs,
       clock: config.clock,
       statusError: OpenStackApiError.from,
+      fetch: config.fetch,
     });
     this.called = { rest, call: config.call, clock: config.clock, toContractError };
   }

@@ -267,7 +267,6 @@ describe("instances", () => {
     const ports = [{ id: "p", device_id: "s", network_id: "n1", fixed_ips: [{ ip_address: "10.0.0.5" }] }];
     expect(
       nodeAddresses(server, ports, {
-        regionalProviderID: false,
         internalNetworkName: [],
         publicNetworkName: ["pub"],
       }),
@@ -280,10 +279,56 @@ describe("instances", () => {
     // internal-network-name: only the named networks' fixed addresses are internal.
     expect(
       nodeAddresses(server, [], {
-        regionalProviderID: false,
         internalNetworkName: ["zeta"],
         publicNetworkName: [],
       }).map((a) => a.address),
     ).toEqual(["203.0.113.9", "10.2.0.5"]);
+  });
+});
+
+describe("TLS termination (default-tls-container-ref)", () => {
+  const REF = "https://barbican.example.com/v1/containers/0b5f6f4e-0000-4000-8000-00000000c0de";
+  const listenersOf = (lbId: string) =>
+    [...fake.store.listeners.values()]
+      .filter((l) => l.lbId === lbId)
+      .map((l) => `${l.protocol}:${l.port} ${String(l.settings["default_tls_container_ref"] ?? "-")}`)
+      .sort();
+
+  test("with a certificate reference the TCP ports terminate TLS (TERMINATED_HTTPS, HTTP pools), as upstream; a new reference is put on the listeners; without one they are TCP again", async () => {
+    fake.addCertificate(REF);
+    const t = target();
+    await settle(() => lbs.ensure(t, spec({ [A.tlsContainerRef]: REF, [A.xForwardedFor]: "true" })));
+    const lb = lbOf(t.serviceUid);
+    expect(listenersOf(lb?.id ?? "")).toEqual([`TERMINATED_HTTPS:443 ${REF}`, `TERMINATED_HTTPS:80 ${REF}`]);
+    expect(poolsOf(lb?.id ?? "").map((p) => p.protocol)).toEqual(["HTTP", "HTTP"]);
+    expect(
+      [...fake.store.listeners.values()]
+        .filter((l) => l.lbId === lb?.id)
+        .map((l) => l.settings["insert_headers"]),
+    ).toEqual([{ "X-Forwarded-For": "true" }, { "X-Forwarded-For": "true" }]);
+
+    const renewed = `${REF.slice(0, -4)}beef`;
+    fake.addCertificate(renewed);
+    await settle(() => lbs.ensure(t, spec({ [A.tlsContainerRef]: renewed })));
+    expect(listenersOf(lb?.id ?? "")).toEqual([
+      `TERMINATED_HTTPS:443 ${renewed}`,
+      `TERMINATED_HTTPS:80 ${renewed}`,
+    ]);
+
+    await settle(() => lbs.ensure(t, spec()));
+    expect(listenersOf(lb?.id ?? "")).toEqual(["TCP:443 -", "TCP:80 -"]);
+    expect(poolsOf(lb?.id ?? "").map((p) => p.protocol)).toEqual(["TCP", "TCP"]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("a reference Octavia cannot retrieve is Octavia's refusal, reported; nothing half-built stays TLS-less", async () => {
+    const t = target();
+    const missing = "https://barbican.example.com/v1/containers/0b5f6f4e-0000-4000-8000-00000000dead";
+    await expect(settle(() => lbs.ensure(t, spec({ [A.tlsContainerRef]: missing })))).rejects.toThrow(
+      /Could not retrieve certificate/,
+    );
+    const lb = lbOf(t.serviceUid);
+    expect(listenersOf(lb?.id ?? "")).toEqual([]);
+    await settle(() => lbs.ensureDeleted(t));
   });
 });

@@ -3,7 +3,8 @@
  * `kube_service_<cluster>_<namespace>_<name>`, a VIP on the configured (or annotated) subnet
  * or network, per Service port a listener, its default pool (members `nodeIP:nodePort`,
  * replaced in one batch PUT) and a health monitor, and for a public Service a Neutron floating
- * IP on the VIP port. Ownership is in Octavia's tags (`fleet-ccm.io/cluster=<c>`,
+ * IP on the VIP port, and with `manageSecurityGroups` a node-port security group on the members'
+ * ports (security-groups.ts). Ownership is in Octavia's tags (`fleet-ccm.io/cluster=<c>`,
  * `fleet-ccm.io/service-uid=<uid>`), found again by a tag filter, never by a remembered id.
  *
  * Octavia is asynchronous: every mutation leaves the load balancer PENDING_* and refuses the
@@ -46,7 +47,7 @@ import {
 import { A, type LbMethod, type OpenStackLbAnnotations, parseAnnotations } from "./annotations.js";
 import type { OpenStackClient } from "./client.js";
 import { isGone, isImmutable } from "./errors.js";
-import type { WirePort } from "./instances.js";
+import { NodeSecurityGroups, type SgPort } from "./security-groups.js";
 
 export const LB_OPS = {
   list: "loadbalancers.list",
@@ -151,6 +152,18 @@ export interface LbDefaults {
   readonly recreateOnError: boolean;
   readonly flavorId?: string | undefined;
   readonly availabilityZone?: string | undefined;
+  /** A certificate reference every Service's TCP ports terminate TLS with (upstream's default-tls-container-ref). */
+  readonly tlsContainerRef?: string | undefined;
+  /** Octavia's provider (`amphora`, `ovn`, ...); absent: the cloud's default. */
+  readonly provider?: string | undefined;
+  /** A node-port security group per load balancer on the members' ports (upstream's manage-security-groups). */
+  readonly manageSecurityGroups: boolean;
+}
+
+/** A backend's member address and the Neutron port it is on. */
+interface NodeIP {
+  readonly ip: string;
+  readonly port: SgPort;
 }
 
 const tag = (k: string, v: string) => `${k}=${v}`;
@@ -169,12 +182,30 @@ export function upstreamName(cluster: string, serviceName: string): string {
   return `kube_service_${cluster}_${ns}_${name}`.slice(0, 255);
 }
 
-/** Octavia's protocol of a Service port: TCP, UDP, or PROXY pools for proxy protocol. */
-function listenerProtocol(p: LoadBalancerSpec["listeners"][number]): string {
+/** `<namespace>/<name>` from upstream's load-balancer name (neither has an underscore); undefined if not one. */
+export function serviceNameOf(lbName: string): string | undefined {
+  if (!lbName.startsWith("kube_service_")) return undefined;
+  const parts = lbName.split("_");
+  const [ns, name] = parts.slice(-2);
+  return parts.length >= 5 && ns !== undefined && name !== undefined ? `${ns}/${name}` : undefined;
+}
+
+/**
+ * Octavia's protocol of a Service port: UDP, HTTP, TCP; with a certificate reference (upstream's
+ * default-tls-container-ref) a TCP or HTTP port terminates TLS (TERMINATED_HTTPS).
+ */
+function listenerProtocol(
+  p: LoadBalancerSpec["listeners"][number],
+  tlsContainerRef: string | undefined,
+): string {
   if (p.protocol === "UDP") return "UDP";
+  if (tlsContainerRef !== undefined) return "TERMINATED_HTTPS";
   if (p.protocol === "HTTP") return "HTTP";
   return "TCP";
 }
+
+/** Listeners that speak HTTP to clients: X-Forwarded-For can be inserted, their pools speak HTTP. */
+const httpish = (protocol: string) => protocol === "HTTP" || protocol === "TERMINATED_HTTPS";
 
 type Step = () => Promise<unknown>;
 
@@ -187,10 +218,17 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     serviceAnnotationKeys: [A.loadBalancerId],
   };
 
+  private readonly sgs: NodeSecurityGroups | undefined;
+
   constructor(
     private readonly client: OpenStackClient,
     private readonly defaults: LbDefaults,
-  ) {}
+  ) {
+    // Octavia's OVN provider keeps the clients' addresses: the rules then allow the source ranges.
+    this.sgs = defaults.manageSecurityGroups
+      ? new NodeSecurityGroups(client, defaults.provider === "ovn")
+      : undefined;
+  }
 
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
     parseAnnotations(annotations);
@@ -367,23 +405,40 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     return fips.find((f) => f.port_id === lb.vip_port_id);
   }
 
-  /** Instance id → its address on the member subnet (else its first fixed IP), one Neutron call per 40. */
+  /** VIP port id → the floating IP on it, for many ports at once (Neutron ORs a repeated filter). */
+  private async fipsOn(portIds: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (let i = 0; i < portIds.length; i += 40) {
+      const ids = portIds.slice(i, i + 40);
+      const fips = await this.client.list<WireFip>("network", LB_OPS.fips, "/floatingips", "floatingips", {
+        query: { port_id: ids },
+        signal,
+      });
+      for (const f of fips)
+        if (f.port_id !== null && ids.includes(f.port_id)) out.set(f.port_id, f.floating_ip_address);
+    }
+    return out;
+  }
+
+  /** Instance id → its address on the member subnet (else its first fixed IP) and that port, one Neutron call per 40. */
   private async nodeIPs(
     backends: readonly string[],
     subnet: string | undefined,
     signal?: AbortSignal,
-  ): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
+  ): Promise<Map<string, NodeIP>> {
+    const out = new Map<string, NodeIP>();
     for (let i = 0; i < backends.length; i += 40) {
       const ids = backends.slice(i, i + 40);
-      const ports = await this.client.list<WirePort>("network", LB_OPS.ports, "/ports", "ports", {
+      const ports = await this.client.list<SgPort>("network", LB_OPS.ports, "/ports", "ports", {
         query: { device_id: ids },
         signal,
       });
       for (const id of ids) {
-        const mine = ports.filter((p) => p.device_id === id).flatMap((p) => p.fixed_ips);
-        const ip = (subnet === undefined ? undefined : mine.find((f) => f.subnet_id === subnet)) ?? mine[0];
-        if (ip !== undefined) out.set(id, ip.ip_address);
+        const mine = ports
+          .filter((p) => p.device_id === id)
+          .flatMap((port) => port.fixed_ips.map((f) => ({ f, port })));
+        const at = (subnet === undefined ? undefined : mine.find((m) => m.f.subnet_id === subnet)) ?? mine[0];
+        if (at !== undefined) out.set(id, { ip: at.f.ip_address, port: at.port });
       }
     }
     return out;
@@ -451,8 +506,20 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     if (lb.provisioning_status === "ERROR") return this.failed(lb, signal);
 
     const current = lb;
-    const pending = await this.reconcile(current, spec, s, signal);
+    const memberSubnet = s.memberSubnetId ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
+    const ips = await this.nodeIPs(spec.backends, memberSubnet, signal);
+    const missing = spec.backends.filter((b) => !ips.has(b));
+    if (missing.length > 0)
+      throw new CloudError(`no Neutron port of backend server(s) ${missing.join(", ")}`);
+    const pending = await this.reconcile(current, spec, s, memberSubnet, ips, signal);
     if (pending !== undefined) return pending;
+    await this.sgs?.ensure(
+      target,
+      spec,
+      memberSubnet,
+      [...ips.values()].map((n) => n.port),
+      signal,
+    );
     // The floating IP of a public Service, on the VIP port (adopting one a lost answer made).
     let fip = await this.fipOf(current, signal);
     const network = s.floatingNetworkId ?? this.defaults.floatingNetworkId;
@@ -562,6 +629,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
               ...(subnet !== undefined ? { vip_subnet_id: subnet } : { vip_network_id: network }),
               ...(flavor !== undefined && { flavor_id: flavor }),
               ...(az !== undefined && { availability_zone: az }),
+              ...(this.defaults.provider !== undefined && { provider: this.defaults.provider }),
               tags: this.ownerTags(target),
             },
           },
@@ -598,15 +666,12 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     lb: WireLb,
     spec: LoadBalancerSpec,
     s: OpenStackLbAnnotations,
+    memberSubnet: string | undefined,
+    ips: Map<string, NodeIP>,
     signal?: AbortSignal,
   ): Promise<InProgress | undefined> {
     const method = s.lbMethod ?? this.defaults.lbMethod;
     const monitorOn = s.enableHealthMonitor ?? this.defaults.createMonitor;
-    const memberSubnet = s.memberSubnetId ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
-    const ips = await this.nodeIPs(spec.backends, memberSubnet, signal);
-    const missing = spec.backends.filter((b) => !ips.has(b));
-    if (missing.length > 0)
-      throw new CloudError(`no Neutron port of backend server(s) ${missing.join(", ")}`);
     for (let pass = 0; pass < 8; pass++) {
       const listeners = await this.listeners(lb, signal);
       const pools = await this.pools(lb, signal);
@@ -631,14 +696,15 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     lb: WireLb,
     spec: LoadBalancerSpec,
     s: OpenStackLbAnnotations,
-    d: { method: LbMethod; monitorOn: boolean; memberSubnet: string | undefined; ips: Map<string, string> },
+    d: { method: LbMethod; monitorOn: boolean; memberSubnet: string | undefined; ips: Map<string, NodeIP> },
     listeners: readonly WireListener[],
     pools: readonly WirePool[],
     signal?: AbortSignal,
   ): Promise<Step | undefined> {
     const lbApi = (op: string, method: "POST" | "PUT" | "DELETE", path: string, body?: unknown) => () =>
       this.client.request("load-balancer", op, method, path, { ...(body !== undefined && { body }), signal });
-    const wanted = spec.listeners.map((p) => ({ p, protocol: listenerProtocol(p) }));
+    const tlsRef = s.tlsContainerRef ?? this.defaults.tlsContainerRef;
+    const wanted = spec.listeners.map((p) => ({ p, protocol: listenerProtocol(p, tlsRef) }));
     // Listeners of ports no longer wanted: their pool first (its members and monitor go with it).
     for (const l of listeners) {
       if (wanted.some((w) => w.protocol === l.protocol && w.p.port === l.protocol_port)) continue;
@@ -648,11 +714,13 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     }
     for (const [i, { p, protocol }] of wanted.entries()) {
       const cidrs = spec.sourceRanges.length === 0 ? null : [...spec.sourceRanges].sort();
-      const headers = protocol === "HTTP" && s.xForwardedFor ? { "X-Forwarded-For": "true" } : {};
+      const headers = httpish(protocol) && s.xForwardedFor ? { "X-Forwarded-For": "true" } : {};
+      const tls = protocol === "TERMINATED_HTTPS" ? tlsRef : undefined;
       const listenerBody = {
         ...s.timeouts,
         ...(cidrs !== null && { allowed_cidrs: cidrs }),
-        ...(protocol === "HTTP" && { insert_headers: headers }),
+        ...(httpish(protocol) && { insert_headers: headers }),
+        ...(tls !== undefined && { default_tls_container_ref: tls }),
       };
       const l = listeners.find((x) => x.protocol === protocol && x.protocol_port === p.port);
       if (l === undefined)
@@ -670,11 +738,13 @@ export class OpenStackLoadBalancers implements LoadBalancers {
           ? null
           : [...l.allowed_cidrs].sort();
       const timeoutsDiffer = Object.entries(s.timeouts).some(([k, v]) => l[k] !== v);
-      if (JSON.stringify(haveCidrs) !== JSON.stringify(cidrs) || timeoutsDiffer)
+      const certificateDiffers = tls !== undefined && l["default_tls_container_ref"] !== tls;
+      if (JSON.stringify(haveCidrs) !== JSON.stringify(cidrs) || timeoutsDiffer || certificateDiffers)
         return lbApi(LB_OPS.listenerUpdate, "PUT", `/lbaas/listeners/${l.id}`, {
           listener: { ...listenerBody, allowed_cidrs: cidrs ?? [] },
         });
-      const poolProtocol = p.proxyProtocol ? "PROXY" : protocol;
+      // A TERMINATED_HTTPS listener hands plain HTTP to its pool, as upstream builds it.
+      const poolProtocol = p.proxyProtocol ? "PROXY" : protocol === "TERMINATED_HTTPS" ? "HTTP" : protocol;
       const persistence = spec.sessionAffinity === "ClientIP" ? { type: "SOURCE_IP" } : null;
       const monitorPort = spec.healthCheck.port !== p.nodePort ? spec.healthCheck.port : undefined;
       const poolTags = [
@@ -759,14 +829,14 @@ export class OpenStackLoadBalancers implements LoadBalancers {
 
   private desiredMembers(
     backends: readonly string[],
-    ips: Map<string, string>,
+    ips: Map<string, NodeIP>,
     nodePort: number,
     monitorPort: number | undefined,
     subnet: string | undefined,
   ): Record<string, unknown>[] {
     return backends
       .map((b) => ({
-        address: ips.get(b) ?? "",
+        address: ips.get(b)?.ip ?? "",
         protocol_port: nodePort,
         name: b,
         ...(monitorPort !== undefined && { monitor_port: monitorPort }),
@@ -788,7 +858,11 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
     if (lb.provisioning_status === "ERROR") throw new NeedsEnsureError(`load balancer ${lb.id} is in ERROR`);
     const pools = await this.pools(lb, signal);
-    const memberSubnet = this.defaults.memberSubnetId ?? lb.vip_subnet_id;
+    const members = new Map<string, WireMember[]>();
+    for (const pool of pools) members.set(pool.id, await this.members(pool, signal));
+    // The subnet the members are on (ensure chose it, annotation included), else the defaults'.
+    const memberSubnet =
+      [...members.values()].flat()[0]?.subnet_id ?? this.defaults.memberSubnetId ?? lb.vip_subnet_id;
     const ips = await this.nodeIPs(backends, memberSubnet, signal);
     if (backends.some((b) => !ips.has(b))) throw new NeedsEnsureError("a backend has no Neutron port");
     for (const pool of pools) {
@@ -796,15 +870,15 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       if (!Number.isSafeInteger(nodePort) || nodePort <= 0)
         throw new NeedsEnsureError(`pool ${pool.id} has no node-port tag`);
       const monitorRaw = tagValue(pool.tags, MONITOR_PORT_TAG.slice(0, -1));
-      const members = await this.members(pool, signal);
+      const have = members.get(pool.id) ?? [];
       const desired = this.desiredMembers(
         backends,
         ips,
         nodePort,
         monitorRaw === undefined ? undefined : Number(monitorRaw),
-        members[0]?.subnet_id ?? memberSubnet,
+        memberSubnet,
       );
-      if (sameMembers(members, desired)) continue;
+      if (sameMembers(have, desired)) continue;
       const pending = await this.run(
         lb,
         [
@@ -824,6 +898,9 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       );
       if (pending !== undefined) return pending;
     }
+    const ports = [...ips.values()].map((n) => n.port);
+    if (this.sgs !== undefined && !(await this.sgs.updatePorts(target, ports, signal)))
+      throw new NeedsEnsureError(`no node-port security group of ${target.cluster}/${target.serviceUid}`);
     const fresh = await this.byId(lb.id, signal);
     if (fresh === undefined) throw new NeedsEnsureError(`load balancer ${lb.id} gone`);
     const wanted = [
@@ -844,7 +921,10 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     if (lb !== undefined) {
       if (lb.provisioning_status.startsWith("PENDING_"))
         return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${lb.provisioning_status}`);
-      // The floating IP first, while the VIP port still names it (owned: it is on our VIP).
+      // The node-port security group first, while the load balancer's name still says whose it
+      // is (a group a cut-short ensure left untagged is found by that name).
+      await this.sgs?.remove(target, serviceNameOf(lb.name), signal);
+      // The floating IP next, while the VIP port still names it (owned: it is on our VIP).
       const fip = await this.fipOf(lb, signal);
       if (fip !== undefined && !s.keepFloatingIp)
         await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, {
@@ -864,6 +944,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       if (after !== undefined)
         return inProgress(PENDING_RETRY_MS, `load balancer ${lb.id} ${after.provisioning_status}`);
     }
+    await this.sgs?.remove(target, undefined, signal);
     return undefined;
   }
 
@@ -879,22 +960,26 @@ export class OpenStackLoadBalancers implements LoadBalancers {
         signal,
       },
     );
-    const items = page.items.flatMap((lb) => {
+    const mine = page.items.flatMap((lb) => {
       const owner = ownerOfTags(lb.tags);
-      if (owner === undefined) return [];
+      return owner === undefined ? [] : [{ lb, owner }];
+    });
+    // What clients reach is the floating IP of a public Service: one Neutron call per 40 VIP ports.
+    const fips = await this.fipsOn(
+      mine.map((m) => m.lb.vip_port_id),
+      signal,
+    );
+    const items = mine.map(({ lb, owner }) => {
       const specDigest = tagValue(lb.tags, DIGEST_TAG_SPEC);
       const backends = tagValue(lb.tags, DIGEST_TAG_BACKENDS);
-      // The VIP alone: the floating IP would cost a Neutron call per load balancer.
-      return [
-        {
-          id: lb.id,
-          name: lb.name,
-          owner,
-          ingress: [{ ip: lb.vip_address }],
-          ...(specDigest !== undefined && { specDigest }),
-          ...(backends !== undefined && { backendsDigest: backends }),
-        },
-      ];
+      return {
+        id: lb.id,
+        name: lb.name,
+        owner,
+        ingress: [{ ip: fips.get(lb.vip_port_id) ?? lb.vip_address }],
+        ...(specDigest !== undefined && { specDigest }),
+        ...(backends !== undefined && { backendsDigest: backends }),
+      };
     });
     return page.next === undefined ? { items } : { items, nextPageToken: page.next };
   }
