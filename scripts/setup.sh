@@ -10,7 +10,8 @@ want=$(cat package-lock.json package.json */package.json 2>/dev/null | sha256sum
 if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
   echo "setup: installing npm dependencies (npm ci)…" >&2
   npm ci --no-audit --no-fund --loglevel=error >&2
-  echo "$want" >"$stamp"
+  # A new file, not a rewrite: a node_modules copied with hard links (cp -al) must not change its source's stamp.
+  echo "$want" >"$stamp.tmp" && mv -f "$stamp.tmp" "$stamp"
 fi
 
 # Debian packages the tests use: nats-server (every e2e test), the official Python client
