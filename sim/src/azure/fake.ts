@@ -674,6 +674,19 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private validate(sub: string, type: ArmType, body: Json): void {
     const props = (body["properties"] as Json | undefined) ?? {};
+    // ARM's tag limits ("Use tags to organize your Azure resources", Limitations).
+    const tags = Object.entries((body["tags"] as Record<string, string> | undefined) ?? {});
+    const badName = tags.find(([k]) => /[<>%&\\?/]/.test(k) || k.length > 512);
+    if (badName !== undefined)
+      throw new FakeError(
+        400,
+        "InvalidTagNameCharacters",
+        `The tag names '${badName[0]}' have reserved characters '<,>,%,&,\\,?,/' or control characters.`,
+      );
+    if (tags.some(([, v]) => v.length > 256))
+      throw new FakeError(400, "InvalidTagValueLength", "Tag values can have a maximum of 256 characters.");
+    if (tags.length > 50)
+      throw new FakeError(400, "BadRequest", `A resource can have at most 50 tags, not ${tags.length}.`);
     if (type === "loadBalancers") {
       for (const f of (props["frontendIPConfigurations"] as Json[] | undefined) ?? []) {
         const p = (f["properties"] as Json | undefined) ?? {};

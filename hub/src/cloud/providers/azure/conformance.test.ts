@@ -1,9 +1,9 @@
 import { AzureFake } from "@fleet-ccm/sim";
 import type { ConformanceFixture, FakeResource } from "../../conformance/conformance.testkit.js";
 import { describeProviderConformance } from "../../conformance/conformance.testkit.js";
-import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import type { AccountBinding, LbOwner } from "../../provider.js";
 import { azureProvider } from "./index.js";
+import { TAG_CLUSTER, TAG_SERVICE_UID } from "./records.js";
 
 const SUB = "00000000-0000-0000-0000-0000000c0f0e";
 const TENANT = "conf-tenant";
@@ -92,6 +92,8 @@ function fixture(asyncMs: number): ConformanceFixture {
         missingProviderID: () =>
           `azure:///subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/no-such-vm`,
         instancePageSize: 20,
+        // A page of load balancers, and the resource group's public IPs for their addresses.
+        listOwnedReadsPerPage: 2,
         throttle: (seconds) => fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, SUB),
         failWithServerErrors: () => fake.setFaults({ errorRate: 1 }, SUB),
         clearFaults: () => fake.resetFaults(),
@@ -112,8 +114,8 @@ function fixture(asyncMs: number): ConformanceFixture {
           }
           for (const pip of fake.list(SUB, "publicIPAddresses")) {
             const tags = (pip.body["tags"] as Record<string, string> | undefined) ?? {};
-            const cluster = tags[OWNER_TAG_CLUSTER];
-            const uid = tags[OWNER_TAG_SERVICE_UID];
+            const cluster = tags[TAG_CLUSTER];
+            const uid = tags[TAG_SERVICE_UID];
             out.push({
               kind: "public-ip",
               id: pip.id,
@@ -187,5 +189,8 @@ function fixture(asyncMs: number): ConformanceFixture {
   };
 }
 
-describeProviderConformance("azure", fixture(0));
-describeProviderConformance("azure (writes stay Updating for 120 ms)", fixture(120), { inProgress: true });
+describeProviderConformance("azure", fixture(0), { digests: true });
+describeProviderConformance("azure (writes stay Updating for 120 ms)", fixture(120), {
+  digests: true,
+  inProgress: true,
+});

@@ -197,7 +197,8 @@ export class AzureInstances implements Instances {
     return new Map(list.map((n) => [n.id?.toLowerCase() ?? "", n]));
   }
 
-  private async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
+  /** Every public IP of a resource group, by lower-cased id (all pages). */
+  async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
     const list = await this.api.call(
       "publicIPAddresses.list",
       async (c, o) => {

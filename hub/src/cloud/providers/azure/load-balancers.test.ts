@@ -4,6 +4,7 @@
 import { type AzureFake, AzureFake as Fake } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
+import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AZURE_ANNOTATIONS, azureLbSettings } from "./annotations.js";
@@ -241,8 +242,57 @@ describe("adoption of what cloud-provider-azure built", () => {
     expect(names(props(lb)["loadBalancingRules"])).toEqual(
       expect.arrayContaining([`${fe}-TCP-80`, `${fe}-TCP-443`]),
     );
-    expect((fake.byId(pip.id).body["tags"] as Json)["fleet-ccm.io/service-uid"]).toBe(uid);
+    expect((fake.byId(pip.id).body["tags"] as Json)["fleet-ccm-service-uid"]).toBe(uid);
     await settle(() => lbs.ensureDeleted(t));
     expect(fake.find(pip.id)).toBeUndefined();
+  });
+});
+
+describe("listOwned and the digests", () => {
+  test("a Service is listed with the digests of what was made; a restarted provider lists it without writing", async () => {
+    const t = target("listed", "12345678-1234-1234-1234-123456789abc");
+    fake.put(SUB, RG, "networkSecurityGroups", "listed-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const s = spec();
+    const ingress = await settle(() => lbs.ensure(t, s));
+    const before = fake.mutations.length;
+    const owned = [];
+    for (let token: string | undefined, first = true; first || token !== undefined; first = false) {
+      const page = await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(token);
+      owned.push(...page.items);
+      token = page.nextPageToken;
+    }
+    const item = owned.find((i) => i.owner.serviceUid === t.serviceUid);
+    expect(item).toMatchObject({
+      owner: { cluster: "listed", serviceUid: t.serviceUid },
+      ingress,
+      specDigest: loadBalancerSpecDigest(s),
+      backendsDigest: backendsDigest(s.backends),
+    });
+    // The same spec again (a restarted hub that had no listing): reads only.
+    await settle(() => lbs.ensure(t, s));
+    expect(fake.mutations.length).toBe(before);
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "listed"));
+    expect(Object.keys(lb.body["tags"] as Json).every((k) => !/[<>%&\\?/]/.test(k))).toBe(true);
+    await settle(() => lbs.ensureDeleted(t));
+    const after = await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(undefined);
+    expect(after.items.filter((i) => i.owner.cluster === "listed")).toEqual([]);
+  });
+
+  test("a public IP whose load-balancer write never came is listed for its owner", async () => {
+    const pip = fake.put(SUB, RG, "publicIPAddresses", "listed-aorphan", {
+      location: REGION,
+      sku: { name: "Standard" },
+      tags: { "fleet-ccm-cluster": "listed", "fleet-ccm-service-uid": "orphan" },
+      properties: { publicIPAllocationMethod: "Static" },
+    });
+    const page = await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(undefined);
+    expect(page.items.find((i) => i.owner.serviceUid === "orphan")).toMatchObject({
+      id: pip.id,
+      owner: { cluster: "listed", serviceUid: "orphan" },
+    });
+    fake.remove(pip.id);
   });
 });

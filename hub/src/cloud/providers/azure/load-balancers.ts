@@ -25,7 +25,7 @@ import type {
 } from "@azure/arm-network";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { CloudError, OperationFailedError } from "../../errors.js";
-import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
+import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
   type InProgress,
   inProgress,
@@ -36,6 +36,8 @@ import {
   type LoadBalancerState,
   type LoadBalancers,
   lbOwner,
+  type OwnedLoadBalancer,
+  type OwnedLoadBalancerPage,
   type ProviderContext,
   type ServiceTarget,
 } from "../../provider.js";
@@ -54,6 +56,7 @@ import {
   UPSTREAM_SERVICE_TAG,
 } from "./names.js";
 import type { AzureOptions } from "./options.js";
+import { readServices, TAG_BACKENDS, TAG_CLUSTER, TAG_SERVICE_UID, withServices } from "./records.js";
 import { type ObjectIo, SharedWriter, type WriteResult } from "./shared-writer.js";
 
 const NETWORK = "Microsoft.Network";
@@ -72,6 +75,8 @@ export class AzureLoadBalancers implements LoadBalancers {
     protocols: ["TCP", "UDP"],
     // Azure Standard Load Balancer: 1,000 backend instances per pool (networking limits).
     maxBackends: 1_000,
+    // Nothing built depends on a node's annotations: backends digests are of the ids alone.
+    readsNodeAnnotations: false,
   };
   readonly lbWriter = new SharedWriter<LoadBalancer>();
   readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();
@@ -175,8 +180,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     if (fe.privateIPAddress !== undefined) return [{ ip: fe.privateIPAddress }];
     const id = fe.publicIPAddress?.id;
     if (id === undefined) return [];
-    const parts = id.split("/");
-    const pip = await this.readPip(parts[4] ?? this.rg, parts[8] ?? "", signal);
+    const pip = await this.pipById(id, signal);
     return pip?.ipAddress === undefined ? [] : [{ ip: pip.ipAddress }];
   }
 
@@ -300,7 +304,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     // The other kind's frontend of this Service (internal switched to public, say) goes first.
     const other = this.names(t, { ...spec, internal: !spec.internal });
     const removed = await this.lbWriter.apply(other.lb, this.lbIo(other.lb, signal), (lb) =>
-      removeOwner(lb, other.prefix, other.cluster),
+      removeOwner(lb, other.prefix, t.serviceUid),
     );
     if (removed.pending) return inProgress(poll, "load balancer updating");
     let pipId: string | undefined;
@@ -319,8 +323,28 @@ export class AzureLoadBalancers implements LoadBalancers {
     const lbId = this.lbId(n.lb);
     const floating = n.a.floatingIp;
     const privateIp = spec.internal ? (n.a.ipv4 ?? spec.loadBalancerIP) : undefined;
+    const digest = loadBalancerSpecDigest(spec);
+    // The NSG rules go first when the frontend's address is known before the load-balancer write
+    // (a public IP, a static internal address): that write then records the spec digest. An
+    // internal address Azure picks is known only after it: the digest takes one more write then.
+    const known = spec.internal ? privateIp : pipIp;
+    if (known !== undefined) {
+      const nsg = await this.ensureNsg(t, n, spec, known, signal);
+      if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    }
+    const nsgAfter = this.options.securityGroupName !== undefined && known === undefined;
     const written = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
-      const lb = removeOwner(cur, n.prefix, n.cluster, n.frontend) ?? newLb(this.api.region);
+      const recorded = readServices(cur?.tags).get(t.serviceUid);
+      const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
+      lb.tags = record(
+        lb.tags,
+        t.cluster,
+        t.serviceUid,
+        nsgAfter && recorded !== digest ? undefined : digest,
+        {
+          backends: backendsDigest(spec.backends),
+        },
+      );
       const props = lb;
       const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
       const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
@@ -389,8 +413,15 @@ export class AzureLoadBalancers implements LoadBalancers {
     const fe = written.value?.frontendIPConfigurations?.find((f) => f.name === n.frontend);
     const ip = spec.internal ? fe?.privateIPAddress : pipIp;
     if (ip === undefined) return inProgress(poll, "frontend address pending");
-    const nsg = await this.ensureNsg(t, n, spec, ip, signal);
-    if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    if (nsgAfter) {
+      const nsg = await this.ensureNsg(t, n, spec, ip, signal);
+      if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+      const recorded = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
+        if (cur?.frontendIPConfigurations?.some((f) => f.name === n.frontend) !== true) return cur;
+        return { ...cur, tags: record(cur.tags, t.cluster, t.serviceUid, digest) };
+      });
+      if (recorded.pending) return inProgress(poll, "load balancer updating");
+    }
     return [{ ip }];
   }
 
@@ -406,7 +437,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const userNamed = n.a.pipName !== undefined;
     if (existing !== undefined) {
       const tags = existing.tags ?? {};
-      const ours = tags[OWNER_TAG_CLUSTER] === t.cluster && tags[OWNER_TAG_SERVICE_UID] === t.serviceUid;
+      const ours = tags[TAG_CLUSTER] === t.cluster && tags[TAG_SERVICE_UID] === t.serviceUid;
       const upstreams =
         t.scope.adoptFrom !== undefined &&
         tags[UPSTREAM_CLUSTER_TAG] === t.scope.adoptFrom.vendorCcmClusterName;
@@ -438,8 +469,8 @@ export class AzureLoadBalancers implements LoadBalancers {
       ...(n.a.dnsLabelName !== undefined && { dnsSettings: { domainNameLabel: n.a.dnsLabelName } }),
       tags: {
         ...(existing?.tags ?? {}),
-        [OWNER_TAG_CLUSTER]: t.cluster,
-        [OWNER_TAG_SERVICE_UID]: t.serviceUid,
+        [TAG_CLUSTER]: t.cluster,
+        [TAG_SERVICE_UID]: t.serviceUid,
         [UPSTREAM_CLUSTER_TAG]: n.cluster,
         ...(spec.serviceName !== undefined && { [UPSTREAM_SERVICE_TAG]: spec.serviceName }),
       },
@@ -522,6 +553,7 @@ export class AzureLoadBalancers implements LoadBalancers {
       );
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
         if (cur === undefined) return cur;
+        cur.tags = { ...cur.tags, [TAG_BACKENDS]: backendsDigest(backends) };
         cur.backendAddressPools = [
           ...(cur.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
           {
@@ -541,6 +573,81 @@ export class AzureLoadBalancers implements LoadBalancers {
     throw new NeedsEnsureError("the Service's frontend is gone from its cluster's load balancer");
   }
 
+  /**
+   * One page of the resource group's load balancers (one read) and its public IPs (one more):
+   * in each load balancer the hub marked as a cluster's, the frontends of the Services it
+   * records, with their addresses and digests. A load balancer still being written (or failed)
+   * gives no digests: what it will be is not known yet.
+   */
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const page = await this.api.call(
+      "loadBalancers.list",
+      async (c, o) => {
+        const pages = c.network.loadBalancers
+          .list(this.rg, o)
+          .byPage(pageToken === undefined ? {} : { continuationToken: pageToken });
+        const first = await pages.next();
+        return first.done === true
+          ? { items: [] as LoadBalancer[] }
+          : { items: first.value as LoadBalancer[], link: c.continuationOf(first.value) };
+      },
+      signal,
+    );
+    const owned = page.items.filter((lb) => lb.tags?.[TAG_CLUSTER] !== undefined);
+    const last = page.link === undefined;
+    const needsPips =
+      last || owned.some((lb) => lb.frontendIPConfigurations?.some((f) => f.publicIPAddress?.id));
+    const pips = needsPips
+      ? await this.instances.publicIpsOf(this.rg, signal)
+      : new Map<string, PublicIPAddress>();
+    const items: OwnedLoadBalancer[] = [];
+    for (const lb of owned) {
+      const cluster = lb.tags?.[TAG_CLUSTER] as string;
+      const settled = lb.provisioningState === "Succeeded";
+      const backends = lb.tags?.[TAG_BACKENDS];
+      for (const [uid, spec] of readServices(lb.tags)) {
+        const prefix = frontendName(uid);
+        const fe = lb.frontendIPConfigurations?.find(
+          (f) => f.name === prefix || f.name?.startsWith(`${prefix}-`) === true,
+        );
+        if (fe === undefined) continue;
+        const pipId = fe.publicIPAddress?.id;
+        const pip =
+          pipId === undefined ? undefined : (pips.get(lower(pipId)) ?? (await this.pipById(pipId, signal)));
+        const ip = fe.privateIPAddress ?? pip?.ipAddress;
+        items.push({
+          id: fe.id ?? "",
+          name: `${lb.name}/${fe.name}`,
+          owner: { cluster, serviceUid: uid },
+          ingress: ip === undefined ? [] : [{ ip }],
+          ...(settled && spec !== undefined && { specDigest: spec }),
+          ...(settled && spec !== undefined && backends !== undefined && { backendsDigest: backends }),
+        });
+      }
+    }
+    // A public IP of the owner's that no frontend holds (a create interrupted before its
+    // load-balancer write): listed once, on the last page, so a cluster's cleanup finds it too.
+    if (last)
+      for (const pip of pips.values()) {
+        const cluster = pip.tags?.[TAG_CLUSTER];
+        const uid = pip.tags?.[TAG_SERVICE_UID];
+        if (cluster === undefined || uid === undefined || pip.ipConfiguration !== undefined) continue;
+        items.push({
+          id: pip.id ?? "",
+          name: pip.name ?? "",
+          owner: { cluster, serviceUid: uid },
+          ingress: [],
+        });
+      }
+    return { items, ...(page.link !== undefined && { nextPageToken: page.link }) };
+  }
+
+  /** A public IP outside the resource group (`azure-load-balancer-resource-group`). */
+  private pipById(id: string, signal?: AbortSignal): Promise<PublicIPAddress | undefined> {
+    const parts = id.split("/");
+    return this.readPip(parts[4] ?? this.rg, parts[8] ?? "", signal);
+  }
+
   async ensureDeleted(
     t: ServiceTarget,
     signal?: AbortSignal,
@@ -551,7 +658,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     for (const internal of [false, true]) {
       const n = this.names(t, { internal, annotations });
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (lb) =>
-        removeOwner(lb, n.prefix, n.cluster),
+        removeOwner(lb, n.prefix, t.serviceUid),
       );
       if (r.pending) return inProgress(poll, "load balancer updating");
     }
@@ -562,11 +669,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const pip = await this.readPip(n.pipRg, n.pip, signal);
     const tags = pip?.tags ?? {};
     if (pip?.provisioningState === "Deleting") return inProgress(poll, "public IP deleting");
-    if (
-      pip !== undefined &&
-      tags[OWNER_TAG_CLUSTER] === t.cluster &&
-      tags[OWNER_TAG_SERVICE_UID] === t.serviceUid
-    ) {
+    if (pip !== undefined && tags[TAG_CLUSTER] === t.cluster && tags[TAG_SERVICE_UID] === t.serviceUid) {
       try {
         const done = await this.api.call(
           "publicIPAddresses.delete",
@@ -587,11 +690,36 @@ function newLb(location: string): LoadBalancer {
   return { location, sku: { name: "Standard", tier: "Regional" } };
 }
 
-/** The load balancer without the owner's frontends, probes and rules; undefined once no frontend is left. */
+/**
+ * The load-balancer tags with the Service's record (and the cluster's owner mark, and the pool's
+ * backends digest when given): `spec` undefined records the Service without a digest.
+ */
+function record(
+  tags: Record<string, string> | undefined,
+  cluster: string,
+  uid: string,
+  spec: string | undefined,
+  pool?: { readonly backends: string },
+): Record<string, string> {
+  const services = readServices(tags);
+  services.set(uid, spec);
+  // The owner marks first: the Services' records take the room left.
+  const marked = {
+    ...tags,
+    [TAG_CLUSTER]: cluster,
+    ...(pool !== undefined && { [TAG_BACKENDS]: pool.backends }),
+  };
+  return withServices(marked, services);
+}
+
+/**
+ * The load balancer without the owner's frontends, probes, rules and record; undefined once no
+ * frontend is left.
+ */
 function removeOwner(
   lb: LoadBalancer | undefined,
   prefix: string,
-  cluster: string,
+  uid: string,
   keepFrontend?: string,
 ): LoadBalancer | undefined {
   if (lb === undefined) return undefined;
@@ -605,7 +733,8 @@ function removeOwner(
     loadBalancingRules: (lb.loadBalancingRules ?? []).filter((r) => !mine(r.name)),
   };
   if ((out.frontendIPConfigurations ?? []).length === 0 && keepFrontend === undefined) return undefined;
-  void cluster;
+  const services = readServices(lb.tags);
+  if (services.delete(uid)) out.tags = withServices(lb.tags, services);
   return out;
 }
 
@@ -617,6 +746,7 @@ function comparable(lb: LoadBalancer | undefined): unknown {
       .map((i) => Object.fromEntries(keys.map((k) => [k, normal(i[k])])))
       .sort((a, b) => String(a["name"]).localeCompare(String(b["name"])));
   return {
+    tags: Object.entries(lb.tags ?? {}).sort(([a], [b]) => a.localeCompare(b)),
     fe: pick(lb.frontendIPConfigurations ?? [], [
       "name",
       "publicIPAddress",

@@ -8,7 +8,6 @@
  */
 import type { Route, RouteTable } from "@azure/arm-network";
 import { SuspectAnswerError } from "../../errors.js";
-import { OWNER_TAG_CLUSTER } from "../../naming.js";
 import {
   type CloudRoute,
   type ClusterTarget,
@@ -22,6 +21,7 @@ import { isNotFound } from "./errors.js";
 import { type AzureInstances, primaryIpConfig } from "./instances.js";
 import { fromTemplate, parseVmId } from "./names.js";
 import type { AzureOptions } from "./options.js";
+import { TAG_CLUSTER } from "./records.js";
 import { type ObjectIo, SharedWriter } from "./shared-writer.js";
 
 const strip = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
@@ -128,7 +128,7 @@ export class AzureRoutes implements Routes {
     const r = await this.writer.apply(this.table(cluster), this.io(cluster, signal), (cur) => {
       const t: RouteTable = cur ?? {
         location: this.api.region,
-        tags: { [OWNER_TAG_CLUSTER]: cluster.cluster },
+        tags: { [TAG_CLUSTER]: cluster.cluster },
       };
       const routes = t.routes ?? [];
       // The route of this CIDR keeps its name (upstream's, or a lost answer's); a node's second
