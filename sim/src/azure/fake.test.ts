@@ -53,6 +53,7 @@ describe("the joined swagger", () => {
       "NetworkSecurityGroups_CreateOrUpdate",
       "RouteTables_CreateOrUpdate",
       "NetworkInterfaces_Get",
+      "NetworkInterfaces_CreateOrUpdate",
       "VirtualMachines_Get",
       "VirtualMachines_List",
       "VirtualMachineScaleSetVMs_Get",
@@ -111,6 +112,46 @@ describe("virtual machines and network interfaces", () => {
     });
     const got = await compute.virtualMachineScaleSetVMs.get(RG, "pool", "3", { expand: "instanceView" });
     expect(got.instanceId).toBe("3");
+  });
+});
+
+describe("NIC-based backend pools", () => {
+  test("a NIC PUT names the pool: the pool shows the IP configuration; an unknown pool is refused", async () => {
+    fake.createVm(SUB, {
+      resourceGroup: RG,
+      name: "nic-1",
+      location: LOCATION,
+      subnetId: SUBNET,
+      privateIp: "10.240.0.30",
+    });
+    const lb = await network.loadBalancers.beginCreateOrUpdateAndWait(RG, "nicmode", {
+      location: LOCATION,
+      sku: { name: "Standard" },
+      backendAddressPools: [{ name: "nicmode" }],
+    });
+    const poolId = lb.backendAddressPools?.[0]?.id ?? "";
+    const nic = await network.networkInterfaces.get(RG, "nic-1-nic");
+    const ipc = nic.ipConfigurations?.[0];
+    const joined = await network.networkInterfaces.beginCreateOrUpdateAndWait(
+      RG,
+      "nic-1-nic",
+      { ...nic, ipConfigurations: [{ ...ipc, loadBalancerBackendAddressPools: [{ id: poolId }] }] },
+      { requestOptions: { customHeaders: { "If-Match": nic.etag ?? "" } } },
+    );
+    expect(joined.virtualMachine?.id).toBe(nic.virtualMachine?.id);
+    const pool = (await network.loadBalancers.get(RG, "nicmode")).backendAddressPools?.[0];
+    expect(pool?.backendIPConfigurations?.map((b) => b.id)).toEqual([ipc?.id]);
+    await expect(
+      network.networkInterfaces.beginCreateOrUpdateAndWait(RG, "nic-1-nic", {
+        ...joined,
+        ipConfigurations: [{ ...ipc, loadBalancerBackendAddressPools: [{ id: `${poolId}x` }] }],
+      }),
+    ).rejects.toMatchObject({ statusCode: 400, code: "InvalidResourceReference" });
+    await expect(
+      network.networkInterfaces.beginCreateOrUpdateAndWait(RG, "nic-1-nic", joined, {
+        requestOptions: { customHeaders: { "If-Match": nic.etag ?? "" } },
+      }),
+    ).rejects.toMatchObject({ statusCode: 412, code: "PreconditionFailed" });
   });
 });
 

@@ -1,8 +1,9 @@
 /**
  * A fake Azure Resource Manager for the resources a cloud controller manager uses:
  * Microsoft.Compute virtual machines and scale-set VMs (read), Microsoft.Network network
- * interfaces (read), public IP addresses, load balancers, network security groups and route
- * tables (read and write), as the swagger in sim/fixtures/azure/ describes them (api-version
+ * interfaces (read, and written to join a NIC-based pool: the pool then shows the IP
+ * configurations naming it), public IP addresses, load balancers, network security groups and
+ * route tables (read and write), tag names and counts as ARM limits them, as the swagger in sim/fixtures/azure/ describes them (api-version
  * 2024-01-01 for Network, 2024-07-01 for Compute), over HTTPS on loopback (the SDK's bearer
  * policy refuses plain HTTP) with a generated certificate.
  *
@@ -434,7 +435,8 @@ export class AzureFake extends VendorFake<ArmListing> {
       });
     };
     one("virtualMachines", "Microsoft.Compute/virtualMachines", ["GET"]);
-    one("networkInterfaces", "Microsoft.Network/networkInterfaces", ["GET"]);
+    // A NIC's PUT is how a VM joins a NIC-based backend pool (its IP configuration names the pool).
+    one("networkInterfaces", "Microsoft.Network/networkInterfaces", ["GET", "PUT"]);
     for (const t of WRITABLE) one(t, PROVIDER[t], ["GET", "PUT", "DELETE"]);
     routes.push(
       {
@@ -584,6 +586,14 @@ export class AzureFake extends VendorFake<ArmListing> {
       );
     const body = structuredClone(c.body);
     this.validate(sub, type, body);
+    // Read-only: the VM a NIC is attached to stays ARM's, whatever the body says.
+    if (type === "networkInterfaces" && prior !== undefined) {
+      const vm = (prior.body["properties"] as Json)["virtualMachine"];
+      const props = { ...((body["properties"] as Json | undefined) ?? {}) };
+      if (vm === undefined) delete props["virtualMachine"];
+      else props["virtualMachine"] = vm;
+      body["properties"] = props;
+    }
     const res: ArmResource = prior ?? {
       id,
       type,
@@ -687,6 +697,19 @@ export class AzureFake extends VendorFake<ArmListing> {
       throw new FakeError(400, "InvalidTagValueLength", "Tag values can have a maximum of 256 characters.");
     if (tags.length > 50)
       throw new FakeError(400, "BadRequest", `A resource can have at most 50 tags, not ${tags.length}.`);
+    if (type === "networkInterfaces")
+      for (const ipc of (props["ipConfigurations"] as Json[] | undefined) ?? [])
+        for (const ref of (((ipc["properties"] as Json | undefined)?.["loadBalancerBackendAddressPools"] as
+          | Json[]
+          | undefined) ?? []) as Json[]) {
+          const id = String(ref["id"] ?? "");
+          if (this.poolOf(id) === undefined)
+            throw new FakeError(
+              400,
+              "InvalidResourceReference",
+              `Resource ${id} referenced by resource ${String(ipc["name"])} was not found.`,
+            );
+        }
     if (type === "loadBalancers") {
       for (const f of (props["frontendIPConfigurations"] as Json[] | undefined) ?? []) {
         const p = (f["properties"] as Json | undefined) ?? {};
@@ -712,6 +735,29 @@ export class AzureFake extends VendorFake<ArmListing> {
         }
       }
     }
+  }
+
+  /** The ids of the NIC IP configurations that name a pool. */
+  private poolMembers(poolId: string): string[] {
+    const out: string[] = [];
+    for (const r of this.resources.values()) {
+      if (r.type !== "networkInterfaces") continue;
+      for (const ipc of ((r.body["properties"] as Json)["ipConfigurations"] as Json[] | undefined) ?? []) {
+        const refs = ((ipc["properties"] as Json | undefined)?.["loadBalancerBackendAddressPools"] ??
+          []) as Json[];
+        if (refs.some((x) => lower(String(x["id"])) === lower(poolId))) out.push(String(ipc["id"]));
+      }
+    }
+    return out;
+  }
+
+  /** The backend pool of a load balancer by its id, if both exist. */
+  private poolOf(id: string): Json | undefined {
+    const m = /^(.*)\/backendAddressPools\/([^/]+)$/i.exec(id);
+    const lb = m === null ? undefined : this.resources.get(lower(m[1] ?? ""));
+    if (lb === undefined || lb.type !== "loadBalancers") return undefined;
+    const pools = ((lb.body["properties"] as Json)["backendAddressPools"] as Json[] | undefined) ?? [];
+    return pools.find((p) => lower(String(p["name"])) === lower(m?.[2] ?? ""));
   }
 
   /** Back-references ARM keeps: a public IP's ipConfiguration names the frontend using it. */
@@ -808,7 +854,16 @@ export class AzureFake extends VendorFake<ArmListing> {
       if (!instanceView) delete props["instanceView"];
       return body;
     }
-    if (res.type !== "networkInterfaces" && res.type !== "virtualNetworks") body["etag"] = res.etag;
+    if (res.type !== "virtualNetworks") body["etag"] = res.etag;
+    // A NIC-based pool shows the NIC IP configurations that name it (read-only backendIPConfigurations).
+    if (res.type === "loadBalancers")
+      for (const pool of (props["backendAddressPools"] as Json[] | undefined) ?? []) {
+        const members = this.poolMembers(String(pool["id"]));
+        const pp = { ...((pool["properties"] as Json | undefined) ?? {}) };
+        if (members.length > 0) pp["backendIPConfigurations"] = members.map((id) => ({ id }));
+        else delete pp["backendIPConfigurations"];
+        pool["properties"] = pp;
+      }
     return body;
   }
 }

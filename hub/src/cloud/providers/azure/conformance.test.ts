@@ -28,7 +28,7 @@ export function uidOfName(name: string): string | undefined {
   return test === null ? undefined : `uid-${test[1]}`;
 }
 
-function fixture(asyncMs: number): ConformanceFixture {
+function fixture(asyncMs: number, backendPoolType?: "nodeIPConfiguration"): ConformanceFixture {
   return {
     async start() {
       const fake = await AzureFake.start({ pageSize: 20, asyncMs });
@@ -85,6 +85,7 @@ function fixture(asyncMs: number): ConformanceFixture {
           authorityHost: fake.entra.url,
           caCertificates: fake.certificate.cert,
           operationPollMs: asyncMs === 0 ? 0 : 20,
+          ...(backendPoolType !== undefined && { backendPoolType }),
         },
         isMutation: (op) => /\.(createOrUpdate|delete)$/.test(op),
         createInstance: ({ name, inScope }) => make(name, inScope),
@@ -169,7 +170,24 @@ function fixture(asyncMs: number): ConformanceFixture {
               }
             | undefined;
           const pool = p?.backendAddressPools?.find((b) => b.name === o.cluster);
-          if ((pool?.properties.loadBalancerBackendAddresses ?? []).length === 0) return [];
+          // Members by address, or NICs naming the pool (NIC-based).
+          const poolId = `${lb?.id}/backendAddressPools/${o.cluster}`.toLowerCase();
+          const nicMembers = fake.list(SUB, "networkInterfaces").some((nic) =>
+            (
+              (
+                nic.body["properties"] as {
+                  ipConfigurations?: {
+                    properties?: { loadBalancerBackendAddressPools?: { id: string }[] };
+                  }[];
+                }
+              ).ipConfigurations ?? []
+            ).some((c) =>
+              (c.properties?.loadBalancerBackendAddressPools ?? []).some(
+                (r) => r.id.toLowerCase() === poolId,
+              ),
+            ),
+          );
+          if ((pool?.properties.loadBalancerBackendAddresses ?? []).length === 0 && !nicMembers) return [];
           const ports = (p?.loadBalancingRules ?? [])
             .filter((r) => uidOfName(r.name) === o.serviceUid)
             .map((r) => r.properties.backendPort);
@@ -190,6 +208,9 @@ function fixture(asyncMs: number): ConformanceFixture {
 }
 
 describeProviderConformance("azure", fixture(0), { digests: true });
+describeProviderConformance("azure (NIC-based backend pools)", fixture(0, "nodeIPConfiguration"), {
+  digests: true,
+});
 describeProviderConformance("azure (writes stay Updating for 120 ms)", fixture(120), {
   digests: true,
   inProgress: true,

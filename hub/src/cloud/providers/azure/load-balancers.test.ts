@@ -44,26 +44,27 @@ beforeAll(async () => {
     location: REGION,
     properties: { securityRules: [] },
   });
-  const account: AccountBinding = {
-    name: "lb",
-    provider: "azure",
-    region: REGION,
-    network: "vnet",
-    endpoint: fake.url,
-    credential: "secret",
-    requestTimeoutMs: 5_000,
-  };
-  const { provider } = await bindRecorded(azureProvider, account, {
-    tenantId: "t",
-    clientId: "app",
-    subscriptionId: SUB,
-    resourceGroup: RG,
-    securityGroupName: "{cluster}-nsg",
-    authorityHost: fake.entra.url,
-    caCertificates: fake.certificate.cert,
-    operationPollMs: 0,
-  });
+  const { provider } = await bindRecorded(azureProvider, account(), options());
   lbs = provider.loadBalancers as LoadBalancers;
+});
+const account = (): AccountBinding => ({
+  name: "lb",
+  provider: "azure",
+  region: REGION,
+  network: "vnet",
+  endpoint: fake.url,
+  credential: "secret",
+  requestTimeoutMs: 5_000,
+});
+const options = () => ({
+  tenantId: "t",
+  clientId: "app",
+  subscriptionId: SUB,
+  resourceGroup: RG,
+  securityGroupName: "{cluster}-nsg",
+  authorityHost: fake.entra.url,
+  caCertificates: fake.certificate.cert,
+  operationPollMs: 0,
 });
 afterAll(() => fake.close());
 afterEach(() => fake.assertSpecClean());
@@ -294,5 +295,109 @@ describe("listOwned and the digests", () => {
       owner: { cluster: "listed", serviceUid: "orphan" },
     });
     fake.remove(pip.id);
+  });
+});
+
+describe("NIC-based backend pools (upstream's nodeIPConfiguration)", () => {
+  const nicRefs = (poolId: string) =>
+    fake
+      .list(SUB, "networkInterfaces")
+      .filter((nic) =>
+        (
+          (nic.body["properties"] as Json)["ipConfigurations"] as {
+            properties?: { loadBalancerBackendAddressPools?: { id: string }[] };
+          }[]
+        ).some((c) =>
+          (c.properties?.loadBalancerBackendAddressPools ?? []).some(
+            (r) => r.id.toLowerCase() === poolId.toLowerCase(),
+          ),
+        ),
+      )
+      .map((nic) => nic.name)
+      .sort();
+
+  test("adopting a pool cloud-provider-azure built by NIC keeps it NIC-based: a node joins by a NIC PUT, all leave before the load balancer goes", async () => {
+    const uid = "77777777-8888-7777-6666-555555555555";
+    const fe = `a${uid.replace(/-/g, "")}`;
+    const lbId = fake.resourceId(SUB, RG, "loadBalancers", "nicmode-internal");
+    const poolId = `${lbId}/backendAddressPools/nicmode`;
+    fake.put(SUB, RG, "loadBalancers", "nicmode-internal", {
+      location: REGION,
+      sku: { name: "Standard" },
+      properties: {
+        frontendIPConfigurations: [
+          {
+            name: fe,
+            properties: {
+              privateIPAllocationMethod: "Dynamic",
+              subnet: {
+                id: `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes`,
+              },
+            },
+          },
+        ],
+        backendAddressPools: [{ name: "nicmode" }],
+      },
+    });
+    // Upstream put node-1 and node-2 in by their NICs.
+    for (const n of [1, 2]) {
+      const nic = fake.byId(fake.resourceId(SUB, RG, "networkInterfaces", `node-${n}-nic`));
+      const props = nic.body["properties"] as { ipConfigurations: { properties: Json }[] };
+      const ipc = props.ipConfigurations[0] as { properties: Json };
+      ipc.properties["loadBalancerBackendAddressPools"] = [{ id: poolId }];
+    }
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic"]);
+    const t = target("prod", uid, { scope: { adoptFrom: { vendorCcmClusterName: "nicmode" } } });
+    fake.put(SUB, RG, "networkSecurityGroups", "prod-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const annotations = { [AZURE_ANNOTATIONS.internal]: "true" };
+    const before = fake.mutations.length;
+    const ingress = await settle(() => lbs.ensure(t, spec({ internal: true, annotations })));
+    expect(ingress).toHaveLength(1);
+    // One NIC PUT (node-3 joins); the pool holds no addresses.
+    const nicPuts = fake.mutations
+      .slice(before)
+      .filter((m) => m.operation === "networkInterfaces.createOrUpdate");
+    expect(nicPuts.map((m) => m.path)).toEqual([expect.stringMatching(/node-3-nic$/)]);
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic", "node-3-nic"]);
+    const pool = (props(fake.byId(lbId))["backendAddressPools"] as { properties?: Json }[])[0];
+    expect(pool?.properties?.["loadBalancerBackendAddresses"]).toBeUndefined();
+    // The listing knows the backends once the NICs are written.
+    const listed = (await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(undefined)).items.find(
+      (i) => i.owner.serviceUid === uid,
+    );
+    expect(listed?.backendsDigest).toBe(backendsDigest(spec().backends));
+    expect((await lbs.get(t))?.backends).toEqual([...backends].sort());
+    // A node leaves: its NIC alone is written.
+    const mark = fake.mutations.length;
+    await settle(() => lbs.updateBackends(t, backends.slice(0, 2)));
+    expect(
+      fake.mutations
+        .slice(mark)
+        .filter((m) => m.operation === "networkInterfaces.createOrUpdate")
+        .map((m) => m.path),
+    ).toEqual([expect.stringMatching(/node-3-nic$/)]);
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic"]);
+    // The last frontend goes: the NICs leave the pool first, then the load balancer is deleted.
+    await settle(() => lbs.ensureDeleted(t, undefined, { annotations, ingress: [] }));
+    expect(nicRefs(poolId)).toEqual([]);
+    expect(fake.find(lbId)).toBeUndefined();
+  });
+
+  test("an account that chooses nodeIPConfiguration builds new pools by NIC", async () => {
+    const { provider } = await bindRecorded(azureProvider, account(), {
+      ...options(),
+      backendPoolType: "nodeIPConfiguration",
+    });
+    const nicLbs = provider.loadBalancers as LoadBalancers;
+    const t = target("wave", "66666666-8888-7777-6666-555555555555");
+    await settle(() => nicLbs.ensure(t, spec()));
+    const poolId = `${fake.resourceId(SUB, RG, "loadBalancers", "wave")}/backendAddressPools/wave`;
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic", "node-3-nic"]);
+    await settle(() => nicLbs.ensureDeleted(t));
+    expect(nicRefs(poolId)).toEqual([]);
+    expect(fake.find(fake.resourceId(SUB, RG, "loadBalancers", "wave"))).toBeUndefined();
   });
 });

@@ -55,6 +55,7 @@ import {
   UPSTREAM_CLUSTER_TAG,
   UPSTREAM_SERVICE_TAG,
 } from "./names.js";
+import { NicPools, type PoolMode, poolMode } from "./nic-pool.js";
 import type { AzureOptions } from "./options.js";
 import { readServices, TAG_BACKENDS, TAG_CLUSTER, TAG_SERVICE_UID, withServices } from "./records.js";
 import { type ObjectIo, SharedWriter, type WriteResult } from "./shared-writer.js";
@@ -81,6 +82,7 @@ export class AzureLoadBalancers implements LoadBalancers {
   readonly lbWriter = new SharedWriter<LoadBalancer>();
   readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();
   private readonly rg: string;
+  private readonly nicPools: NicPools;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -89,6 +91,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     private readonly options: AzureOptions,
   ) {
     this.rg = options.resourceGroup;
+    this.nicPools = new NicPools(api, instances);
   }
 
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
@@ -117,6 +120,34 @@ export class AzureLoadBalancers implements LoadBalancers {
       pipRg: a.pipResourceGroup ?? this.rg,
       subnet: internalSubnet ?? this.options.subnetName,
     };
+  }
+
+  /** The cluster's virtual network (internal frontends' subnets, backend addresses). */
+  private vnetId(t: ServiceTarget): string {
+    const vnet = t.network ?? this.ctx.account.network ?? "";
+    return this.api.id(this.options.vnetResourceGroup ?? this.rg, `${NETWORK}/virtualNetworks`, vnet);
+  }
+
+  /**
+   * Removes the Service's frontend, probes, rules and record from a load balancer; the load
+   * balancer goes with its last frontend, after the NICs that name its pool leave it.
+   */
+  private async removeFrontend(
+    t: ServiceTarget,
+    n: { readonly lb: string; readonly prefix: string; readonly cluster: string },
+    signal?: AbortSignal,
+  ): Promise<WriteResult<LoadBalancer>> {
+    const lb = await this.readLb(n.lb, signal);
+    if (lb === undefined) return { value: undefined, pending: false };
+    const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
+    const last = removeOwner(lb, n.prefix, t.serviceUid) === undefined;
+    if (last && pool?.id !== undefined && poolMode(pool, "nodeIP") === "nodeIPConfiguration") {
+      const synced = await this.nicPools.sync(pool.id, [], signal);
+      if (synced.pending) return { value: lb, pending: true };
+    }
+    return this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) =>
+      removeOwner(cur, n.prefix, t.serviceUid),
+    );
   }
 
   private lbId(name: string): string {
@@ -184,16 +215,21 @@ export class AzureLoadBalancers implements LoadBalancers {
     return pip?.ipAddress === undefined ? [] : [{ ip: pip.ipAddress }];
   }
 
-  /** The instance ids behind a pool's addresses, from the NICs holding those addresses. */
+  /** The instance ids behind a pool: the NICs holding its addresses, or naming it (NIC-based). */
   private async backendsOf(pool: BackendAddressPool | undefined, signal?: AbortSignal): Promise<string[]> {
     const ips = new Set((pool?.loadBalancerBackendAddresses ?? []).map((b) => b.ipAddress ?? ""));
-    if (ips.size === 0) return [];
+    const nics = new Set(
+      (pool?.backendIPConfigurations ?? []).map((b) =>
+        lower(b.id?.replace(/\/ipConfigurations\/[^/]+$/i, "")),
+      ),
+    );
+    if (ips.size === 0 && nics.size === 0) return [];
     const out: string[] = [];
     for (const rg of this.instances.groups)
       for (const nic of (await this.instances.nicsOf(rg, signal)).values()) {
         const ip = primaryIpConfig(nic)?.privateIPAddress;
         const vm = nic.virtualMachine?.id;
-        if (ip !== undefined && ips.has(ip) && vm !== undefined)
+        if (vm !== undefined && ((ip !== undefined && ips.has(ip)) || nics.has(lower(nic.id))))
           out.push(this.instances.parseProviderID(`azure://${vm}`) ?? vm);
       }
     return out.sort();
@@ -303,9 +339,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const poll = this.options.operationPollMs;
     // The other kind's frontend of this Service (internal switched to public, say) goes first.
     const other = this.names(t, { ...spec, internal: !spec.internal });
-    const removed = await this.lbWriter.apply(other.lb, this.lbIo(other.lb, signal), (lb) =>
-      removeOwner(lb, other.prefix, t.serviceUid),
-    );
+    const removed = await this.removeFrontend(t, other, signal);
     if (removed.pending) return inProgress(poll, "load balancer updating");
     let pipId: string | undefined;
     let pipIp: string | undefined;
@@ -316,9 +350,7 @@ export class AzureLoadBalancers implements LoadBalancers {
       pipIp = pip.ipAddress;
     }
     const ips = await this.backendIps(spec.backends, signal);
-    const vnetRg = this.options.vnetResourceGroup ?? this.rg;
-    const vnet = t.network ?? this.ctx.account.network ?? "";
-    const vnetId = this.api.id(vnetRg, `${NETWORK}/virtualNetworks`, vnet);
+    const vnetId = this.vnetId(t);
     const subnetId = `${vnetId}/subnets/${n.subnet}`;
     const lbId = this.lbId(n.lb);
     const floating = n.a.floatingIp;
@@ -333,17 +365,24 @@ export class AzureLoadBalancers implements LoadBalancers {
       if (nsg?.pending === true) return inProgress(poll, "network security group updating");
     }
     const nsgAfter = this.options.securityGroupName !== undefined && known === undefined;
+    const backends = backendsDigest(spec.backends);
+    let mode: PoolMode = this.options.backendPoolType;
     const written = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
       const recorded = readServices(cur?.tags).get(t.serviceUid);
+      mode = poolMode(
+        cur?.backendAddressPools?.find((p) => p.name === n.cluster),
+        this.options.backendPoolType,
+      );
       const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
+      // NIC-based: the backends are the NICs', written after this; until then no digest claims them.
+      const pool = mode === "nodeIP" || lb.tags?.[TAG_BACKENDS] === backends ? { backends } : undefined;
+      if (pool === undefined && lb.tags !== undefined) delete lb.tags[TAG_BACKENDS];
       lb.tags = record(
         lb.tags,
         t.cluster,
         t.serviceUid,
         nsgAfter && recorded !== digest ? undefined : digest,
-        {
-          backends: backendsDigest(spec.backends),
-        },
+        pool,
       );
       const props = lb;
       const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
@@ -364,18 +403,7 @@ export class AzureLoadBalancers implements LoadBalancers {
         ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
         { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
       ];
-      const pool: BackendAddressPool = {
-        name: n.cluster,
-        loadBalancerBackendAddresses: [...spec.backends]
-          .map((b) => ips.get(lower(b)))
-          .filter((ip): ip is string => ip !== undefined)
-          .sort()
-          .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: vnetId } })),
-      };
-      props.backendAddressPools = [
-        ...(props.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
-        pool,
-      ];
+      setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
       const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
       for (const l of spec.listeners) {
         const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
@@ -416,9 +444,25 @@ export class AzureLoadBalancers implements LoadBalancers {
     if (nsgAfter) {
       const nsg = await this.ensureNsg(t, n, spec, ip, signal);
       if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    }
+    const nicBased = mode === "nodeIPConfiguration";
+    if (nicBased) {
+      const synced = await this.nicPools.sync(
+        `${lbId}/backendAddressPools/${n.cluster}`,
+        spec.backends,
+        signal,
+      );
+      if (synced.pending) return inProgress(poll, "network interfaces updating");
+    }
+    if (nsgAfter || nicBased) {
+      // What the writes above made true, recorded last (one PUT for every Service pending).
       const recorded = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
         if (cur?.frontendIPConfigurations?.some((f) => f.name === n.frontend) !== true) return cur;
-        return { ...cur, tags: record(cur.tags, t.cluster, t.serviceUid, digest) };
+        const made = nsgAfter ? digest : readServices(cur.tags).get(t.serviceUid);
+        return {
+          ...cur,
+          tags: record(cur.tags, t.cluster, t.serviceUid, made, nicBased ? { backends } : undefined),
+        };
       });
       if (recorded.pending) return inProgress(poll, "load balancer updating");
     }
@@ -545,26 +589,24 @@ export class AzureLoadBalancers implements LoadBalancers {
       const n = this.names(t, { internal });
       const lb = await this.readLb(n.lb, signal);
       if (lb?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) !== true) continue;
-      const ips = await this.backendIps(backends, signal);
-      const vnetId = this.api.id(
-        this.options.vnetResourceGroup ?? this.rg,
-        `${NETWORK}/virtualNetworks`,
-        t.network ?? this.ctx.account.network ?? "",
+      const mode = poolMode(
+        lb.backendAddressPools?.find((p) => p.name === n.cluster),
+        this.options.backendPoolType,
       );
+      const ips = mode === "nodeIP" ? await this.backendIps(backends, signal) : new Map<string, string>();
+      if (mode === "nodeIPConfiguration") {
+        const synced = await this.nicPools.sync(
+          `${this.lbId(n.lb)}/backendAddressPools/${n.cluster}`,
+          backends,
+          signal,
+        );
+        if (synced.pending) return inProgress(this.options.operationPollMs, "network interfaces updating");
+      }
+      const vnetId = this.vnetId(t);
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
         if (cur === undefined) return cur;
         cur.tags = { ...cur.tags, [TAG_BACKENDS]: backendsDigest(backends) };
-        cur.backendAddressPools = [
-          ...(cur.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
-          {
-            name: n.cluster,
-            loadBalancerBackendAddresses: [...backends]
-              .map((b) => ips.get(lower(b)))
-              .filter((ip): ip is string => ip !== undefined)
-              .sort()
-              .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: vnetId } })),
-          },
-        ];
+        if (mode === "nodeIP") setPool(cur, n.cluster, { backends, ips, vnetId });
         return cur;
       });
       return r.pending ? inProgress(this.options.operationPollMs, "load balancer updating") : undefined;
@@ -657,9 +699,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const annotations = hints?.annotations ?? {};
     for (const internal of [false, true]) {
       const n = this.names(t, { internal, annotations });
-      const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (lb) =>
-        removeOwner(lb, n.prefix, t.serviceUid),
-      );
+      const r = await this.removeFrontend(t, n, signal);
       if (r.pending) return inProgress(poll, "load balancer updating");
     }
     const n = this.names(t, { internal: false, annotations });
@@ -684,6 +724,35 @@ export class AzureLoadBalancers implements LoadBalancers {
     }
     return undefined;
   }
+}
+
+/**
+ * Sets the cluster's pool: with the backends' addresses (IP-based), or, without `byIp`, the pool
+ * alone (NIC-based: the NICs name it).
+ */
+function setPool(
+  lb: LoadBalancer,
+  name: string,
+  byIp:
+    | {
+        readonly backends: readonly string[];
+        readonly ips: ReadonlyMap<string, string>;
+        readonly vnetId: string;
+      }
+    | undefined,
+): void {
+  const pool: BackendAddressPool =
+    byIp === undefined
+      ? { name }
+      : {
+          name,
+          loadBalancerBackendAddresses: [...byIp.backends]
+            .map((b) => byIp.ips.get(lower(b)))
+            .filter((ip): ip is string => ip !== undefined)
+            .sort()
+            .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: byIp.vnetId } })),
+        };
+  lb.backendAddressPools = [...(lb.backendAddressPools ?? []).filter((p) => p.name !== name), pool];
 }
 
 function newLb(location: string): LoadBalancer {

@@ -29,6 +29,13 @@ export const AzureOptionsSchema = z
     authorityHost: z.string().url().optional(),
     /** Extra CA certificates (PEM) to trust for ARM and Entra ID (a private endpoint's CA, the fake's). */
     caCertificates: z.string().min(1).optional(),
+    /**
+     * How a new backend pool holds the nodes (upstream: loadBalancerBackendPoolConfigurationType):
+     * `nodeIP` by address in the pool (one load-balancer write per node-set change), or
+     * `nodeIPConfiguration` by each node NIC naming the pool (one NIC PUT per node that joins or
+     * leaves; upstream's default). A pool that exists keeps the mode it is in.
+     */
+    backendPoolType: z.enum(["nodeIP", "nodeIPConfiguration"]).default("nodeIP"),
     /** How long the hub waits before looking at a write still in `Updating`. */
     operationPollMs: z.number().int().min(0).max(60_000).default(2_000),
   })

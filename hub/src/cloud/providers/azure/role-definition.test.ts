@@ -33,12 +33,14 @@ const VERBS: Record<string, string> = {
 /**
  * What ARM checks on the resources a load-balancer write references: the frontend's public IP
  * (load-balancers.ts `publicIPAddress: { id`), the internal frontend's subnet (`subnet: { id`)
- * and the backend addresses' virtual network (`virtualNetwork: { id`).
+ * and the backend addresses' virtual network (`virtualNetwork: { id`); and on a NIC naming a
+ * NIC-based pool (nic-pool.ts `loadBalancerBackendAddressPools:`), the pool.
  */
 const JOINS: Record<string, string> = {
   "publicIPAddress: { id": "Microsoft.Network/publicIPAddresses/join/action",
   "subnet: { id": "Microsoft.Network/virtualNetworks/subnets/join/action",
   "virtualNetwork: { id": "Microsoft.Network/virtualNetworks/joinLoadBalancer/action",
+  "loadBalancerBackendAddressPools:": "Microsoft.Network/loadBalancers/backendAddressPools/join/action",
 };
 
 function actionsUsed(): Set<string> {
