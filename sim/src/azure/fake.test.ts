@@ -278,3 +278,59 @@ describe("load balancers", () => {
     );
   });
 });
+
+describe("ARM's throttling", () => {
+  test("remaining reads in every answer's header; an empty bucket is 429 with Retry-After when enforced", async () => {
+    const limited = await AzureFake.start({
+      armLimits: true,
+      armBuckets: {
+        reads: { size: 3, perSecond: 0.5 },
+        writes: { size: 200, perSecond: 10 },
+        deletes: { size: 200, perSecond: 10 },
+      },
+    });
+    try {
+      limited.createSubscription(SUB, TENANT, "app-1", "s3cret");
+      limited.createResourceGroup(SUB, RG);
+      const tlsOptions = { ca: limited.certificate.cert };
+      const cred = new ClientSecretCredential(TENANT, "app-1", "s3cret", {
+        authorityHost: limited.entra.url,
+        disableInstanceDiscovery: true,
+        tlsOptions,
+      });
+      const seen: (string | undefined)[] = [];
+      const client = new NetworkManagementClient(cred, SUB, {
+        endpoint: limited.url,
+        tlsOptions,
+        retryOptions: { maxRetries: 0 },
+        additionalPolicies: [
+          {
+            position: "perRetry",
+            policy: {
+              name: "headers",
+              sendRequest: async (req, next) => {
+                const res = await next(req);
+                seen.push(res.headers.get("x-ms-ratelimit-remaining-subscription-reads"));
+                return res;
+              },
+            },
+          },
+        ],
+      });
+      for (let i = 0; i < 3; i++) for await (const _ of client.loadBalancers.list(RG)) void _;
+      expect(seen).toEqual(["2", "1", "0"]);
+      const refused = await (async () => {
+        for await (const _ of client.loadBalancers.list(RG)) void _;
+      })().catch((e: unknown) => e);
+      expect(refused).toMatchObject({ statusCode: 429, code: "TooManyRequests" });
+      expect(
+        (refused as { response?: { headers: { get(n: string): string } } }).response?.headers.get(
+          "retry-after",
+        ),
+      ).toBe("2");
+    } finally {
+      limited.assertSpecClean();
+      await limited.close();
+    }
+  });
+});

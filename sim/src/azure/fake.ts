@@ -95,7 +95,23 @@ export interface AzureFakeOptions {
   readonly asyncMs?: number;
   /** Check every exchange against the swagger (default true). */
   readonly spec?: boolean;
+  /**
+   * Refuse a call whose bucket is empty (429 TooManyRequests with Retry-After), as ARM does;
+   * default false (tests that make bursts of calls). The headers are sent either way.
+   */
+  readonly armLimits?: boolean;
+  /** The buckets' sizes and refill rates (default ARM's, ARM_BUCKETS). */
+  readonly armBuckets?: typeof ARM_BUCKETS;
 }
+
+/** ARM's per-subscription buckets ("Understand how Azure Resource Manager throttles requests"). */
+type ArmBudget = "reads" | "writes" | "deletes";
+export const ARM_BUCKETS: Readonly<Record<ArmBudget, { readonly size: number; readonly perSecond: number }>> =
+  {
+    reads: { size: 250, perSecond: 25 },
+    writes: { size: 200, perSecond: 10 },
+    deletes: { size: 200, perSecond: 10 },
+  };
 
 export interface CreateVmSpec {
   readonly resourceGroup: string;
@@ -169,8 +185,12 @@ export class AzureFake extends VendorFake<ArmListing> {
   private readonly ops = new Map<string, AsyncOp>();
   private seq = 0;
   private nextFailures = 0;
-  /** Writes counted per subscription and hour, for the rate-limit headers. */
-  private readonly counted = new Map<string, { hour: number; reads: number; writes: number }>();
+  /** ARM's token buckets per subscription (reads, writes, deletes), for the headers and 429s. */
+  private readonly buckets = new Map<string, Record<ArmBudget, { tokens: number; atMs: number }>>();
+  private readonly armLimits: boolean;
+  private readonly armBuckets: typeof ARM_BUCKETS;
+  /** The headers object of each subscription's call being handled (rateHeaders). */
+  private readonly remainingHeaders = new Map<string, Record<string, string>>();
   /** 412 on the next PUTs of these resources (another writer's change), by lowercased id. */
   private readonly raceNext = new Map<string, number>();
 
@@ -208,6 +228,8 @@ export class AzureFake extends VendorFake<ArmListing> {
     this.certificate = certificate;
     this.asyncMs = opts.asyncMs ?? 0;
     this.pageSize = opts.pageSize ?? 100;
+    this.armLimits = opts.armLimits ?? false;
+    this.armBuckets = opts.armBuckets ?? ARM_BUCKETS;
   }
 
   /** ARM and Entra ID, both on loopback with one generated certificate (trust `certificate.cert`). */
@@ -393,15 +415,38 @@ export class AzureFake extends VendorFake<ArmListing> {
     return t === undefined || t.expiresAtMs <= this.now() ? undefined : t.subscription;
   }
 
+  /**
+   * The kit asks for the headers before the handler runs; ARM's count the call itself. So the
+   * answer's headers are this object, which the handler's count() fills in after taking its token.
+   */
   protected override rateHeaders(account: string | undefined, nowMs: number): Record<string, string> {
     if (account === undefined) return {};
-    const hour = Math.floor(nowMs / 3_600_000);
-    const c = this.counted.get(account);
-    const cur = c === undefined || c.hour !== hour ? { hour, reads: 0, writes: 0 } : c;
-    return {
-      "x-ms-ratelimit-remaining-subscription-reads": String(Math.max(0, 12_000 - cur.reads)),
-      "x-ms-ratelimit-remaining-subscription-writes": String(Math.max(0, 1_200 - cur.writes)),
+    const headers: Record<string, string> = {};
+    this.remainingHeaders.set(account, headers);
+    this.fillHeaders(headers, this.bucketsOf(account, nowMs));
+    return headers;
+  }
+
+  private fillHeaders(headers: Record<string, string>, b: Record<ArmBudget, { tokens: number }>): void {
+    for (const k of Object.keys(ARM_BUCKETS) as ArmBudget[])
+      headers[`x-ms-ratelimit-remaining-subscription-${k}`] = String(Math.max(0, Math.floor(b[k].tokens)));
+  }
+
+  /** The subscription's buckets, refilled to now. */
+  private bucketsOf(account: string, nowMs: number): Record<ArmBudget, { tokens: number; atMs: number }> {
+    const sizes = this.armBuckets;
+    const b = this.buckets.get(account) ?? {
+      reads: { tokens: sizes.reads.size, atMs: nowMs },
+      writes: { tokens: sizes.writes.size, atMs: nowMs },
+      deletes: { tokens: sizes.deletes.size, atMs: nowMs },
     };
+    for (const k of Object.keys(sizes) as ArmBudget[]) {
+      const { size, perSecond } = sizes[k];
+      b[k].tokens = Math.min(size, b[k].tokens + (Math.max(0, nowMs - b[k].atMs) * perSecond) / 1000);
+      b[k].atMs = nowMs;
+    }
+    this.buckets.set(account, b);
+    return b;
   }
 
   protected override recordMutation(m: { operation: string; path: string; body: unknown }): void {
@@ -508,14 +553,21 @@ export class AzureFake extends VendorFake<ArmListing> {
     return { sub, rg };
   }
 
-  /** Counts a call against the subscription's hourly budget (the rate-limit headers). */
-  private count(account: string, nowMs: number, write: boolean): void {
-    const hour = Math.floor(nowMs / 3_600_000);
-    const c = this.counted.get(account);
-    const cur = c === undefined || c.hour !== hour ? { hour, reads: 0, writes: 0 } : c;
-    if (write) cur.writes++;
-    else cur.reads++;
-    this.counted.set(account, cur);
+  /** Takes a token of the subscription's bucket for the call; with `armLimits`, none left is a 429. */
+  private count(account: string, nowMs: number, kind: ArmBudget): void {
+    const b = this.bucketsOf(account, nowMs)[kind];
+    if (b.tokens < 1 && this.armLimits) {
+      const seconds = Math.ceil((1 - b.tokens) / this.armBuckets[kind].perSecond);
+      throw new FakeError(
+        429,
+        "TooManyRequests",
+        `The request is being throttled as the limit has been reached for operation type - ${kind}.`,
+        { headers: { "retry-after": String(seconds) } },
+      );
+    }
+    b.tokens = Math.max(0, b.tokens - 1);
+    const headers = this.remainingHeaders.get(account);
+    if (headers !== undefined) this.fillHeaders(headers, this.bucketsOf(account, nowMs));
   }
 
   /** The resource as ARM shows it now (a finished write's state settled). */
@@ -534,7 +586,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private getOne(c: VendorCall, type: ArmType) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, false);
+    this.count(c.account, c.nowMs, "reads");
     const name = c.params[2] ?? "";
     const found = this.resources.get(lower(this.resourceId(sub, rg, type, name)));
     const res = found === undefined ? undefined : this.settle(found, c.nowMs);
@@ -544,7 +596,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private listOf(c: VendorCall, type: ArmType, scaleSet?: string) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, false);
+    this.count(c.account, c.nowMs, "reads");
     const prefix = lower(`/subscriptions/${sub}/resourceGroups/${rg}/`);
     const list: Json[] = [];
     for (const r of [...this.resources.values()]) {
@@ -559,7 +611,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private putOne(c: VendorCall, type: ArmType) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, true);
+    this.count(c.account, c.nowMs, "writes");
     const name = c.params[2] ?? "";
     const id = this.resourceId(sub, rg, type, name);
     const key = lower(id);
@@ -622,7 +674,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private deleteOne(c: VendorCall, type: ArmType) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, true);
+    this.count(c.account, c.nowMs, "deletes");
     const name = c.params[2] ?? "";
     const key = lower(this.resourceId(sub, rg, type, name));
     const found = this.resources.get(key);
@@ -660,6 +712,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private operation(c: VendorCall) {
     checkApiVersion(c);
+    this.count(c.account, c.nowMs, "reads");
     const op = this.ops.get(c.params[3] ?? "");
     if (op === undefined || lower(c.params[0] ?? "") !== lower(c.account))
       throw new FakeError(404, "OperationNotFound", "The operation was not found.");

@@ -13,6 +13,13 @@ const REGION = "eastus";
 const RG = "rg-conf";
 const NODE_RGS = ["rg-conf", "rg-conf-2"];
 const FAR_RG = "rg-far";
+/**
+ * The suite makes hundreds of calls a second, more than ARM's budgets of one subscription
+ * (reads 25 a second): both the fake's buckets and the provider's are raised, so the suite tests
+ * behaviour, not waiting (arm-budget.test.ts tests the budgets).
+ */
+const ROOMY = { perSecond: 10_000, bucket: 100_000 };
+const ROOMY_FAKE = { size: ROOMY.bucket, perSecond: ROOMY.perSecond };
 
 /**
  * The Service uid a name's `a<uid without dashes>` stands for: a Kubernetes uid is a UUID, whose
@@ -31,7 +38,11 @@ export function uidOfName(name: string): string | undefined {
 function fixture(asyncMs: number, backendPoolType?: "nodeIPConfiguration"): ConformanceFixture {
   return {
     async start() {
-      const fake = await AzureFake.start({ pageSize: 20, asyncMs });
+      const fake = await AzureFake.start({
+        pageSize: 20,
+        asyncMs,
+        armBuckets: { reads: ROOMY_FAKE, writes: ROOMY_FAKE, deletes: ROOMY_FAKE },
+      });
       fake.createSubscription(SUB, TENANT, APP, SECRET);
       for (const rg of [...NODE_RGS, FAR_RG]) fake.createResourceGroup(SUB, rg);
       const subnet = (vnet: string) =>
@@ -85,6 +96,7 @@ function fixture(asyncMs: number, backendPoolType?: "nodeIPConfiguration"): Conf
           authorityHost: fake.entra.url,
           caCertificates: fake.certificate.cert,
           operationPollMs: asyncMs === 0 ? 0 : 20,
+          armLimits: { reads: ROOMY, writes: ROOMY, deletes: ROOMY },
           ...(backendPoolType !== undefined && { backendPoolType }),
         },
         isMutation: (op) => /\.(createOrUpdate|delete)$/.test(op),

@@ -5,6 +5,7 @@ import { z } from "zod";
 const resourceGroup = z.string().regex(/^[-\w._()]{0,89}[-\w_()]$/);
 /** A name template: `{cluster}` stands for the cluster's name (clusters[].name). */
 const template = z.string().min(1).max(80);
+const budget = z.object({ perSecond: z.number().positive(), bucket: z.number().int().min(1) }).strict();
 
 export const AzureOptionsSchema = z
   .object({
@@ -36,6 +37,12 @@ export const AzureOptionsSchema = z
      * leaves; upstream's default). A pool that exists keeps the mode it is in.
      */
     backendPoolType: z.enum(["nodeIP", "nodeIPConfiguration"]).default("nodeIP"),
+    /**
+     * ARM's budgets of the subscription per second and bucket, by kind (default: the published
+     * ones, quotas.ts ARM_LIMITS); only for a cloud that budgets otherwise (Azure Stack Hub, a
+     * test's fake).
+     */
+    armLimits: z.object({ reads: budget, writes: budget, deletes: budget }).partial().strict().optional(),
     /** How long the hub waits before looking at a write still in `Updating`. */
     operationPollMs: z.number().int().min(0).max(60_000).default(2_000),
   })
