@@ -45,11 +45,13 @@ export type ArmType =
   | "networkSecurityGroups"
   | "routeTables"
   | "virtualNetworks"
-  | "vmssVirtualMachines";
+  | "vmssVirtualMachines"
+  | "virtualMachineScaleSets";
 
 const PROVIDER: Record<ArmType, string> = {
   virtualMachines: "Microsoft.Compute/virtualMachines",
   vmssVirtualMachines: "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+  virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
@@ -57,6 +59,12 @@ const PROVIDER: Record<ArmType, string> = {
   routeTables: "Microsoft.Network/routeTables",
   virtualNetworks: "Microsoft.Network/virtualNetworks",
 };
+/** Compute resources: provisioningState of their own, no ETag in the fake's answers. */
+const COMPUTE: ReadonlySet<ArmType> = new Set([
+  "virtualMachines",
+  "vmssVirtualMachines",
+  "virtualMachineScaleSets",
+]);
 const WRITABLE: readonly ArmType[] = [
   "publicIPAddresses",
   "loadBalancers",
@@ -344,6 +352,18 @@ export class AzureFake extends VendorFake<ArmListing> {
     };
     if (spec.scaleSet !== undefined) {
       const instanceId = spec.name;
+      const ssId = this.resourceId(
+        subscription,
+        spec.resourceGroup,
+        "virtualMachineScaleSets",
+        spec.scaleSet,
+      );
+      if (this.find(ssId) === undefined)
+        this.put(subscription, spec.resourceGroup, "virtualMachineScaleSets", spec.scaleSet, {
+          location: spec.location,
+          sku: { name: spec.size ?? "Standard_D2s_v3", capacity: 1 },
+          properties: { orchestrationMode: "Uniform" },
+        });
       return this.put(
         subscription,
         spec.resourceGroup,
@@ -480,6 +500,7 @@ export class AzureFake extends VendorFake<ArmListing> {
       });
     };
     one("virtualMachines", "Microsoft.Compute/virtualMachines", ["GET"]);
+    one("virtualMachineScaleSets", "Microsoft.Compute/virtualMachineScaleSets", ["GET"]);
     // A NIC's PUT is how a VM joins a NIC-based backend pool (its IP configuration names the pool).
     one("networkInterfaces", "Microsoft.Network/networkInterfaces", ["GET", "PUT"]);
     for (const t of WRITABLE) one(t, PROVIDER[t], ["GET", "PUT", "DELETE"]);
@@ -527,8 +548,9 @@ export class AzureFake extends VendorFake<ArmListing> {
     const page = items.slice(0, this.pageSize);
     const last = page.at(-1);
     const more = items.length > page.length && last !== undefined;
+    // ARM's nextLink keeps the request's query ($expand, $filter): only the skip token changes.
     const next = new URL(`${this.url}${c.path}`);
-    next.searchParams.set("api-version", c.query.get("api-version") ?? "");
+    for (const [k, v] of c.query) if (k !== "$skiptoken") next.searchParams.set(k, v);
     if (more) next.searchParams.set("$skiptoken", String(last["__seq"]));
     return {
       value: faults.drop(page).map(({ __seq: _s, ...rest }) => rest),
@@ -845,8 +867,7 @@ export class AzureFake extends VendorFake<ArmListing> {
       location: body["location"] ?? "eastus",
       properties: props,
     };
-    if (res.type !== "virtualMachines" && res.type !== "vmssVirtualMachines")
-      props["provisioningState"] = state;
+    if (!COMPUTE.has(res.type)) props["provisioningState"] = state;
     else props["provisioningState"] ??= "Succeeded";
     if (res.type === "loadBalancers")
       for (const child of [
@@ -903,7 +924,7 @@ export class AzureFake extends VendorFake<ArmListing> {
   private view(res: ArmResource, instanceView: boolean): Json {
     const body = structuredClone(res.body);
     const props = body["properties"] as Json;
-    if (res.type === "virtualMachines" || res.type === "vmssVirtualMachines") {
+    if (COMPUTE.has(res.type)) {
       if (!instanceView) delete props["instanceView"];
       return body;
     }

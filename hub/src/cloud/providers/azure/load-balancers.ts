@@ -44,7 +44,7 @@ import {
 import { AZURE_ANNOTATIONS, readAzureAnnotations } from "./annotations.js";
 import type { AzureApi } from "./api.js";
 import { hasCode, isNotFound } from "./errors.js";
-import { type AzureInstances, primaryIpConfig } from "./instances.js";
+import { type AzureInstances, firstPage, primaryIpConfig } from "./instances.js";
 import {
   fromTemplate,
   frontendName,
@@ -624,15 +624,13 @@ export class AzureLoadBalancers implements LoadBalancers {
   async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
     const page = await this.api.call(
       "loadBalancers.list",
-      async (c, o) => {
-        const pages = c.network.loadBalancers
-          .list(this.rg, o)
-          .byPage(pageToken === undefined ? {} : { continuationToken: pageToken });
-        const first = await pages.next();
-        return first.done === true
-          ? { items: [] as LoadBalancer[] }
-          : { items: first.value as LoadBalancer[], link: c.continuationOf(first.value) };
-      },
+      (c, o) =>
+        firstPage<LoadBalancer>(
+          c.network.loadBalancers
+            .list(this.rg, o)
+            .byPage(pageToken === undefined ? {} : { continuationToken: pageToken }),
+          c.continuationOf,
+        ),
       signal,
     );
     const owned = page.items.filter((lb) => lb.tags?.[TAG_CLUSTER] !== undefined);

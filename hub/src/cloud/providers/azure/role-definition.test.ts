@@ -17,6 +17,7 @@ const SOURCES = readdirSync(HERE).filter((f) => f.endsWith(".ts") && !/\.test(ki
 const TYPES: Record<string, string> = {
   virtualMachines: "Microsoft.Compute/virtualMachines",
   virtualMachineScaleSetVMs: "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+  virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
