@@ -208,6 +208,11 @@ export class AzureApi {
     });
   }
 
+  /** The injected clock's time (ms). */
+  now(): number {
+    return this.ctx.clock.now();
+  }
+
   /** The id of a resource of the account's subscription. */
   id(resourceGroup: string, type: string, name: string): string {
     return `/subscriptions/${this.subscription}/resourceGroups/${resourceGroup}/providers/${type}/${name}`;

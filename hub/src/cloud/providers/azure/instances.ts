@@ -85,7 +85,15 @@ function primaryNicId(vm: AnyVm): string | undefined {
   return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
 }
 
+/** How long one listing of a group's NICs serves the readers that it covers. */
+const NIC_LISTING_REUSE_MS = 10_000;
+
 export class AzureInstances implements Instances {
+  private readonly nicListings = new Map<
+    string,
+    { readonly atMs: number; readonly nics: Promise<Map<string, NetworkInterface>> }
+  >();
+
   constructor(private readonly api: AzureApi) {}
 
   /** The resource groups the nodes' VMs are in. */
@@ -189,7 +197,13 @@ export class AzureInstances implements Instances {
           : await this.scaleSetVmPage(rg, ss, at.link, signal);
     const mine = page.items.filter((vm) => this.inRegion(vm));
     const addressed = mine.length > 0 && ss === undefined;
-    const nics = addressed ? await this.nicsOf(rg, signal) : new Map();
+    const nics = addressed
+      ? await this.recentNicsOf(
+          rg,
+          (m) => mine.every((vm) => m.has(primaryNicId(vm)?.toLowerCase() ?? "")),
+          signal,
+        )
+      : new Map();
     const pips = addressed ? await this.publicIpsOf(rg, signal) : new Map();
     const instances = mine.map((vm) => {
       const ref =
@@ -276,8 +290,33 @@ export class AzureInstances implements Instances {
     };
   }
 
-  /** Every NIC of a resource group, by lower-cased id (all pages). */
+  /**
+   * The group's NICs from a listing at most NIC_LISTING_REUSE_MS old (one listing in flight or
+   * just done serves a wave of Services and every page of a refresh, instead of one listing of
+   * thousands of NICs each), or a fresh one when that listing does not `cover` what the caller
+   * needs (a node newer than it).
+   */
+  async recentNicsOf(
+    rg: string,
+    cover: (nics: ReadonlyMap<string, NetworkInterface>) => boolean,
+    signal?: AbortSignal,
+  ): Promise<Map<string, NetworkInterface>> {
+    const hit = this.nicListings.get(rg);
+    if (hit !== undefined && this.api.now() - hit.atMs <= NIC_LISTING_REUSE_MS) {
+      const nics = await hit.nics.catch(() => undefined);
+      if (nics !== undefined && cover(nics)) return nics;
+    }
+    return this.nicsOf(rg, signal);
+  }
+
+  /** Every NIC of a resource group, by lower-cased id (all pages), listed now. */
   async nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
+    const nics = this.listNics(rg, signal);
+    this.nicListings.set(rg, { atMs: this.api.now(), nics });
+    return nics;
+  }
+
+  private async listNics(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
     const list = await this.api.call(
       "networkInterfaces.list",
       async (c, o) => {

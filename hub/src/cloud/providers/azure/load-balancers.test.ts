@@ -87,9 +87,14 @@ describe("a wave of Services on one cluster", () => {
     await settle(() => lbs.ensure(target("wave", "seed-0"), spec()));
     fake.raceNextPuts(lbId, 2);
     const before = fake.mutations.length;
+    const nicListsBefore = fake.log.requests({ operation: "networkInterfaces.list" }).length;
     const uids = Array.from({ length: 20 }, (_, i) => `0000000${i}-aaaa-bbbb-cccc-dddddddddddd`.slice(-36));
     const ingresses = await Promise.all(uids.map((u) => settle(() => lbs.ensure(target("wave", u), spec()))));
     const puts = lbPuts(before);
+    // The backends' addresses: one listing of the nodes' NICs serves the whole wave.
+    expect(
+      fake.log.requests({ operation: "networkInterfaces.list" }).length - nicListsBefore,
+    ).toBeLessThanOrEqual(1);
     expect(puts).toBeGreaterThanOrEqual(1);
     expect(puts).toBeLessThanOrEqual(4);
     expect(fake.log.requests({ operation: "loadBalancers.createOrUpdate", outcome: "412" }).length).toBe(2);

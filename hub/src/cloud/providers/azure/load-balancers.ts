@@ -235,20 +235,31 @@ export class AzureLoadBalancers implements LoadBalancers {
     return out.sort();
   }
 
-  /** Backend instance id → its primary private IP (the NICs of the nodes' resource groups). */
+  /**
+   * Backend instance id → its primary private IP (the NICs of the nodes' resource groups): from
+   * the groups' recent listings while they hold every backend, else from fresh ones (a node newer
+   * than the listing), so a pool never lacks a backend because of a listing's age.
+   */
   private async backendIps(backends: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
     const want = new Set(backends.map(lower));
+    if (want.size === 0) return new Map();
+    const recent = await this.ipsOf(want, (rg) => this.instances.recentNicsOf(rg, () => true, signal));
+    if (recent.size === want.size) return recent;
+    return this.ipsOf(want, (rg) => this.instances.nicsOf(rg, signal));
+  }
+
+  private async ipsOf(
+    want: ReadonlySet<string>,
+    nicsOf: (rg: string) => Promise<ReadonlyMap<string, NetworkInterface>>,
+  ): Promise<Map<string, string>> {
     const out = new Map<string, string>();
-    if (want.size === 0) return out;
-    for (const rg of this.instances.groups) {
-      const nics: Map<string, NetworkInterface> = await this.instances.nicsOf(rg, signal);
-      for (const nic of nics.values()) {
+    for (const rg of this.instances.groups)
+      for (const nic of (await nicsOf(rg)).values()) {
         const vm = nic.virtualMachine?.id;
         const id = vm === undefined ? undefined : this.instances.parseProviderID(`azure://${vm}`);
         const ip = primaryIpConfig(nic)?.privateIPAddress;
         if (id !== undefined && ip !== undefined && want.has(lower(id))) out.set(lower(id), ip);
       }
-    }
     return out;
   }
 
