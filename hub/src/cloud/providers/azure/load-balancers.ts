@@ -139,8 +139,12 @@ export class AzureLoadBalancers implements LoadBalancers {
   ): Promise<WriteResult<LoadBalancer>> {
     const lb = await this.readLb(n.lb, signal);
     if (lb === undefined) return { value: undefined, pending: false };
+    const after = removeOwner(lb, n.prefix, t.serviceUid);
+    // Nothing of the Service's here: no write (and no wait on another Service's write).
+    if (after !== undefined && JSON.stringify(comparable(after)) === JSON.stringify(comparable(lb)))
+      return { value: lb, pending: false };
     const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
-    const last = removeOwner(lb, n.prefix, t.serviceUid) === undefined;
+    const last = after === undefined;
     if (last && pool?.id !== undefined && poolMode(pool, "nodeIP") === "nodeIPConfiguration") {
       const synced = await this.nicPools.sync(pool.id, [], signal);
       if (synced.pending) return { value: lb, pending: true };
