@@ -204,7 +204,12 @@ export class AzureInstances implements Instances {
           signal,
         )
       : new Map();
-    const pips = addressed ? await this.publicIpsOf(rg, signal) : new Map();
+    // The group's public IPs only when a VM of the page has one on its NIC (nodes rarely do).
+    const withPublicIp = mine.some(
+      (vm) =>
+        primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id !== undefined,
+    );
+    const pips = withPublicIp ? await this.publicIpsOf(rg, signal) : new Map();
     const instances = mine.map((vm) => {
       const ref =
         ss === undefined
