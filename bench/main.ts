@@ -19,7 +19,7 @@ import {
 import { pinCores } from "./util.js";
 import { runVendor, VENDOR_DEFAULTS, VENDORS, type Vendor, type VendorBenchOptions } from "./vendors.js";
 
-const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode|digitalocean|hetzner|gcp|openstack [flags]
+const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restart|failover|linode|digitalocean|hetzner|gcp|openstack|azure [flags]
 
   --clusters N            simulated clusters (default 3; chaos 3)
   --nodes M               nodes per cluster (default 5; chaos 30)
@@ -60,6 +60,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   digitalocean, hetzner, gcp: the same against the vendor's fake (one token / project) and as
   many vendor CCMs (modelled), against the vendor's published limit; then a hub restart.
   --clusters (100), --nodes (20), --services (1), --duration-s (30), --time-scale (30)
+  openstack: the same per OpenStack service (Keystone, Nova, Neutron, Octavia; --nodes 50 by default)
+  azure: the same with ARM's reads and writes apart (--nodes 50 by default)
 `;
 
 /**
@@ -90,7 +92,7 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
 
 /** Set by parse for `--scenario linode`, which takes its own few options. */
 let linodeRun: LinodeBenchOptions | undefined;
-/** Set by parse for `--scenario digitalocean|hetzner|gcp|openstack`. */
+/** Set by parse for `--scenario digitalocean|hetzner|gcp|openstack|azure`. */
 let vendorRun: VendorBenchOptions | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
@@ -164,7 +166,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const own = ["linode", ...VENDORS];
   if (!["join", "steady", "churn", "chaos", "restart", "failover", ...own].includes(scenario))
     throw new Error(
-      `--scenario: expected join, steady, churn, chaos, restart, failover, linode, digitalocean, hetzner, gcp or openstack, got "${scenario}"`,
+      `--scenario: expected join, steady, churn, chaos, restart, failover, linode, digitalocean, hetzner, gcp, openstack or azure, got "${scenario}"`,
     );
   const s = (own.includes(scenario) ? "join" : scenario) as ScenarioName;
   const json = values.json === true;

@@ -1,11 +1,12 @@
 /**
- * LocalCloud adapters for the vendor benchmarks (`--scenario digitalocean|hetzner|gcp|openstack`): one
+ * LocalCloud adapters for the vendor benchmarks (`--scenario digitalocean|hetzner|gcp|openstack|azure`): one
  * account (token, project) of the vendor's fake holds every cluster's machines, each cluster
  * scoped to its own by a tag or label. Kept in bench/ so they never collide with the demo's
  * adapters in cli/src; they add what a benchmark reads: the fake's call counts by operation,
  * the account's instance count and every fleet load balancer's backend count.
  */
 import {
+  AzureFake,
   DigitalOceanFake,
   type FakeNeutronNetwork,
   GcpComputeFake,
@@ -411,6 +412,120 @@ export class OpenStackBenchCloud implements BenchCloud {
       out.push(pool?.members.length ?? 0);
     }
     return out;
+  }
+
+  close(): Promise<void> {
+    return this.fake.close();
+  }
+}
+
+// ---- Azure ----------------------------------------------------------------------------------
+
+const AZ_SUB = "00000000-0000-0000-0000-00000000bea0";
+const AZ_RG = "rg-bench";
+const AZ_REGION = "eastus";
+const AZ_VNET = "vnet-bench";
+const AZ_TAG = "k8s-cluster";
+/** Room enough that neither the fake's buckets nor the provider's are what is measured. */
+const AZ_ROOMY = { perSecond: 100_000, bucket: 1_000_000 };
+
+/** ARM's budget an operation spends, by the fake's operation name (its method). */
+export function armKind(op: string): "reads" | "writes" | "deletes" {
+  return op.endsWith(".createOrUpdate") ? "writes" : op.endsWith(".delete") ? "deletes" : "reads";
+}
+
+export class AzureBenchCloud implements BenchCloud {
+  readonly provider = "azure";
+  private ip = 3;
+  private constructor(
+    readonly fake: AzureFake,
+    private readonly secret: string,
+    private readonly opts: BenchCloudOptions,
+  ) {}
+
+  static async start(opts: BenchCloudOptions): Promise<AzureBenchCloud> {
+    const roomy = { size: AZ_ROOMY.bucket, perSecond: AZ_ROOMY.perSecond };
+    // The swagger check of every exchange is the fake's own tests' job, not the bench's.
+    const fake = await AzureFake.start({
+      spec: false,
+      armBuckets: { reads: roomy, writes: roomy, deletes: roomy },
+    });
+    const secret = "bench-secret";
+    fake.createSubscription(AZ_SUB, "bench-tenant", "bench-app", secret);
+    fake.createResourceGroup(AZ_SUB, AZ_RG);
+    return new AzureBenchCloud(fake, secret, opts);
+  }
+
+  accountsConfig() {
+    return {
+      accounts: [
+        {
+          name: "azure-bench",
+          provider: "azure",
+          region: AZ_REGION,
+          network: AZ_VNET,
+          endpoint: this.fake.url,
+          credentials: { env: "FLEET_CCM_BENCH_AZ_SECRET" },
+          rateLimit: { perSecond: this.opts.rateLimitPerSecond, burst: this.opts.rateLimitPerSecond },
+          requestTimeoutMs: this.opts.requestTimeoutMs,
+          options: {
+            tenantId: "bench-tenant",
+            clientId: "bench-app",
+            subscriptionId: AZ_SUB,
+            resourceGroup: AZ_RG,
+            authorityHost: this.fake.entra.url,
+            caCertificates: this.fake.certificate.cert,
+            operationPollMs: 200,
+            armLimits: { reads: AZ_ROOMY, writes: AZ_ROOMY, deletes: AZ_ROOMY },
+          },
+        },
+      ],
+      env: { FLEET_CCM_BENCH_AZ_SECRET: this.secret },
+    };
+  }
+
+  clusterConfig(cluster: string) {
+    return { account: "azure-bench", network: AZ_VNET, scope: { tags: { [AZ_TAG]: cluster } } };
+  }
+
+  addMachine(cluster: string, index: number): string {
+    const name = nodeName(cluster, index);
+    this.ip++;
+    this.fake.createVm(AZ_SUB, {
+      resourceGroup: AZ_RG,
+      name,
+      location: AZ_REGION,
+      zone: String((index % 3) + 1),
+      subnetId: `/subscriptions/${AZ_SUB}/resourceGroups/${AZ_RG}/providers/Microsoft.Network/virtualNetworks/${AZ_VNET}/subnets/nodes`,
+      privateIp: `10.${Math.floor(this.ip / 65_536) % 256}.${Math.floor(this.ip / 256) % 256}.${this.ip % 256}`,
+      tags: { [AZ_TAG]: cluster },
+    });
+    return name;
+  }
+
+  /** ARM calls only (the token endpoint is Entra ID's, another fake). */
+  callsByOperation(): Record<string, number> {
+    return { ...this.fake.log.stats().byOperation };
+  }
+
+  totalCalls(): number {
+    return total(this.callsByOperation());
+  }
+
+  instancesInAccount(): number {
+    return this.fake.list(AZ_SUB, "virtualMachines").length;
+  }
+
+  /** Per Service (frontend), the addresses of its load balancer's pool. */
+  lbBackendCounts(): number[] {
+    return this.fake.list(AZ_SUB, "loadBalancers").flatMap((lb) => {
+      const p = lb.body["properties"] as {
+        frontendIPConfigurations?: unknown[];
+        backendAddressPools?: { properties?: { loadBalancerBackendAddresses?: unknown[] } }[];
+      };
+      const n = p.backendAddressPools?.[0]?.properties?.loadBalancerBackendAddresses?.length ?? 0;
+      return (p.frontendIPConfigurations ?? []).map(() => n);
+    });
   }
 
   close(): Promise<void> {

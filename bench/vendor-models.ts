@@ -202,3 +202,48 @@ export function occmCallsPerNodeJoin(services: number): OpenStackServiceCalls {
     octavia: services * OCCM.octaviaCallsPerServiceOnNodeChange,
   };
 }
+
+// ---- Azure ----------------------------------------------------------------------------------
+
+/**
+ * kubernetes-sigs/cloud-provider-azure (`pkg/provider/`, read at 05f5ce8), standalone VMs (the
+ * default vmType `standard`): InstanceMetadata and NodeAddresses read the VM through a timed
+ * cache of 60 s (`vmCacheTTLDefaultInSeconds`, azure_wrap.go) and its primary NIC with an
+ * uncached `GET` (`getPrimaryInterfaceWithVMSet`, azure_standard.go): with the 5 min status
+ * period every update misses the cache, so two reads per node. A node-set change runs each
+ * LoadBalancer Service's UpdateLoadBalancer; with the default NIC-based pool
+ * (`EnsureHostsInPool`, azure_standard.go) that is, per Service, the NIC `GET` of every node and
+ * a NIC `PUT` for a node not yet in the pool (the first Service of a cluster puts it, the
+ * others find it there), plus the load balancer's `GET` (cached 120 s:
+ * `loadBalancerCacheTTLDefaultInSeconds`). A Service whose spec changes is one load-balancer
+ * `PUT` and one NSG `PUT` of its own (the reconcile of one Service at a time).
+ */
+export const AZURE_CCM = {
+  vmCacheTtlS: 60,
+  loadBalancerCacheTtlS: 120,
+  /** Per node and status update: the VM (cache expired) and its primary NIC. */
+  readsPerNodePerStatusUpdate: 2,
+  /** Per Service whose spec changes: its load balancer PUT and its NSG PUT. */
+  writesPerServiceChange: 2,
+  /**
+   * ARM's published budgets per subscription ("Understand how Azure Resource Manager throttles
+   * requests"): reads refill at 25 a second (bucket 250), writes at 10 (bucket 200).
+   */
+  readsPerHourLimit: 25 * 3600,
+  writesPerHourLimit: 10 * 3600,
+} as const;
+
+export function azureCcmSteadyReadsPerHour(nodesPerCluster: number): number {
+  return (nodesPerCluster * AZURE_CCM.readsPerNodePerStatusUpdate * 3600) / FRAMEWORK.nodeStatusUpdateS;
+}
+
+/**
+ * A node joining one cluster: its own InstanceMetadata (VM and NIC), then every Service's
+ * EnsureHostsInPool (every node's NIC, the load balancer) and one NIC PUT.
+ */
+export function azureCcmNodeJoin(
+  nodesAfter: number,
+  services: number,
+): { readonly reads: number; readonly writes: number } {
+  return { reads: 2 + services * (nodesAfter + 1), writes: services > 0 ? 1 : 0 };
+}

@@ -9,10 +9,12 @@
  * (Hetzner's network, GCP's VPC, AWS's route table; DigitalOcean has no route API).
  */
 
+import { readFileSync } from "node:fs";
 import { LB_COLLECTIONS } from "@fleet-ccm/sim";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
+import { AZURE_DEMO_SUBSCRIPTION, AzureLocalCloud } from "../cli/src/azure-cloud.js";
 import { DigitalOceanLocalCloud, DO_DEMO_ACCOUNT } from "../cli/src/digitalocean-cloud.js";
 import { GCP_DEMO_PROJECT, GcpLocalCloud } from "../cli/src/gcp-cloud.js";
 import { HETZNER_DEMO_ACCOUNT, HetznerLocalCloud } from "../cli/src/hetzner-cloud.js";
@@ -441,4 +443,155 @@ describe("OpenStack beside the other clouds", () => {
     expect(os.fake.specProblems()).toEqual([]);
     for (const c of others) expect(c.totalCalls()).toBeGreaterThan(0);
   }, 400_000);
+});
+
+/**
+ * An Azure subscription beside a Linode account on one hub (processes, nats-server, the
+ * Kubernetes API simulator as above): cloud-provider-azure's providerIDs and labels, a public and
+ * an internal Service in the cluster's two shared load balancers, a joining node in both pools,
+ * the cluster's route table, and each load balancer deleted with its last frontend.
+ */
+describe("Azure beside Linode on one hub", () => {
+  // Its own fixture: the clouds and fleet of this test stop after it.
+  const azureRun = localCloudsFixture();
+  const LIN = "cluster-001";
+  const AZ = "cluster-002";
+  const INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal";
+
+  test("Azure nodes, a public and an internal Service, a node joining, routes, and nothing left after delete", async () => {
+    const linode = await azureRun.started(LinodeLocalCloud.start([LIN]));
+    const azure = await azureRun.started(AzureLocalCloud.start([AZ]));
+    const byCluster: Record<string, LocalCloud> = { [LIN]: linode, [AZ]: azure };
+    const cloud = new MixedLocalCloud([linode, azure], (c) => {
+      const found = byCluster[c];
+      if (found === undefined) throw new Error(`no cloud for ${c}`);
+      return found;
+    });
+    const f = azureRun.useFleet(
+      await LocalFleet.start({ clusters: 2, nodesPerCluster: 0, logger, cloud, configureCloudRoutes: true }),
+    );
+    const hub = await f.spawnHubProcess(undefined, { captureOutput: true });
+    for (const c of [LIN, AZ]) f.spawnAgentProcess(c, hub.grpcPort);
+    for (const c of [LIN, AZ]) f.addNodes(c, 2);
+    expect(await waitFor(() => f.progress().initialized === 4, 90_000)).toBe(true);
+    expect(hub.output()).not.toContain(readFileSync(azure.secretFile, "utf8"));
+
+    // As cloud-provider-azure: azure://<VM's ARM id> (resource group lower-cased), location, zone, size.
+    const sub = AZURE_DEMO_SUBSCRIPTION;
+    const nodes = () => f.nodes(AZ) as unknown as KubeNode[];
+    const vms = () => azure.fake.list(sub, "virtualMachines");
+    for (const n of nodes()) {
+      const vm = vms().find((v) => v.name === n.metadata.name);
+      expect(n.spec.providerID).toBe(
+        `azure://${vm?.id.replace(/\/resourceGroups\/([^/]+)\//, (_m, rg: string) => `/resourceGroups/${rg.toLowerCase()}/`)}`,
+      );
+      expect(n.metadata.labels).toMatchObject({
+        [REGION]: "eastus",
+        [ZONE]: `eastus-${(vm?.body["zones"] as string[] | undefined)?.[0]}`,
+        [TYPE]: "Standard_D2s_v3",
+      });
+      expect(n.status?.addresses?.[0]?.type).toBe("InternalIP");
+    }
+
+    // A public Service and an internal one.
+    f.addServices(AZ, 1);
+    f.cluster(AZ).kube.create("Service", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "internal-0", namespace: "default", annotations: { [INTERNAL]: "true" } },
+      spec: {
+        type: "LoadBalancer",
+        selector: { app: "internal-0" },
+        ports: [{ name: "http", port: 80, targetPort: 8080 }],
+      },
+    });
+    const svc = (name: string) =>
+      f.cluster(AZ).kube.get("Service", "default", name) as unknown as KubeService;
+    const ingressOf = (name: string) => svc(name)?.status?.loadBalancer?.ingress?.[0]?.ip;
+    expect(
+      await waitFor(
+        () => ingressOf("web-0000") !== undefined && ingressOf("internal-0") !== undefined,
+        90_000,
+      ),
+    ).toBe(true);
+    const lb = (name: string) => azure.fake.list(sub, "loadBalancers").find((l) => l.name === name);
+    const lbProps = (name: string) => (lb(name)?.body["properties"] ?? {}) as Record<string, unknown>;
+    const frontends = (name: string) =>
+      (lbProps(name)["frontendIPConfigurations"] ?? []) as {
+        name: string;
+        properties: { privateIPAddress?: string };
+      }[];
+    const uid = (name: string) => svc(name).metadata.uid.replace(/-/g, "");
+    expect(frontends(AZ).map((x) => x.name)).toEqual([`a${uid("web-0000")}`]);
+    const pip = azure.fake.list(sub, "publicIPAddresses").find((p) => p.name === `${AZ}-a${uid("web-0000")}`);
+    expect(ingressOf("web-0000")).toBe(
+      (pip?.body["properties"] as { ipAddress?: string } | undefined)?.ipAddress,
+    );
+    expect(frontends(`${AZ}-internal`).map((x) => [x.name, x.properties.privateIPAddress])).toEqual([
+      [`a${uid("internal-0")}`, ingressOf("internal-0")],
+    ]);
+    // Linode's cluster beside it, on the same hub.
+    for (const n of f.nodes(LIN) as unknown as KubeNode[])
+      expect(n.spec.providerID).toMatch(/^linode:\/\/\d+$/);
+
+    // A node joins: both pools take its address.
+    type Pool = { properties?: { loadBalancerBackendAddresses?: { properties?: { ipAddress?: string } }[] } };
+    const poolIps = (name: string) =>
+      (
+        ((lbProps(name)["backendAddressPools"] ?? []) as Pool[])[0]?.properties
+          ?.loadBalancerBackendAddresses ?? []
+      )
+        .map((a) => a.properties?.ipAddress)
+        .sort();
+    const nodeIps = () =>
+      nodes()
+        .map((n) => n.status?.addresses?.find((a) => a.type === "InternalIP")?.address)
+        .sort();
+    f.addNodes(AZ, 1);
+    expect(await waitFor(() => f.progress().initialized === 5, 60_000)).toBe(true);
+    expect(
+      await waitFor(
+        () =>
+          nodeIps().length === 3 &&
+          JSON.stringify(poolIps(AZ)) === JSON.stringify(nodeIps()) &&
+          JSON.stringify(poolIps(`${AZ}-internal`)) === JSON.stringify(nodeIps()),
+        60_000,
+      ),
+    ).toBe(true);
+
+    // Routes: the cluster's route table, one route per node to its address.
+    for (const [i, n] of nodes().entries())
+      f.cluster(AZ).kube.patch("Node", undefined, n.metadata.name, "merge", {
+        spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
+      });
+    const routes = () =>
+      (
+        (
+          azure.fake.list(sub, "routeTables").find((t) => t.name === `${AZ}-routetable`)?.body[
+            "properties"
+          ] as { routes?: { properties: { addressPrefix: string; nextHopIpAddress: string } }[] } | undefined
+        )?.routes ?? []
+      )
+        .map((r) => `${r.properties.addressPrefix} -> ${r.properties.nextHopIpAddress}`)
+        .sort();
+    const wanted = () =>
+      nodes()
+        .map(
+          (n, i) =>
+            `10.244.${i}.0/24 -> ${n.status?.addresses?.find((a) => a.type === "InternalIP")?.address}`,
+        )
+        .sort();
+    expect(await waitFor(() => JSON.stringify(routes()) === JSON.stringify(wanted()), 60_000)).toBe(true);
+
+    // Delete both: the frontends, rules, public IP and NSG rules go, each load balancer with its last frontend.
+    for (const name of ["web-0000", "internal-0"]) f.cluster(AZ).kube.delete("Service", "default", name);
+    expect(
+      await waitFor(() => svc("web-0000") === undefined && svc("internal-0") === undefined, 90_000),
+    ).toBe(true);
+    expect(azure.fake.list(sub, "loadBalancers")).toEqual([]);
+    expect(azure.fake.list(sub, "publicIPAddresses")).toEqual([]);
+    const nsg = azure.fake.list(sub, "networkSecurityGroups").find((n) => n.name === `${AZ}-nsg`);
+    expect((nsg?.body["properties"] as { securityRules?: unknown[] } | undefined)?.securityRules).toEqual([]);
+    azure.fake.assertSpecClean();
+  }, 300_000);
 });

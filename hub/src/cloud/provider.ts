@@ -339,7 +339,9 @@ export type LbQuota = {
  * route table, a Neutron router, a Linode VPC interface's ranges), or undefined when the write
  * changes only objects of its own. The hub never runs two writes of one key at once (per
  * account); a provider whose writes can still collide (another replica, another tool) throws
- * ConflictError, which the hub retries at once with fresh state.
+ * ConflictError, which the hub retries at once with fresh state. A provider that coalesces the
+ * writes of one object itself declares none (Azure's shared-writer.ts: every pending edit in one
+ * read and one PUT with If-Match, where a lock would make one PUT per Service).
  */
 export type LockKey = string | undefined;
 

@@ -53,6 +53,7 @@ describe("the joined swagger", () => {
       "NetworkSecurityGroups_CreateOrUpdate",
       "RouteTables_CreateOrUpdate",
       "NetworkInterfaces_Get",
+      "NetworkInterfaces_CreateOrUpdate",
       "VirtualMachines_Get",
       "VirtualMachines_List",
       "VirtualMachineScaleSetVMs_Get",
@@ -111,6 +112,46 @@ describe("virtual machines and network interfaces", () => {
     });
     const got = await compute.virtualMachineScaleSetVMs.get(RG, "pool", "3", { expand: "instanceView" });
     expect(got.instanceId).toBe("3");
+  });
+});
+
+describe("NIC-based backend pools", () => {
+  test("a NIC PUT names the pool: the pool shows the IP configuration; an unknown pool is refused", async () => {
+    fake.createVm(SUB, {
+      resourceGroup: RG,
+      name: "nic-1",
+      location: LOCATION,
+      subnetId: SUBNET,
+      privateIp: "10.240.0.30",
+    });
+    const lb = await network.loadBalancers.beginCreateOrUpdateAndWait(RG, "nicmode", {
+      location: LOCATION,
+      sku: { name: "Standard" },
+      backendAddressPools: [{ name: "nicmode" }],
+    });
+    const poolId = lb.backendAddressPools?.[0]?.id ?? "";
+    const nic = await network.networkInterfaces.get(RG, "nic-1-nic");
+    const ipc = nic.ipConfigurations?.[0];
+    const joined = await network.networkInterfaces.beginCreateOrUpdateAndWait(
+      RG,
+      "nic-1-nic",
+      { ...nic, ipConfigurations: [{ ...ipc, loadBalancerBackendAddressPools: [{ id: poolId }] }] },
+      { requestOptions: { customHeaders: { "If-Match": nic.etag ?? "" } } },
+    );
+    expect(joined.virtualMachine?.id).toBe(nic.virtualMachine?.id);
+    const pool = (await network.loadBalancers.get(RG, "nicmode")).backendAddressPools?.[0];
+    expect(pool?.backendIPConfigurations?.map((b) => b.id)).toEqual([ipc?.id]);
+    await expect(
+      network.networkInterfaces.beginCreateOrUpdateAndWait(RG, "nic-1-nic", {
+        ...joined,
+        ipConfigurations: [{ ...ipc, loadBalancerBackendAddressPools: [{ id: `${poolId}x` }] }],
+      }),
+    ).rejects.toMatchObject({ statusCode: 400, code: "InvalidResourceReference" });
+    await expect(
+      network.networkInterfaces.beginCreateOrUpdateAndWait(RG, "nic-1-nic", joined, {
+        requestOptions: { customHeaders: { "If-Match": nic.etag ?? "" } },
+      }),
+    ).rejects.toMatchObject({ statusCode: 412, code: "PreconditionFailed" });
   });
 });
 
@@ -235,5 +276,62 @@ describe("load balancers", () => {
     await expect(bad.getToken("https://management.azure.com/.default")).rejects.toThrow(
       /7000215|invalid_client/,
     );
+  });
+});
+
+describe("ARM's throttling", () => {
+  test("remaining reads in every answer's header; an empty bucket is 429 with Retry-After when enforced", async () => {
+    const limited = await AzureFake.start({
+      armLimits: true,
+      armBuckets: {
+        // A token an hour: none comes back while the test runs, however loaded the machine.
+        reads: { size: 3, perSecond: 1 / 3600 },
+        writes: { size: 200, perSecond: 10 },
+        deletes: { size: 200, perSecond: 10 },
+      },
+    });
+    try {
+      limited.createSubscription(SUB, TENANT, "app-1", "s3cret");
+      limited.createResourceGroup(SUB, RG);
+      const tlsOptions = { ca: limited.certificate.cert };
+      const cred = new ClientSecretCredential(TENANT, "app-1", "s3cret", {
+        authorityHost: limited.entra.url,
+        disableInstanceDiscovery: true,
+        tlsOptions,
+      });
+      const seen: (string | undefined)[] = [];
+      const client = new NetworkManagementClient(cred, SUB, {
+        endpoint: limited.url,
+        tlsOptions,
+        retryOptions: { maxRetries: 0 },
+        additionalPolicies: [
+          {
+            position: "perRetry",
+            policy: {
+              name: "headers",
+              sendRequest: async (req, next) => {
+                const res = await next(req);
+                seen.push(res.headers.get("x-ms-ratelimit-remaining-subscription-reads"));
+                return res;
+              },
+            },
+          },
+        ],
+      });
+      for (let i = 0; i < 3; i++) for await (const _ of client.loadBalancers.list(RG)) void _;
+      expect(seen).toEqual(["2", "1", "0"]);
+      const refused = await (async () => {
+        for await (const _ of client.loadBalancers.list(RG)) void _;
+      })().catch((e: unknown) => e);
+      expect(refused).toMatchObject({ statusCode: 429, code: "TooManyRequests" });
+      const retryAfter = (
+        refused as { response?: { headers: { get(n: string): string } } }
+      ).response?.headers.get("retry-after");
+      // ARM's Retry-After: whole seconds until the bucket has a token again.
+      expect(Number(retryAfter)).toBeGreaterThan(3000);
+    } finally {
+      limited.assertSpecClean();
+      await limited.close();
+    }
   });
 });

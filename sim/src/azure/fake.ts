@@ -1,8 +1,9 @@
 /**
  * A fake Azure Resource Manager for the resources a cloud controller manager uses:
  * Microsoft.Compute virtual machines and scale-set VMs (read), Microsoft.Network network
- * interfaces (read), public IP addresses, load balancers, network security groups and route
- * tables (read and write), as the swagger in sim/fixtures/azure/ describes them (api-version
+ * interfaces (read, and written to join a NIC-based pool: the pool then shows the IP
+ * configurations naming it), public IP addresses, load balancers, network security groups and
+ * route tables (read and write), tag names and counts as ARM limits them, as the swagger in sim/fixtures/azure/ describes them (api-version
  * 2024-01-01 for Network, 2024-07-01 for Compute), over HTTPS on loopback (the SDK's bearer
  * policy refuses plain HTTP) with a generated certificate.
  *
@@ -44,11 +45,13 @@ export type ArmType =
   | "networkSecurityGroups"
   | "routeTables"
   | "virtualNetworks"
-  | "vmssVirtualMachines";
+  | "vmssVirtualMachines"
+  | "virtualMachineScaleSets";
 
 const PROVIDER: Record<ArmType, string> = {
   virtualMachines: "Microsoft.Compute/virtualMachines",
   vmssVirtualMachines: "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+  virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
@@ -56,6 +59,12 @@ const PROVIDER: Record<ArmType, string> = {
   routeTables: "Microsoft.Network/routeTables",
   virtualNetworks: "Microsoft.Network/virtualNetworks",
 };
+/** Compute resources: provisioningState of their own, no ETag in the fake's answers. */
+const COMPUTE: ReadonlySet<ArmType> = new Set([
+  "virtualMachines",
+  "vmssVirtualMachines",
+  "virtualMachineScaleSets",
+]);
 const WRITABLE: readonly ArmType[] = [
   "publicIPAddresses",
   "loadBalancers",
@@ -94,7 +103,23 @@ export interface AzureFakeOptions {
   readonly asyncMs?: number;
   /** Check every exchange against the swagger (default true). */
   readonly spec?: boolean;
+  /**
+   * Refuse a call whose bucket is empty (429 TooManyRequests with Retry-After), as ARM does;
+   * default false (tests that make bursts of calls). The headers are sent either way.
+   */
+  readonly armLimits?: boolean;
+  /** The buckets' sizes and refill rates (default ARM's, ARM_BUCKETS). */
+  readonly armBuckets?: typeof ARM_BUCKETS;
 }
+
+/** ARM's per-subscription buckets ("Understand how Azure Resource Manager throttles requests"). */
+type ArmBudget = "reads" | "writes" | "deletes";
+export const ARM_BUCKETS: Readonly<Record<ArmBudget, { readonly size: number; readonly perSecond: number }>> =
+  {
+    reads: { size: 250, perSecond: 25 },
+    writes: { size: 200, perSecond: 10 },
+    deletes: { size: 200, perSecond: 10 },
+  };
 
 export interface CreateVmSpec {
   readonly resourceGroup: string;
@@ -168,8 +193,12 @@ export class AzureFake extends VendorFake<ArmListing> {
   private readonly ops = new Map<string, AsyncOp>();
   private seq = 0;
   private nextFailures = 0;
-  /** Writes counted per subscription and hour, for the rate-limit headers. */
-  private readonly counted = new Map<string, { hour: number; reads: number; writes: number }>();
+  /** ARM's token buckets per subscription (reads, writes, deletes), for the headers and 429s. */
+  private readonly buckets = new Map<string, Record<ArmBudget, { tokens: number; atMs: number }>>();
+  private readonly armLimits: boolean;
+  private readonly armBuckets: typeof ARM_BUCKETS;
+  /** The headers object of each subscription's call being handled (rateHeaders). */
+  private readonly remainingHeaders = new Map<string, Record<string, string>>();
   /** 412 on the next PUTs of these resources (another writer's change), by lowercased id. */
   private readonly raceNext = new Map<string, number>();
 
@@ -207,6 +236,8 @@ export class AzureFake extends VendorFake<ArmListing> {
     this.certificate = certificate;
     this.asyncMs = opts.asyncMs ?? 0;
     this.pageSize = opts.pageSize ?? 100;
+    this.armLimits = opts.armLimits ?? false;
+    this.armBuckets = opts.armBuckets ?? ARM_BUCKETS;
   }
 
   /** ARM and Entra ID, both on loopback with one generated certificate (trust `certificate.cert`). */
@@ -321,6 +352,18 @@ export class AzureFake extends VendorFake<ArmListing> {
     };
     if (spec.scaleSet !== undefined) {
       const instanceId = spec.name;
+      const ssId = this.resourceId(
+        subscription,
+        spec.resourceGroup,
+        "virtualMachineScaleSets",
+        spec.scaleSet,
+      );
+      if (this.find(ssId) === undefined)
+        this.put(subscription, spec.resourceGroup, "virtualMachineScaleSets", spec.scaleSet, {
+          location: spec.location,
+          sku: { name: spec.size ?? "Standard_D2s_v3", capacity: 1 },
+          properties: { orchestrationMode: "Uniform" },
+        });
       return this.put(
         subscription,
         spec.resourceGroup,
@@ -392,15 +435,38 @@ export class AzureFake extends VendorFake<ArmListing> {
     return t === undefined || t.expiresAtMs <= this.now() ? undefined : t.subscription;
   }
 
+  /**
+   * The kit asks for the headers before the handler runs; ARM's count the call itself. So the
+   * answer's headers are this object, which the handler's count() fills in after taking its token.
+   */
   protected override rateHeaders(account: string | undefined, nowMs: number): Record<string, string> {
     if (account === undefined) return {};
-    const hour = Math.floor(nowMs / 3_600_000);
-    const c = this.counted.get(account);
-    const cur = c === undefined || c.hour !== hour ? { hour, reads: 0, writes: 0 } : c;
-    return {
-      "x-ms-ratelimit-remaining-subscription-reads": String(Math.max(0, 12_000 - cur.reads)),
-      "x-ms-ratelimit-remaining-subscription-writes": String(Math.max(0, 1_200 - cur.writes)),
+    const headers: Record<string, string> = {};
+    this.remainingHeaders.set(account, headers);
+    this.fillHeaders(headers, this.bucketsOf(account, nowMs));
+    return headers;
+  }
+
+  private fillHeaders(headers: Record<string, string>, b: Record<ArmBudget, { tokens: number }>): void {
+    for (const k of Object.keys(ARM_BUCKETS) as ArmBudget[])
+      headers[`x-ms-ratelimit-remaining-subscription-${k}`] = String(Math.max(0, Math.floor(b[k].tokens)));
+  }
+
+  /** The subscription's buckets, refilled to now. */
+  private bucketsOf(account: string, nowMs: number): Record<ArmBudget, { tokens: number; atMs: number }> {
+    const sizes = this.armBuckets;
+    const b = this.buckets.get(account) ?? {
+      reads: { tokens: sizes.reads.size, atMs: nowMs },
+      writes: { tokens: sizes.writes.size, atMs: nowMs },
+      deletes: { tokens: sizes.deletes.size, atMs: nowMs },
     };
+    for (const k of Object.keys(sizes) as ArmBudget[]) {
+      const { size, perSecond } = sizes[k];
+      b[k].tokens = Math.min(size, b[k].tokens + (Math.max(0, nowMs - b[k].atMs) * perSecond) / 1000);
+      b[k].atMs = nowMs;
+    }
+    this.buckets.set(account, b);
+    return b;
   }
 
   protected override recordMutation(m: { operation: string; path: string; body: unknown }): void {
@@ -434,7 +500,9 @@ export class AzureFake extends VendorFake<ArmListing> {
       });
     };
     one("virtualMachines", "Microsoft.Compute/virtualMachines", ["GET"]);
-    one("networkInterfaces", "Microsoft.Network/networkInterfaces", ["GET"]);
+    one("virtualMachineScaleSets", "Microsoft.Compute/virtualMachineScaleSets", ["GET"]);
+    // A NIC's PUT is how a VM joins a NIC-based backend pool (its IP configuration names the pool).
+    one("networkInterfaces", "Microsoft.Network/networkInterfaces", ["GET", "PUT"]);
     for (const t of WRITABLE) one(t, PROVIDER[t], ["GET", "PUT", "DELETE"]);
     routes.push(
       {
@@ -480,8 +548,9 @@ export class AzureFake extends VendorFake<ArmListing> {
     const page = items.slice(0, this.pageSize);
     const last = page.at(-1);
     const more = items.length > page.length && last !== undefined;
+    // ARM's nextLink keeps the request's query ($expand, $filter): only the skip token changes.
     const next = new URL(`${this.url}${c.path}`);
-    next.searchParams.set("api-version", c.query.get("api-version") ?? "");
+    for (const [k, v] of c.query) if (k !== "$skiptoken") next.searchParams.set(k, v);
     if (more) next.searchParams.set("$skiptoken", String(last["__seq"]));
     return {
       value: faults.drop(page).map(({ __seq: _s, ...rest }) => rest),
@@ -506,14 +575,21 @@ export class AzureFake extends VendorFake<ArmListing> {
     return { sub, rg };
   }
 
-  /** Counts a call against the subscription's hourly budget (the rate-limit headers). */
-  private count(account: string, nowMs: number, write: boolean): void {
-    const hour = Math.floor(nowMs / 3_600_000);
-    const c = this.counted.get(account);
-    const cur = c === undefined || c.hour !== hour ? { hour, reads: 0, writes: 0 } : c;
-    if (write) cur.writes++;
-    else cur.reads++;
-    this.counted.set(account, cur);
+  /** Takes a token of the subscription's bucket for the call; with `armLimits`, none left is a 429. */
+  private count(account: string, nowMs: number, kind: ArmBudget): void {
+    const b = this.bucketsOf(account, nowMs)[kind];
+    if (b.tokens < 1 && this.armLimits) {
+      const seconds = Math.ceil((1 - b.tokens) / this.armBuckets[kind].perSecond);
+      throw new FakeError(
+        429,
+        "TooManyRequests",
+        `The request is being throttled as the limit has been reached for operation type - ${kind}.`,
+        { headers: { "retry-after": String(seconds) } },
+      );
+    }
+    b.tokens = Math.max(0, b.tokens - 1);
+    const headers = this.remainingHeaders.get(account);
+    if (headers !== undefined) this.fillHeaders(headers, this.bucketsOf(account, nowMs));
   }
 
   /** The resource as ARM shows it now (a finished write's state settled). */
@@ -532,7 +608,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private getOne(c: VendorCall, type: ArmType) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, false);
+    this.count(c.account, c.nowMs, "reads");
     const name = c.params[2] ?? "";
     const found = this.resources.get(lower(this.resourceId(sub, rg, type, name)));
     const res = found === undefined ? undefined : this.settle(found, c.nowMs);
@@ -542,7 +618,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private listOf(c: VendorCall, type: ArmType, scaleSet?: string) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, false);
+    this.count(c.account, c.nowMs, "reads");
     const prefix = lower(`/subscriptions/${sub}/resourceGroups/${rg}/`);
     const list: Json[] = [];
     for (const r of [...this.resources.values()]) {
@@ -557,7 +633,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private putOne(c: VendorCall, type: ArmType) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, true);
+    this.count(c.account, c.nowMs, "writes");
     const name = c.params[2] ?? "";
     const id = this.resourceId(sub, rg, type, name);
     const key = lower(id);
@@ -584,6 +660,14 @@ export class AzureFake extends VendorFake<ArmListing> {
       );
     const body = structuredClone(c.body);
     this.validate(sub, type, body);
+    // Read-only: the VM a NIC is attached to stays ARM's, whatever the body says.
+    if (type === "networkInterfaces" && prior !== undefined) {
+      const vm = (prior.body["properties"] as Json)["virtualMachine"];
+      const props = { ...((body["properties"] as Json | undefined) ?? {}) };
+      if (vm === undefined) delete props["virtualMachine"];
+      else props["virtualMachine"] = vm;
+      body["properties"] = props;
+    }
     const res: ArmResource = prior ?? {
       id,
       type,
@@ -612,7 +696,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private deleteOne(c: VendorCall, type: ArmType) {
     const { sub, rg } = this.scope(c);
-    this.count(c.account, c.nowMs, true);
+    this.count(c.account, c.nowMs, "deletes");
     const name = c.params[2] ?? "";
     const key = lower(this.resourceId(sub, rg, type, name));
     const found = this.resources.get(key);
@@ -650,6 +734,7 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private operation(c: VendorCall) {
     checkApiVersion(c);
+    this.count(c.account, c.nowMs, "reads");
     const op = this.ops.get(c.params[3] ?? "");
     if (op === undefined || lower(c.params[0] ?? "") !== lower(c.account))
       throw new FakeError(404, "OperationNotFound", "The operation was not found.");
@@ -674,6 +759,32 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   private validate(sub: string, type: ArmType, body: Json): void {
     const props = (body["properties"] as Json | undefined) ?? {};
+    // ARM's tag limits ("Use tags to organize your Azure resources", Limitations).
+    const tags = Object.entries((body["tags"] as Record<string, string> | undefined) ?? {});
+    const badName = tags.find(([k]) => /[<>%&\\?/]/.test(k) || k.length > 512);
+    if (badName !== undefined)
+      throw new FakeError(
+        400,
+        "InvalidTagNameCharacters",
+        `The tag names '${badName[0]}' have reserved characters '<,>,%,&,\\,?,/' or control characters.`,
+      );
+    if (tags.some(([, v]) => v.length > 256))
+      throw new FakeError(400, "InvalidTagValueLength", "Tag values can have a maximum of 256 characters.");
+    if (tags.length > 50)
+      throw new FakeError(400, "BadRequest", `A resource can have at most 50 tags, not ${tags.length}.`);
+    if (type === "networkInterfaces")
+      for (const ipc of (props["ipConfigurations"] as Json[] | undefined) ?? [])
+        for (const ref of (((ipc["properties"] as Json | undefined)?.["loadBalancerBackendAddressPools"] as
+          | Json[]
+          | undefined) ?? []) as Json[]) {
+          const id = String(ref["id"] ?? "");
+          if (this.poolOf(id) === undefined)
+            throw new FakeError(
+              400,
+              "InvalidResourceReference",
+              `Resource ${id} referenced by resource ${String(ipc["name"])} was not found.`,
+            );
+        }
     if (type === "loadBalancers") {
       for (const f of (props["frontendIPConfigurations"] as Json[] | undefined) ?? []) {
         const p = (f["properties"] as Json | undefined) ?? {};
@@ -699,6 +810,29 @@ export class AzureFake extends VendorFake<ArmListing> {
         }
       }
     }
+  }
+
+  /** The ids of the NIC IP configurations that name a pool. */
+  private poolMembers(poolId: string): string[] {
+    const out: string[] = [];
+    for (const r of this.resources.values()) {
+      if (r.type !== "networkInterfaces") continue;
+      for (const ipc of ((r.body["properties"] as Json)["ipConfigurations"] as Json[] | undefined) ?? []) {
+        const refs = ((ipc["properties"] as Json | undefined)?.["loadBalancerBackendAddressPools"] ??
+          []) as Json[];
+        if (refs.some((x) => lower(String(x["id"])) === lower(poolId))) out.push(String(ipc["id"]));
+      }
+    }
+    return out;
+  }
+
+  /** The backend pool of a load balancer by its id, if both exist. */
+  private poolOf(id: string): Json | undefined {
+    const m = /^(.*)\/backendAddressPools\/([^/]+)$/i.exec(id);
+    const lb = m === null ? undefined : this.resources.get(lower(m[1] ?? ""));
+    if (lb === undefined || lb.type !== "loadBalancers") return undefined;
+    const pools = ((lb.body["properties"] as Json)["backendAddressPools"] as Json[] | undefined) ?? [];
+    return pools.find((p) => lower(String(p["name"])) === lower(m?.[2] ?? ""));
   }
 
   /** Back-references ARM keeps: a public IP's ipConfiguration names the frontend using it. */
@@ -733,8 +867,7 @@ export class AzureFake extends VendorFake<ArmListing> {
       location: body["location"] ?? "eastus",
       properties: props,
     };
-    if (res.type !== "virtualMachines" && res.type !== "vmssVirtualMachines")
-      props["provisioningState"] = state;
+    if (!COMPUTE.has(res.type)) props["provisioningState"] = state;
     else props["provisioningState"] ??= "Succeeded";
     if (res.type === "loadBalancers")
       for (const child of [
@@ -791,11 +924,20 @@ export class AzureFake extends VendorFake<ArmListing> {
   private view(res: ArmResource, instanceView: boolean): Json {
     const body = structuredClone(res.body);
     const props = body["properties"] as Json;
-    if (res.type === "virtualMachines" || res.type === "vmssVirtualMachines") {
+    if (COMPUTE.has(res.type)) {
       if (!instanceView) delete props["instanceView"];
       return body;
     }
-    if (res.type !== "networkInterfaces" && res.type !== "virtualNetworks") body["etag"] = res.etag;
+    if (res.type !== "virtualNetworks") body["etag"] = res.etag;
+    // A NIC-based pool shows the NIC IP configurations that name it (read-only backendIPConfigurations).
+    if (res.type === "loadBalancers")
+      for (const pool of (props["backendAddressPools"] as Json[] | undefined) ?? []) {
+        const members = this.poolMembers(String(pool["id"]));
+        const pp = { ...((pool["properties"] as Json | undefined) ?? {}) };
+        if (members.length > 0) pp["backendIPConfigurations"] = members.map((id) => ({ id }));
+        else delete pp["backendIPConfigurations"];
+        pool["properties"] = pp;
+      }
     return body;
   }
 }

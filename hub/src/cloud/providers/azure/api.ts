@@ -9,6 +9,7 @@ import type { NetworkManagementClient } from "@azure/arm-network";
 import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/identity";
 import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
+import { ArmBudget } from "./arm-budget.js";
 import { toContractError } from "./errors.js";
 import type { AzureOptions } from "./options.js";
 
@@ -95,6 +96,8 @@ class RotatingCredential implements TokenCredential {
 export class AzureApi {
   readonly subscription: string;
   readonly region: string;
+  /** ARM's read, write and delete budgets of the subscription, spent by every request. */
+  readonly budget: ArmBudget;
   private clients: Promise<Clients> | undefined;
 
   constructor(
@@ -103,6 +106,7 @@ export class AzureApi {
   ) {
     this.subscription = options.subscriptionId;
     this.region = ctx.account.region;
+    this.budget = new ArmBudget(ctx, options.armLimits);
   }
 
   /** The SDK's clients, made once per account (the SDK loads here). */
@@ -134,6 +138,7 @@ export class AzureApi {
       ...(endpoint !== undefined && { endpoint: endpoint.replace(/\/$/, "") }),
       // The hub's retry policy, never the SDK's (ARM's Retry-After reaches the hub as ThrottledError).
       retryOptions: { maxRetries: 0 },
+      additionalPolicies: [{ policy: this.budget.policy(), position: "perRetry" as const }],
       ...(this.options.caCertificates !== undefined && { tlsOptions: { ca: this.options.caCertificates } }),
       ...(this.ctx.account.userAgent !== undefined && {
         userAgentOptions: { userAgentPrefix: this.ctx.account.userAgent },
@@ -201,6 +206,11 @@ export class AzureApi {
         for (const s of gone) s.removeEventListener("abort", onAbort);
       }
     });
+  }
+
+  /** The injected clock's time (ms). */
+  now(): number {
+    return this.ctx.clock.now();
   }
 
   /** The id of a resource of the account's subscription. */

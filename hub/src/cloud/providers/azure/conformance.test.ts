@@ -1,9 +1,9 @@
 import { AzureFake } from "@fleet-ccm/sim";
 import type { ConformanceFixture, FakeResource } from "../../conformance/conformance.testkit.js";
 import { describeProviderConformance } from "../../conformance/conformance.testkit.js";
-import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import type { AccountBinding, LbOwner } from "../../provider.js";
 import { azureProvider } from "./index.js";
+import { TAG_CLUSTER, TAG_SERVICE_UID } from "./records.js";
 
 const SUB = "00000000-0000-0000-0000-0000000c0f0e";
 const TENANT = "conf-tenant";
@@ -13,6 +13,13 @@ const REGION = "eastus";
 const RG = "rg-conf";
 const NODE_RGS = ["rg-conf", "rg-conf-2"];
 const FAR_RG = "rg-far";
+/**
+ * The suite makes hundreds of calls a second, more than ARM's budgets of one subscription
+ * (reads 25 a second): both the fake's buckets and the provider's are raised, so the suite tests
+ * behaviour, not waiting (arm-budget.test.ts tests the budgets).
+ */
+const ROOMY = { perSecond: 10_000, bucket: 100_000 };
+const ROOMY_FAKE = { size: ROOMY.bucket, perSecond: ROOMY.perSecond };
 
 /**
  * The Service uid a name's `a<uid without dashes>` stands for: a Kubernetes uid is a UUID, whose
@@ -28,10 +35,14 @@ export function uidOfName(name: string): string | undefined {
   return test === null ? undefined : `uid-${test[1]}`;
 }
 
-function fixture(asyncMs: number): ConformanceFixture {
+function fixture(asyncMs: number, backendPoolType?: "nodeIPConfiguration"): ConformanceFixture {
   return {
     async start() {
-      const fake = await AzureFake.start({ pageSize: 20, asyncMs });
+      const fake = await AzureFake.start({
+        pageSize: 20,
+        asyncMs,
+        armBuckets: { reads: ROOMY_FAKE, writes: ROOMY_FAKE, deletes: ROOMY_FAKE },
+      });
       fake.createSubscription(SUB, TENANT, APP, SECRET);
       for (const rg of [...NODE_RGS, FAR_RG]) fake.createResourceGroup(SUB, rg);
       const subnet = (vnet: string) =>
@@ -85,6 +96,8 @@ function fixture(asyncMs: number): ConformanceFixture {
           authorityHost: fake.entra.url,
           caCertificates: fake.certificate.cert,
           operationPollMs: asyncMs === 0 ? 0 : 20,
+          armLimits: { reads: ROOMY, writes: ROOMY, deletes: ROOMY },
+          ...(backendPoolType !== undefined && { backendPoolType }),
         },
         isMutation: (op) => /\.(createOrUpdate|delete)$/.test(op),
         createInstance: ({ name, inScope }) => make(name, inScope),
@@ -92,6 +105,8 @@ function fixture(asyncMs: number): ConformanceFixture {
         missingProviderID: () =>
           `azure:///subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/no-such-vm`,
         instancePageSize: 20,
+        // A page of load balancers, and the resource group's public IPs for their addresses.
+        listOwnedReadsPerPage: 2,
         throttle: (seconds) => fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, SUB),
         failWithServerErrors: () => fake.setFaults({ errorRate: 1 }, SUB),
         clearFaults: () => fake.resetFaults(),
@@ -112,8 +127,8 @@ function fixture(asyncMs: number): ConformanceFixture {
           }
           for (const pip of fake.list(SUB, "publicIPAddresses")) {
             const tags = (pip.body["tags"] as Record<string, string> | undefined) ?? {};
-            const cluster = tags[OWNER_TAG_CLUSTER];
-            const uid = tags[OWNER_TAG_SERVICE_UID];
+            const cluster = tags[TAG_CLUSTER];
+            const uid = tags[TAG_SERVICE_UID];
             out.push({
               kind: "public-ip",
               id: pip.id,
@@ -167,7 +182,24 @@ function fixture(asyncMs: number): ConformanceFixture {
               }
             | undefined;
           const pool = p?.backendAddressPools?.find((b) => b.name === o.cluster);
-          if ((pool?.properties.loadBalancerBackendAddresses ?? []).length === 0) return [];
+          // Members by address, or NICs naming the pool (NIC-based).
+          const poolId = `${lb?.id}/backendAddressPools/${o.cluster}`.toLowerCase();
+          const nicMembers = fake.list(SUB, "networkInterfaces").some((nic) =>
+            (
+              (
+                nic.body["properties"] as {
+                  ipConfigurations?: {
+                    properties?: { loadBalancerBackendAddressPools?: { id: string }[] };
+                  }[];
+                }
+              ).ipConfigurations ?? []
+            ).some((c) =>
+              (c.properties?.loadBalancerBackendAddressPools ?? []).some(
+                (r) => r.id.toLowerCase() === poolId,
+              ),
+            ),
+          );
+          if ((pool?.properties.loadBalancerBackendAddresses ?? []).length === 0 && !nicMembers) return [];
           const ports = (p?.loadBalancingRules ?? [])
             .filter((r) => uidOfName(r.name) === o.serviceUid)
             .map((r) => r.properties.backendPort);
@@ -187,5 +219,11 @@ function fixture(asyncMs: number): ConformanceFixture {
   };
 }
 
-describeProviderConformance("azure", fixture(0));
-describeProviderConformance("azure (writes stay Updating for 120 ms)", fixture(120), { inProgress: true });
+describeProviderConformance("azure", fixture(0), { digests: true });
+describeProviderConformance("azure (NIC-based backend pools)", fixture(0, "nodeIPConfiguration"), {
+  digests: true,
+});
+describeProviderConformance("azure (writes stay Updating for 120 ms)", fixture(120), {
+  digests: true,
+  inProgress: true,
+});

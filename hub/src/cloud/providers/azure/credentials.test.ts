@@ -4,9 +4,8 @@
 import { AzureFake } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { ForbiddenError } from "../../errors.js";
-import type { AccountBinding, CloudProvider } from "../../provider.js";
-import { bindRecorded } from "../../recording-context.testkit.js";
-import { azureProvider } from "./index.js";
+import type { CloudProvider } from "../../provider.js";
+import { bindToFake } from "./azure.testkit.js";
 
 const SUB = "00000000-0000-0000-0000-0000000000cc";
 const REGION = "eastus";
@@ -32,24 +31,11 @@ beforeAll(async () => {
 afterAll(() => fake.close());
 
 function bind(kind: string, read: () => string): Promise<{ provider: CloudProvider }> {
-  const account: AccountBinding = {
-    name: "cred",
-    provider: "azure",
-    region: REGION,
-    endpoint: fake.url,
-    credential: read(),
-    secret: () => read(),
-    credentialNames: [kind],
-    requestTimeoutMs: 5_000,
-  };
-  return bindRecorded(azureProvider, account, {
-    tenantId: "t",
-    clientId: "app",
-    subscriptionId: SUB,
-    resourceGroup: RG,
-    authorityHost: fake.entra.url,
-    caCertificates: fake.certificate.cert,
-  });
+  return bindToFake(
+    fake,
+    { subscription: SUB, resourceGroup: RG },
+    { name: "cred", region: REGION, credential: read(), secret: () => read(), credentialNames: [kind] },
+  );
 }
 
 test("a VM read with a client secret: upstream's providerID, zone and addresses", async () => {

@@ -27,6 +27,26 @@ import { isNotFound } from "./errors.js";
 import { parseVmId, providerIdOf, segmentAfter, type VmRef, vmId } from "./names.js";
 
 type AnyVm = VirtualMachine | VirtualMachineScaleSetVM;
+/** Where a listing is: the node resource group, the scale set (absent: its VMs), the page. */
+interface PageAt {
+  readonly g: number;
+  readonly s?: number;
+  readonly sets?: readonly string[];
+  readonly link?: string;
+}
+
+const lower = (s: string | undefined) => (s ?? "").toLowerCase();
+
+/** The first page of an SDK listing, with the continuation to the next. */
+export async function firstPage<T>(
+  pages: AsyncIterableIterator<T[]>,
+  continuationOf: (page: unknown) => string | undefined,
+): Promise<{ readonly items: T[]; readonly link?: string }> {
+  const first = await pages.next();
+  if (first.done === true) return { items: [] };
+  const link = continuationOf(first.value);
+  return { items: first.value, ...(link !== undefined && { link }) };
+}
 
 /** What the instance view's PowerState says, in the contract's states. */
 export function powerState(
@@ -65,7 +85,15 @@ function primaryNicId(vm: AnyVm): string | undefined {
   return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
 }
 
+/** How long one listing of a group's NICs serves the readers that it covers. */
+const NIC_LISTING_REUSE_MS = 10_000;
+
 export class AzureInstances implements Instances {
+  private readonly nicListings = new Map<
+    string,
+    { readonly atMs: number; readonly nics: Promise<Map<string, NetworkInterface>> }
+  >();
+
   constructor(private readonly api: AzureApi) {}
 
   /** The resource groups the nodes' VMs are in. */
@@ -121,70 +149,179 @@ export class AzureInstances implements Instances {
     }
   }
 
+  /**
+   * A VM of that name in each node resource group (one direct GET each), and the scale-set VMs
+   * whose computer name it is (a scale-set node is named after its hostname): Azure's names are
+   * case-insensitive.
+   */
   async findByName(name: string, signal?: AbortSignal): Promise<readonly InstanceMetadata[]> {
     const out: InstanceMetadata[] = [];
     for (const rg of this.groups) {
       const ref: VmRef = { subscription: this.api.subscription, resourceGroup: rg.toLowerCase(), name };
       const vm = await this.getVm(ref, signal);
-      if (vm === undefined || !this.inRegion(vm)) continue;
-      // ARM answers a name in any case; the VM's own name is the one to report.
-      const own: VmRef = { ...ref, name: vm.name ?? name };
-      out.push(await this.describe(own, vm, signal));
+      if (vm !== undefined && this.inRegion(vm)) {
+        // ARM answers a name in any case; the VM's own name is the one to report.
+        const own: VmRef = { ...ref, name: vm.name ?? name };
+        out.push(await this.describe(own, vm, signal));
+      }
+      for (const ss of await this.scaleSetsOf(rg, signal))
+        for (let link: string | undefined, first = true; first || link !== undefined; first = false) {
+          const page = await this.scaleSetVmPage(rg, ss, link, signal);
+          link = page.link;
+          for (const v of page.items)
+            if (lower(v.osProfile?.computerName) === lower(name) && this.inRegion(v))
+              out.push(await this.describe(this.scaleSetRef(rg, ss, v), v, signal));
+        }
     }
     return out;
   }
 
+  /**
+   * One page of the node resource groups' VMs, then of each scale set's VMs, with their instance
+   * views (power state) and, for the page, the group's NICs and public IPs (addresses).
+   */
   async listPage(pageToken: string | undefined, signal?: AbortSignal): Promise<InstanceListPage> {
-    const at =
+    const at: PageAt =
       pageToken === undefined
         ? { g: 0 }
-        : (JSON.parse(Buffer.from(pageToken, "base64url").toString()) as { g: number; link?: string });
+        : (JSON.parse(Buffer.from(pageToken, "base64url").toString()) as PageAt);
     const rg = this.groups[at.g];
     if (rg === undefined) return { instances: [] };
-    const page = await this.api.call(
-      "virtualMachines.list",
-      async (c, o) => {
-        const pages = c.compute.virtualMachines
-          .list(rg, { ...o, expand: "instanceView" })
-          .byPage(at.link === undefined ? {} : { continuationToken: at.link });
-        const first = await pages.next();
-        return first.done === true
-          ? { items: [] as VirtualMachine[] }
-          : {
-              items: first.value as VirtualMachine[],
-              link: c.continuationOf(first.value),
-            };
-      },
-      signal,
-    );
+    const sets = at.sets ?? (at.s === undefined ? undefined : await this.scaleSetsOf(rg, signal));
+    const ss = at.s === undefined ? undefined : sets?.[at.s];
+    const page =
+      at.s === undefined
+        ? await this.vmPage(rg, at.link, signal)
+        : ss === undefined
+          ? { items: [] }
+          : await this.scaleSetVmPage(rg, ss, at.link, signal);
     const mine = page.items.filter((vm) => this.inRegion(vm));
-    const nics = mine.length === 0 ? new Map() : await this.nicsOf(rg, signal);
-    const pips = mine.length === 0 ? new Map() : await this.publicIpsOf(rg, signal);
+    const addressed = mine.length > 0 && ss === undefined;
+    const nics = addressed
+      ? await this.recentNicsOf(
+          rg,
+          (m) => mine.every((vm) => m.has(primaryNicId(vm)?.toLowerCase() ?? "")),
+          signal,
+        )
+      : new Map();
+    // The group's public IPs only when a VM of the page has one on its NIC (nodes rarely do).
+    const withPublicIp = mine.some(
+      (vm) =>
+        primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id !== undefined,
+    );
+    const pips = withPublicIp ? await this.publicIpsOf(rg, signal) : new Map();
     const instances = mine.map((vm) => {
-      const ref: VmRef = {
-        subscription: this.api.subscription,
-        resourceGroup: rg.toLowerCase(),
-        name: vm.name ?? "",
-      };
-      const nic = nics.get(primaryNicId(vm)?.toLowerCase() ?? "");
-      const ipc = primaryIpConfig(nic);
-      const pip = pips.get(ipc?.publicIPAddress?.id?.toLowerCase() ?? "");
+      const ref =
+        ss === undefined
+          ? { subscription: this.api.subscription, resourceGroup: rg.toLowerCase(), name: vm.name ?? "" }
+          : this.scaleSetRef(rg, ss, vm);
+      // A scale-set VM's NIC is the scale set's (not in the group's listing): see describe().
+      const nic = ss === undefined ? nics.get(primaryNicId(vm)?.toLowerCase() ?? "") : undefined;
+      const pip = pips.get(primaryIpConfig(nic)?.publicIPAddress?.id?.toLowerCase() ?? "");
       return this.metadata(ref, vm, nic, pip);
     });
-    const next =
-      page.link !== undefined
-        ? { g: at.g, link: page.link }
-        : at.g + 1 < this.groups.length
-          ? { g: at.g + 1 }
-          : undefined;
+    const next = await this.after(at, rg, page.link, sets, signal);
     return {
       instances,
       ...(next !== undefined && { nextPageToken: Buffer.from(JSON.stringify(next)).toString("base64url") }),
     };
   }
 
-  /** Every NIC of a resource group, by lower-cased id (all pages). */
+  /** Where the listing goes after a page: its next page, the group's next scale set, the next group. */
+  private async after(
+    at: PageAt,
+    rg: string,
+    link: string | undefined,
+    sets: readonly string[] | undefined,
+    signal?: AbortSignal,
+  ): Promise<PageAt | undefined> {
+    if (link !== undefined) return { ...at, link, ...(sets !== undefined && { sets: [...sets] }) };
+    const all = sets ?? (await this.scaleSetsOf(rg, signal));
+    const s = at.s === undefined ? 0 : at.s + 1;
+    if (s < all.length) return { g: at.g, s, sets: [...all] };
+    return at.g + 1 < this.groups.length ? { g: at.g + 1 } : undefined;
+  }
+
+  private vmPage(rg: string, link: string | undefined, signal?: AbortSignal) {
+    return this.api.call(
+      "virtualMachines.list",
+      async (c, o) =>
+        firstPage<AnyVm>(
+          c.compute.virtualMachines
+            .list(rg, { ...o, expand: "instanceView" })
+            .byPage(link === undefined ? {} : { continuationToken: link }),
+          c.continuationOf,
+        ),
+      signal,
+    );
+  }
+
+  private scaleSetVmPage(rg: string, ss: string, link: string | undefined, signal?: AbortSignal) {
+    return this.api.call(
+      "virtualMachineScaleSetVMs.list",
+      async (c, o) =>
+        firstPage<AnyVm>(
+          c.compute.virtualMachineScaleSetVMs
+            .list(rg, ss, { ...o, expand: "instanceView" })
+            .byPage(link === undefined ? {} : { continuationToken: link }),
+          c.continuationOf,
+        ),
+      signal,
+    );
+  }
+
+  /** The names of a resource group's scale sets (all pages). */
+  private async scaleSetsOf(rg: string, signal?: AbortSignal): Promise<string[]> {
+    return this.api.call(
+      "virtualMachineScaleSets.list",
+      async (c, o) => {
+        const out: string[] = [];
+        for await (const ss of c.compute.virtualMachineScaleSets.list(rg, o)) out.push(ss.name ?? "");
+        return out;
+      },
+      signal,
+    );
+  }
+
+  private scaleSetRef(rg: string, ss: string, vm: AnyVm): VmRef {
+    const instanceId =
+      (vm as VirtualMachineScaleSetVM).instanceId ?? segmentAfter(vm.id, "virtualMachines") ?? "";
+    return {
+      subscription: this.api.subscription,
+      resourceGroup: rg.toLowerCase(),
+      name: `${ss}_${instanceId}`,
+      scaleSet: ss,
+      instanceId,
+    };
+  }
+
+  /**
+   * The group's NICs from a listing at most NIC_LISTING_REUSE_MS old (one listing in flight or
+   * just done serves a wave of Services and every page of a refresh, instead of one listing of
+   * thousands of NICs each), or a fresh one when that listing does not `cover` what the caller
+   * needs (a node newer than it).
+   */
+  async recentNicsOf(
+    rg: string,
+    cover: (nics: ReadonlyMap<string, NetworkInterface>) => boolean,
+    signal?: AbortSignal,
+  ): Promise<Map<string, NetworkInterface>> {
+    const hit = this.nicListings.get(rg);
+    if (hit !== undefined && this.api.now() - hit.atMs <= NIC_LISTING_REUSE_MS) {
+      const nics = await hit.nics.catch(() => undefined);
+      if (nics !== undefined && cover(nics)) return nics;
+    }
+    return this.nicsOf(rg, signal);
+  }
+
+  /** Every NIC of a resource group, by lower-cased id (all pages), listed now. */
   async nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
+    const nics = this.listNics(rg, signal);
+    this.nicListings.set(rg, { atMs: this.api.now(), nics });
+    return nics;
+  }
+
+  private async listNics(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
     const list = await this.api.call(
       "networkInterfaces.list",
       async (c, o) => {
@@ -197,7 +334,8 @@ export class AzureInstances implements Instances {
     return new Map(list.map((n) => [n.id?.toLowerCase() ?? "", n]));
   }
 
-  private async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
+  /** Every public IP of a resource group, by lower-cased id (all pages). */
+  async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
     const list = await this.api.call(
       "publicIPAddresses.list",
       async (c, o) => {

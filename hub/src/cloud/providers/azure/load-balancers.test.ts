@@ -4,6 +4,7 @@
 import { type AzureFake, AzureFake as Fake } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
+import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { AZURE_ANNOTATIONS, azureLbSettings } from "./annotations.js";
@@ -43,26 +44,27 @@ beforeAll(async () => {
     location: REGION,
     properties: { securityRules: [] },
   });
-  const account: AccountBinding = {
-    name: "lb",
-    provider: "azure",
-    region: REGION,
-    network: "vnet",
-    endpoint: fake.url,
-    credential: "secret",
-    requestTimeoutMs: 5_000,
-  };
-  const { provider } = await bindRecorded(azureProvider, account, {
-    tenantId: "t",
-    clientId: "app",
-    subscriptionId: SUB,
-    resourceGroup: RG,
-    securityGroupName: "{cluster}-nsg",
-    authorityHost: fake.entra.url,
-    caCertificates: fake.certificate.cert,
-    operationPollMs: 0,
-  });
+  const { provider } = await bindRecorded(azureProvider, account(), options());
   lbs = provider.loadBalancers as LoadBalancers;
+});
+const account = (): AccountBinding => ({
+  name: "lb",
+  provider: "azure",
+  region: REGION,
+  network: "vnet",
+  endpoint: fake.url,
+  credential: "secret",
+  requestTimeoutMs: 5_000,
+});
+const options = () => ({
+  tenantId: "t",
+  clientId: "app",
+  subscriptionId: SUB,
+  resourceGroup: RG,
+  securityGroupName: "{cluster}-nsg",
+  authorityHost: fake.entra.url,
+  caCertificates: fake.certificate.cert,
+  operationPollMs: 0,
 });
 afterAll(() => fake.close());
 afterEach(() => fake.assertSpecClean());
@@ -85,9 +87,14 @@ describe("a wave of Services on one cluster", () => {
     await settle(() => lbs.ensure(target("wave", "seed-0"), spec()));
     fake.raceNextPuts(lbId, 2);
     const before = fake.mutations.length;
+    const nicListsBefore = fake.log.requests({ operation: "networkInterfaces.list" }).length;
     const uids = Array.from({ length: 20 }, (_, i) => `0000000${i}-aaaa-bbbb-cccc-dddddddddddd`.slice(-36));
     const ingresses = await Promise.all(uids.map((u) => settle(() => lbs.ensure(target("wave", u), spec()))));
     const puts = lbPuts(before);
+    // The backends' addresses: one listing of the nodes' NICs serves the whole wave.
+    expect(
+      fake.log.requests({ operation: "networkInterfaces.list" }).length - nicListsBefore,
+    ).toBeLessThanOrEqual(1);
     expect(puts).toBeGreaterThanOrEqual(1);
     expect(puts).toBeLessThanOrEqual(4);
     expect(fake.log.requests({ operation: "loadBalancers.createOrUpdate", outcome: "412" }).length).toBe(2);
@@ -241,8 +248,161 @@ describe("adoption of what cloud-provider-azure built", () => {
     expect(names(props(lb)["loadBalancingRules"])).toEqual(
       expect.arrayContaining([`${fe}-TCP-80`, `${fe}-TCP-443`]),
     );
-    expect((fake.byId(pip.id).body["tags"] as Json)["fleet-ccm.io/service-uid"]).toBe(uid);
+    expect((fake.byId(pip.id).body["tags"] as Json)["fleet-ccm-service-uid"]).toBe(uid);
     await settle(() => lbs.ensureDeleted(t));
     expect(fake.find(pip.id)).toBeUndefined();
+  });
+});
+
+describe("listOwned and the digests", () => {
+  test("a Service is listed with the digests of what was made; a restarted provider lists it without writing", async () => {
+    const t = target("listed", "12345678-1234-1234-1234-123456789abc");
+    fake.put(SUB, RG, "networkSecurityGroups", "listed-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const s = spec();
+    const ingress = await settle(() => lbs.ensure(t, s));
+    const before = fake.mutations.length;
+    const owned = [];
+    for (let token: string | undefined, first = true; first || token !== undefined; first = false) {
+      const page = await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(token);
+      owned.push(...page.items);
+      token = page.nextPageToken;
+    }
+    const item = owned.find((i) => i.owner.serviceUid === t.serviceUid);
+    expect(item).toMatchObject({
+      owner: { cluster: "listed", serviceUid: t.serviceUid },
+      ingress,
+      specDigest: loadBalancerSpecDigest(s),
+      backendsDigest: backendsDigest(s.backends),
+    });
+    // The same spec again (a restarted hub that had no listing): reads only.
+    await settle(() => lbs.ensure(t, s));
+    expect(fake.mutations.length).toBe(before);
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "listed"));
+    expect(Object.keys(lb.body["tags"] as Json).every((k) => !/[<>%&\\?/]/.test(k))).toBe(true);
+    await settle(() => lbs.ensureDeleted(t));
+    const after = await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(undefined);
+    expect(after.items.filter((i) => i.owner.cluster === "listed")).toEqual([]);
+  });
+
+  test("a public IP whose load-balancer write never came is listed for its owner", async () => {
+    const pip = fake.put(SUB, RG, "publicIPAddresses", "listed-aorphan", {
+      location: REGION,
+      sku: { name: "Standard" },
+      tags: { "fleet-ccm-cluster": "listed", "fleet-ccm-service-uid": "orphan" },
+      properties: { publicIPAllocationMethod: "Static" },
+    });
+    const page = await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(undefined);
+    expect(page.items.find((i) => i.owner.serviceUid === "orphan")).toMatchObject({
+      id: pip.id,
+      owner: { cluster: "listed", serviceUid: "orphan" },
+    });
+    fake.remove(pip.id);
+  });
+});
+
+describe("NIC-based backend pools (upstream's nodeIPConfiguration)", () => {
+  const nicRefs = (poolId: string) =>
+    fake
+      .list(SUB, "networkInterfaces")
+      .filter((nic) =>
+        (
+          (nic.body["properties"] as Json)["ipConfigurations"] as {
+            properties?: { loadBalancerBackendAddressPools?: { id: string }[] };
+          }[]
+        ).some((c) =>
+          (c.properties?.loadBalancerBackendAddressPools ?? []).some(
+            (r) => r.id.toLowerCase() === poolId.toLowerCase(),
+          ),
+        ),
+      )
+      .map((nic) => nic.name)
+      .sort();
+
+  test("adopting a pool cloud-provider-azure built by NIC keeps it NIC-based: a node joins by a NIC PUT, all leave before the load balancer goes", async () => {
+    const uid = "77777777-8888-7777-6666-555555555555";
+    const fe = `a${uid.replace(/-/g, "")}`;
+    const lbId = fake.resourceId(SUB, RG, "loadBalancers", "nicmode-internal");
+    const poolId = `${lbId}/backendAddressPools/nicmode`;
+    fake.put(SUB, RG, "loadBalancers", "nicmode-internal", {
+      location: REGION,
+      sku: { name: "Standard" },
+      properties: {
+        frontendIPConfigurations: [
+          {
+            name: fe,
+            properties: {
+              privateIPAllocationMethod: "Dynamic",
+              subnet: {
+                id: `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes`,
+              },
+            },
+          },
+        ],
+        backendAddressPools: [{ name: "nicmode" }],
+      },
+    });
+    // Upstream put node-1 and node-2 in by their NICs.
+    for (const n of [1, 2]) {
+      const nic = fake.byId(fake.resourceId(SUB, RG, "networkInterfaces", `node-${n}-nic`));
+      const props = nic.body["properties"] as { ipConfigurations: { properties: Json }[] };
+      const ipc = props.ipConfigurations[0] as { properties: Json };
+      ipc.properties["loadBalancerBackendAddressPools"] = [{ id: poolId }];
+    }
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic"]);
+    const t = target("prod", uid, { scope: { adoptFrom: { vendorCcmClusterName: "nicmode" } } });
+    fake.put(SUB, RG, "networkSecurityGroups", "prod-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const annotations = { [AZURE_ANNOTATIONS.internal]: "true" };
+    const before = fake.mutations.length;
+    const ingress = await settle(() => lbs.ensure(t, spec({ internal: true, annotations })));
+    expect(ingress).toHaveLength(1);
+    // One NIC PUT (node-3 joins); the pool holds no addresses.
+    const nicPuts = fake.mutations
+      .slice(before)
+      .filter((m) => m.operation === "networkInterfaces.createOrUpdate");
+    expect(nicPuts.map((m) => m.path)).toEqual([expect.stringMatching(/node-3-nic$/)]);
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic", "node-3-nic"]);
+    const pool = (props(fake.byId(lbId))["backendAddressPools"] as { properties?: Json }[])[0];
+    expect(pool?.properties?.["loadBalancerBackendAddresses"]).toBeUndefined();
+    // The listing knows the backends once the NICs are written.
+    const listed = (await (lbs.listOwned as NonNullable<LoadBalancers["listOwned"]>)(undefined)).items.find(
+      (i) => i.owner.serviceUid === uid,
+    );
+    expect(listed?.backendsDigest).toBe(backendsDigest(spec().backends));
+    expect((await lbs.get(t))?.backends).toEqual([...backends].sort());
+    // A node leaves: its NIC alone is written.
+    const mark = fake.mutations.length;
+    await settle(() => lbs.updateBackends(t, backends.slice(0, 2)));
+    expect(
+      fake.mutations
+        .slice(mark)
+        .filter((m) => m.operation === "networkInterfaces.createOrUpdate")
+        .map((m) => m.path),
+    ).toEqual([expect.stringMatching(/node-3-nic$/)]);
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic"]);
+    // The last frontend goes: the NICs leave the pool first, then the load balancer is deleted.
+    await settle(() => lbs.ensureDeleted(t, undefined, { annotations, ingress: [] }));
+    expect(nicRefs(poolId)).toEqual([]);
+    expect(fake.find(lbId)).toBeUndefined();
+  });
+
+  test("an account that chooses nodeIPConfiguration builds new pools by NIC", async () => {
+    const { provider } = await bindRecorded(azureProvider, account(), {
+      ...options(),
+      backendPoolType: "nodeIPConfiguration",
+    });
+    const nicLbs = provider.loadBalancers as LoadBalancers;
+    const t = target("wave", "66666666-8888-7777-6666-555555555555");
+    await settle(() => nicLbs.ensure(t, spec()));
+    const poolId = `${fake.resourceId(SUB, RG, "loadBalancers", "wave")}/backendAddressPools/wave`;
+    expect(nicRefs(poolId)).toEqual(["node-1-nic", "node-2-nic", "node-3-nic"]);
+    await settle(() => nicLbs.ensureDeleted(t));
+    expect(nicRefs(poolId)).toEqual([]);
+    expect(fake.find(fake.resourceId(SUB, RG, "loadBalancers", "wave"))).toBeUndefined();
   });
 });

@@ -25,7 +25,7 @@ import type {
 } from "@azure/arm-network";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { CloudError, OperationFailedError } from "../../errors.js";
-import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
+import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
   type InProgress,
   inProgress,
@@ -36,13 +36,15 @@ import {
   type LoadBalancerState,
   type LoadBalancers,
   lbOwner,
+  type OwnedLoadBalancer,
+  type OwnedLoadBalancerPage,
   type ProviderContext,
   type ServiceTarget,
 } from "../../provider.js";
 import { AZURE_ANNOTATIONS, readAzureAnnotations } from "./annotations.js";
 import type { AzureApi } from "./api.js";
 import { hasCode, isNotFound } from "./errors.js";
-import { type AzureInstances, primaryIpConfig } from "./instances.js";
+import { type AzureInstances, firstPage, primaryIpConfig } from "./instances.js";
 import {
   fromTemplate,
   frontendName,
@@ -53,7 +55,9 @@ import {
   UPSTREAM_CLUSTER_TAG,
   UPSTREAM_SERVICE_TAG,
 } from "./names.js";
+import { NicPools, type PoolMode, poolMode } from "./nic-pool.js";
 import type { AzureOptions } from "./options.js";
+import { readServices, TAG_BACKENDS, TAG_CLUSTER, TAG_SERVICE_UID, withServices } from "./records.js";
 import { type ObjectIo, SharedWriter, type WriteResult } from "./shared-writer.js";
 
 const NETWORK = "Microsoft.Network";
@@ -72,10 +76,13 @@ export class AzureLoadBalancers implements LoadBalancers {
     protocols: ["TCP", "UDP"],
     // Azure Standard Load Balancer: 1,000 backend instances per pool (networking limits).
     maxBackends: 1_000,
+    // Nothing built depends on a node's annotations: backends digests are of the ids alone.
+    readsNodeAnnotations: false,
   };
   readonly lbWriter = new SharedWriter<LoadBalancer>();
   readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();
   private readonly rg: string;
+  private readonly nicPools: NicPools;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -84,6 +91,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     private readonly options: AzureOptions,
   ) {
     this.rg = options.resourceGroup;
+    this.nicPools = new NicPools(api, instances);
   }
 
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
@@ -112,6 +120,38 @@ export class AzureLoadBalancers implements LoadBalancers {
       pipRg: a.pipResourceGroup ?? this.rg,
       subnet: internalSubnet ?? this.options.subnetName,
     };
+  }
+
+  /** The cluster's virtual network (internal frontends' subnets, backend addresses). */
+  private vnetId(t: ServiceTarget): string {
+    const vnet = t.network ?? this.ctx.account.network ?? "";
+    return this.api.id(this.options.vnetResourceGroup ?? this.rg, `${NETWORK}/virtualNetworks`, vnet);
+  }
+
+  /**
+   * Removes the Service's frontend, probes, rules and record from a load balancer; the load
+   * balancer goes with its last frontend, after the NICs that name its pool leave it.
+   */
+  private async removeFrontend(
+    t: ServiceTarget,
+    n: { readonly lb: string; readonly prefix: string; readonly cluster: string },
+    signal?: AbortSignal,
+  ): Promise<WriteResult<LoadBalancer>> {
+    const lb = await this.readLb(n.lb, signal);
+    if (lb === undefined) return { value: undefined, pending: false };
+    const after = removeOwner(lb, n.prefix, t.serviceUid);
+    // Nothing of the Service's here: no write (and no wait on another Service's write).
+    if (after !== undefined && JSON.stringify(comparable(after)) === JSON.stringify(comparable(lb)))
+      return { value: lb, pending: false };
+    const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
+    const last = after === undefined;
+    if (last && pool?.id !== undefined && poolMode(pool, "nodeIP") === "nodeIPConfiguration") {
+      const synced = await this.nicPools.sync(pool.id, [], signal);
+      if (synced.pending) return { value: lb, pending: true };
+    }
+    return this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) =>
+      removeOwner(cur, n.prefix, t.serviceUid),
+    );
   }
 
   private lbId(name: string): string {
@@ -175,40 +215,55 @@ export class AzureLoadBalancers implements LoadBalancers {
     if (fe.privateIPAddress !== undefined) return [{ ip: fe.privateIPAddress }];
     const id = fe.publicIPAddress?.id;
     if (id === undefined) return [];
-    const parts = id.split("/");
-    const pip = await this.readPip(parts[4] ?? this.rg, parts[8] ?? "", signal);
+    const pip = await this.pipById(id, signal);
     return pip?.ipAddress === undefined ? [] : [{ ip: pip.ipAddress }];
   }
 
-  /** The instance ids behind a pool's addresses, from the NICs holding those addresses. */
+  /** The instance ids behind a pool: the NICs holding its addresses, or naming it (NIC-based). */
   private async backendsOf(pool: BackendAddressPool | undefined, signal?: AbortSignal): Promise<string[]> {
     const ips = new Set((pool?.loadBalancerBackendAddresses ?? []).map((b) => b.ipAddress ?? ""));
-    if (ips.size === 0) return [];
+    const nics = new Set(
+      (pool?.backendIPConfigurations ?? []).map((b) =>
+        lower(b.id?.replace(/\/ipConfigurations\/[^/]+$/i, "")),
+      ),
+    );
+    if (ips.size === 0 && nics.size === 0) return [];
     const out: string[] = [];
     for (const rg of this.instances.groups)
       for (const nic of (await this.instances.nicsOf(rg, signal)).values()) {
         const ip = primaryIpConfig(nic)?.privateIPAddress;
         const vm = nic.virtualMachine?.id;
-        if (ip !== undefined && ips.has(ip) && vm !== undefined)
+        if (vm !== undefined && ((ip !== undefined && ips.has(ip)) || nics.has(lower(nic.id))))
           out.push(this.instances.parseProviderID(`azure://${vm}`) ?? vm);
       }
     return out.sort();
   }
 
-  /** Backend instance id → its primary private IP (the NICs of the nodes' resource groups). */
+  /**
+   * Backend instance id → its primary private IP (the NICs of the nodes' resource groups): from
+   * the groups' recent listings while they hold every backend, else from fresh ones (a node newer
+   * than the listing), so a pool never lacks a backend because of a listing's age.
+   */
   private async backendIps(backends: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
     const want = new Set(backends.map(lower));
+    if (want.size === 0) return new Map();
+    const recent = await this.ipsOf(want, (rg) => this.instances.recentNicsOf(rg, () => true, signal));
+    if (recent.size === want.size) return recent;
+    return this.ipsOf(want, (rg) => this.instances.nicsOf(rg, signal));
+  }
+
+  private async ipsOf(
+    want: ReadonlySet<string>,
+    nicsOf: (rg: string) => Promise<ReadonlyMap<string, NetworkInterface>>,
+  ): Promise<Map<string, string>> {
     const out = new Map<string, string>();
-    if (want.size === 0) return out;
-    for (const rg of this.instances.groups) {
-      const nics: Map<string, NetworkInterface> = await this.instances.nicsOf(rg, signal);
-      for (const nic of nics.values()) {
+    for (const rg of this.instances.groups)
+      for (const nic of (await nicsOf(rg)).values()) {
         const vm = nic.virtualMachine?.id;
         const id = vm === undefined ? undefined : this.instances.parseProviderID(`azure://${vm}`);
         const ip = primaryIpConfig(nic)?.privateIPAddress;
         if (id !== undefined && ip !== undefined && want.has(lower(id))) out.set(lower(id), ip);
       }
-    }
     return out;
   }
 
@@ -299,9 +354,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const poll = this.options.operationPollMs;
     // The other kind's frontend of this Service (internal switched to public, say) goes first.
     const other = this.names(t, { ...spec, internal: !spec.internal });
-    const removed = await this.lbWriter.apply(other.lb, this.lbIo(other.lb, signal), (lb) =>
-      removeOwner(lb, other.prefix, other.cluster),
-    );
+    const removed = await this.removeFrontend(t, other, signal);
     if (removed.pending) return inProgress(poll, "load balancer updating");
     let pipId: string | undefined;
     let pipIp: string | undefined;
@@ -312,15 +365,40 @@ export class AzureLoadBalancers implements LoadBalancers {
       pipIp = pip.ipAddress;
     }
     const ips = await this.backendIps(spec.backends, signal);
-    const vnetRg = this.options.vnetResourceGroup ?? this.rg;
-    const vnet = t.network ?? this.ctx.account.network ?? "";
-    const vnetId = this.api.id(vnetRg, `${NETWORK}/virtualNetworks`, vnet);
+    const vnetId = this.vnetId(t);
     const subnetId = `${vnetId}/subnets/${n.subnet}`;
     const lbId = this.lbId(n.lb);
     const floating = n.a.floatingIp;
     const privateIp = spec.internal ? (n.a.ipv4 ?? spec.loadBalancerIP) : undefined;
+    const digest = loadBalancerSpecDigest(spec);
+    // The NSG rules go first when the frontend's address is known before the load-balancer write
+    // (a public IP, a static internal address): that write then records the spec digest. An
+    // internal address Azure picks is known only after it: the digest takes one more write then.
+    const known = spec.internal ? privateIp : pipIp;
+    if (known !== undefined) {
+      const nsg = await this.ensureNsg(t, n, spec, known, signal);
+      if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    }
+    const nsgAfter = this.options.securityGroupName !== undefined && known === undefined;
+    const backends = backendsDigest(spec.backends);
+    let mode: PoolMode = this.options.backendPoolType;
     const written = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
-      const lb = removeOwner(cur, n.prefix, n.cluster, n.frontend) ?? newLb(this.api.region);
+      const recorded = readServices(cur?.tags).get(t.serviceUid);
+      mode = poolMode(
+        cur?.backendAddressPools?.find((p) => p.name === n.cluster),
+        this.options.backendPoolType,
+      );
+      const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
+      // NIC-based: the backends are the NICs', written after this; until then no digest claims them.
+      const pool = mode === "nodeIP" || lb.tags?.[TAG_BACKENDS] === backends ? { backends } : undefined;
+      if (pool === undefined && lb.tags !== undefined) delete lb.tags[TAG_BACKENDS];
+      lb.tags = record(
+        lb.tags,
+        t.cluster,
+        t.serviceUid,
+        nsgAfter && recorded !== digest ? undefined : digest,
+        pool,
+      );
       const props = lb;
       const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
       const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
@@ -340,18 +418,7 @@ export class AzureLoadBalancers implements LoadBalancers {
         ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
         { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
       ];
-      const pool: BackendAddressPool = {
-        name: n.cluster,
-        loadBalancerBackendAddresses: [...spec.backends]
-          .map((b) => ips.get(lower(b)))
-          .filter((ip): ip is string => ip !== undefined)
-          .sort()
-          .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: vnetId } })),
-      };
-      props.backendAddressPools = [
-        ...(props.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
-        pool,
-      ];
+      setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
       const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
       for (const l of spec.listeners) {
         const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
@@ -389,8 +456,31 @@ export class AzureLoadBalancers implements LoadBalancers {
     const fe = written.value?.frontendIPConfigurations?.find((f) => f.name === n.frontend);
     const ip = spec.internal ? fe?.privateIPAddress : pipIp;
     if (ip === undefined) return inProgress(poll, "frontend address pending");
-    const nsg = await this.ensureNsg(t, n, spec, ip, signal);
-    if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    if (nsgAfter) {
+      const nsg = await this.ensureNsg(t, n, spec, ip, signal);
+      if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    }
+    const nicBased = mode === "nodeIPConfiguration";
+    if (nicBased) {
+      const synced = await this.nicPools.sync(
+        `${lbId}/backendAddressPools/${n.cluster}`,
+        spec.backends,
+        signal,
+      );
+      if (synced.pending) return inProgress(poll, "network interfaces updating");
+    }
+    if (nsgAfter || nicBased) {
+      // What the writes above made true, recorded last (one PUT for every Service pending).
+      const recorded = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
+        if (cur?.frontendIPConfigurations?.some((f) => f.name === n.frontend) !== true) return cur;
+        const made = nsgAfter ? digest : readServices(cur.tags).get(t.serviceUid);
+        return {
+          ...cur,
+          tags: record(cur.tags, t.cluster, t.serviceUid, made, nicBased ? { backends } : undefined),
+        };
+      });
+      if (recorded.pending) return inProgress(poll, "load balancer updating");
+    }
     return [{ ip }];
   }
 
@@ -406,7 +496,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const userNamed = n.a.pipName !== undefined;
     if (existing !== undefined) {
       const tags = existing.tags ?? {};
-      const ours = tags[OWNER_TAG_CLUSTER] === t.cluster && tags[OWNER_TAG_SERVICE_UID] === t.serviceUid;
+      const ours = tags[TAG_CLUSTER] === t.cluster && tags[TAG_SERVICE_UID] === t.serviceUid;
       const upstreams =
         t.scope.adoptFrom !== undefined &&
         tags[UPSTREAM_CLUSTER_TAG] === t.scope.adoptFrom.vendorCcmClusterName;
@@ -438,8 +528,8 @@ export class AzureLoadBalancers implements LoadBalancers {
       ...(n.a.dnsLabelName !== undefined && { dnsSettings: { domainNameLabel: n.a.dnsLabelName } }),
       tags: {
         ...(existing?.tags ?? {}),
-        [OWNER_TAG_CLUSTER]: t.cluster,
-        [OWNER_TAG_SERVICE_UID]: t.serviceUid,
+        [TAG_CLUSTER]: t.cluster,
+        [TAG_SERVICE_UID]: t.serviceUid,
         [UPSTREAM_CLUSTER_TAG]: n.cluster,
         ...(spec.serviceName !== undefined && { [UPSTREAM_SERVICE_TAG]: spec.serviceName }),
       },
@@ -514,31 +604,103 @@ export class AzureLoadBalancers implements LoadBalancers {
       const n = this.names(t, { internal });
       const lb = await this.readLb(n.lb, signal);
       if (lb?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) !== true) continue;
-      const ips = await this.backendIps(backends, signal);
-      const vnetId = this.api.id(
-        this.options.vnetResourceGroup ?? this.rg,
-        `${NETWORK}/virtualNetworks`,
-        t.network ?? this.ctx.account.network ?? "",
+      const mode = poolMode(
+        lb.backendAddressPools?.find((p) => p.name === n.cluster),
+        this.options.backendPoolType,
       );
+      const ips = mode === "nodeIP" ? await this.backendIps(backends, signal) : new Map<string, string>();
+      if (mode === "nodeIPConfiguration") {
+        const synced = await this.nicPools.sync(
+          `${this.lbId(n.lb)}/backendAddressPools/${n.cluster}`,
+          backends,
+          signal,
+        );
+        if (synced.pending) return inProgress(this.options.operationPollMs, "network interfaces updating");
+      }
+      const vnetId = this.vnetId(t);
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
         if (cur === undefined) return cur;
-        cur.backendAddressPools = [
-          ...(cur.backendAddressPools ?? []).filter((p) => p.name !== n.cluster),
-          {
-            name: n.cluster,
-            loadBalancerBackendAddresses: [...backends]
-              .map((b) => ips.get(lower(b)))
-              .filter((ip): ip is string => ip !== undefined)
-              .sort()
-              .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: vnetId } })),
-          },
-        ];
+        cur.tags = { ...cur.tags, [TAG_BACKENDS]: backendsDigest(backends) };
+        if (mode === "nodeIP") setPool(cur, n.cluster, { backends, ips, vnetId });
         return cur;
       });
       return r.pending ? inProgress(this.options.operationPollMs, "load balancer updating") : undefined;
     }
     const { NeedsEnsureError } = await import("../../errors.js");
     throw new NeedsEnsureError("the Service's frontend is gone from its cluster's load balancer");
+  }
+
+  /**
+   * One page of the resource group's load balancers (one read) and its public IPs (one more):
+   * in each load balancer the hub marked as a cluster's, the frontends of the Services it
+   * records, with their addresses and digests. A load balancer still being written (or failed)
+   * gives no digests: what it will be is not known yet.
+   */
+  async listOwned(pageToken: string | undefined, signal?: AbortSignal): Promise<OwnedLoadBalancerPage> {
+    const page = await this.api.call(
+      "loadBalancers.list",
+      (c, o) =>
+        firstPage<LoadBalancer>(
+          c.network.loadBalancers
+            .list(this.rg, o)
+            .byPage(pageToken === undefined ? {} : { continuationToken: pageToken }),
+          c.continuationOf,
+        ),
+      signal,
+    );
+    const owned = page.items.filter((lb) => lb.tags?.[TAG_CLUSTER] !== undefined);
+    const last = page.link === undefined;
+    const needsPips =
+      last || owned.some((lb) => lb.frontendIPConfigurations?.some((f) => f.publicIPAddress?.id));
+    const pips = needsPips
+      ? await this.instances.publicIpsOf(this.rg, signal)
+      : new Map<string, PublicIPAddress>();
+    const items: OwnedLoadBalancer[] = [];
+    for (const lb of owned) {
+      const cluster = lb.tags?.[TAG_CLUSTER] as string;
+      const settled = lb.provisioningState === "Succeeded";
+      const backends = lb.tags?.[TAG_BACKENDS];
+      for (const [uid, spec] of readServices(lb.tags)) {
+        const prefix = frontendName(uid);
+        const fe = lb.frontendIPConfigurations?.find(
+          (f) => f.name === prefix || f.name?.startsWith(`${prefix}-`) === true,
+        );
+        if (fe === undefined) continue;
+        const pipId = fe.publicIPAddress?.id;
+        const pip =
+          pipId === undefined ? undefined : (pips.get(lower(pipId)) ?? (await this.pipById(pipId, signal)));
+        const ip = fe.privateIPAddress ?? pip?.ipAddress;
+        items.push({
+          id: fe.id ?? "",
+          name: `${lb.name}/${fe.name}`,
+          owner: { cluster, serviceUid: uid },
+          ingress: ip === undefined ? [] : [{ ip }],
+          ...(settled && spec !== undefined && { specDigest: spec }),
+          ...(settled && spec !== undefined && backends !== undefined && { backendsDigest: backends }),
+        });
+      }
+    }
+    // A public IP of the owner's that no frontend holds (a create interrupted before its
+    // load-balancer write): listed once, on the last page, so a cluster's cleanup finds it too.
+    if (last)
+      for (const pip of pips.values()) {
+        const cluster = pip.tags?.[TAG_CLUSTER];
+        const uid = pip.tags?.[TAG_SERVICE_UID];
+        if (cluster === undefined || uid === undefined || pip.ipConfiguration !== undefined) continue;
+        items.push({
+          id: pip.id ?? "",
+          name: pip.name ?? "",
+          owner: { cluster, serviceUid: uid },
+          ingress: [],
+        });
+      }
+    return { items, ...(page.link !== undefined && { nextPageToken: page.link }) };
+  }
+
+  /** A public IP outside the resource group (`azure-load-balancer-resource-group`). */
+  private pipById(id: string, signal?: AbortSignal): Promise<PublicIPAddress | undefined> {
+    const parts = id.split("/");
+    return this.readPip(parts[4] ?? this.rg, parts[8] ?? "", signal);
   }
 
   async ensureDeleted(
@@ -550,9 +712,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const annotations = hints?.annotations ?? {};
     for (const internal of [false, true]) {
       const n = this.names(t, { internal, annotations });
-      const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (lb) =>
-        removeOwner(lb, n.prefix, n.cluster),
-      );
+      const r = await this.removeFrontend(t, n, signal);
       if (r.pending) return inProgress(poll, "load balancer updating");
     }
     const n = this.names(t, { internal: false, annotations });
@@ -562,11 +722,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const pip = await this.readPip(n.pipRg, n.pip, signal);
     const tags = pip?.tags ?? {};
     if (pip?.provisioningState === "Deleting") return inProgress(poll, "public IP deleting");
-    if (
-      pip !== undefined &&
-      tags[OWNER_TAG_CLUSTER] === t.cluster &&
-      tags[OWNER_TAG_SERVICE_UID] === t.serviceUid
-    ) {
+    if (pip !== undefined && tags[TAG_CLUSTER] === t.cluster && tags[TAG_SERVICE_UID] === t.serviceUid) {
       try {
         const done = await this.api.call(
           "publicIPAddresses.delete",
@@ -583,15 +739,69 @@ export class AzureLoadBalancers implements LoadBalancers {
   }
 }
 
+/**
+ * Sets the cluster's pool: with the backends' addresses (IP-based), or, without `byIp`, the pool
+ * alone (NIC-based: the NICs name it).
+ */
+function setPool(
+  lb: LoadBalancer,
+  name: string,
+  byIp:
+    | {
+        readonly backends: readonly string[];
+        readonly ips: ReadonlyMap<string, string>;
+        readonly vnetId: string;
+      }
+    | undefined,
+): void {
+  const pool: BackendAddressPool =
+    byIp === undefined
+      ? { name }
+      : {
+          name,
+          loadBalancerBackendAddresses: [...byIp.backends]
+            .map((b) => byIp.ips.get(lower(b)))
+            .filter((ip): ip is string => ip !== undefined)
+            .sort()
+            .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: byIp.vnetId } })),
+        };
+  lb.backendAddressPools = [...(lb.backendAddressPools ?? []).filter((p) => p.name !== name), pool];
+}
+
 function newLb(location: string): LoadBalancer {
   return { location, sku: { name: "Standard", tier: "Regional" } };
 }
 
-/** The load balancer without the owner's frontends, probes and rules; undefined once no frontend is left. */
+/**
+ * The load-balancer tags with the Service's record (and the cluster's owner mark, and the pool's
+ * backends digest when given): `spec` undefined records the Service without a digest.
+ */
+function record(
+  tags: Record<string, string> | undefined,
+  cluster: string,
+  uid: string,
+  spec: string | undefined,
+  pool?: { readonly backends: string },
+): Record<string, string> {
+  const services = readServices(tags);
+  services.set(uid, spec);
+  // The owner marks first: the Services' records take the room left.
+  const marked = {
+    ...tags,
+    [TAG_CLUSTER]: cluster,
+    ...(pool !== undefined && { [TAG_BACKENDS]: pool.backends }),
+  };
+  return withServices(marked, services);
+}
+
+/**
+ * The load balancer without the owner's frontends, probes, rules and record; undefined once no
+ * frontend is left.
+ */
 function removeOwner(
   lb: LoadBalancer | undefined,
   prefix: string,
-  cluster: string,
+  uid: string,
   keepFrontend?: string,
 ): LoadBalancer | undefined {
   if (lb === undefined) return undefined;
@@ -605,7 +815,8 @@ function removeOwner(
     loadBalancingRules: (lb.loadBalancingRules ?? []).filter((r) => !mine(r.name)),
   };
   if ((out.frontendIPConfigurations ?? []).length === 0 && keepFrontend === undefined) return undefined;
-  void cluster;
+  const services = readServices(lb.tags);
+  if (services.delete(uid)) out.tags = withServices(lb.tags, services);
   return out;
 }
 
@@ -617,6 +828,7 @@ function comparable(lb: LoadBalancer | undefined): unknown {
       .map((i) => Object.fromEntries(keys.map((k) => [k, normal(i[k])])))
       .sort((a, b) => String(a["name"]).localeCompare(String(b["name"])));
   return {
+    tags: Object.entries(lb.tags ?? {}).sort(([a], [b]) => a.localeCompare(b)),
     fe: pick(lb.frontendIPConfigurations ?? [], [
       "name",
       "publicIPAddress",

@@ -2,8 +2,6 @@
  * The names cloud-provider-azure gives what it builds (pkg/provider/azure_loadbalancer.go,
  * azure_wrap.go, azure_routes.go), so what it made is found again, and the providerIDs it writes.
  */
-import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
-
 export const PROVIDER_NAME = "azure";
 export const AZURE_ANNOTATION_PREFIX = "service.beta.kubernetes.io/azure-";
 export const AZURE_ANNOTATION_PREFIXES = [AZURE_ANNOTATION_PREFIX];
@@ -13,7 +11,6 @@ export const INTERNAL_SUFFIX = "-internal";
 /** Tags upstream puts on a Service's public IP (consts.ServiceTagKey, consts.ClusterNameKey). */
 export const UPSTREAM_SERVICE_TAG = "k8s-azure-service";
 export const UPSTREAM_CLUSTER_TAG = "k8s-azure-cluster-name";
-export { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID };
 
 /** Upstream's rule prefix and frontend name: "a" + the Service uid without dashes (GetDefaultLoadBalancerName). */
 export function frontendName(serviceUid: string, subnet?: string): string {

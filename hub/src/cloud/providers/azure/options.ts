@@ -5,6 +5,7 @@ import { z } from "zod";
 const resourceGroup = z.string().regex(/^[-\w._()]{0,89}[-\w_()]$/);
 /** A name template: `{cluster}` stands for the cluster's name (clusters[].name). */
 const template = z.string().min(1).max(80);
+const budget = z.object({ perSecond: z.number().positive(), bucket: z.number().int().min(1) }).strict();
 
 export const AzureOptionsSchema = z
   .object({
@@ -29,6 +30,19 @@ export const AzureOptionsSchema = z
     authorityHost: z.string().url().optional(),
     /** Extra CA certificates (PEM) to trust for ARM and Entra ID (a private endpoint's CA, the fake's). */
     caCertificates: z.string().min(1).optional(),
+    /**
+     * How a new backend pool holds the nodes (upstream: loadBalancerBackendPoolConfigurationType):
+     * `nodeIP` by address in the pool (one load-balancer write per node-set change), or
+     * `nodeIPConfiguration` by each node NIC naming the pool (one NIC PUT per node that joins or
+     * leaves; upstream's default). A pool that exists keeps the mode it is in.
+     */
+    backendPoolType: z.enum(["nodeIP", "nodeIPConfiguration"]).default("nodeIP"),
+    /**
+     * ARM's budgets of the subscription per second and bucket, by kind (default: the published
+     * ones, quotas.ts ARM_LIMITS); only for a cloud that budgets otherwise (Azure Stack Hub, a
+     * test's fake).
+     */
+    armLimits: z.object({ reads: budget, writes: budget, deletes: budget }).partial().strict().optional(),
     /** How long the hub waits before looking at a write still in `Updating`. */
     operationPollMs: z.number().int().min(0).max(60_000).default(2_000),
   })

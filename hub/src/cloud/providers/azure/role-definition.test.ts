@@ -17,6 +17,7 @@ const SOURCES = readdirSync(HERE).filter((f) => f.endsWith(".ts") && !/\.test(ki
 const TYPES: Record<string, string> = {
   virtualMachines: "Microsoft.Compute/virtualMachines",
   virtualMachineScaleSetVMs: "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+  virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
@@ -33,12 +34,14 @@ const VERBS: Record<string, string> = {
 /**
  * What ARM checks on the resources a load-balancer write references: the frontend's public IP
  * (load-balancers.ts `publicIPAddress: { id`), the internal frontend's subnet (`subnet: { id`)
- * and the backend addresses' virtual network (`virtualNetwork: { id`).
+ * and the backend addresses' virtual network (`virtualNetwork: { id`); and on a NIC naming a
+ * NIC-based pool (nic-pool.ts `loadBalancerBackendAddressPools:`), the pool.
  */
 const JOINS: Record<string, string> = {
   "publicIPAddress: { id": "Microsoft.Network/publicIPAddresses/join/action",
   "subnet: { id": "Microsoft.Network/virtualNetworks/subnets/join/action",
   "virtualNetwork: { id": "Microsoft.Network/virtualNetworks/joinLoadBalancer/action",
+  "loadBalancerBackendAddressPools:": "Microsoft.Network/loadBalancers/backendAddressPools/join/action",
 };
 
 function actionsUsed(): Set<string> {

@@ -6,9 +6,8 @@
  * cluster's nodes are the cluster's. Every create and delete pending at once is one PUT of the
  * table with If-Match (SharedWriter); a 412 reads it again and re-applies them.
  */
-import type { Route, RouteTable } from "@azure/arm-network";
+import type { NetworkInterface, Route, RouteTable } from "@azure/arm-network";
 import { SuspectAnswerError } from "../../errors.js";
-import { OWNER_TAG_CLUSTER } from "../../naming.js";
 import {
   type CloudRoute,
   type ClusterTarget,
@@ -22,6 +21,7 @@ import { isNotFound } from "./errors.js";
 import { type AzureInstances, primaryIpConfig } from "./instances.js";
 import { fromTemplate, parseVmId } from "./names.js";
 import type { AzureOptions } from "./options.js";
+import { TAG_CLUSTER } from "./records.js";
 import { type ObjectIo, SharedWriter } from "./shared-writer.js";
 
 const strip = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
@@ -83,11 +83,22 @@ export class AzureRoutes implements Routes {
     };
   }
 
-  /** Private IP → instance id, from the NICs of the nodes' resource groups. */
-  private async byIp(signal?: AbortSignal): Promise<Map<string, string>> {
+  /**
+   * Private IP → instance id, from the NICs of the nodes' resource groups: recent listings while
+   * they know every next hop of `hops`, else fresh ones.
+   */
+  private async byIp(hops: ReadonlySet<string>, signal?: AbortSignal): Promise<Map<string, string>> {
+    const recent = await this.ipsFrom((rg) => this.instances.recentNicsOf(rg, () => true, signal));
+    if ([...hops].every((ip) => recent.has(ip))) return recent;
+    return this.ipsFrom((rg) => this.instances.nicsOf(rg, signal));
+  }
+
+  private async ipsFrom(
+    nicsOf: (rg: string) => Promise<ReadonlyMap<string, NetworkInterface>>,
+  ): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     for (const rg of this.instances.groups)
-      for (const nic of (await this.instances.nicsOf(rg, signal)).values()) {
+      for (const nic of (await nicsOf(rg)).values()) {
         const ip = primaryIpConfig(nic)?.privateIPAddress;
         const vm = nic.virtualMachine?.id;
         const id = vm === undefined ? undefined : this.instances.parseProviderID(`azure://${vm}`);
@@ -99,7 +110,12 @@ export class AzureRoutes implements Routes {
   async list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]> {
     const t = await this.io(cluster, signal).read();
     if (t === undefined) return [];
-    const ips = await this.byIp(signal);
+    const ips = await this.byIp(
+      new Set(
+        (t.value.routes ?? []).flatMap((r) => (r.nextHopIpAddress === undefined ? [] : [r.nextHopIpAddress])),
+      ),
+      signal,
+    );
     const out: CloudRoute[] = [];
     for (const r of t.value.routes ?? []) {
       const target = r.nextHopIpAddress === undefined ? undefined : ips.get(r.nextHopIpAddress);
@@ -128,7 +144,7 @@ export class AzureRoutes implements Routes {
     const r = await this.writer.apply(this.table(cluster), this.io(cluster, signal), (cur) => {
       const t: RouteTable = cur ?? {
         location: this.api.region,
-        tags: { [OWNER_TAG_CLUSTER]: cluster.cluster },
+        tags: { [TAG_CLUSTER]: cluster.cluster },
       };
       const routes = t.routes ?? [];
       // The route of this CIDR keeps its name (upstream's, or a lost answer's); a node's second
