@@ -122,8 +122,6 @@ export interface VendorFakeConfig {
   readonly tokenOf?: (headers: IncomingHttpHeaders) => string | undefined;
   /** A POST or PUT without a body has none (default: `{}`), for vendors with body-less PUTs (Neutron's tags). */
   readonly emptyBodyIsNone?: boolean;
-  /** The query as the spec checker is to read it (default: as sent). */
-  readonly specQuery?: (query: URLSearchParams) => URLSearchParams;
   /**
    * Which answers carry `rateHeaders`: `every-answer` (counted as each answer goes, with no
    * account before authentication), or `handled-calls` (counted once a call reaches its
@@ -282,7 +280,7 @@ export abstract class VendorFake<L extends VendorListing> {
     this.spec?.checkRequest(op, {
       method,
       path: url.pathname,
-      query: config.specQuery?.(url.searchParams) ?? url.searchParams,
+      query: url.searchParams,
       headers: req.headers,
       ...(body !== undefined && { body }),
     });

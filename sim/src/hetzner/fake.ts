@@ -218,18 +218,6 @@ function ipv4In(ip: string, cidr: string): boolean {
   return (i[0] & mask) === (c[0] & mask);
 }
 
-/**
- * The query as the spec checker reads it: Hetzner's array parameters come form-exploded
- * (`sort=id:desc&status=running`, OpenAPI's default for query arrays), which the kit's checker
- * reads only as JSON arrays; each is handed over as one, its items still checked.
- */
-const ARRAY_QUERY = ["sort", "status", "type"] as const;
-function checkedQuery(q: URLSearchParams): URLSearchParams {
-  const out = new URLSearchParams(q);
-  for (const name of ARRAY_QUERY) if (q.has(name)) out.set(name, JSON.stringify(q.getAll(name)));
-  return out;
-}
-
 export class HetznerFake extends VendorFake<Listing> {
   readonly store = new HetznerStore();
   /** Reads an action stays `running` (0: it answers `success` at once). */
@@ -254,7 +242,6 @@ export class HetznerFake extends VendorFake<Listing> {
         unauthenticated: () => new FakeError(401, "unauthorized", "unable to authenticate", { kind: "auth" }),
         notFound: () => notFound(),
       },
-      specQuery: checkedQuery,
       rateHeadersOn: "handled-calls",
     });
   }
