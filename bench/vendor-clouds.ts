@@ -23,6 +23,12 @@ export interface BenchCloud extends LocalCloud {
   instancesInAccount(): number;
   /** Backends of each load balancer the hub made (one entry per load balancer). */
   lbBackendCounts(): number[];
+  /**
+   * How far back (real time) the provider's refresh asks for changes before its last one began
+   * (OpenStack's `changes-since` slack for Nova's clock): the join's machines stay in its answers
+   * that long, so the steady window opens only once they are.
+   */
+  readonly changesSlackMs?: number;
 }
 
 export interface BenchCloudOptions {
@@ -298,6 +304,8 @@ export function openstackService(op: string): "keystone" | "nova" | "neutron" | 
  */
 export class OpenStackBenchCloud implements BenchCloud {
   readonly provider = "openstack";
+  /** The openstack provider's CHANGES_SINCE_SLACK_MS: a minute, in real time at any time scale. */
+  readonly changesSlackMs = 60_000;
   private readonly networks = new Map<string, FakeNeutronNetwork>();
 
   private constructor(

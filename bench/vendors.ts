@@ -175,6 +175,7 @@ export async function runVendor(o: VendorBenchOptions): Promise<Record<string, u
       `${o.vendor}: fleet up: ${o.clusters} clusters; registering ${o.clusters * o.nodes} nodes, ${o.clusters * o.services} Services`,
     );
     const { converged, joinMs, joined } = await joinFleet(fleet, o);
+    const joinedAt = Date.now();
     const joinCalls = calls();
     o.log(`join ${converged ? "converged" : "did not converge"} in ${joinMs} ms, ${joinCalls} API calls`);
     /** Every Service's load balancer has all `want` nodes of its cluster. */
@@ -184,8 +185,15 @@ export async function runVendor(o: VendorBenchOptions): Promise<Record<string, u
       return counts.length === o.clusters * o.services && counts.every((n) => n === want);
     };
     const settled = await until(() => backendsDone(o.nodes), o.timeoutS * 1000, 250);
-    // Two full refresh periods after the backends are complete, so the window is steady state.
-    await sleep(2 * refreshPeriodMs + 2000);
+    // Two full refresh periods after the backends are complete, so the window is steady state,
+    // and after the refresh's changes-since slack has passed the join's last machine (at K× time
+    // a minute of slack spans K times as many periods as it does in real use).
+    await sleep(
+      Math.max(
+        2 * refreshPeriodMs + 2000,
+        joinedAt + (cloud.changesSlackMs ?? 0) + 2 * refreshPeriodMs - Date.now(),
+      ),
+    );
     const before = calls();
     const opsBefore = cloud.callsByOperation();
     await sleep(o.windowS * 1000);

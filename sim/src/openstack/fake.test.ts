@@ -180,6 +180,30 @@ describe("neutron", () => {
     );
   });
 
+  test("ports page with limit and marker, a next link until the last page (ports_links, spec-checked)", async () => {
+    const seen: string[] = [];
+    let url: string | undefined = `${neutron}/ports?limit=2`;
+    let pages = 0;
+    while (url !== undefined) {
+      const page = await call("GET", url, { token });
+      expect(page.status).toBe(200);
+      expect(page.body.ports.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.ports.map((p: { id: string }) => p.id));
+      url = page.body.ports_links.find((l: { rel: string }) => l.rel === "next")?.href;
+      pages++;
+    }
+    const all = (await call("GET", `${neutron}/ports`, { token })).body.ports.map(
+      (p: { id: string }) => p.id,
+    );
+    expect(all.length).toBeGreaterThanOrEqual(5);
+    expect(seen).toEqual(all);
+    expect(pages).toBe(Math.ceil(all.length / 2));
+    const bad = await call("GET", `${neutron}/ports?limit=2&marker=5e0c0000-0000-4000-8000-00000000ffff`, {
+      token,
+    });
+    expect(bad.status).toBe(404);
+  });
+
   test("add_extraroutes and remove_extraroutes change only the routes named", async () => {
     const r = fake.createRouter("demo", "RegionOne", "router1");
     fake.addRouterRoute(r.id, "192.168.0.0/24", "10.0.0.99");

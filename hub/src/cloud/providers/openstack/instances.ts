@@ -7,8 +7,9 @@
  * own URL as gone. Addresses in upstream's order: the fixed IPs of the server's Neutron ports
  * (InternalIP), then Nova's addresses network by network, sorted by name (floating ones and
  * those on `publicNetworkName` ExternalIP, the rest InternalIP unless `internalNetworkName`
- * leaves them out), each address once. Ports are read by `device_id` in batches, one Neutron
- * call for a page of servers.
+ * leaves them out), each address once. A full listing of more than one batch of servers
+ * reads the project's ports page by page, once (about one Neutron call per `pageSize` ports);
+ * any other read takes its servers' ports by `device_id` in batches.
  */
 import { ForbiddenError, InstanceNotFoundError, SuspectAnswerError } from "../../errors.js";
 import {
@@ -31,6 +32,7 @@ export const OPS = {
   list: "instances.list",
   changes: "instances.changes",
   ports: "ports.list",
+  projectPorts: "ports.listProject",
 } as const;
 
 /** Ports asked for in one Neutron call (device_id repeated): URLs stay well under 8 KiB. */
@@ -147,8 +149,10 @@ export function nodeAddresses(
 
 export class OpenStackInstances implements Instances {
   private view: ServerView | undefined;
-  /** The full listing under way: its pages so far. */
-  private full: { servers: Map<string, InstanceMetadata>; startedMs: number } | undefined;
+  /** The full listing under way: its pages so far, and the project's ports once read. */
+  private full:
+    | { servers: Map<string, InstanceMetadata>; startedMs: number; ports?: Map<string, WirePort[]> }
+    | undefined;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -201,18 +205,38 @@ export class OpenStackInstances implements Instances {
         query: { device_id: ids },
         signal,
       });
-      for (const p of ports) {
-        if (!ids.includes(p.device_id)) continue;
-        out.set(p.device_id, [...(out.get(p.device_id) ?? []), p]);
-      }
+      byDevice(
+        out,
+        ports.filter((p) => ids.includes(p.device_id)),
+      );
     }
     return out;
   }
 
-  private async metadata(servers: readonly WireServer[], signal?: AbortSignal): Promise<InstanceMetadata[]> {
+  /**
+   * Every port of the project, page after page (Neutron's `limit`/`marker` and `ports_links`),
+   * by device_id. One failed page fails the whole read: never a partial map.
+   */
+  private async projectPorts(signal?: AbortSignal): Promise<Map<string, WirePort[]>> {
+    return byDevice(
+      new Map(),
+      await this.client.list<WirePort>("network", OPS.projectPorts, "/ports", "ports", { signal }),
+    );
+  }
+
+  /**
+   * The servers as instances. `known`: the project's ports read for a full listing; a server
+   * with none there (made since they were read) has its ports looked up by device_id.
+   */
+  private async metadata(
+    servers: readonly WireServer[],
+    signal?: AbortSignal,
+    known?: ReadonlyMap<string, WirePort[]>,
+  ): Promise<InstanceMetadata[]> {
     if (servers.length === 0) return [];
-    const ports = await this.ports(servers, signal);
-    return servers.map((s) => this.toMetadata(s, ports.get(s.id) ?? []));
+    const unknown = known === undefined ? servers : servers.filter((s) => !known.has(s.id));
+    const looked = await this.ports(unknown, signal);
+    return servers.map((s) => this.toMetadata(s, known?.get(s.id) ?? looked.get(s.id) ?? []));
   }
 
   async getByProviderID(providerID: string, signal?: AbortSignal): Promise<InstanceMetadata> {
@@ -255,8 +279,9 @@ export class OpenStackInstances implements Instances {
 
   /**
    * One page of the region's servers: the batched refresh of every cluster of the project. A
-   * full listing is one `GET /servers/detail` per page (the ports of the page in one or a few
-   * Neutron calls), Nova's marker the token. Once one has ended, and until it is
+   * full listing is one `GET /servers/detail` per page, Nova's marker the token, and the
+   * project's ports read page by page once for all its pages (a listing of one page of up to a
+   * batch of servers reads theirs by device_id instead: one call either way, fewer ports). Once one has ended, and until it is
    * `fullListIntervalMs` old, a refresh is one `changes-since` query instead (Nova also lists the
    * servers deleted since): only the servers it names are read again (their ports too), the
    * rest come from the view the last listing left, all in one page. A port change that Nova
@@ -282,8 +307,15 @@ export class OpenStackInstances implements Instances {
         signal,
       },
     );
-    const instances = await this.metadata(page.items.map(checkServer), signal);
+    const servers = page.items.map(checkServer);
     const full = this.full;
+    if (
+      full !== undefined &&
+      full.ports === undefined &&
+      (page.next !== undefined || servers.length > PORT_BATCH)
+    )
+      full.ports = await this.projectPorts(signal);
+    const instances = await this.metadata(servers, signal, full?.ports);
     if (full !== undefined) {
       for (const i of instances) full.servers.set(i.instanceID, i);
       if (page.next === undefined) {
@@ -312,4 +344,10 @@ export class OpenStackInstances implements Instances {
     this.view = { servers, listedAtMs: now, fullAtMs: view.fullAtMs };
     return { instances: [...servers.values()] };
   }
+}
+
+/** Ports added to `out` by the server they belong to. */
+function byDevice(out: Map<string, WirePort[]>, ports: readonly WirePort[]): Map<string, WirePort[]> {
+  for (const p of ports) out.set(p.device_id, [...(out.get(p.device_id) ?? []), p]);
+  return out;
 }

@@ -1,7 +1,8 @@
 // The periodic server refresh through the fake OpenStack cloud: a full paged
-// `GET /servers/detail` first, then Nova's `changes-since` the last listing (one call, the
+// `GET /servers/detail` first (the project's ports read once, by Neutron's pages), then Nova's `changes-since` the last listing (one call, the
 // ports of the changed servers only; deleted servers leave the view), a full listing again
-// once the last is `fullListIntervalSeconds` old, and a failed refresh leaves the view as it was.
+// once the last is `fullListIntervalSeconds` old, and a failed refresh (a Nova call, one page of
+// ports) leaves the view as it was.
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import type { OpenStackFake } from "../../../../../sim/src/openstack/index.js";
 import { FakeClock } from "../../../util/clock.js";
@@ -23,6 +24,9 @@ let fake: OpenStackFake;
 let instances: Instances;
 let ops: string[];
 let failNova = false;
+/** The project's port page (1-based, counted from when it is set) refused with an error. */
+let failPortPage: number | undefined;
+let portPages = 0;
 
 beforeAll(async () => {
   project = await startFakeProject(() => clock.now());
@@ -36,6 +40,8 @@ beforeAll(async () => {
       clock,
       before: (op) => {
         if (failNova && op === "instances.changes") throw new Error("Nova unreachable");
+        if (failPortPage !== undefined && op === "ports.listProject" && ++portPages === failPortPage)
+          throw new Error("Neutron unreachable");
       },
     },
   );
@@ -66,8 +72,9 @@ async function refresh(): Promise<{ names: string[]; calls: Record<string, numbe
 const all = (n: number) => Array.from({ length: n }, (_, i) => `n${i}`);
 
 test("a full listing first, then changes-since the last: one Nova call, ports of the changed servers only; deletions leave; a full listing again after the interval", async () => {
-  // Seven servers, three a page: three Nova pages, each with one Neutron call for its ports.
-  expect(await refresh()).toEqual({ names: all(7), calls: { "instances.list": 3, "ports.list": 3 } });
+  // Seven servers, three a page: three Nova pages, and the project's seven ports read once for
+  // all of them, three a page.
+  expect(await refresh()).toEqual({ names: all(7), calls: { "instances.list": 3, "ports.listProject": 3 } });
 
   // The first changes-since reaches a minute before the full listing (Nova's clock may be
   // behind): the seven servers made just before it are read once more.
@@ -93,7 +100,7 @@ test("a full listing first, then changes-since the last: one Nova call, ports of
   clock.advance(600_000);
   expect(await refresh()).toEqual({
     names: ["n0", "n1", "n3", "n4", "n5", "n6", "n7"],
-    calls: { "instances.list": 3, "ports.list": 3 },
+    calls: { "instances.list": 3, "ports.listProject": 3 },
   });
 });
 
@@ -108,4 +115,34 @@ test("a failed changes-since refresh leaves the view as it was; the next one cat
   const next = await refresh();
   expect(next.calls).toEqual({ "instances.changes": 1, "ports.list": 1 });
   expect(next.names).toContain("n8");
+});
+
+test("a failed page of the project's ports fails the full listing: no result, never a partial one; the next listing is whole", async () => {
+  clock.advance(600_000);
+  portPages = 0;
+  failPortPage = 2;
+  await expect(refresh()).rejects.toThrow(/Neutron unreachable/);
+  failPortPage = undefined;
+  // The next refresh is a full listing again (the failed one left nothing), whole.
+  const next = await refresh();
+  expect(next.calls).toEqual({ "instances.list": 3, "ports.listProject": 3 });
+  expect(next.names).toEqual(["n0", "n1", "n3", "n4", "n5", "n6", "n7", "n8"]);
+});
+
+test("a server made after the project's ports were read has its own looked up by device_id", async () => {
+  clock.advance(600_000);
+  const from = ops.length;
+  const first = await instances.listPage(undefined);
+  const late = fake.createServer(PROJECT, REGION, { name: "n9", networks: [project.net] });
+  const seen = [...first.instances];
+  let token = first.nextPageToken;
+  while (token !== undefined) {
+    const page = await instances.listPage(token);
+    seen.push(...page.instances);
+    token = page.nextPageToken;
+  }
+  const calls = ops.slice(from).filter((op) => op.startsWith("ports."));
+  expect(calls.filter((op) => op === "ports.list")).toHaveLength(1);
+  const n9 = seen.find((i) => i.instanceID === late.id);
+  expect(n9?.addresses.some((a) => a.type === "InternalIP")).toBe(true);
 });
