@@ -120,6 +120,7 @@ describe("node initialization across a fleet", () => {
           },
         ],
         services: [],
+        persistentVolumes: [],
         events: [],
       }).finish(),
     );

@@ -20,8 +20,10 @@ import {
   type FleetListener,
   FleetState,
   type ObjectKindName,
+  objectKeyOf,
   type Refusal,
   type ReplaceOutcome,
+  splitObjectKey,
 } from "./fleet/state.js";
 import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { type HubHealthInput, hubHealthJson } from "./fleet-api/views.js";
@@ -691,7 +693,7 @@ export class Hub {
     const events: ClusterEvent[] = [];
     refusals.forEach((r, i) => {
       this.metrics.objectsRefused.inc({ kind: r.kind, reason: r.limit });
-      const object = r.kind === "node" ? r.name : `${r.namespace}/${r.name}`;
+      const object = objectKeyOf(r.kind, r.namespace, r.name);
       if (i < MAX_REFUSAL_LOG_LINES)
         this.log.warn(
           { cluster, kind: r.kind, object, limit: r.limit, reason: r.message },
@@ -723,7 +725,7 @@ export class Hub {
     const count = (kind: ObjectKindName, outcomeName: string, n: number) => {
       if (n > 0) this.metrics.snapshotDrops.inc({ kind, outcome: outcomeName }, n);
     };
-    for (const kind of ["node", "service"] as const) {
+    for (const kind of ["node", "service", "persistentVolume"] as const) {
       count(kind, "removed", outcome.removed[kind]);
       count(kind, "held", outcome.held.filter((h) => h.kind === kind).length);
       count(kind, "confirmed", outcome.confirmed.filter((h) => h.kind === kind).length);
@@ -744,9 +746,7 @@ export class Hub {
       );
       const events = outcome.held.slice(0, MAX_EVENTS_PER_SNAPSHOT).map((h) => {
         const d = outcome.dropped[h.kind];
-        const slash = h.key.indexOf("/");
-        const [namespace, name] =
-          h.kind === "node" ? ["", h.key] : [h.key.slice(0, slash), h.key.slice(slash + 1)];
+        const { namespace, name } = splitObjectKey(h.kind, h.key);
         return ingestEvent(
           h.kind,
           namespace,
@@ -763,7 +763,7 @@ export class Hub {
         { cluster, confirmed: outcome.confirmed.length, stillHeld: view?.held.size ?? 0 },
         "held snapshot drop confirmed by a later snapshot: objects removed from the view",
       );
-    const released = outcome.released.node + outcome.released.service;
+    const released = outcome.released.node + outcome.released.service + outcome.released.persistentVolume;
     if (released > 0) this.log.info({ cluster, released }, "held objects listed again: hold released");
   }
 
@@ -871,7 +871,11 @@ function ingestEvent(
   message: string,
 ): ClusterEvent {
   return {
-    kind: kind === "node" ? ObjectKind.OBJECT_KIND_NODE : ObjectKind.OBJECT_KIND_SERVICE,
+    kind: {
+      node: ObjectKind.OBJECT_KIND_NODE,
+      service: ObjectKind.OBJECT_KIND_SERVICE,
+      persistentVolume: ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME,
+    }[kind],
     namespace,
     name,
     uid,

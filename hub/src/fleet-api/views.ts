@@ -1,5 +1,5 @@
 import type { Node, Service } from "@fleet-ccm/proto";
-import type { ClusterView } from "../fleet/state.js";
+import { type ClusterView, objectKeyOf } from "../fleet/state.js";
 import { TAINT_SHUTDOWN } from "../k8s/well-known.js";
 import { needsInit } from "../reconcilers/node-init/predicates.js";
 import { REASON_DELETION_LIMITED } from "../reconcilers/node-lifecycle/reconcile.js";
@@ -447,7 +447,7 @@ export function clusterDetail(input: ClusterInput, policy: HealthPolicy): Cluste
     loadBalancerList,
     refusedList: [...(view?.refused.values() ?? [])].map((r) => ({
       kind: r.kind,
-      key: r.kind === "node" ? r.name : `${r.namespace}/${r.name}`,
+      key: objectKeyOf(r.kind, r.namespace, r.name),
       limit: r.limit,
       message: r.message,
     })),

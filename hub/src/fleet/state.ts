@@ -1,4 +1,4 @@
-import type { Node, Service } from "@fleet-ccm/proto";
+import type { Node, PersistentVolume, Service } from "@fleet-ccm/proto";
 import type { RefusalLimit } from "./validate.js";
 
 /**
@@ -21,6 +21,8 @@ export interface FleetListener {
   /** A node changed in a synced cluster (after a delta, or per node after a snapshot replaced the view). */
   onNode?(cluster: string, name: string, change: ObjectChange<Node>): void;
   onService?(cluster: string, key: string, change: ObjectChange<Service>): void;
+  /** A PersistentVolume (of a disk type the cluster's provider asked for) changed, keyed by name. */
+  onPersistentVolume?(cluster: string, name: string, change: ObjectChange<PersistentVolume>): void;
   /** A full snapshot was applied: the agent (re)connected or resynced. */
   onSynced?(cluster: string, view: ClusterView): void;
   onDisconnected?(cluster: string): void;
@@ -30,7 +32,19 @@ export function serviceKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-export type ObjectKindName = "node" | "service";
+export type ObjectKindName = "node" | "service" | "persistentVolume";
+
+/** Cluster-scoped kinds are keyed by name, namespaced ones by namespace/name. */
+export function objectKeyOf(kind: ObjectKindName, namespace: string, name: string): string {
+  return kind === "service" ? serviceKey(namespace, name) : name;
+}
+
+/** The inverse of objectKeyOf. */
+export function splitObjectKey(kind: ObjectKindName, key: string): { namespace: string; name: string } {
+  if (kind !== "service") return { namespace: "", name: key };
+  const slash = key.indexOf("/");
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
 
 /** An object the hub refused (over a limit or invalid): it stays out of the view. */
 export interface Refusal {
@@ -85,6 +99,8 @@ export interface ClusterView {
   /** Every node the hub treats as present, held ones included. */
   readonly nodes: ReadonlyMap<string, Readonly<Node>>;
   readonly services: ReadonlyMap<string, Readonly<Service>>;
+  /** PersistentVolumes backed by the provider's disks, by name (empty when it has no volumes). */
+  readonly persistentVolumes: ReadonlyMap<string, Readonly<PersistentVolume>>;
   /** Objects a snapshot dropped, kept in nodes/services until the drop is confirmed (by key). */
   readonly held: ReadonlyMap<string, Held>;
   /** Objects the agent reported that the hub refused; not in nodes/services (by kind/key). */
@@ -100,6 +116,7 @@ class ClusterState implements ClusterView {
   connected = false;
   nodes = new Map<string, Node>();
   services = new Map<string, Service>();
+  persistentVolumes = new Map<string, PersistentVolume>();
   held = new Map<string, Held>();
   refused = new Map<string, Refusal>();
   constructor(readonly cluster: string) {}
@@ -161,6 +178,7 @@ export class FleetState {
     nodes: readonly Node[],
     services: readonly Service[],
     refused: readonly Refusal[] = [],
+    persistentVolumes: readonly PersistentVolume[] = [],
   ): ReplaceOutcome {
     const s = this.state(cluster);
     const now = this.now();
@@ -169,9 +187,13 @@ export class FleetState {
     s.held = new Map();
     const held: { kind: ObjectKindName; key: string; uid: string }[] = [];
     const confirmed: { kind: ObjectKindName; key: string }[] = [];
-    const released = { node: 0, service: 0 };
-    const removed = { node: 0, service: 0 };
-    const dropped = { node: { count: 0, of: s.nodes.size }, service: { count: 0, of: s.services.size } };
+    const released = { node: 0, service: 0, persistentVolume: 0 };
+    const removed = { node: 0, service: 0, persistentVolume: 0 };
+    const dropped = {
+      node: { count: 0, of: s.nodes.size },
+      service: { count: 0, of: s.services.size },
+      persistentVolume: { count: 0, of: s.persistentVolumes.size },
+    };
 
     const plan = <T extends { uid: string }>(
       kind: ObjectKindName,
@@ -217,11 +239,17 @@ export class FleetState {
 
     const oldNodes = s.nodes;
     const oldServices = s.services;
+    const oldVolumes = s.persistentVolumes;
     s.nodes = plan("node", oldNodes, new Map(nodes.map((n) => [n.name, n])));
     s.services = plan(
       "service",
       oldServices,
       new Map(services.map((v) => [serviceKey(v.namespace, v.name), v])),
+    );
+    s.persistentVolumes = plan(
+      "persistentVolume",
+      oldVolumes,
+      new Map(persistentVolumes.map((v) => [v.name, v])),
     );
     s.refused = refusedNow;
     s.synced = true;
@@ -241,6 +269,16 @@ export class FleetState {
         for (const [key, cur] of s.services) {
           const old = oldServices.get(key);
           if (old !== cur) l.onService(cluster, key, { type: "upsert", origin: "snapshot", old, cur });
+        }
+      }
+      if (l.onPersistentVolume) {
+        for (const [name, old] of oldVolumes)
+          if (!s.persistentVolumes.has(name))
+            l.onPersistentVolume(cluster, name, { type: "delete", origin: "snapshot", old });
+        for (const [name, cur] of s.persistentVolumes) {
+          const old = oldVolumes.get(name);
+          if (old !== cur)
+            l.onPersistentVolume(cluster, name, { type: "upsert", origin: "snapshot", old, cur });
         }
       }
       l.onSynced?.(cluster, s);
@@ -312,6 +350,30 @@ export class FleetState {
       for (const l of this.listeners) l.onService?.(cluster, key, { type: "delete", origin: "delta", old });
   }
 
+  upsertPersistentVolume(cluster: string, pv: PersistentVolume): void {
+    const s = this.state(cluster);
+    const old = s.persistentVolumes.get(pv.name);
+    s.persistentVolumes.set(pv.name, pv);
+    s.held.delete(heldKey("persistentVolume", pv.name));
+    s.refused.delete(heldKey("persistentVolume", pv.name));
+    if (s.synced)
+      for (const l of this.listeners)
+        l.onPersistentVolume?.(cluster, pv.name, { type: "upsert", origin: "delta", old, cur: pv });
+  }
+
+  /** The agent observed the PersistentVolume's deletion. */
+  deletePersistentVolume(cluster: string, name: string): void {
+    const s = this.state(cluster);
+    s.refused.delete(heldKey("persistentVolume", name));
+    s.held.delete(heldKey("persistentVolume", name));
+    const old = s.persistentVolumes.get(name);
+    if (old === undefined) return;
+    s.persistentVolumes.delete(name);
+    if (s.synced)
+      for (const l of this.listeners)
+        l.onPersistentVolume?.(cluster, name, { type: "delete", origin: "delta", old });
+  }
+
   /** The oldest hold of a cluster started then (undefined: nothing held). */
   oldestHoldMs(cluster: string): number | undefined {
     let oldest: number | undefined;
@@ -327,5 +389,5 @@ export class FleetState {
 }
 
 export function refusalKey(r: Pick<Refusal, "kind" | "namespace" | "name">): string {
-  return r.kind === "node" ? r.name : serviceKey(r.namespace, r.name);
+  return objectKeyOf(r.kind, r.namespace, r.name);
 }

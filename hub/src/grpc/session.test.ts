@@ -93,7 +93,10 @@ function harness(
   const hello = (cluster = "alpha") =>
     send({ $case: "hello", value: { cluster, agentVersion: "t", kubernetesVersion: "v1.31.0" } });
   const snapshot = (id: number, nodes: Node[], services: Service[] = [], seq = 0) =>
-    send({ $case: "snapshot", value: { snapshotId: id, nodes, services, last: true, seq } });
+    send({
+      $case: "snapshot",
+      value: { snapshotId: id, nodes, services, persistentVolumes: [], last: true, seq },
+    });
   const nodeNames = () => [...(fleet.view("alpha")?.nodes.keys() ?? [])];
   return {
     clock,
@@ -136,12 +139,12 @@ describe("AgentSession", () => {
     expect(h.written[0]?.body?.$case).toBe("welcome");
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("a")], services: [], last: false, seq: 0 },
+      value: { snapshotId: 1, nodes: [node("a")], services: [], persistentVolumes: [], last: false, seq: 0 },
     });
     expect(h.fleet.view("alpha")?.synced ?? false).toBe(false);
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("b")], services: [], last: true, seq: 7 },
+      value: { snapshotId: 1, nodes: [node("b")], services: [], persistentVolumes: [], last: true, seq: 7 },
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
     expect(h.written.at(-1)).toEqual({ body: { $case: "ack", value: { seq: 7 } } });
@@ -152,7 +155,10 @@ describe("AgentSession", () => {
     h.hello();
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 7 } });
     expect(h.received).toEqual([]); // no view yet: not the primary stream
-    h.send({ $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [], last: true, seq: 0 } });
+    h.send({
+      $case: "snapshot",
+      value: { snapshotId: 1, nodes: [], services: [], persistentVolumes: [], last: true, seq: 0 },
+    });
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 0 } });
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 9 } });
     expect(h.received).toEqual([["alpha", 9]]);
@@ -164,7 +170,7 @@ describe("AgentSession", () => {
     h.hello();
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("a")], services: [], last: true, seq: 0 },
+      value: { snapshotId: 1, nodes: [node("a")], services: [], persistentVolumes: [], last: true, seq: 0 },
     });
     h.send({ $case: "delta", value: { seq: 1, change: { $case: "node", value: node("b") } } });
     h.send({ $case: "delta", value: { seq: 3, change: { $case: "node", value: node("c") } } });
@@ -173,7 +179,14 @@ describe("AgentSession", () => {
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 2, nodes: [node("a"), node("c")], services: [], last: true, seq: 4 },
+      value: {
+        snapshotId: 2,
+        nodes: [node("a"), node("c")],
+        services: [],
+        persistentVolumes: [],
+        last: true,
+        seq: 4,
+      },
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "c"]);
     h.send({
@@ -188,7 +201,14 @@ describe("AgentSession", () => {
     h.hello();
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("a"), node("b"), node("c")], services: [], last: true, seq: 0 },
+      value: {
+        snapshotId: 1,
+        nodes: [node("a"), node("b"), node("c")],
+        services: [],
+        persistentVolumes: [],
+        last: true,
+        seq: 0,
+      },
     });
     expect(h.failures[0]).toEqual({
       code: status.RESOURCE_EXHAUSTED,
@@ -338,7 +358,7 @@ describe("AgentSession", () => {
     h.snapshot(3, all.slice(0, 9), [], 1);
     expect(h.nodeNames()).toHaveLength(9);
     expect(h.fleet.view("alpha")?.held.size).toBe(0);
-    expect(h.outcomes.at(-1)?.released).toEqual({ node: 9, service: 0 });
+    expect(h.outcomes.at(-1)?.released).toEqual({ node: 9, service: 0, persistentVolume: 0 });
     // A small drop is applied as today.
     h.snapshot(4, all.slice(0, 7), [], 1);
     expect(h.nodeNames()).toHaveLength(7);
