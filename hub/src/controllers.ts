@@ -11,6 +11,7 @@ export const CONTROLLERS = {
   "cloud-node-lifecycle-controller": "cloud-node-lifecycle",
   "service-lb-controller": "service",
   "node-route-controller": "route",
+  "persistentvolume-label-controller": "persistentvolume-label",
 } as const;
 
 export type ControllerName = keyof typeof CONTROLLERS;

@@ -52,6 +52,7 @@ import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
 import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
 import { SERVICE, serviceController } from "./reconcilers/service/index.js";
+import { persistentVolumeLabelController } from "./reconcilers/volume/index.js";
 import { HubReplicas, hubHeartbeatIntervalMs, type LossReason } from "./replicas/index.js";
 import { backoffDelayMs } from "./util/backoff.js";
 import { type Clock, systemClock } from "./util/clock.js";
@@ -269,6 +270,11 @@ export class Hub {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
           return (provider === undefined ? undefined : this.registry.get(provider)?.annotationPrefixes) ?? [];
         },
+        // Only where the provider looks disks up and the controller runs: else no PV is read.
+        volumeSources: (cluster) =>
+          this.enabled(cluster, "persistentvolume-label-controller")
+            ? this.accounts.cloudFor(cluster)?.provider.volumes?.sources
+            : undefined,
         providerSecretReferences: (cluster) => {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
           return (provider === undefined ? undefined : this.registry.get(provider)?.secretReferences) ?? [];
@@ -303,6 +309,7 @@ export class Hub {
       nodeLifecycleController(ctx),
       serviceController(ctx),
       routeController(ctx),
+      persistentVolumeLabelController(ctx),
     ];
     for (const c of this.controllers) for (const kind of c.kinds) this.byKind.set(kind, c);
     this.fleetEvents = this.dispatchFleetEvents();
@@ -466,6 +473,8 @@ export class Hub {
     return {
       onNode: (cluster, name, change) => each(cluster, (l) => l.onNode?.(cluster, name, change)),
       onService: (cluster, key, change) => each(cluster, (l) => l.onService?.(cluster, key, change)),
+      onPersistentVolume: (cluster, name, change) =>
+        each(cluster, (l) => l.onPersistentVolume?.(cluster, name, change)),
       onSynced: (cluster, view) => {
         if (this.replicas !== undefined && !this.replicas.holds(cluster)) {
           // Ownership follows the agent's stream: take the lease (this runs again once held).
@@ -798,11 +807,13 @@ export class Hub {
     if (outcome.events !== undefined) this.api?.views.observations.published(key.cluster, outcome.events);
     const nodes = outcome.nodes?.length ?? 0;
     const services = outcome.services?.length ?? 0;
+    const volumes = outcome.persistentVolumes?.length ?? 0;
     const events = outcome.events?.length ?? 0;
-    if (nodes + services + events > 0) {
+    if (nodes + services + volumes + events > 0) {
       this.publisher.enqueue(key.cluster, outcome);
       if (nodes > 0) this.metrics.patchesPublished.inc({ kind: "node" }, nodes);
       if (services > 0) this.metrics.patchesPublished.inc({ kind: "service" }, services);
+      if (volumes > 0) this.metrics.patchesPublished.inc({ kind: "persistentVolume" }, volumes);
       if (events > 0) this.metrics.patchesPublished.inc({ kind: "event" }, events);
       for (const e of outcome.events ?? [])
         if (e.reason === REASON_SYNCED) this.metrics.nodesInitialized.inc();

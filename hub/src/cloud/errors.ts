@@ -18,6 +18,17 @@ export class InstanceNotFoundError extends CloudError {
   }
 }
 
+/** A direct lookup said the disk does not exist in the account (and its region, where disks are regional). */
+export class DiskNotFoundError extends CloudError {
+  override name = "DiskNotFoundError";
+  constructor(
+    readonly id: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`disk not found: ${id}`, options);
+  }
+}
+
 /**
  * Another controller builds this load balancer (upstream's cloudprovider.ImplementedElsewhere,
  * e.g. AWS's `aws-load-balancer-type: external`): the hub leaves the Service alone.

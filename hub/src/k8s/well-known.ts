@@ -26,4 +26,5 @@ export const EVENT_SOURCE = {
   cloudNodeLifecycle: "cloud-node-lifecycle-controller",
   service: "service-controller",
   route: "route_controller",
+  persistentVolumeLabel: "persistentvolume-label-controller",
 } as const;

@@ -1,0 +1,144 @@
+/**
+ * PersistentVolumes end to end: a real nats-server, real gRPC, the hub and agents against the
+ * Kubernetes API simulator (under the shipped ClusterRole) and the simulated cloud's disks. The
+ * hub labels each PV with its disk's zone and region and, where it has none, a nodeAffinity; a
+ * PV naming another account's disk gets a Warning Event and nothing else; 500 PVs of one
+ * cluster cost a handful of batched lookups.
+ */
+import { readFileSync } from "node:fs";
+import type { KubePolicyRule } from "@fleet-ccm/sim";
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { parseAllDocuments } from "yaml";
+import { DEMO_ACCOUNT, DEMO_REGION, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+
+const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
+const DRIVER = "csi.simulated.fleet-ccm.io";
+const ZONE = "topology.kubernetes.io/zone";
+const REGION = "topology.kubernetes.io/region";
+const MANY = 500;
+
+interface KubePv {
+  metadata: { name: string; uid: string; labels?: Record<string, string> };
+  spec: { nodeAffinity?: { required?: { nodeSelectorTerms: { matchExpressions?: unknown[] }[] } } };
+}
+interface KubeEvent {
+  involvedObject: { kind: string; name: string };
+  reason: string;
+  type: string;
+  message: string;
+}
+
+function shippedRules(): KubePolicyRule[] {
+  const docs = parseAllDocuments(readFileSync(new URL("../deploy/agent/rbac.yaml", import.meta.url), "utf8"));
+  return docs.map((d) => d.toJS()).find((o) => o?.kind === "ClusterRole").rules as KubePolicyRule[];
+}
+
+function volume(name: string, source: Record<string, unknown>, labels: Record<string, string> = {}) {
+  return {
+    metadata: { name, labels },
+    spec: { capacity: { storage: "10Gi" }, accessModes: ["ReadWriteOnce"], ...source },
+  };
+}
+const csi = (handle: string) => ({ csi: { driver: DRIVER, volumeHandle: handle } });
+
+describe("PersistentVolume topology from cloud disks", () => {
+  let fleet: LocalFleet;
+  let first: string;
+  let second: string;
+  const pv = (cluster: string, name: string) =>
+    fleet.cluster(cluster).kube.get("PersistentVolume", undefined, name) as unknown as KubePv | undefined;
+  const events = (cluster: string) => fleet.cluster(cluster).kube.list("Event") as unknown as KubeEvent[];
+
+  beforeAll(async () => {
+    fleet = await LocalFleet.start({
+      clusters: 2,
+      nodesPerCluster: 0,
+      logger,
+      convergeDeadlineMs: 2000,
+      kubeRbac: { user: "system:serviceaccount:fleet-ccm-system:fleet-ccm-agent", rules: shippedRules() },
+    });
+    [first = "", second = ""] = [...fleet.clusters.keys()];
+    // 500 PVs in the second cluster before its agent starts: one snapshot brings them all.
+    const kube = fleet.cluster(second).kube;
+    for (let i = 0; i < MANY; i++) {
+      const d = fleet.cloud.createDisk(DEMO_ACCOUNT, { region: DEMO_REGION, zones: [`${DEMO_REGION}b`] });
+      kube.create("PersistentVolume", volume(`many-${i}`, csi(d.id)));
+    }
+    fleet.cloud.resetStats();
+    await fleet.startHub();
+    await fleet.startAgents();
+  });
+
+  afterAll(async () => {
+    await fleet?.stop();
+  });
+
+  test("a zonal and a regional disk: labels and nodeAffinity; a user's label and others' PVs untouched", async () => {
+    const zonal = fleet.cloud.createDisk(DEMO_ACCOUNT, { region: DEMO_REGION, zones: [`${DEMO_REGION}a`] });
+    const regional = fleet.cloud.createDisk(DEMO_ACCOUNT, {
+      region: DEMO_REGION,
+      zones: [`${DEMO_REGION}c`, `${DEMO_REGION}a`],
+    });
+    const kube = fleet.cluster(first).kube;
+    kube.create("PersistentVolume", volume("zonal", csi(zonal.id)));
+    kube.create("PersistentVolume", volume("regional", csi(regional.id), { [ZONE]: "chosen-by-user" }));
+    kube.create("PersistentVolume", volume("nfs", { nfs: { server: "nfs.example", path: "/x" } }));
+    expect(await waitFor(() => pv(first, "zonal")?.spec.nodeAffinity !== undefined, 20_000)).toBe(true);
+    expect(pv(first, "zonal")?.metadata.labels).toEqual({ [ZONE]: `${DEMO_REGION}a`, [REGION]: DEMO_REGION });
+    expect(pv(first, "zonal")?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+      {
+        matchExpressions: [
+          { key: ZONE, operator: "In", values: [`${DEMO_REGION}a`] },
+          { key: REGION, operator: "In", values: [DEMO_REGION] },
+        ],
+      },
+    ]);
+    expect(await waitFor(() => pv(first, "regional")?.spec.nodeAffinity !== undefined, 20_000)).toBe(true);
+    // The user's zone label stays; the affinity spans every zone of the regional disk.
+    expect(pv(first, "regional")?.metadata.labels).toEqual({
+      [ZONE]: "chosen-by-user",
+      [REGION]: DEMO_REGION,
+    });
+    expect(
+      pv(first, "regional")?.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions?.[0],
+    ).toEqual({
+      key: ZONE,
+      operator: "In",
+      values: [`${DEMO_REGION}a`, `${DEMO_REGION}c`],
+    });
+    expect(pv(first, "nfs")?.metadata.labels ?? {}).toEqual({});
+    expect(pv(first, "nfs")?.spec.nodeAffinity).toBeUndefined();
+  });
+
+  test("a PV naming another account's disk: a Warning Event saying why, nothing written", async () => {
+    fleet.cloud.createAccount("someone-else");
+    const theirs = fleet.cloud.createDisk("someone-else", { region: DEMO_REGION });
+    fleet.cluster(first).kube.create("PersistentVolume", volume("foreign", csi(theirs.id)));
+    const event = () =>
+      events(first).find(
+        (e) => e.involvedObject.kind === "PersistentVolume" && e.involvedObject.name === "foreign",
+      );
+    expect(await waitFor(() => event() !== undefined, 20_000)).toBe(true);
+    expect(event()).toMatchObject({ type: "Warning", reason: "DiskNotInScope" });
+    expect(event()?.message).toContain(
+      `disk ${theirs.id} is not in account ${DEMO_ACCOUNT}, region ${DEMO_REGION}`,
+    );
+    const foreign = pv(first, "foreign");
+    expect(foreign?.metadata.labels ?? {}).toEqual({});
+    expect(foreign?.spec.nodeAffinity).toBeUndefined();
+  });
+
+  test(`${MANY} PVs of one cluster labeled with batched lookups`, async () => {
+    const labeled = () =>
+      Array.from({ length: MANY }, (_, i) => pv(second, `many-${i}`)).filter(
+        (p) => p?.metadata.labels?.[ZONE] === `${DEMO_REGION}b` && p.spec.nodeAffinity !== undefined,
+      ).length;
+    expect(await waitFor(() => labeled() === MANY, 60_000)).toBe(true);
+    const lists = fleet.cloud.requests({ operation: "disks.list" }).length;
+    const gets = fleet.cloud.requests({ operation: "disks.get" }).length;
+    // 100 ids per call: 5 batches when they arrive together; never one call per PV.
+    expect(lists).toBeGreaterThanOrEqual(MANY / 100);
+    expect(lists + gets).toBeLessThanOrEqual(10);
+  });
+});
