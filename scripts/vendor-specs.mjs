@@ -128,6 +128,8 @@ const SUBSETS = [
     operations: [
       "get-linode-instances",
       "post-linode-instance",
+      "get-volumes",
+      "get-volume",
       "get-linode-instance",
       "put-linode-instance",
       "get-linode-ips",
