@@ -58,6 +58,7 @@ const SUBSETS = [
       "DescribeAvailabilityZones",
       "DescribeInstances",
       "DescribeRouteTables",
+      "DescribeVolumes",
       "DescribeSecurityGroups",
       "DescribeSubnets",
       "DescribeVpcs",

@@ -174,4 +174,68 @@ describe("AWS end to end", () => {
     for (const c of names) expect(s.securityGroups.get(aws.world(c).nodeGroup)?.ingress).toEqual([]);
     aws.fake.spec.assertClean();
   });
+
+  test("EBS PVs, in-tree and CSI: zone and region labels and nodeAffinity; another account's volume gets an Event", async () => {
+    const names = ["cluster-001", "cluster-002"];
+    const aws = await AwsLocalCloud.start(names);
+    fleet = await LocalFleet.start({ clusters: 2, nodesPerCluster: 0, logger, cloud: aws });
+    const f = fleet;
+    const hub = await f.spawnHubProcess();
+    for (const c of names) f.spawnAgentProcess(c, hub.grpcPort);
+    const here = aws.world("cluster-001");
+    const there = aws.world("cluster-002");
+    const inTree = aws.fake.createVolume(here.accountId, `${here.region}b`, { sizeGiB: 50 });
+    const csi = aws.fake.createVolume(here.accountId, `${here.region}a`);
+    const foreign = aws.fake.createVolume(there.accountId, `${there.region}a`);
+    const kube = f.cluster("cluster-001").kube;
+    const pv = (name: string, source: Record<string, unknown>) => ({
+      metadata: { name },
+      spec: { capacity: { storage: "10Gi" }, accessModes: ["ReadWriteOnce"], ...source },
+    });
+    kube.create(
+      "PersistentVolume",
+      pv("in-tree", { awsElasticBlockStore: { volumeID: `aws://${here.region}b/${inTree.id}` } }),
+    );
+    kube.create("PersistentVolume", pv("csi", { csi: { driver: "ebs.csi.aws.com", volumeHandle: csi.id } }));
+    kube.create(
+      "PersistentVolume",
+      pv("foreign", { csi: { driver: "ebs.csi.aws.com", volumeHandle: foreign.id } }),
+    );
+    const read = (name: string) =>
+      kube.get("PersistentVolume", undefined, name) as unknown as {
+        metadata: { labels?: Record<string, string> };
+        spec: { nodeAffinity?: { required?: { nodeSelectorTerms: { matchExpressions: unknown[] }[] } } };
+      };
+    for (const [name, zone] of [
+      ["in-tree", `${here.region}b`],
+      ["csi", `${here.region}a`],
+    ] as const) {
+      expect(await waitFor(() => read(name).spec.nodeAffinity !== undefined, 30_000)).toBe(true);
+      expect(read(name).metadata.labels).toEqual({
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": here.region,
+      });
+      expect(read(name).spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions).toEqual([
+        { key: "topology.kubernetes.io/zone", operator: "In", values: [zone] },
+        { key: "topology.kubernetes.io/region", operator: "In", values: [here.region] },
+      ]);
+    }
+    const event = () =>
+      (
+        kube.list("Event") as unknown as {
+          involvedObject: { name: string };
+          reason: string;
+          message: string;
+        }[]
+      ).find((e) => e.involvedObject.name === "foreign" && e.reason === "DiskNotInScope");
+    expect(await waitFor(() => event() !== undefined, 30_000)).toBe(true);
+    expect(event()?.message).toContain(`disk ${foreign.id} is not in account`);
+    expect(read("foreign").metadata.labels ?? {}).toEqual({});
+    expect(read("foreign").spec.nodeAffinity).toBeUndefined();
+    // DescribeVolumes: batched by a volume-id filter, one direct VolumeIds read for the foreign one.
+    const calls = aws.fake.log.requests({ operation: /DescribeVolumes/ });
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    expect(calls.length).toBeLessThanOrEqual(6);
+    aws.fake.spec.assertClean();
+  }, 90_000);
 });
