@@ -5,7 +5,10 @@
  * PV naming another account's disk gets a Warning Event and nothing else; 500 PVs of one
  * cluster cost a handful of batched lookups.
  */
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { KubePolicyRule } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
@@ -17,6 +20,8 @@ const DRIVER = "csi.simulated.fleet-ccm.io";
 const ZONE = "topology.kubernetes.io/zone";
 const REGION = "topology.kubernetes.io/region";
 const MANY = 500;
+const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
+const API_TOKEN = "volumes-e2e-api-token";
 
 interface KubePv {
   metadata: { name: string; uid: string; labels?: Record<string, string> };
@@ -56,6 +61,7 @@ describe("PersistentVolume topology from cloud disks", () => {
       nodesPerCluster: 0,
       logger,
       convergeDeadlineMs: 2000,
+      apiToken: API_TOKEN,
       kubeRbac: { user: "system:serviceaccount:fleet-ccm-system:fleet-ccm-agent", rules: shippedRules() },
     });
     [first = "", second = ""] = [...fleet.clusters.keys()];
@@ -72,6 +78,20 @@ describe("PersistentVolume topology from cloud disks", () => {
 
   afterAll(async () => {
     await fleet?.stop();
+  });
+
+  test(`${MANY} PVs of one cluster labeled with batched lookups`, async () => {
+    const labeled = () =>
+      Array.from({ length: MANY }, (_, i) => pv(second, `many-${i}`)).filter(
+        (p) => p?.metadata.labels?.[ZONE] === `${DEMO_REGION}b` && p.spec.nodeAffinity !== undefined,
+      ).length;
+    expect(await waitFor(() => labeled() === MANY, 60_000)).toBe(true);
+    const lists = fleet.cloud.requests({ operation: "disks.list" }).length;
+    const gets = fleet.cloud.requests({ operation: "disks.get" }).length;
+    // Counted before any other test makes a PV: these calls are the 500 PVs' alone.
+    // 100 ids per call: 5 batches when they arrive together; never one call per PV.
+    expect(lists).toBeGreaterThanOrEqual(MANY / 100);
+    expect(lists + gets).toBeLessThanOrEqual(10);
   });
 
   test("a zonal and a regional disk: labels and nodeAffinity; a user's label and others' PVs untouched", async () => {
@@ -129,16 +149,33 @@ describe("PersistentVolume topology from cloud disks", () => {
     expect(foreign?.spec.nodeAffinity).toBeUndefined();
   });
 
-  test(`${MANY} PVs of one cluster labeled with batched lookups`, async () => {
-    const labeled = () =>
-      Array.from({ length: MANY }, (_, i) => pv(second, `many-${i}`)).filter(
-        (p) => p?.metadata.labels?.[ZONE] === `${DEMO_REGION}b` && p.spec.nodeAffinity !== undefined,
-      ).length;
-    expect(await waitFor(() => labeled() === MANY, 60_000)).toBe(true);
-    const lists = fleet.cloud.requests({ operation: "disks.list" }).length;
-    const gets = fleet.cloud.requests({ operation: "disks.get" }).length;
-    // 100 ids per call: 5 batches when they arrive together; never one call per PV.
-    expect(lists).toBeGreaterThanOrEqual(MANY / 100);
-    expect(lists + gets).toBeLessThanOrEqual(10);
+  test("a disk tagged for a cluster that backs none of its PVs is listed by the fleet API and fleet-ccm status", async () => {
+    const tag = { [`kubernetes.io/cluster/${first}`]: "owned" };
+    const orphan = fleet.cloud.createDisk(DEMO_ACCOUNT, {
+      region: DEMO_REGION,
+      sizeGiB: 42,
+      tags: tag,
+      name: "pvc-left-behind",
+    });
+    const claimed = fleet.cloud.createDisk(DEMO_ACCOUNT, { region: DEMO_REGION, tags: tag });
+    fleet.cluster(first).kube.create("PersistentVolume", volume("claimed", csi(claimed.id)));
+    expect(
+      await waitFor(() => fleet.hub?.fleet.view(first)?.persistentVolumes.has("claimed") === true, 20_000),
+    ).toBe(true);
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [CLI, "status", "--hub", `http://127.0.0.1:${fleet.hub?.apiPort()}`, "--color", "never"],
+      { env: { PATH: process.env["PATH"], FLEET_CCM_API_TOKEN: API_TOKEN } },
+    );
+    const line = stdout.split("\n").find((l) => l.includes(orphan.id));
+    expect(line).toBeDefined();
+    expect(line).toContain(first);
+    expect(line).toContain("42 GiB");
+    expect(line).toContain("pvc-left-behind");
+    // A disk a PV names is claimed; the fleet never deletes either.
+    expect(stdout).not.toContain(claimed.id);
+    expect(fleet.cloud.disks(DEMO_ACCOUNT).map((d) => d.id)).toEqual(
+      expect.arrayContaining([orphan.id, claimed.id]),
+    );
   });
 });

@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
 import { ProviderRegistry } from "./cloud/registry.js";
+import { UnclaimedDisks } from "./cloud/unclaimed-disks.js";
 import { VerifiedInstances } from "./cloud/verified-instances.js";
 import type { ClusterConfig, HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
@@ -56,6 +57,9 @@ import { persistentVolumeLabelController } from "./reconcilers/volume/index.js";
 import { HubReplicas, hubHeartbeatIntervalMs, type LossReason } from "./replicas/index.js";
 import { backoffDelayMs } from "./util/backoff.js";
 import { type Clock, systemClock } from "./util/clock.js";
+
+/** How long one listing of the disks nobody claims is served by the fleet API. */
+const UNCLAIMED_DISKS_MAX_AGE_MS = 60_000;
 
 export interface HubOptions {
   readonly config: HubConfig;
@@ -315,6 +319,14 @@ export class Hub {
     this.fleetEvents = this.dispatchFleetEvents();
     this.fleet.subscribe(this.fleetEvents);
     if (cfg.api !== undefined) {
+      const unclaimed = new UnclaimedDisks({
+        clusters: () => this.fleet.clusterNames(),
+        cloudFor: (c) => this.accounts.cloudFor(c),
+        view: (c) => this.fleet.view(c),
+        followsVolumes: (c) => this.enabled(c, "persistentvolume-label-controller"),
+        clock: this.clock,
+        maxAgeMs: UNCLAIMED_DISKS_MAX_AGE_MS,
+      });
       const views = new FleetApi({
         config: cfg,
         fleet: this.fleet,
@@ -329,6 +341,7 @@ export class Hub {
           return { kept: s.keptBy.get(c) ?? 0, refused: s.refusedBy.get(c) ?? null };
         },
         servicesEnabled: (c) => this.enabled(c, "service-lb-controller"),
+        unclaimedDisks: () => unclaimed.current(),
       });
       this.fleet.subscribe(views.observations.listener());
       const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());
