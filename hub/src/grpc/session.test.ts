@@ -4,6 +4,7 @@ import {
   type ApplyResult,
   type HubMessage,
   Node,
+  PersistentVolume,
   Service,
   UNIFIED_ANNOTATION_PREFIXES,
 } from "@fleet-ccm/proto";
@@ -77,6 +78,7 @@ function harness(
         "service.beta.kubernetes.io/vendor-",
       ]),
       secretReferences: [TLS_REFERENCE],
+      volumeSources: { inTree: ["awsElasticBlockStore"], csiDrivers: ["ebs.csi.aws.com"] },
       confirmAfterMs: hold.confirmAfterMs,
       onRefused: (_c, r) => refusals.push(...r),
       onSnapshotApplied: (_c, o) => outcomes.push(o),
@@ -663,4 +665,47 @@ test("an apply result naming an object no API server holds ends the stream; its 
     "apply result for an object no API server holds (name of 10240, namespace of 0, uid of 1 characters)",
   );
   expect(results).toHaveLength(1);
+});
+
+test("PersistentVolumes: the Welcome names the provider's sources; only those are kept, invalid ones refused", () => {
+  const h = harness();
+  h.hello();
+  const welcome = h.written.find((m) => m.body?.$case === "welcome")?.body;
+  expect(welcome?.$case === "welcome" && welcome.value.volumeInTreeSources).toEqual(["awsElasticBlockStore"]);
+  expect(welcome?.$case === "welcome" && welcome.value.volumeCsiDrivers).toEqual(["ebs.csi.aws.com"]);
+  const pv = (name: string, source: string, csiDriver = "") =>
+    PersistentVolume.fromPartial({ name, uid: `u-${name}`, source, csiDriver, volumeHandle: "vol-1" });
+  h.send({
+    $case: "snapshot",
+    value: {
+      snapshotId: 1,
+      nodes: [],
+      services: [],
+      persistentVolumes: [
+        pv("ebs", "csi", "ebs.csi.aws.com"),
+        pv("in-tree", "awsElasticBlockStore"),
+        pv("nfs-like", "csi", "nfs.csi.k8s.io"),
+        pv("bad/name", "awsElasticBlockStore"),
+      ],
+      last: true,
+      seq: 0,
+    },
+  });
+  expect([...(h.fleet.view("alpha")?.persistentVolumes.keys() ?? [])].sort()).toEqual(["ebs", "in-tree"]);
+  expect(h.refusals.map((r) => [r.kind, r.name, r.limit])).toEqual([
+    ["persistentVolume", "bad/name", "name"],
+  ]);
+  h.send({
+    $case: "delta",
+    value: { seq: 1, change: { $case: "persistentVolume", value: pv("late", "awsElasticBlockStore") } },
+  });
+  h.send({
+    $case: "delta",
+    value: {
+      seq: 2,
+      change: { $case: "persistentVolumeDeleted", value: { namespace: "", name: "ebs", uid: "u-ebs" } },
+    },
+  });
+  expect([...(h.fleet.view("alpha")?.persistentVolumes.keys() ?? [])].sort()).toEqual(["in-tree", "late"]);
+  expect(h.failures).toEqual([]);
 });
