@@ -107,6 +107,55 @@ export interface ClusterView {
   readonly refused: ReadonlyMap<string, Refusal>;
 }
 
+interface KindObject {
+  node: Node;
+  service: Service;
+  persistentVolume: PersistentVolume;
+}
+
+function objectsOf<K extends ObjectKindName>(s: ClusterState, kind: K): Map<string, KindObject[K]> {
+  const byKind: { [P in ObjectKindName]: Map<string, KindObject[P]> } = {
+    node: s.nodes,
+    service: s.services,
+    persistentVolume: s.persistentVolumes,
+  };
+  return byKind[kind];
+}
+
+/** Tells a listener of one object's change, through the callback of its kind. */
+function tell<K extends ObjectKindName>(
+  l: FleetListener,
+  kind: K,
+  cluster: string,
+  key: string,
+  change: ObjectChange<KindObject[K]>,
+): void {
+  if (kind === "node") l.onNode?.(cluster, key, change as ObjectChange<Node>);
+  else if (kind === "service") l.onService?.(cluster, key, change as ObjectChange<Service>);
+  else l.onPersistentVolume?.(cluster, key, change as ObjectChange<PersistentVolume>);
+}
+
+/**
+ * What a snapshot changed, told per object: deletions first, then every object whose version
+ * changed (a held or refused object keeps its old version: nothing changed for reconcilers).
+ */
+function announce<K extends ObjectKindName>(
+  l: FleetListener,
+  kind: K,
+  cluster: string,
+  before: ReadonlyMap<string, KindObject[K]>,
+  after: ReadonlyMap<string, KindObject[K]>,
+): void {
+  const listening = { node: l.onNode, service: l.onService, persistentVolume: l.onPersistentVolume }[kind];
+  if (listening === undefined) return;
+  for (const [key, old] of before)
+    if (!after.has(key)) tell(l, kind, cluster, key, { type: "delete", origin: "snapshot", old });
+  for (const [key, cur] of after) {
+    const old = before.get(key);
+    if (old !== cur) tell(l, kind, cluster, key, { type: "upsert", origin: "snapshot", old, cur });
+  }
+}
+
 function heldKey(kind: ObjectKindName, key: string): string {
   return `${kind}/${key}`;
 }
@@ -254,33 +303,9 @@ export class FleetState {
     s.refused = refusedNow;
     s.synced = true;
     for (const l of this.listeners) {
-      if (l.onNode) {
-        for (const [name, old] of oldNodes)
-          if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", origin: "snapshot", old });
-        for (const [name, cur] of s.nodes) {
-          const old = oldNodes.get(name);
-          // A held or refused object keeps its old version: nothing changed for reconcilers.
-          if (old !== cur) l.onNode(cluster, name, { type: "upsert", origin: "snapshot", old, cur });
-        }
-      }
-      if (l.onService) {
-        for (const [key, old] of oldServices)
-          if (!s.services.has(key)) l.onService(cluster, key, { type: "delete", origin: "snapshot", old });
-        for (const [key, cur] of s.services) {
-          const old = oldServices.get(key);
-          if (old !== cur) l.onService(cluster, key, { type: "upsert", origin: "snapshot", old, cur });
-        }
-      }
-      if (l.onPersistentVolume) {
-        for (const [name, old] of oldVolumes)
-          if (!s.persistentVolumes.has(name))
-            l.onPersistentVolume(cluster, name, { type: "delete", origin: "snapshot", old });
-        for (const [name, cur] of s.persistentVolumes) {
-          const old = oldVolumes.get(name);
-          if (old !== cur)
-            l.onPersistentVolume(cluster, name, { type: "upsert", origin: "snapshot", old, cur });
-        }
-      }
+      announce(l, "node", cluster, oldNodes, s.nodes);
+      announce(l, "service", cluster, oldServices, s.services);
+      announce(l, "persistentVolume", cluster, oldVolumes, s.persistentVolumes);
       l.onSynced?.(cluster, s);
     }
     return { held, confirmed, released, removed, dropped };
@@ -303,75 +328,56 @@ export class FleetState {
   }
 
   upsertNode(cluster: string, node: Node): void {
-    const s = this.state(cluster);
-    const old = s.nodes.get(node.name);
-    s.nodes.set(node.name, node);
-    s.held.delete(heldKey("node", node.name));
-    s.refused.delete(heldKey("node", node.name));
-    if (s.synced)
-      for (const l of this.listeners)
-        l.onNode?.(cluster, node.name, { type: "upsert", origin: "delta", old, cur: node });
+    this.upsert(cluster, "node", node.name, node);
   }
 
   /** The agent observed the node's deletion. */
   deleteNode(cluster: string, name: string): void {
-    const s = this.state(cluster);
-    s.refused.delete(heldKey("node", name));
-    s.held.delete(heldKey("node", name));
-    const old = s.nodes.get(name);
-    if (old === undefined) return;
-    s.nodes.delete(name);
-    if (s.synced)
-      for (const l of this.listeners) l.onNode?.(cluster, name, { type: "delete", origin: "delta", old });
+    this.remove(cluster, "node", name);
   }
 
   upsertService(cluster: string, svc: Service): void {
-    const s = this.state(cluster);
-    const key = serviceKey(svc.namespace, svc.name);
-    const old = s.services.get(key);
-    s.services.set(key, svc);
-    s.held.delete(heldKey("service", key));
-    s.refused.delete(heldKey("service", key));
-    if (s.synced)
-      for (const l of this.listeners)
-        l.onService?.(cluster, key, { type: "upsert", origin: "delta", old, cur: svc });
+    this.upsert(cluster, "service", serviceKey(svc.namespace, svc.name), svc);
   }
 
   /** The agent observed the Service's deletion. */
   deleteService(cluster: string, namespace: string, name: string): void {
-    const s = this.state(cluster);
-    const key = serviceKey(namespace, name);
-    s.refused.delete(heldKey("service", key));
-    s.held.delete(heldKey("service", key));
-    const old = s.services.get(key);
-    if (old === undefined) return;
-    s.services.delete(key);
-    if (s.synced)
-      for (const l of this.listeners) l.onService?.(cluster, key, { type: "delete", origin: "delta", old });
+    this.remove(cluster, "service", serviceKey(namespace, name));
   }
 
   upsertPersistentVolume(cluster: string, pv: PersistentVolume): void {
-    const s = this.state(cluster);
-    const old = s.persistentVolumes.get(pv.name);
-    s.persistentVolumes.set(pv.name, pv);
-    s.held.delete(heldKey("persistentVolume", pv.name));
-    s.refused.delete(heldKey("persistentVolume", pv.name));
-    if (s.synced)
-      for (const l of this.listeners)
-        l.onPersistentVolume?.(cluster, pv.name, { type: "upsert", origin: "delta", old, cur: pv });
+    this.upsert(cluster, "persistentVolume", pv.name, pv);
   }
 
   /** The agent observed the PersistentVolume's deletion. */
   deletePersistentVolume(cluster: string, name: string): void {
+    this.remove(cluster, "persistentVolume", name);
+  }
+
+  /** A delta's object: it replaces the view's, ends any hold or refusal of it, and is told. */
+  private upsert<K extends ObjectKindName>(cluster: string, kind: K, key: string, obj: KindObject[K]): void {
     const s = this.state(cluster);
-    s.refused.delete(heldKey("persistentVolume", name));
-    s.held.delete(heldKey("persistentVolume", name));
-    const old = s.persistentVolumes.get(name);
-    if (old === undefined) return;
-    s.persistentVolumes.delete(name);
+    const objects = objectsOf(s, kind);
+    const old = objects.get(key);
+    objects.set(key, obj);
+    s.held.delete(heldKey(kind, key));
+    s.refused.delete(heldKey(kind, key));
     if (s.synced)
       for (const l of this.listeners)
-        l.onPersistentVolume?.(cluster, name, { type: "delete", origin: "delta", old });
+        tell(l, kind, cluster, key, { type: "upsert", origin: "delta", old, cur: obj });
+  }
+
+  /** A deletion the agent observed: positive evidence, applied at once. */
+  private remove(cluster: string, kind: ObjectKindName, key: string): void {
+    const s = this.state(cluster);
+    s.refused.delete(heldKey(kind, key));
+    s.held.delete(heldKey(kind, key));
+    const objects = objectsOf(s, kind);
+    const old = objects.get(key);
+    if (old === undefined) return;
+    objects.delete(key);
+    if (s.synced)
+      for (const l of this.listeners) tell(l, kind, cluster, key, { type: "delete", origin: "delta", old });
   }
 
   /** The oldest hold of a cluster started then (undefined: nothing held). */
