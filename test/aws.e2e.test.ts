@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const A = "service.beta.kubernetes.io/aws-load-balancer-";
@@ -188,50 +189,33 @@ describe("AWS end to end", () => {
     const csi = aws.fake.createVolume(here.accountId, `${here.region}a`);
     const foreign = aws.fake.createVolume(there.accountId, `${there.region}a`);
     const kube = f.cluster("cluster-001").kube;
-    const pv = (name: string, source: Record<string, unknown>) => ({
-      metadata: { name },
-      spec: { capacity: { storage: "10Gi" }, accessModes: ["ReadWriteOnce"], ...source },
-    });
-    kube.create(
-      "PersistentVolume",
-      pv("in-tree", { awsElasticBlockStore: { volumeID: `aws://${here.region}b/${inTree.id}` } }),
-    );
-    kube.create("PersistentVolume", pv("csi", { csi: { driver: "ebs.csi.aws.com", volumeHandle: csi.id } }));
-    kube.create(
-      "PersistentVolume",
-      pv("foreign", { csi: { driver: "ebs.csi.aws.com", volumeHandle: foreign.id } }),
-    );
-    const read = (name: string) =>
-      kube.get("PersistentVolume", undefined, name) as unknown as {
-        metadata: { labels?: Record<string, string> };
-        spec: { nodeAffinity?: { required?: { nodeSelectorTerms: { matchExpressions: unknown[] }[] } } };
-      };
+    const ebs = (id: string) => ({ csi: { driver: "ebs.csi.aws.com", volumeHandle: id } });
+    const inTreeSource = { awsElasticBlockStore: { volumeID: `aws://${here.region}b/${inTree.id}` } };
+    kube.create("PersistentVolume", pvObject("in-tree", inTreeSource));
+    kube.create("PersistentVolume", pvObject("csi", ebs(csi.id)));
+    kube.create("PersistentVolume", pvObject("foreign", ebs(foreign.id)));
     for (const [name, zone] of [
       ["in-tree", `${here.region}b`],
       ["csi", `${here.region}a`],
     ] as const) {
-      expect(await waitFor(() => read(name).spec.nodeAffinity !== undefined, 30_000)).toBe(true);
-      expect(read(name).metadata.labels).toEqual({
+      expect(await waitFor(() => readPv(kube, name)?.spec.nodeAffinity !== undefined, 30_000)).toBe(true);
+      expect(readPv(kube, name)?.metadata.labels).toEqual({
         "topology.kubernetes.io/zone": zone,
         "topology.kubernetes.io/region": here.region,
       });
-      expect(read(name).spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions).toEqual([
-        { key: "topology.kubernetes.io/zone", operator: "In", values: [zone] },
-        { key: "topology.kubernetes.io/region", operator: "In", values: [here.region] },
-      ]);
+      expect(readPv(kube, name)?.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions).toEqual(
+        [
+          { key: "topology.kubernetes.io/zone", operator: "In", values: [zone] },
+          { key: "topology.kubernetes.io/region", operator: "In", values: [here.region] },
+        ],
+      );
     }
-    const event = () =>
-      (
-        kube.list("Event") as unknown as {
-          involvedObject: { name: string };
-          reason: string;
-          message: string;
-        }[]
-      ).find((e) => e.involvedObject.name === "foreign" && e.reason === "DiskNotInScope");
-    expect(await waitFor(() => event() !== undefined, 30_000)).toBe(true);
-    expect(event()?.message).toContain(`disk ${foreign.id} is not in account`);
-    expect(read("foreign").metadata.labels ?? {}).toEqual({});
-    expect(read("foreign").spec.nodeAffinity).toBeUndefined();
+    expect(await waitFor(() => pvEvent(kube, "foreign", "DiskNotInScope") !== undefined, 30_000)).toBe(true);
+    expect(pvEvent(kube, "foreign", "DiskNotInScope")?.message).toContain(
+      `disk ${foreign.id} is not in account`,
+    );
+    expect(readPv(kube, "foreign")?.metadata.labels ?? {}).toEqual({});
+    expect(readPv(kube, "foreign")?.spec.nodeAffinity).toBeUndefined();
     // DescribeVolumes: batched by a volume-id filter, one direct VolumeIds read for the foreign one.
     const calls = aws.fake.log.requests({ operation: /DescribeVolumes/ });
     expect(calls.length).toBeGreaterThanOrEqual(2);

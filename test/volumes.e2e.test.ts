@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { parseAllDocuments } from "yaml";
 import { DEMO_ACCOUNT, DEMO_REGION, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const DRIVER = "csi.simulated.fleet-ccm.io";
@@ -23,37 +24,19 @@ const MANY = 500;
 const CLI = fileURLToPath(new URL("../bin/fleet-ccm.js", import.meta.url));
 const API_TOKEN = "volumes-e2e-api-token";
 
-interface KubePv {
-  metadata: { name: string; uid: string; labels?: Record<string, string> };
-  spec: { nodeAffinity?: { required?: { nodeSelectorTerms: { matchExpressions?: unknown[] }[] } } };
-}
-interface KubeEvent {
-  involvedObject: { kind: string; name: string };
-  reason: string;
-  type: string;
-  message: string;
-}
-
 function shippedRules(): KubePolicyRule[] {
   const docs = parseAllDocuments(readFileSync(new URL("../deploy/agent/rbac.yaml", import.meta.url), "utf8"));
   return docs.map((d) => d.toJS()).find((o) => o?.kind === "ClusterRole").rules as KubePolicyRule[];
 }
 
-function volume(name: string, source: Record<string, unknown>, labels: Record<string, string> = {}) {
-  return {
-    metadata: { name, labels },
-    spec: { capacity: { storage: "10Gi" }, accessModes: ["ReadWriteOnce"], ...source },
-  };
-}
+const volume = pvObject;
 const csi = (handle: string) => ({ csi: { driver: DRIVER, volumeHandle: handle } });
 
 describe("PersistentVolume topology from cloud disks", () => {
   let fleet: LocalFleet;
   let first: string;
   let second: string;
-  const pv = (cluster: string, name: string) =>
-    fleet.cluster(cluster).kube.get("PersistentVolume", undefined, name) as unknown as KubePv | undefined;
-  const events = (cluster: string) => fleet.cluster(cluster).kube.list("Event") as unknown as KubeEvent[];
+  const pv = (cluster: string, name: string) => readPv(fleet.cluster(cluster).kube, name);
 
   beforeAll(async () => {
     fleet = await LocalFleet.start({
@@ -135,10 +118,7 @@ describe("PersistentVolume topology from cloud disks", () => {
     fleet.cloud.createAccount("someone-else");
     const theirs = fleet.cloud.createDisk("someone-else", { region: DEMO_REGION });
     fleet.cluster(first).kube.create("PersistentVolume", volume("foreign", csi(theirs.id)));
-    const event = () =>
-      events(first).find(
-        (e) => e.involvedObject.kind === "PersistentVolume" && e.involvedObject.name === "foreign",
-      );
+    const event = () => pvEvent(fleet.cluster(first).kube, "foreign", "DiskNotInScope");
     expect(await waitFor(() => event() !== undefined, 20_000)).toBe(true);
     expect(event()).toMatchObject({ type: "Warning", reason: "DiskNotInScope" });
     expect(event()?.message).toContain(
