@@ -144,4 +144,39 @@ describe("persistentvolumes", () => {
     await done;
     expect(seen).toEqual(["ADDED pv-w", "MODIFIED pv-w"]);
   });
+
+  test("served as a Table with kubectl's columns", async () => {
+    await core.createPersistentVolume({ body: ebsVolume("pv-t") });
+    const res = await fetch(`${sim.url}/api/v1/persistentvolumes/pv-t`, {
+      headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+    });
+    const table = (await res.json()) as {
+      columnDefinitions: { name: string }[];
+      rows: { cells: unknown[] }[];
+    };
+    expect(table.columnDefinitions.map((c) => c.name)).toEqual([
+      "Name",
+      "Capacity",
+      "Access Modes",
+      "Reclaim Policy",
+      "Status",
+      "Claim",
+      "StorageClass",
+      "VolumeAttributesClass",
+      "Reason",
+      "Age",
+      "VolumeMode",
+    ]);
+    expect(table.rows[0]?.cells.slice(0, 9)).toEqual([
+      "pv-t",
+      "10Gi",
+      "RWO",
+      "Retain",
+      "Pending",
+      "",
+      "",
+      "<unset>",
+      "",
+    ]);
+  });
 });
