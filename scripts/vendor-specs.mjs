@@ -291,6 +291,8 @@ const SUBSETS = [
  */
 const GCP_METHODS = {
   instances: ["get", "list", "aggregatedList"],
+  disks: ["get", "list", "aggregatedList"],
+  regionDisks: ["get", "list"],
   zones: ["list"],
   addresses: ["get", "insert", "delete", "list"],
   firewalls: ["get", "insert", "patch", "delete", "list"],
