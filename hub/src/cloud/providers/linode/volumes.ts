@@ -1,5 +1,5 @@
 import { clustersOfOwnerTags, ownerTagQueries } from "../../disk-owners.js";
-import { DiskNotFoundError, SuspectAnswerError } from "../../errors.js";
+import { DiskNotFoundError, readDisk, SuspectAnswerError } from "../../errors.js";
 import type { DiskMetadata, DiskRef, DiskState, ProviderContext, Volumes } from "../../provider.js";
 import type { LinodeClient } from "./client.js";
 import { isNotFound } from "./errors.js";
@@ -84,15 +84,12 @@ export class LinodeVolumes implements Volumes {
 
   async get(id: string, signal?: AbortSignal): Promise<DiskMetadata> {
     if (!/^\d+$/.test(id)) throw new DiskNotFoundError(id);
-    try {
+    return readDisk(id, isNotFound, async () => {
       const v = checkVolume(await this.client.get(OPS.get, `/volumes/${id}`, { signal }));
       if (String(v.id) !== id)
         throw new SuspectAnswerError(`asked for volume ${id}, Linode answered ${v.id}`);
       return toDisk(v);
-    } catch (err) {
-      if (isNotFound(err)) throw new DiskNotFoundError(id, { cause: err });
-      throw err;
-    }
+    });
   }
 
   async getMany(ids: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]> {
