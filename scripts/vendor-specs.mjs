@@ -219,6 +219,8 @@ const SUBSETS = [
       "replace_certificate",
       "delete_certificate",
       "list_actions_for_certificate",
+      "list_volumes",
+      "get_volume",
     ],
   },
   // The routes of sim/src/openstack/fake.ts: gtema/openstack-openapi's generated OpenAPI of

@@ -6,6 +6,7 @@
  * found"); a batch is the account region's volume list (`GET /v2/volumes?region=`, paged), as
  * DigitalOcean filters volumes by name and region only.
  */
+import { askedOnly, sameDisk } from "../../disk-answers.js";
 import { DiskNotFoundError, readDisk, SuspectAnswerError } from "../../errors.js";
 import type { DiskMetadata, DiskRef, ProviderContext, Volumes } from "../../provider.js";
 import type { DigitalOceanClient } from "./client.js";
@@ -85,15 +86,14 @@ export class DigitalOceanVolumes implements Volumes {
     return readDisk(id, isNotFound, async () => {
       const answer = await this.client.get<{ volume?: unknown }>("volumes.get", `/volumes/${id}`, signal);
       const v = checkVolume(answer.volume);
-      if (v.id !== id) throw new SuspectAnswerError(`asked for volume ${id}, DigitalOcean answered ${v.id}`);
+      sameDisk("DigitalOcean", id, v.id);
       return toDisk(v);
     });
   }
 
   async getMany(ids: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]> {
     if (ids.length === 0) return [];
-    const asked = new Set(ids);
-    return (await this.regionVolumes("volumes.list", signal)).filter((d) => asked.has(d.id));
+    return askedOnly(ids, await this.regionVolumes("volumes.list", signal), (d) => d.id);
   }
 
   async listOwned(clusters: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]> {

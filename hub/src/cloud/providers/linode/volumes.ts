@@ -1,3 +1,4 @@
+import { askedOnly, sameDisk } from "../../disk-answers.js";
 import { clustersOfOwnerTags, ownerTagQueries } from "../../disk-owners.js";
 import { DiskNotFoundError, readDisk, SuspectAnswerError } from "../../errors.js";
 import type { DiskMetadata, DiskRef, DiskState, ProviderContext, Volumes } from "../../provider.js";
@@ -86,20 +87,15 @@ export class LinodeVolumes implements Volumes {
     if (!/^\d+$/.test(id)) throw new DiskNotFoundError(id);
     return readDisk(id, isNotFound, async () => {
       const v = checkVolume(await this.client.get(OPS.get, `/volumes/${id}`, { signal }));
-      if (String(v.id) !== id)
-        throw new SuspectAnswerError(`asked for volume ${id}, Linode answered ${v.id}`);
+      sameDisk("Linode", id, v.id);
       return toDisk(v);
     });
   }
 
   async getMany(ids: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]> {
     if (ids.length === 0) return [];
-    const asked = new Set(ids);
     const all = await this.client.list<unknown>(OPS.list, "/volumes", { signal });
-    return all
-      .map(checkVolume)
-      .filter((v) => asked.has(String(v.id)))
-      .map(toDisk);
+    return askedOnly(ids, all.map(checkVolume), (v) => v.id).map(toDisk);
   }
 
   async listOwned(clusters: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]> {
