@@ -7,7 +7,7 @@
  * found"); a batch is one disks.aggregatedList (zonal and regional disks) filtered by name, paged.
  */
 import type * as Compute from "@google-cloud/compute";
-import { DiskNotFoundError, SuspectAnswerError } from "../../errors.js";
+import { DiskNotFoundError, readDisk, SuspectAnswerError } from "../../errors.js";
 import type { DiskMetadata, DiskRef, DiskState, ProviderContext, Volumes } from "../../provider.js";
 import type { GcpApi } from "./api.js";
 import { isNotFound } from "./errors.js";
@@ -67,7 +67,7 @@ export class GcpVolumes implements Volumes {
     const [, project = "", kind, where = "", disk = ""] = m;
     // Another project is another account: this one cannot see it.
     if (project !== this.api.project) throw new DiskNotFoundError(id);
-    try {
+    return readDisk(id, isNotFound, async () => {
       const [d] =
         kind === "zones"
           ? await this.api.call("disks.get", (c, o) => c.disks.get({ project, zone: where, disk }, o), signal)
@@ -78,10 +78,7 @@ export class GcpVolumes implements Volumes {
             );
       if (d?.name !== disk) throw new SuspectAnswerError(`disks.get ${id} answered ${d?.name ?? "nothing"}`);
       return this.toDisk(id, d);
-    } catch (err) {
-      if (isNotFound(err)) throw new DiskNotFoundError(id, { cause: err });
-      throw err;
-    }
+    });
   }
 
   async getMany(ids: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]> {
