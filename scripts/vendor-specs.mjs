@@ -58,6 +58,7 @@ const SUBSETS = [
       "DescribeAvailabilityZones",
       "DescribeInstances",
       "DescribeRouteTables",
+      "DescribeVolumes",
       "DescribeSecurityGroups",
       "DescribeSubnets",
       "DescribeVpcs",
@@ -128,6 +129,8 @@ const SUBSETS = [
     operations: [
       "get-linode-instances",
       "post-linode-instance",
+      "get-volumes",
+      "get-volume",
       "get-linode-instance",
       "put-linode-instance",
       "get-linode-ips",
@@ -216,6 +219,8 @@ const SUBSETS = [
       "replace_certificate",
       "delete_certificate",
       "list_actions_for_certificate",
+      "list_volumes",
+      "get_volume",
     ],
   },
   // The routes of sim/src/openstack/fake.ts: gtema/openstack-openapi's generated OpenAPI of
@@ -298,6 +303,8 @@ const SUBSETS = [
  */
 const GCP_METHODS = {
   instances: ["get", "list", "aggregatedList"],
+  disks: ["get", "list", "aggregatedList"],
+  regionDisks: ["get", "list"],
   zones: ["list"],
   addresses: ["get", "insert", "delete", "list"],
   firewalls: ["get", "insert", "patch", "delete", "list"],
@@ -894,6 +901,8 @@ const DO_SUPPLEMENT = {
   paths: {
     "/v2/certificates": "resources/certificates/certificates_list.yml",
     "/v2/certificates/{certificate_id}": "resources/certificates/certificates_get.yml",
+    "/v2/volumes": "resources/volumes/volumes_list.yml",
+    "/v2/volumes/{volume_id}": "resources/volumes/volumes_get.yml",
   },
   /** sha256 of every file they reach, relative to base (digitalocean/openapi @ 7c1300c4). */
   files: {
@@ -927,6 +936,38 @@ const DO_SUPPLEMENT = {
       "6418d3ed3c80d87876b925dfda700439a790402aa1f16f5fa3bc100229be345e",
     "resources/certificates/responses/existing_certificate.yml":
       "d43fe60d2e8eadcac476ba7b68736eaef8d4f76e861eb38827affce280dda0ea",
+    "resources/regions/models/region.yml": "ec1e4b4a96715fd6e2325f43d53db7ef6d0ef2b245bfd5d02019faecbb6b03bd",
+    "resources/volumes/examples.yml": "649aaaa95916ccea1f172490e148d0fc91c531165eedf17738b1c14b6697a913",
+    "resources/volumes/examples/curl/volumes_get.yml":
+      "d5525a8fda06a165c575b8f91ea0593e0987d1734fe7b7db8575cd9366b24a39",
+    "resources/volumes/examples/curl/volumes_list.yml":
+      "0e68593d68c5467b1f39adcf254bceaec4ff86875fd3b8a2634b7c367604ab9d",
+    "resources/volumes/examples/go/volumes_get.yml":
+      "b73662a8605872eb842514fb7287c37452213ad36f7d8d36b6f0987a493b3de6",
+    "resources/volumes/examples/go/volumes_list.yml":
+      "d7072f7dbbde2511e04fe94bcdd33721309e2118b8038840e05c53a43dcce76f",
+    "resources/volumes/examples/python/volumes_get.yml":
+      "8bdddd3b2d2b06ca6232263e71b079d32a01803e3e3081c2a144bcb8b52f2409",
+    "resources/volumes/examples/python/volumes_list.yml":
+      "f1dc65407dc14cd883888be25c8d121063205a7902fe345fc93019fe0ce34d2a",
+    "resources/volumes/examples/ruby/volumes_get.yml":
+      "ff94d5126d0af83a18fab6ee9fa2e1bb446822755ab7ec682bd879c78c4e3cbc",
+    "resources/volumes/examples/ruby/volumes_list.yml":
+      "d35fde6b1bfddefbd8e15704c94ee1c1b7c7b4b7d72b768e45bbd306ee42d780",
+    "resources/volumes/models/volume_base_read.yml":
+      "008b7e8307918c48a554ee4a85243f37d46b92c371a6f4424fc6ba717aacd935",
+    "resources/volumes/models/volume_full.yml":
+      "9e1f40248421425f9f120aacc8efcd4a32477ea2262aa9ef13663184fc868410",
+    "resources/volumes/parameters.yml": "0662ca99ab87c9a09a5fbd4c049fdc0a9edaf77d9f25c174c79a404ad7183db0",
+    "resources/volumes/responses/volume.yml":
+      "e0a44580d1c61b6030cfd2b84489b4129e980509c5355a5f6a20ef1cc423187f",
+    "resources/volumes/responses/volumes.yml":
+      "3b2026be99fa3b7e34fc8b99751be0747e70fe50f584d089e0c8dbf3549d492d",
+    "resources/volumes/volumes_get.yml": "fbae5fd80351d97804add0e45d58974fe25640ff805dba62b91a9aa90f373045",
+    "resources/volumes/volumes_list.yml": "9e6db7d6adf0718e3e5eef423cbd795b016bed14081f4da912ce944f45940e3f",
+    "shared/attributes/region_slug.yml": "60f66750e984862a9b94a6412861b711b435dbc4cb3ffa7687072d16559eca91",
+    "shared/attributes/tags_array_read.yml":
+      "9f97da73dd9d6d75a818ea2843bef1fed42a6627c3f474cfa118839e91487afe",
     "shared/headers.yml": "6d7b7509a87da53de6dd8436af6646c8d6f7255e210d5875d8449a273f451f36",
     "shared/meta.yml": "00cdb2e7554865aef20ccf9bc33f3305c21c9e5c55ade935d77fbc3f6c677561",
     "shared/models/error.yml": "dbb6b736e0a146a577572661147b34a898df5e5994635f87a9230d1ab1087b6f",
@@ -953,7 +994,7 @@ function doSupplement(root, checkout) {
       if (got !== want) fail(`${at}: sha256 ${got}, not the recorded ${want}`);
     }
     console.log(
-      `${DO_SUPPLEMENT.base}: ${Object.keys(DO_SUPPLEMENT.files).length} certificates files kept as committed (sha256 checked)`,
+      `${DO_SUPPLEMENT.base}: ${Object.keys(DO_SUPPLEMENT.files).length} supplement files (certificates, volumes) kept as committed (sha256 checked)`,
     );
     return;
   }
@@ -977,7 +1018,9 @@ function doSupplement(root, checkout) {
     writeFileSync(join(out, rel), bytes);
     files[rel] = sha256(bytes);
   }
-  console.log(`${DO_SUPPLEMENT.base}: ${reached.files.size} certificates files copied from ${base}`);
+  console.log(
+    `${DO_SUPPLEMENT.base}: ${reached.files.size} supplement files (certificates, volumes) copied from ${base}`,
+  );
   if (JSON.stringify(files) !== JSON.stringify(DO_SUPPLEMENT.files))
     console.log(`record these in DO_SUPPLEMENT.files:\n${JSON.stringify(files, null, 2)}`);
 }

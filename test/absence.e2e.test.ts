@@ -96,7 +96,10 @@ async function emptyReport(): Promise<() => void> {
     call.on("data", (m: HubMessage) => {
       if (m.body?.$case !== "welcome") return;
       call.write({
-        body: { $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [], last: true, seq: 0 } },
+        body: {
+          $case: "snapshot",
+          value: { snapshotId: 1, nodes: [], services: [], persistentVolumes: [], last: true, seq: 0 },
+        },
       });
       timer = setInterval(
         () =>

@@ -51,6 +51,8 @@ async function scriptedHub(welcomes: readonly (readonly string[])[]) {
                 forwardAnnotationPrefixes: [...prefixes],
                 secretReferences: [],
                 hubHeartbeatIntervalMs: 0,
+                volumeInTreeSources: [],
+                volumeCsiDrivers: [],
               },
             },
           });

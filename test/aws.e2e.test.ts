@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AwsLocalCloud } from "../cli/src/aws-cloud.js";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const A = "service.beta.kubernetes.io/aws-load-balancer-";
@@ -174,4 +175,51 @@ describe("AWS end to end", () => {
     for (const c of names) expect(s.securityGroups.get(aws.world(c).nodeGroup)?.ingress).toEqual([]);
     aws.fake.spec.assertClean();
   });
+
+  test("EBS PVs, in-tree and CSI: zone and region labels and nodeAffinity; another account's volume gets an Event", async () => {
+    const names = ["cluster-001", "cluster-002"];
+    const aws = await AwsLocalCloud.start(names);
+    fleet = await LocalFleet.start({ clusters: 2, nodesPerCluster: 0, logger, cloud: aws });
+    const f = fleet;
+    const hub = await f.spawnHubProcess();
+    for (const c of names) f.spawnAgentProcess(c, hub.grpcPort);
+    const here = aws.world("cluster-001");
+    const there = aws.world("cluster-002");
+    const inTree = aws.fake.createVolume(here.accountId, `${here.region}b`, { sizeGiB: 50 });
+    const csi = aws.fake.createVolume(here.accountId, `${here.region}a`);
+    const foreign = aws.fake.createVolume(there.accountId, `${there.region}a`);
+    const kube = f.cluster("cluster-001").kube;
+    const ebs = (id: string) => ({ csi: { driver: "ebs.csi.aws.com", volumeHandle: id } });
+    const inTreeSource = { awsElasticBlockStore: { volumeID: `aws://${here.region}b/${inTree.id}` } };
+    kube.create("PersistentVolume", pvObject("in-tree", inTreeSource));
+    kube.create("PersistentVolume", pvObject("csi", ebs(csi.id)));
+    kube.create("PersistentVolume", pvObject("foreign", ebs(foreign.id)));
+    for (const [name, zone] of [
+      ["in-tree", `${here.region}b`],
+      ["csi", `${here.region}a`],
+    ] as const) {
+      expect(await waitFor(() => readPv(kube, name)?.spec.nodeAffinity !== undefined, 30_000)).toBe(true);
+      expect(readPv(kube, name)?.metadata.labels).toEqual({
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": here.region,
+      });
+      expect(readPv(kube, name)?.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions).toEqual(
+        [
+          { key: "topology.kubernetes.io/zone", operator: "In", values: [zone] },
+          { key: "topology.kubernetes.io/region", operator: "In", values: [here.region] },
+        ],
+      );
+    }
+    expect(await waitFor(() => pvEvent(kube, "foreign", "DiskNotInScope") !== undefined, 30_000)).toBe(true);
+    expect(pvEvent(kube, "foreign", "DiskNotInScope")?.message).toContain(
+      `disk ${foreign.id} is not in account`,
+    );
+    expect(readPv(kube, "foreign")?.metadata.labels ?? {}).toEqual({});
+    expect(readPv(kube, "foreign")?.spec.nodeAffinity).toBeUndefined();
+    // DescribeVolumes: batched by a volume-id filter, one direct VolumeIds read for the foreign one.
+    const calls = aws.fake.log.requests({ operation: /DescribeVolumes/ });
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    expect(calls.length).toBeLessThanOrEqual(6);
+    aws.fake.spec.assertClean();
+  }, 90_000);
 });

@@ -265,6 +265,10 @@ describe("agent manifests", () => {
         "core/events:create",
         "core/events:patch",
         "core/secrets:get",
+        "core/persistentvolumes:get",
+        "core/persistentvolumes:list",
+        "core/persistentvolumes:watch",
+        "core/persistentvolumes:patch",
       ].sort(),
     );
     for (const forbidden of ["pods", "configmaps", "serviceaccounts", "leases"])

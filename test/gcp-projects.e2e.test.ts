@@ -5,7 +5,8 @@
  * processes with a real nats-server and the Kubernetes API simulator. Nodes get GCE providerIDs
  * of their own project and zone; external and internal load balancers are built in the right
  * project and region, take a node that joins, and leave nothing in either project when deleted;
- * pod CIDRs are routed in each project's VPC, each cluster only its own nodes.
+ * pod CIDRs are routed in each project's VPC, each cluster only its own nodes; PersistentVolumes
+ * of persistent disks (regional CSI, in-tree) get their zones, another project's an Event.
  */
 
 import { LB_COLLECTIONS } from "@fleet-ccm/sim";
@@ -17,6 +18,7 @@ import { LinodeLocalCloud } from "../cli/src/linode-cloud.js";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
 import { localCloudsFixture } from "./local-clouds-fixture.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const LINODE = "cluster-001";
@@ -46,7 +48,7 @@ const { started, useFleet } = localCloudsFixture();
 
 const tailOf = (link: unknown, parts: number) => String(link).split("/").slice(-parts).join("/");
 
-test("two GCP projects (a key over two regions, workload identity federation) beside Linode and AWS: nodes, external and internal load balancers, node changes, routes, clean delete", async () => {
+test("two GCP projects (a key over two regions, workload identity federation) beside Linode and AWS: nodes, external and internal load balancers, node changes, routes, PersistentVolumes of zonal, regional and another project's disks, clean delete", async () => {
   const linode = await started(LinodeLocalCloud.start([LINODE]));
   const aws = await started(AwsLocalCloud.start([AWS]));
   const gcp = await started(
@@ -195,6 +197,53 @@ test("two GCP projects (a key over two regions, workload identity federation) be
   ).toBe(true);
   expect(routesNow(ALPHA)).toHaveLength(6);
   expect(routesNow(BETA)).toHaveLength(3);
+
+  // PersistentVolumes of project alpha's us-central1 cluster: a regional PD CSI disk gets both
+  // replica zones ("__"-joined label, an In requirement on either), an in-tree pdName its zone;
+  // a disk of project beta (another account) is left alone with its Event.
+  const kube = f.cluster(CENTRAL).kube;
+  const zoneOf = gcp.zones.get(nodes(CENTRAL)[0]?.metadata.name ?? "") ?? "";
+  const replicas = [`us-central1-a`, `us-central1-b`];
+  gcp.fake.createDisk(ALPHA, {
+    name: "pvc-regional",
+    sizeGb: 100,
+    region: "us-central1",
+    replicaZones: replicas,
+  });
+  gcp.fake.createDisk(ALPHA, { name: "pd-legacy", sizeGb: 10, zone: zoneOf });
+  gcp.fake.createDisk(BETA, { name: "pvc-beta", sizeGb: 10, zone: "us-east1-b" });
+  const pd = (handle: string) => ({ csi: { driver: "pd.csi.storage.gke.io", volumeHandle: handle } });
+  kube.create(
+    "PersistentVolume",
+    pvObject("regional", pd(`projects/${ALPHA}/regions/us-central1/disks/pvc-regional`)),
+  );
+  kube.create(
+    "PersistentVolume",
+    pvObject("legacy", { gcePersistentDisk: { pdName: "pd-legacy", fsType: "ext4" } }),
+  );
+  kube.create("PersistentVolume", pvObject("beta", pd(`projects/${BETA}/zones/us-east1-b/disks/pvc-beta`)));
+  expect(
+    await waitFor(
+      () => ["regional", "legacy"].every((n) => readPv(kube, n)?.spec.nodeAffinity !== undefined),
+      60_000,
+    ),
+  ).toBe(true);
+  expect(readPv(kube, "regional")?.metadata.labels).toEqual({
+    [ZONE]: replicas.join("__"),
+    [REGION]: "us-central1",
+  });
+  expect(readPv(kube, "regional")?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+    {
+      matchExpressions: [
+        { key: ZONE, operator: "In", values: replicas },
+        { key: REGION, operator: "In", values: ["us-central1"] },
+      ],
+    },
+  ]);
+  expect(readPv(kube, "legacy")?.metadata.labels).toEqual({ [ZONE]: zoneOf, [REGION]: "us-central1" });
+  expect(await waitFor(() => pvEvent(kube, "beta", "DiskNotInScope") !== undefined, 60_000)).toBe(true);
+  expect(readPv(kube, "beta")?.metadata.labels ?? {}).toEqual({});
+  expect(readPv(kube, "beta")?.spec.nodeAffinity).toBeUndefined();
 
   // Delete every Service: nothing of theirs is left in either project (nor in Linode or AWS).
   for (const c of ALL) f.cluster(c).kube.delete("Service", "default", "web-0000");

@@ -68,7 +68,10 @@ test("another cluster's Service uid: a load balancer of its own; its deletion le
     });
     expect(await waitFor(() => received.some((m) => m.body?.$case === "welcome"), 5000)).toBe(true);
     const copy = { ...stolen, finalizers: ["service.kubernetes.io/load-balancer-cleanup"] };
-    send({ $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [copy], last: true, seq } });
+    send({
+      $case: "snapshot",
+      value: { snapshotId: 1, nodes: [], services: [copy], persistentVolumes: [], last: true, seq },
+    });
     expect(await waitFor(() => lbOf(hostile) !== undefined, 20_000)).toBe(true);
     expect(lbOf(hostile)?.id).not.toBe(victimLb?.id);
     expect(lbOf(hostile)?.name).not.toBe(victimLb?.name);

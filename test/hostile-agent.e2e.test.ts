@@ -125,7 +125,10 @@ function crafted(token: string | null = f.cluster(hostile).token) {
       return received.some((m) => m.body?.$case === "welcome");
     },
     snapshot(nodes: Node[], services: Service[], seq: number, snapshotId = 1) {
-      send({ $case: "snapshot", value: { snapshotId, nodes, services, last: true, seq } });
+      send({
+        $case: "snapshot",
+        value: { snapshotId, nodes, services, persistentVolumes: [], last: true, seq },
+      });
     },
     close() {
       call.cancel();

@@ -247,7 +247,13 @@ describe("a snapshot that drops most of a cluster is held", () => {
     const faulty = craftedAgent(f.hubPort, f.cluster(cluster).token);
     faulty.send({ $case: "hello", value: { cluster, agentVersion: "faulty", kubernetesVersion: "v1.31.0" } });
     expect(await waitFor(() => faulty.received.some((m) => m.body?.$case === "welcome"), 5000)).toBe(true);
-    const partial = { nodes: wireNodes.slice(0, 1), services: wireServices, last: true, seq: 0 };
+    const partial = {
+      nodes: wireNodes.slice(0, 1),
+      services: wireServices,
+      persistentVolumes: [],
+      last: true,
+      seq: 0,
+    };
     faulty.send({ $case: "snapshot", value: { snapshotId: 1, ...partial } });
     expect(
       await waitFor(

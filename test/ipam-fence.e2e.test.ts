@@ -82,6 +82,7 @@ describe("pod CIDRs across hub streams", () => {
         nodes: [desired(first, "10.9.0.0/24", 900_001), desired(second, "10.9.1.0/24", 900_002)],
         services: [],
         events: [],
+        persistentVolumes: [],
       }).finish(),
     );
     await nc.flush();

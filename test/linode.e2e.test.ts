@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LINODE_DEMO_REGION, LinodeLocalCloud } from "../cli/src/linode-cloud.js";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown";
@@ -196,4 +197,31 @@ describe("Linode end to end", () => {
       expect(linode().store.firewallsOf(a)).toEqual([]);
     }
   }, 120_000);
+
+  test("Block Storage PVs: the volume's region label and nodeAffinity; another account's volume gets an Event", async () => {
+    const kube = fleet.cluster("cluster-001").kube;
+    const csi = (handle: string) => ({ csi: { driver: "linodebs.csi.linode.com", volumeHandle: handle } });
+    const mine = linode().createVolume("linode-a", { label: "pvc-mine", region: LINODE_DEMO_REGION });
+    const theirs = linode().createVolume("linode-b", { label: "pvc-theirs", region: LINODE_DEMO_REGION });
+    kube.create("PersistentVolume", pvObject("mine", csi(`${mine.id}-pvc-mine`)));
+    kube.create("PersistentVolume", pvObject("theirs", csi(`${theirs.id}-pvc-theirs`)));
+    expect(await waitFor(() => readPv(kube, "mine")?.spec.nodeAffinity !== undefined, 30_000)).toBe(true);
+    // Linode volumes have a region and no zone: the region alone, as label and requirement.
+    expect(readPv(kube, "mine")?.metadata.labels).toEqual({
+      "topology.kubernetes.io/region": LINODE_DEMO_REGION,
+    });
+    expect(readPv(kube, "mine")?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+      {
+        matchExpressions: [
+          { key: "topology.kubernetes.io/region", operator: "In", values: [LINODE_DEMO_REGION] },
+        ],
+      },
+    ]);
+    expect(await waitFor(() => pvEvent(kube, "theirs", "DiskNotInScope") !== undefined, 30_000)).toBe(true);
+    expect(pvEvent(kube, "theirs", "DiskNotInScope")?.message).toContain(
+      `disk ${theirs.id} is not in account linode-a`,
+    );
+    expect(readPv(kube, "theirs")?.metadata.labels ?? {}).toEqual({});
+    expect(readPv(kube, "theirs")?.spec.nodeAffinity).toBeUndefined();
+  }, 60_000);
 });

@@ -121,6 +121,7 @@ describe("node initialization across a fleet", () => {
           },
         ],
         services: [],
+        persistentVolumes: [],
         events: [],
       }).finish(),
     );

@@ -6,7 +6,8 @@
  * simulator. Every node gets its own vendor's providerID and labels; a LoadBalancer Service per
  * cluster gets a load balancer of its own cloud, takes a node that joins, and leaves nothing in
  * that cloud's inventory when deleted; pod CIDRs are routed where the vendor has routes
- * (Hetzner's network, GCP's VPC, AWS's route table; DigitalOcean has no route API).
+ * (Hetzner's network, GCP's VPC, AWS's route table; DigitalOcean has no route API);
+ * PersistentVolumes of the DigitalOcean and Hetzner CSI drivers get their volume's region.
  */
 
 import { readFileSync } from "node:fs";
@@ -23,6 +24,7 @@ import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js"
 import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
 import { OpenStackLocalCloud } from "../cli/src/openstack-cloud.js";
 import { localCloudsFixture } from "./local-clouds-fixture.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const LINODE = "cluster-001";
@@ -51,7 +53,7 @@ interface KubeService {
 
 const { started, useFleet } = localCloudsFixture();
 
-test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, load balancers, node changes, routes, clean delete", async () => {
+test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, load balancers, node changes, routes, PersistentVolumes, clean delete", async () => {
   const linode = await started(LinodeLocalCloud.start([LINODE]));
   const aws = await started(AwsLocalCloud.start([AWS]));
   const digitalocean = await started(DigitalOceanLocalCloud.start([DO]));
@@ -250,6 +252,48 @@ test("DigitalOcean, Hetzner and GCP beside Linode and AWS on one hub: nodes, loa
     for (const x of networkUnavailable(c)) expect(x?.reason).toBe("RouteCreated");
   // The claims fleet-ccm keeps on the Hetzner network name this cluster.
   expect(Object.entries(hetzner.network(HETZNER).labels).filter(([, v]) => v === HETZNER)).toHaveLength(3);
+
+  // PersistentVolumes of each vendor's CSI driver: region only (neither has zones for volumes),
+  // as label and requirement; a volume of another region is left alone with its Event.
+  const doVolume = (region: string, name: string) =>
+    digitalocean.fake.createVolume(DO_DEMO_ACCOUNT, { name, region, sizeGigabytes: 10 }).id;
+  const hzVolume = (location: string, name: string) =>
+    String(hetzner.fake.createVolume(HETZNER_DEMO_ACCOUNT, { name, location, size: 10 }).id);
+  const volumePvs = [
+    {
+      c: DO,
+      driver: "dobs.csi.digitalocean.com",
+      region: "nyc3",
+      mine: doVolume("nyc3", "pvc-a"),
+      theirs: doVolume("sfo3", "pvc-b"),
+    },
+    {
+      c: HETZNER,
+      driver: "csi.hetzner.cloud",
+      region: "fsn1",
+      mine: hzVolume("fsn1", "pvc-a"),
+      theirs: hzVolume("nbg1", "pvc-b"),
+    },
+  ];
+  for (const v of volumePvs)
+    for (const [name, handle] of [
+      ["mine", v.mine],
+      ["theirs", v.theirs],
+    ] as const)
+      f.cluster(v.c).kube.create(
+        "PersistentVolume",
+        pvObject(name, { csi: { driver: v.driver, volumeHandle: handle } }),
+      );
+  for (const v of volumePvs) {
+    const kube = f.cluster(v.c).kube;
+    expect(await waitFor(() => readPv(kube, "mine")?.spec.nodeAffinity !== undefined, 60_000)).toBe(true);
+    expect(readPv(kube, "mine")?.metadata.labels).toEqual({ [REGION]: v.region });
+    expect(readPv(kube, "mine")?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+      { matchExpressions: [{ key: REGION, operator: "In", values: [v.region] }] },
+    ]);
+    expect(await waitFor(() => pvEvent(kube, "theirs", "DiskNotInScope") !== undefined, 60_000)).toBe(true);
+    expect(readPv(kube, "theirs")?.metadata.labels ?? {}).toEqual({});
+  }
 
   // Delete every Service: nothing of theirs is left in any cloud.
   for (const c of ALL) f.cluster(c).kube.delete("Service", "default", "web-0000");

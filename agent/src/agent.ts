@@ -7,6 +7,7 @@ import {
   DesiredBatch,
   type NodeDesired,
   ObjectKind,
+  type PersistentVolumeDesired,
   RELEASE_VERSION,
   type SecretReference,
   type ServiceDesired,
@@ -19,6 +20,7 @@ import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
 import { EventRecorder } from "./apply/events.js";
 import { applyNodeDesired, podCidrsFromEarlierStream } from "./apply/node.js";
+import { applyPersistentVolumeDesired } from "./apply/persistent-volume.js";
 import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
 import { withConnectionReuse } from "./connection-reuse.js";
@@ -29,6 +31,7 @@ import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
 import { refOf, SecretFollower, type ServiceRef } from "./secrets.js";
+import { toWirePersistentVolume, VolumeFilter } from "./volumes.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 export const AGENT_VERSION = RELEASE_VERSION;
@@ -65,6 +68,7 @@ export interface AgentOptions {
 type Job =
   | { kind: "node"; desired: NodeDesired; stream: number }
   | { kind: "service"; desired: ServiceDesired }
+  | { kind: "persistentVolume"; desired: PersistentVolumeDesired }
   | { kind: "event"; event: ClusterEvent };
 
 /**
@@ -82,6 +86,7 @@ export class Agent {
   private prepared:
     | {
         readonly filter: AnnotationFilter;
+        readonly volumes: VolumeFilter;
         readonly references: readonly SecretReference[];
         readonly watched: Promise<boolean>;
         readonly ready: Promise<boolean>;
@@ -137,6 +142,10 @@ export class Agent {
         return {
           nodes: watch.listNodes().map(toWireNode),
           services: watch.listServices().map((s) => toWireService(s, this.secretsOf)),
+          persistentVolumes: watch
+            .listPersistentVolumes()
+            .map((pv) => toWirePersistentVolume(pv, watch.volumeFilter))
+            .filter((pv) => pv !== undefined),
         };
       },
     });
@@ -180,13 +189,15 @@ export class Agent {
    */
   private prepare(welcome: Welcome): Promise<boolean> {
     const filter = new AnnotationFilter(welcome.forwardAnnotationPrefixes);
+    const volumes = VolumeFilter.of(welcome);
     const references = welcome.secretReferences;
     const p = this.prepared;
-    if (p?.filter.sameAs(filter) && sameReferences(p.references, references)) return p.ready;
-    const watched = p?.filter.sameAs(filter) ? p.watched : this.rewatch(filter);
+    const sameCaches = p?.filter.sameAs(filter) === true && p.volumes.sameAs(volumes);
+    if (sameCaches && sameReferences(p.references, references)) return p.ready;
+    const watched = sameCaches ? p.watched : this.rewatch(filter, volumes);
     // The Secrets are read after the caches, before the first snapshot: it carries them.
     const ready = watched.then((ok) => ok && this.follow(references));
-    this.prepared = { filter, references, watched, ready };
+    this.prepared = { filter, volumes, references, watched, ready };
     return ready;
   }
 
@@ -227,7 +238,7 @@ export class Agent {
     }
   }
 
-  private async rewatch(filter: AnnotationFilter): Promise<boolean> {
+  private async rewatch(filter: AnnotationFilter, volumes: VolumeFilter): Promise<boolean> {
     // A watch still listing for an earlier Welcome is superseded.
     const superseded = this.pendingWatch;
     const watch: ClusterWatch = new ClusterWatch(
@@ -235,6 +246,7 @@ export class Agent {
       this.api,
       this.log.child({ component: "watch" }),
       filter,
+      volumes,
       (e) => {
         if (this.watch === watch) this.onWatch(e);
       },
@@ -249,6 +261,7 @@ export class Agent {
       {
         nodes: watch.listNodes().length,
         services: watch.listServices().length,
+        persistentVolumes: watch.listPersistentVolumes().length,
         annotationPrefixes: filter.prefixes,
       },
       "caches synced",
@@ -285,6 +298,10 @@ export class Agent {
           newest = Math.max(newest, d.generation);
           this.dispatcher.submit(`service/${d.namespace}/${d.name}`, { kind: "service", desired: d });
         }
+        for (const d of batch.persistentVolumes) {
+          newest = Math.max(newest, d.generation);
+          this.dispatcher.submit(`persistentVolume/${d.name}`, { kind: "persistentVolume", desired: d });
+        }
         if (newest > 0) this.stream.noteReceived(newest);
         for (const e of batch.events)
           this.dispatcher.submit(`event/${++this.eventSeq}`, { kind: "event", event: e });
@@ -296,7 +313,8 @@ export class Agent {
   /** An object too large for the hub: logged, and a Warning Event on it (the rest keeps flowing). */
   private onTooLarge(o: TooLarge): void {
     const object = o.namespace === "" ? o.name : `${o.namespace}/${o.name}`;
-    const message = `${o.kind === "node" ? "Node" : "Service"} ${object} is not sent to the fleet-ccm hub: its forwarded fields take ${o.bytes} bytes, more than the hub's message limit of ${o.limitBytes} bytes (limits.maxMessageBytes); the hub keeps what it last had of it`;
+    const kind = { node: "Node", service: "Service", persistentVolume: "PersistentVolume" }[o.kind];
+    const message = `${kind} ${object} is not sent to the fleet-ccm hub: its forwarded fields take ${o.bytes} bytes, more than the hub's message limit of ${o.limitBytes} bytes (limits.maxMessageBytes); the hub keeps what it last had of it`;
     this.log.warn(
       { kind: o.kind, object, bytes: o.bytes, limitBytes: o.limitBytes },
       "object too large for the hub: left out",
@@ -304,7 +322,11 @@ export class Agent {
     this.dispatcher.submit(`event/${++this.eventSeq}`, {
       kind: "event",
       event: {
-        kind: o.kind === "node" ? ObjectKind.OBJECT_KIND_NODE : ObjectKind.OBJECT_KIND_SERVICE,
+        kind: {
+          node: ObjectKind.OBJECT_KIND_NODE,
+          service: ObjectKind.OBJECT_KIND_SERVICE,
+          persistentVolume: ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME,
+        }[o.kind],
         namespace: o.namespace,
         name: o.name,
         uid: o.uid,
@@ -338,7 +360,7 @@ export class Agent {
       );
       return;
     }
-    this.stream.sendChange(changeOf(e, this.secretsOf));
+    this.stream.sendChange(changeOf(e, this.secretsOf, this.watch?.volumeFilter));
   }
 
   private async apply(job: Job): Promise<void> {
@@ -359,11 +381,17 @@ export class Agent {
         ? job.desired.podCidrs.length > 0 && job.stream !== this.streams
           ? podCidrsFromEarlierStream(job.desired)
           : await applyNodeDesired(this.api, job.desired, this.watch?.node(job.desired.name))
-        : await applyServiceDesired(
-            this.api,
-            job.desired,
-            this.watch?.service(job.desired.namespace, job.desired.name),
-          );
+        : job.kind === "persistentVolume"
+          ? await applyPersistentVolumeDesired(
+              this.api,
+              job.desired,
+              this.watch?.persistentVolume(job.desired.name),
+            )
+          : await applyServiceDesired(
+              this.api,
+              job.desired,
+              this.watch?.service(job.desired.namespace, job.desired.name),
+            );
     const object = result.namespace === "" ? result.name : `${result.namespace}/${result.name}`;
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_APPLIED) this.applied++;
     else if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED)

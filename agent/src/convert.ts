@@ -8,7 +8,7 @@ export type SecretsOf = (s: V1Service) => ServiceSecret[];
 const FORWARDED_CONDITIONS = new Set(["Ready", "NetworkUnavailable"]);
 
 /** Objects from a LIST are typed (Date), from a WATCH raw JSON (string): accept both. */
-function toDate(v: Date | string | undefined | null): Date | undefined {
+export function toDate(v: Date | string | undefined | null): Date | undefined {
   if (v === undefined || v === null) return undefined;
   const d = v instanceof Date ? v : new Date(v);
   return Number.isNaN(d.getTime()) ? undefined : d;

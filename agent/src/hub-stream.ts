@@ -5,6 +5,7 @@ import {
   type HubMessage,
   type Welcome,
   Node as WireNode,
+  PersistentVolume as WirePersistentVolume,
   Service as WireService,
 } from "@fleet-ccm/proto";
 import {
@@ -40,7 +41,11 @@ export interface HubStreamOptions {
   readonly kubernetesVersion: () => string;
   readonly logger: Logger;
   /** The current full view, taken synchronously when a snapshot is due. */
-  readonly snapshot: () => { nodes: WireNode[]; services: WireService[] };
+  readonly snapshot: () => {
+    nodes: WireNode[];
+    services: WireService[];
+    persistentVolumes: WirePersistentVolume[];
+  };
   readonly onWelcome?: (welcome: Welcome) => void;
   /**
    * Called on every Welcome: resolves true once `snapshot` reflects what this Welcome asks for
@@ -58,8 +63,11 @@ export interface HubStreamOptions {
   readonly countBytes?: boolean;
 }
 
+type Kind = "node" | "service" | "persistentVolume";
+type Wire = WireNode | WireService | WirePersistentVolume;
+
 export interface TooLarge {
-  readonly kind: "node" | "service";
+  readonly kind: Kind;
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;
@@ -279,11 +287,7 @@ export class HubStream {
    * The object's encoded size, or undefined if it is too large for a message of its own (then
    * reported, once per resourceVersion). Small objects are not encoded.
    */
-  private fits(
-    kind: "node" | "service",
-    obj: WireNode | WireService,
-    encode: () => number,
-  ): number | undefined {
+  private fits(kind: Kind, obj: Wire, encode: () => number): number | undefined {
     const limit = this.maxMessageBytes() - FRAMING_BYTES;
     const bound = sizeBound(obj);
     const size = bound <= limit / 4 ? 0 : encode();
@@ -308,27 +312,37 @@ export class HubStream {
 
   /** Snapshot taken and written in one tick, so every later change is a delta after it. */
   private sendSnapshot(): void {
-    const { nodes, services } = this.opts.snapshot();
+    const { nodes, services, persistentVolumes } = this.opts.snapshot();
     const id = ++this.snapshotId;
     const maxObjects = Math.max(1, this.welcome?.limits?.maxObjectsPerChunk ?? 500);
     // Leave room for framing: a chunk stays under 3/4 of the hub's message limit.
     const maxBytes = Math.floor(this.maxMessageBytes() * 0.75);
     let chunkNodes: WireNode[] = [];
     let chunkServices: WireService[] = [];
+    let chunkVolumes: WirePersistentVolume[] = [];
     let bytes = 0;
     const flush = (last: boolean) => {
       this.write({
         body: {
           $case: "snapshot",
-          value: { snapshotId: id, nodes: chunkNodes, services: chunkServices, last, seq: this.seq },
+          value: {
+            snapshotId: id,
+            nodes: chunkNodes,
+            services: chunkServices,
+            persistentVolumes: chunkVolumes,
+            last,
+            seq: this.seq,
+          },
         },
       });
       chunkNodes = [];
       chunkServices = [];
+      chunkVolumes = [];
       bytes = 0;
     };
     const room = (size: number) => {
-      if (chunkNodes.length + chunkServices.length >= maxObjects || bytes + size > maxBytes) flush(false);
+      const count = chunkNodes.length + chunkServices.length + chunkVolumes.length;
+      if (count >= maxObjects || bytes + size > maxBytes) flush(false);
       bytes += size;
     };
     for (const n of nodes) {
@@ -342,6 +356,12 @@ export class HubStream {
       if (size === undefined) continue;
       room(size);
       chunkServices.push(s);
+    }
+    for (const v of persistentVolumes) {
+      const size = this.fits("persistentVolume", v, () => WirePersistentVolume.encode(v).finish().length);
+      if (size === undefined) continue;
+      room(size);
+      chunkVolumes.push(v);
     }
     flush(true);
     this.phase = "streaming";
@@ -388,8 +408,8 @@ export class HubStream {
   }
 
   /** A change seen after the snapshot. Dropped while not streaming: the next snapshot includes it. */
-  sendChange(change: PendingChange): void {
-    if (this.phase !== "streaming") return;
+  sendChange(change: PendingChange | undefined): void {
+    if (change === undefined || this.phase !== "streaming") return;
     this.outbox.put(change);
     this.flushOutbox();
   }
@@ -417,6 +437,15 @@ export class HubStream {
           change.$case === "service" &&
           this.fits("service", change.value, () => WireService.encode(change.value).finish().length) ===
             undefined
+        )
+          continue;
+        if (
+          change.$case === "persistentVolume" &&
+          this.fits(
+            "persistentVolume",
+            change.value,
+            () => WirePersistentVolume.encode(change.value).finish().length,
+          ) === undefined
         )
           continue;
         this.seq++;

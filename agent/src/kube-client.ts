@@ -3,6 +3,7 @@ import type {
   KubernetesListObject,
   KubernetesObject,
   V1Node,
+  V1PersistentVolume,
   V1Service,
 } from "@kubernetes/client-node";
 import fetch from "node-fetch";
@@ -58,6 +59,25 @@ export class KubeClient {
   /** Every Service of every namespace, in pages. */
   listServices(keep: (s: V1Service) => V1Service): Promise<KubernetesListObject<V1Service>> {
     return this.listAll("/api/v1/services", keep);
+  }
+
+  /** Every PersistentVolume, in pages. */
+  listPersistentVolumes(
+    keep: (pv: V1PersistentVolume) => V1PersistentVolume,
+  ): Promise<KubernetesListObject<V1PersistentVolume>> {
+    return this.listAll("/api/v1/persistentvolumes", keep);
+  }
+
+  readPersistentVolume(name: string): Promise<V1PersistentVolume> {
+    return this.request("GET", `/api/v1/persistentvolumes/${seg(name)}`) as Promise<V1PersistentVolume>;
+  }
+
+  async patchPersistentVolume(name: string, body: Json): Promise<void> {
+    await this.request("PATCH", `/api/v1/persistentvolumes/${seg(name)}`, {
+      body,
+      patch: "merge",
+      discard: true,
+    });
   }
 
   readNode(name: string): Promise<V1Node> {

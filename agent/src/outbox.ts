@@ -27,20 +27,32 @@ export type Outgoing = PendingChange | PendingResult;
  * string is shared with the cached object, so a pending entry adds no key of its own; objects
  * without one (never from an API server) fall back to kind, namespace and name.
  */
-export function objectKey(kind: "node" | "service", namespace: string, name: string, uid: string): string {
+export type ObjectKindName = "node" | "service" | "persistentVolume";
+
+export function objectKey(kind: ObjectKindName, namespace: string, name: string, uid: string): string {
   return uid !== "" ? uid : `${kind}\u0000${namespace}\u0000${name}`;
 }
 
 /** A change already in wire form. */
 export function readyChange(c: Change): PendingChange {
-  const kind = c.$case === "node" || c.$case === "nodeDeleted" ? "node" : "service";
-  const namespace = c.$case === "node" ? "" : c.value.namespace;
+  const kind: ObjectKindName =
+    c.$case === "node" || c.$case === "nodeDeleted"
+      ? "node"
+      : c.$case === "persistentVolume" || c.$case === "persistentVolumeDeleted"
+        ? "persistentVolume"
+        : "service";
+  const namespace = "namespace" in c.value ? c.value.namespace : "";
   return { type: "change", key: objectKey(kind, namespace, c.value.name, c.value.uid), wire: () => c };
 }
 
 /** An apply result: the latest per object waits, under a key apart from the object's change. */
 export function pendingResult(r: ApplyResult): PendingResult {
-  const kind = r.kind === ObjectKind.OBJECT_KIND_SERVICE ? "service" : "node";
+  const kind: ObjectKindName =
+    r.kind === ObjectKind.OBJECT_KIND_SERVICE
+      ? "service"
+      : r.kind === ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME
+        ? "persistentVolume"
+        : "node";
   return { type: "result", key: `r${objectKey(kind, r.namespace, r.name, r.uid)}`, result: r };
 }
 

@@ -16,6 +16,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { FakeClock } from "./fake-clock.testkit.js";
 import { KubeClient } from "./kube-client.js";
+import { VolumeFilter } from "./volumes.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
 
 const NODES = { method: "GET", path: "/api/v1/nodes" } as const;
@@ -49,6 +50,7 @@ beforeEach(async () => {
     new KubeClient(kc),
     logger,
     new AnnotationFilter(),
+    new VolumeFilter([], []),
     (e) => events.push(e),
     clock,
   );

@@ -6,6 +6,7 @@ import type {
   KubernetesObject,
   ObjectCache,
   V1Node,
+  V1PersistentVolume,
   V1Service,
 } from "@kubernetes/client-node";
 // The modules themselves, not the package index: the index also loads exec/attach/port-forward
@@ -17,15 +18,22 @@ import { type Clock, Retry, systemClock } from "./backoff.js";
 import type { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { slimNode, slimService } from "./slim.js";
+import { slimPersistentVolume, type VolumeFilter } from "./volumes.js";
 
 const NODES = "/api/v1/nodes";
 const SERVICES = "/api/v1/services";
+const PERSISTENT_VOLUMES = "/api/v1/persistentvolumes";
 
 export type WatchEvent =
   | { readonly kind: "node"; readonly type: "upsert"; readonly obj: V1Node }
   | { readonly kind: "node"; readonly type: "delete"; readonly obj: V1Node }
   | { readonly kind: "service"; readonly type: "upsert"; readonly obj: V1Service }
-  | { readonly kind: "service"; readonly type: "delete"; readonly obj: V1Service };
+  | { readonly kind: "service"; readonly type: "delete"; readonly obj: V1Service }
+  | {
+      readonly kind: "persistentVolume";
+      readonly type: "upsert" | "delete";
+      readonly obj: V1PersistentVolume;
+    };
 
 /** A watch that ends cleanly this soon without a single event is a failure (as client-go's reflector says). */
 const SHORT_WATCH_MS = 1000;
@@ -155,7 +163,8 @@ interface Informed<T extends KubernetesObject> {
 }
 
 /**
- * Informers on Nodes and Services. client-node's informer stops on a failed list or a non-410
+ * Informers on Nodes and Services, and on PersistentVolumes when the hub asks for some (the
+ * volume filter is not empty). client-node's informer stops on a failed list or a non-410
  * watch error (and its start() resolves even when the list failed); this restarts it with
  * backoff, and its relist then reports what changed meanwhile as ordinary events. A failed
  * list never changes the cache: the previous view stands. `start()` resolves only once every
@@ -172,6 +181,8 @@ interface Informed<T extends KubernetesObject> {
 export class ClusterWatch {
   private readonly nodes: Informed<V1Node>;
   private readonly services: Informed<V1Service>;
+  /** Absent when the hub asked for no PersistentVolume. */
+  private readonly volumes: Informed<V1PersistentVolume> | undefined;
   private stopped = false;
   private readonly waiters = new Set<() => void>();
 
@@ -181,15 +192,21 @@ export class ClusterWatch {
     logger: Logger,
     /** The annotations kept in the caches: those the hub asked for. */
     readonly annotations: AnnotationFilter,
+    /** The PersistentVolumes the hub asked for. */
+    readonly volumeFilter: VolumeFilter,
     onEvent: (e: WatchEvent) => void,
     clock: Clock = systemClock,
   ) {
     const node = (n: V1Node) => slimNode(n, annotations);
     const service = (s: V1Service) => slimService(s, annotations);
+    const volume = (pv: V1PersistentVolume) => slimPersistentVolume(pv, volumeFilter);
     const watch = new SlimmingWatch(
       kc,
-      { [NODES]: node, [SERVICES]: service },
-      (path) => (path === NODES ? this.serving(this.nodes) : this.serving(this.services)),
+      { [NODES]: node, [SERVICES]: service, [PERSISTENT_VOLUMES]: volume },
+      (path) => {
+        const i = path === NODES ? this.nodes : path === SERVICES ? this.services : this.volumes;
+        if (i !== undefined) this.serving(i as Informed<KubernetesObject>);
+      },
       clock,
     );
     const informed = <T extends KubernetesObject>(
@@ -249,6 +266,14 @@ export class ClusterWatch {
     s.on("delete", (obj) => onEvent({ kind: "service", type: "delete", obj }));
     this.restartOnError(this.nodes);
     this.restartOnError(this.services);
+    if (!volumeFilter.empty) {
+      const v = informed("persistentvolumes", PERSISTENT_VOLUMES, () => api.listPersistentVolumes(volume));
+      v.informer.on("add", (obj) => onEvent({ kind: "persistentVolume", type: "upsert", obj }));
+      v.informer.on("update", (obj) => onEvent({ kind: "persistentVolume", type: "upsert", obj }));
+      v.informer.on("delete", (obj) => onEvent({ kind: "persistentVolume", type: "delete", obj }));
+      this.restartOnError(v);
+      this.volumes = v;
+    }
   }
 
   private listed<T extends KubernetesObject>(i: Informed<T>): void {
@@ -265,7 +290,7 @@ export class ClusterWatch {
 
   /** Every kind has been listed completely at least once. */
   get synced(): boolean {
-    return this.nodes.synced && this.services.synced;
+    return this.nodes.synced && this.services.synced && (this.volumes?.synced ?? true);
   }
 
   private serving<T extends KubernetesObject>(i: Informed<T>): void {
@@ -325,6 +350,7 @@ export class ClusterWatch {
     });
     this.run(this.nodes);
     this.run(this.services);
+    if (this.volumes !== undefined) this.run(this.volumes);
     await done;
     return this.synced && !this.stopped;
   }
@@ -337,6 +363,14 @@ export class ClusterWatch {
     return this.services.informer.list();
   }
 
+  listPersistentVolumes(): readonly V1PersistentVolume[] {
+    return this.volumes?.informer.list() ?? [];
+  }
+
+  persistentVolume(name: string): V1PersistentVolume | undefined {
+    return this.volumes?.informer.get(name);
+  }
+
   node(name: string): V1Node | undefined {
     return this.nodes.informer.get(name);
   }
@@ -347,11 +381,12 @@ export class ClusterWatch {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.nodes.retry.cancel();
-    this.services.retry.cancel();
-    this.nodes.expired.stop();
-    this.services.expired.stop();
+    const all = [this.nodes, this.services, this.volumes].filter((i) => i !== undefined);
+    for (const i of all) {
+      i.retry.cancel();
+      i.expired.stop();
+    }
     for (const w of this.waiters) w();
-    await Promise.all([this.nodes.informer.stop(), this.services.informer.stop()]);
+    await Promise.all(all.map((i) => i.informer.stop()));
   }
 }

@@ -25,7 +25,7 @@ export const hubCommand: Command = {
       type: "string",
       placeholder: "LIST",
       description:
-        'Comma-separated controllers, upstream semantics: "*" all, "name" on, "-name" off. Names: cloud-node-controller (cloud-node), cloud-node-lifecycle-controller (cloud-node-lifecycle), service-lb-controller (service), node-route-controller (route), node-ipam-controller (nodeipam; clusters with a podNetwork). Overrides the config; a cluster\'s own list overrides both.',
+        'Comma-separated controllers, upstream semantics: "*" all, "name" on, "-name" off. Names: cloud-node-controller (cloud-node), cloud-node-lifecycle-controller (cloud-node-lifecycle), service-lb-controller (service), node-route-controller (route), node-ipam-controller (nodeipam; clusters with a podNetwork), persistentvolume-label-controller (persistentvolume-label). Overrides the config; a cluster\'s own list overrides both.',
     },
     "log-level": {
       type: "string",

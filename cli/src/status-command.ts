@@ -270,7 +270,27 @@ export function renderFleet(f: FleetJson, paint: Paint): string {
     f.clusters.map((c) => clusterRow(c, nowMs)),
     paint,
   );
-  return `${hub}\n\n${head}\n\n${clusters}\n\n${table(ACCOUNT_HEADER, accountRows(f.accounts, nowMs), paint)}\n`;
+  const disks =
+    f.unclaimedDisks === undefined ? "" : `\n${renderUnclaimed(f.unclaimedDisks, nowMs, paint)}\n`;
+  return `${hub}\n\n${head}\n\n${clusters}\n\n${table(ACCOUNT_HEADER, accountRows(f.accounts, nowMs), paint)}\n${disks}`;
+}
+
+/** Disks tagged for a cluster that back none of its PVs: what they cost, never deleted by fleet-ccm. */
+function renderUnclaimed(u: NonNullable<FleetJson["unclaimedDisks"]>, nowMs: number, paint: Paint): string {
+  const rows = u.disks.map((d) => [
+    cell(d.cluster),
+    cell(d.account),
+    cell(d.name === undefined || d.name === d.id ? d.id : `${d.id} (${d.name})`),
+    cell(`${d.sizeGiB} GiB`),
+    cell(age(d.createdAt, nowMs)),
+    cell(d.state),
+    cell(d.zones.join(",") || d.region),
+  ]);
+  const note = u.unknown.map((x) => paint("warning", `! ${x.cluster}: not checked, ${x.reason}`));
+  return [
+    table(["UNCLAIMED DISK OF", "ACCOUNT", "DISK", "SIZE", "AGE", "STATE", "WHERE"], rows, paint),
+    ...note,
+  ].join("\n");
 }
 
 export function renderCluster(c: ClusterAnswerJson, paint: Paint): string {

@@ -12,6 +12,7 @@ export const CONTROLLERS = {
   "service-lb-controller": "service",
   "node-route-controller": "route",
   "node-ipam-controller": "nodeipam",
+  "persistentvolume-label-controller": "persistentvolume-label",
 } as const;
 
 export type ControllerName = keyof typeof CONTROLLERS;

@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import { CloudAccounts } from "./cloud/accounts.js";
 import type { ProviderFactory } from "./cloud/provider.js";
 import { ProviderRegistry } from "./cloud/registry.js";
+import { UnclaimedDisks } from "./cloud/unclaimed-disks.js";
 import { VerifiedInstances } from "./cloud/verified-instances.js";
 import type { ClusterConfig, HubConfig } from "./config/schema.js";
 import { resolveSecret } from "./config/secret.js";
@@ -20,8 +21,10 @@ import {
   type FleetListener,
   FleetState,
   type ObjectKindName,
+  objectKeyOf,
   type Refusal,
   type ReplaceOutcome,
+  splitObjectKey,
 } from "./fleet/state.js";
 import { FleetApi, fleetApiHandler, rotatingSecret } from "./fleet-api/index.js";
 import { type HubHealthInput, hubHealthJson } from "./fleet-api/views.js";
@@ -51,9 +54,13 @@ import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
 import { REASON as SERVICE_REASON } from "./reconcilers/service/events.js";
 import { SERVICE, serviceController } from "./reconcilers/service/index.js";
+import { persistentVolumeLabelController } from "./reconcilers/volume/index.js";
 import { HubReplicas, hubHeartbeatIntervalMs, type LossReason } from "./replicas/index.js";
 import { backoffDelayMs } from "./util/backoff.js";
 import { type Clock, systemClock } from "./util/clock.js";
+
+/** How long one listing of the disks nobody claims is served by the fleet API. */
+const UNCLAIMED_DISKS_MAX_AGE_MS = 60_000;
 
 export interface HubOptions {
   readonly config: HubConfig;
@@ -269,6 +276,11 @@ export class Hub {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
           return (provider === undefined ? undefined : this.registry.get(provider)?.annotationPrefixes) ?? [];
         },
+        // Only where the provider looks disks up and the controller runs: else no PV is read.
+        volumeSources: (cluster) =>
+          this.enabled(cluster, "persistentvolume-label-controller")
+            ? this.accounts.cloudFor(cluster)?.provider.volumes?.sources
+            : undefined,
         providerSecretReferences: (cluster) => {
           const provider = this.accounts.cloudFor(cluster)?.account.provider;
           return (provider === undefined ? undefined : this.registry.get(provider)?.secretReferences) ?? [];
@@ -305,11 +317,20 @@ export class Hub {
       serviceController(ctx),
       routeController(ctx),
       nodeIpamController(ctx),
+      persistentVolumeLabelController(ctx),
     ];
     for (const c of this.controllers) for (const kind of c.kinds) this.byKind.set(kind, c);
     this.fleetEvents = this.dispatchFleetEvents();
     this.fleet.subscribe(this.fleetEvents);
     if (cfg.api !== undefined) {
+      const unclaimed = new UnclaimedDisks({
+        clusters: () => this.fleet.clusterNames(),
+        cloudFor: (c) => this.accounts.cloudFor(c),
+        view: (c) => this.fleet.view(c),
+        followsVolumes: (c) => this.enabled(c, "persistentvolume-label-controller"),
+        clock: this.clock,
+        maxAgeMs: UNCLAIMED_DISKS_MAX_AGE_MS,
+      });
       const views = new FleetApi({
         config: cfg,
         fleet: this.fleet,
@@ -324,6 +345,7 @@ export class Hub {
           return { kept: s.keptBy.get(c) ?? 0, refused: s.refusedBy.get(c) ?? null };
         },
         servicesEnabled: (c) => this.enabled(c, "service-lb-controller"),
+        unclaimedDisks: () => unclaimed.current(),
       });
       this.fleet.subscribe(views.observations.listener());
       const token = rotatingSecret(cfg.api.token, "api.token", opts.env, () => this.clock.now());
@@ -471,6 +493,8 @@ export class Hub {
     return {
       onNode: (cluster, name, change) => each(cluster, (l) => l.onNode?.(cluster, name, change)),
       onService: (cluster, key, change) => each(cluster, (l) => l.onService?.(cluster, key, change)),
+      onPersistentVolume: (cluster, name, change) =>
+        each(cluster, (l) => l.onPersistentVolume?.(cluster, name, change)),
       onSynced: (cluster, view) => {
         if (this.replicas !== undefined && !this.replicas.holds(cluster)) {
           // Ownership follows the agent's stream: take the lease (this runs again once held).
@@ -699,7 +723,7 @@ export class Hub {
     const events: ClusterEvent[] = [];
     refusals.forEach((r, i) => {
       this.metrics.objectsRefused.inc({ kind: r.kind, reason: r.limit });
-      const object = r.kind === "node" ? r.name : `${r.namespace}/${r.name}`;
+      const object = objectKeyOf(r.kind, r.namespace, r.name);
       if (i < MAX_REFUSAL_LOG_LINES)
         this.log.warn(
           { cluster, kind: r.kind, object, limit: r.limit, reason: r.message },
@@ -731,7 +755,7 @@ export class Hub {
     const count = (kind: ObjectKindName, outcomeName: string, n: number) => {
       if (n > 0) this.metrics.snapshotDrops.inc({ kind, outcome: outcomeName }, n);
     };
-    for (const kind of ["node", "service"] as const) {
+    for (const kind of ["node", "service", "persistentVolume"] as const) {
       count(kind, "removed", outcome.removed[kind]);
       count(kind, "held", outcome.held.filter((h) => h.kind === kind).length);
       count(kind, "confirmed", outcome.confirmed.filter((h) => h.kind === kind).length);
@@ -752,9 +776,7 @@ export class Hub {
       );
       const events = outcome.held.slice(0, MAX_EVENTS_PER_SNAPSHOT).map((h) => {
         const d = outcome.dropped[h.kind];
-        const slash = h.key.indexOf("/");
-        const [namespace, name] =
-          h.kind === "node" ? ["", h.key] : [h.key.slice(0, slash), h.key.slice(slash + 1)];
+        const { namespace, name } = splitObjectKey(h.kind, h.key);
         return ingestEvent(
           h.kind,
           namespace,
@@ -771,7 +793,7 @@ export class Hub {
         { cluster, confirmed: outcome.confirmed.length, stillHeld: view?.held.size ?? 0 },
         "held snapshot drop confirmed by a later snapshot: objects removed from the view",
       );
-    const released = outcome.released.node + outcome.released.service;
+    const released = outcome.released.node + outcome.released.service + outcome.released.persistentVolume;
     if (released > 0) this.log.info({ cluster, released }, "held objects listed again: hold released");
   }
 
@@ -806,11 +828,13 @@ export class Hub {
     if (outcome.events !== undefined) this.api?.views.observations.published(key.cluster, outcome.events);
     const nodes = outcome.nodes?.length ?? 0;
     const services = outcome.services?.length ?? 0;
+    const volumes = outcome.persistentVolumes?.length ?? 0;
     const events = outcome.events?.length ?? 0;
-    if (nodes + services + events > 0) {
+    if (nodes + services + volumes + events > 0) {
       this.publisher.enqueue(key.cluster, outcome);
       if (nodes > 0) this.metrics.patchesPublished.inc({ kind: "node" }, nodes);
       if (services > 0) this.metrics.patchesPublished.inc({ kind: "service" }, services);
+      if (volumes > 0) this.metrics.patchesPublished.inc({ kind: "persistentVolume" }, volumes);
       if (events > 0) this.metrics.patchesPublished.inc({ kind: "event" }, events);
       for (const e of outcome.events ?? [])
         if (e.reason === REASON_SYNCED) this.metrics.nodesInitialized.inc();
@@ -879,7 +903,11 @@ function ingestEvent(
   message: string,
 ): ClusterEvent {
   return {
-    kind: kind === "node" ? ObjectKind.OBJECT_KIND_NODE : ObjectKind.OBJECT_KIND_SERVICE,
+    kind: {
+      node: ObjectKind.OBJECT_KIND_NODE,
+      service: ObjectKind.OBJECT_KIND_SERVICE,
+      persistentVolume: ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME,
+    }[kind],
     namespace,
     name,
     uid,

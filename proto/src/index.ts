@@ -1,6 +1,13 @@
 export { AnnotationFilter, UNIFIED_ANNOTATION_PREFIXES } from "./annotations.js";
 export { type BackoffOptions, backoffDelayMs, checkBackoff } from "./backoff.js";
-export { ClusterEvent, DesiredBatch, NodeDesired, ServiceDesired } from "./gen/fleet/v1/desired.js";
+export {
+  ClusterEvent,
+  DesiredBatch,
+  NodeDesired,
+  NodeSelectorRequirement,
+  PersistentVolumeDesired,
+  ServiceDesired,
+} from "./gen/fleet/v1/desired.js";
 export {
   LoadBalancerIngress,
   LoadBalancerIngressList,
@@ -10,6 +17,7 @@ export {
   NodeCondition,
   ObjectKind,
   ObjectRef,
+  PersistentVolume,
   Service,
   ServicePort,
   ServiceSecret,

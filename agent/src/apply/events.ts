@@ -4,6 +4,12 @@ import { apiFailure } from "./errors.js";
 
 const MAX_CACHED = 4096;
 
+const INVOLVED_KIND: Partial<Record<ObjectKind, string>> = {
+  [ObjectKind.OBJECT_KIND_NODE]: "Node",
+  [ObjectKind.OBJECT_KIND_SERVICE]: "Service",
+  [ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME]: "PersistentVolume",
+};
+
 interface Seen {
   name: string;
   namespace: string;
@@ -51,7 +57,7 @@ export class EventRecorder {
     await this.api.createEvent(namespace, {
       metadata: { name, namespace },
       involvedObject: {
-        kind: e.kind === ObjectKind.OBJECT_KIND_SERVICE ? "Service" : "Node",
+        kind: INVOLVED_KIND[e.kind] ?? "Node",
         apiVersion: "v1",
         name: e.name,
         namespace: e.namespace === "" ? undefined : e.namespace,

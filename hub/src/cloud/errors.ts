@@ -18,6 +18,34 @@ export class InstanceNotFoundError extends CloudError {
   }
 }
 
+/** A direct lookup said the disk does not exist in the account (and its region, where disks are regional). */
+export class DiskNotFoundError extends CloudError {
+  override name = "DiskNotFoundError";
+  constructor(
+    readonly id: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`disk not found: ${id}`, options);
+  }
+}
+
+/**
+ * A direct read of one disk: the vendor's own "not found" answer (`isNotFound`) becomes
+ * DiskNotFoundError, every other failure stays what it was.
+ */
+export async function readDisk<T>(
+  id: string,
+  isNotFound: (err: unknown) => boolean,
+  read: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) throw new DiskNotFoundError(id, { cause: err });
+    throw err;
+  }
+}
+
 /**
  * Another controller builds this load balancer (upstream's cloudprovider.ImplementedElsewhere,
  * e.g. AWS's `aws-load-balancer-type: external`): the hub leaves the Service alone.

@@ -60,6 +60,8 @@ export interface CloudProvider {
   readonly loadBalancers?: LoadBalancers;
   /** Absent: the provider has no VPC routes. */
   readonly routes?: Routes;
+  /** Absent: the provider looks up no disks (its clusters' PersistentVolumes are not followed). */
+  readonly volumes?: Volumes;
 }
 
 // ---- Cluster scope ------------------------------------------------------------------------------
@@ -445,6 +447,68 @@ export interface Routes {
    */
   create(cluster: ClusterTarget, route: RouteTarget, signal?: AbortSignal): Promise<CloudRoute | InProgress>;
   delete(cluster: ClusterTarget, route: CloudRoute, signal?: AbortSignal): Promise<undefined | InProgress>;
+}
+
+// ---- Volumes ----------------------------------------------------------------------------------
+
+export type DiskState = "creating" | "available" | "in-use" | "deleting" | "error" | "unknown";
+
+/** What the cloud says of one disk: where it is (upstream GetLabelsForVolume's answer) and what it costs. */
+export interface DiskMetadata {
+  /** The vendor's disk id, as parseVolumeHandle gives it. */
+  readonly id: string;
+  readonly region: string;
+  /**
+   * The zones the disk is in: one for a zonal disk, every zone it spans for a regional one;
+   * empty where the vendor's disks have a region only (then only the region label is set).
+   */
+  readonly zones: readonly string[];
+  readonly sizeGiB: number;
+  readonly state: DiskState;
+  /** The instance id it is attached to; absent when detached. */
+  readonly attachedTo?: string;
+  /**
+   * The clusters the disk's ownership tags name (the vendor's CSI driver's and in-tree
+   * provisioner's tags, read by the provider); empty: no cluster's.
+   */
+  readonly ownerClusters: readonly string[];
+  /** The vendor's name or label for it (reports). */
+  readonly name?: string;
+  readonly createdAt?: Date;
+}
+
+/** The disk a PersistentVolume names: its id and, if the handle says, its zone. */
+export interface DiskRef {
+  readonly id: string;
+  readonly zone?: string;
+}
+
+/**
+ * Optional capability: cloud disks behind the PersistentVolumes of the provider's clusters. Reads
+ * only; the hub labels PVs from the answers and reports disks nobody claims. A provider is bound
+ * to its account and region: lookups answer for the account, and the hub checks each disk
+ * against the asking cluster (region, ownership tags) itself.
+ */
+export interface Volumes {
+  /** The PV sources of this provider's disks: agents forward exactly these PersistentVolumes. */
+  readonly sources: { readonly inTree: readonly string[]; readonly csiDrivers: readonly string[] };
+  /** Most ids one getMany takes. */
+  readonly maxBatch: number;
+  /**
+   * The disk a PV's source names (`source`: an in-tree source name or "csi"; `csiDriver` for csi;
+   * `handle`: volumeID, pdName, diskURI or volumeHandle), or undefined if it is not this
+   * provider's disk or does not parse. No call.
+   */
+  parseVolumeHandle(source: string, csiDriver: string, handle: string): DiskRef | undefined;
+  /** One disk of the account; throws DiskNotFoundError only on a direct, authoritative "not found". */
+  get(id: string, signal?: AbortSignal): Promise<DiskMetadata>;
+  /**
+   * The disks of these ids (at most maxBatch) that the account has, in one call or its pages;
+   * an id not found is left out (the caller asks `get` before concluding anything from it).
+   */
+  getMany(ids: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]>;
+  /** Every disk of the account whose ownership tags name one of `clusters` (all pages). */
+  listOwned(clusters: readonly string[], signal?: AbortSignal): Promise<readonly DiskMetadata[]>;
 }
 
 /** What a provider gets from the hub: its account, a logger, a clock. Never global state. */

@@ -1,4 +1,5 @@
 import type { AccountSummary } from "../cloud/accounts.js";
+import type { UnclaimedReport } from "../cloud/unclaimed-disks.js";
 import type { HubConfig } from "../config/schema.js";
 import { resolveSecret, type SecretRef } from "../config/secret.js";
 import type { FleetState } from "../fleet/state.js";
@@ -40,6 +41,8 @@ export interface FleetApiDeps {
   delivery(cluster: string): { kept: number; refused: string | null };
   /** Whether the service controller runs for the cluster (absent: it does). */
   servicesEnabled?(cluster: string): boolean;
+  /** Disks nobody claims (absent: no volumes capability in the fleet). */
+  unclaimedDisks?(): Promise<UnclaimedReport>;
 }
 
 /** Builds the fleet API's JSON views from what the hub holds. */
@@ -153,7 +156,22 @@ export class FleetApi implements FleetApiViews {
       const input = this.input(c.name, throttled, patches, hub);
       return input === undefined ? [] : [clusterSummary(input, policy)];
     });
-    return fleetJson(hubHealthJson(hub), clusters, accounts, policy.nowMs);
+    const fleet = fleetJson(hubHealthJson(hub), clusters, accounts, policy.nowMs);
+    const unclaimed = await this.deps.unclaimedDisks?.();
+    if (unclaimed === undefined) return fleet;
+    return {
+      ...fleet,
+      unclaimedDisks: {
+        ...unclaimed,
+        disks: unclaimed.disks.map((d) => ({
+          ...d,
+          ageSeconds:
+            d.createdAt === undefined
+              ? null
+              : Math.max(0, Math.round((policy.nowMs - Date.parse(d.createdAt)) / 1000)),
+        })),
+      },
+    };
   }
 
   async cluster(name: string): Promise<ClusterAnswerJson | undefined> {

@@ -1,5 +1,6 @@
 import type { Node, Service } from "@fleet-ccm/proto";
-import type { ClusterView } from "../fleet/state.js";
+import type { UnclaimedDisk } from "../cloud/unclaimed-disks.js";
+import { type ClusterView, objectKeyOf } from "../fleet/state.js";
 import { TAINT_SHUTDOWN } from "../k8s/well-known.js";
 import { needsInit } from "../reconcilers/node-init/predicates.js";
 import { REASON_DELETION_LIMITED } from "../reconcilers/node-lifecycle/reconcile.js";
@@ -216,6 +217,16 @@ export interface FleetJson {
   readonly counts: { readonly clusters: number; readonly unhealthy: number; readonly warning: number };
   readonly clusters: readonly ClusterSummaryJson[];
   readonly accounts: readonly AccountJson[];
+  /** Disks tagged for a cluster that back none of its PersistentVolumes (absent: no provider has volumes). */
+  readonly unclaimedDisks?: UnclaimedDisksJson;
+}
+
+/** Report only: fleet-ccm never deletes a disk. */
+export interface UnclaimedDisksJson {
+  readonly disks: readonly (UnclaimedDisk & { readonly ageSeconds: number | null })[];
+  /** Clusters not judged (a partial view, or a failed listing), and why. */
+  readonly unknown: readonly { readonly cluster: string; readonly reason: string }[];
+  readonly checkedAt: string | null;
 }
 
 /** Everything one cluster's view is built from. */
@@ -447,7 +458,7 @@ export function clusterDetail(input: ClusterInput, policy: HealthPolicy): Cluste
     loadBalancerList,
     refusedList: [...(view?.refused.values() ?? [])].map((r) => ({
       kind: r.kind,
-      key: r.kind === "node" ? r.name : `${r.namespace}/${r.name}`,
+      key: objectKeyOf(r.kind, r.namespace, r.name),
       limit: r.limit,
       message: r.message,
     })),

@@ -1,4 +1,4 @@
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node, PersistentVolume, Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { FleetState, type ObjectChange } from "./state.js";
 
@@ -24,7 +24,7 @@ describe("snapshot hold", () => {
     fleet.replace("c", nodes(50), []);
     // 10 % of 50 = 5: dropping 5 is applied, dropping 6 more (of 45: limit 4) is held.
     const small = fleet.replace("c", nodes(45), []);
-    expect(small.removed).toEqual({ node: 5, service: 0 });
+    expect(small.removed).toEqual({ node: 5, service: 0, persistentVolume: 0 });
     expect(deleted).toHaveLength(5);
     const big = fleet.replace("c", nodes(39), []);
     expect(big.held).toHaveLength(6);
@@ -79,5 +79,39 @@ describe("snapshot hold", () => {
     expect(fleet.view("c")?.nodes.get("n1")?.resourceVersion).toBe("1");
     expect(fleet.view("c")?.refused.get("node/n1")?.limit).toBe("label");
     expect(deleted).toEqual([]);
+  });
+});
+
+describe("persistent volumes", () => {
+  const pv = (name: string) =>
+    PersistentVolume.fromPartial({ name, uid: `uid-${name}`, source: "csi", csiDriver: "ebs.csi.aws.com" });
+
+  test("held like the other kinds: a snapshot without most PVs changes nothing until confirmed", () => {
+    let now = 0;
+    const fleet = new FleetState({
+      hold: { maxObjects: 2, maxPercent: 10, confirmAfterMs: 1000 },
+      now: () => now,
+    });
+    const changes: string[] = [];
+    fleet.subscribe({
+      onPersistentVolume: (_c, name, ch) => changes.push(`${ch.type}:${ch.origin}:${name}`),
+    });
+    const all = Array.from({ length: 20 }, (_, i) => pv(`pv${i}`));
+    fleet.replace("c", [], [], [], all);
+    expect(changes).toHaveLength(20);
+    changes.length = 0;
+    const outcome = fleet.replace("c", [], [], [], all.slice(0, 5));
+    expect(outcome.held.filter((h) => h.kind === "persistentVolume")).toHaveLength(15);
+    expect(fleet.view("c")?.persistentVolumes.size).toBe(20);
+    expect(changes).toEqual([]);
+    now += 1000;
+    const confirmed = fleet.replace("c", [], [], [], all.slice(0, 5));
+    expect(confirmed.confirmed).toHaveLength(15);
+    expect(fleet.view("c")?.persistentVolumes.size).toBe(5);
+    // An observed deletion needs no confirmation.
+    fleet.deletePersistentVolume("c", "pv0");
+    expect(changes.at(-1)).toBe("delete:delta:pv0");
+    fleet.upsertPersistentVolume("c", pv("pv0"));
+    expect(changes.at(-1)).toBe("upsert:delta:pv0");
   });
 });

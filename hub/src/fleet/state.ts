@@ -1,4 +1,4 @@
-import type { Node, Service } from "@fleet-ccm/proto";
+import type { Node, PersistentVolume, Service } from "@fleet-ccm/proto";
 import type { RefusalLimit } from "./validate.js";
 
 /**
@@ -21,6 +21,8 @@ export interface FleetListener {
   /** A node changed in a synced cluster (after a delta, or per node after a snapshot replaced the view). */
   onNode?(cluster: string, name: string, change: ObjectChange<Node>): void;
   onService?(cluster: string, key: string, change: ObjectChange<Service>): void;
+  /** A PersistentVolume (of a disk type the cluster's provider asked for) changed, keyed by name. */
+  onPersistentVolume?(cluster: string, name: string, change: ObjectChange<PersistentVolume>): void;
   /** A full snapshot was applied: the agent (re)connected or resynced. */
   onSynced?(cluster: string, view: ClusterView): void;
   onDisconnected?(cluster: string): void;
@@ -30,7 +32,19 @@ export function serviceKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-export type ObjectKindName = "node" | "service";
+export type ObjectKindName = "node" | "service" | "persistentVolume";
+
+/** Cluster-scoped kinds are keyed by name, namespaced ones by namespace/name. */
+export function objectKeyOf(kind: ObjectKindName, namespace: string, name: string): string {
+  return kind === "service" ? serviceKey(namespace, name) : name;
+}
+
+/** The inverse of objectKeyOf. */
+export function splitObjectKey(kind: ObjectKindName, key: string): { namespace: string; name: string } {
+  if (kind !== "service") return { namespace: "", name: key };
+  const slash = key.indexOf("/");
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
 
 /** An object the hub refused (over a limit or invalid): it stays out of the view. */
 export interface Refusal {
@@ -87,10 +101,61 @@ export interface ClusterView {
   /** Changes whenever `nodes` does: what is derived from the whole set is computed again only then. */
   readonly nodesVersion: number;
   readonly services: ReadonlyMap<string, Readonly<Service>>;
+  /** PersistentVolumes backed by the provider's disks, by name (empty when it has no volumes). */
+  readonly persistentVolumes: ReadonlyMap<string, Readonly<PersistentVolume>>;
   /** Objects a snapshot dropped, kept in nodes/services until the drop is confirmed (by key). */
   readonly held: ReadonlyMap<string, Held>;
   /** Objects the agent reported that the hub refused; not in nodes/services (by kind/key). */
   readonly refused: ReadonlyMap<string, Refusal>;
+}
+
+interface KindObject {
+  node: Node;
+  service: Service;
+  persistentVolume: PersistentVolume;
+}
+
+function objectsOf<K extends ObjectKindName>(s: ClusterState, kind: K): Map<string, KindObject[K]> {
+  const byKind: { [P in ObjectKindName]: Map<string, KindObject[P]> } = {
+    node: s.nodes,
+    service: s.services,
+    persistentVolume: s.persistentVolumes,
+  };
+  return byKind[kind];
+}
+
+/** Tells a listener of one object's change, through the callback of its kind. */
+function tell<K extends ObjectKindName>(
+  l: FleetListener,
+  kind: K,
+  cluster: string,
+  key: string,
+  change: ObjectChange<KindObject[K]>,
+): void {
+  if (kind === "node") l.onNode?.(cluster, key, change as ObjectChange<Node>);
+  else if (kind === "service") l.onService?.(cluster, key, change as ObjectChange<Service>);
+  else l.onPersistentVolume?.(cluster, key, change as ObjectChange<PersistentVolume>);
+}
+
+/**
+ * What a snapshot changed, told per object: deletions first, then every object whose version
+ * changed (a held or refused object keeps its old version: nothing changed for reconcilers).
+ */
+function announce<K extends ObjectKindName>(
+  l: FleetListener,
+  kind: K,
+  cluster: string,
+  before: ReadonlyMap<string, KindObject[K]>,
+  after: ReadonlyMap<string, KindObject[K]>,
+): void {
+  const listening = { node: l.onNode, service: l.onService, persistentVolume: l.onPersistentVolume }[kind];
+  if (listening === undefined) return;
+  for (const [key, old] of before)
+    if (!after.has(key)) tell(l, kind, cluster, key, { type: "delete", origin: "snapshot", old });
+  for (const [key, cur] of after) {
+    const old = before.get(key);
+    if (old !== cur) tell(l, kind, cluster, key, { type: "upsert", origin: "snapshot", old, cur });
+  }
 }
 
 function heldKey(kind: ObjectKindName, key: string): string {
@@ -103,6 +168,7 @@ class ClusterState implements ClusterView {
   nodes = new Map<string, Node>();
   nodesVersion = 0;
   services = new Map<string, Service>();
+  persistentVolumes = new Map<string, PersistentVolume>();
   held = new Map<string, Held>();
   refused = new Map<string, Refusal>();
   constructor(readonly cluster: string) {}
@@ -164,6 +230,7 @@ export class FleetState {
     nodes: readonly Node[],
     services: readonly Service[],
     refused: readonly Refusal[] = [],
+    persistentVolumes: readonly PersistentVolume[] = [],
   ): ReplaceOutcome {
     const s = this.state(cluster);
     const now = this.now();
@@ -172,9 +239,13 @@ export class FleetState {
     s.held = new Map();
     const held: { kind: ObjectKindName; key: string; uid: string }[] = [];
     const confirmed: { kind: ObjectKindName; key: string }[] = [];
-    const released = { node: 0, service: 0 };
-    const removed = { node: 0, service: 0 };
-    const dropped = { node: { count: 0, of: s.nodes.size }, service: { count: 0, of: s.services.size } };
+    const released = { node: 0, service: 0, persistentVolume: 0 };
+    const removed = { node: 0, service: 0, persistentVolume: 0 };
+    const dropped = {
+      node: { count: 0, of: s.nodes.size },
+      service: { count: 0, of: s.services.size },
+      persistentVolume: { count: 0, of: s.persistentVolumes.size },
+    };
 
     const plan = <T extends { uid: string }>(
       kind: ObjectKindName,
@@ -220,6 +291,7 @@ export class FleetState {
 
     const oldNodes = s.nodes;
     const oldServices = s.services;
+    const oldVolumes = s.persistentVolumes;
     s.nodes = plan("node", oldNodes, new Map(nodes.map((n) => [n.name, n])));
     s.nodesVersion++;
     s.services = plan(
@@ -227,26 +299,17 @@ export class FleetState {
       oldServices,
       new Map(services.map((v) => [serviceKey(v.namespace, v.name), v])),
     );
+    s.persistentVolumes = plan(
+      "persistentVolume",
+      oldVolumes,
+      new Map(persistentVolumes.map((v) => [v.name, v])),
+    );
     s.refused = refusedNow;
     s.synced = true;
     for (const l of this.listeners) {
-      if (l.onNode) {
-        for (const [name, old] of oldNodes)
-          if (!s.nodes.has(name)) l.onNode(cluster, name, { type: "delete", origin: "snapshot", old });
-        for (const [name, cur] of s.nodes) {
-          const old = oldNodes.get(name);
-          // A held or refused object keeps its old version: nothing changed for reconcilers.
-          if (old !== cur) l.onNode(cluster, name, { type: "upsert", origin: "snapshot", old, cur });
-        }
-      }
-      if (l.onService) {
-        for (const [key, old] of oldServices)
-          if (!s.services.has(key)) l.onService(cluster, key, { type: "delete", origin: "snapshot", old });
-        for (const [key, cur] of s.services) {
-          const old = oldServices.get(key);
-          if (old !== cur) l.onService(cluster, key, { type: "upsert", origin: "snapshot", old, cur });
-        }
-      }
+      announce(l, "node", cluster, oldNodes, s.nodes);
+      announce(l, "service", cluster, oldServices, s.services);
+      announce(l, "persistentVolume", cluster, oldVolumes, s.persistentVolumes);
       l.onSynced?.(cluster, s);
     }
     return { held, confirmed, released, removed, dropped };
@@ -269,53 +332,58 @@ export class FleetState {
   }
 
   upsertNode(cluster: string, node: Node): void {
-    const s = this.state(cluster);
-    const old = s.nodes.get(node.name);
-    s.nodes.set(node.name, node);
-    s.nodesVersion++;
-    s.held.delete(heldKey("node", node.name));
-    s.refused.delete(heldKey("node", node.name));
-    if (s.synced)
-      for (const l of this.listeners)
-        l.onNode?.(cluster, node.name, { type: "upsert", origin: "delta", old, cur: node });
+    this.upsert(cluster, "node", node.name, node);
   }
 
   /** The agent observed the node's deletion. */
   deleteNode(cluster: string, name: string): void {
-    const s = this.state(cluster);
-    s.refused.delete(heldKey("node", name));
-    s.held.delete(heldKey("node", name));
-    const old = s.nodes.get(name);
-    if (old === undefined) return;
-    s.nodes.delete(name);
-    s.nodesVersion++;
-    if (s.synced)
-      for (const l of this.listeners) l.onNode?.(cluster, name, { type: "delete", origin: "delta", old });
+    this.remove(cluster, "node", name);
   }
 
   upsertService(cluster: string, svc: Service): void {
-    const s = this.state(cluster);
-    const key = serviceKey(svc.namespace, svc.name);
-    const old = s.services.get(key);
-    s.services.set(key, svc);
-    s.held.delete(heldKey("service", key));
-    s.refused.delete(heldKey("service", key));
-    if (s.synced)
-      for (const l of this.listeners)
-        l.onService?.(cluster, key, { type: "upsert", origin: "delta", old, cur: svc });
+    this.upsert(cluster, "service", serviceKey(svc.namespace, svc.name), svc);
   }
 
   /** The agent observed the Service's deletion. */
   deleteService(cluster: string, namespace: string, name: string): void {
+    this.remove(cluster, "service", serviceKey(namespace, name));
+  }
+
+  upsertPersistentVolume(cluster: string, pv: PersistentVolume): void {
+    this.upsert(cluster, "persistentVolume", pv.name, pv);
+  }
+
+  /** The agent observed the PersistentVolume's deletion. */
+  deletePersistentVolume(cluster: string, name: string): void {
+    this.remove(cluster, "persistentVolume", name);
+  }
+
+  /** A delta's object: it replaces the view's, ends any hold or refusal of it, and is told. */
+  private upsert<K extends ObjectKindName>(cluster: string, kind: K, key: string, obj: KindObject[K]): void {
     const s = this.state(cluster);
-    const key = serviceKey(namespace, name);
-    s.refused.delete(heldKey("service", key));
-    s.held.delete(heldKey("service", key));
-    const old = s.services.get(key);
-    if (old === undefined) return;
-    s.services.delete(key);
+    const objects = objectsOf(s, kind);
+    const old = objects.get(key);
+    objects.set(key, obj);
+    if (kind === "node") s.nodesVersion++;
+    s.held.delete(heldKey(kind, key));
+    s.refused.delete(heldKey(kind, key));
     if (s.synced)
-      for (const l of this.listeners) l.onService?.(cluster, key, { type: "delete", origin: "delta", old });
+      for (const l of this.listeners)
+        tell(l, kind, cluster, key, { type: "upsert", origin: "delta", old, cur: obj });
+  }
+
+  /** A deletion the agent observed: positive evidence, applied at once. */
+  private remove(cluster: string, kind: ObjectKindName, key: string): void {
+    const s = this.state(cluster);
+    s.refused.delete(heldKey(kind, key));
+    s.held.delete(heldKey(kind, key));
+    const objects = objectsOf(s, kind);
+    const old = objects.get(key);
+    if (old === undefined) return;
+    objects.delete(key);
+    if (kind === "node") s.nodesVersion++;
+    if (s.synced)
+      for (const l of this.listeners) tell(l, kind, cluster, key, { type: "delete", origin: "delta", old });
   }
 
   /** The oldest hold of a cluster started then (undefined: nothing held). */
@@ -333,5 +401,5 @@ export class FleetState {
 }
 
 export function refusalKey(r: Pick<Refusal, "kind" | "namespace" | "name">): string {
-  return r.kind === "node" ? r.name : serviceKey(r.namespace, r.name);
+  return objectKeyOf(r.kind, r.namespace, r.name);
 }

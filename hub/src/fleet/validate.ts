@@ -3,6 +3,7 @@ import {
   MAX_SECRETS_PER_SERVICE,
   type Node,
   namedSecrets,
+  type PersistentVolume,
   type SecretReference,
   type Service,
   type ServiceSecret,
@@ -158,6 +159,23 @@ export function invalidNode(n: Node): Invalid | null {
     finalizers(what, n.finalizers) ??
     labels(what, n.labels) ??
     annotations(what, n.annotations)
+  );
+}
+
+/** apimachinery ValidatePathSegmentName (PersistentVolume names), with the subdomain's length. */
+function pathSegmentName(name: string): boolean {
+  return (
+    name.length > 0 && name.length <= MAX_SUBDOMAIN && name !== "." && name !== ".." && !/[/%]/.test(name)
+  );
+}
+
+export function invalidPersistentVolume(pv: PersistentVolume): Invalid | null {
+  const what = `persistentVolume "${clip(pv.name)}"`;
+  if (!pathSegmentName(pv.name)) return bad("name", `${what}: the name is not a valid path segment`);
+  return (
+    uid(what, pv.uid) ??
+    fields(what, [pv.resourceVersion, pv.source, pv.csiDriver, pv.volumeHandle, pv.phase, pv.capacity]) ??
+    labels(what, pv.labels)
   );
 }
 

@@ -12,7 +12,7 @@ import type { Clock } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
 import type { TokenAuthenticator } from "./auth.js";
 import { LogThrottle } from "./log-throttle.js";
-import { AgentSession, type SessionLimits, type StreamRefusalReason } from "./session.js";
+import { AgentSession, type SessionLimits, type StreamRefusalReason, type VolumeSources } from "./session.js";
 import { type HubTransport, serverCredentials, type TlsOptions } from "./tls.js";
 import { guardedHubService, type Malformed, TRANSPORT_SIZE_FACTOR } from "./wire.js";
 
@@ -54,6 +54,8 @@ export interface GrpcServerDeps {
   providerAnnotationPrefixes?(cluster: string): readonly string[];
   /** The Secrets the cluster's provider has agents read (Welcome.secret_references). */
   providerSecretReferences?(cluster: string): readonly SecretReference[];
+  /** The PersistentVolumes the cluster's agent follows (Welcome); undefined: none. */
+  volumeSources?(cluster: string): VolumeSources | undefined;
   /** Streams connected changed (for the metric). */
   onStreamsChanged?(total: number): void;
   /** Why a new stream for this cluster is refused with UNAVAILABLE (hub replicas), or null. */
@@ -274,6 +276,7 @@ export class HubGrpcServer {
           ...(this.deps.providerAnnotationPrefixes?.(cluster) ?? []),
         ]),
         secretReferences: this.deps.providerSecretReferences?.(cluster) ?? [],
+        ...volumeSourcesOf(this.deps.volumeSources?.(cluster)),
         confirmAfterMs: this.opts.confirmAfterMs,
         hubVersion: this.deps.hubVersion,
         logThrottle: this.logThrottle,
@@ -336,4 +339,8 @@ export class HubGrpcServer {
     }
     this.deps.onStreamsChanged?.(this.streamCount());
   }
+}
+
+function volumeSourcesOf(v: VolumeSources | undefined): { volumeSources?: VolumeSources } {
+  return v === undefined ? {} : { volumeSources: v };
 }

@@ -4,6 +4,7 @@ import {
   type ApplyResult,
   type HubMessage,
   Node,
+  PersistentVolume,
   Service,
   UNIFIED_ANNOTATION_PREFIXES,
 } from "@fleet-ccm/proto";
@@ -77,6 +78,7 @@ function harness(
         "service.beta.kubernetes.io/vendor-",
       ]),
       secretReferences: [TLS_REFERENCE],
+      volumeSources: { inTree: ["awsElasticBlockStore"], csiDrivers: ["ebs.csi.aws.com"] },
       confirmAfterMs: hold.confirmAfterMs,
       onRefused: (_c, r) => refusals.push(...r),
       onSnapshotApplied: (_c, o) => outcomes.push(o),
@@ -93,7 +95,10 @@ function harness(
   const hello = (cluster = "alpha") =>
     send({ $case: "hello", value: { cluster, agentVersion: "t", kubernetesVersion: "v1.31.0" } });
   const snapshot = (id: number, nodes: Node[], services: Service[] = [], seq = 0) =>
-    send({ $case: "snapshot", value: { snapshotId: id, nodes, services, last: true, seq } });
+    send({
+      $case: "snapshot",
+      value: { snapshotId: id, nodes, services, persistentVolumes: [], last: true, seq },
+    });
   const nodeNames = () => [...(fleet.view("alpha")?.nodes.keys() ?? [])];
   return {
     clock,
@@ -136,12 +141,12 @@ describe("AgentSession", () => {
     expect(h.written[0]?.body?.$case).toBe("welcome");
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("a")], services: [], last: false, seq: 0 },
+      value: { snapshotId: 1, nodes: [node("a")], services: [], persistentVolumes: [], last: false, seq: 0 },
     });
     expect(h.fleet.view("alpha")?.synced ?? false).toBe(false);
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("b")], services: [], last: true, seq: 7 },
+      value: { snapshotId: 1, nodes: [node("b")], services: [], persistentVolumes: [], last: true, seq: 7 },
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
     expect(h.written.at(-1)).toEqual({ body: { $case: "ack", value: { seq: 7, hubTimeMs: h.clock.now() } } });
@@ -152,7 +157,10 @@ describe("AgentSession", () => {
     h.hello();
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 7 } });
     expect(h.received).toEqual([]); // no view yet: not the primary stream
-    h.send({ $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [], last: true, seq: 0 } });
+    h.send({
+      $case: "snapshot",
+      value: { snapshotId: 1, nodes: [], services: [], persistentVolumes: [], last: true, seq: 0 },
+    });
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 0 } });
     h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 9 } });
     expect(h.received).toEqual([["alpha", 9]]);
@@ -162,7 +170,10 @@ describe("AgentSession", () => {
   test("a heartbeat echoing an Ack's hub time reaches the tracker, even before anything was received", () => {
     const h = harness();
     h.hello();
-    h.send({ $case: "snapshot", value: { snapshotId: 1, nodes: [], services: [], last: true, seq: 0 } });
+    h.send({
+      $case: "snapshot",
+      value: { snapshotId: 1, nodes: [], services: [], persistentVolumes: [], last: true, seq: 0 },
+    });
     const ack = h.written.at(-1)?.body;
     if (ack?.$case !== "ack") throw new Error("no ack after the snapshot");
     expect(ack.value.hubTimeMs).toBe(h.clock.now());
@@ -177,7 +188,7 @@ describe("AgentSession", () => {
     h.hello();
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("a")], services: [], last: true, seq: 0 },
+      value: { snapshotId: 1, nodes: [node("a")], services: [], persistentVolumes: [], last: true, seq: 0 },
     });
     h.send({ $case: "delta", value: { seq: 1, change: { $case: "node", value: node("b") } } });
     h.send({ $case: "delta", value: { seq: 3, change: { $case: "node", value: node("c") } } });
@@ -186,7 +197,14 @@ describe("AgentSession", () => {
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 2, nodes: [node("a"), node("c")], services: [], last: true, seq: 4 },
+      value: {
+        snapshotId: 2,
+        nodes: [node("a"), node("c")],
+        services: [],
+        persistentVolumes: [],
+        last: true,
+        seq: 4,
+      },
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "c"]);
     h.send({
@@ -201,7 +219,14 @@ describe("AgentSession", () => {
     h.hello();
     h.send({
       $case: "snapshot",
-      value: { snapshotId: 1, nodes: [node("a"), node("b"), node("c")], services: [], last: true, seq: 0 },
+      value: {
+        snapshotId: 1,
+        nodes: [node("a"), node("b"), node("c")],
+        services: [],
+        persistentVolumes: [],
+        last: true,
+        seq: 0,
+      },
     });
     expect(h.failures[0]).toEqual({
       code: status.RESOURCE_EXHAUSTED,
@@ -351,7 +376,7 @@ describe("AgentSession", () => {
     h.snapshot(3, all.slice(0, 9), [], 1);
     expect(h.nodeNames()).toHaveLength(9);
     expect(h.fleet.view("alpha")?.held.size).toBe(0);
-    expect(h.outcomes.at(-1)?.released).toEqual({ node: 9, service: 0 });
+    expect(h.outcomes.at(-1)?.released).toEqual({ node: 9, service: 0, persistentVolume: 0 });
     // A small drop is applied as today.
     h.snapshot(4, all.slice(0, 7), [], 1);
     expect(h.nodeNames()).toHaveLength(7);
@@ -656,4 +681,47 @@ test("an apply result naming an object no API server holds ends the stream; its 
     "apply result for an object no API server holds (name of 10240, namespace of 0, uid of 1 characters)",
   );
   expect(results).toHaveLength(1);
+});
+
+test("PersistentVolumes: the Welcome names the provider's sources; only those are kept, invalid ones refused", () => {
+  const h = harness();
+  h.hello();
+  const welcome = h.written.find((m) => m.body?.$case === "welcome")?.body;
+  expect(welcome?.$case === "welcome" && welcome.value.volumeInTreeSources).toEqual(["awsElasticBlockStore"]);
+  expect(welcome?.$case === "welcome" && welcome.value.volumeCsiDrivers).toEqual(["ebs.csi.aws.com"]);
+  const pv = (name: string, source: string, csiDriver = "") =>
+    PersistentVolume.fromPartial({ name, uid: `u-${name}`, source, csiDriver, volumeHandle: "vol-1" });
+  h.send({
+    $case: "snapshot",
+    value: {
+      snapshotId: 1,
+      nodes: [],
+      services: [],
+      persistentVolumes: [
+        pv("ebs", "csi", "ebs.csi.aws.com"),
+        pv("in-tree", "awsElasticBlockStore"),
+        pv("nfs-like", "csi", "nfs.csi.k8s.io"),
+        pv("bad/name", "awsElasticBlockStore"),
+      ],
+      last: true,
+      seq: 0,
+    },
+  });
+  expect([...(h.fleet.view("alpha")?.persistentVolumes.keys() ?? [])].sort()).toEqual(["ebs", "in-tree"]);
+  expect(h.refusals.map((r) => [r.kind, r.name, r.limit])).toEqual([
+    ["persistentVolume", "bad/name", "name"],
+  ]);
+  h.send({
+    $case: "delta",
+    value: { seq: 1, change: { $case: "persistentVolume", value: pv("late", "awsElasticBlockStore") } },
+  });
+  h.send({
+    $case: "delta",
+    value: {
+      seq: 2,
+      change: { $case: "persistentVolumeDeleted", value: { namespace: "", name: "ebs", uid: "u-ebs" } },
+    },
+  });
+  expect([...(h.fleet.view("alpha")?.persistentVolumes.keys() ?? [])].sort()).toEqual(["in-tree", "late"]);
+  expect(h.failures).toEqual([]);
 });

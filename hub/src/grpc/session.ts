@@ -5,6 +5,7 @@ import {
   agentVersionProblem,
   type HubMessage,
   type Node,
+  type PersistentVolume,
   type SecretReference,
   type Service,
   type SnapshotChunk,
@@ -18,7 +19,13 @@ import {
   type ReplaceOutcome,
   refusalKey,
 } from "../fleet/state.js";
-import { type Invalid, invalidNode, invalidService, namedSecretsOnly } from "../fleet/validate.js";
+import {
+  type Invalid,
+  invalidNode,
+  invalidPersistentVolume,
+  invalidService,
+  namedSecretsOnly,
+} from "../fleet/validate.js";
 import type { Clock, TimerHandle } from "../util/clock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
 import type { LogThrottle } from "./log-throttle.js";
@@ -101,6 +108,11 @@ export interface SessionDeps {
    * annotations name under these, with only the keys asked for; anything else is dropped.
    */
   readonly secretReferences?: readonly SecretReference[];
+  /**
+   * The PersistentVolumes the cluster's provider looks up (Welcome): in-tree sources and CSI
+   * drivers of its disks. Absent or empty: the agent follows none, and any it sends is dropped.
+   */
+  readonly volumeSources?: VolumeSources;
   /** Bounds the log lines of refused streams (shared by every session of the hub). */
   readonly logThrottle?: LogThrottle | undefined;
   /** This hub's release: an agent too old or too new for it is refused (agentVersionProblem). */
@@ -123,6 +135,11 @@ export interface SessionDeps {
   onClosed(session: AgentSession): void;
 }
 
+export interface VolumeSources {
+  readonly inTree: readonly string[];
+  readonly csiDrivers: readonly string[];
+}
+
 type Phase =
   | { kind: "await-hello" }
   | {
@@ -130,6 +147,7 @@ type Phase =
       snapshotId?: number;
       nodes: Node[];
       services: Service[];
+      persistentVolumes: PersistentVolume[];
       refused: Refusal[];
       /** Refused beyond what is kept in `refused` (bounded memory). */
       refusedUncounted: number;
@@ -269,6 +287,8 @@ export class AgentSession {
           forwardAnnotationPrefixes: [...this.deps.annotations.prefixes],
           secretReferences: [...(this.deps.secretReferences ?? [])],
           hubHeartbeatIntervalMs: this.deps.hubHeartbeatIntervalMs ?? 0,
+          volumeInTreeSources: [...(this.deps.volumeSources?.inTree ?? [])],
+          volumeCsiDrivers: [...(this.deps.volumeSources?.csiDrivers ?? [])],
         },
       },
     });
@@ -285,7 +305,7 @@ export class AgentSession {
       Object.assign(phase, emptySnapshot());
     }
     phase.snapshotId = chunk.snapshotId;
-    const count = chunk.nodes.length + chunk.services.length;
+    const count = chunk.nodes.length + chunk.services.length + chunk.persistentVolumes.length;
     // The agent was told this limit in Welcome: a bigger chunk is a protocol violation.
     if (count > this.deps.limits.maxObjectsPerChunk)
       return this.refuse(
@@ -298,27 +318,31 @@ export class AgentSession {
       if (phase.refused.length < max) phase.refused.push(r);
       else phase.refusedUncounted++;
     };
+    const full = () => phase.nodes.length + phase.services.length + phase.persistentVolumes.length >= max;
     for (const n of chunk.nodes) {
       this.dropUnasked(n);
-      const bad =
-        invalidNode(n) ?? (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
+      const bad = invalidNode(n) ?? (full() ? overCount(max) : null);
       if (bad !== null) refuse(refusal("node", "", n.name, n.uid, bad));
       else phase.nodes.push(n);
     }
     for (const s of chunk.services) {
       this.dropUnasked(s);
-      const bad =
-        invalidService(s, this.deps.limits) ??
-        (phase.nodes.length + phase.services.length >= max ? overCount(max) : null);
+      const bad = invalidService(s, this.deps.limits) ?? (full() ? overCount(max) : null);
       if (bad !== null) refuse(refusal("service", s.namespace, s.name, s.uid, bad));
       else phase.services.push(s);
     }
+    for (const v of chunk.persistentVolumes) {
+      if (!this.asked(v)) continue;
+      const bad = invalidPersistentVolume(v) ?? (full() ? overCount(max) : null);
+      if (bad !== null) refuse(refusal("persistentVolume", "", v.name, v.uid, bad));
+      else phase.persistentVolumes.push(v);
+    }
     if (!chunk.last) return;
-    const { nodes, services, refused, refusedUncounted } = phase;
+    const { nodes, services, persistentVolumes, refused, refusedUncounted } = phase;
     this.phase = { kind: "streaming", seq: chunk.seq };
     this.deps.onPrimary(this);
     const before = this.deps.fleet.view(this.cluster)?.refused;
-    const outcome = this.deps.fleet.replace(this.cluster, nodes, services, refused);
+    const outcome = this.deps.fleet.replace(this.cluster, nodes, services, refused, persistentVolumes);
     const fresh = refused.filter((r) => {
       const b = before?.get(`${r.kind}/${refusalKey(r)}`);
       return b === undefined || b.uid !== r.uid || b.message !== r.message;
@@ -327,6 +351,7 @@ export class AgentSession {
       {
         nodes: nodes.length,
         services: services.length,
+        persistentVolumes: persistentVolumes.length,
         refused: refused.length + refusedUncounted,
         held: outcome.held.length,
         seq: chunk.seq,
@@ -400,6 +425,18 @@ export class AgentSession {
         else fleet.upsertService(this.cluster, v);
         break;
       }
+      case "persistentVolume": {
+        const v = change.value;
+        if (!primary || !this.asked(v)) break;
+        const known = fleet.view(this.cluster)?.persistentVolumes.has(v.name) ?? false;
+        const bad = invalidPersistentVolume(v) ?? this.overCountFor(known);
+        if (bad !== null) this.refuseObject(refusal("persistentVolume", "", v.name, v.uid, bad));
+        else fleet.upsertPersistentVolume(this.cluster, v);
+        break;
+      }
+      case "persistentVolumeDeleted":
+        if (primary) fleet.deletePersistentVolume(this.cluster, change.value.name);
+        break;
       case "nodeDeleted":
         if (primary) fleet.deleteNode(this.cluster, change.value.name);
         break;
@@ -417,11 +454,18 @@ export class AgentSession {
     if ("secrets" in obj) obj.secrets = namedSecretsOnly(obj, this.deps.secretReferences ?? []);
   }
 
+  /** A PersistentVolume of a disk type the Welcome did not ask for never reaches fleet state. */
+  private asked(v: PersistentVolume): boolean {
+    const asked = this.deps.volumeSources;
+    if (asked === undefined) return false;
+    return v.source === "csi" ? asked.csiDrivers.includes(v.csiDriver) : asked.inTree.includes(v.source);
+  }
+
   /** A new object beyond limits.maxObjectsPerCluster is refused (an update of a known one is not). */
   private overCountFor(known: boolean): Invalid | null {
     if (known) return null;
     const view = this.deps.fleet.view(this.cluster);
-    const count = view === undefined ? 0 : view.nodes.size + view.services.size;
+    const count = view === undefined ? 0 : view.nodes.size + view.services.size + view.persistentVolumes.size;
     return count >= this.deps.limits.maxObjectsPerCluster
       ? overCount(this.deps.limits.maxObjectsPerCluster)
       : null;
@@ -516,7 +560,14 @@ function printable(v: string): string {
 }
 
 function emptySnapshot(): Extract<Phase, { kind: "await-snapshot" }> {
-  return { kind: "await-snapshot", nodes: [], services: [], refused: [], refusedUncounted: 0 };
+  return {
+    kind: "await-snapshot",
+    nodes: [],
+    services: [],
+    persistentVolumes: [],
+    refused: [],
+    refusedUncounted: 0,
+  };
 }
 
 function overCount(max: number): Invalid {

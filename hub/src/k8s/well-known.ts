@@ -28,4 +28,5 @@ export const EVENT_SOURCE = {
   route: "route_controller",
   /** kube-controller-manager's range allocator records as this. */
   ipam: "cidrAllocator",
+  persistentVolumeLabel: "persistentvolume-label-controller",
 } as const;

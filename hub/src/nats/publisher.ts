@@ -3,6 +3,7 @@ import {
   DesiredBatch,
   desiredSubject,
   type NodeDesired,
+  type PersistentVolumeDesired,
   type ServiceDesired,
 } from "@fleet-ccm/proto";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
@@ -27,7 +28,12 @@ export function natsAuthOptions(opts: NatsOptions) {
 interface Pending {
   nodes: NodeDesired[];
   services: ServiceDesired[];
+  persistentVolumes: PersistentVolumeDesired[];
   events: ClusterEvent[];
+}
+
+function pendingCount(p: Pending): number {
+  return p.nodes.length + p.services.length + p.persistentVolumes.length + p.events.length;
 }
 
 /** Items per DesiredBatch: keeps each message far below NATS' default 1 MiB max_payload. */
@@ -290,7 +296,7 @@ export class DesiredPublisher {
     const connected = this.connected();
     const keptBy = new Map<string, number>();
     for (const [cluster, p] of this.pending) {
-      const n = p.nodes.length + p.services.length + p.events.length;
+      const n = pendingCount(p);
       if (n > 0) keptBy.set(cluster, n);
     }
     const now = Date.now();
@@ -321,20 +327,25 @@ export class DesiredPublisher {
     items: {
       nodes?: readonly NodeDesired[];
       services?: readonly ServiceDesired[];
+      persistentVolumes?: readonly PersistentVolumeDesired[];
       events?: readonly ClusterEvent[];
     },
   ): void {
     if (this.closed || this.mayPublish?.(cluster) === false) return;
     let p = this.pending.get(cluster);
     if (p === undefined) {
-      p = { nodes: [], services: [], events: [] };
+      p = { nodes: [], services: [], persistentVolumes: [], events: [] };
       this.pending.set(cluster, p);
     }
     if (items.nodes) p.nodes.push(...items.nodes);
     if (items.services) p.services.push(...items.services);
+    if (items.persistentVolumes) p.persistentVolumes.push(...items.persistentVolumes);
     if (items.events) p.events.push(...items.events);
     this.pendingItems +=
-      (items.nodes?.length ?? 0) + (items.services?.length ?? 0) + (items.events?.length ?? 0);
+      (items.nodes?.length ?? 0) +
+      (items.services?.length ?? 0) +
+      (items.persistentVolumes?.length ?? 0) +
+      (items.events?.length ?? 0);
     if (this.pendingItems > MAX_PENDING_ITEMS) this.dropOldest(p);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -346,7 +357,7 @@ export class DesiredPublisher {
   private dropOldest(p: Pending): void {
     const excess = this.pendingItems - MAX_PENDING_ITEMS;
     let left = excess;
-    for (const list of [p.nodes, p.services, p.events] as unknown[][]) {
+    for (const list of [p.nodes, p.services, p.persistentVolumes, p.events] as unknown[][]) {
       const n = Math.min(left, list.length);
       list.splice(0, n);
       left -= n;
@@ -364,14 +375,16 @@ export class DesiredPublisher {
     for (const [cluster, p] of this.pending) {
       if (this.mayPublish?.(cluster) === false) continue;
       const subject = desiredSubject(cluster);
-      while (p.nodes.length + p.services.length + p.events.length > 0) {
+      while (pendingCount(p) > 0) {
         let room = MAX_ITEMS_PER_BATCH;
         const nodes = p.nodes.splice(0, room);
         room -= nodes.length;
         const services = p.services.splice(0, room);
         room -= services.length;
+        const persistentVolumes = p.persistentVolumes.splice(0, room);
+        room -= persistentVolumes.length;
         const events = p.events.splice(0, room);
-        const data = DesiredBatch.encode({ nodes, services, events }).finish();
+        const data = DesiredBatch.encode({ nodes, services, persistentVolumes, events }).finish();
         try {
           nc.publish(subject, data);
           this.publishedBytes += data.length;

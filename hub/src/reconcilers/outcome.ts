@@ -1,10 +1,11 @@
-import type { ClusterEvent, NodeDesired, ServiceDesired } from "@fleet-ccm/proto";
+import type { ClusterEvent, NodeDesired, PersistentVolumeDesired, ServiceDesired } from "@fleet-ccm/proto";
 import type { Requeue } from "../queue/index.js";
 
 /** What one reconcile decided. Reconcilers only compute; the worker publishes and requeues. */
 export interface Outcome {
   readonly nodes?: readonly NodeDesired[];
   readonly services?: readonly ServiceDesired[];
+  readonly persistentVolumes?: readonly PersistentVolumeDesired[];
   readonly events?: readonly ClusterEvent[];
   readonly requeue: Requeue;
 }

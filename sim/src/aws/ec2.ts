@@ -460,6 +460,49 @@ export function ec2Handlers(
       };
     },
 
+    // Filtered lookups never fail on a missing id; VolumeIds do, for the whole call (as AWS's).
+    DescribeVolumes: describe({
+      table: state.volumes,
+      ids: "VolumeIds",
+      notFound: (id) => badRequest("InvalidVolume.NotFound", `The volume '${id}' does not exist.`),
+      filters: {
+        "volume-id": (v) => [v.id],
+        "availability-zone": (v) => [v.az],
+        status: (v) => [v.state],
+        "attachment.instance-id": (v) => (v.attachedTo === undefined ? [] : [v.attachedTo.instanceId]),
+      },
+      result: "Volumes",
+      maxResults: 500,
+      render: (v) => ({
+        Attachments:
+          v.attachedTo === undefined
+            ? []
+            : [
+                {
+                  AttachTime: v.attachedTo.at,
+                  Device: v.attachedTo.device,
+                  InstanceId: v.attachedTo.instanceId,
+                  State: "attached",
+                  VolumeId: v.id,
+                  DeleteOnTermination: false,
+                },
+              ],
+        AvailabilityZone: v.az,
+        AvailabilityZoneId: zonesOf(v.region).find((z) => z.name === v.az)?.id ?? "",
+        CreateTime: v.createdAt,
+        Encrypted: false,
+        Size: v.sizeGiB,
+        SnapshotId: "",
+        State: v.state,
+        VolumeId: v.id,
+        Iops: 3000,
+        Tags: tagList(v.tags),
+        VolumeType: v.volumeType,
+        MultiAttachEnabled: false,
+        Throughput: 125,
+      }),
+    }),
+
     DescribeVpcs: describe({
       table: state.vpcs,
       ids: "VpcIds",

@@ -32,6 +32,7 @@ import {
   AwsState,
   type Caller,
   type ClassicLb,
+  type EbsVolume,
   type Ec2Instance,
   type InstanceStateName,
   type RouteTable,
@@ -79,6 +80,14 @@ export interface AccountKeys {
   readonly accountId: string;
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
+}
+
+export interface VolumeSpec {
+  /** Default 10. */
+  readonly sizeGiB?: number;
+  readonly tags?: Readonly<Record<string, string>>;
+  /** An instance id (in the volume's zone): the volume is in-use, attached as /dev/xvdba. */
+  readonly attachedTo?: string;
 }
 
 export interface InstanceSpec {
@@ -377,6 +386,27 @@ export class AwsFake {
       },
       this.now(),
     );
+  }
+
+  /** An EBS volume in `az` (its region is the zone's), as if made in the console. */
+  createVolume(accountId: string, az: string, spec: VolumeSpec = {}): EbsVolume {
+    const at = new Date(Math.floor(this.now() / 1000) * 1000);
+    const v: EbsVolume = {
+      id: this.state.hexId("vol"),
+      account: accountId,
+      region: az.replace(/[a-z]$/, ""),
+      tags: spec.tags ?? {},
+      az,
+      sizeGiB: spec.sizeGiB ?? 10,
+      state: spec.attachedTo === undefined ? "available" : "in-use",
+      volumeType: "gp3",
+      ...(spec.attachedTo !== undefined && {
+        attachedTo: { instanceId: spec.attachedTo, device: "/dev/xvdba", at },
+      }),
+      createdAt: at,
+    };
+    this.state.volumes.insert(v, this.now());
+    return v;
   }
 
   createInstance(accountId: string, region: string, subnetId: string, spec: InstanceSpec = {}): Ec2Instance {

@@ -148,6 +148,12 @@ const CONDITIONAL: Readonly<Record<string, string>> = {
   Weight: "a weighted forward only",
   TargetGroupStickinessConfig: "a forward with stickiness only",
   Order: "an ALB rule action only",
+  "Volumes[].SourceVolumeId": "a volume copied from another only",
+  "Volumes[].FastRestored": "a volume from a snapshot with fast snapshot restore only",
+  "Volumes[].SseType": "a volume with server-side encryption settings only",
+  "Volumes[].VolumeInitializationRate": "a volume from a snapshot with an initialization rate only",
+  "Volumes[].KmsKeyId": "an encrypted volume only",
+  "Volumes[].Attachments[].InstanceOwningService": "a volume attached to a service-managed instance only",
 };
 
 let fake: AwsFake;
@@ -216,6 +222,8 @@ test("the fake answers every member of the output shape AWS always sends", () =>
     run("ec2", op);
   fake.createAddress(keys.accountId, REGION);
   run("ec2", "DescribeAddresses");
+  fake.createVolume(keys.accountId, inst.az, { attachedTo: inst.id, tags: { Name: "data" } });
+  run("ec2", "DescribeVolumes");
   const listeners = [{ Protocol: "TCP", LoadBalancerPort: 80, InstanceProtocol: "TCP", InstancePort: 30080 }];
   run("elb", "CreateLoadBalancer", { LoadBalancerName: "c", Subnets: [subnetId], Listeners: listeners });
   run("elb", "RegisterInstancesWithLoadBalancer", {

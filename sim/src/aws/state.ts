@@ -44,6 +44,16 @@ export interface Ec2Instance extends Regional {
   readonly launchTime: Date;
 }
 
+/** An EBS volume: in one Availability Zone, attached to at most one instance here. */
+export interface EbsVolume extends Regional {
+  readonly az: string;
+  readonly sizeGiB: number;
+  readonly state: "creating" | "available" | "in-use" | "deleting" | "deleted" | "error";
+  readonly volumeType: string;
+  readonly attachedTo?: { readonly instanceId: string; readonly device: string; readonly at: Date };
+  readonly createdAt: Date;
+}
+
 export interface Vpc extends Regional {
   readonly cidr: string;
 }
@@ -219,6 +229,7 @@ export class AwsState {
     dns: (i) => `${scopeOf(i)}/${i.privateDns}`,
   });
   readonly vpcs = new ResourceTable<Vpc>(this.next, scopeOf);
+  readonly volumes = new ResourceTable<EbsVolume>(this.next, scopeOf);
   readonly subnets = new ResourceTable<Subnet>(this.next, scopeOf);
   readonly addresses = new ResourceTable<ElasticIp>(this.next, scopeOf);
   readonly securityGroups = new ResourceTable<SecurityGroup>(this.next, scopeOf);

@@ -29,6 +29,7 @@ import type { FaultConfig, FaultInjector } from "../fake-kit/faults.js";
 import { Exchange, Router, readJsonBody } from "../fake-kit/http.js";
 import { parsePageSize, parseSeqToken } from "../fake-kit/pagination.js";
 import type { RequestLog } from "../fake-kit/request-log.js";
+import { type DiskStore, diskRoutes, MAX_DISK_IDS } from "./disks.js";
 import type { LbStore } from "./lb-store.js";
 import { resourceRoutes } from "./resource-api.js";
 import type { RouteStore } from "./route-store.js";
@@ -47,6 +48,7 @@ export interface ApiDeps {
   readonly store: CloudStore;
   readonly lbs: LbStore;
   readonly routes: RouteStore;
+  readonly disks: DiskStore;
   readonly log: RequestLog;
   readonly faults: FaultInjector;
   readonly now: () => number;
@@ -80,6 +82,8 @@ export interface ListParams {
   /** `tag=k=v`, repeatable: all must match. */
   readonly tags?: Readonly<Record<string, string>>;
   readonly lbId?: string;
+  /** `id=X`, repeatable: only these. */
+  readonly ids?: readonly string[];
 }
 
 export interface ListAnswer {
@@ -104,7 +108,7 @@ export type ApiRoute =
       /** The answer's array field, e.g. "instances". */
       readonly collection: string;
       /** Query parameters this list accepts beyond page_size and page_token. */
-      readonly filters: readonly ("name" | "tag" | "lb_id")[];
+      readonly filters: readonly ListFilter[];
       handle(c: ApiCall, list: ListParams): ListAnswer;
     }
   | {
@@ -115,6 +119,8 @@ export type ApiRoute =
       /** The wire body of a 200/201; undefined answers 204. */
       handle(c: ApiCall): { status: number; body?: unknown };
     };
+
+type ListFilter = "name" | "tag" | "lb_id" | "id";
 
 const INSTANCE_ROUTES: readonly ApiRoute[] = [
   {
@@ -160,7 +166,7 @@ const INSTANCE_ROUTES: readonly ApiRoute[] = [
   },
 ];
 
-const ROUTES: readonly ApiRoute[] = [...INSTANCE_ROUTES, ...resourceRoutes];
+const ROUTES: readonly ApiRoute[] = [...INSTANCE_ROUTES, ...diskRoutes, ...resourceRoutes];
 
 const ROUTER = new Router<ApiRoute>(ROUTES);
 
@@ -345,7 +351,7 @@ function answerMutation(
 }
 
 /** Checks paging and filter parameters; throws 400 SimCloudError. */
-function listParams(q: URLSearchParams, filters: readonly ("name" | "tag" | "lb_id")[]): ListParams {
+function listParams(q: URLSearchParams, filters: readonly ListFilter[]): ListParams {
   const name = filters.includes("name") ? (q.get("name") ?? undefined) : undefined;
   if (name === "") throw new SimCloudError(400, "InvalidParameter", "name must not be empty");
   const pageSize = parsePageSize(q.get("page_size"), {
@@ -371,8 +377,12 @@ function listParams(q: URLSearchParams, filters: readonly ("name" | "tag" | "lb_
   }
   const lbId = filters.includes("lb_id") ? (q.get("lb_id") ?? undefined) : undefined;
   if (lbId === "") throw new SimCloudError(400, "InvalidParameter", "lb_id must not be empty");
+  const ids = filters.includes("id") && q.has("id") ? q.getAll("id") : undefined;
+  if (ids !== undefined && (ids.length > MAX_DISK_IDS || ids.some((i) => i === "")))
+    throw new SimCloudError(400, "InvalidParameter", `id takes 1 to ${MAX_DISK_IDS} non-empty values`);
   return {
     pageSize,
+    ...(ids !== undefined && { ids }),
     ...(afterSeq !== undefined && { afterSeq }),
     ...(name !== undefined && { name }),
     ...(tags !== undefined && { tags }),

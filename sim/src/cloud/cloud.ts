@@ -5,6 +5,7 @@ import { type RandomSource, seededRandom } from "../fake-kit/random.js";
 import { type LoggedRequest, type RequestFilter, RequestLog } from "../fake-kit/request-log.js";
 import { handleAdmin } from "./admin.js";
 import { type ApiDeps, handleApi } from "./api.js";
+import { DiskStore, type SimDisk, type SimDiskSpec } from "./disks.js";
 import { LbStore } from "./lb-store.js";
 import { RouteStore } from "./route-store.js";
 import { CloudStore, DEFAULT_REGIONS } from "./store.js";
@@ -55,6 +56,7 @@ export class SimulatedCloudServer implements SimulatedCloud {
   private readonly store: CloudStore;
   private readonly lbs: LbStore;
   private readonly routeStore: RouteStore;
+  private readonly diskStore: DiskStore;
   /** Creation order shared by the load balancer and route tables (page tokens). */
   private resourceSeq = 0;
   private readonly log: RequestLog;
@@ -76,6 +78,7 @@ export class SimulatedCloudServer implements SimulatedCloud {
     const nextSeq = (): number => ++this.resourceSeq;
     this.lbs = new LbStore(this.store, this.random, this.now, nextSeq);
     this.routeStore = new RouteStore(this.store, this.random, this.now, nextSeq);
+    this.diskStore = new DiskStore(this.store, this.random, this.now);
     let deps: ApiDeps | undefined;
     this.server = new FakeHttpServer(
       (req, res) => this.dispatch(req, res, deps!),
@@ -88,6 +91,7 @@ export class SimulatedCloudServer implements SimulatedCloud {
       store: this.store,
       lbs: this.lbs,
       routes: this.routeStore,
+      disks: this.diskStore,
       log: this.log,
       faults: this.injector,
       now: this.now,
@@ -143,6 +147,18 @@ export class SimulatedCloudServer implements SimulatedCloud {
 
   addRegion(region: string): void {
     this.store.addRegion(region);
+  }
+
+  createDisk(account: string, spec: SimDiskSpec): SimDisk {
+    return this.diskStore.create(account, spec);
+  }
+
+  deleteDisk(id: string): void {
+    this.diskStore.delete(id);
+  }
+
+  disks(account?: string): SimDisk[] {
+    return this.diskStore.list(account);
   }
 
   regionList(): string[] {

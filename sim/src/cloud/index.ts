@@ -4,6 +4,8 @@
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./api.js";
 export type { FaultsView } from "./cloud.js";
 export { startSimulatedCloud } from "./cloud.js";
+export type { SimDisk, SimDiskSpec, SimDiskState } from "./disks.js";
+export { MAX_DISK_IDS, SIM_DISK_STATES } from "./disks.js";
 export { NO_FAULTS } from "./faults.js";
 export { DEFAULT_REGIONS, SimCloudError } from "./store.js";
 export type {

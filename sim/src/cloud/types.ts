@@ -10,6 +10,7 @@ import type {
   LoggedRequest,
   RequestFilter,
 } from "../fake-kit/request-log.js";
+import type { SimDisk, SimDiskSpec } from "./disks.js";
 
 export const SIM_INSTANCE_STATES = ["pending", "running", "stopping", "stopped", "terminated"] as const;
 export type SimInstanceState = (typeof SIM_INSTANCE_STATES)[number];
@@ -129,6 +130,11 @@ export interface SimulatedCloud {
   /** A suspended account's key still authenticates but every call is answered 403. */
   setAccountSuspended(account: string, suspended: boolean): void;
   addRegion(region: string): void;
+  /** A disk, as if made in the console (the public API only reads disks). */
+  createDisk(account: string, spec: SimDiskSpec): SimDisk;
+  deleteDisk(id: string): void;
+  /** Every disk (of `account` if given), in creation order. */
+  disks(account?: string): SimDisk[];
   createInstance(account: string, spec: SimInstanceSpec): SimInstance;
   updateInstance(id: string, update: SimInstanceUpdate): SimInstance;
   setInstanceState(id: string, state: SimInstanceState): void;

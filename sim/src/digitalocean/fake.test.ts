@@ -265,3 +265,42 @@ describe("certificates", () => {
     expect((await call("GET", `/v2/certificates/${cert.id}`)).status).toBe(404);
   });
 });
+
+describe("volumes", () => {
+  test("get answers the volume with its region object and droplet; list filters by region and name and pages", async () => {
+    const d = fake.createDroplet("acme", { name: "vol-host", region: "nyc3", vpcUuid: VPC });
+    const made = [0, 1, 2].map((i) =>
+      fake.createVolume("acme", {
+        name: `pvc-${i}`,
+        region: "nyc3",
+        sizeGigabytes: 10 + i,
+        ...(i === 0 && { dropletId: d.id }),
+        tags: ["k8s:prod"],
+      }),
+    );
+    fake.createVolume("acme", { name: "pvc-0", region: "sfo3", sizeGigabytes: 5 });
+    const theirs = fake.createVolume("vol-other", { name: "pvc-9", region: "nyc3", sizeGigabytes: 5 });
+    fake.createAccount("vol-other");
+    const got = await call("GET", `/v2/volumes/${made[0]!.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.volume).toMatchObject({
+      id: made[0]!.id,
+      droplet_ids: [d.id],
+      size_gigabytes: 10,
+      region: { slug: "nyc3" },
+      tags: ["k8s:prod"],
+      description: "Created by DigitalOcean CSI driver",
+    });
+    expect((await call("GET", `/v2/volumes/${theirs.id}`)).status).toBe(404);
+    const first = await call("GET", "/v2/volumes?region=nyc3&per_page=2&page=1");
+    expect(first.body.volumes.map((v: { id: string }) => v.id)).toEqual([made[0]!.id, made[1]!.id]);
+    expect(first.body.links.pages.next).toContain("page=2");
+    const second = await call("GET", "/v2/volumes?region=nyc3&per_page=2&page=2");
+    expect(second.body.volumes.map((v: { id: string }) => v.id)).toEqual([made[2]!.id]);
+    const byName = await call("GET", "/v2/volumes?name=pvc-0");
+    expect(byName.body.volumes.map((v: { region: { slug: string } }) => v.region.slug).sort()).toEqual([
+      "nyc3",
+      "sfo3",
+    ]);
+  });
+});

@@ -1,7 +1,8 @@
 /**
  * A fake DigitalOcean API v2 on the fake kit: Droplets (get; list with tag_name and name),
  * certificates (get; list with name; a Let's Encrypt renewal replaces one under a new id and
- * moves the load balancers using it, as DigitalOcean does) and load balancers (create, get, list, whole-object PUT, delete) whose status goes `new` →
+ * moves the load balancers using it, as DigitalOcean does), Block Storage volumes (get; list
+ * with name and region) and load balancers (create, get, list, whole-object PUT, delete) whose status goes `new` →
  * `active` after a configurable number of reads and time, or `errored` for a failed creation.
  * DigitalOcean's wire shapes, page/per_page with `links.pages` and `meta.total`, its error
  * envelope {"id","message"}, the ratelimit-* headers on every answer, Bearer tokens per
@@ -27,10 +28,11 @@ import {
   type FakeDroplet,
   type FakeForwardingRule,
   type FakeLoadBalancer,
+  type FakeVolume,
   type LbSettings,
   uuidOf,
 } from "./store.js";
-import { wireCertificate, wireDroplet, wireLoadBalancer } from "./wire.js";
+import { wireCertificate, wireDroplet, wireLoadBalancer, wireVolume } from "./wire.js";
 
 /** DigitalOcean's published limits: 5,000 requests an hour and 250 a minute per token. */
 export const DO_HOURLY_LIMIT = 5000;
@@ -101,6 +103,15 @@ export interface CreateCertificateSpec {
 }
 
 /** One recorded mutation with its body (the request log keeps no bodies). */
+/** A Block Storage volume as the DigitalOcean CSI driver makes it (its description; `--do-tag` as a tag). */
+export interface CreateVolumeSpec {
+  readonly name: string;
+  readonly region: string;
+  readonly sizeGigabytes: number;
+  readonly dropletId?: number;
+  readonly tags?: readonly string[];
+}
+
 export interface DigitalOceanMutation {
   readonly account: string;
   readonly operation: string;
@@ -194,6 +205,24 @@ export class DigitalOceanFake extends VendorFake<Listing> {
     };
     this.store.certificates.set(c.id, c);
     return c;
+  }
+
+  createVolume(account: string, spec: CreateVolumeSpec): FakeVolume {
+    const seq = this.store.nextSeq();
+    const v: FakeVolume = {
+      id: uuidOf(seq, "506f78a4"),
+      account,
+      seq,
+      name: spec.name,
+      region: spec.region,
+      sizeGigabytes: spec.sizeGigabytes,
+      description: "Created by DigitalOcean CSI driver",
+      dropletIds: spec.dropletId === undefined ? [] : [spec.dropletId],
+      tags: [...(spec.tags ?? [])],
+      createdAtMs: this.now(),
+    };
+    this.store.volumes.set(v.id, v);
+    return v;
   }
 
   /**
@@ -332,6 +361,34 @@ export class DigitalOceanFake extends VendorFake<Listing> {
         "certificates.get",
         (c) => ({ body: { certificate: wireCertificate(this.certificate(c)) } }),
         "/v2/certificates/x",
+      ),
+      r(
+        "GET",
+        "\\/volumes",
+        "volumes.list",
+        (c) => {
+          // DigitalOcean filters volumes by exact name and region slug only (no tag filter).
+          const name = c.query.get("name");
+          const region = c.query.get("region");
+          const list = this.store
+            .volumesOf(c.account)
+            .filter((v) => name === null || v.name === name)
+            .filter((v) => region === null || v.region === region)
+            .map(wireVolume);
+          return { key: "volumes", list };
+        },
+        "/v2/volumes",
+      ),
+      r(
+        "GET",
+        "\\/volumes\\/([^/]+)",
+        "volumes.get",
+        (c) => {
+          const v = this.store.volumes.get(c.params[0] ?? "");
+          if (v === undefined || v.account !== c.account) throw notFound();
+          return { body: { volume: wireVolume(v) } };
+        },
+        "/v2/volumes/x",
       ),
       r("GET", "\\/droplets", "droplets.list", (c) => this.listDroplets(c), "/v2/droplets"),
       r(

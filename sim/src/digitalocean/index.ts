@@ -2,6 +2,7 @@
 export type {
   CreateCertificateSpec,
   CreateDropletSpec,
+  CreateVolumeSpec,
   DigitalOceanFakeOptions,
   DigitalOceanMutation,
 } from "./fake.js";
@@ -18,5 +19,6 @@ export type {
   FakeDroplet,
   FakeForwardingRule,
   FakeLoadBalancer as FakeDoLoadBalancer,
+  FakeVolume as FakeDoVolume,
   LbStatus,
 } from "./store.js";

@@ -34,4 +34,12 @@ describe("DigitalOcean spec supplement", () => {
     expect(text).not.toContain('"$ref"');
     expect(text).toContain("lets_encrypt");
   });
+
+  test("adds the Block Storage volumes operations from digitalocean/openapi's files", () => {
+    const c = digitalOceanSpecChecker();
+    expect(c.findOperation("GET", "/v2/volumes")?.operationId).toBe("volumes_list");
+    expect(c.findOperation("GET", "/v2/volumes/506f78a4-e098-11e5-ad9f-000f53306ae1")?.operationId).toBe(
+      "volumes_get",
+    );
+  });
 });

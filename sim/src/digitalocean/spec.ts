@@ -22,6 +22,8 @@ export const DIGITALOCEAN_SPEC = "digitalocean/specification/DigitalOcean-public
 export const DIGITALOCEAN_SUPPLEMENT_PATHS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   "/v2/certificates": { get: "resources/certificates/certificates_list.yml" },
   "/v2/certificates/{certificate_id}": { get: "resources/certificates/certificates_get.yml" },
+  "/v2/volumes": { get: "resources/volumes/volumes_list.yml" },
+  "/v2/volumes/{volume_id}": { get: "resources/volumes/volumes_get.yml" },
 };
 
 type Json = unknown;

@@ -1,4 +1,4 @@
-/** The fake DigitalOcean API's tables: Droplets, certificates and load balancers. */
+/** The fake DigitalOcean API's tables: Droplets, certificates, load balancers and Block Storage volumes. */
 
 export type DropletStatus = "new" | "active" | "off" | "archive";
 
@@ -28,6 +28,19 @@ export interface FakeCertificate {
   readonly dnsNames: readonly string[];
   readonly createdAtMs: number;
   readonly notAfterMs: number;
+}
+
+export interface FakeVolume {
+  readonly id: string;
+  readonly account: string;
+  readonly seq: number;
+  readonly name: string;
+  readonly region: string;
+  readonly sizeGigabytes: number;
+  readonly description: string;
+  dropletIds: number[];
+  tags: string[];
+  readonly createdAtMs: number;
 }
 
 export type LbStatus = "new" | "active" | "errored";
@@ -82,6 +95,7 @@ export class DigitalOceanStore {
   readonly droplets = new Map<number, FakeDroplet>();
   readonly loadBalancers = new Map<string, FakeLoadBalancer>();
   readonly certificates = new Map<string, FakeCertificate>();
+  readonly volumes = new Map<string, FakeVolume>();
   private seq = 0;
   private hosts = 0;
 
@@ -101,6 +115,10 @@ export class DigitalOceanStore {
 
   certificatesOf(account: string): FakeCertificate[] {
     return [...this.certificates.values()].filter((c) => c.account === account).sort((a, b) => a.seq - b.seq);
+  }
+
+  volumesOf(account: string): FakeVolume[] {
+    return [...this.volumes.values()].filter((v) => v.account === account).sort((a, b) => a.seq - b.seq);
   }
 
   /** Addresses never handed out twice. */

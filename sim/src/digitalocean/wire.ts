@@ -1,5 +1,5 @@
 /** The fake's tables rendered in DigitalOcean's wire shapes (resources/droplets/models/droplet.yml, load_balancers/models/load_balancer.yml). */
-import type { FakeCertificate, FakeDroplet, FakeLoadBalancer } from "./store.js";
+import type { FakeCertificate, FakeDroplet, FakeLoadBalancer, FakeVolume } from "./store.js";
 
 type Json = Record<string, unknown>;
 
@@ -129,5 +129,21 @@ export function wireCertificate(c: FakeCertificate): Json {
     dns_names: [...c.dnsNames],
     state: "verified",
     type: c.type,
+  };
+}
+
+/** resources/volumes/models/volume_full.yml: the region as a whole object, `droplet_ids` at most one. */
+export function wireVolume(v: FakeVolume): Json {
+  return {
+    id: v.id,
+    droplet_ids: [...v.dropletIds],
+    name: v.name,
+    description: v.description,
+    size_gigabytes: v.sizeGigabytes,
+    created_at: iso(v.createdAtMs),
+    tags: [...v.tags],
+    region: region(v.region),
+    filesystem_type: "ext4",
+    filesystem_label: "",
   };
 }

@@ -1,5 +1,6 @@
 /**
- * A fake Compute Engine v1 API on the fake kit: instances (get, list, aggregatedList), zones,
+ * A fake Compute Engine v1 API on the fake kit: instances (get, list, aggregatedList), persistent
+ * disks (zonal: get, list, aggregatedList with the regional ones; regional: get, list), zones,
  * regional addresses, forwarding rules and target pools (addInstance/removeInstance), global
  * firewalls, legacy HTTP health checks and routes, and the Operation resource (zonal, regional,
  * global: get, wait, list, delete). Every mutation answers an Operation that goes PENDING →
@@ -403,6 +404,58 @@ export class GcpComputeFake {
 
   deleteInstance(project: string, zone: string, name: string): void {
     this.resources.delete(key(project, `zones/${zone}`, "instances", name));
+  }
+
+  /**
+   * A persistent disk as the PD CSI driver or the in-tree provisioner left it: zonal (`zone`) or
+   * regional (`region` with two `replicaZones`), attached to `users` ("<zone>/<instance>").
+   */
+  createDisk(
+    project: string,
+    spec: {
+      readonly name: string;
+      readonly sizeGb: number;
+      readonly zone?: string;
+      readonly region?: string;
+      readonly replicaZones?: readonly string[];
+      readonly users?: readonly string[];
+      readonly labels?: Readonly<Record<string, string>>;
+      readonly description?: string;
+      readonly status?: string;
+    },
+  ): Json {
+    const scope: Scope = spec.zone !== undefined ? `zones/${spec.zone}` : `regions/${spec.region ?? ""}`;
+    const n = ++this.seq;
+    const base = `${GCE_BASE}projects/${project}/`;
+    const wire: Json = {
+      kind: "compute#disk",
+      id: String(5_000_000_000_000 + n),
+      creationTimestamp: new Date(this.now()).toISOString(),
+      name: spec.name,
+      sizeGb: String(spec.sizeGb),
+      status: spec.status ?? "READY",
+      type: `${base}${scope}/diskTypes/pd-balanced`,
+      ...(spec.zone !== undefined
+        ? { zone: `${base}zones/${spec.zone}` }
+        : {
+            region: `${base}regions/${spec.region}`,
+            replicaZones: (spec.replicaZones ?? []).map((z) => `${base}zones/${z}`),
+          }),
+      ...(spec.users !== undefined &&
+        spec.users.length > 0 && {
+          users: spec.users.map((u) => {
+            const [z, i] = u.split("/");
+            return `${base}zones/${z}/instances/${i}`;
+          }),
+        }),
+      labels: { ...(spec.labels ?? {}) },
+      labelFingerprint: labelFingerprint({ ...(spec.labels ?? {}) }),
+      ...(spec.description !== undefined && { description: spec.description }),
+      physicalBlockSizeBytes: "4096",
+      selfLink: this.link(project, scope, "disks", spec.name),
+    };
+    this.resources.set(key(project, scope, "disks", spec.name), wire);
+    return wire;
   }
 
   /** Puts a resource in place at once, as another client made it (no operation). */
@@ -1185,7 +1238,35 @@ export class GcpComputeFake {
         ),
       ),
       R("GET", String.raw`\/aggregated\/instances`, "instances.aggregatedList", (c) =>
-        this.aggregatedInstances(c),
+        this.aggregated(c, "instances", "compute#instanceAggregatedList", this.zonesOf(c.project).map(zs)),
+      ),
+      R("GET", `${Z}\\/disks\\/${N}`, "disks.get", (c) =>
+        this.get(c.project, zs(first(c)), "disks", second(c)),
+      ),
+      R("GET", `${Z}\\/disks`, "disks.list", (c) =>
+        this.page(
+          "compute#diskList",
+          `${GCE_BASE}projects/${c.project}/zones/${first(c)}/disks`,
+          this.scoped(c.project, zs(first(c)), "disks"),
+          c.query,
+        ),
+      ),
+      R("GET", String.raw`\/aggregated\/disks`, "disks.aggregatedList", (c) =>
+        this.aggregated(c, "disks", "compute#diskAggregatedList", [
+          ...this.zonesOf(c.project).map(zs),
+          ...Object.keys(this.project(c.project).regions).map(rs),
+        ]),
+      ),
+      R("GET", `${G}\\/disks\\/${N}`, "regionDisks.get", (c) =>
+        this.get(c.project, rs(first(c)), "disks", second(c)),
+      ),
+      R("GET", `${G}\\/disks`, "regionDisks.list", (c) =>
+        this.page(
+          "compute#diskList",
+          `${GCE_BASE}projects/${c.project}/regions/${first(c)}/disks`,
+          this.scoped(c.project, rs(first(c)), "disks"),
+          c.query,
+        ),
       ),
       R("GET", String.raw`\/zones`, "zones.list", (c) => {
         const p = this.project(c.project);
@@ -1459,35 +1540,38 @@ export class GcpComputeFake {
     );
   }
 
-  /** instances.aggregatedList: `items` keyed by "zones/<zone>", a warning for zones without any. */
-  private aggregatedInstances(c: Call): Json {
-    const zones = this.zonesOf(c.project).sort();
-    const all = zones.flatMap((z) =>
-      this.scoped(c.project, `zones/${z}`, "instances")
+  /**
+   * An aggregatedList: `items` keyed by scope ("zones/<zone>", "regions/<region>"), a warning for
+   * a scope without any on the page; one filter and one paging across all scopes.
+   */
+  private aggregated(c: Call, collection: string, kind: string, scopes: readonly Scope[]): Json {
+    const sorted = [...scopes].sort();
+    const all = sorted.flatMap((s) =>
+      this.scoped(c.project, s, collection)
         .filter(computeFilter(c.query.get("filter") ?? ""))
         .sort((a, b) => String(a.name).localeCompare(String(b.name)))
-        .map((i) => ({ zone: z, i })),
+        .map((i) => ({ scope: s, i })),
     );
-    const { slice, next } = paginate(all, (x) => `${x.zone}/${String(x.i.name)}`, c.query);
+    const { slice, next } = paginate(all, (x) => `${x.scope}/${String(x.i.name)}`, c.query);
     const items: Json = {};
-    for (const z of zones) {
-      const here = slice.filter((x) => x.zone === z).map((x) => x.i);
-      items[`zones/${z}`] =
+    for (const s of sorted) {
+      const here = slice.filter((x) => x.scope === s).map((x) => x.i);
+      items[s] =
         here.length > 0
-          ? { instances: here }
+          ? { [collection]: here }
           : {
               warning: {
                 code: "NO_RESULTS_ON_PAGE",
-                message: "There are no results for scope 'zones/" + z + "' on this page.",
-                data: [{ key: "scope", value: `zones/${z}` }],
+                message: `There are no results for scope '${s}' on this page.`,
+                data: [{ key: "scope", value: s }],
               },
             };
     }
     return {
-      kind: "compute#instanceAggregatedList",
-      id: `projects/${c.project}/aggregated/instances`,
+      kind,
+      id: `projects/${c.project}/aggregated/${collection}`,
       items,
-      selfLink: `${GCE_BASE}projects/${c.project}/aggregated/instances`,
+      selfLink: `${GCE_BASE}projects/${c.project}/aggregated/${collection}`,
       ...(next !== undefined && { nextPageToken: next }),
     };
   }
@@ -1575,7 +1659,7 @@ export function computeFilter(filter: string): (item: Json) => boolean {
   if (text === "") return () => true;
   const terms: { field: string; op: string; value: string }[] = [];
   const re =
-    /\(?\s*([A-Za-z][\w.]*)\s*(=|!=|\beq\b|\bne\b)\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s)]+)\s*\)?(?:\s+AND\s+|\s+|$)/gy;
+    /\(?\s*([A-Za-z][\w.-]*)\s*(=|!=|\beq\b|\bne\b)\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s)]+)\s*\)?(?:\s+AND\s+|\s+|$)/gy;
   let m: RegExpExecArray | null;
   let at = 0;
   for (;;) {

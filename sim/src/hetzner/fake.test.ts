@@ -402,3 +402,40 @@ describe("the spec fixture", () => {
     ]);
   });
 });
+
+describe("volumes", () => {
+  test("get answers the volume with its location and server; list pages, filters by label_selector and name, per project", async () => {
+    const server = fake.store.serversOf("p1")[0]!.id;
+    const made = [0, 1, 2].map((i) =>
+      fake.createVolume("p1", {
+        name: `pvc-${i}`,
+        location: i === 2 ? "nbg1" : "fsn1",
+        size: 10 + i,
+        ...(i === 0 && { server }),
+        ...(i < 2 && { labels: { cluster: "prod" } }),
+      }),
+    );
+    const theirs = fake.createVolume("p2", { name: "pvc-9", location: "fsn1", size: 10 });
+    const got = await call("GET", `/volumes/${made[0]!.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.volume).toMatchObject({
+      id: made[0]!.id,
+      server,
+      size: 10,
+      location: { name: "fsn1", network_zone: "eu-central" },
+      labels: { cluster: "prod", "managed-by": "csi-driver" },
+      status: "available",
+    });
+    expect((await call("GET", `/volumes/${theirs.id}`)).status).toBe(404);
+    const first = await call("GET", "/volumes?per_page=2&page=1");
+    expect(first.body.volumes.map((v: { id: number }) => v.id)).toEqual([made[0]!.id, made[1]!.id]);
+    expect(first.body.meta.pagination.next_page).toBe(2);
+    const second = await call("GET", "/volumes?per_page=2&page=2");
+    expect(second.body.volumes.map((v: { id: number }) => v.id)).toEqual([made[2]!.id]);
+    const owned = await call("GET", "/volumes?label_selector=cluster%3Dprod");
+    expect(owned.body.volumes.map((v: { id: number }) => v.id)).toEqual([made[0]!.id, made[1]!.id]);
+    expect((await call("GET", "/volumes?name=pvc-2")).body.volumes).toHaveLength(1);
+    // After the suite's own spec check (declared earlier): these exchanges too.
+    expect(fake.specProblems()).toEqual([]);
+  });
+});

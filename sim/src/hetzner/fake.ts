@@ -1,6 +1,7 @@
 /**
  * A fake Hetzner Cloud API v1 on the fake kit: servers (read only, made by test controls),
- * networks with their routes (add_route / delete_route actions) and labels, load balancers
+ * volumes (read only, made by test controls: get, list with name and label_selector), networks
+ * with their routes (add_route / delete_route actions) and labels, load balancers
  * with services, targets, network attachment, algorithm and type (each change an action), and
  * the actions resource: every mutation answers an action that stays `running` for a
  * configurable number of reads, then ends in `success` (or `error`, on request, undoing the
@@ -30,6 +31,7 @@ import {
   type FakeLoadBalancer,
   type FakeNetwork,
   type FakeServer,
+  type FakeVolume,
   HetznerStore,
   LB_TYPES,
   LOCATIONS,
@@ -42,6 +44,7 @@ import {
   wireNetwork,
   wirePagination,
   wireServer,
+  wireVolume,
 } from "./wire.js";
 
 /** The spec fixture: the operations of the converted hcloud spec the fake serves (sim/fixtures/README.md). */
@@ -145,6 +148,14 @@ export interface CreateServerSpec {
   /** Attached to these networks (ids), an address each. */
   readonly networks?: readonly number[];
   readonly noPublicIPv4?: boolean;
+}
+
+export interface CreateVolumeSpec {
+  readonly name: string;
+  readonly location: string;
+  readonly size: number;
+  readonly server?: number;
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
 /** A label selector term: `k=v`, `k==v`, `k!=v`, `k`, `!k`. */
@@ -298,6 +309,23 @@ export class HetznerFake extends VendorFake<Listing> {
     return s;
   }
 
+  /** A volume as the hcloud CSI driver makes it (its `managed-by` label, the extra labels given). */
+  createVolume(account: string, spec: CreateVolumeSpec): FakeVolume {
+    const id = this.store.nextId();
+    const v: FakeVolume = {
+      id,
+      account,
+      name: spec.name,
+      location: spec.location,
+      size: spec.size,
+      server: spec.server ?? null,
+      labels: checkLabels({ "managed-by": "csi-driver", ...(spec.labels ?? {}) }),
+      createdMs: this.now(),
+    };
+    this.store.volumes.set(id, v);
+    return v;
+  }
+
   setServerStatus(id: number, status: ServerStatus): void {
     const s = this.store.servers.get(id);
     if (s === undefined) throw new Error(`no server ${id}`);
@@ -413,6 +441,22 @@ export class HetznerFake extends VendorFake<Listing> {
         const s = this.store.servers.get(Number(c.params[0]));
         if (s === undefined || s.account !== c.account) throw notFound("server");
         return { body: { server: wireServer(s) } };
+      }),
+      r("GET", "\\/volumes", "volumes.list", (c) => {
+        const name = c.query.get("name");
+        const terms = parseLabelSelector(c.query.get("label_selector") ?? "");
+        return {
+          key: "volumes",
+          list: this.store
+            .volumesOf(c.account)
+            .filter((v) => (name === null || v.name === name) && matchesSelector(v.labels, terms))
+            .map(wireVolume),
+        };
+      }),
+      r("GET", `\\/volumes${ID}`, "volumes.get", (c) => {
+        const v = this.store.volumes.get(Number(c.params[0]));
+        if (v === undefined || v.account !== c.account) throw notFound("volume");
+        return { body: { volume: wireVolume(v) } };
       }),
       r("GET", "\\/load_balancers", "load_balancers.list", (c) => {
         const name = c.query.get("name");

@@ -1,5 +1,9 @@
 // The fake Hetzner Cloud API v1 (see fake.ts): tests, benchmarks and the demo run the Hetzner provider against it.
-export type { CreateServerSpec, HetznerFakeOptions } from "./fake.js";
+export type {
+  CreateServerSpec,
+  CreateVolumeSpec as CreateHetznerVolumeSpec,
+  HetznerFakeOptions,
+} from "./fake.js";
 export {
   HETZNER_RATE_LIMIT,
   HETZNER_SPEC,
@@ -15,6 +19,7 @@ export type {
   FakeLoadBalancer as FakeHetznerLoadBalancer,
   FakeNetwork,
   FakeServer,
+  FakeVolume as FakeHetznerVolume,
   ServerStatus,
 } from "./store.js";
 export { LB_TYPES, LOCATIONS } from "./store.js";

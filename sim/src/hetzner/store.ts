@@ -32,6 +32,17 @@ export interface FakeServer {
   readonly createdMs: number;
 }
 
+export interface FakeVolume {
+  readonly id: number;
+  readonly account: string;
+  readonly name: string;
+  readonly location: string;
+  readonly size: number;
+  server: number | null;
+  readonly labels: Record<string, string>;
+  readonly createdMs: number;
+}
+
 export interface FakeRoute {
   readonly destination: string;
   readonly gateway: string;
@@ -167,6 +178,7 @@ export class HetznerStore {
   readonly loadBalancers = new Map<number, FakeLoadBalancer>();
   readonly actions = new Map<number, FakeAction>();
   readonly certificates = new Map<number, FakeCertificate>();
+  readonly volumes = new Map<number, FakeVolume>();
   private seq = 100;
   private addr = 0;
 
@@ -193,6 +205,10 @@ export class HetznerStore {
 
   certificatesOf(account: string): FakeCertificate[] {
     return [...this.certificates.values()].filter((c) => c.account === account);
+  }
+
+  volumesOf(account: string): FakeVolume[] {
+    return [...this.volumes.values()].filter((v) => v.account === account);
   }
 
   loadBalancersOf(account: string): FakeLoadBalancer[] {

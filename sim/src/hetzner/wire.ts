@@ -5,6 +5,7 @@ import {
   type FakeLoadBalancer,
   type FakeNetwork,
   type FakeServer,
+  type FakeVolume,
   LB_TYPES,
   LOCATIONS,
 } from "./store.js";
@@ -219,5 +220,22 @@ export function wirePagination(page: number, perPage: number, total: number): Js
       last_page: last,
       total_entries: total,
     },
+  };
+}
+
+/** A volume (schema `volume`): the location as a whole object, the server's id or null. */
+export function wireVolume(v: FakeVolume): Json {
+  return {
+    id: v.id,
+    created: iso(v.createdMs),
+    name: v.name,
+    server: v.server,
+    location: wireLocation(v.location),
+    size: v.size,
+    linux_device: `/dev/disk/by-id/scsi-0HC_Volume_${v.id}`,
+    protection: { delete: false },
+    labels: { ...v.labels },
+    status: "available",
+    format: "ext4",
   };
 }

@@ -304,6 +304,53 @@ const SECRET_PRINTER: Printer = {
   ],
 };
 
+/** kubectl's short access modes (helper.GetAccessModesAsString). */
+const ACCESS_MODE_SHORT: Readonly<Record<string, string>> = {
+  ReadWriteOnce: "RWO",
+  ReadOnlyMany: "ROX",
+  ReadWriteMany: "RWX",
+  ReadWriteOncePod: "RWOP",
+};
+
+function persistentVolumeCells(obj: JsonObject, now: number): JsonValue[] {
+  const spec = getObject(obj, "spec");
+  const status = getObject(obj, "status");
+  const claim = getObject(spec, "claimRef");
+  const modes = (getArray(spec, "accessModes") ?? []).map((m) => ACCESS_MODE_SHORT[String(m)] ?? "");
+  const deleting = meta(obj)["deletionTimestamp"] !== undefined && meta(obj)["deletionTimestamp"] !== null;
+  return [
+    name(obj),
+    getString(getObject(spec, "capacity"), "storage") ?? "",
+    [...new Set(modes)].filter((m) => m !== "").join(","),
+    getString(spec, "persistentVolumeReclaimPolicy") ?? "",
+    deleting ? "Terminating" : (getString(status, "phase") ?? ""),
+    claim === undefined ? "" : `${getString(claim, "namespace") ?? ""}/${getString(claim, "name") ?? ""}`,
+    getString(spec, "storageClassName") ?? "",
+    getString(spec, "volumeAttributesClassName") ?? "<unset>",
+    getString(status, "reason") ?? "",
+    age(obj, now),
+    getString(spec, "volumeMode") ?? "",
+  ];
+}
+
+/** pkg/printers/internalversion persistentVolumeColumnDefinitions. */
+const PERSISTENT_VOLUME_PRINTER: Printer = {
+  columns: [
+    NAME_COL,
+    col("Capacity", "The storage capacity of the persistent volume."),
+    col("Access Modes", "The access modes of the persistent volume."),
+    col("Reclaim Policy", "What happens to the persistent volume when released from its claim."),
+    col("Status", "The phase of the persistent volume."),
+    col("Claim", "The namespace/name of the claim bound to the persistent volume."),
+    col("StorageClass", "The name of the storage class of the persistent volume."),
+    col("VolumeAttributesClass", "The name of the volume attributes class of the persistent volume."),
+    col("Reason", "Why the persistent volume is in its phase."),
+    AGE_COL,
+    col("VolumeMode", "Whether a filesystem or a raw block device is used.", { priority: 1 }),
+  ],
+  cells: persistentVolumeCells,
+};
+
 function podCells(obj: JsonObject, now: number): JsonValue[] {
   const spec = getObject(obj, "spec");
   const status = getObject(obj, "status");
@@ -363,6 +410,7 @@ const PRINTERS: Readonly<Record<string, Printer>> = {
   Lease: LEASE_PRINTER,
   Pod: POD_PRINTER,
   Secret: SECRET_PRINTER,
+  PersistentVolume: PERSISTENT_VOLUME_PRINTER,
 };
 
 // ---------------------------------------------------------------------------------------------

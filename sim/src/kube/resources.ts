@@ -22,6 +22,11 @@ import {
 } from "./json.js";
 import type { SmpSchema } from "./patch.js";
 import {
+  defaultPersistentVolume,
+  validatePersistentVolume,
+  validatePersistentVolumeUpdate,
+} from "./persistent-volumes.js";
+import {
   CIDR_ERROR,
   coreValidateObjectMeta,
   coreValidateObjectMetaUpdate,
@@ -35,12 +40,21 @@ import {
   nameIsDNS1035Label,
   nameIsDNSLabel,
   nameIsDNSSubdomain,
+  pathSegmentName,
   validateObjectMeta,
   validateObjectMetaUpdate,
   validateTaints,
 } from "./validation.js";
 
-export type KindName = "Node" | "Service" | "Event" | "Namespace" | "Lease" | "Pod" | "Secret";
+export type KindName =
+  | "Node"
+  | "Service"
+  | "Event"
+  | "Namespace"
+  | "Lease"
+  | "Pod"
+  | "Secret"
+  | "PersistentVolume";
 export type Subresource = "" | "status";
 
 export interface ResourceDef {
@@ -993,6 +1007,51 @@ export const SECRETS: ResourceDef = {
   },
 };
 
+// ---------------------------------------------------------------------------------------------
+// PersistentVolumes (validation and defaults in persistent-volumes.ts)
+
+export const PERSISTENT_VOLUMES: ResourceDef = {
+  kind: "PersistentVolume",
+  listKind: "PersistentVolumeList",
+  plural: "persistentvolumes",
+  singular: "persistentvolume",
+  shortNames: ["pv"],
+  group: "",
+  version: "v1",
+  apiVersion: "v1",
+  namespaced: false,
+  hasStatus: true,
+  allowCreateOnUpdate: false,
+  allowUnconditionalUpdate: true,
+  returnDeletedObject: false,
+  gcSupported: true,
+  storagePrefix: "/registry/persistentvolumes/",
+  smp: { fields: { metadata: META_SMP } },
+  fieldLabels: ["metadata.name"],
+  nameValidator: pathSegmentName,
+  unsupportedFieldError: coreFieldError,
+  fieldsOf(obj) {
+    return { "metadata.name": nameOf(obj) };
+  },
+  defaults: defaultPersistentVolume,
+  prepareForCreate(obj) {
+    // The strategy clears status; PersistentVolumeLastPhaseTransitionTime stamps the phase.
+    obj["status"] = {
+      phase: "Pending",
+      lastPhaseTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    };
+  },
+  prepareForUpdate(newObj, oldObj, sub) {
+    if (sub === "status") newObj["spec"] = oldObj["spec"] ?? {};
+    else newObj["status"] = oldObj["status"] ?? {};
+  },
+  validateCreate: validatePersistentVolume,
+  validateUpdate(newObj, oldObj, sub) {
+    if (sub === "status") return coreValidateObjectMetaUpdate(newObj, oldObj);
+    return validatePersistentVolumeUpdate(newObj, oldObj);
+  },
+};
+
 export const ALL_RESOURCES: readonly ResourceDef[] = [
   NODES,
   SERVICES,
@@ -1001,6 +1060,7 @@ export const ALL_RESOURCES: readonly ResourceDef[] = [
   LEASES,
   PODS,
   SECRETS,
+  PERSISTENT_VOLUMES,
 ];
 
 export function resourceByKind(kind: KindName): ResourceDef {

@@ -238,6 +238,12 @@ const POD = kind("io.k8s.api.core.v1.Pod", { spec: any, status: any });
 
 const SECRET = kind("io.k8s.api.core.v1.Secret", { type: str, data: any, stringData: any, immutable: any });
 
+// spec is left open like Pod's (its twenty volume sources are not modelled field by field).
+const PERSISTENT_VOLUME = kind("io.k8s.api.core.v1.PersistentVolume", {
+  spec: any,
+  status: obj({ phase: str, message: str, reason: str, lastPhaseTransitionTime: time }),
+});
+
 export const KIND_SCHEMAS: Readonly<Record<KindName, Schema>> = {
   Node: NODE,
   Service: SERVICE,
@@ -246,6 +252,7 @@ export const KIND_SCHEMAS: Readonly<Record<KindName, Schema>> = {
   Lease: LEASE,
   Pod: POD,
   Secret: SECRET,
+  PersistentVolume: PERSISTENT_VOLUME,
 };
 
 /**

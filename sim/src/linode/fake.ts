@@ -32,6 +32,7 @@ import {
   type FakeNbConfig,
   type FakeNbNode,
   type FakeNodeBalancer,
+  type FakeVolume,
   type FakeVpc,
   type FirewallRules,
   LinodeStore,
@@ -49,6 +50,7 @@ import {
   wireNbNode,
   wireNodeBalancer,
   wireSubnet,
+  wireVolume,
   wireVpc,
 } from "./wire.js";
 
@@ -126,6 +128,15 @@ export interface LinodeFakeOptions {
   readonly spec?: boolean;
   readonly seed?: number;
   readonly now?: () => number;
+}
+
+export interface CreateVolumeSpec {
+  readonly label: string;
+  readonly region: string;
+  /** GB; default 20. */
+  readonly size?: number;
+  readonly linodeId?: number;
+  readonly tags?: readonly string[];
 }
 
 export interface CreateLinodeSpec {
@@ -223,6 +234,27 @@ export class LinodeFake extends VendorFake<Listing> {
     };
     this.store.linodes.set(id, linode);
     return linode;
+  }
+
+  /** A Block Storage Volume, as if made in the Cloud Manager (the fake serves volumes read-only). */
+  createVolume(account: string, spec: CreateVolumeSpec): FakeVolume {
+    const v: FakeVolume = {
+      id: this.store.nextId(),
+      account,
+      label: spec.label,
+      region: spec.region,
+      size: spec.size ?? 20,
+      status: "active",
+      linodeId: spec.linodeId ?? null,
+      tags: [...(spec.tags ?? [])],
+      createdAtMs: this.now(),
+    };
+    this.store.volumes.set(v.id, v);
+    return v;
+  }
+
+  private wireVolume(v: FakeVolume): Record<string, unknown> {
+    return wireVolume(v, v.linodeId === null ? null : (this.store.linodes.get(v.linodeId)?.label ?? null));
   }
 
   setLinodeStatus(id: number, status: FakeLinode["status"]): void {
@@ -467,6 +499,18 @@ export class LinodeFake extends VendorFake<Listing> {
       r("GET", `\\/nodebalancers${ID}\\/firewalls`, "nodebalancers.firewalls.list", (c) => {
         const nb = this.nb(c);
         return { list: this.store.firewallsOfDevice(c.account, "nodebalancer", nb.id).map(wireFirewall) };
+      }),
+      r(
+        "GET",
+        "\\/volumes",
+        "volumes.list",
+        (c) => ({ list: this.store.volumesOf(c.account).map((v) => this.wireVolume(v)) }),
+        ["id", "label", "region", "tags"],
+      ),
+      r("GET", `\\/volumes${ID}`, "volumes.get", (c) => {
+        const v = this.store.volumes.get(Number(c.params[0]));
+        if (v === undefined || v.account !== c.account) throw notFound();
+        return { body: this.wireVolume(v) };
       }),
       r(
         "GET",

@@ -142,8 +142,22 @@ export interface FakeReservedIP {
 }
 
 /** Every table of the fake; plain maps keyed by id, read in id (creation) order. */
+/** A Block Storage Volume: in one region (Linode has no zones), attached to at most one Linode. */
+export interface FakeVolume {
+  readonly id: number;
+  readonly account: string;
+  readonly label: string;
+  readonly region: string;
+  readonly size: number;
+  status: "creating" | "active" | "resizing" | "key_rotating";
+  linodeId: number | null;
+  tags: string[];
+  readonly createdAtMs: number;
+}
+
 export class LinodeStore {
   readonly linodes = new Map<number, FakeLinode>();
+  readonly volumes = new Map<number, FakeVolume>();
   readonly nodeBalancers = new Map<number, FakeNodeBalancer>();
   readonly firewalls = new Map<number, FakeFirewall>();
   readonly vpcs = new Map<number, FakeVpc>();
@@ -170,6 +184,10 @@ export class LinodeStore {
 
   linodesOf(account: string): FakeLinode[] {
     return [...this.linodes.values()].filter((l) => l.account === account);
+  }
+
+  volumesOf(account: string): FakeVolume[] {
+    return [...this.volumes.values()].filter((v) => v.account === account);
   }
 
   nodeBalancersOf(account: string): FakeNodeBalancer[] {

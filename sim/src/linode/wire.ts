@@ -5,6 +5,7 @@ import type {
   FakeNbConfig,
   FakeNbNode,
   FakeNodeBalancer,
+  FakeVolume,
   FakeVpc,
 } from "./store.js";
 
@@ -280,5 +281,24 @@ export function wireSubnet(
     label: s.label,
     linodes: linodes.map((l) => ({ id: l.id, interfaces: [{ active: true, id: l.iface }] })),
     updated: null,
+  };
+}
+
+export function wireVolume(v: FakeVolume, linodeLabel: string | null): Record<string, unknown> {
+  const created = linodeTime(v.createdAtMs);
+  return {
+    created,
+    encryption: "disabled",
+    filesystem_path: `/dev/disk/by-id/scsi-0Linode_Volume_${v.label}`,
+    hardware_type: "nvme",
+    id: v.id,
+    label: v.label,
+    linode_id: v.linodeId,
+    linode_label: linodeLabel,
+    region: v.region,
+    size: v.size,
+    status: v.status,
+    tags: [...v.tags],
+    updated: created,
   };
 }

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import { networkKey, parseNetwork } from "../../util/network.js";
 import {
+  DiskNotFoundError,
   InstanceNotFoundError,
   isRetryable,
   NeedsEnsureError,
@@ -38,6 +39,15 @@ export interface FakeResource {
   readonly routeOwner?: string;
   /** Routes: the destination. */
   readonly destinationCIDR?: string;
+}
+
+/** A disk in the fake, as a PersistentVolume names it. */
+export interface FakeDisk {
+  readonly id: string;
+  /** The PV's source ("csi" or an in-tree source), CSI driver, and handle for this disk. */
+  readonly source: string;
+  readonly csiDriver: string;
+  readonly handle: string;
 }
 
 export interface FakeInstance {
@@ -96,6 +106,25 @@ export interface ConformanceFake {
     readonly network: string;
     createInstance(name: string): FakeInstance;
     prepareCluster?(cluster: string): void;
+  };
+  /** Disks (the `volumes` capability; absent: the provider has none). */
+  readonly disks?: {
+    /** The vendor's disks are in a zone (else in a region only). */
+    readonly zonal: boolean;
+    /**
+     * A disk of `sizeGiB` in `zones` zones of the account's region (0: the vendor's disks have
+     * no zone), attached to `attachedTo` (an instance id) if given, tagged for `ownerCluster` as
+     * the vendor's CSI driver tags it; `inScope: false` puts it in another region.
+     */
+    create(spec: {
+      readonly sizeGiB: number;
+      readonly zones: number;
+      readonly inScope: boolean;
+      readonly ownerCluster?: string;
+      readonly attachedTo?: string;
+    }): FakeDisk;
+    /** A well-formed handle of this provider for a disk that does not exist. */
+    missing(): FakeDisk;
   };
   /** The next `n` load-balancer creates the fake accepts end in failure, as the cloud reports it (asynchronous clouds). */
   failNextCreates?(n: number): void;
@@ -826,6 +855,81 @@ export function describeProviderConformance(
         await expect(settle(() => lbsOf(h).ensure(over, many(most + 1)))).rejects.toThrow();
         await settle(() => lbsOf(h).ensureDeleted(over));
         expect(ownedKinds(over)).toEqual([]);
+      });
+    });
+
+    describe("volumes", () => {
+      function volumesOf(p: CloudProvider) {
+        const v = p.volumes;
+        if (v === undefined) throw new Error(`${name} has no volumes`);
+        return v;
+      }
+      const zonal = () => (fake.disks?.zonal === true ? 1 : 0);
+
+      test("a disk by its PV handle: region, zones, size, state, the instance it is attached to", async () => {
+        const { provider: p } = await harness();
+        if (p.volumes === undefined || fake.disks === undefined) return; // optional capability
+        const zones = zonal();
+        const d = fake.disks.create({ sizeGiB: 20, zones, inScope: true, attachedTo: nodes[0]!.instanceID });
+        const ref = volumesOf(p).parseVolumeHandle(d.source, d.csiDriver, d.handle);
+        expect(ref?.id).toBe(d.id);
+        expect(volumesOf(p).parseVolumeHandle(d.source, "other.csi.example.com", d.handle)).toBeUndefined();
+        const disk = await volumesOf(p).get(d.id);
+        expect(disk).toMatchObject({
+          id: d.id,
+          region: fake.account().region,
+          sizeGiB: 20,
+          state: "in-use",
+          attachedTo: nodes[0]!.instanceID,
+        });
+        expect(disk.zones).toHaveLength(zones);
+      });
+
+      test("a batch answers the disks it has; a missing one is left out, and only a direct get says not found", async () => {
+        const { provider: p } = await harness();
+        if (p.volumes === undefined || fake.disks === undefined) return;
+        const made = [0, 1, 2].map(() => fake.disks!.create({ sizeGiB: 5, zones: zonal(), inScope: true }));
+        const missing = fake.disks.missing();
+        const found = await volumesOf(p).getMany([...made.map((d) => d.id), missing.id]);
+        expect(found.map((d) => d.id).sort()).toEqual(made.map((d) => d.id).sort());
+        expect(volumesOf(p).maxBatch).toBeGreaterThanOrEqual(10);
+        await expect(volumesOf(p).get(missing.id)).rejects.toBeInstanceOf(DiskNotFoundError);
+      });
+
+      test("a disk in another region is never answered as the account region's", async () => {
+        const { provider: p } = await harness();
+        if (p.volumes === undefined || fake.disks === undefined) return;
+        const d = fake.disks.create({ sizeGiB: 5, zones: zonal(), inScope: false });
+        const region = fake.account().region;
+        try {
+          const disk = await volumesOf(p).get(d.id);
+          expect(disk.region).not.toBe(region);
+        } catch (err) {
+          expect(err).toBeInstanceOf(DiskNotFoundError);
+        }
+        const batch = await volumesOf(p).getMany([d.id]);
+        for (const disk of batch) expect(disk.region).not.toBe(region);
+      });
+
+      test("listOwned: the disks tagged for a cluster, with their owner, none of another's", async () => {
+        const { provider: p } = await harness();
+        if (p.volumes === undefined || fake.disks === undefined) return;
+        const mine = fake.disks.create({
+          sizeGiB: 8,
+          zones: zonal(),
+          inScope: true,
+          ownerCluster: "owner-a",
+        });
+        const theirs = fake.disks.create({
+          sizeGiB: 8,
+          zones: zonal(),
+          inScope: true,
+          ownerCluster: "owner-b",
+        });
+        const listed = await volumesOf(p).listOwned(["owner-a"]);
+        expect(listed.map((d) => d.id)).toContain(mine.id);
+        expect(listed.map((d) => d.id)).not.toContain(theirs.id);
+        expect(listed.find((d) => d.id === mine.id)?.ownerClusters).toEqual(["owner-a"]);
       });
     });
 

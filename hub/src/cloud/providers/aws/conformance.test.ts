@@ -16,6 +16,7 @@ import {
   upstreamNlbGroup,
   upstreamNlbNodeRules,
 } from "./upstream.testkit.js";
+import { EBS_CSI_DRIVER } from "./volumes.js";
 
 /** cloud-provider-aws's ways of building a Service's load balancer, every fixture adopting each. */
 const VENDOR_MODES = ["classic ELB", "NLB, no security groups", "NLB, managed security group"] as const;
@@ -210,6 +211,26 @@ function fixture(
           return { instanceID: i.id, providerID: `aws:///${i.az}/${i.id}` };
         },
         terminateInstance: (id) => fake.setInstanceState(id, "terminated"),
+        disks: {
+          zonal: true,
+          create: ({ sizeGiB, inScope, ownerCluster, attachedTo }) => {
+            const az = inScope ? `${world.region}a` : `${world.otherRegion.region}a`;
+            const v = fake.createVolume(world.accountId, az, {
+              sizeGiB,
+              ...(attachedTo !== undefined && { attachedTo }),
+              ...(ownerCluster !== undefined && {
+                tags: { [`kubernetes.io/cluster/${ownerCluster}`]: "owned" },
+              }),
+            });
+            return { id: v.id, source: "csi", csiDriver: EBS_CSI_DRIVER, handle: v.id };
+          },
+          missing: () => ({
+            id: `vol-${"f".repeat(17)}`,
+            source: "awsElasticBlockStore",
+            csiDriver: "",
+            handle: `aws://${world.region}a/vol-${"f".repeat(17)}`,
+          }),
+        },
         missingProviderID: () => `aws:///${world.region}a/i-${"f".repeat(17)}`,
         instancePageSize: 50,
         // DescribeLoadBalancers (400 a page), then DescribeTags by 20.

@@ -9,6 +9,7 @@ import { AwsLoadBalancers } from "./load-balancers.js";
 import type { AwsOptions } from "./options.js";
 import { PROVIDER_NAME } from "./provider-id.js";
 import { AwsRoutes } from "./routes.js";
+import { AwsVolumes } from "./volumes.js";
 
 export function createAwsProvider(
   ctx: ProviderContext,
@@ -45,5 +46,6 @@ export function createAwsProvider(
     instances: new AwsInstances(ctx, api, options.instancePageSize),
     loadBalancers: new AwsLoadBalancers(ctx, api, options),
     routes: new AwsRoutes(ctx, api),
+    volumes: new AwsVolumes(ctx, api),
   };
 }

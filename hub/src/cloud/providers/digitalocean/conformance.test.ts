@@ -13,9 +13,11 @@ import type { LbOwner, LoadBalancerSpec } from "../../provider.js";
 import { ccmLoadBalancer } from "./do-ccm.testkit.js";
 import { digitalOceanProvider } from "./index.js";
 import { ownerOfName } from "./load-balancers.js";
+import { CLUSTER_TAG_PREFIX, DO_CSI_DRIVER } from "./volumes.js";
 
 export const REGION = "nyc3";
 const ELSEWHERE = "sfo3";
+let volumes = 0;
 const ACCOUNT = "acme";
 export const VPC = "c33931f2-a26a-4e61-b85c-4e95a2ec431b";
 const OTHER_VPC = "5a4981aa-9653-4bd1-bef5-d6bff52042e4";
@@ -104,6 +106,23 @@ const fixture = (): ConformanceFixture => ({
       isMutation: (op) => /\.(create|update|delete)$/.test(op),
       createInstance: ({ name, inScope }) => instance(name, inScope ? REGION : ELSEWHERE, VPC),
       terminateInstance: (id) => fake.deleteDroplet(Number(id)),
+      disks: {
+        zonal: false,
+        create: ({ sizeGiB, inScope, ownerCluster, attachedTo }) => {
+          const v = fake.createVolume(ACCOUNT, {
+            name: `pvc-${++volumes}`,
+            region: inScope ? REGION : ELSEWHERE,
+            sizeGigabytes: sizeGiB,
+            ...(attachedTo !== undefined && { dropletId: Number(attachedTo) }),
+            ...(ownerCluster !== undefined && { tags: [`${CLUSTER_TAG_PREFIX}${ownerCluster}`] }),
+          });
+          return { id: v.id, source: "csi", csiDriver: DO_CSI_DRIVER, handle: v.id };
+        },
+        missing: () => {
+          const id = "00000000-0000-4000-8000-000000000000";
+          return { id, source: "csi", csiDriver: DO_CSI_DRIVER, handle: id };
+        },
+      },
       missingProviderID: () => "digitalocean://999999999",
       instancePageSize: 25,
       throttle: (seconds) => fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, ACCOUNT),

@@ -10,6 +10,7 @@ import { ANNOTATION_PREFIX, doVendorLbSettings, LOAD_BALANCER_ID } from "./annot
 import { DEFAULT_DO_URL, DigitalOceanClient, MAX_PAGE_SIZE } from "./client.js";
 import { DigitalOceanInstances, PROVIDER_NAME } from "./instances.js";
 import { DigitalOceanLoadBalancers } from "./load-balancers.js";
+import { DigitalOceanVolumes } from "./volumes.js";
 
 /** `accounts[].options` of a DigitalOcean account. */
 export const DigitalOceanOptionsSchema = z
@@ -24,7 +25,7 @@ export const DigitalOceanOptionsSchema = z
   .strict();
 export type DigitalOceanOptions = z.infer<typeof DigitalOceanOptionsSchema>;
 
-/** The one credential: a personal access token (read scopes for droplets and certificates, read and write for load balancers). */
+/** The one credential: a personal access token (read scopes for droplets, certificates and block storage, read and write for load balancers). */
 const TOKEN = "token";
 
 export const digitalOceanProvider: ProviderFactory<DigitalOceanOptions> = {
@@ -61,6 +62,7 @@ export const digitalOceanProvider: ProviderFactory<DigitalOceanOptions> = {
       name: PROVIDER_NAME,
       instances: new DigitalOceanInstances(ctx, client, options.dropletTag),
       loadBalancers: new DigitalOceanLoadBalancers(ctx, client, options.loadBalancerPollMs),
+      volumes: new DigitalOceanVolumes(ctx, client),
     };
   },
 };

@@ -172,6 +172,8 @@ export class GcpApi {
 
 export interface Clients {
   readonly instances: Compute.InstancesClient;
+  readonly disks: Compute.DisksClient;
+  readonly regionDisks: Compute.RegionDisksClient;
   readonly zones: Compute.ZonesClient;
   readonly addresses: Compute.AddressesClient;
   readonly firewalls: Compute.FirewallsClient;
@@ -210,6 +212,8 @@ async function makeClients(ctx: ProviderContext, auth: GcpCredential): Promise<C
   >[0];
   return {
     instances: new sdk.InstancesClient(opts),
+    disks: new sdk.DisksClient(opts),
+    regionDisks: new sdk.RegionDisksClient(opts),
     zones: new sdk.ZonesClient(opts),
     addresses: new sdk.AddressesClient(opts),
     firewalls: new sdk.FirewallsClient(opts),

@@ -4,10 +4,12 @@ import { describeProviderConformance } from "../../conformance/conformance.testk
 import type { AccountBinding, LbOwner } from "../../provider.js";
 import { gcpProvider } from "./index.js";
 import { descriptionOwner, gceLoadBalancerName, ROUTE_DESCRIPTION } from "./names.js";
+import { CLUSTER_NAME_LABEL, PD_CSI_DRIVER } from "./volumes.js";
 
 const PROJECT = "conf-project";
 const REGION = "us-central1";
 const VENDOR_MODES = ["target pool (cloud-provider-gcp)"] as const;
+let disks = 0;
 
 /** What the fake lets reach the owner's load balancer: "<port> <range>" of its firewalls (clients, health checks). */
 function exposure(fake: GcpComputeFake, lbName: string): string[] {
@@ -91,6 +93,43 @@ function fixture(operationMs: number): ConformanceFixture {
         terminateInstance: (id) => {
           const [zone = "", name = ""] = id.split("/");
           fake.deleteInstance(PROJECT, zone, name);
+        },
+        disks: {
+          zonal: true,
+          // Zonal disks alternate between the in-tree pdName and the CSI handle; two zones: a regional disk.
+          create: ({ sizeGiB, zones, inScope, ownerCluster, attachedTo }) => {
+            const name = `pvc-${++disks}`;
+            const region = inScope ? REGION : "europe-west1";
+            const regional = zones === 2;
+            const zone = regional ? undefined : inScope ? `${REGION}-a` : "europe-west1-b";
+            fake.createDisk(PROJECT, {
+              name,
+              sizeGb: sizeGiB,
+              ...(regional ? { region, replicaZones: [`${region}-a`, `${region}-b`] } : { zone }),
+              ...(attachedTo !== undefined && { users: [attachedTo] }),
+              ...(ownerCluster !== undefined && {
+                labels: { [CLUSTER_NAME_LABEL]: ownerCluster, "goog-gke-volume": "" },
+              }),
+              description: JSON.stringify({
+                "kubernetes.io/created-for/pv/name": name,
+                "storage.gke.io/created-by": PD_CSI_DRIVER,
+              }),
+            });
+            if (
+              !regional &&
+              inScope &&
+              ownerCluster === undefined &&
+              attachedTo === undefined &&
+              disks % 2 === 0
+            )
+              return { id: name, source: "gcePersistentDisk", csiDriver: "", handle: name };
+            const handle = `projects/${PROJECT}/${regional ? `regions/${region}` : `zones/${zone}`}/disks/${name}`;
+            return { id: handle, source: "csi", csiDriver: PD_CSI_DRIVER, handle };
+          },
+          missing: () => {
+            const handle = `projects/${PROJECT}/zones/${REGION}-a/disks/no-such-disk`;
+            return { id: handle, source: "csi", csiDriver: PD_CSI_DRIVER, handle };
+          },
         },
         missingProviderID: () => `gce://${PROJECT}/${REGION}-a/no-such-instance`,
         instancePageSize: 20,

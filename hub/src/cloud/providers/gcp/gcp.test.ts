@@ -290,3 +290,45 @@ describe("routes", () => {
     expect(fake.list(PROJECT, "routes").find((r) => r.name === name)).toBeUndefined();
   });
 });
+
+describe("volumes", () => {
+  test("a regional disk spans both replica zones; an in-tree pdName is found in the region's zones; a batch is one aggregated list", async () => {
+    fake.createDisk(PROJECT, {
+      name: "pvc-regional",
+      sizeGb: 200,
+      region: REGION,
+      replicaZones: [`${REGION}-b`, `${REGION}-a`],
+      users: [`${REGION}-a/node-0`],
+    });
+    fake.createDisk(PROJECT, { name: "pd-legacy", sizeGb: 10, zone: `${REGION}-b` });
+    const { provider, ops } = await bind();
+    const volumes = provider.volumes;
+    if (volumes === undefined) throw new Error("gcp has volumes");
+    const handle = `projects/${PROJECT}/regions/${REGION}/disks/pvc-regional`;
+    expect(volumes.parseVolumeHandle("csi", "pd.csi.storage.gke.io", handle)).toEqual({ id: handle });
+    expect(volumes.parseVolumeHandle("gcePersistentDisk", "", "pd-legacy")).toEqual({ id: "pd-legacy" });
+    expect(
+      volumes.parseVolumeHandle("csi", "pd.csi.storage.gke.io", "projects/x/zones/a/disks/UPPER"),
+    ).toBeUndefined();
+    expect(await volumes.get(handle)).toMatchObject({
+      region: REGION,
+      zones: [`${REGION}-a`, `${REGION}-b`],
+      sizeGiB: 200,
+      state: "in-use",
+      attachedTo: `${REGION}-a/node-0`,
+    });
+    expect(await volumes.get("pd-legacy")).toMatchObject({
+      id: "pd-legacy",
+      zones: [`${REGION}-b`],
+      state: "available",
+    });
+    ops.length = 0;
+    const batch = await volumes.getMany([handle, "pd-legacy", "pd-gone"]);
+    expect(batch.map((d) => d.id).sort()).toEqual([handle, "pd-legacy"].sort());
+    expect(ops).toEqual(["disks.batch"]);
+    // Another project's disk is another account's: not found, without a call.
+    ops.length = 0;
+    await expect(volumes.get(`projects/other/zones/${REGION}-a/disks/pvc-x`)).rejects.toThrow(/not found/i);
+    expect(ops).toEqual([]);
+  });
+});

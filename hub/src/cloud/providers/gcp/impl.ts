@@ -6,6 +6,7 @@ import { GcpLoadBalancers } from "./load-balancers.js";
 import { PROVIDER_NAME } from "./names.js";
 import type { GcpOptions } from "./options.js";
 import { GcpRoutes } from "./routes.js";
+import { GcpVolumes } from "./volumes.js";
 
 export async function createGcpProvider(ctx: ProviderContext, options: GcpOptions): Promise<CloudProvider> {
   const api = new GcpApi(ctx, options.project);
@@ -22,5 +23,6 @@ export async function createGcpProvider(ctx: ProviderContext, options: GcpOption
     instances,
     loadBalancers: new GcpLoadBalancers(ctx, api, instances, options),
     routes: new GcpRoutes(ctx, api, options),
+    volumes: new GcpVolumes(ctx, api),
   };
 }

@@ -18,6 +18,9 @@ import {
 import { hetznerResources } from "./hetzner.testkit.js";
 import { hetznerProvider } from "./index.js";
 import { ownerOfLabels } from "./load-balancers.js";
+import { CLUSTER_LABEL, HCLOUD_CSI_DRIVER } from "./volumes.js";
+
+let volumes = 0;
 
 const fakes: HetznerFake[] = [];
 
@@ -44,6 +47,20 @@ const fixture = (opts: { actionPolls: number; usePrivateIP: boolean }): Conforma
       createInstance: ({ name, inScope }) =>
         server(name, inScope ? REGION : ELSEWHERE, inScope ? world.networkId : undefined),
       terminateInstance: (id) => fake.deleteServer(Number(id)),
+      disks: {
+        zonal: false,
+        create: ({ sizeGiB, inScope, ownerCluster, attachedTo }) => {
+          const v = fake.createVolume(ACCOUNT, {
+            name: `pvc-${++volumes}`,
+            location: inScope ? REGION : ELSEWHERE,
+            size: sizeGiB,
+            ...(attachedTo !== undefined && { server: Number(attachedTo) }),
+            ...(ownerCluster !== undefined && { labels: { [CLUSTER_LABEL]: ownerCluster } }),
+          });
+          return { id: String(v.id), source: "csi", csiDriver: HCLOUD_CSI_DRIVER, handle: String(v.id) };
+        },
+        missing: () => ({ id: "99999999", source: "csi", csiDriver: HCLOUD_CSI_DRIVER, handle: "99999999" }),
+      },
       missingProviderID: () => "hcloud://999999999",
       instancePageSize: 10,
       throttle: (seconds) =>

@@ -18,6 +18,7 @@ import { HetznerInstances, PROVIDER_NAME } from "./instances.js";
 import { HetznerLoadBalancers } from "./load-balancers.js";
 import { NetworkResolver } from "./networks.js";
 import { HetznerRoutes } from "./routes.js";
+import { HetznerVolumes } from "./volumes.js";
 
 /** `accounts[].options` of a Hetzner Cloud account (a project). */
 export const HetznerOptionsSchema = z
@@ -131,6 +132,7 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
         zoneLabel: options.zoneLabel,
         labelSelector: options.serverLabelSelector,
       }),
+      volumes: new HetznerVolumes(client),
       loadBalancers: {
         capabilities: lbs.capabilities,
         checkAnnotations: (a) => lbs.checkAnnotations(a),

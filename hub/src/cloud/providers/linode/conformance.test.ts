@@ -13,10 +13,12 @@ import type { LbOwner, LoadBalancerSpec } from "../../provider.js";
 import { linodeProvider } from "./index.js";
 import { ccmLabel, ccmNodeBalancer, sourceRangeRules } from "./linode-ccm.testkit.js";
 import { ownerOfTags } from "./load-balancers.js";
+import { LINODE_CSI_DRIVER } from "./volumes.js";
 
 const REGION = "us-east";
 const ELSEWHERE = "us-west";
 const ACCOUNT = "acme";
+let volumes = 0;
 const VPC = "fleet-vpc";
 
 const fakes: LinodeFake[] = [];
@@ -172,6 +174,30 @@ const fixture = (opts: { linodeInterfaces?: boolean } = {}): ConformanceFixture 
         return { instanceID: String(l.id), providerID: `linode://${l.id}` };
       },
       terminateInstance: (id) => fake.deleteLinode(Number(id)),
+      disks: {
+        zonal: false,
+        create: ({ sizeGiB, inScope, ownerCluster, attachedTo }) => {
+          const v = fake.createVolume(ACCOUNT, {
+            label: `pvc-${++volumes}`,
+            region: inScope ? REGION : ELSEWHERE,
+            size: sizeGiB,
+            ...(attachedTo !== undefined && { linodeId: Number(attachedTo) }),
+            ...(ownerCluster !== undefined && { tags: [`kubernetes.io/cluster/${ownerCluster}`] }),
+          });
+          return {
+            id: String(v.id),
+            source: "csi",
+            csiDriver: LINODE_CSI_DRIVER,
+            handle: `${v.id}-${v.label}`,
+          };
+        },
+        missing: () => ({
+          id: "99999999",
+          source: "csi",
+          csiDriver: LINODE_CSI_DRIVER,
+          handle: "99999999-pvc-gone",
+        }),
+      },
       missingProviderID: () => "linode://999999999",
       instancePageSize: 25,
       throttle: (seconds) => fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: seconds }, ACCOUNT),

@@ -10,6 +10,7 @@ import { DEFAULT_LINODE_URL, LinodeClient, MAX_PAGE_SIZE, MIN_PAGE_SIZE } from "
 import { LinodeInstances, PROVIDER_NAME } from "./instances.js";
 import { isOurTag, LinodeLoadBalancers } from "./load-balancers.js";
 import { LinodeRoutes } from "./routes.js";
+import { LinodeVolumes } from "./volumes.js";
 import { VpcResolver } from "./vpc.js";
 
 /** `accounts[].options` of a Linode account. */
@@ -69,6 +70,7 @@ export const linodeProvider: ProviderFactory<LinodeOptions> = {
       instances: new LinodeInstances(ctx, client, vpc),
       loadBalancers: new LinodeLoadBalancers(ctx, client, vpc, options.vpcBackends, options.nodeBalancerTags),
       ...(options.routes && { routes: new LinodeRoutes(ctx, client, vpc) }),
+      volumes: new LinodeVolumes(ctx, client),
     };
   },
 };

@@ -26,6 +26,8 @@ export interface ListQuery {
   readonly tags?: Readonly<Record<string, string>>;
   /** Listeners, pools, firewall rules of one load balancer. */
   readonly lbId?: string;
+  /** Disks of these ids (`id=X`, repeated). */
+  readonly ids?: readonly string[];
 }
 
 /** Top-level load-balancer resource collections of the public API. */
@@ -54,6 +56,16 @@ export class SimulatedClient {
   /** GET /v1/regions/{region}/instances?name=&page_size=&page_token=. */
   listInstances(query: ListQuery, signals: readonly AbortSignal[]): Promise<unknown> {
     return this.send({ method: "GET", path: "/instances", query: toQuery(query) }, signals);
+  }
+
+  /** GET /v1/regions/{region}/disks/{id}. */
+  getDisk(id: string, signals: readonly AbortSignal[]): Promise<unknown> {
+    return this.send({ method: "GET", path: `/disks/${encodeURIComponent(id)}` }, signals);
+  }
+
+  /** GET /v1/regions/{region}/disks?id=&tag=k=v&page_size=&page_token=. */
+  listDisks(query: ListQuery, signals: readonly AbortSignal[]): Promise<unknown> {
+    return this.send({ method: "GET", path: "/disks", query: toQuery(query) }, signals);
   }
 
   /** GET /v1/regions/{region}/{collection}?name=&tag=k=v&lb_id=&page_size=&page_token=. */
@@ -135,6 +147,7 @@ function toQuery(query: ListQuery): Query {
     name: query.name,
     tag: Object.entries(query.tags ?? {}).map(([k, v]) => `${k}=${v}`),
     lb_id: query.lbId,
+    id: query.ids,
     page_size: query.pageSize,
     page_token: query.pageToken,
   };

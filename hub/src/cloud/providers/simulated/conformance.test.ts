@@ -15,6 +15,7 @@ import {
 import { OWNER_TAG_CLUSTER, OWNER_TAG_SERVICE_UID } from "../../naming.js";
 import type { LbOwner } from "../../provider.js";
 import { simulatedProvider } from "./index.js";
+import { SIMULATED_CSI_DRIVER } from "./volumes.js";
 
 const REGION = "sim-east-1";
 const ELSEWHERE = "sim-west-1";
@@ -52,6 +53,28 @@ function simulatedFixture(lbAsync?: Partial<SimLbAsyncSettings>): ConformanceFix
           return { instanceID: i.id, providerID: `simulated://${region}/${i.id}` };
         },
         terminateInstance: (id) => cloud.terminateInstance(id),
+        disks: {
+          zonal: true,
+          create: ({ sizeGiB, zones, inScope, ownerCluster, attachedTo }) => {
+            const region = inScope ? REGION : ELSEWHERE;
+            const d = cloud.createDisk(ACCOUNT, {
+              region,
+              sizeGiB,
+              zones: ["a", "b", "c"].slice(0, Math.max(1, zones)).map((z) => `${region}${z}`),
+              ...(attachedTo !== undefined && { attachedTo }),
+              ...(ownerCluster !== undefined && {
+                tags: { [`kubernetes.io/cluster/${ownerCluster}`]: "owned" },
+              }),
+            });
+            return { id: d.id, source: "csi", csiDriver: SIMULATED_CSI_DRIVER, handle: d.id };
+          },
+          missing: () => ({
+            id: "disk-000000000000",
+            source: "csi",
+            csiDriver: SIMULATED_CSI_DRIVER,
+            handle: "disk-000000000000",
+          }),
+        },
         missingProviderID: () => `simulated://${REGION}/i-000000000000`,
         instancePageSize: 500,
         throttle: (seconds) =>

@@ -4,7 +4,7 @@
  * through the REST kit's status table, refined by what only this cloud's body says. Reconcilers
  * only ever see the contract errors.
  */
-import { CloudError, InstanceNotFoundError } from "../../errors.js";
+import { CloudError, DiskNotFoundError, InstanceNotFoundError } from "../../errors.js";
 import { HttpStatusError, type StatusAnswer } from "../../http/failures.js";
 import { toContractError as httpToContractError } from "../../http/status-errors.js";
 
@@ -62,6 +62,8 @@ export interface ErrorContext {
   readonly lookup:
     | { readonly kind: "get"; readonly id: string; readonly providerID: string }
     | { readonly kind: "list" }
+    /** A direct disk read: its 404 alone says the disk is not in the account's region. */
+    | { readonly kind: "disk"; readonly id: string }
     /** Any other call (load balancers, routes): a 404 here is never InstanceNotFoundError. */
     | { readonly kind: "call" };
   readonly nowMs: number;
@@ -76,6 +78,8 @@ export function toContractError(err: unknown, ctx: ErrorContext): unknown {
     // we asked for; a 404 from a wrong endpoint or a proxy must never justify a deletion.
     if (lookup.kind === "get" && isNotFoundOf(api, "instance", lookup.id))
       return new InstanceNotFoundError(lookup.providerID, { cause: api });
+    if (lookup.kind === "disk" && isNotFoundOf(api, "disk", lookup.id))
+      return new DiskNotFoundError(lookup.id, { cause: api });
     // A 409 is a conflict to retry only when something we did not see holds the thing (a
     // dependent a dropped list item hid, the listener of an earlier attempt whose answer was
     // lost): the next attempt lists again. Any other 409 (RouteAlreadyExists, ...) says our

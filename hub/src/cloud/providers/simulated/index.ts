@@ -10,6 +10,7 @@ import { ANNOTATION_PREFIX, PROVIDER_NAME } from "./convert.js";
 import { SimulatedInstances } from "./instances.js";
 import { SimulatedLoadBalancers } from "./load-balancers.js";
 import { SimulatedRoutes } from "./routes.js";
+import { SimulatedVolumes } from "./volumes.js";
 
 /**
  * `accounts[].options` of a simulated account: none. How asynchronous its load balancers are is
@@ -46,6 +47,7 @@ export const simulatedProvider: ProviderFactory<SimulatedOptions> = {
       instances: new SimulatedInstances(ctx, client),
       loadBalancers: new SimulatedLoadBalancers(ctx, client),
       routes: new SimulatedRoutes(ctx, client),
+      volumes: new SimulatedVolumes(ctx, client),
     };
   },
 };

@@ -78,6 +78,32 @@ export interface ServiceDesired_SetAnnotationsEntry {
   value: string;
 }
 
+/** One requirement of a node selector term (core/v1 NodeSelectorRequirement). */
+export interface NodeSelectorRequirement {
+  key: string;
+  /** In (the only operator the hub writes). */
+  operator: string;
+  values: string[];
+}
+
+export interface PersistentVolumeDesired {
+  name: string;
+  uid: string;
+  generation: number;
+  /** Labels to set; the hub sends only keys the PV does not have. */
+  labels: { [key: string]: string };
+  /**
+   * spec.nodeAffinity.required to set, as one term with these requirements, only while the PV
+   * has no nodeAffinity (immutable once set); empty means unchanged.
+   */
+  nodeAffinity: NodeSelectorRequirement[];
+}
+
+export interface PersistentVolumeDesired_LabelsEntry {
+  key: string;
+  value: string;
+}
+
 /** A Kubernetes Event the agent records on the hub's behalf. */
 export interface ClusterEvent {
   kind: ObjectKind;
@@ -96,6 +122,7 @@ export interface DesiredBatch {
   nodes: NodeDesired[];
   services: ServiceDesired[];
   events: ClusterEvent[];
+  persistentVolumes: PersistentVolumeDesired[];
 }
 
 function createBaseNodeDesired(): NodeDesired {
@@ -806,6 +833,363 @@ export const ServiceDesired_SetAnnotationsEntry: MessageFns<ServiceDesired_SetAn
   },
 };
 
+function createBaseNodeSelectorRequirement(): NodeSelectorRequirement {
+  return { key: "", operator: "", values: [] };
+}
+
+export const NodeSelectorRequirement: MessageFns<NodeSelectorRequirement> = {
+  encode(message: NodeSelectorRequirement, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.operator !== "") {
+      writer.uint32(18).string(message.operator);
+    }
+    for (const v of message.values) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeSelectorRequirement {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeSelectorRequirement();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.operator = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.values.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NodeSelectorRequirement {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      operator: isSet(object.operator) ? globalThis.String(object.operator) : "",
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: NodeSelectorRequirement): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.operator !== "") {
+      obj.operator = message.operator;
+    }
+    if (message.values?.length) {
+      obj.values = message.values;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NodeSelectorRequirement>, I>>(base?: I): NodeSelectorRequirement {
+    return NodeSelectorRequirement.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeSelectorRequirement>, I>>(object: I): NodeSelectorRequirement {
+    const message = createBaseNodeSelectorRequirement();
+    message.key = object.key ?? "";
+    message.operator = object.operator ?? "";
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePersistentVolumeDesired(): PersistentVolumeDesired {
+  return { name: "", uid: "", generation: 0, labels: {}, nodeAffinity: [] };
+}
+
+export const PersistentVolumeDesired: MessageFns<PersistentVolumeDesired> = {
+  encode(message: PersistentVolumeDesired, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(18).string(message.uid);
+    }
+    if (message.generation !== 0) {
+      writer.uint32(24).uint64(message.generation);
+    }
+    globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
+      PersistentVolumeDesired_LabelsEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    for (const v of message.nodeAffinity) {
+      NodeSelectorRequirement.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersistentVolumeDesired {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersistentVolumeDesired();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.generation = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = PersistentVolumeDesired_LabelsEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.labels[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nodeAffinity.push(NodeSelectorRequirement.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersistentVolumeDesired {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      generation: isSet(object.generation) ? globalThis.Number(object.generation) : 0,
+      labels: isObject(object.labels)
+        ? (globalThis.Object.entries(object.labels) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      nodeAffinity: globalThis.Array.isArray(object?.nodeAffinity)
+        ? object.nodeAffinity.map((e: any) => NodeSelectorRequirement.fromJSON(e))
+        : globalThis.Array.isArray(object?.node_affinity)
+        ? object.node_affinity.map((e: any) => NodeSelectorRequirement.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PersistentVolumeDesired): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.generation !== 0) {
+      obj.generation = Math.round(message.generation);
+    }
+    if (message.labels) {
+      const entries = globalThis.Object.entries(message.labels) as [string, string][];
+      if (entries.length > 0) {
+        obj.labels = {};
+        entries.forEach(([k, v]) => {
+          obj.labels[k] = v;
+        });
+      }
+    }
+    if (message.nodeAffinity?.length) {
+      obj.nodeAffinity = message.nodeAffinity.map((e) => NodeSelectorRequirement.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PersistentVolumeDesired>, I>>(base?: I): PersistentVolumeDesired {
+    return PersistentVolumeDesired.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersistentVolumeDesired>, I>>(object: I): PersistentVolumeDesired {
+    const message = createBasePersistentVolumeDesired();
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.generation = object.generation ?? 0;
+    message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.nodeAffinity = object.nodeAffinity?.map((e) => NodeSelectorRequirement.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePersistentVolumeDesired_LabelsEntry(): PersistentVolumeDesired_LabelsEntry {
+  return { key: "", value: "" };
+}
+
+export const PersistentVolumeDesired_LabelsEntry: MessageFns<PersistentVolumeDesired_LabelsEntry> = {
+  encode(message: PersistentVolumeDesired_LabelsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersistentVolumeDesired_LabelsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersistentVolumeDesired_LabelsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersistentVolumeDesired_LabelsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: PersistentVolumeDesired_LabelsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PersistentVolumeDesired_LabelsEntry>, I>>(
+    base?: I,
+  ): PersistentVolumeDesired_LabelsEntry {
+    return PersistentVolumeDesired_LabelsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersistentVolumeDesired_LabelsEntry>, I>>(
+    object: I,
+  ): PersistentVolumeDesired_LabelsEntry {
+    const message = createBasePersistentVolumeDesired_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
 function createBaseClusterEvent(): ClusterEvent {
   return { kind: 0, namespace: "", name: "", uid: "", type: "", reason: "", message: "", sourceComponent: "" };
 }
@@ -992,7 +1376,7 @@ export const ClusterEvent: MessageFns<ClusterEvent> = {
 };
 
 function createBaseDesiredBatch(): DesiredBatch {
-  return { nodes: [], services: [], events: [] };
+  return { nodes: [], services: [], events: [], persistentVolumes: [] };
 }
 
 export const DesiredBatch: MessageFns<DesiredBatch> = {
@@ -1005,6 +1389,9 @@ export const DesiredBatch: MessageFns<DesiredBatch> = {
     }
     for (const v of message.events) {
       ClusterEvent.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.persistentVolumes) {
+      PersistentVolumeDesired.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1046,6 +1433,14 @@ export const DesiredBatch: MessageFns<DesiredBatch> = {
             message.events.push(ClusterEvent.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.persistentVolumes.push(PersistentVolumeDesired.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1065,6 +1460,11 @@ export const DesiredBatch: MessageFns<DesiredBatch> = {
         ? object.services.map((e: any) => ServiceDesired.fromJSON(e))
         : [],
       events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => ClusterEvent.fromJSON(e)) : [],
+      persistentVolumes: globalThis.Array.isArray(object?.persistentVolumes)
+        ? object.persistentVolumes.map((e: any) => PersistentVolumeDesired.fromJSON(e))
+        : globalThis.Array.isArray(object?.persistent_volumes)
+        ? object.persistent_volumes.map((e: any) => PersistentVolumeDesired.fromJSON(e))
+        : [],
     };
   },
 
@@ -1079,6 +1479,9 @@ export const DesiredBatch: MessageFns<DesiredBatch> = {
     if (message.events?.length) {
       obj.events = message.events.map((e) => ClusterEvent.toJSON(e));
     }
+    if (message.persistentVolumes?.length) {
+      obj.persistentVolumes = message.persistentVolumes.map((e) => PersistentVolumeDesired.toJSON(e));
+    }
     return obj;
   },
 
@@ -1090,6 +1493,7 @@ export const DesiredBatch: MessageFns<DesiredBatch> = {
     message.nodes = object.nodes?.map((e) => NodeDesired.fromPartial(e)) || [];
     message.services = object.services?.map((e) => ServiceDesired.fromPartial(e)) || [];
     message.events = object.events?.map((e) => ClusterEvent.fromPartial(e)) || [];
+    message.persistentVolumes = object.persistentVolumes?.map((e) => PersistentVolumeDesired.fromPartial(e)) || [];
     return message;
   },
 };

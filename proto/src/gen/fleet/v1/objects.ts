@@ -16,6 +16,7 @@ export enum ObjectKind {
   OBJECT_KIND_UNSPECIFIED = 0,
   OBJECT_KIND_NODE = 1,
   OBJECT_KIND_SERVICE = 2,
+  OBJECT_KIND_PERSISTENT_VOLUME = 3,
   UNRECOGNIZED = -1,
 }
 
@@ -30,6 +31,9 @@ export function objectKindFromJSON(object: any): ObjectKind {
     case 2:
     case "OBJECT_KIND_SERVICE":
       return ObjectKind.OBJECT_KIND_SERVICE;
+    case 3:
+    case "OBJECT_KIND_PERSISTENT_VOLUME":
+      return ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -45,6 +49,8 @@ export function objectKindToJSON(object: ObjectKind): string {
       return "OBJECT_KIND_NODE";
     case ObjectKind.OBJECT_KIND_SERVICE:
       return "OBJECT_KIND_SERVICE";
+    case ObjectKind.OBJECT_KIND_PERSISTENT_VOLUME:
+      return "OBJECT_KIND_PERSISTENT_VOLUME";
     case ObjectKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -186,6 +192,41 @@ export interface ObjectRef {
   namespace: string;
   name: string;
   uid: string;
+}
+
+/**
+ * A PersistentVolume backed by a cloud disk: an in-tree source of a provider's disk type or a
+ * csi volume of a vendor's disk driver (Welcome.volume_in_tree_sources, volume_csi_drivers). The
+ * agent forwards no other PersistentVolume.
+ */
+export interface PersistentVolume {
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  /**
+   * Only the topology labels (topology.kubernetes.io/ and failure-domain.beta.kubernetes.io/):
+   * what the hub must never overwrite.
+   */
+  labels: { [key: string]: string };
+  /** awsElasticBlockStore, gcePersistentDisk, azureDisk, cinder or csi. */
+  source: string;
+  /** spec.csi.driver; empty for in-tree sources. */
+  csiDriver: string;
+  /** The disk as the PV names it: volumeID, pdName, diskURI, or the csi volumeHandle. */
+  volumeHandle: string;
+  /** spec.nodeAffinity is set (the hub then adds none). */
+  hasNodeAffinity: boolean;
+  /** status.phase: Pending, Available, Bound, Released or Failed. */
+  phase: string;
+  /** spec.capacity.storage as written (e.g. 10Gi). */
+  capacity: string;
+  creationTimestamp?: Date | undefined;
+  deletionTimestamp?: Date | undefined;
+}
+
+export interface PersistentVolume_LabelsEntry {
+  key: string;
+  value: string;
 }
 
 function createBaseTaint(): Taint {
@@ -2241,6 +2282,403 @@ export const ObjectRef: MessageFns<ObjectRef> = {
     message.namespace = object.namespace ?? "";
     message.name = object.name ?? "";
     message.uid = object.uid ?? "";
+    return message;
+  },
+};
+
+function createBasePersistentVolume(): PersistentVolume {
+  return {
+    name: "",
+    uid: "",
+    resourceVersion: "",
+    labels: {},
+    source: "",
+    csiDriver: "",
+    volumeHandle: "",
+    hasNodeAffinity: false,
+    phase: "",
+    capacity: "",
+    creationTimestamp: undefined,
+    deletionTimestamp: undefined,
+  };
+}
+
+export const PersistentVolume: MessageFns<PersistentVolume> = {
+  encode(message: PersistentVolume, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(18).string(message.uid);
+    }
+    if (message.resourceVersion !== "") {
+      writer.uint32(26).string(message.resourceVersion);
+    }
+    globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
+      PersistentVolume_LabelsEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    if (message.source !== "") {
+      writer.uint32(42).string(message.source);
+    }
+    if (message.csiDriver !== "") {
+      writer.uint32(50).string(message.csiDriver);
+    }
+    if (message.volumeHandle !== "") {
+      writer.uint32(58).string(message.volumeHandle);
+    }
+    if (message.hasNodeAffinity !== false) {
+      writer.uint32(64).bool(message.hasNodeAffinity);
+    }
+    if (message.phase !== "") {
+      writer.uint32(74).string(message.phase);
+    }
+    if (message.capacity !== "") {
+      writer.uint32(82).string(message.capacity);
+    }
+    if (message.creationTimestamp !== undefined) {
+      Timestamp.encode(toTimestamp(message.creationTimestamp), writer.uint32(90).fork()).join();
+    }
+    if (message.deletionTimestamp !== undefined) {
+      Timestamp.encode(toTimestamp(message.deletionTimestamp), writer.uint32(98).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersistentVolume {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersistentVolume();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resourceVersion = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = PersistentVolume_LabelsEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.labels[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.csiDriver = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.volumeHandle = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.hasNodeAffinity = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.phase = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.capacity = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.creationTimestamp = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.deletionTimestamp = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersistentVolume {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      resourceVersion: isSet(object.resourceVersion)
+        ? globalThis.String(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? globalThis.String(object.resource_version)
+        : "",
+      labels: isObject(object.labels)
+        ? (globalThis.Object.entries(object.labels) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
+      csiDriver: isSet(object.csiDriver)
+        ? globalThis.String(object.csiDriver)
+        : isSet(object.csi_driver)
+        ? globalThis.String(object.csi_driver)
+        : "",
+      volumeHandle: isSet(object.volumeHandle)
+        ? globalThis.String(object.volumeHandle)
+        : isSet(object.volume_handle)
+        ? globalThis.String(object.volume_handle)
+        : "",
+      hasNodeAffinity: isSet(object.hasNodeAffinity)
+        ? globalThis.Boolean(object.hasNodeAffinity)
+        : isSet(object.has_node_affinity)
+        ? globalThis.Boolean(object.has_node_affinity)
+        : false,
+      phase: isSet(object.phase) ? globalThis.String(object.phase) : "",
+      capacity: isSet(object.capacity) ? globalThis.String(object.capacity) : "",
+      creationTimestamp: isSet(object.creationTimestamp)
+        ? fromJsonTimestamp(object.creationTimestamp)
+        : isSet(object.creation_timestamp)
+        ? fromJsonTimestamp(object.creation_timestamp)
+        : undefined,
+      deletionTimestamp: isSet(object.deletionTimestamp)
+        ? fromJsonTimestamp(object.deletionTimestamp)
+        : isSet(object.deletion_timestamp)
+        ? fromJsonTimestamp(object.deletion_timestamp)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PersistentVolume): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.resourceVersion !== "") {
+      obj.resourceVersion = message.resourceVersion;
+    }
+    if (message.labels) {
+      const entries = globalThis.Object.entries(message.labels) as [string, string][];
+      if (entries.length > 0) {
+        obj.labels = {};
+        entries.forEach(([k, v]) => {
+          obj.labels[k] = v;
+        });
+      }
+    }
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
+    if (message.csiDriver !== "") {
+      obj.csiDriver = message.csiDriver;
+    }
+    if (message.volumeHandle !== "") {
+      obj.volumeHandle = message.volumeHandle;
+    }
+    if (message.hasNodeAffinity !== false) {
+      obj.hasNodeAffinity = message.hasNodeAffinity;
+    }
+    if (message.phase !== "") {
+      obj.phase = message.phase;
+    }
+    if (message.capacity !== "") {
+      obj.capacity = message.capacity;
+    }
+    if (message.creationTimestamp !== undefined) {
+      obj.creationTimestamp = message.creationTimestamp.toISOString();
+    }
+    if (message.deletionTimestamp !== undefined) {
+      obj.deletionTimestamp = message.deletionTimestamp.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PersistentVolume>, I>>(base?: I): PersistentVolume {
+    return PersistentVolume.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersistentVolume>, I>>(object: I): PersistentVolume {
+    const message = createBasePersistentVolume();
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.resourceVersion = object.resourceVersion ?? "";
+    message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.source = object.source ?? "";
+    message.csiDriver = object.csiDriver ?? "";
+    message.volumeHandle = object.volumeHandle ?? "";
+    message.hasNodeAffinity = object.hasNodeAffinity ?? false;
+    message.phase = object.phase ?? "";
+    message.capacity = object.capacity ?? "";
+    message.creationTimestamp = object.creationTimestamp ?? undefined;
+    message.deletionTimestamp = object.deletionTimestamp ?? undefined;
+    return message;
+  },
+};
+
+function createBasePersistentVolume_LabelsEntry(): PersistentVolume_LabelsEntry {
+  return { key: "", value: "" };
+}
+
+export const PersistentVolume_LabelsEntry: MessageFns<PersistentVolume_LabelsEntry> = {
+  encode(message: PersistentVolume_LabelsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersistentVolume_LabelsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersistentVolume_LabelsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersistentVolume_LabelsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: PersistentVolume_LabelsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PersistentVolume_LabelsEntry>, I>>(base?: I): PersistentVolume_LabelsEntry {
+    return PersistentVolume_LabelsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersistentVolume_LabelsEntry>, I>>(object: I): PersistentVolume_LabelsEntry {
+    const message = createBasePersistentVolume_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };

@@ -18,7 +18,15 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../google/protobuf/timestamp.js";
-import { Node, ObjectKind, objectKindFromJSON, objectKindToJSON, ObjectRef, Service } from "./objects.js";
+import {
+  Node,
+  ObjectKind,
+  objectKindFromJSON,
+  objectKindToJSON,
+  ObjectRef,
+  PersistentVolume,
+  Service,
+} from "./objects.js";
 
 export const protobufPackage = "fleet.v1";
 
@@ -105,6 +113,7 @@ export interface SnapshotChunk {
    * continue at seq + 1.
    */
   seq: number;
+  persistentVolumes: PersistentVolume[];
 }
 
 /**
@@ -118,6 +127,8 @@ export interface Delta {
     | { $case: "service"; value: Service }
     | { $case: "nodeDeleted"; value: ObjectRef }
     | { $case: "serviceDeleted"; value: ObjectRef }
+    | { $case: "persistentVolume"; value: PersistentVolume }
+    | { $case: "persistentVolumeDeleted"; value: ObjectRef }
     | undefined;
 }
 
@@ -201,6 +212,14 @@ export interface Welcome {
    * silence tells. 0 (a hub that predates this field): no such deadline.
    */
   hubHeartbeatIntervalMs: number;
+  /**
+   * The PersistentVolumes the agent follows (list, watch, and patches of their topology): those
+   * with one of these in-tree sources (e.g. "awsElasticBlockStore") or a csi volume of one of
+   * these drivers (e.g. "ebs.csi.aws.com"). Both empty (a hub that predates them, or a provider
+   * without volumes): the agent neither reads nor sends any PersistentVolume.
+   */
+  volumeInTreeSources: string[];
+  volumeCsiDrivers: string[];
 }
 
 /** Which Services' annotations name a Secret, and what of it to send. */
@@ -513,7 +532,7 @@ export const Hello: MessageFns<Hello> = {
 };
 
 function createBaseSnapshotChunk(): SnapshotChunk {
-  return { snapshotId: 0, nodes: [], services: [], last: false, seq: 0 };
+  return { snapshotId: 0, nodes: [], services: [], last: false, seq: 0, persistentVolumes: [] };
 }
 
 export const SnapshotChunk: MessageFns<SnapshotChunk> = {
@@ -532,6 +551,9 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
     }
     if (message.seq !== 0) {
       writer.uint32(40).uint64(message.seq);
+    }
+    for (const v of message.persistentVolumes) {
+      PersistentVolume.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -589,6 +611,14 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
             message.seq = longToNumber(reader.uint64());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.persistentVolumes.push(PersistentVolume.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -612,6 +642,11 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
       services: globalThis.Array.isArray(object?.services) ? object.services.map((e: any) => Service.fromJSON(e)) : [],
       last: isSet(object.last) ? globalThis.Boolean(object.last) : false,
       seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      persistentVolumes: globalThis.Array.isArray(object?.persistentVolumes)
+        ? object.persistentVolumes.map((e: any) => PersistentVolume.fromJSON(e))
+        : globalThis.Array.isArray(object?.persistent_volumes)
+        ? object.persistent_volumes.map((e: any) => PersistentVolume.fromJSON(e))
+        : [],
     };
   },
 
@@ -632,6 +667,9 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
     if (message.seq !== 0) {
       obj.seq = Math.round(message.seq);
     }
+    if (message.persistentVolumes?.length) {
+      obj.persistentVolumes = message.persistentVolumes.map((e) => PersistentVolume.toJSON(e));
+    }
     return obj;
   },
 
@@ -645,6 +683,7 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
     message.services = object.services?.map((e) => Service.fromPartial(e)) || [];
     message.last = object.last ?? false;
     message.seq = object.seq ?? 0;
+    message.persistentVolumes = object.persistentVolumes?.map((e) => PersistentVolume.fromPartial(e)) || [];
     return message;
   },
 };
@@ -670,6 +709,12 @@ export const Delta: MessageFns<Delta> = {
         break;
       case "serviceDeleted":
         ObjectRef.encode(message.change.value, writer.uint32(42).fork()).join();
+        break;
+      case "persistentVolume":
+        PersistentVolume.encode(message.change.value, writer.uint32(50).fork()).join();
+        break;
+      case "persistentVolumeDeleted":
+        ObjectRef.encode(message.change.value, writer.uint32(58).fork()).join();
         break;
     }
     return writer;
@@ -728,6 +773,22 @@ export const Delta: MessageFns<Delta> = {
             message.change = { $case: "serviceDeleted", value: ObjectRef.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.change = { $case: "persistentVolume", value: PersistentVolume.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.change = { $case: "persistentVolumeDeleted", value: ObjectRef.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -755,6 +816,14 @@ export const Delta: MessageFns<Delta> = {
         ? { $case: "serviceDeleted", value: ObjectRef.fromJSON(object.serviceDeleted) }
         : isSet(object.service_deleted)
         ? { $case: "serviceDeleted", value: ObjectRef.fromJSON(object.service_deleted) }
+        : isSet(object.persistentVolume)
+        ? { $case: "persistentVolume", value: PersistentVolume.fromJSON(object.persistentVolume) }
+        : isSet(object.persistent_volume)
+        ? { $case: "persistentVolume", value: PersistentVolume.fromJSON(object.persistent_volume) }
+        : isSet(object.persistentVolumeDeleted)
+        ? { $case: "persistentVolumeDeleted", value: ObjectRef.fromJSON(object.persistentVolumeDeleted) }
+        : isSet(object.persistent_volume_deleted)
+        ? { $case: "persistentVolumeDeleted", value: ObjectRef.fromJSON(object.persistent_volume_deleted) }
         : undefined,
     };
   },
@@ -772,6 +841,10 @@ export const Delta: MessageFns<Delta> = {
       obj.nodeDeleted = ObjectRef.toJSON(message.change.value);
     } else if (message.change?.$case === "serviceDeleted") {
       obj.serviceDeleted = ObjectRef.toJSON(message.change.value);
+    } else if (message.change?.$case === "persistentVolume") {
+      obj.persistentVolume = PersistentVolume.toJSON(message.change.value);
+    } else if (message.change?.$case === "persistentVolumeDeleted") {
+      obj.persistentVolumeDeleted = ObjectRef.toJSON(message.change.value);
     }
     return obj;
   },
@@ -804,6 +877,18 @@ export const Delta: MessageFns<Delta> = {
       case "serviceDeleted": {
         if (object.change?.value !== undefined && object.change?.value !== null) {
           message.change = { $case: "serviceDeleted", value: ObjectRef.fromPartial(object.change.value) };
+        }
+        break;
+      }
+      case "persistentVolume": {
+        if (object.change?.value !== undefined && object.change?.value !== null) {
+          message.change = { $case: "persistentVolume", value: PersistentVolume.fromPartial(object.change.value) };
+        }
+        break;
+      }
+      case "persistentVolumeDeleted": {
+        if (object.change?.value !== undefined && object.change?.value !== null) {
+          message.change = { $case: "persistentVolumeDeleted", value: ObjectRef.fromPartial(object.change.value) };
         }
         break;
       }
@@ -1397,6 +1482,8 @@ function createBaseWelcome(): Welcome {
     forwardAnnotationPrefixes: [],
     secretReferences: [],
     hubHeartbeatIntervalMs: 0,
+    volumeInTreeSources: [],
+    volumeCsiDrivers: [],
   };
 }
 
@@ -1422,6 +1509,12 @@ export const Welcome: MessageFns<Welcome> = {
     }
     if (message.hubHeartbeatIntervalMs !== 0) {
       writer.uint32(56).uint32(message.hubHeartbeatIntervalMs);
+    }
+    for (const v of message.volumeInTreeSources) {
+      writer.uint32(66).string(v!);
+    }
+    for (const v of message.volumeCsiDrivers) {
+      writer.uint32(74).string(v!);
     }
     return writer;
   },
@@ -1495,6 +1588,22 @@ export const Welcome: MessageFns<Welcome> = {
             message.hubHeartbeatIntervalMs = reader.uint32();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.volumeInTreeSources.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.volumeCsiDrivers.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1536,6 +1645,16 @@ export const Welcome: MessageFns<Welcome> = {
         : isSet(object.hub_heartbeat_interval_ms)
         ? globalThis.Number(object.hub_heartbeat_interval_ms)
         : 0,
+      volumeInTreeSources: globalThis.Array.isArray(object?.volumeInTreeSources)
+        ? object.volumeInTreeSources.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.volume_in_tree_sources)
+        ? object.volume_in_tree_sources.map((e: any) => globalThis.String(e))
+        : [],
+      volumeCsiDrivers: globalThis.Array.isArray(object?.volumeCsiDrivers)
+        ? object.volumeCsiDrivers.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.volume_csi_drivers)
+        ? object.volume_csi_drivers.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1562,6 +1681,12 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.hubHeartbeatIntervalMs !== 0) {
       obj.hubHeartbeatIntervalMs = Math.round(message.hubHeartbeatIntervalMs);
     }
+    if (message.volumeInTreeSources?.length) {
+      obj.volumeInTreeSources = message.volumeInTreeSources;
+    }
+    if (message.volumeCsiDrivers?.length) {
+      obj.volumeCsiDrivers = message.volumeCsiDrivers;
+    }
     return obj;
   },
 
@@ -1579,6 +1704,8 @@ export const Welcome: MessageFns<Welcome> = {
     message.forwardAnnotationPrefixes = object.forwardAnnotationPrefixes?.map((e) => e) || [];
     message.secretReferences = object.secretReferences?.map((e) => SecretReference.fromPartial(e)) || [];
     message.hubHeartbeatIntervalMs = object.hubHeartbeatIntervalMs ?? 0;
+    message.volumeInTreeSources = object.volumeInTreeSources?.map((e) => e) || [];
+    message.volumeCsiDrivers = object.volumeCsiDrivers?.map((e) => e) || [];
     return message;
   },
 };
