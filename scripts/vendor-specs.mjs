@@ -29,6 +29,10 @@
  * these paths). Without it the committed copies are kept and checked against their sha256 here;
  * sim/src/digitalocean/spec.ts adds their two paths to the joined document.
  *
+ * Cinder's api-ref (the page of volume operations, its parameters and two response samples) is
+ * not in shared/specs either: `--cinder <checkout>` copies those files unchanged from a checkout
+ * of openstack/cinder; without it the committed copies are checked against their sha256 here.
+ *
  * Re-running on the same source writes the same files; sim/fixtures/README.md records the
  * source, commit and sha256 of each file.
  */
@@ -1025,10 +1029,58 @@ function doSupplement(root, checkout) {
     console.log(`record these in DO_SUPPLEMENT.files:\n${JSON.stringify(files, null, 2)}`);
 }
 
+// ---- Cinder's api-ref (not in shared/specs) ----------------------------------------------------
+
+/** Cinder's api-ref files the fake's spec reads (openstack/cinder @ ab09bc39), unchanged, by sha256. */
+const CINDER_FILES = {
+  base: "openstack/cinder",
+  /** Fixture path (below base) → the checkout's path. */
+  from: {
+    LICENSE: "LICENSE",
+    "parameters.yaml": "api-ref/source/v3/parameters.yaml",
+    "volumes-v3-volumes.inc": "api-ref/source/v3/volumes-v3-volumes.inc",
+    "samples/volumes/volume-show-response.json":
+      "api-ref/source/v3/samples/volumes/volume-show-response.json",
+    "samples/volumes/volumes-list-detailed-response.json":
+      "api-ref/source/v3/samples/volumes/volumes-list-detailed-response.json",
+  },
+  files: {
+    LICENSE: "5df2a0d87d6c562f0ea11c688ac52532aa28d744cabc7994ff0537f64b3b3320",
+    "parameters.yaml": "12921cc09c321776b57301d0198067025e7d911acff8ad2640afe1814162837d",
+    "volumes-v3-volumes.inc": "aa125bc806991d624bd05d948159e4399ecaf3d9407941e46e6939349190315d",
+    "samples/volumes/volume-show-response.json":
+      "21fa0126aa5d68c310039b885d1cdd109cbdf8882c58e233e0f360b781d341eb",
+    "samples/volumes/volumes-list-detailed-response.json":
+      "db2c4e72ed5897f7623c1f611cb7719fc0bdc47448598fce7524b0687c80b0f8",
+  },
+};
+
+/** With a checkout: copy Cinder's files and print any sha256 that differs from the record; without: check the committed copies. */
+function cinderFiles(checkout) {
+  const out = join(FIXTURES, CINDER_FILES.base);
+  const got = {};
+  for (const [rel, src] of Object.entries(CINDER_FILES.from)) {
+    const at = join(out, rel);
+    if (checkout !== undefined) {
+      const bytes = readFileSync(join(checkout, src));
+      mkdirSync(dirname(at), { recursive: true });
+      writeFileSync(at, bytes);
+    } else if (!existsSync(at)) fail(`${at} is missing: run with --cinder <openstack/cinder checkout>`);
+    got[rel] = sha256(readFileSync(at));
+    if (checkout === undefined && got[rel] !== CINDER_FILES.files[rel])
+      fail(`${at}: sha256 ${got[rel]}, not the recorded ${CINDER_FILES.files[rel]}`);
+  }
+  console.log(
+    `${CINDER_FILES.base}: ${Object.keys(got).length} files ${checkout === undefined ? "kept as committed (sha256 checked)" : `copied from ${checkout}`}`,
+  );
+  if (JSON.stringify(got) !== JSON.stringify(CINDER_FILES.files))
+    console.log(`record these in CINDER_FILES.files:\n${JSON.stringify(got, null, 2)}`);
+}
+
 // ---- main ------------------------------------------------------------------------------------
 
 const USAGE =
-  "usage: node scripts/vendor-specs.mjs <path to shared/specs> [--linode <spec file>] [--linode-licence <file>] [--digitalocean-openapi <digitalocean/openapi checkout>]";
+  "usage: node scripts/vendor-specs.mjs <path to shared/specs> [--linode <spec file>] [--linode-licence <file>] [--digitalocean-openapi <digitalocean/openapi checkout>] [--cinder <openstack/cinder checkout>]";
 const args = process.argv.slice(2);
 const option = (name) => {
   const at = args.indexOf(name);
@@ -1040,6 +1092,7 @@ const option = (name) => {
 };
 const linodeSource = option("--linode");
 const doOpenapi = option("--digitalocean-openapi");
+const cinderCheckout = option("--cinder");
 const linodeLicence = option("--linode-licence");
 if (args.length !== 1 || args[0].startsWith("--")) fail(USAGE);
 const root = resolve(args[0]);
@@ -1093,6 +1146,7 @@ for (const spec of SUBSETS) {
   );
 }
 doSupplement(root, doOpenapi);
+cinderFiles(cinderCheckout);
 azureFiles(root);
 const copies = [
   ...COPIES.map((file) => ({ from: join(root, file), to: file })),

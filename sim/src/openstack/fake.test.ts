@@ -2,8 +2,11 @@
 // two regions and two interfaces, expiry), Nova's paging, microversions and error body,
 // Neutron's floating IPs, router extra routes and error body, Octavia's provisioning state
 // machine (409 while PENDING_UPDATE) and error body; every request and answer checked
-// against the spec subsets.
+// against the spec subsets; Cinder's volumes (catalog, paging without a last-page link, its
+// fault body, a project not the token's refused) against its api-ref, whose checker is shown
+// to catch what it should.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { cinderSpecChecker } from "./cinder-spec.js";
 import { OpenStackFake } from "./index.js";
 import type { FakeNetwork } from "./store.js";
 
@@ -296,5 +299,64 @@ describe("octavia", () => {
     clock += 1000;
     expect((await call("GET", `${octavia}/loadbalancers/${lb.id}`, { token })).status).toBe(404);
     expect(fake.store.pools.size).toBe(0);
+  });
+});
+
+describe("cinder", () => {
+  test("the catalog's block-storage endpoint, volumes by id and paged details, Cinder's faults", async () => {
+    const auth = await appToken();
+    const token = auth.headers.get("x-subject-token") ?? "";
+    const project = auth.body.token.project.id as string;
+    const cinder = auth.body.token.catalog.find((s: { type: string }) => s.type === "block-storage");
+    const ep = cinder.endpoints.find(
+      (e: { region: string; interface: string }) => e.region === "RegionOne" && e.interface === "public",
+    );
+    const base = `${ep.url}/${project}`;
+    const made = [1, 2, 3].map((n) => fake.createVolume("demo", "RegionOne", { size: n, az: "az-1" }));
+    const one = await call("GET", `${base}/volumes/${made[0]!.id}`, { token });
+    expect(one.status).toBe(200);
+    expect(one.body.volume).toMatchObject({
+      id: made[0]!.id,
+      size: 1,
+      availability_zone: "az-1",
+      status: "available",
+    });
+    const first = await call("GET", `${base}/volumes/detail?limit=2`, { token });
+    expect(first.body.volumes.map((v: { id: string }) => v.id)).toEqual([made[0]!.id, made[1]!.id]);
+    expect(first.body.volumes_links[0].rel).toBe("next");
+    const last = await call("GET", `${base}/volumes/detail?limit=2&marker=${made[1]!.id}`, { token });
+    expect(last.body).toEqual({ volumes: [expect.objectContaining({ id: made[2]!.id })] });
+    const missing = await call("GET", `${base}/volumes/5e0c0000-0000-4000-8000-00000000fffe`, { token });
+    expect(missing.status).toBe(404);
+    expect(missing.body.itemNotFound).toMatchObject({ code: 404 });
+    const theirs = await call("GET", `${ep.url}/5e0c0000-0000-4000-8000-00000000fffd/volumes/detail`, {
+      token,
+    });
+    expect(theirs.status).toBe(403);
+  });
+
+  test("the api-ref checker refuses an undocumented query, a mistyped or undocumented member, a missing required one", () => {
+    const checker = cinderSpecChecker();
+    const path = "/v3/p1/volumes/detail";
+    const q = (s: string) => new URLSearchParams(s);
+    expect(checker.checkRequest({ method: "GET", path, query: q("limit=2"), headers: {} }).problems).toEqual(
+      [],
+    );
+    expect(
+      checker.checkRequest({ method: "GET", path, query: q("limit=x&id=1"), headers: {} }).problems,
+    ).toEqual(["query limit=x is not an integer", "query id is not a documented parameter"]);
+    const volume = { id: "v", size: "1", status: "available", colour: "blue" };
+    const answer = checker.checkResponse(
+      { method: "GET", path: "/v3/p1/volumes/v" },
+      { status: 200, headers: {}, body: { volume } },
+    );
+    expect(answer.specOperation).toBe("GET /v3/{project_id}/volumes/{volume_id}");
+    expect(answer.problems).toEqual(
+      expect.arrayContaining([
+        "volume.size is not integer",
+        "volume.colour is not a documented response parameter",
+        "volume lacks the required attachments",
+      ]),
+    );
   });
 });

@@ -2,7 +2,9 @@
  * A fake OpenStack cloud on the fake kit: Keystone v3 tokens (application credential or
  * password, a project scope), answered with `X-Subject-Token` and a service catalog of several
  * regions, each with `public` and `internal` endpoints of Nova, Neutron and Octavia, all served
- * here under `/<region>/<interface>/<service>`; tokens expire (`tokenTtlMs`) and are refused
+ * here under `/<region>/<interface>/<service>`, and Cinder's v3 volumes (read only) as
+ * `block-storage` (`…/volume/v3`, the project in each path) or, as older clouds register it,
+ * `volumev3` (`…/volume/v3/<project_id>`); tokens expire (`tokenTtlMs`) and are refused
  * after with Keystone's 401. Nova servers (read only; microversions up to 2.96, the embedded
  * flavor from 2.47), Neutron ports (tags, security groups), floating IPs, router extra routes,
  * subnets and security groups with their rules, Octavia load
@@ -12,7 +14,8 @@
  * as Octavia does. Paging with `limit`/`marker` and `<key>_links`. Each service's own error
  * body: Nova `{"itemNotFound": {...}}`, Neutron `{"NeutronError": {...}}`, Octavia
  * `{"faultcode", "faultstring", "debuginfo"}`, Keystone `{"error": {...}}`. With `spec`, every
- * exchange is checked against the subsets of gtema's generated OpenAPI (spec.ts).
+ * exchange is checked against the subsets of gtema's generated OpenAPI (spec.ts), Cinder's
+ * against its api-ref (cinder-spec.ts).
  */
 import { type ErrorRenderer, FakeError } from "../fake-kit/errors.js";
 import {
@@ -36,6 +39,7 @@ import {
   type FakeSecurityGroup,
   type FakeSecurityGroupRule,
   type FakeServer,
+  type FakeVolume,
   OpenStackStore,
   type Provisioning,
   type ServerStatus,
@@ -53,7 +57,7 @@ interface Listing extends VendorListing {
   readonly list: readonly { readonly id: string; readonly wire: Json }[];
   readonly key: string;
   /** The service's own words for a bad marker. */
-  readonly service: "nova" | "neutron" | "octavia";
+  readonly service: "nova" | "neutron" | "octavia" | "cinder";
 }
 type Route = VendorRoute<Listing>;
 
@@ -67,6 +71,8 @@ export interface OpenStackFakeOptions {
   readonly tokenTtlMs?: number;
   /** How long each Octavia mutation leaves the load balancer PENDING_* (default 0: ACTIVE on the next read). */
   readonly pendingMs?: number;
+  /** Cinder's catalog type (default `block-storage`; `volumev3` with the project in its URL, as older clouds). */
+  readonly cinderCatalogType?: "block-storage" | "volumev3";
   /** Serve HTTPS with this certificate and key (PEM), as a private cloud with its own CA does. */
   readonly tls?: { readonly cert: string; readonly key: string };
 }
@@ -112,7 +118,8 @@ function renderer(): ErrorRenderer {
     render: (e, call) => {
       const headers: Record<string, string> = { ...e.headers };
       const op = call.operation;
-      if (op.startsWith("nova.")) {
+      // Cinder's faults are Nova's (both webob): `{"itemNotFound": {"code", "message"}}`.
+      if (op.startsWith("nova.") || op.startsWith("cinder.")) {
         const key = NOVA_CODES[e.status] ?? (e.status >= 500 ? "computeFault" : "badRequest");
         return { status: e.status, headers, body: { [key]: { code: e.status, message: e.message } } };
       }
@@ -167,6 +174,7 @@ export class OpenStackFake extends VendorFake<Listing> {
   /** Load-balancer creates that are to end in ERROR. */
   private failingCreates = 0;
   private tokenSeq = 0;
+  private readonly cinderCatalogType: "block-storage" | "volumev3";
 
   private constructor(opts: OpenStackFakeOptions) {
     super({
@@ -197,6 +205,7 @@ export class OpenStackFake extends VendorFake<Listing> {
     this.regions = opts.regions ?? ["RegionOne", "RegionTwo"];
     this.tokenTtlMs = opts.tokenTtlMs ?? 3_600_000;
     this.pendingMs = opts.pendingMs ?? 0;
+    this.cinderCatalogType = opts.cinderCatalogType ?? "block-storage";
   }
 
   static start(opts: OpenStackFakeOptions = {}): Promise<OpenStackFake> {
@@ -333,6 +342,35 @@ export class OpenStackFake extends VendorFake<Listing> {
     for (const p of [...this.store.ports.values()]) if (p.deviceId === id) this.deletePort(p.id);
   }
 
+  /** A Cinder volume, `in-use` when attached to `serverId`, else `available`. */
+  createVolume(
+    account: string,
+    region: string,
+    spec: {
+      name?: string;
+      size: number;
+      az?: string;
+      serverId?: string;
+      status?: string;
+      metadata?: Record<string, string>;
+    },
+  ): FakeVolume {
+    const v: FakeVolume = {
+      id: this.store.uuid(),
+      account,
+      region,
+      name: spec.name ?? "",
+      size: spec.size,
+      status: spec.status ?? (spec.serverId === undefined ? "available" : "in-use"),
+      az: spec.az ?? "nova",
+      ...(spec.serverId !== undefined && { serverId: spec.serverId }),
+      metadata: { ...(spec.metadata ?? {}) },
+      createdMs: this.now(),
+    };
+    this.store.volumes.set(v.id, v);
+    return v;
+  }
+
   /** A floating IP from `external` on the server's first port (as a user would attach one). */
   attachFloatingIp(serverId: string, external: FakeNetwork): FakeFloatingIp {
     const port = [...this.store.ports.values()].find((p) => p.deviceId === serverId);
@@ -450,6 +488,32 @@ export class OpenStackFake extends VendorFake<Listing> {
         op: "nova.servers.get",
         example: `/${R}/public/compute/v2.1/servers/${id}`,
         handle: (c) => this.getServer(c),
+      },
+      {
+        method: "GET",
+        pattern: svc("volume", "/v3/([^/]+)/volumes/detail"),
+        op: "cinder.volumes.list",
+        example: `/${R}/public/volume/v3/${id}/volumes/detail`,
+        handle: (c) => {
+          const mine = this.volumesOf(c);
+          return this.listing(
+            c,
+            "volumes",
+            "cinder",
+            mine.map((v) => ({ id: v.id, wire: this.wireVolume(v) })),
+          );
+        },
+      },
+      {
+        method: "GET",
+        pattern: svc("volume", "/v3/([^/]+)/volumes/([^/]+)"),
+        op: "cinder.volumes.get",
+        example: `/${R}/public/volume/v3/${id}/volumes/${id}`,
+        handle: (c) => {
+          const v = this.volumesOf(c).find((x) => x.id === c.params[2]);
+          if (v === undefined) throw novaNotFound(`Volume ${c.params[2]}`);
+          return { body: { volume: this.wireVolume(v) } };
+        },
       },
       {
         method: "GET",
@@ -962,6 +1026,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       if (at < 0) {
         if (listing.service === "nova") throw bad("badRequest", `marker [${marker}] not found`);
         if (listing.service === "neutron") throw neutronNotFound("Marker", marker);
+        if (listing.service === "cinder") throw novaNotFound(`Marker ${marker}`);
         throw octaviaNotFound("Marker", marker);
       }
       from = at + 1;
@@ -971,6 +1036,8 @@ export class OpenStackFake extends VendorFake<Listing> {
     const more = from + size < listing.list.length;
     const items = faults.drop(faults.empty(slice.map((i) => i.wire)));
     const last = slice.at(-1);
+    // Cinder leaves `volumes_links` out when there is no next page.
+    if (listing.service === "cinder" && !more) return { [listing.key]: items };
     const links =
       more && last !== undefined
         ? [{ rel: "next", href: `${this.url}${c.path}?${nextQuery(c.query, last.id)}` }]
@@ -1040,17 +1107,20 @@ export class OpenStackFake extends VendorFake<Listing> {
             { id: "60000000-0000-4000-8000-000000000001", name: "member" },
             { id: "60000000-0000-4000-8000-000000000002", name: "load-balancer_member" },
           ],
-          catalog: this.catalog(),
+          catalog: this.catalog(project.id),
         },
       },
     };
   }
 
-  private catalog(): Json[] {
+  private catalog(projectId: string): Json[] {
     const services = [
       { type: "compute", name: "nova", path: "compute/v2.1" },
       { type: "network", name: "neutron", path: "network" },
       { type: "load-balancer", name: "octavia", path: "load-balancer" },
+      this.cinderCatalogType === "block-storage"
+        ? { type: "block-storage", name: "cinder", path: "volume/v3" }
+        : { type: "volumev3", name: "cinderv3", path: `volume/v3/${projectId}` },
     ];
     let n = 0;
     const epId = () => `e0000000-0000-4000-8000-${(++n).toString(16).padStart(12, "0")}`;
@@ -1082,6 +1152,63 @@ export class OpenStackFake extends VendorFake<Listing> {
         ),
       })),
     ];
+  }
+
+  // ---- Cinder -------------------------------------------------------------------------------
+
+  /** The project's volumes of the path's region; a project id in the path not the token's is refused, as Cinder does. */
+  private volumesOf(c: VendorCall): FakeVolume[] {
+    if (c.params[1] !== this.project(c.account).id)
+      throw new FakeError(403, "forbidden", "Policy doesn't allow volume:get_all to be performed.");
+    return [...this.store.volumes.values()].filter(
+      (v) => v.account === c.account && v.region === c.params[0],
+    );
+  }
+
+  /** A volume as Cinder's v3.0 answers a project member (the admin-only `os-vol-*` attributes left out). */
+  private wireVolume(v: FakeVolume): Json {
+    const project = this.project(v.account);
+    const self = `${this.url}/${v.region}/public/volume/v3/${project.id}/volumes/${v.id}`;
+    return {
+      attachments:
+        v.serverId === undefined
+          ? []
+          : [
+              {
+                server_id: v.serverId,
+                attachment_id: `a${v.id.slice(1)}`,
+                attached_at: osTime(v.createdMs),
+                host_name: null,
+                volume_id: v.id,
+                device: "/dev/vdb",
+                id: v.id,
+              },
+            ],
+      availability_zone: v.az,
+      bootable: "false",
+      consistencygroup_id: null,
+      created_at: `${osTime(v.createdMs)}.000000`,
+      description: null,
+      encrypted: false,
+      id: v.id,
+      links: [
+        { href: self, rel: "self" },
+        { href: self.replace("/v3/", "/"), rel: "bookmark" },
+      ],
+      metadata: { ...v.metadata },
+      migration_status: null,
+      multiattach: false,
+      name: v.name === "" ? null : v.name,
+      "os-vol-tenant-attr:tenant_id": project.id,
+      replication_status: null,
+      size: v.size,
+      snapshot_id: null,
+      source_volid: null,
+      status: v.status,
+      updated_at: null,
+      user_id: "c853ca26-e8ea-4797-8a52-ee124a013d0e",
+      volume_type: "__DEFAULT__",
+    };
   }
 
   // ---- Nova ---------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import { OpenApiChecker } from "../fake-kit/openapi.js";
 import type { SpecRequest, SpecResponse } from "../fake-kit/spec.js";
 import { fixtureSpecPath } from "../fake-kit/specs.js";
 import type { ServingChecker } from "../fake-kit/vendor-fake.js";
+import { cinderSpecChecker } from "./cinder-spec.js";
 
 type Json = Record<string, unknown>;
 
@@ -43,7 +44,7 @@ export const OPENSTACK_SPECS = {
 export type OpenStackService = keyof typeof OPENSTACK_SPECS;
 
 /** `/<region>/<interface>/<service><rest>`: where the fake serves each region's services. */
-export const SERVICE_PATH = /^\/([^/]+)\/(public|internal)\/(compute|network|load-balancer)(\/.*)$/;
+export const SERVICE_PATH = /^\/([^/]+)\/(public|internal)\/(compute|network|load-balancer|volume)(\/.*)$/;
 
 const EXTRA_QUERY: Record<OpenStackService, readonly string[]> = {
   identity: [],
@@ -177,19 +178,26 @@ function checkers(): Map<OpenStackService, OpenApiChecker> {
 }
 
 /** The service and the path as its document has it, for a path the fake serves. */
-export function servicePath(path: string): { service: OpenStackService; path: string } | undefined {
+export function servicePath(
+  path: string,
+): { service: OpenStackService | "volume"; path: string } | undefined {
   if (path.startsWith("/v3/")) return { service: "identity", path };
   const m = SERVICE_PATH.exec(path);
   if (m === null) return undefined;
-  return { service: m[3] as OpenStackService, path: m[4] ?? "" };
+  return { service: m[3] as OpenStackService | "volume", path: m[4] ?? "" };
 }
 
-/** Every exchange checked against its service's document. */
+let cinder: ServingChecker | undefined;
+
+/** Every exchange checked against its service's document (Cinder's: its api-ref, cinder-spec.ts). */
 export function openstackSpecChecker(): ServingChecker {
   const all = checkers();
+  cinder ??= cinderSpecChecker();
+  const volume = cinder;
   const pick = (path: string) => {
     const s = servicePath(path);
-    return s === undefined ? undefined : { checker: all.get(s.service), path: s.path };
+    if (s === undefined) return undefined;
+    return { checker: s.service === "volume" ? volume : all.get(s.service), path: s.path };
   };
   return {
     findOperation(method, path) {

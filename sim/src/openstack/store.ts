@@ -1,6 +1,6 @@
 /**
  * What the fake OpenStack cloud holds: projects and their credentials (Keystone), servers
- * (Nova), networks, ports, floating IPs, routers and security groups (Neutron), and load balancers with their
+ * (Nova), volumes (Cinder), networks, ports, floating IPs, routers and security groups (Neutron), and load balancers with their
  * listeners, pools, members and health monitors (Octavia). Plain records in creation order;
  * the rules between them are the fake's (fake.ts).
  */
@@ -37,6 +37,21 @@ export interface FakeServer {
   readonly metadata: Record<string, string>;
   readonly createdMs: number;
   updatedMs: number;
+}
+
+/** A Cinder volume of a project in a region's availability zone. */
+export interface FakeVolume {
+  readonly id: string;
+  readonly account: string;
+  readonly region: string;
+  readonly name: string;
+  readonly size: number;
+  status: string;
+  readonly az: string;
+  /** The server it is attached to (one attachment; Cinder's multiattach is not modelled). */
+  serverId?: string;
+  readonly metadata: Record<string, string>;
+  readonly createdMs: number;
 }
 
 export interface FakeNetwork {
@@ -188,6 +203,7 @@ export class OpenStackStore {
   /** Deleted servers as Nova keeps them: listed (DELETED) only to a `changes-since` query. */
   readonly deletedServers = new Map<string, FakeServer>();
   readonly networks = new Map<string, FakeNetwork>();
+  readonly volumes = new Map<string, FakeVolume>();
   readonly ports = new Map<string, FakePort>();
   readonly floatingIps = new Map<string, FakeFloatingIp>();
   readonly routers = new Map<string, FakeRouter>();

@@ -13,7 +13,7 @@ import {
 } from "../../errors.js";
 import { HttpStatusError } from "../../http/failures.js";
 import type { CloudCallWrapper } from "../../provider.js";
-import { OpenStackClient, type OpenStackClientConfig } from "./client.js";
+import { endpointOf, OpenStackClient, type OpenStackClientConfig } from "./client.js";
 import { isImmutable, isNotFound, OpenStackApiError, toContractError } from "./errors.js";
 import { KeystoneAuth, type KeystoneCredentials } from "./keystone.js";
 
@@ -161,6 +161,39 @@ describe("the catalog", () => {
     await expect(nowhere.get("compute", "instances.list", "/servers/detail")).rejects.toBeInstanceOf(
       CloudError,
     );
+  });
+
+  test("Cinder: block-storage before volumev3 in the catalog; an override without version or project gets both", async () => {
+    const ep = (region: string, url: string) => ({ id: url, interface: "public", region, url });
+    const token = {
+      token: "t",
+      expiresAtMs: 0,
+      issuedAtMs: 0,
+      projectId: "p1",
+      catalog: [
+        { type: "volumev3", name: "cinderv3", endpoints: [ep("RegionOne", "https://c/v3/p1")] },
+        {
+          type: "block-storage",
+          name: "cinder",
+          endpoints: [ep("RegionOne", "https://c/volume/v3/"), ep("RegionTwo", "https://c2/v3")],
+        },
+      ],
+    };
+    expect(endpointOf(token, "block-storage", "RegionOne", "public")).toBe("https://c/volume/v3");
+    expect(endpointOf(token, "block-storage", "RegionTwo", "public")).toBe("https://c2/v3");
+    const legacy = { ...token, catalog: token.catalog.slice(0, 1) };
+    expect(endpointOf(legacy, "block-storage", "RegionOne", "public")).toBe("https://c/v3/p1");
+    fake.createVolume("demo", "RegionOne", { size: 3 });
+    const { client: over } = client({
+      endpoints: { "block-storage": `${fake.url}/RegionOne/public/volume` },
+    });
+    const volumes = await over.list<{ id: string }>(
+      "block-storage",
+      "cinder.volumes.list",
+      "/volumes/detail",
+      "volumes",
+    );
+    expect(volumes).toHaveLength(1);
   });
 
   test("Nova's itemNotFound is the one not found; a 5xx is transient", async () => {

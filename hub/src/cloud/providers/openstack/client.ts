@@ -18,7 +18,18 @@ import type { CloudCallWrapper } from "../../provider.js";
 import { isUnauthorized, OPENSTACK_LABEL, OpenStackApiError, toContractError } from "./errors.js";
 import type { KeystoneAuth, KeystoneToken } from "./keystone.js";
 
-export type ServiceType = "compute" | "network" | "load-balancer";
+export type ServiceType = "compute" | "network" | "load-balancer" | "block-storage";
+
+/**
+ * The catalog types each service is registered under: Cinder's official `block-storage`, and
+ * `volumev3`, the type older clouds (and many still) register its v3 API as.
+ */
+const CATALOG_TYPES: Record<ServiceType, readonly string[]> = {
+  compute: ["compute"],
+  network: ["network"],
+  "load-balancer": ["load-balancer"],
+  "block-storage": ["block-storage", "volumev3"],
+};
 
 /** Nova's microversion we ask for: 2.47 embeds the flavor (original_name) in each server. */
 export const COMPUTE_MICROVERSION = "2.47";
@@ -27,7 +38,20 @@ const VERSION_PATH: Record<ServiceType, string> = {
   compute: "",
   network: "/v2.0",
   "load-balancer": "/v2",
+  // Cinder's catalog URL carries its version and mostly the project (…/v3/<project_id>): versionPath.
+  "block-storage": "",
 };
+
+/**
+ * What goes between the endpoint and a path: Cinder's paths are below `/v3/<project_id>`, which
+ * its catalog URL carries whole (`…/v3/<project_id>`, the classic form), its version only
+ * (`…/v3`), or neither.
+ */
+function versionPath(service: ServiceType, base: string, projectId: string): string {
+  if (service !== "block-storage") return VERSION_PATH[service];
+  if (base.endsWith(`/${projectId}`)) return "";
+  return /\/v3$/.test(base) ? `/${projectId}` : `/v3/${projectId}`;
+}
 
 export interface OpenStackClientConfig {
   readonly auth: KeystoneAuth;
@@ -149,7 +173,7 @@ export class OpenStackClient {
     path: string,
     opts: RequestOptions,
   ): Promise<T> {
-    const rest = this.rest(token, service);
+    const { rest, base } = this.rest(token, service);
     const headers: Record<string, string> = { ...opts.headers, "x-auth-token": token.token };
     if (service === "compute") headers["openstack-api-version"] = `compute ${COMPUTE_MICROVERSION}`;
     const deps: CalledRequestDeps = {
@@ -161,12 +185,18 @@ export class OpenStackClient {
     return calledRequest<T>(
       deps,
       op,
-      { method, path: VERSION_PATH[service] + path, query: opts.query, body: opts.body, headers },
+      {
+        method,
+        path: versionPath(service, base, token.projectId) + path,
+        query: opts.query,
+        body: opts.body,
+        headers,
+      },
       opts.signal,
     );
   }
 
-  private rest(token: KeystoneToken, service: ServiceType): RestClient {
+  private rest(token: KeystoneToken, service: ServiceType): { rest: RestClient; base: string } {
     const base =
       this.config.endpoints[service] ?? endpointOf(token, service, this.config.region, this.config.interface);
     let rest = this.rests.get(base);
@@ -184,7 +214,7 @@ export class OpenStackClient {
       });
       this.rests.set(base, rest);
     }
-    return rest;
+    return { rest, base };
   }
 }
 
@@ -195,8 +225,11 @@ export function endpointOf(
   region: string,
   iface: string,
 ): string {
-  const entry = token.catalog.find((s) => s.type === service);
-  const ep = entry?.endpoints.find((e) => e.region === region && e.interface === iface);
+  // The first type (in CATALOG_TYPES' order) with an endpoint of the region and interface.
+  const ep = CATALOG_TYPES[service]
+    .flatMap((type) => token.catalog.filter((s) => s.type === type))
+    .flatMap((s) => s.endpoints)
+    .find((e) => e.region === region && e.interface === iface);
   if (ep === undefined)
     throw new CloudError(
       `the Keystone catalog has no ${iface} ${service} endpoint in region ${region} (set options.endpoints.${service} to give one)`,

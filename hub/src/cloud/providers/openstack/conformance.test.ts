@@ -18,10 +18,12 @@ import type { AccountBinding, LbOwner } from "../../provider.js";
 import { openstackProvider } from "./index.js";
 import { ownerOfTags } from "./load-balancers.js";
 import { claimTag } from "./routes.js";
+import { CINDER_CSI_DRIVER, CINDER_IN_TREE, CLUSTER_METADATA } from "./volumes.js";
 
 const PROJECT = "demo";
 const REGION = "RegionOne";
 const fakes: OpenStackFake[] = [];
+let volumes = 0;
 
 /** Every load-balancer resource of the project, with the owner the load balancer's tags record. */
 export function octaviaResources(fake: OpenStackFake): FakeResource[] {
@@ -169,6 +171,27 @@ const fixture = (pendingMs: number, manageSecurityGroups = false): ConformanceFi
       createInstance: ({ name, inScope }) =>
         inScope ? server(name, REGION, net) : server(name, "RegionTwo", far),
       terminateInstance: (id) => fake.deleteServer(id),
+      disks: {
+        zonal: true,
+        create: ({ sizeGiB, inScope, ownerCluster, attachedTo }) => {
+          const v = fake.createVolume(PROJECT, inScope ? REGION : "RegionTwo", {
+            name: `pvc-${++volumes}`,
+            size: sizeGiB,
+            ...(attachedTo !== undefined && { serverId: attachedTo }),
+            ...(ownerCluster !== undefined && { metadata: { [CLUSTER_METADATA]: ownerCluster } }),
+          });
+          // CSI handles for attached volumes, in-tree ones for the rest: both name the volume by its UUID.
+          return attachedTo !== undefined
+            ? { id: v.id, source: "csi", csiDriver: CINDER_CSI_DRIVER, handle: v.id }
+            : { id: v.id, source: CINDER_IN_TREE, csiDriver: "", handle: v.id };
+        },
+        missing: () => ({
+          id: "5e0c0000-0000-4000-8000-00000000fffe",
+          source: "csi",
+          csiDriver: CINDER_CSI_DRIVER,
+          handle: "5e0c0000-0000-4000-8000-00000000fffe",
+        }),
+      },
       missingProviderID: () => "openstack:///5e0c0000-0000-4000-8000-0000ffffffff",
       instancePageSize: 10,
       throttle: (seconds) =>

@@ -15,6 +15,7 @@ import { OpenStackInstances, PROVIDER_NAME } from "./instances.js";
 import { KeystoneAuth, type KeystoneCredentials } from "./keystone.js";
 import { OpenStackLoadBalancers } from "./load-balancers.js";
 import { OpenStackRoutes } from "./routes.js";
+import { OpenStackVolumes } from "./volumes.js";
 
 const url = z.string().url();
 
@@ -35,7 +36,12 @@ export const OpenStackOptionsSchema = z
     interface: z.enum(["public", "internal"]).default("public"),
     /** Per service, an endpoint that replaces the catalog's (clouds.yaml `<service>_endpoint_override`). */
     endpoints: z
-      .object({ compute: url.optional(), network: url.optional(), "load-balancer": url.optional() })
+      .object({
+        compute: url.optional(),
+        network: url.optional(),
+        "load-balancer": url.optional(),
+        "block-storage": url.optional(),
+      })
       .strict()
       .default({}),
     /**
@@ -52,6 +58,11 @@ export const OpenStackOptionsSchema = z
     /** Upstream's [Networking] internal-network-name / public-network-name. */
     internalNetworkName: z.array(z.string().min(1)).default([]),
     publicNetworkName: z.array(z.string().min(1)).default([]),
+    /**
+     * Upstream's [BlockStorage] ignore-volume-az: Cinder's availability zones are not the
+     * servers' (zone labels and affinity left out, the region label only).
+     */
+    ignoreVolumeAZ: z.boolean().default(false),
     /** Upstream's [Route] router-id: pod-CIDR routes as this router's extra routes (absent: no routes). */
     routerId: z.string().min(1).optional(),
     /** Upstream's [LoadBalancer] section; a Service's annotations win. */
@@ -186,6 +197,7 @@ export const openstackProvider: ProviderFactory<OpenStackOptions> = {
         ensureDeleted: (t, s, hints) => lbs.ensureDeleted(t, s, hints),
         listOwned: (token, s) => lbs.listOwned(token, s),
       },
+      volumes: new OpenStackVolumes(client, { ignoreVolumeAZ: options.ignoreVolumeAZ }),
       ...(routes !== undefined && {
         routes: {
           lockKey: () => routes.lockKey(),
