@@ -14,7 +14,12 @@ import { pino } from "pino";
 import { LinodeLocalCloud } from "../cli/src/linode-cloud.js";
 import { type LocalCloud, LocalFleet, waitFor } from "../cli/src/local-fleet.js";
 import { MixedLocalCloud } from "../cli/src/mixed-cloud.js";
-import { OpenStackLocalCloud } from "../cli/src/openstack-cloud.js";
+import {
+  OPENSTACK_DEMO_PROJECT,
+  OPENSTACK_DEMO_REGION,
+  OpenStackLocalCloud,
+} from "../cli/src/openstack-cloud.js";
+import { pvEvent, pvObject, readPv } from "./persistent-volumes-fixture.js";
 
 const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const LINODE = "cluster-001";
@@ -40,7 +45,7 @@ afterAll(async () => {
   for (const c of clouds) await c.close();
 });
 
-test("OpenStack beside Linode on one hub: nodes, a public then internal load balancer, node changes, routes, clean delete", async () => {
+test("OpenStack beside Linode on one hub: nodes, a public then internal load balancer, node changes, routes, PersistentVolumes, clean delete", async () => {
   const linode = await LinodeLocalCloud.start([LINODE]);
   clouds.push(linode);
   const os = await OpenStackLocalCloud.start([OPENSTACK], { pendingMs: 150, spec: true });
@@ -138,6 +143,45 @@ test("OpenStack beside Linode on one hub: nodes, a public then internal load bal
     const port = [...os.fake.store.ports.values()].find((p) => p.deviceId === s?.id);
     expect(port?.allowedAddressPairs.map((a) => a.ip_address)).toEqual([`10.244.${i}.0/24`]);
   }
+
+  // PersistentVolumes of Cinder volumes, in-tree and CSI: the volume's availability zone and the
+  // account's region, as labels and requirements; a volume of the catalog's other region is not
+  // in the cluster's scope: left alone with its Event.
+  const volume = (region: string, name: string) =>
+    os.fake.createVolume(OPENSTACK_DEMO_PROJECT, region, { name, size: 10, az: "nova" }).id;
+  const kube = f.cluster(OPENSTACK).kube;
+  kube.create(
+    "PersistentVolume",
+    pvObject("csi", {
+      csi: { driver: "cinder.csi.openstack.org", volumeHandle: volume(OPENSTACK_DEMO_REGION, "a") },
+    }),
+  );
+  kube.create(
+    "PersistentVolume",
+    pvObject("in-tree", { cinder: { volumeID: volume(OPENSTACK_DEMO_REGION, "b") } }),
+  );
+  kube.create(
+    "PersistentVolume",
+    pvObject("elsewhere", {
+      csi: { driver: "cinder.csi.openstack.org", volumeHandle: volume("RegionTwo", "c") },
+    }),
+  );
+  const ZONE = "topology.kubernetes.io/zone";
+  const REGION = "topology.kubernetes.io/region";
+  for (const name of ["csi", "in-tree"]) {
+    expect(await waitFor(() => readPv(kube, name)?.spec.nodeAffinity !== undefined, 60_000)).toBe(true);
+    expect(readPv(kube, name)?.metadata.labels).toEqual({ [ZONE]: "nova", [REGION]: OPENSTACK_DEMO_REGION });
+    expect(readPv(kube, name)?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+      {
+        matchExpressions: expect.arrayContaining([
+          { key: ZONE, operator: "In", values: ["nova"] },
+          { key: REGION, operator: "In", values: [OPENSTACK_DEMO_REGION] },
+        ]),
+      },
+    ]);
+  }
+  expect(await waitFor(() => pvEvent(kube, "elsewhere", "DiskNotInScope") !== undefined, 60_000)).toBe(true);
+  expect(readPv(kube, "elsewhere")?.metadata.labels ?? {}).toEqual({});
 
   // Delete the Service: nothing of it is left; the foreign route stays.
   f.cluster(OPENSTACK).kube.delete("Service", "default", "web-0000");

@@ -17,7 +17,9 @@ import type { LocalCloud } from "./local-fleet.js";
 
 export const OPENSTACK_DEMO_REGION = "RegionOne";
 export const OPENSTACK_DEMO_ACCOUNT = "openstack-demo";
-const PROJECT = "demo";
+/** The demo project every cluster's servers, networks and volumes live in. */
+export const OPENSTACK_DEMO_PROJECT = "demo";
+const PROJECT = OPENSTACK_DEMO_PROJECT;
 const APP_CREDENTIAL_ID = "fleet-ccm-demo";
 const CLUSTER_KEY = "fleet-ccm-cluster";
 
