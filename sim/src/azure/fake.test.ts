@@ -57,8 +57,42 @@ describe("the joined swagger", () => {
       "VirtualMachines_Get",
       "VirtualMachines_List",
       "VirtualMachineScaleSetVMs_Get",
+      "Disks_Get",
+      "Disks_ListByResourceGroup",
     ])
       expect(ids).toContain(id);
+  });
+});
+
+describe("managed disks", () => {
+  test("a zonal disk attached to a VM and a regional one, listed in pages; a 404 in ARM's envelope", async () => {
+    const vm = `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/node-d`;
+    fake.createDisk(SUB, {
+      resourceGroup: RG,
+      name: "pvc-a",
+      location: LOCATION,
+      sizeGiB: 16,
+      zone: "3",
+      managedBy: vm,
+    });
+    fake.createDisk(SUB, { resourceGroup: RG, name: "pvc-b", location: LOCATION, sizeGiB: 8 });
+    fake.createDisk(SUB, { resourceGroup: RG, name: "pvc-c", location: LOCATION, sizeGiB: 4 });
+    const a = await compute.disks.get(RG, "PVC-A");
+    expect(a).toMatchObject({
+      name: "pvc-a",
+      zones: ["3"],
+      managedBy: vm,
+      diskSizeGB: 16,
+      diskState: "Attached",
+    });
+    const pages: string[][] = [];
+    for await (const page of compute.disks.listByResourceGroup(RG).byPage())
+      pages.push(page.map((d) => d.name ?? ""));
+    expect(pages).toEqual([["pvc-a", "pvc-b"], ["pvc-c"]]);
+    await expect(compute.disks.get(RG, "gone")).rejects.toMatchObject({
+      statusCode: 404,
+      code: "ResourceNotFound",
+    });
   });
 });
 

@@ -1,10 +1,10 @@
 /**
  * A fake Azure Resource Manager for the resources a cloud controller manager uses:
- * Microsoft.Compute virtual machines and scale-set VMs (read), Microsoft.Network network
+ * Microsoft.Compute virtual machines, scale-set VMs and managed disks (read), Microsoft.Network network
  * interfaces (read, and written to join a NIC-based pool: the pool then shows the IP
  * configurations naming it), public IP addresses, load balancers, network security groups and
  * route tables (read and write), tag names and counts as ARM limits them, as the swagger in sim/fixtures/azure/ describes them (api-version
- * 2024-01-01 for Network, 2024-07-01 for Compute), over HTTPS on loopback (the SDK's bearer
+ * 2024-01-01 for Network, 2024-07-01 for Compute, 2024-03-02 for disks), over HTTPS on loopback (the SDK's bearer
  * policy refuses plain HTTP) with a generated certificate.
  *
  * What ARM does that a client depends on: whole-object PUTs with an ETag (`If-Match` that no
@@ -35,6 +35,8 @@ type Json = Record<string, unknown>;
 
 export const NETWORK_API_VERSION = "2024-01-01";
 export const COMPUTE_API_VERSION = "2024-07-01";
+/** Managed disks are the Disk RP's, versioned apart from the rest of Microsoft.Compute. */
+export const DISK_API_VERSION = "2024-03-02";
 
 /** The resource types the fake keeps, by their path segment. */
 export type ArmType =
@@ -46,12 +48,14 @@ export type ArmType =
   | "routeTables"
   | "virtualNetworks"
   | "vmssVirtualMachines"
-  | "virtualMachineScaleSets";
+  | "virtualMachineScaleSets"
+  | "disks";
 
 const PROVIDER: Record<ArmType, string> = {
   virtualMachines: "Microsoft.Compute/virtualMachines",
   vmssVirtualMachines: "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
   virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
+  disks: "Microsoft.Compute/disks",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
@@ -64,6 +68,7 @@ const COMPUTE: ReadonlySet<ArmType> = new Set([
   "virtualMachines",
   "vmssVirtualMachines",
   "virtualMachineScaleSets",
+  "disks",
 ]);
 const WRITABLE: readonly ArmType[] = [
   "publicIPAddresses",
@@ -121,6 +126,19 @@ export const ARM_BUCKETS: Readonly<Record<ArmBudget, { readonly size: number; re
     deletes: { size: 200, perSecond: 10 },
   };
 
+export interface CreateDiskSpec {
+  readonly resourceGroup: string;
+  readonly name: string;
+  readonly location: string;
+  readonly sizeGiB: number;
+  /** A zonal disk's logical zone ("1"); none: a regional (non-zonal) disk. */
+  readonly zone?: string;
+  /** The VM id the disk is attached to. */
+  readonly managedBy?: string;
+  readonly tags?: Record<string, string>;
+  readonly sku?: string;
+}
+
 export interface CreateVmSpec {
   readonly resourceGroup: string;
   readonly name: string;
@@ -165,7 +183,11 @@ const lower = (s: string) => s.toLowerCase();
 
 /** The fake serves the swagger's api-version only: ARM refuses one its provider does not register. */
 function checkApiVersion(c: VendorCall): void {
-  const want = /\/providers\/Microsoft\.Compute\//i.test(c.path) ? COMPUTE_API_VERSION : NETWORK_API_VERSION;
+  const want = /\/providers\/Microsoft\.Compute\/disks(\/|$)/i.test(c.path)
+    ? DISK_API_VERSION
+    : /\/providers\/Microsoft\.Compute\//i.test(c.path)
+      ? COMPUTE_API_VERSION
+      : NETWORK_API_VERSION;
   const got = c.query.get("api-version");
   if (got !== want)
     throw new FakeError(
@@ -389,6 +411,28 @@ export class AzureFake extends VendorFake<ArmListing> {
     });
   }
 
+  /**
+   * A managed disk as the Disk RP answers it: `zones` for a zonal disk, `managedBy` (the VM's id)
+   * and diskState Attached when attached, Unattached otherwise.
+   */
+  createDisk(subscription: string, spec: CreateDiskSpec): ArmResource {
+    return this.put(subscription, spec.resourceGroup, "disks", spec.name, {
+      location: spec.location,
+      sku: { name: spec.sku ?? "StandardSSD_LRS", tier: "Standard" },
+      ...(spec.zone !== undefined && { zones: [spec.zone] }),
+      ...(spec.managedBy !== undefined && { managedBy: spec.managedBy }),
+      ...(spec.tags !== undefined && { tags: spec.tags }),
+      properties: {
+        creationData: { createOption: "Empty" },
+        diskSizeGB: spec.sizeGiB,
+        diskSizeBytes: spec.sizeGiB * 1024 ** 3,
+        diskState: spec.managedBy !== undefined ? "Attached" : "Unattached",
+        timeCreated: new Date(this.now()).toISOString(),
+        uniqueId: randomUUID(),
+      },
+    });
+  }
+
   setPower(id: string, power: string): void {
     const vm = this.byId(id);
     const view = (vm.body["properties"] as Json)["instanceView"] as { statuses: Json[] };
@@ -501,6 +545,7 @@ export class AzureFake extends VendorFake<ArmListing> {
     };
     one("virtualMachines", "Microsoft.Compute/virtualMachines", ["GET"]);
     one("virtualMachineScaleSets", "Microsoft.Compute/virtualMachineScaleSets", ["GET"]);
+    one("disks", "Microsoft.Compute/disks", ["GET"]);
     // A NIC's PUT is how a VM joins a NIC-based backend pool (its IP configuration names the pool).
     one("networkInterfaces", "Microsoft.Network/networkInterfaces", ["GET", "PUT"]);
     for (const t of WRITABLE) one(t, PROVIDER[t], ["GET", "PUT", "DELETE"]);

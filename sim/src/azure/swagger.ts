@@ -8,7 +8,10 @@
  * One operation is added by hand: ARM's asynchronous-operation status
  * (`GET .../locations/{location}/operations/{operationId}`, learn.microsoft.com "Track
  * asynchronous Azure operations"), which ARM serves for every provider but no swagger file
- * describes; its body is `{id?, name?, status, startTime?, endTime?, error?}`.
+ * describes; its body is `{id?, name?, status, startTime?, endTime?, error?}`. And one gap is
+ * filled: the Disk RP's swagger (DiskRP 2024-03-02) declares no error response, while ARM answers
+ * its errors (a 404 ResourceNotFound, say) with the envelope of every provider: an operation
+ * that declares no `default` response gets Compute's common `CloudError`.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
@@ -109,6 +112,10 @@ export function azureOpenApiDocument(root = fixtureSpecPath(AZURE_SPEC)): Json {
             }),
           };
         }
+        responses["default"] ??= {
+          description: "an ARM error",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/common__CloudError" } } },
+        };
         converted[method] = {
           operationId: op["operationId"],
           parameters: params,
@@ -162,7 +169,10 @@ export function azureOpenApiDocument(root = fixtureSpecPath(AZURE_SPEC)): Json {
   };
   return {
     openapi: "3.0.3",
-    info: { title: "Azure Resource Manager (Microsoft.Network 2024-01-01, Microsoft.Compute 2024-07-01)" },
+    info: {
+      title:
+        "Azure Resource Manager (Microsoft.Network 2024-01-01, Microsoft.Compute 2024-07-01, disks 2024-03-02)",
+    },
     paths,
     components: { schemas },
   };

@@ -4,6 +4,7 @@ import { describeProviderConformance } from "../../conformance/conformance.testk
 import type { AccountBinding, LbOwner } from "../../provider.js";
 import { azureProvider } from "./index.js";
 import { TAG_CLUSTER, TAG_SERVICE_UID } from "./records.js";
+import { AZURE_DISK_CSI_DRIVER, DISK_CLUSTER_TAG } from "./volumes.js";
 
 const SUB = "00000000-0000-0000-0000-0000000c0f0e";
 const TENANT = "conf-tenant";
@@ -53,6 +54,7 @@ function fixture(asyncMs: number, backendPoolType?: "nodeIPConfiguration"): Conf
           properties: { securityRules: [] },
         });
       for (const c of ["conf", "conf-b"]) nsg(c);
+      let disks = 0;
       const byName = new Map<string, number>();
       let ip = 10;
       const make = (name: string, inScope: boolean, vnet = "vnet-conf") => {
@@ -102,6 +104,42 @@ function fixture(asyncMs: number, backendPoolType?: "nodeIPConfiguration"): Conf
         isMutation: (op) => /\.(createOrUpdate|delete)$/.test(op),
         createInstance: ({ name, inScope }) => make(name, inScope),
         terminateInstance: (id) => fake.remove(id),
+        disks: {
+          zonal: true,
+          // Disks alternate between the node resource groups and between the in-tree diskURI (in
+          // another letter case: ARM ids are case-insensitive) and the CSI volumeHandle.
+          create: ({ sizeGiB, zones, inScope, ownerCluster, attachedTo }) => {
+            const n = ++disks;
+            const rg = NODE_RGS[n % NODE_RGS.length] ?? RG;
+            const name = `pvc-${n}`;
+            const d = fake.createDisk(SUB, {
+              resourceGroup: rg,
+              name,
+              location: inScope ? REGION : "westus",
+              sizeGiB,
+              ...(zones > 0 && { zone: String((n % 3) + 1) }),
+              ...(attachedTo !== undefined && { managedBy: attachedTo }),
+              tags: {
+                "k8s-azure-created-by": "kubernetes-azure-dd",
+                "kubernetes.io-created-for-pv-name": name,
+                ...(ownerCluster !== undefined && { [DISK_CLUSTER_TAG]: ownerCluster }),
+              },
+            });
+            const id = d.id;
+            return n % 2 === 0
+              ? {
+                  id,
+                  source: "azureDisk",
+                  csiDriver: "",
+                  handle: id.toUpperCase(),
+                }
+              : { id, source: "csi", csiDriver: AZURE_DISK_CSI_DRIVER, handle: id };
+          },
+          missing: () => {
+            const handle = `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/disks/no-such-disk`;
+            return { id: handle, source: "csi", csiDriver: AZURE_DISK_CSI_DRIVER, handle };
+          },
+        },
         missingProviderID: () =>
           `azure:///subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/no-such-vm`,
         instancePageSize: 20,

@@ -6,6 +6,7 @@ import { AzureLoadBalancers } from "./load-balancers.js";
 import { PROVIDER_NAME } from "./names.js";
 import type { AzureOptions } from "./options.js";
 import { AzureRoutes } from "./routes.js";
+import { AzureVolumes } from "./volumes.js";
 
 export async function createAzureProvider(
   ctx: ProviderContext,
@@ -28,5 +29,6 @@ export async function createAzureProvider(
     instances,
     loadBalancers: new AzureLoadBalancers(ctx, api, instances, options),
     routes: new AzureRoutes(api, instances, options),
+    volumes: new AzureVolumes(ctx, api),
   };
 }

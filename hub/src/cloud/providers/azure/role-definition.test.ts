@@ -18,6 +18,7 @@ const TYPES: Record<string, string> = {
   virtualMachines: "Microsoft.Compute/virtualMachines",
   virtualMachineScaleSetVMs: "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
   virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
+  disks: "Microsoft.Compute/disks",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
@@ -27,6 +28,7 @@ const TYPES: Record<string, string> = {
 const VERBS: Record<string, string> = {
   get: "read",
   list: "read",
+  listByResourceGroup: "read",
   beginCreateOrUpdate: "write",
   beginDelete: "delete",
 };
