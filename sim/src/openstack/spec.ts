@@ -23,7 +23,9 @@
  * - Neutron's security groups: the documents type a group's `security_group_rules` as a string
  *   and a rule's `port_range_min`/`port_range_max` as strings, where the api-ref (and Neutron)
  *   has a list of rules and integers; a rule's unset attributes are null (api-ref samples): read
- *   so in every `Security_Group*` schema.
+ *   so in every `Security_Group*` schema;
+ * - the ports list's `ports_links` (paging), which the document omits, typed as the api-ref's
+ *   "Pagination" has it.
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
@@ -98,7 +100,31 @@ function readDocument(file: string, nullable: boolean): Json {
   }
   const out = unnest({ ...doc, paths }) as Json;
   securityGroupTypes(out);
+  portsLinks(out);
   return nullable ? { ...out, components: withNull(out["components"]) } : out;
+}
+
+/**
+ * The ports list's `ports_links`, which the document omits: Neutron's pagination links as the
+ * api-ref's "Pagination" (neutron-lib `v2/intro.inc`) has them, a `next` link unless the page is
+ * the last, a `previous` one past the first.
+ */
+function portsLinks(doc: Json): void {
+  const schemas = ((doc["components"] as Json | undefined)?.["schemas"] ?? {}) as Json;
+  const list = schemas["PortsIndexResponse"] as Json | undefined;
+  const props = list?.["properties"] as Json | undefined;
+  if (props === undefined) return;
+  props["ports_links"] = {
+    type: "array",
+    items: {
+      type: "object",
+      required: ["href", "rel"],
+      properties: {
+        href: { type: "string", format: "uri" },
+        rel: { type: "string", enum: ["next", "previous"] },
+      },
+    },
+  };
 }
 
 /** The `Security_Group*` schemas with the api-ref's types (see the note at the top). */
