@@ -123,7 +123,14 @@ export class ClusterGroups extends GcpLbBase {
         );
         if (step !== undefined) return step;
       }
-      const have = group === undefined ? [] : await this.members(zone, name, signal);
+      // A group read a moment ago can be gone by the time its members are listed (a delete of
+      // ours, started by an earlier cleanup, ending meanwhile): read it again next pass.
+      const have = group === undefined ? [] : await getOrUndefined(() => this.members(zone, name, signal));
+      if (have === undefined)
+        return inProgress(
+          this.options.operationPollMs,
+          `instance group ${zone}/${name} went away while read`,
+        );
       const add = want.filter((b) => !have.includes(b));
       const remove = have.filter((b) => !want.includes(b));
       if (add.length > 0 || remove.length > 0) {
