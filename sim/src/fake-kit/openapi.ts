@@ -445,10 +445,8 @@ function mergeClosedAllOf(node: unknown): unknown {
 function formatsIn(node: unknown, out = new Set<string>()): Set<string> {
   if (Array.isArray(node)) for (const n of node) formatsIn(n, out);
   else if (isObject(node)) {
-    if (typeof node["format"] === "string" && (node["type"] === "string" || node["type"] === undefined))
-      out.add(node["format"]);
-    if (typeof node["format"] === "string" && (node["type"] === "integer" || node["type"] === "number"))
-      out.add(node["format"]);
+    // Whatever the type: a nullable one is `[t, "null"]` once converted (as Octavia's are).
+    if (typeof node["format"] === "string") out.add(node["format"]);
     for (const v of Object.values(node)) formatsIn(v, out);
   }
   return out;

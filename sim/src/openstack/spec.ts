@@ -28,6 +28,7 @@
  *   "Pagination" has it.
  */
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { OpenApiChecker } from "../fake-kit/openapi.js";
 import type { SpecRequest, SpecResponse } from "../fake-kit/spec.js";
@@ -196,7 +197,9 @@ function checkers(): Map<OpenStackService, OpenApiChecker> {
         service,
         new OpenApiChecker(readDocument(file, service === "load-balancer"), {
           extraQueryParams: EXTRA_QUERY[service],
-          ...(service === "load-balancer" && { formats: { "date-time": OCTAVIA_TIME } }),
+          ...(service === "load-balancer" && {
+            formats: { "date-time": OCTAVIA_TIME, ipaddress: (s: string) => isIP(s) !== 0 },
+          }),
         }),
       );
   }
