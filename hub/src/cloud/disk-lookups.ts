@@ -1,8 +1,10 @@
-import type { Clock, TimerHandle } from "../util/clock.js";
+import type { Clock } from "../util/clock.js";
+import { WindowBatch } from "../util/window-batch.js";
 import { DiskNotFoundError } from "./errors.js";
 import type { DiskMetadata, Volumes } from "./provider.js";
 
 interface Waiter {
+  readonly id: string;
   resolve(disk: DiskMetadata | undefined): void;
   reject(err: unknown): void;
 }
@@ -14,31 +16,30 @@ interface Waiter {
  * says "not found" (undefined), never a batch's silence.
  */
 export class DiskLookups {
-  private pending = new Map<string, Waiter[]>();
-  private timer: TimerHandle | undefined;
+  private readonly window: WindowBatch<Waiter>;
   batches = 0;
   direct = 0;
 
   constructor(
     private readonly volumes: Volumes,
-    private readonly clock: Clock,
-    private readonly windowMs = 10,
-  ) {}
+    clock: Clock,
+    windowMs = 10,
+  ) {
+    this.window = new WindowBatch(clock, windowMs, (waiters) => this.flush(waiters));
+  }
 
   /** The disk, or undefined if a direct read says the account has no such disk. */
   get(id: string): Promise<DiskMetadata | undefined> {
-    return new Promise((resolve, reject) => {
-      const waiters = this.pending.get(id);
-      if (waiters !== undefined) waiters.push({ resolve, reject });
-      else this.pending.set(id, [{ resolve, reject }]);
-      this.timer ??= this.clock.setTimeout(() => void this.flush(), this.windowMs);
-    });
+    return new Promise((resolve, reject) => this.window.add({ id, resolve, reject }));
   }
 
-  private async flush(): Promise<void> {
-    this.timer = undefined;
-    const batch = this.pending;
-    this.pending = new Map();
+  private async flush(waiters: readonly Waiter[]): Promise<void> {
+    const batch = new Map<string, Waiter[]>();
+    for (const w of waiters) {
+      const same = batch.get(w.id);
+      if (same !== undefined) same.push(w);
+      else batch.set(w.id, [w]);
+    }
     const ids = [...batch.keys()];
     const answer = (id: string, f: (w: Waiter) => void) => {
       for (const w of batch.get(id) ?? []) f(w);

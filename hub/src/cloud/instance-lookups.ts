@@ -1,4 +1,5 @@
-import type { Clock, TimerHandle } from "../util/clock.js";
+import type { Clock } from "../util/clock.js";
+import { WindowBatch } from "../util/window-batch.js";
 import type { InstanceCache } from "./instance-cache.js";
 import type { InstanceMetadata, Instances } from "./provider.js";
 
@@ -40,17 +41,18 @@ type Request =
  * lookup. A lone lookup goes straight to the cloud.
  */
 export class InstanceLookups {
-  private pending: Request[] = [];
-  private timer: TimerHandle | undefined;
+  private readonly window: WindowBatch<Request>;
   servedFromList = 0;
   direct = 0;
 
   constructor(
     private readonly instances: Instances,
     private readonly cache: InstanceCache,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly opts: LookupBatchOptions = DEFAULT_LOOKUP_BATCH,
-  ) {}
+  ) {
+    this.window = new WindowBatch(clock, opts.windowMs, (batch) => this.flush(batch));
+  }
 
   /**
    * Every instance called `name`. The account-wide list answers only when it shows exactly one
@@ -60,53 +62,48 @@ export class InstanceLookups {
    */
   byName(name: string, inScope: (meta: InstanceMetadata) => boolean): Promise<readonly InstanceMetadata[]> {
     return new Promise((resolve, reject) => {
-      this.enqueue({ by: "name", key: name, inScope, resolve, reject });
+      this.window.add({ by: "name", key: name, inScope, resolve, reject });
     });
   }
 
   byProviderID(providerID: string): Promise<InstanceMetadata> {
     return new Promise((resolve, reject) => {
-      this.enqueue({ by: "providerID", key: providerID, resolve, reject });
+      this.window.add({ by: "providerID", key: providerID, resolve, reject });
     });
   }
 
-  private enqueue(r: Request): void {
-    this.pending.push(r);
-    this.timer ??= this.clock.setTimeout(() => void this.flush(), this.opts.windowMs);
-  }
-
-  private async flush(): Promise<void> {
-    this.timer = undefined;
-    const batch = this.pending;
-    this.pending = [];
-    let rest = batch;
-    if (batch.length >= this.opts.listThreshold) {
-      // A failed list keeps the previous view; whatever it cannot answer goes direct.
-      await this.cache.freshWithin(this.opts.listMaxAgeMs);
-      rest = [];
-      for (const r of batch) {
-        if (r.by === "name") {
-          const matches = this.cache.getByName(r.key);
-          if (matches.filter(r.inScope).length === 1) {
-            this.servedFromList++;
-            r.resolve(matches);
-            continue;
-          }
-        } else {
-          const meta = this.cache.get(r.key);
-          if (meta !== undefined && meta.state !== "terminated") {
-            this.servedFromList++;
-            r.resolve(meta);
-            continue;
-          }
-        }
-        rest.push(r);
-      }
-    }
+  private async flush(batch: readonly Request[]): Promise<void> {
+    const rest = batch.length >= this.opts.listThreshold ? await this.answerFromList(batch) : batch;
     for (const r of rest) {
       this.direct++;
       if (r.by === "name") this.instances.findByName(r.key).then(r.resolve, r.reject);
       else this.instances.getByProviderID(r.key).then(r.resolve, r.reject);
     }
+  }
+
+  /** Answers what the account-wide list shows; returns the rest. */
+  private async answerFromList(batch: readonly Request[]): Promise<Request[]> {
+    // A failed list keeps the previous view; whatever it cannot answer goes direct.
+    await this.cache.freshWithin(this.opts.listMaxAgeMs);
+    const rest: Request[] = [];
+    for (const r of batch) {
+      if (r.by === "name") {
+        const matches = this.cache.getByName(r.key);
+        if (matches.filter(r.inScope).length === 1) {
+          this.servedFromList++;
+          r.resolve(matches);
+          continue;
+        }
+      } else {
+        const meta = this.cache.get(r.key);
+        if (meta !== undefined && meta.state !== "terminated") {
+          this.servedFromList++;
+          r.resolve(meta);
+          continue;
+        }
+      }
+      rest.push(r);
+    }
+    return rest;
   }
 }
