@@ -165,9 +165,28 @@ function perUpdate(bytes: number | null, updates: number): number | null {
   return bytes === null || updates <= 0 ? null : round(bytes / updates);
 }
 
+/**
+ * Which side bounded the window: the hub's core or the other one (fleet, separate agent, NATS,
+ * this process: what runs on core 1 when pinned). Busy shares are CPU seconds over the window's
+ * length; the busier core is the bound once it is near saturation, else neither was.
+ */
+function boundFigures(d: Delta): Result {
+  if (d.hubCpu === null || d.workerCpu === null || d.ms <= 0) return { bound: null };
+  const seconds = d.ms / 1000;
+  const hub = d.hubCpu / seconds;
+  const rest = (d.workerCpu + (d.agentCpu ?? 0) + (d.natsCpu ?? 0) + d.selfCpu) / seconds;
+  const busier = hub >= rest ? "hub" : "fleet";
+  return {
+    hubCoreBusyPercent: round(hub * 100, 1),
+    fleetCoreBusyPercent: round(rest * 100, 1),
+    bound: Math.max(hub, rest) >= 0.8 ? busier : "neither (both cores below 80 % busy)",
+  };
+}
+
 /** Resource and wire figures of one measured window. */
 function windowFigures(d: Delta): Result {
   return {
+    ...boundFigures(d),
     hubCpuSeconds: round(d.hubCpu, 2),
     fleetCpuSeconds: round(d.workerCpu, 2),
     agentProcessCpuSeconds: round(d.agentCpu, 2),
