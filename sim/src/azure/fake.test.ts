@@ -57,6 +57,9 @@ describe("the joined swagger", () => {
       "VirtualMachines_Get",
       "VirtualMachines_List",
       "VirtualMachineScaleSetVMs_Get",
+      "NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces",
+      "NetworkInterfaces_ListVirtualMachineScaleSetVMNetworkInterfaces",
+      "NetworkInterfaces_GetVirtualMachineScaleSetNetworkInterface",
       "Disks_Get",
       "Disks_ListByResourceGroup",
     ])
@@ -146,6 +149,86 @@ describe("virtual machines and network interfaces", () => {
     });
     const got = await compute.virtualMachineScaleSetVMs.get(RG, "pool", "3", { expand: "instanceView" });
     expect(got.instanceId).toBe("3");
+  });
+});
+
+describe("a uniform scale set's NICs (the scale set's own API, api-version 2018-10-01)", () => {
+  const SS = "agents";
+  const vmId = (n: string) =>
+    `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/${SS}/virtualMachines/${n}`;
+  beforeAll(() => {
+    for (const n of ["0", "1", "2"])
+      fake.createVm(SUB, {
+        resourceGroup: RG,
+        name: n,
+        scaleSet: SS,
+        location: LOCATION,
+        subnetId: SUBNET,
+        privateIp: `10.240.2.${n}`,
+      });
+  });
+
+  test("listed per scale set in pages, per VM, and got by name; named by the scale set's network profile", async () => {
+    const all = [];
+    for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, SS))
+      all.push(nic);
+    expect(all.map((n) => [n.id, n.virtualMachine?.id, n.ipConfigurations?.[0]?.privateIPAddress])).toEqual(
+      ["0", "1", "2"].map((n) => [`${vmId(n)}/networkInterfaces/${SS}-nic`, vmId(n), `10.240.2.${n}`]),
+    );
+    // Three NICs at two a page: the nextLink is followed once.
+    expect(fake.log.requests({ operation: "vmssNetworkInterfaces.list" })).toHaveLength(2);
+    const ss = await compute.virtualMachineScaleSets.get(RG, SS);
+    expect(ss.virtualMachineProfile?.networkProfile?.networkInterfaceConfigurations?.[0]?.name).toBe(
+      `${SS}-nic`,
+    );
+    const vm = await compute.virtualMachineScaleSetVMs.get(RG, SS, "1");
+    expect(vm.networkProfile?.networkInterfaces?.[0]?.id).toBe(`${vmId("1")}/networkInterfaces/${SS}-nic`);
+    const one = [];
+    for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces(
+      RG,
+      SS,
+      "1",
+    ))
+      one.push(nic.name);
+    expect(one).toEqual([`${SS}-nic`]);
+    const got = await network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(
+      RG,
+      SS,
+      "2",
+      `${SS}-nic`,
+    );
+    expect(got.ipConfigurations?.[0]?.id).toBe(
+      `${vmId("2")}/networkInterfaces/${SS}-nic/ipConfigurations/ipconfig1`,
+    );
+    // Not in the group's own NICs: those are standalone NICs only.
+    const standalone = [];
+    for await (const nic of network.networkInterfaces.list(RG)) standalone.push(nic.id ?? "");
+    expect(standalone.filter((id) => id.includes("virtualMachineScaleSets"))).toEqual([]);
+  });
+
+  test("an unknown VM, NIC or scale set is a 404 in ARM's envelope; a removed VM's NIC is gone", async () => {
+    await expect(
+      network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(RG, SS, "9", `${SS}-nic`),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    const listing = async (it: AsyncIterable<unknown>) => {
+      for await (const _ of it) {
+        // drained
+      }
+    };
+    await expect(
+      listing(network.networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces(RG, SS, "9")),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    await expect(
+      listing(network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, "nope")),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    fake.remove(vmId("0"));
+    await expect(
+      network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(RG, SS, "0", `${SS}-nic`),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    const left = [];
+    for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, SS))
+      left.push(nic.virtualMachine?.id);
+    expect(left).toEqual([vmId("1"), vmId("2")]);
   });
 });
 
