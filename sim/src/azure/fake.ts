@@ -228,6 +228,7 @@ export class AzureFake extends VendorFake<ArmListing> {
   private readonly ops = new Map<string, AsyncOp>();
   private seq = 0;
   private nextFailures = 0;
+  private pageFailures = 0;
   /** ARM's token buckets per subscription (reads, writes, deletes), for the headers and 429s. */
   private readonly buckets = new Map<string, Record<ArmBudget, { tokens: number; atMs: number }>>();
   private readonly armLimits: boolean;
@@ -508,6 +509,11 @@ export class AzureFake extends VendorFake<ArmListing> {
     this.nextFailures = n;
   }
 
+  /** The next `n` requests for a listing's next page (a nextLink) fail: 500 InternalServerError. */
+  failNextPages(n: number): void {
+    this.pageFailures = n;
+  }
+
   /** The next `n` PUTs of `id` meet another writer's change first (412 with a fresh ETag). */
   raceNextPuts(id: string, n: number): void {
     this.raceNext.set(lower(id), n);
@@ -665,6 +671,10 @@ export class AzureFake extends VendorFake<ArmListing> {
     const after = Number(c.query.get("$skiptoken") ?? "0");
     if (!Number.isInteger(after) || after < 0)
       throw new FakeError(400, "InvalidSkipToken", "The skip token is not valid.");
+    if (c.query.has("$skiptoken") && this.pageFailures > 0) {
+      this.pageFailures--;
+      throw new FakeError(500, "InternalServerError", "Encountered internal server error (injected).");
+    }
     const items = faults.empty(listing.list.filter((i) => Number(i["__seq"]) > after));
     const page = items.slice(0, this.pageSize);
     const last = page.at(-1);

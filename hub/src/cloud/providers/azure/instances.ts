@@ -6,6 +6,12 @@
  * fault domain where the VM has no zone, and the addresses from the primary NIC's primary IP
  * configuration and its public IP, in upstream's order (InternalIP, Hostname, ExternalIP).
  * Only a 404 on the VM's own resource is "not found"; names are case-insensitive, as Azure's.
+ *
+ * A uniform scale set's VMs have NICs of the scale set, read through its own API (upstream's
+ * GetPrimaryInterface in azure_vmss.go): the group's NIC listing takes, besides the group's
+ * standalone NICs, each uniform scale set's NICs (one paged listing per scale set); a single
+ * lookup lists the one VM's NICs. A flexible scale set's VMs are standalone VMs with standalone
+ * NICs: listed and read as any VM (its scale set has no VMs of its own to list).
  */
 
 import type {
@@ -36,6 +42,13 @@ interface PageAt {
 }
 
 const lower = (s: string | undefined) => (s ?? "").toLowerCase();
+
+/** Every item of an SDK listing (all pages; a failed page fails the whole listing). */
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
 
 /** The first page of an SDK listing, with the continuation to the next. */
 export async function firstPage<T>(
@@ -79,6 +92,13 @@ export function primaryIpConfig(
   const configs = nic?.ipConfigurations ?? [];
   return configs.length === 1 ? configs[0] : (configs.find((c) => c.primary === true) ?? configs[0]);
 }
+
+/**
+ * A public IP of the group's own (not a uniform scale set's per-VM public IP, which is read only
+ * through the scale set's API: not supported, see docs/providers/azure.md).
+ */
+const isStandalonePip = (id: string | undefined) =>
+  id !== undefined && !/\/virtualMachineScaleSets\//i.test(id);
 
 function primaryNicId(vm: AnyVm): string | undefined {
   const nics = vm.networkProfile?.networkInterfaces ?? [];
@@ -196,18 +216,18 @@ export class AzureInstances implements Instances {
           ? { items: [] }
           : await this.scaleSetVmPage(rg, ss, at.link, signal);
     const mine = page.items.filter((vm) => this.inRegion(vm));
-    const addressed = mine.length > 0 && ss === undefined;
-    const nics = addressed
-      ? await this.recentNicsOf(
-          rg,
-          (m) => mine.every((vm) => m.has(primaryNicId(vm)?.toLowerCase() ?? "")),
-          signal,
-        )
-      : new Map();
+    // The group's listing holds its scale sets' NICs too: a scale set's pages reuse it.
+    const nics =
+      mine.length > 0
+        ? await this.recentNicsOf(
+            rg,
+            (m) => mine.every((vm) => m.has(primaryNicId(vm)?.toLowerCase() ?? "")),
+            signal,
+          )
+        : new Map();
     // The group's public IPs only when a VM of the page has one on its NIC (nodes rarely do).
-    const withPublicIp = mine.some(
-      (vm) =>
-        primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id !== undefined,
+    const withPublicIp = mine.some((vm) =>
+      isStandalonePip(primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id),
     );
     const pips = withPublicIp ? await this.publicIpsOf(rg, signal) : new Map();
     const instances = mine.map((vm) => {
@@ -215,8 +235,7 @@ export class AzureInstances implements Instances {
         ss === undefined
           ? { subscription: this.api.subscription, resourceGroup: rg.toLowerCase(), name: vm.name ?? "" }
           : this.scaleSetRef(rg, ss, vm);
-      // A scale-set VM's NIC is the scale set's (not in the group's listing): see describe().
-      const nic = ss === undefined ? nics.get(primaryNicId(vm)?.toLowerCase() ?? "") : undefined;
+      const nic = nics.get(primaryNicId(vm)?.toLowerCase() ?? "");
       const pip = pips.get(primaryIpConfig(nic)?.publicIPAddress?.id?.toLowerCase() ?? "");
       return this.metadata(ref, vm, nic, pip);
     });
@@ -270,17 +289,17 @@ export class AzureInstances implements Instances {
     );
   }
 
-  /** The names of a resource group's scale sets (all pages). */
+  /**
+   * The names of a resource group's scale sets whose VMs are their own (all pages): a flexible
+   * scale set's VMs are standalone VMs, listed with the group's.
+   */
   private async scaleSetsOf(rg: string, signal?: AbortSignal): Promise<string[]> {
-    return this.api.call(
+    const sets = await this.api.call(
       "virtualMachineScaleSets.list",
-      async (c, o) => {
-        const out: string[] = [];
-        for await (const ss of c.compute.virtualMachineScaleSets.list(rg, o)) out.push(ss.name ?? "");
-        return out;
-      },
+      (c, o) => collect(c.compute.virtualMachineScaleSets.list(rg, o)),
       signal,
     );
+    return sets.filter((ss) => ss.orchestrationMode !== "Flexible").map((ss) => ss.name ?? "");
   }
 
   private scaleSetRef(rg: string, ss: string, vm: AnyVm): VmRef {
@@ -321,16 +340,22 @@ export class AzureInstances implements Instances {
     return nics;
   }
 
+  /** The group's standalone NICs, then each uniform scale set's: one paged listing each. */
   private async listNics(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
     const list = await this.api.call(
       "networkInterfaces.list",
-      async (c, o) => {
-        const out: NetworkInterface[] = [];
-        for await (const n of c.network.networkInterfaces.list(rg, o)) out.push(n);
-        return out;
-      },
+      (c, o) => collect(c.network.networkInterfaces.list(rg, o)),
       signal,
     );
+    for (const ss of await this.scaleSetsOf(rg, signal))
+      list.push(
+        ...(await this.api.call(
+          "networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces",
+          (c, o) =>
+            collect(c.network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(rg, ss, o)),
+          signal,
+        )),
+      );
     return new Map(list.map((n) => [n.id?.toLowerCase() ?? "", n]));
   }
 
@@ -338,11 +363,7 @@ export class AzureInstances implements Instances {
   async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
     const list = await this.api.call(
       "publicIPAddresses.list",
-      async (c, o) => {
-        const out: PublicIPAddress[] = [];
-        for await (const p of c.network.publicIPAddresses.list(rg, o)) out.push(p);
-        return out;
-      },
+      (c, o) => collect(c.network.publicIPAddresses.list(rg, o)),
       signal,
     );
     return new Map(list.map((p) => [p.id?.toLowerCase() ?? "", p]));
@@ -354,27 +375,50 @@ export class AzureInstances implements Instances {
 
   /** The VM with the addresses of its primary NIC (and its public IP): two more reads. */
   private async describe(ref: VmRef, vm: AnyVm, signal?: AbortSignal): Promise<InstanceMetadata> {
-    const nicId = primaryNicId(vm);
-    const nicRg = segmentAfter(nicId, "resourceGroups");
-    const nicName = segmentAfter(nicId, "networkInterfaces");
-    let nic: NetworkInterface | undefined;
-    if (nicRg !== undefined && nicName !== undefined && ref.scaleSet === undefined)
-      nic = await this.api.call(
-        "networkInterfaces.get",
-        (c, o) => c.network.networkInterfaces.get(nicRg, nicName, o),
-        signal,
-      );
+    const nic = await this.primaryNic(ref, vm, signal);
     let pip: PublicIPAddress | undefined;
     const pipId = primaryIpConfig(nic)?.publicIPAddress?.id;
     const pipRg = segmentAfter(pipId, "resourceGroups");
     const pipName = segmentAfter(pipId, "publicIPAddresses");
-    if (pipRg !== undefined && pipName !== undefined)
+    if (pipRg !== undefined && pipName !== undefined && isStandalonePip(pipId))
       pip = await this.api.call(
         "publicIPAddresses.get",
         (c, o) => c.network.publicIPAddresses.get(pipRg, pipName, o),
         signal,
       );
     return this.metadata(ref, vm, nic, pip);
+  }
+
+  /**
+   * A VM's primary NIC: a standalone one by its id, a uniform scale set's VM's from the listing
+   * of that VM's NICs (the scale set's API; its NICs are in no group listing).
+   */
+  private async primaryNic(ref: VmRef, vm: AnyVm, signal?: AbortSignal) {
+    const nicId = primaryNicId(vm);
+    const nicRg = segmentAfter(nicId, "resourceGroups");
+    const nicName = segmentAfter(nicId, "networkInterfaces");
+    if (nicRg === undefined || nicName === undefined) return undefined;
+    if (ref.scaleSet === undefined || ref.instanceId === undefined)
+      return this.api.call(
+        "networkInterfaces.get",
+        (c, o) => c.network.networkInterfaces.get(nicRg, nicName, o),
+        signal,
+      );
+    const { scaleSet, instanceId } = ref;
+    const nics = await this.api.call(
+      "networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces",
+      (c, o) =>
+        collect(
+          c.network.networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces(
+            nicRg,
+            scaleSet,
+            instanceId,
+            o,
+          ),
+        ),
+      signal,
+    );
+    return nics.find((n) => n.id?.toLowerCase() === nicId?.toLowerCase());
   }
 
   metadata(
