@@ -102,6 +102,8 @@ test("a pass: scale-set nodes with InternalIP and Hostname from the scale set's 
   ).toHaveLength(1);
   expect(fake.log.requests({ operation: "vmssNetworkInterfaces.list" }).length - pagesBefore).toBe(2);
   expect(ops.filter((o) => o === "networkInterfaces.list")).toHaveLength(1);
+  // The group's scale sets read once a pass: by the NIC listing, and reused by the VM listing.
+  expect(ops.filter((o) => o === "virtualMachineScaleSets.list")).toHaveLength(1);
   expect(
     ops.filter((o) => o.startsWith("networkInterfaces.") && !o.startsWith("networkInterfaces.list")),
   ).toEqual([]);

@@ -105,16 +105,43 @@ function primaryNicId(vm: AnyVm): string | undefined {
   return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
 }
 
-/** How long one listing of a group's NICs serves the readers that it covers. */
-const NIC_LISTING_REUSE_MS = 10_000;
+/** How long one listing of a group's NICs (or scale sets) serves the readers that it covers. */
+const LISTING_REUSE_MS = 10_000;
+
+/**
+ * The latest listing per resource group, in flight or done: a reader takes it while it is at
+ * most LISTING_REUSE_MS old, succeeded and `cover`s what the reader needs, else lists anew.
+ */
+class RecentListings<T> {
+  private readonly latest = new Map<string, { readonly atMs: number; readonly value: Promise<T> }>();
+
+  constructor(private readonly now: () => number) {}
+
+  async recent(rg: string, cover: (value: T) => boolean, list: () => Promise<T>): Promise<T> {
+    const hit = this.latest.get(rg);
+    if (hit !== undefined && this.now() - hit.atMs <= LISTING_REUSE_MS) {
+      const value = await hit.value.catch(() => undefined);
+      if (value !== undefined && cover(value)) return value;
+    }
+    return this.fresh(rg, list);
+  }
+
+  /** Lists now; readers of a recent listing take this one from now on. */
+  fresh(rg: string, list: () => Promise<T>): Promise<T> {
+    const value = list();
+    this.latest.set(rg, { atMs: this.now(), value });
+    return value;
+  }
+}
 
 export class AzureInstances implements Instances {
-  private readonly nicListings = new Map<
-    string,
-    { readonly atMs: number; readonly nics: Promise<Map<string, NetworkInterface>> }
-  >();
+  private readonly nicListings: RecentListings<Map<string, NetworkInterface>>;
+  private readonly scaleSetListings: RecentListings<string[]>;
 
-  constructor(private readonly api: AzureApi) {}
+  constructor(private readonly api: AzureApi) {
+    this.nicListings = new RecentListings(() => api.now());
+    this.scaleSetListings = new RecentListings(() => api.now());
+  }
 
   /** The resource groups the nodes' VMs are in. */
   get groups(): readonly string[] {
@@ -255,7 +282,14 @@ export class AzureInstances implements Instances {
     signal?: AbortSignal,
   ): Promise<PageAt | undefined> {
     if (link !== undefined) return { ...at, link, ...(sets !== undefined && { sets: [...sets] }) };
-    const all = sets ?? (await this.scaleSetsOf(rg, signal));
+    // The scale sets the page's NIC listing has just read, if it has.
+    const all =
+      sets ??
+      (await this.scaleSetListings.recent(
+        rg,
+        () => true,
+        () => this.scaleSetsOf(rg, signal),
+      ));
     const s = at.s === undefined ? 0 : at.s + 1;
     if (s < all.length) return { g: at.g, s, sets: [...all] };
     return at.g + 1 < this.groups.length ? { g: at.g + 1 } : undefined;
@@ -293,7 +327,11 @@ export class AzureInstances implements Instances {
    * The names of a resource group's scale sets whose VMs are their own (all pages): a flexible
    * scale set's VMs are standalone VMs, listed with the group's.
    */
-  private async scaleSetsOf(rg: string, signal?: AbortSignal): Promise<string[]> {
+  private scaleSetsOf(rg: string, signal?: AbortSignal): Promise<string[]> {
+    return this.scaleSetListings.fresh(rg, () => this.listScaleSets(rg, signal));
+  }
+
+  private async listScaleSets(rg: string, signal?: AbortSignal): Promise<string[]> {
     const sets = await this.api.call(
       "virtualMachineScaleSets.list",
       (c, o) => collect(c.compute.virtualMachineScaleSets.list(rg, o)),
@@ -315,7 +353,7 @@ export class AzureInstances implements Instances {
   }
 
   /**
-   * The group's NICs from a listing at most NIC_LISTING_REUSE_MS old (one listing in flight or
+   * The group's NICs from a listing at most LISTING_REUSE_MS old (one listing in flight or
    * just done serves a wave of Services and every page of a refresh, instead of one listing of
    * thousands of NICs each), or a fresh one when that listing does not `cover` what the caller
    * needs (a node newer than it).
@@ -325,19 +363,12 @@ export class AzureInstances implements Instances {
     cover: (nics: ReadonlyMap<string, NetworkInterface>) => boolean,
     signal?: AbortSignal,
   ): Promise<Map<string, NetworkInterface>> {
-    const hit = this.nicListings.get(rg);
-    if (hit !== undefined && this.api.now() - hit.atMs <= NIC_LISTING_REUSE_MS) {
-      const nics = await hit.nics.catch(() => undefined);
-      if (nics !== undefined && cover(nics)) return nics;
-    }
-    return this.nicsOf(rg, signal);
+    return this.nicListings.recent(rg, cover, () => this.listNics(rg, signal));
   }
 
   /** Every NIC of a resource group, by lower-cased id (all pages), listed now. */
-  async nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
-    const nics = this.listNics(rg, signal);
-    this.nicListings.set(rg, { atMs: this.api.now(), nics });
-    return nics;
+  nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
+    return this.nicListings.fresh(rg, () => this.listNics(rg, signal));
   }
 
   /** The group's standalone NICs, then each uniform scale set's: one paged listing each. */
