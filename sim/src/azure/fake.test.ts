@@ -60,6 +60,9 @@ describe("the joined swagger", () => {
       "NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces",
       "NetworkInterfaces_ListVirtualMachineScaleSetVMNetworkInterfaces",
       "NetworkInterfaces_GetVirtualMachineScaleSetNetworkInterface",
+      "PublicIPAddresses_ListVirtualMachineScaleSetPublicIPAddresses",
+      "PublicIPAddresses_ListVirtualMachineScaleSetVMPublicIPAddresses",
+      "PublicIPAddresses_GetVirtualMachineScaleSetPublicIPAddress",
       "Disks_Get",
       "Disks_ListByResourceGroup",
     ])
@@ -152,21 +155,27 @@ describe("virtual machines and network interfaces", () => {
   });
 });
 
+/** A uniform scale set of three VMs (instances 0, 1, 2) with these addresses. */
+function createScaleSet(
+  scaleSet: string,
+  addresses: (n: string) => { privateIp: string; publicIp?: string },
+) {
+  for (const n of ["0", "1", "2"])
+    fake.createVm(SUB, {
+      resourceGroup: RG,
+      name: n,
+      scaleSet,
+      location: LOCATION,
+      subnetId: SUBNET,
+      ...addresses(n),
+    });
+}
+
 describe("a uniform scale set's NICs (the scale set's own API, api-version 2018-10-01)", () => {
   const SS = "agents";
   const vmId = (n: string) =>
     `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/${SS}/virtualMachines/${n}`;
-  beforeAll(() => {
-    for (const n of ["0", "1", "2"])
-      fake.createVm(SUB, {
-        resourceGroup: RG,
-        name: n,
-        scaleSet: SS,
-        location: LOCATION,
-        subnetId: SUBNET,
-        privateIp: `10.240.2.${n}`,
-      });
-  });
+  beforeAll(() => createScaleSet(SS, (n) => ({ privateIp: `10.240.2.${n}` })));
 
   test("listed per scale set in pages, per VM, and got by name; named by the scale set's network profile", async () => {
     const all = [];
@@ -229,6 +238,68 @@ describe("a uniform scale set's NICs (the scale set's own API, api-version 2018-
     for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, SS))
       left.push(nic.virtualMachine?.id);
     expect(left).toEqual([vmId("1"), vmId("2")]);
+  });
+});
+
+describe("a uniform scale set's VMs' public IPs (the scale set's own API)", () => {
+  const SS = "edge";
+  const nicId = (n: string) =>
+    `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/${SS}/virtualMachines/${n}/networkInterfaces/${SS}-nic`;
+  beforeAll(() => createScaleSet(SS, (n) => ({ privateIp: `10.240.3.${n}`, publicIp: `52.0.0.${n}` })));
+  const getPip = (n: string) =>
+    network.publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress(
+      RG,
+      SS,
+      n,
+      `${SS}-nic`,
+      "ipconfig1",
+      `${SS}-pip`,
+    );
+
+  test("listed per scale set in pages and per IP configuration, got by name; each names its IP configuration", async () => {
+    const all = [];
+    for await (const pip of network.publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses(RG, SS))
+      all.push([pip.id, pip.ipAddress, pip.ipConfiguration?.id]);
+    expect(all).toEqual(
+      ["0", "1", "2"].map((n) => [
+        `${nicId(n)}/ipConfigurations/ipconfig1/publicIPAddresses/${SS}-pip`,
+        `52.0.0.${n}`,
+        `${nicId(n)}/ipConfigurations/ipconfig1`,
+      ]),
+    );
+    expect(fake.log.requests({ operation: "vmssPublicIPAddresses.list" })).toHaveLength(2);
+    const nic = await network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(
+      RG,
+      SS,
+      "1",
+      `${SS}-nic`,
+    );
+    expect(nic.ipConfigurations?.[0]?.publicIPAddress?.id).toBe(all[1]?.[0]);
+    const ss = await compute.virtualMachineScaleSets.get(RG, SS);
+    expect(
+      ss.virtualMachineProfile?.networkProfile?.networkInterfaceConfigurations?.[0]?.ipConfigurations?.[0]
+        ?.publicIPAddressConfiguration?.name,
+    ).toBe(`${SS}-pip`);
+    const one = [];
+    for await (const pip of network.publicIPAddresses.listVirtualMachineScaleSetVMPublicIPAddresses(
+      RG,
+      SS,
+      "2",
+      `${SS}-nic`,
+      "ipconfig1",
+    ))
+      one.push(pip.ipAddress);
+    expect(one).toEqual(["52.0.0.2"]);
+    expect((await getPip("0")).ipAddress).toBe("52.0.0.0");
+  });
+
+  test("an unknown one is a 404 in ARM's envelope; a removed VM's public IP is gone", async () => {
+    fake.remove(nicId("0").replace(/\/networkInterfaces\/.*$/, ""));
+    await expect(getPip("0")).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    const left = [];
+    for await (const pip of network.publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses(RG, SS))
+      left.push(pip.ipAddress);
+    expect(left).toEqual(["52.0.0.1", "52.0.0.2"]);
   });
 });
 

@@ -2,8 +2,8 @@
  * A fake Azure Resource Manager for the resources a cloud controller manager uses:
  * Microsoft.Compute virtual machines, scale-set VMs and managed disks (read), Microsoft.Network network
  * interfaces (read, and written to join a NIC-based pool: the pool then shows the IP
- * configurations naming it), a uniform scale set's VMs' network interfaces (read, through the
- * scale set's own API, api-version 2018-10-01), public IP addresses, load balancers, network security groups and
+ * configurations naming it), a uniform scale set's VMs' network interfaces and public IPs (read,
+ * through the scale set's own API, api-version 2018-10-01), public IP addresses, load balancers, network security groups and
  * route tables (read and write), tag names and counts as ARM limits them, as the swagger in sim/fixtures/azure/ describes them (api-version
  * 2024-01-01 for Network, 2024-07-01 for Compute, 2024-03-02 for disks), over HTTPS on loopback (the SDK's bearer
  * policy refuses plain HTTP) with a generated certificate.
@@ -38,7 +38,7 @@ export const NETWORK_API_VERSION = "2024-01-01";
 export const COMPUTE_API_VERSION = "2024-07-01";
 /** Managed disks are the Disk RP's, versioned apart from the rest of Microsoft.Compute. */
 export const DISK_API_VERSION = "2024-03-02";
-/** A scale set's VMs' NICs: the api-version `@azure/arm-network` and cloud-provider-azure send. */
+/** A scale set's VMs' NICs and public IPs: the api-version the SDK and cloud-provider-azure send. */
 export const VMSS_NETWORK_API_VERSION = "2018-10-01";
 
 /** The resource types the fake keeps, by their path segment. */
@@ -53,6 +53,7 @@ export type ArmType =
   | "vmssVirtualMachines"
   | "virtualMachineScaleSets"
   | "vmssNetworkInterfaces"
+  | "vmssPublicIPAddresses"
   | "disks";
 
 const PROVIDER: Record<ArmType, string> = {
@@ -63,6 +64,7 @@ const PROVIDER: Record<ArmType, string> = {
   networkInterfaces: "Microsoft.Network/networkInterfaces",
   // A uniform scale set's NIC: a Microsoft.Network resource whose id is under its VM's.
   vmssNetworkInterfaces: "Microsoft.Network/networkInterfaces",
+  vmssPublicIPAddresses: "Microsoft.Network/publicIPAddresses",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
   networkSecurityGroups: "Microsoft.Network/networkSecurityGroups",
@@ -196,7 +198,7 @@ const lower = (s: string) => s.toLowerCase();
 function checkApiVersion(c: VendorCall): void {
   const want = /\/providers\/Microsoft\.Compute\/disks(\/|$)/i.test(c.path)
     ? DISK_API_VERSION
-    : /\/virtualMachineScaleSets\/[^/]+\/(virtualMachines\/[^/]+\/)?networkInterfaces(\/|$)/i.test(c.path)
+    : /\/virtualMachineScaleSets\/[^/]+\/(.+\/)?(networkInterfaces|publicipaddresses)(\/|$)/i.test(c.path)
       ? VMSS_NETWORK_API_VERSION
       : /\/providers\/Microsoft\.Compute\//i.test(c.path)
         ? COMPUTE_API_VERSION
@@ -305,10 +307,17 @@ export class AzureFake extends VendorFake<ArmListing> {
   }
 
   resourceId(subscription: string, rg: string, type: ArmType, name: string): string {
-    if (type === "vmssVirtualMachines" || type === "vmssNetworkInterfaces") {
-      const [ss, n, nic] = name.split("/");
+    if (
+      type === "vmssVirtualMachines" ||
+      type === "vmssNetworkInterfaces" ||
+      type === "vmssPublicIPAddresses"
+    ) {
+      const [ss, n, nic, ipc, pip] = name.split("/");
       const vm = `/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachineScaleSets/${ss}/virtualMachines/${n}`;
-      return type === "vmssVirtualMachines" ? vm : `${vm}/networkInterfaces/${nic}`;
+      if (type === "vmssVirtualMachines") return vm;
+      return type === "vmssNetworkInterfaces"
+        ? `${vm}/networkInterfaces/${nic}`
+        : `${vm}/networkInterfaces/${nic}/ipConfigurations/${ipc}/publicIPAddresses/${pip}`;
     }
     return `/subscriptions/${subscription}/resourceGroups/${rg}/providers/${PROVIDER[type]}/${name}`;
   }
@@ -338,10 +347,27 @@ export class AzureFake extends VendorFake<ArmListing> {
     const uniform = spec.scaleSet;
     // A uniform scale set's NICs are named by its network profile: the same name on every VM.
     const nicName = uniform === undefined ? `${spec.name}-nic` : `${uniform}-nic`;
-    if (uniform !== undefined && spec.publicIp !== undefined)
-      throw new Error("the fake models no public IP of a scale-set VM");
     let pipId: string | undefined;
-    if (spec.publicIp !== undefined) {
+    if (uniform !== undefined && spec.publicIp !== undefined)
+      // The scale set's network profile gives each VM's IP configuration a public IP of its own.
+      pipId = this.put(
+        subscription,
+        spec.resourceGroup,
+        "vmssPublicIPAddresses",
+        `${uniform}/${spec.name}/${nicName}/ipconfig1/${uniform}-pip`,
+        {
+          location: spec.location,
+          sku: { name: "Standard" },
+          properties: {
+            publicIPAllocationMethod: "Static",
+            ipAddress: spec.publicIp,
+            ipConfiguration: {
+              id: `${this.resourceId(subscription, spec.resourceGroup, "vmssNetworkInterfaces", `${uniform}/${spec.name}/${nicName}`)}/ipConfigurations/ipconfig1`,
+            },
+          },
+        },
+      ).id;
+    else if (spec.publicIp !== undefined) {
       const pip = this.put(subscription, spec.resourceGroup, "publicIPAddresses", `${nicName}-pip`, {
         location: spec.location,
         sku: { name: "Standard" },
@@ -412,7 +438,19 @@ export class AzureFake extends VendorFake<ArmListing> {
                     properties: {
                       primary: true,
                       ipConfigurations: [
-                        { name: "ipconfig1", properties: { primary: true, subnet: { id: spec.subnetId } } },
+                        {
+                          name: "ipconfig1",
+                          properties: {
+                            primary: true,
+                            subnet: { id: spec.subnetId },
+                            ...(spec.publicIp !== undefined && {
+                              publicIPAddressConfiguration: {
+                                name: `${uniform}-pip`,
+                                properties: { idleTimeoutInMinutes: 4 },
+                              },
+                            }),
+                          },
+                        },
                       ],
                     },
                   },
@@ -479,11 +517,17 @@ export class AzureFake extends VendorFake<ArmListing> {
     );
   }
 
-  /** Deletes a resource; a scale-set VM's NICs go with it, as ARM deletes them with the instance. */
+  /**
+   * Deletes a resource; a scale-set VM's NICs and public IPs go with it, as ARM deletes them with
+   * the instance.
+   */
   remove(id: string): void {
     this.resources.delete(lower(id));
     for (const r of [...this.resources.values()])
-      if (r.type === "vmssNetworkInterfaces" && lower(r.id).startsWith(`${lower(id)}/networkinterfaces/`))
+      if (
+        (r.type === "vmssNetworkInterfaces" || r.type === "vmssPublicIPAddresses") &&
+        lower(r.id).startsWith(`${lower(id)}/networkinterfaces/`)
+      )
         this.resources.delete(lower(r.id));
   }
 
@@ -621,41 +665,6 @@ export class AzureFake extends VendorFake<ArmListing> {
         example: `${ex}Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines`,
         handle: (c) => this.listOf(c, "vmssVirtualMachines", c.params[2]),
       },
-      // A uniform scale set's NICs, through the scale set's own API (the SDK's path says microsoft.Compute).
-      {
-        method: "GET",
-        pattern: new RegExp(
-          `^${sub}Microsoft\\.Compute/virtualMachineScaleSets/([^/]+)/networkInterfaces$`,
-          "i",
-        ),
-        op: "vmssNetworkInterfaces.list",
-        example: `${ex}microsoft.Compute/virtualMachineScaleSets/ss/networkInterfaces`,
-        handle: (c) => this.listUnder(c, "virtualMachineScaleSets", c.params[2] ?? ""),
-      },
-      {
-        method: "GET",
-        pattern: new RegExp(
-          `^${sub}Microsoft\\.Compute/virtualMachineScaleSets/([^/]+)/virtualMachines/([^/]+)/networkInterfaces$`,
-          "i",
-        ),
-        op: "vmssNetworkInterfaces.listByVm",
-        example: `${ex}microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0/networkInterfaces`,
-        handle: (c) => this.listUnder(c, "vmssVirtualMachines", `${c.params[2]}/${c.params[3]}`),
-      },
-      {
-        method: "GET",
-        pattern: new RegExp(
-          `^${sub}Microsoft\\.Compute/virtualMachineScaleSets/([^/]+)/virtualMachines/([^/]+)/networkInterfaces/([^/]+)$`,
-          "i",
-        ),
-        op: "vmssNetworkInterfaces.get",
-        example: `${ex}microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0/networkInterfaces/nic`,
-        handle: (c) =>
-          this.getOne(
-            { ...c, params: [c.params[0] ?? "", c.params[1] ?? "", c.params.slice(2, 5).join("/")] },
-            "vmssNetworkInterfaces",
-          ),
-      },
       {
         method: "GET",
         pattern: /^\/subscriptions\/([^/]+)\/providers\/([^/]+)\/locations\/([^/]+)\/operations\/([^/]+)$/i,
@@ -663,6 +672,53 @@ export class AzureFake extends VendorFake<ArmListing> {
         example: "/subscriptions/s/providers/Microsoft.Network/locations/l/operations/o",
         handle: (c) => this.operation(c),
       },
+    );
+    // A uniform scale set's VMs' NICs and public IPs, through the scale set's own API, matched in
+    // any case; the swagger's (and the SDK's) NIC paths say `microsoft.Compute`, its public-IP
+    // paths `Microsoft.Compute` (`rp`, for the example the spec must hold).
+    const vmss = (op: string, rp: string, tail: string, handle: (c: VendorCall) => unknown) =>
+      routes.push({
+        method: "GET",
+        pattern: new RegExp(
+          `^${sub}Microsoft\\.Compute/virtualMachineScaleSets/([^/]+)${tail.replace(/\{\w+\}/g, "([^/]+)")}$`,
+          "i",
+        ),
+        op,
+        example: `${ex}${rp}/virtualMachineScaleSets/ss${tail.replace(/\{(\w+)\}/g, "$1")}`,
+        handle: handle as VendorRoute<ArmListing>["handle"],
+      });
+    const names = (c: VendorCall, n: number) => c.params.slice(2, 2 + n).join("/");
+    const named = (c: VendorCall, n: number): VendorCall => ({
+      ...c,
+      params: [c.params[0] ?? "", c.params[1] ?? "", names(c, n)],
+    });
+    const nic = "/virtualMachines/{vm}/networkInterfaces/{nic}";
+    vmss("vmssNetworkInterfaces.list", "microsoft.Compute", "/networkInterfaces", (c) =>
+      this.listUnder(c, "vmssNetworkInterfaces", "virtualMachineScaleSets", names(c, 1)),
+    );
+    vmss(
+      "vmssNetworkInterfaces.listByVm",
+      "microsoft.Compute",
+      "/virtualMachines/{vm}/networkInterfaces",
+      (c) => this.listUnder(c, "vmssNetworkInterfaces", "vmssVirtualMachines", names(c, 2)),
+    );
+    vmss("vmssNetworkInterfaces.get", "microsoft.Compute", nic, (c) =>
+      this.getOne(named(c, 3), "vmssNetworkInterfaces"),
+    );
+    vmss("vmssPublicIPAddresses.list", "Microsoft.Compute", "/publicipaddresses", (c) =>
+      this.listUnder(c, "vmssPublicIPAddresses", "virtualMachineScaleSets", names(c, 1)),
+    );
+    vmss(
+      "vmssPublicIPAddresses.listByIpConfiguration",
+      "Microsoft.Compute",
+      `${nic}/ipconfigurations/{ipc}/publicipaddresses`,
+      (c) => this.listUnder(c, "vmssPublicIPAddresses", "vmssNetworkInterfaces", names(c, 3), names(c, 4)),
+    );
+    vmss(
+      "vmssPublicIPAddresses.get",
+      "Microsoft.Compute",
+      `${nic}/ipconfigurations/{ipc}/publicipaddresses/{pip}`,
+      (c) => this.getOne(named(c, 5), "vmssPublicIPAddresses"),
     );
     return routes;
   }
@@ -747,15 +803,19 @@ export class AzureFake extends VendorFake<ArmListing> {
     return { body: this.view(res, c.query.get("$expand") === "instanceView") };
   }
 
-  /** The NICs of a scale set (`parent` its name) or of one of its VMs (`<scaleSet>/<n>`); 404 when it is not. */
-  private listUnder(c: VendorCall, parentType: ArmType, parent: string) {
+  /**
+   * A scale set's NICs or public IPs (`parent` its name), or those of one of its VMs
+   * (`<scaleSet>/<n>`) or NICs (`<scaleSet>/<n>/<nic>`, `within` one IP configuration); 404 when
+   * the parent is not.
+   */
+  private listUnder(c: VendorCall, type: ArmType, parentType: ArmType, parent: string, within = parent) {
     const { sub, rg } = this.scope(c);
     const found = this.resources.get(lower(this.resourceId(sub, rg, parentType, parent)));
     if (found === undefined || this.settle(found, c.nowMs) === undefined) {
       this.count(c.account, c.nowMs, "reads");
       throw notFound(parentType, parent, rg);
     }
-    return this.listOf(c, "vmssNetworkInterfaces", parent);
+    return this.listOf(c, type, within);
   }
 
   /** A type's resources in the group; `within` a parent's name: only those under it. */

@@ -13,12 +13,14 @@
  * its errors (a 404 ResourceNotFound, say) with the envelope of every provider: an operation
  * that declares no `default` response gets Compute's common `CloudError`.
  *
- * Scale-set VMs' network interfaces (vmssNetworkInterface.json) come from the 2023-11-01 folder,
- * the newest the source index holds: its relative `$ref`s (network.json, networkInterface.json)
- * are read from the 2024-01-01 folder beside it, the version `@azure/arm-network` is generated
- * from and whose models the SDK applies to those answers (BORROWED_REFS). Their api-version
- * parameter enumerates `2017-03-30` only, while the SDK (and cloud-provider-azure) send
- * `2018-10-01`, which ARM serves: that version is allowed too (VMSS_API_VERSIONS).
+ * Scale-set VMs' network interfaces (vmssNetworkInterface.json) and public IPs
+ * (vmssPublicIpAddress.json) come from the 2023-11-01 and 2024-05-01 folders, the nearest to
+ * 2024-01-01 of which the source index holds a copy: their relative `$ref`s (network.json,
+ * networkInterface.json, publicIpAddress.json) are read from the 2024-01-01 folder, the version
+ * `@azure/arm-network` is generated from and whose models the SDK applies to those answers
+ * (BORROWED_REFS). Their api-version parameter enumerates `2017-03-30` only, while the SDK (and
+ * cloud-provider-azure) send `2018-10-01`, which ARM serves: that version is allowed too
+ * (VMSS_API_VERSIONS).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
@@ -44,6 +46,8 @@ function walk(dir: string): string[] {
 /** A folder whose relative `$ref`s are read from another folder (a file missing beside them). */
 const BORROWED_REFS: Readonly<Record<string, string>> = {
   "network/resource-manager/Microsoft.Network/stable/2023-11-01":
+    "network/resource-manager/Microsoft.Network/stable/2024-01-01",
+  "network/resource-manager/Microsoft.Network/stable/2024-05-01":
     "network/resource-manager/Microsoft.Network/stable/2024-01-01",
 };
 /** What the scale-set NIC operations' api-version (swagger: 2017-03-30) may be. */
@@ -190,7 +194,7 @@ export function azureOpenApiDocument(root = fixtureSpecPath(AZURE_SPEC)): Json {
     openapi: "3.0.3",
     info: {
       title:
-        "Azure Resource Manager (Microsoft.Network 2024-01-01, scale-set NICs 2018-10-01, Microsoft.Compute 2024-07-01, disks 2024-03-02)",
+        "Azure Resource Manager (Microsoft.Network 2024-01-01, scale-set NICs and public IPs 2018-10-01, Microsoft.Compute 2024-07-01, disks 2024-03-02)",
     },
     paths,
     components: { schemas },

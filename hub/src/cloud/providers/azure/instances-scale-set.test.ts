@@ -1,8 +1,8 @@
 // A cluster of uniform scale-set VMs (and one VM of a flexible scale set) against the fake ARM,
 // through the SDK: the nodes' addresses come from the scale set's own NIC API as upstream reads
 // them (azure_vmss.go GetPrimaryInterface / GetIPByNodeName; azure_instances.go NodeAddresses:
-// InternalIP, Hostname), the periodic listing takes one NIC listing per scale set per pass and
-// none per VM, a failed page fails the listing, a VM removed from the scale set takes its NIC
+// InternalIP, Hostname, ExternalIP), the periodic listing takes one NIC listing and one public-IP
+// listing per scale set per pass and none per VM, a failed page fails the listing, a VM removed from the scale set takes its NIC
 // with it, and an IP-based backend pool holds the scale-set nodes by their addresses.
 import { AzureFake } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
@@ -37,6 +37,7 @@ beforeAll(async () => {
       zone: "1",
       subnetId,
       privateIp: `10.224.0.${4 + Number(n)}`,
+      publicIp: `52.1.0.${n}`,
     });
   fake.createVm(SUB, {
     resourceGroup: RG,
@@ -91,6 +92,7 @@ test("a pass: scale-set nodes with InternalIP and Hostname from the scale set's 
       [
         { type: "InternalIP", address: `10.224.0.${4 + Number(n)}` },
         { type: "Hostname", address: `${SS}00000${n}` },
+        { type: "ExternalIP", address: `52.1.0.${n}` },
       ],
     ]),
   ]);
@@ -102,6 +104,11 @@ test("a pass: scale-set nodes with InternalIP and Hostname from the scale set's 
   ).toHaveLength(1);
   expect(fake.log.requests({ operation: "vmssNetworkInterfaces.list" }).length - pagesBefore).toBe(2);
   expect(ops.filter((o) => o === "networkInterfaces.list")).toHaveLength(1);
+  // Their public IPs: one listing of the scale set's serves both pages of its VMs; the
+  // group's own public IPs are not listed (no VM of the flexible set's page has one).
+  expect(ops.filter((o) => o.startsWith("publicIPAddresses."))).toEqual([
+    "publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses",
+  ]);
   // The group's scale sets read once a pass: by the NIC listing, and reused by the VM listing.
   expect(ops.filter((o) => o === "virtualMachineScaleSets.list")).toHaveLength(1);
   expect(
@@ -116,16 +123,18 @@ test("a pass: scale-set nodes with InternalIP and Hostname from the scale set's 
   );
 });
 
-test("one node by providerID or hostname: that VM's NICs through the scale set's API", async () => {
+test("one node by providerID or hostname: that VM's NICs and public IP through the scale set's API", async () => {
   ops.length = 0;
   const one = await provider.instances.getByProviderID(`azure://${ssVm("1")}`);
   expect(one.addresses).toEqual([
     { type: "InternalIP", address: "10.224.0.5" },
     { type: "Hostname", address: `${SS}000001` },
+    { type: "ExternalIP", address: "52.1.0.1" },
   ]);
   expect(ops).toEqual([
     "virtualMachineScaleSetVMs.get",
     "networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces",
+    "publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress",
   ]);
   const [found] = await provider.instances.findByName(`${SS.toUpperCase()}000002`);
   expect(found?.addresses[0]).toEqual({ type: "InternalIP", address: "10.224.0.6" });

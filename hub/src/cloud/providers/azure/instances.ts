@@ -10,7 +10,10 @@
  * A uniform scale set's VMs have NICs of the scale set, read through its own API (upstream's
  * GetPrimaryInterface in azure_vmss.go): the group's NIC listing takes, besides the group's
  * standalone NICs, each uniform scale set's NICs (one paged listing per scale set); a single
- * lookup lists the one VM's NICs. A flexible scale set's VMs are standalone VMs with standalone
+ * lookup lists the one VM's NICs. A VM's own public IP in a scale set (the scale set's network
+ * profile gives one to each VM) is the scale set's too: a page of its VMs takes one listing of
+ * the scale set's public IPs when one of them has one, a single lookup gets it by its id (as
+ * upstream's GetIPByNodeName does). A flexible scale set's VMs are standalone VMs with standalone
  * NICs: listed and read as any VM (its scale set has no VMs of its own to list).
  */
 
@@ -93,13 +96,6 @@ export function primaryIpConfig(
   return configs.length === 1 ? configs[0] : (configs.find((c) => c.primary === true) ?? configs[0]);
 }
 
-/**
- * A public IP of the group's own (not a uniform scale set's per-VM public IP, which is read only
- * through the scale set's API: not supported, see docs/providers/azure.md).
- */
-const isStandalonePip = (id: string | undefined) =>
-  id !== undefined && !/\/virtualMachineScaleSets\//i.test(id);
-
 function primaryNicId(vm: AnyVm): string | undefined {
   const nics = vm.networkProfile?.networkInterfaces ?? [];
   return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
@@ -137,10 +133,13 @@ class RecentListings<T> {
 export class AzureInstances implements Instances {
   private readonly nicListings: RecentListings<Map<string, NetworkInterface>>;
   private readonly scaleSetListings: RecentListings<string[]>;
+  /** A uniform scale set's VMs' public IPs, by `<rg>/<scale set>`. */
+  private readonly scaleSetPipListings: RecentListings<Map<string, PublicIPAddress>>;
 
   constructor(private readonly api: AzureApi) {
     this.nicListings = new RecentListings(() => api.now());
     this.scaleSetListings = new RecentListings(() => api.now());
+    this.scaleSetPipListings = new RecentListings(() => api.now());
   }
 
   /** The resource groups the nodes' VMs are in. */
@@ -253,10 +252,21 @@ export class AzureInstances implements Instances {
           )
         : new Map();
     // The group's public IPs only when a VM of the page has one on its NIC (nodes rarely do).
-    const withPublicIp = mine.some((vm) =>
-      isStandalonePip(primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id),
-    );
-    const pips = withPublicIp ? await this.publicIpsOf(rg, signal) : new Map();
+    // A scale set's VMs' public IPs are the scale set's: one listing serves its pages.
+    const pipIds = mine.flatMap((vm) => {
+      const id = primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id;
+      return id === undefined ? [] : [id.toLowerCase()];
+    });
+    const pips =
+      pipIds.length === 0
+        ? new Map<string, PublicIPAddress>()
+        : ss === undefined
+          ? await this.publicIpsOf(rg, signal)
+          : await this.scaleSetPipListings.recent(
+              `${rg}/${ss}`,
+              (m) => pipIds.every((id) => m.has(id)),
+              () => this.listScaleSetPips(rg, ss, signal),
+            );
     const instances = mine.map((vm) => {
       const ref =
         ss === undefined
@@ -390,6 +400,20 @@ export class AzureInstances implements Instances {
     return new Map(list.map((n) => [n.id?.toLowerCase() ?? "", n]));
   }
 
+  /** A uniform scale set's VMs' public IPs, by lower-cased id (all pages). */
+  private async listScaleSetPips(
+    rg: string,
+    ss: string,
+    signal?: AbortSignal,
+  ): Promise<Map<string, PublicIPAddress>> {
+    const list = await this.api.call(
+      "publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses",
+      (c, o) => collect(c.network.publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses(rg, ss, o)),
+      signal,
+    );
+    return new Map(list.map((p) => [p.id?.toLowerCase() ?? "", p]));
+  }
+
   /** Every public IP of a resource group, by lower-cased id (all pages). */
   async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
     const list = await this.api.call(
@@ -407,17 +431,34 @@ export class AzureInstances implements Instances {
   /** The VM with the addresses of its primary NIC (and its public IP): two more reads. */
   private async describe(ref: VmRef, vm: AnyVm, signal?: AbortSignal): Promise<InstanceMetadata> {
     const nic = await this.primaryNic(ref, vm, signal);
-    let pip: PublicIPAddress | undefined;
     const pipId = primaryIpConfig(nic)?.publicIPAddress?.id;
-    const pipRg = segmentAfter(pipId, "resourceGroups");
-    const pipName = segmentAfter(pipId, "publicIPAddresses");
-    if (pipRg !== undefined && pipName !== undefined && isStandalonePip(pipId))
-      pip = await this.api.call(
+    const pip = pipId === undefined ? undefined : await this.publicIp(pipId, signal);
+    return this.metadata(ref, vm, nic, pip);
+  }
+
+  /** A public IP by its id: the group's own, or a scale-set VM's (through the scale set's API). */
+  private publicIp(id: string, signal?: AbortSignal): Promise<PublicIPAddress | undefined> {
+    const [rg, name] = [segmentAfter(id, "resourceGroups"), segmentAfter(id, "publicIPAddresses")];
+    const ss = segmentAfter(id, "virtualMachineScaleSets");
+    const [n, nic, ipc] = [
+      segmentAfter(id, "virtualMachines"),
+      segmentAfter(id, "networkInterfaces"),
+      segmentAfter(id, "ipConfigurations"),
+    ];
+    if (rg === undefined || name === undefined) return Promise.resolve(undefined);
+    if (ss === undefined)
+      return this.api.call(
         "publicIPAddresses.get",
-        (c, o) => c.network.publicIPAddresses.get(pipRg, pipName, o),
+        (c, o) => c.network.publicIPAddresses.get(rg, name, o),
         signal,
       );
-    return this.metadata(ref, vm, nic, pip);
+    if (n === undefined || nic === undefined || ipc === undefined) return Promise.resolve(undefined);
+    return this.api.call(
+      "publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress",
+      (c, o) =>
+        c.network.publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress(rg, ss, n, nic, ipc, name, o),
+      signal,
+    );
   }
 
   /**

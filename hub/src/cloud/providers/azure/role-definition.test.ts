@@ -26,14 +26,18 @@ const TYPES: Record<string, string> = {
   routeTables: "Microsoft.Network/routeTables",
 };
 /**
- * Operations whose action is not their group's type and verb: a uniform scale set's NICs are
- * read as Compute's ("Azure resource provider operations", Microsoft.Compute).
+ * Operations whose action is not their group's type and verb: a uniform scale set's NICs and
+ * public IPs are read as Compute's ("Azure resource provider operations", Microsoft.Compute).
  */
 const OPERATIONS: Record<string, string> = {
   "networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces":
     "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read",
   "networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces":
     "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read",
+  "publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses":
+    "Microsoft.Compute/virtualMachineScaleSets/publicIPAddresses/read",
+  "publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress":
+    "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/ipConfigurations/publicIPAddresses/read",
 };
 const VERBS: Record<string, string> = {
   get: "read",
