@@ -504,7 +504,9 @@ describe("Azure beside Linode on one hub", () => {
 
   test("Azure nodes, a public and an internal Service, a node joining, routes, and nothing left after delete", async () => {
     const linode = await azureRun.started(LinodeLocalCloud.start([LIN]));
-    const azure = await azureRun.started(AzureLocalCloud.start([AZ]));
+    // The third node (the one joining) is a uniform scale set's VM: its address is its NIC's, read
+    // through the scale set's NIC API.
+    const azure = await azureRun.started(AzureLocalCloud.start([AZ], { scaleSetFrom: 2 }));
     const byCluster: Record<string, LocalCloud> = { [LIN]: linode, [AZ]: azure };
     const cloud = new MixedLocalCloud([linode, azure], (c) => {
       const found = byCluster[c];
@@ -602,6 +604,15 @@ describe("Azure beside Linode on one hub", () => {
         60_000,
       ),
     ).toBe(true);
+    // The joined node is the scale-set VM, with its NIC's address from the cloud.
+    const ssNic = azure.fake.list(sub, "vmssNetworkInterfaces")[0]?.body["properties"] as
+      | { ipConfigurations: { properties: { privateIPAddress: string } }[] }
+      | undefined;
+    const joined = nodes().find((n) => n.spec.providerID?.includes(`/virtualMachineScaleSets/${AZ}-vmss/`));
+    expect(joined?.status?.addresses?.[0]).toEqual({
+      type: "InternalIP",
+      address: ssNic?.ipConfigurations[0]?.properties.privateIPAddress,
+    });
 
     // Routes: the cluster's route table, one route per node to its address.
     for (const [i, n] of nodes().entries())

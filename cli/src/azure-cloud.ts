@@ -29,11 +29,16 @@ export class AzureLocalCloud implements LocalCloud {
     readonly fake: AzureFake,
     readonly secretFile: string,
     private readonly dir: string,
+    private readonly scaleSetFrom: number,
   ) {}
 
+  /**
+   * `scaleSetFrom`: the nodes of that index on are instances of the cluster's uniform scale set
+   * `<cluster>-vmss` (default: none), their NICs the scale set's.
+   */
   static async start(
     clusters: readonly string[],
-    opts: { readonly latencyMs?: number } = {},
+    opts: { readonly latencyMs?: number; readonly scaleSetFrom?: number } = {},
   ): Promise<AzureLocalCloud> {
     const fake = await AzureFake.start();
     if (opts.latencyMs) fake.setFaults({ latencyMs: opts.latencyMs });
@@ -48,7 +53,7 @@ export class AzureLocalCloud implements LocalCloud {
     const dir = mkdtempSync(join(tmpdir(), "fleet-ccm-azure-"));
     const secretFile = join(dir, "client-secret");
     writeFileSync(secretFile, secret, { mode: 0o600 });
-    return new AzureLocalCloud(fake, secretFile, dir);
+    return new AzureLocalCloud(fake, secretFile, dir, opts.scaleSetFrom ?? Number.POSITIVE_INFINITY);
   }
 
   accountsConfig() {
@@ -86,20 +91,24 @@ export class AzureLocalCloud implements LocalCloud {
     };
   }
 
-  /** A VM with its NIC in the demo's vnet; kubelet on Azure registers the VM's name. */
+  /**
+   * A VM (or scale-set VM) with its NIC in the demo's vnet; kubelet on Azure registers the VM's
+   * computer name (a scale-set VM's is the scale set's name and its instance id).
+   */
   addMachine(cluster: string, index: number): string {
-    const name = nodeName(cluster, index);
+    const scaleSet = index >= this.scaleSetFrom ? `${cluster}-vmss` : undefined;
     this.ip++;
-    this.fake.createVm(AZURE_DEMO_SUBSCRIPTION, {
+    const vm = this.fake.createVm(AZURE_DEMO_SUBSCRIPTION, {
       resourceGroup: RG,
-      name,
+      name: scaleSet === undefined ? nodeName(cluster, index) : String(index),
+      ...(scaleSet !== undefined && { scaleSet }),
       location: AZURE_DEMO_REGION,
       zone: String((index % 3) + 1),
       subnetId: `/subscriptions/${AZURE_DEMO_SUBSCRIPTION}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/${AZURE_DEMO_NETWORK}/subnets/nodes`,
       privateIp: `10.240.${Math.floor(this.ip / 250)}.${this.ip % 250}`,
       tags: { [CLUSTER_TAG]: cluster },
     });
-    return name;
+    return String((vm.body["properties"] as { osProfile: { computerName: string } }).osProfile.computerName);
   }
 
   totalCalls(): number {

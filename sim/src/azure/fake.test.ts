@@ -57,6 +57,12 @@ describe("the joined swagger", () => {
       "VirtualMachines_Get",
       "VirtualMachines_List",
       "VirtualMachineScaleSetVMs_Get",
+      "NetworkInterfaces_ListVirtualMachineScaleSetNetworkInterfaces",
+      "NetworkInterfaces_ListVirtualMachineScaleSetVMNetworkInterfaces",
+      "NetworkInterfaces_GetVirtualMachineScaleSetNetworkInterface",
+      "PublicIPAddresses_ListVirtualMachineScaleSetPublicIPAddresses",
+      "PublicIPAddresses_ListVirtualMachineScaleSetVMPublicIPAddresses",
+      "PublicIPAddresses_GetVirtualMachineScaleSetPublicIPAddress",
       "Disks_Get",
       "Disks_ListByResourceGroup",
     ])
@@ -146,6 +152,154 @@ describe("virtual machines and network interfaces", () => {
     });
     const got = await compute.virtualMachineScaleSetVMs.get(RG, "pool", "3", { expand: "instanceView" });
     expect(got.instanceId).toBe("3");
+  });
+});
+
+/** A uniform scale set of three VMs (instances 0, 1, 2) with these addresses. */
+function createScaleSet(
+  scaleSet: string,
+  addresses: (n: string) => { privateIp: string; publicIp?: string },
+) {
+  for (const n of ["0", "1", "2"])
+    fake.createVm(SUB, {
+      resourceGroup: RG,
+      name: n,
+      scaleSet,
+      location: LOCATION,
+      subnetId: SUBNET,
+      ...addresses(n),
+    });
+}
+
+describe("a uniform scale set's NICs (the scale set's own API, api-version 2018-10-01)", () => {
+  const SS = "agents";
+  const vmId = (n: string) =>
+    `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/${SS}/virtualMachines/${n}`;
+  beforeAll(() => createScaleSet(SS, (n) => ({ privateIp: `10.240.2.${n}` })));
+
+  test("listed per scale set in pages, per VM, and got by name; named by the scale set's network profile", async () => {
+    const all = [];
+    for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, SS))
+      all.push(nic);
+    expect(all.map((n) => [n.id, n.virtualMachine?.id, n.ipConfigurations?.[0]?.privateIPAddress])).toEqual(
+      ["0", "1", "2"].map((n) => [`${vmId(n)}/networkInterfaces/${SS}-nic`, vmId(n), `10.240.2.${n}`]),
+    );
+    // Three NICs at two a page: the nextLink is followed once.
+    expect(fake.log.requests({ operation: "vmssNetworkInterfaces.list" })).toHaveLength(2);
+    const ss = await compute.virtualMachineScaleSets.get(RG, SS);
+    expect(ss.virtualMachineProfile?.networkProfile?.networkInterfaceConfigurations?.[0]?.name).toBe(
+      `${SS}-nic`,
+    );
+    const vm = await compute.virtualMachineScaleSetVMs.get(RG, SS, "1");
+    expect(vm.networkProfile?.networkInterfaces?.[0]?.id).toBe(`${vmId("1")}/networkInterfaces/${SS}-nic`);
+    const one = [];
+    for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces(
+      RG,
+      SS,
+      "1",
+    ))
+      one.push(nic.name);
+    expect(one).toEqual([`${SS}-nic`]);
+    const got = await network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(
+      RG,
+      SS,
+      "2",
+      `${SS}-nic`,
+    );
+    expect(got.ipConfigurations?.[0]?.id).toBe(
+      `${vmId("2")}/networkInterfaces/${SS}-nic/ipConfigurations/ipconfig1`,
+    );
+    // Not in the group's own NICs: those are standalone NICs only.
+    const standalone = [];
+    for await (const nic of network.networkInterfaces.list(RG)) standalone.push(nic.id ?? "");
+    expect(standalone.filter((id) => id.includes("virtualMachineScaleSets"))).toEqual([]);
+  });
+
+  test("an unknown VM, NIC or scale set is a 404 in ARM's envelope; a removed VM's NIC is gone", async () => {
+    await expect(
+      network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(RG, SS, "9", `${SS}-nic`),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    const listing = async (it: AsyncIterable<unknown>) => {
+      for await (const _ of it) {
+        // drained
+      }
+    };
+    await expect(
+      listing(network.networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces(RG, SS, "9")),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    await expect(
+      listing(network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, "nope")),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    fake.remove(vmId("0"));
+    await expect(
+      network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(RG, SS, "0", `${SS}-nic`),
+    ).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    const left = [];
+    for await (const nic of network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(RG, SS))
+      left.push(nic.virtualMachine?.id);
+    expect(left).toEqual([vmId("1"), vmId("2")]);
+  });
+});
+
+describe("a uniform scale set's VMs' public IPs (the scale set's own API)", () => {
+  const SS = "edge";
+  const nicId = (n: string) =>
+    `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachineScaleSets/${SS}/virtualMachines/${n}/networkInterfaces/${SS}-nic`;
+  beforeAll(() => createScaleSet(SS, (n) => ({ privateIp: `10.240.3.${n}`, publicIp: `52.0.0.${n}` })));
+  const getPip = (n: string) =>
+    network.publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress(
+      RG,
+      SS,
+      n,
+      `${SS}-nic`,
+      "ipconfig1",
+      `${SS}-pip`,
+    );
+
+  test("listed per scale set in pages and per IP configuration, got by name; each names its IP configuration", async () => {
+    const all = [];
+    for await (const pip of network.publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses(RG, SS))
+      all.push([pip.id, pip.ipAddress, pip.ipConfiguration?.id]);
+    expect(all).toEqual(
+      ["0", "1", "2"].map((n) => [
+        `${nicId(n)}/ipConfigurations/ipconfig1/publicIPAddresses/${SS}-pip`,
+        `52.0.0.${n}`,
+        `${nicId(n)}/ipConfigurations/ipconfig1`,
+      ]),
+    );
+    expect(fake.log.requests({ operation: "vmssPublicIPAddresses.list" })).toHaveLength(2);
+    const nic = await network.networkInterfaces.getVirtualMachineScaleSetNetworkInterface(
+      RG,
+      SS,
+      "1",
+      `${SS}-nic`,
+    );
+    expect(nic.ipConfigurations?.[0]?.publicIPAddress?.id).toBe(all[1]?.[0]);
+    const ss = await compute.virtualMachineScaleSets.get(RG, SS);
+    expect(
+      ss.virtualMachineProfile?.networkProfile?.networkInterfaceConfigurations?.[0]?.ipConfigurations?.[0]
+        ?.publicIPAddressConfiguration?.name,
+    ).toBe(`${SS}-pip`);
+    const one = [];
+    for await (const pip of network.publicIPAddresses.listVirtualMachineScaleSetVMPublicIPAddresses(
+      RG,
+      SS,
+      "2",
+      `${SS}-nic`,
+      "ipconfig1",
+    ))
+      one.push(pip.ipAddress);
+    expect(one).toEqual(["52.0.0.2"]);
+    expect((await getPip("0")).ipAddress).toBe("52.0.0.0");
+  });
+
+  test("an unknown one is a 404 in ARM's envelope; a removed VM's public IP is gone", async () => {
+    fake.remove(nicId("0").replace(/\/networkInterfaces\/.*$/, ""));
+    await expect(getPip("0")).rejects.toMatchObject({ statusCode: 404, code: "ResourceNotFound" });
+    const left = [];
+    for await (const pip of network.publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses(RG, SS))
+      left.push(pip.ipAddress);
+    expect(left).toEqual(["52.0.0.1", "52.0.0.2"]);
   });
 });
 

@@ -2,7 +2,8 @@
  * A fake Azure Resource Manager for the resources a cloud controller manager uses:
  * Microsoft.Compute virtual machines, scale-set VMs and managed disks (read), Microsoft.Network network
  * interfaces (read, and written to join a NIC-based pool: the pool then shows the IP
- * configurations naming it), public IP addresses, load balancers, network security groups and
+ * configurations naming it), a uniform scale set's VMs' network interfaces and public IPs (read,
+ * through the scale set's own API, api-version 2018-10-01), public IP addresses, load balancers, network security groups and
  * route tables (read and write), tag names and counts as ARM limits them, as the swagger in sim/fixtures/azure/ describes them (api-version
  * 2024-01-01 for Network, 2024-07-01 for Compute, 2024-03-02 for disks), over HTTPS on loopback (the SDK's bearer
  * policy refuses plain HTTP) with a generated certificate.
@@ -37,6 +38,8 @@ export const NETWORK_API_VERSION = "2024-01-01";
 export const COMPUTE_API_VERSION = "2024-07-01";
 /** Managed disks are the Disk RP's, versioned apart from the rest of Microsoft.Compute. */
 export const DISK_API_VERSION = "2024-03-02";
+/** A scale set's VMs' NICs and public IPs: the api-version the SDK and cloud-provider-azure send. */
+export const VMSS_NETWORK_API_VERSION = "2018-10-01";
 
 /** The resource types the fake keeps, by their path segment. */
 export type ArmType =
@@ -49,6 +52,8 @@ export type ArmType =
   | "virtualNetworks"
   | "vmssVirtualMachines"
   | "virtualMachineScaleSets"
+  | "vmssNetworkInterfaces"
+  | "vmssPublicIPAddresses"
   | "disks";
 
 const PROVIDER: Record<ArmType, string> = {
@@ -57,6 +62,9 @@ const PROVIDER: Record<ArmType, string> = {
   virtualMachineScaleSets: "Microsoft.Compute/virtualMachineScaleSets",
   disks: "Microsoft.Compute/disks",
   networkInterfaces: "Microsoft.Network/networkInterfaces",
+  // A uniform scale set's NIC: a Microsoft.Network resource whose id is under its VM's.
+  vmssNetworkInterfaces: "Microsoft.Network/networkInterfaces",
+  vmssPublicIPAddresses: "Microsoft.Network/publicIPAddresses",
   publicIPAddresses: "Microsoft.Network/publicIPAddresses",
   loadBalancers: "Microsoft.Network/loadBalancers",
   networkSecurityGroups: "Microsoft.Network/networkSecurityGroups",
@@ -152,8 +160,13 @@ export interface CreateVmSpec {
   readonly publicIp?: string;
   readonly power?: "running" | "stopped" | "deallocated" | "deallocating" | "starting";
   readonly tags?: Record<string, string>;
-  /** A scale set: the VM is `<scaleSet>_<instanceId>` in it. */
+  /**
+   * A uniform scale set: the VM is instance `name` of it, its NIC the scale set's (named after
+   * the scale set's network profile, read through the scale set's NIC API).
+   */
   readonly scaleSet?: string;
+  /** A flexible scale set: the VM is a standalone VM (and NIC) that names the scale set. */
+  readonly flexibleScaleSet?: string;
 }
 
 const renderer: ErrorRenderer = {
@@ -185,9 +198,11 @@ const lower = (s: string) => s.toLowerCase();
 function checkApiVersion(c: VendorCall): void {
   const want = /\/providers\/Microsoft\.Compute\/disks(\/|$)/i.test(c.path)
     ? DISK_API_VERSION
-    : /\/providers\/Microsoft\.Compute\//i.test(c.path)
-      ? COMPUTE_API_VERSION
-      : NETWORK_API_VERSION;
+    : /\/virtualMachineScaleSets\/[^/]+\/(.+\/)?(networkInterfaces|publicipaddresses)(\/|$)/i.test(c.path)
+      ? VMSS_NETWORK_API_VERSION
+      : /\/providers\/Microsoft\.Compute\//i.test(c.path)
+        ? COMPUTE_API_VERSION
+        : NETWORK_API_VERSION;
   const got = c.query.get("api-version");
   if (got !== want)
     throw new FakeError(
@@ -215,6 +230,7 @@ export class AzureFake extends VendorFake<ArmListing> {
   private readonly ops = new Map<string, AsyncOp>();
   private seq = 0;
   private nextFailures = 0;
+  private pageFailures = 0;
   /** ARM's token buckets per subscription (reads, writes, deletes), for the headers and 429s. */
   private readonly buckets = new Map<string, Record<ArmBudget, { tokens: number; atMs: number }>>();
   private readonly armLimits: boolean;
@@ -291,9 +307,17 @@ export class AzureFake extends VendorFake<ArmListing> {
   }
 
   resourceId(subscription: string, rg: string, type: ArmType, name: string): string {
-    if (type === "vmssVirtualMachines") {
-      const [ss, n] = name.split("/");
-      return `/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachineScaleSets/${ss}/virtualMachines/${n}`;
+    if (
+      type === "vmssVirtualMachines" ||
+      type === "vmssNetworkInterfaces" ||
+      type === "vmssPublicIPAddresses"
+    ) {
+      const [ss, n, nic, ipc, pip] = name.split("/");
+      const vm = `/subscriptions/${subscription}/resourceGroups/${rg}/providers/Microsoft.Compute/virtualMachineScaleSets/${ss}/virtualMachines/${n}`;
+      if (type === "vmssVirtualMachines") return vm;
+      return type === "vmssNetworkInterfaces"
+        ? `${vm}/networkInterfaces/${nic}`
+        : `${vm}/networkInterfaces/${nic}/ipConfigurations/${ipc}/publicIPAddresses/${pip}`;
     }
     return `/subscriptions/${subscription}/resourceGroups/${rg}/providers/${PROVIDER[type]}/${name}`;
   }
@@ -320,9 +344,30 @@ export class AzureFake extends VendorFake<ArmListing> {
 
   /** A virtual machine (or a scale-set VM) with its primary NIC (and public IP). */
   createVm(subscription: string, spec: CreateVmSpec): ArmResource {
-    const nicName = `${spec.name.replace("/", "_")}-nic`;
+    const uniform = spec.scaleSet;
+    // A uniform scale set's NICs are named by its network profile: the same name on every VM.
+    const nicName = uniform === undefined ? `${spec.name}-nic` : `${uniform}-nic`;
     let pipId: string | undefined;
-    if (spec.publicIp !== undefined) {
+    if (uniform !== undefined && spec.publicIp !== undefined)
+      // The scale set's network profile gives each VM's IP configuration a public IP of its own.
+      pipId = this.put(
+        subscription,
+        spec.resourceGroup,
+        "vmssPublicIPAddresses",
+        `${uniform}/${spec.name}/${nicName}/ipconfig1/${uniform}-pip`,
+        {
+          location: spec.location,
+          sku: { name: "Standard" },
+          properties: {
+            publicIPAllocationMethod: "Static",
+            ipAddress: spec.publicIp,
+            ipConfiguration: {
+              id: `${this.resourceId(subscription, spec.resourceGroup, "vmssNetworkInterfaces", `${uniform}/${spec.name}/${nicName}`)}/ipConfigurations/ipconfig1`,
+            },
+          },
+        },
+      ).id;
+    else if (spec.publicIp !== undefined) {
       const pip = this.put(subscription, spec.resourceGroup, "publicIPAddresses", `${nicName}-pip`, {
         location: spec.location,
         sku: { name: "Standard" },
@@ -331,33 +376,34 @@ export class AzureFake extends VendorFake<ArmListing> {
       pipId = pip.id;
     }
     const vmArmId =
-      spec.scaleSet === undefined
+      uniform === undefined
         ? this.resourceId(subscription, spec.resourceGroup, "virtualMachines", spec.name)
-        : this.resourceId(
-            subscription,
-            spec.resourceGroup,
-            "vmssVirtualMachines",
-            `${spec.scaleSet}/${spec.name}`,
-          );
-    const nic = this.put(subscription, spec.resourceGroup, "networkInterfaces", nicName, {
-      location: spec.location,
-      properties: {
-        primary: true,
-        virtualMachine: { id: vmArmId },
-        ipConfigurations: [
-          {
-            name: "ipconfig1",
-            properties: {
-              primary: true,
-              privateIPAddress: spec.privateIp,
-              privateIPAllocationMethod: "Dynamic",
-              subnet: { id: spec.subnetId },
-              ...(pipId !== undefined && { publicIPAddress: { id: pipId } }),
+        : this.resourceId(subscription, spec.resourceGroup, "vmssVirtualMachines", `${uniform}/${spec.name}`);
+    const nic = this.put(
+      subscription,
+      spec.resourceGroup,
+      uniform === undefined ? "networkInterfaces" : "vmssNetworkInterfaces",
+      uniform === undefined ? nicName : `${uniform}/${spec.name}/${nicName}`,
+      {
+        location: spec.location,
+        properties: {
+          primary: true,
+          virtualMachine: { id: vmArmId },
+          ipConfigurations: [
+            {
+              name: "ipconfig1",
+              properties: {
+                primary: true,
+                privateIPAddress: spec.privateIp,
+                privateIPAllocationMethod: "Dynamic",
+                subnet: { id: spec.subnetId },
+                ...(pipId !== undefined && { publicIPAddress: { id: pipId } }),
+              },
             },
-          },
-        ],
+          ],
+        },
       },
-    });
+    );
     const power = spec.power ?? "running";
     const props: Json = {
       hardwareProfile: { vmSize: spec.size ?? "Standard_D2s_v3" },
@@ -372,20 +418,50 @@ export class AzureFake extends VendorFake<ArmListing> {
         ],
       },
     };
-    if (spec.scaleSet !== undefined) {
+    const scaleSet = uniform ?? spec.flexibleScaleSet;
+    const ssId =
+      scaleSet === undefined
+        ? undefined
+        : this.resourceId(subscription, spec.resourceGroup, "virtualMachineScaleSets", scaleSet);
+    if (scaleSet !== undefined && ssId !== undefined && this.find(ssId) === undefined)
+      this.put(subscription, spec.resourceGroup, "virtualMachineScaleSets", scaleSet, {
+        location: spec.location,
+        ...(uniform !== undefined && { sku: { name: spec.size ?? "Standard_D2s_v3", capacity: 1 } }),
+        properties: {
+          orchestrationMode: uniform === undefined ? "Flexible" : "Uniform",
+          ...(uniform !== undefined && {
+            virtualMachineProfile: {
+              networkProfile: {
+                networkInterfaceConfigurations: [
+                  {
+                    name: nicName,
+                    properties: {
+                      primary: true,
+                      ipConfigurations: [
+                        {
+                          name: "ipconfig1",
+                          properties: {
+                            primary: true,
+                            subnet: { id: spec.subnetId },
+                            ...(spec.publicIp !== undefined && {
+                              publicIPAddressConfiguration: {
+                                name: `${uniform}-pip`,
+                                properties: { idleTimeoutInMinutes: 4 },
+                              },
+                            }),
+                          },
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+            },
+          }),
+        },
+      });
+    if (uniform !== undefined) {
       const instanceId = spec.name;
-      const ssId = this.resourceId(
-        subscription,
-        spec.resourceGroup,
-        "virtualMachineScaleSets",
-        spec.scaleSet,
-      );
-      if (this.find(ssId) === undefined)
-        this.put(subscription, spec.resourceGroup, "virtualMachineScaleSets", spec.scaleSet, {
-          location: spec.location,
-          sku: { name: spec.size ?? "Standard_D2s_v3", capacity: 1 },
-          properties: { orchestrationMode: "Uniform" },
-        });
       return this.put(
         subscription,
         spec.resourceGroup,
@@ -398,7 +474,7 @@ export class AzureFake extends VendorFake<ArmListing> {
           ...(spec.tags !== undefined && { tags: spec.tags }),
           properties: {
             ...props,
-            osProfile: { computerName: `${spec.scaleSet}${instanceId.padStart(6, "0")}` },
+            osProfile: { computerName: `${uniform}${instanceId.padStart(6, "0")}` },
           },
         },
       );
@@ -407,7 +483,7 @@ export class AzureFake extends VendorFake<ArmListing> {
       location: spec.location,
       ...(spec.zone !== undefined && { zones: [spec.zone] }),
       ...(spec.tags !== undefined && { tags: spec.tags }),
-      properties: props,
+      properties: { ...props, ...(ssId !== undefined && { virtualMachineScaleSet: { id: ssId } }) },
     });
   }
 
@@ -441,8 +517,18 @@ export class AzureFake extends VendorFake<ArmListing> {
     );
   }
 
+  /**
+   * Deletes a resource; a scale-set VM's NICs and public IPs go with it, as ARM deletes them with
+   * the instance.
+   */
   remove(id: string): void {
     this.resources.delete(lower(id));
+    for (const r of [...this.resources.values()])
+      if (
+        (r.type === "vmssNetworkInterfaces" || r.type === "vmssPublicIPAddresses") &&
+        lower(r.id).startsWith(`${lower(id)}/networkinterfaces/`)
+      )
+        this.resources.delete(lower(r.id));
   }
 
   byId(id: string): ArmResource {
@@ -465,6 +551,11 @@ export class AzureFake extends VendorFake<ArmListing> {
   /** The next `n` accepted writes end Failed (provisioningState Failed, the operation Failed). */
   failNextWrites(n: number): void {
     this.nextFailures = n;
+  }
+
+  /** The next `n` requests for a listing's next page (a nextLink) fail: 500 InternalServerError. */
+  failNextPages(n: number): void {
+    this.pageFailures = n;
   }
 
   /** The next `n` PUTs of `id` meet another writer's change first (412 with a fresh ETag). */
@@ -582,6 +673,53 @@ export class AzureFake extends VendorFake<ArmListing> {
         handle: (c) => this.operation(c),
       },
     );
+    // A uniform scale set's VMs' NICs and public IPs, through the scale set's own API, matched in
+    // any case; the swagger's (and the SDK's) NIC paths say `microsoft.Compute`, its public-IP
+    // paths `Microsoft.Compute` (`rp`, for the example the spec must hold).
+    const vmss = (op: string, rp: string, tail: string, handle: (c: VendorCall) => unknown) =>
+      routes.push({
+        method: "GET",
+        pattern: new RegExp(
+          `^${sub}Microsoft\\.Compute/virtualMachineScaleSets/([^/]+)${tail.replace(/\{\w+\}/g, "([^/]+)")}$`,
+          "i",
+        ),
+        op,
+        example: `${ex}${rp}/virtualMachineScaleSets/ss${tail.replace(/\{(\w+)\}/g, "$1")}`,
+        handle: handle as VendorRoute<ArmListing>["handle"],
+      });
+    const names = (c: VendorCall, n: number) => c.params.slice(2, 2 + n).join("/");
+    const named = (c: VendorCall, n: number): VendorCall => ({
+      ...c,
+      params: [c.params[0] ?? "", c.params[1] ?? "", names(c, n)],
+    });
+    const nic = "/virtualMachines/{vm}/networkInterfaces/{nic}";
+    vmss("vmssNetworkInterfaces.list", "microsoft.Compute", "/networkInterfaces", (c) =>
+      this.listUnder(c, "vmssNetworkInterfaces", "virtualMachineScaleSets", names(c, 1)),
+    );
+    vmss(
+      "vmssNetworkInterfaces.listByVm",
+      "microsoft.Compute",
+      "/virtualMachines/{vm}/networkInterfaces",
+      (c) => this.listUnder(c, "vmssNetworkInterfaces", "vmssVirtualMachines", names(c, 2)),
+    );
+    vmss("vmssNetworkInterfaces.get", "microsoft.Compute", nic, (c) =>
+      this.getOne(named(c, 3), "vmssNetworkInterfaces"),
+    );
+    vmss("vmssPublicIPAddresses.list", "Microsoft.Compute", "/publicipaddresses", (c) =>
+      this.listUnder(c, "vmssPublicIPAddresses", "virtualMachineScaleSets", names(c, 1)),
+    );
+    vmss(
+      "vmssPublicIPAddresses.listByIpConfiguration",
+      "Microsoft.Compute",
+      `${nic}/ipconfigurations/{ipc}/publicipaddresses`,
+      (c) => this.listUnder(c, "vmssPublicIPAddresses", "vmssNetworkInterfaces", names(c, 3), names(c, 4)),
+    );
+    vmss(
+      "vmssPublicIPAddresses.get",
+      "Microsoft.Compute",
+      `${nic}/ipconfigurations/{ipc}/publicipaddresses/{pip}`,
+      (c) => this.getOne(named(c, 5), "vmssPublicIPAddresses"),
+    );
     return routes;
   }
 
@@ -589,6 +727,10 @@ export class AzureFake extends VendorFake<ArmListing> {
     const after = Number(c.query.get("$skiptoken") ?? "0");
     if (!Number.isInteger(after) || after < 0)
       throw new FakeError(400, "InvalidSkipToken", "The skip token is not valid.");
+    if (c.query.has("$skiptoken") && this.pageFailures > 0) {
+      this.pageFailures--;
+      throw new FakeError(500, "InternalServerError", "Encountered internal server error (injected).");
+    }
     const items = faults.empty(listing.list.filter((i) => Number(i["__seq"]) > after));
     const page = items.slice(0, this.pageSize);
     const last = page.at(-1);
@@ -661,14 +803,30 @@ export class AzureFake extends VendorFake<ArmListing> {
     return { body: this.view(res, c.query.get("$expand") === "instanceView") };
   }
 
-  private listOf(c: VendorCall, type: ArmType, scaleSet?: string) {
+  /**
+   * A scale set's NICs or public IPs (`parent` its name), or those of one of its VMs
+   * (`<scaleSet>/<n>`) or NICs (`<scaleSet>/<n>/<nic>`, `within` one IP configuration); 404 when
+   * the parent is not.
+   */
+  private listUnder(c: VendorCall, type: ArmType, parentType: ArmType, parent: string, within = parent) {
+    const { sub, rg } = this.scope(c);
+    const found = this.resources.get(lower(this.resourceId(sub, rg, parentType, parent)));
+    if (found === undefined || this.settle(found, c.nowMs) === undefined) {
+      this.count(c.account, c.nowMs, "reads");
+      throw notFound(parentType, parent, rg);
+    }
+    return this.listOf(c, type, within);
+  }
+
+  /** A type's resources in the group; `within` a parent's name: only those under it. */
+  private listOf(c: VendorCall, type: ArmType, within?: string) {
     const { sub, rg } = this.scope(c);
     this.count(c.account, c.nowMs, "reads");
     const prefix = lower(`/subscriptions/${sub}/resourceGroups/${rg}/`);
     const list: Json[] = [];
     for (const r of [...this.resources.values()]) {
       if (r.type !== type || !lower(r.id).startsWith(prefix)) continue;
-      if (scaleSet !== undefined && lower(r.name.split("/")[0] ?? "") !== lower(scaleSet)) continue;
+      if (within !== undefined && !lower(r.name).startsWith(`${lower(within)}/`)) continue;
       const res = this.settle(r, c.nowMs);
       if (res !== undefined)
         list.push({ ...this.view(res, c.query.get("$expand") === "instanceView"), __seq: res.seq });
@@ -907,7 +1065,7 @@ export class AzureFake extends VendorFake<ArmListing> {
     const out: Json = {
       ...body,
       id: res.id,
-      name: res.name.includes("/") ? (res.name.split("/")[1] as string) : res.name,
+      name: res.name.split("/").at(-1) as string,
       type: PROVIDER[res.type],
       location: body["location"] ?? "eastus",
       properties: props,
@@ -947,7 +1105,7 @@ export class AzureFake extends VendorFake<ArmListing> {
     }
     if (res.type === "publicIPAddresses" && props["ipAddress"] === undefined)
       props["ipAddress"] = this.freePublicIp();
-    if (res.type === "networkInterfaces")
+    if (res.type === "networkInterfaces" || res.type === "vmssNetworkInterfaces")
       props["ipConfigurations"] = ((props["ipConfigurations"] as Json[] | undefined) ?? []).map((item) => ({
         ...item,
         id: `${res.id}/ipConfigurations/${String(item["name"])}`,

@@ -12,6 +12,15 @@
  * filled: the Disk RP's swagger (DiskRP 2024-03-02) declares no error response, while ARM answers
  * its errors (a 404 ResourceNotFound, say) with the envelope of every provider: an operation
  * that declares no `default` response gets Compute's common `CloudError`.
+ *
+ * Scale-set VMs' network interfaces (vmssNetworkInterface.json) and public IPs
+ * (vmssPublicIpAddress.json) come from the 2023-11-01 and 2024-05-01 folders, the nearest to
+ * 2024-01-01 of which the source index holds a copy: their relative `$ref`s (network.json,
+ * networkInterface.json, publicIpAddress.json) are read from the 2024-01-01 folder, the version
+ * `@azure/arm-network` is generated from and whose models the SDK applies to those answers
+ * (BORROWED_REFS). Their api-version parameter enumerates `2017-03-30` only, while the SDK (and
+ * cloud-provider-azure) send `2018-10-01`, which ARM serves: that version is allowed too
+ * (VMSS_API_VERSIONS).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
@@ -34,6 +43,16 @@ function walk(dir: string): string[] {
   return out;
 }
 
+/** A folder whose relative `$ref`s are read from another folder (a file missing beside them). */
+const BORROWED_REFS: Readonly<Record<string, string>> = {
+  "network/resource-manager/Microsoft.Network/stable/2023-11-01":
+    "network/resource-manager/Microsoft.Network/stable/2024-01-01",
+  "network/resource-manager/Microsoft.Network/stable/2024-05-01":
+    "network/resource-manager/Microsoft.Network/stable/2024-01-01",
+};
+/** What the scale-set NIC operations' api-version (swagger: 2017-03-30) may be. */
+const VMSS_API_VERSIONS = ["2017-03-30", "2018-10-01"];
+
 const schemaName = (file: string, def: string) => `${basename(file, ".json")}__${def}`;
 
 /** The joined document (exported for the fake's own test). */
@@ -42,7 +61,9 @@ export function azureOpenApiDocument(root = fixtureSpecPath(AZURE_SPEC)): Json {
   for (const f of walk(root)) files.set(f, JSON.parse(readFileSync(f, "utf8")) as Json);
   const target = (from: string, ref: string): { file: string; pointer: string[] } => {
     const [path = "", frag = ""] = ref.split("#");
-    const file = path === "" ? from : join(dirname(from), path);
+    let file = path === "" ? from : join(dirname(from), path);
+    const lent = BORROWED_REFS[relative(root, dirname(from))];
+    if (!files.has(file) && lent !== undefined) file = join(root, lent, path);
     if (!files.has(file)) throw new Error(`${relative(root, from)}: $ref to a missing file ${path}`);
     return { file, pointer: frag.split("/").filter((s) => s !== "") };
   };
@@ -100,6 +121,8 @@ export function azureOpenApiDocument(root = fixtureSpecPath(AZURE_SPEC)): Json {
           const { name, in: where, required, description: _d, ...rest } = p;
           const s: Json = {};
           for (const [k, v] of Object.entries(rest)) if (!k.startsWith("x-ms-")) s[k] = schema(pf, v);
+          if (name === "api-version" && JSON.stringify(s["enum"]) === JSON.stringify(["2017-03-30"]))
+            s["enum"] = VMSS_API_VERSIONS;
           params.push({ name, in: where, required: required === true || where === "path", schema: s });
         }
         const responses: Json = {};
@@ -171,7 +194,7 @@ export function azureOpenApiDocument(root = fixtureSpecPath(AZURE_SPEC)): Json {
     openapi: "3.0.3",
     info: {
       title:
-        "Azure Resource Manager (Microsoft.Network 2024-01-01, Microsoft.Compute 2024-07-01, disks 2024-03-02)",
+        "Azure Resource Manager (Microsoft.Network 2024-01-01, scale-set NICs and public IPs 2018-10-01, Microsoft.Compute 2024-07-01, disks 2024-03-02)",
     },
     paths,
     components: { schemas },

@@ -82,7 +82,8 @@ test("the listing pages through VMs and scale-set VMs, with power state; VM addr
     { type: "ExternalIP", address: "20.0.0.4" },
   ]);
   expect(all[0]?.zone).toBe("eastus-2");
-  // Two pages of VMs, the scale sets once, two pages of the scale set's VMs.
+  // The VMs' page, the scale sets once (read by the NIC listing, which takes their NICs, and
+  // reused for the listing's next part), two pages of the scale set's VMs.
   expect(ops.filter((o) => o.endsWith(".list") && o.startsWith("virtual"))).toEqual([
     "virtualMachines.list",
     "virtualMachineScaleSets.list",

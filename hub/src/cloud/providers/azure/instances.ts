@@ -6,6 +6,15 @@
  * fault domain where the VM has no zone, and the addresses from the primary NIC's primary IP
  * configuration and its public IP, in upstream's order (InternalIP, Hostname, ExternalIP).
  * Only a 404 on the VM's own resource is "not found"; names are case-insensitive, as Azure's.
+ *
+ * A uniform scale set's VMs have NICs of the scale set, read through its own API (upstream's
+ * GetPrimaryInterface in azure_vmss.go): the group's NIC listing takes, besides the group's
+ * standalone NICs, each uniform scale set's NICs (one paged listing per scale set); a single
+ * lookup lists the one VM's NICs. A VM's own public IP in a scale set (the scale set's network
+ * profile gives one to each VM) is the scale set's too: a page of its VMs takes one listing of
+ * the scale set's public IPs when one of them has one, a single lookup gets it by its id (as
+ * upstream's GetIPByNodeName does). A flexible scale set's VMs are standalone VMs with standalone
+ * NICs: listed and read as any VM (its scale set has no VMs of its own to list).
  */
 
 import type {
@@ -36,6 +45,13 @@ interface PageAt {
 }
 
 const lower = (s: string | undefined) => (s ?? "").toLowerCase();
+
+/** Every item of an SDK listing (all pages; a failed page fails the whole listing). */
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
 
 /** The first page of an SDK listing, with the continuation to the next. */
 export async function firstPage<T>(
@@ -85,16 +101,46 @@ function primaryNicId(vm: AnyVm): string | undefined {
   return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
 }
 
-/** How long one listing of a group's NICs serves the readers that it covers. */
-const NIC_LISTING_REUSE_MS = 10_000;
+/** How long one listing of a group's NICs (or scale sets) serves the readers that it covers. */
+const LISTING_REUSE_MS = 10_000;
+
+/**
+ * The latest listing per resource group, in flight or done: a reader takes it while it is at
+ * most LISTING_REUSE_MS old, succeeded and `cover`s what the reader needs, else lists anew.
+ */
+class RecentListings<T> {
+  private readonly latest = new Map<string, { readonly atMs: number; readonly value: Promise<T> }>();
+
+  constructor(private readonly now: () => number) {}
+
+  async recent(rg: string, cover: (value: T) => boolean, list: () => Promise<T>): Promise<T> {
+    const hit = this.latest.get(rg);
+    if (hit !== undefined && this.now() - hit.atMs <= LISTING_REUSE_MS) {
+      const value = await hit.value.catch(() => undefined);
+      if (value !== undefined && cover(value)) return value;
+    }
+    return this.fresh(rg, list);
+  }
+
+  /** Lists now; readers of a recent listing take this one from now on. */
+  fresh(rg: string, list: () => Promise<T>): Promise<T> {
+    const value = list();
+    this.latest.set(rg, { atMs: this.now(), value });
+    return value;
+  }
+}
 
 export class AzureInstances implements Instances {
-  private readonly nicListings = new Map<
-    string,
-    { readonly atMs: number; readonly nics: Promise<Map<string, NetworkInterface>> }
-  >();
+  private readonly nicListings: RecentListings<Map<string, NetworkInterface>>;
+  private readonly scaleSetListings: RecentListings<string[]>;
+  /** A uniform scale set's VMs' public IPs, by `<rg>/<scale set>`. */
+  private readonly scaleSetPipListings: RecentListings<Map<string, PublicIPAddress>>;
 
-  constructor(private readonly api: AzureApi) {}
+  constructor(private readonly api: AzureApi) {
+    this.nicListings = new RecentListings(() => api.now());
+    this.scaleSetListings = new RecentListings(() => api.now());
+    this.scaleSetPipListings = new RecentListings(() => api.now());
+  }
 
   /** The resource groups the nodes' VMs are in. */
   get groups(): readonly string[] {
@@ -196,27 +242,37 @@ export class AzureInstances implements Instances {
           ? { items: [] }
           : await this.scaleSetVmPage(rg, ss, at.link, signal);
     const mine = page.items.filter((vm) => this.inRegion(vm));
-    const addressed = mine.length > 0 && ss === undefined;
-    const nics = addressed
-      ? await this.recentNicsOf(
-          rg,
-          (m) => mine.every((vm) => m.has(primaryNicId(vm)?.toLowerCase() ?? "")),
-          signal,
-        )
-      : new Map();
+    // The group's listing holds its scale sets' NICs too: a scale set's pages reuse it.
+    const nics =
+      mine.length > 0
+        ? await this.recentNicsOf(
+            rg,
+            (m) => mine.every((vm) => m.has(primaryNicId(vm)?.toLowerCase() ?? "")),
+            signal,
+          )
+        : new Map();
     // The group's public IPs only when a VM of the page has one on its NIC (nodes rarely do).
-    const withPublicIp = mine.some(
-      (vm) =>
-        primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id !== undefined,
-    );
-    const pips = withPublicIp ? await this.publicIpsOf(rg, signal) : new Map();
+    // A scale set's VMs' public IPs are the scale set's: one listing serves its pages.
+    const pipIds = mine.flatMap((vm) => {
+      const id = primaryIpConfig(nics.get(primaryNicId(vm)?.toLowerCase() ?? ""))?.publicIPAddress?.id;
+      return id === undefined ? [] : [id.toLowerCase()];
+    });
+    const pips =
+      pipIds.length === 0
+        ? new Map<string, PublicIPAddress>()
+        : ss === undefined
+          ? await this.publicIpsOf(rg, signal)
+          : await this.scaleSetPipListings.recent(
+              `${rg}/${ss}`,
+              (m) => pipIds.every((id) => m.has(id)),
+              () => this.listScaleSetPips(rg, ss, signal),
+            );
     const instances = mine.map((vm) => {
       const ref =
         ss === undefined
           ? { subscription: this.api.subscription, resourceGroup: rg.toLowerCase(), name: vm.name ?? "" }
           : this.scaleSetRef(rg, ss, vm);
-      // A scale-set VM's NIC is the scale set's (not in the group's listing): see describe().
-      const nic = ss === undefined ? nics.get(primaryNicId(vm)?.toLowerCase() ?? "") : undefined;
+      const nic = nics.get(primaryNicId(vm)?.toLowerCase() ?? "");
       const pip = pips.get(primaryIpConfig(nic)?.publicIPAddress?.id?.toLowerCase() ?? "");
       return this.metadata(ref, vm, nic, pip);
     });
@@ -236,7 +292,14 @@ export class AzureInstances implements Instances {
     signal?: AbortSignal,
   ): Promise<PageAt | undefined> {
     if (link !== undefined) return { ...at, link, ...(sets !== undefined && { sets: [...sets] }) };
-    const all = sets ?? (await this.scaleSetsOf(rg, signal));
+    // The scale sets the page's NIC listing has just read, if it has.
+    const all =
+      sets ??
+      (await this.scaleSetListings.recent(
+        rg,
+        () => true,
+        () => this.scaleSetsOf(rg, signal),
+      ));
     const s = at.s === undefined ? 0 : at.s + 1;
     if (s < all.length) return { g: at.g, s, sets: [...all] };
     return at.g + 1 < this.groups.length ? { g: at.g + 1 } : undefined;
@@ -270,17 +333,21 @@ export class AzureInstances implements Instances {
     );
   }
 
-  /** The names of a resource group's scale sets (all pages). */
-  private async scaleSetsOf(rg: string, signal?: AbortSignal): Promise<string[]> {
-    return this.api.call(
+  /**
+   * The names of a resource group's scale sets whose VMs are their own (all pages): a flexible
+   * scale set's VMs are standalone VMs, listed with the group's.
+   */
+  private scaleSetsOf(rg: string, signal?: AbortSignal): Promise<string[]> {
+    return this.scaleSetListings.fresh(rg, () => this.listScaleSets(rg, signal));
+  }
+
+  private async listScaleSets(rg: string, signal?: AbortSignal): Promise<string[]> {
+    const sets = await this.api.call(
       "virtualMachineScaleSets.list",
-      async (c, o) => {
-        const out: string[] = [];
-        for await (const ss of c.compute.virtualMachineScaleSets.list(rg, o)) out.push(ss.name ?? "");
-        return out;
-      },
+      (c, o) => collect(c.compute.virtualMachineScaleSets.list(rg, o)),
       signal,
     );
+    return sets.filter((ss) => ss.orchestrationMode !== "Flexible").map((ss) => ss.name ?? "");
   }
 
   private scaleSetRef(rg: string, ss: string, vm: AnyVm): VmRef {
@@ -296,7 +363,7 @@ export class AzureInstances implements Instances {
   }
 
   /**
-   * The group's NICs from a listing at most NIC_LISTING_REUSE_MS old (one listing in flight or
+   * The group's NICs from a listing at most LISTING_REUSE_MS old (one listing in flight or
    * just done serves a wave of Services and every page of a refresh, instead of one listing of
    * thousands of NICs each), or a fresh one when that listing does not `cover` what the caller
    * needs (a node newer than it).
@@ -306,43 +373,52 @@ export class AzureInstances implements Instances {
     cover: (nics: ReadonlyMap<string, NetworkInterface>) => boolean,
     signal?: AbortSignal,
   ): Promise<Map<string, NetworkInterface>> {
-    const hit = this.nicListings.get(rg);
-    if (hit !== undefined && this.api.now() - hit.atMs <= NIC_LISTING_REUSE_MS) {
-      const nics = await hit.nics.catch(() => undefined);
-      if (nics !== undefined && cover(nics)) return nics;
-    }
-    return this.nicsOf(rg, signal);
+    return this.nicListings.recent(rg, cover, () => this.listNics(rg, signal));
   }
 
   /** Every NIC of a resource group, by lower-cased id (all pages), listed now. */
-  async nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
-    const nics = this.listNics(rg, signal);
-    this.nicListings.set(rg, { atMs: this.api.now(), nics });
-    return nics;
+  nicsOf(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
+    return this.nicListings.fresh(rg, () => this.listNics(rg, signal));
   }
 
+  /** The group's standalone NICs, then each uniform scale set's: one paged listing each. */
   private async listNics(rg: string, signal?: AbortSignal): Promise<Map<string, NetworkInterface>> {
     const list = await this.api.call(
       "networkInterfaces.list",
-      async (c, o) => {
-        const out: NetworkInterface[] = [];
-        for await (const n of c.network.networkInterfaces.list(rg, o)) out.push(n);
-        return out;
-      },
+      (c, o) => collect(c.network.networkInterfaces.list(rg, o)),
       signal,
     );
+    for (const ss of await this.scaleSetsOf(rg, signal))
+      list.push(
+        ...(await this.api.call(
+          "networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces",
+          (c, o) =>
+            collect(c.network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces(rg, ss, o)),
+          signal,
+        )),
+      );
     return new Map(list.map((n) => [n.id?.toLowerCase() ?? "", n]));
+  }
+
+  /** A uniform scale set's VMs' public IPs, by lower-cased id (all pages). */
+  private async listScaleSetPips(
+    rg: string,
+    ss: string,
+    signal?: AbortSignal,
+  ): Promise<Map<string, PublicIPAddress>> {
+    const list = await this.api.call(
+      "publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses",
+      (c, o) => collect(c.network.publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses(rg, ss, o)),
+      signal,
+    );
+    return new Map(list.map((p) => [p.id?.toLowerCase() ?? "", p]));
   }
 
   /** Every public IP of a resource group, by lower-cased id (all pages). */
   async publicIpsOf(rg: string, signal?: AbortSignal): Promise<Map<string, PublicIPAddress>> {
     const list = await this.api.call(
       "publicIPAddresses.list",
-      async (c, o) => {
-        const out: PublicIPAddress[] = [];
-        for await (const p of c.network.publicIPAddresses.list(rg, o)) out.push(p);
-        return out;
-      },
+      (c, o) => collect(c.network.publicIPAddresses.list(rg, o)),
       signal,
     );
     return new Map(list.map((p) => [p.id?.toLowerCase() ?? "", p]));
@@ -354,27 +430,67 @@ export class AzureInstances implements Instances {
 
   /** The VM with the addresses of its primary NIC (and its public IP): two more reads. */
   private async describe(ref: VmRef, vm: AnyVm, signal?: AbortSignal): Promise<InstanceMetadata> {
+    const nic = await this.primaryNic(ref, vm, signal);
+    const pipId = primaryIpConfig(nic)?.publicIPAddress?.id;
+    const pip = pipId === undefined ? undefined : await this.publicIp(pipId, signal);
+    return this.metadata(ref, vm, nic, pip);
+  }
+
+  /** A public IP by its id: the group's own, or a scale-set VM's (through the scale set's API). */
+  private publicIp(id: string, signal?: AbortSignal): Promise<PublicIPAddress | undefined> {
+    const [rg, name] = [segmentAfter(id, "resourceGroups"), segmentAfter(id, "publicIPAddresses")];
+    const ss = segmentAfter(id, "virtualMachineScaleSets");
+    const [n, nic, ipc] = [
+      segmentAfter(id, "virtualMachines"),
+      segmentAfter(id, "networkInterfaces"),
+      segmentAfter(id, "ipConfigurations"),
+    ];
+    if (rg === undefined || name === undefined) return Promise.resolve(undefined);
+    if (ss === undefined)
+      return this.api.call(
+        "publicIPAddresses.get",
+        (c, o) => c.network.publicIPAddresses.get(rg, name, o),
+        signal,
+      );
+    if (n === undefined || nic === undefined || ipc === undefined) return Promise.resolve(undefined);
+    return this.api.call(
+      "publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress",
+      (c, o) =>
+        c.network.publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress(rg, ss, n, nic, ipc, name, o),
+      signal,
+    );
+  }
+
+  /**
+   * A VM's primary NIC: a standalone one by its id, a uniform scale set's VM's from the listing
+   * of that VM's NICs (the scale set's API; its NICs are in no group listing).
+   */
+  private async primaryNic(ref: VmRef, vm: AnyVm, signal?: AbortSignal) {
     const nicId = primaryNicId(vm);
     const nicRg = segmentAfter(nicId, "resourceGroups");
     const nicName = segmentAfter(nicId, "networkInterfaces");
-    let nic: NetworkInterface | undefined;
-    if (nicRg !== undefined && nicName !== undefined && ref.scaleSet === undefined)
-      nic = await this.api.call(
+    if (nicRg === undefined || nicName === undefined) return undefined;
+    if (ref.scaleSet === undefined || ref.instanceId === undefined)
+      return this.api.call(
         "networkInterfaces.get",
         (c, o) => c.network.networkInterfaces.get(nicRg, nicName, o),
         signal,
       );
-    let pip: PublicIPAddress | undefined;
-    const pipId = primaryIpConfig(nic)?.publicIPAddress?.id;
-    const pipRg = segmentAfter(pipId, "resourceGroups");
-    const pipName = segmentAfter(pipId, "publicIPAddresses");
-    if (pipRg !== undefined && pipName !== undefined)
-      pip = await this.api.call(
-        "publicIPAddresses.get",
-        (c, o) => c.network.publicIPAddresses.get(pipRg, pipName, o),
-        signal,
-      );
-    return this.metadata(ref, vm, nic, pip);
+    const { scaleSet, instanceId } = ref;
+    const nics = await this.api.call(
+      "networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces",
+      (c, o) =>
+        collect(
+          c.network.networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces(
+            nicRg,
+            scaleSet,
+            instanceId,
+            o,
+          ),
+        ),
+      signal,
+    );
+    return nics.find((n) => n.id?.toLowerCase() === nicId?.toLowerCase());
   }
 
   metadata(

@@ -25,6 +25,20 @@ const TYPES: Record<string, string> = {
   networkSecurityGroups: "Microsoft.Network/networkSecurityGroups",
   routeTables: "Microsoft.Network/routeTables",
 };
+/**
+ * Operations whose action is not their group's type and verb: a uniform scale set's NICs and
+ * public IPs are read as Compute's ("Azure resource provider operations", Microsoft.Compute).
+ */
+const OPERATIONS: Record<string, string> = {
+  "networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces":
+    "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces/read",
+  "networkInterfaces.listVirtualMachineScaleSetVMNetworkInterfaces":
+    "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/read",
+  "publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses":
+    "Microsoft.Compute/virtualMachineScaleSets/publicIPAddresses/read",
+  "publicIPAddresses.getVirtualMachineScaleSetPublicIPAddress":
+    "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/networkInterfaces/ipConfigurations/publicIPAddresses/read",
+};
 const VERBS: Record<string, string> = {
   get: "read",
   list: "read",
@@ -51,10 +65,13 @@ function actionsUsed(): Set<string> {
   for (const file of SOURCES) {
     const text = readFileSync(join(HERE, file), "utf8");
     for (const m of text.matchAll(/\bc\.(?:network|compute)\.(\w+)\.(\w+)\(/g)) {
+      const own = OPERATIONS[`${m[1]}.${m[2]}`];
       const type = TYPES[m[1] ?? ""];
       const verb = VERBS[m[2] ?? ""];
-      if (type === undefined || verb === undefined) throw new Error(`${file}: no action known for ${m[0]}`);
-      out.add(`${type}/${verb}`);
+      if (own !== undefined) out.add(own);
+      else if (type === undefined || verb === undefined)
+        throw new Error(`${file}: no action known for ${m[0]}`);
+      else out.add(`${type}/${verb}`);
     }
     for (const [needle, action] of Object.entries(JOINS)) if (text.includes(needle)) out.add(action);
   }
