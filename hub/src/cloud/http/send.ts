@@ -6,10 +6,10 @@
  * redirect: a redirect is not an answer, and following one could carry the token elsewhere.
  */
 import { request } from "undici";
-import type { Fetch } from "./rest-client.js";
+import type { Fetch, HttpMethod } from "./rest-client.js";
 
 export interface SendInit {
-  readonly method: string;
+  readonly method: HttpMethod;
   readonly headers: Record<string, string>;
   readonly body?: string;
   readonly signal: AbortSignal;
@@ -27,7 +27,7 @@ export type Send = (url: string, init: SendInit) => Promise<Answer>;
 /** undici's request on its global dispatcher (kept-alive connections); no redirects followed. */
 export const undiciSend: Send = async (url, init) => {
   const res = await request(url, {
-    method: init.method as "GET",
+    method: init.method,
     headers: init.headers,
     ...(init.body !== undefined && { body: init.body }),
     signal: init.signal,
