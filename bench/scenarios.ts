@@ -423,6 +423,41 @@ function serviceFigures(o: BenchOptions, fleet: BenchFleet, since: number): Resu
   };
 }
 
+/**
+ * The join's window extended until the cloud has been quiet for 2 s after every Service got its
+ * ingress (the node window ends when the nodes converged, often before the Services did): the
+ * hub's CPU and the load-balancer calls of the whole storm, per Service.
+ */
+async function serviceWindow(o: BenchOptions, fleet: BenchFleet, before: Snapshot): Promise<Result> {
+  const QUIET_MS = 2000;
+  const cloud = fleet.cloud;
+  if (cloud === undefined) return {};
+  let calls = cloud.stats().totalCalls;
+  let lastChange = Date.now();
+  await until(
+    () => {
+      const now = cloud.stats().totalCalls;
+      if (now !== calls) {
+        calls = now;
+        lastChange = Date.now();
+      }
+      return Date.now() - lastChange >= QUIET_MS;
+    },
+    o.timeoutS * 1000,
+    100,
+  );
+  const d = BenchFleet.delta(before, await fleet.snapshot());
+  const services = o.services * o.clusters;
+  let lbCalls = 0;
+  for (const [op, n] of Object.entries(d.cloudByOperation)) if (!op.startsWith("instances.")) lbCalls += n;
+  return {
+    servicesWindowMs: d.ms - QUIET_MS,
+    servicesWindowHubCpuSeconds: round(d.hubCpu, 2),
+    servicesWindowCloudCallsByOperation: d.cloudByOperation,
+    lbCloudCallsPerService: round(lbCalls / services, 2),
+  };
+}
+
 export async function runJoin(o: BenchOptions): Promise<Result> {
   const fleet = fleetFor(o, o.services > 0);
   return onFleet(o, fleet, async () => {
@@ -434,6 +469,7 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
       await until(() => fleet.observer.servicesReady() >= want, o.timeoutS * 1000, 250);
       o.log(`${fleet.observer.servicesReady()}/${want} Services have an ingress`);
     }
+    const withServices = o.services > 0 ? await serviceWindow(o, fleet, before) : {};
     const d = BenchFleet.delta(before, after);
     // Figures of the storm first: the probes' cloud calls must not count in them.
     const storm = joinFigures(fleet, refs, converged);
@@ -448,6 +484,7 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
       ...services,
       ...probes,
       ...windowFigures(d),
+      ...withServices,
       hubCpuSecondsTotal: round(hubTotalCpu, 2),
       ...memoryFigures(fleet, hubPeak),
       observerWatchRestarts: fleet.observer.restarts(),

@@ -133,6 +133,29 @@ describe("status answers", () => {
     expect((err as HttpStatusError).status).toBe(302);
     expect(server.seen.length).toBe(before + 1);
   });
+
+  test("a client given its own fetch (an account's private CA) sends through it, redirects not followed", async () => {
+    server.answer((req, res) => {
+      if (req.url === "/v4/a") {
+        res.writeHead(302, { location: `${server.url}/v4/b` });
+        res.end();
+      } else json(res, 200, { ok: true });
+    });
+    const sent: Array<{ url: string; init: RequestInit }> = [];
+    const own = client({
+      fetch: (url, init) => {
+        sent.push({ url, init });
+        return fetch(url, init);
+      },
+    });
+    expect(await own.request({ method: "GET", path: "/b" })).toEqual({ ok: true });
+    const err = await failure(own.request({ method: "GET", path: "/a" }));
+    expect((err as HttpStatusError).status).toBe(302);
+    expect(sent.map((s) => [s.url, s.init.redirect])).toEqual([
+      [`${server.url}/v4/b`, "manual"],
+      [`${server.url}/v4/a`, "manual"],
+    ]);
+  });
 });
 
 describe("no answer", () => {

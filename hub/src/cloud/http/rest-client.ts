@@ -10,8 +10,9 @@ import type { Clock } from "../../util/clock.js";
 import type { RateBudget } from "../provider.js";
 import { HttpBodyError, HttpStatusError, HttpTransportError, type StatusAnswer } from "./failures.js";
 import { type ResetMeaning, rateBudgetFrom } from "./rate-headers.js";
+import { fetchSend, type Send, undiciSend } from "./send.js";
 
-/** The fetch a client sends with (default the global one). */
+/** A fetch a client may send with instead of the default transport (./send.ts). */
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
 export interface RestClientConfig {
@@ -31,7 +32,7 @@ export interface RestClientConfig {
   readonly clock: Clock;
   /** Builds the error of a non-2xx answer (a vendor reads its error body here). */
   readonly statusError?: (answer: StatusAnswer) => HttpStatusError;
-  /** Sends the requests instead of the global fetch (one trusting an account's own CA, say). */
+  /** Sends the requests instead of undici's request (./send.ts): one trusting an account's own CA, say. */
   readonly fetch?: Fetch | undefined;
   /**
    * The vendor sends RateLimit-* headers on every answer (refusals too): each answer's budget
@@ -64,9 +65,11 @@ export interface RestRequest {
 
 export class RestClient {
   private readonly base: string;
+  private readonly send: Send;
 
   constructor(private readonly config: RestClientConfig) {
     this.base = config.baseUrl.replace(/\/+$/, "");
+    this.send = config.fetch === undefined ? undiciSend : fetchSend(config.fetch);
   }
 
   /** The parsed JSON body; undefined for 204 or an empty body. */
@@ -75,29 +78,37 @@ export class RestClient {
     const path = req.path.split("?")[0] ?? req.path;
     const what = `${label} ${req.method} ${path}`;
     const callers = (req.signals ?? []).filter((s): s is AbortSignal => s !== undefined);
-    const timeout = new AbortController();
-    const timer = clock.setTimeout(() => timeout.abort(), timeoutMs);
+    // One controller for the timeout and the callers' signals, each listened to for this call
+    // only: AbortSignal.any makes a transferable signal per call, a hot frame at a storm's rate.
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = clock.setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, timeoutMs);
+    const onCallerAbort = (): void => abort.abort();
+    for (const s of callers) {
+      if (s.aborted) abort.abort();
+      else s.addEventListener("abort", onCallerAbort, { once: true });
+    }
     let status: number;
     let retryAfter: string | undefined;
     let text: string;
     let responseHeaders: Headers | undefined;
     try {
-      const send = this.config.fetch ?? fetch;
-      const res = await send(this.base + withQuery(req.path, req.query), {
+      const res = await this.send(this.base + withQuery(req.path, req.query), {
         method: req.method,
         headers: this.headers(req),
         ...(req.body !== undefined && { body: JSON.stringify(req.body) }),
-        // A redirect is not an answer, and following one could carry the token elsewhere.
-        redirect: "manual",
-        signal: AbortSignal.any([timeout.signal, ...callers]),
+        signal: abort.signal,
       });
       status = res.status;
       responseHeaders = res.headers;
       retryAfter = res.headers.get("retry-after") ?? undefined;
       this.reportBudget(res.headers);
-      text = await res.text();
+      text = res.text;
     } catch (err) {
-      if (timeout.signal.aborted)
+      if (timedOut)
         throw new HttpTransportError("timeout", `${what}: no answer within ${timeoutMs} ms`, { cause: err });
       if (callers.some((s) => s.aborted))
         throw new HttpTransportError("aborted", `${what}: request aborted`, { cause: err });
@@ -106,6 +117,7 @@ export class RestClient {
       throw new HttpTransportError("network", `${what}: request failed: ${detail}`, { cause: err, code });
     } finally {
       clock.clearTimeout(timer);
+      for (const s of callers) s.removeEventListener("abort", onCallerAbort);
     }
     if (status < 200 || status > 299) {
       const answer: StatusAnswer = {
@@ -159,8 +171,9 @@ export function withQuery(path: string, query: Query | undefined): string {
 }
 
 /**
- * fetch wraps socket failures in TypeError("fetch failed"); the system code is on a cause.
- * Duck-typed: fetch's errors come from Node's own realm, where `instanceof Error` may not hold.
+ * fetch wraps socket failures in TypeError("fetch failed"), the system code on a cause; undici's
+ * request has it on the error itself. Duck-typed: fetch's errors come from Node's own realm,
+ * where `instanceof Error` may not hold.
  */
 function systemCode(err: unknown): string | undefined {
   let e = err as { code?: unknown; cause?: unknown } | null | undefined;

@@ -246,6 +246,8 @@ describe("simulated provider - load balancers", () => {
       // Last, once the cloud matches: the digests listOwned reports to a restarted hub.
       "lb.update",
     ]);
+    // With no load balancer listed, nothing but a health check can be there to adopt.
+    expect(ops.filter((op) => !mutating(op)).sort()).toEqual(["healthcheck.list", "lb.list"]);
     expect(o.loadBalancers[0]?.tags).toMatchObject({
       [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(s),
       [DIGEST_TAG_BACKENDS]: backendsDigest(s.backends),
@@ -507,6 +509,20 @@ describe("simulated provider - load balancers", () => {
     expect(ingress?.ip).toBe(first.ingress.ip);
     expect(owned(s.tags).loadBalancers.map((l) => l.id)).toEqual([first.id]);
     expectConverged(s);
+  });
+
+  test("lb - a health check left by an earlier attempt without its load balancer is adopted, not doubled", async () => {
+    const s = spec();
+    const hc = cloud.createHealthCheck("acme", {
+      name: subResourceNames(s.name).healthCheck,
+      region: REGION,
+      protocol: "TCP",
+      port: 1,
+      tags: s.tags,
+    });
+    await (await provider()).lbs.ensure(s);
+    expectConverged(s);
+    expect(owned(s.tags).healthChecks.map((h) => h.id)).toEqual([hc.id]);
   });
 
   test("lb - updateBackends sets the members of every owned pool and nothing else", async () => {

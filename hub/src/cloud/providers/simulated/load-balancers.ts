@@ -268,7 +268,7 @@ export class SimulatedLoadBalancers implements LoadBalancers {
     checkOwnership(spec.name, spec.tags);
     const planned = plan(spec);
     const firewallPlan = planFirewall(spec);
-    let owned = await this.snapshot(spec.name, spec.tags, signal);
+    let owned = await this.ensureSnapshot(spec.name, spec.tags, signal);
     // The cloud's status of what exists decides; nothing of it is remembered here.
     const waiting = busy(owned.lbs);
     if (waiting !== undefined) return waiting;
@@ -582,6 +582,29 @@ export class SimulatedLoadBalancers implements LoadBalancers {
       },
       signal,
     );
+  }
+
+  /**
+   * What ensure starts from, in as few lists as the cloud allows. Listeners, pools and firewall
+   * rules are created under an existing load balancer and only ever adopted under the one
+   * chosen, so with no load balancer of this name listed there is none of them to adopt, and a
+   * new Service's ensure lists only the two kinds that stand alone: load balancers and health
+   * checks (an earlier attempt's health check is adopted). With a load balancer listed, the
+   * whole snapshot: its sub-resources are adopted and every owned leftover (removed ports,
+   * duplicates, orphans a delete missed) is deleted as before; ensureDeleted lists them all.
+   */
+  private async ensureSnapshot(name: string, tags: Tags, signal: AbortSignal | undefined): Promise<Owned> {
+    const [lbs, healthChecks] = await Promise.all([
+      this.listFiltered(LB, { name, tags }, signal),
+      this.listFiltered(HEALTH_CHECK, { tags }, signal),
+    ]);
+    if (lbs.length === 0) return { lbs, listeners: [], pools: [], healthChecks, firewallRules: [] };
+    const [listeners, pools, firewallRules] = await Promise.all([
+      this.listFiltered(LISTENER, { tags }, signal),
+      this.listFiltered(POOL, { tags }, signal),
+      this.listFiltered(FIREWALL, { tags }, signal),
+    ]);
+    return { lbs: sortOldestFirst(lbs), listeners, pools, healthChecks, firewallRules };
   }
 
   /** The load balancers of this name and everything else carrying the owner tags. */
