@@ -93,7 +93,7 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
 /** Set by parse for `--scenario linode`, which takes its own few options. */
 let linodeRun: LinodeBenchOptions | undefined;
 /** Set by parse for `--scenario digitalocean|hetzner|gcp|openstack|azure`. */
-let vendorRun: VendorBenchOptions | undefined;
+let vendorRun: Omit<VendorBenchOptions, "pinning" | "hubEnv"> | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const { values } = parseArgs({
@@ -249,7 +249,7 @@ async function main(): Promise<number> {
       linodeRun !== undefined
         ? await runLinode(linodeRun)
         : vendorRun !== undefined
-          ? await runVendor(vendorRun)
+          ? await runVendor({ ...vendorRun, pinning: opts.pinning, hubEnv: opts.hubEnv })
           : await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
