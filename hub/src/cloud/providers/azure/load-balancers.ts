@@ -83,6 +83,13 @@ export class AzureLoadBalancers implements LoadBalancers {
   readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();
   private readonly rg: string;
   private readonly nicPools: NicPools;
+  /** The NIC listings `backendIps` last started because a recent one lacked a backend. */
+  private freshNics:
+    | {
+        readonly atMs: number;
+        readonly nics: ReadonlyMap<string, Promise<ReadonlyMap<string, NetworkInterface>>>;
+      }
+    | undefined;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -247,9 +254,19 @@ export class AzureLoadBalancers implements LoadBalancers {
   private async backendIps(backends: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
     const want = new Set(backends.map(lower));
     if (want.size === 0) return new Map();
+    const missedAt = this.api.now();
     const recent = await this.ipsOf(want, (rg) => this.instances.recentNicsOf(rg, () => true, signal));
     if (recent.size === want.size) return recent;
-    return this.ipsOf(want, (rg) => this.instances.nicsOf(rg, signal));
+    // Every Service of a node's join misses it at once: one fresh listing serves them all.
+    let fresh = this.freshNics;
+    if (fresh === undefined || fresh.atMs < missedAt) {
+      const nics = new Map<string, Promise<ReadonlyMap<string, NetworkInterface>>>();
+      for (const rg of this.instances.groups) nics.set(rg, this.instances.nicsOf(rg, signal));
+      fresh = { atMs: this.api.now(), nics };
+      this.freshNics = fresh;
+    }
+    const listed = fresh.nics;
+    return this.ipsOf(want, (rg) => listed.get(rg) ?? this.instances.nicsOf(rg, signal));
   }
 
   private async ipsOf(
@@ -595,36 +612,57 @@ export class AzureLoadBalancers implements LoadBalancers {
     });
   }
 
+  /**
+   * The Service's backends written into the load balancer that holds its frontend (public, else
+   * internal), decided on the object the cluster's coalesced write fetches: one read per `PUT`
+   * for every Service pending, none of its own. A NIC-based pool has its NICs synced first and
+   * the digest recorded by a second write.
+   */
   async updateBackends(
     t: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<undefined | InProgress> {
+    const poll = this.options.operationPollMs;
+    const digest = backendsDigest(backends);
+    // Addresses for an IP-based pool (the default): known before the write's edit runs.
+    const ips = await this.backendIps(backends, signal);
+    const vnetId = this.vnetId(t);
     for (const internal of [false, true]) {
       const n = this.names(t, { internal });
-      const lb = await this.readLb(n.lb, signal);
-      if (lb?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) !== true) continue;
-      const mode = poolMode(
-        lb.backendAddressPools?.find((p) => p.name === n.cluster),
-        this.options.backendPoolType,
-      );
-      const ips = mode === "nodeIP" ? await this.backendIps(backends, signal) : new Map<string, string>();
-      if (mode === "nodeIPConfiguration") {
-        const synced = await this.nicPools.sync(
-          `${this.lbId(n.lb)}/backendAddressPools/${n.cluster}`,
-          backends,
-          signal,
-        );
-        if (synced.pending) return inProgress(this.options.operationPollMs, "network interfaces updating");
-      }
-      const vnetId = this.vnetId(t);
+      const holds = (cur: LoadBalancer | undefined): cur is LoadBalancer =>
+        cur?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) === true;
+      let found = false;
+      let mode: PoolMode = this.options.backendPoolType;
+      // Decided on the fetched object (again on each 412 re-read: the last run is what is written).
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
-        if (cur === undefined) return cur;
-        cur.tags = { ...cur.tags, [TAG_BACKENDS]: backendsDigest(backends) };
-        if (mode === "nodeIP") setPool(cur, n.cluster, { backends, ips, vnetId });
+        found = holds(cur);
+        if (!found || cur === undefined) return cur;
+        mode = poolMode(
+          cur.backendAddressPools?.find((p) => p.name === n.cluster),
+          this.options.backendPoolType,
+        );
+        if (mode !== "nodeIP") return cur;
+        cur.tags = { ...cur.tags, [TAG_BACKENDS]: digest };
+        setPool(cur, n.cluster, { backends, ips, vnetId });
         return cur;
       });
-      return r.pending ? inProgress(this.options.operationPollMs, "load balancer updating") : undefined;
+      if (r.pending) return inProgress(poll, "load balancer updating");
+      if (!found) continue;
+      if (mode === "nodeIP") return undefined;
+      // NIC-based: the NICs name the pool; only then does the digest claim them.
+      const synced = await this.nicPools.sync(
+        `${this.lbId(n.lb)}/backendAddressPools/${n.cluster}`,
+        backends,
+        signal,
+      );
+      if (synced.pending) return inProgress(poll, "network interfaces updating");
+      const recorded = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
+        if (!holds(cur)) return cur;
+        cur.tags = { ...cur.tags, [TAG_BACKENDS]: digest };
+        return cur;
+      });
+      return recorded.pending ? inProgress(poll, "load balancer updating") : undefined;
     }
     const { NeedsEnsureError } = await import("../../errors.js");
     throw new NeedsEnsureError("the Service's frontend is gone from its cluster's load balancer");
