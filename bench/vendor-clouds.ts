@@ -506,6 +506,7 @@ export class AzureBenchCloud implements BenchCloud {
             clientId: "bench-app",
             subscriptionId: AZ_SUB,
             resourceGroup: AZ_RG,
+            securityGroupName: "{cluster}-nsg",
             authorityHost: this.fake.entra.url,
             caCertificates: this.fake.certificate.cert,
             operationPollMs: 200,
@@ -517,7 +518,12 @@ export class AzureBenchCloud implements BenchCloud {
     };
   }
 
+  /** The cluster's scope, and its nodes' network security group (the Services' allow rules go there). */
   clusterConfig(cluster: string) {
+    this.fake.put(AZ_SUB, AZ_RG, "networkSecurityGroups", `${cluster}-nsg`, {
+      location: AZ_REGION,
+      properties: { securityRules: [] },
+    });
     return { account: "azure-bench", network: AZ_VNET, scope: { tags: { [AZ_TAG]: cluster } } };
   }
 

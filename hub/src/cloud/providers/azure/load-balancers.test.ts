@@ -115,16 +115,56 @@ describe("a wave of Services on one cluster", () => {
   });
 });
 
+/** A cluster's NSG and 20 public Services (uids starting with `prefix`) on its load balancer. */
+async function twentyServices(cluster: string, prefix: string): Promise<{ lbId: string; uids: string[] }> {
+  fake.put(SUB, RG, "networkSecurityGroups", `${cluster}-nsg`, {
+    location: REGION,
+    properties: { securityRules: [] },
+  });
+  const uids = Array.from({ length: 20 }, (_, i) =>
+    `${prefix}000000${i}-aaaa-bbbb-cccc-dddddddddddd`.slice(-36),
+  );
+  await Promise.all(uids.map((u) => settle(() => lbs.ensure(target(cluster, u), spec()))));
+  return { lbId: fake.resourceId(SUB, RG, "loadBalancers", cluster), uids };
+}
+
+describe("a wave of Service changes answered at different times", () => {
+  test("20 Services change their ports at once: one PUT of the load balancer and one of the NSG, as the edits wait for each other", async () => {
+    const cluster = "ports";
+    const { lbId, uids } = await twentyServices(cluster, "2");
+    const moved = spec({
+      listeners: spec().listeners.map((l) => ({ ...l, port: l.port + 1000 })),
+    });
+    // Each answer comes up to 200 ms late: the Services' reads before their edits end apart.
+    fake.setFaults({ latencyJitterMs: 200 });
+    const mark = fake.log.requests().at(-1)?.seq ?? 0;
+    try {
+      await Promise.all(uids.map((u) => settle(() => lbs.ensure(target(cluster, u), moved))));
+    } finally {
+      fake.resetFaults();
+    }
+    const wave = (operation: string) => fake.log.requests({ afterSeq: mark, operation }).length;
+    expect(wave("loadBalancers.createOrUpdate")).toBe(1);
+    expect(wave("networkSecurityGroups.createOrUpdate")).toBe(1);
+    const lb = props(fake.byId(lbId));
+    const ports = (lb["loadBalancingRules"] as { properties: Json }[]).map(
+      (r) => r.properties["frontendPort"],
+    );
+    expect(ports.sort()).toEqual([...Array(20).fill(1080), ...Array(20).fill(1443)].sort());
+    const nsg = props(fake.list(SUB, "networkSecurityGroups").find((g) => g.name === `${cluster}-nsg`));
+    const nsgPorts = (nsg["securityRules"] as { properties: Json }[]).map(
+      (r) => r.properties["destinationPortRange"],
+    );
+    expect(nsgPorts.sort()).toEqual([...Array(20).fill("1080"), ...Array(20).fill("1443")].sort());
+    await Promise.all(uids.map((u) => settle(() => lbs.ensureDeleted(target(cluster, u)))));
+    expect(fake.find(lbId)).toBeUndefined();
+  });
+});
+
 describe("a node joining a cluster with 20 Services", () => {
   test("one load-balancer read per PUT for every Service's backends, none lost under a concurrent writer and 412s", async () => {
     const cluster = "join";
-    fake.put(SUB, RG, "networkSecurityGroups", `${cluster}-nsg`, {
-      location: REGION,
-      properties: { securityRules: [] },
-    });
-    const lbId = fake.resourceId(SUB, RG, "loadBalancers", cluster);
-    const uids = Array.from({ length: 20 }, (_, i) => `1000000${i}-aaaa-bbbb-cccc-dddddddddddd`.slice(-36));
-    for (const u of uids) await settle(() => lbs.ensure(target(cluster, u), spec()));
+    const { lbId, uids } = await twentyServices(cluster, "1");
     const vm = fake.createVm(SUB, {
       resourceGroup: RG,
       name: "node-join",

@@ -367,6 +367,29 @@ export class AzureLoadBalancers implements LoadBalancers {
     signal?: AbortSignal,
     hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress> {
+    // The cluster's load balancer and NSG are held while this Service reads what its edits need:
+    // the writes of a wave of Service changes wait for each other's edits (shared-writer.ts).
+    const n = this.names(t, spec);
+    const template = this.options.securityGroupName;
+    const release = {
+      lb: this.lbWriter.hold(n.lb),
+      nsg: template === undefined ? () => undefined : this.nsgWriter.hold(fromTemplate(template, t.cluster)),
+    };
+    try {
+      return await this.ensureHeld(t, spec, release, signal, hints);
+    } finally {
+      release.lb();
+      release.nsg();
+    }
+  }
+
+  private async ensureHeld(
+    t: ServiceTarget,
+    spec: LoadBalancerSpec,
+    release: { readonly lb: () => void; readonly nsg: () => void },
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<readonly LbIngress[] | InProgress> {
     const n = this.names(t, spec);
     const poll = this.options.operationPollMs;
     // The other kind's frontend of this Service (internal switched to public, say) goes first.
@@ -393,80 +416,87 @@ export class AzureLoadBalancers implements LoadBalancers {
     // internal address Azure picks is known only after it: the digest takes one more write then.
     const known = spec.internal ? privateIp : pipIp;
     if (known !== undefined) {
-      const nsg = await this.ensureNsg(t, n, spec, known, signal);
+      const nsg = await this.ensureNsg(t, n, spec, known, signal, release.nsg);
       if (nsg?.pending === true) return inProgress(poll, "network security group updating");
     }
     const nsgAfter = this.options.securityGroupName !== undefined && known === undefined;
+    // Its NSG rules come after the load balancer's write: others' NSG writes do not wait for it.
+    if (nsgAfter) release.nsg();
     const backends = backendsDigest(spec.backends);
     let mode: PoolMode = this.options.backendPoolType;
-    const written = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
-      const recorded = readServices(cur?.tags).get(t.serviceUid);
-      mode = poolMode(
-        cur?.backendAddressPools?.find((p) => p.name === n.cluster),
-        this.options.backendPoolType,
-      );
-      const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
-      // NIC-based: the backends are the NICs', written after this; until then no digest claims them.
-      const pool = mode === "nodeIP" || lb.tags?.[TAG_BACKENDS] === backends ? { backends } : undefined;
-      if (pool === undefined && lb.tags !== undefined) delete lb.tags[TAG_BACKENDS];
-      lb.tags = record(
-        lb.tags,
-        t.cluster,
-        t.serviceUid,
-        nsgAfter && recorded !== digest ? undefined : digest,
-        pool,
-      );
-      const props = lb;
-      const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
-      const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
-      const fe: FrontendIPConfiguration = spec.internal
-        ? {
-            name: n.frontend,
-            subnet: { id: subnetId },
-            ...(privateIp !== undefined
-              ? { privateIPAddress: privateIp, privateIPAllocationMethod: "Static" }
-              : { privateIPAllocationMethod: "Dynamic" }),
-          }
-        : { name: n.frontend, publicIPAddress: { id: pipId } };
-      const existing = props.frontendIPConfigurations?.find((f) => f.name === n.frontend);
-      // A dynamic internal address stays what Azure gave it.
-      const keepIp = spec.internal && privateIp === undefined ? existing?.privateIPAddress : undefined;
-      props.frontendIPConfigurations = [
-        ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
-        { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
-      ];
-      setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
-      const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
-      for (const l of spec.listeners) {
-        const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
-        const name = ruleName(n.frontend, l.protocol, l.port);
-        const http = spec.healthCheck.protocol === "HTTP";
-        const probe: Probe = {
-          name,
-          protocol: http ? "Http" : "Tcp",
-          port: http ? spec.healthCheck.port : l.nodePort,
-          ...(http && { requestPath: spec.healthCheck.path || "/healthz" }),
-          intervalInSeconds: spec.healthCheck.intervalSeconds,
-          numberOfProbes: spec.healthCheck.unhealthyThreshold,
-        };
-        const rule: LoadBalancingRule = {
-          name,
-          protocol,
-          frontendPort: l.port,
-          backendPort: floating ? l.port : l.nodePort,
-          frontendIPConfiguration: { id: feId },
-          backendAddressPool: { id: poolId },
-          probe: { id: `${lbId}/probes/${name}` },
-          enableFloatingIP: floating,
-          loadDistribution: spec.sessionAffinity === "ClientIP" ? "SourceIP" : "Default",
-          ...(protocol === "Tcp" && { idleTimeoutInMinutes: idle, enableTcpReset: true }),
-          disableOutboundSnat: false,
-        };
-        props.probes = [...(props.probes ?? []), probe];
-        props.loadBalancingRules = [...(props.loadBalancingRules ?? []), rule];
-      }
-      return lb;
-    });
+    const written = await this.lbWriter.apply(
+      n.lb,
+      this.lbIo(n.lb, signal),
+      (cur) => {
+        const recorded = readServices(cur?.tags).get(t.serviceUid);
+        mode = poolMode(
+          cur?.backendAddressPools?.find((p) => p.name === n.cluster),
+          this.options.backendPoolType,
+        );
+        const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
+        // NIC-based: the backends are the NICs', written after this; until then no digest claims them.
+        const pool = mode === "nodeIP" || lb.tags?.[TAG_BACKENDS] === backends ? { backends } : undefined;
+        if (pool === undefined && lb.tags !== undefined) delete lb.tags[TAG_BACKENDS];
+        lb.tags = record(
+          lb.tags,
+          t.cluster,
+          t.serviceUid,
+          nsgAfter && recorded !== digest ? undefined : digest,
+          pool,
+        );
+        const props = lb;
+        const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
+        const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
+        const fe: FrontendIPConfiguration = spec.internal
+          ? {
+              name: n.frontend,
+              subnet: { id: subnetId },
+              ...(privateIp !== undefined
+                ? { privateIPAddress: privateIp, privateIPAllocationMethod: "Static" }
+                : { privateIPAllocationMethod: "Dynamic" }),
+            }
+          : { name: n.frontend, publicIPAddress: { id: pipId } };
+        const existing = props.frontendIPConfigurations?.find((f) => f.name === n.frontend);
+        // A dynamic internal address stays what Azure gave it.
+        const keepIp = spec.internal && privateIp === undefined ? existing?.privateIPAddress : undefined;
+        props.frontendIPConfigurations = [
+          ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
+          { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
+        ];
+        setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
+        const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
+        for (const l of spec.listeners) {
+          const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
+          const name = ruleName(n.frontend, l.protocol, l.port);
+          const http = spec.healthCheck.protocol === "HTTP";
+          const probe: Probe = {
+            name,
+            protocol: http ? "Http" : "Tcp",
+            port: http ? spec.healthCheck.port : l.nodePort,
+            ...(http && { requestPath: spec.healthCheck.path || "/healthz" }),
+            intervalInSeconds: spec.healthCheck.intervalSeconds,
+            numberOfProbes: spec.healthCheck.unhealthyThreshold,
+          };
+          const rule: LoadBalancingRule = {
+            name,
+            protocol,
+            frontendPort: l.port,
+            backendPort: floating ? l.port : l.nodePort,
+            frontendIPConfiguration: { id: feId },
+            backendAddressPool: { id: poolId },
+            probe: { id: `${lbId}/probes/${name}` },
+            enableFloatingIP: floating,
+            loadDistribution: spec.sessionAffinity === "ClientIP" ? "SourceIP" : "Default",
+            ...(protocol === "Tcp" && { idleTimeoutInMinutes: idle, enableTcpReset: true }),
+            disableOutboundSnat: false,
+          };
+          props.probes = [...(props.probes ?? []), probe];
+          props.loadBalancingRules = [...(props.loadBalancingRules ?? []), rule];
+        }
+        return lb;
+      },
+      release.lb,
+    );
     if (written.pending) return inProgress(poll, "load balancer updating");
     if (written.value?.provisioningState === "Failed")
       throw new OperationFailedError(`load balancer ${n.lb}: provisioning failed`);
@@ -569,47 +599,53 @@ export class AzureLoadBalancers implements LoadBalancers {
     spec: LoadBalancerSpec | undefined,
     destination: string | undefined,
     signal?: AbortSignal,
+    release?: () => void,
   ): Promise<WriteResult<NetworkSecurityGroup> | undefined> {
     const template = this.options.securityGroupName;
     if (template === undefined) return undefined;
     const name = fromTemplate(template, t.cluster);
-    return this.nsgWriter.apply(name, this.nsgIo(name, signal), (cur) => {
-      if (cur === undefined) return cur;
-      const mine = (r: SecurityRule) => r.name?.startsWith(`${n.prefix}-`) === true;
-      const kept = (cur.securityRules ?? []).filter((r) => !mine(r));
-      if (spec === undefined || destination === undefined) return { ...cur, securityRules: kept };
-      const used = new Set(kept.map((r) => r.priority));
-      const old = new Map((cur.securityRules ?? []).filter(mine).map((r) => [r.name, r.priority]));
-      const sources =
-        n.a.serviceTags.length > 0
-          ? n.a.serviceTags
-          : spec.sourceRanges.length > 0
-            ? spec.sourceRanges
-            : ["Internet"];
-      const rules: SecurityRule[] = [];
-      for (const l of spec.listeners)
-        for (const source of sources) {
-          const ruleNameOf = securityRuleName(n.frontend, l.protocol, l.port, source);
-          let priority = old.get(ruleNameOf);
-          if (priority === undefined || used.has(priority)) {
-            priority = MIN_PRIORITY;
-            while (used.has(priority) && priority < MAX_PRIORITY) priority++;
+    return this.nsgWriter.apply(
+      name,
+      this.nsgIo(name, signal),
+      (cur) => {
+        if (cur === undefined) return cur;
+        const mine = (r: SecurityRule) => r.name?.startsWith(`${n.prefix}-`) === true;
+        const kept = (cur.securityRules ?? []).filter((r) => !mine(r));
+        if (spec === undefined || destination === undefined) return { ...cur, securityRules: kept };
+        const used = new Set(kept.map((r) => r.priority));
+        const old = new Map((cur.securityRules ?? []).filter(mine).map((r) => [r.name, r.priority]));
+        const sources =
+          n.a.serviceTags.length > 0
+            ? n.a.serviceTags
+            : spec.sourceRanges.length > 0
+              ? spec.sourceRanges
+              : ["Internet"];
+        const rules: SecurityRule[] = [];
+        for (const l of spec.listeners)
+          for (const source of sources) {
+            const ruleNameOf = securityRuleName(n.frontend, l.protocol, l.port, source);
+            let priority = old.get(ruleNameOf);
+            if (priority === undefined || used.has(priority)) {
+              priority = MIN_PRIORITY;
+              while (used.has(priority) && priority < MAX_PRIORITY) priority++;
+            }
+            used.add(priority);
+            rules.push({
+              name: ruleNameOf,
+              protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
+              sourcePortRange: "*",
+              destinationPortRange: String(l.port),
+              sourceAddressPrefix: source,
+              destinationAddressPrefix: destination,
+              access: "Allow",
+              direction: "Inbound",
+              priority,
+            });
           }
-          used.add(priority);
-          rules.push({
-            name: ruleNameOf,
-            protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
-            sourcePortRange: "*",
-            destinationPortRange: String(l.port),
-            sourceAddressPrefix: source,
-            destinationAddressPrefix: destination,
-            access: "Allow",
-            direction: "Inbound",
-            priority,
-          });
-        }
-      return { ...cur, securityRules: [...kept, ...rules] };
-    });
+        return { ...cur, securityRules: [...kept, ...rules] };
+      },
+      release,
+    );
   }
 
   /**
