@@ -61,7 +61,9 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   many vendor CCMs (modelled), against the vendor's published limit; then a hub restart.
   --clusters (100), --nodes (20), --services (1), --duration-s (30), --time-scale (30)
   openstack: the same per OpenStack service (Keystone, Nova, Neutron, Octavia; --nodes 50 by default)
-  azure: the same with ARM's reads and writes apart (--nodes 50 by default)
+  azure: the same with ARM's reads and writes apart (--nodes 50 by default), and a wave of Service
+  changes (every Service's port at once) before the restart
+  The vendor's fake runs in a process of its own (bench/cloud-worker.ts), the hub in another (core 0).
 `;
 
 /**
