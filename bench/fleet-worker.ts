@@ -7,12 +7,11 @@ import { Agent } from "@fleet-ccm/agent";
 import { type KubeApiServer, type KubeObject, kubeletNode, startKubeApiServer } from "@fleet-ccm/sim";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import type { Method, ReplyMessage, RequestMessage, ServiceSpecRef, WorkerApi } from "./protocol.js";
+import { type IpcHandlers, serveIpc } from "./ipc.js";
+import type { ServiceSpecRef, WorkerApi } from "./protocol.js";
 
 const kube = new Map<string, KubeApiServer>();
 const agents = new Map<string, Agent>();
-
-type Handlers = { [M in Method]: (params: WorkerApi[M]["req"]) => Promise<WorkerApi[M]["res"]> };
 
 function server(cluster: string): KubeApiServer {
   const k = kube.get(cluster);
@@ -41,7 +40,7 @@ function serviceObject(ref: ServiceSpecRef, index: number): KubeObject {
   };
 }
 
-const handlers: Handlers = {
+const handlers: IpcHandlers<WorkerApi> = {
   async init({ clusters, watchHistory }) {
     const out: Record<string, { url: string; kubeconfig: string }> = {};
     // A few at a time: each is an HTTP server; 200 at once is fine, but keep the start orderly.
@@ -217,16 +216,4 @@ const handlers: Handlers = {
   },
 };
 
-process.on("message", (raw: unknown) => {
-  const msg = raw as RequestMessage;
-  const handler = handlers[msg.method] as (p: unknown) => Promise<unknown>;
-  handler(msg.params).then(
-    (result) => process.send?.({ id: msg.id, result } satisfies ReplyMessage),
-    (err: unknown) =>
-      process.send?.({
-        id: msg.id,
-        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
-      } satisfies ReplyMessage),
-  );
-});
-process.on("disconnect", () => process.exit(0));
+serveIpc(handlers);

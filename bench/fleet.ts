@@ -20,9 +20,10 @@ import {
 } from "@fleet-ccm/sim";
 import { CloudCallTimer } from "./cloud-timing.js";
 import { ACCOUNT, CLI_BIN, HubProcess, type HubSettings, REGION } from "./hub-process.js";
+import { WorkerClient } from "./ipc.js";
 import { type BenchNats, natsUsers, startBenchNats } from "./nats.js";
 import { FleetObserver } from "./observer.js";
-import type { Method, NodeRef, ReplyMessage, WorkerApi, WorkerStats } from "./protocol.js";
+import type { Method, NodeRef, WorkerApi, WorkerStats } from "./protocol.js";
 import {
   cpuSeconds,
   histogramQuantile,
@@ -53,43 +54,6 @@ export interface FleetOptions {
   readonly log: (line: string) => void;
   /** JetStream on nats-server (hub replicas keep their leases there). */
   readonly jetstream?: boolean;
-}
-
-class WorkerClient {
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-
-  constructor(readonly child: ChildProcess) {
-    child.on("message", (raw: unknown) => {
-      const msg = raw as ReplyMessage;
-      const p = this.pending.get(msg.id);
-      if (p === undefined) return;
-      this.pending.delete(msg.id);
-      if (msg.error !== undefined) p.reject(new Error(`fleet worker: ${msg.error}`));
-      else p.resolve(msg.result);
-    });
-    child.on("error", () => undefined); // a failed send is reported to its caller
-    child.on("exit", (code, signal) => {
-      for (const p of this.pending.values()) p.reject(new Error(`fleet worker exited (${code ?? signal})`));
-      this.pending.clear();
-    });
-  }
-
-  call<M extends Method>(method: M, params: WorkerApi[M]["req"]): Promise<WorkerApi[M]["res"]> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      if (!this.child.connected) {
-        reject(new Error(`fleet worker is gone (exit ${this.child.exitCode ?? this.child.signalCode})`));
-        return;
-      }
-      this.pending.set(id, { resolve: (v) => resolve(v as WorkerApi[M]["res"]), reject });
-      this.child.send({ id, method, params }, (err) => {
-        if (err === null) return;
-        this.pending.delete(id);
-        reject(err);
-      });
-    });
-  }
 }
 
 /** Counters read at the start and the end of a measured window. */
@@ -167,7 +131,7 @@ export class BenchFleet {
   private nats: BenchNats | undefined;
   cloud: SimulatedCloud | undefined;
   private cloudKey = "";
-  private worker: WorkerClient | undefined;
+  private worker: WorkerClient<WorkerApi> | undefined;
   private readonly nextIndex = new Map<string, number>();
   private readonly separate: string | undefined;
 
@@ -222,7 +186,7 @@ export class BenchFleet {
     const kill = () => child.kill("SIGKILL");
     process.once("exit", kill);
     child.once("exit", () => process.removeListener("exit", kill));
-    this.worker = new WorkerClient(child);
+    this.worker = new WorkerClient<WorkerApi>(child, "fleet worker");
     const { kube } = await this.worker.call("init", {
       clusters: this.names,
       watchHistory: opts.watchHistory,

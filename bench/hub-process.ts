@@ -6,7 +6,15 @@ import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@fleet-ccm/sim";
-import { cpuSeconds, httpText, parsePrometheus, peakRssBytes, type Sample, sleep, until } from "./util.js";
+import {
+  cpuSeconds,
+  httpText,
+  parsePrometheus,
+  peakRssBytes,
+  type Sample,
+  terminate,
+  until,
+} from "./util.js";
 
 export const ACCOUNT = "sim-main";
 export const REGION = "sim-east-1";
@@ -163,14 +171,6 @@ export class HubProcess {
 
   /** SIGTERM (the hub stops gracefully and, with --cpu-prof, writes its profile), SIGKILL after 30 s. */
   async stop(): Promise<void> {
-    const child = this.child;
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once("exit", () => r()));
-    child.kill("SIGTERM");
-    await Promise.race([exited, sleep(30_000)]);
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL");
-      await exited;
-    }
+    await terminate(this.child);
   }
 }

@@ -61,7 +61,9 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   many vendor CCMs (modelled), against the vendor's published limit; then a hub restart.
   --clusters (100), --nodes (20), --services (1), --duration-s (30), --time-scale (30)
   openstack: the same per OpenStack service (Keystone, Nova, Neutron, Octavia; --nodes 50 by default)
-  azure: the same with ARM's reads and writes apart (--nodes 50 by default)
+  azure: the same with ARM's reads and writes apart (--nodes 50 by default), and a wave of Service
+  changes (every Service's port at once) before the restart
+  The vendor's fake runs in a process of its own (bench/cloud-worker.ts), the hub in another (core 0).
 `;
 
 /**
@@ -93,7 +95,7 @@ function num(v: string | undefined, name: string, dflt: number, min = 0): number
 /** Set by parse for `--scenario linode`, which takes its own few options. */
 let linodeRun: LinodeBenchOptions | undefined;
 /** Set by parse for `--scenario digitalocean|hetzner|gcp|openstack|azure`. */
-let vendorRun: VendorBenchOptions | undefined;
+let vendorRun: Omit<VendorBenchOptions, "pinning" | "hubEnv"> | undefined;
 
 function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
   const { values } = parseArgs({
@@ -249,7 +251,7 @@ async function main(): Promise<number> {
       linodeRun !== undefined
         ? await runLinode(linodeRun)
         : vendorRun !== undefined
-          ? await runVendor(vendorRun)
+          ? await runVendor({ ...vendorRun, pinning: opts.pinning, hubEnv: opts.hubEnv })
           : await run(opts);
   } catch (err) {
     process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);

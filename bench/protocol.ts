@@ -63,14 +63,42 @@ export interface WorkerApi {
 
 export type Method = keyof WorkerApi;
 
-export interface RequestMessage {
-  readonly id: number;
-  readonly method: Method;
-  readonly params: unknown;
+// ---- The vendor cloud worker (bench/cloud-worker.ts): one vendor's fake in a process of its own.
+
+/** What the vendor benchmarks read of the fake: calls by operation and its load balancers. */
+export interface CloudStats {
+  /** Calls the fake answered, by operation (the vendor's own API only). */
+  readonly byOperation: Record<string, number>;
+  /** Machines in the account. */
+  readonly instances: number;
+  /** Backends of each load balancer the hub made. */
+  readonly lbBackendCounts: number[];
+  /** Every load-balancing rule's frontend port, where the cloud tells them (Azure). */
+  readonly lbFrontendPorts?: number[];
 }
 
-export interface ReplyMessage {
-  readonly id: number;
-  readonly result?: unknown;
-  readonly error?: string;
+export interface CloudWorkerApi {
+  init: {
+    req: {
+      vendor: string;
+      timeScale: number;
+      rateLimitPerSecond: number;
+      requestTimeoutMs: number;
+    };
+    res: {
+      provider: string;
+      accounts: Record<string, unknown>[];
+      env: Record<string, string>;
+      changesSlackMs?: number;
+    };
+  };
+  /** Each cluster's entry in the hub configuration (account, scope; a network made for it). */
+  clusterConfigs: {
+    req: { clusters: readonly string[] };
+    res: Record<string, { account: string; region?: string; scope: Record<string, unknown> }>;
+  };
+  /** Creates the machines of these nodes; answers the node names kubelet registers, in order. */
+  addMachines: { req: { machines: readonly { cluster: string; index: number }[] }; res: { names: string[] } };
+  stats: { req: Record<string, never>; res: CloudStats };
+  stop: { req: Record<string, never>; res: { ok: true } };
 }

@@ -1,6 +1,6 @@
 // Small helpers shared by the benchmark modules: time, statistics, /proc, taskset, ss, Prometheus text.
 
-import { execFileSync, spawnSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { waitFor } from "@fleet-ccm/sim";
@@ -40,6 +40,18 @@ export function prng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** SIGTERM (a hub stops gracefully and writes its profile), SIGKILL after `graceMs`. */
+export async function terminate(child: ChildProcess, graceMs = 30_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  child.kill("SIGTERM");
+  await Promise.race([exited, sleep(graceMs)]);
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGKILL");
+    await exited;
+  }
 }
 
 // ---- /proc -------------------------------------------------------------------------------------
@@ -99,6 +111,13 @@ export function pinCores(enabled: boolean): Pinning {
     hubPrefix: [taskset, "-c", "0"],
     description: "hub on core 0; fleet, observer, cloud, NATS on core 1",
   };
+}
+
+/** Moves a running process (every thread of it) to the hub's core; nothing when pinning is off. */
+export function pinProcess(pid: number | undefined, pinning: Pinning): void {
+  const [taskset, , core] = pinning.hubPrefix;
+  if (pid === undefined || taskset === undefined || core === undefined) return;
+  spawnSync(taskset, ["-apc", core, String(pid)], { stdio: "ignore" });
 }
 
 // ---- TCP byte counters (ss) --------------------------------------------------------------------

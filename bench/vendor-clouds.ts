@@ -23,6 +23,8 @@ export interface BenchCloud extends LocalCloud {
   instancesInAccount(): number;
   /** Backends of each load balancer the hub made (one entry per load balancer). */
   lbBackendCounts(): number[];
+  /** Every load-balancing rule's frontend port (where a Service's port change shows: Azure). */
+  lbFrontendPorts?(): number[];
   /**
    * How far back (real time) the provider's refresh asks for changes before its last one began
    * (OpenStack's `changes-since` slack for Nova's clock): the join's machines stay in its answers
@@ -34,8 +36,31 @@ export interface BenchCloud extends LocalCloud {
 export interface BenchCloudOptions {
   /** The hub's rate limit for the account (calls per second): high, so the limiter is not what is measured. */
   readonly rateLimitPerSecond: number;
-  /** The hub's per-call timeout: one process holds the fake, the hub and every agent. */
+  /** The hub's per-call timeout. */
   readonly requestTimeoutMs: number;
+}
+
+export type Vendor = "digitalocean" | "hetzner" | "gcp" | "openstack" | "azure";
+export const VENDORS: readonly Vendor[] = ["digitalocean", "hetzner", "gcp", "openstack", "azure"];
+
+/** The vendor's fake with one account holding every cluster (run by bench/cloud-worker.ts). */
+export function startBenchCloud(
+  vendor: Vendor,
+  opts: BenchCloudOptions,
+  timeScale: number,
+): Promise<BenchCloud> {
+  switch (vendor) {
+    case "digitalocean":
+      return DigitalOceanBenchCloud.start(opts);
+    case "hetzner":
+      return HetznerBenchCloud.start(opts);
+    case "gcp":
+      return GcpBenchCloud.start(opts);
+    case "openstack":
+      return OpenStackBenchCloud.start(opts, timeScale);
+    case "azure":
+      return AzureBenchCloud.start(opts);
+  }
 }
 
 function total(byOp: Record<string, number>): number {
@@ -481,6 +506,7 @@ export class AzureBenchCloud implements BenchCloud {
             clientId: "bench-app",
             subscriptionId: AZ_SUB,
             resourceGroup: AZ_RG,
+            securityGroupName: "{cluster}-nsg",
             authorityHost: this.fake.entra.url,
             caCertificates: this.fake.certificate.cert,
             operationPollMs: 200,
@@ -492,7 +518,12 @@ export class AzureBenchCloud implements BenchCloud {
     };
   }
 
+  /** The cluster's scope, and its nodes' network security group (the Services' allow rules go there). */
   clusterConfig(cluster: string) {
+    this.fake.put(AZ_SUB, AZ_RG, "networkSecurityGroups", `${cluster}-nsg`, {
+      location: AZ_REGION,
+      properties: { securityRules: [] },
+    });
     return { account: "azure-bench", network: AZ_VNET, scope: { tags: { [AZ_TAG]: cluster } } };
   }
 
@@ -533,6 +564,15 @@ export class AzureBenchCloud implements BenchCloud {
       };
       const n = p.backendAddressPools?.[0]?.properties?.loadBalancerBackendAddresses?.length ?? 0;
       return (p.frontendIPConfigurations ?? []).map(() => n);
+    });
+  }
+
+  lbFrontendPorts(): number[] {
+    return this.fake.list(AZ_SUB, "loadBalancers").flatMap((lb) => {
+      const p = lb.body["properties"] as {
+        loadBalancingRules?: { properties?: { frontendPort?: number } }[];
+      };
+      return (p.loadBalancingRules ?? []).map((r) => r.properties?.frontendPort ?? 0);
     });
   }
 

@@ -247,3 +247,12 @@ export function azureCcmNodeJoin(
 ): { readonly reads: number; readonly writes: number } {
   return { reads: 2 + services * (nodesAfter + 1), writes: services > 0 ? 1 : 0 };
 }
+
+/**
+ * A Service whose spec changes (one at a time, behind the CCM's lock): EnsureLoadBalancer reads
+ * the load balancer and runs EnsureHostsInPool (every node's NIC, as in a join), then writes its
+ * load balancer and its NSG.
+ */
+export function azureCcmServiceChange(nodes: number): { readonly reads: number; readonly writes: number } {
+  return { reads: nodes + 1, writes: AZURE_CCM.writesPerServiceChange };
+}

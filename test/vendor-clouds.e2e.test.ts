@@ -493,7 +493,8 @@ describe("OpenStack beside the other clouds", () => {
  * An Azure subscription beside a Linode account on one hub (processes, nats-server, the
  * Kubernetes API simulator as above): cloud-provider-azure's providerIDs and labels, a public and
  * an internal Service in the cluster's two shared load balancers, a joining node in both pools,
- * the cluster's route table, and each load balancer deleted with its last frontend.
+ * the cluster's route table, PersistentVolumes of managed disks labeled with their zone and
+ * region, and each load balancer deleted with its last frontend.
  */
 describe("Azure beside Linode on one hub", () => {
   // Its own fixture: the clouds and fleet of this test stop after it.
@@ -502,7 +503,7 @@ describe("Azure beside Linode on one hub", () => {
   const AZ = "cluster-002";
   const INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal";
 
-  test("Azure nodes, a public and an internal Service, a node joining, routes, and nothing left after delete", async () => {
+  test("Azure nodes, a public and an internal Service, a node joining, routes, PersistentVolumes of managed disks, and nothing left after delete", async () => {
     const linode = await azureRun.started(LinodeLocalCloud.start([LIN]));
     // The third node (the one joining) is a uniform scale set's VM: its address is its NIC's, read
     // through the scale set's NIC API.
@@ -637,6 +638,61 @@ describe("Azure beside Linode on one hub", () => {
         )
         .sort();
     expect(await waitFor(() => JSON.stringify(routes()) === JSON.stringify(wanted()), 60_000)).toBe(true);
+
+    // PersistentVolumes of Azure managed disks, by the Disk CSI driver's volumeHandle and the
+    // in-tree azureDisk's diskURI (both the disk's ARM id): a zonal disk gets its zone as nodes
+    // are labeled (<region>-<n>) and the region, a regional one the region only, as label and
+    // requirement; a disk of another region, or of a resource group not the account's, is left
+    // alone with its Event.
+    const rg = vms()[0]?.resourceGroup ?? "";
+    azure.fake.createResourceGroup(sub, "rg-not-ours");
+    const disk = (name: string, o: { zone?: string; location?: string; resourceGroup?: string } = {}) =>
+      azure.fake.createDisk(sub, {
+        resourceGroup: o.resourceGroup ?? rg,
+        name,
+        location: o.location ?? "eastus",
+        sizeGiB: 10,
+        ...(o.zone !== undefined && { zone: o.zone }),
+      }).id;
+    const csiPv = (id: string) => ({ csi: { driver: "disk.csi.azure.com", volumeHandle: id } });
+    const azKube = f.cluster(AZ).kube;
+    azKube.create("PersistentVolume", pvObject("zonal", csiPv(disk("pvc-zonal", { zone: "2" }))));
+    const regionalId = disk("pvc-regional");
+    azKube.create(
+      "PersistentVolume",
+      pvObject("regional", {
+        azureDisk: { diskName: "pvc-regional", diskURI: regionalId, kind: "Managed" },
+      }),
+    );
+    azKube.create(
+      "PersistentVolume",
+      pvObject("other-region", csiPv(disk("pvc-west", { location: "westus", zone: "1" }))),
+    );
+    azKube.create(
+      "PersistentVolume",
+      pvObject("other-group", csiPv(disk("pvc-theirs", { resourceGroup: "rg-not-ours" }))),
+    );
+    for (const name of ["zonal", "regional"])
+      expect(await waitFor(() => readPv(azKube, name)?.spec.nodeAffinity !== undefined, 60_000)).toBe(true);
+    expect(readPv(azKube, "zonal")?.metadata.labels).toEqual({ [ZONE]: "eastus-2", [REGION]: "eastus" });
+    expect(readPv(azKube, "zonal")?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+      {
+        matchExpressions: [
+          { key: ZONE, operator: "In", values: ["eastus-2"] },
+          { key: REGION, operator: "In", values: ["eastus"] },
+        ],
+      },
+    ]);
+    expect(readPv(azKube, "regional")?.metadata.labels).toEqual({ [REGION]: "eastus" });
+    expect(readPv(azKube, "regional")?.spec.nodeAffinity?.required?.nodeSelectorTerms).toEqual([
+      { matchExpressions: [{ key: REGION, operator: "In", values: ["eastus"] }] },
+    ]);
+    for (const name of ["other-region", "other-group"]) {
+      expect(await waitFor(() => pvEvent(azKube, name, "DiskNotInScope") !== undefined, 60_000)).toBe(true);
+      expect(pvEvent(azKube, name, "DiskNotInScope")?.type).toBe("Warning");
+      expect(readPv(azKube, name)?.metadata.labels ?? {}).toEqual({});
+      expect(readPv(azKube, name)?.spec.nodeAffinity).toBeUndefined();
+    }
 
     // Delete both: the frontends, rules, public IP and NSG rules go, each load balancer with its last frontend.
     for (const name of ["web-0000", "internal-0"]) f.cluster(AZ).kube.delete("Service", "default", name);

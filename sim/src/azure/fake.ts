@@ -823,9 +823,13 @@ export class AzureFake extends VendorFake<ArmListing> {
     const { sub, rg } = this.scope(c);
     this.count(c.account, c.nowMs, "reads");
     const prefix = lower(`/subscriptions/${sub}/resourceGroups/${rg}/`);
+    // Only this page's items and one more (`page` tells from it whether there is a next page) are
+    // viewed (cloned): a listing of N items in pages of P then costs N, not N²/P, clones.
+    const after = Number(c.query.get("$skiptoken") ?? "0");
     const list: Json[] = [];
     for (const r of [...this.resources.values()]) {
-      if (r.type !== type || !lower(r.id).startsWith(prefix)) continue;
+      if (list.length > this.pageSize) break;
+      if (r.type !== type || r.seq <= after || !lower(r.id).startsWith(prefix)) continue;
       if (within !== undefined && !lower(r.name).startsWith(`${lower(within)}/`)) continue;
       const res = this.settle(r, c.nowMs);
       if (res !== undefined)

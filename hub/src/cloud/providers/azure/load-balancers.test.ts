@@ -115,6 +115,110 @@ describe("a wave of Services on one cluster", () => {
   });
 });
 
+/** A cluster's NSG and 20 public Services (uids starting with `prefix`) on its load balancer. */
+async function twentyServices(cluster: string, prefix: string): Promise<{ lbId: string; uids: string[] }> {
+  fake.put(SUB, RG, "networkSecurityGroups", `${cluster}-nsg`, {
+    location: REGION,
+    properties: { securityRules: [] },
+  });
+  const uids = Array.from({ length: 20 }, (_, i) =>
+    `${prefix}000000${i}-aaaa-bbbb-cccc-dddddddddddd`.slice(-36),
+  );
+  await Promise.all(uids.map((u) => settle(() => lbs.ensure(target(cluster, u), spec()))));
+  return { lbId: fake.resourceId(SUB, RG, "loadBalancers", cluster), uids };
+}
+
+describe("a wave of Service changes answered at different times", () => {
+  test("20 Services change their ports at once: one PUT of the load balancer and one of the NSG, as the edits wait for each other", async () => {
+    const cluster = "ports";
+    const { lbId, uids } = await twentyServices(cluster, "2");
+    const moved = spec({
+      listeners: spec().listeners.map((l) => ({ ...l, port: l.port + 1000 })),
+    });
+    // Each answer comes up to 200 ms late: the Services' reads before their edits end apart.
+    fake.setFaults({ latencyJitterMs: 200 });
+    const mark = fake.log.requests().at(-1)?.seq ?? 0;
+    try {
+      await Promise.all(uids.map((u) => settle(() => lbs.ensure(target(cluster, u), moved))));
+    } finally {
+      fake.resetFaults();
+    }
+    const wave = (operation: string) => fake.log.requests({ afterSeq: mark, operation }).length;
+    expect(wave("loadBalancers.createOrUpdate")).toBe(1);
+    expect(wave("networkSecurityGroups.createOrUpdate")).toBe(1);
+    const lb = props(fake.byId(lbId));
+    const ports = (lb["loadBalancingRules"] as { properties: Json }[]).map(
+      (r) => r.properties["frontendPort"],
+    );
+    expect(ports.sort()).toEqual([...Array(20).fill(1080), ...Array(20).fill(1443)].sort());
+    const nsg = props(fake.list(SUB, "networkSecurityGroups").find((g) => g.name === `${cluster}-nsg`));
+    const nsgPorts = (nsg["securityRules"] as { properties: Json }[]).map(
+      (r) => r.properties["destinationPortRange"],
+    );
+    expect(nsgPorts.sort()).toEqual([...Array(20).fill("1080"), ...Array(20).fill("1443")].sort());
+    await Promise.all(uids.map((u) => settle(() => lbs.ensureDeleted(target(cluster, u)))));
+    expect(fake.find(lbId)).toBeUndefined();
+  });
+});
+
+describe("a node joining a cluster with 20 Services", () => {
+  test("one load-balancer read per PUT for every Service's backends, none lost under a concurrent writer and 412s", async () => {
+    const cluster = "join";
+    const { lbId, uids } = await twentyServices(cluster, "1");
+    const vm = fake.createVm(SUB, {
+      resourceGroup: RG,
+      name: "node-join",
+      location: REGION,
+      subnetId: `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes`,
+      privateIp: "10.240.0.99",
+    });
+    const after = [
+      ...backends,
+      vm.id.replace(`/resourceGroups/${RG}/`, `/resourceGroups/${RG.toLowerCase()}/`),
+    ].sort();
+    // Another writer changes the load balancer under the next two PUTs (412, re-read, re-apply),
+    // and a 21st Service is created meanwhile: its frontend and every Service's backends land.
+    fake.raceNextPuts(lbId, 2);
+    const mark = fake.log.requests().at(-1)?.seq ?? 0;
+    const late = "10000020-aaaa-bbbb-cccc-dddddddddddd";
+    await Promise.all([
+      ...uids.map((u) => settle(() => lbs.updateBackends(target(cluster, u), after))),
+      settle(() => lbs.ensure(target(cluster, late), spec({ backends: after }))),
+    ]);
+    const wave = (operation: string, outcome?: string) =>
+      fake.log.requests({ afterSeq: mark, operation, ...(outcome !== undefined && { outcome }) }).length;
+    const puts = wave("loadBalancers.createOrUpdate");
+    console.log(
+      fake.log
+        .requests({ afterSeq: mark })
+        .map((r) => `${r.operation} ${r.outcome} ${r.path ?? ""}`)
+        .join("\n"),
+    );
+    expect(wave("loadBalancers.createOrUpdate", "412")).toBe(2);
+    // The load balancer is read by the coalesced writes (once per PUT tried, once more by a batch
+    // finding it still Updating or with nothing to change) and by the 21st Service's look at the
+    // internal one: none per Service (21 Services read it at least 21 times before).
+    expect(puts).toBeLessThanOrEqual(6);
+    expect(wave("loadBalancers.get")).toBeLessThanOrEqual(puts + 3);
+    // One fresh listing of the nodes' NICs finds the new node for all of them.
+    expect(wave("networkInterfaces.list")).toBe(1);
+    const lb = props(fake.byId(lbId));
+    const frontends = names(lb["frontendIPConfigurations"]);
+    for (const u of [...uids, late]) expect(frontends).toContain(`a${u.replace(/-/g, "")}`);
+    const pool = (lb["backendAddressPools"] as { properties: Json }[])[0]?.properties ?? {};
+    const addresses = (pool["loadBalancerBackendAddresses"] as { properties: Json }[]).map(
+      (a) => a.properties["ipAddress"],
+    );
+    expect(addresses).toContain("10.240.0.99");
+    expect(addresses).toHaveLength(after.length);
+    expect(names(lb["loadBalancingRules"]).length).toBe(2 * 21);
+    await Promise.all([...uids, late].map((u) => settle(() => lbs.ensureDeleted(target(cluster, u)))));
+    expect(fake.find(lbId)).toBeUndefined();
+    fake.remove(vm.id);
+    fake.remove(fake.resourceId(SUB, RG, "networkInterfaces", "node-join-nic"));
+  });
+});
+
 describe("annotations (upstream's meaning)", () => {
   test("internal on a named subnet with a static address; floating IP off sends the node port", async () => {
     const t = target("kubernetes", "11111111-2222-3333-4444-555555555555");

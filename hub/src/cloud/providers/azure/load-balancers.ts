@@ -83,6 +83,13 @@ export class AzureLoadBalancers implements LoadBalancers {
   readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();
   private readonly rg: string;
   private readonly nicPools: NicPools;
+  /** The NIC listings `backendIps` last started because a recent one lacked a backend. */
+  private freshNics:
+    | {
+        readonly atMs: number;
+        readonly nics: ReadonlyMap<string, Promise<ReadonlyMap<string, NetworkInterface>>>;
+      }
+    | undefined;
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -247,9 +254,19 @@ export class AzureLoadBalancers implements LoadBalancers {
   private async backendIps(backends: readonly string[], signal?: AbortSignal): Promise<Map<string, string>> {
     const want = new Set(backends.map(lower));
     if (want.size === 0) return new Map();
+    const missedAt = this.api.now();
     const recent = await this.ipsOf(want, (rg) => this.instances.recentNicsOf(rg, () => true, signal));
     if (recent.size === want.size) return recent;
-    return this.ipsOf(want, (rg) => this.instances.nicsOf(rg, signal));
+    // Every Service of a node's join misses it at once: one fresh listing serves them all.
+    let fresh = this.freshNics;
+    if (fresh === undefined || fresh.atMs < missedAt) {
+      const nics = new Map<string, Promise<ReadonlyMap<string, NetworkInterface>>>();
+      for (const rg of this.instances.groups) nics.set(rg, this.instances.nicsOf(rg, signal));
+      fresh = { atMs: this.api.now(), nics };
+      this.freshNics = fresh;
+    }
+    const listed = fresh.nics;
+    return this.ipsOf(want, (rg) => listed.get(rg) ?? this.instances.nicsOf(rg, signal));
   }
 
   private async ipsOf(
@@ -350,6 +367,29 @@ export class AzureLoadBalancers implements LoadBalancers {
     signal?: AbortSignal,
     hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress> {
+    // The cluster's load balancer and NSG are held while this Service reads what its edits need:
+    // the writes of a wave of Service changes wait for each other's edits (shared-writer.ts).
+    const n = this.names(t, spec);
+    const template = this.options.securityGroupName;
+    const release = {
+      lb: this.lbWriter.hold(n.lb),
+      nsg: template === undefined ? () => undefined : this.nsgWriter.hold(fromTemplate(template, t.cluster)),
+    };
+    try {
+      return await this.ensureHeld(t, spec, release, signal, hints);
+    } finally {
+      release.lb();
+      release.nsg();
+    }
+  }
+
+  private async ensureHeld(
+    t: ServiceTarget,
+    spec: LoadBalancerSpec,
+    release: { readonly lb: () => void; readonly nsg: () => void },
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<readonly LbIngress[] | InProgress> {
     const n = this.names(t, spec);
     const poll = this.options.operationPollMs;
     // The other kind's frontend of this Service (internal switched to public, say) goes first.
@@ -376,80 +416,87 @@ export class AzureLoadBalancers implements LoadBalancers {
     // internal address Azure picks is known only after it: the digest takes one more write then.
     const known = spec.internal ? privateIp : pipIp;
     if (known !== undefined) {
-      const nsg = await this.ensureNsg(t, n, spec, known, signal);
+      const nsg = await this.ensureNsg(t, n, spec, known, signal, release.nsg);
       if (nsg?.pending === true) return inProgress(poll, "network security group updating");
     }
     const nsgAfter = this.options.securityGroupName !== undefined && known === undefined;
+    // Its NSG rules come after the load balancer's write: others' NSG writes do not wait for it.
+    if (nsgAfter) release.nsg();
     const backends = backendsDigest(spec.backends);
     let mode: PoolMode = this.options.backendPoolType;
-    const written = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
-      const recorded = readServices(cur?.tags).get(t.serviceUid);
-      mode = poolMode(
-        cur?.backendAddressPools?.find((p) => p.name === n.cluster),
-        this.options.backendPoolType,
-      );
-      const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
-      // NIC-based: the backends are the NICs', written after this; until then no digest claims them.
-      const pool = mode === "nodeIP" || lb.tags?.[TAG_BACKENDS] === backends ? { backends } : undefined;
-      if (pool === undefined && lb.tags !== undefined) delete lb.tags[TAG_BACKENDS];
-      lb.tags = record(
-        lb.tags,
-        t.cluster,
-        t.serviceUid,
-        nsgAfter && recorded !== digest ? undefined : digest,
-        pool,
-      );
-      const props = lb;
-      const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
-      const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
-      const fe: FrontendIPConfiguration = spec.internal
-        ? {
-            name: n.frontend,
-            subnet: { id: subnetId },
-            ...(privateIp !== undefined
-              ? { privateIPAddress: privateIp, privateIPAllocationMethod: "Static" }
-              : { privateIPAllocationMethod: "Dynamic" }),
-          }
-        : { name: n.frontend, publicIPAddress: { id: pipId } };
-      const existing = props.frontendIPConfigurations?.find((f) => f.name === n.frontend);
-      // A dynamic internal address stays what Azure gave it.
-      const keepIp = spec.internal && privateIp === undefined ? existing?.privateIPAddress : undefined;
-      props.frontendIPConfigurations = [
-        ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
-        { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
-      ];
-      setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
-      const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
-      for (const l of spec.listeners) {
-        const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
-        const name = ruleName(n.frontend, l.protocol, l.port);
-        const http = spec.healthCheck.protocol === "HTTP";
-        const probe: Probe = {
-          name,
-          protocol: http ? "Http" : "Tcp",
-          port: http ? spec.healthCheck.port : l.nodePort,
-          ...(http && { requestPath: spec.healthCheck.path || "/healthz" }),
-          intervalInSeconds: spec.healthCheck.intervalSeconds,
-          numberOfProbes: spec.healthCheck.unhealthyThreshold,
-        };
-        const rule: LoadBalancingRule = {
-          name,
-          protocol,
-          frontendPort: l.port,
-          backendPort: floating ? l.port : l.nodePort,
-          frontendIPConfiguration: { id: feId },
-          backendAddressPool: { id: poolId },
-          probe: { id: `${lbId}/probes/${name}` },
-          enableFloatingIP: floating,
-          loadDistribution: spec.sessionAffinity === "ClientIP" ? "SourceIP" : "Default",
-          ...(protocol === "Tcp" && { idleTimeoutInMinutes: idle, enableTcpReset: true }),
-          disableOutboundSnat: false,
-        };
-        props.probes = [...(props.probes ?? []), probe];
-        props.loadBalancingRules = [...(props.loadBalancingRules ?? []), rule];
-      }
-      return lb;
-    });
+    const written = await this.lbWriter.apply(
+      n.lb,
+      this.lbIo(n.lb, signal),
+      (cur) => {
+        const recorded = readServices(cur?.tags).get(t.serviceUid);
+        mode = poolMode(
+          cur?.backendAddressPools?.find((p) => p.name === n.cluster),
+          this.options.backendPoolType,
+        );
+        const lb = removeOwner(cur, n.prefix, t.serviceUid, n.frontend) ?? newLb(this.api.region);
+        // NIC-based: the backends are the NICs', written after this; until then no digest claims them.
+        const pool = mode === "nodeIP" || lb.tags?.[TAG_BACKENDS] === backends ? { backends } : undefined;
+        if (pool === undefined && lb.tags !== undefined) delete lb.tags[TAG_BACKENDS];
+        lb.tags = record(
+          lb.tags,
+          t.cluster,
+          t.serviceUid,
+          nsgAfter && recorded !== digest ? undefined : digest,
+          pool,
+        );
+        const props = lb;
+        const feId = `${lbId}/frontendIPConfigurations/${n.frontend}`;
+        const poolId = `${lbId}/backendAddressPools/${n.cluster}`;
+        const fe: FrontendIPConfiguration = spec.internal
+          ? {
+              name: n.frontend,
+              subnet: { id: subnetId },
+              ...(privateIp !== undefined
+                ? { privateIPAddress: privateIp, privateIPAllocationMethod: "Static" }
+                : { privateIPAllocationMethod: "Dynamic" }),
+            }
+          : { name: n.frontend, publicIPAddress: { id: pipId } };
+        const existing = props.frontendIPConfigurations?.find((f) => f.name === n.frontend);
+        // A dynamic internal address stays what Azure gave it.
+        const keepIp = spec.internal && privateIp === undefined ? existing?.privateIPAddress : undefined;
+        props.frontendIPConfigurations = [
+          ...(props.frontendIPConfigurations ?? []).filter((f) => f.name !== n.frontend),
+          { ...fe, ...(keepIp !== undefined && { privateIPAddress: keepIp }) },
+        ];
+        setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
+        const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
+        for (const l of spec.listeners) {
+          const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
+          const name = ruleName(n.frontend, l.protocol, l.port);
+          const http = spec.healthCheck.protocol === "HTTP";
+          const probe: Probe = {
+            name,
+            protocol: http ? "Http" : "Tcp",
+            port: http ? spec.healthCheck.port : l.nodePort,
+            ...(http && { requestPath: spec.healthCheck.path || "/healthz" }),
+            intervalInSeconds: spec.healthCheck.intervalSeconds,
+            numberOfProbes: spec.healthCheck.unhealthyThreshold,
+          };
+          const rule: LoadBalancingRule = {
+            name,
+            protocol,
+            frontendPort: l.port,
+            backendPort: floating ? l.port : l.nodePort,
+            frontendIPConfiguration: { id: feId },
+            backendAddressPool: { id: poolId },
+            probe: { id: `${lbId}/probes/${name}` },
+            enableFloatingIP: floating,
+            loadDistribution: spec.sessionAffinity === "ClientIP" ? "SourceIP" : "Default",
+            ...(protocol === "Tcp" && { idleTimeoutInMinutes: idle, enableTcpReset: true }),
+            disableOutboundSnat: false,
+          };
+          props.probes = [...(props.probes ?? []), probe];
+          props.loadBalancingRules = [...(props.loadBalancingRules ?? []), rule];
+        }
+        return lb;
+      },
+      release.lb,
+    );
     if (written.pending) return inProgress(poll, "load balancer updating");
     if (written.value?.provisioningState === "Failed")
       throw new OperationFailedError(`load balancer ${n.lb}: provisioning failed`);
@@ -552,79 +599,106 @@ export class AzureLoadBalancers implements LoadBalancers {
     spec: LoadBalancerSpec | undefined,
     destination: string | undefined,
     signal?: AbortSignal,
+    release?: () => void,
   ): Promise<WriteResult<NetworkSecurityGroup> | undefined> {
     const template = this.options.securityGroupName;
     if (template === undefined) return undefined;
     const name = fromTemplate(template, t.cluster);
-    return this.nsgWriter.apply(name, this.nsgIo(name, signal), (cur) => {
-      if (cur === undefined) return cur;
-      const mine = (r: SecurityRule) => r.name?.startsWith(`${n.prefix}-`) === true;
-      const kept = (cur.securityRules ?? []).filter((r) => !mine(r));
-      if (spec === undefined || destination === undefined) return { ...cur, securityRules: kept };
-      const used = new Set(kept.map((r) => r.priority));
-      const old = new Map((cur.securityRules ?? []).filter(mine).map((r) => [r.name, r.priority]));
-      const sources =
-        n.a.serviceTags.length > 0
-          ? n.a.serviceTags
-          : spec.sourceRanges.length > 0
-            ? spec.sourceRanges
-            : ["Internet"];
-      const rules: SecurityRule[] = [];
-      for (const l of spec.listeners)
-        for (const source of sources) {
-          const ruleNameOf = securityRuleName(n.frontend, l.protocol, l.port, source);
-          let priority = old.get(ruleNameOf);
-          if (priority === undefined || used.has(priority)) {
-            priority = MIN_PRIORITY;
-            while (used.has(priority) && priority < MAX_PRIORITY) priority++;
+    return this.nsgWriter.apply(
+      name,
+      this.nsgIo(name, signal),
+      (cur) => {
+        if (cur === undefined) return cur;
+        const mine = (r: SecurityRule) => r.name?.startsWith(`${n.prefix}-`) === true;
+        const kept = (cur.securityRules ?? []).filter((r) => !mine(r));
+        if (spec === undefined || destination === undefined) return { ...cur, securityRules: kept };
+        const used = new Set(kept.map((r) => r.priority));
+        const old = new Map((cur.securityRules ?? []).filter(mine).map((r) => [r.name, r.priority]));
+        const sources =
+          n.a.serviceTags.length > 0
+            ? n.a.serviceTags
+            : spec.sourceRanges.length > 0
+              ? spec.sourceRanges
+              : ["Internet"];
+        const rules: SecurityRule[] = [];
+        for (const l of spec.listeners)
+          for (const source of sources) {
+            const ruleNameOf = securityRuleName(n.frontend, l.protocol, l.port, source);
+            let priority = old.get(ruleNameOf);
+            if (priority === undefined || used.has(priority)) {
+              priority = MIN_PRIORITY;
+              while (used.has(priority) && priority < MAX_PRIORITY) priority++;
+            }
+            used.add(priority);
+            rules.push({
+              name: ruleNameOf,
+              protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
+              sourcePortRange: "*",
+              destinationPortRange: String(l.port),
+              sourceAddressPrefix: source,
+              destinationAddressPrefix: destination,
+              access: "Allow",
+              direction: "Inbound",
+              priority,
+            });
           }
-          used.add(priority);
-          rules.push({
-            name: ruleNameOf,
-            protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
-            sourcePortRange: "*",
-            destinationPortRange: String(l.port),
-            sourceAddressPrefix: source,
-            destinationAddressPrefix: destination,
-            access: "Allow",
-            direction: "Inbound",
-            priority,
-          });
-        }
-      return { ...cur, securityRules: [...kept, ...rules] };
-    });
+        return { ...cur, securityRules: [...kept, ...rules] };
+      },
+      release,
+    );
   }
 
+  /**
+   * The Service's backends written into the load balancer that holds its frontend (public, else
+   * internal), decided on the object the cluster's coalesced write fetches: one read per `PUT`
+   * for every Service pending, none of its own. A NIC-based pool has its NICs synced first and
+   * the digest recorded by a second write.
+   */
   async updateBackends(
     t: ServiceTarget,
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<undefined | InProgress> {
+    const poll = this.options.operationPollMs;
+    const digest = backendsDigest(backends);
+    // Addresses for an IP-based pool (the default): known before the write's edit runs.
+    const ips = await this.backendIps(backends, signal);
+    const vnetId = this.vnetId(t);
     for (const internal of [false, true]) {
       const n = this.names(t, { internal });
-      const lb = await this.readLb(n.lb, signal);
-      if (lb?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) !== true) continue;
-      const mode = poolMode(
-        lb.backendAddressPools?.find((p) => p.name === n.cluster),
-        this.options.backendPoolType,
-      );
-      const ips = mode === "nodeIP" ? await this.backendIps(backends, signal) : new Map<string, string>();
-      if (mode === "nodeIPConfiguration") {
-        const synced = await this.nicPools.sync(
-          `${this.lbId(n.lb)}/backendAddressPools/${n.cluster}`,
-          backends,
-          signal,
-        );
-        if (synced.pending) return inProgress(this.options.operationPollMs, "network interfaces updating");
-      }
-      const vnetId = this.vnetId(t);
+      const holds = (cur: LoadBalancer | undefined): cur is LoadBalancer =>
+        cur?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) === true;
+      let found = false;
+      let mode: PoolMode = this.options.backendPoolType;
+      // Decided on the fetched object (again on each 412 re-read: the last run is what is written).
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
-        if (cur === undefined) return cur;
-        cur.tags = { ...cur.tags, [TAG_BACKENDS]: backendsDigest(backends) };
-        if (mode === "nodeIP") setPool(cur, n.cluster, { backends, ips, vnetId });
+        found = holds(cur);
+        if (!found || cur === undefined) return cur;
+        mode = poolMode(
+          cur.backendAddressPools?.find((p) => p.name === n.cluster),
+          this.options.backendPoolType,
+        );
+        if (mode !== "nodeIP") return cur;
+        cur.tags = { ...cur.tags, [TAG_BACKENDS]: digest };
+        setPool(cur, n.cluster, { backends, ips, vnetId });
         return cur;
       });
-      return r.pending ? inProgress(this.options.operationPollMs, "load balancer updating") : undefined;
+      if (r.pending) return inProgress(poll, "load balancer updating");
+      if (!found) continue;
+      if (mode === "nodeIP") return undefined;
+      // NIC-based: the NICs name the pool; only then does the digest claim them.
+      const synced = await this.nicPools.sync(
+        `${this.lbId(n.lb)}/backendAddressPools/${n.cluster}`,
+        backends,
+        signal,
+      );
+      if (synced.pending) return inProgress(poll, "network interfaces updating");
+      const recorded = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
+        if (!holds(cur)) return cur;
+        cur.tags = { ...cur.tags, [TAG_BACKENDS]: digest };
+        return cur;
+      });
+      return recorded.pending ? inProgress(poll, "load balancer updating") : undefined;
     }
     const { NeedsEnsureError } = await import("../../errors.js");
     throw new NeedsEnsureError("the Service's frontend is gone from its cluster's load balancer");
