@@ -6,7 +6,17 @@ import { CLUSTER_TAG } from "@fleet-ccm/sim";
 import { BenchFleet, type Delta, type Snapshot } from "./fleet.js";
 import { ACCOUNT, type HubSettings, REGION } from "./hub-process.js";
 import type { NodeRef, ServiceSpecRef } from "./protocol.js";
-import { hasMetric, metricSum, type Pinning, percentile, prng, round, sleep, until } from "./util.js";
+import {
+  hasMetric,
+  metricSum,
+  type Pinning,
+  percentile,
+  prng,
+  round,
+  rssBytes,
+  sleep,
+  until,
+} from "./util.js";
 
 export type ScenarioName = "join" | "steady" | "churn" | "chaos" | "restart" | "failover";
 
@@ -27,6 +37,10 @@ export interface BenchOptions {
   readonly probes: number;
   /** steady: each phase's measured window; churn: the churn window; chaos: the longest fault phase. */
   readonly durationS: number;
+  /** steady: the idle window of a hub at its default periods (0: no idle phase). */
+  readonly idleS: number;
+  /** steady: only the idle phase, not the two cache-scope phases at refreshPeriodMs. */
+  readonly idleOnly: boolean;
   readonly refreshPeriodMs: number;
   /** churn: operations per second across the fleet. */
   readonly churnRate: number;
@@ -443,16 +457,46 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
  * node is initialized and one refresh period has passed, count cloud calls over the window.
  */
 export async function runSteady(o: BenchOptions): Promise<Result> {
-  const fleet = fleetFor(o, false);
+  const fleet = fleetFor(o, o.services > 0);
   return onFleet(o, fleet, async () => {
     const refresh = (cacheScope: "account" | "cluster") => ({
       refresh: { periodMs: o.refreshPeriodMs, cacheScope },
     });
-    await bringUp(o, fleet, refresh("account"), "steady-account");
+    const idleFirst = o.idleS > 0;
+    await bringUp(o, fleet, idleFirst ? undefined : refresh("account"), "steady-join");
     const { refs, converged, before, after } = await join(o, fleet);
     const joinDelta = BenchFleet.delta(before, after);
     const joinFigs = joinFigures(fleet, refs, converged);
     const nodes = refs.length;
+    const want = o.services * o.clusters;
+    if (!converged || !(await until(() => fleet.observer.servicesReady() >= want, o.timeoutS * 1000, 250)))
+      throw new Error("the fleet did not converge before the steady state");
+    const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
+    /** A fresh hub on the same ports (the agents reconnect and resync). */
+    const restartHub = async (label: string, extra: Partial<HubSettings>) => {
+      await fleet.stopHub();
+      await fleet.startHub(
+        fleet.hubSettings({
+          workers: o.workers,
+          rateLimitPerSecond: o.rateLimitPerSecond,
+          logLevel: o.hubLogLevel,
+          ...ports,
+          ...extra,
+        }),
+        label,
+      );
+      if (!(await fleet.waitSynced(120_000))) throw new Error(`${label}: the agents did not resync`);
+    };
+    const idle = idleFirst ? await idleFigures(o, fleet, nodes, restartHub) : {};
+    if (o.idleOnly)
+      return {
+        ...header(o, fleet),
+        ...joinFigs,
+        ...windowFigures(joinDelta),
+        ...idle,
+        ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
+      };
+    if (idleFirst) await restartHub("steady-account", refresh("account"));
     const settleMs = o.refreshPeriodMs + 2000;
 
     const measure = async (scope: string) => {
@@ -476,19 +520,7 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
     };
     const shared = await measure("account");
     o.log("restarting the hub with refresh.cacheScope: cluster…");
-    const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
-    await fleet.stopHub();
-    await fleet.startHub(
-      fleet.hubSettings({
-        workers: o.workers,
-        rateLimitPerSecond: o.rateLimitPerSecond,
-        logLevel: o.hubLogLevel,
-        ...refresh("cluster"),
-        ...ports,
-      }),
-      "steady-cluster",
-    );
-    if (!(await fleet.waitSynced(120_000))) throw new Error("agents did not resync with the fresh hub");
+    await restartHub("steady-cluster", refresh("cluster"));
     const isolated = await measure("cluster");
     const scaleToDefault = o.refreshPeriodMs / 300_000;
     const ratio =
@@ -499,6 +531,7 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
       ...header(o, fleet),
       ...joinFigs,
       ...windowFigures(joinDelta),
+      ...idle,
       refreshPeriodMs: o.refreshPeriodMs,
       steadyWindowMs: shared.d.ms,
       cloudCallsPerNodeHour: round(shared.perNodeHour, 2),
@@ -529,6 +562,96 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
       hubPeakRssBytesIsolated: isolated.peak,
     };
   });
+}
+
+/** How often the idle window scrapes the hub's /metrics, as a Prometheus would. */
+const IDLE_SCRAPE_MS = 30_000;
+/** The cloud quiet this long after a resync: the fresh hub's start-up work is done. */
+const IDLE_QUIET_MS = 5_000;
+
+/**
+ * The idle hub at its default periods (refresh, lifecycle monitor, heartbeats): a fresh hub
+ * after the join (the same start as the baseline's), once it has resynced and the cloud has
+ * been quiet for IDLE_QUIET_MS, measured over `--idle-s` while nothing changes, its /metrics
+ * scraped every IDLE_SCRAPE_MS. The same into `--baseline-hub-bin`, side by side. A window of
+ * one refresh period (300 s) holds exactly one refresh. `idleWindowFromHubStartS` places the
+ * window in the hub's CPU profile (`--cpu-prof`; `profile-top.js FILE N FROM_S TO_S`).
+ */
+async function idleFigures(
+  o: BenchOptions,
+  fleet: BenchFleet,
+  nodes: number,
+  restartHub: (label: string, extra: Partial<HubSettings>) => Promise<void>,
+): Promise<Result> {
+  const one = async (label: string, hubBin: string | undefined) => {
+    await restartHub(label, {
+      ...(hubBin === undefined ? {} : { hubBin }),
+      ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
+    });
+    const hub = fleet.hub;
+    if (hub === undefined) throw new Error("no hub");
+    const startedAt = hub.startedAt;
+    const cloudCalls = () => fleet.cloud?.stats().totalCalls ?? 0;
+    let calls = cloudCalls();
+    let lastCall = Date.now();
+    const quiet = await until(
+      () => {
+        const now = cloudCalls();
+        if (now !== calls) {
+          calls = now;
+          lastCall = Date.now();
+        }
+        return Date.now() - lastCall >= IDLE_QUIET_MS;
+      },
+      o.timeoutS * 1000,
+      250,
+    );
+    if (!quiet) throw new Error(`${label}: the cloud never went quiet after the resync`);
+    o.log(`[${label}] idle at the hub's default periods: measuring ${o.idleS} s…`);
+    const a = await fleet.snapshot();
+    const end = Date.now() + o.idleS * 1000;
+    while (Date.now() + IDLE_SCRAPE_MS < end) {
+      await sleep(IDLE_SCRAPE_MS);
+      await hub.metrics().catch(() => []);
+    }
+    await sleep(Math.max(0, end - Date.now()));
+    const b = await fleet.snapshot();
+    const d = BenchFleet.delta(a, b);
+    const seconds = d.ms / 1000;
+    const cpuMs = d.hubCpu === null ? null : d.hubCpu * 1000;
+    return {
+      hubPid: hub.pid,
+      windowFromHubStartS: [round((a.t - startedAt) / 1000, 1), round((b.t - startedAt) / 1000, 1)],
+      hubCpuPercent: cpuMs === null ? null : round(cpuMs / 10 / seconds, 3),
+      hubCpuMsPerNodeHour:
+        cpuMs === null || nodes === 0 ? null : round((cpuMs / nodes) * (3600 / seconds), 3),
+      cloudCalls: d.cloudCalls,
+      cloudCallsByOperation: d.cloudByOperation,
+      nodePatchesPublished: d.nodePatches,
+      servicePatchesPublished: d.servicePatches,
+      grpcBytesPerSecond: d.grpcWire === null ? null : round(d.grpcWire / seconds),
+      natsBytesPerSecond: d.natsWire === null ? null : round(d.natsWire / seconds),
+      hubRssBytes: rssBytes(hub.pid),
+    };
+  };
+  const current = await one("steady-idle", undefined);
+  const baseline =
+    o.baselineHubBin === undefined ? undefined : await one("steady-idle-baseline", o.baselineHubBin);
+  const prefixed = (prefix: string, r: Result) =>
+    Object.fromEntries(
+      Object.entries(r).map(([k, v]) => [`${prefix}${k[0]?.toUpperCase()}${k.slice(1)}`, v]),
+    );
+  const cpu = (r: Result | undefined) => r?.["hubCpuPercent"] as number | null | undefined;
+  return {
+    idleWindowS: o.idleS,
+    idleScrapeEveryS: IDLE_SCRAPE_MS / 1000,
+    ...prefixed("idle", current),
+    ...(baseline !== undefined && {
+      baselineHubBin: o.baselineHubBin,
+      ...prefixed("baselineIdle", baseline),
+      idleHubCpuRatio: (cpu(current) ?? 0) > 0 ? round((cpu(baseline) ?? 0) / (cpu(current) ?? 1), 2) : null,
+    }),
+  };
 }
 
 /** churn: after the join, a fixed rate of node joins, node leaves and Service changes. */
