@@ -8,12 +8,14 @@ import { ACCOUNT, type HubSettings, REGION } from "./hub-process.js";
 import type { NodeRef, ServiceSpecRef } from "./protocol.js";
 import {
   hasMetric,
+  histogramQuantile,
   metricSum,
   type Pinning,
   percentile,
   prng,
   round,
   rssBytes,
+  type Sample,
   sleep,
   until,
 } from "./util.js";
@@ -115,6 +117,28 @@ interface JoinFigures {
   readonly legsP99Ms: Record<string, number | null>;
 }
 
+/** One initialized node's times: created, first patched, taint gone; latency and its cloud part. */
+function nodeTimes(
+  fleet: BenchFleet,
+  r: NodeRef,
+):
+  | { created: number; patched: number | undefined; done: number; latency: number; cloud: number }
+  | undefined {
+  const created = fleet.createdAt.get(`${r.cluster}/${r.name}`);
+  const obs = fleet.observer.clusters.get(r.cluster);
+  const done = obs?.initializedAt.get(r.name);
+  if (created === undefined || done === undefined) return undefined;
+  const patched = obs?.firstModifiedAt.get(r.name);
+  const latency = done - created;
+  return {
+    created,
+    patched,
+    done,
+    latency,
+    cloud: Math.min(latency, fleet.timer.nodeCloudMs(r.name, created, patched)),
+  };
+}
+
 /**
  * Node-init latency (creation → taint removal), and the same minus the cloud's time on that
  * node's lookups (CloudCallTimer.nodeCloudMs). The legs split each node's latency at its first
@@ -133,13 +157,10 @@ function joinFigures(fleet: BenchFleet, refs: readonly NodeRef[], converged: boo
     const created = fleet.createdAt.get(`${r.cluster}/${r.name}`);
     if (created === undefined) continue;
     first = Math.min(first, created);
-    const obs = fleet.observer.clusters.get(r.cluster);
-    const done = obs?.initializedAt.get(r.name);
-    if (done === undefined) continue;
+    const t = nodeTimes(fleet, r);
+    if (t === undefined) continue;
+    const { done, patched, latency: l, cloud: c } = t;
     last = Math.max(last, done);
-    const patched = obs?.firstModifiedAt.get(r.name);
-    const l = done - created;
-    const c = Math.min(l, fleet.timer.nodeCloudMs(r.name, created, patched));
     lookups += fleet.timer.calls(`name:${r.name}`);
     latency.push(l);
     cloudMs.push(c);
@@ -370,6 +391,7 @@ async function join(
 async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
   if (o.probes === 0) return {};
   await sleep(2000);
+  const before = await fleet.hub?.metrics().catch(() => []);
   o.log(`${o.probes} probe nodes join one at a time…`);
   const refs: NodeRef[] = [];
   for (let i = 0; i < o.probes; i++) {
@@ -382,7 +404,21 @@ async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
   const initialized = (r: NodeRef) => fleet.observer.clusters.get(r.cluster)?.initializedAt.has(r.name);
   const done = await until(() => refs.every(initialized), 60_000, 50);
   const f = joinFigures(fleet, refs, done);
+  const after = await fleet.hub?.metrics().catch(() => []);
   return {
+    ...slowestProbes(fleet, refs),
+    ...gcPauses(before ?? [], after ?? []),
+    // The hub's own part of each probe (first report → patch published, minus the cloud), from
+    // its histogram over the probes alone: what the rest of probeHubOverhead* is not.
+    probeHubInternalOverheadP99Ms: msOrNull(
+      histogramQuantile(before ?? [], after ?? [], "fleet_ccm_node_init_hub_overhead_seconds", 0.99),
+    ),
+    // Since the scrape before the probes (prom-client resets the delay histogram on each scrape).
+    probeHubEventLoopDelayMaxMs: msOrNull(
+      after === undefined || !hasMetric(after, "nodejs_eventloop_lag_max_seconds")
+        ? null
+        : metricSum(after, "nodejs_eventloop_lag_max_seconds"),
+    ),
     probeNodes: refs.length,
     probeNodesInitialized: f.nodesInitialized,
     probeNodeInitP50Ms: f.nodeInitP50Ms,
@@ -391,6 +427,37 @@ async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
     probeHubOverheadP99Ms: f.hubOverheadP99Ms,
     probeCloudMsPerNodeP99: f.cloudMsPerNodeP99,
   };
+}
+
+/** The hub's GC pauses between two scrapes, from prom-client's nodejs_gc_duration_seconds. */
+function gcPauses(before: readonly Sample[], after: readonly Sample[]): Result {
+  const name = "nodejs_gc_duration_seconds";
+  if (!hasMetric(after, `${name}_count`)) return {};
+  const d = (metric: string, ...labels: string[]) =>
+    metricSum(after, metric, ...labels) - metricSum(before, metric, ...labels);
+  const count = d(`${name}_count`);
+  return {
+    probeHubGcPauses: count,
+    probeHubGcPausesOver10Ms: count - d(`${name}_bucket`, 'le="0.01"'),
+    probeHubGcPausesOver100Ms: count - d(`${name}_bucket`, 'le="0.1"'),
+    probeHubGcMs: round(d(`${name}_sum`) * 1000),
+  };
+}
+
+/**
+ * The three probes with the most hub overhead, each with when it was created in the hub's
+ * life (to match against the hub's --trace-gc lines or a profile).
+ */
+function slowestProbes(fleet: BenchFleet, refs: readonly NodeRef[]): Result {
+  const startedAt = fleet.hub?.startedAt ?? 0;
+  const rows: { atHubS: number | null; overheadMs: number | null }[] = [];
+  for (const r of refs) {
+    const t = nodeTimes(fleet, r);
+    if (t !== undefined)
+      rows.push({ atHubS: round((t.created - startedAt) / 1000, 2), overheadMs: round(t.latency - t.cloud) });
+  }
+  rows.sort((a, b) => (b.overheadMs ?? 0) - (a.overheadMs ?? 0));
+  return { probeSlowest: rows.slice(0, 3) };
 }
 
 /** What the cloud holds after the run: load balancers, and orphans or duplicates among them (should be 0). */
