@@ -60,6 +60,8 @@ export class HubProcess {
     readonly grpcPort: number,
     readonly httpPort: number,
     readonly logFile: string,
+    /** When the process was spawned (Date.now()): where a window falls in its CPU profile. */
+    readonly startedAt: number,
   ) {}
 
   get pid(): number {
@@ -131,12 +133,13 @@ export class HubProcess {
     ];
     const [cmd, ...prefixArgs] = s.pinPrefix.length > 0 ? s.pinPrefix : [process.execPath];
     const args = s.pinPrefix.length > 0 ? [...prefixArgs, process.execPath, ...nodeArgs] : nodeArgs;
+    const startedAt = Date.now();
     const child = spawn(cmd ?? process.execPath, args, {
       stdio: ["ignore", "ignore", fd],
       env: { ...process.env, ...env, ...s.runtimeEnv },
     });
     closeSync(fd);
-    const hub = new HubProcess(child, grpcPort, httpPort, logFile);
+    const hub = new HubProcess(child, grpcPort, httpPort, logFile, startedAt);
     const kill = () => child.kill("SIGKILL");
     process.once("exit", kill);
     child.once("exit", () => process.removeListener("exit", kill));

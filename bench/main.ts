@@ -32,6 +32,10 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --duration-s S          steady: measured window per phase (20); churn: churn window (30);
                           chaos: longest fault phase (120)
   --refresh-period-ms MS  steady: hub refresh.periodMs (default 2000)
+  --idle-s S              steady: first a fresh hub at its default periods, idle for S seconds
+                          (300: one refresh period): idleHubCpuPercent, idleHubCpuMsPerNodeHour;
+                          with --baseline-hub-bin the same into that hub (default 0: none)
+  --idle-only             steady: only that idle phase, not the two cache-scope phases
   --churn-rate R          churn: node joins, node leaves and Service changes per second (default 5)
   --workers N             hub reconcile.workers (default 32768, the hub's default)
   --rate-limit R          the account's cloud calls per second in the hub (default 1000)
@@ -50,7 +54,7 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
-  --baseline-hub-bin PATH restart: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
+  --baseline-hub-bin PATH restart, steady --idle-s: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
   --keep                  keep the run directory (configs, logs) and print its path
 
   linode: Linode API calls per hour, fleet-ccm (measured against the fake Linode API, one account)
@@ -112,6 +116,8 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       probes: { type: "string" },
       "duration-s": { type: "string" },
       "refresh-period-ms": { type: "string" },
+      "idle-s": { type: "string" },
+      "idle-only": { type: "boolean" },
       "churn-rate": { type: "string" },
       workers: { type: "string" },
       "rate-limit": { type: "string" },
@@ -185,6 +191,8 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     probes: num(values.probes, "probes", 100, 0),
     durationS: num(values["duration-s"], "duration-s", defaultDuration, 1),
     refreshPeriodMs: num(values["refresh-period-ms"], "refresh-period-ms", 2000, 1),
+    idleS: num(values["idle-s"], "idle-s", 0, 0),
+    idleOnly: values["idle-only"] === true,
     churnRate: num(values["churn-rate"], "churn-rate", 5, 0.01),
     seed: num(values.seed, "seed", 1, 0),
     hubLogLevel: values["hub-log-level"] ?? "warn",
@@ -231,7 +239,7 @@ async function main(): Promise<number> {
   }
   const { opts, json } = parsed;
   // Every run is bounded: the join timeout plus the scenario's windows plus set-up and tear-down.
-  const hardLimitMs = (opts.timeoutS + 3 * opts.durationS + 300) * 1000;
+  const hardLimitMs = (opts.timeoutS + 3 * opts.durationS + 2 * (opts.idleS + opts.timeoutS) + 300) * 1000;
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${hardLimitMs / 1000} s; giving up\n`);
     process.exit(3);

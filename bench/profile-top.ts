@@ -21,6 +21,31 @@ interface Profile {
   readonly startTime: number;
   readonly endTime: number;
   readonly samples?: readonly number[];
+  /** Microseconds since the previous sample (the first: since startTime). */
+  readonly timeDeltas?: readonly number[];
+}
+
+/**
+ * Hit counts per node id of the samples taken between fromS and toS seconds after the
+ * profile's start (a window of a long run, e.g. steady's idle window), and that span.
+ */
+function windowHits(
+  profile: Profile,
+  fromS: number,
+  toS: number,
+): { hits: Map<number, number>; seconds: number } {
+  const hits = new Map<number, number>();
+  const samples = profile.samples ?? [];
+  const deltas = profile.timeDeltas ?? [];
+  let t = 0;
+  for (let i = 0; i < samples.length; i++) {
+    t += deltas[i] ?? 0;
+    const s = t / 1e6;
+    if (s < fromS || s > toS) continue;
+    const id = samples[i] as number;
+    hits.set(id, (hits.get(id) ?? 0) + 1);
+  }
+  return { hits, seconds: Math.min(toS, (profile.endTime - profile.startTime) / 1e6) - fromS };
 }
 
 /** Where a frame comes from: a package under node_modules, one of ours, node internals or V8. */
@@ -43,13 +68,16 @@ function shortUrl(url: string): string {
   return m === null ? url.replace(/^file:\/\//, "") : `${m[1]}/${m[3]}`;
 }
 
-export function topFrames(profile: Profile, n: number): string {
-  const total = profile.nodes.reduce((s, x) => s + (x.hitCount ?? 0), 0);
-  const seconds = (profile.endTime - profile.startTime) / 1e6;
+export function topFrames(profile: Profile, n: number, window?: { fromS: number; toS: number }): string {
+  const windowed = window === undefined ? undefined : windowHits(profile, window.fromS, window.toS);
+  const hitsOf = (node: ProfileNode) =>
+    windowed === undefined ? (node.hitCount ?? 0) : (windowed.hits.get(node.id) ?? 0);
+  const total = profile.nodes.reduce((s, x) => s + hitsOf(x), 0);
+  const seconds = windowed?.seconds ?? (profile.endTime - profile.startTime) / 1e6;
   const byFrame = new Map<string, number>();
   const byOrigin = new Map<string, number>();
   for (const node of profile.nodes) {
-    const hits = node.hitCount ?? 0;
+    const hits = hitsOf(node);
     if (hits === 0) continue;
     const f = node.callFrame;
     const key = `${f.functionName || "(anonymous)"}  ${shortUrl(f.url)}${f.url ? `:${f.lineNumber + 1}` : ""}`;
@@ -76,11 +104,14 @@ export function topFrames(profile: Profile, n: number): string {
   return lines.join("\n");
 }
 
-const [file, count] = process.argv.slice(2);
+// FROM_S TO_S: only the samples of that window, in seconds after the profile's start.
+const [file, count, fromS, toS] = process.argv.slice(2);
 if (file === undefined) {
-  process.stderr.write("usage: node bench/dist/profile-top.js FILE.cpuprofile [N]\n");
+  process.stderr.write("usage: node bench/dist/profile-top.js FILE.cpuprofile [N [FROM_S TO_S]]\n");
   process.exit(2);
 }
+const window =
+  fromS === undefined || toS === undefined ? undefined : { fromS: Number(fromS), toS: Number(toS) };
 process.stdout.write(
-  `${topFrames(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(count ?? 25))}\n`,
+  `${topFrames(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(count ?? 25), window)}\n`,
 );

@@ -6,7 +6,19 @@ import { CLUSTER_TAG } from "@fleet-ccm/sim";
 import { BenchFleet, type Delta, type Snapshot } from "./fleet.js";
 import { ACCOUNT, type HubSettings, REGION } from "./hub-process.js";
 import type { NodeRef, ServiceSpecRef } from "./protocol.js";
-import { hasMetric, metricSum, type Pinning, percentile, prng, round, sleep, until } from "./util.js";
+import {
+  hasMetric,
+  histogramQuantile,
+  metricSum,
+  type Pinning,
+  percentile,
+  prng,
+  round,
+  rssBytes,
+  type Sample,
+  sleep,
+  until,
+} from "./util.js";
 
 export type ScenarioName = "join" | "steady" | "churn" | "chaos" | "restart" | "failover";
 
@@ -27,6 +39,10 @@ export interface BenchOptions {
   readonly probes: number;
   /** steady: each phase's measured window; churn: the churn window; chaos: the longest fault phase. */
   readonly durationS: number;
+  /** steady: the idle window of a hub at its default periods (0: no idle phase). */
+  readonly idleS: number;
+  /** steady: only the idle phase, not the two cache-scope phases at refreshPeriodMs. */
+  readonly idleOnly: boolean;
   readonly refreshPeriodMs: number;
   /** churn: operations per second across the fleet. */
   readonly churnRate: number;
@@ -101,6 +117,28 @@ interface JoinFigures {
   readonly legsP99Ms: Record<string, number | null>;
 }
 
+/** One initialized node's times: created, first patched, taint gone; latency and its cloud part. */
+function nodeTimes(
+  fleet: BenchFleet,
+  r: NodeRef,
+):
+  | { created: number; patched: number | undefined; done: number; latency: number; cloud: number }
+  | undefined {
+  const created = fleet.createdAt.get(`${r.cluster}/${r.name}`);
+  const obs = fleet.observer.clusters.get(r.cluster);
+  const done = obs?.initializedAt.get(r.name);
+  if (created === undefined || done === undefined) return undefined;
+  const patched = obs?.firstModifiedAt.get(r.name);
+  const latency = done - created;
+  return {
+    created,
+    patched,
+    done,
+    latency,
+    cloud: Math.min(latency, fleet.timer.nodeCloudMs(r.name, created, patched)),
+  };
+}
+
 /**
  * Node-init latency (creation → taint removal), and the same minus the cloud's time on that
  * node's lookups (CloudCallTimer.nodeCloudMs). The legs split each node's latency at its first
@@ -119,13 +157,10 @@ function joinFigures(fleet: BenchFleet, refs: readonly NodeRef[], converged: boo
     const created = fleet.createdAt.get(`${r.cluster}/${r.name}`);
     if (created === undefined) continue;
     first = Math.min(first, created);
-    const obs = fleet.observer.clusters.get(r.cluster);
-    const done = obs?.initializedAt.get(r.name);
-    if (done === undefined) continue;
+    const t = nodeTimes(fleet, r);
+    if (t === undefined) continue;
+    const { done, patched, latency: l, cloud: c } = t;
     last = Math.max(last, done);
-    const patched = obs?.firstModifiedAt.get(r.name);
-    const l = done - created;
-    const c = Math.min(l, fleet.timer.nodeCloudMs(r.name, created, patched));
     lookups += fleet.timer.calls(`name:${r.name}`);
     latency.push(l);
     cloudMs.push(c);
@@ -375,6 +410,7 @@ async function join(
 async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
   if (o.probes === 0) return {};
   await sleep(2000);
+  const before = await fleet.hub?.metrics().catch(() => []);
   o.log(`${o.probes} probe nodes join one at a time…`);
   const refs: NodeRef[] = [];
   for (let i = 0; i < o.probes; i++) {
@@ -387,7 +423,21 @@ async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
   const initialized = (r: NodeRef) => fleet.observer.clusters.get(r.cluster)?.initializedAt.has(r.name);
   const done = await until(() => refs.every(initialized), 60_000, 50);
   const f = joinFigures(fleet, refs, done);
+  const after = await fleet.hub?.metrics().catch(() => []);
   return {
+    ...slowestProbes(fleet, refs),
+    ...gcPauses(before ?? [], after ?? []),
+    // The hub's own part of each probe (first report → patch published, minus the cloud), from
+    // its histogram over the probes alone: what the rest of probeHubOverhead* is not.
+    probeHubInternalOverheadP99Ms: msOrNull(
+      histogramQuantile(before ?? [], after ?? [], "fleet_ccm_node_init_hub_overhead_seconds", 0.99),
+    ),
+    // Since the scrape before the probes (prom-client resets the delay histogram on each scrape).
+    probeHubEventLoopDelayMaxMs: msOrNull(
+      after === undefined || !hasMetric(after, "nodejs_eventloop_lag_max_seconds")
+        ? null
+        : metricSum(after, "nodejs_eventloop_lag_max_seconds"),
+    ),
     probeNodes: refs.length,
     probeNodesInitialized: f.nodesInitialized,
     probeNodeInitP50Ms: f.nodeInitP50Ms,
@@ -396,6 +446,37 @@ async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
     probeHubOverheadP99Ms: f.hubOverheadP99Ms,
     probeCloudMsPerNodeP99: f.cloudMsPerNodeP99,
   };
+}
+
+/** The hub's GC pauses between two scrapes, from prom-client's nodejs_gc_duration_seconds. */
+function gcPauses(before: readonly Sample[], after: readonly Sample[]): Result {
+  const name = "nodejs_gc_duration_seconds";
+  if (!hasMetric(after, `${name}_count`)) return {};
+  const d = (metric: string, ...labels: string[]) =>
+    metricSum(after, metric, ...labels) - metricSum(before, metric, ...labels);
+  const count = d(`${name}_count`);
+  return {
+    probeHubGcPauses: count,
+    probeHubGcPausesOver10Ms: count - d(`${name}_bucket`, 'le="0.01"'),
+    probeHubGcPausesOver100Ms: count - d(`${name}_bucket`, 'le="0.1"'),
+    probeHubGcMs: round(d(`${name}_sum`) * 1000),
+  };
+}
+
+/**
+ * The three probes with the most hub overhead, each with when it was created in the hub's
+ * life (to match against the hub's --trace-gc lines or a profile).
+ */
+function slowestProbes(fleet: BenchFleet, refs: readonly NodeRef[]): Result {
+  const startedAt = fleet.hub?.startedAt ?? 0;
+  const rows: { atHubS: number | null; overheadMs: number | null }[] = [];
+  for (const r of refs) {
+    const t = nodeTimes(fleet, r);
+    if (t !== undefined)
+      rows.push({ atHubS: round((t.created - startedAt) / 1000, 2), overheadMs: round(t.latency - t.cloud) });
+  }
+  rows.sort((a, b) => (b.overheadMs ?? 0) - (a.overheadMs ?? 0));
+  return { probeSlowest: rows.slice(0, 3) };
 }
 
 /** What the cloud holds after the run: load balancers, and orphans or duplicates among them (should be 0). */
@@ -499,16 +580,46 @@ export async function runJoin(o: BenchOptions): Promise<Result> {
  * node is initialized and one refresh period has passed, count cloud calls over the window.
  */
 export async function runSteady(o: BenchOptions): Promise<Result> {
-  const fleet = fleetFor(o, false);
+  const fleet = fleetFor(o, o.services > 0);
   return onFleet(o, fleet, async () => {
     const refresh = (cacheScope: "account" | "cluster") => ({
       refresh: { periodMs: o.refreshPeriodMs, cacheScope },
     });
-    await bringUp(o, fleet, refresh("account"), "steady-account");
+    const idleFirst = o.idleS > 0;
+    await bringUp(o, fleet, idleFirst ? undefined : refresh("account"), "steady-join");
     const { refs, converged, before, after } = await join(o, fleet);
     const joinDelta = BenchFleet.delta(before, after);
     const joinFigs = joinFigures(fleet, refs, converged);
     const nodes = refs.length;
+    const want = o.services * o.clusters;
+    if (!converged || !(await until(() => fleet.observer.servicesReady() >= want, o.timeoutS * 1000, 250)))
+      throw new Error("the fleet did not converge before the steady state");
+    const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
+    /** A fresh hub on the same ports (the agents reconnect and resync). */
+    const restartHub = async (label: string, extra: Partial<HubSettings>) => {
+      await fleet.stopHub();
+      await fleet.startHub(
+        fleet.hubSettings({
+          workers: o.workers,
+          rateLimitPerSecond: o.rateLimitPerSecond,
+          logLevel: o.hubLogLevel,
+          ...ports,
+          ...extra,
+        }),
+        label,
+      );
+      if (!(await fleet.waitSynced(120_000))) throw new Error(`${label}: the agents did not resync`);
+    };
+    const idle = idleFirst ? await idleFigures(o, fleet, nodes, restartHub) : {};
+    if (o.idleOnly)
+      return {
+        ...header(o, fleet),
+        ...joinFigs,
+        ...windowFigures(joinDelta),
+        ...idle,
+        ...memoryFigures(fleet, fleet.hubPeakRssBytes()),
+      };
+    if (idleFirst) await restartHub("steady-account", refresh("account"));
     const settleMs = o.refreshPeriodMs + 2000;
 
     const measure = async (scope: string) => {
@@ -532,19 +643,7 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
     };
     const shared = await measure("account");
     o.log("restarting the hub with refresh.cacheScope: cluster…");
-    const ports = { grpcPort: fleet.hub?.grpcPort ?? 0, httpPort: fleet.hub?.httpPort ?? 0 };
-    await fleet.stopHub();
-    await fleet.startHub(
-      fleet.hubSettings({
-        workers: o.workers,
-        rateLimitPerSecond: o.rateLimitPerSecond,
-        logLevel: o.hubLogLevel,
-        ...refresh("cluster"),
-        ...ports,
-      }),
-      "steady-cluster",
-    );
-    if (!(await fleet.waitSynced(120_000))) throw new Error("agents did not resync with the fresh hub");
+    await restartHub("steady-cluster", refresh("cluster"));
     const isolated = await measure("cluster");
     const scaleToDefault = o.refreshPeriodMs / 300_000;
     const ratio =
@@ -555,6 +654,7 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
       ...header(o, fleet),
       ...joinFigs,
       ...windowFigures(joinDelta),
+      ...idle,
       refreshPeriodMs: o.refreshPeriodMs,
       steadyWindowMs: shared.d.ms,
       cloudCallsPerNodeHour: round(shared.perNodeHour, 2),
@@ -585,6 +685,96 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
       hubPeakRssBytesIsolated: isolated.peak,
     };
   });
+}
+
+/** How often the idle window scrapes the hub's /metrics, as a Prometheus would. */
+const IDLE_SCRAPE_MS = 30_000;
+/** The cloud quiet this long after a resync: the fresh hub's start-up work is done. */
+const IDLE_QUIET_MS = 5_000;
+
+/**
+ * The idle hub at its default periods (refresh, lifecycle monitor, heartbeats): a fresh hub
+ * after the join (the same start as the baseline's), once it has resynced and the cloud has
+ * been quiet for IDLE_QUIET_MS, measured over `--idle-s` while nothing changes, its /metrics
+ * scraped every IDLE_SCRAPE_MS. The same into `--baseline-hub-bin`, side by side. A window of
+ * one refresh period (300 s) holds exactly one refresh. `idleWindowFromHubStartS` places the
+ * window in the hub's CPU profile (`--cpu-prof`; `profile-top.js FILE N FROM_S TO_S`).
+ */
+async function idleFigures(
+  o: BenchOptions,
+  fleet: BenchFleet,
+  nodes: number,
+  restartHub: (label: string, extra: Partial<HubSettings>) => Promise<void>,
+): Promise<Result> {
+  const one = async (label: string, hubBin: string | undefined) => {
+    await restartHub(label, {
+      ...(hubBin === undefined ? {} : { hubBin }),
+      ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
+    });
+    const hub = fleet.hub;
+    if (hub === undefined) throw new Error("no hub");
+    const startedAt = hub.startedAt;
+    const cloudCalls = () => fleet.cloud?.stats().totalCalls ?? 0;
+    let calls = cloudCalls();
+    let lastCall = Date.now();
+    const quiet = await until(
+      () => {
+        const now = cloudCalls();
+        if (now !== calls) {
+          calls = now;
+          lastCall = Date.now();
+        }
+        return Date.now() - lastCall >= IDLE_QUIET_MS;
+      },
+      o.timeoutS * 1000,
+      250,
+    );
+    if (!quiet) throw new Error(`${label}: the cloud never went quiet after the resync`);
+    o.log(`[${label}] idle at the hub's default periods: measuring ${o.idleS} s…`);
+    const a = await fleet.snapshot();
+    const end = Date.now() + o.idleS * 1000;
+    while (Date.now() + IDLE_SCRAPE_MS < end) {
+      await sleep(IDLE_SCRAPE_MS);
+      await hub.metrics().catch(() => []);
+    }
+    await sleep(Math.max(0, end - Date.now()));
+    const b = await fleet.snapshot();
+    const d = BenchFleet.delta(a, b);
+    const seconds = d.ms / 1000;
+    const cpuMs = d.hubCpu === null ? null : d.hubCpu * 1000;
+    return {
+      hubPid: hub.pid,
+      windowFromHubStartS: [round((a.t - startedAt) / 1000, 1), round((b.t - startedAt) / 1000, 1)],
+      hubCpuPercent: cpuMs === null ? null : round(cpuMs / 10 / seconds, 3),
+      hubCpuMsPerNodeHour:
+        cpuMs === null || nodes === 0 ? null : round((cpuMs / nodes) * (3600 / seconds), 3),
+      cloudCalls: d.cloudCalls,
+      cloudCallsByOperation: d.cloudByOperation,
+      nodePatchesPublished: d.nodePatches,
+      servicePatchesPublished: d.servicePatches,
+      grpcBytesPerSecond: d.grpcWire === null ? null : round(d.grpcWire / seconds),
+      natsBytesPerSecond: d.natsWire === null ? null : round(d.natsWire / seconds),
+      hubRssBytes: rssBytes(hub.pid),
+    };
+  };
+  const current = await one("steady-idle", undefined);
+  const baseline =
+    o.baselineHubBin === undefined ? undefined : await one("steady-idle-baseline", o.baselineHubBin);
+  const prefixed = (prefix: string, r: Result) =>
+    Object.fromEntries(
+      Object.entries(r).map(([k, v]) => [`${prefix}${k[0]?.toUpperCase()}${k.slice(1)}`, v]),
+    );
+  const cpu = (r: Result | undefined) => r?.["hubCpuPercent"] as number | null | undefined;
+  return {
+    idleWindowS: o.idleS,
+    idleScrapeEveryS: IDLE_SCRAPE_MS / 1000,
+    ...prefixed("idle", current),
+    ...(baseline !== undefined && {
+      baselineHubBin: o.baselineHubBin,
+      ...prefixed("baselineIdle", baseline),
+      idleHubCpuRatio: (cpu(current) ?? 0) > 0 ? round((cpu(baseline) ?? 0) / (cpu(current) ?? 1), 2) : null,
+    }),
+  };
 }
 
 /** churn: after the join, a fixed rate of node joins, node leaves and Service changes. */

@@ -169,6 +169,12 @@ export class HubStream {
     const opts = this.opts;
     const creds = channelCredentials(opts);
     return new HubClient(opts.address, creds, {
+      // grpc-js shares one connection between the clients of a process that have the same target
+      // and options (its global subchannel pool): agents in one process (LocalFleet, the bench's
+      // fleet) would multiplex every stream, snapshots and heartbeats, over one HTTP/2 connection
+      // and its one flow-control window, and a stream's heartbeat waits behind other clusters'
+      // snapshots. With a pool per client, each stream has its connection, as in production.
+      "grpc.use_local_subchannel_pool": 1,
       // grpc-js holds up to 1 MiB of unsent messages per call for transparent retries (some
       // 10,000 small deltas, each with its own buffer and objects) before a write blocks; with
       // 64 KiB the stream blocks early and the Outbox, latest per object, holds the rest.

@@ -1,7 +1,8 @@
 import { expect, test } from "@jest/globals";
+import { errors } from "@nats-io/transport-node";
 import { pino } from "pino";
 import type { Clock } from "./backoff.js";
-import { NatsAuthError, NatsLink } from "./nats.js";
+import { isAuthError, NatsAuthError, NatsLink } from "./nats.js";
 
 test("reconnect delays advance once per dial, however often the client asks while it waits", () => {
   let now = 1_000_000;
@@ -43,4 +44,15 @@ test("the credentials error names the servers, the user and what to check", () =
   expect(c.message).toBe(
     "NATS at nats://a:4222 refused the agent's credentials from --nats-creds-file (Authorization Violation): check that file (fleet-ccm register wrote it; an unregistered cluster's credential is refused)",
   );
+});
+
+test("an authentication timeout (the CONNECT came late: a loaded node) is retried, not taken for refused credentials", () => {
+  // What nats.js makes of nats-server's -ERR lines (its own parser), as the agent receives them.
+  const late = errors.AuthorizationError.parse("'Authentication Timeout'");
+  const refused = errors.AuthorizationError.parse("'Authorization Violation'");
+  expect(late?.name).toBe("AuthorizationError");
+  expect(isAuthError(late)).toBe(false);
+  expect(isAuthError(new Error("connection failed", { cause: late }))).toBe(false);
+  expect(isAuthError(refused)).toBe(true);
+  expect(isAuthError(new Error("connection failed", { cause: refused }))).toBe(true);
 });

@@ -37,8 +37,17 @@ export class NatsAuthError extends Error {
   }
 }
 
-function isAuthError(err: unknown): boolean {
+/**
+ * nats-server's `auth_timeout`: the client's CONNECT came later than the server waits for it (a
+ * loaded node or server). nats.js names it an AuthorizationError, but the credentials were not
+ * even looked at: it is retried like any failed dial, not a configuration error.
+ */
+const LATE_CONNECT = /authentication timeout/i;
+
+/** NATS refused the credentials (not: the CONNECT came too late, LATE_CONNECT). */
+export function isAuthError(err: unknown): boolean {
   for (let e = err as { name?: unknown; message?: unknown; cause?: unknown } | undefined; e; ) {
+    if (typeof e.message === "string" && LATE_CONNECT.test(e.message)) return false;
     if (e.name === "AuthorizationError" || e.name === "UserAuthenticationExpiredError") return true;
     if (typeof e.message === "string" && /authorization violation|authentication/i.test(e.message))
       return true;

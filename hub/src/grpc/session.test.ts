@@ -391,6 +391,24 @@ describe("AgentSession", () => {
     expect(h.failures[0]?.code).toBe(status.DEADLINE_EXCEEDED);
   });
 
+  test("each message moves the idle deadline: three intervals after the last one, not the first", () => {
+    const h = harness();
+    h.hello();
+    h.snapshot(1, [], [], 0);
+    for (let i = 0; i < 5; i++) {
+      h.clock.advance(2500);
+      h.send({ $case: "heartbeat", value: { seq: 0, sentAt: undefined, receivedGeneration: 0 } });
+    }
+    expect(h.session.closed).toBe(false);
+    h.clock.advance(2999);
+    expect(h.session.closed).toBe(false);
+    h.clock.advance(1);
+    expect(h.failures[0]).toEqual({
+      code: status.DEADLINE_EXCEEDED,
+      details: "no message for 3000 ms: the stream is considered dead",
+    });
+  });
+
   test("the hub writes something every hubHeartbeatIntervalMs (told in Welcome): a HubHeartbeat only when nothing else went out", () => {
     const h = harness(undefined, undefined, 300);
     h.hello();

@@ -175,6 +175,8 @@ const MISSED_HEARTBEATS = 3;
 export class AgentSession {
   private phase: Phase = { kind: "await-hello" };
   private idleTimer: TimerHandle | undefined;
+  /** When the agent's last message was read: the idle timer checks it when it fires. */
+  private lastReadAt: number;
   private holdTimer: TimerHandle | undefined;
   private beatTimer: TimerHandle | undefined;
   private lastWriteAt = 0;
@@ -192,7 +194,12 @@ export class AgentSession {
     const rate = deps.limits.maxDeltasPerSecond ?? 0;
     this.deltaBudget =
       rate > 0 ? new TokenBucket({ ratePerSecond: rate, burst: rate * 10, clock: deps.clock }) : undefined;
-    this.armIdleTimer();
+    this.lastReadAt = deps.clock.now();
+    this.armIdleTimer(this.idleMs);
+  }
+
+  private get idleMs(): number {
+    return this.deps.heartbeatIntervalMs * MISSED_HEARTBEATS;
   }
 
   get closed(): boolean {
@@ -205,7 +212,7 @@ export class AgentSession {
       return msg.malformed === "size"
         ? this.refuse(status.RESOURCE_EXHAUSTED, msg.error, "message-size")
         : this.refuse(status.INVALID_ARGUMENT, `malformed AgentMessage: ${msg.error}`, "malformed");
-    this.armIdleTimer();
+    this.lastReadAt = this.deps.clock.now();
     const body = msg.body;
     if (body === undefined) return this.refuse(status.INVALID_ARGUMENT, "empty AgentMessage");
     if (this.phase.kind === "await-hello" && body.$case !== "hello")
@@ -515,15 +522,18 @@ export class AgentSession {
     }, wait);
   }
 
-  private armIdleTimer(): void {
+  /** One timer per deadline, not one per message: it looks at lastReadAt when it fires. */
+  private armIdleTimer(ms: number): void {
     const clock = this.deps.clock;
-    if (this.idleTimer !== undefined) clock.clearTimeout(this.idleTimer);
-    const idleMs = this.deps.heartbeatIntervalMs * MISSED_HEARTBEATS;
-    this.idleTimer = clock.setTimeout(
-      () =>
-        this.refuse(status.DEADLINE_EXCEEDED, `no message for ${idleMs} ms: the stream is considered dead`),
-      idleMs,
-    );
+    this.idleTimer = clock.setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.phase.kind === "closed") return;
+      const idleMs = this.idleMs;
+      const silent = clock.now() - this.lastReadAt;
+      if (silent >= idleMs)
+        this.refuse(status.DEADLINE_EXCEEDED, `no message for ${idleMs} ms: the stream is considered dead`);
+      else this.armIdleTimer(idleMs - silent);
+    }, ms);
   }
 
   /** Ends the stream with a status that says why; the hub keeps serving every other stream. */
