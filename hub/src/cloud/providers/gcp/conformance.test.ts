@@ -1,4 +1,5 @@
 import { GcpComputeFake, putUpstreamExternalLb } from "@fleet-ccm/sim";
+import { jest } from "@jest/globals";
 import type { ConformanceFixture, FakeResource, VendorMode } from "../../conformance/conformance.testkit.js";
 import { describeProviderConformance } from "../../conformance/conformance.testkit.js";
 import type { AccountBinding, LbOwner } from "../../provider.js";
@@ -222,4 +223,7 @@ function fixture(operationMs: number): ConformanceFixture {
 }
 
 describeProviderConformance("gcp", fixture(0));
+// Every mutation waits out a 120 ms operation, and the crash-after-every-mutation cases replay a
+// whole ensure per mutation: minutes on a loaded machine, so this run gets 3 minutes a test.
+jest.setTimeout(180_000);
 describeProviderConformance("gcp (operations take 120 ms)", fixture(120), { inProgress: true });
