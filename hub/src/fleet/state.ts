@@ -365,25 +365,32 @@ export class FleetState {
     const old = objects.get(key);
     objects.set(key, obj);
     if (kind === "node") s.nodesVersion++;
-    s.held.delete(heldKey(kind, key));
-    s.refused.delete(heldKey(kind, key));
-    if (s.synced)
-      for (const l of this.listeners)
-        tell(l, kind, cluster, key, { type: "upsert", origin: "delta", old, cur: obj });
+    this.unhold(s, kind, key);
+    if (!s.synced) return;
+    const change = { type: "upsert", origin: "delta", old, cur: obj } as const;
+    for (const l of this.listeners) tell(l, kind, cluster, key, change);
+  }
+
+  /** Ends any hold or refusal of an object (both are rare: most reports skip the key string). */
+  private unhold(s: ClusterState, kind: ObjectKindName, key: string): void {
+    if (s.held.size === 0 && s.refused.size === 0) return;
+    const hk = heldKey(kind, key);
+    s.held.delete(hk);
+    s.refused.delete(hk);
   }
 
   /** A deletion the agent observed: positive evidence, applied at once. */
   private remove(cluster: string, kind: ObjectKindName, key: string): void {
     const s = this.state(cluster);
-    s.refused.delete(heldKey(kind, key));
-    s.held.delete(heldKey(kind, key));
+    this.unhold(s, kind, key);
     const objects = objectsOf(s, kind);
     const old = objects.get(key);
     if (old === undefined) return;
     objects.delete(key);
     if (kind === "node") s.nodesVersion++;
-    if (s.synced)
-      for (const l of this.listeners) tell(l, kind, cluster, key, { type: "delete", origin: "delta", old });
+    if (!s.synced) return;
+    const change = { type: "delete", origin: "delta", old } as const;
+    for (const l of this.listeners) tell(l, kind, cluster, key, change);
   }
 
   /** The oldest hold of a cluster started then (undefined: nothing held). */

@@ -59,106 +59,118 @@ function clip(v: string): string {
   return v.length > 64 ? `${v.slice(0, 64)}…` : v;
 }
 
+/**
+ * A problem found. Its message leaves out the object it is about: `about` names the object, so
+ * an accepted one (nearly every report) costs no message strings.
+ */
 function bad(limit: RefusalLimit, message: string): Invalid {
   return { limit, message };
 }
 
+function about(subject: string, e: Invalid | null): Invalid | null {
+  return e === null ? null : { limit: e.limit, message: `${subject}${e.message}` };
+}
+
 /** apimachinery IsQualifiedName: [prefix/]name, prefix a DNS-1123 subdomain of at most 253. */
-function qualifiedName(what: string, key: string, limit: RefusalLimit): Invalid | null {
+function qualifiedName(part: string, key: string, limit: RefusalLimit): Invalid | null {
   const slash = key.indexOf("/");
   const prefix = slash < 0 ? "" : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
   if (slash >= 0 && (prefix.length === 0 || prefix.length > MAX_SUBDOMAIN || !DNS1123_SUBDOMAIN.test(prefix)))
     return bad(
       limit,
-      `${what} key "${clip(key)}": the prefix must be a DNS-1123 subdomain of at most 253 characters`,
+      `${part} key "${clip(key)}": the prefix must be a DNS-1123 subdomain of at most 253 characters`,
     );
   if (name.length === 0 || name.length > MAX_QUALIFIED_NAME || !QUALIFIED_NAME.test(name))
     return bad(
       limit,
-      `${what} key "${clip(key)}": the name must be at most 63 alphanumeric characters, '-', '_' or '.'`,
+      `${part} key "${clip(key)}": the name must be at most 63 alphanumeric characters, '-', '_' or '.'`,
     );
   return null;
 }
 
-function labels(what: string, m: Record<string, string>): Invalid | null {
-  for (const [k, v] of Object.entries(m)) {
-    const key = qualifiedName(`${what} label`, k, "label");
+function labels(m: Record<string, string>): Invalid | null {
+  for (const k of Object.keys(m)) {
+    const key = qualifiedName(" label", k, "label");
     if (key !== null) return key;
+    const v = m[k] as string;
     if (v.length > MAX_LABEL_VALUE || (v !== "" && !QUALIFIED_NAME.test(v)))
       return bad(
         "label",
-        `${what} label "${clip(k)}": the value must be at most 63 alphanumeric characters, '-', '_' or '.'`,
+        ` label "${clip(k)}": the value must be at most 63 alphanumeric characters, '-', '_' or '.'`,
       );
   }
   return null;
 }
 
-function annotations(what: string, m: Record<string, string>): Invalid | null {
+function annotations(m: Record<string, string>): Invalid | null {
   let bytes = 0;
-  for (const [k, v] of Object.entries(m)) {
-    const key = qualifiedName(`${what} annotation`, k, "annotation");
+  for (const k of Object.keys(m)) {
+    const key = qualifiedName(" annotation", k, "annotation");
     if (key !== null) return key;
-    bytes += Buffer.byteLength(k) + Buffer.byteLength(v);
+    bytes += Buffer.byteLength(k) + Buffer.byteLength(m[k] as string);
   }
   if (bytes > MAX_ANNOTATIONS_BYTES)
     return bad(
       "annotations-size",
-      `${what}: annotations total ${bytes} bytes; the limit is ${MAX_ANNOTATIONS_BYTES} (Kubernetes' own)`,
+      `: annotations total ${bytes} bytes; the limit is ${MAX_ANNOTATIONS_BYTES} (Kubernetes' own)`,
     );
   return null;
 }
 
-function fields(what: string, values: Iterable<string>): Invalid | null {
-  for (const v of values)
-    if (v.length > MAX_FIELD)
-      return bad("field-size", `${what}: a field is longer than ${MAX_FIELD} characters`);
+/** Whether a field without a Kubernetes limit of its own is over MAX_FIELD (see fieldTooLong). */
+function long(v: string): boolean {
+  return v.length > MAX_FIELD;
+}
+
+function fieldTooLong(): Invalid {
+  return bad("field-size", `: a field is longer than ${MAX_FIELD} characters`);
+}
+
+function list(name: string, n: number): Invalid | null {
+  return n > MAX_LIST ? bad("list-length", `: ${n} ${name}; the limit is ${MAX_LIST}`) : null;
+}
+
+function uid(v: string): Invalid | null {
+  if (v.length === 0 || v.length > 128) return bad("uid", " has no valid uid");
   return null;
 }
 
-function lists(what: string, counts: Record<string, number>): Invalid | null {
-  for (const [name, n] of Object.entries(counts))
-    if (n > MAX_LIST) return bad("list-length", `${what}: ${n} ${name}; the limit is ${MAX_LIST}`);
-  return null;
-}
-
-function uid(what: string, v: string): Invalid | null {
-  if (v.length === 0 || v.length > 128) return bad("uid", `${what} has no valid uid`);
-  return null;
-}
-
-function finalizers(what: string, list: readonly string[]): Invalid | null {
-  for (const f of list) {
-    const e = qualifiedName(`${what} finalizer`, f, "field-size");
+function finalizers(names: readonly string[]): Invalid | null {
+  for (const f of names) {
+    const e = qualifiedName(" finalizer", f, "field-size");
     if (e !== null) return e;
   }
   return null;
 }
 
+function nodeFieldsLong(n: Node): boolean {
+  if (long(n.resourceVersion) || long(n.providerId)) return true;
+  for (const c of n.podCidrs) if (long(c)) return true;
+  for (const t of n.taints) if (long(t.key) || long(t.value) || long(t.effect)) return true;
+  for (const a of n.addresses) if (long(a.type) || long(a.address)) return true;
+  for (const c of n.conditions) if (long(c.type) || long(c.status) || long(c.reason)) return true;
+  return false;
+}
+
 export function invalidNode(n: Node): Invalid | null {
-  const what = `node "${clip(n.name)}"`;
+  return about(`node "${clip(n.name)}"`, nodeProblem(n));
+}
+
+function nodeProblem(n: Node): Invalid | null {
   if (n.name.length === 0 || n.name.length > MAX_SUBDOMAIN || !DNS1123_SUBDOMAIN.test(n.name))
-    return bad("name", `${what}: the name is not a valid DNS-1123 subdomain`);
+    return bad("name", ": the name is not a valid DNS-1123 subdomain");
   return (
-    uid(what, n.uid) ??
-    lists(what, {
-      taints: n.taints.length,
-      addresses: n.addresses.length,
-      conditions: n.conditions.length,
-      podCIDRs: n.podCidrs.length,
-      finalizers: n.finalizers.length,
-    }) ??
-    fields(what, [
-      n.resourceVersion,
-      n.providerId,
-      ...n.podCidrs,
-      ...n.taints.flatMap((t) => [t.key, t.value, t.effect]),
-      ...n.addresses.flatMap((a) => [a.type, a.address]),
-      ...n.conditions.flatMap((c) => [c.type, c.status, c.reason]),
-    ]) ??
-    finalizers(what, n.finalizers) ??
-    labels(what, n.labels) ??
-    annotations(what, n.annotations)
+    uid(n.uid) ??
+    list("taints", n.taints.length) ??
+    list("addresses", n.addresses.length) ??
+    list("conditions", n.conditions.length) ??
+    list("podCIDRs", n.podCidrs.length) ??
+    list("finalizers", n.finalizers.length) ??
+    (nodeFieldsLong(n) ? fieldTooLong() : null) ??
+    finalizers(n.finalizers) ??
+    labels(n.labels) ??
+    annotations(n.annotations)
   );
 }
 
@@ -170,12 +182,17 @@ function pathSegmentName(name: string): boolean {
 }
 
 export function invalidPersistentVolume(pv: PersistentVolume): Invalid | null {
-  const what = `persistentVolume "${clip(pv.name)}"`;
-  if (!pathSegmentName(pv.name)) return bad("name", `${what}: the name is not a valid path segment`);
+  return about(`persistentVolume "${clip(pv.name)}"`, persistentVolumeProblem(pv));
+}
+
+function persistentVolumeProblem(pv: PersistentVolume): Invalid | null {
+  if (!pathSegmentName(pv.name)) return bad("name", ": the name is not a valid path segment");
   return (
-    uid(what, pv.uid) ??
-    fields(what, [pv.resourceVersion, pv.source, pv.csiDriver, pv.volumeHandle, pv.phase, pv.capacity]) ??
-    labels(what, pv.labels)
+    uid(pv.uid) ??
+    ([pv.resourceVersion, pv.source, pv.csiDriver, pv.volumeHandle, pv.phase, pv.capacity].some(long)
+      ? fieldTooLong()
+      : null) ??
+    labels(pv.labels)
   );
 }
 
@@ -187,31 +204,31 @@ const PROTOCOLS = new Set(["", "TCP", "UDP", "SCTP"]);
  * LoadBalancer Service: each port is a listener and a health check the cluster's cloud account
  * pays for, in calls every other cluster of the account shares.
  */
-function ports(what: string, s: Service, maxLoadBalancerPorts: number): Invalid | null {
+function ports(s: Service, maxLoadBalancerPorts: number): Invalid | null {
   if (s.type === "LoadBalancer" && s.ports.length > maxLoadBalancerPorts)
     return bad(
       "ports",
-      `${what}: ${s.ports.length} ports; a LoadBalancer Service may have at most ${maxLoadBalancerPorts} (limits.maxServicePorts)`,
+      `: ${s.ports.length} ports; a LoadBalancer Service may have at most ${maxLoadBalancerPorts} (limits.maxServicePorts)`,
     );
   const seen = new Set<string>();
   const names = new Set<string>();
   for (const p of s.ports) {
     if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535)
-      return bad("ports", `${what}: port ${p.port} is not in 1-65535`);
+      return bad("ports", `: port ${p.port} is not in 1-65535`);
     if (!Number.isInteger(p.nodePort) || p.nodePort < 0 || p.nodePort > 65535)
-      return bad("ports", `${what}: node port ${p.nodePort} is not in 0-65535`);
+      return bad("ports", `: node port ${p.nodePort} is not in 0-65535`);
     if (!PROTOCOLS.has(p.protocol))
-      return bad("ports", `${what}: protocol "${clip(p.protocol)}" is not TCP, UDP or SCTP`);
+      return bad("ports", `: protocol "${clip(p.protocol)}" is not TCP, UDP or SCTP`);
     const key = `${p.port}/${p.protocol || "TCP"}`;
-    if (seen.has(key)) return bad("ports", `${what}: port ${key} appears twice`);
+    if (seen.has(key)) return bad("ports", `: port ${key} appears twice`);
     seen.add(key);
     if (p.name !== "") {
-      if (names.has(p.name)) return bad("ports", `${what}: port name "${clip(p.name)}" appears twice`);
+      if (names.has(p.name)) return bad("ports", `: port name "${clip(p.name)}" appears twice`);
       names.add(p.name);
     }
   }
   if (s.healthCheckNodePort < 0 || s.healthCheckNodePort > 65535)
-    return bad("ports", `${what}: health check node port ${s.healthCheckNodePort} is not in 0-65535`);
+    return bad("ports", `: health check node port ${s.healthCheckNodePort} is not in 0-65535`);
   return null;
 }
 
@@ -219,36 +236,43 @@ function ports(what: string, s: Service, maxLoadBalancerPorts: number): Invalid 
 export const DEFAULT_MAX_SERVICE_PORTS = 100;
 
 export function invalidService(s: Service, limits: { maxServicePorts?: number } = {}): Invalid | null {
-  const what = `service "${clip(s.namespace)}/${clip(s.name)}"`;
+  return about(`service "${clip(s.namespace)}/${clip(s.name)}"`, serviceProblem(s, limits));
+}
+
+function serviceFieldsLong(s: Service): boolean {
+  if (
+    long(s.resourceVersion) ||
+    long(s.type) ||
+    long(s.loadBalancerClass) ||
+    long(s.externalTrafficPolicy) ||
+    long(s.sessionAffinity) ||
+    long(s.loadBalancerIp)
+  )
+    return true;
+  for (const f of s.ipFamilies) if (long(f)) return true;
+  for (const r of s.loadBalancerSourceRanges) if (long(r)) return true;
+  for (const p of s.ports) if (long(p.name) || long(p.protocol)) return true;
+  for (const i of s.ingress) if (long(i.ip) || long(i.hostname) || long(i.ipMode)) return true;
+  return false;
+}
+
+function serviceProblem(s: Service, limits: { maxServicePorts?: number }): Invalid | null {
   if (s.namespace.length === 0 || s.namespace.length > 63 || !DNS1123_LABEL.test(s.namespace))
-    return bad("name", `${what}: the namespace is not a valid DNS-1123 label`);
+    return bad("name", ": the namespace is not a valid DNS-1123 label");
   if (s.name.length === 0 || s.name.length > 63 || !DNS1123_LABEL.test(s.name))
-    return bad("name", `${what}: the name is not a valid DNS-1123 label`);
+    return bad("name", ": the name is not a valid DNS-1123 label");
   return (
-    uid(what, s.uid) ??
-    lists(what, {
-      ports: s.ports.length,
-      "ingress entries": s.ingress.length,
-      "source ranges": s.loadBalancerSourceRanges.length,
-      "IP families": s.ipFamilies.length,
-      finalizers: s.finalizers.length,
-    }) ??
-    fields(what, [
-      s.resourceVersion,
-      s.type,
-      s.loadBalancerClass,
-      s.externalTrafficPolicy,
-      s.sessionAffinity,
-      s.loadBalancerIp,
-      ...s.ipFamilies,
-      ...s.loadBalancerSourceRanges,
-      ...s.ports.flatMap((p) => [p.name, p.protocol]),
-      ...s.ingress.flatMap((i) => [i.ip, i.hostname, i.ipMode]),
-    ]) ??
-    ports(what, s, limits.maxServicePorts ?? DEFAULT_MAX_SERVICE_PORTS) ??
-    finalizers(what, s.finalizers) ??
-    annotations(what, s.annotations) ??
-    secrets(what, s.secrets)
+    uid(s.uid) ??
+    list("ports", s.ports.length) ??
+    list("ingress entries", s.ingress.length) ??
+    list("source ranges", s.loadBalancerSourceRanges.length) ??
+    list("IP families", s.ipFamilies.length) ??
+    list("finalizers", s.finalizers.length) ??
+    (serviceFieldsLong(s) ? fieldTooLong() : null) ??
+    ports(s, limits.maxServicePorts ?? DEFAULT_MAX_SERVICE_PORTS) ??
+    finalizers(s.finalizers) ??
+    annotations(s.annotations) ??
+    secrets(s.secrets)
   );
 }
 
@@ -256,17 +280,17 @@ export function invalidService(s: Service, limits: { maxServicePorts?: number } 
 const MAX_PROBLEM = 300;
 
 /** Bounds of the Secrets a Service carries; messages name Secrets and keys, never content. */
-function secrets(what: string, list: readonly ServiceSecret[]): Invalid | null {
-  if (list.length > MAX_SECRETS_PER_SERVICE)
-    return bad("secret", `${what}: ${list.length} Secrets; the limit is ${MAX_SECRETS_PER_SERVICE}`);
-  for (const s of list) {
+function secrets(all: readonly ServiceSecret[]): Invalid | null {
+  if (all.length > MAX_SECRETS_PER_SERVICE)
+    return bad("secret", `: ${all.length} Secrets; the limit is ${MAX_SECRETS_PER_SERVICE}`);
+  for (const s of all) {
     if (s.problem.length > MAX_PROBLEM)
-      return bad("secret", `${what}: the problem reported for Secret "${clip(s.name)}" is too long`);
+      return bad("secret", `: the problem reported for Secret "${clip(s.name)}" is too long`);
     for (const [k, v] of Object.entries(s.data))
       if (v.length > MAX_SECRET_VALUE_BYTES)
         return bad(
           "secret",
-          `${what}: ${clip(k)} of Secret "${clip(s.name)}" takes ${v.length} bytes; the limit is ${MAX_SECRET_VALUE_BYTES}`,
+          `: ${clip(k)} of Secret "${clip(s.name)}" takes ${v.length} bytes; the limit is ${MAX_SECRET_VALUE_BYTES}`,
         );
   }
   return null;
