@@ -128,13 +128,15 @@ async function twentyServices(cluster: string, prefix: string): Promise<{ lbId: 
   return { lbId: fake.resourceId(SUB, RG, "loadBalancers", cluster), uids };
 }
 
+/** The spec with every listener's port moved by `by`. */
+const movedBy = (by: number) =>
+  spec({ listeners: spec().listeners.map((l) => ({ ...l, port: l.port + by })) });
+
 describe("a wave of Service changes answered at different times", () => {
   test("20 Services change their ports at once: one PUT of the load balancer and one of the NSG, as the edits wait for each other", async () => {
     const cluster = "ports";
     const { lbId, uids } = await twentyServices(cluster, "2");
-    const moved = spec({
-      listeners: spec().listeners.map((l) => ({ ...l, port: l.port + 1000 })),
-    });
+    const moved = movedBy(1000);
     // Each answer comes up to 200 ms late: the Services' reads before their edits end apart.
     fake.setFaults({ latencyJitterMs: 200 });
     const mark = fake.log.requests().at(-1)?.seq ?? 0;
@@ -156,6 +158,57 @@ describe("a wave of Service changes answered at different times", () => {
       (r) => r.properties["destinationPortRange"],
     );
     expect(nsgPorts.sort()).toEqual([...Array(20).fill("1080"), ...Array(20).fill("1443")].sort());
+    await Promise.all(uids.map((u) => settle(() => lbs.ensureDeleted(target(cluster, u)))));
+    expect(fake.find(lbId)).toBeUndefined();
+  });
+});
+
+describe("the reads of a wave of Service changes", () => {
+  test("each shared object is read once per write (412: once more), the other kind's load balancer once for the wave, not once per Service", async () => {
+    const cluster = "reads";
+    const { lbId, uids } = await twentyServices(cluster, "3");
+    const moved = movedBy(2000);
+    // Another writer changes the load balancer under the wave's first PUT: 412, re-read, re-applied.
+    fake.raceNextPuts(lbId, 1);
+    const mark = fake.log.requests().at(-1)?.seq ?? 0;
+    let passes = 0;
+    await Promise.all(
+      uids.map((u) =>
+        settle(() => {
+          passes++;
+          return lbs.ensure(target(cluster, u), moved);
+        }),
+      ),
+    );
+    const calls = (operation: string, name?: string, outcome?: string) =>
+      fake.log
+        .requests({ afterSeq: mark, operation, ...(outcome !== undefined && { outcome }) })
+        .filter((r) => name === undefined || r.path.toLowerCase().endsWith(`/${name}`)).length;
+    // Passes beyond each Service's first: a write still provisioning (each looks again).
+    const again = passes - uids.length;
+    const lbWritten = calls("loadBalancers.createOrUpdate", cluster, "200");
+    const nsgWritten = calls("networkSecurityGroups.createOrUpdate", undefined, "200");
+    expect(calls("loadBalancers.createOrUpdate", cluster, "412")).toBe(1);
+    // One PUT of each for the 20 changes, or a few when the machine is slow (a write waits at
+    // most 2 s for the Services still reading).
+    expect(lbWritten).toBeGreaterThanOrEqual(1);
+    expect(lbWritten).toBeLessThanOrEqual(3);
+    expect(nsgWritten).toBeGreaterThanOrEqual(1);
+    expect(nsgWritten).toBeLessThanOrEqual(3);
+    // The internal load balancer (absent: 404) is looked at for the Services' frontends of the
+    // other kind: once for the wave, where each Service read it before (20).
+    expect(calls("loadBalancers.get", `${cluster}-internal`)).toBeLessThanOrEqual(1 + again);
+    // The cluster's load balancer: one read per PUT sent (the 412's included) and the SDK's
+    // final GET of each PUT done; the NSG likewise; nothing per Service.
+    expect(calls("loadBalancers.get", cluster)).toBeLessThanOrEqual(1 + 2 * lbWritten + again);
+    expect(calls("networkSecurityGroups.get")).toBeLessThanOrEqual(2 * nsgWritten + again);
+    // Each Service's own public IP: one read each.
+    expect(calls("publicIPAddresses.get")).toBe(uids.length + again);
+    const lb = props(fake.byId(lbId));
+    const ports = (lb["loadBalancingRules"] as { properties: Json }[]).map(
+      (r) => r.properties["frontendPort"],
+    );
+    expect(ports.sort()).toEqual([...Array(20).fill(2080), ...Array(20).fill(2443)].sort());
     await Promise.all(uids.map((u) => settle(() => lbs.ensureDeleted(target(cluster, u)))));
     expect(fake.find(lbId)).toBeUndefined();
   });

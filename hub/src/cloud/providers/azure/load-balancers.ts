@@ -136,29 +136,35 @@ export class AzureLoadBalancers implements LoadBalancers {
   }
 
   /**
-   * Removes the Service's frontend, probes, rules and record from a load balancer; the load
-   * balancer goes with its last frontend, after the NICs that name its pool leave it.
+   * Removes the Service's frontend, probes, rules and record from a load balancer, decided on the
+   * object the cluster's coalesced write fetches (no read of its own: a wave of Services looking
+   * at the load balancer of the other kind reads it once). It goes with its last frontend, after
+   * the NICs that name its pool leave it (NIC-based pools).
    */
   private async removeFrontend(
     t: ServiceTarget,
     n: { readonly lb: string; readonly prefix: string; readonly cluster: string },
     signal?: AbortSignal,
   ): Promise<WriteResult<LoadBalancer>> {
-    const lb = await this.readLb(n.lb, signal);
-    if (lb === undefined) return { value: undefined, pending: false };
-    const after = removeOwner(lb, n.prefix, t.serviceUid);
-    // Nothing of the Service's here: no write (and no wait on another Service's write).
-    if (after !== undefined && JSON.stringify(comparable(after)) === JSON.stringify(comparable(lb)))
-      return { value: lb, pending: false };
-    const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
-    const last = after === undefined;
-    if (last && pool?.id !== undefined && poolMode(pool, "nodeIP") === "nodeIPConfiguration") {
-      const synced = await this.nicPools.sync(pool.id, [], signal);
-      if (synced.pending) return { value: lb, pending: true };
-    }
-    return this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) =>
-      removeOwner(cur, n.prefix, t.serviceUid),
-    );
+    const io = this.lbIo(n.lb, signal);
+    let nicPool: string | undefined;
+    const removed = await this.lbWriter.apply(n.lb, io, (cur) => {
+      nicPool = undefined;
+      const after = removeOwner(cur, n.prefix, t.serviceUid);
+      if (cur === undefined || after !== undefined) return after;
+      const pool = cur.backendAddressPools?.find((p) => p.name === n.cluster);
+      if (pool?.id === undefined || poolMode(pool, "nodeIP") !== "nodeIPConfiguration") return after;
+      // The last frontend of a NIC-based pool: kept until its NICs have left the pool.
+      nicPool = pool.id;
+      return cur;
+    });
+    // Another write of it still running: nothing to wait for when none of it is the Service's.
+    if (removed.pending && !holdsOwner(removed.value, n.prefix, t.serviceUid))
+      return { value: removed.value, pending: false };
+    if (removed.pending || nicPool === undefined) return removed;
+    const synced = await this.nicPools.sync(nicPool, [], signal);
+    if (synced.pending) return { value: removed.value, pending: true };
+    return this.lbWriter.apply(n.lb, io, (cur) => removeOwner(cur, n.prefix, t.serviceUid));
   }
 
   private lbId(name: string): string {
@@ -370,6 +376,11 @@ export class AzureLoadBalancers implements LoadBalancers {
     // The cluster's load balancer and NSG are held while this Service reads what its edits need:
     // the writes of a wave of Service changes wait for each other's edits (shared-writer.ts).
     const n = this.names(t, spec);
+    // The other kind's frontend of this Service (internal switched to public, say) goes first,
+    // before the holds: a Service waiting on the other load balancer's write holds nothing.
+    const other = this.names(t, { ...spec, internal: !spec.internal });
+    const removed = await this.removeFrontend(t, other, signal);
+    if (removed.pending) return inProgress(this.options.operationPollMs, "load balancer updating");
     const template = this.options.securityGroupName;
     const release = {
       lb: this.lbWriter.hold(n.lb),
@@ -392,10 +403,6 @@ export class AzureLoadBalancers implements LoadBalancers {
   ): Promise<readonly LbIngress[] | InProgress> {
     const n = this.names(t, spec);
     const poll = this.options.operationPollMs;
-    // The other kind's frontend of this Service (internal switched to public, say) goes first.
-    const other = this.names(t, { ...spec, internal: !spec.internal });
-    const removed = await this.removeFrontend(t, other, signal);
-    if (removed.pending) return inProgress(poll, "load balancer updating");
     let pipId: string | undefined;
     let pipIp: string | undefined;
     if (!spec.internal) {
@@ -892,6 +899,13 @@ function removeOwner(
   const services = readServices(lb.tags);
   if (services.delete(uid)) out.tags = withServices(lb.tags, services);
   return out;
+}
+
+/** Whether the load balancer holds any of the owner's parts (removeOwner would change it). */
+function holdsOwner(lb: LoadBalancer | undefined, prefix: string, uid: string): boolean {
+  if (lb === undefined) return false;
+  const after = removeOwner(lb, prefix, uid);
+  return after === undefined || JSON.stringify(comparable(after)) !== JSON.stringify(comparable(lb));
 }
 
 /** What a write changes of a load balancer (read-only fields and ids left out). */
