@@ -44,8 +44,9 @@ export function slimNode(n: V1Node, annotations: AnnotationFilter): V1Node {
     metadata: slimMetadata(md, undefined, shared.values(md.labels), annotations),
     spec: {
       providerID: n.spec?.providerID,
+      // A literal, not a spread of the parsed taint: each spread copy got a hidden class of its
+      // own (~200 bytes per Node in a heap snapshot at 5,000 Nodes). V1Taint has these four fields.
       taints: n.spec?.taints?.map((x) => ({
-        ...x,
         key: i(x.key),
         value: i(x.value),
         effect: i(x.effect),
