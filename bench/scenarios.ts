@@ -18,6 +18,7 @@ import {
   type Sample,
   sleep,
   until,
+  untilQuiet,
 } from "./util.js";
 
 export type ScenarioName = "join" | "steady" | "churn" | "chaos" | "restart" | "failover";
@@ -513,20 +514,7 @@ async function serviceWindow(o: BenchOptions, fleet: BenchFleet, before: Snapsho
   const QUIET_MS = 2000;
   const cloud = fleet.cloud;
   if (cloud === undefined) return {};
-  let calls = cloud.stats().totalCalls;
-  let lastChange = Date.now();
-  await until(
-    () => {
-      const now = cloud.stats().totalCalls;
-      if (now !== calls) {
-        calls = now;
-        lastChange = Date.now();
-      }
-      return Date.now() - lastChange >= QUIET_MS;
-    },
-    o.timeoutS * 1000,
-    100,
-  );
+  await untilQuiet(() => cloud.stats().totalCalls, QUIET_MS, o.timeoutS * 1000);
   const d = BenchFleet.delta(before, await fleet.snapshot());
   const services = o.services * o.clusters;
   let lbCalls = 0;
@@ -715,20 +703,7 @@ async function idleFigures(
     if (hub === undefined) throw new Error("no hub");
     const startedAt = hub.startedAt;
     const cloudCalls = () => fleet.cloud?.stats().totalCalls ?? 0;
-    let calls = cloudCalls();
-    let lastCall = Date.now();
-    const quiet = await until(
-      () => {
-        const now = cloudCalls();
-        if (now !== calls) {
-          calls = now;
-          lastCall = Date.now();
-        }
-        return Date.now() - lastCall >= IDLE_QUIET_MS;
-      },
-      o.timeoutS * 1000,
-      250,
-    );
+    const quiet = await untilQuiet(cloudCalls, IDLE_QUIET_MS, o.timeoutS * 1000, 250);
     if (!quiet) throw new Error(`${label}: the cloud never went quiet after the resync`);
     o.log(`[${label}] idle at the hub's default periods: measuring ${o.idleS} s…`);
     const a = await fleet.snapshot();

@@ -16,6 +16,29 @@ export function until(
   return waitFor(check, timeoutMs, intervalMs);
 }
 
+/** Until `count` (a cumulative counter: cloud calls) has not moved for `quietMs`, or `timeoutMs` passes. */
+export function untilQuiet(
+  count: () => number,
+  quietMs: number,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<boolean> {
+  let last = count();
+  let lastChange = Date.now();
+  return until(
+    () => {
+      const now = count();
+      if (now !== last) {
+        last = now;
+        lastChange = Date.now();
+      }
+      return Date.now() - lastChange >= quietMs;
+    },
+    timeoutMs,
+    intervalMs,
+  );
+}
+
 /** Nearest-rank percentile (p in [0, 100]) of unsorted values; null when there are none. */
 export function percentile(values: readonly number[], p: number): number | null {
   if (values.length === 0) return null;
