@@ -34,6 +34,7 @@ import type {
 import type { AzureApi } from "./api.js";
 import { isNotFound } from "./errors.js";
 import { parseVmId, providerIdOf, segmentAfter, type VmRef, vmId } from "./names.js";
+import { RecentListings } from "./recent-listings.js";
 
 type AnyVm = VirtualMachine | VirtualMachineScaleSetVM;
 /** Where a listing is: the node resource group, the scale set (absent: its VMs), the page. */
@@ -99,35 +100,6 @@ export function primaryIpConfig(
 function primaryNicId(vm: AnyVm): string | undefined {
   const nics = vm.networkProfile?.networkInterfaces ?? [];
   return (nics.length === 1 ? nics[0] : (nics.find((n) => n.primary === true) ?? nics[0]))?.id;
-}
-
-/** How long one listing of a group's NICs (or scale sets) serves the readers that it covers. */
-const LISTING_REUSE_MS = 10_000;
-
-/**
- * The latest listing per resource group, in flight or done: a reader takes it while it is at
- * most LISTING_REUSE_MS old, succeeded and `cover`s what the reader needs, else lists anew.
- */
-class RecentListings<T> {
-  private readonly latest = new Map<string, { readonly atMs: number; readonly value: Promise<T> }>();
-
-  constructor(private readonly now: () => number) {}
-
-  async recent(rg: string, cover: (value: T) => boolean, list: () => Promise<T>): Promise<T> {
-    const hit = this.latest.get(rg);
-    if (hit !== undefined && this.now() - hit.atMs <= LISTING_REUSE_MS) {
-      const value = await hit.value.catch(() => undefined);
-      if (value !== undefined && cover(value)) return value;
-    }
-    return this.fresh(rg, list);
-  }
-
-  /** Lists now; readers of a recent listing take this one from now on. */
-  fresh(rg: string, list: () => Promise<T>): Promise<T> {
-    const value = list();
-    this.latest.set(rg, { atMs: this.now(), value });
-    return value;
-  }
 }
 
 export class AzureInstances implements Instances {
@@ -363,7 +335,7 @@ export class AzureInstances implements Instances {
   }
 
   /**
-   * The group's NICs from a listing at most LISTING_REUSE_MS old (one listing in flight or
+   * The group's NICs from a recent listing (RecentListings: one listing in flight or
    * just done serves a wave of Services and every page of a refresh, instead of one listing of
    * thousands of NICs each), or a fresh one when that listing does not `cover` what the caller
    * needs (a node newer than it).
