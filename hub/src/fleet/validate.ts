@@ -67,8 +67,9 @@ function bad(limit: RefusalLimit, message: string): Invalid {
   return { limit, message };
 }
 
-function about(subject: string, e: Invalid | null): Invalid | null {
-  return e === null ? null : { limit: e.limit, message: `${subject}${e.message}` };
+/** The problem `e` of the object `subject()` names; the name is built only for a problem. */
+function about(e: Invalid | null, subject: () => string): Invalid | null {
+  return e === null ? null : { limit: e.limit, message: `${subject()}${e.message}` };
 }
 
 /** apimachinery IsQualifiedName: [prefix/]name, prefix a DNS-1123 subdomain of at most 253. */
@@ -154,7 +155,7 @@ function nodeFieldsLong(n: Node): boolean {
 }
 
 export function invalidNode(n: Node): Invalid | null {
-  return about(`node "${clip(n.name)}"`, nodeProblem(n));
+  return about(nodeProblem(n), () => `node "${clip(n.name)}"`);
 }
 
 function nodeProblem(n: Node): Invalid | null {
@@ -182,7 +183,7 @@ function pathSegmentName(name: string): boolean {
 }
 
 export function invalidPersistentVolume(pv: PersistentVolume): Invalid | null {
-  return about(`persistentVolume "${clip(pv.name)}"`, persistentVolumeProblem(pv));
+  return about(persistentVolumeProblem(pv), () => `persistentVolume "${clip(pv.name)}"`);
 }
 
 function persistentVolumeProblem(pv: PersistentVolume): Invalid | null {
@@ -236,7 +237,7 @@ function ports(s: Service, maxLoadBalancerPorts: number): Invalid | null {
 export const DEFAULT_MAX_SERVICE_PORTS = 100;
 
 export function invalidService(s: Service, limits: { maxServicePorts?: number } = {}): Invalid | null {
-  return about(`service "${clip(s.namespace)}/${clip(s.name)}"`, serviceProblem(s, limits));
+  return about(serviceProblem(s, limits), () => `service "${clip(s.namespace)}/${clip(s.name)}"`);
 }
 
 function serviceFieldsLong(s: Service): boolean {
