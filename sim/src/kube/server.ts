@@ -44,7 +44,8 @@ import {
   type Subresource,
 } from "./resources.js";
 import { type FieldValidation, KubeStore, type WriteResult } from "./store.js";
-import type { WatchOptions, WatchSink } from "./watch.js";
+import type { WatchOptions } from "./watch.js";
+import { WatchWrites } from "./watch-writes.js";
 
 export interface KubeApiServerOptions {
   /** TCP port; 0 (default) picks a free one. */
@@ -254,6 +255,7 @@ class SimServer implements KubeApiServer {
   private readonly counts = new Map<string, number>();
   private total = 0;
   private readonly name: string;
+  private readonly watchWrites = new WatchWrites();
 
   constructor(private readonly opts: KubeApiServerOptions) {
     this.latencyMs = opts.latencyMs ?? 0;
@@ -934,15 +936,9 @@ class SimServer implements KubeApiServer {
     res.writeHead(200, { ...JSON_HEADERS, "Transfer-Encoding": "chunked" });
     res.flushHeaders();
     res.socket?.setNoDelay(true);
-    const sink: WatchSink = {
-      write: (line) => {
-        if (res.writableEnded) return;
-        res.write(table === undefined ? line : SimServer.watchLineAsTable(def, line, table));
-      },
-      end: () => {
-        if (!res.writableEnded) res.end();
-      },
-    };
+    const sink = this.watchWrites.sink(res, (line) =>
+      table === undefined ? line : SimServer.watchLineAsTable(def, line, table),
+    );
     const w = this.store.startWatch(plan, sink);
     if (w === undefined) return;
     res.on("close", () => w.close());
