@@ -1,5 +1,8 @@
 // The agent's core/v1 client against the Kubernetes API simulator, over real HTTP.
 
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
 import { type KubeApiServer, startFaultProxy, startKubeApiServer } from "@fleet-ccm/sim";
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -133,5 +136,32 @@ describe("KubeClient", () => {
     kc.loadFromOptions({ ...opts, users: opts.users.map((u) => ({ ...u, token: "wrong" })) });
     const err = await new KubeClient(kc).listNodes((n) => n).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 401 });
+  });
+
+  test("asks for gzip and reads a gzip answer, as kube-apiserver sends large ones (> 128 KiB)", async () => {
+    const node = { metadata: { name: "n-1", labels: { big: "x".repeat(200_000) } } };
+    let asked: string | undefined;
+    const server = createServer((req, res) => {
+      asked = req.headers["accept-encoding"];
+      res.writeHead(200, { "Content-Type": "application/json", "Content-Encoding": "gzip" });
+      res.end(gzipSync(JSON.stringify(node)));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+        users: [{ name: "u" }],
+        contexts: [{ name: "c", cluster: "c", user: "u" }],
+        currentContext: "c",
+      });
+      const got = await new KubeClient(kc).readNode("n-1");
+      expect(asked).toBe("gzip");
+      expect(got).toEqual(node);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
