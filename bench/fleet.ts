@@ -178,6 +178,7 @@ export class BenchFleet {
     const child = fork(new URL("./fleet-worker.js", import.meta.url), [], {
       execArgv: [
         "--max-old-space-size=16384",
+        "--max-semi-space-size=64",
         ...(opts.cpuProfDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", opts.cpuProfDir]),
       ],
       stdio: ["ignore", "ignore", fd, "ipc"],
