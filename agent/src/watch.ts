@@ -15,6 +15,7 @@ import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
 import { type Clock, Retry, systemClock } from "./backoff.js";
+import { watchOverHttp } from "./http-watch.js";
 import type { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { slimNode, slimService } from "./slim.js";
@@ -57,12 +58,12 @@ function isGone(x: unknown): boolean {
 }
 
 /**
- * client-node's Watch, with every object slimmed (slim.ts) before it reaches a cache. It also
- * tells when a watch delivered something or stayed up a while (the API server is serving it:
- * backoff starts over), turns a watch that ends at once without events into an error, so that a
- * server closing every watch makes the informer back off instead of reconnecting in a tight
- * loop, and ends a watch that met a 410 with a WatchExpired, so that ClusterWatch decides when
- * to relist.
+ * client-node's Watch (its requests made by watchOverHttp), with every object slimmed (slim.ts)
+ * before it reaches a cache. It also tells when a watch delivered something or stayed up a
+ * while (the API server is serving it: backoff starts over), turns a watch that ends at once
+ * without events into an error, so that a server closing every watch makes the informer back
+ * off instead of reconnecting in a tight loop, and ends a watch that met a 410 with a
+ * WatchExpired, so that ClusterWatch decides when to relist.
  */
 class SlimmingWatch extends Watch {
   constructor(
@@ -88,7 +89,8 @@ class SlimmingWatch extends Watch {
     let events = 0;
     /** The message of the 410 Status an `ERROR` event carried (the server then ends the watch). */
     let expired: string | undefined;
-    return super.watch(
+    return watchOverHttp(
+      this.config,
       path,
       queryParams,
       // BOOKMARK and ERROR objects are not cached: only ADDED/MODIFIED/DELETED are slimmed.
