@@ -42,8 +42,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const seg = encodeURIComponent;
 
 /**
- * The few core/v1 calls the agent makes, over client-node's KubeConfig (credentials, TLS,
- * exec plugins, the keep-alive agent) and the same HTTP client its Watch uses. client-node's
+ * The few core/v1 calls the agent makes, with client-node's KubeConfig (credentials, TLS, exec
+ * plugins, the keep-alive agent) over node:http(s), as its watches (http-watch.ts). client-node's
  * generated CoreV1Api would do the same calls but loads every model of the Kubernetes API
  * (≈ 55 MiB of the agent's memory before it holds a single object).
  */
