@@ -143,10 +143,10 @@ const handlers: IpcHandlers<WorkerApi> = {
       const cur = k.get("Service", "default", ref.name);
       const t = Date.now();
       if (cur === undefined) {
-        k.create("Service", serviceObject(ref, i));
+        k.create("Service", serviceObject(ref, ref.index ?? i));
       } else {
         const obj = structuredClone(cur);
-        const want = serviceObject(ref, i);
+        const want = serviceObject(ref, ref.index ?? i);
         const meta = obj.metadata ?? {};
         meta.annotations = { ...(meta.annotations ?? {}), ...(want.metadata?.annotations ?? {}) };
         const spec = (obj["spec"] ?? {}) as { ports?: Record<string, unknown>[] };

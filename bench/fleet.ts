@@ -1,7 +1,8 @@
 // The benchmark's fleet: every process and simulator one run needs, and the counters it reads.
 //
 //   this process (core 1)   simulated cloud (HTTP), cloud call timer, kube watchers, orchestration
-//   fleet worker (core 1)   one Kubernetes API simulator per cluster + in-process agents
+//   fleet workers (core 1)  one Kubernetes API simulator per cluster + in-process agents
+//                           (CLUSTERS_PER_WORKER clusters each)
 //   agent process (core 1)  the first cluster's agent, through the CLI (its VmHWM is the agent figure)
 //   nats-server (core 1)    with its monitoring port
 //   hub process (core 0)    `fleet-ccm hub --config FILE`
@@ -23,7 +24,7 @@ import { ACCOUNT, CLI_BIN, HubProcess, type HubSettings, REGION } from "./hub-pr
 import { WorkerClient } from "./ipc.js";
 import { type BenchNats, natsUsers, startBenchNats } from "./nats.js";
 import { FleetObserver } from "./observer.js";
-import type { Method, NodeRef, WorkerApi, WorkerStats } from "./protocol.js";
+import type { Method, NodeRef, ServiceSpecRef, WorkerApi, WorkerStats } from "./protocol.js";
 import {
   cpuSeconds,
   histogramQuantile,
@@ -35,6 +36,14 @@ import {
   tcpBytesAcked,
   until,
 } from "./util.js";
+
+/**
+ * Clusters per fleet worker process. During a join storm a cluster holds ~20 sockets in its
+ * worker (its agent's watches and up to 16 apply requests, at both ends, and the observer's
+ * watch), so 1,000 clusters in one process passed a common RLIMIT_NOFILE of 20,000 (connect
+ * EMFILE); every worker runs on the fleet's core all the same.
+ */
+const CLUSTERS_PER_WORKER = 400;
 
 export interface FleetOptions {
   readonly clusters: number;
@@ -131,7 +140,9 @@ export class BenchFleet {
   private nats: BenchNats | undefined;
   cloud: SimulatedCloud | undefined;
   private cloudKey = "";
-  private worker: WorkerClient<WorkerApi> | undefined;
+  private readonly workers: WorkerClient<WorkerApi>[] = [];
+  /** cluster → index of its worker in `workers`. */
+  private readonly workerOf = new Map<string, number>();
   private readonly nextIndex = new Map<string, number>();
   private readonly separate: string | undefined;
 
@@ -153,8 +164,8 @@ export class BenchFleet {
     return this.names.filter((n) => n !== this.separate);
   }
 
-  get workerPid(): number {
-    return this.worker?.child.pid ?? 0;
+  get workerPids(): number[] {
+    return this.workers.map((w) => w.child.pid ?? 0);
   }
 
   get natsUrl(): string {
@@ -174,31 +185,65 @@ export class BenchFleet {
     this.cloud = await startSimulatedCloud({ regions: [REGION] });
     this.cloudKey = this.cloud.createAccount(ACCOUNT).apiKey;
     if (opts.cloudLatencyMs > 0) this.cloud.setFaults({ latencyMs: opts.cloudLatencyMs });
-    const fd = openSync(join(this.dir, "fleet-worker.log"), "a");
-    const child = fork(new URL("./fleet-worker.js", import.meta.url), [], {
-      execArgv: [
-        "--max-old-space-size=16384",
-        "--max-semi-space-size=64",
-        ...(opts.cpuProfDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", opts.cpuProfDir]),
-      ],
-      stdio: ["ignore", "ignore", fd, "ipc"],
+    const parts = Math.ceil(this.names.length / CLUSTERS_PER_WORKER);
+    this.names.forEach((c, i) => {
+      this.workerOf.set(c, i % parts);
     });
-    closeSync(fd);
-    const kill = () => child.kill("SIGKILL");
-    process.once("exit", kill);
-    child.once("exit", () => process.removeListener("exit", kill));
-    this.worker = new WorkerClient<WorkerApi>(child, "fleet worker");
-    const { kube } = await this.worker.call("init", {
-      clusters: this.names,
+    for (let w = 0; w < parts; w++) {
+      const fd = openSync(join(this.dir, parts === 1 ? "fleet-worker.log" : `fleet-worker-${w}.log`), "a");
+      const child = fork(new URL("./fleet-worker.js", import.meta.url), [], {
+        execArgv: [
+          "--max-old-space-size=16384",
+          "--max-semi-space-size=64",
+          ...(opts.cpuProfDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", opts.cpuProfDir]),
+        ],
+        stdio: ["ignore", "ignore", fd, "ipc"],
+      });
+      closeSync(fd);
+      const kill = () => child.kill("SIGKILL");
+      process.once("exit", kill);
+      child.once("exit", () => process.removeListener("exit", kill));
+      this.workers.push(
+        new WorkerClient<WorkerApi>(child, parts === 1 ? "fleet worker" : `fleet worker ${w}`),
+      );
+    }
+    const kube: Record<string, { url: string; kubeconfig: string }> = {};
+    for (const part of await this.split("init", this.names, (clusters) => ({
+      clusters,
       watchHistory: opts.watchHistory,
-    });
+    })))
+      Object.assign(kube, part.kube);
     this.kube = kube;
     await this.observer.start(new Map(this.names.map((c) => [c, kube[c]?.url ?? ""])), opts.watchServices);
   }
 
-  private call<M extends Method>(method: M, params: WorkerApi[M]["req"]): Promise<WorkerApi[M]["res"]> {
-    if (this.worker === undefined) throw new Error("fleet not started");
-    return this.worker.call(method, params);
+  /** The same request to every worker, their answers in worker order. */
+  private all<M extends Method>(method: M, params: WorkerApi[M]["req"]): Promise<WorkerApi[M]["res"][]> {
+    if (this.workers.length === 0) throw new Error("fleet not started");
+    return Promise.all(this.workers.map((w) => w.call(method, params)));
+  }
+
+  /** Per-cluster items split by the worker holding each cluster; one request per worker that has some. */
+  private split<M extends Method, T>(
+    method: M,
+    items: readonly T[],
+    request: (part: T[]) => WorkerApi[M]["req"],
+    clusterOf: (item: T) => string = (item) => item as string,
+  ): Promise<WorkerApi[M]["res"][]> {
+    if (this.workers.length === 0) throw new Error("fleet not started");
+    const parts: T[][] = this.workers.map(() => []);
+    for (const item of items) parts[this.workerOf.get(clusterOf(item)) ?? 0]?.push(item);
+    return Promise.all(
+      parts.flatMap((part, w) => (part.length === 0 ? [] : [this.workers[w]?.call(method, request(part))])),
+    ) as Promise<WorkerApi[M]["res"][]>;
+  }
+
+  private splitRefs<M extends Method, T extends { readonly cluster: string }>(
+    method: M,
+    items: readonly T[],
+    request: (part: T[]) => WorkerApi[M]["req"],
+  ): Promise<WorkerApi[M]["res"][]> {
+    return this.split(method, items, request, (item) => item.cluster);
   }
 
   hubSettings(
@@ -232,16 +277,17 @@ export class BenchFleet {
   async startAgents(address = this.hub?.address): Promise<void> {
     if (address === undefined) throw new Error("start the hub first");
     if (this.separate !== undefined) this.spawnAgent(this.separate, address);
-    await this.call("startAgents", {
+    const agents = this.inProcessClusters.map((c) => ({
+      cluster: c,
+      token: this.tokens.get(c) ?? "",
+      natsPassword: this.natsPasswords.get(c) ?? "",
+    }));
+    await this.splitRefs("startAgents", agents, (part) => ({
       hubAddress: address,
       natsUrl: this.natsUrl,
       logLevel: this.opts.logLevel,
-      agents: this.inProcessClusters.map((c) => ({
-        cluster: c,
-        token: this.tokens.get(c) ?? "",
-        natsPassword: this.natsPasswords.get(c) ?? "",
-      })),
-    });
+      agents: part,
+    }));
   }
 
   private spawnAgent(cluster: string, hubAddress: string): void {
@@ -323,33 +369,56 @@ export class BenchFleet {
   async createNodes(nodes: readonly NodeRef[], ready = true): Promise<void> {
     // Chunks keep each IPC message and each synchronous burst in the worker bounded.
     for (let i = 0; i < nodes.length; i += 2000) {
-      const { createdAt } = await this.call("createNodes", { nodes: nodes.slice(i, i + 2000), ready });
-      for (const [k, t] of createdAt) this.createdAt.set(k, t);
+      const parts = await this.splitRefs("createNodes", nodes.slice(i, i + 2000), (part) => ({
+        nodes: part,
+        ready,
+      }));
+      for (const { createdAt } of parts) for (const [k, t] of createdAt) this.createdAt.set(k, t);
     }
   }
 
-  deleteNodes(nodes: readonly NodeRef[]) {
-    return this.call("deleteNodes", { nodes });
+  async deleteNodes(nodes: readonly NodeRef[]): Promise<{ deleted: number }> {
+    const parts = await this.splitRefs("deleteNodes", nodes, (part) => ({ nodes: part }));
+    return { deleted: sum(parts.map((p) => p.deleted)) };
   }
 
-  setReady(nodes: readonly NodeRef[], ready: boolean) {
-    return this.call("setReady", { nodes, ready });
+  async setReady(nodes: readonly NodeRef[], ready: boolean): Promise<{ changed: number }> {
+    const parts = await this.splitRefs("setReady", nodes, (part) => ({ nodes: part, ready }));
+    return { changed: sum(parts.map((p) => p.changed)) };
   }
 
-  upsertServices(services: WorkerApi["upsertServices"]["req"]["services"]) {
-    return this.call("upsertServices", { services });
+  async upsertServices(services: readonly ServiceSpecRef[]): Promise<{ createdAt: [string, number][] }> {
+    // Each keeps its position in the whole list (its targetPort), whichever worker holds it.
+    const indexed = services.map((s, i) => ({ ...s, index: s.index ?? i }));
+    const parts = await this.splitRefs("upsertServices", indexed, (part) => ({ services: part }));
+    return { createdAt: parts.flatMap((p) => p.createdAt) };
   }
 
-  deleteServices(services: readonly NodeRef[]) {
-    return this.call("deleteServices", { services });
+  async deleteServices(services: readonly NodeRef[]): Promise<{ deleted: number }> {
+    const parts = await this.splitRefs("deleteServices", services, (part) => ({ services: part }));
+    return { deleted: sum(parts.map((p) => p.deleted)) };
   }
 
-  listNodes() {
-    return this.call("listNodes", {});
+  async listNodes(): Promise<{ nodes: Record<string, string[]>; tainted: number }> {
+    const parts = await this.all("listNodes", {});
+    return {
+      nodes: Object.assign({}, ...parts.map((p) => p.nodes)) as Record<string, string[]>,
+      tainted: sum(parts.map((p) => p.tainted)),
+    };
   }
 
-  workerStats() {
-    return this.call("stats", {});
+  /** The workers' counters summed (`pid`: the first worker's). */
+  async workerStats(): Promise<WorkerStats> {
+    const parts = await this.all("stats", {});
+    const total = (f: (s: WorkerStats) => number) => sum(parts.map(f));
+    return {
+      pid: parts[0]?.pid ?? 0,
+      agents: total((s) => s.agents),
+      agentHubBytes: total((s) => s.agentHubBytes),
+      agentNatsBytes: total((s) => s.agentNatsBytes),
+      agentsConnected: total((s) => s.agentsConnected),
+      kubeRequests: total((s) => s.kubeRequests),
+    };
   }
 
   async snapshot(): Promise<Snapshot> {
@@ -366,7 +435,7 @@ export class BenchFleet {
     return {
       t: Date.now(),
       hubCpu: hub === undefined ? null : hub.cpuSeconds(),
-      workerCpu: cpuSeconds(this.workerPid),
+      workerCpu: sumOrNull(this.workerPids.map(cpuSeconds)),
       agentCpu: this.agentProcess?.pid === undefined ? null : cpuSeconds(this.agentProcess.pid),
       natsCpu: this.nats === undefined ? null : cpuSeconds(this.nats.pid),
       selfCpu: (usage.user + usage.system) / 1e6,
@@ -429,8 +498,9 @@ export class BenchFleet {
     return pid === undefined ? null : peakRssBytes(pid);
   }
 
+  /** The workers' peak RSS summed (an upper bound of their peak together). */
   workerPeakRssBytes(): number | null {
-    return peakRssBytes(this.workerPid);
+    return sumOrNull(this.workerPids.map(peakRssBytes));
   }
 
   async stop(keepDir: boolean): Promise<void> {
@@ -444,26 +514,37 @@ export class BenchFleet {
       if (agent.exitCode === null) agent.kill("SIGKILL");
     }
     try {
-      await Promise.race([this.call("stopAgents", {}), sleep(15_000)]);
+      await Promise.race([this.all("stopAgents", {}), sleep(15_000)]);
     } catch {
       // already gone
     }
     await this.stopHub();
     try {
-      await Promise.race([this.call("stop", {}), sleep(15_000)]);
+      await Promise.race([this.all("stop", {}), sleep(15_000)]);
     } catch {
       // already gone
     }
-    const child = this.worker?.child;
-    if (child !== undefined && child.exitCode === null) {
-      // A normal exit (the worker leaves when the IPC channel closes) writes its CPU profile.
-      const exited = new Promise((r) => child.once("exit", r));
-      child.disconnect();
-      await Promise.race([exited, sleep(10_000)]);
-      if (child.exitCode === null) child.kill("SIGKILL");
-    }
+    await Promise.all(
+      this.workers.map(async ({ child }) => {
+        if (child.exitCode !== null) return;
+        // A normal exit (the worker leaves when the IPC channel closes) writes its CPU profile.
+        const exited = new Promise((r) => child.once("exit", r));
+        child.disconnect();
+        await Promise.race([exited, sleep(10_000)]);
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }),
+    );
     await this.cloud?.close();
     await this.nats?.stop();
     if (!keepDir) rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+function sum(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+/** null when any is unknown. */
+function sumOrNull(xs: readonly (number | null)[]): number | null {
+  return xs.some((x) => x === null) ? null : sum(xs as number[]);
 }

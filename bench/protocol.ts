@@ -18,6 +18,8 @@ export interface ServiceSpecRef {
   readonly variant: number;
   /** Default true: type LoadBalancer (else ClusterIP). */
   readonly loadBalancer?: boolean;
+  /** Its position in the caller's whole list (targetPort 8080 + index % 10); default: in this request's. */
+  readonly index?: number;
 }
 
 export interface WorkerStats {
