@@ -48,6 +48,7 @@ export function serviceController(ctx: ControllerContext): Controller {
   const ensured = new Map<string, EnsuredRecord>();
   const pending = new Map<string, "ensure" | "update" | "delete">();
   const refused = new Map<string, string>();
+  const waitingForNodes = new Map<string, number>();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
   // anyway: bound how many run together per account, so thousands of waiting ones cost no
   // memory and a slow account never holds another's share.
@@ -214,6 +215,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     ensured,
     pending,
     refused,
+    waitingForNodes,
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     ...(ctx.signal !== undefined && { signal: ctx.signal }),
