@@ -272,7 +272,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   }
   // Upstream warns when the node list its predicates leave is empty, not when no backend has an
   // instance yet: nodes registered but not initialized (no providerID) are available nodes.
-  const available = [...view.nodes.values()].some(isAvailableNode);
+  let available = false;
+  for (const n of view.nodes.values())
+    if (isAvailableNode(n)) {
+      available = true;
+      break;
+    }
   if (!available)
     events.push(
       serviceEvent(svc, "Warning", REASON.unavailable, "There are no available nodes for LoadBalancer"),
