@@ -49,6 +49,7 @@ export function serviceController(ctx: ControllerContext): Controller {
   const pending = new Map<string, "ensure" | "update" | "delete">();
   const refused = new Map<string, string>();
   const waitingForNodes = new Map<string, number>();
+  const nodeInitializedAt = new Map<string, number>();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
   // anyway: bound how many run together per account, so thousands of waiting ones cost no
   // memory and a slow account never holds another's share.
@@ -216,6 +217,7 @@ export function serviceController(ctx: ControllerContext): Controller {
     pending,
     refused,
     waitingForNodes,
+    nodeInitializedAtMs: (cluster: string) => nodeInitializedAt.get(cluster),
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     ...(ctx.signal !== undefined && { signal: ctx.signal }),
@@ -259,6 +261,8 @@ export function serviceController(ctx: ControllerContext): Controller {
             const id = instanceOf(cluster, cur);
             if (id !== undefined) departed.get(cluster)?.delete(id);
           }
+          if (old !== undefined && old.providerId === "" && cur.providerId !== "")
+            nodeInitializedAt.set(cluster, ctx.clock.now());
         }
         const byLabel = ctx.cloudFor(cluster)?.provider.loadBalancers?.nodeSelector !== undefined;
         const before = backendFacts(change.old, byLabel);

@@ -26,6 +26,7 @@ import { ConvergenceTracker } from "../convergence.js";
 import {
   computeBackendSet,
   type EnsuredRecord,
+  NODE_INIT_WAIT_MAX_MS,
   NODE_INIT_WAIT_MS,
   reconcileService,
   SERVICE,
@@ -160,6 +161,7 @@ function harness(
   const d = cloudDouble(fail, polls, checkAnnotations);
   const ensured = new Map<string, EnsuredRecord>();
   const verified = new VerifiedInstances(clock);
+  const initializedAt = new Map<string, number>();
   const deps = {
     fleet,
     cloudFor: () => d.cloud,
@@ -175,6 +177,7 @@ function harness(
     pending: new Map<string, "ensure" | "update" | "delete">(),
     refused: new Map<string, string>(),
     waitingForNodes: new Map<string, number>(),
+    nodeInitializedAtMs: (c: string) => initializedAt.get(c),
     decommissioning: () => leaving,
   };
   return {
@@ -182,6 +185,7 @@ function harness(
     fleet,
     clock,
     tracker: deps.tracker,
+    initializedAt,
     run: () => reconcileService({ cluster: "c1", kind: SERVICE, name: "default/web" }, deps),
   };
 }
@@ -596,6 +600,25 @@ describe("service reconcile: no cloud call the cluster's state does not need", (
     await h.run();
     expect(h.calls).toEqual(["ensure"]);
     expect(h.specs[0]?.backends).toEqual(["i-a"]);
+  });
+
+  test("while the cluster's nodes keep being initialized the wait goes on, up to NODE_INIT_WAIT_MAX_MS", async () => {
+    const h = harness([svc()], [node("a"), joining("b")]);
+    await h.run();
+    for (let t = 0; t < NODE_INIT_WAIT_MAX_MS - 5000; t += 5000) {
+      h.clock.advance(5000);
+      h.initializedAt.set("c1", h.clock.now()); // another node got its providerID
+      const out = await h.run();
+      expect(out.requeue).toEqual({
+        kind: "after",
+        ms: Math.min(NODE_INIT_WAIT_MS, NODE_INIT_WAIT_MAX_MS - (t + 5000)),
+      });
+    }
+    expect(h.calls).toEqual([]);
+    h.clock.advance(5000);
+    h.initializedAt.set("c1", h.clock.now());
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
   });
 
   test("a Service already showing an ingress (a restarted hub) does not wait", async () => {

@@ -119,15 +119,20 @@ export type ServiceDeps = Pick<
   listed?(cluster: string, serviceUid: string): Promise<{ lb: OwnedLoadBalancer; atMs: number } | undefined>;
   /** Services whose first ensure waits for the cluster's initializing nodes, since when. Absent: none waits. */
   readonly waitingForNodes?: Map<string, number>;
+  /** When a node of the cluster last got its providerID (the controller saw it in a report). */
+  nodeInitializedAtMs?(cluster: string): number | undefined;
 };
 
 /**
- * A Service's first ensure waits at most this long for the cluster's nodes that are being
- * initialized: built before them, its load balancer is updated again as each batch of them
- * gets a providerID (a cluster and its Services created together). A node that never
- * initializes (no instance) delays a new Service by this much, no more.
+ * A Service's first ensure waits for the cluster's nodes that are being initialized while they
+ * keep being initialized (one got its providerID in the last NODE_INIT_WAIT_MS), at most
+ * NODE_INIT_WAIT_MAX_MS: built before them, its load balancer is updated again as each batch
+ * of them joins (a cluster and its Services created together, a storm that takes the fleet
+ * tens of seconds). A node that never initializes (no instance) delays a new Service by
+ * NODE_INIT_WAIT_MS, no more.
  */
 export const NODE_INIT_WAIT_MS = 10_000;
+export const NODE_INIT_WAIT_MAX_MS = 60_000;
 
 const EXPECT_FINALIZER = "finalizer";
 const EXPECT_NO_FINALIZER = "no-finalizer";
@@ -236,7 +241,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     const selector = lbs.nodeSelector?.(svc.annotations);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
-    const waitMs = waitForNodes(k, svc, backends, deps);
+    const waitMs = waitForNodes(k, key.cluster, svc, backends, deps);
     if (waitMs > 0) return after(waitMs, { events });
     if (backends.ids.length === 0)
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
@@ -513,7 +518,13 @@ async function adoptListed(
  * How long a Service not yet ensured by this hub still waits for the cluster's initializing
  * nodes (0: ensure now). One already showing an ingress (a restarted hub) never waits.
  */
-function waitForNodes(k: string, svc: Readonly<Service>, backends: BackendSet, deps: ServiceDeps): number {
+function waitForNodes(
+  k: string,
+  cluster: string,
+  svc: Readonly<Service>,
+  backends: BackendSet,
+  deps: ServiceDeps,
+): number {
   const waiting = deps.waitingForNodes;
   if (waiting === undefined) return 0;
   const since = waiting.get(k);
@@ -522,8 +533,10 @@ function waitForNodes(k: string, svc: Readonly<Service>, backends: BackendSet, d
     return 0;
   }
   const now = deps.clock.now();
+  const first = since ?? now;
   if (since === undefined) waiting.set(k, now);
-  const left = NODE_INIT_WAIT_MS - (now - (since ?? now));
+  const progress = Math.max(first, deps.nodeInitializedAtMs?.(cluster) ?? first);
+  const left = Math.min(first + NODE_INIT_WAIT_MAX_MS, progress + NODE_INIT_WAIT_MS) - now;
   if (left > 0) return left;
   waiting.delete(k);
   return 0;
