@@ -284,12 +284,19 @@ export function serviceController(ctx: ControllerContext): Controller {
       const view = ctx.fleet.view(k.cluster);
       const cloud = ctx.cloudFor(k.cluster);
       if (view === undefined || cloud === undefined) return { requeue: { kind: "done" } };
+      let set: BackendSet;
       try {
-        await compute(k.cluster, view, cloud);
+        set = await compute(k.cluster, view, cloud);
       } catch (err) {
         return { requeue: { kind: "backoff", error: err } };
       }
-      for (const name of view.services.keys()) queue.add({ cluster: k.cluster, kind: SERVICE, name });
+      // A Service waiting for the cluster's initializing nodes wakes on its own timer, or here
+      // once none is left: not once per batch of nodes while they join.
+      const stillJoining = (set.initializing ?? 0) > 0;
+      for (const name of view.services.keys()) {
+        const s: WorkKey = { cluster: k.cluster, kind: SERVICE, name };
+        if (!stillJoining || !waitingForNodes.has(keyOf(s))) queue.add(s);
+      }
       return { requeue: { kind: "done" } };
     },
     onApplyResult(cluster, result) {
