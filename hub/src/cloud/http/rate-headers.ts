@@ -17,7 +17,11 @@ export type ResetMeaning = "next-free" | "full";
 const INTEGER = /^\s*\d+\s*$/;
 
 /** The budget the headers state, or undefined when they are absent or unreadable. */
-export function rateBudgetFrom(headers: Headers, nowMs: number, reset: ResetMeaning): RateBudget | undefined {
+export function rateBudgetFrom(
+  headers: Pick<Headers, "get">,
+  nowMs: number,
+  reset: ResetMeaning,
+): RateBudget | undefined {
   const remaining = integer(headers.get("ratelimit-remaining"));
   const resetS = integer(headers.get("ratelimit-reset"));
   if (remaining === undefined || resetS === undefined) return undefined;

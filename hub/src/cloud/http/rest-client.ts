@@ -10,7 +10,7 @@ import type { Clock } from "../../util/clock.js";
 import type { RateBudget } from "../provider.js";
 import { HttpBodyError, HttpStatusError, HttpTransportError, type StatusAnswer } from "./failures.js";
 import { type ResetMeaning, rateBudgetFrom } from "./rate-headers.js";
-import { fetchSend, type Send, undiciSend } from "./send.js";
+import { type AnswerHeaders, fetchSend, type Send, undiciSend } from "./send.js";
 
 /** A fetch a client may send with instead of the default transport (./send.ts). */
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
@@ -60,7 +60,7 @@ export interface RestRequest {
   /** Any of these aborting aborts the request (ctx.call's shutdown signal, the caller's). */
   readonly signals?: readonly (AbortSignal | undefined)[] | undefined;
   /** Given the headers of a 2xx answer (a token the API answers in a header, say). */
-  readonly onHeaders?: ((headers: Headers) => void) | undefined;
+  readonly onHeaders?: ((headers: AnswerHeaders) => void) | undefined;
 }
 
 export class RestClient {
@@ -94,7 +94,7 @@ export class RestClient {
     let status: number;
     let retryAfter: string | undefined;
     let text: string;
-    let responseHeaders: Headers | undefined;
+    let responseHeaders: AnswerHeaders | undefined;
     try {
       const res = await this.send(this.base + withQuery(req.path, req.query), {
         method: req.method,
@@ -139,7 +139,7 @@ export class RestClient {
     }
   }
 
-  private reportBudget(headers: Headers): void {
+  private reportBudget(headers: AnswerHeaders): void {
     const rate = this.config.rateHeaders;
     if (rate?.report === undefined) return;
     const budget = rateBudgetFrom(headers, this.config.clock.now(), rate.reset);

@@ -8,14 +8,26 @@ import { pino } from "pino";
 import { type SimulatedCloud, startSimulatedCloud } from "../../../../sim/src/cloud/index.js";
 import { parseHubConfig } from "../../config/load.js";
 import { FINALIZER_LB_CLEANUP } from "../../k8s/well-known.js";
-import { startServiceHarness } from "./harness.testkit.js";
+import { lbService, startServiceHarness, waitUntil } from "./harness.testkit.js";
+import { SERVICE } from "./reconcile.js";
 
 const REGION = "sim-east-1";
 const POLLS = 4;
 const POLL_MS = 250;
 const FAST_SERVICES = 10;
+const CLUSTER = "c1";
+const TAINT = { key: "node.cloudprovider.kubernetes.io/uninitialized", value: "true", effect: "NoSchedule" };
 
 let cloud: SimulatedCloud;
+/** A simulated account, its key in KEY_<NAME>. */
+const account = (name: string) => ({
+  name,
+  provider: "simulated",
+  region: REGION,
+  endpoint: cloud.url,
+  credentials: { env: `KEY_${name.toUpperCase()}` },
+  rateLimit: { perSecond: 1000, burst: 1000 },
+});
 beforeAll(async () => {
   cloud = await startSimulatedCloud({ seed: 11 });
 });
@@ -45,14 +57,6 @@ test("an asynchronous load balancer converges with no failure Event, while anoth
       }),
     ]);
   }
-  const account = (name: string) => ({
-    name,
-    provider: "simulated",
-    region: REGION,
-    endpoint: cloud.url,
-    credentials: { env: `KEY_${name.toUpperCase()}` },
-    rateLimit: { perSecond: 1000, burst: 1000 },
-  });
   const config = parseHubConfig(
     JSON.stringify({
       grpc: { insecure: true },
@@ -123,6 +127,64 @@ test("an asynchronous load balancer converges with no failure Event, while anoth
     expect(cloud.inventory("slow").loadBalancers).toHaveLength(1);
     expect(cloud.inventory("fast").loadBalancers).toHaveLength(FAST_SERVICES);
     expect(fleet.view("c-slow")?.services.get("default/slow-0")?.finalizers).toEqual([FINALIZER_LB_CLEANUP]);
+  } finally {
+    await hub.stop();
+  }
+});
+
+// A cluster created with its Services: each load balancer is built once, with every node, after
+// the nodes being initialized got their providerIDs; while they join, the batched node-set syncs
+// do not re-run the waiting Services.
+test("Services created with their cluster's nodes: one ensure each with every node, no backend update, no pass per joining node", async () => {
+  const env: NodeJS.ProcessEnv = { KEY_A: cloud.createAccount("a").apiKey, T: "t" };
+  const ids = ["n0", "n1", "n2"].map((n) => cloud.createInstance("a", { name: n, region: REGION }).id);
+  const node = (i: number, initialized: boolean): Node =>
+    Node.fromPartial({
+      name: `n${i}`,
+      uid: `uid-n${i}`,
+      resourceVersion: initialized ? "2" : "1",
+      providerId: initialized ? `simulated://${REGION}/${ids[i]}` : "",
+      taints: initialized ? [] : [TAINT],
+      conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+    });
+  const config = parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [account("a")],
+      clusters: [{ name: CLUSTER, account: "a", token: { env: "T" } }],
+    }),
+  );
+  const hub = await startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
+  const services: Service[] = [lbService("web-0", "uid-0"), lbService("web-1", "uid-1")];
+  const all = () => [...(hub.fleet.view(CLUSTER)?.services.values() ?? [])];
+  // Load-balancer calls only (the backends' instances are verified meanwhile).
+  const lbCalls = async () =>
+    Object.fromEntries(Object.entries(await hub.callsByOp()).filter(([op]) => !op.startsWith("instances.")));
+  try {
+    hub.fleet.setConnected(CLUSTER, true);
+    hub.fleet.replace(CLUSTER, [node(0, true), node(1, false), node(2, false)], services);
+    // Finalizers, then each Service waits (no cloud call) for n1 and n2.
+    await waitUntil(
+      "the Services to wait",
+      () => hub.drained() && all().every((s) => s.finalizers.length > 0),
+    );
+    const waiting = hub.passes(SERVICE);
+    expect(await lbCalls()).toEqual({});
+    // n1 joins: its batched node-set sync (1 s) leaves the waiting Services alone (n2 still joins).
+    hub.fleet.upsertNode(CLUSTER, node(1, true));
+    await new Promise((r) => setTimeout(r, 1500));
+    await waitUntil("the node-set sync", () => hub.drained());
+    expect(hub.passes(SERVICE)).toBe(waiting);
+    expect(await lbCalls()).toEqual({});
+    // n2 joins: now every Service is built, once, with all three.
+    hub.fleet.upsertNode(CLUSTER, node(2, true));
+    await waitUntil("every ingress", () => all().every((s) => s.ingress.length > 0));
+    const ops = await lbCalls();
+    expect(ops["lb.create"]).toBe(2);
+    expect(ops["pool.update"] ?? 0).toBe(0);
+    const lbs = cloud.inventory("a");
+    expect(lbs.pools.map((p) => [...p.members].sort())).toEqual([[...ids].sort(), [...ids].sort()]);
   } finally {
     await hub.stop();
   }

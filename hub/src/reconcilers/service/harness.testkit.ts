@@ -53,9 +53,11 @@ export async function startServiceHarness(o: ServiceHarnessOptions) {
   const queue = ctx.queue;
   const controller = serviceController(ctx);
   fleet.subscribe(controller.triggers);
+  const passes = new Map<string, number>();
   const workers = runWorkers(queue, {
     concurrency: o.concurrency ?? 4,
     handler: async (key) => {
+      passes.set(key.kind, (passes.get(key.kind) ?? 0) + 1);
       const out = await controller.reconcile(key);
       o.onOutcome?.(key, out);
       for (const d of out.services ?? []) {
@@ -93,6 +95,8 @@ export async function startServiceHarness(o: ServiceHarnessOptions) {
       return out;
     },
     drained: () => queue.len() === 0 && queue.processingLen() === 0,
+    /** Reconciles of keys of this kind so far. */
+    passes: (kind: string) => passes.get(kind) ?? 0,
     async stop() {
       queue.shutDown();
       await workers.stop();

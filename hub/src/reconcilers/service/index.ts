@@ -48,6 +48,8 @@ export function serviceController(ctx: ControllerContext): Controller {
   const ensured = new Map<string, EnsuredRecord>();
   const pending = new Map<string, "ensure" | "update" | "delete">();
   const refused = new Map<string, string>();
+  const waitingForNodes = new Map<string, number>();
+  const nodeInitializedAt = new Map<string, number>();
   // A Service sync holds several cloud answers at once and is paced by the account's rate limit
   // anyway: bound how many run together per account, so thousands of waiting ones cost no
   // memory and a slow account never holds another's share.
@@ -214,6 +216,8 @@ export function serviceController(ctx: ControllerContext): Controller {
     ensured,
     pending,
     refused,
+    waitingForNodes,
+    nodeInitializedAtMs: (cluster: string) => nodeInitializedAt.get(cluster),
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     ...(ctx.signal !== undefined && { signal: ctx.signal }),
@@ -257,6 +261,8 @@ export function serviceController(ctx: ControllerContext): Controller {
             const id = instanceOf(cluster, cur);
             if (id !== undefined) departed.get(cluster)?.delete(id);
           }
+          if (old !== undefined && old.providerId === "" && cur.providerId !== "")
+            nodeInitializedAt.set(cluster, ctx.clock.now());
         }
         const byLabel = ctx.cloudFor(cluster)?.provider.loadBalancers?.nodeSelector !== undefined;
         const before = backendFacts(change.old, byLabel);
@@ -278,12 +284,19 @@ export function serviceController(ctx: ControllerContext): Controller {
       const view = ctx.fleet.view(k.cluster);
       const cloud = ctx.cloudFor(k.cluster);
       if (view === undefined || cloud === undefined) return { requeue: { kind: "done" } };
+      let set: BackendSet;
       try {
-        await compute(k.cluster, view, cloud);
+        set = await compute(k.cluster, view, cloud);
       } catch (err) {
         return { requeue: { kind: "backoff", error: err } };
       }
-      for (const name of view.services.keys()) queue.add({ cluster: k.cluster, kind: SERVICE, name });
+      // A Service waiting for the cluster's initializing nodes wakes on its own timer, or here
+      // once none is left: not once per batch of nodes while they join.
+      const stillJoining = (set.initializing ?? 0) > 0;
+      for (const name of view.services.keys()) {
+        const s: WorkKey = { cluster: k.cluster, kind: SERVICE, name };
+        if (!stillJoining || !waitingForNodes.has(keyOf(s))) queue.add(s);
+      }
       return { requeue: { kind: "done" } };
     },
     onApplyResult(cluster, result) {

@@ -23,7 +23,14 @@ import { type ClusterView, FleetState } from "../../fleet/state.js";
 import { parseLabelSelector } from "../../k8s/label-selector.js";
 import { FakeClock } from "../../util/clock.js";
 import { ConvergenceTracker } from "../convergence.js";
-import { computeBackendSet, type EnsuredRecord, reconcileService, SERVICE } from "./reconcile.js";
+import {
+  computeBackendSet,
+  type EnsuredRecord,
+  NODE_INIT_WAIT_MAX_MS,
+  NODE_INIT_WAIT_MS,
+  reconcileService,
+  SERVICE,
+} from "./reconcile.js";
 
 const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 const SELECTOR = "example.com/node-selector";
@@ -154,6 +161,7 @@ function harness(
   const d = cloudDouble(fail, polls, checkAnnotations);
   const ensured = new Map<string, EnsuredRecord>();
   const verified = new VerifiedInstances(clock);
+  const initializedAt = new Map<string, number>();
   const deps = {
     fleet,
     cloudFor: () => d.cloud,
@@ -168,12 +176,16 @@ function harness(
     loadBalancerClass: undefined,
     pending: new Map<string, "ensure" | "update" | "delete">(),
     refused: new Map<string, string>(),
+    waitingForNodes: new Map<string, number>(),
+    nodeInitializedAtMs: (c: string) => initializedAt.get(c),
     decommissioning: () => leaving,
   };
   return {
     ...d,
     fleet,
     clock,
+    tracker: deps.tracker,
+    initializedAt,
     run: () => reconcileService({ cluster: "c1", kind: SERVICE, name: "default/web" }, deps),
   };
 }
@@ -556,5 +568,94 @@ describe("service reconcile", () => {
     const h = harness([svc({ loadBalancerClass: "example.com/other", finalizers: [] })], [node("a")]);
     expect(await h.run()).toEqual({ requeue: { kind: "done" } });
     expect(h.calls).toEqual([]);
+  });
+});
+
+describe("service reconcile: no cloud call the cluster's state does not need", () => {
+  const TAINT = {
+    key: "node.cloudprovider.kubernetes.io/uninitialized",
+    value: "true",
+    effect: "NoSchedule",
+  };
+  const joining = (name: string): Node => ({ ...node(name), providerId: "", taints: [TAINT] });
+
+  test("a first ensure waits for the nodes being initialized, then builds the load balancer with them", async () => {
+    const h = harness([svc()], [node("a"), joining("b")]);
+    const waiting = await h.run();
+    expect(waiting.requeue).toEqual({ kind: "after", ms: NODE_INIT_WAIT_MS });
+    expect([h.calls, h.reads]).toEqual([[], ["getByProviderID"]]);
+    h.clock.advance(2000);
+    expect((await h.run()).requeue).toEqual({ kind: "after", ms: NODE_INIT_WAIT_MS - 2000 });
+    h.fleet.upsertNode("c1", node("b"));
+    const out = await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    expect(h.specs[0]?.backends).toEqual(["i-a", "i-b"]);
+    expect(out.services?.[0]?.ingress?.items).toHaveLength(1);
+  });
+
+  test("a node that never initializes delays a new Service by NODE_INIT_WAIT_MS, no more", async () => {
+    const h = harness([svc()], [node("a"), joining("b")]);
+    await h.run();
+    h.clock.advance(NODE_INIT_WAIT_MS);
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    expect(h.specs[0]?.backends).toEqual(["i-a"]);
+  });
+
+  test("while the cluster's nodes keep being initialized the wait goes on, up to NODE_INIT_WAIT_MAX_MS", async () => {
+    const h = harness([svc()], [node("a"), joining("b")]);
+    await h.run();
+    for (let t = 0; t < NODE_INIT_WAIT_MAX_MS - 5000; t += 5000) {
+      h.clock.advance(5000);
+      h.initializedAt.set("c1", h.clock.now()); // another node got its providerID
+      const out = await h.run();
+      expect(out.requeue).toEqual({
+        kind: "after",
+        ms: Math.min(NODE_INIT_WAIT_MS, NODE_INIT_WAIT_MAX_MS - (t + 5000)),
+      });
+    }
+    expect(h.calls).toEqual([]);
+    h.clock.advance(5000);
+    h.initializedAt.set("c1", h.clock.now());
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+  });
+
+  test("a Service already showing an ingress (a restarted hub) does not wait", async () => {
+    const ingress = [{ ip: "198.18.0.1", hostname: "", ipMode: "", ports: [] }];
+    const h = harness([svc({ ingress })], [node("a"), joining("b")]);
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+  });
+
+  test("the ingress report late past its deadline: the recorded ingress is published again, no cloud call", async () => {
+    const h = harness([svc()], [node("a")]);
+    const first = await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    const published = first.services?.[0]?.ingress?.items;
+    h.clock.advance(6000);
+    const again = await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    expect(again.events ?? []).toEqual([]);
+    expect(again.services?.[0]?.ingress?.items).toEqual(published);
+    expect(again.services?.[0]?.generation).toBeGreaterThan(first.services?.[0]?.generation ?? 0);
+    // The report shows it: nothing more.
+    const [s] = [...(h.fleet.view("c1")?.services.values() ?? [])];
+    if (s === undefined) throw new Error("no Service");
+    h.fleet.upsertService("c1", { ...s, ingress: (published ?? []).map((i) => ({ ...i, ports: [] })) });
+    const done = await h.run();
+    expect([done.services ?? [], h.calls]).toEqual([[], ["ensure"]]);
+    expect(h.tracker.get("c1/service/default/web")).toBeUndefined();
+  });
+
+  test("a node joined while the ingress report lags: the backends are updated and the ingress published again", async () => {
+    const h = harness([svc()], [node("a")]);
+    const first = await h.run();
+    h.fleet.upsertNode("c1", node("b"));
+    h.clock.advance(6000);
+    const again = await h.run();
+    expect(h.calls).toEqual(["ensure", "updateBackends i-a,i-b"]);
+    expect(again.events?.map((e) => e.reason)).toEqual(["UpdatedLoadBalancer"]);
+    expect(again.services?.[0]?.ingress?.items).toEqual(first.services?.[0]?.ingress?.items);
   });
 });

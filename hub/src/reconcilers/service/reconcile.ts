@@ -1,4 +1,4 @@
-import type { ClusterEvent, LoadBalancerIngress, Service } from "@fleet-ccm/proto";
+import type { ClusterEvent, LoadBalancerIngress, Node, Service } from "@fleet-ccm/proto";
 import {
   errorMessage,
   ImplementedElsewhereError,
@@ -25,6 +25,7 @@ import { keyOf, type WorkKey } from "../../queue/index.js";
 import type { ControllerContext } from "../controller.js";
 import { serviceDesired } from "../desired.js";
 import { nodeEvent } from "../node-init/events.js";
+import { needsInit } from "../node-init/predicates.js";
 import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { retryOutcome } from "../retry-policy.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
@@ -60,6 +61,8 @@ export interface EnsuredRecord {
   readonly backendsKey: string;
   /** When (deps.clock): an account listing older than this cannot vouch for it. */
   readonly atMs?: number;
+  /** What the ensure gave the Service (absent when adopted from a listing): published again, not re-ensured, while the report lags. */
+  readonly published?: Published;
 }
 
 /** Instance ids of a cluster's eligible, verified nodes, sorted, with a key to compare sets cheaply. */
@@ -75,6 +78,8 @@ export interface BackendSet {
   readonly refused?: ReadonlySet<string>;
   /** Each backend's node labels, for a provider's nodeSelector. */
   readonly labels?: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /** Available nodes node-init has yet to give a providerID: backends about to join the set. */
+  readonly initializing?: number;
 }
 
 export type ServiceDeps = Pick<
@@ -112,7 +117,22 @@ export type ServiceDeps = Pick<
    * when it was listed. Lets a restarted hub skip the ensure of a load balancer that is current.
    */
   listed?(cluster: string, serviceUid: string): Promise<{ lb: OwnedLoadBalancer; atMs: number } | undefined>;
+  /** Services whose first ensure waits for the cluster's initializing nodes, since when. Absent: none waits. */
+  readonly waitingForNodes?: Map<string, number>;
+  /** When a node of the cluster last got its providerID (the controller saw it in a report). */
+  nodeInitializedAtMs?(cluster: string): number | undefined;
 };
+
+/**
+ * A Service's first ensure waits for the cluster's nodes that are being initialized while they
+ * keep being initialized (one got its providerID in the last NODE_INIT_WAIT_MS), at most
+ * NODE_INIT_WAIT_MAX_MS: built before them, its load balancer is updated again as each batch
+ * of them joins (a cluster and its Services created together, a storm that takes the fleet
+ * tens of seconds). A node that never initializes (no instance) delays a new Service by
+ * NODE_INIT_WAIT_MS, no more.
+ */
+export const NODE_INIT_WAIT_MS = 10_000;
+export const NODE_INIT_WAIT_MAX_MS = 60_000;
 
 const EXPECT_FINALIZER = "finalizer";
 const EXPECT_NO_FINALIZER = "no-finalizer";
@@ -127,13 +147,16 @@ function expectationMet(expectation: string, svc: Readonly<Service>): boolean {
   if (expectation === EXPECT_NO_FINALIZER) return !hasFinalizer(svc);
   if (expectation === EXPECT_CLEARED) return !hasFinalizer(svc) && svc.ingress.length === 0;
   if (expectation.startsWith(EXPECT_PUBLISHED)) {
-    const want = JSON.parse(expectation.slice(EXPECT_PUBLISHED.length)) as Published;
-    return (
-      ingressEqual(svc.ingress, want.ingress) &&
-      Object.entries(want.annotations).every(([key, value]) => svc.annotations[key] === value)
-    );
+    return shows(svc, JSON.parse(expectation.slice(EXPECT_PUBLISHED.length)) as Published);
   }
   return false;
+}
+
+function shows(svc: Readonly<Service>, p: Published): boolean {
+  return (
+    ingressEqual(svc.ingress, p.ingress) &&
+    Object.entries(p.annotations).every(([key, value]) => svc.annotations[key] === value)
+  );
 }
 
 /**
@@ -152,6 +175,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     deps.ensured.delete(k);
     deps.pending?.delete(k);
     deps.refused?.delete(k);
+    deps.waitingForNodes?.delete(k);
     return DONE;
   }
   const cloud = deps.cloudFor(key.cluster);
@@ -167,11 +191,14 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     return DONE;
   }
   // A finalizer or status patch is in flight: wait for the report instead of acting twice,
-  // unless the report already shows it.
+  // unless the report already shows it (or, past the deadline, while the agent has it queued).
   const inflight = deps.tracker.get(k);
   if (inflight !== undefined && inflight.uid === svc.uid) {
     if (expectationMet(inflight.expectation, svc)) deps.tracker.clear(k);
-    else if (inflight.deadlineMs > deps.clock.now()) return after(inflight.deadlineMs - deps.clock.now());
+    else {
+      const waiting = deps.tracker.pending(k, svc.uid);
+      if (waiting !== undefined) return after(waiting.deadlineMs - deps.clock.now());
+    }
   }
   if (cloud === undefined || lbs === undefined) {
     const why =
@@ -214,6 +241,8 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     const selector = lbs.nodeSelector?.(svc.annotations);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
+    const waitMs = waitForNodes(k, key.cluster, svc, backends, deps);
+    if (waitMs > 0) return after(waitMs, { events });
     if (backends.ids.length === 0)
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
     if (selector !== undefined) backends = selectedBackends(backends, selector);
@@ -248,7 +277,12 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
   }
   // Upstream warns when the node list its predicates leave is empty, not when no backend has an
   // instance yet: nodes registered but not initialized (no providerID) are available nodes.
-  const available = [...view.nodes.values()].some(isAvailableNode);
+  let available = false;
+  for (const n of view.nodes.values())
+    if (isAvailableNode(n)) {
+      available = true;
+      break;
+    }
   if (!available)
     events.push(
       serviceEvent(svc, "Warning", REASON.unavailable, "There are no available nodes for LoadBalancer"),
@@ -266,9 +300,14 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
       deps,
     ));
   const sameSpec = last !== undefined && last.uid === svc.uid && last.specKey === specKey(spec);
-  if (sameSpec && svc.ingress.length > 0) {
-    if (last.backendsKey === backends.key)
+  // The cloud is as this hub made it: what the Service lacks is only the report of the ingress
+  // (the agent is slow, or the patch was lost), which is published again; no cloud call.
+  const shown = last?.published === undefined || shows(svc, last.published);
+  if (sameSpec && (svc.ingress.length > 0 || !shown)) {
+    if (last.backendsKey === backends.key) {
+      if (!shown && last.published !== undefined) return publish(k, svc, last.published, deps, events);
       return events.length > 0 ? { events, requeue: { kind: "done" } } : DONE;
+    }
     try {
       const answer = await serializedWrite(cloud, lbs.lockKey?.(owner), () =>
         lbs.updateBackends(owner, spec.backends, deps.signal, spec.backendAnnotations),
@@ -278,14 +317,10 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         return retryOutcome(answer, { events });
       }
       deps.pending?.delete(k);
-      deps.ensured.set(k, {
-        uid: svc.uid,
-        specKey: last.specKey,
-        backendsKey: backends.key,
-        atMs: deps.clock.now(),
-      });
+      deps.ensured.set(k, { ...last, backendsKey: backends.key, atMs: deps.clock.now() });
       if (available)
         events.push(serviceEvent(svc, "Normal", REASON.updated, "Updated load balancer with new hosts"));
+      if (!shown && last.published !== undefined) return publish(k, svc, last.published, deps, events);
       return { events, requeue: { kind: "done" } };
     } catch (err) {
       if (!(err instanceof NeedsEnsureError)) {
@@ -340,22 +375,39 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     return retryOutcome(err, { events });
   }
   deps.pending?.delete(k);
+  events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
+  const annotations = annotationsToSet(svc, annotated, lbs.capabilities.serviceAnnotationKeys, deps);
+  const published: Published = { ingress, annotations };
   deps.ensured.set(k, {
     uid: svc.uid,
     specKey: specKey(spec),
     backendsKey: backends.key,
     atMs: deps.clock.now(),
+    published,
   });
-  events.push(serviceEvent(svc, "Normal", REASON.ensured, "Ensured load balancer"));
-  const annotations = annotationsToSet(svc, annotated, lbs.capabilities.serviceAnnotationKeys, deps);
   if (ingressEqual(svc.ingress, ingress) && Object.keys(annotations).length === 0)
     return { events, requeue: { kind: "done" } };
-  const expectation: Published = { ingress, annotations };
-  const published = deps.tracker.record(k, svc.uid, `${EXPECT_PUBLISHED}${JSON.stringify(expectation)}`);
+  return publish(k, svc, published, deps, events);
+}
+
+const expectPublished = (p: Published): string => `${EXPECT_PUBLISHED}${JSON.stringify(p)}`;
+
+/** The ingress and annotations published to the Service, awaited in its report. */
+function publish(
+  k: string,
+  svc: Readonly<Service>,
+  p: Published,
+  deps: ServiceDeps,
+  events: readonly ClusterEvent[],
+): Outcome {
+  const published = deps.tracker.record(k, svc.uid, expectPublished(p));
   return after(published.deadlineMs - published.publishedAtMs, {
-    events,
+    events: [...events],
     services: [
-      serviceDesired(svc, published.generation, { ingress: { items: ingress }, setAnnotations: annotations }),
+      serviceDesired(svc, published.generation, {
+        ingress: { items: p.ingress },
+        setAnnotations: p.annotations,
+      }),
     ],
   });
 }
@@ -463,6 +515,34 @@ async function adoptListed(
 }
 
 /**
+ * How long a Service not yet ensured by this hub still waits for the cluster's initializing
+ * nodes (0: ensure now). One already showing an ingress (a restarted hub) never waits.
+ */
+function waitForNodes(
+  k: string,
+  cluster: string,
+  svc: Readonly<Service>,
+  backends: BackendSet,
+  deps: ServiceDeps,
+): number {
+  const waiting = deps.waitingForNodes;
+  if (waiting === undefined) return 0;
+  const since = waiting.get(k);
+  if ((backends.initializing ?? 0) === 0 || deps.ensured.has(k) || svc.ingress.length > 0) {
+    if (since !== undefined) waiting.delete(k);
+    return 0;
+  }
+  const now = deps.clock.now();
+  const first = since ?? now;
+  if (since === undefined) waiting.set(k, now);
+  const progress = Math.max(first, deps.nodeInitializedAtMs?.(cluster) ?? first);
+  const left = Math.min(first + NODE_INIT_WAIT_MAX_MS, progress + NODE_INIT_WAIT_MS) - now;
+  if (left > 0) return left;
+  waiting.delete(k);
+  return 0;
+}
+
+/**
  * No eligible node in the report: the load balancer is emptied only of backends whose nodes
  * this hub saw leave (deleted, excluded, replaced) or whose instance is refused. Others stay:
  * an empty report (an agent whose lists failed, a restarted hub's partial view) must not drain
@@ -560,7 +640,11 @@ export async function computeBackendSet(
   verified: VerifiedInstances,
   cache: InstanceCache | undefined,
 ): Promise<BackendSet> {
-  const eligible = [...view.nodes.values()].filter(isEligibleBackend);
+  const eligible: Node[] = [];
+  let initializing = 0;
+  for (const n of view.nodes.values())
+    if (isEligibleBackend(n)) eligible.push(n);
+    else if (n.providerId === "" && needsInit(n) && isAvailableNode(n)) initializing++;
   const verdicts = await verified.verifyAll(
     cluster,
     eligible.map((n) => n.providerId),
@@ -593,7 +677,7 @@ export async function computeBackendSet(
       );
     }
   }
-  return { ...backendSet(ids, annotations), events, refused, labels };
+  return { ...backendSet(ids, annotations), events, refused, labels, initializing };
 }
 
 /**

@@ -60,15 +60,8 @@ function account(name: string) {
 
 test("after a reconnect, ensured Services are re-verified with one list call; only a vanished load balancer is ensured again", async () => {
   const { env, nodes, config } = account("acme");
-  let verified = 0;
-  const hub = await startServiceHarness({
-    config,
-    env,
-    logger: pino({ level: "silent" }),
-    onOutcome: (key) => {
-      if (key.kind === "service-verify") verified++;
-    },
-  });
+  const hub = await startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
+  const verified = () => hub.passes("service-verify");
   const { fleet, calls, accounts } = hub;
   const services = () => [...(fleet.view("c1")?.services.values() ?? [])];
   try {
@@ -85,7 +78,7 @@ test("after a reconnect, ensured Services are re-verified with one list call; on
     expect(cloud.inventory("acme").loadBalancers).toHaveLength(SERVICES - 1);
     const listsBefore = await calls("lb.list");
     const listenerListsBefore = await calls("listener.list");
-    const verifiedBefore = verified;
+    const verifiedBefore = verified();
 
     fleet.setConnected("c1", false);
     fleet.setConnected("c1", true);
@@ -96,7 +89,7 @@ test("after a reconnect, ensured Services are re-verified with one list call; on
     );
     await waitUntil("the queue to drain", () => hub.drained());
 
-    expect(verified).toBe(verifiedBefore + 1);
+    expect(verified()).toBe(verifiedBefore + 1);
     // The listing (one page) plus the one re-ensure's own lookup; the other Services cost nothing,
     // and the re-ensure lists no listeners: with its load balancer gone, none is left to adopt.
     expect((await calls("lb.list")) - listsBefore).toBe(2);
