@@ -27,6 +27,11 @@ export interface BenchOptions {
   readonly scenario: ScenarioName;
   /** restart: also restart into this hub (another tree's bin/fleet-ccm.js), side by side. */
   readonly baselineHubBin?: string;
+  /**
+   * The hub the scenario starts first (another tree's bin/fleet-ccm.js; default this tree's):
+   * two trees' hubs measured by the same bench, fleet and agents.
+   */
+  readonly hubBin?: string;
   readonly clusters: number;
   /** Per cluster. */
   readonly nodes: number;
@@ -271,6 +276,7 @@ export function header(o: BenchOptions, fleet: BenchFleet): Result {
     agentRuntimeEnv: fleet.separateCluster === undefined ? null : o.agentEnv,
     hubRuntimeEnv: o.hubEnv,
     pinning: o.pinning.description,
+    ...(o.hubBin === undefined ? {} : { hubBin: o.hubBin }),
   };
 }
 
@@ -329,6 +335,7 @@ async function bringUp(
       rateLimitPerSecond: o.rateLimitPerSecond,
       logLevel: o.hubLogLevel,
       ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
+      ...(o.hubBin === undefined ? {} : { hubBin: o.hubBin }),
       ...extra,
     }),
     label,
