@@ -53,6 +53,7 @@ async function scriptedHub(welcomes: readonly (readonly string[])[]) {
                 hubHeartbeatIntervalMs: 0,
                 volumeInTreeSources: [],
                 volumeCsiDrivers: [],
+                acceptsDeltaBatches: false,
               },
             },
           });
