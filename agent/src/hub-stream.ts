@@ -1,6 +1,7 @@
 import {
   AgentMessage,
   type ApplyResult,
+  type Delta,
   HubClient,
   type HubMessage,
   type Welcome,
@@ -151,6 +152,8 @@ export class HubStream {
   private readonly outbox = new Outbox();
   /** The stream's buffer is full: wait for "drain" before writing more deltas or results. */
   private blocked = false;
+  /** A flush is due once this turn of the event loop is over (a hub that takes DeltaBatch). */
+  private flushQueued = false;
   /** Bytes written on the stream, when countBytes is set. */
   bytesSent = 0;
   connects = 0;
@@ -417,46 +420,87 @@ export class HubStream {
   sendChange(change: PendingChange | undefined): void {
     if (change === undefined || this.phase !== "streaming") return;
     this.outbox.put(change);
-    this.flushOutbox();
+    this.flushSoon();
   }
 
   /** Kept across a reconnect (one per object); the hub republishes anyway if one is lost. */
   sendApplyResult(result: ApplyResult): void {
     this.outbox.put(pendingResult(result));
-    this.flushOutbox();
+    this.flushSoon();
   }
 
-  /** Writes what waits, while the stream takes it. A delta's seq is given when it is written. */
+  /**
+   * To a hub that takes DeltaBatch, the changes of one turn of the event loop (a watch chunk's
+   * events) go out together, after it; to an older hub, each at once.
+   */
+  private flushSoon(): void {
+    if (this.welcome?.acceptsDeltaBatches !== true) return this.flushOutbox();
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flushOutbox();
+    });
+  }
+
+  /**
+   * Writes what waits, while the stream takes it. A delta's seq is given when it is taken;
+   * consecutive deltas go in one DeltaBatch (when the hub takes them) within a snapshot chunk's
+   * bounds, and an apply result after the deltas before it.
+   */
   private flushOutbox(): void {
+    const batching = this.welcome?.acceptsDeltaBatches === true;
+    const maxCount = Math.max(1, this.welcome?.limits?.maxObjectsPerChunk ?? 500);
+    const maxBytes = Math.floor(this.maxMessageBytes() * 0.75);
+    let batch: Delta[] = [];
+    let bytes = 0;
+    const writeBatch = () => {
+      const [only] = batch;
+      if (only === undefined) return;
+      this.write({
+        body:
+          batch.length === 1
+            ? { $case: "delta", value: only }
+            : { $case: "deltas", value: { deltas: batch } },
+      });
+      batch = [];
+      bytes = 0;
+    };
     while (this.phase === "streaming" && !this.blocked && this.call !== undefined) {
       const item = this.outbox.take();
-      if (item === undefined) return;
-      if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
-      else {
-        const change = item.wire();
-        if (
-          change.$case === "node" &&
-          this.fits("node", change.value, () => WireNode.encode(change.value).finish().length) === undefined
-        )
-          continue;
-        if (
-          change.$case === "service" &&
-          this.fits("service", change.value, () => WireService.encode(change.value).finish().length) ===
-            undefined
-        )
-          continue;
-        if (
-          change.$case === "persistentVolume" &&
-          this.fits(
-            "persistentVolume",
-            change.value,
-            () => WirePersistentVolume.encode(change.value).finish().length,
-          ) === undefined
-        )
-          continue;
-        this.seq++;
-        this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
+      if (item === undefined) break;
+      if (item.type === "result") {
+        writeBatch();
+        this.write({ body: { $case: "applyResult", value: item.result } });
+        continue;
       }
+      const change = item.wire();
+      const size = this.changeSize(change);
+      if (size === undefined) continue;
+      this.seq++;
+      if (batch.length >= maxCount || bytes + size > maxBytes) writeBatch();
+      batch.push({ seq: this.seq, change });
+      bytes += size;
+      if (!batching) writeBatch();
+    }
+    writeBatch();
+  }
+
+  /** A change's size bound, or undefined for an object too large to send (reported by fits). */
+  private changeSize(change: NonNullable<Delta["change"]>): number | undefined {
+    switch (change.$case) {
+      case "node":
+        return this.fits("node", change.value, () => WireNode.encode(change.value).finish().length);
+      case "service":
+        return this.fits("service", change.value, () => WireService.encode(change.value).finish().length);
+      case "persistentVolume":
+        return this.fits(
+          "persistentVolume",
+          change.value,
+          () => WirePersistentVolume.encode(change.value).finish().length,
+        );
+      default:
+        return sizeBound(change.value);
     }
   }
 
