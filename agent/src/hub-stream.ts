@@ -115,6 +115,13 @@ export function sizeBound(v: unknown): number {
 const RECEIPT_DELAY_MS = 250;
 
 /**
+ * Deltas per DeltaBatch at most. The hub ingests a batch in one go, so the reconcile of its first
+ * delta waits for the rest (tens of µs each): 16 keep that wait under a millisecond while a burst
+ * pays the stream's per-message cost 16 times less often.
+ */
+const MAX_DELTAS_PER_BATCH = 16;
+
+/**
  * The agent's side of Hub.Sync: Hello, a full snapshot on every (re)connect
  * and on every ResyncRequest, then one delta per change with a sequence
  * number, heartbeats, and apply results. Reconnects forever with jittered backoff; the backoff
@@ -450,7 +457,10 @@ export class HubStream {
    */
   private flushOutbox(): void {
     const batching = this.welcome?.acceptsDeltaBatches === true;
-    const maxCount = Math.max(1, this.welcome?.limits?.maxObjectsPerChunk ?? 500);
+    const maxCount = Math.min(
+      MAX_DELTAS_PER_BATCH,
+      Math.max(1, this.welcome?.limits?.maxObjectsPerChunk ?? 500),
+    );
     const maxBytes = Math.floor(this.maxMessageBytes() * 0.75);
     let batch: Delta[] = [];
     let bytes = 0;
