@@ -53,7 +53,6 @@ async function scriptedHub(welcomes: readonly (readonly string[])[]) {
                 hubHeartbeatIntervalMs: 0,
                 volumeInTreeSources: [],
                 volumeCsiDrivers: [],
-                acceptsDeltaBatches: false,
               },
             },
           });

@@ -1,7 +1,6 @@
 import {
   AgentMessage,
   type ApplyResult,
-  type Delta,
   HubClient,
   type HubMessage,
   type Welcome,
@@ -115,13 +114,6 @@ export function sizeBound(v: unknown): number {
 const RECEIPT_DELAY_MS = 250;
 
 /**
- * Deltas per DeltaBatch at most. The hub ingests a batch in one go, so the reconcile of its first
- * delta waits for the rest (tens of µs each): 16 keep that wait under a millisecond while a burst
- * pays the stream's per-message cost 16 times less often.
- */
-const MAX_DELTAS_PER_BATCH = 16;
-
-/**
  * The agent's side of Hub.Sync: Hello, a full snapshot on every (re)connect
  * and on every ResyncRequest, then one delta per change with a sequence
  * number, heartbeats, and apply results. Reconnects forever with jittered backoff; the backoff
@@ -159,8 +151,6 @@ export class HubStream {
   private readonly outbox = new Outbox();
   /** The stream's buffer is full: wait for "drain" before writing more deltas or results. */
   private blocked = false;
-  /** A flush is due once this turn of the event loop is over (a hub that takes DeltaBatch). */
-  private flushQueued = false;
   /** Bytes written on the stream, when countBytes is set. */
   bytesSent = 0;
   connects = 0;
@@ -427,90 +417,46 @@ export class HubStream {
   sendChange(change: PendingChange | undefined): void {
     if (change === undefined || this.phase !== "streaming") return;
     this.outbox.put(change);
-    this.flushSoon();
+    this.flushOutbox();
   }
 
   /** Kept across a reconnect (one per object); the hub republishes anyway if one is lost. */
   sendApplyResult(result: ApplyResult): void {
     this.outbox.put(pendingResult(result));
-    this.flushSoon();
+    this.flushOutbox();
   }
 
-  /**
-   * To a hub that takes DeltaBatch, the changes of one turn of the event loop (a watch chunk's
-   * events) go out together, after it; to an older hub, each at once.
-   */
-  private flushSoon(): void {
-    if (this.welcome?.acceptsDeltaBatches !== true) return this.flushOutbox();
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    setImmediate(() => {
-      this.flushQueued = false;
-      this.flushOutbox();
-    });
-  }
-
-  /**
-   * Writes what waits, while the stream takes it. A delta's seq is given when it is taken;
-   * consecutive deltas go in one DeltaBatch (when the hub takes them) within a snapshot chunk's
-   * bounds, and an apply result after the deltas before it.
-   */
+  /** Writes what waits, while the stream takes it. A delta's seq is given when it is written. */
   private flushOutbox(): void {
-    const batching = this.welcome?.acceptsDeltaBatches === true;
-    const maxCount = Math.min(
-      MAX_DELTAS_PER_BATCH,
-      Math.max(1, this.welcome?.limits?.maxObjectsPerChunk ?? 500),
-    );
-    const maxBytes = Math.floor(this.maxMessageBytes() * 0.75);
-    let batch: Delta[] = [];
-    let bytes = 0;
-    const writeBatch = () => {
-      const [only] = batch;
-      if (only === undefined) return;
-      this.write({
-        body:
-          batch.length === 1
-            ? { $case: "delta", value: only }
-            : { $case: "deltas", value: { deltas: batch } },
-      });
-      batch = [];
-      bytes = 0;
-    };
     while (this.phase === "streaming" && !this.blocked && this.call !== undefined) {
       const item = this.outbox.take();
-      if (item === undefined) break;
-      if (item.type === "result") {
-        writeBatch();
-        this.write({ body: { $case: "applyResult", value: item.result } });
-        continue;
+      if (item === undefined) return;
+      if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
+      else {
+        const change = item.wire();
+        if (
+          change.$case === "node" &&
+          this.fits("node", change.value, () => WireNode.encode(change.value).finish().length) === undefined
+        )
+          continue;
+        if (
+          change.$case === "service" &&
+          this.fits("service", change.value, () => WireService.encode(change.value).finish().length) ===
+            undefined
+        )
+          continue;
+        if (
+          change.$case === "persistentVolume" &&
+          this.fits(
+            "persistentVolume",
+            change.value,
+            () => WirePersistentVolume.encode(change.value).finish().length,
+          ) === undefined
+        )
+          continue;
+        this.seq++;
+        this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
       }
-      const change = item.wire();
-      const size = this.changeSize(change);
-      if (size === undefined) continue;
-      this.seq++;
-      if (batch.length >= maxCount || bytes + size > maxBytes) writeBatch();
-      batch.push({ seq: this.seq, change });
-      bytes += size;
-      if (!batching) writeBatch();
-    }
-    writeBatch();
-  }
-
-  /** A change's size bound, or undefined for an object too large to send (reported by fits). */
-  private changeSize(change: NonNullable<Delta["change"]>): number | undefined {
-    switch (change.$case) {
-      case "node":
-        return this.fits("node", change.value, () => WireNode.encode(change.value).finish().length);
-      case "service":
-        return this.fits("service", change.value, () => WireService.encode(change.value).finish().length);
-      case "persistentVolume":
-        return this.fits(
-          "persistentVolume",
-          change.value,
-          () => WirePersistentVolume.encode(change.value).finish().length,
-        );
-      default:
-        return sizeBound(change.value);
     }
   }
 

@@ -584,52 +584,6 @@ describe("AgentSession against a hostile agent", () => {
     );
   });
 
-  test("a DeltaBatch (announced in Welcome) is taken delta by delta: a gap inside it asks for a snapshot and drops the rest", () => {
-    const h = harness();
-    h.hello();
-    const welcome = h.written[0]?.body;
-    expect(welcome?.$case === "welcome" && welcome.value.acceptsDeltaBatches).toBe(true);
-    h.snapshot(1, [node("a")]);
-    const d = (seq: number, name: string) => ({ seq, change: { $case: "node" as const, value: node(name) } });
-    h.send({ $case: "deltas", value: { deltas: [d(1, "b"), d(2, "c")] } });
-    expect(h.nodeNames()).toEqual(["a", "b", "c"]);
-    h.send({ $case: "deltas", value: { deltas: [d(3, "d"), d(5, "e"), d(6, "f")] } });
-    expect(h.written.at(-1)?.body?.$case).toBe("resync");
-    expect(h.nodeNames()).toEqual(["a", "b", "c", "d"]);
-    expect(h.failures).toEqual([]);
-  });
-
-  test("in a DeltaBatch a replayed seq, an invalid object, an empty batch and the rate are what they are alone", () => {
-    const h = harness({ maxObjectsPerChunk: 10, maxObjectsPerCluster: 100, maxDeltasPerSecond: 5 });
-    h.hello();
-    h.snapshot(1, []);
-    const d = (seq: number, n: Node) => ({ seq, change: { $case: "node" as const, value: n } });
-    // An invalid object is refused alone; the batch goes on.
-    h.send({ $case: "deltas", value: { deltas: [d(1, node("a")), d(2, node("B_")), d(3, node("c"))] } });
-    expect(h.nodeNames()).toEqual(["a", "c"]);
-    expect(h.refusals.map((r) => r.name)).toEqual(["B_"]);
-    // Sixty deltas in one message count as sixty against the rate: what is left of the burst passes.
-    h.send({
-      $case: "deltas",
-      value: { deltas: Array.from({ length: 60 }, (_, i) => d(4 + i, node(`n${i}`))) },
-    });
-    expect(h.reasons).toEqual(["delta-rate"]);
-    expect(h.nodeNames()).toHaveLength(2 + 47);
-
-    const r = harness();
-    r.hello();
-    r.snapshot(1, [], [], 4);
-    r.send({ $case: "deltas", value: { deltas: [d(5, node("a")), d(5, node("b")), d(6, node("c"))] } });
-    expect(r.reasons).toEqual(["sequence"]);
-    expect(r.nodeNames()).toEqual(["a"]);
-
-    const e = harness();
-    e.hello();
-    e.snapshot(1, []);
-    e.send({ $case: "deltas", value: { deltas: [] } });
-    expect(e.failures).toEqual([{ code: status.INVALID_ARGUMENT, details: "DeltaBatch carries no delta" }]);
-  });
-
   test("undecodable and oversized messages are refused with their own reasons", () => {
     const bad = harness();
     bad.hello();

@@ -3,7 +3,6 @@ import {
   type AnnotationFilter,
   type ApplyResult,
   agentVersionProblem,
-  type Delta,
   type HubMessage,
   type Node,
   type PersistentVolume,
@@ -218,16 +217,19 @@ export class AgentSession {
     if (body === undefined) return this.refuse(status.INVALID_ARGUMENT, "empty AgentMessage");
     if (this.phase.kind === "await-hello" && body.$case !== "hello")
       return this.refuse(status.FAILED_PRECONDITION, "the first message of a stream must be Hello");
-    if ((body.$case === "delta" || body.$case === "applyResult") && this.overBudget()) return;
+    if ((body.$case === "delta" || body.$case === "applyResult") && this.deltaBudget?.tryTake() === false)
+      return this.refuse(
+        status.RESOURCE_EXHAUSTED,
+        `more than ${this.deps.limits.maxDeltasPerSecond} deltas and apply results per second (limits.maxDeltasPerSecond)`,
+        "delta-rate",
+      );
     switch (body.$case) {
       case "hello":
         return this.onHello(body.value.cluster, body.value.agentVersion, body.value.kubernetesVersion);
       case "snapshot":
         return this.onSnapshot(body.value);
       case "delta":
-        return this.onDelta(body.value);
-      case "deltas":
-        return this.onDeltas(body.value.deltas);
+        return this.onDelta(msg);
       case "heartbeat":
         return this.onHeartbeat(
           body.value.seq,
@@ -236,27 +238,6 @@ export class AgentSession {
         );
       case "applyResult":
         return this.onApplyResult(body.value);
-    }
-  }
-
-  /** Over the stream's rate of deltas and apply results: the stream ends (and is told why). */
-  private overBudget(): boolean {
-    if (this.deltaBudget?.tryTake() !== false) return false;
-    this.refuse(
-      status.RESOURCE_EXHAUSTED,
-      `more than ${this.deps.limits.maxDeltasPerSecond} deltas and apply results per second (limits.maxDeltasPerSecond)`,
-      "delta-rate",
-    );
-    return true;
-  }
-
-  /** Each delta of a batch as if it had come alone, in order, until one ends the stream. */
-  private onDeltas(deltas: readonly Delta[]): void {
-    if (deltas.length === 0) return this.refuse(status.INVALID_ARGUMENT, "DeltaBatch carries no delta");
-    for (const d of deltas) {
-      if (this.overBudget()) return;
-      this.onDelta(d);
-      if (this.phase.kind === "closed") return;
     }
   }
 
@@ -315,7 +296,6 @@ export class AgentSession {
           hubHeartbeatIntervalMs: this.deps.hubHeartbeatIntervalMs ?? 0,
           volumeInTreeSources: [...(this.deps.volumeSources?.inTree ?? [])],
           volumeCsiDrivers: [...(this.deps.volumeSources?.csiDrivers ?? [])],
-          acceptsDeltaBatches: true,
         },
       },
     });
@@ -412,7 +392,9 @@ export class AgentSession {
       this.deps.onRefused?.(this.cluster, [r]);
   }
 
-  private onDelta(delta: Delta): void {
+  private onDelta(msg: AgentMessage): void {
+    if (msg.body?.$case !== "delta") return;
+    const delta = msg.body.value;
     // Deltas that race a resync request are dropped: the coming snapshot covers them.
     if (this.phase.kind !== "streaming") return;
     // seq only grows on a stream: an old one is a replay, never a lost message.

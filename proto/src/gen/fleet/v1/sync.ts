@@ -87,9 +87,6 @@ export interface AgentMessage {
     | { $case: "delta"; value: Delta }
     | { $case: "heartbeat"; value: Heartbeat }
     | { $case: "applyResult"; value: ApplyResult }
-    | //
-    /** Only to a hub whose Welcome set accepts_delta_batches. */
-    { $case: "deltas"; value: DeltaBatch }
     | undefined;
 }
 
@@ -133,14 +130,6 @@ export interface Delta {
     | { $case: "persistentVolume"; value: PersistentVolume }
     | { $case: "persistentVolumeDeleted"; value: ObjectRef }
     | undefined;
-}
-
-/**
- * Consecutive deltas in one message, so a burst of changes pays the stream's per-message cost
- * once. The hub checks each exactly as if it had come alone (seq, rate, limits), in order.
- */
-export interface DeltaBatch {
-  deltas: Delta[];
 }
 
 export interface Heartbeat {
@@ -231,8 +220,6 @@ export interface Welcome {
    */
   volumeInTreeSources: string[];
   volumeCsiDrivers: string[];
-  /** The hub reads DeltaBatch messages; false (a hub that predates them): one Delta per message. */
-  acceptsDeltaBatches: boolean;
 }
 
 /** Which Services' annotations name a Secret, and what of it to send. */
@@ -291,9 +278,6 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "applyResult":
         ApplyResult.encode(message.body.value, writer.uint32(42).fork()).join();
         break;
-      case "deltas":
-        DeltaBatch.encode(message.body.value, writer.uint32(50).fork()).join();
-        break;
     }
     return writer;
   },
@@ -351,14 +335,6 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.body = { $case: "applyResult", value: ApplyResult.decode(reader, reader.uint32()) };
             continue;
           }
-          case 6: {
-            if (tag !== 50) {
-              break;
-            }
-
-            message.body = { $case: "deltas", value: DeltaBatch.decode(reader, reader.uint32()) };
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -385,8 +361,6 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "applyResult", value: ApplyResult.fromJSON(object.applyResult) }
         : isSet(object.apply_result)
         ? { $case: "applyResult", value: ApplyResult.fromJSON(object.apply_result) }
-        : isSet(object.deltas)
-        ? { $case: "deltas", value: DeltaBatch.fromJSON(object.deltas) }
         : undefined,
     };
   },
@@ -403,8 +377,6 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.heartbeat = Heartbeat.toJSON(message.body.value);
     } else if (message.body?.$case === "applyResult") {
       obj.applyResult = ApplyResult.toJSON(message.body.value);
-    } else if (message.body?.$case === "deltas") {
-      obj.deltas = DeltaBatch.toJSON(message.body.value);
     }
     return obj;
   },
@@ -442,12 +414,6 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "applyResult": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
           message.body = { $case: "applyResult", value: ApplyResult.fromPartial(object.body.value) };
-        }
-        break;
-      }
-      case "deltas": {
-        if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "deltas", value: DeltaBatch.fromPartial(object.body.value) };
         }
         break;
       }
@@ -927,73 +893,6 @@ export const Delta: MessageFns<Delta> = {
         break;
       }
     }
-    return message;
-  },
-};
-
-function createBaseDeltaBatch(): DeltaBatch {
-  return { deltas: [] };
-}
-
-export const DeltaBatch: MessageFns<DeltaBatch> = {
-  encode(message: DeltaBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.deltas) {
-      Delta.encode(v!, writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): DeltaBatch {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseDeltaBatch();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.deltas.push(Delta.decode(reader, reader.uint32()));
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): DeltaBatch {
-    return { deltas: globalThis.Array.isArray(object?.deltas) ? object.deltas.map((e: any) => Delta.fromJSON(e)) : [] };
-  },
-
-  toJSON(message: DeltaBatch): unknown {
-    const obj: any = {};
-    if (message.deltas?.length) {
-      obj.deltas = message.deltas.map((e) => Delta.toJSON(e));
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<DeltaBatch>, I>>(base?: I): DeltaBatch {
-    return DeltaBatch.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<DeltaBatch>, I>>(object: I): DeltaBatch {
-    const message = createBaseDeltaBatch();
-    message.deltas = object.deltas?.map((e) => Delta.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1585,7 +1484,6 @@ function createBaseWelcome(): Welcome {
     hubHeartbeatIntervalMs: 0,
     volumeInTreeSources: [],
     volumeCsiDrivers: [],
-    acceptsDeltaBatches: false,
   };
 }
 
@@ -1617,9 +1515,6 @@ export const Welcome: MessageFns<Welcome> = {
     }
     for (const v of message.volumeCsiDrivers) {
       writer.uint32(74).string(v!);
-    }
-    if (message.acceptsDeltaBatches !== false) {
-      writer.uint32(80).bool(message.acceptsDeltaBatches);
     }
     return writer;
   },
@@ -1709,14 +1604,6 @@ export const Welcome: MessageFns<Welcome> = {
             message.volumeCsiDrivers.push(reader.string());
             continue;
           }
-          case 10: {
-            if (tag !== 80) {
-              break;
-            }
-
-            message.acceptsDeltaBatches = reader.bool();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1768,11 +1655,6 @@ export const Welcome: MessageFns<Welcome> = {
         : globalThis.Array.isArray(object?.volume_csi_drivers)
         ? object.volume_csi_drivers.map((e: any) => globalThis.String(e))
         : [],
-      acceptsDeltaBatches: isSet(object.acceptsDeltaBatches)
-        ? globalThis.Boolean(object.acceptsDeltaBatches)
-        : isSet(object.accepts_delta_batches)
-        ? globalThis.Boolean(object.accepts_delta_batches)
-        : false,
     };
   },
 
@@ -1805,9 +1687,6 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.volumeCsiDrivers?.length) {
       obj.volumeCsiDrivers = message.volumeCsiDrivers;
     }
-    if (message.acceptsDeltaBatches !== false) {
-      obj.acceptsDeltaBatches = message.acceptsDeltaBatches;
-    }
     return obj;
   },
 
@@ -1827,7 +1706,6 @@ export const Welcome: MessageFns<Welcome> = {
     message.hubHeartbeatIntervalMs = object.hubHeartbeatIntervalMs ?? 0;
     message.volumeInTreeSources = object.volumeInTreeSources?.map((e) => e) || [];
     message.volumeCsiDrivers = object.volumeCsiDrivers?.map((e) => e) || [];
-    message.acceptsDeltaBatches = object.acceptsDeltaBatches ?? false;
     return message;
   },
 };
