@@ -54,6 +54,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
+  --hub-bin PATH          join, churn, chaos (and the first hub of steady, restart): this CLI (another tree's
+                          bin/fleet-ccm.js) instead of this tree's; the bench, fleet and agents stay this tree's
   --baseline-hub-bin PATH restart, steady --idle-s: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
   --keep                  keep the run directory (configs, logs) and print its path
 
@@ -138,6 +140,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "hub-node-options": { type: "string" },
       keep: { type: "boolean" },
       "baseline-hub-bin": { type: "string" },
+      "hub-bin": { type: "string" },
       "time-scale": { type: "string" },
       help: { type: "boolean" },
     },
@@ -205,6 +208,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     hubEnv: runtimeEnv("hub", values["hub-node-options"]),
     keep: values.keep === true,
     ...(values["baseline-hub-bin"] !== undefined && { baselineHubBin: values["baseline-hub-bin"] }),
+    ...(values["hub-bin"] !== undefined && { hubBin: values["hub-bin"] }),
     notReady: num(values["not-ready"], "not-ready", 3, 0),
     gone: num(values.gone, "gone", 1, 0),
     minChecks: num(values["min-checks"], "min-checks", 60, 0),

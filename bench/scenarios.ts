@@ -27,6 +27,11 @@ export interface BenchOptions {
   readonly scenario: ScenarioName;
   /** restart: also restart into this hub (another tree's bin/fleet-ccm.js), side by side. */
   readonly baselineHubBin?: string;
+  /**
+   * The hub the scenario starts first (another tree's bin/fleet-ccm.js; default this tree's):
+   * two trees' hubs measured by the same bench, fleet and agents.
+   */
+  readonly hubBin?: string;
   readonly clusters: number;
   /** Per cluster. */
   readonly nodes: number;
@@ -271,6 +276,7 @@ export function header(o: BenchOptions, fleet: BenchFleet): Result {
     agentRuntimeEnv: fleet.separateCluster === undefined ? null : o.agentEnv,
     hubRuntimeEnv: o.hubEnv,
     pinning: o.pinning.description,
+    ...(o.hubBin === undefined ? {} : { hubBin: o.hubBin }),
   };
 }
 
@@ -329,6 +335,7 @@ async function bringUp(
       rateLimitPerSecond: o.rateLimitPerSecond,
       logLevel: o.hubLogLevel,
       ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
+      ...(o.hubBin === undefined ? {} : { hubBin: o.hubBin }),
       ...extra,
     }),
     label,
@@ -337,6 +344,9 @@ async function bringUp(
   await fleet.startAgents();
   if (!(await fleet.waitSynced(120_000))) throw new Error("not every agent synced with the hub within 120 s");
 }
+
+/** How often the join asks the hub whether it has counted every node initialized (see join). */
+const HUB_SEEN_POLL_MS = 1000;
 
 /** Creates machines and nodes (and Services) everywhere at once; waits for every taint to go. */
 async function join(
@@ -379,6 +389,9 @@ async function join(
   // The hub learns that a patch landed from the agent's next report; on a saturated fleet core
   // the reports lag behind the API servers. Read the counters once the hub has seen every node
   // converge (fleet_ccm_nodes_initialized_total), so every byte of the join is in the window.
+  // Each scrape is charged to the hub's window (~5 ms of its CPU at 100 clusters, ~20 ms at 500:
+  // prom-client writes every per-cluster series), a second of waiting ~10 ms at most: hence a
+  // scrape a second, not four (a Prometheus scrapes every 15-30 s).
   const seen = () => metricSum(before.metrics, "fleet_ccm_nodes_initialized_total");
   let hubSawAllMs: number | null = null;
   if (converged && fleet.hub !== undefined) {
@@ -393,7 +406,7 @@ async function join(
         return metricSum(m, "fleet_ccm_nodes_initialized_total") - seen() >= total;
       },
       60_000,
-      250,
+      HUB_SEEN_POLL_MS,
     );
     if (ok) hubSawAllMs = Date.now() - first;
   }
