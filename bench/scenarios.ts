@@ -17,6 +17,7 @@ import {
   rssBytes,
   type Sample,
   sleep,
+  tcpBytesAcked,
   until,
   untilQuiet,
 } from "./util.js";
@@ -719,14 +720,25 @@ async function idleFigures(
     const quiet = await untilQuiet(cloudCalls, IDLE_QUIET_MS, o.timeoutS * 1000, 250);
     if (!quiet) throw new Error(`${label}: the cloud never went quiet after the resync`);
     o.log(`[${label}] idle at the hub's default periods: measuring ${o.idleS} s…`);
+    // What the hub writes to the agents (Acks, HubHeartbeats), beside what they write to it.
+    const hubSent = () => tcpBytesAcked(`( sport = :${hub.grpcPort} )`);
+    const sentBefore = hubSent();
     const a = await fleet.snapshot();
     const end = Date.now() + o.idleS * 1000;
+    // Each scrape's nodejs_eventloop_lag_max_seconds covers the time since the one before.
+    const lagMax: number[] = [];
+    const lag = (samples: readonly Sample[]) => {
+      if (hasMetric(samples, "nodejs_eventloop_lag_max_seconds"))
+        lagMax.push(metricSum(samples, "nodejs_eventloop_lag_max_seconds"));
+    };
     while (Date.now() + IDLE_SCRAPE_MS < end) {
       await sleep(IDLE_SCRAPE_MS);
-      await hub.metrics().catch(() => []);
+      lag(await hub.metrics().catch(() => []));
     }
     await sleep(Math.max(0, end - Date.now()));
     const b = await fleet.snapshot();
+    const sentAfter = hubSent();
+    lag(b.metrics);
     const d = BenchFleet.delta(a, b);
     const seconds = d.ms / 1000;
     const cpuMs = d.hubCpu === null ? null : d.hubCpu * 1000;
@@ -741,6 +753,9 @@ async function idleFigures(
       nodePatchesPublished: d.nodePatches,
       servicePatchesPublished: d.servicePatches,
       grpcBytesPerSecond: d.grpcWire === null ? null : round(d.grpcWire / seconds),
+      grpcHubBytesPerSecond:
+        sentBefore === null || sentAfter === null ? null : round((sentAfter - sentBefore) / seconds),
+      hubEventLoopDelayMaxMs: lagMax.length === 0 ? null : round(Math.max(...lagMax) * 1000, 1),
       natsBytesPerSecond: d.natsWire === null ? null : round(d.natsWire / seconds),
       hubRssBytes: rssBytes(hub.pid),
     };

@@ -90,6 +90,8 @@ export class HubGrpcServer {
       // Agents ping every 30 s; allow it without calls in flight.
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.http2.min_ping_interval_without_data_ms": 10_000,
+      // Nothing reads channelz; it stamps the time on every message of every stream.
+      "grpc.enable_channelz": 0,
     });
     this.server.addService(guardedHubService(opts.maxMessageBytes), {
       sync: (call: ServerDuplexStream<AgentMessage | Malformed, HubMessage>) => this.onSync(call),

@@ -166,6 +166,16 @@ const MAX_RESULT_MESSAGE = 1024;
 const ACK_EVERY = 256;
 /** A stream that sends nothing for this many heartbeat intervals is dead. */
 const MISSED_HEARTBEATS = 3;
+/**
+ * The idle and heartbeat timers of every session fire on points of one grid (epoch multiples of
+ * this, or of a tenth of their interval when shorter), so the timers of hundreds of quiet streams
+ * wake the hub together, not one by one.
+ */
+const TIMER_GRID_MS = 1000;
+
+function timerGrid(intervalMs: number): number {
+  return Math.max(1, Math.min(TIMER_GRID_MS, Math.floor(intervalMs / 10)));
+}
 
 /**
  * One agent stream: Hello → Welcome → snapshot chunks → deltas with seq.
@@ -195,7 +205,7 @@ export class AgentSession {
     this.deltaBudget =
       rate > 0 ? new TokenBucket({ ratePerSecond: rate, burst: rate * 10, clock: deps.clock }) : undefined;
     this.lastReadAt = deps.clock.now();
-    this.armIdleTimer(this.idleMs);
+    this.armIdleTimer();
   }
 
   private get idleMs(): number {
@@ -507,33 +517,45 @@ export class AgentSession {
 
   /**
    * A HubHeartbeat whenever the stream has been quiet for an interval: a frozen hub keeps its
-   * connections open, so the agent knows it only by this silence. One timer per interval at most.
+   * connections open, so the agent knows it only by this silence. One timer per interval at most,
+   * due at the grid point at or before the interval's end (never later than promised).
    */
   private armBeat(): void {
     const every = this.deps.hubHeartbeatIntervalMs ?? 0;
     if (every <= 0 || this.phase.kind === "closed") return;
     const clock = this.deps.clock;
-    const wait = Math.max(1, this.lastWriteAt + every - clock.now());
-    this.beatTimer = clock.setTimeout(() => {
-      this.beatTimer = undefined;
-      if (this.phase.kind === "closed") return;
-      if (clock.now() - this.lastWriteAt >= every) this.send({ body: { $case: "heartbeat", value: {} } });
-      this.armBeat();
-    }, wait);
+    const grid = timerGrid(every);
+    const due = () => Math.floor((this.lastWriteAt + every) / grid) * grid;
+    this.beatTimer = clock.setTimeout(
+      () => {
+        this.beatTimer = undefined;
+        if (this.phase.kind === "closed") return;
+        if (due() <= clock.now()) this.send({ body: { $case: "heartbeat", value: {} } });
+        this.armBeat();
+      },
+      Math.max(1, due() - clock.now()),
+    );
   }
 
-  /** One timer per deadline, not one per message: it looks at lastReadAt when it fires. */
-  private armIdleTimer(ms: number): void {
+  /**
+   * One timer per deadline, not one per message: it looks at lastReadAt when it fires. Due at the
+   * grid point at or after the deadline (a dead stream is ended at most a grid step late).
+   */
+  private armIdleTimer(): void {
     const clock = this.deps.clock;
-    this.idleTimer = clock.setTimeout(() => {
-      this.idleTimer = undefined;
-      if (this.phase.kind === "closed") return;
-      const idleMs = this.idleMs;
-      const silent = clock.now() - this.lastReadAt;
-      if (silent >= idleMs)
-        this.refuse(status.DEADLINE_EXCEEDED, `no message for ${idleMs} ms: the stream is considered dead`);
-      else this.armIdleTimer(idleMs - silent);
-    }, ms);
+    const idleMs = this.idleMs;
+    const grid = timerGrid(idleMs);
+    const due = Math.ceil((this.lastReadAt + idleMs) / grid) * grid;
+    this.idleTimer = clock.setTimeout(
+      () => {
+        this.idleTimer = undefined;
+        if (this.phase.kind === "closed") return;
+        if (clock.now() - this.lastReadAt >= idleMs)
+          this.refuse(status.DEADLINE_EXCEEDED, `no message for ${idleMs} ms: the stream is considered dead`);
+        else this.armIdleTimer();
+      },
+      Math.max(1, due - clock.now()),
+    );
   }
 
   /** Ends the stream with a status that says why; the hub keeps serving every other stream. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
 import { ConfigError, parseHubConfig } from "../config/load.js";
-import { replicaIdOf } from "./index.js";
+import { hubHeartbeatIntervalMs, replicaIdOf } from "./index.js";
 
 const base = {
   grpc: { listen: "127.0.0.1:7443", insecure: true },
@@ -46,5 +46,11 @@ describe("replicas config", () => {
     if (cfg === undefined) throw new Error("replicas expected");
     expect(replicaIdOf({ ...cfg, id: "hub-1" }, { HOSTNAME: "pod-x" })).toBe("hub-1");
     expect(replicaIdOf(cfg, { HOSTNAME: "pod-x" })).toBe("pod-x");
+  });
+
+  test("the hub's heartbeat interval: a fifth after the agents' alone (its Acks answer them), a tenth of the lease TTL with replicas", () => {
+    expect(hubHeartbeatIntervalMs(10_000, undefined)).toBe(12_000);
+    expect(hubHeartbeatIntervalMs(10_000, parse({}).replicas)).toBe(1000);
+    expect(hubHeartbeatIntervalMs(1000, parse({ leaseTtlMs: 60_000, marginMs: 2000 }).replicas)).toBe(1200);
   });
 });

@@ -33,16 +33,20 @@ export interface ReplicaHooks {
 
 /**
  * How often the hub speaks on every agent stream (Welcome.hub_heartbeat_interval_ms); an agent
- * drops a stream silent for three of these and dials again. With replicas, a tenth of the lease
- * TTL: an agent leaves a frozen replica (whose connections stay open) in under a third of a TTL,
- * and still within a TTL when its new connection first lands on that replica again.
+ * drops a stream silent for three of these and dials again. Without replicas, a fifth longer
+ * than the agents' heartbeat interval: the hub's Ack of each agent heartbeat is what it says,
+ * and a HubHeartbeat due at the same interval would race the agent's next heartbeat and go out
+ * about every other time, for nothing. With replicas, a tenth of the lease TTL (when shorter):
+ * an agent leaves a frozen replica (whose connections stay open) in under a third of a TTL, and
+ * still within a TTL when its new connection first lands on that replica again.
  */
 export function hubHeartbeatIntervalMs(
   heartbeatIntervalMs: number,
   replicas: ReplicasConfig | undefined,
 ): number {
-  if (replicas === undefined) return heartbeatIntervalMs;
-  return Math.min(heartbeatIntervalMs, Math.max(250, Math.floor(replicas.leaseTtlMs / 10)));
+  const afterAgents = Math.ceil(heartbeatIntervalMs * 1.2);
+  if (replicas === undefined) return afterAgents;
+  return Math.min(afterAgents, Math.max(250, Math.floor(replicas.leaseTtlMs / 10)));
 }
 
 /** The replica id: the config's, else the pod name (HOSTNAME), else the host name. */

@@ -3,6 +3,7 @@ import type { ClusterView } from "../../fleet/state.js";
 import { clusterKeyPrefix, keyOf } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
+import { after, DONE } from "../outcome.js";
 import {
   NODE_LIFECYCLE,
   NODE_LIFECYCLE_SCAN,
@@ -13,7 +14,9 @@ import { DeletionBudget, NotFoundEvidence } from "./safety.js";
 
 /**
  * cloud-node-lifecycle-controller: every monitor period a per-cluster scan enqueues the nodes
- * that are not Ready (or carry the shutdown taint); each is checked with a direct lookup.
+ * that are not Ready (or carry the shutdown taint); each is checked with a direct lookup. A
+ * cluster whose nodes are all Ready is not scanned again until one of them changes to need a
+ * check (or its agent resyncs): an idle fleet costs no reconcile per cluster and period.
  */
 export function nodeLifecycleController(ctx: ControllerContext): Controller {
   const { queue } = ctx;
@@ -50,7 +53,12 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
         queue.add({ cluster, kind: NODE_LIFECYCLE_SCAN, name: "" });
       },
       onNode(cluster, name, change) {
-        if (change.type !== "delete") return;
+        if (change.type !== "delete") {
+          // Within a monitor period, as the periodic scan would; a scan already due keeps its time.
+          if (needsLifecycleCheck(change.cur))
+            queue.addAfter({ cluster, kind: NODE_LIFECYCLE_SCAN, name: "" }, lc.monitorPeriodMs);
+          return;
+        }
         const k = keyOf({ cluster, kind: NODE_LIFECYCLE, name });
         ctx.tracker.clear(k);
         deps.evidence.forget(k);
@@ -59,10 +67,13 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     async reconcile(k) {
       if (k.kind === NODE_LIFECYCLE) return reconcileNodeLifecycle(k, deps);
       const view = ctx.fleet.view(k.cluster);
-      // A disconnected cluster's view may be stale: judge nothing until its agent is back.
-      if (view?.connected)
-        for (const name of toCheck(view)) queue.add({ cluster: k.cluster, kind: NODE_LIFECYCLE, name });
-      return { requeue: { kind: "after", ms: lc.monitorPeriodMs } };
+      // A disconnected cluster's view may be stale: judge nothing until its agent is back (its
+      // snapshot, onSynced, scans again).
+      if (!view?.connected) return DONE;
+      const names = toCheck(view);
+      for (const name of names) queue.add({ cluster: k.cluster, kind: NODE_LIFECYCLE, name });
+      // Every node Ready: the next scan comes from onNode, when one changes to need a check.
+      return names.length === 0 ? DONE : after(lc.monitorPeriodMs);
     },
     onReleased(cluster) {
       // Evidence restarts with the next owner (and with this one, should the cluster come back).

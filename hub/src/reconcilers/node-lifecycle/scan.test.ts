@@ -43,3 +43,33 @@ test("a scan enqueues the nodes that are not Ready, the same ones every period, 
   fleet.replace("c1", [node("d", "False")], []);
   expect(await scan()).toEqual(["d"]);
 });
+
+test("a cluster whose nodes are all Ready is not scanned every period; a node that stops being Ready schedules a scan within one", async () => {
+  const clock = new FakeClock();
+  const fleet = new FleetState({ now: () => clock.now() });
+  const config = testHubConfig();
+  const period = config.lifecycle.monitorPeriodMs;
+  const ctx = testControllerContext({ config, fleet, clock, cloudFor: () => undefined });
+  const c = nodeLifecycleController(ctx);
+  fleet.subscribe(c.triggers);
+  const scanKey = { cluster: "c1", kind: NODE_LIFECYCLE_SCAN, name: "" };
+  fleet.replace("c1", [node("a", "True"), node("b", "True")], []);
+  fleet.setConnected("c1", true);
+  // The snapshot asked for a scan; all Ready: it finds nothing and asks for no next period.
+  expect(ctx.queue.tryGet()).toEqual(scanKey);
+  expect(await c.reconcile(scanKey)).toEqual({ requeue: { kind: "done" } });
+  ctx.queue.done(scanKey);
+  clock.advance(10 * period);
+  expect(ctx.queue.len()).toBe(0);
+  // A Ready node's update schedules nothing; one that is not Ready schedules a scan one period on.
+  fleet.upsertNode("c1", { ...node("a", "True"), resourceVersion: "2" });
+  clock.advance(period);
+  expect(ctx.queue.len()).toBe(0);
+  fleet.upsertNode("c1", { ...node("b", "False"), resourceVersion: "2" });
+  clock.advance(period - 1);
+  expect(ctx.queue.len()).toBe(0);
+  clock.advance(1);
+  expect(ctx.queue.tryGet()).toEqual(scanKey);
+  // While a node needs a check, the scan runs every period.
+  expect(await c.reconcile(scanKey)).toEqual({ requeue: { kind: "after", ms: period } });
+});

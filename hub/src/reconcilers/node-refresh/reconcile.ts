@@ -1,6 +1,7 @@
 import type { NodeDesired } from "@fleet-ccm/proto";
 import { errorMessage } from "../../cloud/errors.js";
 import type { WorkKey } from "../../queue/index.js";
+import { Turns } from "../../util/turns.js";
 import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";
 import { InitError, initFields, needsInit } from "../node-init/predicates.js";
@@ -8,6 +9,8 @@ import { after, type Outcome } from "../outcome.js";
 
 /** One key per cluster, re-armed every refresh period. */
 export const NODE_REFRESH = "node-refresh";
+
+const turns = new Turns();
 
 export type RefreshDeps = Pick<
   ControllerContext,
@@ -41,8 +44,13 @@ export async function reconcileNodeRefresh(key: WorkKey, deps: RefreshDeps): Pro
     deps.logger.warn({ err: errorMessage(err) }, "instance refresh failed");
     return rearm;
   }
+  // Every cluster of the account resumes when one listing ends: each walks its nodes in a turn
+  // of its own (25,000 nodes in one burst kept the hub from its sockets), on its view as it is then.
+  await turns.next();
+  const now = deps.fleet.view(key.cluster);
+  if (now === undefined || !now.synced || !now.connected) return rearm;
   const nodes: NodeDesired[] = [];
-  for (const node of view.nodes.values()) {
+  for (const node of now.nodes.values()) {
     if (node.providerId === "" || needsInit(node) || node.deletionTimestamp !== undefined) continue;
     const meta = cache.get(node.providerId);
     if (meta === undefined || meta.state === "terminated") continue;

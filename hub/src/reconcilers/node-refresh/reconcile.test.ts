@@ -1,0 +1,103 @@
+import { Node } from "@fleet-ccm/proto";
+import { expect, test } from "@jest/globals";
+import { pino } from "pino";
+import { InstanceNotFoundError } from "../../cloud/errors.js";
+import { InstanceCache } from "../../cloud/instance-cache.js";
+import type { CloudProvider, InstanceMetadata } from "../../cloud/provider.js";
+import { clusterCloud } from "../../cloud/scope.js";
+import { VerifiedInstances } from "../../cloud/verified-instances.js";
+import { FleetState } from "../../fleet/state.js";
+import { FakeClock } from "../../util/clock.js";
+import { ConvergenceTracker } from "../convergence.js";
+import { NODE_REFRESH, reconcileNodeRefresh } from "./reconcile.js";
+
+const clusters = ["c1", "c2", "c3"];
+
+function instance(cluster: string): InstanceMetadata {
+  return {
+    providerID: `simulated://r1/i-${cluster}`,
+    instanceID: `i-${cluster}`,
+    name: `n-${cluster}`,
+    instanceType: "sim.small",
+    region: "r1",
+    zone: "r1a",
+    addresses: [{ type: "InternalIP", address: "10.0.0.1" }],
+    state: "running",
+    tags: { "fleet-ccm.io/cluster": cluster },
+  };
+}
+
+/** An initialized node whose address the cloud has since changed. */
+function node(cluster: string): Node {
+  return Node.fromPartial({
+    name: `n-${cluster}`,
+    uid: `uid-${cluster}`,
+    resourceVersion: "1",
+    providerId: `simulated://r1/i-${cluster}`,
+    labels: {
+      "topology.kubernetes.io/region": "r1",
+      "topology.kubernetes.io/zone": "r1a",
+      "node.kubernetes.io/instance-type": "sim.small",
+    },
+    addresses: [{ type: "InternalIP", address: "10.0.0.9" }],
+    conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+  });
+}
+
+test("every cluster waiting on one listing walks its nodes on its view as it is when the listing ends, each in a turn of its own", async () => {
+  const clock = new FakeClock();
+  const fleet = new FleetState();
+  let release: () => void = () => undefined;
+  const listed = new Promise<void>((r) => {
+    release = r;
+  });
+  const provider: CloudProvider = {
+    name: "simulated",
+    instances: {
+      async getByProviderID(id) {
+        throw new InstanceNotFoundError(id);
+      },
+      async findByName() {
+        return [];
+      },
+      async listPage() {
+        await listed;
+        return { instances: clusters.map(instance) };
+      },
+      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
+    },
+  };
+  const cache = new InstanceCache(provider.instances, clock, 300_000, pino({ level: "silent" }));
+  const deps = {
+    fleet,
+    cloudFor: (cluster: string) =>
+      clusterCloud(cluster, {
+        provider,
+        account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
+        scope: { tags: { "fleet-ccm.io/cluster": cluster } },
+      }),
+    cacheFor: () => cache,
+    verified: new VerifiedInstances(clock),
+    tracker: new ConvergenceTracker(clock, 10_000),
+    logger: pino({ level: "silent" }),
+    periodMs: 300_000,
+  };
+  for (const c of clusters) {
+    fleet.replace(c, [node(c)], []);
+    fleet.setConnected(c, true);
+  }
+  const runs = clusters.map((cluster) =>
+    reconcileNodeRefresh({ cluster, kind: NODE_REFRESH, name: "" }, deps),
+  );
+  // c3's agent goes away while the listing is in flight: its view is not judged.
+  fleet.setConnected("c3", false);
+  release();
+  const outcomes = await Promise.all(runs);
+  expect(cache.lists).toBe(1);
+  expect(outcomes.map((o) => o.nodes?.map((n) => n.addresses?.items[0]?.address) ?? [])).toEqual([
+    ["10.0.0.1"],
+    ["10.0.0.1"],
+    [],
+  ]);
+  expect(outcomes.every((o) => o.requeue.kind === "after" && o.requeue.ms === 300_000)).toBe(true);
+});
