@@ -10,7 +10,15 @@ import { startTcpProxy, type TcpProxy } from "@fleet-ccm/sim";
 import type { BenchFleet } from "./fleet.js";
 import { ACCOUNT, HubProcess } from "./hub-process.js";
 import type { NodeRef } from "./protocol.js";
-import { type BenchOptions, fleetFor, header, onFleet, type Result, serviceRefs } from "./scenarios.js";
+import {
+  type BenchOptions,
+  fleetFor,
+  header,
+  hubBase,
+  onFleet,
+  type Result,
+  serviceRefs,
+} from "./scenarios.js";
 import { metricSum, percentile, round, until } from "./util.js";
 
 const REPLICAS = 3;
@@ -78,9 +86,7 @@ async function measure(
   keep(service);
   for (let i = 0; i < REPLICAS; i++) {
     const settings = fleet.hubSettings({
-      workers: o.workers,
-      rateLimitPerSecond: o.rateLimitPerSecond,
-      logLevel: o.hubLogLevel,
+      ...hubBase(o),
       replicas: {},
       replicaId: `hub-${i}`,
     });

@@ -321,6 +321,11 @@ async function stopFleet(o: BenchOptions, fleet: BenchFleet, failed: boolean): P
   }
 }
 
+/** The hub settings every scenario takes from its options, for each hub it starts. */
+export function hubBase(o: BenchOptions): Pick<HubSettings, "workers" | "rateLimitPerSecond" | "logLevel"> {
+  return { workers: o.workers, rateLimitPerSecond: o.rateLimitPerSecond, logLevel: o.hubLogLevel };
+}
+
 /** Starts the fleet and a hub, connects every agent; the common first half of every scenario. */
 async function bringUp(
   o: BenchOptions,
@@ -332,9 +337,7 @@ async function bringUp(
   await fleet.start();
   await fleet.startHub(
     fleet.hubSettings({
-      workers: o.workers,
-      rateLimitPerSecond: o.rateLimitPerSecond,
-      logLevel: o.hubLogLevel,
+      ...hubBase(o),
       ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
       ...(o.hubBin === undefined ? {} : { hubBin: o.hubBin }),
       ...extra,
@@ -602,9 +605,7 @@ export async function runSteady(o: BenchOptions): Promise<Result> {
       await fleet.stopHub();
       await fleet.startHub(
         fleet.hubSettings({
-          workers: o.workers,
-          rateLimitPerSecond: o.rateLimitPerSecond,
-          logLevel: o.hubLogLevel,
+          ...hubBase(o),
           ...ports,
           ...extra,
         }),
@@ -1065,9 +1066,7 @@ export async function runRestart(o: BenchOptions): Promise<Result> {
       const t0 = Date.now();
       await fleet.startHub(
         fleet.hubSettings({
-          workers: o.workers,
-          rateLimitPerSecond: o.rateLimitPerSecond,
-          logLevel: o.hubLogLevel,
+          ...hubBase(o),
           ...ports,
           ...(hubBin === undefined ? {} : { hubBin }),
         }),
