@@ -165,6 +165,10 @@ export class Agent {
     return this.stream.bytesSent;
   }
 
+  get hubDeltasSent(): number {
+    return this.stream.deltasSent;
+  }
+
   get connectedToHub(): boolean {
     return this.stream.streaming;
   }

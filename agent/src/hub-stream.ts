@@ -153,6 +153,8 @@ export class HubStream {
   private blocked = false;
   /** Bytes written on the stream, when countBytes is set. */
   bytesSent = 0;
+  /** Deltas written on the stream (benchmarks). */
+  deltasSent = 0;
   connects = 0;
 
   constructor(private readonly opts: HubStreamOptions) {
@@ -461,6 +463,7 @@ export class HubStream {
         )
           continue;
         this.seq++;
+        this.deltasSent++;
         this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
       }
     }
