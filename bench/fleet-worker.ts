@@ -188,10 +188,12 @@ const handlers: IpcHandlers<WorkerApi> = {
 
   async stats() {
     let agentHubBytes = 0;
+    let agentHubDeltas = 0;
     let agentNatsBytes = 0;
     let agentsConnected = 0;
     for (const a of agents.values()) {
       agentHubBytes += a.hubBytesSent;
+      agentHubDeltas += a.hubDeltasSent;
       agentNatsBytes += a.natsBytesReceived;
       if (a.connectedToHub) agentsConnected++;
     }
@@ -201,6 +203,7 @@ const handlers: IpcHandlers<WorkerApi> = {
       pid: process.pid,
       agents: agents.size,
       agentHubBytes,
+      agentHubDeltas,
       agentNatsBytes,
       agentsConnected,
       kubeRequests,

@@ -95,6 +95,7 @@ export interface Delta {
   readonly selfCpu: number;
   readonly grpcWire: number | null;
   readonly grpcPayloadInProcess: number;
+  readonly deltasInProcess: number;
   readonly natsWire: number | null;
   readonly natsPayload: number | null;
   readonly nodeEvents: number;
@@ -469,6 +470,7 @@ export class BenchFleet {
         return d === null || d < 0 ? null : d;
       })(),
       grpcPayloadInProcess: b.worker.agentHubBytes - a.worker.agentHubBytes,
+      deltasInProcess: b.worker.agentHubDeltas - a.worker.agentHubDeltas,
       natsWire: (() => {
         const d = diff(a.natsWire, b.natsWire);
         return d === null || d < 0 ? null : d;

@@ -27,6 +27,8 @@ export interface WorkerStats {
   readonly agents: number;
   /** Protobuf bytes the in-process agents wrote on their hub streams (countBytes). */
   readonly agentHubBytes: number;
+  /** Deltas the in-process agents wrote on their hub streams. */
+  readonly agentHubDeltas: number;
   /** NATS payload bytes the in-process agents received. */
   readonly agentNatsBytes: number;
   readonly agentsConnected: number;

@@ -240,6 +240,10 @@ function windowFigures(d: Delta): Result {
     natsPayloadBytesPerNodeUpdate: perUpdate(d.natsPayload, d.nodePatches),
     natsBytesPerDesiredPatch: perUpdate(d.natsWire ?? d.natsPayload, d.nodePatches + d.servicePatches),
     nodeUpdates: d.nodeEvents,
+    // Deltas the hub received per node watch event (in-process agents): 1 when every event is
+    // sent; fewer when an agent folds its own writes' echoes into one (Outbox.hold).
+    agentDeltasPerNodeUpdate:
+      d.nodeEventsInProcess > 0 ? round(d.deltasInProcess / d.nodeEventsInProcess, 2) : null,
     nodePatchesPublished: d.nodePatches,
     servicePatchesPublished: d.servicePatches,
     grpcBytes: d.grpcWire,

@@ -49,8 +49,19 @@ describe("node initialization across a fleet", () => {
   });
 
   test("3 clusters × 5 nodes: providerID, labels, addresses set and the taint removed", async () => {
+    const agents = [...fleet.clusters.values()].map((c) => c.agent);
+    const deltas = () => agents.reduce((n, a) => n + (a?.hubDeltasSent ?? 0), 0);
+    // Streaming first, so every node's creation reaches the hub as a delta, not in a snapshot.
+    expect(await waitFor(() => agents.every((a) => a?.connectedToHub === true), 10_000)).toBe(true);
+    const before = deltas();
     for (const c of fleet.clusters.keys()) fleet.addNodes(c, 5);
     expect(await waitFor(() => allInitialized(fleet), 30_000)).toBe(true);
+
+    // Three watch events per node (creation, the agent's status write, its object write); the
+    // agent holds the node's changes while it writes, so the hub gets two: the creation and the
+    // final state (three only for a node whose hold reached its bound, on a loaded machine).
+    expect(await waitFor(() => deltas() - before >= 2 * 15, 5_000)).toBe(true);
+    expect(deltas() - before).toBeLessThan(3 * 15);
     for (const c of fleet.clusters.keys()) {
       const nodes = fleet.nodes(c) as KubeNode[];
       expect(nodes).toHaveLength(5);

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import {
   AnnotationFilter,
   ApplyOutcome,
+  type ApplyResult,
   type ClusterEvent,
   clusterSubjectFilter,
   DesiredBatch,
@@ -30,6 +31,7 @@ import { HubStream, type TooLarge } from "./hub-stream.js";
 import { KubeClient } from "./kube-client.js";
 import { FailureSummary } from "./log-summary.js";
 import { NatsLink } from "./nats.js";
+import { objectKey } from "./outbox.js";
 import { refOf, SecretFollower, type ServiceRef } from "./secrets.js";
 import { toWirePersistentVolume, VolumeFilter } from "./volumes.js";
 import { ClusterWatch, type WatchEvent } from "./watch.js";
@@ -161,6 +163,10 @@ export class Agent {
 
   get hubBytesSent(): number {
     return this.stream.bytesSent;
+  }
+
+  get hubDeltasSent(): number {
+    return this.stream.deltasSent;
   }
 
   get connectedToHub(): boolean {
@@ -380,7 +386,7 @@ export class Agent {
       job.kind === "node"
         ? job.desired.podCidrs.length > 0 && job.stream !== this.streams
           ? podCidrsFromEarlierStream(job.desired)
-          : await applyNodeDesired(this.api, job.desired, this.watch?.node(job.desired.name))
+          : await this.applyNode(job.desired)
         : job.kind === "persistentVolume"
           ? await applyPersistentVolumeDesired(
               this.api,
@@ -406,6 +412,20 @@ export class Agent {
         "patch not applied",
       );
     this.stream.sendApplyResult(result);
+  }
+
+  /**
+   * The node's changes are held while the patch is applied, so the hub gets one delta for the
+   * status write and the object write (addresses first, so the taint never goes before them).
+   */
+  private async applyNode(d: NodeDesired): Promise<ApplyResult> {
+    if (d.delete) return applyNodeDesired(this.api, d, this.watch?.node(d.name));
+    const hold = this.stream.holdChanges(objectKey("node", "", d.name, d.uid));
+    try {
+      return await applyNodeDesired(this.api, d, this.watch?.node(d.name), () => hold.wrote());
+    } finally {
+      hold.done();
+    }
   }
 
   async stop(): Promise<void> {

@@ -19,7 +19,7 @@ import type { Logger } from "pino";
 import { type Clock, Retry } from "./backoff.js";
 import { type ClientTlsFiles, HubTlsCredentials } from "./hub-credentials.js";
 import { HubSilence } from "./hub-silence.js";
-import { Outbox, type PendingChange, pendingResult } from "./outbox.js";
+import { type ApplyHold, Outbox, type PendingChange, pendingResult } from "./outbox.js";
 
 function channelCredentials(opts: HubStreamOptions): ChannelCredentials {
   if (opts.insecure) return credentials.createInsecure();
@@ -148,11 +148,13 @@ export class HubStream {
   /** Set while a heartbeat telling the hub of a new receivedGeneration is due. */
   private receiptTimer: NodeJS.Timeout | undefined;
   private welcome: Welcome | undefined;
-  private readonly outbox = new Outbox();
+  private readonly outbox: Outbox;
   /** The stream's buffer is full: wait for "drain" before writing more deltas or results. */
   private blocked = false;
   /** Bytes written on the stream, when countBytes is set. */
   bytesSent = 0;
+  /** Deltas written on the stream (benchmarks). */
+  deltasSent = 0;
   connects = 0;
 
   constructor(private readonly opts: HubStreamOptions) {
@@ -161,6 +163,7 @@ export class HubStream {
     this.transientRetry = retry("hub stream", TRANSIENT_BACKOFF);
     this.refusedRetry = retry("hub stream (refused by the hub)", REFUSED_BACKOFF);
     this.silence = new HubSilence((ms) => this.onSilent(ms), opts.clock);
+    this.outbox = new Outbox(() => this.flushOutbox(), opts.clock);
     this.client = this.newClient();
   }
 
@@ -422,6 +425,11 @@ export class HubStream {
     this.flushOutbox();
   }
 
+  /** The object's changes wait while a patch is applied to it (Outbox.hold): one delta for all its writes. */
+  holdChanges(key: string): ApplyHold {
+    return this.outbox.hold(key);
+  }
+
   /** Kept across a reconnect (one per object); the hub republishes anyway if one is lost. */
   sendApplyResult(result: ApplyResult): void {
     this.outbox.put(pendingResult(result));
@@ -457,6 +465,7 @@ export class HubStream {
         )
           continue;
         this.seq++;
+        this.deltasSent++;
         this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
       }
     }
@@ -530,6 +539,7 @@ export class HubStream {
     this.transientRetry.cancel();
     this.refusedRetry.cancel();
     this.teardown();
+    this.outbox.endHolds();
     this.client.close();
   }
 }

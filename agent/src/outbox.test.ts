@@ -1,6 +1,7 @@
 import { ApplyOutcome, ApplyResult, Node, ObjectKind } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
-import { Outbox, objectKey, type PendingChange, pendingResult, readyChange } from "./outbox.js";
+import { FakeClock } from "./fake-clock.testkit.js";
+import { HOLD_MAX_MS, Outbox, objectKey, type PendingChange, pendingResult, readyChange } from "./outbox.js";
 
 function node(name: string, uid: string, rv: string): PendingChange {
   return readyChange({ $case: "node", value: Node.fromPartial({ name, uid, resourceVersion: rv }) });
@@ -68,5 +69,114 @@ describe("Outbox", () => {
     const taken = o.take();
     expect(taken?.type === "change" && taken.wire().$case).toBe("node");
     expect(built).toEqual(["2"]);
+  });
+});
+
+describe("Outbox.hold: a node's changes wait while a patch is applied to it", () => {
+  function held(): { o: Outbox; clock: FakeClock; released: () => number } {
+    const clock = new FakeClock();
+    let n = 0;
+    const o = new Outbox(() => n++, clock);
+    return { o, clock, released: () => n };
+  }
+
+  test("the status echo and the object echo go out as one delta, once the apply is done and both came back", () => {
+    const { o, clock, released } = held();
+    o.put(node("b", "u2", "1"));
+    const hold = o.hold("u1");
+    hold.wrote();
+    o.put(node("a", "u1", "2"));
+    hold.wrote();
+    hold.done();
+    expect(o.size).toBe(1);
+    o.put(node("a", "u1", "3"));
+    expect(released()).toBe(1);
+    expect(clock.scheduled).toBe(0);
+    expect(describeItem(o)).toEqual(["node b/u2@1", "node a/u1@3"]);
+    // Held no more: the next change is in line at once.
+    o.put(node("a", "u1", "4"));
+    expect(describeItem(o)).toEqual(["node a/u1@4"]);
+  });
+
+  test("echoes that came back before the apply finished are released when it finishes", () => {
+    const { o, released } = held();
+    const hold = o.hold("u1");
+    hold.wrote();
+    o.put(node("a", "u1", "2"));
+    hold.wrote();
+    o.put(node("a", "u1", "3"));
+    expect(o.size).toBe(0);
+    hold.done();
+    expect(released()).toBe(1);
+    expect(describeItem(o)).toEqual(["node a/u1@3"]);
+  });
+
+  test("a failed apply releases what it held at once, and one that wrote nothing holds nothing", () => {
+    const { o, clock, released } = held();
+    const failed = o.hold("u1");
+    o.put(node("a", "u1", "2"));
+    failed.done();
+    expect(describeItem(o)).toEqual(["node a/u1@2"]);
+    const idle = o.hold("u1");
+    idle.done();
+    expect(released()).toBe(1);
+    expect(clock.scheduled).toBe(0);
+    o.put(node("a", "u1", "3"));
+    expect(describeItem(o)).toEqual(["node a/u1@3"]);
+  });
+
+  test("bounded: a stuck apply, or an echo that never comes, releases the latest state after HOLD_MAX_MS", () => {
+    const { o, clock } = held();
+    const stuck = o.hold("u1");
+    stuck.wrote();
+    o.put(node("a", "u1", "2"));
+    clock.advance(HOLD_MAX_MS - 1);
+    expect(o.size).toBe(0);
+    clock.advance(1);
+    expect(describeItem(o)).toEqual(["node a/u1@2"]);
+    stuck.done();
+    o.put(node("a", "u1", "3"));
+    expect(describeItem(o)).toEqual(["node a/u1@3"]);
+
+    const lost = o.hold("u1");
+    lost.wrote();
+    lost.wrote();
+    o.put(node("a", "u1", "4"));
+    lost.done();
+    clock.advance(HOLD_MAX_MS);
+    expect(describeItem(o)).toEqual(["node a/u1@4"]);
+  });
+
+  test("a deletion during the hold goes out at once; a change already waiting is not held", () => {
+    const { o } = held();
+    const hold = o.hold("u1");
+    hold.wrote();
+    o.put(node("a", "u1", "2"));
+    o.put(readyChange({ $case: "nodeDeleted", value: { namespace: "", name: "a", uid: "u1" } }));
+    expect(describeItem(o)).toEqual(["nodeDeleted a/u1"]);
+    hold.done();
+    expect(o.size).toBe(0);
+
+    o.put(node("b", "u2", "1"));
+    const waiting = o.hold("u2");
+    o.put(node("b", "u2", "2"));
+    expect(describeItem(o)).toEqual(["node b/u2@2"]);
+    waiting.done();
+  });
+
+  test("a new apply to a node whose echoes are still awaited releases the earlier hold first", () => {
+    const { o } = held();
+    const first = o.hold("u1");
+    first.wrote();
+    first.wrote();
+    o.put(node("a", "u1", "2"));
+    first.done();
+    const second = o.hold("u1");
+    expect(describeItem(o)).toEqual(["node a/u1@2"]);
+    first.done();
+    o.put(node("a", "u1", "3"));
+    expect(o.size).toBe(0);
+    second.done();
+    expect(describeItem(o)).toEqual(["node a/u1@3"]);
   });
 });

@@ -1,4 +1,5 @@
 import { type ApplyResult, type Delta, ObjectKind } from "@fleet-ccm/proto";
+import { type Clock, systemClock } from "./backoff.js";
 
 export type Change = NonNullable<Delta["change"]>;
 
@@ -11,6 +12,8 @@ export interface PendingChange {
   readonly type: "change";
   /** objectKey() of the object. */
   readonly key: string;
+  /** The object's deletion (never held). */
+  readonly deleted?: boolean;
   wire(): Change;
 }
 
@@ -42,7 +45,8 @@ export function readyChange(c: Change): PendingChange {
         ? "persistentVolume"
         : "service";
   const namespace = "namespace" in c.value ? c.value.namespace : "";
-  return { type: "change", key: objectKey(kind, namespace, c.value.name, c.value.uid), wire: () => c };
+  const key = objectKey(kind, namespace, c.value.name, c.value.uid);
+  return { type: "change", key, deleted: c.$case.endsWith("Deleted"), wire: () => c };
 }
 
 /** An apply result: the latest per object waits, under a key apart from the object's change. */
@@ -54,6 +58,44 @@ export function pendingResult(r: ApplyResult): PendingResult {
         ? "persistentVolume"
         : "node";
   return { type: "result", key: `r${objectKey(kind, r.namespace, r.name, r.uid)}`, result: r };
+}
+
+/** The longest an object's changes are held while a patch is applied to it: a stuck apply hides nothing longer. */
+export const HOLD_MAX_MS = 3_000;
+
+/**
+ * An apply in flight to one object. Each write it makes comes back as a watch event (its echo);
+ * the object's changes are held until the apply is done and every write has echoed, so the hub
+ * gets one delta with the final state instead of one per write.
+ */
+export interface ApplyHold {
+  /** One write landed: its echo is waited for. */
+  wrote(): void;
+  /** The apply finished (success or failure): release once every write has echoed. */
+  done(): void;
+}
+
+class Hold implements ApplyHold {
+  writes = 0;
+  echoes = 0;
+  finished = false;
+  change: PendingChange | undefined;
+  timer: unknown;
+
+  constructor(private readonly settle: (h: Hold) => void) {}
+
+  get settled(): boolean {
+    return this.finished && this.echoes >= this.writes;
+  }
+
+  wrote(): void {
+    this.writes++;
+  }
+
+  done(): void {
+    this.finished = true;
+    this.settle(this);
+  }
 }
 
 /**
@@ -68,13 +110,65 @@ export function pendingResult(r: ApplyResult): PendingResult {
  */
 export class Outbox {
   private readonly pending = new Map<string, Outgoing>();
+  private readonly holds = new Map<string, Hold>();
+
+  /** `released`: held changes were just put back in line (write them). */
+  constructor(
+    private readonly released: () => void = () => undefined,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   get size(): number {
     return this.pending.size;
   }
 
+  /**
+   * Holds the object's next changes (the latest wins) until the apply is done and has echoed, or
+   * HOLD_MAX_MS at most. A change already waiting is not held; a deletion ends the hold and goes
+   * out as usual. The released change takes its place in line when it is released.
+   */
+  hold(key: string): ApplyHold {
+    const previous = this.holds.get(key);
+    if (previous !== undefined) this.release(key, previous);
+    const hold: Hold = new Hold((h) => {
+      if (h.settled && this.holds.get(key) === h) this.release(key, h);
+    });
+    hold.timer = this.clock.setTimeout(() => {
+      if (this.holds.get(key) === hold) this.release(key, hold);
+    }, HOLD_MAX_MS);
+    this.holds.set(key, hold);
+    return hold;
+  }
+
   put(item: Outgoing): void {
+    const hold = item.type === "change" ? this.holds.get(item.key) : undefined;
+    if (hold !== undefined && item.type === "change") {
+      hold.echoes++;
+      if (item.deleted === true) {
+        hold.change = undefined;
+        this.release(item.key, hold);
+      } else if (!this.pending.has(item.key)) {
+        hold.change = item;
+        if (hold.settled) this.release(item.key, hold);
+        return;
+      }
+    }
     this.pending.set(item.key, item);
+  }
+
+  private release(key: string, hold: Hold): void {
+    this.holds.delete(key);
+    this.clock.clearTimeout(hold.timer);
+    if (hold.change === undefined) return;
+    this.pending.set(key, hold.change);
+    hold.change = undefined;
+    this.released();
+  }
+
+  /** Ends every hold without writing what it held (the stream stopped). */
+  endHolds(): void {
+    for (const hold of this.holds.values()) this.clock.clearTimeout(hold.timer);
+    this.holds.clear();
   }
 
   /** Removes and returns the oldest pending message. */
@@ -85,10 +179,15 @@ export class Outbox {
     return first.value[1];
   }
 
-  /** Empties the outbox, returning what was in it, oldest first. */
+  /** Empties the outbox, returning what was in it, oldest first (held changes last; their holds go on). */
   drain(): Outgoing[] {
     const items = [...this.pending.values()];
     this.pending.clear();
+    for (const hold of this.holds.values())
+      if (hold.change !== undefined) {
+        items.push(hold.change);
+        hold.change = undefined;
+      }
     return items;
   }
 }

@@ -122,12 +122,14 @@ export function podCidrsFromEarlierStream(d: NodeDesired): ApplyResult {
 
 /**
  * Applies one desired node state with a uid precondition: a patch meant for a node that was
- * deleted and recreated under the same name never lands on the new one.
+ * deleted and recreated under the same name never lands on the new one. `wrote` is called after
+ * each write that landed (each comes back as a watch event).
  */
 export async function applyNodeDesired(
   api: KubeClient,
   d: NodeDesired,
   cached: V1Node | undefined,
+  wrote: () => void = () => undefined,
 ): Promise<ApplyResult> {
   const target: Target = {
     kind: ObjectKind.OBJECT_KIND_NODE,
@@ -157,9 +159,15 @@ export async function applyNodeDesired(
     async (node) => {
       // Addresses first, so the node never loses its taint before it has its addresses.
       const sp = statusPatch(node, d);
-      const current = sp === null ? node : await api.patchNodeStatus(d.name, sp);
+      let current = node;
+      if (sp !== null) {
+        current = await api.patchNodeStatus(d.name, sp);
+        wrote();
+      }
       const mp = specPatch(current, d);
-      if (mp !== null) await api.patchNode(d.name, mp);
+      if (mp === null) return;
+      await api.patchNode(d.name, mp);
+      wrote();
     },
   );
 }
