@@ -416,6 +416,7 @@ export class BenchFleet {
       pid: parts[0]?.pid ?? 0,
       agents: total((s) => s.agents),
       agentHubBytes: total((s) => s.agentHubBytes),
+      agentHubDeltas: total((s) => s.agentHubDeltas),
       agentNatsBytes: total((s) => s.agentNatsBytes),
       agentsConnected: total((s) => s.agentsConnected),
       kubeRequests: total((s) => s.kubeRequests),
