@@ -51,7 +51,11 @@ function parsed(lines: readonly string[]): { level?: number; msg: string; [k: st
 
 test("a wrong NATS password: one error line naming NATS, the server and the flags; exit 1; no stack", async () => {
   const output: string[] = [];
-  const agent = fleet.spawnAgentProcess(cluster, { natsPassword: "not-the-password", output });
+  const agent = fleet.spawnAgentProcess(cluster, {
+    natsPassword: "not-the-password",
+    output,
+    natsAuthWaitMs: 0,
+  });
   agents.push(agent);
   const code = await new Promise<number | null>((resolve) => agent.once("exit", (c) => resolve(c)));
   expect(code).toBe(1);
@@ -65,6 +69,31 @@ test("a wrong NATS password: one error line naming NATS, the server and the flag
   expect(line).toContain("FLEET_CCM_NATS_PASSWORD");
   expect(output.join("\n")).not.toMatch(/\n\s+at /);
   expect(output.join("\n")).not.toContain("AuthorizationError:");
+});
+
+test("credentials refused at start are tried again for --nats-auth-wait-ms (a cluster the hub has not read yet), then exit 1", async () => {
+  const output: string[] = [];
+  const startedAt = Date.now();
+  const agent = fleet.spawnAgentProcess(cluster, {
+    natsPassword: "not-the-password-either",
+    output,
+    natsAuthWaitMs: 2500,
+  });
+  agents.push(agent);
+  const code = await new Promise<number | null>((resolve) => agent.once("exit", (c) => resolve(c)));
+  expect(code).toBe(1);
+  expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2500);
+  const lines = parsed(output);
+  const waiting = lines.filter((l) => l.msg.includes("NATS accepting the agent's credentials"));
+  // The first refusal is one warning (no line per try), saying what to check and why it waits.
+  expect(waiting).toHaveLength(1);
+  expect(waiting[0]?.level).toBe(40);
+  expect(String(waiting[0]?.["check"])).toContain("--nats-password-file");
+  expect(String(waiting[0]?.["check"])).toContain("--reload-interval");
+  const errors = lines.filter((l) => (l.level ?? 50) >= 50);
+  expect(errors).toHaveLength(1);
+  expect(errors[0]?.msg).toContain("refused the agent's credentials");
+  expect(output.join("\n")).not.toContain("not-the-password-either");
 });
 
 test("NATS down when the agent starts: warning naming the server and --nats, backoff, summary; connects when NATS is up", async () => {

@@ -139,14 +139,15 @@ async function register(cluster: string, extra: readonly string[] = []): Promise
   });
 }
 
-function startAgent(cluster: string): void {
+function startAgent(cluster: string, output?: string[]): void {
   const c = creds.get(cluster);
   agents.set(
     cluster,
     fleet.spawnAgentProcess(cluster, {
       token: c?.token ?? "",
       natsCreds: c?.natsCreds ?? "",
-      logLevel: "error",
+      logLevel: output === undefined ? "error" : "warn",
+      ...(output === undefined ? {} : { output }),
     }),
   );
 }
@@ -203,9 +204,33 @@ describe("register", () => {
     expect(readFileSync(configPath, "utf8")).not.toContain(creds.get(A)?.token ?? "?");
     expect(entry?.natsSigningKey).toMatch(/^A/);
 
-    startAgent(A);
+    // The agent started before the hub read the new configuration (the hub paused here, its
+    // --reload-interval in a real fleet): NATS refuses it for now, and it waits, saying why.
+    hub.child.kill("SIGSTOP");
+    const output: string[] = [];
+    try {
+      startAgent(A, output);
+      expect(
+        await waitFor(
+          () => output.some((l) => l.includes("NATS accepting the agent's credentials failed")),
+          15_000,
+        ),
+      ).toBe(true);
+    } finally {
+      hub.child.kill("SIGCONT");
+    }
+    const waiting = output.find((l) => l.includes("NATS accepting the agent's credentials failed")) ?? "";
+    expect(waiting).toContain("--reload-interval");
+    expect(waiting).not.toContain(
+      creds
+        .get(A)
+        ?.natsCreds.split("\n")
+        .find((l) => l.startsWith("SU")) ?? "?",
+    );
     fleet.addNodes(A, 3);
     expect(await waitFor(() => initialized(A) === 3, 30_000)).toBe(true);
+    expect(agents.get(A)?.exitCode).toBeNull();
+    expect(output.filter((l) => l.includes('"level":50'))).toEqual([]);
     expect(hub.output()).toContain('"msg":"configuration reloaded"');
   });
 
@@ -438,12 +463,14 @@ describe("unregister", () => {
     ).toBe(true);
     expect(await refused(creds.get(A)?.natsCreds ?? "")).toBe(false);
 
-    // An agent started again with the revoked credential: one clear line, exit 1.
+    // An agent started again with the revoked credential: one clear line, exit 1 (after
+    // --nats-auth-wait-ms, a second here).
     const output: string[] = [];
     const again = fleet.spawnAgentProcess(C, {
       token: creds.get(C)?.token ?? "",
       natsCreds: creds.get(C)?.natsCreds ?? "",
       output,
+      natsAuthWaitMs: 1000,
     });
     const code = await new Promise<number | null>((resolve) => again.once("exit", (c) => resolve(c)));
     expect(code).toBe(1);

@@ -58,6 +58,8 @@ export interface AgentOptions {
     readonly password?: string;
     /** A .creds file's content (NATS decentralized auth). */
     readonly creds?: string;
+    /** How long refused credentials are tried again at the start (NatsOptions.authWaitMs). */
+    readonly authWaitMs?: number;
   };
   readonly logger: Logger;
   /** Patches applied in parallel (different objects). */

@@ -10,7 +10,16 @@ export interface NatsOptions {
   readonly password?: string | undefined;
   /** A .creds file's content (NATS decentralized auth), instead of user and password. */
   readonly creds?: string | undefined;
+  /**
+   * How long credentials refused at the first connection are tried again before that is a
+   * configuration error (NatsAuthError). A cluster registered moments ago is admitted only when
+   * the hub next reads its configuration (its --reload-interval, 60 s by default).
+   */
+  readonly authWaitMs?: number | undefined;
 }
+
+/** The default of NatsOptions.authWaitMs: twice the hub's default --reload-interval. */
+export const DEFAULT_AUTH_WAIT_MS = 120_000;
 
 /** First connection and reconnections: 500 ms doubling to 30 s, jittered. */
 const NATS_BACKOFF = { initialMs: 500, maxMs: 30_000 };
@@ -62,8 +71,8 @@ function errorText(err: unknown): string {
 
 /**
  * The agent's NATS connection. The first connection is retried with backoff (a warning names
- * the servers and the --nats flag, then one summary per 30 s) until NATS answers; refused
- * credentials at that point are a configuration error (NatsAuthError). Once connected, the
+ * the servers and the --nats flag, then one summary per 30 s) until NATS answers; credentials
+ * still refused after authWaitMs are a configuration error (NatsAuthError). Once connected, the
  * client reconnects by itself with the same backoff, and the log says when the link went down,
  * summarizes while it stays down, and says when it is back.
  */
@@ -71,6 +80,9 @@ export class NatsLink {
   private nc: NatsConnection | undefined;
   private stopped = false;
   private readonly connectRetry: Retry;
+  private readonly refusedRetry: Retry;
+  /** When NATS first refused the credentials of the first connection. */
+  private refusedSince: number | undefined;
   private readonly reconnectBackoff: Backoff;
   private readonly down: FailureSummary;
   private wake: (() => void) | undefined;
@@ -96,6 +108,16 @@ export class NatsLink {
       clock,
       backoff: NATS_BACKOFF,
       fields,
+    });
+    this.refusedRetry = new Retry({
+      what: "NATS accepting the agent's credentials",
+      logger: opts.logger,
+      clock,
+      backoff: NATS_BACKOFF,
+      fields: {
+        servers: opts.servers,
+        check: `${opts.creds === undefined ? CREDENTIAL_FLAGS : "--nats-creds-file"}; a cluster registered moments ago is admitted when the hub next reads its configuration (its --reload-interval)`,
+      },
     });
     this.reconnectBackoff = new Backoff(NATS_BACKOFF);
     this.down = new FailureSummary(
@@ -126,10 +148,16 @@ export class NatsLink {
           pingInterval: 10_000,
         });
       } catch (err) {
-        if (isAuthError(err)) throw new NatsAuthError(servers, user, errorText(err), creds !== undefined);
+        const refused = isAuthError(err);
+        if (refused) {
+          const now = this.clock.now();
+          this.refusedSince ??= now;
+          if (now - this.refusedSince >= (this.opts.authWaitMs ?? DEFAULT_AUTH_WAIT_MS))
+            throw new NatsAuthError(servers, user, errorText(err), creds !== undefined);
+        }
         await new Promise<void>((resolve) => {
           this.wake = resolve;
-          this.connectRetry.failed(err, resolve);
+          (refused ? this.refusedRetry : this.connectRetry).failed(err, resolve);
         });
         this.wake = undefined;
         continue;
@@ -139,6 +167,7 @@ export class NatsLink {
         return undefined;
       }
       this.connectRetry.succeeded();
+      this.refusedRetry.succeeded();
       this.nc = nc;
       logger.info({ server: nc.getServer() }, "connected to NATS");
       void this.watchStatus(nc);
@@ -195,6 +224,7 @@ export class NatsLink {
   async stop(): Promise<void> {
     this.stopped = true;
     this.connectRetry.cancel();
+    this.refusedRetry.cancel();
     this.wake?.();
     this.down.stop();
     const nc = this.nc;

@@ -91,6 +91,13 @@ export const agentCommand: Command = {
       description:
         "NATS user credentials (.creds, from fleet-ccm register) for decentralized auth, instead of --nats-user and --nats-password-file.",
     },
+    "nats-auth-wait-ms": {
+      type: "string",
+      placeholder: "MS",
+      default: "120000",
+      description:
+        "How long NATS refusing the credentials at start is tried again before the agent exits 1: a cluster registered moments ago is admitted when the hub next reads its configuration (its --reload-interval).",
+    },
     kubeconfig: {
       type: "string",
       placeholder: "FILE",
@@ -161,6 +168,7 @@ export const agentCommand: Command = {
         ...(secretFrom(v, "nats-password-file", "FLEET_CCM_NATS_PASSWORD") === undefined
           ? {}
           : { password: secretFrom(v, "nats-password-file", "FLEET_CCM_NATS_PASSWORD") }),
+        authWaitMs: int(v, "nats-auth-wait-ms", 0),
       },
       logger: log,
       applyConcurrency: int(v, "apply-concurrency", 1),

@@ -116,6 +116,8 @@ export interface AgentProcessOptions {
   readonly output?: string[];
   /** --secret-refresh-ms (default: the agent's). */
   readonly secretRefreshMs?: number;
+  /** --nats-auth-wait-ms (default: the agent's). */
+  readonly natsAuthWaitMs?: number;
 }
 
 interface ClusterHandle {
@@ -439,6 +441,7 @@ export class LocalFleet {
         "--log-level",
         o.logLevel ?? "warn",
         ...(o.secretRefreshMs === undefined ? [] : ["--secret-refresh-ms", String(o.secretRefreshMs)]),
+        ...(o.natsAuthWaitMs === undefined ? [] : ["--nats-auth-wait-ms", String(o.natsAuthWaitMs)]),
       ],
       {
         stdio: [
