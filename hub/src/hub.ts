@@ -408,6 +408,7 @@ export class Hub {
       this.tracker.forgetProgress(name);
       this.fleet.removeCluster(name);
       this.disconnectedAt.delete(name);
+      this.forgetCluster(name);
     }
     for (const name of decommissioned) this.replayServices(name);
     for (const name of changed) {
@@ -643,13 +644,19 @@ export class Hub {
       this.fleetEvents.onService?.(cluster, key, { type: "upsert", origin: "snapshot", old: undefined, cur });
   }
 
+  /** The controllers' memory of the cluster and its metric series: nothing more is done for it here. */
+  private forgetCluster(cluster: string): void {
+    for (const c of this.controllers) c.onReleased?.(cluster);
+    void this.metrics.forgetCluster(cluster);
+  }
+
   /** The lease ended (fenced already): nothing more is done or published for the cluster here. */
   private onLeaseLost(cluster: string, reason: LossReason): void {
     this.reshareRateLimits(cluster, -1);
     this.tracker.forgetProgress(cluster);
     const prefix = clusterKeyPrefix(cluster);
     this.tracker.expireWhere((k) => k.startsWith(prefix));
-    for (const c of this.controllers) c.onReleased?.(cluster);
+    this.forgetCluster(cluster);
     // Cut off from the lease store: every agent here is better served elsewhere.
     if (reason === "renew-failed" && this.replicas?.notReady() !== null) this.sendAgentsElsewhere();
     // Handed over or fenced: the agent must stream to the replica that can act for it.

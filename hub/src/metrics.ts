@@ -242,6 +242,16 @@ export class HubMetrics {
     },
   });
 
+  /**
+   * Drops the series a cluster's reconciles set (routes, IPAM): those of a cluster removed from
+   * the configuration, or handed to another replica, would otherwise be exported for ever.
+   */
+  async forgetCluster(cluster: string): Promise<void> {
+    await dropSeries(this.routeCidrConflicts, cluster);
+    await dropSeries(this.ipamNodesWaiting, cluster);
+    await dropSeries(this.ipamRangesFree, cluster);
+  }
+
   constructor(withProcessMetrics = true) {
     // The event-loop delay histogram samples on a timer: prom-client's default 10 ms wakes an idle
     // hub 100 times a second (most of its idle CPU); 100 ms still shows every stall that matters.
@@ -271,4 +281,9 @@ export interface LoadBalancerStat {
   readonly cluster: string;
   readonly state: LoadBalancerState;
   readonly count: number;
+}
+
+async function dropSeries<T extends string>(gauge: Gauge<T | "cluster">, cluster: string): Promise<void> {
+  for (const v of (await gauge.get()).values)
+    if (v.labels["cluster" as T | "cluster"] === cluster) gauge.remove(v.labels);
 }

@@ -37,6 +37,11 @@ export class FailureSummary {
     this.failing.delete(key);
   }
 
+  /** Every failing key with this prefix is no longer failing here (a released cluster's). */
+  forgetPrefix(prefix: string): void {
+    for (const k of this.failing.keys()) if (k.startsWith(prefix)) this.failing.delete(k);
+  }
+
   size(): number {
     return this.failing.size;
   }

@@ -1,5 +1,5 @@
 import { ApplyOutcome, type ApplyResult, ObjectKind } from "@fleet-ccm/proto";
-import { keyOf, parseKey, type WorkKey } from "../../queue/index.js";
+import { clusterKeyPrefix, keyOf, parseKey, type WorkKey } from "../../queue/index.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { FailureSummary } from "../failure-summary.js";
 import { NODE_REFRESH, reconcileNodeRefresh } from "../node-refresh/reconcile.js";
@@ -78,6 +78,13 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
     },
     reconcile: (k) =>
       k.kind === NODE_REFRESH ? reconcileNodeRefresh(k, refreshDeps) : reconcileNodeInit(k, initDeps),
+    onReleased(cluster) {
+      // Synced Events still owed are the next owner's to emit (it sees the nodes in a snapshot).
+      const prefix = clusterKeyPrefix(cluster);
+      for (const k of firstSeenMs.keys()) if (k.startsWith(prefix)) firstSeenMs.delete(k);
+      synced.forgetCluster(cluster);
+      initDeps.failures.forgetPrefix(prefix);
+    },
     onApplyResult(cluster, result) {
       onTrackedApplyResult(
         ctx,

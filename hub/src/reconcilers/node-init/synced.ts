@@ -60,6 +60,10 @@ export class SyncedEvidence {
     return this.forget(cluster, node.uid) && looksCloudInitialized(node);
   }
 
+  forgetCluster(cluster: string): void {
+    this.owed.delete(cluster);
+  }
+
   forget(cluster: string, uid: string): boolean {
     const s = this.owed.get(cluster);
     if (s === undefined || !s.delete(uid)) return false;

@@ -27,6 +27,11 @@ export function routeController(ctx: ControllerContext): Controller {
   const heldBy = new Map<string, number>();
   const conflictsIn = new Map<string, number>();
   const networksOf = new Map<string, NetworkMemo>();
+  const publishHeld = () => {
+    let total = 0;
+    for (const n of heldBy.values()) total += n;
+    ctx.metrics.routesHeld.set(total);
+  };
   const instanceOf = (cluster: string, providerID: string): string | undefined =>
     providerID === "" ? undefined : ctx.cloudFor(cluster)?.provider.instances.parseProviderID(providerID);
   /** The CIDRs `old` held that `cur` no longer holds for the same instance are released. */
@@ -59,9 +64,7 @@ export function routeController(ctx: ControllerContext): Controller {
       const before = heldBy.get(cluster) ?? 0;
       if (routes.length === 0) heldBy.delete(cluster);
       else heldBy.set(cluster, routes.length);
-      let total = 0;
-      for (const n of heldBy.values()) total += n;
-      ctx.metrics.routesHeld.set(total);
+      publishHeld();
       // A summary when the number changes, not a line per reconcile.
       if (routes.length !== before && routes.length > 0)
         logger.info(
@@ -125,6 +128,14 @@ export function routeController(ctx: ControllerContext): Controller {
       },
     },
     reconcile: (k) => reconcileRoutes(k, deps),
+    onReleased(cluster) {
+      // What was learned about the cluster's routes is evidence for this replica only; the
+      // deletion budget stays (a cluster that comes back is not given a fresh one).
+      evidence.forgetCluster(cluster);
+      conflictsIn.delete(cluster);
+      networksOf.delete(cluster);
+      if (heldBy.delete(cluster)) publishHeld();
+    },
   };
 }
 

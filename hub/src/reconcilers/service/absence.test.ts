@@ -120,7 +120,7 @@ function harness(inCloud?: readonly string[], terminated: readonly string[] = []
     clock.advance(2000); // past the shared backend set's minimum age
     return c.reconcile({ cluster: "c1", kind: SERVICE, name: "default/web" });
   };
-  return { fleet, calls, run, backends: () => backends };
+  return { fleet, calls, run, backends: () => backends, controller: c };
 }
 
 describe("service controller: nothing destroyed because something is absent", () => {
@@ -175,6 +175,20 @@ describe("service controller: nothing destroyed because something is absent", ()
     const out = await h.run();
     expect(h.backends()).toEqual([]);
     expect(out.events?.map((e) => e.reason)).toContain("UnAvailableLoadBalancer");
+  });
+
+  test("a released cluster (removed, or handed to another replica) keeps no evidence: nodes it saw leave before count as unseen", async () => {
+    const h = harness();
+    h.fleet.replace("c1", [node("a"), node("b")], [svc()]);
+    await h.run();
+    h.fleet.deleteNode("c1", "a");
+    h.fleet.deleteNode("c1", "b");
+    h.controller.onReleased?.("c1");
+    // Back later (the cluster added again, the lease won back): a snapshot with no node keeps both.
+    h.fleet.replace("c1", [], [svc()]);
+    const out = await h.run();
+    expect(h.backends()).toEqual(["i-a", "i-b"]);
+    expect(out.events?.map((e) => e.reason)).toContain("LoadBalancerBackendsKept");
   });
 
   test("only the unseen ones stay: one node deleted, the other missing from a snapshot", async () => {

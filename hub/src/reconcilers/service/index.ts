@@ -2,7 +2,7 @@ import { type Node, ObjectKind } from "@fleet-ccm/proto";
 import type { LoadBalancers, OwnedLoadBalancer } from "../../cloud/provider.js";
 import type { ClusterCloud } from "../../cloud/scope.js";
 import { type ClusterView, serviceKey } from "../../fleet/state.js";
-import { keyOf, type WorkKey } from "../../queue/index.js";
+import { clusterKeyPrefix, keyOf, type WorkKey } from "../../queue/index.js";
 import { Semaphore } from "../../util/semaphore.js";
 import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
@@ -78,6 +78,8 @@ export function serviceController(ctx: ControllerContext): Controller {
     if (running !== undefined && running.version === version) return running.promise;
     const promise = computeBackendSet(cluster, view, cloud, ctx.verified, ctx.cacheFor(cluster))
       .then((set) => {
+        // Released meanwhile (onReleased): nothing is kept for the cluster.
+        if (computing.get(cluster)?.promise !== promise) return set;
         const cached = backendCache.get(cluster);
         if (cached === undefined || cached.version <= version)
           backendCache.set(cluster, { version, atMs: ctx.clock.now(), set });
@@ -275,6 +277,15 @@ export function serviceController(ctx: ControllerContext): Controller {
         bump(cluster);
         queue.add({ cluster, kind: SERVICE_VERIFY, name: "" });
       },
+    },
+    onReleased(cluster) {
+      // Removed from the configuration, or handed to another replica: nothing of the cluster is
+      // kept (a later owner starts from the cloud's and the agent's view, re-ensuring).
+      const prefix = clusterKeyPrefix(cluster);
+      for (const m of [ensured, pending, refused, waitingForNodes])
+        for (const k of m.keys()) if (k.startsWith(prefix)) m.delete(k);
+      for (const m of [nodeInitializedAt, fallback, nodeSetVersion, backendCache, computing, departed])
+        m.delete(cluster);
     },
     async reconcile(k) {
       if (k.kind === SERVICE) return ensuresFor(k.cluster).run(() => reconcileService(k, deps));
