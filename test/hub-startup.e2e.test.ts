@@ -95,6 +95,8 @@ test("NATS down at start-up: /healthz and gRPC serve, /readyz names NATS; once N
 
   await natsBack;
   expect(await waitFor(async () => (await get(hub.httpPort, "/readyz")).status === 200, 20_000)).toBe(true);
+  // The log line comes through the hub's stdout pipe, which may lag the HTTP answer.
+  expect(await waitFor(() => lines(hub.output(), /connected to NATS/).length > 0, 5000)).toBe(true);
   expect(lines(hub.output(), /connected to NATS/)).toHaveLength(1);
   f.spawnAgentProcess(cluster, hub.grpcPort);
   const first = f.addNodes(cluster, 3);
