@@ -55,6 +55,8 @@ export interface FleetOptions {
   readonly agentEnv: Readonly<Record<string, string>>;
   /** NODE_OPTIONS and MALLOC_* of the hub process. */
   readonly hubEnv: Readonly<Record<string, string>>;
+  /** V8 flags on the hub's node command line. */
+  readonly hubNodeArgs?: readonly string[];
   readonly pinning: Pinning;
   readonly logLevel: string;
   readonly watchHistory: number;
@@ -260,6 +262,7 @@ export class BenchFleet {
       heartbeatIntervalMs: 10_000,
       pinPrefix: this.opts.pinning.hubPrefix,
       runtimeEnv: this.opts.hubEnv,
+      nodeArgs: this.opts.hubNodeArgs ?? [],
       dir: this.dir,
       ...extra,
     };

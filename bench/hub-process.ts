@@ -43,6 +43,8 @@ export interface HubSettings {
   readonly pinPrefix: readonly string[];
   /** NODE_OPTIONS and MALLOC_* of the hub process. */
   readonly runtimeEnv: Readonly<Record<string, string>>;
+  /** V8 flags on the hub's node command line (those NODE_OPTIONS refuses, e.g. --single-threaded-gc). */
+  readonly nodeArgs?: readonly string[];
   readonly dir: string;
   /** Reuse these ports (a fresh hub in the same fleet: agents reconnect to the same address). */
   readonly grpcPort?: number;
@@ -123,6 +125,7 @@ export class HubProcess {
     const logFile = join(s.dir, `hub-${label}.log`);
     const fd = openSync(logFile, "a");
     const nodeArgs = [
+      ...(s.nodeArgs ?? []),
       ...(s.cpuProfDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", s.cpuProfDir]),
       s.hubBin ?? CLI_BIN,
       "hub",

@@ -54,6 +54,9 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --no-separate-agent     run every agent in the fleet process (no agentPeakRssBytes)
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
+  --hub-node-args S       V8 flags on the hub's node command line, space-separated (those NODE_OPTIONS
+                          refuses; default: what the hub image's ENTRYPOINT gives, --no-memory-reducer;
+                          --hub-node-args= for none)
   --hub-bin PATH          join, churn, chaos (and the first hub of steady, restart): this CLI (another tree's
                           bin/fleet-ccm.js) instead of this tree's; the bench, fleet and agents stay this tree's
   --baseline-hub-bin PATH restart, steady --idle-s: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
@@ -89,6 +92,15 @@ function deployedRuntimeEnv(role: "hub" | "agent"): Record<string, string> {
 function runtimeEnv(role: "hub" | "agent", nodeOptions: string | undefined): Record<string, string> {
   const env = deployedRuntimeEnv(role);
   return nodeOptions === undefined ? env : { ...env, NODE_OPTIONS: nodeOptions };
+}
+
+/** The V8 flags the hub image's ENTRYPOINT gives node (`["node", FLAGS…, SCRIPT]`), as in production. */
+function deployedHubNodeArgs(): string[] {
+  const path = "deploy/images/hub.Containerfile";
+  const text = readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
+  const line = text.split("\n").find((l) => l.startsWith("ENTRYPOINT "));
+  const argv = JSON.parse(line?.slice("ENTRYPOINT ".length) ?? "[]") as string[];
+  return argv[0] === "node" ? argv.slice(1).filter((a) => a.startsWith("--")) : [];
 }
 
 function num(v: string | undefined, name: string, dflt: number, min = 0): number {
@@ -138,6 +150,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "no-separate-agent": { type: "boolean" },
       "agent-node-options": { type: "string" },
       "hub-node-options": { type: "string" },
+      "hub-node-args": { type: "string" },
       keep: { type: "boolean" },
       "baseline-hub-bin": { type: "string" },
       "hub-bin": { type: "string" },
@@ -206,6 +219,10 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     separateAgent: values["no-separate-agent"] !== true,
     agentEnv: runtimeEnv("agent", values["agent-node-options"]),
     hubEnv: runtimeEnv("hub", values["hub-node-options"]),
+    hubNodeArgs:
+      values["hub-node-args"] === undefined
+        ? deployedHubNodeArgs()
+        : values["hub-node-args"].split(" ").filter((a) => a !== ""),
     keep: values.keep === true,
     ...(values["baseline-hub-bin"] !== undefined && { baselineHubBin: values["baseline-hub-bin"] }),
     ...(values["hub-bin"] !== undefined && { hubBin: values["hub-bin"] }),

@@ -64,6 +64,8 @@ export interface BenchOptions {
   readonly agentEnv: Readonly<Record<string, string>>;
   /** NODE_OPTIONS and MALLOC_* of the hub process (from deploy/hub). */
   readonly hubEnv: Readonly<Record<string, string>>;
+  /** V8 flags on the hub's node command line (--hub-node-args). */
+  readonly hubNodeArgs: readonly string[];
   readonly keep: boolean;
   /** chaos */
   readonly notReady: number;
@@ -85,6 +87,7 @@ export function fleetFor(o: BenchOptions, watchServices: boolean, jetstream = fa
     separateAgent: o.separateAgent,
     agentEnv: o.agentEnv,
     hubEnv: o.hubEnv,
+    hubNodeArgs: o.hubNodeArgs,
     pinning: o.pinning,
     logLevel: o.agentLogLevel,
     watchHistory: Math.max(10_000, o.nodes * 8 + o.services * 4),
@@ -280,6 +283,7 @@ export function header(o: BenchOptions, fleet: BenchFleet): Result {
     separateAgentCluster: fleet.separateCluster ?? null,
     agentRuntimeEnv: fleet.separateCluster === undefined ? null : o.agentEnv,
     hubRuntimeEnv: o.hubEnv,
+    hubNodeArgs: o.hubNodeArgs,
     pinning: o.pinning.description,
     ...(o.hubBin === undefined ? {} : { hubBin: o.hubBin }),
   };

@@ -65,15 +65,38 @@ function imageEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 const asUser = AS_IMAGE_USER ? { uid: IMAGE_UID, gid: IMAGE_UID } : {};
 
-/** Runs the image's entrypoint (usr/local/bin/fleet-ccm, through its shebang) from the tree. */
 /** The command names `fleet-ccm --help` lists, in order. */
 function listedCommands(help: string): string[] {
   const section = help.split("Commands:\n")[1]?.split("\n\n")[0] ?? "";
   return section.split("\n").flatMap((l) => /^ {2}(\S+)/.exec(l)?.[1] ?? []);
 }
 
+/** The ENTRYPOINT of the role's Containerfile (its JSON form). */
+function imageEntrypoint(role: Role): string[] {
+  const text = readFileSync(join(ROOT, `deploy/images/${role}.Containerfile`), "utf8");
+  const line = text.split("\n").find((l) => l.startsWith("ENTRYPOINT "));
+  return JSON.parse(line?.slice("ENTRYPOINT ".length) ?? "[]") as string[];
+}
+
+/**
+ * The image's ENTRYPOINT as a command in the staged tree: `fleet-ccm` (through its shebang) or
+ * an absolute path is the tree's file, `node` the one on the image's PATH.
+ */
+function entrypointCommand(role: Role): [string, ...string[]] {
+  const [cmd = "", ...rest] = imageEntrypoint(role).map((a) =>
+    a === "fleet-ccm"
+      ? join(tree(role), "usr/local/bin/fleet-ccm")
+      : a.startsWith("/")
+        ? join(tree(role), a)
+        : a,
+  );
+  return [cmd, ...rest];
+}
+
+/** Runs the image's entrypoint (its Containerfile's ENTRYPOINT) from the tree. */
 function entrypoint(role: Role, args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(join(tree(role), "usr/local/bin/fleet-ccm"), args, {
+  const [cmd, ...pre] = entrypointCommand(role);
+  const r = spawnSync(cmd, [...pre, ...args], {
     cwd: "/",
     env: imageEnv(env),
     encoding: "utf8",
@@ -387,7 +410,8 @@ describe("the hub image with deploy/compose", () => {
     // starting, so this is checked before it starts).
     expect(healthcheck()).toBe(false);
     let stderr = "";
-    hub = spawn(join(tree("hub"), "usr/local/bin/fleet-ccm"), ["hub", "--config", config], {
+    const [cmd, ...pre] = entrypointCommand("hub");
+    hub = spawn(cmd, [...pre, "hub", "--config", config], {
       cwd: "/",
       env: imageEnv(env()),
       stdio: ["ignore", "ignore", "pipe"],
@@ -400,6 +424,7 @@ describe("the hub image with deploy/compose", () => {
     expect({ healthy, exitCode: hub.exitCode, stderr }).toMatchObject({ healthy: true, exitCode: null });
     if (AS_IMAGE_USER)
       expect(readFileSync(`/proc/${hub.pid}/status`, "utf8")).toContain(`\nUid:\t${IMAGE_UID}\t`);
+    expect(readFileSync(`/proc/${hub.pid}/cmdline`, "utf8").split("\0")).toContain("--no-memory-reducer");
     const ready = await fetch(`http://127.0.0.1:${httpPort}/readyz`);
     expect(ready.status).toBe(200); // NATS connected
     hub.kill("SIGTERM");
@@ -469,7 +494,10 @@ describe("Containerfiles", () => {
       expect(text).toContain(`node scripts/image/stage.mjs ${role} /out`);
       expect(lines).toContain("COPY --from=build /out/ /");
       expect(lines).toContain(`USER ${IMAGE_UID}:${IMAGE_UID}`);
-      expect(lines).toContain('ENTRYPOINT ["fleet-ccm"]');
+      // The hub's without V8's memory reducer (an idle hub's largest cost).
+      expect(imageEntrypoint(role)).toEqual(
+        role === "hub" ? ["node", "--no-memory-reducer", "/usr/local/bin/fleet-ccm"] : ["fleet-ccm"],
+      );
       expect(lines).toContain(`ARG VERSION=${VERSION}`);
       for (const label of ["title", "description", "source", "version", "licenses"])
         expect(text).toContain(`org.opencontainers.image.${label}=`);
