@@ -55,8 +55,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --agent-node-options S  NODE_OPTIONS of the agent process (default: what deploy/agent sets)
   --hub-node-options S    NODE_OPTIONS of the hub process (default: what deploy/hub sets)
   --hub-node-args S       V8 flags on the hub's node command line, space-separated (those NODE_OPTIONS
-                          refuses; default: what the hub image's ENTRYPOINT gives, --no-memory-reducer;
-                          --hub-node-args= for none)
+                          refuses, e.g. --no-memory-reducer; default: what the hub image's ENTRYPOINT
+                          gives node, today none)
   --hub-bin PATH          join, churn, chaos (and the first hub of steady, restart): this CLI (another tree's
                           bin/fleet-ccm.js) instead of this tree's; the bench, fleet and agents stay this tree's
   --baseline-hub-bin PATH restart, steady --idle-s: also restart into this hub CLI (another tree's bin/fleet-ccm.js)

@@ -424,7 +424,6 @@ describe("the hub image with deploy/compose", () => {
     expect({ healthy, exitCode: hub.exitCode, stderr }).toMatchObject({ healthy: true, exitCode: null });
     if (AS_IMAGE_USER)
       expect(readFileSync(`/proc/${hub.pid}/status`, "utf8")).toContain(`\nUid:\t${IMAGE_UID}\t`);
-    expect(readFileSync(`/proc/${hub.pid}/cmdline`, "utf8").split("\0")).toContain("--no-memory-reducer");
     const ready = await fetch(`http://127.0.0.1:${httpPort}/readyz`);
     expect(ready.status).toBe(200); // NATS connected
     hub.kill("SIGTERM");
@@ -494,10 +493,7 @@ describe("Containerfiles", () => {
       expect(text).toContain(`node scripts/image/stage.mjs ${role} /out`);
       expect(lines).toContain("COPY --from=build /out/ /");
       expect(lines).toContain(`USER ${IMAGE_UID}:${IMAGE_UID}`);
-      // The hub's without V8's memory reducer (an idle hub's largest cost).
-      expect(imageEntrypoint(role)).toEqual(
-        role === "hub" ? ["node", "--no-memory-reducer", "/usr/local/bin/fleet-ccm"] : ["fleet-ccm"],
-      );
+      expect(imageEntrypoint(role)).toEqual(["fleet-ccm"]);
       expect(lines).toContain(`ARG VERSION=${VERSION}`);
       for (const label of ["title", "description", "source", "version", "licenses"])
         expect(text).toContain(`org.opencontainers.image.${label}=`);
