@@ -19,7 +19,7 @@ import type { Logger } from "pino";
 import { type Clock, Retry } from "./backoff.js";
 import { type ClientTlsFiles, HubTlsCredentials } from "./hub-credentials.js";
 import { HubSilence } from "./hub-silence.js";
-import { type ApplyHold, Outbox, type PendingChange, pendingResult } from "./outbox.js";
+import { type ApplyHold, type Change, Outbox, type PendingChange, pendingResult } from "./outbox.js";
 
 function channelCredentials(opts: HubStreamOptions): ChannelCredentials {
   if (opts.insecure) return credentials.createInsecure();
@@ -444,30 +444,36 @@ export class HubStream {
       if (item.type === "result") this.write({ body: { $case: "applyResult", value: item.result } });
       else {
         const change = item.wire();
-        if (
-          change.$case === "node" &&
-          this.fits("node", change.value, () => WireNode.encode(change.value).finish().length) === undefined
-        )
-          continue;
-        if (
-          change.$case === "service" &&
-          this.fits("service", change.value, () => WireService.encode(change.value).finish().length) ===
-            undefined
-        )
-          continue;
-        if (
-          change.$case === "persistentVolume" &&
-          this.fits(
-            "persistentVolume",
-            change.value,
-            () => WirePersistentVolume.encode(change.value).finish().length,
-          ) === undefined
-        )
-          continue;
+        if (!this.changeFits(change)) continue;
         this.seq++;
         this.deltasSent++;
         this.write({ body: { $case: "delta", value: { seq: this.seq, change } } });
       }
+    }
+  }
+
+  /** Whether the changed object fits in a message (fits reports one that does not); deletions always do. */
+  private changeFits(change: Change): boolean {
+    switch (change.$case) {
+      case "node":
+        return (
+          this.fits("node", change.value, () => WireNode.encode(change.value).finish().length) !== undefined
+        );
+      case "service":
+        return (
+          this.fits("service", change.value, () => WireService.encode(change.value).finish().length) !==
+          undefined
+        );
+      case "persistentVolume":
+        return (
+          this.fits(
+            "persistentVolume",
+            change.value,
+            () => WirePersistentVolume.encode(change.value).finish().length,
+          ) !== undefined
+        );
+      default:
+        return true;
     }
   }
 

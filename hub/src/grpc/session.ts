@@ -3,6 +3,7 @@ import {
   type AnnotationFilter,
   type ApplyResult,
   agentVersionProblem,
+  type Delta,
   type HubMessage,
   type Node,
   type PersistentVolume,
@@ -239,7 +240,7 @@ export class AgentSession {
       case "snapshot":
         return this.onSnapshot(body.value);
       case "delta":
-        return this.onDelta(msg);
+        return this.onDelta(body.value);
       case "heartbeat":
         return this.onHeartbeat(
           body.value.seq,
@@ -402,9 +403,7 @@ export class AgentSession {
       this.deps.onRefused?.(this.cluster, [r]);
   }
 
-  private onDelta(msg: AgentMessage): void {
-    if (msg.body?.$case !== "delta") return;
-    const delta = msg.body.value;
+  private onDelta(delta: Delta): void {
     // Deltas that race a resync request are dropped: the coming snapshot covers them.
     if (this.phase.kind !== "streaming") return;
     // seq only grows on a stream: an old one is a replay, never a lost message.
