@@ -144,6 +144,15 @@ describe("cloud accounts", () => {
     const { calls } = await bind([account("a1"), account("a2")], shutdown.signal);
     const signal = await calls[0]?.("op", async (s) => s);
     expect(signal?.aborted).toBe(false);
+    // Shared by every call in flight: no listener limit, or Node logs a leak warning past 10 calls.
+    // Read where setMaxListeners writes it: getMaxListeners cannot return 0 (no limit) on Node 20,
+    // and the warning goes to the real process, which jest's sandbox does not show.
+    const limit = Object.getOwnPropertySymbols(shutdown.signal).find(
+      (k) => k.description === "events.maxEventTargetListeners",
+    );
+    expect(
+      limit === undefined ? "not set" : (shutdown.signal as unknown as Record<symbol, unknown>)[limit],
+    ).toBe(0);
     shutdown.abort();
     expect(signal?.aborted).toBe(true);
   });

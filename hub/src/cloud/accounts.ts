@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { AccountConfig, ClusterConfig } from "../config/schema.js";
 import { namedRefs, RotatingSecret } from "../config/secret.js";
@@ -302,6 +303,8 @@ function instrumentedCall(
   shutdown: AbortSignal = NEVER,
   guard?: (op: string) => AbortSignal | undefined,
 ): CloudCallWrapper {
+  // Every call in flight listens to it, hundreds at once in a storm: no leak for Node to warn of.
+  setMaxListeners(0, shutdown);
   return async (op, fn) => {
     guard?.(op);
     await limiter.take();
