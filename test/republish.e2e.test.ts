@@ -3,6 +3,8 @@
  * patch that waits in the agent's queue is not published again when its deadline passes, because
  * the agent's heartbeats tell the hub what it has received.
  */
+
+import { NatsMessageDropper, startTcpProxy, type TcpProxy } from "@fleet-ccm/sim";
 import { afterEach, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
@@ -13,7 +15,10 @@ const logger = pino({ level: process.env["E2E_LOG_LEVEL"] ?? "silent" });
 const DEADLINE_MS = 750;
 
 let fleet: LocalFleet | undefined;
+let proxy: TcpProxy | undefined;
 afterEach(async () => {
+  await proxy?.close();
+  proxy = undefined;
   await fleet?.stop();
   fleet = undefined;
 });
@@ -24,12 +29,15 @@ async function nodePatchesPublished(f: LocalFleet): Promise<number> {
 }
 
 /** One cluster, no nodes yet, and the hub (this process) with the short deadline. */
-async function startHub(): Promise<LocalFleet> {
+async function startHub(heartbeatIntervalMs?: number): Promise<LocalFleet> {
   const f = await LocalFleet.start({
     clusters: 1,
     nodesPerCluster: 0,
     logger,
     convergeDeadlineMs: DEADLINE_MS,
+    ...(heartbeatIntervalMs !== undefined && {
+      hubConfig: { reconcile: { convergeDeadlineMs: DEADLINE_MS, heartbeatIntervalMs } },
+    }),
   });
   fleet = f;
   await f.startHub();
@@ -86,6 +94,59 @@ test("a frozen agent: a patch it has not read yet is not published again; the hu
     // With deadlines alone (or an agent that does not echo the hub's Acks), each would have been
     // published again at 750 ms and 1.5 s.
     expect(await nodePatchesPublished(f)).toBe(before + NODES);
+    expect(output.filter((l) => l.includes("connected to hub"))).toHaveLength(1);
+  } finally {
+    agent.kill("SIGKILL");
+  }
+});
+
+test("a publication lost on its way to the agent, heartbeats a minute apart: the hub asks for an echo and publishes it again within a few deadlines", async () => {
+  const HEARTBEAT_MS = 60_000;
+  const f = await startHub(HEARTBEAT_MS);
+  const cluster = [...f.clusters.keys()][0] ?? "";
+  // The agent's NATS connection goes through a proxy that can take single messages out of it
+  // (the connection stays up: neither end notices).
+  const droppers: NatsMessageDropper[] = [];
+  proxy = await startTcpProxy({
+    targets: f.natsUrls.map((u) => new URL(u).host),
+    downstream: () => {
+      const d = new NatsMessageDropper();
+      droppers.push(d);
+      return d;
+    },
+  });
+  const output: string[] = [];
+  const agent = f.spawnAgentProcess(cluster, {
+    output,
+    logLevel: "info",
+    natsServers: [`nats://${proxy.address}`],
+  });
+  try {
+    expect(await waitFor(() => output.some((l) => l.includes("connected to hub")), 20_000)).toBe(true);
+    f.addNodes(cluster, 1);
+    expect(await waitFor(() => f.nodes(cluster).every((n) => !tainted(n)), 20_000)).toBe(true);
+    expect(await nodePatchesPublished(f)).toBe(1);
+    expect(droppers).toHaveLength(1);
+    // The publication that carries the new node's patch, its providerID (protobuf strings are
+    // plain bytes), not whatever else the hub publishes meanwhile (the first node's Events).
+    const started = Date.now();
+    const [name] = f.addNodes(cluster, 1);
+    if (name === undefined) throw new Error("no node added");
+    const isPatch = (payload: Buffer) => payload.includes(name) && payload.includes("simulated://");
+    for (const d of droppers) d.loseNext(1, (_subject, payload) => isPatch(payload));
+    expect(
+      await waitFor(
+        () => f.nodes(cluster).length === 2 && f.nodes(cluster).every((n) => !tainted(n)),
+        30_000,
+      ),
+    ).toBe(true);
+    const elapsed = Date.now() - started;
+    expect(droppers[0]?.dropped).toBe(1);
+    // Published twice: the lost one and once more, no more.
+    expect(await nodePatchesPublished(f)).toBe(3);
+    // Without the echo the hub would have learned of the loss only from the agent's heartbeats,
+    // two of them (up to two minutes) after the publication.
+    expect(elapsed).toBeLessThan(HEARTBEAT_MS / 4);
     expect(output.filter((l) => l.includes("connected to hub"))).toHaveLength(1);
   } finally {
     agent.kill("SIGKILL");

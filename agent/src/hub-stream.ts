@@ -182,7 +182,10 @@ export class HubStream {
       // 10,000 small deltas, each with its own buffer and objects) before a write blocks; with
       // 64 KiB the stream blocks early and the Outbox, latest per object, holds the rest.
       "grpc.per_rpc_retry_buffer_size": 64 * 1024,
-      "grpc.keepalive_time_ms": 30_000,
+      // A backstop for a path that died silently: the heartbeats (Welcome's interval) already keep
+      // the connection busy and HubSilence drops a quiet hub. Each HTTP/2 ping costs the hub about
+      // what a heartbeat does, so at the heartbeats' rate they would double its idle cost.
+      "grpc.keepalive_time_ms": 120_000,
       "grpc.keepalive_timeout_ms": 10_000,
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.max_receive_message_length": 16 * 1024 * 1024,
@@ -284,6 +287,11 @@ export class HubStream {
           // Echoes this Ack at once: from now on the hub can tell a publication still on its way
           // from a lost one (acked_hub_time_ms), without waiting for the next interval.
           this.sendHeartbeat();
+        } else if (msg.body.value.echo) {
+          // The hub waits on a publication not reported received. Answered within RECEIPT_DELAY_MS,
+          // not at once: NATS data read in the same moment (an agent that was stalled) is counted
+          // first, so a publication that did arrive is not reported lost.
+          this.heartbeatSoon();
         }
         return;
     }
@@ -411,6 +419,11 @@ export class HubStream {
   noteReceived(generation: number): void {
     if (generation <= this.receivedGeneration) return;
     this.receivedGeneration = generation;
+    this.heartbeatSoon();
+  }
+
+  /** One heartbeat within RECEIPT_DELAY_MS, however many receipts and echo requests come meanwhile. */
+  private heartbeatSoon(): void {
     if (this.receiptTimer !== undefined) return;
     this.receiptTimer = setTimeout(() => {
       this.receiptTimer = undefined;

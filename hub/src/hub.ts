@@ -186,7 +186,12 @@ export class Hub {
     this.log = opts.logger;
     this.queue = new WorkQueue({ clock: this.clock, backoff: RECONCILE_BACKOFF });
     this.fleet = new FleetState({ hold: cfg.snapshotHold, now: () => this.clock.now() });
-    this.tracker = new ConvergenceTracker(this.clock, cfg.reconcile.convergeDeadlineMs);
+    this.tracker = new ConvergenceTracker(
+      this.clock,
+      cfg.reconcile.convergeDeadlineMs,
+      Math.random,
+      (cluster) => this.grpc.requestEcho(cluster),
+    );
     this.applyFailures = new ApplyFailureLog(this.log, this.clock);
     this.clusterConfigs = cfg.clusters;
     this.applyClusterSettings(cfg.clusters);

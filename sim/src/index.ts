@@ -36,6 +36,7 @@ export * from "./openstack/index.js";
 export { selfSignedCertificate, type TestCertificate } from "./util/certificate.js";
 export type { FaultMatch, FaultProxyOptions, FaultRule, ProxiedRequest } from "./util/fault-proxy.js";
 export { FaultProxy, startFaultProxy } from "./util/fault-proxy.js";
+export { NatsMessageDropper } from "./util/nats-drop.js";
 export type { TcpProxyMode, TcpProxyOptions } from "./util/tcp-proxy.js";
 export { startTcpProxy, TcpProxy } from "./util/tcp-proxy.js";
 export { waitFor } from "./util/wait.js";

@@ -257,10 +257,11 @@ export const HubConfigSchema = z
         workers: z.number().int().positive().default(32_768),
         /** How long a published patch has to show up in the agent's reports before the hub publishes again. */
         convergeDeadlineMs: z.number().int().positive().default(15_000),
-        heartbeatIntervalMs: z.number().int().positive().default(10_000),
+        /** How often each agent heartbeats at least (sooner to report receipts or answer an echo request); three intervals silent and the stream is dropped. */
+        heartbeatIntervalMs: z.number().int().positive().default(30_000),
       })
       .strict()
-      .default({ workers: 32_768, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 10_000 }),
+      .default({ workers: 32_768, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 30_000 }),
     lifecycle: z
       .object({
         /** How often nodes that are not Ready are checked (upstream --node-monitor-period). */

@@ -112,6 +112,11 @@ export class HubGrpcServer {
     return this.primary.has(cluster);
   }
 
+  /** The cluster's agent is asked to echo an Ack now (Ack.echo): the hub waits on a publication. */
+  requestEcho(cluster: string): void {
+    this.primary.get(cluster)?.requestEcho();
+  }
+
   /** What the cluster's connected agent said in its Hello. */
   agentOf(cluster: string): { agentVersion: string; kubernetesVersion: string } | undefined {
     const s = this.primary.get(cluster);

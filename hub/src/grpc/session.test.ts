@@ -149,7 +149,9 @@ describe("AgentSession", () => {
       value: { snapshotId: 1, nodes: [node("b")], services: [], persistentVolumes: [], last: true, seq: 7 },
     });
     expect([...(h.fleet.view("alpha")?.nodes.keys() ?? [])]).toEqual(["a", "b"]);
-    expect(h.written.at(-1)).toEqual({ body: { $case: "ack", value: { seq: 7, hubTimeMs: h.clock.now() } } });
+    expect(h.written.at(-1)).toEqual({
+      body: { $case: "ack", value: { seq: 7, hubTimeMs: h.clock.now(), echo: false } },
+    });
   });
 
   test("a heartbeat tells the hub what desired state the agent has received, once it streams", () => {
@@ -181,6 +183,31 @@ describe("AgentSession", () => {
     const echo = { seq: 0, sentAt: undefined, receivedGeneration: 0, ackedHubTimeMs: ack.value.hubTimeMs };
     h.send({ $case: "heartbeat", value: echo });
     expect(h.received).toEqual([["alpha", 0, ack.value.hubTimeMs]]);
+  });
+
+  test("an echo request is an Ack with echo set, at most one a second, and only on a streaming stream", () => {
+    const h = harness();
+    h.hello();
+    h.session.requestEcho(); // no snapshot yet: nothing to say
+    expect(h.written.some((m) => m.body?.$case === "ack")).toBe(false);
+    h.send({
+      $case: "snapshot",
+      value: { snapshotId: 1, nodes: [], services: [], persistentVolumes: [], last: true, seq: 0 },
+    });
+    const acks = () => h.written.filter((m) => m.body?.$case === "ack").map((m) => m.body?.value);
+    expect(acks()).toEqual([{ seq: 0, hubTimeMs: h.clock.now(), echo: false }]);
+    h.clock.advance(10);
+    h.session.requestEcho();
+    h.session.requestEcho(); // many publications wait: one echo answers for all
+    h.clock.advance(999);
+    h.session.requestEcho();
+    expect(acks()).toEqual([
+      { seq: 0, hubTimeMs: h.clock.now() - 1009, echo: false },
+      { seq: 0, hubTimeMs: h.clock.now() - 999, echo: true },
+    ]);
+    h.clock.advance(1);
+    h.session.requestEcho();
+    expect(acks().at(-1)).toEqual({ seq: 0, hubTimeMs: h.clock.now(), echo: true });
   });
 
   test("a sequence gap asks for a resync and ignores deltas until the next snapshot", () => {

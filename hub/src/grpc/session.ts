@@ -165,6 +165,8 @@ const MAX_RESULT_MESSAGE = 1024;
 
 /** Deltas before an ack is sent without waiting for a heartbeat. */
 const ACK_EVERY = 256;
+/** Echo requests on one stream at most this often (the echo answers for every publication before it). */
+const ECHO_EVERY_MS = 1000;
 /** A stream that sends nothing for this many heartbeat intervals is dead. */
 const MISSED_HEARTBEATS = 3;
 /**
@@ -191,6 +193,7 @@ export class AgentSession {
   private holdTimer: TimerHandle | undefined;
   private beatTimer: TimerHandle | undefined;
   private lastWriteAt = 0;
+  private echoRequestedAt = Number.NEGATIVE_INFINITY;
   private unacked = 0;
   private readonly deltaBudget: TokenBucket | undefined;
   agentVersion = "";
@@ -496,11 +499,26 @@ export class AgentSession {
     this.ack();
   }
 
-  private ack(): void {
+  private ack(echo = false): void {
     if (this.phase.kind !== "streaming") return;
     this.unacked = 0;
     // The hub's time, echoed in the agent's heartbeats: how far the agent has read its streams.
-    this.send({ body: { $case: "ack", value: { seq: this.phase.seq, hubTimeMs: this.deps.clock.now() } } });
+    this.send({
+      body: { $case: "ack", value: { seq: this.phase.seq, hubTimeMs: this.deps.clock.now(), echo } },
+    });
+  }
+
+  /**
+   * The hub waits on a publication the agent has not said it received: an Ack the agent echoes at
+   * once (Ack.echo), instead of at its next heartbeat. At most one per ECHO_EVERY_MS, however
+   * many publications wait: one echo answers for all of them.
+   */
+  requestEcho(): void {
+    if (this.phase.kind !== "streaming") return;
+    const now = this.deps.clock.now();
+    if (now - this.echoRequestedAt < ECHO_EVERY_MS) return;
+    this.echoRequestedAt = now;
+    this.ack(true);
   }
 
   private resync(reason: string): void {

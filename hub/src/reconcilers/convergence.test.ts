@@ -75,6 +75,28 @@ describe("progress-aware deadlines", () => {
     expect(t.pending("c1/node-init/b", "ub")).toBeDefined();
   });
 
+  test("not received and the agent's last echo too old to tell: its agent is asked for an echo, once per deadline check", () => {
+    const clock = new FakeClock();
+    const asked: string[] = [];
+    const t = new ConvergenceTracker(clock, 1000, Math.random, (c) => asked.push(c));
+    t.received("c/1", 0, clock.now() - 10);
+    const p = t.record("c%2F1/node-init/a", "ua");
+    t.received("c2", 0, clock.now() - 10);
+    const q = t.record("c2/node-init/b", "ub");
+    expect(t.pending("c%2F1/node-init/a", "ua")).toBeDefined(); // before the deadline: nothing asked
+    expect(asked).toEqual([]);
+    clock.advance(1001);
+    expect(t.pending("c%2F1/node-init/a", "ua")).toBeDefined();
+    expect(asked).toEqual(["c/1"]);
+    // Received (it waits in the agent's queue) or already known lost: nothing to ask.
+    t.received("c2", q.generation);
+    expect(t.pending("c2/node-init/b", "ub")).toBeDefined();
+    t.received("c/1", 0, p.publishedAtMs + 500);
+    clock.advance(1001);
+    expect(t.pending("c%2F1/node-init/a", "ua")).toBeUndefined();
+    expect(asked).toEqual(["c/1"]);
+  });
+
   test("an agent that never says which Ack it read: a publication not received is published again, as before", () => {
     const clock = new FakeClock();
     const t = new ConvergenceTracker(clock, 1000);

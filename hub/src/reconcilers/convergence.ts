@@ -1,4 +1,4 @@
-import { clusterKeyPrefix } from "../queue/index.js";
+import { clusterKeyPrefix, parseKey } from "../queue/index.js";
 import { backoffDelayMs } from "../util/backoff.js";
 import type { Clock } from "../util/clock.js";
 
@@ -70,6 +70,12 @@ export class ConvergenceTracker {
     private readonly clock: Clock,
     private readonly deadlineMs: number,
     private readonly random: () => number = Math.random,
+    /**
+     * Asks the cluster's agent to echo an Ack now: a publication waits on an echo newer than the
+     * agent's heartbeats have brought (they come every heartbeat interval, which may be longer
+     * than a deadline), so by the next deadline the hub knows whether it was lost.
+     */
+    private readonly askEcho: (cluster: string) => void = () => {},
   ) {}
 
   get(key: string): Inflight | undefined {
@@ -163,10 +169,13 @@ export class ConvergenceTracker {
     if (e.deadlineMs === 0 || now - e.publishedAtMs >= MAX_DEADLINE_MS) return false;
     const p = this.progress.get(key.slice(0, key.indexOf("/") + 1));
     if (p === undefined) return false;
-    if (p.receivedMax < e.generation)
-      return (
-        p.ackedHubTimeMs > 0 && p.ackedHubTimeMs < e.publishedAtMs + LOST_AFTER_ACK_SHARE * this.deadlineMs
-      );
+    if (p.receivedMax < e.generation) {
+      const behind =
+        p.ackedHubTimeMs > 0 && p.ackedHubTimeMs < e.publishedAtMs + LOST_AFTER_ACK_SHARE * this.deadlineMs;
+      const cluster = behind ? parseKey(key)?.cluster : undefined;
+      if (cluster !== undefined) this.askEcho(cluster);
+      return behind;
+    }
     const cutoff = now - this.deadlineMs;
     let pastLongAgo = 0;
     for (const m of p.marks) if (m.atMs <= cutoff) pastLongAgo = m.generation;

@@ -1,4 +1,5 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import type { Transform } from "node:stream";
 
 export type TcpProxyMode = "forward" | "refuse" | "blackhole";
 
@@ -7,6 +8,11 @@ export interface TcpProxyOptions {
   readonly targets: readonly string[];
   /** 0 or absent: a free port. */
   readonly port?: number;
+  /**
+   * A stream of its own per connection between the server's bytes and the client (e.g. a
+   * NatsMessageDropper): what it passes on is what the client gets.
+   */
+  readonly downstream?: () => Transform;
 }
 
 interface Pair {
@@ -35,6 +41,7 @@ export class TcpProxy {
     private readonly server: Server,
     readonly port: number,
     targets: readonly string[],
+    private readonly downstream: (() => Transform) | undefined,
   ) {
     this.targets = [...targets];
   }
@@ -49,7 +56,7 @@ export class TcpProxy {
         resolve(typeof a === "object" && a !== null ? a.port : 0);
       });
     });
-    proxy = new TcpProxy(server, port, opts.targets);
+    proxy = new TcpProxy(server, port, opts.targets, opts.downstream);
     return proxy;
   }
 
@@ -88,7 +95,7 @@ export class TcpProxy {
   forgetClients(): void {
     for (const p of this.pairs) {
       p.forgotten = true;
-      p.upstream?.unpipe(p.client);
+      p.upstream?.unpipe();
       p.upstream?.pause();
       p.client.destroy();
     }
@@ -145,7 +152,9 @@ export class TcpProxy {
       pair.upstream = upstream;
       upstream.on("close", () => this.drop(pair, true));
       client.pipe(upstream);
-      upstream.pipe(client);
+      const through = this.downstream?.();
+      if (through === undefined) upstream.pipe(client);
+      else upstream.pipe(through).pipe(client);
       if (this.modeNow === "blackhole") upstream.pause();
       else pair.client.resume();
     });

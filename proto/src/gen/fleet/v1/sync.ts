@@ -249,7 +249,16 @@ export interface Ack {
    * The hub's clock (ms) when it sent this Ack, for the agent to echo in its heartbeats
    * (Heartbeat.acked_hub_time_ms). Absent: a hub that predates the field.
    */
-  hubTimeMs?: number | undefined;
+  hubTimeMs?:
+    | number
+    | undefined;
+  /**
+   * The hub waits on a publication this agent has not said it received: the agent answers with a
+   * Heartbeat at once (echoing this hub_time_ms), not at its next interval, so the hub tells a
+   * lost publication from a queued one within a convergence deadline however long the heartbeat
+   * interval. False (or a hub that predates the field): an answer to the agent's heartbeat.
+   */
+  echo: boolean;
 }
 
 export interface ResyncRequest {
@@ -1872,7 +1881,7 @@ export const HubHeartbeat: MessageFns<HubHeartbeat> = {
 };
 
 function createBaseAck(): Ack {
-  return { seq: 0, hubTimeMs: undefined };
+  return { seq: 0, hubTimeMs: undefined, echo: false };
 }
 
 export const Ack: MessageFns<Ack> = {
@@ -1882,6 +1891,9 @@ export const Ack: MessageFns<Ack> = {
     }
     if (message.hubTimeMs !== undefined) {
       writer.uint32(16).uint64(message.hubTimeMs);
+    }
+    if (message.echo !== false) {
+      writer.uint32(24).bool(message.echo);
     }
     return writer;
   },
@@ -1915,6 +1927,14 @@ export const Ack: MessageFns<Ack> = {
             message.hubTimeMs = longToNumber(reader.uint64());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.echo = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1935,6 +1955,7 @@ export const Ack: MessageFns<Ack> = {
         : isSet(object.hub_time_ms)
         ? globalThis.Number(object.hub_time_ms)
         : undefined,
+      echo: isSet(object.echo) ? globalThis.Boolean(object.echo) : false,
     };
   },
 
@@ -1946,6 +1967,9 @@ export const Ack: MessageFns<Ack> = {
     if (message.hubTimeMs !== undefined) {
       obj.hubTimeMs = Math.round(message.hubTimeMs);
     }
+    if (message.echo !== false) {
+      obj.echo = message.echo;
+    }
     return obj;
   },
 
@@ -1956,6 +1980,7 @@ export const Ack: MessageFns<Ack> = {
     const message = createBaseAck();
     message.seq = object.seq ?? 0;
     message.hubTimeMs = object.hubTimeMs ?? undefined;
+    message.echo = object.echo ?? false;
     return message;
   },
 };
