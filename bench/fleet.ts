@@ -259,7 +259,6 @@ export class BenchFleet {
       cloudKey: this.cloudKey,
       clusters: this.names.map((c) => ({ cluster: c, token: this.tokens.get(c) ?? "" })),
       convergeDeadlineMs: 15_000,
-      heartbeatIntervalMs: 10_000,
       pinPrefix: this.opts.pinning.hubPrefix,
       runtimeEnv: this.opts.hubEnv,
       nodeArgs: this.opts.hubNodeArgs ?? [],

@@ -34,7 +34,8 @@ export interface HubSettings {
   readonly workers: number;
   readonly rateLimitPerSecond: number;
   readonly convergeDeadlineMs: number;
-  readonly heartbeatIntervalMs: number;
+  /** Absent: the hub's default. */
+  readonly heartbeatIntervalMs?: number;
   readonly refresh?: { periodMs: number; cacheScope: "account" | "cluster" };
   readonly lifecycle?: Record<string, unknown>;
   readonly logLevel: string;
@@ -98,7 +99,7 @@ export class HubProcess {
       reconcile: {
         workers: s.workers,
         convergeDeadlineMs: s.convergeDeadlineMs,
-        heartbeatIntervalMs: s.heartbeatIntervalMs,
+        ...(s.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: s.heartbeatIntervalMs }),
       },
       ...(s.refresh === undefined ? {} : { refresh: s.refresh }),
       ...(s.lifecycle === undefined ? {} : { lifecycle: s.lifecycle }),

@@ -36,6 +36,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
                           (300: one refresh period): idleHubCpuPercent, idleHubCpuMsPerNodeHour;
                           with --baseline-hub-bin the same into that hub (default 0: none)
   --idle-only             steady: only that idle phase, not the two cache-scope phases
+  --idle-settle-s S       steady --idle-s: after the fresh hub's resync, S seconds more before the
+                          window, for the collections of the resync's garbage (default 120)
   --churn-rate R          churn: node joins, node leaves and Service changes per second (default 5)
   --workers N             hub reconcile.workers (default 32768, the hub's default)
   --rate-limit R          the account's cloud calls per second in the hub (default 1000)
@@ -131,6 +133,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "duration-s": { type: "string" },
       "refresh-period-ms": { type: "string" },
       "idle-s": { type: "string" },
+      "idle-settle-s": { type: "string" },
       "idle-only": { type: "boolean" },
       "churn-rate": { type: "string" },
       workers: { type: "string" },
@@ -208,6 +211,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     durationS: num(values["duration-s"], "duration-s", defaultDuration, 1),
     refreshPeriodMs: num(values["refresh-period-ms"], "refresh-period-ms", 2000, 1),
     idleS: num(values["idle-s"], "idle-s", 0, 0),
+    idleSettleS: num(values["idle-settle-s"], "idle-settle-s", 120, 0),
     idleOnly: values["idle-only"] === true,
     churnRate: num(values["churn-rate"], "churn-rate", 5, 0.01),
     seed: num(values.seed, "seed", 1, 0),
@@ -260,7 +264,8 @@ async function main(): Promise<number> {
   }
   const { opts, json } = parsed;
   // Every run is bounded: the join timeout plus the scenario's windows plus set-up and tear-down.
-  const hardLimitMs = (opts.timeoutS + 3 * opts.durationS + 2 * (opts.idleS + opts.timeoutS) + 300) * 1000;
+  const hardLimitMs =
+    (opts.timeoutS + 3 * opts.durationS + 2 * (opts.idleS + opts.idleSettleS + opts.timeoutS) + 300) * 1000;
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${hardLimitMs / 1000} s; giving up\n`);
     process.exit(3);

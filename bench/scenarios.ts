@@ -48,6 +48,8 @@ export interface BenchOptions {
   readonly durationS: number;
   /** steady: the idle window of a hub at its default periods (0: no idle phase). */
   readonly idleS: number;
+  /** steady --idle-s: seconds between the fresh hub's quiet and the window. */
+  readonly idleSettleS: number;
   /** steady: only the idle phase, not the two cache-scope phases at refreshPeriodMs. */
   readonly idleOnly: boolean;
   readonly refreshPeriodMs: number;
@@ -728,6 +730,12 @@ async function idleFigures(
     const cloudCalls = () => fleet.cloud?.stats().totalCalls ?? 0;
     const quiet = await untilQuiet(cloudCalls, IDLE_QUIET_MS, o.timeoutS * 1000, 250);
     if (!quiet) throw new Error(`${label}: the cloud never went quiet after the resync`);
+    // The resync's garbage (every cluster's snapshot) is collected in the minutes after it, in
+    // one or two major collections: start-up, not what an idle hub costs by the hour.
+    if (o.idleSettleS > 0) {
+      o.log(`[${label}] settling ${o.idleSettleS} s after the resync…`);
+      await sleep(o.idleSettleS * 1000);
+    }
     o.log(`[${label}] idle at the hub's default periods: measuring ${o.idleS} s…`);
     // What the hub writes to the agents (Acks, HubHeartbeats), beside what they write to it.
     const hubSent = () => tcpBytesAcked(`( sport = :${hub.grpcPort} )`);
@@ -751,6 +759,17 @@ async function idleFigures(
     const d = BenchFleet.delta(a, b);
     const seconds = d.ms / 1000;
     const cpuMs = d.hubCpu === null ? null : d.hubCpu * 1000;
+    // Collections in the window by kind (prom-client's nodejs_gc_duration_seconds): count, seconds.
+    const gc = (kind: string) => {
+      const of = (m: readonly Sample[], name: string) => metricSum(m, name, `kind="${kind}"`);
+      return [
+        of(b.metrics, "nodejs_gc_duration_seconds_count") - of(a.metrics, "nodejs_gc_duration_seconds_count"),
+        round(
+          of(b.metrics, "nodejs_gc_duration_seconds_sum") - of(a.metrics, "nodejs_gc_duration_seconds_sum"),
+          3,
+        ),
+      ];
+    };
     return {
       hubPid: hub.pid,
       windowFromHubStartS: [round((a.t - startedAt) / 1000, 1), round((b.t - startedAt) / 1000, 1)],
@@ -767,6 +786,9 @@ async function idleFigures(
       hubEventLoopDelayMaxMs: lagMax.length === 0 ? null : round(Math.max(...lagMax) * 1000, 1),
       natsBytesPerSecond: d.natsWire === null ? null : round(d.natsWire / seconds),
       hubRssBytes: rssBytes(hub.pid),
+      gcMajor: gc("major"),
+      gcMinor: gc("minor"),
+      gcIncremental: gc("incremental"),
     };
   };
   const current = await one("steady-idle", undefined);
@@ -779,6 +801,7 @@ async function idleFigures(
   const cpu = (r: Result | undefined) => r?.["hubCpuPercent"] as number | null | undefined;
   return {
     idleWindowS: o.idleS,
+    idleSettleS: o.idleSettleS,
     idleScrapeEveryS: IDLE_SCRAPE_MS / 1000,
     ...prefixed("idle", current),
     ...(baseline !== undefined && {
