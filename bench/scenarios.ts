@@ -9,6 +9,7 @@ import type { NodeRef, ServiceSpecRef } from "./protocol.js";
 import {
   hasMetric,
   histogramQuantile,
+  metricDelta,
   metricSum,
   type Pinning,
   percentile,
@@ -480,8 +481,7 @@ async function probe(o: BenchOptions, fleet: BenchFleet): Promise<Result> {
 function gcPauses(before: readonly Sample[], after: readonly Sample[]): Result {
   const name = "nodejs_gc_duration_seconds";
   if (!hasMetric(after, `${name}_count`)) return {};
-  const d = (metric: string, ...labels: string[]) =>
-    metricSum(after, metric, ...labels) - metricSum(before, metric, ...labels);
+  const d = (metric: string, ...labels: string[]) => metricDelta(before, after, metric, ...labels);
   const count = d(`${name}_count`);
   return {
     probeHubGcPauses: count,
@@ -760,16 +760,10 @@ async function idleFigures(
     const seconds = d.ms / 1000;
     const cpuMs = d.hubCpu === null ? null : d.hubCpu * 1000;
     // Collections in the window by kind (prom-client's nodejs_gc_duration_seconds): count, seconds.
-    const gc = (kind: string) => {
-      const of = (m: readonly Sample[], name: string) => metricSum(m, name, `kind="${kind}"`);
-      return [
-        of(b.metrics, "nodejs_gc_duration_seconds_count") - of(a.metrics, "nodejs_gc_duration_seconds_count"),
-        round(
-          of(b.metrics, "nodejs_gc_duration_seconds_sum") - of(a.metrics, "nodejs_gc_duration_seconds_sum"),
-          3,
-        ),
-      ];
-    };
+    const gc = (kind: string) => [
+      metricDelta(a.metrics, b.metrics, "nodejs_gc_duration_seconds_count", `kind="${kind}"`),
+      round(metricDelta(a.metrics, b.metrics, "nodejs_gc_duration_seconds_sum", `kind="${kind}"`), 3),
+    ];
     return {
       hubPid: hub.pid,
       windowFromHubStartS: [round((a.t - startedAt) / 1000, 1), round((b.t - startedAt) / 1000, 1)],

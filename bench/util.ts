@@ -195,6 +195,16 @@ export function metricSum(samples: readonly Sample[], name: string, ...labelPart
   return sum;
 }
 
+/** How much metricSum grew between two scrapes. */
+export function metricDelta(
+  before: readonly Sample[],
+  after: readonly Sample[],
+  name: string,
+  ...labelParts: string[]
+): number {
+  return metricSum(after, name, ...labelParts) - metricSum(before, name, ...labelParts);
+}
+
 /**
  * Quantile of a Prometheus histogram between two scrapes: the upper bound of the first bucket
  * whose count reaches q of the total (so it is coarse: as fine as the buckets).
