@@ -62,6 +62,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --hub-bin PATH          join, churn, chaos (and the first hub of steady, restart): this CLI (another tree's
                           bin/fleet-ccm.js) instead of this tree's; the bench, fleet and agents stay this tree's
   --baseline-hub-bin PATH restart, steady --idle-s: also restart into this hub CLI (another tree's bin/fleet-ccm.js)
+  --baseline-hub-node-args S  steady --idle-s: that hub's V8 flags instead of --hub-node-args' (to
+                          compare flags side by side, give this tree's bin/fleet-ccm.js as the baseline)
   --keep                  keep the run directory (configs, logs) and print its path
 
   linode: Linode API calls per hour, fleet-ccm (measured against the fake Linode API, one account)
@@ -103,6 +105,10 @@ function deployedHubNodeArgs(): string[] {
   const line = text.split("\n").find((l) => l.startsWith("ENTRYPOINT "));
   const argv = JSON.parse(line?.slice("ENTRYPOINT ".length) ?? "[]") as string[];
   return argv[0] === "node" ? argv.slice(1).filter((a) => a.startsWith("--")) : [];
+}
+
+function nodeArgs(flags: string): string[] {
+  return flags.split(" ").filter((a) => a !== "");
 }
 
 function num(v: string | undefined, name: string, dflt: number, min = 0): number {
@@ -156,6 +162,7 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
       "hub-node-args": { type: "string" },
       keep: { type: "boolean" },
       "baseline-hub-bin": { type: "string" },
+      "baseline-hub-node-args": { type: "string" },
       "hub-bin": { type: "string" },
       "time-scale": { type: "string" },
       help: { type: "boolean" },
@@ -224,9 +231,10 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     agentEnv: runtimeEnv("agent", values["agent-node-options"]),
     hubEnv: runtimeEnv("hub", values["hub-node-options"]),
     hubNodeArgs:
-      values["hub-node-args"] === undefined
-        ? deployedHubNodeArgs()
-        : values["hub-node-args"].split(" ").filter((a) => a !== ""),
+      values["hub-node-args"] === undefined ? deployedHubNodeArgs() : nodeArgs(values["hub-node-args"]),
+    ...(values["baseline-hub-node-args"] !== undefined && {
+      baselineHubNodeArgs: nodeArgs(values["baseline-hub-node-args"]),
+    }),
     keep: values.keep === true,
     ...(values["baseline-hub-bin"] !== undefined && { baselineHubBin: values["baseline-hub-bin"] }),
     ...(values["hub-bin"] !== undefined && { hubBin: values["hub-bin"] }),

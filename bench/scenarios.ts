@@ -29,6 +29,8 @@ export interface BenchOptions {
   readonly scenario: ScenarioName;
   /** restart: also restart into this hub (another tree's bin/fleet-ccm.js), side by side. */
   readonly baselineHubBin?: string;
+  /** The baseline hub's V8 flags, where they differ from hubNodeArgs (--baseline-hub-node-args). */
+  readonly baselineHubNodeArgs?: readonly string[];
   /**
    * The hub the scenario starts first (another tree's bin/fleet-ccm.js; default this tree's):
    * two trees' hubs measured by the same bench, fleet and agents.
@@ -719,9 +721,10 @@ async function idleFigures(
   nodes: number,
   restartHub: (label: string, extra: Partial<HubSettings>) => Promise<void>,
 ): Promise<Result> {
-  const one = async (label: string, hubBin: string | undefined) => {
+  const one = async (label: string, hubBin: string | undefined, nodeArgs?: readonly string[]) => {
     await restartHub(label, {
       ...(hubBin === undefined ? {} : { hubBin }),
+      ...(nodeArgs === undefined ? {} : { nodeArgs }),
       ...(o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir }),
     });
     const hub = fleet.hub;
@@ -787,7 +790,9 @@ async function idleFigures(
   };
   const current = await one("steady-idle", undefined);
   const baseline =
-    o.baselineHubBin === undefined ? undefined : await one("steady-idle-baseline", o.baselineHubBin);
+    o.baselineHubBin === undefined
+      ? undefined
+      : await one("steady-idle-baseline", o.baselineHubBin, o.baselineHubNodeArgs);
   const prefixed = (prefix: string, r: Result) =>
     Object.fromEntries(
       Object.entries(r).map(([k, v]) => [`${prefix}${k[0]?.toUpperCase()}${k.slice(1)}`, v]),
@@ -800,6 +805,7 @@ async function idleFigures(
     ...prefixed("idle", current),
     ...(baseline !== undefined && {
       baselineHubBin: o.baselineHubBin,
+      baselineHubNodeArgs: o.baselineHubNodeArgs ?? o.hubNodeArgs,
       ...prefixed("baselineIdle", baseline),
       idleHubCpuRatio: (cpu(current) ?? 0) > 0 ? round((cpu(baseline) ?? 0) / (cpu(current) ?? 1), 2) : null,
     }),

@@ -3,12 +3,49 @@ import type { Clock } from "../util/clock.js";
 import { errorMessage } from "./errors.js";
 import type { InstanceMetadata, Instances } from "./provider.js";
 
+function sameRecord(a: Readonly<Record<string, string>> | undefined, b: typeof a): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}
+
+/** The same addresses in the same order (a node's status.addresses is an ordered list). */
+export function sameAddresses(
+  a: readonly { readonly type: string; readonly address: string }[],
+  b: readonly { readonly type: string; readonly address: string }[],
+): boolean {
+  return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
+}
+
+/** Whether a listed instance says exactly what the view already holds for it. */
+export function sameInstance(a: InstanceMetadata, b: InstanceMetadata): boolean {
+  return (
+    a.providerID === b.providerID &&
+    a.instanceID === b.instanceID &&
+    a.name === b.name &&
+    a.instanceType === b.instanceType &&
+    a.region === b.region &&
+    a.zone === b.zone &&
+    a.state === b.state &&
+    a.network === b.network &&
+    sameAddresses(a.addresses, b.addresses) &&
+    sameRecord(a.tags, b.tags) &&
+    sameRecord(a.additionalLabels, b.additionalLabels)
+  );
+}
+
 /**
  * A periodically refreshed view of an account's instances (all pages of one list), shared by
  * every cluster in the account: one list per period answers every node's refresh, where a
  * per-cluster CCM calls the cloud once per node. The view is only replaced by a complete list;
  * a failed or partial one keeps the previous view. Absence from the view proves nothing: it is
  * never a reason to act, only presence is.
+ *
+ * A refresh keeps the objects of instances that did not change, and the whole view when none
+ * did: the freshly parsed copies then die young, instead of a long-lived copy of the account
+ * being replaced every period (which, at 25,000 instances, was what made an idle hub run its
+ * major collections).
  */
 export class InstanceCache {
   private view = new Map<string, InstanceMetadata>();
@@ -44,10 +81,18 @@ export class InstanceCache {
     const next = new Map<string, InstanceMetadata>();
     let token: string | undefined;
     const seenTokens = new Set<string>();
+    let changed = false;
     try {
       do {
         const page = await this.instances.listPage(token);
-        for (const i of page.instances) next.set(i.providerID, i);
+        for (const i of page.instances) {
+          const held = this.view.get(i.providerID);
+          if (held !== undefined && sameInstance(held, i)) next.set(i.providerID, held);
+          else {
+            next.set(i.providerID, i);
+            changed = true;
+          }
+        }
         token = page.nextPageToken;
         if (token !== undefined) {
           if (seenTokens.has(token)) throw new Error(`page token ${token} repeated`);
@@ -61,6 +106,9 @@ export class InstanceCache {
       this.fetchedAtMs = this.clock.now();
       return;
     }
+    this.fetchedAtMs = this.clock.now();
+    // Every instance listed is one the view holds, unchanged: so is the view when no more were listed.
+    if (!changed && next.size === this.view.size) return;
     const byName = new Map<string, InstanceMetadata[]>();
     for (const i of next.values()) {
       if (i.state === "terminated") continue;
@@ -71,7 +119,6 @@ export class InstanceCache {
     this.view = next;
     this.byID = new Map([...next.values()].map((i) => [i.instanceID, i]));
     this.byName = byName;
-    this.fetchedAtMs = this.clock.now();
   }
 
   /** The live instances called `name` in the view (empty proves nothing: the view may be old). */

@@ -10,7 +10,12 @@ export type Verdict =
 
 interface Entry {
   readonly verdict: Verdict;
-  readonly expiresAtMs: number;
+  /** Renewed in place when a record repeats the verdict: the periodic refresh re-records every node. */
+  expiresAtMs: number;
+}
+
+function sameVerdict(a: Verdict, b: Verdict): boolean {
+  return a.ok ? b.ok && a.instanceID === b.instanceID : !b.ok && a.reason === b.reason;
 }
 
 const OK_TTL_MS = 10 * 60_000;
@@ -50,10 +55,12 @@ export class VerifiedInstances {
     const before = this.entries.get(k);
     const wasRefused = before !== undefined && !before.verdict.ok && before.expiresAtMs > this.clock.now();
     if (!verdict.ok && meta.state !== "terminated" && !wasRefused) this.onOutOfScope?.(cluster);
-    this.entries.set(k, {
-      verdict,
-      expiresAtMs: this.clock.now() + (verdict.ok ? OK_TTL_MS : REFUSED_TTL_MS),
-    });
+    const expiresAtMs = this.clock.now() + (verdict.ok ? OK_TTL_MS : REFUSED_TTL_MS);
+    if (before !== undefined && sameVerdict(before.verdict, verdict)) {
+      before.expiresAtMs = expiresAtMs;
+      return before.verdict;
+    }
+    this.entries.set(k, { verdict, expiresAtMs });
     return verdict;
   }
 

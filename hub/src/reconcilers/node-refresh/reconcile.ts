@@ -1,5 +1,6 @@
 import type { NodeDesired } from "@fleet-ccm/proto";
 import { errorMessage } from "../../cloud/errors.js";
+import { sameAddresses } from "../../cloud/instance-cache.js";
 import type { WorkKey } from "../../queue/index.js";
 import { Turns } from "../../util/turns.js";
 import type { ControllerContext } from "../controller.js";
@@ -18,13 +19,6 @@ export type RefreshDeps = Pick<
 > & {
   readonly periodMs: number;
 };
-
-function sameAddresses(
-  a: readonly { type: string; address: string }[],
-  b: readonly { type: string; address: string }[],
-) {
-  return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
-}
 
 /**
  * Upstream's UpdateNodeStatus for every initialized node of a cluster, served from the
