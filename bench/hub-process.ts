@@ -138,8 +138,9 @@ export class HubProcess {
     const [cmd, ...prefixArgs] = s.pinPrefix.length > 0 ? s.pinPrefix : [process.execPath];
     const args = s.pinPrefix.length > 0 ? [...prefixArgs, process.execPath, ...nodeArgs] : nodeArgs;
     const startedAt = Date.now();
+    // stdout too: what V8 traces (--hub-node-args=--trace-gc) lands beside the hub's log.
     const child = spawn(cmd ?? process.execPath, args, {
-      stdio: ["ignore", "ignore", fd],
+      stdio: ["ignore", fd, fd],
       env: { ...process.env, ...env, ...s.runtimeEnv },
     });
     closeSync(fd);

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
 
 /** Resolution of the nodejs_eventloop_lag_* histogram's sampling timer. */
 export const EVENT_LOOP_RESOLUTION_MS = 100;
@@ -189,11 +189,12 @@ export class HubMetrics {
     labelNames: ["cluster"] as const,
     registers: [this.registry],
     collect: () => {
-      this.agentConnected.reset();
-      for (const a of this.clusterAgents())
-        this.agentConnected.set({ cluster: a.cluster }, a.connected ? 1 : 0);
+      this.agentConnectedSeries.update(
+        this.clusterAgents().map((a) => [{ cluster: a.cluster }, a.connected ? 1 : 0]),
+      );
     },
   });
+  private readonly agentConnectedSeries = new ScrapedSeries(this.agentConnected);
 
   readonly agentDisconnected = new Gauge({
     name: "fleet_ccm_cluster_agent_disconnected_seconds",
@@ -201,11 +202,12 @@ export class HubMetrics {
     labelNames: ["cluster"] as const,
     registers: [this.registry],
     collect: () => {
-      this.agentDisconnected.reset();
-      for (const a of this.clusterAgents())
-        this.agentDisconnected.set({ cluster: a.cluster }, a.disconnectedSeconds);
+      this.agentDisconnectedSeries.update(
+        this.clusterAgents().map((a) => [{ cluster: a.cluster }, a.disconnectedSeconds]),
+      );
     },
   });
+  private readonly agentDisconnectedSeries = new ScrapedSeries(this.agentDisconnected);
 
   readonly nodesWaitingInit = new Gauge({
     name: "fleet_ccm_nodes_waiting_initialization",
@@ -213,10 +215,10 @@ export class HubMetrics {
     labelNames: ["cluster"] as const,
     registers: [this.registry],
     collect: () => {
-      this.nodesWaitingInit.reset();
-      for (const w of this.nodesWaiting()) this.nodesWaitingInit.set({ cluster: w.cluster }, w.count);
+      this.nodesWaitingInitSeries.update(this.nodesWaiting().map((w) => [{ cluster: w.cluster }, w.count]));
     },
   });
+  private readonly nodesWaitingInitSeries = new ScrapedSeries(this.nodesWaitingInit);
 
   readonly nodesWaitingOldest = new Gauge({
     name: "fleet_ccm_nodes_waiting_initialization_oldest_seconds",
@@ -224,11 +226,12 @@ export class HubMetrics {
     labelNames: ["cluster"] as const,
     registers: [this.registry],
     collect: () => {
-      this.nodesWaitingOldest.reset();
-      for (const w of this.nodesWaiting())
-        this.nodesWaitingOldest.set({ cluster: w.cluster }, w.oldestSeconds);
+      this.nodesWaitingOldestSeries.update(
+        this.nodesWaiting().map((w) => [{ cluster: w.cluster }, w.oldestSeconds]),
+      );
     },
   });
+  private readonly nodesWaitingOldestSeries = new ScrapedSeries(this.nodesWaitingOldest);
 
   readonly loadBalancersByState = new Gauge({
     name: "fleet_ccm_load_balancers",
@@ -236,11 +239,12 @@ export class HubMetrics {
     labelNames: ["cluster", "state"] as const,
     registers: [this.registry],
     collect: () => {
-      this.loadBalancersByState.reset();
-      for (const l of this.loadBalancers())
-        this.loadBalancersByState.set({ cluster: l.cluster, state: l.state }, l.count);
+      this.loadBalancersByStateSeries.update(
+        this.loadBalancers().map((l) => [{ cluster: l.cluster, state: l.state }, l.count]),
+      );
     },
   });
+  private readonly loadBalancersByStateSeries = new ScrapedSeries(this.loadBalancersByState);
 
   /**
    * Drops the series a cluster's reconciles set (routes, IPAM): those of a cluster removed from
@@ -260,6 +264,36 @@ export class HubMetrics {
         register: this.registry,
         eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS,
       });
+  }
+}
+
+/**
+ * The series of a gauge recomputed at each scrape: those given are set (in place where they
+ * exist), those not given again are removed. reset() and set would rebuild every series at
+ * each scrape: thousands of objects at 500 clusters, alive until the next scrape, long enough
+ * to be promoted, and so old-generation garbage that an idle hub collects in major collections.
+ */
+class ScrapedSeries<T extends string> {
+  /** Each series set, by its label values, with the scrape that last set it. */
+  private readonly held = new Map<string, { readonly labels: LabelValues<T>; scrape: number }>();
+  private scrape = 0;
+
+  constructor(private readonly gauge: Gauge<T>) {}
+
+  update(series: readonly (readonly [LabelValues<T>, number])[]): void {
+    const scrape = ++this.scrape;
+    for (const [labels, value] of series) {
+      this.gauge.set(labels, value);
+      const key = Object.values(labels).join("\u0000");
+      const held = this.held.get(key);
+      if (held === undefined) this.held.set(key, { labels, scrape });
+      else held.scrape = scrape;
+    }
+    for (const [key, { labels, scrape: last }] of this.held)
+      if (last !== scrape) {
+        this.gauge.remove(labels);
+        this.held.delete(key);
+      }
   }
 }
 

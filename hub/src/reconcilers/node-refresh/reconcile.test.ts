@@ -101,3 +101,86 @@ test("every cluster waiting on one listing walks its nodes on its view as it is 
   ]);
   expect(outcomes.every((o) => o.requeue.kind === "after" && o.requeue.ms === 300_000)).toBe(true);
 });
+
+test("a node that agreed with its instance is published again as soon as the instance changes, and not before", async () => {
+  const clock = new FakeClock();
+  const fleet = new FleetState();
+  let listed = instance("c1");
+  const provider: CloudProvider = {
+    name: "simulated",
+    instances: {
+      async getByProviderID(id) {
+        throw new InstanceNotFoundError(id);
+      },
+      async findByName() {
+        return [];
+      },
+      async listPage() {
+        return { instances: [structuredClone(listed)] };
+      },
+      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
+    },
+  };
+  const cache = new InstanceCache(provider.instances, clock, 300_000, pino({ level: "silent" }));
+  const deps = {
+    fleet,
+    cloudFor: (cluster: string) =>
+      clusterCloud(cluster, {
+        provider,
+        account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
+        scope: { tags: { "fleet-ccm.io/cluster": cluster } },
+      }),
+    cacheFor: () => cache,
+    verified: new VerifiedInstances(clock),
+    tracker: new ConvergenceTracker(clock, 10_000),
+    logger: pino({ level: "silent" }),
+    periodMs: 300_000,
+  };
+  const agreeing = Node.fromPartial({
+    ...node("c1"),
+    labels: {
+      ...node("c1").labels,
+      "failure-domain.beta.kubernetes.io/region": "r1",
+      "failure-domain.beta.kubernetes.io/zone": "r1a",
+      "beta.kubernetes.io/instance-type": "sim.small",
+    },
+    addresses: [{ type: "InternalIP", address: "10.0.0.1" }],
+  });
+  fleet.replace("c1", [agreeing], []);
+  fleet.setConnected("c1", true);
+  const refresh = async () => {
+    clock.advance(300_000);
+    const o = await reconcileNodeRefresh({ cluster: "c1", kind: NODE_REFRESH, name: "" }, deps);
+    return (
+      o.nodes?.map((n) => ({ labels: n.labels, addresses: n.addresses?.items.map((a) => a.address) })) ?? []
+    );
+  };
+  expect(await refresh()).toStrictEqual([]);
+  expect(await refresh()).toStrictEqual([]);
+  listed = { ...instance("c1"), addresses: [{ type: "InternalIP", address: "10.0.0.2" }] };
+  const moved = [{ labels: {}, addresses: ["10.0.0.2"] }];
+  expect(await refresh()).toStrictEqual(moved);
+  // Not yet applied: published again next period.
+  expect(await refresh()).toStrictEqual(moved);
+  fleet.replace(
+    "c1",
+    [
+      Node.fromPartial({
+        ...agreeing,
+        resourceVersion: "2",
+        addresses: [{ type: "InternalIP", address: "10.0.0.2" }],
+      }),
+    ],
+    [],
+  );
+  expect(await refresh()).toStrictEqual([]);
+  listed = { ...listed, zone: "r1b" };
+  const o = await reconcileNodeRefresh({ cluster: "c1", kind: NODE_REFRESH, name: "" }, deps);
+  expect(o.nodes).toBeUndefined(); // the view is still fresh: no new listing within the period
+  clock.advance(300_000);
+  const changed = await reconcileNodeRefresh({ cluster: "c1", kind: NODE_REFRESH, name: "" }, deps);
+  expect(changed.nodes?.map((n) => n.labels)).toStrictEqual([
+    { "topology.kubernetes.io/zone": "r1b", "failure-domain.beta.kubernetes.io/zone": "r1b" },
+  ]);
+  expect(cache.lists).toBe(6);
+});

@@ -1,6 +1,7 @@
 import type { NodeDesired } from "@fleet-ccm/proto";
 import { errorMessage } from "../../cloud/errors.js";
 import { sameAddresses } from "../../cloud/instance-cache.js";
+import type { InstanceMetadata } from "../../cloud/provider.js";
 import type { WorkKey } from "../../queue/index.js";
 import { Turns } from "../../util/turns.js";
 import type { ControllerContext } from "../controller.js";
@@ -12,6 +13,13 @@ import { after, type Outcome } from "../outcome.js";
 export const NODE_REFRESH = "node-refresh";
 
 const turns = new Turns();
+
+/**
+ * The instance each node was last found to agree with. The view's node objects are replaced on
+ * every update and an instance refresh keeps the objects of unchanged instances, so the same
+ * pair agrees again: an idle cluster's refresh skips the comparison and its garbage.
+ */
+const agreed = new WeakMap<object, InstanceMetadata>();
 
 export type RefreshDeps = Pick<
   ControllerContext,
@@ -49,6 +57,7 @@ export async function reconcileNodeRefresh(key: WorkKey, deps: RefreshDeps): Pro
     const meta = cache.get(node.providerId);
     if (meta === undefined || meta.state === "terminated") continue;
     if (!deps.verified.record(key.cluster, cloud, meta).ok) continue;
+    if (agreed.get(node) === meta) continue;
     let fields: ReturnType<typeof initFields>;
     try {
       fields = initFields(node, meta);
@@ -62,7 +71,10 @@ export async function reconcileNodeRefresh(key: WorkKey, deps: RefreshDeps): Pro
       fields.addresses !== undefined && !sameAddresses(node.addresses, fields.addresses)
         ? fields.addresses
         : undefined;
-    if (addresses === undefined && Object.keys(labels).length === 0) continue;
+    if (addresses === undefined && Object.keys(labels).length === 0) {
+      agreed.set(node, meta);
+      continue;
+    }
     // Periodic and level-based: not tracked; a lost patch is simply published next period.
     nodes.push(
       nodeDesired(node, deps.tracker.nextGeneration(), {
