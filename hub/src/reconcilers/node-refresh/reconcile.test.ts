@@ -44,13 +44,10 @@ function node(cluster: string): Node {
   });
 }
 
-test("every cluster waiting on one listing walks its nodes on its view as it is when the listing ends, each in a turn of its own", async () => {
+/** The refresh's dependencies around one account whose listing is `listPage`, on a fake clock. */
+function refreshDeps(listPage: () => Promise<InstanceMetadata[]>) {
   const clock = new FakeClock();
   const fleet = new FleetState();
-  let release: () => void = () => undefined;
-  const listed = new Promise<void>((r) => {
-    release = r;
-  });
   const provider: CloudProvider = {
     name: "simulated",
     instances: {
@@ -61,8 +58,7 @@ test("every cluster waiting on one listing walks its nodes on its view as it is 
         return [];
       },
       async listPage() {
-        await listed;
-        return { instances: clusters.map(instance) };
+        return { instances: await listPage() };
       },
       parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
     },
@@ -82,6 +78,18 @@ test("every cluster waiting on one listing walks its nodes on its view as it is 
     logger: pino({ level: "silent" }),
     periodMs: 300_000,
   };
+  return { clock, fleet, cache, deps };
+}
+
+test("every cluster waiting on one listing walks its nodes on its view as it is when the listing ends, each in a turn of its own", async () => {
+  let release: () => void = () => undefined;
+  const listed = new Promise<void>((r) => {
+    release = r;
+  });
+  const { fleet, cache, deps } = refreshDeps(async () => {
+    await listed;
+    return clusters.map(instance);
+  });
   for (const c of clusters) {
     fleet.replace(c, [node(c)], []);
     fleet.setConnected(c, true);
@@ -103,39 +111,8 @@ test("every cluster waiting on one listing walks its nodes on its view as it is 
 });
 
 test("a node that agreed with its instance is published again as soon as the instance changes, and not before", async () => {
-  const clock = new FakeClock();
-  const fleet = new FleetState();
   let listed = instance("c1");
-  const provider: CloudProvider = {
-    name: "simulated",
-    instances: {
-      async getByProviderID(id) {
-        throw new InstanceNotFoundError(id);
-      },
-      async findByName() {
-        return [];
-      },
-      async listPage() {
-        return { instances: [structuredClone(listed)] };
-      },
-      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
-    },
-  };
-  const cache = new InstanceCache(provider.instances, clock, 300_000, pino({ level: "silent" }));
-  const deps = {
-    fleet,
-    cloudFor: (cluster: string) =>
-      clusterCloud(cluster, {
-        provider,
-        account: { name: "a", provider: "simulated", region: "r1", credential: "k", requestTimeoutMs: 1000 },
-        scope: { tags: { "fleet-ccm.io/cluster": cluster } },
-      }),
-    cacheFor: () => cache,
-    verified: new VerifiedInstances(clock),
-    tracker: new ConvergenceTracker(clock, 10_000),
-    logger: pino({ level: "silent" }),
-    periodMs: 300_000,
-  };
+  const { clock, fleet, cache, deps } = refreshDeps(async () => [structuredClone(listed)]);
   const agreeing = Node.fromPartial({
     ...node("c1"),
     labels: {
