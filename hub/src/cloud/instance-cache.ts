@@ -1,22 +1,8 @@
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
+import { sameAddresses, sameRecord } from "../util/same.js";
 import { errorMessage } from "./errors.js";
 import type { InstanceMetadata, Instances } from "./provider.js";
-
-function sameRecord(a: Readonly<Record<string, string>> | undefined, b: typeof a): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined) return false;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
-}
-
-/** The same addresses in the same order (a node's status.addresses is an ordered list). */
-export function sameAddresses(
-  a: readonly { readonly type: string; readonly address: string }[],
-  b: readonly { readonly type: string; readonly address: string }[],
-): boolean {
-  return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
-}
 
 /** Whether a listed instance says exactly what the view already holds for it. */
 export function sameInstance(a: InstanceMetadata, b: InstanceMetadata): boolean {

@@ -1,8 +1,8 @@
 import type { NodeDesired } from "@fleet-ccm/proto";
 import { errorMessage } from "../../cloud/errors.js";
-import { sameAddresses } from "../../cloud/instance-cache.js";
 import type { InstanceMetadata } from "../../cloud/provider.js";
 import type { WorkKey } from "../../queue/index.js";
+import { sameAddresses } from "../../util/same.js";
 import { Turns } from "../../util/turns.js";
 import type { ControllerContext } from "../controller.js";
 import { nodeDesired } from "../desired.js";

@@ -15,6 +15,7 @@
  * No lockKey: a load balancer is the Service's own, and the network it joins is only read.
  */
 import type { LabelSelector } from "../../../k8s/label-selector.js";
+import { sameRecord } from "../../../util/same.js";
 import { CloudError, NeedsEnsureError, OperationFailedError, SuspectAnswerError } from "../../errors.js";
 import {
   backendsDigest,
@@ -671,7 +672,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
       [DIGEST_TAG_SPEC]: loadBalancerSpecDigest(spec),
       [DIGEST_TAG_BACKENDS]: backendsDigest(spec.backends, spec.backendAnnotations),
     };
-    return sameLabels(lb.labels, labels) ? lb : this.putLabels(lb, labels, signal);
+    return sameRecord(lb.labels, labels) ? lb : this.putLabels(lb, labels, signal);
   }
 
   async updateBackends(
@@ -690,7 +691,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
     const ran = await this.run(lb, this.targetSteps(lb, servers, privateLabel === "true"), signal);
     if (ran !== undefined) return ran;
     const labels = { ...lb.labels, [DIGEST_TAG_BACKENDS]: backendsDigest(backends, backendAnnotations) };
-    if (!sameLabels(lb.labels, labels)) await this.putLabels(lb, labels, signal);
+    if (!sameRecord(lb.labels, labels)) await this.putLabels(lb, labels, signal);
     return undefined;
   }
 
@@ -741,9 +742,4 @@ export class HetznerLoadBalancers implements LoadBalancers {
     });
     return answer.next === undefined ? { items } : { items, nextPageToken: String(answer.next) };
   }
-}
-
-function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
-  const ka = Object.keys(a);
-  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
 }
