@@ -1,3 +1,5 @@
+/** The wire reader the generated decoders take: a reader of its own decodes a message its own way. */
+export { BinaryReader } from "@bufbuild/protobuf/wire";
 export { AnnotationFilter, UNIFIED_ANNOTATION_PREFIXES } from "./annotations.js";
 export { type BackoffOptions, backoffDelayMs, checkBackoff } from "./backoff.js";
 export {

@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 import { sameAddresses, sameRecord } from "../util/same.js";
+import { sharedStrings } from "../util/string-cache.js";
 import { errorMessage } from "./errors.js";
-import type { InstanceMetadata, Instances } from "./provider.js";
+import type { InstanceMetadata, InstanceState, Instances } from "./provider.js";
 
 /** Whether a listed instance says exactly what the view already holds for it. */
 export function sameInstance(a: InstanceMetadata, b: InstanceMetadata): boolean {
@@ -19,6 +20,31 @@ export function sameInstance(a: InstanceMetadata, b: InstanceMetadata): boolean 
     sameRecord(a.tags, b.tags) &&
     sameRecord(a.additionalLabels, b.additionalLabels)
   );
+}
+
+/**
+ * What the view keeps of a new or changed instance: its repeated strings (type, region, zone,
+ * state, network, address types, tag values) as the hub's one copy of each. The view holds the
+ * whole account, and a cloud's answer has a copy of each per instance.
+ */
+function kept(i: InstanceMetadata): InstanceMetadata {
+  const s = sharedStrings;
+  return {
+    ...i,
+    instanceType: s.intern(i.instanceType),
+    region: s.intern(i.region),
+    zone: s.intern(i.zone),
+    state: s.intern(i.state) as InstanceState,
+    addresses: i.addresses.map((a) => ({ ...a, type: s.intern(a.type) as typeof a.type })),
+    ...(i.network !== undefined && { network: s.intern(i.network) }),
+    tags: internValues(i.tags),
+    ...(i.additionalLabels !== undefined && { additionalLabels: internValues(i.additionalLabels) }),
+  };
+}
+
+/** fromEntries defines each key as an own property (a tag called __proto__ stays a tag). */
+function internValues(r: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, sharedStrings.intern(v)]));
 }
 
 /**
@@ -75,7 +101,7 @@ export class InstanceCache {
           const held = this.view.get(i.providerID);
           if (held !== undefined && sameInstance(held, i)) next.set(i.providerID, held);
           else {
-            next.set(i.providerID, i);
+            next.set(i.providerID, kept(i));
             changed = true;
           }
         }

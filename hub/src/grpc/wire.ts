@@ -1,4 +1,5 @@
-import { AgentMessage, HubService } from "@fleet-ccm/proto";
+import { AgentMessage, BinaryReader, HubService } from "@fleet-ccm/proto";
+import { type StringCache, sharedStrings } from "../util/string-cache.js";
 
 /** A message the session refuses before reading it: undecodable, or over the size limit. */
 export interface Malformed {
@@ -35,7 +36,7 @@ export function guardedHubService(maxMessageBytes: number) {
             error: `message of ${bytes.length} bytes; the limit is ${maxMessageBytes} (limits.maxMessageBytes)`,
           };
         try {
-          return AgentMessage.decode(bytes);
+          return AgentMessage.decode(new CachingReader(bytes, sharedStrings));
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
           return { malformed: "decode", error: message.slice(0, 200) };
@@ -43,4 +44,35 @@ export function guardedHubService(maxMessageBytes: number) {
       },
     },
   } as const;
+}
+
+/**
+ * Reads an agent's strings through the hub's string cache: what the hub keeps of a Node (its
+ * label values, conditions, address types) then shares one copy with every other node saying the
+ * same, and a repeated value costs no new string. Anything but short ASCII is decoded as before.
+ */
+export class CachingReader extends BinaryReader {
+  constructor(
+    private readonly source: Buffer,
+    private readonly strings: StringCache,
+  ) {
+    super(source);
+  }
+
+  override string(strict?: boolean): string {
+    const at = this.pos;
+    const len = this.uint32();
+    const from = this.pos;
+    const end = from + len;
+    if (end <= this.len) {
+      const s = this.strings.ascii(this.source, from, end);
+      if (s !== undefined) {
+        this.pos = end;
+        return s;
+      }
+    }
+    // Not ASCII, too long, or past the end: the reader's own decoding (and its errors).
+    this.pos = at;
+    return super.string(strict);
+  }
 }
