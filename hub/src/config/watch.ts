@@ -9,20 +9,22 @@ export function watchFile(
   onChange: (text: string) => void,
   intervalMs = 1000,
 ): { check(): void; stop(): void } {
-  const read = (): string | undefined => {
+  // Compared as bytes, decoded only when they changed: a Buffer's bytes are off the JS heap, so
+  // a poll of an unchanged file leaves no text behind for the collector.
+  const read = (): Buffer | undefined => {
     try {
-      return readFileSync(path, "utf8");
+      return readFileSync(path);
     } catch {
       return undefined;
     }
   };
   let last = read();
   const check = () => {
-    const text = read();
+    const bytes = read();
     // Unreadable mid-update: keep what runs, look again next time.
-    if (text === undefined || text === last) return;
-    last = text;
-    onChange(text);
+    if (bytes === undefined || (last !== undefined && bytes.equals(last))) return;
+    last = bytes;
+    onChange(bytes.toString("utf8"));
   };
   const timer = setInterval(check, intervalMs);
   timer.unref();
