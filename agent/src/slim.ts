@@ -1,11 +1,14 @@
-import type { AnnotationFilter } from "@fleet-ccm/proto";
+import { type AnnotationFilter, sharedStrings } from "@fleet-ccm/proto";
 import type { V1Node, V1ObjectMeta, V1Service } from "@kubernetes/client-node";
-import { StringTable } from "./strings.js";
 
-const shared = new StringTable();
-const i = <T extends string | undefined>(s: T): T => shared.intern(s);
+/**
+ * Values that repeat from object to object (label values, taint keys, condition reasons and
+ * messages, address types, the timestamps of a join storm) as the process's one copy of each;
+ * names, uids and resource versions are not looked up.
+ */
+const i = <T extends string | undefined>(s: T): T => (s === undefined ? s : (sharedStrings.intern(s) as T));
 /** Timestamps are strings in watched objects, Dates only if a caller typed them. */
-const t = <T>(v: T): T => (typeof v === "string" ? shared.intern(v) : v);
+const t = <T>(v: T): T => (typeof v === "string" ? (sharedStrings.intern(v) as T) : v);
 
 /**
  * The metadata both kinds keep; Nodes add their labels, Services their namespace. One literal
@@ -36,12 +39,17 @@ function slimMetadata(
  * selectors, annotations outside the hub's prefixes) is dropped before the informer caches the object, so the agent's
  * memory follows the number of objects, not their size. The caches are never written back whole:
  * patches are built field by field, with uid and resourceVersion preconditions. Values that
- * repeat from object to object are interned (strings.ts).
+ * repeat from object to object are interned (`sharedStrings`, @fleet-ccm/proto).
  */
 export function slimNode(n: V1Node, annotations: AnnotationFilter): V1Node {
   const md = n.metadata ?? {};
   return {
-    metadata: slimMetadata(md, undefined, shared.values(md.labels), annotations),
+    metadata: slimMetadata(
+      md,
+      undefined,
+      md.labels === undefined ? undefined : sharedStrings.internValues(md.labels),
+      annotations,
+    ),
     spec: {
       providerID: n.spec?.providerID,
       // A literal, not a spread of the parsed taint: each spread copy got a hidden class of its

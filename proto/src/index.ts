@@ -51,6 +51,7 @@ export {
   namedSecrets,
   sameReferences,
 } from "./secrets.js";
+export { StringCache, sharedStrings } from "./string-cache.js";
 export {
   agentInboxPrefix,
   CLUSTER_NAME_PATTERN,

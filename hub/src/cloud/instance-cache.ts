@@ -1,7 +1,7 @@
+import { sharedStrings } from "@fleet-ccm/proto";
 import type { Logger } from "pino";
 import type { Clock } from "../util/clock.js";
 import { sameAddresses, sameRecord } from "../util/same.js";
-import { sharedStrings } from "../util/string-cache.js";
 import { errorMessage } from "./errors.js";
 import type { InstanceMetadata, InstanceState, Instances } from "./provider.js";
 
@@ -37,14 +37,9 @@ function kept(i: InstanceMetadata): InstanceMetadata {
     state: s.intern(i.state) as InstanceState,
     addresses: i.addresses.map((a) => ({ ...a, type: s.intern(a.type) as typeof a.type })),
     ...(i.network !== undefined && { network: s.intern(i.network) }),
-    tags: internValues(i.tags),
-    ...(i.additionalLabels !== undefined && { additionalLabels: internValues(i.additionalLabels) }),
+    tags: s.internValues(i.tags),
+    ...(i.additionalLabels !== undefined && { additionalLabels: s.internValues(i.additionalLabels) }),
   };
-}
-
-/** fromEntries defines each key as an own property (a tag called __proto__ stays a tag). */
-function internValues(r: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, sharedStrings.intern(v)]));
 }
 
 /**

@@ -1,6 +1,5 @@
-import { AgentMessage, type Node } from "@fleet-ccm/proto";
+import { AgentMessage, type Node, StringCache } from "@fleet-ccm/proto";
 import { describe, expect, it } from "@jest/globals";
-import { StringCache } from "../util/string-cache.js";
 import { CachingReader, guardedHubService } from "./wire.js";
 
 function node(name: string): Node {

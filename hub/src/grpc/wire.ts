@@ -1,5 +1,4 @@
-import { AgentMessage, BinaryReader, HubService } from "@fleet-ccm/proto";
-import { type StringCache, sharedStrings } from "../util/string-cache.js";
+import { AgentMessage, BinaryReader, HubService, type StringCache, sharedStrings } from "@fleet-ccm/proto";
 
 /** A message the session refuses before reading it: undecodable, or over the size limit. */
 export interface Malformed {

@@ -5,14 +5,15 @@ const SLOTS = 1 << 14;
 const MASK = SLOTS - 1;
 
 /**
- * One copy of each short ASCII string the hub keeps many of. Every Node an agent reports carries
- * the same label values, condition reasons and messages and address types ("sim-east-1", "linux",
- * "KubeletReady", "InternalIP"), and every decoded message made a new copy of each: at 25,000
- * nodes, 30 of the 48 MiB of strings in the hub's heap were such copies, each one an object
+ * One copy of each short ASCII string a process keeps many of. Every Node carries the same label
+ * values, taint keys, condition reasons and messages and address types ("sim-east-1", "linux",
+ * "KubeletReady", "InternalIP"), and every decoded message or parsed JSON object makes a new copy
+ * of each: at 25,000 nodes, 30 of the 48 MiB of strings in the hub's heap were such copies, and
+ * 4.6 of the agent's 32 MiB of live heap at 5,000 Nodes + 5,000 Services. Each copy is an object
  * for every major collection to mark. A direct-mapped cache, not a table: bounded (a slot is
  * overwritten by the next string that hashes to it), no growth or clearing, so unique values
- * (names, uids, addresses) cost a slot write and nothing more. Sharing a copy across clusters
- * tells nobody anything: a string is immutable and equal to what the other cluster sent.
+ * (names, uids, addresses) cost a slot write and nothing more. In the hub, sharing a copy across
+ * clusters tells nobody anything: a string is immutable and equal to what the other cluster sent.
  */
 export class StringCache {
   private readonly slots: (string | undefined)[] = new Array<string | undefined>(SLOTS).fill(undefined);
@@ -55,6 +56,14 @@ export class StringCache {
     this.slots[slot] = s;
     return s;
   }
+
+  /**
+   * A copy of a string map with its values interned (JSON.parse and the protobuf decoder share
+   * keys already). Own properties only, defined as such: a key called __proto__ stays a key.
+   */
+  internValues(r: Readonly<Record<string, string>>): Record<string, string> {
+    return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, this.intern(v)]));
+  }
 }
 
 function sameBytes(s: string, bytes: Buffer, from: number): boolean {
@@ -62,5 +71,8 @@ function sameBytes(s: string, bytes: Buffer, from: number): boolean {
   return true;
 }
 
-/** The hub's one cache: agents' messages and the clouds' instance lists share their copies. */
+/**
+ * The process's one cache. In the hub, agents' messages and the clouds' instance lists share
+ * their copies; in the agent, the objects its informers keep.
+ */
 export const sharedStrings = new StringCache();

@@ -45,3 +45,18 @@ describe("StringCache", () => {
     expect(cache.intern("")).toBe("");
   });
 });
+
+describe("StringCache.internValues", () => {
+  it("copies a string map with the same own entries, a __proto__ key kept as a key", () => {
+    const cache = new StringCache();
+    const labels = { "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "z1" };
+    const copy = cache.internValues(labels);
+    expect(copy).toEqual(labels);
+    expect(copy).not.toBe(labels);
+    const tags = JSON.parse('{"__proto__": "x", "team": "a"}') as Record<string, string>;
+    const kept = cache.internValues(tags);
+    expect(Object.getPrototypeOf(kept)).toBe(Object.prototype);
+    expect(Object.keys(kept)).toEqual(["__proto__", "team"]);
+    expect(Object.getOwnPropertyDescriptor(kept, "__proto__")?.value).toBe("x");
+  });
+});
