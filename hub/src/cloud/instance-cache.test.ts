@@ -145,3 +145,77 @@ describe("instance view refresh", () => {
     for (const change of changes) expect(sameInstance(base, { ...base, ...change })).toBe(false);
   });
 });
+
+describe("instance view refresh, the list in the view's order or not", () => {
+  const id = (name: string) => `simulated://r/i-${name}`;
+
+  /** A small deterministic generator, so a failure names its seed. */
+  function random(seed: number): () => number {
+    let s = seed;
+    return () => {
+      s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+      return s / 2 ** 32;
+    };
+  }
+
+  test("whatever the list does (reorders, drops, adds, changes, repeats), the view is the list's, unchanged instances keep their objects", async () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const rnd = random(seed);
+      const clock = new FakeClock();
+      const c = cloud();
+      const cache = new InstanceCache(c.instances, clock, 60_000, pino({ level: "silent" }));
+      let listing = Array.from({ length: 1 + Math.floor(rnd() * 8) }, (_, i) => meta(`n${i}`));
+      c.list(listing);
+      await cache.fresh();
+      for (let round = 0; round < 4; round++) {
+        const before = new Map(listing.map((m) => [m.providerID, cache.get(m.providerID)]));
+        const next = listing.map((m) => (rnd() < 0.15 ? meta(m.name, { zone: `z${round}` }) : m));
+        if (rnd() < 0.3 && next.length > 0) next.splice(Math.floor(rnd() * next.length), 1);
+        if (rnd() < 0.3) next.splice(Math.floor(rnd() * (next.length + 1)), 0, meta(`s${seed}r${round}`));
+        if (rnd() < 0.2 && next.length > 1) next.reverse();
+        if (rnd() < 0.1 && next.length > 0) next.push(next[0] as InstanceMetadata);
+        c.list(next);
+        clock.advance(60_000);
+        await cache.fresh();
+        // The view: each listed instance once, as listed last.
+        const want = new Map(next.map((m) => [m.providerID, m]));
+        expect({ seed, round, size: cache.size() }).toEqual({ seed, round, size: want.size });
+        for (const [pid, m] of want) {
+          const got = cache.get(pid);
+          expect(got).toEqual(m);
+          const held = before.get(pid);
+          if (held !== undefined && sameInstance(held, m)) expect(got).toBe(held);
+          expect(cache.getByInstanceID(m.instanceID)).toBe(got);
+          expect(cache.getByName(m.name)).toEqual([got]);
+        }
+        for (const m of listing)
+          if (!want.has(m.providerID)) {
+            expect(cache.get(m.providerID)).toBeUndefined();
+            expect(cache.getByName(m.name)).toEqual([]);
+          }
+        listing = [...want.values()];
+      }
+    }
+  });
+
+  test("an unchanged list in order leaves the view as it was; one gone from the end is gone", async () => {
+    const clock = new FakeClock();
+    const c = cloud();
+    const cache = new InstanceCache(c.instances, clock, 60_000, pino({ level: "silent" }));
+    c.list([meta("a"), meta("b"), meta("c")]);
+    await cache.fresh();
+    const held = ["a", "b", "c"].map((n) => cache.get(id(n)));
+    clock.advance(60_000);
+    await cache.fresh();
+    expect(["a", "b", "c"].map((n) => cache.get(id(n)))).toEqual(held);
+    expect(cache.getByName("c")).toEqual([held[2]]);
+    c.list([meta("a"), meta("b")]);
+    clock.advance(60_000);
+    await cache.fresh();
+    expect(cache.size()).toBe(2);
+    expect(cache.get(id("a"))).toBe(held[0]);
+    expect(cache.get(id("c"))).toBeUndefined();
+    expect(cache.getByName("c")).toEqual([]);
+    expect(cache.getByInstanceID("i-c")).toBeUndefined();
+  });
+});

@@ -85,7 +85,13 @@ export class InstanceCache {
   }
 
   private async refresh(): Promise<void> {
-    const next = new Map<string, InstanceMetadata>();
+    // While the list comes in the order the view was built in (a cloud lists in a stable order)
+    // and says what the view holds, each instance is compared with the view's next entry: no
+    // lookup and no new map. The first that differs (changed, new, gone, reordered, repeated)
+    // starts the new view with the entries matched so far.
+    const inOrder = this.view.entries();
+    let matched = 0;
+    let next: Map<string, InstanceMetadata> | undefined;
     let token: string | undefined;
     const seenTokens = new Set<string>();
     let changed = false;
@@ -93,6 +99,14 @@ export class InstanceCache {
       do {
         const page = await this.instances.listPage(token);
         for (const i of page.instances) {
+          if (next === undefined) {
+            const h = inOrder.next();
+            if (!h.done && h.value[0] === i.providerID && sameInstance(h.value[1], i)) {
+              matched++;
+              continue;
+            }
+            next = this.firstEntries(matched);
+          }
           const held = this.view.get(i.providerID);
           if (held !== undefined && sameInstance(held, i)) next.set(i.providerID, held);
           else {
@@ -115,7 +129,10 @@ export class InstanceCache {
     }
     this.fetchedAtMs = this.clock.now();
     // Every instance listed is one the view holds, unchanged: so is the view when no more were listed.
-    if (!changed && next.size === this.view.size) return;
+    if (next === undefined) {
+      if (matched === this.view.size) return;
+      next = this.firstEntries(matched);
+    } else if (!changed && next.size === this.view.size) return;
     const byName = new Map<string, InstanceMetadata[]>();
     for (const i of next.values()) {
       if (i.state === "terminated") continue;
@@ -126,6 +143,17 @@ export class InstanceCache {
     this.view = next;
     this.byID = new Map([...next.values()].map((i) => [i.instanceID, i]));
     this.byName = byName;
+  }
+
+  /** A new map of the view's first `n` entries (those a refresh found unchanged, in order). */
+  private firstEntries(n: number): Map<string, InstanceMetadata> {
+    const m = new Map<string, InstanceMetadata>();
+    if (n === 0) return m;
+    for (const [id, i] of this.view) {
+      m.set(id, i);
+      if (m.size === n) break;
+    }
+    return m;
   }
 
   /** The live instances called `name` in the view (empty proves nothing: the view may be old). */

@@ -5,8 +5,16 @@ export function sameRecord(
 ): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+  // Counted, not listed: a refresh compares every instance's tags, and Object.keys made two
+  // arrays each time.
+  let n = 0;
+  for (const k in a) {
+    if (!Object.hasOwn(a, k)) continue;
+    if (!Object.hasOwn(b, k) || a[k] !== b[k]) return false;
+    n++;
+  }
+  for (const k in b) if (Object.hasOwn(b, k)) n--;
+  return n === 0;
 }
 
 /** The same addresses in the same order (a node's status.addresses is an ordered list). */
