@@ -24,7 +24,8 @@ bash scripts/setup.sh
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(
-    agent/src/hub-credentials.test.ts test/bundle-url.test.ts test/tls.e2e.test.ts test/mtls.e2e.test.ts
+    agent/src/hub-credentials.test.ts test/bundle-url.test.ts test/bundle-kube.test.ts
+    test/tls.e2e.test.ts test/mtls.e2e.test.ts
     test/images.test.ts test/aws.e2e.test.ts test/linode.e2e.test.ts test/multi-cloud.e2e.test.ts
     test/register.e2e.test.ts test/node-init.e2e.test.ts test/kubectl.e2e.test.ts
     hub/src/cloud/providers/openstack/ca-bundle.test.ts
