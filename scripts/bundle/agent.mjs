@@ -19,10 +19,15 @@ const STAND_INS = [
   { importer: "@kubernetes/client-node/dist/cache.js", path: "./serializer.js", by: "kube-serializer.mjs" },
 ];
 
+/** The stand-ins' import paths as esbuild's filter, so only those imports reach the callback. */
+const standInPaths = new RegExp(
+  `^(${STAND_INS.map((x) => x.path.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("|")})$`,
+);
+
 const standIns = {
   name: "client-node stand-ins",
   setup(b) {
-    b.onResolve({ filter: /^\.\/(gen\/index|serializer)\.js$/ }, (args) => {
+    b.onResolve({ filter: standInPaths }, (args) => {
       const s = STAND_INS.find(
         (x) =>
           x.path === args.path && args.importer.replaceAll("\\", "/").endsWith(`node_modules/${x.importer}`),
