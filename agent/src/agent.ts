@@ -51,6 +51,8 @@ export interface AgentOptions {
     readonly caPem?: Buffer;
     /** Mutual TLS: a client certificate naming this cluster, reloaded from its files. */
     readonly tlsFiles?: ClientTlsFiles;
+    /** How often the hub is pinged (default 60 s): a dead or frozen hub is left within this and 10 s. */
+    readonly pingIntervalMs?: number;
   };
   readonly nats: {
     readonly servers: readonly string[];
@@ -131,6 +133,7 @@ export class Agent {
       insecure: opts.hub.insecure,
       caPem: opts.hub.caPem,
       tlsFiles: opts.hub.tlsFiles,
+      pingIntervalMs: opts.hub.pingIntervalMs,
       agentVersion: AGENT_VERSION,
       kubernetesVersion: () => this.kubernetesVersion,
       logger: this.log.child({ component: "hub-stream" }),

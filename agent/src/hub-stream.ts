@@ -1,8 +1,10 @@
 import {
+  AGENT_PING_INTERVAL_MS,
   AgentMessage,
   type ApplyResult,
   HubClient,
   type HubMessage,
+  keepaliveOptions,
   type Welcome,
   Node as WireNode,
   PersistentVolume as WirePersistentVolume,
@@ -59,6 +61,8 @@ export interface HubStreamOptions {
    */
   readonly onTooLarge?: (object: TooLarge) => void;
   readonly clock?: Clock;
+  /** How often the hub is pinged (HTTP/2 PING); default AGENT_PING_INTERVAL_MS. */
+  readonly pingIntervalMs?: number;
   /** Count bytes written (encodes each message twice: benchmarks only). */
   readonly countBytes?: boolean;
 }
@@ -182,12 +186,10 @@ export class HubStream {
       // 10,000 small deltas, each with its own buffer and objects) before a write blocks; with
       // 64 KiB the stream blocks early and the Outbox, latest per object, holds the rest.
       "grpc.per_rpc_retry_buffer_size": 64 * 1024,
-      // A backstop for a path that died silently: the heartbeats (Welcome's interval) already keep
-      // the connection busy and HubSilence drops a quiet hub. Each HTTP/2 ping costs the hub about
-      // what a heartbeat does, so at the heartbeats' rate they would double its idle cost.
-      "grpc.keepalive_time_ms": 120_000,
-      "grpc.keepalive_timeout_ms": 10_000,
-      "grpc.keepalive_permit_without_calls": 1,
+      // What finds a dead or frozen hub, or a broken path: a ping the hub's HTTP/2 layer answers
+      // without running its stream code (a fraction of what a heartbeat costs it). HubSilence,
+      // at Welcome's interval, is the backstop for a hub that answers pings but says nothing.
+      ...keepaliveOptions(opts.pingIntervalMs ?? AGENT_PING_INTERVAL_MS),
       "grpc.max_receive_message_length": 16 * 1024 * 1024,
       // Nothing reads channelz; it stamps the time on every message.
       "grpc.enable_channelz": 0,

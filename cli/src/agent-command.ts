@@ -110,6 +110,13 @@ export const agentCommand: Command = {
       default: "16",
       description: "Objects patched in parallel.",
     },
+    "hub-ping-ms": {
+      type: "string",
+      placeholder: "MS",
+      default: "60000",
+      description:
+        "How often the hub is pinged (HTTP/2 PING): a hub that does not answer within 10 s (a dead or frozen replica, a broken path) is left for a new connection. Also keeps idle-timeout load balancers and NATs in front of the hub from dropping the connection.",
+    },
     "secret-refresh-ms": {
       type: "string",
       placeholder: "MS",
@@ -154,6 +161,7 @@ export const agentCommand: Command = {
         address,
         token: tokenReader(str(v, "token-file"), token ?? ""),
         insecure: bool(v, "insecure"),
+        pingIntervalMs: int(v, "hub-ping-ms", 100),
         ...(caFile === undefined ? {} : { caPem: readFileSync(caFile) }),
         ...(certFile === undefined || keyFile === undefined || caFile === undefined
           ? {}

@@ -385,12 +385,17 @@ export class LocalFleet {
     return c;
   }
 
-  async startAgent(cluster: string, hubPort = this.hubPort): Promise<Agent> {
+  async startAgent(cluster: string, hubPort = this.hubPort, hubPingIntervalMs?: number): Promise<Agent> {
     const c = this.cluster(cluster);
     const agent = new Agent({
       cluster,
       kubeConfig: this.kubeConfigFor(cluster),
-      hub: { address: `127.0.0.1:${hubPort}`, token: c.token, insecure: true },
+      hub: {
+        address: `127.0.0.1:${hubPort}`,
+        token: c.token,
+        insecure: true,
+        ...(hubPingIntervalMs !== undefined && { pingIntervalMs: hubPingIntervalMs }),
+      },
       nats: { servers: [...this.natsUrls], user: `agent-${cluster}`, password: c.natsPassword },
       logger: this.opts.logger.child({ component: "agent", cluster }),
     });

@@ -252,6 +252,7 @@ export class Hub {
         maxStreamOpensPerMinute: cfg.limits.maxStreamOpensPerMinute,
         limits: cfg.limits,
         heartbeatIntervalMs: cfg.reconcile.heartbeatIntervalMs,
+        pingIntervalMs: cfg.reconcile.pingIntervalMs,
         hubHeartbeatIntervalMs: hubHeartbeatIntervalMs(cfg.reconcile.heartbeatIntervalMs, cfg.replicas),
         confirmAfterMs: cfg.snapshotHold.confirmAfterMs,
       },

@@ -43,6 +43,7 @@ export {
   SnapshotChunk,
   Welcome,
 } from "./gen/fleet/v1/sync.js";
+export { AGENT_PING_INTERVAL_MS, keepaliveOptions, pingTimeoutMs } from "./keepalive.js";
 export {
   isValidSecretName,
   MAX_SECRET_VALUE_BYTES,

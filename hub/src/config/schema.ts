@@ -257,11 +257,26 @@ export const HubConfigSchema = z
         workers: z.number().int().positive().default(32_768),
         /** How long a published patch has to show up in the agent's reports before the hub publishes again. */
         convergeDeadlineMs: z.number().int().positive().default(15_000),
-        /** How often each agent heartbeats at least (sooner to report receipts or answer an echo request); three intervals silent and the stream is dropped. */
-        heartbeatIntervalMs: z.number().int().positive().default(30_000),
+        /**
+         * How often each agent heartbeats at least (sooner to report receipts or answer an echo
+         * request); three intervals silent and the stream is dropped. Not what finds a dead
+         * connection: the pings below do, in either direction, at a fraction of a heartbeat's cost.
+         */
+        heartbeatIntervalMs: z.number().int().positive().default(120_000),
+        /**
+         * The hub pings every agent connection (HTTP/2 PING) this often and closes one that does
+         * not answer within 10 s (or one interval, if shorter): a dead agent, a frozen one, a
+         * broken path. Agents ping the hub every 60 s the same way.
+         */
+        pingIntervalMs: z.number().int().min(100).default(60_000),
       })
       .strict()
-      .default({ workers: 32_768, convergeDeadlineMs: 15_000, heartbeatIntervalMs: 30_000 }),
+      .default({
+        workers: 32_768,
+        convergeDeadlineMs: 15_000,
+        heartbeatIntervalMs: 120_000,
+        pingIntervalMs: 60_000,
+      }),
     lifecycle: z
       .object({
         /** How often nodes that are not Ready are checked (upstream --node-monitor-period). */

@@ -2,6 +2,7 @@ import type { AgentMessage, ApplyResult, HubMessage } from "@fleet-ccm/proto";
 import {
   AnnotationFilter,
   desiredSubject,
+  keepaliveOptions,
   type SecretReference,
   UNIFIED_ANNOTATION_PREFIXES,
 } from "@fleet-ccm/proto";
@@ -29,6 +30,8 @@ export interface GrpcServerOptions {
   readonly maxStreamOpensPerMinute?: number;
   readonly limits: SessionLimits;
   readonly heartbeatIntervalMs: number;
+  /** How often the hub pings every agent connection (HTTP/2 PING); undefined: it does not. */
+  readonly pingIntervalMs?: number;
   /** How often the hub speaks on every stream (SessionDeps.hubHeartbeatIntervalMs). */
   readonly hubHeartbeatIntervalMs?: number;
   /** snapshotHold.confirmAfterMs: when to ask for a snapshot that can confirm a held drop. */
@@ -87,9 +90,10 @@ export class HubGrpcServer {
     this.server = new Server({
       "grpc.max_receive_message_length": opts.maxMessageBytes * TRANSPORT_SIZE_FACTOR,
       "grpc.max_send_message_length": opts.maxMessageBytes,
-      // Agents ping every 30 s; allow it without calls in flight.
+      // Agents ping every 60 s (AGENT_PING_INTERVAL_MS), with or without calls in flight.
       "grpc.keepalive_permit_without_calls": 1,
-      "grpc.http2.min_ping_interval_without_data_ms": 10_000,
+      // Finds a dead or frozen agent, or a broken path, without a message through the stream.
+      ...(opts.pingIntervalMs !== undefined && keepaliveOptions(opts.pingIntervalMs)),
       // Nothing reads channelz; it stamps the time on every message of every stream.
       "grpc.enable_channelz": 0,
     });
