@@ -1,10 +1,10 @@
 /**
  * A connection between an agent and the hub that goes silent without closing (a frozen process,
  * a dropped path: no FIN, no RST) is found by HTTP/2 pings, in either direction, long before the
- * heartbeats' deadline. The path runs through a TCP relay that can stop forwarding the
- * connections it holds while letting new ones through.
+ * heartbeats' deadline. The path runs through the project's TCP proxy, whose blackhole keeps
+ * every connection open while nothing passes.
  */
-import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { startTcpProxy, type TcpProxy } from "@fleet-ccm/sim";
 import { afterEach, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { LocalFleet, waitFor } from "../cli/src/local-fleet.js";
@@ -15,66 +15,17 @@ const UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized";
 const HEARTBEAT_MS = 60_000;
 const PING_MS = 300;
 
-/** Forwards to `port`; `silence()` stops forwarding on every connection it holds, without closing any. */
-class Relay {
-  private readonly server: Server;
-  private readonly pairs: [Socket, Socket][] = [];
-  connections = 0;
-
-  private constructor(port: number) {
-    this.server = createServer((inbound) => {
-      this.connections++;
-      const outbound = createConnection({ host: "127.0.0.1", port });
-      inbound.pipe(outbound);
-      outbound.pipe(inbound);
-      const drop = () => {
-        inbound.destroy();
-        outbound.destroy();
-      };
-      inbound.on("error", drop);
-      outbound.on("error", drop);
-      this.pairs.push([inbound, outbound]);
-    });
-  }
-
-  static async start(port: number): Promise<{ relay: Relay; port: number }> {
-    const relay = new Relay(port);
-    await new Promise<void>((resolve) => relay.server.listen(0, "127.0.0.1", resolve));
-    const address = relay.server.address();
-    if (address === null || typeof address === "string") throw new Error("relay has no port");
-    return { relay, port: address.port };
-  }
-
-  /** Bytes already sent stay unread in the kernel; no side sees the connection end. */
-  silence(): void {
-    for (const [a, b] of this.pairs.splice(0)) {
-      a.unpipe(b);
-      b.unpipe(a);
-      a.pause();
-      b.pause();
-      this.silenced.push(a, b);
-    }
-  }
-
-  private readonly silenced: Socket[] = [];
-
-  async stop(): Promise<void> {
-    for (const s of [...this.silenced, ...this.pairs.flat()]) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
-
 let f: LocalFleet | undefined;
-let relay: Relay | undefined;
+let proxy: TcpProxy | undefined;
 
 afterEach(async () => {
   await f?.stop();
-  await relay?.stop();
+  await proxy?.close();
   f = undefined;
-  relay = undefined;
+  proxy = undefined;
 }, 30_000);
 
-async function fleetThroughRelay(hubPingMs: number, agentPingMs: number) {
+async function fleetThroughProxy(hubPingMs: number, agentPingMs: number) {
   f = await LocalFleet.start({
     clusters: 1,
     nodesPerCluster: 0,
@@ -82,18 +33,19 @@ async function fleetThroughRelay(hubPingMs: number, agentPingMs: number) {
     hubConfig: { reconcile: { heartbeatIntervalMs: HEARTBEAT_MS, pingIntervalMs: hubPingMs } },
   });
   await f.startHub();
-  const started = await Relay.start(f.hubPort);
-  relay = started.relay;
+  const hub = `127.0.0.1:${f.hubPort}`;
+  proxy = await startTcpProxy({ targets: [hub] });
   const [cluster = ""] = [...f.clusters.keys()];
-  await f.startAgent(cluster, started.port, agentPingMs);
+  await f.startAgent(cluster, proxy.port, agentPingMs);
   const fleet = f;
   expect(await waitFor(() => fleet.hub?.fleet.view(cluster)?.connected === true, 15_000)).toBe(true);
-  return { fleet, relay: started.relay, cluster };
+  const through = proxy;
+  return { fleet, proxy: through, cluster, connections: () => through.connections.get(hub) ?? 0 };
 }
 
 test("the hub's pings close a connection whose agent stopped answering, long before three heartbeats", async () => {
-  const { fleet, relay, cluster } = await fleetThroughRelay(PING_MS, HEARTBEAT_MS);
-  relay.silence();
+  const { fleet, proxy, cluster } = await fleetThroughProxy(PING_MS, HEARTBEAT_MS);
+  proxy.blackhole();
   const silencedAt = Date.now();
   // One interval to the next ping, its timeout (one interval here), and the session's close.
   expect(await waitFor(() => fleet.hub?.fleet.view(cluster)?.connected === false, 5_000)).toBe(true);
@@ -104,13 +56,15 @@ test("the hub's pings close a connection whose agent stopped answering, long bef
 }, 30_000);
 
 test("the agent's pings find a hub that stopped answering: it dials again and the cluster converges", async () => {
-  const { fleet, relay, cluster } = await fleetThroughRelay(HEARTBEAT_MS, PING_MS);
-  expect(relay.connections).toBe(1);
-  relay.silence();
+  const { fleet, proxy, cluster, connections } = await fleetThroughProxy(HEARTBEAT_MS, PING_MS);
+  expect(connections()).toBe(1);
+  proxy.blackhole();
   const silencedAt = Date.now();
-  expect(await waitFor(() => relay.connections >= 2, 5_000)).toBe(true);
+  expect(await waitFor(() => connections() >= 2, 5_000)).toBe(true);
   const ms = Date.now() - silencedAt;
   process.stdout.write(`keepalive: the agent left the silent connection after ${ms} ms\n`);
+  // The path works again; the agent has closed the connection it gave up on.
+  proxy.restore();
   // The new stream carries the cluster: a node registered now is initialized through it.
   const [name = ""] = fleet.addNodes(cluster, 1);
   const initialized = () =>
