@@ -9,6 +9,7 @@ import type { NodeRef, ServiceSpecRef } from "./protocol.js";
 import {
   hasMetric,
   histogramQuantile,
+  mainThreadWakeups,
   metricDelta,
   metricSum,
   type Pinning,
@@ -743,6 +744,7 @@ async function idleFigures(
     // What the hub writes to the agents (Acks, HubHeartbeats), beside what they write to it.
     const hubSent = () => tcpBytesAcked(`( sport = :${hub.grpcPort} )`);
     const sentBefore = hubSent();
+    const wakeupsBefore = mainThreadWakeups(hub.pid);
     const a = await fleet.snapshot();
     const end = Date.now() + o.idleS * 1000;
     // Each scrape's nodejs_eventloop_lag_max_seconds covers the time since the one before.
@@ -758,6 +760,7 @@ async function idleFigures(
     await sleep(Math.max(0, end - Date.now()));
     const b = await fleet.snapshot();
     const sentAfter = hubSent();
+    const wakeupsAfter = mainThreadWakeups(hub.pid);
     lag(b.metrics);
     const d = BenchFleet.delta(a, b);
     const seconds = d.ms / 1000;
@@ -781,6 +784,10 @@ async function idleFigures(
       grpcHubBytesPerSecond:
         sentBefore === null || sentAfter === null ? null : round((sentAfter - sentBefore) / seconds),
       hubEventLoopDelayMaxMs: lagMax.length === 0 ? null : round(Math.max(...lagMax) * 1000, 1),
+      hubWakeupsPerSecond:
+        wakeupsBefore === null || wakeupsAfter === null
+          ? null
+          : round((wakeupsAfter - wakeupsBefore) / seconds, 1),
       natsBytesPerSecond: d.natsWire === null ? null : round(d.natsWire / seconds),
       hubRssBytes: rssBytes(hub.pid),
       gcMajor: gc("major"),

@@ -96,20 +96,34 @@ export function cpuSeconds(pid: number): number | null {
   }
 }
 
-function statusField(pid: number, field: string): number | null {
+/** A number from `/proc/PID/status` (the kB of memory fields as given), or null. */
+function statusNumber(pid: number, field: string): number | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
-    return m?.[1] === undefined ? null : Number(m[1]) * 1024;
+    const m = new RegExp(`^${field}:\\s+(\\d+)( kB)?$`, "m").exec(status);
+    return m?.[1] === undefined ? null : Number(m[1]);
   } catch {
     return null;
   }
 }
 
+const statusBytes = (pid: number, field: string): number | null => {
+  const kb = statusNumber(pid, field);
+  return kb === null ? null : kb * 1024;
+};
+
 /** Peak resident set size (VmHWM) of a live process, in bytes. */
-export const peakRssBytes = (pid: number): number | null => statusField(pid, "VmHWM");
+export const peakRssBytes = (pid: number): number | null => statusBytes(pid, "VmHWM");
 /** Current resident set size (VmRSS), in bytes. */
-export const rssBytes = (pid: number): number | null => statusField(pid, "VmRSS");
+export const rssBytes = (pid: number): number | null => statusBytes(pid, "VmRSS");
+
+/**
+ * Times the process's main thread went to sleep and was woken (voluntary context switches: for
+ * a Node.js process, its event loop waiting in epoll and woken by a timer or a socket). On a
+ * virtual machine a wake-up after a sleep is not free (caches and TLB cold, the vCPU rescheduled),
+ * so an idle process's CPU follows its wake-ups as much as its work.
+ */
+export const mainThreadWakeups = (pid: number): number | null => statusNumber(pid, "voluntary_ctxt_switches");
 
 // ---- CPU pinning -------------------------------------------------------------------------------
 
