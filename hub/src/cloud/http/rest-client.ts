@@ -6,11 +6,13 @@
  * retries: the hub's one retry policy does. Rate limits and metrics are the caller's ctx.call;
  * the vendor's rate-limit headers, where it sends them, go to the account's limiter.
  */
+
+import { whenAborted } from "../../util/abort-fanout.js";
 import type { Clock } from "../../util/clock.js";
 import type { RateBudget } from "../provider.js";
 import { HttpBodyError, HttpStatusError, HttpTransportError, type StatusAnswer } from "./failures.js";
 import { type ResetMeaning, rateBudgetFrom } from "./rate-headers.js";
-import { type AnswerHeaders, fetchSend, type Send, undiciSend } from "./send.js";
+import { type AnswerHeaders, abortReason, Cancel, fetchSend, type Send, undiciSend } from "./send.js";
 
 /** A fetch a client may send with instead of the default transport (./send.ts). */
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
@@ -78,19 +80,15 @@ export class RestClient {
     const path = req.path.split("?")[0] ?? req.path;
     const what = `${label} ${req.method} ${path}`;
     const callers = (req.signals ?? []).filter((s): s is AbortSignal => s !== undefined);
-    // One controller for the timeout and the callers' signals, each listened to for this call
-    // only: AbortSignal.any makes a transferable signal per call, a hot frame at a storm's rate.
-    const abort = new AbortController();
+    // One cancel for the timeout and the callers' signals. The callers' signals are shared by
+    // every call in flight (the hub's shutdown), hence whenAborted's one listener per signal.
+    const cancel = new Cancel();
     let timedOut = false;
     const timer = clock.setTimeout(() => {
       timedOut = true;
-      abort.abort();
+      cancel.cancel(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
     }, timeoutMs);
-    const onCallerAbort = (): void => abort.abort();
-    for (const s of callers) {
-      if (s.aborted) abort.abort();
-      else s.addEventListener("abort", onCallerAbort, { once: true });
-    }
+    const unsubscribe = callers.map((s) => whenAborted(s, () => cancel.cancel(abortReason(s))));
     let status: number;
     let retryAfter: string | undefined;
     let text: string;
@@ -100,7 +98,7 @@ export class RestClient {
         method: req.method,
         headers: this.headers(req),
         ...(req.body !== undefined && { body: JSON.stringify(req.body) }),
-        signal: abort.signal,
+        cancel,
       });
       status = res.status;
       responseHeaders = res.headers;
@@ -117,7 +115,7 @@ export class RestClient {
       throw new HttpTransportError("network", `${what}: request failed: ${detail}`, { cause: err, code });
     } finally {
       clock.clearTimeout(timer);
-      for (const s of callers) s.removeEventListener("abort", onCallerAbort);
+      for (const off of unsubscribe) off();
     }
     if (status < 200 || status > 299) {
       const answer: StatusAnswer = {

@@ -7,6 +7,7 @@
 import type { ComputeManagementClient } from "@azure/arm-compute";
 import type { NetworkManagementClient } from "@azure/arm-network";
 import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/identity";
+import { whenAborted } from "../../../util/abort-fanout.js";
 import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
 import { ArmBudget } from "./arm-budget.js";
@@ -189,10 +190,7 @@ export class AzureApi {
         state.aborted = true;
         controller.abort();
       };
-      for (const s of gone) {
-        if (s.aborted) onAbort();
-        s.addEventListener("abort", onAbort, { once: true });
-      }
+      const unsubscribe = gone.map((s) => whenAborted(s, onAbort));
       const timer = this.ctx.clock.setTimeout(() => {
         state.timedOut = true;
         controller.abort();
@@ -203,7 +201,7 @@ export class AzureApi {
         throw toContractError(err, { op, timeoutMs, ...state, nowMs: this.ctx.clock.now() });
       } finally {
         this.ctx.clock.clearTimeout(timer);
-        for (const s of gone) s.removeEventListener("abort", onAbort);
+        for (const off of unsubscribe) off();
       }
     });
   }

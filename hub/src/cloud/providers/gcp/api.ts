@@ -5,6 +5,7 @@
  */
 import type * as Compute from "@google-cloud/compute";
 import type { JWT } from "google-auth-library";
+import { whenAborted } from "../../../util/abort-fanout.js";
 import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
 import { accountCredential, type GcpCredential, tokenFailure } from "./credentials.js";
@@ -86,13 +87,10 @@ export class GcpApi {
           state.aborted = true;
           reject(new Error("aborted"));
         };
-        for (const s of gone) {
-          if (s.aborted) onAbort();
-          s.addEventListener("abort", onAbort, { once: true });
-        }
+        const unsubscribe = gone.map((s) => whenAborted(s, onAbort));
         cleanup = () => {
           this.ctx.clock.clearTimeout(timer);
-          for (const s of gone) s.removeEventListener("abort", onAbort);
+          for (const off of unsubscribe) off();
         };
       });
       try {

@@ -1,0 +1,42 @@
+/**
+ * Many short-lived listeners on one long-lived AbortSignal (every cloud call in flight on the
+ * hub's shutdown signal). Node's EventTarget walks a signal's whole listener list on every add
+ * and remove, so with n calls in flight each call pays O(n) twice. Here each signal has one
+ * listener, shared by every subscriber, and a subscription costs a Set insertion and deletion.
+ */
+const subscribers = new WeakMap<AbortSignal, Set<() => void>>();
+
+/**
+ * Calls `onAbort` once when `signal` aborts; the returned function unsubscribes. A signal already
+ * aborted calls it at once.
+ */
+export function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
+  if (signal.aborted) {
+    onAbort();
+    return noop;
+  }
+  let set = subscribers.get(signal);
+  if (set === undefined) {
+    const fresh = new Set<() => void>();
+    set = fresh;
+    subscribers.set(signal, fresh);
+    signal.addEventListener(
+      "abort",
+      () => {
+        subscribers.delete(signal);
+        for (const fn of fresh) fn();
+        fresh.clear();
+      },
+      { once: true },
+    );
+  }
+  // A function object per subscription: the same callback subscribed twice is two subscriptions.
+  const entry = () => onAbort();
+  set.add(entry);
+  const held = set;
+  return () => {
+    held.delete(entry);
+  };
+}
+
+function noop(): void {}
