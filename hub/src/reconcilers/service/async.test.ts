@@ -189,3 +189,60 @@ test("Services created with their cluster's nodes: one ensure each with every no
     await hub.stop();
   }
 });
+
+// A node-set change re-syncs the load balancers whose pass would read it: not a cluster's
+// Services without one, not a Service whose own patch is still in flight (its report runs its
+// next pass).
+test("a node-set change runs a pass for each converged load balancer only: none for ClusterIP Services or a Service whose patch is in flight", async () => {
+  const env: NodeJS.ProcessEnv = { KEY_B: cloud.createAccount("b").apiKey, T: "t" };
+  const ids = ["m0", "m1"].map((n) => cloud.createInstance("b", { name: n, region: REGION }).id);
+  const node = (i: number): Node =>
+    Node.fromPartial({
+      name: `m${i}`,
+      uid: `uid-m${i}`,
+      resourceVersion: "1",
+      providerId: `simulated://${REGION}/${ids[i]}`,
+      conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
+    });
+  const config = parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [account("b")],
+      clusters: [{ name: CLUSTER, account: "b", token: { env: "T" } }],
+    }),
+  );
+  const hub = await startServiceHarness({
+    config,
+    env,
+    logger: pino({ level: "silent" }),
+    unapplied: new Set(["default/held"]),
+  });
+  const clusterIps = ["api", "dns", "metrics"].map((n) => lbService(n, `uid-${n}`, { type: "ClusterIP" }));
+  const svc = (name: string) => hub.fleet.view(CLUSTER)?.services.get(`default/${name}`);
+  try {
+    hub.fleet.setConnected(CLUSTER, true);
+    hub.fleet.replace(
+      CLUSTER,
+      [node(0)],
+      [lbService("web", "uid-web"), lbService("held", "uid-held"), ...clusterIps],
+    );
+    await waitUntil("web's ingress", () => (svc("web")?.ingress.length ?? 0) > 0 && hub.drained());
+    // held's finalizer patch was published and is not applied: it is in flight.
+    expect(svc("held")?.finalizers).toEqual([]);
+    const before = hub.passes(SERVICE);
+    const updates = await hub.calls("pool.update");
+
+    hub.fleet.upsertNode(CLUSTER, node(1));
+    await new Promise((r) => setTimeout(r, 1500));
+    await waitUntil("the node-set sync", () => hub.drained());
+
+    // One pass, web's, which wrote the new backend; none for held or the ClusterIP Services.
+    expect(hub.passes(SERVICE) - before).toBe(1);
+    expect((await hub.calls("pool.update")) - updates).toBe(1);
+    const pool = cloud.inventory("b").pools.find((p) => p.members.length > 0);
+    expect([...(pool?.members ?? [])].sort()).toEqual([...ids].sort());
+  } finally {
+    await hub.stop();
+  }
+});

@@ -27,6 +27,8 @@ export interface ServiceHarnessOptions {
   readonly onApplied?: (cluster: string, svc: Service) => void;
   /** The providers its registry serves (default: the simulated one). */
   readonly providers?: readonly ProviderFactory[];
+  /** Services ("namespace/name") whose patches are published but never applied: an agent yet to apply them. */
+  readonly unapplied?: ReadonlySet<string>;
 }
 
 /** A fresh hub's service controller (its own accounts, caches and memory: a restart is a new harness). */
@@ -62,7 +64,7 @@ export async function startServiceHarness(o: ServiceHarnessOptions) {
       o.onOutcome?.(key, out);
       for (const d of out.services ?? []) {
         const svc = fleet.view(key.cluster)?.services.get(`${d.namespace}/${d.name}`);
-        if (svc === undefined) continue;
+        if (svc === undefined || o.unapplied?.has(`${d.namespace}/${d.name}`)) continue;
         const next = Service.fromPartial({
           ...svc,
           resourceVersion: String(Number(svc.resourceVersion) + 1),

@@ -8,7 +8,13 @@ import type { Controller, ControllerContext } from "../controller.js";
 import { onTrackedApplyResult } from "../node-init/index.js";
 import { DONE, type Outcome } from "../outcome.js";
 import { retryOutcome } from "../retry-policy.js";
-import { backendFacts, isEligibleBackend, needsCleanup, wantsLoadBalancer } from "./predicates.js";
+import {
+  backendFacts,
+  decommissionPending,
+  isEligibleBackend,
+  needsCleanup,
+  wantsLoadBalancer,
+} from "./predicates.js";
 import {
   type BackendSet,
   computeBackendSet,
@@ -301,12 +307,23 @@ export function serviceController(ctx: ControllerContext): Controller {
       } catch (err) {
         return { requeue: { kind: "backoff", error: err } };
       }
-      // A Service waiting for the cluster's initializing nodes wakes on its own timer, or here
-      // once none is left: not once per batch of nodes while they join.
+      // Only the Services whose pass would read the new set: not those without a load balancer
+      // (most of a cluster's Services), not one whose finalizer or status patch is in flight
+      // (its report, or its deadline, runs its next pass, which reads the backends then), not
+      // one waiting for the cluster's initializing nodes while they join (its own timer, or this
+      // fan-out once none is left, wakes it).
       const stillJoining = (set.initializing ?? 0) > 0;
-      for (const name of view.services.keys()) {
+      const leaving = ctx.decommissioning?.(k.cluster) === true;
+      for (const [name, svc] of view.services) {
+        const relevant = leaving
+          ? decommissionPending(svc, ownedClass)
+          : wantsLoadBalancer(svc, ownedClass) || needsCleanup(svc, ownedClass);
+        if (!relevant) continue;
         const s: WorkKey = { cluster: k.cluster, kind: SERVICE, name };
-        if (!stillJoining || !waitingForNodes.has(keyOf(s))) queue.add(s);
+        const id = keyOf(s);
+        if (tracker.get(id)?.uid === svc.uid) continue;
+        if (stillJoining && waitingForNodes.has(id)) continue;
+        queue.add(s);
       }
       return { requeue: { kind: "done" } };
     },
