@@ -340,7 +340,6 @@ export class Hub {
       const views = new FleetApi({
         config: cfg,
         fleet: this.fleet,
-        metrics: this.metrics,
         clock: this.clock,
         accounts: () => this.accounts.summaries(),
         agent: (c) => this.grpc.agentOf(c),
@@ -549,7 +548,6 @@ export class Hub {
     let apiPort: number | undefined;
     const apiCfg = this.opts.config.api;
     if (this.api !== undefined && apiCfg !== undefined) {
-      this.api.views.start();
       this.apiServer = await startApiServer(
         apiCfg.listen,
         fleetApiHandler(this.api.token, this.api.views),
@@ -899,7 +897,6 @@ export class Hub {
     await this.publisher.stop();
     await new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));
     this.http?.closeAllConnections();
-    this.api?.views.stop();
     await new Promise<void>((resolve) =>
       this.apiServer ? this.apiServer.close(() => resolve()) : resolve(),
     );

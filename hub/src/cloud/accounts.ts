@@ -8,6 +8,7 @@ import { KeyedLock } from "../util/keyed-lock.js";
 import { TokenBucket } from "../util/rate-limiter.js";
 import { Semaphore } from "../util/semaphore.js";
 import { createProvider, credentialNames } from "./bind-provider.js";
+import { type AccountRate, CallRates } from "./call-rates.js";
 import { CloudError, ThrottledError, TransientCloudError } from "./errors.js";
 import { InstanceCache } from "./instance-cache.js";
 import { InstanceLookups } from "./instance-lookups.js";
@@ -72,6 +73,8 @@ export interface CloudAccountsDeps {
 /** What the fleet API shows of an account (no credential). */
 export interface AccountSummary {
   readonly name: string;
+  /** Its calls per second and throttled answers, counted as the calls are made. */
+  readonly rate: AccountRate;
   readonly provider: string;
   readonly region: string;
   readonly rateLimit: RateLimit;
@@ -111,6 +114,7 @@ export class CloudAccounts {
     accounts: readonly AccountConfig[],
     runtimes: ReadonlyMap<string, AccountRuntime>,
     private readonly deps: CloudAccountsDeps,
+    private readonly rates: CallRates,
   ) {
     this.configs = accounts;
     for (const [name, runtime] of runtimes) this.accounts.set(name, runtime);
@@ -126,8 +130,9 @@ export class CloudAccounts {
     deps: CloudAccountsDeps,
   ): Promise<CloudAccounts> {
     const runtimes = new Map<string, AccountRuntime>();
-    for (const [i, a] of accounts.entries()) runtimes.set(a.name, await bindAccount(a, i, deps));
-    const bound = new CloudAccounts(accounts, runtimes, deps);
+    const rates = new CallRates(() => deps.clock.now());
+    for (const [i, a] of accounts.entries()) runtimes.set(a.name, await bindAccount(a, i, deps, rates));
+    const bound = new CloudAccounts(accounts, runtimes, deps, rates);
     bound.setClusters(clusters);
     return bound;
   }
@@ -266,6 +271,7 @@ export class CloudAccounts {
       }
       return {
         name: a.name,
+        rate: this.rates.of(a.name),
         provider: a.provider,
         region: a.region,
         rateLimit: { ...(runtime?.rateLimit ?? a.rateLimit ?? DEFAULT_RATE_LIMIT) },
@@ -300,6 +306,7 @@ function instrumentedCall(
   binding: AccountBinding,
   limiter: TokenBucket,
   metrics: HubMetrics,
+  rates: CallRates,
   shutdown: AbortSignal = NEVER,
   guard?: (op: string) => AbortSignal | undefined,
 ): CloudCallWrapper {
@@ -320,6 +327,7 @@ function instrumentedCall(
       throw err;
     } finally {
       timer();
+      rates.record(binding.name, failure instanceof ThrottledError);
       metrics.cloudCalls.inc({
         provider: binding.provider,
         account: binding.name,
@@ -331,7 +339,12 @@ function instrumentedCall(
 }
 
 /** One account's providers (per region), limiters and bounds; errors name `accounts[i].<field>`. */
-async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps): Promise<AccountRuntime> {
+async function bindAccount(
+  a: AccountConfig,
+  i: number,
+  deps: CloudAccountsDeps,
+  rates: CallRates,
+): Promise<AccountRuntime> {
   const factory = deps.registry.get(a.provider);
   if (factory === undefined)
     throw new Error(
@@ -374,7 +387,7 @@ async function bindAccount(a: AccountConfig, i: number, deps: CloudAccountsDeps)
       const limiter = factory.rateLimitScope === "region" ? newLimiter() : accountLimiter;
       limiters.add(limiter);
       const logger = deps.logger.child({ component: "cloud", account: a.name, provider: a.provider, region });
-      const call = instrumentedCall(binding, limiter, deps.metrics, deps.signal, deps.guard);
+      const call = instrumentedCall(binding, limiter, deps.metrics, rates, deps.signal, deps.guard);
       const provider = await createProvider(
         factory,
         {

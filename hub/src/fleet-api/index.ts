@@ -3,10 +3,8 @@ import type { UnclaimedReport } from "../cloud/unclaimed-disks.js";
 import type { HubConfig } from "../config/schema.js";
 import { resolveSecret, type SecretRef } from "../config/secret.js";
 import type { FleetState } from "../fleet/state.js";
-import type { HubMetrics } from "../metrics.js";
 import { clusterKeyPrefix } from "../queue/index.js";
 import type { Clock } from "../util/clock.js";
-import { AccountRates } from "./account-rates.js";
 import { FleetObservations } from "./observations.js";
 import type { FleetApiViews } from "./server.js";
 import {
@@ -28,7 +26,6 @@ import {
 export interface FleetApiDeps {
   readonly config: HubConfig;
   readonly fleet: FleetState;
-  readonly metrics: HubMetrics;
   readonly clock: Clock;
   accounts(): readonly AccountSummary[];
   /** The connected agent's Hello, if any. */
@@ -48,28 +45,18 @@ export interface FleetApiDeps {
 /** Builds the fleet API's JSON views from what the hub holds. */
 export class FleetApi implements FleetApiViews {
   readonly observations: FleetObservations;
-  private readonly rates: AccountRates;
   private clusters: ReadonlyMap<string, HubConfig["clusters"][number]>;
 
   constructor(private readonly deps: FleetApiDeps) {
     this.clusters = new Map(deps.config.clusters.map((c) => [c.name, c]));
     const now = () => deps.clock.now();
     this.observations = new FleetObservations(now);
-    this.rates = new AccountRates(deps.metrics, now);
   }
 
   /** The configured clusters changed (a configuration reload). */
   setClusters(clusters: HubConfig["clusters"]): void {
     this.clusters = new Map(clusters.map((c) => [c.name, c]));
     this.observations.retainClusters(this.clusters);
-  }
-
-  start(): void {
-    this.rates.start();
-  }
-
-  stop(): void {
-    this.rates.stop();
   }
 
   private policy(): HealthPolicy {
@@ -82,7 +69,7 @@ export class FleetApi implements FleetApiViews {
   private accountJson(): AccountJson[] {
     const now = this.deps.clock.now();
     return this.deps.accounts().map((a) => {
-      const r = this.rates.of(a.name);
+      const r = a.rate;
       const problems: Problem[] = [];
       if (r.throttledRecent > 0)
         problems.push({
