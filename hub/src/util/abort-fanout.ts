@@ -8,7 +8,7 @@ const subscribers = new WeakMap<AbortSignal, Set<() => void>>();
 
 /**
  * Calls `onAbort` once when `signal` aborts; the returned function unsubscribes. A signal already
- * aborted calls it at once.
+ * aborted calls it at once. `onAbort` must not throw: the subscribers after it would not be called.
  */
 export function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
   if (signal.aborted) {
