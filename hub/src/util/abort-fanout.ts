@@ -15,28 +15,29 @@ export function whenAborted(signal: AbortSignal, onAbort: () => void): () => voi
     onAbort();
     return noop;
   }
-  let set = subscribers.get(signal);
-  if (set === undefined) {
-    const fresh = new Set<() => void>();
-    set = fresh;
-    subscribers.set(signal, fresh);
-    signal.addEventListener(
-      "abort",
-      () => {
-        subscribers.delete(signal);
-        for (const fn of fresh) fn();
-        fresh.clear();
-      },
-      { once: true },
-    );
-  }
+  const set = subscribers.get(signal) ?? listen(signal);
   // A function object per subscription: the same callback subscribed twice is two subscriptions.
   const entry = () => onAbort();
   set.add(entry);
-  const held = set;
   return () => {
-    held.delete(entry);
+    set.delete(entry);
   };
+}
+
+/** The signal's subscriber set, with its one listener, which calls them all on abort. */
+function listen(signal: AbortSignal): Set<() => void> {
+  const set = new Set<() => void>();
+  subscribers.set(signal, set);
+  signal.addEventListener(
+    "abort",
+    () => {
+      subscribers.delete(signal);
+      for (const fn of set) fn();
+      set.clear();
+    },
+    { once: true },
+  );
+  return set;
 }
 
 function noop(): void {}

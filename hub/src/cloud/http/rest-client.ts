@@ -6,7 +6,6 @@
  * retries: the hub's one retry policy does. Rate limits and metrics are the caller's ctx.call;
  * the vendor's rate-limit headers, where it sends them, go to the account's limiter.
  */
-
 import { whenAborted } from "../../util/abort-fanout.js";
 import type { Clock } from "../../util/clock.js";
 import type { RateBudget } from "../provider.js";
