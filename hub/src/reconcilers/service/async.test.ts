@@ -28,6 +28,16 @@ const account = (name: string) => ({
   credentials: { env: `KEY_${name.toUpperCase()}` },
   rateLimit: { perSecond: 1000, burst: 1000 },
 });
+/** A hub of one account and its one cluster, CLUSTER (token in T). */
+const oneCluster = (name: string) =>
+  parseHubConfig(
+    JSON.stringify({
+      grpc: { insecure: true },
+      nats: { servers: ["nats://127.0.0.1:1"] },
+      accounts: [account(name)],
+      clusters: [{ name: CLUSTER, account: name, token: { env: "T" } }],
+    }),
+  );
 beforeAll(async () => {
   cloud = await startSimulatedCloud({ seed: 11 });
 });
@@ -147,14 +157,7 @@ test("Services created with their cluster's nodes: one ensure each with every no
       taints: initialized ? [] : [TAINT],
       conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
     });
-  const config = parseHubConfig(
-    JSON.stringify({
-      grpc: { insecure: true },
-      nats: { servers: ["nats://127.0.0.1:1"] },
-      accounts: [account("a")],
-      clusters: [{ name: CLUSTER, account: "a", token: { env: "T" } }],
-    }),
-  );
+  const config = oneCluster("a");
   const hub = await startServiceHarness({ config, env, logger: pino({ level: "silent" }) });
   const services: Service[] = [lbService("web-0", "uid-0"), lbService("web-1", "uid-1")];
   const all = () => [...(hub.fleet.view(CLUSTER)?.services.values() ?? [])];
@@ -204,14 +207,7 @@ test("a node-set change runs a pass for each converged load balancer only: none 
       providerId: `simulated://${REGION}/${ids[i]}`,
       conditions: [{ type: "Ready", status: "True", reason: "", message: "" }],
     });
-  const config = parseHubConfig(
-    JSON.stringify({
-      grpc: { insecure: true },
-      nats: { servers: ["nats://127.0.0.1:1"] },
-      accounts: [account("b")],
-      clusters: [{ name: CLUSTER, account: "b", token: { env: "T" } }],
-    }),
-  );
+  const config = oneCluster("b");
   const hub = await startServiceHarness({
     config,
     env,
