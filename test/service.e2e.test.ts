@@ -216,6 +216,51 @@ describe("LoadBalancer Services", () => {
     expect(total(owned(f, uid))).toBe(0);
   });
 
+  test("allocateLoadBalancerNodePorts false: a port with a node port is built, one without is named in a Warning; a Service with none is refused", async () => {
+    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
+    const f = fleet;
+    await f.startHub();
+    await f.startAgents();
+    const c = [...f.clusters.keys()][0] ?? "";
+    f.addNodes(c, 2);
+    const kube = f.cluster(c).kube;
+    for (const [name, ports] of [
+      [
+        "partial",
+        [
+          { name: "http", port: 80 },
+          { name: "https", port: 443, nodePort: 30443 },
+        ],
+      ],
+      ["none", [{ name: "http", port: 80 }]],
+    ] as const)
+      kube.create("Service", {
+        metadata: { name, namespace: "default" },
+        spec: { type: "LoadBalancer", allocateLoadBalancerNodePorts: false, ports },
+      });
+    // The API server allocated no node port where none was asked for.
+    expect(svc(f, c, "partial")?.spec.ports.map((p) => p.nodePort ?? 0)).toEqual([0, 30443]);
+    const event = (name: string, reason: string) =>
+      (
+        kube.list("Event", "default") as {
+          reason?: string;
+          message?: string;
+          involvedObject?: { name?: string };
+        }[]
+      ).find((e) => e.reason === reason && e.involvedObject?.name === name);
+    expect(await waitFor(() => hasIngress(svc(f, c, "partial")), 20_000)).toBe(true);
+    const partial = owned(f, svc(f, c, "partial")?.metadata.uid ?? "");
+    expect(partial.listeners.map((l) => l.port)).toEqual([443]);
+    expect(partial.pools.map((p) => p.targetPort)).toEqual([30443]);
+    expect(event("partial", "LoadBalancerPortsSkipped")?.message).toContain("port 80/TCP left out");
+    expect(await waitFor(() => event("none", "SyncLoadBalancerFailed") !== undefined, 20_000)).toBe(true);
+    expect(event("none", "SyncLoadBalancerFailed")?.message).toContain(
+      "no port of the Service has a node port",
+    );
+    expect(hasIngress(svc(f, c, "none"))).toBe(false);
+    expect(total(owned(f, svc(f, c, "none")?.metadata.uid ?? ""))).toBe(0);
+  });
+
   test("50 Services across 3 clusters with 30% cloud faults: all converge once faults stop, no duplicates, no orphans", async () => {
     fleet = await LocalFleet.start({
       clusters: 3,

@@ -311,6 +311,13 @@ export interface LoadBalancerCapabilities {
    * instead of building part of a load balancer the cloud then refuses to finish.
    */
   readonly quotas?: (annotations: Readonly<Record<string, string>>) => readonly LbQuota[];
+  /**
+   * false when the load balancer built from this spec sends neither traffic nor health checks to
+   * the listeners' node ports (GCP's target pools reach the Service port on the node). Undefined
+   * or true: a Service port without a node port (spec.allocateLoadBalancerNodePorts false) gets
+   * no listener, and a Service with none is refused (reconcilers/service/node-ports.ts).
+   */
+  readonly usesNodePorts?: (spec: LoadBalancerSpec) => boolean;
 }
 
 /** A vendor quota on one load balancer (LoadBalancerCapabilities.quotas). */

@@ -14,6 +14,8 @@ export const REASON = {
   unavailable: "UnAvailableLoadBalancer",
   /** fleet-ccm: no eligible node reported, but the backends were not seen leaving. */
   backendsKept: "LoadBalancerBackendsKept",
+  /** fleet-ccm: Service ports without a node port, left out of the load balancer (node-ports.ts). */
+  portsSkipped: "LoadBalancerPortsSkipped",
 } as const;
 
 export function serviceEvent(

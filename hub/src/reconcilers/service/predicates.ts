@@ -143,7 +143,9 @@ export function healthCheck(svc: Readonly<Service>, settings: LbSettings): LbHea
       path: settings.healthCheckPath ?? "/healthz",
       ...common,
     };
-  const port = svc.ports.find((p) => p.protocol !== "UDP")?.nodePort ?? svc.ports[0]?.nodePort ?? 0;
+  // The first TCP port's node port, else any; a port without one (node-ports.ts) is not checked.
+  const withNodePort = svc.ports.filter((p) => p.nodePort > 0);
+  const port = (withNodePort.find((p) => p.protocol !== "UDP") ?? withNodePort[0])?.nodePort ?? 0;
   const protocol = settings.healthCheckProtocol ?? (settings.healthCheckPath !== undefined ? "HTTP" : "TCP");
   return { protocol, port, path: protocol === "HTTP" ? (settings.healthCheckPath ?? "/") : "", ...common };
 }

@@ -365,6 +365,64 @@ describe("service reconcile", () => {
     );
   });
 
+  describe("ports without a node port (spec.allocateLoadBalancerNodePorts false)", () => {
+    const ports = [
+      { name: "dns", protocol: "UDP", port: 53, nodePort: 0 },
+      { name: "http", protocol: "TCP", port: 80, nodePort: 0 },
+      { name: "https", protocol: "TCP", port: 443, nodePort: 30443 },
+    ];
+
+    test("a provider reaching node ports: those ports get no listener, a Warning names them, the rest is ensured", async () => {
+      const h = harness([svc({ ports })], [node("a")]);
+      const out = await h.run();
+      expect(h.calls).toEqual(["ensure"]);
+      expect(h.specs[0]?.listeners.map((l) => [l.port, l.nodePort])).toEqual([[443, 30443]]);
+      // The health check goes to a node port that exists, not to the first port's 0.
+      expect(h.specs[0]?.healthCheck).toMatchObject({ protocol: "TCP", port: 30443 });
+      const skipped = out.events?.find((e) => e.reason === "LoadBalancerPortsSkipped");
+      expect(skipped?.type).toBe("Warning");
+      expect(skipped?.message).toContain("ports 53/UDP, 80/TCP left out");
+      expect(skipped?.message).toContain("allocateLoadBalancerNodePorts");
+      expect(out.events?.map((e) => e.reason)).toContain("EnsuredLoadBalancer");
+    });
+
+    test("no port with a node port: refused before any cloud call, once, no retry; a node port given later ensures it", async () => {
+      const none = ports.map((p) => ({ ...p, nodePort: 0 }));
+      const h = harness([svc({ ports: none })], [node("a")]);
+      const out = await h.run();
+      expect([h.calls, h.reads]).toEqual([[], []]);
+      expect(out.requeue).toEqual({ kind: "done" });
+      expect(out.events).toHaveLength(1);
+      expect(out.events?.[0]).toMatchObject({ type: "Warning", reason: "SyncLoadBalancerFailed" });
+      expect(out.events?.[0]?.message).toContain("no port of the Service has a node port");
+      expect(out.events?.[0]?.message).toContain("provider simulated");
+      const again = await h.run();
+      expect(again.events ?? []).toEqual([]);
+      expect(h.calls).toEqual([]);
+      const [s] = [...(h.fleet.view("c1")?.services.values() ?? [])];
+      if (s === undefined) throw new Error("no Service");
+      h.fleet.upsertService("c1", { ...s, ports: ports.map((p) => ({ ...p, nodePort: 30000 + p.port })) });
+      await h.run();
+      expect(h.calls).toEqual(["ensure"]);
+      expect(h.specs[0]?.listeners.map((l) => l.nodePort)).toEqual([30053, 30080, 30443]);
+    });
+
+    test("a provider whose load balancers reach the Service port (usesNodePorts false): every port is built, no Warning", async () => {
+      const h = harness([svc({ ports: ports.map((p) => ({ ...p, nodePort: 0 })) })], [node("a")]);
+      const lbs = h.cloud.provider.loadBalancers;
+      if (lbs === undefined) throw new Error("no load balancers");
+      Object.assign(lbs.capabilities, { usesNodePorts: () => false });
+      const out = await h.run();
+      expect(h.calls).toEqual(["ensure"]);
+      expect(h.specs[0]?.listeners.map((l) => [l.port, l.nodePort])).toEqual([
+        [53, 0],
+        [80, 0],
+        [443, 0],
+      ]);
+      expect(out.events?.map((e) => e.type)).not.toContain("Warning");
+    });
+  });
+
   test("a node set change updates only the backends", async () => {
     const h = harness([svc({ ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }] })], [node("a")]);
     await h.run();

@@ -30,6 +30,7 @@ import { after, backoff, DONE, type Outcome } from "../outcome.js";
 import { retryOutcome } from "../retry-policy.js";
 import { AnnotationError, parseLbAnnotations } from "./annotations.js";
 import { REASON, serviceEvent } from "./events.js";
+import { builtPorts, nodePortRefusal, portsWithoutNodePort, skippedPortsMessage } from "./node-ports.js";
 import {
   backendAnnotationsOf,
   backendSubset,
@@ -222,6 +223,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
 
   let spec: LoadBalancerSpec;
   let backends: BackendSet;
+  let noNodePort: ReturnType<typeof portsWithoutNodePort> = [];
   const events: ClusterEvent[] = [];
   try {
     // Every annotation, unified and the provider's own, before any cloud call for the Service.
@@ -232,7 +234,14 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     lbs.checkAnnotations?.(svc.annotations);
     // The source ranges annotation too (loadBalancerSpec reads them again below).
     sourceRanges(svc);
-    const overQuota = quotaRefusal(svc, lbs.capabilities, cloud.provider.name);
+    noNodePort = portsWithoutNodePort(svc, settings, lbs.capabilities);
+    const unreachable = nodePortRefusal(svc, noNodePort, cloud.provider.name);
+    if (unreachable !== undefined)
+      return refuse(k, svc, `Error syncing load balancer: ${unreachable}`, deps, events, () =>
+        deps.logger.warn({ service: key.name }, "service without node ports"),
+      );
+    // Quotas count what is built: not the ports left out.
+    const overQuota = quotaRefusal(builtPorts(svc, noNodePort), lbs.capabilities, cloud.provider.name);
     if (overQuota !== undefined)
       return refuse(k, svc, `Error syncing load balancer: ${overQuota}`, deps, events, () =>
         deps.logger.warn({ service: key.name, err: overQuota }, "service beyond the provider's quota"),
@@ -259,7 +268,16 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
         );
       backends = backendSet(backendSubset(backends.ids, svc.uid, max), backends.annotations);
     }
-    spec = loadBalancerSpec(svc, settings, backends.ids, backends.annotations);
+    spec = loadBalancerSpec(builtPorts(svc, noNodePort), settings, backends.ids, backends.annotations);
+    if (noNodePort.length > 0)
+      events.push(
+        serviceEvent(
+          svc,
+          "Warning",
+          REASON.portsSkipped,
+          skippedPortsMessage(noNodePort, cloud.provider.name),
+        ),
+      );
   } catch (err) {
     if (err instanceof AnnotationError) return invalidAnnotation(k, key, svc, err, deps, events);
     return retryOutcome(err, { events });

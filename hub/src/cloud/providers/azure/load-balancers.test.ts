@@ -301,6 +301,30 @@ describe("annotations (upstream's meaning)", () => {
     expect(fake.find(lb.id)).toBeUndefined();
   });
 
+  test("ports without a node port (allocateLoadBalancerNodePorts false): floating IP with an HTTP probe needs none, and builds none", async () => {
+    const noNodePorts = spec({
+      listeners: [{ protocol: "TCP", port: 80, nodePort: 0, proxyProtocol: false }],
+      healthCheck: { ...spec().healthCheck, protocol: "HTTP", path: "/healthz", port: 32100 },
+    });
+    const uses = lbs.capabilities.usesNodePorts;
+    expect(uses?.(noNodePorts)).toBe(false);
+    // A TCP probe goes to each rule's node port; without floating IP so does the traffic.
+    expect(uses?.(spec())).toBe(true);
+    expect(uses?.({ ...noNodePorts, annotations: { [AZURE_ANNOTATIONS.disableFloatingIp]: "true" } })).toBe(
+      true,
+    );
+    const t = target("kubernetes", "no-node-ports-uid");
+    await settle(() => lbs.ensure(t, noNodePorts));
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "kubernetes"));
+    const ours = (list: unknown) =>
+      ((list as { name: string; properties: Json }[]) ?? []).filter((r) => r.name.includes("nonodeports"));
+    const rules = ours(props(lb)["loadBalancingRules"]);
+    const probes = ours(props(lb)["probes"]);
+    expect(rules.map((r) => [r.properties["frontendPort"], r.properties["backendPort"]])).toEqual([[80, 80]]);
+    expect(probes.map((p) => [p.properties["protocol"], p.properties["port"]])).toEqual([["Http", 32100]]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
   test("probe protocol and path, idle timeout: read as the unified settings", async () => {
     const a = {
       [AZURE_ANNOTATIONS.probeProtocol]: "Http",

@@ -78,6 +78,14 @@ export class AzureLoadBalancers implements LoadBalancers {
     maxBackends: 1_000,
     // Nothing built depends on a node's annotations: backends digests are of the ids alone.
     readsNodeAnnotations: false,
+    // Floating IP sends traffic to the Service port; a TCP probe still goes to the node port,
+    // an HTTP probe (externalTrafficPolicy Local, or a path set) to its own port.
+    usesNodePorts: (spec) =>
+      !(
+        readAzureAnnotations(spec.annotations ?? {}).floatingIp &&
+        spec.healthCheck.protocol === "HTTP" &&
+        spec.healthCheck.port > 0
+      ),
   };
   readonly lbWriter = new SharedWriter<LoadBalancer>();
   readonly nsgWriter = new SharedWriter<NetworkSecurityGroup>();

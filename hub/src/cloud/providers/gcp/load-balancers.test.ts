@@ -210,6 +210,28 @@ describe("external: health check changed in place", () => {
   });
 });
 
+describe("external: a Service without node ports (allocateLoadBalancerNodePorts false)", () => {
+  test("nothing goes to a node port: the provider says so, and builds the rule and firewall on the Service ports", async () => {
+    const p = await lbs();
+    const t = target();
+    const lbName = gceLoadBalancerName(t.serviceUid);
+    const base = sampleLoadBalancerSpec(backends);
+    const spec = sampleLoadBalancerSpec(backends, {
+      listeners: base.listeners.map((l) => ({ ...l, nodePort: 0 })),
+      healthCheck: { ...base.healthCheck, port: 0 },
+    });
+    expect(p.capabilities.usesNodePorts?.(spec)).toBe(false);
+    const ingress = await settle(() => p.ensure(t, spec));
+    expect(ingress).toHaveLength(1);
+    expect(named("forwardingRules", lbName)?.portRange).toBe("80-443");
+    const firewall = named("firewalls", `k8s-fw-${lbName}`);
+    expect(firewall?.allowed).toEqual([{ IPProtocol: "tcp", ports: ["443", "80"] }]);
+    expect(poolChecks(lbName)).toEqual(["k8s-prod-node"]);
+    await settle(() => p.ensureDeleted(t));
+    expect(leftOf(lbName)).toEqual([]);
+  });
+});
+
 describe("external: adoption of cloud-provider-gcp's load balancer", () => {
   test("refused without adoptFrom; adopted with it: the IP promoted and kept, the vendor cluster's shared check left once unused", async () => {
     const p = await lbs();

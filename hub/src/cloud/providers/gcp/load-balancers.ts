@@ -43,6 +43,9 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     protocols: EXTERNAL_PROTOCOLS,
     // Backends are instances, nothing per node: listOwned's backends digest comes from the pools.
     readsNodeAnnotations: false,
+    // Target pools and backend services reach the Service port on the node, and health checks
+    // go to kube-proxy's port or healthCheckNodePort: a Service needs no node port here.
+    usesNodePorts: () => false,
   };
   private readonly external: ExternalLb;
   private readonly internal: InternalLb;
