@@ -6,12 +6,12 @@
  * retries: the hub's one retry policy does. Rate limits and metrics are the caller's ctx.call;
  * the vendor's rate-limit headers, where it sends them, go to the account's limiter.
  */
-import { whenAborted } from "../../util/abort-fanout.js";
 import type { Clock } from "../../util/clock.js";
+import { CallDeadline } from "../call-deadline.js";
 import type { RateBudget } from "../provider.js";
 import { HttpBodyError, HttpStatusError, HttpTransportError, type StatusAnswer } from "./failures.js";
 import { type ResetMeaning, rateBudgetFrom } from "./rate-headers.js";
-import { type AnswerHeaders, abortReason, Cancel, fetchSend, type Send, undiciSend } from "./send.js";
+import { type AnswerHeaders, Cancel, fetchSend, type Send, undiciSend } from "./send.js";
 
 /** A fetch a client may send with instead of the default transport (./send.ts). */
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
@@ -78,16 +78,11 @@ export class RestClient {
     const { timeoutMs, clock, label } = this.config;
     const path = req.path.split("?")[0] ?? req.path;
     const what = `${label} ${req.method} ${path}`;
-    const callers = (req.signals ?? []).filter((s): s is AbortSignal => s !== undefined);
-    // One cancel for the timeout and the callers' signals. The callers' signals are shared by
-    // every call in flight (the hub's shutdown), hence whenAborted's one listener per signal.
+    // One cancel for the timeout and the callers' signals.
     const cancel = new Cancel();
-    let timedOut = false;
-    const timer = clock.setTimeout(() => {
-      timedOut = true;
-      cancel.cancel(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
-    }, timeoutMs);
-    const unsubscribe = callers.map((s) => whenAborted(s, () => cancel.cancel(abortReason(s))));
+    const deadline = new CallDeadline(clock, timeoutMs, req.signals ?? [], (_, reason) =>
+      cancel.cancel(reason),
+    );
     let status: number;
     let retryAfter: string | undefined;
     let text: string;
@@ -105,16 +100,15 @@ export class RestClient {
       this.reportBudget(res.headers);
       text = res.text;
     } catch (err) {
-      if (timedOut)
+      if (deadline.ended === "timeout")
         throw new HttpTransportError("timeout", `${what}: no answer within ${timeoutMs} ms`, { cause: err });
-      if (callers.some((s) => s.aborted))
+      if (deadline.ended === "aborted")
         throw new HttpTransportError("aborted", `${what}: request aborted`, { cause: err });
       const code = systemCode(err);
       const detail = code === undefined ? errText(err) : `${errText(err)} (${code})`;
       throw new HttpTransportError("network", `${what}: request failed: ${detail}`, { cause: err, code });
     } finally {
-      clock.clearTimeout(timer);
-      for (const off of unsubscribe) off();
+      deadline.dispose();
     }
     if (status < 200 || status > 299) {
       const answer: StatusAnswer = {

@@ -45,11 +45,6 @@ export class Cancel {
   }
 }
 
-/** The reason an aborted signal gives, as an Error. */
-export function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new DOMException("aborted", "AbortError");
-}
-
 /** What the client reads of an answer's headers (names lowercase). */
 export interface AnswerHeaders {
   get(name: string): string | null;

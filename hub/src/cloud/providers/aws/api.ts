@@ -10,6 +10,7 @@ import { EC2Client, type EC2ClientConfig } from "@aws-sdk/client-ec2";
 import { ElasticLoadBalancingClient } from "@aws-sdk/client-elastic-load-balancing";
 import { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
 import { AssumeRoleCommand, STSClient } from "@aws-sdk/client-sts";
+import { CallDeadline } from "../../call-deadline.js";
 import { ForbiddenError, TransientCloudError } from "../../errors.js";
 import type { ProviderContext } from "../../provider.js";
 import { isExpiredToken, toContractError } from "./errors.js";
@@ -118,15 +119,14 @@ export async function callAws<T>(
 ): Promise<T> {
   const timeoutMs = ctx.account.requestTimeoutMs;
   return ctx.call(op, async (callSignal) => {
-    const timeout = new AbortController();
-    const timer = ctx.clock.setTimeout(() => timeout.abort(), timeoutMs);
-    const signals = [timeout.signal, callSignal, ...(signal === undefined ? [] : [signal])];
+    const controller = new AbortController();
+    const deadline = new CallDeadline(ctx.clock, timeoutMs, [callSignal, signal], () => controller.abort());
     try {
-      return await send(AbortSignal.any(signals));
+      return await send(controller.signal);
     } catch (err) {
-      throw toContractError(err, { op, timedOut: timeout.signal.aborted, timeoutMs });
+      throw toContractError(err, { op, timedOut: deadline.ended === "timeout", timeoutMs });
     } finally {
-      ctx.clock.clearTimeout(timer);
+      deadline.dispose();
     }
   });
 }

@@ -7,7 +7,7 @@
 import type { ComputeManagementClient } from "@azure/arm-compute";
 import type { NetworkManagementClient } from "@azure/arm-network";
 import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/identity";
-import { whenAborted } from "../../../util/abort-fanout.js";
+import { CallDeadline, endedBy } from "../../call-deadline.js";
 import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
 import { ArmBudget } from "./arm-budget.js";
@@ -183,25 +183,16 @@ export class AzureApi {
     const clients = await this.sdk();
     const timeoutMs = this.ctx.account.requestTimeoutMs;
     return this.ctx.call(op, async (hubSignal) => {
-      const state = { timedOut: false, aborted: false };
       const controller = new AbortController();
-      const gone = [hubSignal, signal].filter((s): s is AbortSignal => s !== undefined);
-      const onAbort = () => {
-        state.aborted = true;
-        controller.abort();
-      };
-      const unsubscribe = gone.map((s) => whenAborted(s, onAbort));
-      const timer = this.ctx.clock.setTimeout(() => {
-        state.timedOut = true;
-        controller.abort();
-      }, timeoutMs);
+      const deadline = new CallDeadline(this.ctx.clock, timeoutMs, [hubSignal, signal], () =>
+        controller.abort(),
+      );
       try {
         return await fn(clients, { abortSignal: controller.signal });
       } catch (err) {
-        throw toContractError(err, { op, timeoutMs, ...state, nowMs: this.ctx.clock.now() });
+        throw toContractError(err, { op, timeoutMs, ...endedBy(deadline), nowMs: this.ctx.clock.now() });
       } finally {
-        this.ctx.clock.clearTimeout(timer);
-        for (const off of unsubscribe) off();
+        deadline.dispose();
       }
     });
   }

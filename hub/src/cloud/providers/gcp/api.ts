@@ -5,7 +5,7 @@
  */
 import type * as Compute from "@google-cloud/compute";
 import type { JWT } from "google-auth-library";
-import { whenAborted } from "../../../util/abort-fanout.js";
+import { CallDeadline, endedBy } from "../../call-deadline.js";
 import { ForbiddenError } from "../../errors.js";
 import { AccountConfigError, type ProviderContext } from "../../provider.js";
 import { accountCredential, type GcpCredential, tokenFailure } from "./credentials.js";
@@ -75,34 +75,24 @@ export class GcpApi {
     const clients = await this.sdk();
     const timeoutMs = this.ctx.account.requestTimeoutMs;
     return this.ctx.call(op, async (hubSignal) => {
-      const state = { timedOut: false, aborted: false };
-      const gone = [hubSignal, signal].filter((s): s is AbortSignal => s !== undefined);
-      let cleanup = () => {};
-      const stop = new Promise<never>((_, reject) => {
-        const timer = this.ctx.clock.setTimeout(() => {
-          state.timedOut = true;
-          reject(new Error("timeout"));
-        }, timeoutMs);
-        const onAbort = () => {
-          state.aborted = true;
-          reject(new Error("aborted"));
-        };
-        const unsubscribe = gone.map((s) => whenAborted(s, onAbort));
-        cleanup = () => {
-          this.ctx.clock.clearTimeout(timer);
-          for (const off of unsubscribe) off();
-        };
+      // The SDK takes no signal: the call is raced against its end.
+      let stop!: (reason: Error) => void;
+      const stopped = new Promise<never>((_, reject) => {
+        stop = reject;
       });
+      const deadline = new CallDeadline(this.ctx.clock, timeoutMs, [hubSignal, signal], (end) =>
+        stop(new Error(end)),
+      );
       try {
         return await Promise.race([
           fn(clients, { retry: null, timeout: timeoutMs, autoPaginate: false }),
-          stop,
+          stopped,
         ]);
       } catch (err) {
         // A token request that failed inside the SDK's fetch (wrapped by gax): its own error.
-        throw tokenFailure(err) ?? toContractError(err, { op, timeoutMs, ...state });
+        throw tokenFailure(err) ?? toContractError(err, { op, timeoutMs, ...endedBy(deadline) });
       } finally {
-        cleanup();
+        deadline.dispose();
       }
     });
   }
