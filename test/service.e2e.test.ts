@@ -65,13 +65,19 @@ function nodeNames(f: LocalFleet, cluster: string): string[] {
   return f.nodes(cluster).map((n) => n.metadata?.name ?? "");
 }
 
+/** One cluster with `nodes` nodes, its hub and agent running. */
+async function oneCluster(nodes: number): Promise<{ f: LocalFleet; c: string }> {
+  fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
+  await fleet.startHub();
+  await fleet.startAgents();
+  const c = [...fleet.clusters.keys()][0] ?? "";
+  if (nodes > 0) fleet.addNodes(c, nodes);
+  return { f: fleet, c };
+}
+
 describe("LoadBalancer Services", () => {
   test("create, update ports, scale nodes up and down, exclude a node, delete: the cloud matches at each step", async () => {
-    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
-    const f = fleet;
-    await f.startHub();
-    await f.startAgents();
-    const c = [...f.clusters.keys()][0] ?? "";
+    const { f, c } = await oneCluster(0);
     const kube = f.cluster(c).kube;
     f.addNodes(c, 3);
     expect(await waitFor(() => f.progress().initialized === 3, 20_000)).toBe(true);
@@ -142,12 +148,7 @@ describe("LoadBalancer Services", () => {
   });
 
   test("type change away from LoadBalancer cleans up the cloud and the ingress", async () => {
-    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
-    const f = fleet;
-    await f.startHub();
-    await f.startAgents();
-    const c = [...f.clusters.keys()][0] ?? "";
-    f.addNodes(c, 2);
+    const { f, c } = await oneCluster(2);
     const [name] = f.addServices(c, 1);
     expect(await waitFor(() => hasIngress(svc(f, c, name ?? "")), 20_000)).toBe(true);
     const uid = svc(f, c, name ?? "")?.metadata.uid ?? "";
@@ -192,12 +193,7 @@ describe("LoadBalancer Services", () => {
   });
 
   test("an invalid annotation gives SyncLoadBalancerFailed naming it, and nothing in the cloud", async () => {
-    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
-    const f = fleet;
-    await f.startHub();
-    await f.startAgents();
-    const c = [...f.clusters.keys()][0] ?? "";
-    f.addNodes(c, 1);
+    const { f, c } = await oneCluster(1);
     f.cluster(c).kube.create("Service", {
       metadata: {
         name: "bad",
@@ -217,12 +213,7 @@ describe("LoadBalancer Services", () => {
   });
 
   test("allocateLoadBalancerNodePorts false: a port with a node port is built, one without is named in a Warning; a Service with none is refused", async () => {
-    fleet = await LocalFleet.start({ clusters: 1, nodesPerCluster: 0, logger });
-    const f = fleet;
-    await f.startHub();
-    await f.startAgents();
-    const c = [...f.clusters.keys()][0] ?? "";
-    f.addNodes(c, 2);
+    const { f, c } = await oneCluster(2);
     const kube = f.cluster(c).kube;
     for (const [name, ports] of [
       [
