@@ -472,7 +472,14 @@ describe("service reconcile", () => {
       [node("x", { "node.kubernetes.io/exclude-from-external-load-balancers": "true" })],
       [Node.fromPartial({ ...pending, deletionTimestamp: new Date() })],
     ]) {
-      const none = await harness([svc()], nodes).run();
+      const h2 = harness([svc()], nodes);
+      let none = await h2.run();
+      if (nodes.length === 0) {
+        // A cluster with no node yet: the Service first waits for one to register.
+        expect(none.requeue).toEqual({ kind: "after", ms: NODE_INIT_WAIT_MS });
+        h2.clock.advance(NODE_INIT_WAIT_MS);
+        none = await h2.run();
+      }
       expect(none.events?.map((e) => e.reason)).toEqual([
         "UnAvailableLoadBalancer",
         "EnsuringLoadBalancer",
@@ -649,6 +656,23 @@ describe("service reconcile: no cloud call the cluster's state does not need", (
     expect(h.calls).toEqual(["ensure"]);
     expect(h.specs[0]?.backends).toEqual(["i-a", "i-b"]);
     expect(out.services?.[0]?.ingress?.items).toHaveLength(1);
+  });
+
+  test("a cluster with no node yet (Services applied before the kubelets join): built once, with the nodes that then join", async () => {
+    const h = harness([svc()], []);
+    expect((await h.run()).requeue).toEqual({ kind: "after", ms: NODE_INIT_WAIT_MS });
+    h.clock.advance(4000);
+    h.fleet.upsertNode("c1", joining("a"));
+    h.fleet.upsertNode("c1", joining("b"));
+    expect((await h.run()).requeue).toEqual({ kind: "after", ms: NODE_INIT_WAIT_MS - 4000 });
+    h.clock.advance(4000);
+    h.fleet.upsertNode("c1", node("a"));
+    h.initializedAt.set("c1", h.clock.now());
+    expect((await h.run()).requeue).toEqual({ kind: "after", ms: NODE_INIT_WAIT_MS });
+    h.fleet.upsertNode("c1", node("b"));
+    await h.run();
+    expect(h.calls).toEqual(["ensure"]);
+    expect(h.specs[0]?.backends).toEqual(["i-a", "i-b"]);
   });
 
   test("a node that never initializes delays a new Service by NODE_INIT_WAIT_MS, no more", async () => {

@@ -129,8 +129,10 @@ export type ServiceDeps = Pick<
  * keep being initialized (one got its providerID in the last NODE_INIT_WAIT_MS), at most
  * NODE_INIT_WAIT_MAX_MS: built before them, its load balancer is updated again as each batch
  * of them joins (a cluster and its Services created together, a storm that takes the fleet
- * tens of seconds). A node that never initializes (no instance) delays a new Service by
- * NODE_INIT_WAIT_MS, no more.
+ * tens of seconds). A cluster with no node at all yet is taken for one whose nodes are about to
+ * register (Services applied before the kubelets join). A node that never initializes (no
+ * instance), or a cluster that stays without nodes, delays a new Service by NODE_INIT_WAIT_MS,
+ * no more.
  */
 export const NODE_INIT_WAIT_MS = 10_000;
 export const NODE_INIT_WAIT_MAX_MS = 60_000;
@@ -250,7 +252,7 @@ export async function reconcileService(key: WorkKey, deps: ServiceDeps): Promise
     const selector = lbs.nodeSelector?.(svc.annotations);
     backends = await deps.backendsFor(key.cluster, view, cloud);
     events.push(...backends.events);
-    const waitMs = waitForNodes(k, key.cluster, svc, backends, deps);
+    const waitMs = waitForNodes(k, key.cluster, svc, backends, view.nodes.size === 0, deps);
     if (waitMs > 0) return after(waitMs, { events });
     if (backends.ids.length === 0)
       backends = await keepUnseenBackends(key.cluster, svc, lbs, owner, backends, deps, events);
@@ -534,19 +536,22 @@ async function adoptListed(
 
 /**
  * How long a Service not yet ensured by this hub still waits for the cluster's initializing
- * nodes (0: ensure now). One already showing an ingress (a restarted hub) never waits.
+ * nodes, or for its first node when it has none yet (0: ensure now). One already showing an
+ * ingress (a restarted hub) never waits.
  */
 function waitForNodes(
   k: string,
   cluster: string,
   svc: Readonly<Service>,
   backends: BackendSet,
+  noNodeYet: boolean,
   deps: ServiceDeps,
 ): number {
   const waiting = deps.waitingForNodes;
   if (waiting === undefined) return 0;
   const since = waiting.get(k);
-  if ((backends.initializing ?? 0) === 0 || deps.ensured.has(k) || svc.ingress.length > 0) {
+  const joining = (backends.initializing ?? 0) > 0 || noNodeYet;
+  if (!joining || deps.ensured.has(k) || svc.ingress.length > 0) {
     if (since !== undefined) waiting.delete(k);
     return 0;
   }
