@@ -49,6 +49,7 @@ import type { Controller, ControllerContext } from "./reconcilers/controller.js"
 import { ConvergenceTracker } from "./reconcilers/convergence.js";
 import { REASON_SYNCED } from "./reconcilers/node-init/events.js";
 import { cloudNodeController } from "./reconcilers/node-init/index.js";
+import { NodeInitProgress } from "./reconcilers/node-init/progress.js";
 import { nodeIpamController } from "./reconcilers/node-ipam/index.js";
 import { nodeLifecycleController } from "./reconcilers/node-lifecycle/index.js";
 import { routeController } from "./reconcilers/route/index.js";
@@ -315,6 +316,7 @@ export class Hub {
         recordedDeletions: (c: string) => replicas.leases.recordedDeletions(c),
       }),
       decommissioning: (c) => this.leaving.has(c),
+      nodeInitProgress: new NodeInitProgress(),
       podNetworkFor: (c) => this.clusterConfigs.find((x) => x.name === c)?.podNetwork,
     };
     this.controllers = [

@@ -13,6 +13,7 @@ import type { WorkKey, WorkQueue } from "../queue/index.js";
 import type { Clock } from "../util/clock.js";
 import type { Semaphore } from "../util/semaphore.js";
 import type { ConvergenceTracker } from "./convergence.js";
+import type { NodeInitProgress } from "./node-init/progress.js";
 import type { Outcome } from "./outcome.js";
 
 /** What every controller may use; built once by the hub. */
@@ -39,6 +40,8 @@ export interface ControllerContext {
   podNetworkFor?(cluster: string): PodNetwork | undefined;
   /** The cluster is leaving the hub (clusters[].decommission): only its cleanup runs. */
   decommissioning?(cluster: string): boolean;
+  /** Node-init's first publications per cluster, which a new Service's wait for its nodes reads. */
+  readonly nodeInitProgress?: NodeInitProgress;
 }
 
 /**

@@ -29,6 +29,7 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
     clock: ctx.clock,
     synced,
     failures: new FailureSummary(initLogger, ctx.clock, "instance lookups failing; retrying with backoff"),
+    ...(ctx.nodeInitProgress !== undefined && { progress: ctx.nodeInitProgress }),
     onPublished(k: string, cloudMs: number) {
       const seen = firstSeenMs.get(k);
       if (seen === undefined) return;
@@ -53,6 +54,8 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
         const k = key(cluster, name);
         const id = keyOf(k);
         if (change.type === "delete" || !needsInit(change.cur)) firstSeenMs.delete(id);
+        if (change.type === "delete" || !needsInit(change.cur) || change.cur.providerId !== "")
+          ctx.nodeInitProgress?.settled(cluster, name);
         if (change.type === "delete") {
           tracker.clear(id);
           initDeps.failures.ok(id);
@@ -84,6 +87,7 @@ export function cloudNodeController(ctx: ControllerContext): Controller {
       for (const k of firstSeenMs.keys()) if (k.startsWith(prefix)) firstSeenMs.delete(k);
       synced.forgetCluster(cluster);
       initDeps.failures.forgetPrefix(prefix);
+      ctx.nodeInitProgress?.forget(cluster);
     },
     onApplyResult(cluster, result) {
       onTrackedApplyResult(

@@ -9,6 +9,7 @@ import { FleetState } from "../../fleet/state.js";
 import { keyOf } from "../../queue/index.js";
 import { FakeClock } from "../../util/clock.js";
 import { ConvergenceTracker } from "../convergence.js";
+import { NodeInitProgress } from "./progress.js";
 import { NODE_INIT, reconcileNodeInit } from "./reconcile.js";
 
 const TAINT = { key: "node.cloudprovider.kubernetes.io/uninitialized", value: "true", effect: "NoSchedule" };
@@ -84,6 +85,7 @@ function harness(nodes: Node[], cloud: ClusterCloud) {
   const fleet = new FleetState();
   fleet.replace("c1", nodes, []);
   const tracker = new ConvergenceTracker(clock, 10_000);
+  const progress = new NodeInitProgress();
   const deps = {
     fleet,
     cloudFor: () => cloud,
@@ -91,11 +93,13 @@ function harness(nodes: Node[], cloud: ClusterCloud) {
     verified: new VerifiedInstances(clock),
     logger: pino({ level: "silent" }),
     clock,
+    progress,
   };
   return {
     clock,
     fleet,
     tracker,
+    progress,
     run: (name: string) => reconcileNodeInit({ cluster: "c1", kind: NODE_INIT, name }, deps),
   };
 }
@@ -263,6 +267,17 @@ describe("node-init reconcile", () => {
     expect(republished.nodes).toHaveLength(1);
     expect(republished.requeue).toEqual({ kind: "after", ms: 20_000 });
     expect(cloud.calls).toHaveLength(2);
+  });
+
+  test("the first publication of a node marks its cluster's progress; a republication does not", async () => {
+    const h = harness([node("n1")], fakeCloud([instance("n1")]));
+    const start = h.clock.now();
+    await h.run("n1");
+    h.progress.settled("c1", "n1");
+    expect(h.progress.movedAtMs("c1", start + 30_000, 60_000)).toBe(start);
+    h.clock.advance(10_000);
+    expect((await h.run("n1")).nodes).toHaveLength(1);
+    expect(h.progress.movedAtMs("c1", start + 30_000, 60_000)).toBe(start);
   });
 
   test("converged report: Synced event once, tracker cleared", async () => {

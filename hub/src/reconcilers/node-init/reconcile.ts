@@ -30,6 +30,7 @@ import {
   syncedEvent,
 } from "./events.js";
 import { InitError, initFields, needsInit } from "./predicates.js";
+import type { NodeInitProgress } from "./progress.js";
 import type { SyncedEvidence } from "./synced.js";
 
 export const NODE_INIT = "node-init";
@@ -49,6 +50,8 @@ export interface NodeInitDeps {
   readonly failures?: FailureSummary;
   /** Told when an initialization is published, with the time its cloud lookup took. */
   onPublished?(key: string, cloudMs: number): void;
+  /** Where a node's first publication is marked as its cluster's progress. */
+  readonly progress?: NodeInitProgress;
 }
 
 /**
@@ -111,6 +114,7 @@ export async function reconcileNodeInit(key: WorkKey, deps: NodeInitDeps): Promi
       removeTaintKeys: [TAINT_UNINITIALIZED],
     });
     deps.onPublished?.(k, cloudMs);
+    if (inflight.attempts === 1) deps.progress?.published(key.cluster, key.name, inflight.publishedAtMs);
     return after(inflight.deadlineMs - inflight.publishedAtMs, { nodes: [desired] });
   } catch (err) {
     if (!(err instanceof InitError)) throw err;

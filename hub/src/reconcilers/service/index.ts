@@ -19,6 +19,7 @@ import {
   type BackendSet,
   computeBackendSet,
   type EnsuredRecord,
+  NODE_INIT_WAIT_MAX_MS,
   reconcileService,
   SERVICE,
   SERVICE_NODES,
@@ -225,7 +226,12 @@ export function serviceController(ctx: ControllerContext): Controller {
     pending,
     refused,
     waitingForNodes,
-    nodeInitializedAtMs: (cluster: string) => nodeInitializedAt.get(cluster),
+    // The latest of a providerID reported and node-init's own progress (published, or awaited).
+    nodeInitializedAtMs: (cluster: string) =>
+      latest(
+        nodeInitializedAt.get(cluster),
+        ctx.nodeInitProgress?.movedAtMs(cluster, ctx.clock.now(), NODE_INIT_WAIT_MAX_MS),
+      ),
     logger: ctx.logger.child({ component: SERVICE }),
     clock: ctx.clock,
     ...(ctx.signal !== undefined && { signal: ctx.signal }),
@@ -336,3 +342,7 @@ export function serviceController(ctx: ControllerContext): Controller {
 
 export type { EnsuredRecord, ServiceDeps } from "./reconcile.js";
 export { reconcileService, SERVICE, SERVICE_NODES } from "./reconcile.js";
+
+function latest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.max(a, b);
+}

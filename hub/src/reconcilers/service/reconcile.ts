@@ -120,16 +120,16 @@ export type ServiceDeps = Pick<
   listed?(cluster: string, serviceUid: string): Promise<{ lb: OwnedLoadBalancer; atMs: number } | undefined>;
   /** Services whose first ensure waits for the cluster's initializing nodes, since when. Absent: none waits. */
   readonly waitingForNodes?: Map<string, number>;
-  /** When a node of the cluster last got its providerID (the controller saw it in a report). */
+  /** When a node of the cluster last got its providerID: seen in a report, or published by node-init. */
   nodeInitializedAtMs?(cluster: string): number | undefined;
 };
 
 /**
  * A Service's first ensure waits for the cluster's nodes that are being initialized while they
- * keep being initialized (one got its providerID in the last NODE_INIT_WAIT_MS), at most
- * NODE_INIT_WAIT_MAX_MS: built before them, its load balancer is updated again as each batch
- * of them joins (a cluster and its Services created together, a storm that takes the fleet
- * tens of seconds). A cluster with no node at all yet is taken for one whose nodes are about to
+ * keep being initialized (node-init published a providerID, or a report showed one, in the last
+ * NODE_INIT_WAIT_MS), at most NODE_INIT_WAIT_MAX_MS: built before them, its load balancer is
+ * updated again as each batch of them joins (a cluster and its Services created together, a
+ * storm that takes the fleet tens of seconds). A cluster with no node at all yet is taken for one whose nodes are about to
  * register (Services applied before the kubelets join). A node that never initializes (no
  * instance), or a cluster that stays without nodes, delays a new Service by NODE_INIT_WAIT_MS,
  * no more.
