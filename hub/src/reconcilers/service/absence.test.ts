@@ -1,4 +1,4 @@
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node, type Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { InstanceNotFoundError } from "../../cloud/errors.js";
@@ -8,25 +8,11 @@ import { type ClusterCloud, clusterCloud } from "../../cloud/scope.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
 import { testControllerContext, testHubConfig } from "../context.testkit.js";
+import { lbService } from "./fixtures.testkit.js";
 import { SERVICE, serviceController } from "./index.js";
 
-const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
-
-function svc(over: Partial<Service> = {}): Service {
-  return Service.fromPartial({
-    namespace: "default",
-    name: "web",
-    uid: "svc-uid",
-    resourceVersion: "1",
-    type: "LoadBalancer",
-    ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
-    externalTrafficPolicy: "Cluster",
-    finalizers: [FINALIZER],
-    sessionAffinity: "None",
-    ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }],
-    ...over,
-  });
-}
+const svc = (over: Partial<Service> = {}): Service =>
+  lbService({ ingress: [{ ip: "198.18.0.1", hostname: "", ipMode: "VIP" }], ...over });
 
 function node(name: string, labels: Record<string, string> = {}): Node {
   return Node.fromPartial({

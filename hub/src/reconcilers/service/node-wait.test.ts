@@ -2,10 +2,10 @@
 // controller wired as the hub wires them: node-init's publications count as progress while their
 // reports are still to come (an agent tens of seconds behind), so the load balancer is built
 // once, with every node, not before the reports and then updated.
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { InstanceNotFoundError } from "../../cloud/errors.js";
-import type { CloudProvider, InstanceMetadata, LoadBalancerSpec } from "../../cloud/provider.js";
+import type { CloudProvider, LoadBalancerSpec } from "../../cloud/provider.js";
 import { clusterCloud } from "../../cloud/scope.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
@@ -13,6 +13,7 @@ import { testControllerContext, testHubConfig } from "../context.testkit.js";
 import { cloudNodeController } from "../node-init/index.js";
 import { NodeInitProgress } from "../node-init/progress.js";
 import { NODE_INIT } from "../node-init/reconcile.js";
+import { lbService, simulatedInstance } from "./fixtures.testkit.js";
 import { serviceController } from "./index.js";
 import { NODE_INIT_WAIT_MS, SERVICE } from "./reconcile.js";
 
@@ -28,19 +29,7 @@ const initialized = (name: string) =>
     providerId: `simulated://r1/i-${name}`,
   });
 
-function instance(name: string): InstanceMetadata {
-  return {
-    providerID: `simulated://r1/i-${name}`,
-    instanceID: `i-${name}`,
-    name,
-    instanceType: "t",
-    region: "r1",
-    zone: "r1a",
-    addresses: [],
-    state: "running",
-    tags: {},
-  };
-}
+const instance = (name: string) => simulatedInstance(`i-${name}`, name);
 
 function harness(progress: NodeInitProgress | undefined) {
   const clock = new FakeClock();
@@ -94,16 +83,7 @@ function harness(progress: NodeInitProgress | undefined) {
   const services = serviceController(ctx);
   fleet.subscribe(nodes.triggers);
   fleet.subscribe(services.triggers);
-  const svc = Service.fromPartial({
-    namespace: "default",
-    name: "web",
-    uid: "svc-uid",
-    resourceVersion: "1",
-    type: "LoadBalancer",
-    ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
-    externalTrafficPolicy: "Cluster",
-    finalizers: ["service.kubernetes.io/load-balancer-cleanup"],
-  });
+  const svc = lbService();
   fleet.replace("c1", [joining("a"), joining("b")], [svc]);
   return {
     clock,

@@ -1,4 +1,4 @@
-import { Node, Service } from "@fleet-ccm/proto";
+import { Node, type Service } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { pino } from "pino";
 import { AnnotationError } from "../../cloud/annotation-bounds.js";
@@ -23,6 +23,7 @@ import { type ClusterView, FleetState } from "../../fleet/state.js";
 import { parseLabelSelector } from "../../k8s/label-selector.js";
 import { FakeClock } from "../../util/clock.js";
 import { ConvergenceTracker } from "../convergence.js";
+import { FINALIZER, lbService, simulatedInstance } from "./fixtures.testkit.js";
 import {
   computeBackendSet,
   type EnsuredRecord,
@@ -32,24 +33,9 @@ import {
   SERVICE,
 } from "./reconcile.js";
 
-const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 const SELECTOR = "example.com/node-selector";
 
-function svc(over: Partial<Service> = {}): Service {
-  return Service.fromPartial({
-    namespace: "default",
-    name: "web",
-    uid: "svc-uid",
-    resourceVersion: "1",
-    type: "LoadBalancer",
-    ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
-    externalTrafficPolicy: "Cluster",
-    ipFamilies: ["IPv4"],
-    finalizers: [FINALIZER],
-    sessionAffinity: "None",
-    ...over,
-  });
-}
+const svc = lbService;
 
 function node(name: string, labels: Record<string, string> = {}): Node {
   return Node.fromPartial({
@@ -118,17 +104,7 @@ function cloudDouble(
         reads.push("getByProviderID");
         const m = /^simulated:\/\/r1\/(i-.+)$/.exec(id);
         if (!m?.[1]) throw new InstanceNotFoundError(id);
-        return {
-          providerID: id,
-          instanceID: m[1],
-          name: m[1],
-          instanceType: "t",
-          region: "r1",
-          zone: "r1a",
-          addresses: [],
-          state: "running",
-          tags: {},
-        };
+        return simulatedInstance(m[1]);
       },
       async findByName() {
         return [];
