@@ -39,7 +39,8 @@ const USAGE = `usage: npm run bench -- --scenario join|steady|churn|chaos|restar
   --idle-settle-s S       steady --idle-s: after the fresh hub's resync, S seconds more before the
                           window, for the collections of the resync's garbage (default 120)
   --churn-rate R          churn: node joins, node leaves and Service changes per second (default 5)
-  --workers N             hub reconcile.workers (default 32768, the hub's default)
+  --workers N             hub reconcile.workers (default 65536, the hub's default, given explicitly so
+                          that another tree's hub under --hub-bin runs with the same)
   --rate-limit R          the account's cloud calls per second in the hub (default 1000)
   --not-ready N           chaos: NotReady nodes per cluster whose instance keeps running (default 3)
   --gone N                chaos: NotReady nodes per cluster whose instance is terminated (default 1)
@@ -211,7 +212,8 @@ function parse(argv: string[]): { opts: BenchOptions; json: boolean } {
     nodes: num(values.nodes, "nodes", s === "chaos" ? 30 : 5, 0),
     services: num(values.services, "services", 0, 0),
     cloudLatencyMs: num(values["cloud-latency-ms"], "cloud-latency-ms", 50, 0),
-    workers: num(values.workers, "workers", 32_768, 1),
+    // The hub's DEFAULT_RECONCILE_WORKERS, written out: the bench does not load the hub.
+    workers: num(values.workers, "workers", 65_536, 1),
     rateLimitPerSecond: num(values["rate-limit"], "rate-limit", 1000, 0.001),
     timeoutS: num(values["timeout-s"], "timeout-s", 300, 1),
     probes: num(values.probes, "probes", 100, 0),

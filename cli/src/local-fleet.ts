@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { Agent } from "@fleet-ccm/agent";
 import {
   builtinProviders,
+  DEFAULT_RECONCILE_WORKERS,
   Hub,
   type NatsAuthSetup,
   natsServerAuthConfig,
@@ -274,7 +275,7 @@ export class LocalFleet {
               },
             },
       reconcile: {
-        workers: this.opts.workers ?? 32_768,
+        workers: this.opts.workers ?? DEFAULT_RECONCILE_WORKERS,
         convergeDeadlineMs: this.opts.convergeDeadlineMs ?? 5000,
         heartbeatIntervalMs: 2000,
       },

@@ -18,6 +18,7 @@ export {
 export { ConfigError, configSecretProblems, loadHubConfig, parseHubConfig } from "./config/load.js";
 export { nextFreePodNetwork } from "./config/pod-network.js";
 export type { AccountConfig, ClusterConfig, HubConfig } from "./config/schema.js";
+export { DEFAULT_RECONCILE_WORKERS } from "./config/schema.js";
 export { resolveSecret } from "./config/secret.js";
 export { watchFile } from "./config/watch.js";
 export { checkHubConfig, hubConfigProblems } from "./config-check.js";
