@@ -129,10 +129,10 @@ export type ServiceDeps = Pick<
  * keep being initialized (node-init published a providerID, or a report showed one, in the last
  * NODE_INIT_WAIT_MS), at most NODE_INIT_WAIT_MAX_MS: built before them, its load balancer is
  * updated again as each batch of them joins (a cluster and its Services created together, a
- * storm that takes the fleet tens of seconds). A cluster with no node at all yet is taken for one whose nodes are about to
- * register (Services applied before the kubelets join). A node that never initializes (no
- * instance), or a cluster that stays without nodes, delays a new Service by NODE_INIT_WAIT_MS,
- * no more.
+ * storm that takes the fleet tens of seconds). A cluster with no node at all yet is taken for
+ * one whose nodes are about to register (Services applied before the kubelets join). A node
+ * that never initializes (no instance), or a cluster that stays without nodes, delays a new
+ * Service by NODE_INIT_WAIT_MS, no more.
  */
 export const NODE_INIT_WAIT_MS = 10_000;
 export const NODE_INIT_WAIT_MAX_MS = 60_000;
