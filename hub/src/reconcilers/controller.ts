@@ -40,7 +40,7 @@ export interface ControllerContext {
   podNetworkFor?(cluster: string): PodNetwork | undefined;
   /** The cluster is leaving the hub (clusters[].decommission): only its cleanup runs. */
   decommissioning?(cluster: string): boolean;
-  /** Node-init's first publications per cluster, which a new Service's wait for its nodes reads. */
+  /** Node-init's progress per cluster (first publications, those awaiting their reports), read by a new Service's wait for its nodes. */
   readonly nodeInitProgress?: NodeInitProgress;
 }
 
