@@ -903,6 +903,7 @@ export class Hub {
       this.apiServer ? this.apiServer.close(() => resolve()) : resolve(),
     );
     this.apiServer?.closeAllConnections();
+    this.metrics.stop();
   }
 }
 

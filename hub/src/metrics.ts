@@ -1,7 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
-
-/** Resolution of the nodejs_eventloop_lag_* histogram's sampling timer. */
-export const EVENT_LOOP_RESOLUTION_MS = 100;
+import { BusyLoopDelay, exportLoopDelay, PROM_CLIENT_HISTOGRAM_OFF_MS } from "./event-loop-delay.js";
 
 /** The hub's Prometheus series. One instance per hub (no global registry), so tests can run several hubs. */
 export class HubMetrics {
@@ -256,14 +254,25 @@ export class HubMetrics {
     await dropSeries(this.ipamRangesFree, cluster);
   }
 
+  /** The event-loop delay histogram behind nodejs_eventloop_lag_*: absent without process metrics. */
+  private readonly loopDelay: BusyLoopDelay | undefined;
+
   constructor(withProcessMetrics = true) {
-    // The event-loop delay histogram samples on a timer: prom-client's default 10 ms wakes an idle
-    // hub 100 times a second (most of its idle CPU); 100 ms still shows every stall that matters.
-    if (withProcessMetrics)
-      collectDefaultMetrics({
-        register: this.registry,
-        eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS,
-      });
+    if (!withProcessMetrics) return;
+    // prom-client's histogram samples every 10 ms (100 wake-ups a second in an idle hub) and
+    // cannot be paused: it is given an interval that never comes, and its series are served by
+    // one that samples every 100 ms while the loop works (event-loop-delay.ts).
+    collectDefaultMetrics({
+      register: this.registry,
+      eventLoopMonitoringPrecision: PROM_CLIENT_HISTOGRAM_OFF_MS,
+    });
+    this.loopDelay = new BusyLoopDelay();
+    exportLoopDelay(this.registry, this.loopDelay);
+  }
+
+  /** Stops the event-loop delay sampling. */
+  stop(): void {
+    this.loopDelay?.stop();
   }
 }
 
