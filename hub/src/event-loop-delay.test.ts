@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "@jest/globals";
 import { Registry } from "prom-client";
-import { BusyLoopDelay, exportLoopDelay } from "./event-loop-delay.js";
+import { BusyLoopDelay, collectProcessMetrics } from "./event-loop-delay.js";
 import { HubMetrics } from "./metrics.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -15,8 +15,10 @@ afterEach(() => {
   for (const m of made.splice(0)) m.stop();
 });
 
+const FAST = { resolutionMs: 10, checkMs: 20, busyShare: 0.2, quietChecks: 3 };
+
 function delay(): BusyLoopDelay {
-  const d = new BusyLoopDelay({ resolutionMs: 10, checkMs: 20, busyShare: 0.2, quietChecks: 3 });
+  const d = new BusyLoopDelay(FAST);
   made.push(d);
   return d;
 }
@@ -34,7 +36,7 @@ test("samples from the start, stops after its quiet checks, and starts again whe
   // Three quiet checks of 20 ms each.
   expect(await until(() => !d.sampling, 2_000)).toBe(true);
   d.read();
-  // Work for 60 ms in 5 ms steps: the checks see the loop busy.
+  // Work in 15 ms steps, 200 ms at most: a check sees the loop busy.
   const end = performance.now() + 200;
   while (!d.sampling && performance.now() < end) {
     spin(15);
@@ -87,8 +89,7 @@ test("while sampling, the values are the histogram's: every sample at least the 
 
 test("the registry serves prom-client's series names from it, once each", async () => {
   const registry = new Registry();
-  const d = delay();
-  exportLoopDelay(registry, d);
+  made.push(collectProcessMetrics(registry, FAST));
   await sleep(30);
   const text = await registry.metrics();
   for (const s of ["min", "max", "mean", "stddev", "p50", "p90", "p99"])

@@ -4,7 +4,7 @@ import {
   performance,
   type RecordableHistogram,
 } from "node:perf_hooks";
-import { Gauge, type Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, type Registry } from "prom-client";
 
 export interface BusyLoopDelayOptions {
   /** The histogram's sampling interval while it samples. */
@@ -158,12 +158,21 @@ const SERIES = {
   ],
 } as const;
 
+/** An interval (~24.8 days, the largest a timer takes) that never comes in a process's life. */
+const NEVER_MS = 2 ** 31 - 1;
+
 /**
- * Replaces the series of prom-client's default event-loop histogram in `registry` with those of
- * `delay`, under the same names. prom-client's own histogram cannot be turned off; give
- * collectDefaultMetrics `PROM_CLIENT_HISTOGRAM_OFF_MS` as its precision so that it never samples.
+ * prom-client's default process metrics in `registry`, with the event-loop delay series served
+ * by a BusyLoopDelay under the same names. prom-client's own histogram samples every 10 ms and
+ * cannot be paused: it is given an interval that never comes. Returns the BusyLoopDelay, for
+ * stop() when the process's owner stops.
  */
-export function exportLoopDelay(registry: Registry, delay: BusyLoopDelay): void {
+export function collectProcessMetrics(
+  registry: Registry,
+  opts: BusyLoopDelayOptions = BUSY_LOOP_DELAY_DEFAULTS,
+): BusyLoopDelay {
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: NEVER_MS });
+  const delay = new BusyLoopDelay(opts);
   const gauges = new Map<keyof typeof SERIES, Gauge>();
   for (const [key, [name, help, aggregator]] of Object.entries(SERIES)) {
     registry.removeSingleMetric(name);
@@ -182,7 +191,5 @@ export function exportLoopDelay(registry: Registry, delay: BusyLoopDelay): void 
     });
     gauges.set(key as keyof typeof SERIES, gauge);
   }
+  return delay;
 }
-
-/** A sampling interval (~24.8 days, the largest a timer takes) that never comes in a process's life. */
-export const PROM_CLIENT_HISTOGRAM_OFF_MS = 2 ** 31 - 1;

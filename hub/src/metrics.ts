@@ -1,5 +1,5 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
-import { BusyLoopDelay, exportLoopDelay, PROM_CLIENT_HISTOGRAM_OFF_MS } from "./event-loop-delay.js";
+import { Counter, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
+import { type BusyLoopDelay, collectProcessMetrics } from "./event-loop-delay.js";
 
 /** The hub's Prometheus series. One instance per hub (no global registry), so tests can run several hubs. */
 export class HubMetrics {
@@ -258,16 +258,8 @@ export class HubMetrics {
   private readonly loopDelay: BusyLoopDelay | undefined;
 
   constructor(withProcessMetrics = true) {
-    if (!withProcessMetrics) return;
-    // prom-client's histogram samples every 10 ms (100 wake-ups a second in an idle hub) and
-    // cannot be paused: it is given an interval that never comes, and its series are served by
-    // one that samples every 100 ms while the loop works (event-loop-delay.ts).
-    collectDefaultMetrics({
-      register: this.registry,
-      eventLoopMonitoringPrecision: PROM_CLIENT_HISTOGRAM_OFF_MS,
-    });
-    this.loopDelay = new BusyLoopDelay();
-    exportLoopDelay(this.registry, this.loopDelay);
+    // The event-loop delay series sample only while the loop works (event-loop-delay.ts).
+    if (withProcessMetrics) this.loopDelay = collectProcessMetrics(this.registry);
   }
 
   /** Stops the event-loop delay sampling. */
