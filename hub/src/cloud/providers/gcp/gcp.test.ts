@@ -3,7 +3,7 @@
 
 import { GcpComputeFake } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
 import { InstanceNotFoundError, OperationFailedError, ThrottledError } from "../../errors.js";
 import { type AccountBinding, type CloudProvider, isInProgress, type ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
@@ -56,15 +56,6 @@ const target = (): ServiceTarget => ({
   serviceUid: `${String(++uid).padStart(8, "0")}-0d4e-4f5a-8b9c-3f6a2b1c0d4e`,
 });
 const backends = [`${REGION}-a/node-0`, `${REGION}-a/node-1`];
-
-async function settle<T>(call: () => Promise<T>): Promise<Exclude<T, { kind: "in-progress" }>> {
-  for (let n = 0; n < 200; n++) {
-    const answer = await call();
-    if (!isInProgress(answer)) return answer as Exclude<T, { kind: "in-progress" }>;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("still in progress");
-}
 
 describe("instances", () => {
   test("providerID, addresses in upstream's order, type, zone, region, state, tags", async () => {

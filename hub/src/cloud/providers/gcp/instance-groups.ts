@@ -7,7 +7,7 @@
  */
 import { CloudError } from "../../errors.js";
 import { type InProgress, inProgress, type ServiceTarget } from "../../provider.js";
-import { hasReason } from "./errors.js";
+import { hasReason, isNotFound } from "./errors.js";
 import { GcpLbBase, tail } from "./lb-base.js";
 import { gceInstanceGroupName } from "./names.js";
 import { getOrUndefined, type Step } from "./operations.js";
@@ -168,16 +168,18 @@ export class ClusterGroups extends GcpLbBase {
                   ),
             signal,
           )
-          .catch((err: unknown) => {
+          .catch(async (err: unknown) => {
             // The membership changed since it was read (an earlier change of ours ending
-            // meanwhile, a lost answer repeated): read it again next pass.
+            // meanwhile, a lost answer repeated), or the group itself went (a cleanup's delete
+            // ending meanwhile): read it again next pass.
             if (hasReason(err, "memberAlreadyExists", "memberNotFound")) return undefined;
+            if (isNotFound(err) && (await this.getGroup(zone, name, signal)) === undefined) return undefined;
             throw err;
           });
         if (op === undefined)
           return inProgress(
             this.options.operationPollMs,
-            `members of instance group ${name} changed meanwhile`,
+            `instance group ${zone}/${name} or its members changed meanwhile`,
           );
         const step = await this.ops.after(op, signal);
         if (step !== undefined) return step;

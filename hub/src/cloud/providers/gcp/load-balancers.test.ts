@@ -6,9 +6,8 @@
 import { GcpComputeFake, putUpstreamExternalLb, putUpstreamInternalLb } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import { AnnotationError } from "../../annotation-bounds.js";
-import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
 import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ServiceTarget } from "../../provider.js";
-import { isInProgress } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { gcpProvider } from "./index.js";
 import { gceLoadBalancerName } from "./names.js";
@@ -61,15 +60,6 @@ const target = (adoptFrom?: string): ServiceTarget => ({
   serviceUid: `${String(++uid).padStart(8, "0")}-1a2b-4c3d-8e4f-5a6b7c8d9e0f`,
 });
 const backends = [`${A}/node-0`, `${A}/node-1`];
-
-async function settle<T>(call: () => Promise<T>): Promise<Exclude<T, { kind: "in-progress" }>> {
-  for (let n = 0; n < 200; n++) {
-    const answer = await call();
-    if (!isInProgress(answer)) return answer as Exclude<T, { kind: "in-progress" }>;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("still in progress");
-}
 
 const named = (collection: string, name: string) =>
   fake.list(PROJECT, collection).find((r) => r.name === name);

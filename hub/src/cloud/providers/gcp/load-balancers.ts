@@ -28,10 +28,19 @@ import { parseGcpLbAnnotations } from "./annotations.js";
 import type { GcpApi, Operation } from "./api.js";
 import { hasReason } from "./errors.js";
 import { EXTERNAL_PROTOCOLS, ExternalLb, poolBackends } from "./external-lb.js";
+import { groupName } from "./instance-groups.js";
 import type { GcpInstances } from "./instances.js";
 import { InternalLb } from "./internal-lb.js";
 import { GcpLbBase, tail } from "./lb-base.js";
-import { descriptionOwner, gceLoadBalancerName, SPEC_DIGEST_LABEL } from "./names.js";
+import {
+  descriptionOwner,
+  gceHealthCheckFirewallName,
+  gceInternalHealthCheckFirewallName,
+  gceLoadBalancerName,
+  gceNodesHealthCheckName,
+  gceRbsHealthCheckFirewallName,
+  SPEC_DIGEST_LABEL,
+} from "./names.js";
 import type { GcpOptions } from "./options.js";
 import { RbsLb } from "./rbs-lb.js";
 
@@ -91,9 +100,20 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
             : rule.loadBalancingScheme === "INTERNAL"
               ? "internal"
               : "rbs";
+    // A cleanup of the other kinds deletes on what its reads do not find: it waits until no
+    // insert of an earlier pass can land behind those reads (a create interrupted by a switch).
+    let quiet = false;
+    const cleanup = async (del: () => Promise<undefined | InProgress>) => {
+      if (!quiet) {
+        const running = await this.ownOperationsRunning(target, signal);
+        if (running !== undefined) return running;
+        quiet = true;
+      }
+      return del();
+    };
     // To the backend-service one the address is kept: rbs.ensure reserves it, then removes the pool.
     if (kind === "internal" && ruleKind === "pool") {
-      const step = await this.external.ensureDeleted(target, signal);
+      const step = await cleanup(() => this.external.ensureDeleted(target, signal));
       if (step !== undefined) return step;
     }
     // An external create interrupted before its rule (the Service turned internal meanwhile)
@@ -101,9 +121,11 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     if (kind === "internal" && ruleKind === undefined) {
       const address = await this.getAddress(lbName, signal);
       if (address?.addressType === "EXTERNAL" && this.ours(address.description, target, spec.serviceName)) {
-        const step =
-          (await this.external.ensureDeleted(target, signal)) ??
-          (await this.rbs.ensureDeleted(target, signal));
+        const step = await cleanup(
+          async () =>
+            (await this.external.ensureDeleted(target, signal)) ??
+            (await this.rbs.ensureDeleted(target, signal)),
+        );
         if (step !== undefined) return step;
       }
     }
@@ -112,7 +134,7 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
       ruleKind === undefined &&
       (await this.getBackendService(lbName, signal))?.loadBalancingScheme === "INTERNAL";
     if (kind !== "internal" && (ruleKind === "internal" || internalLeft)) {
-      const step = await this.internal.ensureDeleted(target, signal);
+      const step = await cleanup(() => this.internal.ensureDeleted(target, signal));
       if (step !== undefined) return step;
     }
     // Without a rule of its own kind (a create, or a switch interrupted after the rule went),
@@ -121,7 +143,9 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
     // service uses them yet, which is exactly where the internal one is building.
     if (kind !== "rbs" && (ruleKind === "rbs" || (ruleKind === undefined && kind === "pool"))) {
       // To the target pool the address and client firewall are kept; an internal one needs its own address.
-      const step = await this.rbs.ensureDeleted(target, signal, kind === "pool" || ruleKind === undefined);
+      const step = await cleanup(() =>
+        this.rbs.ensureDeleted(target, signal, kind === "pool" || ruleKind === undefined),
+      );
       if (step !== undefined) return step;
     }
     const ingress = await (kind === "internal"
@@ -204,6 +228,10 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
 
   /** Every kind (an interrupted switch may leave parts of each); the one the rule shows first. */
   async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
+    // A resource read as missing may be one an ensure's insert is still making: "all gone"
+    // then would leak it (an open firewall, an address), so the reads wait for such inserts.
+    const running = await this.ownOperationsRunning(target, signal);
+    if (running !== undefined) return running;
     const rule = await this.getRule(gceLoadBalancerName(target.serviceUid), signal);
     const kinds =
       rule?.backendService == null
@@ -216,6 +244,32 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
       if (step !== undefined) return step;
     }
     return undefined;
+  }
+
+  /**
+   * InProgress while an operation on one of the Service's resources runs (their names hold its
+   * load balancer's name) or on the cluster's shared ones a Service's ensure makes (node health
+   * checks, their firewalls, the instance groups): one listing for the region, one global, one
+   * for each of its zones.
+   */
+  private async ownOperationsRunning(
+    target: ServiceTarget,
+    signal?: AbortSignal,
+  ): Promise<undefined | InProgress> {
+    const lbName = gceLoadBalancerName(target.serviceUid);
+    const shared = new Set([
+      gceNodesHealthCheckName(target.cluster),
+      gceHealthCheckFirewallName(target.cluster, "", true),
+      gceInternalHealthCheckFirewallName(target.cluster, lbName, true),
+      gceRbsHealthCheckFirewallName(target.cluster, lbName, true),
+      groupName(target),
+    ]);
+    const zones = (await this.instances.regionZones(signal)).map((z) => `zones/${z}`);
+    return this.ops.running(
+      [`regions/${this.region}`, "global", ...zones],
+      (name) => name.includes(lbName) || shared.has(name),
+      signal,
+    );
   }
 
   /**

@@ -25,15 +25,23 @@ async function listOps(
   filter: string,
   signal?: AbortSignal,
 ): Promise<Operation[]> {
-  const page = (c: Clients, o: CallOpts) => {
-    if (scope === "global") return c.globalOperations.list({ project: api.project, filter }, o);
+  const page = (c: Clients, o: CallOpts, pageToken: string | undefined) => {
+    const q = { project: api.project, filter, ...(pageToken !== undefined && { pageToken }) };
+    if (scope === "global") return c.globalOperations.list(q, o);
     const [kind, name = ""] = scope.split("/");
     return kind === "regions"
-      ? c.regionOperations.list({ project: api.project, region: name, filter }, o)
-      : c.zoneOperations.list({ project: api.project, zone: name, filter }, o);
+      ? c.regionOperations.list({ ...q, region: name }, o)
+      : c.zoneOperations.list({ ...q, zone: name }, o);
   };
-  const [items] = await api.call("operations.list", page, signal);
-  return [...(items as Operation[])];
+  const out: Operation[] = [];
+  let pageToken: string | undefined;
+  do {
+    const token = pageToken;
+    const [items, , raw] = await api.call("operations.list", (c, o) => page(c, o, token), signal);
+    out.push(...(items as Operation[]));
+    pageToken = raw?.nextPageToken ?? undefined;
+  } while (pageToken !== undefined && pageToken !== "");
+  return out;
 }
 
 export class Operations {
@@ -56,6 +64,24 @@ export class Operations {
     const op = await this.latest(scope, targetLink, signal);
     if (op === undefined) return undefined;
     return this.outcome(op, scope, signal);
+  }
+
+  /**
+   * InProgress while any operation in `scopes` that is not DONE targets a resource `mine`
+   * accepts (by its name), else undefined: one listing a scope.
+   */
+  async running(
+    scopes: readonly string[],
+    mine: (name: string) => boolean,
+    signal?: AbortSignal,
+  ): Promise<Step> {
+    for (const scope of scopes) {
+      const op = (await listOps(this.api, scope, 'status != "DONE"', signal)).find(
+        (o) => o.status !== "DONE" && mine(String(o.targetLink ?? "").replace(/^.*\//, "")),
+      );
+      if (op !== undefined) return this.outcome(op, scope, signal);
+    }
+    return undefined;
   }
 
   /** The meaning of an Operation as Compute answered it (an insert's, a poll's). */

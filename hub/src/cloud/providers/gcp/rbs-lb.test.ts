@@ -6,7 +6,7 @@
 
 import { GcpComputeFake } from "@fleet-ccm/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
-import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
+import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
 import type { AccountBinding, LoadBalancerSpec, LoadBalancers, ServiceTarget } from "../../provider.js";
 import { isInProgress } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
@@ -106,15 +106,6 @@ const LOCAL = {
   healthyThreshold: 2,
   unhealthyThreshold: 3,
 };
-
-async function settle<T>(call: () => Promise<T>): Promise<Exclude<T, { kind: "in-progress" }>> {
-  for (let n = 0; n < 300; n++) {
-    const answer = await call();
-    if (!isInProgress(answer)) return answer as Exclude<T, { kind: "in-progress" }>;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("still in progress");
-}
 
 const named = (collection: string, name: string) =>
   fake.list(PROJECT, collection).find((r) => r.name === name);
@@ -442,5 +433,51 @@ describe("a Service that turns internal while its external load balancer is bein
       await settle(() => p.ensureDeleted(t));
       expect(inventory()).toEqual([]);
     }
-  });
+  }, 180_000);
+});
+
+describe("a Service deleted while its create's operations run", () => {
+  test("after any number of the create's mutations, of each kind, the delete waits for them and leaves nothing", async () => {
+    const internal = sampleLoadBalancerSpec(backends, { serviceName: "default/web", internal: true });
+    const kinds = {
+      pool: sampleLoadBalancerSpec(backends, { serviceName: "default/web" }),
+      rbs: rbs(),
+      internal,
+    };
+    const mutations = (ops: readonly string[]) => ops.filter((o) => MUTATION.test(o)).length;
+    for (const [kind, spec] of Object.entries(kinds)) {
+      // How many mutations a whole create makes, operations answering at once.
+      const whole = await lbs();
+      const probe = target();
+      await settle(() => whole.p.ensure(probe, spec));
+      const creates = mutations(whole.ops);
+      await settle(() => whole.p.ensureDeleted(probe));
+      expect({ kind, left: inventory() }).toEqual({ kind, left: [] });
+      let racing = 0;
+      for (let n = 1; n < creates; n++) {
+        fake.operationMs = 60;
+        const { p, ops } = await lbs();
+        const t = target();
+        // Passes until the create's nth mutation is issued; the delete starts while it runs.
+        while (mutations(ops) < n) {
+          await p.ensure(t, spec);
+          if (mutations(ops) < n) await new Promise((r) => setTimeout(r, 20));
+        }
+        // Mostly one is running (a pass can also repeat an insert that ended meanwhile).
+        if (fake.pendingOperations().length > 0) racing++;
+        await settle(() => p.ensureDeleted(t));
+        // Whatever an operation still running would make shows once it ends.
+        await new Promise((r) => setTimeout(r, 150));
+        expect({ kind, n, running: fake.pendingOperations(), left: inventory() }).toEqual({
+          kind,
+          n,
+          running: [],
+          left: [],
+        });
+        fake.operationMs = 0;
+      }
+      expect({ kind, racing }).toEqual({ kind, racing: expect.any(Number) });
+      expect(racing).toBeGreaterThanOrEqual(creates / 2);
+    }
+  }, 300_000);
 });
