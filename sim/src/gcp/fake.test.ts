@@ -144,6 +144,19 @@ describe("instances", () => {
       NO_RETRY,
     );
     expect(named.map((i) => i.name)).toEqual(["vm-2"]);
+    // A page may hold fewer than maxResults asks: the token still reaches the rest.
+    fake.maxPageItems = 1;
+    try {
+      const [one, , r1] = await clients.instances.list({ project: PROJECT, zone, maxResults: 2 }, NO_RETRY);
+      expect(one.map((i) => i.name)).toEqual(["vm-0"]);
+      const [two] = await clients.instances.list(
+        { project: PROJECT, zone, maxResults: 2, pageToken: r1?.nextPageToken ?? "" },
+        NO_RETRY,
+      );
+      expect(two.map((i) => i.name)).toEqual(["vm-2"]);
+    } finally {
+      fake.maxPageItems = 500;
+    }
   });
 
   test("aggregatedList keys instances by zone, with a warning for a zone without any, across pages", async () => {

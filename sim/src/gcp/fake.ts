@@ -157,6 +157,8 @@ export class GcpComputeFake {
   readonly spec: SpecHook | undefined;
   /** PENDING → DONE of every operation, in ms (RUNNING from half of it). */
   operationMs = 0;
+  /** Most items a list page holds whatever `maxResults` asks (Compute may answer fewer; clients follow nextPageToken). */
+  maxPageItems = 500;
   /** Longest a `wait` blocks before answering a not-yet-DONE operation (Compute: 2 minutes). */
   waitMaxMs = 2_000;
   /** Lifetime of issued access tokens (expires_in). */
@@ -1090,7 +1092,7 @@ export class GcpComputeFake {
     const filtered = items
       .filter(computeFilter(query.get("filter") ?? ""))
       .sort((a, b) => String(a.name).localeCompare(String(b.name)));
-    const { slice, next } = paginate(filtered, (i) => String(i.name), query);
+    const { slice, next } = paginate(filtered, (i) => String(i.name), query, this.maxPageItems);
     return {
       kind,
       id: self,
@@ -1344,7 +1346,7 @@ export class GcpComputeFake {
           const items = [...(this.members.get(`${c.project}/${first(c)}/${second(c)}`) ?? [])]
             .sort()
             .map((instance) => ({ instance, status: "RUNNING", name: instance.split("/").pop() }));
-          const { slice, next } = paginate(items, (i) => i.instance, c.query);
+          const { slice, next } = paginate(items, (i) => i.instance, c.query, this.maxPageItems);
           return {
             kind: "compute#instanceGroupsListInstances",
             id: String(g.selfLink),
@@ -1552,7 +1554,12 @@ export class GcpComputeFake {
         .sort((a, b) => String(a.name).localeCompare(String(b.name)))
         .map((i) => ({ scope: s, i })),
     );
-    const { slice, next } = paginate(all, (x) => `${x.scope}/${String(x.i.name)}`, c.query);
+    const { slice, next } = paginate(
+      all,
+      (x) => `${x.scope}/${String(x.i.name)}`,
+      c.query,
+      this.maxPageItems,
+    );
     const items: Json = {};
     for (const s of sorted) {
       const here = slice.filter((x) => x.scope === s).map((x) => x.i);
@@ -1609,6 +1616,7 @@ function paginate<T>(
   items: readonly T[],
   keyOf: (t: T) => string,
   query: URLSearchParams,
+  cap: number,
 ): { slice: T[]; next?: string } {
   const raw = query.get("maxResults");
   const max = raw === null ? 500 : Number(raw);
@@ -1618,7 +1626,7 @@ function paginate<T>(
       "invalid",
       `Invalid value for field 'maxResults': '${raw}'. Must be less than or equal to 500`,
     );
-  const size = max === 0 ? 500 : max;
+  const size = Math.min(max === 0 ? 500 : max, cap);
   const token = query.get("pageToken");
   let after: string | undefined;
   if (token !== null && token !== "") {

@@ -30,6 +30,7 @@ afterAll(async () => {
 beforeEach(() => {
   fake.resetFaults();
   fake.operationMs = 0;
+  fake.maxPageItems = 500;
 });
 
 const account = (secret: () => string = () => key): AccountBinding => ({
@@ -200,6 +201,32 @@ describe("operations", () => {
       fake.log.requests({ operation: "addresses.insert", afterSeq: mark }).filter((r) => r.outcome === "200"),
     ).toHaveLength(1);
     await settle(() => second.provider.loadBalancers!.ensureDeleted(t));
+  });
+
+  test("a delete waits for its Service's running insert, found on a later page of the operations", async () => {
+    // A page of one operation: the other Service's insert, issued first, fills the first page.
+    fake.operationMs = 400;
+    fake.maxPageItems = 1;
+    const [other, mine] = [target(), target()];
+    const { provider } = await bind();
+    const lbs = provider.loadBalancers!;
+    expect(isInProgress(await lbs.ensure(other, sampleLoadBalancerSpec(backends)))).toBe(true);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(isInProgress(await lbs.ensure(mine, sampleLoadBalancerSpec(backends)))).toBe(true);
+    expect(fake.pendingOperations().map((o) => String(o.targetLink).split("/").pop())).toEqual([
+      gceLoadBalancerName(other.serviceUid),
+      gceLoadBalancerName(mine.serviceUid),
+    ]);
+    const deleted = await lbs.ensureDeleted(mine);
+    expect(isInProgress(deleted) && deleted.message).toMatch(/insert/);
+    await settle(() => lbs.ensureDeleted(mine));
+    await new Promise((r) => setTimeout(r, 450));
+    const left = (uid: string) =>
+      fake.list(PROJECT, "addresses").filter((a) => a.name === gceLoadBalancerName(uid));
+    expect(left(mine.serviceUid)).toEqual([]);
+    expect(left(other.serviceUid)).toHaveLength(1);
+    await settle(() => lbs.ensureDeleted(other));
+    expect(left(other.serviceUid)).toEqual([]);
   });
 
   test("an operation ending in error: quota is throttling, another error OperationFailedError once, then a fresh build", async () => {
