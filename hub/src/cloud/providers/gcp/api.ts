@@ -98,6 +98,29 @@ export class GcpApi {
     });
   }
 
+  /** Every page of a list: `page` is called with each page's token (none for the first) until the last. */
+  async listAll<T>(
+    op: string,
+    page: (
+      c: Clients,
+      opts: CallOpts,
+      pageToken: string | undefined,
+    ) => Promise<
+      readonly [readonly T[], unknown, { readonly nextPageToken?: string | null } | null | undefined]
+    >,
+    signal?: AbortSignal,
+  ): Promise<T[]> {
+    const out: T[] = [];
+    let pageToken: string | undefined;
+    do {
+      const token = pageToken;
+      const [items, , raw] = await this.call(op, (c, o) => page(c, o, token), signal);
+      out.push(...items);
+      pageToken = raw?.nextPageToken || undefined;
+    } while (pageToken !== undefined);
+    return out;
+  }
+
   /** A mutation: the Operation Compute answered (the SDK's own LRO polling is never used). */
   async mutate(
     op: string,
@@ -192,8 +215,8 @@ let sharedGax: Gax | undefined;
 /**
  * The SDK's own google-gax, whose REST client keeps each proto root it loaded for the same
  * JSON object. gax caches roots by a hash of the whole JSON: every client's constructor
- * stringified and hashed the SDK's 12 MB of protos, ~25 ms each, 0.44 s for an account's 17
- * clients (1 ms with this).
+ * stringified and hashed the SDK's 12 MB of protos, ~0.6 s of CPU for an account's 17 clients
+ * (~13 ms with this: bench/gcp-bind.ts).
  */
 function gaxSharingRoots(): Gax {
   if (sharedGax !== undefined) return sharedGax;

@@ -321,27 +321,23 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
 
   /** Every target pool of the region (all pages): its link's tail → its backends. */
   private async poolsByLink(signal?: AbortSignal): Promise<Map<string, readonly string[]>> {
+    const pools = await this.api.listAll(
+      "targetPools.list",
+      (c, o, pageToken) =>
+        c.targetPools.list(
+          {
+            project: this.api.project,
+            region: this.region,
+            maxResults: 500,
+            ...(pageToken !== undefined && { pageToken }),
+          },
+          o,
+        ),
+      signal,
+    );
     const out = new Map<string, readonly string[]>();
-    let pageToken: string | undefined;
-    do {
-      const [pools, , raw] = await this.api.call(
-        "targetPools.list",
-        (c, o) =>
-          c.targetPools.list(
-            {
-              project: this.api.project,
-              region: this.region,
-              maxResults: 500,
-              ...(pageToken !== undefined && { pageToken }),
-            },
-            o,
-          ),
-        signal,
-      );
-      for (const p of pools)
-        out.set(tail(p.selfLink ?? this.regional("targetPools", p.name ?? "")), poolBackends(p));
-      pageToken = raw?.nextPageToken ?? undefined;
-    } while (pageToken);
+    for (const p of pools)
+      out.set(tail(p.selfLink ?? this.regional("targetPools", p.name ?? "")), poolBackends(p));
     return out;
   }
 }

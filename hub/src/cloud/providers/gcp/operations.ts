@@ -8,7 +8,7 @@
  */
 import { OperationFailedError, ThrottledError } from "../../errors.js";
 import { type InProgress, inProgress } from "../../provider.js";
-import type { CallOpts, Clients, GcpApi, Operation } from "./api.js";
+import type { GcpApi, Operation } from "./api.js";
 import { isNotFound } from "./errors.js";
 
 export type Step = undefined | InProgress;
@@ -25,23 +25,18 @@ async function listOps(
   filter: string,
   signal?: AbortSignal,
 ): Promise<Operation[]> {
-  const page = (c: Clients, o: CallOpts, pageToken: string | undefined) => {
-    const q = { project: api.project, filter, ...(pageToken !== undefined && { pageToken }) };
-    if (scope === "global") return c.globalOperations.list(q, o);
-    const [kind, name = ""] = scope.split("/");
-    return kind === "regions"
-      ? c.regionOperations.list({ ...q, region: name }, o)
-      : c.zoneOperations.list({ ...q, zone: name }, o);
-  };
-  const out: Operation[] = [];
-  let pageToken: string | undefined;
-  do {
-    const token = pageToken;
-    const [items, , raw] = await api.call("operations.list", (c, o) => page(c, o, token), signal);
-    out.push(...(items as Operation[]));
-    pageToken = raw?.nextPageToken ?? undefined;
-  } while (pageToken !== undefined && pageToken !== "");
-  return out;
+  const [kind, name = ""] = scope.split("/");
+  return api.listAll(
+    "operations.list",
+    (c, o, pageToken) => {
+      const q = { project: api.project, filter, ...(pageToken !== undefined && { pageToken }) };
+      if (scope === "global") return c.globalOperations.list(q, o);
+      return kind === "regions"
+        ? c.regionOperations.list({ ...q, region: name }, o)
+        : c.zoneOperations.list({ ...q, zone: name }, o);
+    },
+    signal,
+  );
 }
 
 export class Operations {

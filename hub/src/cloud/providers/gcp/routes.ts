@@ -56,27 +56,21 @@ export class GcpRoutes implements Routes {
 
   async list(cluster: ClusterTarget, signal?: AbortSignal): Promise<readonly CloudRoute[]> {
     const filter = `network = "${this.network(cluster)}"`;
-    const out: CloudRoute[] = [];
-    let pageToken: string | undefined;
-    do {
-      const [items, , raw] = await this.api.call(
-        "routes.list",
-        (c, o) =>
-          c.routes.list(
-            {
-              project: this.api.project,
-              filter,
-              maxResults: 500,
-              ...(pageToken !== undefined && { pageToken }),
-            },
-            o,
-          ),
-        signal,
-      );
-      out.push(...items.map((r) => this.toCloud(cluster, r)));
-      pageToken = raw?.nextPageToken || undefined;
-    } while (pageToken !== undefined);
-    return out;
+    const routes = await this.api.listAll(
+      "routes.list",
+      (c, o, pageToken) =>
+        c.routes.list(
+          {
+            project: this.api.project,
+            filter,
+            maxResults: 500,
+            ...(pageToken !== undefined && { pageToken }),
+          },
+          o,
+        ),
+      signal,
+    );
+    return routes.map((r) => this.toCloud(cluster, r));
   }
 
   private get(name: string, signal?: AbortSignal) {
