@@ -14,6 +14,7 @@ import { once } from "node:events";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GcpComputeFake } from "@fleet-ccm/sim";
+import { percentile, round } from "./util.js";
 
 const PROJECT = "bind-project";
 const REGION = "us-central1";
@@ -22,8 +23,9 @@ interface TreeResult {
   readonly tree: string;
   readonly accounts: number;
   readonly firstAccountCpuMs: number;
-  readonly otherAccountsCpuMsMedian: number;
-  readonly otherAccountsCpuMsAll: number[];
+  /** null with one account. */
+  readonly otherAccountsCpuMsMedian: number | null;
+  readonly otherAccountsCpuMsAll: (number | null)[];
   readonly peakRssMiB: number;
 }
 
@@ -31,11 +33,6 @@ function arg(name: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
   return at < 0 ? undefined : process.argv[at + 1];
 }
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2;
-};
 
 /** In the child: bind `accounts` accounts of `tree`'s hub against the fake at `url`, one at a time. */
 async function child(tree: string, accounts: number, url: string, key: string): Promise<TreeResult> {
@@ -73,8 +70,8 @@ async function child(tree: string, accounts: number, url: string, key: string): 
     tree,
     accounts,
     firstAccountCpuMs: Math.round(first),
-    otherAccountsCpuMsMedian: Math.round(median(others) * 10) / 10,
-    otherAccountsCpuMsAll: others.map((x) => Math.round(x * 10) / 10),
+    otherAccountsCpuMsMedian: round(percentile(others, 50), 1),
+    otherAccountsCpuMsAll: others.map((x) => round(x, 1)),
     peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
 }
@@ -118,9 +115,9 @@ async function main(): Promise<void> {
       ...(baseline !== undefined && {
         baseline,
         ratio:
-          Math.round(
-            (baseline.otherAccountsCpuMsMedian / Math.max(current.otherAccountsCpuMsMedian, 0.1)) * 10,
-          ) / 10,
+          baseline.otherAccountsCpuMsMedian === null || current.otherAccountsCpuMsMedian === null
+            ? null
+            : round(baseline.otherAccountsCpuMsMedian / Math.max(current.otherAccountsCpuMsMedian, 0.1), 1),
       }),
     };
     console.log(JSON.stringify(out, null, process.argv.includes("--json") ? undefined : 2));

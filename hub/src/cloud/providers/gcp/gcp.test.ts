@@ -211,6 +211,7 @@ describe("operations", () => {
     const { provider } = await bind();
     const lbs = provider.loadBalancers!;
     expect(isInProgress(await lbs.ensure(other, sampleLoadBalancerSpec(backends)))).toBe(true);
+    // Operation names start with their millisecond: a later one sorts after.
     await new Promise((r) => setTimeout(r, 5));
     expect(isInProgress(await lbs.ensure(mine, sampleLoadBalancerSpec(backends)))).toBe(true);
     expect(fake.pendingOperations().map((o) => String(o.targetLink).split("/").pop())).toEqual([
