@@ -1,7 +1,15 @@
 import { ApplyOutcome, ApplyResult, Node, ObjectKind } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import { FakeClock } from "./fake-clock.testkit.js";
-import { HOLD_MAX_MS, Outbox, objectKey, type PendingChange, pendingResult, readyChange } from "./outbox.js";
+import {
+  APPLY_HOLD_MAX_MS,
+  ECHO_WAIT_MS,
+  Outbox,
+  objectKey,
+  type PendingChange,
+  pendingResult,
+  readyChange,
+} from "./outbox.js";
 
 function node(name: string, uid: string, rv: string): PendingChange {
   return readyChange({ $case: "node", value: Node.fromPartial({ name, uid, resourceVersion: rv }) });
@@ -125,12 +133,30 @@ describe("Outbox.hold: a node's changes wait while a patch is applied to it", ()
     expect(describeItem(o)).toEqual(["node a/u1@3"]);
   });
 
-  test("bounded: a stuck apply, or an echo that never comes, releases the latest state after HOLD_MAX_MS", () => {
+  test("a slow apply (seconds between its writes and their echoes) still goes out as one delta", () => {
+    const { o, clock, released } = held();
+    const slow = o.hold("u1");
+    clock.advance(10_000);
+    slow.wrote();
+    o.put(node("a", "u1", "2"));
+    clock.advance(10_000);
+    slow.wrote();
+    expect(o.size).toBe(0);
+    slow.done();
+    clock.advance(ECHO_WAIT_MS - 1);
+    expect(o.size).toBe(0);
+    o.put(node("a", "u1", "3"));
+    expect(released()).toBe(1);
+    expect(describeItem(o)).toEqual(["node a/u1@3"]);
+    expect(clock.scheduled).toBe(0);
+  });
+
+  test("bounded: a stuck apply releases the latest state after APPLY_HOLD_MAX_MS, a lost echo ECHO_WAIT_MS after the apply", () => {
     const { o, clock } = held();
     const stuck = o.hold("u1");
     stuck.wrote();
     o.put(node("a", "u1", "2"));
-    clock.advance(HOLD_MAX_MS - 1);
+    clock.advance(APPLY_HOLD_MAX_MS - 1);
     expect(o.size).toBe(0);
     clock.advance(1);
     expect(describeItem(o)).toEqual(["node a/u1@2"]);
@@ -143,8 +169,11 @@ describe("Outbox.hold: a node's changes wait while a patch is applied to it", ()
     lost.wrote();
     o.put(node("a", "u1", "4"));
     lost.done();
-    clock.advance(HOLD_MAX_MS);
+    clock.advance(ECHO_WAIT_MS - 1);
+    expect(o.size).toBe(0);
+    clock.advance(1);
     expect(describeItem(o)).toEqual(["node a/u1@4"]);
+    expect(clock.scheduled).toBe(0);
   });
 
   test("a deletion during the hold goes out at once; a change already waiting is not held", () => {

@@ -60,8 +60,18 @@ export function pendingResult(r: ApplyResult): PendingResult {
   return { type: "result", key: `r${objectKey(kind, r.namespace, r.name, r.uid)}`, result: r };
 }
 
-/** The longest an object's changes are held while a patch is applied to it: a stuck apply hides nothing longer. */
-export const HOLD_MAX_MS = 3_000;
+/**
+ * The longest an apply in flight holds its object's changes: as long as one of its requests may
+ * take (the kube client's timeout), so a slow API server does not split its echoes into
+ * several deltas, and a stuck apply hides nothing longer.
+ */
+export const APPLY_HOLD_MAX_MS = 30_000;
+/**
+ * After the apply ended, the longest its echoes are waited for. A watch delivers events in order,
+ * so an echo comes after every change made before its write, however late the watch runs; the
+ * bound is for an echo that never comes (a write that changed nothing, a watch that broke).
+ */
+export const ECHO_WAIT_MS = 10_000;
 
 /**
  * An apply in flight to one object. Each write it makes comes back as a watch event (its echo);
@@ -82,7 +92,10 @@ class Hold implements ApplyHold {
   change: PendingChange | undefined;
   timer: unknown;
 
-  constructor(private readonly settle: (h: Hold) => void) {}
+  constructor(
+    private readonly settle: (h: Hold) => void,
+    private readonly ended: (h: Hold) => void,
+  ) {}
 
   get settled(): boolean {
     return this.finished && this.echoes >= this.writes;
@@ -95,6 +108,7 @@ class Hold implements ApplyHold {
   done(): void {
     this.finished = true;
     this.settle(this);
+    this.ended(this);
   }
 }
 
@@ -123,19 +137,29 @@ export class Outbox {
   }
 
   /**
-   * Holds the object's next changes (the latest wins) until the apply is done and has echoed, or
-   * HOLD_MAX_MS at most. A change already waiting is not held; a deletion ends the hold and goes
-   * out as usual. The released change takes its place in line when it is released.
+   * Holds the object's next changes (the latest wins) until the apply is done and has echoed:
+   * APPLY_HOLD_MAX_MS at most while it runs, ECHO_WAIT_MS at most once it has ended. A change
+   * already waiting is not held; a deletion ends the hold and goes out as usual. The released
+   * change takes its place in line when it is released.
    */
   hold(key: string): ApplyHold {
     const previous = this.holds.get(key);
     if (previous !== undefined) this.release(key, previous);
-    const hold: Hold = new Hold((h) => {
-      if (h.settled && this.holds.get(key) === h) this.release(key, h);
-    });
-    hold.timer = this.clock.setTimeout(() => {
-      if (this.holds.get(key) === hold) this.release(key, hold);
-    }, HOLD_MAX_MS);
+    const expire = (h: Hold, ms: number): void => {
+      this.clock.clearTimeout(h.timer);
+      h.timer = this.clock.setTimeout(() => {
+        if (this.holds.get(key) === h) this.release(key, h);
+      }, ms);
+    };
+    const hold: Hold = new Hold(
+      (h) => {
+        if (h.settled && this.holds.get(key) === h) this.release(key, h);
+      },
+      (h) => {
+        if (this.holds.get(key) === h) expire(h, ECHO_WAIT_MS);
+      },
+    );
+    expire(hold, APPLY_HOLD_MAX_MS);
     this.holds.set(key, hold);
     return hold;
   }
