@@ -332,7 +332,7 @@ const GCP_METHODS = {
   routes: ["get", "list", "insert", "delete"],
   zoneOperations: ["get", "wait", "list", "delete"],
   regionOperations: ["get", "wait", "list", "delete"],
-  globalOperations: ["get", "wait", "list", "delete"],
+  globalOperations: ["get", "wait", "list", "delete", "aggregatedList"],
 };
 SUBSETS.push({
   source: "gcp/compute.v1.json",

@@ -213,6 +213,29 @@ describe("operations and resources", () => {
     await clients.addresses.delete({ project: PROJECT, region: REGION, address: "ip-1" }, { retry: null });
   });
 
+  test("globalOperations.aggregatedList: the operations of every scope by scope, filtered by status", async () => {
+    fake.operationMs = 400;
+    const [lro] = await clients.addresses.insert(
+      { project: PROJECT, region: REGION, addressResource: { name: "ip-agg" } },
+      { retry: null },
+    );
+    const name = (lro as unknown as { latestResponse: { name: string } }).latestResponse.name;
+    const running = async () => {
+      const found: [string, string][] = [];
+      for await (const [scope, list] of clients.globalOperations.aggregatedListAsync(
+        { project: PROJECT, filter: 'status != "DONE"', maxResults: 1 },
+        { retry: null, autoPaginate: false },
+      ))
+        for (const o of list.operations ?? []) found.push([scope, o.name ?? ""]);
+      return found;
+    };
+    // Pages of one (maxResults 1): the earlier test's delete may still run beside this insert.
+    expect(await running()).toContainEqual([`regions/${REGION}`, name]);
+    await clients.regionOperations.wait({ project: PROJECT, region: REGION, operation: name }, NO_RETRY);
+    expect((await running()).map(([, n]) => n)).not.toContain(name);
+    await clients.addresses.delete({ project: PROJECT, region: REGION, address: "ip-agg" }, { retry: null });
+  });
+
   test("a second insert of a name is 409 alreadyExists; an operation can end with error", async () => {
     await clients.firewalls.insert(
       {

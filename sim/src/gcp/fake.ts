@@ -3,8 +3,9 @@
  * disks (zonal: get, list, aggregatedList with the regional ones; regional: get, list), zones,
  * regional addresses, forwarding rules and target pools (addInstance/removeInstance), global
  * firewalls, legacy HTTP health checks and routes, and the Operation resource (zonal, regional,
- * global: get, wait, list, delete). Every mutation answers an Operation that goes PENDING →
- * RUNNING → DONE over `operationMs` and takes effect when DONE (or ends with `error`); the error
+ * global: get, wait, list, delete; aggregatedList across every scope). Every mutation answers an
+ * Operation that goes PENDING → RUNNING → DONE over `operationMs` and takes effect when DONE (or
+ * ends with `error`); the error
  * envelope carries Compute's reasons (notFound, alreadyExists, resourceInUseByAnotherResource,
  * rateLimitExceeded, …). OAuth: a token endpoint serves the service-account JWT-bearer flow
  * (RS256 assertions checked against the account's key) and the API accepts only the bearer tokens
@@ -1399,6 +1400,23 @@ export class GcpComputeFake {
       ...operations(Z, "zoneOperations", (c) => zs(first(c)), 1),
       ...operations(G, "regionOperations", (c) => rs(first(c)), 1),
       ...operations(String.raw`\/global`, "globalOperations", () => "global", 0),
+      // Every scope of the project: global, each region, each of their zones.
+      R("GET", String.raw`\/aggregated\/operations`, "globalOperations.aggregatedList", (c) =>
+        this.aggregated(
+          c,
+          "operations",
+          "compute#operationAggregatedList",
+          [
+            "global",
+            ...Object.keys(this.project(c.project).regions).map(rs),
+            ...this.zonesOf(c.project).map(zs),
+          ],
+          (scope) =>
+            [...this.operations.values()]
+              .filter((o) => o.project === c.project && o.scope === scope)
+              .map((o) => o.wire),
+        ),
+      ),
     ];
   }
 
@@ -1546,10 +1564,16 @@ export class GcpComputeFake {
    * An aggregatedList: `items` keyed by scope ("zones/<zone>", "regions/<region>"), a warning for
    * a scope without any on the page; one filter and one paging across all scopes.
    */
-  private aggregated(c: Call, collection: string, kind: string, scopes: readonly Scope[]): Json {
+  private aggregated(
+    c: Call,
+    collection: string,
+    kind: string,
+    scopes: readonly Scope[],
+    itemsOf: (s: Scope) => Json[] = (s) => this.scoped(c.project, s, collection),
+  ): Json {
     const sorted = [...scopes].sort();
     const all = sorted.flatMap((s) =>
-      this.scoped(c.project, s, collection)
+      itemsOf(s)
         .filter(computeFilter(c.query.get("filter") ?? ""))
         .sort((a, b) => String(a.name).localeCompare(String(b.name)))
         .map((i) => ({ scope: s, i })),

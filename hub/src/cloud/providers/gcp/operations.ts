@@ -63,20 +63,35 @@ export class Operations {
 
   /**
    * InProgress while any operation in `scopes` that is not DONE targets a resource `mine`
-   * accepts (by its name), else undefined: one listing a scope.
+   * accepts (by its name), else undefined: one aggregated listing of the project's operations
+   * not DONE (every scope at once, paged; a scope that cannot be read fails the whole call, so
+   * the answer is never a partial view).
    */
   async running(
     scopes: readonly string[],
     mine: (name: string) => boolean,
     signal?: AbortSignal,
   ): Promise<Step> {
-    for (const scope of scopes) {
-      const op = (await listOps(this.api, scope, 'status != "DONE"', signal)).find(
-        (o) => o.status !== "DONE" && mine(String(o.targetLink ?? "").replace(/^.*\//, "")),
-      );
-      if (op !== undefined) return this.outcome(op, scope, signal);
-    }
-    return undefined;
+    const wanted = new Set(scopes);
+    const found = await this.api.call(
+      "operations.aggregatedList",
+      async (c, o) => {
+        for await (const [scope, list] of c.globalOperations.aggregatedListAsync(
+          { project: this.api.project, filter: 'status != "DONE"', maxResults: 500 },
+          // autoPaginate off: the async iterator pages itself (gax warns on true).
+          { retry: null, timeout: o.timeout, autoPaginate: false },
+        )) {
+          if (!wanted.has(scope)) continue;
+          const op = (list.operations ?? []).find(
+            (x) => x.status !== "DONE" && mine(String(x.targetLink ?? "").replace(/^.*\//, "")),
+          );
+          if (op !== undefined) return { op, scope };
+        }
+        return undefined;
+      },
+      signal,
+    );
+    return found === undefined ? undefined : this.outcome(found.op, found.scope, signal);
   }
 
   /** The meaning of an Operation as Compute answered it (an insert's, a poll's). */
