@@ -92,10 +92,7 @@ class Hold implements ApplyHold {
   change: PendingChange | undefined;
   timer: unknown;
 
-  constructor(
-    private readonly settle: (h: Hold) => void,
-    private readonly ended: (h: Hold) => void,
-  ) {}
+  constructor(private readonly ended: (h: Hold) => void) {}
 
   get settled(): boolean {
     return this.finished && this.echoes >= this.writes;
@@ -107,7 +104,6 @@ class Hold implements ApplyHold {
 
   done(): void {
     this.finished = true;
-    this.settle(this);
     this.ended(this);
   }
 }
@@ -151,14 +147,11 @@ export class Outbox {
         if (this.holds.get(key) === h) this.release(key, h);
       }, ms);
     };
-    const hold: Hold = new Hold(
-      (h) => {
-        if (h.settled && this.holds.get(key) === h) this.release(key, h);
-      },
-      (h) => {
-        if (this.holds.get(key) === h) expire(h, ECHO_WAIT_MS);
-      },
-    );
+    const hold: Hold = new Hold((h) => {
+      if (this.holds.get(key) !== h) return;
+      if (h.settled) this.release(key, h);
+      else expire(h, ECHO_WAIT_MS);
+    });
     expire(hold, APPLY_HOLD_MAX_MS);
     this.holds.set(key, hold);
     return hold;

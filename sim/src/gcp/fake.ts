@@ -5,8 +5,7 @@
  * firewalls, legacy HTTP health checks and routes, and the Operation resource (zonal, regional,
  * global: get, wait, list, delete; aggregatedList across every scope). Every mutation answers an
  * Operation that goes PENDING → RUNNING → DONE over `operationMs` and takes effect when DONE (or
- * ends with `error`); the error
- * envelope carries Compute's reasons (notFound, alreadyExists, resourceInUseByAnotherResource,
+ * ends with `error`); the error envelope carries Compute's reasons (notFound, alreadyExists, resourceInUseByAnotherResource,
  * rateLimitExceeded, …). OAuth: a token endpoint serves the service-account JWT-bearer flow
  * (RS256 assertions checked against the account's key) and the API accepts only the bearer tokens
  * it issued, until they expire. With `spec`, every request and answer is checked against the
@@ -1109,6 +1108,13 @@ export class GcpComputeFake {
       .map(([, v]) => v);
   }
 
+  /** The operations of one scope, as Compute answers them. */
+  private operationsIn(project: string, scope: Scope): Json[] {
+    return [...this.operations.values()]
+      .filter((o) => o.project === project && o.scope === scope)
+      .map((o) => o.wire);
+  }
+
   private zonesOf(project: string): string[] {
     return Object.values(this.project(project).regions).flat();
   }
@@ -1217,9 +1223,7 @@ export class GcpComputeFake {
       ),
       R("GET", `${path}\\/operations`, `${resource}.list`, (c) => {
         const s = scope(c);
-        const ops = [...this.operations.values()]
-          .filter((o) => o.project === c.project && o.scope === s)
-          .map((o) => o.wire);
+        const ops = this.operationsIn(c.project, s);
         return this.page(
           "compute#operationList",
           `${GCE_BASE}projects/${c.project}/${s}/operations`,
@@ -1411,10 +1415,7 @@ export class GcpComputeFake {
             ...Object.keys(this.project(c.project).regions).map(rs),
             ...this.zonesOf(c.project).map(zs),
           ],
-          (scope) =>
-            [...this.operations.values()]
-              .filter((o) => o.project === c.project && o.scope === scope)
-              .map((o) => o.wire),
+          (scope) => this.operationsIn(c.project, scope),
         ),
       ),
     ];

@@ -138,8 +138,8 @@ export class GcpInstances implements Instances {
         const out: Instance[] = [];
         for await (const [scope, list] of c.instances.aggregatedListAsync(
           { project: this.api.project, filter, maxResults: 500 },
-          // autoPaginate off: the async iterator pages itself (gax warns on true).
-          { retry: null, timeout: o.timeout, autoPaginate: false },
+          // The call's options: autoPaginate off, the async iterator pages itself (gax warns on true).
+          o,
         )) {
           if (!this.inRegion(scope.replace(/^zones\//, ""))) continue;
           out.push(...(list.instances ?? []));

@@ -249,8 +249,8 @@ export class GcpLoadBalancers extends GcpLbBase implements LoadBalancers {
   /**
    * InProgress while an operation on one of the Service's resources runs (their names hold its
    * load balancer's name) or on the cluster's shared ones a Service's ensure makes (node health
-   * checks, their firewalls, the instance groups): one listing for the region, one global, one
-   * for each of its zones.
+   * checks, their firewalls, the instance groups), in the region, globally or in one of its
+   * zones: one aggregated listing (Operations.running).
    */
   private async ownOperationsRunning(
     target: ServiceTarget,

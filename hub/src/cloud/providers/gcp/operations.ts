@@ -78,8 +78,8 @@ export class Operations {
       async (c, o) => {
         for await (const [scope, list] of c.globalOperations.aggregatedListAsync(
           { project: this.api.project, filter: 'status != "DONE"', maxResults: 500 },
-          // autoPaginate off: the async iterator pages itself (gax warns on true).
-          { retry: null, timeout: o.timeout, autoPaginate: false },
+          // The call's options: autoPaginate off, the async iterator pages itself (gax warns on true).
+          o,
         )) {
           if (!wanted.has(scope)) continue;
           const op = (list.operations ?? []).find(

@@ -147,8 +147,8 @@ export class GcpVolumes implements Volumes {
         const out: Found[] = [];
         for await (const [scope, list] of c.disks.aggregatedListAsync(
           { project: this.api.project, filter, maxResults: PAGE_SIZE },
-          // autoPaginate off: the async iterator pages itself (gax warns on true).
-          { retry: null, timeout: o.timeout, autoPaginate: false },
+          // The call's options: autoPaginate off, the async iterator pages itself (gax warns on true).
+          o,
         ))
           for (const disk of list.disks ?? []) out.push({ scope, disk });
         this.ctx.logger.trace({ op, disks: out.length }, "gcp disks listed");
