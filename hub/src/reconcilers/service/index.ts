@@ -110,6 +110,23 @@ export function serviceController(ctx: ControllerContext): Controller {
       return { ...hit.set, events: [] };
     return compute(cluster, view, cloud);
   };
+  // The Services whose next pass reads a new backend set: not those without a load balancer
+  // (most of a cluster's Services), not one whose finalizer or status patch is in flight (its
+  // report, or its deadline, runs its next pass, which reads the backends then).
+  const backendReaders = (cluster: string, view: ClusterView): { key: WorkKey; id: string }[] => {
+    const leaving = ctx.decommissioning?.(cluster) === true;
+    const readers: { key: WorkKey; id: string }[] = [];
+    for (const [name, svc] of view.services) {
+      const relevant = leaving
+        ? decommissionPending(svc, ownedClass)
+        : wantsLoadBalancer(svc, ownedClass) || needsCleanup(svc, ownedClass);
+      if (!relevant) continue;
+      const key: WorkKey = { cluster, kind: SERVICE, name };
+      const id = keyOf(key);
+      if (tracker.get(id)?.uid !== svc.uid) readers.push({ key, id });
+    }
+    return readers;
+  };
   // Instances whose nodes this hub saw leave the backend set: the evidence an empty eligible set
   // needs before it empties a load balancer.
   const departed = new Map<string, Map<string, number>>();
@@ -302,35 +319,24 @@ export function serviceController(ctx: ControllerContext): Controller {
     async reconcile(k) {
       if (k.kind === SERVICE) return ensuresFor(k.cluster).run(() => reconcileService(k, deps));
       if (k.kind === SERVICE_VERIFY) return verify(k.cluster);
-      // Batched node-set change: compute the new backend set once, then fan out to every
-      // Service of the cluster (each filters itself).
+      // Batched node-set change: compute the new backend set once, then fan out to the Services
+      // whose pass reads it. A cluster with none computes nothing: its next Service pass
+      // computes the set it reads.
       const view = ctx.fleet.view(k.cluster);
       const cloud = ctx.cloudFor(k.cluster);
       if (view === undefined || cloud === undefined) return { requeue: { kind: "done" } };
+      if (backendReaders(k.cluster, view).length === 0) return { requeue: { kind: "done" } };
       let set: BackendSet;
       try {
         set = await compute(k.cluster, view, cloud);
       } catch (err) {
         return { requeue: { kind: "backoff", error: err } };
       }
-      // Only the Services whose pass would read the new set: not those without a load balancer
-      // (most of a cluster's Services), not one whose finalizer or status patch is in flight
-      // (its report, or its deadline, runs its next pass, which reads the backends then), not
-      // one waiting for the cluster's initializing nodes while they join (its own timer, or this
-      // fan-out once none is left, wakes it).
+      // One waiting for the cluster's initializing nodes while they join is not woken: its own
+      // timer, or this fan-out once none is left, wakes it.
       const stillJoining = (set.initializing ?? 0) > 0;
-      const leaving = ctx.decommissioning?.(k.cluster) === true;
-      for (const [name, svc] of view.services) {
-        const relevant = leaving
-          ? decommissionPending(svc, ownedClass)
-          : wantsLoadBalancer(svc, ownedClass) || needsCleanup(svc, ownedClass);
-        if (!relevant) continue;
-        const s: WorkKey = { cluster: k.cluster, kind: SERVICE, name };
-        const id = keyOf(s);
-        if (tracker.get(id)?.uid === svc.uid) continue;
-        if (stillJoining && waitingForNodes.has(id)) continue;
-        queue.add(s);
-      }
+      for (const r of backendReaders(k.cluster, view))
+        if (!(stillJoining && waitingForNodes.has(r.id))) queue.add(r.key);
       return { requeue: { kind: "done" } };
     },
     onApplyResult(cluster, result) {
