@@ -199,6 +199,49 @@ describe("workers - outcome to queue", () => {
     expect(queue.waitingLen()).toBe(1);
   });
 
+  test("a handler that throws before returning a promise backs off like a rejected one", async () => {
+    const { queue } = setup();
+    const errors: unknown[] = [];
+    const boom = new Error("sync boom");
+    const handler: WorkHandler = () => {
+      throw boom;
+    };
+    const pool = runWorkers(queue, { handler, onError: (_key, error) => errors.push(error) });
+    for (let i = 0; i < 2_000; i++) queue.add(k("c1", `n${i}`));
+    await flush();
+    await pool.stop();
+    expect(errors).toHaveLength(2_000);
+    expect(errors.every((e) => e === boom)).toBe(true);
+    expect(queue.waitingLen()).toBe(2_000);
+    expect(queue.processingLen()).toBe(0);
+  });
+
+  test("a queue call that throws is reported; the key is done and the pool goes on", async () => {
+    const { queue } = setup();
+    const { spy } = spyQueue(queue);
+    const broken: WorkerQueue = {
+      ...spy,
+      addAfter: () => {
+        throw new Error("addAfter broke");
+      },
+    };
+    const errors: string[] = [];
+    const processed: string[] = [];
+    const pool = runWorkers(broken, {
+      concurrency: 1,
+      handler: async (key) => (key.name === "a" ? { kind: "after", ms: 10 } : { kind: "done" }),
+      onError: (_key, error) => errors.push((error as Error).message),
+      onProcessed: (key) => processed.push(key.name),
+    });
+    queue.add(k("c1", "a"));
+    queue.add(k("c1", "b"));
+    await flush();
+    await pool.stop();
+    expect(errors).toEqual(["addAfter broke"]);
+    expect(processed).toEqual(["b"]);
+    expect(queue.processingLen()).toBe(0);
+  });
+
   test("a handler returning no Requeue backs off with a TypeError", async () => {
     const { queue } = setup();
     const errors: unknown[] = [];

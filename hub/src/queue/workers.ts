@@ -76,36 +76,57 @@ export function runWorkers(queue: WorkerQueue, options: WorkerPoolOptions): Work
     }
   };
 
-  const processOne = async (key: WorkKey): Promise<void> => {
-    const startMs = clock.now();
-    let outcome: Requeue;
-    try {
-      outcome = await runHandler(options.handler, key);
-    } catch (error) {
-      outcome = { kind: "backoff", error };
-      reportError(key, error);
-    }
+  // One reaction per key on the handler's promise, no async frames around it: at a join storm's
+  // rate each async layer (and each .catch/.finally) was a visible share of the hub's garbage.
+  const finish = (key: WorkKey, startMs: number, outcome: Requeue): void => {
+    // A queue call that throws is reported and the pool goes on; the key is done either way.
+    let applied = true;
     try {
       applyRequeue(queue, key, outcome);
-    } finally {
-      queue.done(key);
-    }
-    try {
-      options.onProcessed?.(key, outcome, clock.now() - startMs);
     } catch (error) {
+      applied = false;
       reportError(key, error);
     }
+    try {
+      queue.done(key);
+    } catch (error) {
+      applied = false;
+      reportError(key, error);
+    }
+    if (applied) {
+      try {
+        options.onProcessed?.(key, outcome, clock.now() - startMs);
+      } catch (error) {
+        reportError(key, error);
+      }
+    }
+    inFlight--;
+    pump();
+    finishIfIdle();
+  };
+
+  const failed = (key: WorkKey, startMs: number, error: unknown): void => {
+    reportError(key, error);
+    finish(key, startMs, { kind: "backoff", error });
   };
 
   const start = (key: WorkKey): void => {
     inFlight++;
-    processOne(key)
-      .catch((error: unknown) => reportError(key, error)) // a queue call threw; the pool goes on
-      .finally(() => {
-        inFlight--;
-        pump();
-        finishIfIdle();
-      });
+    const startMs = clock.now();
+    let result: Promise<unknown>;
+    try {
+      result = options.handler(key);
+    } catch (error) {
+      // Settled on a later tick like any other outcome: pump() is never re-entered from start().
+      result = Promise.reject(error);
+    }
+    Promise.resolve(result).then(
+      (value) =>
+        isRequeue(value)
+          ? finish(key, startMs, value)
+          : failed(key, startMs, new TypeError(`handler returned no Requeue: ${String(value)}`)),
+      (error: unknown) => failed(key, startMs, error),
+    );
   };
 
   const pump = (): void => {
@@ -162,13 +183,6 @@ function applyRequeue(queue: WorkerQueue, key: WorkKey, outcome: Requeue): void 
       queue.addRateLimited(key);
       return;
   }
-}
-
-/** The handler's outcome; a malformed one (a JS caller, a missing return) throws so the key backs off. */
-async function runHandler(handler: WorkHandler, key: WorkKey): Promise<Requeue> {
-  const result: unknown = await handler(key);
-  if (isRequeue(result)) return result;
-  throw new TypeError(`handler returned no Requeue: ${String(result)}`);
 }
 
 function isRequeue(value: unknown): value is Requeue {
