@@ -565,10 +565,7 @@ export class Hub {
       concurrency: this.opts.config.reconcile.workers,
       handler: (key) => this.reconcile(key),
       onProcessed: (key, requeue, durationMs) => {
-        this.metrics.reconcileDuration.observe(
-          { controller: key.kind, outcome: requeue.kind },
-          durationMs / 1000,
-        );
+        this.metrics.reconcileDuration.series(key.kind, requeue.kind).observe(durationMs / 1000);
         this.metrics.queueDepth.set(this.queue.len());
       },
     });

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
 import { type BusyLoopDelay, collectProcessMetrics } from "./event-loop-delay.js";
+import { LabelledHistogram } from "./util/labelled-histogram.js";
 
 /** The hub's Prometheus series. One instance per hub (no global registry), so tests can run several hubs. */
 export class HubMetrics {
@@ -23,7 +24,8 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
-  readonly reconcileDuration = new Histogram({
+  /** Observed after every reconcile: bound by label values (LabelledHistogram.series). */
+  readonly reconcileDuration = new LabelledHistogram({
     name: "fleet_ccm_reconcile_duration_seconds",
     help: "Time one reconcile took, by controller and requeue outcome.",
     labelNames: ["controller", "outcome"] as const,
@@ -38,7 +40,8 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
-  readonly cloudCallDuration = new Histogram({
+  /** Observed after every cloud call: bound by label values (LabelledHistogram.series). */
+  readonly cloudCallDuration = new LabelledHistogram({
     name: "fleet_ccm_cloud_call_duration_seconds",
     help: "Cloud API call latency, by provider and operation (rate-limit wait excluded).",
     labelNames: ["provider", "op"] as const,
