@@ -842,10 +842,10 @@ export class Hub {
     const events = outcome.events?.length ?? 0;
     if (nodes + services + volumes + events > 0) {
       this.publisher.enqueue(key.cluster, outcome);
-      if (nodes > 0) this.metrics.patchesPublished.inc({ kind: "node" }, nodes);
-      if (services > 0) this.metrics.patchesPublished.inc({ kind: "service" }, services);
-      if (volumes > 0) this.metrics.patchesPublished.inc({ kind: "persistentVolume" }, volumes);
-      if (events > 0) this.metrics.patchesPublished.inc({ kind: "event" }, events);
+      if (nodes > 0) this.metrics.patchesPublished.series("node").inc(nodes);
+      if (services > 0) this.metrics.patchesPublished.series("service").inc(services);
+      if (volumes > 0) this.metrics.patchesPublished.series("persistentVolume").inc(volumes);
+      if (events > 0) this.metrics.patchesPublished.series("event").inc(events);
       for (const e of outcome.events ?? [])
         if (e.reason === REASON_SYNCED) this.metrics.nodesInitialized.inc();
     }
@@ -855,7 +855,7 @@ export class Hub {
   }
 
   private onApplyResult(cluster: string, result: ApplyResult): void {
-    this.metrics.applyResults.inc({ outcome: ApplyOutcome[result.outcome] ?? "unknown" });
+    this.metrics.applyResults.series(ApplyOutcome[result.outcome] ?? "unknown").inc();
     if (result.outcome === ApplyOutcome.APPLY_OUTCOME_FAILED) this.applyFailures.failed(cluster, result);
     this.tracker.reported(cluster, result.generation);
     for (const c of this.controllers) c.onApplyResult?.(cluster, result);

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
 import { type BusyLoopDelay, collectProcessMetrics } from "./event-loop-delay.js";
-import { LabelledHistogram } from "./util/labelled-histogram.js";
+import { LabelledCounter, LabelledHistogram } from "./util/labelled-metrics.js";
 
 /** The hub's Prometheus series. One instance per hub (no global registry), so tests can run several hubs. */
 export class HubMetrics {
@@ -33,7 +33,8 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
-  readonly cloudCalls = new Counter({
+  /** Counted on a hot path: bound by label values (LabelledCounter.series). */
+  readonly cloudCalls = new LabelledCounter({
     name: "fleet_ccm_cloud_calls_total",
     help: "Cloud API calls, by provider, account, operation and outcome.",
     labelNames: ["provider", "account", "op", "outcome"] as const,
@@ -49,14 +50,16 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
-  readonly patchesPublished = new Counter({
+  /** Counted on a hot path: bound by label values (LabelledCounter.series). */
+  readonly patchesPublished = new LabelledCounter({
     name: "fleet_ccm_desired_published_total",
     help: "Desired patches and events published to agents over NATS, by kind.",
     labelNames: ["kind"] as const,
     registers: [this.registry],
   });
 
-  readonly applyResults = new Counter({
+  /** Counted on a hot path: bound by label values (LabelledCounter.series). */
+  readonly applyResults = new LabelledCounter({
     name: "fleet_ccm_apply_results_total",
     help: "Apply results reported by agents, by outcome.",
     labelNames: ["outcome"] as const,

@@ -328,12 +328,7 @@ function instrumentedCall(
     } finally {
       metrics.cloudCallDuration.series(binding.provider, op).observe((performance.now() - startedAt) / 1000);
       rates.record(binding.name, failure instanceof ThrottledError);
-      metrics.cloudCalls.inc({
-        provider: binding.provider,
-        account: binding.name,
-        op,
-        outcome: outcomeOf(failure),
-      });
+      metrics.cloudCalls.series(binding.provider, binding.name, op, outcomeOf(failure)).inc();
     }
   };
 }

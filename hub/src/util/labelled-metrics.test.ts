@@ -1,6 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
-import { Histogram, Registry } from "prom-client";
-import { LabelledHistogram } from "./labelled-histogram.js";
+import { Counter, Histogram, Registry } from "prom-client";
+import { LabelledCounter, LabelledHistogram } from "./labelled-metrics.js";
 
 const BUCKETS = [0.001, 0.01, 0.1, 1, 10];
 const LABELS = ["controller", "outcome"] as const;
@@ -64,5 +64,31 @@ describe("LabelledHistogram", () => {
     expect(await ours.metrics()).toBe(await theirs.metrics());
     expect(() => fast.series("only-one")).toThrow(RangeError);
     expect(() => fast.series("a", "b").observe(Number.NaN)).toThrow(TypeError);
+  });
+});
+
+describe("LabelledCounter", () => {
+  test("renders exactly prom-client's lines and JSON for the same calls; reset and bad increments too", async () => {
+    const theirs = new Registry();
+    const ours = new Registry();
+    const labelNames = ["provider", "account", "op", "outcome"] as const;
+    const reference = new Counter({ name: "c_total", help: "Calls.", labelNames, registers: [theirs] });
+    const fast = new LabelledCounter({ name: "c_total", help: "Calls.", labelNames, registers: [ours] });
+    const inc = (provider: string, account: string, op: string, outcome: string, by?: number) => {
+      reference.inc({ provider, account, op, outcome }, by);
+      fast.series(provider, account, op, outcome).inc(by);
+    };
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    inc("aws", "main", "ec2.DescribeInstances", "ok");
+    inc("aws", "main", "ec2.DescribeInstances", "ok", 3);
+    inc("aws", "other", "ec2.DescribeInstances", "throttled");
+    inc("gcp", 'we"ird\\', "op\nline", "ok", 0.5);
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    expect(await ours.getMetricsAsJSON()).toEqual(await theirs.getMetricsAsJSON());
+    fast.reset();
+    theirs.resetMetrics();
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    expect(() => fast.series("a", "b", "c", "d").inc(-1)).toThrow(TypeError);
+    expect(() => fast.series("a")).toThrow(RangeError);
   });
 });
