@@ -1,6 +1,7 @@
 // Test-only: the LoadBalancer Service the service controller's tests start from.
 import { Service } from "@fleet-ccm/proto";
-import type { InstanceMetadata } from "../../cloud/provider.js";
+import { InstanceNotFoundError } from "../../cloud/errors.js";
+import type { CloudProvider, InstanceMetadata } from "../../cloud/provider.js";
 
 export const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 
@@ -33,5 +34,28 @@ export function simulatedInstance(id: string, name = id): InstanceMetadata {
     addresses: [],
     state: "running",
     tags: {},
+  };
+}
+
+/**
+ * Region r1 of the simulated cloud where every name has its running instance `i-<name>`;
+ * `lookups` records each providerID looked up directly.
+ */
+export function simulatedInstances(lookups: string[] = []): CloudProvider["instances"] {
+  const instance = (name: string) => simulatedInstance(`i-${name}`, name);
+  return {
+    async getByProviderID(id) {
+      lookups.push(id);
+      const name = /^simulated:\/\/r1\/i-(.+)$/.exec(id)?.[1];
+      if (name === undefined) throw new InstanceNotFoundError(id);
+      return instance(name);
+    },
+    async findByName(name) {
+      return [instance(name)];
+    },
+    async listPage() {
+      return { instances: [] };
+    },
+    parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
   };
 }

@@ -3,13 +3,12 @@
 // queues exactly those Services.
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
-import { InstanceNotFoundError } from "../../cloud/errors.js";
 import type { CloudProvider } from "../../cloud/provider.js";
 import { clusterCloud } from "../../cloud/scope.js";
 import { FleetState } from "../../fleet/state.js";
 import { FakeClock } from "../../util/clock.js";
 import { testControllerContext, testHubConfig } from "../context.testkit.js";
-import { lbService, simulatedInstance } from "./fixtures.testkit.js";
+import { lbService, simulatedInstances } from "./fixtures.testkit.js";
 import { serviceController } from "./index.js";
 import { SERVICE_NODES } from "./reconcile.js";
 
@@ -28,21 +27,7 @@ function harness() {
   const lookups: string[] = [];
   const provider: CloudProvider = {
     name: "simulated",
-    instances: {
-      async getByProviderID(id) {
-        lookups.push(id);
-        const name = /^simulated:\/\/r1\/i-(.+)$/.exec(id)?.[1];
-        if (name === undefined) throw new InstanceNotFoundError(id);
-        return simulatedInstance(`i-${name}`, name);
-      },
-      async findByName() {
-        return [];
-      },
-      async listPage() {
-        return { instances: [] };
-      },
-      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
-    },
+    instances: simulatedInstances(lookups),
   };
   const cloud = clusterCloud("c1", {
     provider,

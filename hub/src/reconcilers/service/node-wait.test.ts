@@ -4,7 +4,6 @@
 // once, with every node, not before the reports and then updated.
 import { Node } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
-import { InstanceNotFoundError } from "../../cloud/errors.js";
 import type { CloudProvider, LoadBalancerSpec } from "../../cloud/provider.js";
 import { clusterCloud } from "../../cloud/scope.js";
 import { FleetState } from "../../fleet/state.js";
@@ -13,7 +12,7 @@ import { testControllerContext, testHubConfig } from "../context.testkit.js";
 import { cloudNodeController } from "../node-init/index.js";
 import { NodeInitProgress } from "../node-init/progress.js";
 import { NODE_INIT } from "../node-init/reconcile.js";
-import { lbService, simulatedInstance } from "./fixtures.testkit.js";
+import { lbService, simulatedInstances } from "./fixtures.testkit.js";
 import { serviceController } from "./index.js";
 import { NODE_INIT_WAIT_MS, SERVICE } from "./reconcile.js";
 
@@ -29,28 +28,13 @@ const initialized = (name: string) =>
     providerId: `simulated://r1/i-${name}`,
   });
 
-const instance = (name: string) => simulatedInstance(`i-${name}`, name);
-
 function harness(progress: NodeInitProgress | undefined) {
   const clock = new FakeClock();
   const fleet = new FleetState();
   const ensured: LoadBalancerSpec[] = [];
   const provider: CloudProvider = {
     name: "simulated",
-    instances: {
-      async getByProviderID(id) {
-        const name = /^simulated:\/\/r1\/i-(.+)$/.exec(id)?.[1];
-        if (name === undefined) throw new InstanceNotFoundError(id);
-        return instance(name);
-      },
-      async findByName(name) {
-        return [instance(name)];
-      },
-      async listPage() {
-        return { instances: [] };
-      },
-      parseProviderID: (id) => (id.startsWith("simulated://r1/") ? id.slice(15) : undefined),
-    },
+    instances: simulatedInstances(),
     loadBalancers: {
       capabilities: { sessionAffinity: true, proxyProtocol: true, internal: true, protocols: ["TCP"] },
       async get() {
