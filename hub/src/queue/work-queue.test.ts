@@ -118,6 +118,34 @@ describe("work-queue - client-go semantics", () => {
   });
 });
 
+describe("work-queue - abort signals", () => {
+  test("one signal over many get() calls: one listener, and its abort ends only its own gets", async () => {
+    const { queue } = setup();
+    const controller = new AbortController();
+    const other = new AbortController();
+    let listeners = 0;
+    const add = controller.signal.addEventListener.bind(controller.signal);
+    controller.signal.addEventListener = ((...args: Parameters<typeof add>) => {
+      listeners++;
+      add(...args);
+    }) as typeof add;
+    // Served one after the other, as a worker pool that goes idle again and again does.
+    for (let i = 0; i < 100; i++) {
+      const got = queue.get(controller.signal);
+      queue.add(k("c1", `n${i}`));
+      expect(await got).toEqual(k("c1", `n${i}`));
+      queue.done(k("c1", `n${i}`));
+    }
+    expect(listeners).toBe(1);
+    const mine = [queue.get(controller.signal), queue.get(controller.signal)];
+    const theirs = queue.get(other.signal);
+    controller.abort();
+    expect(await Promise.all(mine)).toEqual([undefined, undefined]);
+    queue.add(k("c1", "after"));
+    expect(await theirs).toEqual(k("c1", "after"));
+  });
+});
+
 describe("work-queue - addAfter", () => {
   test("a delayed key becomes ready at its due time, in due order", () => {
     const { clock, queue } = setup();

@@ -44,7 +44,6 @@ class ClusterQueue {
 interface Getter {
   resolve: (key: WorkKey | undefined) => void;
   signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
   settled: boolean;
 }
 
@@ -63,6 +62,8 @@ export class WorkQueue {
   private readonly processing = new Map<string, ClusterQueue>();
   private readonly delayed = new DelayHeap<WorkKey>();
   private readonly getters = new Fifo<Getter>();
+  /** Signals given to get() that this queue listens to (once each). */
+  private readonly watched = new WeakSet<AbortSignal>();
   private liveGetters = 0;
   private readyCount = 0;
   private timer: TimerHandle | undefined;
@@ -131,10 +132,13 @@ export class WorkQueue {
     const key = this.popReady();
     if (key) return Promise.resolve(key);
     return new Promise((resolve) => {
-      const getter: Getter = { resolve, signal, onAbort: undefined, settled: false };
-      if (signal) {
-        getter.onAbort = () => this.abortGetter(getter);
-        signal.addEventListener("abort", getter.onAbort, { once: true });
+      const getter: Getter = { resolve, signal, settled: false };
+      if (signal !== undefined && !this.watched.has(signal)) {
+        // One listener per signal, not per get(): a worker pool passes the same one each time it
+        // goes idle, and an EventTarget listener added and removed per key was garbage at a
+        // storm's rate.
+        this.watched.add(signal);
+        signal.addEventListener("abort", () => this.abortGettersOf(signal), { once: true });
       }
       this.getters.push(getter);
       this.liveGetters++;
@@ -279,8 +283,8 @@ export class WorkQueue {
     return undefined;
   }
 
-  private abortGetter(getter: Getter): void {
-    this.settleGetter(getter, undefined);
+  private abortGettersOf(signal: AbortSignal): void {
+    for (const getter of this.getters) if (getter.signal === signal) this.settleGetter(getter, undefined);
     // Aborted getters stay in the FIFO until reached; an idle queue polled with timeouts must not pile them up.
     if (this.liveGetters === 0) this.getters.clear();
   }
@@ -289,7 +293,6 @@ export class WorkQueue {
     if (getter.settled) return;
     getter.settled = true;
     this.liveGetters--;
-    if (getter.onAbort) getter.signal?.removeEventListener("abort", getter.onAbort);
     getter.resolve(key);
   }
 
