@@ -5,11 +5,11 @@
  * firewalls, legacy HTTP health checks and routes, and the Operation resource (zonal, regional,
  * global: get, wait, list, delete; aggregatedList across every scope). Every mutation answers an
  * Operation that goes PENDING → RUNNING → DONE over `operationMs` and takes effect when DONE (or
- * ends with `error`); the error envelope carries Compute's reasons (notFound, alreadyExists, resourceInUseByAnotherResource,
- * rateLimitExceeded, …). OAuth: a token endpoint serves the service-account JWT-bearer flow
- * (RS256 assertions checked against the account's key) and the API accepts only the bearer tokens
- * it issued, until they expire. With `spec`, every request and answer is checked against the
- * discovery subset in sim/fixtures/gcp/.
+ * ends with `error`); the error envelope carries Compute's reasons (notFound, alreadyExists,
+ * resourceInUseByAnotherResource, rateLimitExceeded, …). OAuth: a token endpoint serves the
+ * service-account JWT-bearer flow (RS256 assertions checked against the account's key) and the
+ * API accepts only the bearer tokens it issued, until they expire. With `spec`, every request and
+ * answer is checked against the discovery subset in sim/fixtures/gcp/.
  */
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
