@@ -332,6 +332,7 @@ export function serviceController(ctx: ControllerContext): Controller {
       } catch (err) {
         return { requeue: { kind: "backoff", error: err } };
       }
+      // The readers again: Services and their publications may have changed during the await.
       // One waiting for the cluster's initializing nodes while they join is not woken: its own
       // timer, or this fan-out once none is left, wakes it.
       const stillJoining = (set.initializing ?? 0) > 0;
