@@ -20,7 +20,7 @@ import type { Logger } from "pino";
 import { KeyedDispatcher } from "./apply/dispatcher.js";
 import { apiFailure } from "./apply/errors.js";
 import { EventRecorder } from "./apply/events.js";
-import { applyNodeDesired, podCidrsFromEarlierStream } from "./apply/node.js";
+import { applyNodeDesired, nodeDesiredSlot, podCidrsFromEarlierStream } from "./apply/node.js";
 import { applyPersistentVolumeDesired } from "./apply/persistent-volume.js";
 import { applyServiceDesired } from "./apply/service.js";
 import { changeOf } from "./changes.js";
@@ -303,7 +303,11 @@ export class Agent {
         let newest = 0;
         for (const d of batch.nodes) {
           newest = Math.max(newest, d.generation);
-          this.dispatcher.submit(`node/${d.name}`, { kind: "node", desired: d, stream: this.streams });
+          this.dispatcher.submit(
+            `node/${d.name}`,
+            { kind: "node", desired: d, stream: this.streams },
+            nodeDesiredSlot(d),
+          );
         }
         for (const d of batch.services) {
           newest = Math.max(newest, d.generation);

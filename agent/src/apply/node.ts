@@ -171,3 +171,23 @@ export async function applyNodeDesired(
     },
   );
 }
+
+/**
+ * Which fields of a Node the desired state changes, as the dispatcher's slot: each hub
+ * controller sends only its own (node-init, node-ipam, routes, lifecycle), so a newer state
+ * replaces a waiting one only where it changes the same fields.
+ */
+export function nodeDesiredSlot(d: NodeDesired): string {
+  if (d.delete) return "delete";
+  let slot = d.providerId === "" ? "" : "providerId,";
+  for (const _ in d.labels) {
+    slot += "labels,";
+    break;
+  }
+  if (d.addresses !== undefined) slot += "addresses,";
+  if (d.addTaints.length > 0) slot += "addTaints,";
+  if (d.removeTaintKeys.length > 0) slot += "removeTaints,";
+  if (d.conditions.length > 0) slot += "conditions,";
+  if (d.podCidrs.length > 0) slot += "podCidrs,";
+  return slot;
+}

@@ -1,7 +1,7 @@
 import type { NodeDesired, ServiceDesired } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import type { V1Node, V1Service } from "@kubernetes/client-node";
-import { specPatch, statusPatch } from "./node.js";
+import { nodeDesiredSlot, specPatch, statusPatch } from "./node.js";
 import { serviceStatusPatch } from "./service.js";
 
 const UNINIT = "node.cloudprovider.kubernetes.io/uninitialized";
@@ -229,5 +229,41 @@ describe("service status patch", () => {
       resourceVersion: "3",
       annotations: { [id]: "lb-2" },
     });
+  });
+});
+
+describe("nodeDesiredSlot", () => {
+  const base: NodeDesired = {
+    name: "n1",
+    uid: "u1",
+    generation: 1,
+    providerId: "",
+    labels: {},
+    addresses: undefined,
+    addTaints: [],
+    removeTaintKeys: [],
+    delete: false,
+    conditions: [],
+    podCidrs: [],
+  };
+
+  test("the hub's controllers' desired states of one node get slots of their own", () => {
+    const init = nodeDesiredSlot({
+      ...base,
+      providerId: "simulated://r/i-1",
+      labels: { "topology.kubernetes.io/zone": "z" },
+      addresses: { items: [] },
+      removeTaintKeys: ["node.cloudprovider.kubernetes.io/uninitialized"],
+    });
+    const ipam = nodeDesiredSlot({ ...base, podCidrs: ["10.244.1.0/24"] });
+    const route = nodeDesiredSlot({
+      ...base,
+      conditions: [{ type: "NetworkUnavailable", status: "False", reason: "RouteCreated", message: "" }],
+    });
+    const del = nodeDesiredSlot({ ...base, delete: true, labels: { a: "b" } });
+    expect(new Set([init, ipam, route, del]).size).toBe(4);
+    expect(del).toBe("delete");
+    // The same fields, later values: the same slot (the newer replaces the waiting one).
+    expect(nodeDesiredSlot({ ...base, podCidrs: ["10.244.2.0/24"] })).toBe(ipam);
   });
 });
