@@ -46,10 +46,11 @@ describe("KubeClient", () => {
     expect(list.metadata?.resourceVersion).toBe(s.resourceVersion());
   });
 
-  test("an expired continue token starts the list over, unpaged, never mixing two points in time", async () => {
+  test("an expired continue token starts the list over, paged, never mixing two points in time", async () => {
     const [s, api] = await client({ watchHistory: 5 });
     addNodes(s, 0, 600);
     let wrote = false;
+    const before = s.requestCount("GET");
     const list = await api.listNodes((n) => {
       // Between the first and the second page: enough writes to compact the token's revision.
       if (!wrote) addNodes(s, 600, 20);
@@ -57,6 +58,27 @@ describe("KubeClient", () => {
       return n;
     });
     expect(list.items).toHaveLength(620);
+    expect(new Set(list.items.map((n) => n.metadata?.name)).size).toBe(620);
+    expect(list.metadata?.resourceVersion).toBe(s.resourceVersion());
+    // Page 1, the expired page 2, then the fresh start in two pages of 500: no unpaged LIST.
+    expect(s.requestCount("GET") - before).toBe(4);
+  });
+
+  test("tokens that keep expiring end in one unpaged LIST, as client-go's pager", async () => {
+    const [s, api] = await client({ watchHistory: 5 });
+    addNodes(s, 0, 600);
+    let pageStarts = 0;
+    let n = 600;
+    const list = await api.listNodes((node) => {
+      // Every paged start is compacted under its token; the unpaged answer is one page.
+      if (node.metadata?.name === "n-0" && ++pageStarts <= 3) {
+        addNodes(s, n, 10);
+        n += 10;
+      }
+      return node;
+    });
+    expect(pageStarts).toBe(4);
+    expect(list.items).toHaveLength(630);
     expect(list.metadata?.resourceVersion).toBe(s.resourceVersion());
   });
 

@@ -36,6 +36,8 @@ const CONTENT_TYPE: Record<PatchType, string> = {
 
 /** Items per LIST page: one page is all that is ever parsed at once. */
 const PAGE_SIZE = 500;
+/** Paged fresh starts after a continue token expired, before one unpaged LIST (listAll). */
+const RELIST_PAGED_TIMES = 2;
 /** No single API call hangs an apply or a relist for longer than this. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -143,17 +145,20 @@ export class KubeClient {
 
   /**
    * A paged LIST. The list's resourceVersion is the first page's (the server keeps it constant
-   * across pages). When a continue token expires (410), the list starts over without paging,
-   * as client-go's pager does, so the result is never a mix of two points in time.
+   * across pages). When a continue token expires (410), the list starts over, so the result is
+   * never a mix of two points in time: paged again (one unpaged answer of a large cluster
+   * could outgrow the agent's heap), and unpaged, as client-go's pager does, only once
+   * RELIST_PAGED_TIMES fresh starts have expired too.
    */
   private async listAll<T extends KubernetesObject>(
     path: string,
     keep: (item: T) => T,
   ): Promise<KubernetesListObject<T>> {
-    const items: T[] = [];
+    let items: T[] = [];
     let resourceVersion: string | undefined;
     let token = "";
-    do {
+    let expired = 0;
+    for (;;) {
       let page: KubernetesListObject<T>;
       try {
         page = (await this.request("GET", path, {
@@ -161,6 +166,12 @@ export class KubeClient {
         })) as KubernetesListObject<T>;
       } catch (err) {
         if (token === "" || !(err instanceof KubeRequestError) || err.code !== 410) throw err;
+        if (++expired <= RELIST_PAGED_TIMES) {
+          items = [];
+          resourceVersion = undefined;
+          token = "";
+          continue;
+        }
         const full = (await this.request("GET", path)) as KubernetesListObject<T>;
         if (!Array.isArray(full?.items)) throw new Error(`LIST ${path}: the answer is not a list`);
         return { metadata: { resourceVersion: full.metadata?.resourceVersion }, items: full.items.map(keep) };
@@ -170,8 +181,8 @@ export class KubeClient {
       for (const item of page.items) items.push(keep(item));
       // The wire name; client-node's typed models call it _continue.
       token = (page.metadata as { continue?: string } | undefined)?.continue ?? "";
-    } while (token !== "");
-    return { metadata: { resourceVersion }, items };
+      if (token === "") return { metadata: { resourceVersion }, items };
+    }
   }
 
   private async request(
