@@ -214,6 +214,32 @@ describe("service status patch", () => {
     ).toBeNull();
   });
 
+  test("ipMode Proxy is written with the ip; a VIP shown is changed; a Service showing none matches", () => {
+    const proxy = d({ ingress: { items: [{ ip: "198.18.0.1", hostname: "", ipMode: "Proxy" }] } });
+    expect(serviceStatusPatch(svc(), proxy)?.["status"]).toEqual({
+      loadBalancer: { ingress: [{ ip: "198.18.0.1", ipMode: "Proxy" }] },
+    });
+    const vip = svc();
+    vip.status = { loadBalancer: { ingress: [{ ip: "198.18.0.1", ipMode: "VIP" }] } };
+    expect(serviceStatusPatch(vip, proxy)?.["status"]).toEqual({
+      loadBalancer: { ingress: [{ ip: "198.18.0.1", ipMode: "Proxy" }] },
+    });
+    // Back to the default: the entry without ipMode, which the API server shows as VIP.
+    const shownProxy = svc();
+    shownProxy.status = { loadBalancer: { ingress: [{ ip: "198.18.0.1", ipMode: "Proxy" }] } };
+    expect(
+      serviceStatusPatch(
+        shownProxy,
+        d({ ingress: { items: [{ ip: "198.18.0.1", hostname: "", ipMode: "" }] } }),
+      )?.["status"],
+    ).toEqual({ loadBalancer: { ingress: [{ ip: "198.18.0.1" }] } });
+    expect(serviceStatusPatch(shownProxy, proxy)).toBeNull();
+    // An API server without the LoadBalancerIPMode feature drops the field: no patch again and again.
+    const dropped = svc();
+    dropped.status = { loadBalancer: { ingress: [{ ip: "198.18.0.1" }] } };
+    expect(serviceStatusPatch(dropped, proxy)).toBeNull();
+  });
+
   test("sets the vendor CCM's annotations beside the others, only those that differ", () => {
     const id = "kubernetes.digitalocean.com/load-balancer-id";
     const withOthers = svc();

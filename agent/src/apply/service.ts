@@ -28,15 +28,21 @@ export function serviceStatusPatch(svc: V1Service, d: ServiceDesired): Body | nu
       const e: Record<string, string> = {};
       if (i.ip !== "") e["ip"] = i.ip;
       if (i.hostname !== "") e["hostname"] = i.hostname;
+      if (i.ip !== "" && i.ipMode !== "") e["ipMode"] = i.ipMode;
       return e;
     });
+    // An ipMode left out is the API server's VIP; one it does not show (no LoadBalancerIPMode
+    // feature) matches any, as the hub compares.
     const same =
       shown.length === want.length &&
-      shown.every(
-        (c, idx) =>
-          (c.ip ?? "") === (want[idx]?.["ip"] ?? "") &&
-          (c.hostname ?? "") === (want[idx]?.["hostname"] ?? ""),
-      );
+      shown.every((c, idx) => {
+        const w = want[idx] ?? {};
+        return (
+          (c.ip ?? "") === (w["ip"] ?? "") &&
+          (c.hostname ?? "") === (w["hostname"] ?? "") &&
+          (c.ipMode === undefined || c.ipMode === (w["ipMode"] ?? (w["ip"] ? "VIP" : undefined)))
+        );
+      });
     // A merge patch removes a field only by null: `loadBalancer: {}` would leave the old ingress.
     if (!same) body["status"] = { loadBalancer: { ingress: want.length === 0 ? null : want } };
   }

@@ -240,6 +240,12 @@ export interface AdoptFrom {
 export interface LbIngress {
   readonly ip?: string;
   readonly hostname?: string;
+  /**
+   * status.loadBalancer.ingress[].ipMode, with an ip only. "Proxy": the load balancer rewrites
+   * the traffic (PROXY protocol, say), so kube-proxy must not short-cut in-cluster traffic to
+   * the ip straight to the pods. Absent: the API server's default, VIP.
+   */
+  readonly ipMode?: "Proxy";
 }
 
 /** What exists in the cloud for one load balancer, as the provider found it. */

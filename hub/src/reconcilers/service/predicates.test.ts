@@ -4,8 +4,10 @@ import { parseLbAnnotations } from "./annotations.js";
 import {
   backendFacts,
   backendSubset,
+  ingressEqual,
   loadBalancerSpec,
   specKey,
+  toWireIngress,
   vendorNodeAnnotations,
 } from "./predicates.js";
 
@@ -123,5 +125,29 @@ describe("Secrets in the spec", () => {
     for (const k of [specKey(a), specKey(b)]) expect(k).not.toMatch(/PRIVATE-KEY|CERT"/);
     // No Secrets: no field, the digest as before.
     expect(loadBalancerSpec(Service.fromPartial({ ports: [] }), settings, []).secrets).toBeUndefined();
+  });
+});
+
+describe("ingress ipMode", () => {
+  const shown = (ipMode: string) => [{ ip: "198.18.0.1", hostname: "", ipMode }];
+
+  test("Proxy is carried with an ip only; the default is left to the API server", () => {
+    expect(toWireIngress([{ ip: "198.18.0.1", ipMode: "Proxy" }, { hostname: "lb.example" }])).toEqual([
+      { ip: "198.18.0.1", hostname: "", ipMode: "Proxy" },
+      { ip: "", hostname: "lb.example", ipMode: "" },
+    ]);
+    expect(toWireIngress([{ ip: "198.18.0.1" }])).toEqual(shown(""));
+  });
+
+  test("a Service showing VIP differs from Proxy and matches the default; one showing none matches both", () => {
+    const proxy = toWireIngress([{ ip: "198.18.0.1", ipMode: "Proxy" }]);
+    const vip = toWireIngress([{ ip: "198.18.0.1" }]);
+    expect(ingressEqual(shown("VIP"), proxy)).toBe(false);
+    expect(ingressEqual(shown("VIP"), vip)).toBe(true);
+    expect(ingressEqual(shown("Proxy"), vip)).toBe(false);
+    expect(ingressEqual(shown("Proxy"), proxy)).toBe(true);
+    // No LoadBalancerIPMode feature on the API server: the field is dropped, never patched again.
+    expect(ingressEqual(shown(""), proxy)).toBe(true);
+    expect(ingressEqual(shown(""), vip)).toBe(true);
   });
 });

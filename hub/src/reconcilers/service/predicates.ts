@@ -247,18 +247,30 @@ export function toWireIngress(ingress: readonly LbIngress[], ipWithHostname = fa
   return ingress.map((i) => ({
     ip: i.ip ?? "",
     hostname: i.ip && !ipWithHostname ? "" : (i.hostname ?? ""),
-    ipMode: "",
+    ipMode: i.ip ? (i.ipMode ?? "") : "",
   }));
 }
 
-/** Compares what the Service shows with what the hub wants (ipMode is defaulted by the API server). */
+/**
+ * Compares what the Service shows with what the hub wants. The API server defaults ipMode to
+ * VIP where an ip is set, and one without the LoadBalancerIPMode feature (before 1.30) drops the
+ * field: a Service showing none matches any, or the hub would patch it forever.
+ */
 export function ingressEqual(
   have: readonly LoadBalancerIngress[],
   want: readonly LoadBalancerIngress[],
 ): boolean {
   return (
     have.length === want.length &&
-    have.every((h, i) => h.ip === want[i]?.ip && h.hostname === want[i]?.hostname)
+    have.every((h, i) => {
+      const w = want[i];
+      return (
+        w !== undefined &&
+        h.ip === w.ip &&
+        h.hostname === w.hostname &&
+        (h.ipMode === "" || h.ipMode === (w.ipMode || (w.ip ? "VIP" : "")))
+      );
+    })
   );
 }
 

@@ -108,6 +108,19 @@ describe("annotations", () => {
     expect(fake.store.floatingIps.size).toBe(0);
   });
 
+  test("PROXY protocol: the ingress says ipMode Proxy, as upstream writes it", async () => {
+    const t = target();
+    const base = spec();
+    const proxied = { ...base, listeners: base.listeners.map((l) => ({ ...l, proxyProtocol: true })) };
+    const ingress = await settle(() => lbs.ensure(t, proxied));
+    const lb = lbOf(t.serviceUid);
+    expect(poolsOf(lb?.id ?? "").map((p) => p.protocol)).toEqual(base.listeners.map(() => "PROXY"));
+    const [fip] = fipsOf(lb?.vipPortId ?? "");
+    expect(ingress).toEqual([{ ip: fip?.address, ipMode: "Proxy" }]);
+    expect(await settle(() => lbs.ensure(t, base))).toEqual([{ ip: fip?.address }]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
   test("internal: the VIP is the ingress, no floating IP; keep-floatingip keeps it past delete", async () => {
     const t = target();
     const ingress = await settle(() => lbs.ensure(t, spec({ [A.internal]: "true" })));

@@ -569,7 +569,9 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     const tagged = await this.putTags(fresh, wanted, signal);
     if (tagged !== undefined) return tagged;
     hints?.annotate?.(A.loadBalancerId, current.id);
-    return [{ ip: internal ? current.vip_address : (fip?.floating_ip_address ?? current.vip_address) }];
+    const ip = internal ? current.vip_address : (fip?.floating_ip_address ?? current.vip_address);
+    // As upstream: behind PROXY protocol kube-proxy must not short-cut traffic to the ip.
+    return [{ ip, ...(spec.listeners.some((l) => l.proxyProtocol) && { ipMode: "Proxy" as const }) }];
   }
 
   private ownerTags(target: LbOwner): string[] {
