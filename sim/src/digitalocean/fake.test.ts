@@ -142,6 +142,21 @@ describe("load balancers", () => {
     await call("DELETE", `/v2/load_balancers/${made.body.load_balancer.id}`);
   });
 
+  test("health_check.proxy_protocol (godo's, beyond the OpenAPI document) is kept when sent, left out when not; not a boolean is a 422", async () => {
+    const withIt = (proxy: unknown) =>
+      lbBody({ health_check: { ...lbBody().health_check, proxy_protocol: proxy } });
+    const made = await call("POST", "/v2/load_balancers", withIt(false));
+    const id = made.body.load_balancer.id as string;
+    expect(made.body.load_balancer.health_check.proxy_protocol).toBe(false);
+    expect(fake.store.loadBalancers.get(id)?.health_check["proxy_protocol"]).toBe(false);
+    await call("GET", `/v2/load_balancers/${id}`);
+    // A whole-object PUT without it drops it, as every other field it leaves out.
+    const put = await call("PUT", `/v2/load_balancers/${id}`, lbBody());
+    expect(put.body.load_balancer.health_check).not.toHaveProperty("proxy_protocol");
+    expect((await call("PUT", `/v2/load_balancers/${id}`, withIt("no"))).status).toBe(422);
+    await call("DELETE", `/v2/load_balancers/${id}`);
+  });
+
   test("activation can wait for several reads", async () => {
     fake.setActivation(3);
     const made = await call("POST", "/v2/load_balancers", lbBody({ name: "slow" }));

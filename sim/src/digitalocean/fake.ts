@@ -120,6 +120,27 @@ export interface DigitalOceanMutation {
   readonly body: unknown;
 }
 
+/** health_check.yml's fields with its defaults, and the extension beside them (DIGITALOCEAN_SPEC_EXTENSIONS). */
+function healthCheck(raw: unknown): Json {
+  const h = (raw ?? {}) as Json;
+  const proxy = h["proxy_protocol"];
+  if (proxy !== undefined && typeof proxy !== "boolean")
+    throw unprocessable("health_check.proxy_protocol must be a boolean");
+  const { proxy_protocol: _, ...documented } = h;
+  return {
+    protocol: "http",
+    port: 80,
+    path: "/",
+    check_interval_seconds: 10,
+    response_timeout_seconds: 5,
+    unhealthy_threshold: 5,
+    healthy_threshold: 3,
+    ...documented,
+    // godo's HealthCheck.ProxyProtocol: kept only when sent (unset, the check follows the load balancer).
+    ...(proxy !== undefined && { proxy_protocol: proxy }),
+  };
+}
+
 export class DigitalOceanFake extends VendorFake<Listing> {
   readonly store = new DigitalOceanStore();
   readonly mutations: DigitalOceanMutation[] = [];
@@ -603,16 +624,7 @@ export class DigitalOceanFake extends VendorFake<Listing> {
       ...(sizeUnit !== undefined ? { size_unit: sizeUnit } : b["size"] === undefined ? { size_unit: 1 } : {}),
       ...(typeof b["size"] === "string" && { size: b["size"] as string }),
       forwarding_rules: rules.map((r) => ({ ...r })),
-      health_check: {
-        protocol: "http",
-        port: 80,
-        path: "/",
-        check_interval_seconds: 10,
-        response_timeout_seconds: 5,
-        unhealthy_threshold: 5,
-        healthy_threshold: 3,
-        ...((b["health_check"] as Json | undefined) ?? {}),
-      },
+      health_check: healthCheck(b["health_check"]),
       sticky_sessions: { type: "none", ...((b["sticky_sessions"] as Json | undefined) ?? {}) },
       redirect_http_to_https: bool("redirect_http_to_https"),
       enable_proxy_protocol: bool("enable_proxy_protocol"),

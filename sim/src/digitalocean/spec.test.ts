@@ -2,9 +2,20 @@ import { describe, expect, test } from "@jest/globals";
 import {
   bundleSpec,
   DIGITALOCEAN_SPEC,
+  DIGITALOCEAN_SPEC_EXTENSIONS,
   DIGITALOCEAN_SUPPLEMENT_PATHS,
   digitalOceanSpecChecker,
 } from "./spec.js";
+
+/** Every schema in `node` with `property` among its properties: that property's schema. */
+function schemasOf(node: unknown, property: string): Record<string, unknown>[] {
+  if (Array.isArray(node)) return node.flatMap((n) => schemasOf(n, property));
+  if (typeof node !== "object" || node === null) return [];
+  const o = node as Record<string, unknown>;
+  const props = o["properties"] as Record<string, Record<string, unknown>> | undefined;
+  const own = props?.[property] === undefined ? [] : [props[property]];
+  return [...own, ...Object.values(o).flatMap((v) => schemasOf(v, property))];
+}
 
 describe("DigitalOcean spec fixture", () => {
   test("joins into one document with no reference left", () => {
@@ -41,5 +52,22 @@ describe("DigitalOcean spec supplement", () => {
     expect(c.findOperation("GET", "/v2/volumes/506f78a4-e098-11e5-ad9f-000f53306ae1")?.operationId).toBe(
       "volumes_get",
     );
+  });
+});
+
+describe("DigitalOcean spec extensions", () => {
+  test("each field the fake keeps beyond the document is still missing from it, and has a source", () => {
+    const doc = bundleSpec(DIGITALOCEAN_SPEC, DIGITALOCEAN_SUPPLEMENT_PATHS);
+    for (const [path, source] of Object.entries(DIGITALOCEAN_SPEC_EXTENSIONS)) {
+      const [object = "", field = ""] = path.split(".");
+      const schemas = schemasOf(doc, object);
+      expect({ path, found: schemas.length > 0 }).toEqual({ path, found: true });
+      for (const schema of schemas)
+        expect({
+          path,
+          documented: (schema["properties"] as Record<string, unknown> | undefined)?.[field],
+        }).toEqual({ path, documented: undefined });
+      expect(source).toMatch(/github\.com\//);
+    }
   });
 });

@@ -26,6 +26,11 @@ export const ANNOTATION_PREFIX = "service.beta.kubernetes.io/do-loadbalancer-";
 export const LOAD_BALANCER_ID = "kubernetes.digitalocean.com/load-balancer-id";
 /** The certificate-id annotation, whole: the DigitalOcean CCM rewrites it when Let's Encrypt renews the certificate. */
 export const CERTIFICATE_ID = "service.beta.kubernetes.io/do-loadbalancer-certificate-id";
+/**
+ * "true": the load balancer is the user's now (to hand it to another Service or cluster):
+ * ensure, backend updates and delete leave it alone (upstream's annDODisownLB, lb_annotations.go).
+ */
+export const DISOWN = "service.kubernetes.io/do-loadbalancer-disown";
 
 /** Keys, without the prefix. */
 export const A = {
@@ -110,7 +115,12 @@ export interface DoLbSettings {
   readonly name?: string;
   /** The DigitalOcean CCM's load balancer id (adoption only, with clusters[].adoptFrom). */
   readonly loadBalancerId?: string;
+  /** The disown annotation (DISOWN) is true. */
+  readonly disowned: boolean;
 }
+
+/** How the DigitalOcean CCM finds a Service's load balancer: its id annotation, then its name. */
+export type VendorRefs = Pick<DoLbSettings, "name" | "loadBalancerId">;
 
 const key = (k: string) => `${ANNOTATION_PREFIX}${k}`;
 
@@ -201,6 +211,38 @@ function tlsChecks(
     );
 }
 
+/** The disown annotation as upstream's getDisownLB reads it (strconv.ParseBool: a bad value is an error). */
+export function isDisowned(a: Readonly<Record<string, string>>): boolean {
+  const raw = a[DISOWN];
+  return raw === undefined ? false : parseBoolean(DISOWN, raw, GO_BOOLEAN);
+}
+
+/** The DigitalOcean CCM's references to its load balancer (name and id annotations), checked. */
+export function vendorRefs(a: Readonly<Record<string, string>>): VendorRefs {
+  const nameRaw = a[key(A.name)];
+  const idRaw = a[LOAD_BALANCER_ID];
+  return {
+    ...(nameRaw !== undefined && {
+      name: parseLength(
+        key(A.name),
+        nameRaw,
+        length(255, {
+          pattern: /^[A-Za-z0-9][A-Za-z0-9.-]*$/,
+          form: "alphanumerics, '.' and '-', starting alphanumeric",
+        }),
+      ),
+    }),
+    ...(idRaw !== undefined &&
+      idRaw !== "" && {
+        loadBalancerId: parseLength(
+          LOAD_BALANCER_ID,
+          idRaw,
+          length(36, { pattern: /^[0-9a-f-]{36}$/i, form: "a load balancer UUID" }),
+        ),
+      }),
+  };
+}
+
 /** The vendor keys this provider reads, checked; throws AnnotationError on the first bad one. */
 export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSettings {
   const get = (k: string) => a[key(k)];
@@ -274,8 +316,6 @@ export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSet
   const networkRaw = get(A.network);
   const stackRaw = get(A.networkStack);
   const typeRaw = get(A.type);
-  const nameRaw = get(A.name);
-  const idRaw = a[LOAD_BALANCER_ID];
   return {
     protocol,
     httpPorts,
@@ -344,24 +384,8 @@ export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSet
       typeRaw === undefined
         ? "REGIONAL"
         : parseEnum(key(A.type), typeRaw, enumOf(["REGIONAL", "REGIONAL_NETWORK"] as const, true)),
-    ...(nameRaw !== undefined && {
-      name: parseLength(
-        key(A.name),
-        nameRaw,
-        length(255, {
-          pattern: /^[A-Za-z0-9][A-Za-z0-9.-]*$/,
-          form: "alphanumerics, '.' and '-', starting alphanumeric",
-        }),
-      ),
-    }),
-    ...(idRaw !== undefined &&
-      idRaw !== "" && {
-        loadBalancerId: parseLength(
-          LOAD_BALANCER_ID,
-          idRaw,
-          length(36, { pattern: /^[0-9a-f-]{36}$/i, form: "a load balancer UUID" }),
-        ),
-      }),
+    ...vendorRefs(a),
+    disowned: isDisowned(a),
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { CloudProvider, ProviderContext, ProviderFactory } from "../../provider.js";
-import { ANNOTATION_PREFIX, doVendorLbSettings, LOAD_BALANCER_ID } from "./annotations.js";
+import { ANNOTATION_PREFIX, DISOWN, doVendorLbSettings, LOAD_BALANCER_ID } from "./annotations.js";
 import { DEFAULT_DO_URL, DigitalOceanClient, MAX_PAGE_SIZE } from "./client.js";
 import { DigitalOceanInstances, PROVIDER_NAME } from "./instances.js";
 import { DigitalOceanLoadBalancers } from "./load-balancers.js";
@@ -30,7 +30,7 @@ const TOKEN = "token";
 
 export const digitalOceanProvider: ProviderFactory<DigitalOceanOptions> = {
   name: PROVIDER_NAME,
-  annotationPrefixes: [ANNOTATION_PREFIX, LOAD_BALANCER_ID],
+  annotationPrefixes: [ANNOTATION_PREFIX, LOAD_BALANCER_ID, DISOWN],
   options: DigitalOceanOptionsSchema,
   credentials: { required: [TOKEN], bare: TOKEN },
   // DigitalOcean takes 5,000 requests an hour and 250 a minute per token ("Current rate limits

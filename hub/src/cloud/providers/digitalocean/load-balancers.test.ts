@@ -5,11 +5,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/gl
 import { DigitalOceanFake } from "../../../../../sim/src/digitalocean/index.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
-import { CloudError, InstanceNotFoundError, OperationFailedError } from "../../errors.js";
+import {
+  CloudError,
+  ImplementedElsewhereError,
+  InstanceNotFoundError,
+  OperationFailedError,
+} from "../../errors.js";
 import { isInProgress, type LoadBalancerSpec, type ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { doVendorLbSettings } from "./annotations.js";
-import { ccmLoadBalancer } from "./do-ccm.testkit.js";
+import { ccmLoadBalancer, KUBE_PROXY_HEALTH_PORT } from "./do-ccm.testkit.js";
 import { digitalOceanProvider } from "./index.js";
 import { FAILED_SUFFIX, ownerName, ownerOfName } from "./load-balancers.js";
 
@@ -256,21 +261,119 @@ describe("annotations", () => {
   });
 });
 
-describe("adoption", () => {
-  async function vendorBuilt(t: ServiceTarget, vpcUuid = VPC) {
-    const made = await ccmLoadBalancer(
-      { url: fake.url, token: token.value },
-      {
-        serviceUid: t.serviceUid,
-        region: REGION,
-        vpcUuid,
-        ports: [{ port: 80, nodePort: 30080 }],
-        dropletIds: [],
-      },
-    );
-    return { made, annotations: { "kubernetes.digitalocean.com/load-balancer-id": made.id } };
-  }
+/** externalTrafficPolicy Local with PROXY protocol, as the reconciler builds it: kube-proxy's /healthz on healthCheckNodePort. */
+const HC_NODE_PORT = 31999;
+const proxiedLocal = (annotations?: Record<string, string>): LoadBalancerSpec =>
+  sampleLoadBalancerSpec(nodes, {
+    listeners: sampleLoadBalancerSpec(nodes).listeners.map((l) => ({ ...l, proxyProtocol: true })),
+    healthCheck: {
+      ...sampleLoadBalancerSpec(nodes).healthCheck,
+      protocol: "HTTP",
+      port: HC_NODE_PORT,
+      path: "/healthz",
+    },
+    ...(annotations !== undefined && { annotations }),
+  });
 
+async function vendorBuilt(
+  t: ServiceTarget,
+  vpcUuid = VPC,
+  over: { healthCheckNodePort?: number; proxyProtocol?: boolean } = {},
+) {
+  const made = await ccmLoadBalancer(
+    { url: fake.url, token: token.value },
+    {
+      serviceUid: t.serviceUid,
+      region: REGION,
+      vpcUuid,
+      ports: [{ port: 80, nodePort: 30080 }],
+      dropletIds: [],
+      ...over,
+    },
+  );
+  return { made, annotations: { "kubernetes.digitalocean.com/load-balancer-id": made.id } };
+}
+
+describe("PROXY protocol and the health check (upstream's buildHealthCheck)", () => {
+  test("a check on kube-proxy's healthCheckNodePort is sent with proxy_protocol false; one on the app's node port follows the load balancer", async () => {
+    const { provider } = await bound();
+    const local = target();
+    await settle(() => provider.loadBalancers!.ensure(local, proxiedLocal()));
+    expect(lbOf(local)).toMatchObject({
+      enable_proxy_protocol: true,
+      health_check: { protocol: "http", port: HC_NODE_PORT, path: "/healthz", proxy_protocol: false },
+    });
+    const app = target();
+    const onApp = { ...proxiedLocal(), healthCheck: sampleLoadBalancerSpec(nodes).healthCheck };
+    await settle(() => provider.loadBalancers!.ensure(app, onApp));
+    expect(lbOf(app)?.enable_proxy_protocol).toBe(true);
+    expect(lbOf(app)?.health_check).not.toHaveProperty("proxy_protocol");
+    for (const t of [local, app]) await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("a load balancer whose kube-proxy check lost proxy_protocol false is PUT back; one that has it is left alone", async () => {
+    const { provider, ops } = await bound();
+    const t = target();
+    await settle(() => provider.loadBalancers!.ensure(t, proxiedLocal()));
+    const before = ops.length;
+    await settle(() => provider.loadBalancers!.ensure(t, proxiedLocal()));
+    expect(ops.slice(before)).not.toContain("loadBalancers.update");
+    delete lbOf(t)!.health_check["proxy_protocol"];
+    await settle(() => provider.loadBalancers!.ensure(t, proxiedLocal()));
+    expect(ops.slice(before)).toContain("loadBalancers.update");
+    expect(lbOf(t)?.health_check["proxy_protocol"]).toBe(false);
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("adopted: the DigitalOcean CCM's load balancer with PROXY protocol keeps its check's proxy_protocol false", async () => {
+    const t = target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+    const { made, annotations } = await vendorBuilt(t, VPC, {
+      healthCheckNodePort: HC_NODE_PORT,
+      proxyProtocol: true,
+    });
+    expect(fake.store.loadBalancers.get(made.id)?.health_check).toMatchObject({
+      protocol: "http",
+      port: HC_NODE_PORT,
+      path: "/healthz",
+      proxy_protocol: false,
+    });
+    const { provider } = await bound();
+    const a = { ...annotations, [`${P}enable-proxy-protocol`]: "true" };
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, proxiedLocal(a), undefined, { annotations: a, ingress: [] }),
+    );
+    const adopted = fake.store.loadBalancers.get(made.id);
+    expect(adopted?.name).toBe(ownerName(t));
+    expect(adopted).toMatchObject({
+      enable_proxy_protocol: true,
+      health_check: { protocol: "http", port: HC_NODE_PORT, path: "/healthz", proxy_protocol: false },
+    });
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("the DigitalOcean CCM's kube-proxy check without PROXY protocol is upstream's default: 10256, /healthz, 3/5/3/5, proxy_protocol false", async () => {
+    const t = target();
+    const { made } = await vendorBuilt(t);
+    expect(fake.store.loadBalancers.get(made.id)).toMatchObject({
+      enable_proxy_protocol: false,
+      type: "REGIONAL",
+      network_stack: "IPV4",
+      health_check: {
+        protocol: "http",
+        port: KUBE_PROXY_HEALTH_PORT,
+        path: "/healthz",
+        check_interval_seconds: 3,
+        response_timeout_seconds: 5,
+        unhealthy_threshold: 3,
+        healthy_threshold: 5,
+        proxy_protocol: false,
+      },
+    });
+    fake.store.loadBalancers.delete(made.id);
+  });
+});
+
+describe("adoption", () => {
   test("without adoptFrom the DigitalOcean CCM's load balancer is refused, by its id or its name, and nothing changes", async () => {
     const t = target();
     const { made, annotations } = await vendorBuilt(t);
@@ -434,5 +537,101 @@ describe("after a restart", () => {
     await restarted.provider.loadBalancers!.updateBackends(t, nodes);
     expect(restarted.ops.slice(before)).not.toContain("loadBalancers.list");
     await restarted.provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
+describe("deletion", () => {
+  const adopting = () => target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+
+  test("with adoptFrom, the DigitalOcean CCM's load balancer of a Service never adopted goes with it (by its id, or its name), as upstream deletes it", async () => {
+    const { provider } = await bound();
+    const byId = adopting();
+    const one = await vendorBuilt(byId);
+    await provider.loadBalancers!.ensureDeleted(byId, undefined, {
+      annotations: one.annotations,
+      ingress: [],
+    });
+    expect(fake.store.loadBalancers.has(one.made.id)).toBe(false);
+    const byName = adopting();
+    const two = await vendorBuilt(byName);
+    await provider.loadBalancers!.ensureDeleted(byName, undefined, { annotations: {}, ingress: [] });
+    expect(fake.store.loadBalancers.has(two.made.id)).toBe(false);
+  });
+
+  test("it stays where adoption would refuse it: no adoptFrom, another VPC, another Service's of this hub", async () => {
+    const { provider, ops } = await bound();
+    const plain = target();
+    const kept = [await vendorBuilt(plain)];
+    await provider.loadBalancers!.ensureDeleted(plain, undefined, {
+      annotations: kept[0]!.annotations,
+      ingress: [],
+    });
+    const elsewhere = adopting();
+    kept.push(await vendorBuilt(elsewhere, "5a4981aa-9653-4bd1-bef5-d6bff52042e4"));
+    await provider.loadBalancers!.ensureDeleted(elsewhere, undefined, {
+      annotations: kept[1]!.annotations,
+      ingress: [],
+    });
+    const other = target();
+    await settle(() => provider.loadBalancers!.ensure(other, sampleLoadBalancerSpec(nodes)));
+    const othersId = { "kubernetes.digitalocean.com/load-balancer-id": lbOf(other)!.id };
+    await provider.loadBalancers!.ensureDeleted(adopting(), undefined, {
+      annotations: othersId,
+      ingress: [],
+    });
+    expect(ops).not.toContain("loadBalancers.delete");
+    for (const { made } of kept) expect(fake.store.loadBalancers.has(made.id)).toBe(true);
+    expect(lbOf(other)).toBeDefined();
+    for (const { made } of kept) fake.store.loadBalancers.delete(made.id);
+    await provider.loadBalancers!.ensureDeleted(other);
+  });
+});
+
+describe("service.kubernetes.io/do-loadbalancer-disown (upstream's annDODisownLB)", () => {
+  const DISOWN = "service.kubernetes.io/do-loadbalancer-disown";
+
+  test("forwarded to the hub, and a value strconv.ParseBool refuses is an AnnotationError, on delete too", async () => {
+    expect(digitalOceanProvider.annotationPrefixes.some((p) => DISOWN.startsWith(p))).toBe(true);
+    const { provider, ops } = await bound();
+    const bad = { [DISOWN]: "yes" };
+    expect(() => provider.loadBalancers!.checkAnnotations!(bad)).toThrow(AnnotationError);
+    await expect(
+      provider.loadBalancers!.ensureDeleted(target(), undefined, { annotations: bad, ingress: [] }),
+    ).rejects.toBeInstanceOf(AnnotationError);
+    expect(ops).toEqual([]);
+  });
+
+  test("a disowned load balancer is left as it is: ensure answers ImplementedElsewhere with no call, backends and delete change nothing", async () => {
+    const { provider, ops } = await bound();
+    const t = target();
+    await settle(() => provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    const lb = lbOf(t)!;
+    const disowned = { [DISOWN]: "true" };
+    const hints = { annotations: disowned, ingress: [{ ip: lb.ip }] };
+    const before = ops.length;
+    const changed = sampleLoadBalancerSpec([nodes[0]!], { annotations: disowned, idleTimeoutSeconds: 120 });
+    await expect(provider.loadBalancers!.ensure(t, changed, undefined, hints)).rejects.toBeInstanceOf(
+      ImplementedElsewhereError,
+    );
+    expect(ops.slice(before)).toEqual([]);
+    expect(await provider.loadBalancers!.updateBackends(t, [nodes[0]!])).toBeUndefined();
+    await provider.loadBalancers!.ensureDeleted(t, undefined, hints);
+    expect(ops.slice(before)).toEqual([]);
+    expect(fake.store.loadBalancers.get(lb.id)).toMatchObject({
+      name: ownerName(t),
+      http_idle_timeout_seconds: 60,
+      droplet_ids: nodes.map(Number),
+    });
+    // Owned again ("false"): ensure applies the Service, delete deletes.
+    const owned = { [DISOWN]: "false" };
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, { ...changed, annotations: owned }, undefined, {
+        ...hints,
+        annotations: owned,
+      }),
+    );
+    expect(fake.store.loadBalancers.get(lb.id)?.http_idle_timeout_seconds).toBe(120);
+    await provider.loadBalancers!.ensureDeleted(t, undefined, { ...hints, annotations: owned });
+    expect(fake.store.loadBalancers.has(lb.id)).toBe(false);
   });
 });

@@ -13,12 +13,15 @@
  * reported, is renamed with `.failed` after it (the FAILURE_REPORTED_TAG of clouds with tags):
  * any replica reads both from the cloud. Each load balancer is an object of its own: no lockKey.
  * Its id is reported as the DigitalOcean CCM's `kubernetes.digitalocean.com/load-balancer-id`
- * Service annotation (LbServiceHints.annotate), so going back to that CCM keeps it.
+ * Service annotation (LbServiceHints.annotate), so going back to that CCM keeps it. As that
+ * CCM: with adoptFrom, a Service's own load balancer of it goes with the Service even if never
+ * adopted, and `service.kubernetes.io/do-loadbalancer-disown` makes every call leave it alone.
  */
 
 import { AnnotationError } from "../../annotation-bounds.js";
 import {
   CloudError,
+  ImplementedElsewhereError,
   isRetryable,
   NeedsEnsureError,
   OperationFailedError,
@@ -44,10 +47,14 @@ import {
   A,
   ANNOTATION_PREFIX,
   CERTIFICATE_ID,
+  DISOWN,
   DO_BOUNDS,
   type DoLbSettings,
+  isDisowned,
   LOAD_BALANCER_ID,
   parseDoAnnotations,
+  type VendorRefs,
+  vendorRefs,
 } from "./annotations.js";
 import { certificateToUse, serviceCertificateId } from "./certificates.js";
 import type { DigitalOceanClient } from "./client.js";
@@ -89,6 +96,11 @@ export function vendorDefaultName(serviceUid: string): string {
   return `a${serviceUid.replace(/-/g, "")}`.slice(0, 32);
 }
 
+/** The names upstream gives (or gave) the Service's load balancer: its default, the name annotation's. */
+function upstreamNames(o: LbOwner, refs: VendorRefs): string[] {
+  return [vendorDefaultName(o.serviceUid), ...(refs.name === undefined ? [] : [refs.name])];
+}
+
 function isOwners(lb: WireLoadBalancer, o: LbOwner): boolean {
   const n = ownerName(o);
   return lb.name === n || lb.name === n + FAILED_SUFFIX;
@@ -118,6 +130,13 @@ function ingressOf(lb: WireLoadBalancer): LbIngress[] {
 }
 
 const backendsOf = (lb: WireLoadBalancer) => [...(lb.droplet_ids ?? [])].map(String).sort();
+
+/**
+ * The health check goes to kube-proxy (healthCheckNodePort), not the app: its port is no
+ * listener's node port. kube-proxy speaks no PROXY protocol, so that check must not send it.
+ */
+const checksKubeProxy = (spec: LoadBalancerSpec, port: number) =>
+  port > 0 && !spec.listeners.some((l) => l.nodePort === port);
 
 /** A certificate-name stands for an id only known after its lookup: the shape checks need none. */
 const NAMED_CERTIFICATE = "(certificate-name)";
@@ -172,11 +191,13 @@ export function differences(have: WireLbRequest, want: WireLbRequest): string[] 
   if (have.name !== want.name) out.push("name");
   if (!eq(have.forwarding_rules.map(ruleKey).sort(), want.forwarding_rules.map(ruleKey).sort()))
     out.push("forwarding_rules");
-  const hc = (h: WireLbRequest["health_check"]) => ({
+  const hc = ({ health_check: h, enable_proxy_protocol }: WireLbRequest) => ({
     ...h,
     path: h.protocol === "tcp" ? "" : (h.path ?? "/"),
+    // Unset, the check follows the load balancer's PROXY protocol.
+    proxy_protocol: h.proxy_protocol ?? enable_proxy_protocol,
   });
-  if (!eq(hc(have.health_check), hc(want.health_check))) out.push("health_check");
+  if (!eq(hc(have), hc(want))) out.push("health_check");
   const sticky = (s: WireLbRequest["sticky_sessions"]) =>
     s.type === "cookies" ? { type: s.type, n: s.cookie_name, t: s.cookie_ttl_seconds } : { type: "none" };
   if (!eq(sticky(have.sticky_sessions), sticky(want.sticky_sessions))) out.push("sticky_sessions");
@@ -222,6 +243,8 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
 
   /** Where the owner's load balancer was last seen: a hint checked by its name on every use, never the truth. */
   private readonly seen = new Map<string, string>();
+  /** Owners whose last ensure was disowned: their backend updates change nothing either. */
+  private readonly disowned = new Set<string>();
 
   constructor(
     private readonly ctx: ProviderContext,
@@ -317,6 +340,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     }
     const hcProtocol = s.healthCheckProtocol ?? (spec.healthCheck.protocol === "HTTP" ? "http" : "tcp");
     const h = spec.healthCheck;
+    const proxyProtocol = spec.listeners.some((l) => l.proxyProtocol);
     return {
       name: ownerName(target),
       region: this.ctx.account.region,
@@ -330,10 +354,12 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
         response_timeout_seconds: h.timeoutSeconds,
         unhealthy_threshold: h.unhealthyThreshold,
         healthy_threshold: h.healthyThreshold,
+        // As upstream's default check (buildHealthCheck): else every node reads as unhealthy.
+        ...(proxyProtocol && checksKubeProxy(spec, hcPort) && { proxy_protocol: false }),
       },
       sticky_sessions: s.stickySessions,
       redirect_http_to_https: s.redirectHttpToHttps,
-      enable_proxy_protocol: spec.listeners.some((l) => l.proxyProtocol),
+      enable_proxy_protocol: proxyProtocol,
       enable_backend_keepalive: s.enableBackendKeepalive,
       http_idle_timeout_seconds: spec.idleTimeoutSeconds,
       ...(target.network !== undefined && target.network !== "" && { vpc_uuid: target.network }),
@@ -351,50 +377,46 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
   }
 
   /**
-   * The DigitalOcean CCM's load balancer of this Service, if the Service points at one (its
-   * load-balancer-id annotation) or one bears upstream's name for it: adoptable only with the
-   * operator's adoptFrom for this cluster, and only in the cluster's region and VPC under the
-   * name upstream gave it. Anything else is refused before any write.
+   * The DigitalOcean CCM's load balancer of this Service, as upstream finds it: the one its
+   * load-balancer-id annotation names, else one bearing upstream's name for it.
    */
   private async vendorCandidate(
     target: ServiceTarget,
-    s: DoLbSettings,
+    refs: VendorRefs,
     all: WireLoadBalancer[] | undefined,
     signal?: AbortSignal,
   ): Promise<Candidate | undefined> {
-    let found: Candidate | undefined;
-    if (s.loadBalancerId !== undefined) {
-      const lb = await this.byId(s.loadBalancerId, signal);
-      if (lb !== undefined) found = { lb, how: `${LOAD_BALANCER_ID}=${s.loadBalancerId}` };
+    if (refs.loadBalancerId !== undefined) {
+      const lb = await this.byId(refs.loadBalancerId, signal);
+      if (lb !== undefined) return { lb, how: `${LOAD_BALANCER_ID}=${refs.loadBalancerId}` };
     }
-    if (found === undefined) {
-      const names = [vendorDefaultName(target.serviceUid), ...(s.name === undefined ? [] : [s.name])];
-      const lb = (all ?? (await this.all(signal))).find((x) => names.includes(x.name));
-      if (lb !== undefined) found = { lb, how: `its name ${lb.name}` };
-    }
-    if (found === undefined) return undefined;
-    const { lb, how } = found;
+    const names = upstreamNames(target, refs);
+    const lb = (all ?? (await this.all(signal))).find((x) => names.includes(x.name));
+    return lb === undefined ? undefined : { lb, how: `its name ${lb.name}` };
+  }
+
+  /**
+   * Why the candidate is not this Service's to take over (adopt, or delete with the Service):
+   * it is only with the operator's adoptFrom for this cluster, in the cluster's region and VPC,
+   * under the name upstream gave it. Undefined: it is.
+   */
+  private refusal(target: ServiceTarget, { lb, how }: Candidate, refs: VendorRefs): string | undefined {
     const owner = ownerOfName(lb.name);
     if (owner !== undefined)
-      throw new CloudError(
-        `load balancer ${lb.id} (${how}) belongs to another Service (${owner.cluster}/${owner.serviceUid}) of this hub: refused`,
-      );
-    const { adoptFrom } = target.scope;
-    const refuse = (why: string) =>
-      new CloudError(
-        `load balancer ${lb.id} (${how}) was not made by this hub and ${why}: not adopted, nothing changed`,
-      );
-    if (adoptFrom === undefined) throw refuse("this cluster has no adoptFrom in the hub's configuration");
+      return `load balancer ${lb.id} (${how}) belongs to another Service (${owner.cluster}/${owner.serviceUid}) of this hub`;
+    const not = (why: string) => `load balancer ${lb.id} (${how}) was not made by this hub and ${why}`;
+    if (target.scope.adoptFrom === undefined)
+      return not("this cluster has no adoptFrom in the hub's configuration");
     if (lb.region.slug !== this.ctx.account.region)
-      throw refuse(`is in region ${lb.region.slug}, not ${this.ctx.account.region}`);
+      return not(`is in region ${lb.region.slug}, not ${this.ctx.account.region}`);
     if (target.network !== undefined && target.network !== "" && lb.vpc_uuid !== target.network)
-      throw refuse(`is in VPC ${lb.vpc_uuid ?? "(none)"}, not the cluster's ${target.network}`);
-    const upstream = [vendorDefaultName(target.serviceUid), ...(s.name === undefined ? [] : [s.name])];
-    if (!upstream.includes(lb.name))
-      throw refuse(
-        `is named ${lb.name}, not as the DigitalOcean CCM names this Service's load balancer (${upstream.join(" or ")})`,
+      return not(`is in VPC ${lb.vpc_uuid ?? "(none)"}, not the cluster's ${target.network}`);
+    const names = upstreamNames(target, refs);
+    if (!names.includes(lb.name))
+      return not(
+        `is named ${lb.name}, not as the DigitalOcean CCM names this Service's load balancer (${names.join(" or ")})`,
       );
-    return found;
+    return undefined;
   }
 
   async ensure(
@@ -404,6 +426,14 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     hints?: LbServiceHints,
   ): Promise<readonly LbIngress[] | InProgress> {
     const annotations = spec.annotations ?? hints?.annotations ?? {};
+    if (isDisowned(annotations)) {
+      this.disowned.add(this.key(target));
+      // As upstream: no call, and the Service keeps the status it shows.
+      const why = `${DISOWN} is true: the load balancer is left as it is (not created, changed or deleted)`;
+      this.ctx.logger.info({ serviceUid: target.serviceUid }, why);
+      throw new ImplementedElsewhereError(why);
+    }
+    this.disowned.delete(this.key(target));
     const s = parseDoAnnotations(annotations);
     if (s.name !== undefined && s.name !== ownerName(target))
       hints?.warn?.(
@@ -424,6 +454,8 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       const vendor = await this.vendorCandidate(target, s, found.all, signal);
       if (vendor === undefined)
         return this.create(target, this.desired(target, spec, s, serviceCert), signal);
+      const why = this.refusal(target, vendor, s);
+      if (why !== undefined) throw new CloudError(`${why}: not adopted, nothing changed`);
       lb = vendor.lb;
       this.ctx.logger.info({ lb: lb.id, how: vendor.how }, "adopting the DigitalOcean CCM's load balancer");
     }
@@ -513,6 +545,8 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     backends: readonly string[],
     signal?: AbortSignal,
   ): Promise<undefined | InProgress> {
+    // The reconciler updates backends only after an ensure succeeded; a disowned one never does.
+    if (this.disowned.has(this.key(target))) return undefined;
     const { mine } = await this.find(target, signal);
     if (mine === undefined || mine.status === "errored")
       throw new NeedsEnsureError(`the owner's load balancer is ${mine === undefined ? "gone" : "errored"}`);
@@ -525,16 +559,53 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     return undefined;
   }
 
-  async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
+  async ensureDeleted(
+    target: ServiceTarget,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<undefined | InProgress> {
+    const annotations = hints?.annotations ?? {};
     this.seen.delete(this.key(target));
-    // Every load balancer with the owner's name (a failed one included), never another's.
-    for (const lb of (await this.all(signal)).filter((x) => isOwners(x, target))) {
+    this.disowned.delete(this.key(target));
+    // As upstream: a disowned load balancer outlives its Service (the user hands it on).
+    if (isDisowned(annotations)) return undefined;
+    const all = await this.all(signal);
+    // Every load balancer with the owner's name (a failed one included), never another's; without
+    // one, the DigitalOcean CCM's, where the operator lets the hub take it over (as ensure would).
+    const mine = all.filter((x) => isOwners(x, target));
+    const vendor =
+      mine.length === 0 && target.scope.adoptFrom !== undefined
+        ? await this.vendorToDelete(target, annotations, all, signal)
+        : undefined;
+    for (const lb of vendor === undefined ? mine : [vendor]) {
       try {
         await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
     }
+    return undefined;
+  }
+
+  /** The DigitalOcean CCM's load balancer of a Service going away, if ensure would adopt it. */
+  private async vendorToDelete(
+    target: ServiceTarget,
+    annotations: Readonly<Record<string, string>>,
+    all: WireLoadBalancer[],
+    signal?: AbortSignal,
+  ): Promise<WireLoadBalancer | undefined> {
+    let refs: VendorRefs = {};
+    try {
+      refs = vendorRefs(annotations);
+    } catch (err) {
+      // A bad reference never blocks a deletion: upstream's name is still looked for.
+      if (!(err instanceof AnnotationError)) throw err;
+    }
+    const found = await this.vendorCandidate(target, refs, all, signal);
+    if (found === undefined) return undefined;
+    const why = this.refusal(target, found, refs);
+    if (why === undefined) return found.lb;
+    this.ctx.logger.warn({ lb: found.lb.id }, `${why}: not deleted with the Service`);
     return undefined;
   }
 

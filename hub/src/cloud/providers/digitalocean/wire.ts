@@ -41,6 +41,12 @@ export interface WireHealthCheck {
   readonly response_timeout_seconds: number;
   readonly unhealthy_threshold: number;
   readonly healthy_threshold: number;
+  /**
+   * Whether the check itself sends PROXY protocol; unset, it follows `enable_proxy_protocol`.
+   * Not in the OpenAPI document: godo's HealthCheck.ProxyProtocol (`json:"proxy_protocol,omitempty"`),
+   * which the DigitalOcean CCM sets false for its kube-proxy check.
+   */
+  readonly proxy_protocol?: boolean;
 }
 
 export interface WireStickySessions {
