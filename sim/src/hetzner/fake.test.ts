@@ -359,6 +359,70 @@ describe("actions", () => {
     for (const c of [cert, ...more]) await call("DELETE", `/certificates/${c}`);
   });
 
+  test("public interface: disabled only on a network with private-IP targets, enabled again; its IPs hidden meanwhile", async () => {
+    const server = (await call("GET", "/servers?name=s-0")).body?.servers[0].id;
+    const made = await call("POST", "/load_balancers", {
+      name: "lb-public",
+      load_balancer_type: "lb11",
+      location: "fsn1",
+      targets: [{ type: "server", server: { id: server }, use_private_ip: false }],
+    });
+    const lb = made.body?.load_balancer.id;
+    const ipv4 = made.body?.load_balancer.public_net.ipv4.ip;
+    const disable = () => call("POST", `/load_balancers/${lb}/actions/disable_public_interface`);
+    const refused = async () => {
+      const r = await disable();
+      return [r.status, r.body?.error.code];
+    };
+    expect(await refused()).toEqual([422, "load_balancer_not_attached_to_network"]);
+    await call("POST", `/load_balancers/${lb}/actions/attach_to_network`, { network: networkId });
+    expect(await refused()).toEqual([422, "targets_without_use_private_ip"]);
+    await call("POST", `/load_balancers/${lb}/actions/remove_target`, {
+      type: "server",
+      server: { id: server },
+    });
+    await call("POST", `/load_balancers/${lb}/actions/add_target`, {
+      type: "server",
+      server: { id: server },
+      use_private_ip: true,
+    });
+    expect((await disable()).body?.action).toMatchObject({
+      command: "disable_public_interface",
+      status: "success",
+    });
+    expect((await call("GET", `/load_balancers/${lb}`)).body?.load_balancer.public_net).toMatchObject({
+      enabled: false,
+      ipv4: { ip: null },
+    });
+    const enable = await call("POST", `/load_balancers/${lb}/actions/enable_public_interface`);
+    expect(enable.body?.action).toMatchObject({ command: "enable_public_interface", status: "success" });
+    expect((await call("GET", `/load_balancers/${lb}`)).body?.load_balancer.public_net).toMatchObject({
+      enabled: true,
+      ipv4: { ip: ipv4 },
+    });
+    await call("DELETE", `/load_balancers/${lb}`);
+  });
+
+  test("delete protection: change_protection sets it, a DELETE is refused `protected` until it is lifted", async () => {
+    const lb = (
+      await call("POST", "/load_balancers", {
+        name: "lb-protected",
+        load_balancer_type: "lb11",
+        location: "fsn1",
+      })
+    ).body?.load_balancer.id;
+    const on = await call("POST", `/load_balancers/${lb}/actions/change_protection`, { delete: true });
+    expect(on.body?.action).toMatchObject({ command: "change_protection", status: "success" });
+    expect((await call("GET", `/load_balancers/${lb}`)).body?.load_balancer.protection).toEqual({
+      delete: true,
+    });
+    const refused = await call("DELETE", `/load_balancers/${lb}`);
+    expect([refused.status, refused.body?.error.code]).toEqual([423, "protected"]);
+    expect((await call("GET", `/load_balancers/${lb}`)).status).toBe(200);
+    await call("POST", `/load_balancers/${lb}/actions/change_protection`, { delete: false });
+    expect((await call("DELETE", `/load_balancers/${lb}`)).status).toBe(204);
+  });
+
   test("every request and answer matched the spec subset", () => {
     expect(fake.specProblems()).toEqual([]);
   });

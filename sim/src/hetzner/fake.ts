@@ -2,7 +2,8 @@
  * A fake Hetzner Cloud API v1 on the fake kit: servers (read only, made by test controls),
  * volumes (read only, made by test controls: get, list with name and label_selector), networks
  * with their routes (add_route / delete_route actions) and labels, load balancers
- * with services, targets, network attachment, algorithm and type (each change an action), and
+ * with services, targets, network attachment, algorithm, type, the public interface and delete
+ * protection (each change an action; a protected one refuses DELETE), and
  * the actions resource: every mutation answers an action that stays `running` for a
  * configurable number of reads, then ends in `success` (or `error`, on request, undoing the
  * change it stood for). While an action of a resource runs, another action on it is refused
@@ -95,6 +96,15 @@ function notFound(what = "resource"): FakeError {
 
 function invalid(message: string): FakeError {
   return new FakeError(400, "invalid_input", message);
+}
+
+/**
+ * Deleting a resource with delete protection. Hetzner's error table names the code `protected`;
+ * neither the conversion nor the table kept here (sim/fixtures/README.md) gives its status, so
+ * 423 is a guess.
+ */
+function protectedError(): FakeError {
+  return new FakeError(423, "protected", "the resource is protected against deletion");
 }
 
 function locked(): FakeError {
@@ -254,6 +264,8 @@ export class HetznerFake extends VendorFake<Listing> {
         notFound: () => notFound(),
       },
       rateHeadersOn: "handled-calls",
+      // The body-less actions (enable/disable_public_interface) take none: an empty POST has none.
+      emptyBodyIsNone: true,
     });
   }
 
@@ -362,6 +374,12 @@ export class HetznerFake extends VendorFake<Listing> {
     };
     this.store.loadBalancers.set(made.id, made);
     return made;
+  }
+
+  private setPublicInterface(lb: FakeLoadBalancer, enabled: boolean): { undo: () => void } {
+    const old = lb.publicEnabled;
+    lb.publicEnabled = enabled;
+    return { undo: () => (lb.publicEnabled = old) };
   }
 
   private hostIn(networkId: number): string {
@@ -481,6 +499,7 @@ export class HetznerFake extends VendorFake<Listing> {
       }),
       r("DELETE", `\\/load_balancers${ID}`, "load_balancers.delete", (c) => {
         const lb = this.lb(c);
+        if (lb.deleteProtected === true) throw protectedError();
         this.store.loadBalancers.delete(lb.id);
         return { status: 204 };
       }),
@@ -567,6 +586,30 @@ export class HetznerFake extends VendorFake<Listing> {
         if (type !== "round_robin" && type !== "least_connections") throw invalid("invalid algorithm");
         lb.algorithm = type;
         return { undo: () => (lb.algorithm = old) };
+      }),
+      lbAction("enable_public_interface", (_c, lb) => this.setPublicInterface(lb, true)),
+      lbAction("disable_public_interface", (_c, lb) => {
+        // The operation's own errors (the spec lists them without a status).
+        if (lb.privateNet.length === 0)
+          throw new FakeError(
+            422,
+            "load_balancer_not_attached_to_network",
+            "the load balancer is not attached to a network",
+          );
+        if (lb.targets.some((t) => !t.use_private_ip))
+          throw new FakeError(
+            422,
+            "targets_without_use_private_ip",
+            "the load balancer has targets that use the public IP instead of the private IP",
+          );
+        return this.setPublicInterface(lb, false);
+      }),
+      lbAction("change_protection", (c, lb) => {
+        const old = lb.deleteProtected;
+        const want = c.body["delete"];
+        if (want !== undefined && typeof want !== "boolean") throw invalid("delete must be a boolean");
+        if (want !== undefined) lb.deleteProtected = want;
+        return { undo: () => (lb.deleteProtected = old) };
       }),
       lbAction("change_type", (c, lb) => {
         const old = lb.type;

@@ -96,6 +96,8 @@ export interface FakeLoadBalancer {
   algorithm: "round_robin" | "least_connections";
   labels: Record<string, string>;
   publicEnabled: boolean;
+  /** `protection.delete`: a DELETE is refused (`protected`) while it is set. */
+  deleteProtected?: boolean;
   readonly ipv4: string;
   readonly ipv6: string;
   readonly privateNet: FakePrivateNet[];

@@ -150,7 +150,7 @@ export function wireLoadBalancer(lb: FakeLoadBalancer): Json {
     included_traffic: 654321,
     ingoing_traffic: 0,
     outgoing_traffic: 0,
-    protection: { delete: false },
+    protection: { delete: lb.deleteProtected ?? false },
     public_net: {
       enabled: lb.publicEnabled,
       ipv4: lb.publicEnabled

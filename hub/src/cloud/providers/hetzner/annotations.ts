@@ -71,15 +71,27 @@ export type LbTypeName = (typeof LB_TYPE_NAMES)[number];
 export const ALGORITHMS = ["round_robin", "least_connections"] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];
 
+/**
+ * A new load balancer's type and algorithm where neither the Service nor the account names one
+ * (upstream's lb11; Hetzner's round_robin).
+ */
+export const DEFAULT_LB_TYPE: LbTypeName = "lb11";
+export const DEFAULT_ALGORITHM: Algorithm = "round_robin";
+
 /** What a Service's annotations ask of its Hetzner load balancer (the account's defaults filled in). */
 export interface HetznerLbSettings {
   /** Exactly one of location and networkZone is set. */
   readonly location?: string;
   readonly networkZone?: string;
-  readonly type: LbTypeName;
-  readonly algorithm: Algorithm;
+  /**
+   * Type and algorithm as the Service (else the account) names them; absent: the defaults at
+   * create, and an existing load balancer's left as they are (upstream never downgrades one).
+   */
+  readonly type?: LbTypeName;
+  readonly algorithm?: Algorithm;
   readonly usePrivateIP: boolean;
-  readonly publicInterface: boolean;
+  /** Asked by disable-public-network (or an internal Service); absent: public at create, then left. */
+  readonly publicInterface?: boolean;
   readonly privateIngress: boolean;
   readonly ipv6Ingress: boolean;
   readonly hostname?: string;
@@ -90,8 +102,9 @@ export interface HetznerLbSettings {
 export interface AccountLbDefaults {
   readonly location: string;
   readonly networkZone?: string | undefined;
-  readonly type: LbTypeName;
-  readonly algorithm: Algorithm;
+  /** Only where the account sets them (HCLOUD_LOAD_BALANCERS_TYPE, _ALGORITHM_TYPE). */
+  readonly type?: LbTypeName | undefined;
+  readonly algorithm?: Algorithm | undefined;
   readonly usePrivateIP: boolean;
   readonly privateIngress: boolean;
   readonly ipv6Ingress: boolean;
@@ -153,7 +166,7 @@ export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDe
   const type = rawType === undefined ? d.type : parseEnum(A.type, rawType, oneOf(LB_TYPE_NAMES));
   const rawAlg = a[A.algorithm];
   const algorithm = rawAlg === undefined ? d.algorithm : parseEnum(A.algorithm, rawAlg, oneOf(ALGORITHMS));
-  const disablePublic = bool(a, A.disablePublicNetwork) ?? false;
+  const disablePublic = bool(a, A.disablePublicNetwork);
   const disablePrivateIngress = bool(a, A.disablePrivateIngress);
   const ipv6Disabled = bool(a, A.ipv6Disabled);
   const hostname = a[A.hostname];
@@ -162,15 +175,24 @@ export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDe
   if (name !== undefined) parseLength(A.name, name, NAME);
   return {
     ...where,
-    type,
-    algorithm,
+    ...(type !== undefined && { type }),
+    ...(algorithm !== undefined && { algorithm }),
     usePrivateIP: bool(a, A.usePrivateIP) ?? d.usePrivateIP,
-    publicInterface: !disablePublic,
+    ...(disablePublic !== undefined && { publicInterface: !disablePublic }),
     privateIngress: disablePrivateIngress === undefined ? d.privateIngress : !disablePrivateIngress,
     ipv6Ingress: ipv6Disabled === undefined ? d.ipv6Ingress : !ipv6Disabled,
     ...(hostname !== undefined && { hostname }),
     ...(name !== undefined && { requestedName: name }),
   };
+}
+
+export const SERVICE_PROTOCOLS = ["tcp", "http", "https"] as const;
+export type HetznerProtocol = (typeof SERVICE_PROTOCOLS)[number];
+
+/** The protocol of the Service's Hetzner services (`protocol`, tcp by default). */
+export function serviceProtocolOf(a: Readonly<Record<string, string>>): HetznerProtocol {
+  const raw = a[A.protocol];
+  return raw === undefined ? "tcp" : parseEnum(A.protocol, raw, oneOf(SERVICE_PROTOCOLS));
 }
 
 /** A Go duration as upstream's health-check keys take it ("15s", "1m", "500ms"), in whole seconds. */
@@ -188,17 +210,22 @@ export function seconds(key: string, raw: string): number {
 export function vendorLbSettings(a: Readonly<Record<string, string>>): VendorLbSettings {
   const out: { -readonly [K in keyof VendorLbSettings]: VendorLbSettings[K] } = {};
   const proto = a[A.healthProtocol];
-  if (proto !== undefined) {
-    const p = parseEnum(A.healthProtocol, proto, oneOf(["tcp", "http"] as const));
-    out.healthCheckProtocol = p === "http" ? "HTTP" : "TCP";
-  } else if (
+  const p =
+    proto === undefined ? undefined : parseEnum(A.healthProtocol, proto, oneOf(["tcp", "http"] as const));
+  if (p !== undefined) out.healthCheckProtocol = p === "http" ? "HTTP" : "TCP";
+  else if (
     a[A.protocol]?.toLowerCase() === "http" &&
     [A.healthInterval, A.healthTimeout, A.healthRetries].some((k) => a[k] !== undefined)
   )
     // Upstream: a health check configured by any of these keys takes the service's protocol.
     out.healthCheckProtocol = "HTTP";
   const path = a[A.healthPath];
-  if (path !== undefined) out.healthCheckPath = parseLength(A.healthPath, path, length(255));
+  if (path !== undefined) {
+    const checked = parseLength(A.healthPath, path, length(255));
+    // Upstream reads the path only for an http(s) check: health-check-protocol, else the
+    // service's protocol (tcp by default). Alone it would make the check HTTP (predicates.ts).
+    if ((p ?? serviceProtocolOf(a)) !== "tcp") out.healthCheckPath = checked;
+  }
   const interval = a[A.healthInterval];
   if (interval !== undefined) out.healthCheckIntervalSeconds = seconds(A.healthInterval, interval);
   const timeout = a[A.healthTimeout];

@@ -255,10 +255,15 @@ export class HetznerCertificates {
     );
   }
 
-  /** Deletes the owner's managed certificates (after its load balancer: nothing then uses them). */
-  async deleteOwned(target: ServiceTarget, signal?: AbortSignal): Promise<void> {
+  /**
+   * Deletes the owner's managed certificates (after its load balancer: nothing then uses them),
+   * but those the load balancer `keptBy` (one left in place) still uses.
+   */
+  async deleteOwned(target: ServiceTarget, signal?: AbortSignal, keptBy?: number): Promise<void> {
     const { allMine } = await this.find(target, signal);
-    for (const c of allMine)
+    const inUse = (c: WireCertificate) =>
+      c.used_by.some((u) => u.type === "load_balancer" && u.id === keptBy);
+    for (const c of allMine.filter((x) => !inUse(x)))
       try {
         await this.client.delete(CERT_OPS.delete, `/certificates/${c.id}`, signal);
       } catch (err) {

@@ -332,6 +332,22 @@ describe("the managed certificate", () => {
     expect(certsOf(o)).toEqual([]);
   });
 
+  test("a load balancer with delete protection is kept on delete, and so is the managed certificate it uses", async () => {
+    const o = owner();
+    const { lbs, mutations } = await bind();
+    await settle(() => lbs.ensure(o, managed()));
+    const lb = lbOf(o);
+    if (lb === undefined) throw new Error("not built");
+    lb.deleteProtected = true;
+    expect(await lbs.ensureDeleted(o)).toBeUndefined();
+    expect(lbOf(o)?.id).toBe(lb.id);
+    expect(certsOf(o)).toHaveLength(1);
+    expect(mutations().filter((op) => op.endsWith(".delete"))).toEqual([]);
+    lb.deleteProtected = false;
+    await lbs.ensureDeleted(o);
+    expect(certsOf(o)).toEqual([]);
+  });
+
   test("a name taken by a certificate that is not the Service's is refused, that certificate untouched", async () => {
     const taken = await upload("taken");
     const o = owner();

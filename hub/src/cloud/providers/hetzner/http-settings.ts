@@ -17,9 +17,9 @@ import {
   parseEnum,
   parseLength,
 } from "../../annotation-bounds.js";
-import { A } from "./annotations.js";
+import { A, type HetznerProtocol, serviceProtocolOf } from "./annotations.js";
 
-export type HetznerProtocol = "tcp" | "http" | "https";
+export type { HetznerProtocol };
 
 /** An uploaded certificate as the annotation names it: an id, or a name (upstream: not a number). */
 export type CertificateRef = { readonly id: number } | { readonly name: string };
@@ -110,11 +110,7 @@ function list(key: string, raw: string): string[] {
 }
 
 export function httpSettingsOf(a: Readonly<Record<string, string>>, serviceUid: string): HetznerHttpSettings {
-  const rawProtocol = a[A.protocol];
-  const protocol: HetznerProtocol =
-    rawProtocol === undefined
-      ? "tcp"
-      : parseEnum(A.protocol, rawProtocol, oneOf(["tcp", "http", "https"] as const));
+  const protocol = serviceProtocolOf(a);
   // The health check's extras count on any protocol (a tcp service may have an HTTP check).
   const domain = a[A.healthDomain];
   const codes = a[A.statusCodes];

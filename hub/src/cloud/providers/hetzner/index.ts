@@ -46,8 +46,13 @@ export const HetznerOptionsSchema = z
         location: z.string().min(1).optional(),
         /** Instead of a location (HCLOUD_LOAD_BALANCERS_NETWORK_ZONE). */
         networkZone: z.string().min(1).optional(),
-        type: z.enum(LB_TYPE_NAMES).default("lb11"),
-        algorithm: z.enum(ALGORITHMS).default("round_robin"),
+        /**
+         * Type and algorithm (HCLOUD_LOAD_BALANCERS_TYPE, _ALGORITHM_TYPE). Unset: lb11 and
+         * round_robin at create, and an existing load balancer's kept (one resized in the
+         * console is not downgraded), as upstream; set: applied to every load balancer.
+         */
+        type: z.enum(LB_TYPE_NAMES).optional(),
+        algorithm: z.enum(ALGORITHMS).optional(),
         usePrivateIP: z.boolean().default(false),
         /** The private IP in the ingress beside the public one (upstream's default is on; fleet-ccm's off). */
         privateIngress: z.boolean().default(false),
@@ -60,8 +65,6 @@ export const HetznerOptionsSchema = z
         "set location or networkZone, not both",
       )
       .default({
-        type: "lb11",
-        algorithm: "round_robin",
         usePrivateIP: false,
         privateIngress: false,
         ipv6Ingress: false,
@@ -140,7 +143,7 @@ export const hetznerProvider: ProviderFactory<HetznerOptions> = {
         get: (t: ServiceTarget, s) => lbs.get(withNetwork(t), s),
         ensure: (t, spec, s, hints) => lbs.ensure(withNetwork(t), spec, s, hints),
         updateBackends: (t, b, s, ba) => lbs.updateBackends(withNetwork(t), b, s, ba),
-        ensureDeleted: (t, s) => lbs.ensureDeleted(withNetwork(t), s),
+        ensureDeleted: (t, s, hints) => lbs.ensureDeleted(withNetwork(t), s, hints),
         listOwned: (token, s) => lbs.listOwned(token, s),
       },
       ...(options.routes && {

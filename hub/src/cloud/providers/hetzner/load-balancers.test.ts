@@ -1,6 +1,7 @@
 // Hetzner load balancers against the fake Hetzner Cloud API: actions running across calls and
 // read back by another replica, actions ending in error, adoption of what the Hetzner CCM
 // built (only with adoptFrom), the annotations honoured and refused.
+import { Service } from "@fleet-ccm/proto";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "@jest/globals";
 import type {
   FakeHetznerLoadBalancer as FakeLoadBalancer,
@@ -12,6 +13,8 @@ import {
   REGION,
   startHetznerWorld,
 } from "../../../../../sim/src/hetzner/world.js";
+import { parseLbAnnotations } from "../../../reconcilers/service/annotations.js";
+import { loadBalancerSpec } from "../../../reconcilers/service/predicates.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import { sampleLoadBalancerSpec } from "../../conformance/conformance.testkit.js";
 import { CloudError, NeedsEnsureError, OperationFailedError } from "../../errors.js";
@@ -64,6 +67,29 @@ function lbOf(o: LbOwner): FakeLoadBalancer | undefined {
     return x?.cluster === o.cluster && x.serviceUid === o.serviceUid;
   });
 }
+
+/** As the Hetzner CCM builds it: the UID label alone, its services, public targets. */
+const vendorBuilt = (o: LbOwner) =>
+  w.fake.putLoadBalancer({
+    account: ACCOUNT,
+    name: `a${o.serviceUid.replaceAll("-", "")}`,
+    type: "lb11",
+    location: REGION,
+    algorithm: "round_robin",
+    labels: { [UPSTREAM_UID_LABEL]: o.serviceUid },
+    publicEnabled: true,
+    privateNet: [],
+    services: [
+      {
+        protocol: "tcp",
+        listen_port: 80,
+        destination_port: 30080,
+        proxyprotocol: false,
+        health_check: { protocol: "tcp", port: 30080, interval: 15, timeout: 10, retries: 3 },
+      },
+    ],
+    targets: nodes.slice(0, 2).map((n) => ({ type: "server" as const, server: n.id, use_private_ip: false })),
+  });
 
 beforeAll(async () => {
   w = await startHetznerWorld();
@@ -154,31 +180,6 @@ describe("actions", () => {
 });
 
 describe("adoption of the Hetzner CCM's load balancer", () => {
-  /** As the Hetzner CCM builds it: the UID label alone, its services, public targets. */
-  const vendorBuilt = (o: LbOwner) =>
-    w.fake.putLoadBalancer({
-      account: ACCOUNT,
-      name: `a${o.serviceUid.replaceAll("-", "")}`,
-      type: "lb11",
-      location: REGION,
-      algorithm: "round_robin",
-      labels: { [UPSTREAM_UID_LABEL]: o.serviceUid },
-      publicEnabled: true,
-      privateNet: [],
-      services: [
-        {
-          protocol: "tcp",
-          listen_port: 80,
-          destination_port: 30080,
-          proxyprotocol: false,
-          health_check: { protocol: "tcp", port: 30080, interval: 15, timeout: 10, retries: 3 },
-        },
-      ],
-      targets: nodes
-        .slice(0, 2)
-        .map((n) => ({ type: "server" as const, server: n.id, use_private_ip: false })),
-    });
-
   test("refused without adoptFrom, nothing of it changed; adopted with it, keeping its address and upstream's label", async () => {
     const o = owner();
     const built = vendorBuilt(o);
@@ -242,9 +243,174 @@ describe("annotations", () => {
     expect(lb?.privateNet.map((p) => p.network)).toEqual([w.networkId]);
     expect(lb?.targets.every((t) => t.use_private_ip)).toBe(true);
     // Changed later: change_type and change_algorithm actions, in place.
-    await lbs.ensure(o, spec({ [A.type]: "lb11", [A.networkZone]: "eu-central", [A.usePrivateIP]: "true" }));
+    await lbs.ensure(
+      o,
+      spec({
+        [A.type]: "lb11",
+        [A.algorithm]: "round_robin",
+        [A.networkZone]: "eu-central",
+        [A.usePrivateIP]: "true",
+      }),
+    );
     expect(lbOf(o)).toMatchObject({ id: lb?.id, type: "lb11", algorithm: "round_robin" });
     await lbs.ensureDeleted(o);
+  });
+
+  test("without type and algorithm keys an existing load balancer keeps what the console set (upstream never downgrades); an account default is applied", async () => {
+    const o = { ...owner(), ...MIGRATING };
+    const built = vendorBuilt(o);
+    // Resized and switched in the Hetzner console after the Hetzner CCM built it.
+    built.type = "lb21";
+    built.algorithm = "least_connections";
+    const { lbs, mutations } = await bind();
+    expect(await lbs.ensure(o, spec())).toEqual([{ ip: built.ipv4 }]);
+    expect(mutations()).not.toContain("lb.type.update");
+    expect(mutations()).not.toContain("lb.algorithm.update");
+    expect(w.fake.store.loadBalancers.get(built.id)).toMatchObject({
+      type: "lb21",
+      algorithm: "least_connections",
+    });
+    // An account that names them (HCLOUD_LOAD_BALANCERS_TYPE, _ALGORITHM_TYPE): applied.
+    const account = await bind({ loadBalancers: { type: "lb31", algorithm: "round_robin" } });
+    await account.lbs.ensure(o, spec());
+    expect(w.fake.store.loadBalancers.get(built.id)).toMatchObject({
+      type: "lb31",
+      algorithm: "round_robin",
+    });
+    await lbs.ensureDeleted(o);
+  });
+
+  test("a new load balancer without type and algorithm keys: lb11, round_robin", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    await lbs.ensure(o, spec());
+    expect(lbOf(o)).toMatchObject({ type: "lb11", algorithm: "round_robin" });
+    await lbs.ensureDeleted(o);
+  });
+
+  test('disable-public-network on an existing load balancer: disabled after the network and the private targets, the private IP as ingress; left as is without the key; enabled again by "false"', async () => {
+    const o = owner();
+    const { lbs, mutations } = await bind();
+    await lbs.ensure(o, spec());
+    const lb = lbOf(o);
+    expect(lb?.publicEnabled).toBe(true);
+    const warned: string[] = [];
+    const hints = { annotations: {}, ingress: [], warn: (reason: string) => warned.push(reason) };
+    const internal = { [A.disablePublicNetwork]: "true", [A.usePrivateIP]: "true" };
+    const ingress = await lbs.ensure(o, spec(internal), undefined, hints);
+    expect(lbOf(o)?.publicEnabled).toBe(false);
+    expect(lbOf(o)?.targets.every((t) => t.use_private_ip)).toBe(true);
+    expect(ingress).toEqual([{ ip: lbOf(o)?.privateNet[0]?.ip }]);
+    expect(warned).toEqual([]);
+    // The network first, the targets on their private IPs, then the public interface.
+    const order = mutations().filter((op) =>
+      ["lb.network.update", "lb.target.create", "lb.public.update"].includes(op),
+    );
+    expect(order[0]).toBe("lb.network.update");
+    expect(order.at(-1)).toBe("lb.public.update");
+    // Without the key upstream leaves the interface as it is.
+    await lbs.ensure(o, spec({ [A.usePrivateIP]: "true" }));
+    expect(lbOf(o)?.publicEnabled).toBe(false);
+    expect(
+      await lbs.ensure(o, spec({ [A.disablePublicNetwork]: "false", [A.usePrivateIP]: "true" })),
+    ).toEqual([{ ip: lb?.ipv4 }]);
+    expect(lbOf(o)?.publicEnabled).toBe(true);
+    // An internal Service (the unified key) asks the same.
+    await lbs.ensure(o, spec({ [A.usePrivateIP]: "true" }, { internal: true }));
+    expect(lbOf(o)?.publicEnabled).toBe(false);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("a UDP port is skipped with upstream's warning, the TCP ports built; a Service of UDP ports alone is refused", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    const warned: string[] = [];
+    const hints = {
+      annotations: {},
+      ingress: [],
+      warn: (reason: string, message: string) => warned.push(`${reason}: ${message}`),
+    };
+    const withUdp = spec(
+      {},
+      {
+        listeners: [
+          ...spec().listeners,
+          { protocol: "UDP", port: 53, nodePort: 30053, proxyProtocol: false },
+        ],
+      },
+    );
+    expect(await lbs.ensure(o, withUdp, undefined, hints)).toEqual([{ ip: lbOf(o)?.ipv4 }]);
+    expect(lbOf(o)?.services.map((s) => s.listen_port)).toEqual([80, 443]);
+    expect(warned).toEqual([
+      "UnsupportedProtocolConfigured: Service port 53/UDP is skipped: Hetzner Cloud load balancers take TCP ports only",
+    ]);
+    // Again, on the existing load balancer: nothing for the UDP port.
+    expect(await lbs.ensure(o, withUdp, undefined, hints)).toEqual([{ ip: lbOf(o)?.ipv4 }]);
+    expect(lbOf(o)?.services.map((s) => s.listen_port)).toEqual([80, 443]);
+    const udpOnly = spec(
+      {},
+      { listeners: [{ protocol: "UDP", port: 53, nodePort: 30053, proxyProtocol: false }] },
+    );
+    await expect(lbs.ensure(owner(), udpOnly)).rejects.toThrow(/TCP Service ports only/);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("a load balancer with delete protection is left in place, as upstream leaves it: no DELETE, the Service let go", async () => {
+    const o = owner();
+    const { lbs, mutations } = await bind();
+    await lbs.ensure(o, spec());
+    const lb = lbOf(o);
+    if (lb === undefined) throw new Error("not built");
+    // Protected in the Hetzner console.
+    lb.deleteProtected = true;
+    const warned: string[] = [];
+    expect(
+      await lbs.ensureDeleted(o, undefined, {
+        annotations: {},
+        ingress: [],
+        warn: (reason) => warned.push(reason),
+      }),
+    ).toBeUndefined();
+    expect(lbOf(o)?.id).toBe(lb.id);
+    expect(mutations()).not.toContain("lb.delete");
+    expect(warned).toEqual(["HetznerLoadBalancerDeleteProtected"]);
+    lb.deleteProtected = false;
+    await lbs.ensureDeleted(o);
+    expect(lbOf(o)).toBeUndefined();
+  });
+
+  test("a health-check path alone leaves a tcp service's check TCP on the load balancer, as upstream reads it", async () => {
+    const annotations = { [A.healthPath]: "/healthz" };
+    const svc = Service.fromPartial({
+      namespace: "default",
+      name: "web",
+      annotations,
+      ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
+    });
+    const built = loadBalancerSpec(
+      svc,
+      parseLbAnnotations(annotations, hetznerProvider.lbSettings),
+      spec().backends,
+    );
+    const o = owner();
+    const { lbs } = await bind();
+    await lbs.ensure(o, built);
+    expect(lbOf(o)?.services[0]?.health_check).toMatchObject({ protocol: "tcp", port: 30080 });
+    expect(lbOf(o)?.services[0]?.health_check.http).toBeUndefined();
+    await lbs.ensureDeleted(o);
+  });
+
+  test("the health-check path stands for the unified one only with an http(s) protocol", () => {
+    expect(hetznerProvider.lbSettings?.({ [A.healthPath]: "/healthz" })).toEqual({});
+    expect(hetznerProvider.lbSettings?.({ [A.healthPath]: "/healthz", [A.healthProtocol]: "tcp" })).toEqual({
+      healthCheckProtocol: "TCP",
+    });
+    expect(hetznerProvider.lbSettings?.({ [A.healthPath]: "/healthz", [A.protocol]: "http" })).toEqual({
+      healthCheckPath: "/healthz",
+    });
+    expect(hetznerProvider.lbSettings?.({ [A.healthPath]: "/healthz", [A.protocol]: "https" })).toEqual({
+      healthCheckPath: "/healthz",
+    });
   });
 
   test("uses-proxyprotocol and the health-check keys stand for unified settings", () => {
@@ -305,6 +471,22 @@ describe("annotations", () => {
       { ip: lb?.ipv4 },
       { ip: lb?.ipv6 },
     ]);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("PROXY protocol: every ingress entry says ipMode Proxy, as upstream writes it; the listing reads it from the services", async () => {
+    const o = owner();
+    const { lbs } = await bind();
+    const base = spec({ [A.ipv6Disabled]: "false" });
+    const proxied = { ...base, listeners: base.listeners.map((l) => ({ ...l, proxyProtocol: true })) };
+    expect(await lbs.ensure(o, proxied)).toEqual([
+      { ip: lbOf(o)?.ipv4, ipMode: "Proxy" },
+      { ip: lbOf(o)?.ipv6, ipMode: "Proxy" },
+    ]);
+    expect(lbOf(o)?.services.every((x) => x.proxyprotocol)).toBe(true);
+    const listed = (await lbs.listOwned(undefined)).items.find((x) => x.owner.serviceUid === o.serviceUid);
+    expect(listed?.ingress).toEqual([{ ip: lbOf(o)?.ipv4, ipMode: "Proxy" }]);
+    expect(await lbs.ensure(o, base)).toEqual([{ ip: lbOf(o)?.ipv4 }, { ip: lbOf(o)?.ipv6 }]);
     await lbs.ensureDeleted(o);
   });
 

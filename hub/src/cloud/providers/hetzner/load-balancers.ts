@@ -7,11 +7,13 @@
  * Service port, tcp, http or https with their certificates (certificates.ts) and HTTP
  * settings, with the health check) and server targets in one call; afterwards
  * each change is one action (change_type, change_algorithm, attach_to_network,
- * delete/update/add_service, remove/add_target), polled once: a running action answers
- * in-progress, and the next call reads the load balancer's actions before changing anything.
+ * delete/update/add_service, remove/add_target, disable/enable_public_interface), polled
+ * once: a running action answers in-progress, and the next call reads the load balancer's
+ * actions before changing anything.
  * An action ending in error is OperationFailedError, recorded on the load balancer
  * (`fleet-ccm.io/failure-reported=<action id>`) so every replica reports it once; a failed
  * create is deleted, and built again by the next call. The digests are labels, written last.
+ * One with delete protection is left in place on delete, as the Hetzner CCM leaves it.
  * No lockKey: a load balancer is the Service's own, and the network it joins is only read.
  */
 import type { LabelSelector } from "../../../k8s/label-selector.js";
@@ -48,6 +50,8 @@ import { describeFailure, pollOnce, recentActions } from "./actions.js";
 import {
   type AccountLbDefaults,
   checkRefused,
+  DEFAULT_ALGORITHM,
+  DEFAULT_LB_TYPE,
   type HetznerLbSettings,
   type LbTypeName,
   lbSettingsOf,
@@ -74,6 +78,7 @@ export const LB_OPS = {
   type: "lb.type.update",
   algorithm: "lb.algorithm.update",
   attach: "lb.network.update",
+  publicInterface: "lb.public.update",
   addService: "lb.service.create",
   updateService: "lb.service.update",
   deleteService: "lb.service.delete",
@@ -238,6 +243,42 @@ function serverIds(backends: readonly string[]): number[] {
   });
 }
 
+/** Services a load balancer of this type (a name the cloud answered) takes; undefined: unknown here. */
+const maxServicesOf = (type: string): number | undefined =>
+  (MAX_SERVICES as Readonly<Record<string, number>>)[type];
+
+/** The Hetzner services of the Service's TCP ports: upstream skips the others (warned by ensure). */
+function desiredServices(
+  spec: LoadBalancerSpec,
+  http: HetznerHttpSettings,
+  certificates: readonly number[],
+): WireLbService[] {
+  return spec.listeners
+    .filter((l) => l.protocol === "TCP")
+    .map((l) => desiredService(l, spec, http, certificates));
+}
+
+/**
+ * Refuses listeners Hetzner cannot build as fleet-ccm was asked (HTTP and HTTPS from the unified
+ * keys), and a Service without a TCP port; warns of the UDP and SCTP ports skipped, as the
+ * Hetzner CCM does (UnsupportedProtocolConfigured). Answers how many services it takes.
+ */
+function checkListeners(spec: LoadBalancerSpec, hints: LbServiceHints | undefined): number {
+  if (spec.listeners.some((l) => l.protocol === "HTTP" || l.protocol === "HTTPS"))
+    throw new CloudError(
+      "Hetzner Cloud load balancers take TCP Service ports (HTTP and HTTPS are load-balancer.hetzner.cloud/protocol)",
+    );
+  const skipped = spec.listeners.filter((l) => l.protocol !== "TCP");
+  if (skipped.length === spec.listeners.length)
+    throw new CloudError("Hetzner Cloud load balancers take TCP Service ports only: this Service has none");
+  for (const l of skipped)
+    hints?.warn?.(
+      "UnsupportedProtocolConfigured",
+      `Service port ${l.port}/${l.protocol} is skipped: Hetzner Cloud load balancers take TCP ports only`,
+    );
+  return spec.listeners.length - skipped.length;
+}
+
 /** One step of making the cloud match: a mutation answering an action. */
 interface Step {
   readonly op: string;
@@ -245,6 +286,9 @@ interface Step {
   readonly body: unknown;
   readonly what: string;
 }
+
+/** PROXY protocol on the Service's ports (uses-proxyprotocol or the unified key). */
+const proxied = (spec: LoadBalancerSpec): boolean => spec.listeners.some((l) => l.proxyProtocol);
 
 export class HetznerLoadBalancers implements LoadBalancers {
   readonly capabilities: LoadBalancerCapabilities;
@@ -269,9 +313,10 @@ export class HetznerLoadBalancers implements LoadBalancers {
       internal: true,
       protocols: ["TCP"],
       quotas: (annotations): readonly LbQuota[] => {
-        let type: LbTypeName = defaults.type;
+        // Without a type asked, the default's quota (an existing load balancer may be larger).
+        let type: LbTypeName = defaults.type ?? DEFAULT_LB_TYPE;
         try {
-          type = lbSettingsOf(annotations, defaults).type;
+          type = lbSettingsOf(annotations, defaults).type ?? type;
         } catch {
           // checkAnnotations reports a bad value; the default type's quota stands meanwhile.
         }
@@ -335,16 +380,25 @@ export class HetznerLoadBalancers implements LoadBalancers {
     return out;
   }
 
-  private ingress(lb: WireLoadBalancer, s: HetznerLbSettings | undefined): LbIngress[] {
+  /**
+   * The Service's ingress. With PROXY protocol (the spec's, else the load balancer's own
+   * services') every entry says ipMode Proxy, as the Hetzner CCM writes it: kube-proxy must not
+   * short-cut in-cluster traffic for these IPs to pods that expect the PROXY header.
+   */
+  private ingress(
+    lb: WireLoadBalancer,
+    s: HetznerLbSettings | undefined,
+    proxy = lb.services.some((x) => x.proxyprotocol),
+  ): LbIngress[] {
     if (s?.hostname !== undefined) return [{ hostname: s.hostname }];
-    const out: LbIngress[] = [];
+    const ips: string[] = [];
     if (lb.public_net.enabled) {
-      if (lb.public_net.ipv4.ip !== null) out.push({ ip: lb.public_net.ipv4.ip });
-      if (s?.ipv6Ingress && lb.public_net.ipv6.ip !== null) out.push({ ip: lb.public_net.ipv6.ip });
+      if (lb.public_net.ipv4.ip !== null) ips.push(lb.public_net.ipv4.ip);
+      if (s?.ipv6Ingress && lb.public_net.ipv6.ip !== null) ips.push(lb.public_net.ipv6.ip);
     }
     if (s === undefined ? !lb.public_net.enabled : s.privateIngress || !lb.public_net.enabled)
-      for (const p of lb.private_net) out.push({ ip: p.ip });
-    return out;
+      for (const p of lb.private_net) ips.push(p.ip);
+    return ips.map((ip) => (proxy ? { ip, ipMode: "Proxy" } : { ip }));
   }
 
   private state(lb: WireLoadBalancer, owner: LbOwner): LoadBalancerState {
@@ -485,6 +539,23 @@ export class HetznerLoadBalancers implements LoadBalancers {
     return steps;
   }
 
+  /**
+   * The public interface as asked (upstream's togglePublicInterface); run after the network
+   * and targets it needs.
+   */
+  private publicInterfaceStep(lb: WireLoadBalancer, want: boolean | undefined): Step[] {
+    if (want === undefined || want === lb.public_net.enabled) return [];
+    const action = want ? "enable_public_interface" : "disable_public_interface";
+    return [
+      {
+        op: LB_OPS.publicInterface,
+        path: `/load_balancers/${lb.id}/actions/${action}`,
+        body: undefined,
+        what: `load balancer ${lb.name}: ${want ? "enabling" : "disabling"} its public interface`,
+      },
+    ];
+  }
+
   private settings(spec: LoadBalancerSpec): HetznerLbSettings {
     const s = lbSettingsOf(spec.annotations ?? {}, this.defaults);
     return spec.internal ? { ...s, publicInterface: false } : s;
@@ -501,18 +572,13 @@ export class HetznerLoadBalancers implements LoadBalancers {
     // The hub filtered the backends by it; a caller without that filter still gets the refusal.
     nodeSelectorOf(spec.annotations ?? {});
     const servers = serverIds(spec.backends);
-    if (spec.listeners.some((l) => l.protocol !== "TCP"))
-      throw new CloudError(
-        "Hetzner Cloud load balancers take TCP Service ports (HTTP and HTTPS are load-balancer.hetzner.cloud/protocol)",
-      );
-    if (spec.listeners.length > MAX_SERVICES[s.type])
-      throw new CloudError(`load balancer type ${s.type} takes at most ${MAX_SERVICES[s.type]} services`);
+    const services = checkListeners(spec, hints);
     if (spec.sourceRanges.length > 0)
       hints?.warn?.(
         "LoadBalancerSourceRangesIgnored",
         "Hetzner Cloud load balancers have no source-range filter: loadBalancerSourceRanges is not enforced (as with the Hetzner CCM)",
       );
-    const needNetwork = s.usePrivateIP || !s.publicInterface;
+    const needNetwork = s.usePrivateIP || s.publicInterface === false;
     if (needNetwork && (target.network === undefined || target.network === ""))
       throw new CloudError(
         "use-private-ip and disable-public-network need the cluster's network (clusters[].network or the account's)",
@@ -529,6 +595,11 @@ export class HetznerLoadBalancers implements LoadBalancers {
       throw new CloudError(
         `load balancer ${found.vendor.name} was built by the Hetzner CCM for Service UID ${target.serviceUid}: set clusters[].adoptFrom to adopt it`,
       );
+    // The type it will have: as asked, else the existing one's (never downgraded), else the default.
+    const type = s.type ?? (lb ?? found.vendor)?.load_balancer_type.name ?? DEFAULT_LB_TYPE;
+    const max = maxServicesOf(type);
+    if (max !== undefined && services > max)
+      throw new CloudError(`load balancer type ${type} takes at most ${max} services`);
     // The https services' certificates before any change of the load balancer: a managed one
     // still being issued answers in progress with nothing else touched.
     const certs = await this.certificates.resolve(target, http, signal, hints);
@@ -552,21 +623,18 @@ export class HetznerLoadBalancers implements LoadBalancers {
         "HetznerLocationUnchanged",
         `load balancer ${lb.name} stays in ${lb.location.name}: a location or network zone is only applied when the load balancer is created`,
       );
-    if (s.publicInterface !== lb.public_net.enabled)
-      hints?.warn?.(
-        "HetznerPublicInterfaceUnchanged",
-        `load balancer ${lb.name}: disable-public-network is only applied when the load balancer is created`,
-      );
     const base = `/load_balancers/${lb.id}/actions`;
     const steps: Step[] = [];
-    if (lb.load_balancer_type.name !== s.type)
+    // Type and algorithm only where asked: upstream keeps what the console set
+    // (changeType, changeAlgorithm).
+    if (s.type !== undefined && lb.load_balancer_type.name !== s.type)
       steps.push({
         op: LB_OPS.type,
         path: `${base}/change_type`,
         body: { load_balancer_type: s.type },
         what: `load balancer ${lb.name}: type ${s.type}`,
       });
-    if (lb.algorithm.type !== s.algorithm)
+    if (s.algorithm !== undefined && lb.algorithm.type !== s.algorithm)
       steps.push({
         op: LB_OPS.algorithm,
         path: `${base}/change_algorithm`,
@@ -580,7 +648,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
         body: { network: netId },
         what: `load balancer ${lb.name}: joining network ${netId}`,
       });
-    const want = spec.listeners.map((l) => desiredService(l, spec, http, certs));
+    const want = desiredServices(spec, http, certs);
     for (const have of lb.services)
       if (!want.some((w) => w.listen_port === have.listen_port))
         steps.push({
@@ -607,15 +675,18 @@ export class HetznerLoadBalancers implements LoadBalancers {
         });
     }
     steps.push(...this.targetSteps(lb, servers, s.usePrivateIP));
+    // Last: Hetzner disables it only on a network with every target on its private IP.
+    steps.push(...this.publicInterfaceStep(lb, s.publicInterface));
     const ran = await this.run(lb, steps, signal);
     if (ran !== undefined) return ran;
-    if (steps.some((x) => x.op === LB_OPS.attach))
+    // The addresses the ingress shows changed with the network or the public interface.
+    if (steps.some((x) => x.op === LB_OPS.attach || x.op === LB_OPS.publicInterface))
       lb = checkLoadBalancer(
         (await this.client.get<{ load_balancer?: unknown }>(LB_OPS.get, `/load_balancers/${lb.id}`, signal))
           .load_balancer,
       );
     lb = await this.recordDigests(lb, target, s.usePrivateIP, spec, signal);
-    return this.ingress(lb, s);
+    return this.ingress(lb, s, proxied(spec));
   }
 
   private async create(
@@ -640,13 +711,13 @@ export class HetznerLoadBalancers implements LoadBalancers {
       "/load_balancers",
       {
         name,
-        load_balancer_type: s.type,
+        load_balancer_type: s.type ?? DEFAULT_LB_TYPE,
         ...(s.location !== undefined ? { location: s.location } : { network_zone: s.networkZone }),
-        algorithm: { type: s.algorithm },
+        algorithm: { type: s.algorithm ?? DEFAULT_ALGORITHM },
         labels: this.ownerLabels(target, s.usePrivateIP),
-        public_interface: s.publicInterface,
+        public_interface: s.publicInterface ?? true,
         ...(netId !== undefined && { network: netId }),
-        services: spec.listeners.map((l) => desiredService(l, spec, http, certs)),
+        services: desiredServices(spec, http, certs),
         targets: servers.map((id) => this.targetBody(id, s.usePrivateIP)),
       },
       signal,
@@ -655,7 +726,7 @@ export class HetznerLoadBalancers implements LoadBalancers {
     const outcome = await pollOnce(this.client, answer, `load balancer ${name}: creating`, signal);
     if (isInProgress(outcome)) return outcome;
     if (outcome.kind === "failed") return this.failed(lb, outcome.action, signal);
-    return this.ingress(await this.recordDigests(lb, target, s.usePrivateIP, spec, signal), s);
+    return this.ingress(await this.recordDigests(lb, target, s.usePrivateIP, spec, signal), s, proxied(spec));
   }
 
   /** The last step: the digests (and owner labels) once the cloud matches. */
@@ -695,19 +766,31 @@ export class HetznerLoadBalancers implements LoadBalancers {
     return undefined;
   }
 
-  async ensureDeleted(target: ServiceTarget, signal?: AbortSignal): Promise<undefined | InProgress> {
+  async ensureDeleted(
+    target: ServiceTarget,
+    signal?: AbortSignal,
+    hints?: LbServiceHints,
+  ): Promise<undefined | InProgress> {
     const found = await this.find(target, signal);
     // The Hetzner CCM's load balancer of this Service goes only where the operator opted in.
     const lb = found.mine ?? (target.scope.adoptFrom !== undefined ? found.vendor : undefined);
-    if (lb !== undefined) {
+    // Upstream lets the Service go and keeps a protected one (EnsureLoadBalancerDeleted);
+    // Hetzner would refuse the DELETE (`protected`) and the finalizer would stay for ever.
+    const kept = lb?.protection?.delete === true ? lb : undefined;
+    if (kept !== undefined)
+      hints?.warn?.(
+        "HetznerLoadBalancerDeleteProtected",
+        `load balancer ${kept.name} has delete protection: left in place, as the Hetzner CCM leaves it`,
+      );
+    else if (lb !== undefined) {
       const gated = await this.gate(lb, signal, false);
       if (gated !== undefined) return gated;
       // Deleting a load balancer removes its services and targets with it; Hetzner answers no action.
       await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
     }
-    // Then the managed certificate, unused now; looked for even without a load balancer, as a
-    // crash between the two deletes leaves it alone.
-    await this.certificates.deleteOwned(target, signal);
+    // Then the managed certificate, unused now (a kept load balancer keeps the one it uses);
+    // looked for even without a load balancer, as a crash between the two deletes leaves it alone.
+    await this.certificates.deleteOwned(target, signal, kept?.id);
     return undefined;
   }
 

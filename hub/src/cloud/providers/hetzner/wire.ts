@@ -103,6 +103,8 @@ export interface WireLoadBalancer {
     readonly ipv6: { readonly ip: string | null };
   };
   readonly private_net: readonly WirePrivateNet[];
+  /** `delete`: Hetzner refuses to delete it (the Hetzner CCM then keeps it). */
+  readonly protection?: { readonly delete: boolean };
   readonly services: readonly WireLbService[];
   readonly targets: readonly WireLbTarget[];
 }
