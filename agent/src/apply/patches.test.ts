@@ -1,4 +1,4 @@
-import type { NodeDesired, ServiceDesired } from "@fleet-ccm/proto";
+import { NodeDesired, type ServiceDesired } from "@fleet-ccm/proto";
 import { describe, expect, test } from "@jest/globals";
 import type { V1Node, V1Service } from "@kubernetes/client-node";
 import { nodeDesiredSlot, specPatch, statusPatch } from "./node.js";
@@ -259,19 +259,7 @@ describe("service status patch", () => {
 });
 
 describe("nodeDesiredSlot", () => {
-  const base: NodeDesired = {
-    name: "n1",
-    uid: "u1",
-    generation: 1,
-    providerId: "",
-    labels: {},
-    addresses: undefined,
-    addTaints: [],
-    removeTaintKeys: [],
-    delete: false,
-    conditions: [],
-    podCidrs: [],
-  };
+  const base = NodeDesired.fromPartial({ name: "n1", uid: "u1", generation: 1 });
 
   test("the hub's controllers' desired states of one node get slots of their own", () => {
     const init = nodeDesiredSlot({
