@@ -484,7 +484,7 @@ describe("annotations", () => {
       { ip: lbOf(o)?.ipv6, ipMode: "Proxy" },
     ]);
     expect(lbOf(o)?.services.every((x) => x.proxyprotocol)).toBe(true);
-    const listed = (await lbs.listOwned(undefined)).items.find((x) => x.owner.serviceUid === o.serviceUid);
+    const listed = (await lbs.listOwned?.(undefined))?.items.find((x) => x.owner.serviceUid === o.serviceUid);
     expect(listed?.ingress).toEqual([{ ip: lbOf(o)?.ipv4, ipMode: "Proxy" }]);
     expect(await lbs.ensure(o, base)).toEqual([{ ip: lbOf(o)?.ipv4 }, { ip: lbOf(o)?.ipv6 }]);
     await lbs.ensureDeleted(o);
