@@ -157,6 +157,32 @@ describe("load balancers", () => {
     await call("DELETE", `/v2/load_balancers/${id}`);
   });
 
+  test("a REGIONAL_NETWORK DUALSTACK load balancer forwards port to port; its network_stack cannot be changed (load_balancer_base.yml: 'cannot be updated after creating')", async () => {
+    const nlb = lbBody({
+      type: "REGIONAL_NETWORK",
+      network_stack: "DUALSTACK",
+      forwarding_rules: [
+        { entry_protocol: "tcp", entry_port: 80, target_protocol: "tcp", target_port: 80 },
+        { entry_protocol: "udp", entry_port: 53, target_protocol: "udp", target_port: 53 },
+      ],
+    });
+    const made = await call("POST", "/v2/load_balancers", nlb);
+    expect(made.status).toBe(202);
+    const id = made.body.load_balancer.id as string;
+    const got = await call("GET", `/v2/load_balancers/${id}`);
+    expect(got.body.load_balancer).toMatchObject({
+      type: "REGIONAL_NETWORK",
+      network_stack: "DUALSTACK",
+      ipv6: expect.stringContaining(":"),
+      forwarding_rules: nlb.forwarding_rules,
+    });
+    const changed = await call("PUT", `/v2/load_balancers/${id}`, { ...nlb, network_stack: "IPV4" });
+    expect(changed).toMatchObject({ status: 422, body: { id: "unprocessable_entity" } });
+    expect(fake.store.loadBalancers.get(id)?.network_stack).toBe("DUALSTACK");
+    expect((await call("PUT", `/v2/load_balancers/${id}`, nlb)).status).toBe(200);
+    await call("DELETE", `/v2/load_balancers/${id}`);
+  });
+
   test("activation can wait for several reads", async () => {
     fake.setActivation(3);
     const made = await call("POST", "/v2/load_balancers", lbBody({ name: "slow" }));

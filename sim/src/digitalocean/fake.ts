@@ -606,6 +606,10 @@ export class DigitalOceanFake extends VendorFake<Listing> {
     if (current !== undefined && network !== current.network)
       throw unprocessable("network cannot be changed");
     const stack = str("network_stack", current?.network_stack ?? "IPV4") as LbSettings["network_stack"];
+    // "This property cannot be updated after creating the load balancer" (load_balancer_base.yml,
+    // network_stack), as for network.
+    if (current !== undefined && stack !== current.network_stack)
+      throw unprocessable("network_stack cannot be changed");
     const fw = (b["firewall"] ?? {}) as { allow?: unknown; deny?: unknown };
     const fwList = (v: unknown) => {
       const list = Array.isArray(v) ? (v as string[]) : [];

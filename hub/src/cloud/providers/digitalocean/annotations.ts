@@ -31,6 +31,12 @@ export const CERTIFICATE_ID = "service.beta.kubernetes.io/do-loadbalancer-certif
  * ensure, backend updates and delete leave it alone (upstream's annDODisownLB, lb_annotations.go).
  */
 export const DISOWN = "service.kubernetes.io/do-loadbalancer-disown";
+/**
+ * The load balancer's type, whole: the DigitalOcean CCM writes its load balancer's type back here
+ * (since 6db9a8781, do/loadbalancers.go retrieveAndAnnotateLoadBalancer), so going back to it keeps
+ * the type instead of applying its default.
+ */
+export const LB_TYPE = "service.beta.kubernetes.io/do-loadbalancer-type";
 
 /** Keys, without the prefix. */
 export const A = {
@@ -67,6 +73,26 @@ export const A = {
   redirectHttpToHttps: "redirect-http-to-https",
   hostname: "hostname",
 } as const;
+
+/**
+ * The keys only upstream's buildForwardingRules reads: a REGIONAL_NETWORK load balancer's rules
+ * (buildRegionalNetworkForwardingRule) ignore them, values included.
+ */
+export const PROXY_RULE_KEYS = [
+  A.protocol,
+  A.httpPorts,
+  A.tlsPorts,
+  A.http2Ports,
+  A.http3Port,
+  A.certificateId,
+  A.certificateName,
+  A.tlsPassthrough,
+] as const;
+
+/** The PROXY_RULE_KEYS the Service sets (full keys): what a REGIONAL_NETWORK load balancer leaves unused. */
+export function proxyRuleKeysSet(a: Readonly<Record<string, string>>): string[] {
+  return PROXY_RULE_KEYS.map(key).filter((k) => a[k] !== undefined);
+}
 
 /** Every Service port's protocol unless a *-ports annotation names it (upstream's `protocol`). */
 export type DoPortProtocol = "tcp" | "http" | "https" | "http2";
@@ -109,8 +135,13 @@ export interface DoLbSettings {
   readonly allowRules: readonly string[];
   readonly denyRules: readonly string[];
   readonly network?: LbNetwork;
-  readonly networkStack: LbNetworkStack;
-  readonly type: LbType;
+  /**
+   * The network-stack annotation's (none: a new load balancer is IPV4, an existing one keeps its
+   * own, which DigitalOcean cannot change).
+   */
+  readonly networkStack?: LbNetworkStack;
+  /** The type annotation's (none: the account's default type for a new one, an existing one's own). */
+  readonly type?: LbType;
   /** The name upstream gave its load balancer (adoption only: the hub names its own). */
   readonly name?: string;
   /** The DigitalOcean CCM's load balancer id (adoption only, with clusters[].adoptFrom). */
@@ -243,8 +274,25 @@ export function vendorRefs(a: Readonly<Record<string, string>>): VendorRefs {
   };
 }
 
-/** The vendor keys this provider reads, checked; throws AnnotationError on the first bad one. */
-export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSettings {
+/**
+ * The vendor keys this provider reads, checked; throws AnnotationError on the first bad one. A
+ * Service whose type (its annotation, else `defaultType`) is REGIONAL_NETWORK has its
+ * PROXY_RULE_KEYS left unread, as upstream leaves them (its rules are port to port, tcp or udp).
+ */
+export function parseDoAnnotations(
+  service: Readonly<Record<string, string>>,
+  defaultType: LbType = "REGIONAL",
+): DoLbSettings {
+  const typeRaw = service[key(A.type)];
+  // GLOBAL load balancers front other load balancers, not Droplets: not one per Service.
+  const type =
+    typeRaw === undefined || typeRaw === ""
+      ? undefined
+      : parseEnum(key(A.type), typeRaw, enumOf(["REGIONAL", "REGIONAL_NETWORK"] as const, true));
+  const unread = new Set<string>(
+    (type ?? defaultType) === "REGIONAL_NETWORK" ? proxyRuleKeysSet(service) : [],
+  );
+  const a = Object.fromEntries(Object.entries(service).filter(([k]) => !unread.has(k)));
   const get = (k: string) => a[key(k)];
   const num = (k: string, min: number, max: number, unit?: string) => {
     const raw = get(k);
@@ -315,7 +363,6 @@ export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSet
   const sizeSlugRaw = get(A.sizeSlug);
   const networkRaw = get(A.network);
   const stackRaw = get(A.networkStack);
-  const typeRaw = get(A.type);
   return {
     protocol,
     httpPorts,
@@ -375,15 +422,12 @@ export function parseDoAnnotations(a: Readonly<Record<string, string>>): DoLbSet
     ...(networkRaw !== undefined && {
       network: parseEnum(key(A.network), networkRaw, enumOf(["EXTERNAL", "INTERNAL"] as const, true)),
     }),
-    networkStack:
-      stackRaw === undefined
-        ? "IPV4"
-        : parseEnum(key(A.networkStack), stackRaw, enumOf(["IPV4", "DUALSTACK"] as const, true)),
-    // GLOBAL load balancers front other load balancers, not Droplets: not one per Service.
-    type:
-      typeRaw === undefined
-        ? "REGIONAL"
-        : parseEnum(key(A.type), typeRaw, enumOf(["REGIONAL", "REGIONAL_NETWORK"] as const, true)),
+    // An empty value is no value, as upstream reads it (getNetworkStack, getType).
+    ...(stackRaw !== undefined &&
+      stackRaw !== "" && {
+        networkStack: parseEnum(key(A.networkStack), stackRaw, enumOf(["IPV4", "DUALSTACK"] as const, true)),
+      }),
+    ...(type !== undefined && { type }),
     ...vendorRefs(a),
     disowned: isDisowned(a),
   };

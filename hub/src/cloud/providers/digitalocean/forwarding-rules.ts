@@ -8,12 +8,17 @@
  * port with neither a certificate nor passthrough, or both; HTTP/3 with passthrough or without a
  * certificate) are parseDoAnnotations'; an HTTP/3 port with no https or http2 rule is refused
  * here. All are AnnotationErrors before any write.
+ *
+ * A REGIONAL_NETWORK load balancer (pass-through) is upstream's buildRegionalNetworkForwardingRule
+ * instead: one rule per Service port, tcp or udp, entry port = target port = the Service's port,
+ * not the node port (traffic reaches the node as VIP:port, which kube-proxy's load-balancer-IP
+ * rules take; VIP:nodePort matches none of them), whatever the protocol and TLS annotations say.
  */
 import { AnnotationError } from "../../annotation-bounds.js";
 import { CloudError } from "../../errors.js";
 import type { LbListener } from "../../provider.js";
 import { A, ANNOTATION_PREFIX, type DoLbSettings } from "./annotations.js";
-import type { EntryProtocol, WireForwardingRule } from "./wire.js";
+import type { EntryProtocol, LbType, WireForwardingRule } from "./wire.js";
 
 /** Upstream's default TLS port when a certificate or passthrough is set without tls-ports. */
 export const DEFAULT_SECURE_PORT = 443;
@@ -28,7 +33,9 @@ export function forwardingRules(
   listeners: readonly LbListener[],
   s: DoLbSettings,
   certificateId: string | undefined,
+  type: LbType,
 ): WireForwardingRule[] {
+  if (type === "REGIONAL_NETWORK") return networkForwardingRules(listeners);
   const cert = certificateId ?? "";
   const secure = cert !== "" || s.tlsPassthrough;
   const explicitTls = s.tlsPorts.size > 0;
@@ -89,4 +96,21 @@ export function forwardingRules(
       certificate_id: cert,
     },
   ];
+}
+
+/**
+ * A REGIONAL_NETWORK load balancer's rules, as upstream's buildRegionalNetworkForwardingRule
+ * (do/loadbalancers.go @70d527e): the Service's port to the same port, tcp for a TCP port (an
+ * HTTP listener is a TCP port), udp for a UDP one; any other protocol is refused, as upstream's
+ * "only TCP or UDP protocol is supported".
+ */
+export function networkForwardingRules(listeners: readonly LbListener[]): WireForwardingRule[] {
+  return listeners.map((l): WireForwardingRule => {
+    if (l.protocol === "SCTP" || l.protocol === "HTTPS")
+      throw new CloudError(
+        `DigitalOcean: port ${l.port} is ${l.protocol}; a REGIONAL_NETWORK load balancer forwards TCP or UDP only`,
+      );
+    const proto = l.protocol === "UDP" ? "udp" : "tcp";
+    return { entry_protocol: proto, entry_port: l.port, target_protocol: proto, target_port: l.port };
+  });
 }

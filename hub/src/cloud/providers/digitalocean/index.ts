@@ -21,6 +21,12 @@ export const DigitalOceanOptionsSchema = z
     dropletTag: z.string().min(1).max(255).optional(),
     /** How long before a `new` load balancer is looked at again (upstream retries after 15 s). */
     loadBalancerPollMs: z.number().int().min(0).max(600_000).default(15_000),
+    /**
+     * A new load balancer's type where the Service has no `do-loadbalancer-type` annotation (the
+     * DigitalOcean CCM's DEFAULT_LB_TYPE, whose own default is REGIONAL_NETWORK; the hub's stays
+     * REGIONAL). An existing load balancer keeps its type.
+     */
+    defaultLoadBalancerType: z.enum(["REGIONAL", "REGIONAL_NETWORK"]).default("REGIONAL"),
   })
   .strict();
 export type DigitalOceanOptions = z.infer<typeof DigitalOceanOptionsSchema>;
@@ -61,7 +67,12 @@ export const digitalOceanProvider: ProviderFactory<DigitalOceanOptions> = {
     return {
       name: PROVIDER_NAME,
       instances: new DigitalOceanInstances(ctx, client, options.dropletTag),
-      loadBalancers: new DigitalOceanLoadBalancers(ctx, client, options.loadBalancerPollMs),
+      loadBalancers: new DigitalOceanLoadBalancers(
+        ctx,
+        client,
+        options.loadBalancerPollMs,
+        options.defaultLoadBalancerType,
+      ),
       volumes: new DigitalOceanVolumes(ctx, client),
     };
   },

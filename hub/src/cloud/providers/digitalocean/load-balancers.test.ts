@@ -14,7 +14,7 @@ import {
 import { isInProgress, type LoadBalancerSpec, type ServiceTarget } from "../../provider.js";
 import { bindRecorded } from "../../recording-context.testkit.js";
 import { doVendorLbSettings } from "./annotations.js";
-import { ccmLoadBalancer, KUBE_PROXY_HEALTH_PORT } from "./do-ccm.testkit.js";
+import { type CcmService, ccmLoadBalancer, KUBE_PROXY_HEALTH_PORT } from "./do-ccm.testkit.js";
 import { digitalOceanProvider } from "./index.js";
 import { FAILED_SUFFIX, ownerName, ownerOfName } from "./load-balancers.js";
 
@@ -633,5 +633,270 @@ describe("service.kubernetes.io/do-loadbalancer-disown (upstream's annDODisownLB
     expect(fake.store.loadBalancers.get(lb.id)?.http_idle_timeout_seconds).toBe(120);
     await provider.loadBalancers!.ensureDeleted(t, undefined, { ...hints, annotations: owned });
     expect(fake.store.loadBalancers.has(lb.id)).toBe(false);
+  });
+});
+
+/** Hints recording what ensure warns about and writes back onto the Service. */
+function recordingHints(annotations: Record<string, string>) {
+  const warned: string[] = [];
+  const annotated: Record<string, string> = {};
+  return {
+    warned,
+    annotated,
+    hints: {
+      annotations,
+      ingress: [],
+      warn: (reason: string, message: string) => warned.push(`${reason}: ${message}`),
+      annotate: (k: string, v: string) => {
+        annotated[k] = v;
+      },
+    },
+  };
+}
+
+const TYPE = `${P}type`;
+const STACK = `${P}network-stack`;
+const ID = "kubernetes.digitalocean.com/load-balancer-id";
+const adopting = () => target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+
+/** A Service with a TCP port 80 and a UDP port 53, as the reconciler hands it over. */
+const tcpAndUdp = (annotations: Record<string, string>, over: Partial<LoadBalancerSpec> = {}) =>
+  sampleLoadBalancerSpec(nodes, {
+    listeners: [
+      { protocol: "TCP", port: 80, nodePort: 30080, proxyProtocol: false },
+      { protocol: "UDP", port: 53, nodePort: 30053, proxyProtocol: false },
+    ],
+    annotations,
+    ...over,
+  });
+const TCP_AND_UDP: CcmService["ports"] = [
+  { port: 80, nodePort: 30080 },
+  { port: 53, nodePort: 30053, protocol: "UDP" },
+];
+
+/** What of a load balancer decides who reaches what: its rules, type, stack, network and firewall. */
+const exposure = (id: string) => {
+  const lb = fake.store.loadBalancers.get(id)!;
+  return {
+    forwarding_rules: [...lb.forwarding_rules]
+      .map((r) => ({ ...r }))
+      .sort((a, b) => a.entry_port - b.entry_port),
+    type: lb.type,
+    network: lb.network,
+    network_stack: lb.network_stack,
+    firewall: { allow: [...lb.firewall.allow].sort(), deny: [...lb.firewall.deny].sort() },
+    redirect_http_to_https: lb.redirect_http_to_https,
+  };
+};
+
+describe("REGIONAL_NETWORK (upstream's buildRegionalNetworkForwardingRule)", () => {
+  test("each Service port is forwarded tcp or udp to the same port, not the node port; protocol and TLS annotations are warned about, never made http rules", async () => {
+    const { provider } = await bound();
+    const t = target();
+    const a = {
+      [TYPE]: "REGIONAL_NETWORK",
+      [`${P}protocol`]: "http",
+      [`${P}http-ports`]: "80",
+      // Upstream reads none of these for a network load balancer, values included: no refusal.
+      [`${P}tls-ports`]: "443",
+      [`${P}http3-port`]: "not-a-port",
+    };
+    expect(() => provider.loadBalancers!.checkAnnotations!(a)).not.toThrow();
+    const rec = recordingHints(a);
+    await settle(() => provider.loadBalancers!.ensure(t, tcpAndUdp(a), undefined, rec.hints));
+    expect(lbOf(t)).toMatchObject({ type: "REGIONAL_NETWORK", network_stack: "IPV4" });
+    expect(lbOf(t)?.forwarding_rules).toEqual([
+      { entry_protocol: "tcp", entry_port: 80, target_protocol: "tcp", target_port: 80 },
+      { entry_protocol: "udp", entry_port: 53, target_protocol: "udp", target_port: 53 },
+    ]);
+    expect(
+      rec.warned.some((w) => w.startsWith("LoadBalancerAnnotationIgnored:") && w.includes("http-ports")),
+    ).toBe(true);
+    expect(rec.annotated).toMatchObject({ [TYPE]: "REGIONAL_NETWORK", [ID]: lbOf(t)!.id });
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("an SCTP port is refused before any call, as upstream's 'only TCP or UDP protocol is supported'", async () => {
+    const { provider, ops } = await bound();
+    const a = { [TYPE]: "REGIONAL_NETWORK" };
+    const spec = sampleLoadBalancerSpec(nodes, {
+      listeners: [{ protocol: "SCTP", port: 9, nodePort: 30009, proxyProtocol: false }],
+      annotations: a,
+    });
+    await expect(provider.loadBalancers!.ensure(target(), spec)).rejects.toThrow(/TCP or UDP only/);
+    expect(ops).toEqual([]);
+  });
+
+  test("adopted: the DigitalOcean CCM's network load balancer keeps its rules port to port, its type and stack, and is no more open", async () => {
+    const t = adopting();
+    const made = await ccmLoadBalancer(
+      { url: fake.url, token: token.value },
+      {
+        mode: "REGIONAL_NETWORK",
+        serviceUid: t.serviceUid,
+        region: REGION,
+        vpcUuid: VPC,
+        ports: TCP_AND_UDP,
+        dropletIds: nodes.map(Number),
+        sourceRanges: ["198.51.100.0/24"],
+      },
+    );
+    const before = exposure(made.id);
+    expect(before).toMatchObject({
+      type: "REGIONAL_NETWORK",
+      network_stack: "IPV4",
+      forwarding_rules: [
+        { entry_protocol: "udp", entry_port: 53, target_protocol: "udp", target_port: 53 },
+        { entry_protocol: "tcp", entry_port: 80, target_protocol: "tcp", target_port: 80 },
+      ],
+    });
+    expect(made.annotations).toEqual({ [ID]: made.id, [TYPE]: "REGIONAL_NETWORK" });
+    const { provider } = await bound();
+    // A leftover http protocol annotation, which upstream ignores for this type.
+    const a = { ...made.annotations, [`${P}protocol`]: "http" };
+    const rec = recordingHints(a);
+    const ingress = await settle(() =>
+      provider.loadBalancers!.ensure(
+        t,
+        tcpAndUdp(a, { sourceRanges: ["198.51.100.0/24"] }),
+        undefined,
+        rec.hints,
+      ),
+    );
+    expect(ingress).toEqual([{ ip: made.ip }]);
+    expect(fake.store.loadBalancers.get(made.id)?.name).toBe(ownerName(t));
+    expect(exposure(made.id)).toEqual(before);
+    expect(rec.annotated).toEqual({ [ID]: made.id, [TYPE]: "REGIONAL_NETWORK" });
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("adopted without the type annotation (its Service lost it): the load balancer's own type is kept, and written back", async () => {
+    const t = adopting();
+    const made = await ccmLoadBalancer(
+      { url: fake.url, token: token.value },
+      {
+        mode: "REGIONAL_NETWORK",
+        serviceUid: t.serviceUid,
+        region: REGION,
+        vpcUuid: VPC,
+        ports: TCP_AND_UDP,
+        dropletIds: nodes.map(Number),
+      },
+    );
+    const before = exposure(made.id);
+    const { provider } = await bound();
+    const a = { [ID]: made.id };
+    const rec = recordingHints(a);
+    await settle(() => provider.loadBalancers!.ensure(t, tcpAndUdp(a), undefined, rec.hints));
+    expect(exposure(made.id)).toEqual(before);
+    expect(rec.annotated[TYPE]).toBe("REGIONAL_NETWORK");
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
+describe("type and network stack of an existing load balancer (upstream's getType and getNetworkStack defaults)", () => {
+  test("adopted: the DigitalOcean CCM's DUALSTACK REGIONAL load balancer, its Service without a network-stack annotation, stays DUALSTACK with its IPv6 in the ingress", async () => {
+    const t = adopting();
+    const made = await ccmLoadBalancer(
+      { url: fake.url, token: token.value },
+      {
+        mode: "REGIONAL_DUALSTACK",
+        serviceUid: t.serviceUid,
+        region: REGION,
+        vpcUuid: VPC,
+        ports: [
+          { port: 80, nodePort: 30080 },
+          { port: 443, nodePort: 30443 },
+        ],
+        dropletIds: nodes.map(Number),
+      },
+    );
+    expect(made.ipv6).toBeDefined();
+    const before = exposure(made.id);
+    expect(before).toMatchObject({ type: "REGIONAL", network_stack: "DUALSTACK" });
+    const { provider, ops } = await bound();
+    for (const a of [made.annotations, { [ID]: made.id }]) {
+      const rec = recordingHints(a);
+      const ingress = await settle(() =>
+        provider.loadBalancers!.ensure(
+          t,
+          sampleLoadBalancerSpec(nodes, { annotations: a }),
+          undefined,
+          rec.hints,
+        ),
+      );
+      expect(ingress).toEqual([{ ip: made.ip }, { ip: made.ipv6 }]);
+      expect(exposure(made.id)).toEqual(before);
+      expect(rec.annotated[TYPE]).toBe("REGIONAL");
+    }
+    // Asking for another stack is still refused: DigitalOcean cannot change it.
+    const ipv4 = { ...made.annotations, [STACK]: "IPV4" };
+    const before2 = ops.length;
+    await expect(
+      provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations: ipv4 }), undefined, {
+        annotations: ipv4,
+        ingress: [],
+      }),
+    ).rejects.toThrow(/cannot change after creation/);
+    expect(ops.slice(before2)).not.toContain("loadBalancers.update");
+    expect(exposure(made.id)).toEqual(before);
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("a new Service without annotations is still built REGIONAL/IPV4 and its type written back; the account's defaultLoadBalancerType makes it REGIONAL_NETWORK", async () => {
+    const { provider } = await bound();
+    const t = target();
+    const rec = recordingHints({});
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes), undefined, rec.hints),
+    );
+    expect(lbOf(t)).toMatchObject({ type: "REGIONAL", network_stack: "IPV4" });
+    expect(lbOf(t)?.forwarding_rules[0]).toMatchObject({ target_port: 30080 });
+    expect(rec.annotated[TYPE]).toBe("REGIONAL");
+    await provider.loadBalancers!.ensureDeleted(t);
+
+    const nlb = await bindRecorded(
+      digitalOceanProvider,
+      {
+        name: "acme",
+        provider: "digitalocean",
+        region: REGION,
+        network: VPC,
+        endpoint: fake.url,
+        credential: token.value,
+        secret: () => token.value,
+        requestTimeoutMs: 2_000,
+      },
+      { loadBalancerPollMs: 5, defaultLoadBalancerType: "REGIONAL_NETWORK" },
+    );
+    const n = target();
+    const nrec = recordingHints({});
+    await settle(() => nlb.provider.loadBalancers!.ensure(n, tcpAndUdp({}), undefined, nrec.hints));
+    expect(lbOf(n)).toMatchObject({ type: "REGIONAL_NETWORK", network_stack: "IPV4" });
+    expect(exposure(lbOf(n)!.id).forwarding_rules).toEqual([
+      { entry_protocol: "udp", entry_port: 53, target_protocol: "udp", target_port: 53 },
+      { entry_protocol: "tcp", entry_port: 80, target_protocol: "tcp", target_port: 80 },
+    ]);
+    expect(nrec.annotated[TYPE]).toBe("REGIONAL_NETWORK");
+    // The same load balancer under an account defaulting to REGIONAL keeps its type.
+    const before = exposure(lbOf(n)!.id);
+    await settle(() => provider.loadBalancers!.ensure(n, tcpAndUdp({}), undefined, nrec.hints));
+    expect(exposure(lbOf(n)!.id)).toEqual(before);
+    await nlb.provider.loadBalancers!.ensureDeleted(n);
+  });
+
+  test("the hub's own DUALSTACK load balancer keeps its stack when the Service drops the annotation", async () => {
+    const { provider, ops } = await bound();
+    const t = target();
+    const dual = { [STACK]: "DUALSTACK" };
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations: dual })),
+    );
+    expect(lbOf(t)?.network_stack).toBe("DUALSTACK");
+    const before = ops.length;
+    await settle(() => provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    expect(ops.slice(before)).not.toContain("loadBalancers.update");
+    expect(lbOf(t)?.network_stack).toBe("DUALSTACK");
+    await provider.loadBalancers!.ensureDeleted(t);
   });
 });

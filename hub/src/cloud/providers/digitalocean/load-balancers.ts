@@ -16,6 +16,13 @@
  * Service annotation (LbServiceHints.annotate), so going back to that CCM keeps it. As that
  * CCM: with adoptFrom, a Service's own load balancer of it goes with the Service even if never
  * adopted, and `service.kubernetes.io/do-loadbalancer-disown` makes every call leave it alone.
+ *
+ * Type and network stack: a new load balancer is the type annotation's (else the account's
+ * defaultLoadBalancerType, REGIONAL unless set) and the network-stack annotation's (else IPV4);
+ * an existing one (adopted or the hub's) keeps its own where the Service has no annotation, as
+ * DigitalOcean cannot change a network stack and upstream's defaults (REGIONAL_NETWORK, and
+ * DUALSTACK for REGIONAL) are not the hub's. The type is written back as
+ * `service.beta.kubernetes.io/do-loadbalancer-type`, as upstream does, so going back to it keeps it.
  */
 
 import { AnnotationError } from "../../annotation-bounds.js";
@@ -51,8 +58,10 @@ import {
   DO_BOUNDS,
   type DoLbSettings,
   isDisowned,
+  LB_TYPE,
   LOAD_BALANCER_ID,
   parseDoAnnotations,
+  proxyRuleKeysSet,
   type VendorRefs,
   vendorRefs,
 } from "./annotations.js";
@@ -60,7 +69,7 @@ import { certificateToUse, serviceCertificateId } from "./certificates.js";
 import type { DigitalOceanClient } from "./client.js";
 import { isNotFound } from "./errors.js";
 import { forwardingRules } from "./forwarding-rules.js";
-import type { WireForwardingRule, WireLbRequest, WireLoadBalancer } from "./wire.js";
+import type { LbNetworkStack, LbType, WireForwardingRule, WireLbRequest, WireLoadBalancer } from "./wire.js";
 
 export const LB_OPS = {
   list: "loadBalancers.list",
@@ -138,6 +147,16 @@ const backendsOf = (lb: WireLoadBalancer) => [...(lb.droplet_ids ?? [])].map(Str
 const checksKubeProxy = (spec: LoadBalancerSpec, port: number) =>
   port > 0 && !spec.listeners.some((l) => l.nodePort === port);
 
+/** What DigitalOcean fixes at creation, or (type) what decides the rules: a load balancer's, or a new one's. */
+interface Kind {
+  readonly type: LbType;
+  readonly networkStack: LbNetworkStack;
+}
+
+/** An existing load balancer's type as the hub builds it (GLOBAL ones front load balancers, not Droplets). */
+const typeOf = (lb: WireLoadBalancer): LbType =>
+  lb.type === "REGIONAL_NETWORK" ? "REGIONAL_NETWORK" : "REGIONAL";
+
 /** A certificate-name stands for an id only known after its lookup: the shape checks need none. */
 const NAMED_CERTIFICATE = "(certificate-name)";
 
@@ -163,7 +182,7 @@ function requestOf(lb: WireLoadBalancer): WireLbRequest {
     firewall: { allow: lb.firewall?.allow ?? [], deny: lb.firewall?.deny ?? [] },
     network: lb.network ?? "EXTERNAL",
     network_stack: lb.network_stack ?? "IPV4",
-    type: lb.type === "REGIONAL_NETWORK" ? "REGIONAL_NETWORK" : "REGIONAL",
+    type: typeOf(lb),
     droplet_ids: lb.droplet_ids ?? [],
   };
 }
@@ -238,7 +257,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     internal: true,
     protocols: ["TCP", "UDP", "HTTP"],
     settingBounds: DO_BOUNDS,
-    serviceAnnotationKeys: [LOAD_BALANCER_ID, CERTIFICATE_ID],
+    serviceAnnotationKeys: [LOAD_BALANCER_ID, CERTIFICATE_ID, LB_TYPE],
   };
 
   /** Where the owner's load balancer was last seen: a hint checked by its name on every use, never the truth. */
@@ -251,10 +270,17 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     private readonly client: DigitalOceanClient,
     /** How long to wait before looking at a `new` load balancer again (upstream: 15 s). */
     private readonly pollMs: number,
+    /** A new load balancer's type without the type annotation (upstream's DEFAULT_LB_TYPE). */
+    private readonly defaultType: LbType = "REGIONAL",
   ) {}
 
   checkAnnotations(annotations: Readonly<Record<string, string>>): void {
-    parseDoAnnotations(annotations);
+    parseDoAnnotations(annotations, this.defaultType);
+  }
+
+  /** A new load balancer's type and stack: the annotations', else the account's default type and IPV4. */
+  private newKind(s: DoLbSettings): Kind {
+    return { type: s.type ?? this.defaultType, networkStack: s.networkStack ?? "IPV4" };
   }
 
   private key(o: LbOwner): string {
@@ -318,14 +344,15 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     };
   }
 
-  /** What the owner's load balancer must be for `spec`, its TLS rules with `certificateId`. */
+  /** What the owner's load balancer of `kind` must be for `spec`, its TLS rules with `certificateId`. */
   private desired(
     target: ServiceTarget,
     spec: LoadBalancerSpec,
     s: DoLbSettings,
     certificateId: string | undefined,
+    kind: Kind,
   ): WireLbRequest {
-    const rules = forwardingRules(spec.listeners, s, certificateId);
+    const rules = forwardingRules(spec.listeners, s, certificateId, kind.type);
     let hcPort = spec.healthCheck.port;
     if (s.healthCheckPort !== undefined) {
       const l = spec.listeners.find((x) => x.port === s.healthCheckPort);
@@ -370,8 +397,8 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
         deny: s.denyRules,
       },
       network: spec.internal ? "INTERNAL" : (s.network ?? "EXTERNAL"),
-      network_stack: s.networkStack,
-      type: s.type,
+      network_stack: kind.networkStack,
+      type: kind.type,
       droplet_ids: spec.backends.map(Number),
     };
   }
@@ -440,12 +467,14 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
         "LoadBalancerNameIgnored",
         `${ANNOTATION_PREFIX}${A.name} is not applied: fleet-ccm names the load balancer after its owner (it finds it again by that name)`,
       );
-    // Every shape check before any call (the certificate-name lookup included).
+    // Every shape check before any call (the certificate-name lookup included), as a new one of
+    // the Service's type would be.
     this.desired(
       target,
       spec,
       s,
       s.certificateId ?? (s.certificateName === undefined ? undefined : NAMED_CERTIFICATE),
+      this.newKind(s),
     );
     const serviceCert = await serviceCertificateId(this.client, s, signal);
     const found = await this.find(target, signal, annotations[LOAD_BALANCER_ID]);
@@ -453,7 +482,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     if (lb === undefined) {
       const vendor = await this.vendorCandidate(target, s, found.all, signal);
       if (vendor === undefined)
-        return this.create(target, this.desired(target, spec, s, serviceCert), signal);
+        return this.create(target, this.desired(target, spec, s, serviceCert, this.newKind(s)), signal);
       const why = this.refusal(target, vendor, s);
       if (why !== undefined) throw new CloudError(`${why}: not adopted, nothing changed`);
       lb = vendor.lb;
@@ -468,7 +497,18 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       );
       if (cert.id !== undefined) hints?.annotate?.(CERTIFICATE_ID, cert.id);
     }
-    const want = this.desired(target, spec, s, cert.id);
+    // An existing load balancer keeps what the Service does not ask otherwise.
+    const kind: Kind = {
+      type: s.type ?? typeOf(lb),
+      networkStack: s.networkStack ?? (lb.network_stack === "DUALSTACK" ? "DUALSTACK" : "IPV4"),
+    };
+    const ignored = kind.type === "REGIONAL_NETWORK" ? proxyRuleKeysSet(annotations) : [];
+    if (ignored.length > 0)
+      hints?.warn?.(
+        "LoadBalancerAnnotationIgnored",
+        `${ignored.join(", ")} not applied: a REGIONAL_NETWORK load balancer forwards each Service port as tcp or udp to the same port, as the DigitalOcean CCM builds it`,
+      );
+    const want = this.desired(target, spec, s, cert.id, kind);
     if (lb.status === "errored") {
       if (!lb.name.endsWith(FAILED_SUFFIX)) {
         const failed = new OperationFailedError(
@@ -515,8 +555,10 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       lb = checkLb(answer.load_balancer);
       this.seen.set(this.key(target), lb.id);
     }
-    // As upstream: the Service names its load balancer, so the DigitalOcean CCM finds it again.
+    // As upstream: the Service names its load balancer and its type, so the DigitalOcean CCM finds
+    // it again and keeps its type (instead of applying its own default).
     hints?.annotate?.(LOAD_BALANCER_ID, lb.id);
+    hints?.annotate?.(LB_TYPE, typeOf(lb));
     // The hostname annotation: the Service shows it instead of the addresses, as upstream.
     if (s.hostname !== undefined) return [{ hostname: s.hostname }];
     const ingress = ingressOf(lb);

@@ -270,7 +270,11 @@ describe("Let's Encrypt renewal (upstream's recordUpdatedLetsEncryptCert)", () =
     expect(rulesOf(t)[0]?.certificate_id).toBe(renewed.id);
     expect(ops.slice(before)).toEqual(["loadBalancers.get", "certificates.get", "certificates.get"]);
     // As upstream: the Service's certificate-id follows the renewal (and names the load balancer).
-    expect(annotated).toEqual({ [`${P}certificate-id`]: renewed.id, [LOAD_BALANCER_ID]: lbOf(t)?.id });
+    expect(annotated).toEqual({
+      [`${P}certificate-id`]: renewed.id,
+      [LOAD_BALANCER_ID]: lbOf(t)?.id,
+      [`${P}type`]: "REGIONAL",
+    });
     // Set back on the Service, the ids agree: no certificate read at all.
     const next = { [`${P}certificate-id`]: renewed.id };
     const again = ops.length;
@@ -338,6 +342,7 @@ describe("kubernetes.digitalocean.com/load-balancer-id", () => {
     expect(provider.loadBalancers!.capabilities.serviceAnnotationKeys).toEqual([
       LOAD_BALANCER_ID,
       `${P}certificate-id`,
+      `${P}type`,
     ]);
     const t = target();
     const annotations: Record<string, string> = {};
@@ -350,7 +355,7 @@ describe("kubernetes.digitalocean.com/load-balancer-id", () => {
         },
       }),
     );
-    expect(annotations).toEqual({ [LOAD_BALANCER_ID]: lbOf(t)?.id });
+    expect(annotations).toEqual({ [LOAD_BALANCER_ID]: lbOf(t)?.id, [`${P}type`]: "REGIONAL" });
     const creates = ops.filter((o) => o === "loadBalancers.create").length;
     await expect(
       provider.loadBalancers!.ensure(t, spec(annotations), undefined, { annotations, ingress: [] }),
@@ -399,7 +404,7 @@ describe("kubernetes.digitalocean.com/load-balancer-id", () => {
     expect(lb?.name).toBe(ownerName(t));
     expect(lb?.forwarding_rules).toEqual(rules);
     expect(lb?.redirect_http_to_https).toBe(true);
-    expect(annotated).toEqual({ [LOAD_BALANCER_ID]: made.id });
+    expect(annotated).toEqual({ [LOAD_BALANCER_ID]: made.id, [`${P}type`]: "REGIONAL" });
     await provider.loadBalancers!.ensureDeleted(t);
   });
 });
