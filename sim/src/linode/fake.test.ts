@@ -276,6 +276,44 @@ describe("fake Linode API", () => {
     expect((await call("DELETE", `/networking/firewalls/${fwId}`)).status).toBe(200);
   });
 
+  test("Cloud Firewall rules: at most 15 port pieces a rule, ports only for TCP and UDP, 25 rules in all", async () => {
+    const rule = (protocol: string, ports?: string) => ({
+      action: "ACCEPT",
+      protocol,
+      ...(ports !== undefined && { ports }),
+      addresses: { ipv4: ["10.0.0.0/8"] },
+    });
+    const rules = (inbound: unknown[], outbound: unknown[] = []) => ({
+      inbound,
+      inbound_policy: "DROP",
+      outbound,
+      outbound_policy: "ACCEPT",
+    });
+    const fifteen = Array.from({ length: 15 }, (_, i) => 8000 + i).join(",");
+    const fw = await call("POST", "/networking/firewalls", {
+      body: {
+        label: "fw-ports",
+        rules: rules([rule("TCP", fifteen), rule("UDP", "53, 60-70"), rule("ICMP")]),
+      },
+    });
+    expect(fw.status).toBe(200);
+    const put = (body: unknown) => call("PUT", `/networking/firewalls/${fw.body["id"]}/rules`, { body });
+    for (const bad of [
+      rules([rule("TCP", `${fifteen},9000`)]),
+      rules([rule("TCP", "8000-8010,9000-9010,1,2,3,4,5,6,7,8,9,10,11,12")]),
+      rules([rule("UDP", "080")]),
+      rules([rule("TCP", "90-80")]),
+      rules([rule("ICMP", "80")]),
+      rules(
+        Array.from({ length: 20 }, () => rule("TCP", "80")),
+        Array.from({ length: 6 }, () => rule("TCP", "80")),
+      ),
+    ]) {
+      expect((await put(bad)).status).toBe(400);
+    }
+    expect((await call("DELETE", `/networking/firewalls/${fw.body["id"]}`)).status).toBe(200);
+  });
+
   test("faults: 429 with Retry-After, 5xx, latency, a new Linode missing from lists, a bad token", async () => {
     fake.setFaults({ throttleRate: 1, throttleRetryAfterSeconds: 9 }, "acme");
     const throttled = await call("GET", "/linode/instances");

@@ -969,13 +969,40 @@ function stringList(v: unknown, field: string): string[] {
 function parseRules(raw: unknown): FirewallRules {
   const r = (typeof raw === "object" && raw !== null ? raw : {}) as Json;
   const list = (v: unknown) => (Array.isArray(v) ? (v as FirewallRules["inbound"]) : []);
-  if (list(r["inbound"]).length > 25) throw bad("A Firewall holds at most 25 inbound rules", "rules.inbound");
+  // The spec: "A Firewall may have up to 25 rules across its inbound and outbound rulesets."
+  if (list(r["inbound"]).length + list(r["outbound"]).length > 25)
+    throw bad("A Firewall holds at most 25 rules, inbound and outbound together", "rules.inbound");
+  for (const way of ["inbound", "outbound"] as const)
+    for (const [i, rule] of list(r[way]).entries()) checkRulePorts(rule, `rules.${way}[${i}].ports`);
   return {
     inbound: list(r["inbound"]),
     inbound_policy: r["inbound_policy"] === "DROP" ? "DROP" : "ACCEPT",
     outbound: list(r["outbound"]),
     outbound_policy: r["outbound_policy"] === "DROP" ? "DROP" : "ACCEPT",
   };
+}
+
+/**
+ * A rule's ports as the spec describes them: a port (1-65535, no leading zero), a range (its end
+ * above its start) or a comma-separated list of those (a space allowed after each comma), at
+ * most 15 pieces (a port is one, a range two); only for TCP and UDP.
+ */
+function checkRulePorts(rule: FirewallRules["inbound"][number], field: string): void {
+  const ports = (rule as { ports?: unknown }).ports;
+  if (ports === undefined || ports === null || ports === "") return;
+  if (rule.protocol !== "TCP" && rule.protocol !== "UDP")
+    throw bad("Ports are only allowed for the TCP and UDP protocols", field);
+  const port = (p: string) => (/^[1-9]\d{0,4}$/.test(p) && Number(p) <= 65535 ? Number(p) : undefined);
+  let pieces = 0;
+  for (const item of String(ports).split(/, ?/)) {
+    const [from, to, ...rest] = item.split("-");
+    const a = port(from ?? "");
+    const b = to === undefined ? undefined : port(to);
+    if (a === undefined || rest.length > 0 || (to !== undefined && (b === undefined || b <= a)))
+      throw bad(`Invalid port or port range: ${item}`, field);
+    pieces += to === undefined ? 1 : 2;
+  }
+  if (pieces > 15) throw bad("A rule's ports may have at most 15 pieces (a range counts two)", field);
 }
 
 function applyConfig(cfg: FakeNbConfig, b: Json): void {

@@ -112,3 +112,12 @@ export async function ccmNodeBalancer(api: LinodeApiAccess, svc: CcmService): Pr
     ...(fw !== undefined && { firewallId: fw.id }),
   };
 }
+
+/** What an operator does by hand: attaches another device (a Linode, say) to a firewall, over the API. */
+export async function attachFirewallDevice(
+  api: LinodeApiAccess,
+  firewallId: number,
+  device: { readonly type: "linode" | "nodebalancer"; readonly id: number },
+): Promise<void> {
+  await call(api, `/networking/firewalls/${firewallId}/devices`, device);
+}

@@ -19,7 +19,7 @@ import type {
   ServiceTarget,
 } from "../../provider.js";
 import { ACCOUNT, type LinodeHarness, linodeHarness, REGION, VPC } from "./linode.testkit.js";
-import { ccmNodeBalancer as ccmBuild, sourceRangeRules } from "./linode-ccm.testkit.js";
+import { attachFirewallDevice, ccmNodeBalancer as ccmBuild, sourceRangeRules } from "./linode-ccm.testkit.js";
 import { nodeBalancerTags, OWNED_TAG, ownerTags } from "./load-balancers.js";
 
 const P = "service.beta.kubernetes.io/linode-loadbalancer-";
@@ -701,6 +701,158 @@ describe("Cloud Firewalls", () => {
     await (await lbs()).ensureDeleted(o);
     expect(h.fake.store.firewalls.has(users.id)).toBe(true);
     expect(h.fake.store.firewallsOf(ACCOUNT).filter((f) => f.label === nb.label)).toEqual([]);
+  });
+});
+
+describe("firewall rules per protocol", () => {
+  const tcp = { protocol: "TCP" as const, port: 80, nodePort: 30080, proxyProtocol: false };
+  const udp = { protocol: "UDP" as const, port: 53, nodePort: 30053, proxyProtocol: false };
+
+  test("loadBalancerSourceRanges on TCP and UDP ports: ACCEPT rules for each protocol on its own ports", async () => {
+    const o = owner();
+    await (await lbs()).ensure(
+      o,
+      spec({}, { listeners: [tcp, udp], sourceRanges: ["10.0.0.0/8", "2001:db8::/32"] }),
+    );
+    const [fw] = firewallsOf(nbOf(o).id);
+    expect(fw?.rules.inbound_policy).toBe("DROP");
+    expect(fw?.rules.inbound.map((r) => [r.action, r.protocol, r.ports, r.addresses])).toEqual([
+      ["ACCEPT", "TCP", "80", { ipv4: ["10.0.0.0/8"] }],
+      ["ACCEPT", "TCP", "80", { ipv6: ["2001:db8::/32"] }],
+      ["ACCEPT", "UDP", "53", { ipv4: ["10.0.0.0/8"] }],
+      ["ACCEPT", "UDP", "53", { ipv6: ["2001:db8::/32"] }],
+    ]);
+    // A UDP-only Service: UDP rules only; and a repeat changes nothing.
+    await (await lbs()).ensure(o, spec({}, { listeners: [udp], sourceRanges: ["10.0.0.0/8"] }));
+    expect(firewallsOf(nbOf(o).id)[0]?.rules.inbound.map((r) => [r.protocol, r.ports])).toEqual([
+      ["UDP", "53"],
+    ]);
+    const mark = h.fake.log.mark();
+    await (await lbs()).ensure(o, spec({}, { listeners: [udp], sourceRanges: ["10.0.0.0/8"] }));
+    expect(h.fake.mutations.filter((m) => m.seq > mark && m.operation.startsWith("firewalls."))).toEqual([]);
+    await (await lbs()).ensureDeleted(o);
+  });
+
+  test("a firewall-acl deny list drops the denied addresses on UDP ports too", async () => {
+    const o = owner();
+    await (await lbs()).ensure(
+      o,
+      spec(
+        { [`${P}firewall-acl`]: JSON.stringify({ denyList: { ipv4: ["198.51.100.0/24"] } }) },
+        { listeners: [tcp, udp] },
+      ),
+    );
+    const [fw] = firewallsOf(nbOf(o).id);
+    expect(fw?.rules.inbound_policy).toBe("ACCEPT");
+    expect(fw?.rules.inbound.map((r) => [r.action, r.protocol, r.ports, r.addresses])).toEqual([
+      ["DROP", "TCP", "80", { ipv4: ["198.51.100.0/24"] }],
+      ["DROP", "UDP", "53", { ipv4: ["198.51.100.0/24"] }],
+    ]);
+    await (await lbs()).ensureDeleted(o);
+  });
+
+  test("more than 15 ports of a protocol: split over rules (the API takes 15 ports a rule)", async () => {
+    const o = owner();
+    const listeners = Array.from({ length: 16 }, (_, i) => ({ ...tcp, port: 8000 + i, nodePort: 30100 + i }));
+    await (await lbs()).ensure(o, spec({}, { listeners, sourceRanges: ["10.0.0.0/8"] }));
+    const [fw] = firewallsOf(nbOf(o).id);
+    expect(fw?.rules.inbound.map((r) => r.ports)).toEqual([
+      listeners
+        .slice(0, 15)
+        .map((l) => l.port)
+        .join(","),
+      "8015",
+    ]);
+    await (await lbs()).ensureDeleted(o);
+  });
+});
+
+describe("a firewall that filters other devices too is detached, never deleted", () => {
+  const api = () => ({ url: h.fake.url, token: h.token.value });
+  /** A Linode an operator put behind the firewall too. */
+  const other = () => h.fake.createLinode(ACCOUNT, { label: `other-${++seq}`, region: REGION });
+  const devicesOf = (fwId: number) =>
+    (h.fake.store.firewalls.get(fwId)?.devices ?? []).map((d) => `${d.type}/${d.entityId}`);
+  const acl = { [`${P}firewall-acl`]: JSON.stringify({ allowList: { ipv4: ["10.0.0.0/8"] } }) };
+
+  /** Made by the Linode CCM of cluster prod for a firewall-acl allow list: its firewall, labelled like the NodeBalancer. */
+  async function vendorBuilt(label: string) {
+    const made = await ccmBuild(api(), {
+      ...ccmService(nodes.slice(0, 2), ["prod"], label),
+      firewall: sourceRangeRules([80, 443], ["10.0.0.0/8"]),
+    });
+    const fwId = made.firewallId ?? 0;
+    expect(h.fake.store.firewalls.get(fwId)?.label).toBe(made.label);
+    return { nb: storedNb(made.id), fwId };
+  }
+
+  test("the Linode CCM's firewall, also on a Linode: removing the ACL detaches it, deleting the Service keeps it", async () => {
+    const { nb, fwId } = await vendorBuilt("ccm-0f1e2d3c4b5a");
+    const linode = other();
+    await attachFirewallDevice(api(), fwId, { type: "linode", id: linode.id });
+    const o = owner(MIGRATING);
+    await (await lbs()).ensure(o, spec(acl), undefined, migrating(nb.ipv4));
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([fwId]);
+    // The ACL goes: the NodeBalancer is no longer filtered by it; the Linode still is.
+    await (await lbs()).ensure(o, spec(), undefined, migrating(nb.ipv4));
+    expect(firewallsOf(nb.id)).toEqual([]);
+    expect(devicesOf(fwId)).toEqual([`linode/${linode.id}`]);
+    expect(h.fake.store.firewalls.get(fwId)?.tags).toEqual(["prod"]);
+    await (await lbs()).ensureDeleted(o, undefined, hints());
+    expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
+    expect(devicesOf(fwId)).toEqual([`linode/${linode.id}`]);
+  });
+
+  test("the Linode CCM's firewall, also on a Linode: deleting the Service deletes the NodeBalancer only", async () => {
+    const { nb, fwId } = await vendorBuilt("ccm-a1b2c3d4e5f6");
+    const linode = other();
+    await attachFirewallDevice(api(), fwId, { type: "linode", id: linode.id });
+    const o = owner(MIGRATING);
+    await (await lbs()).ensure(o, spec(acl), undefined, migrating(nb.ipv4));
+    await (await lbs()).ensureDeleted(o, undefined, hints(acl));
+    expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
+    expect(devicesOf(fwId)).toEqual([`linode/${linode.id}`]);
+    // Let go of: no fleet-ccm tag left on it.
+    expect(h.fake.store.firewalls.get(fwId)?.tags).toEqual(["prod"]);
+  });
+
+  test("the Linode CCM's firewall alone on its NodeBalancer is still deleted with it", async () => {
+    const { nb, fwId } = await vendorBuilt("ccm-00aa11bb22cc");
+    const o = owner(MIGRATING);
+    await (await lbs()).ensure(o, spec(), undefined, migrating(nb.ipv4));
+    expect(h.fake.store.firewalls.has(fwId)).toBe(false);
+    await (await lbs()).ensureDeleted(o, undefined, hints());
+  });
+
+  test("fleet-ccm's own firewall, also on a Linode: detached when the ranges go, taken back when they return, let go of with the Service", async () => {
+    const o = owner();
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }));
+    const nb = nbOf(o);
+    const [fw] = firewallsOf(nb.id);
+    const fwId = fw?.id ?? 0;
+    const linode = other();
+    await attachFirewallDevice(api(), fwId, { type: "linode", id: linode.id });
+    await (await lbs()).ensure(o, spec());
+    expect(firewallsOf(nb.id)).toEqual([]);
+    expect(devicesOf(fwId)).toEqual([`linode/${linode.id}`]);
+    // Still the Service's: the ranges' return takes it back (its label is the Service's).
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }));
+    expect(firewallsOf(nb.id).map((f) => f.id)).toEqual([fwId]);
+    await (await lbs()).ensureDeleted(o);
+    expect(h.fake.store.nodeBalancers.has(nb.id)).toBe(false);
+    expect(devicesOf(fwId)).toEqual([`linode/${linode.id}`]);
+    expect(h.fake.store.firewalls.get(fwId)?.tags).toEqual([]);
+  });
+  test("fleet-ccm's own firewall, detached (ranges gone) and on a Linode: the Service's deletion lets go of it", async () => {
+    const o = owner();
+    await (await lbs()).ensure(o, spec({}, { sourceRanges: ["10.0.0.0/8"] }));
+    const fwId = firewallsOf(nbOf(o).id)[0]?.id ?? 0;
+    const linode = other();
+    await attachFirewallDevice(api(), fwId, { type: "linode", id: linode.id });
+    await (await lbs()).ensure(o, spec());
+    await (await lbs()).ensureDeleted(o);
+    expect(devicesOf(fwId)).toEqual([`linode/${linode.id}`]);
+    expect(h.fake.store.firewalls.get(fwId)?.tags).toEqual([]);
   });
 });
 

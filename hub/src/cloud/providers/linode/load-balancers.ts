@@ -117,7 +117,10 @@ export const CAPABILITIES: LoadBalancerCapabilities = Object.freeze({
 
 /** At most this many addresses in one firewall rule (the Linode CCM's limit). */
 const MAX_RULE_ADDRESSES = 255;
+/** At most this many rules in a firewall, inbound and outbound together. */
 const MAX_RULES = 25;
+/** At most this many pieces (a port is one) in one rule's ports. */
+const MAX_RULE_PORTS = 15;
 const IDS_PER_FILTER = 100;
 
 export function ownerTags(owner: LbOwner): string[] {
@@ -398,6 +401,11 @@ function udpConfig(l: LbListener, port: PortSettings, s: LinodeLbSettings): Desi
   };
 }
 
+/** The firewall protocol of a Service port: its own, TCP for every port but a UDP one (HTTP and HTTPS are TCP). */
+function firewallProtocol(l: LbListener): "TCP" | "UDP" {
+  return l.protocol === "UDP" ? "UDP" : "TCP";
+}
+
 /** The firewall rules a Service asks for (ACL annotation, else loadBalancerSourceRanges), or undefined. */
 export function desiredRules(
   spec: LoadBalancerSpec,
@@ -419,18 +427,29 @@ export function desiredRules(
     return undefined;
   }
   const action = kind === "allowList" ? "ACCEPT" : "DROP";
-  const ports = [...new Set(spec.listeners.map((l) => l.port))].sort((x, y) => x - y).join(",");
   const rules: WireFirewallRule[] = [];
-  const chunk = (xs: string[]) => {
-    const out: string[][] = [];
-    for (let i = 0; i < xs.length; i += MAX_RULE_ADDRESSES) out.push(xs.slice(i, i + MAX_RULE_ADDRESSES));
+  const chunk = <T>(xs: readonly T[], size: number) => {
+    const out: T[][] = [];
+    for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
     return out;
   };
   const ruleLabel = `${action}-${label}`.slice(0, 32);
-  for (const part of chunk(ipv4.sort()))
-    rules.push({ action, protocol: "TCP", ports, label: ruleLabel, addresses: { ipv4: part } });
-  for (const part of chunk(ipv6.sort()))
-    rules.push({ action, protocol: "TCP", ports, label: ruleLabel, addresses: { ipv6: part } });
+  // A rule filters one protocol: one set of rules per protocol among the Service's ports, each
+  // with that protocol's ports (a UDP port behind TCP-only rules would be dropped by an allow
+  // list and left open by a deny list). TCP first, so a TCP-only Service's rules are as before.
+  for (const protocol of ["TCP", "UDP"] as const) {
+    const portsOf = [
+      ...new Set(spec.listeners.filter((l) => firewallProtocol(l) === protocol).map((l) => l.port)),
+    ].sort((x, y) => x - y);
+    // The API takes at most 15 pieces (single ports) in one rule's ports.
+    for (const group of chunk(portsOf, MAX_RULE_PORTS)) {
+      const ports = group.join(",");
+      for (const part of chunk([...ipv4].sort(), MAX_RULE_ADDRESSES))
+        rules.push({ action, protocol, ports, label: ruleLabel, addresses: { ipv4: part } });
+      for (const part of chunk([...ipv6].sort(), MAX_RULE_ADDRESSES))
+        rules.push({ action, protocol, ports, label: ruleLabel, addresses: { ipv6: part } });
+    }
+  }
   if (rules.length > MAX_RULES)
     throw new CloudError(`the firewall needs ${rules.length} rules, Linode allows ${MAX_RULES}`);
   return {
@@ -700,7 +719,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     });
     for (const fw of orphans)
       if (fw.label === name && sameOwner(ownerOfTags(fw.tags), owner))
-        await this.deleteFirewall(fw.id, signal);
+        await this.releaseFirewall(fw, undefined, false, signal);
     return undefined;
   }
 
@@ -1045,7 +1064,7 @@ export class LinodeLoadBalancers implements LoadBalancers {
     if (s.firewallId !== undefined) {
       for (const fw of attached) {
         if (fw.id === s.firewallId) continue;
-        if (mine(fw)) await this.deleteFirewall(fw.id, signal);
+        if (mine(fw)) await this.releaseFirewall(fw, nb.id, fw.label === name, signal);
         else await this.detach(fw.id, nb.id, signal);
       }
       if (!attached.some((fw) => fw.id === s.firewallId))
@@ -1061,11 +1080,11 @@ export class LinodeLoadBalancers implements LoadBalancers {
     // Any other firewall (one firewall-id named) is let go of: detached, never deleted.
     for (const fw of attached) if (!mine(fw)) await this.detach(fw.id, nb.id, signal);
     if (rules === undefined) {
-      for (const fw of ours) await this.deleteFirewall(fw.id, signal);
+      for (const fw of ours) await this.releaseFirewall(fw, nb.id, fw.label === name, signal);
       return;
     }
     const [keep, ...extra] = ours;
-    for (const fw of extra) await this.deleteFirewall(fw.id, signal);
+    for (const fw of extra) await this.releaseFirewall(fw, nb.id, fw.label === name, signal);
     if (keep !== undefined) {
       if (rulesKey(keep.rules) !== rulesKey(rules))
         await this.client.put(LB_OPS.firewallRulesUpdate, `/networking/firewalls/${keep.id}/rules`, rules, {
@@ -1169,7 +1188,8 @@ export class LinodeLoadBalancers implements LoadBalancers {
       );
       return;
     }
-    for (const fw of made) await this.deleteFirewall(fw.id, signal);
+    // The Service is gone: a firewall that filters other devices too is let go of, not kept as ours.
+    for (const fw of made) await this.releaseFirewall(fw, nb.id, false, signal);
     if (!retainReservedIPv4) {
       // As the Linode CCM: the NodeBalancer's IPv4 stops being reserved; not reserved is done.
       try {
@@ -1189,6 +1209,63 @@ export class LinodeLoadBalancers implements LoadBalancers {
     }
     for (const k of this.tlsSent.keys()) if (k.startsWith(`${nb.id}/`)) this.tlsSent.delete(k);
     this.ctx.logger.info({ nodebalancer: nb.id }, "NodeBalancer deleted");
+  }
+
+  /**
+   * Deletes a firewall made for NodeBalancer `nbId` (by this hub, or by the Linode CCM) when that
+   * NodeBalancer is all it filters (undefined: when it filters nothing). One an operator has also
+   * attached to other devices is never deleted under them, as the Linode CCM's DeleteFirewall
+   * skips the delete of a firewall with more than one device: it is only detached from the
+   * NodeBalancer, and unless `keepOurs` (a Service that may want its firewall back) it is let go
+   * of, our tags removed, so nothing of the hub deletes or rewrites it later.
+   */
+  private async releaseFirewall(
+    fw: WireFirewall,
+    nbId: number | undefined,
+    keepOurs: boolean,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const id = checkId(fw.id, "firewall");
+    let devices: WireFirewallDevice[];
+    try {
+      devices = await this.client.list<WireFirewallDevice>(
+        LB_OPS.devicesList,
+        `/networking/firewalls/${id}/devices`,
+        { signal },
+      );
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    const isThis = (d: WireFirewallDevice) => d.entity?.type === "nodebalancer" && d.entity.id === nbId;
+    const others = devices.filter((d) => !isThis(d));
+    if (others.length === 0) {
+      await this.deleteFirewall(id, signal);
+      return;
+    }
+    for (const d of devices.filter(isThis))
+      await this.client.delete(
+        LB_OPS.deviceDelete,
+        `/networking/firewalls/${id}/devices/${checkId(d.id, "device")}`,
+        {
+          signal,
+        },
+      );
+    if (!keepOurs && fw.tags.some(isOurTag))
+      await this.client.put(
+        LB_OPS.firewallUpdate,
+        `/networking/firewalls/${id}`,
+        { tags: fw.tags.filter((t) => !isOurTag(t)) },
+        { signal },
+      );
+    this.ctx.logger.warn(
+      {
+        firewall: id,
+        ...(nbId !== undefined && { nodebalancer: nbId }),
+        devices: others.map((d) => `${d.entity?.type}/${d.entity?.id}`),
+      },
+      "firewall filters other devices too: detached, not deleted",
+    );
   }
 
   private async deleteFirewall(id: number, signal?: AbortSignal): Promise<void> {
