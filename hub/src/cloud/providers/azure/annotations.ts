@@ -2,6 +2,7 @@
  * The Service annotations cloud-provider-azure reads (pkg/consts/consts.go,
  * `service.beta.kubernetes.io/azure-…`) that this provider honours, with upstream's meaning.
  */
+import { parseNetwork } from "../../../util/network.js";
 import { AnnotationError } from "../../annotation-bounds.js";
 import type { VendorLbSettings } from "../../provider.js";
 
@@ -17,6 +18,8 @@ export const AZURE_ANNOTATIONS = {
   tcpIdleTimeout: "service.beta.kubernetes.io/azure-load-balancer-tcp-idle-timeout",
   disableFloatingIp: "service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip",
   allowedServiceTags: "service.beta.kubernetes.io/azure-allowed-service-tags",
+  allowedIpRanges: "service.beta.kubernetes.io/azure-allowed-ip-ranges",
+  denyAllExceptSourceRanges: "service.beta.kubernetes.io/azure-deny-all-except-load-balancer-source-ranges",
 } as const;
 
 type A = Readonly<Record<string, string>>;
@@ -30,6 +33,10 @@ export interface AzureLbAnnotations {
   readonly pipResourceGroup: string | undefined;
   readonly floatingIp: boolean;
   readonly serviceTags: readonly string[];
+  /** NSG sources as loadBalancerSourceRanges (upstream's AllowedIPRanges); refused beside them. */
+  readonly allowedIpRanges: readonly string[];
+  /** A Deny of every other source to the Service's destinations, when ranges are set (DenyAllExceptSourceRanges). */
+  readonly denyAllExceptSourceRanges: boolean;
 }
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
@@ -38,10 +45,12 @@ export function readAzureAnnotations(a: A): AzureLbAnnotations {
   const ipv4 = a[AZURE_ANNOTATIONS.ipv4];
   if (ipv4 !== undefined && !IPV4.test(ipv4))
     throw new AnnotationError(AZURE_ANNOTATIONS.ipv4, ipv4, "an IPv4 address");
-  const tags = (a[AZURE_ANNOTATIONS.allowedServiceTags] ?? "")
-    .split(",")
-    .map((t) => t.trim())
-    .filter((t) => t !== "");
+  const tags = list(a[AZURE_ANNOTATIONS.allowedServiceTags]);
+  const ranges = list(a[AZURE_ANNOTATIONS.allowedIpRanges]);
+  // Upstream warns and denies everything else on an invalid range; here the Service is refused.
+  for (const r of ranges)
+    if (parseNetwork(r) === undefined)
+      throw new AnnotationError(AZURE_ANNOTATIONS.allowedIpRanges, r, "CIDRs such as 203.0.113.0/24");
   return {
     internalSubnet: a[AZURE_ANNOTATIONS.internalSubnet] || undefined,
     pipName: a[AZURE_ANNOTATIONS.pipName] || undefined,
@@ -50,7 +59,17 @@ export function readAzureAnnotations(a: A): AzureLbAnnotations {
     pipResourceGroup: a[AZURE_ANNOTATIONS.resourceGroup] || undefined,
     floatingIp: a[AZURE_ANNOTATIONS.disableFloatingIp] !== "true",
     serviceTags: tags,
+    allowedIpRanges: ranges,
+    denyAllExceptSourceRanges: a[AZURE_ANNOTATIONS.denyAllExceptSourceRanges]?.toLowerCase() === "true",
   };
+}
+
+/** A comma-separated annotation's entries, trimmed, empty ones left out. */
+function list(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "");
 }
 
 /** The factory's lbSettings: internal, the probe's protocol and path, the TCP idle timeout (minutes, 4-100). */

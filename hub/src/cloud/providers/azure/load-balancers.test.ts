@@ -1,6 +1,7 @@
 // The azure provider's load balancers against the fake ARM, through the SDK: a wave of Services
 // on one cluster is one or a few PUTs of its load balancer with no lost update under concurrent
 // 412s, upstream's annotations with their meaning, and adoption of what cloud-provider-azure built.
+import { createHash } from "node:crypto";
 import { type AzureFake, AzureFake as Fake } from "@fleet-ccm/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { sampleLoadBalancerSpec, settle } from "../../conformance/conformance.testkit.js";
@@ -585,5 +586,315 @@ describe("NIC-based backend pools (upstream's nodeIPConfiguration)", () => {
     await settle(() => nicLbs.ensureDeleted(t));
     expect(nicRefs(poolId)).toEqual([]);
     expect(fake.find(fake.resourceId(SUB, RG, "loadBalancers", "wave"))).toBeUndefined();
+  });
+});
+
+// ---- NSG rules as upstream's access control (pkg/provider/loadbalancer/accesscontrol.go) -------
+
+type Rule = { name: string; properties: Json };
+const nsgRules = (cluster: string): Rule[] =>
+  (props(fake.list(SUB, "networkSecurityGroups").find((n) => n.name === `${cluster}-nsg`))["securityRules"] ??
+    []) as Rule[];
+const listOf = (p: Json, one: string, many: string) => [
+  ...(typeof p[one] === "string" && p[one] !== "" ? [p[one] as string] : []),
+  ...((p[many] as string[] | undefined) ?? []),
+];
+const dstOf = (r: Rule) => listOf(r.properties, "destinationAddressPrefix", "destinationAddressPrefixes");
+const srcOf = (r: Rule) => listOf(r.properties, "sourceAddressPrefix", "sourceAddressPrefixes");
+const portsOfRule = (r: Rule) => listOf(r.properties, "destinationPortRange", "destinationPortRanges");
+/** Allow rules admitting `source` to `ip`. */
+const allowing = (cluster: string, source: string, ip: string) =>
+  nsgRules(cluster).filter(
+    (r) => r.properties["access"] === "Allow" && srcOf(r).includes(source) && dstOf(r).includes(ip),
+  );
+/** securitygroup.GenerateAllowSecurityRuleName. */
+const vendorAllowName = (protocol: string, sources: string[], ports: number[]) =>
+  `k8s-azure-lb_allow_IPv4_${createHash("md5")
+    .update([protocol, [...sources].sort().join(","), ports.map(String).sort().join(",")].join("_"))
+    .digest("hex")}`;
+
+/**
+ * A public Service as cloud-provider-azure builds it on its load balancer `vendor` (floating IP as
+ * given): its public IP, frontend, a TCP probe and a rule per port of spec().
+ */
+function vendorService(vendor: string, uid: string, ip: string, floating = true) {
+  const fe = `a${uid.replace(/-/g, "")}`;
+  const lbId = fake.resourceId(SUB, RG, "loadBalancers", vendor);
+  const pip = fake.put(SUB, RG, "publicIPAddresses", `${vendor}-${fe}`, {
+    location: REGION,
+    sku: { name: "Standard" },
+    tags: { "k8s-azure-service": `default/${uid.slice(0, 4)}`, "k8s-azure-cluster-name": vendor },
+    properties: { publicIPAllocationMethod: "Static", ipAddress: ip },
+  });
+  const ports = spec().listeners;
+  return {
+    frontend: { name: fe, properties: { publicIPAddress: { id: pip.id } } },
+    probes: ports.map((l) => ({
+      name: `${fe}-TCP-${l.port}`,
+      properties: { protocol: "Tcp", port: l.nodePort },
+    })),
+    rules: ports.map((l) => ({
+      name: `${fe}-TCP-${l.port}`,
+      properties: {
+        protocol: "Tcp",
+        frontendPort: l.port,
+        backendPort: floating ? l.port : l.nodePort,
+        enableFloatingIP: floating,
+        frontendIPConfiguration: { id: `${lbId}/frontendIPConfigurations/${fe}` },
+        backendAddressPool: { id: `${lbId}/backendAddressPools/${vendor}` },
+        probe: { id: `${lbId}/probes/${fe}-TCP-${l.port}` },
+      },
+    })),
+  };
+}
+
+/** The vendor's load balancer `vendor` holding these Services, its pool by the nodes' addresses. */
+function vendorLb(vendor: string, services: ReturnType<typeof vendorService>[]): void {
+  fake.put(SUB, RG, "loadBalancers", vendor, {
+    location: REGION,
+    sku: { name: "Standard" },
+    properties: {
+      frontendIPConfigurations: services.map((s) => s.frontend),
+      backendAddressPools: [{ name: vendor }],
+      probes: services.flatMap((s) => s.probes),
+      loadBalancingRules: services.flatMap((s) => s.rules),
+    },
+  });
+}
+
+const NODE_IPS = ["10.240.0.4", "10.240.0.5", "10.240.0.6"];
+
+describe("NSG rules after adoption: upstream's shared rules", () => {
+  test("a Service adopted open and narrowed leaves upstream's Internet rule; the other Service's address stays in it", async () => {
+    const [uidA, uidB] = ["aaaa1111-0000-0000-0000-000000000001", "bbbb2222-0000-0000-0000-000000000002"];
+    const [ipA, ipB] = ["20.50.0.1", "20.50.0.2"];
+    vendorLb("vendorsg", [vendorService("vendorsg", uidA, ipA), vendorService("vendorsg", uidB, ipB)]);
+    // Upstream's one rule for both (same protocol, sources, ports), and its deny-all for the VNet.
+    const shared = vendorAllowName("Tcp", ["Internet"], [80, 443]);
+    fake.put(SUB, RG, "networkSecurityGroups", "adoptsg-nsg", {
+      location: REGION,
+      properties: {
+        securityRules: [
+          {
+            name: shared,
+            properties: {
+              protocol: "Tcp",
+              access: "Allow",
+              direction: "Inbound",
+              priority: 500,
+              sourcePortRange: "*",
+              sourceAddressPrefix: "Internet",
+              destinationAddressPrefixes: [ipA, ipB],
+              destinationPortRanges: ["443", "80"],
+            },
+          },
+          {
+            name: "user-ssh",
+            properties: {
+              protocol: "Tcp",
+              access: "Allow",
+              direction: "Inbound",
+              priority: 300,
+              sourcePortRange: "*",
+              sourceAddressPrefix: "Internet",
+              destinationAddressPrefix: ipA,
+              destinationPortRange: "22",
+            },
+          },
+        ],
+      },
+    });
+    const scope = { adoptFrom: { vendorCcmClusterName: "vendorsg" } };
+    const a = target("adoptsg", uidA, { scope });
+    const narrowed = spec({ sourceRanges: ["203.0.113.0/24"] });
+    expect(await settle(() => lbs.ensure(a, narrowed))).toEqual([{ ip: ipA }]);
+    // Nothing but the user's own rule (outside upstream's names) admits the Internet to A.
+    expect(allowing("adoptsg", "Internet", ipA).map((r) => r.name)).toEqual(["user-ssh"]);
+    expect(allowing("adoptsg", "203.0.113.0/24", ipA).flatMap(portsOfRule).sort()).toEqual(["443", "80"]);
+    const kept = nsgRules("adoptsg").find((r) => r.name === shared);
+    expect(kept === undefined ? [] : dstOf(kept)).toEqual([ipB]);
+    expect(kept === undefined ? [] : portsOfRule(kept).sort()).toEqual(["443", "80"]);
+    // B adopted and narrowed too: upstream's rule is left without destination, and goes.
+    const b = target("adoptsg", uidB, { scope });
+    await settle(() => lbs.ensure(b, narrowed));
+    expect(nsgRules("adoptsg").find((r) => r.name === shared)).toBeUndefined();
+    expect(allowing("adoptsg", "Internet", ipB)).toEqual([]);
+    await settle(() => lbs.ensureDeleted(a));
+    await settle(() => lbs.ensureDeleted(b));
+    expect(nsgRules("adoptsg").map((r) => r.name)).toEqual(["user-ssh"]);
+  });
+
+  test("a deleted adopted Service's address leaves upstream's rules it shared", async () => {
+    const [uidA, uidB] = ["aaaa3333-0000-0000-0000-000000000003", "bbbb4444-0000-0000-0000-000000000004"];
+    const [ipA, ipB] = ["20.51.0.1", "20.51.0.2"];
+    vendorLb("vendordel", [vendorService("vendordel", uidA, ipA), vendorService("vendordel", uidB, ipB)]);
+    const shared = vendorAllowName("Tcp", ["Internet"], [80, 443]);
+    const rule = (name: string, p: Json) => ({
+      name,
+      properties: { direction: "Inbound", sourcePortRange: "*", ...p },
+    });
+    fake.put(SUB, RG, "networkSecurityGroups", "adoptdel-nsg", {
+      location: REGION,
+      properties: {
+        securityRules: [
+          rule(shared, {
+            protocol: "Tcp",
+            access: "Allow",
+            priority: 500,
+            sourceAddressPrefix: "Internet",
+            destinationAddressPrefixes: [ipA, ipB],
+            destinationPortRanges: ["443", "80"],
+          }),
+          rule("k8s-azure-lb_deny-all_IPv4", {
+            protocol: "*",
+            access: "Deny",
+            priority: 4095,
+            sourceAddressPrefix: "*",
+            destinationAddressPrefixes: [ipA, ipB],
+            destinationPortRange: "*",
+          }),
+        ],
+      },
+    });
+    const a = target("adoptdel", uidA, { scope: { adoptFrom: { vendorCcmClusterName: "vendordel" } } });
+    await settle(() => lbs.ensureDeleted(a));
+    expect(nsgRules("adoptdel").filter((r) => dstOf(r).includes(ipA))).toEqual([]);
+    expect(nsgRules("adoptdel").map((r) => [r.name, dstOf(r)])).toEqual([
+      [shared, [ipB]],
+      ["k8s-azure-lb_deny-all_IPv4", [ipB]],
+    ]);
+  });
+});
+
+describe("azure-allowed-ip-ranges and azure-deny-all-except-load-balancer-source-ranges", () => {
+  test("forwarded to the hub under the provider's prefix", () => {
+    for (const key of [AZURE_ANNOTATIONS.allowedIpRanges, AZURE_ANNOTATIONS.denyAllExceptSourceRanges])
+      expect(azureProvider.annotationPrefixes.some((p) => key.startsWith(p))).toBe(true);
+  });
+
+  test("the allowed ranges are the only sources; with deny-all the rest is denied; beside source ranges refused", async () => {
+    const t = target("ranges", "cccc5555-0000-0000-0000-000000000005");
+    fake.put(SUB, RG, "networkSecurityGroups", "ranges-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const annotations = {
+      [AZURE_ANNOTATIONS.allowedIpRanges]: "10.0.0.0/8, 192.168.0.0/16",
+      [AZURE_ANNOTATIONS.denyAllExceptSourceRanges]: "True",
+    };
+    const [{ ip }] = (await settle(() => lbs.ensure(t, spec({ annotations })))) as [{ ip: string }];
+    expect(allowing("ranges", "Internet", ip)).toEqual([]);
+    expect(allowing("ranges", "10.0.0.0/8", ip)).toHaveLength(2);
+    expect(allowing("ranges", "192.168.0.0/16", ip)).toHaveLength(2);
+    const deny = nsgRules("ranges").filter((r) => r.properties["access"] === "Deny");
+    expect(deny.map((r) => [srcOf(r), dstOf(r), portsOfRule(r), r.properties["protocol"]])).toEqual([
+      [["*"], [ip], ["*"], "*"],
+    ]);
+    // The deny comes after every allow (upstream takes its priority from the end).
+    const allows = nsgRules("ranges").filter((r) => r.properties["access"] === "Allow");
+    expect(Math.max(...allows.map((r) => Number(r.properties["priority"])))).toBeLessThan(
+      Number(deny[0]?.properties["priority"]),
+    );
+    await expect(lbs.ensure(t, spec({ annotations, sourceRanges: ["203.0.113.0/24"] }))).rejects.toThrow(
+      /cannot set both spec.loadBalancerSourceRanges/,
+    );
+    expect(() => lbs.checkAnnotations?.({ [AZURE_ANNOTATIONS.allowedIpRanges]: "10.0.0.0" })).toThrow(
+      /CIDRs/,
+    );
+    await settle(() => lbs.ensureDeleted(t));
+    expect(nsgRules("ranges")).toEqual([]);
+  });
+});
+
+describe("probes of UDP ports (healthprobe.go:57-59)", () => {
+  const udp = { protocol: "UDP" as const, port: 53, nodePort: 30053, proxyProtocol: false };
+  const ours = (list: unknown, uid: string) =>
+    ((list as Rule[] | undefined) ?? []).filter((r) => r.name.startsWith(`a${uid.replace(/-/g, "")}`));
+
+  test("externalTrafficPolicy Cluster: a UDP rule has no probe", async () => {
+    const uid = "dddd6666-0000-0000-0000-000000000006";
+    const t = target("kubernetes", uid);
+    await settle(() =>
+      lbs.ensure(t, spec({ listeners: [udp], healthCheck: { ...spec().healthCheck, port: 30053 } })),
+    );
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "kubernetes"));
+    expect(ours(props(lb)["probes"], uid)).toEqual([]);
+    const rules = ours(props(lb)["loadBalancingRules"], uid);
+    expect(rules.map((r) => [r.properties["protocol"], r.properties["probe"]])).toEqual([["Udp", undefined]]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("externalTrafficPolicy Local: the HTTP probe on the health-check node port", async () => {
+    const uid = "eeee7777-0000-0000-0000-000000000007";
+    const t = target("kubernetes", uid);
+    const local = { ...spec().healthCheck, protocol: "HTTP" as const, port: 32053, path: "/healthz" };
+    await settle(() => lbs.ensure(t, spec({ listeners: [udp], healthCheck: local })));
+    const lb = fake.byId(fake.resourceId(SUB, RG, "loadBalancers", "kubernetes"));
+    const probes = ours(props(lb)["probes"], uid);
+    expect(probes.map((p) => [p.properties["protocol"], p.properties["port"]])).toEqual([["Http", 32053]]);
+    const rule = ours(props(lb)["loadBalancingRules"], uid)[0];
+    expect(String((rule?.properties["probe"] as Json | undefined)?.["id"])).toMatch(/\/probes\/.*-UDP-53$/);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+});
+
+describe("floating IP off: NSG rules on the backends' addresses and node ports", () => {
+  test("new Service: destinations the nodes, ports the node ports; a node change takes a whole ensure", async () => {
+    const t = target("fixed", "ffff8888-0000-0000-0000-000000000008");
+    fake.put(SUB, RG, "networkSecurityGroups", "fixed-nsg", {
+      location: REGION,
+      properties: { securityRules: [] },
+    });
+    const annotations = { [AZURE_ANNOTATIONS.disableFloatingIp]: "true" };
+    const [{ ip }] = (await settle(() => lbs.ensure(t, spec({ annotations })))) as [{ ip: string }];
+    const rules = nsgRules("fixed");
+    expect(rules.map((r) => [dstOf(r), portsOfRule(r)])).toEqual([
+      [NODE_IPS, ["30080"]],
+      [NODE_IPS, ["30443"]],
+    ]);
+    expect(rules.some((r) => dstOf(r).includes(ip))).toBe(false);
+    await expect(lbs.updateBackends(t, backends.slice(0, 2))).rejects.toThrow(/floating IP off/);
+    await settle(() => lbs.ensure(t, spec({ annotations, backends: [...backends].sort().slice(0, 2) })));
+    expect(nsgRules("fixed").map(dstOf)).toEqual([NODE_IPS.slice(0, 2), NODE_IPS.slice(0, 2)]);
+    await settle(() => lbs.ensureDeleted(t, undefined, { annotations, ingress: [{ ip }] }));
+    expect(nsgRules("fixed")).toEqual([]);
+  });
+
+  test("adopted: its node ports leave upstream's rules on the nodes' addresses; another Service's stay", async () => {
+    const [uidA, uidB] = ["abab9999-0000-0000-0000-000000000009", "baba9999-0000-0000-0000-000000000010"];
+    vendorLb("vendorfix", [
+      vendorService("vendorfix", uidA, "20.52.0.1", false),
+      vendorService("vendorfix", uidB, "20.52.0.2", false),
+    ]);
+    const rule = (ports: number[], priority: number) => ({
+      name: vendorAllowName("Tcp", ["Internet"], ports),
+      properties: {
+        protocol: "Tcp",
+        access: "Allow",
+        direction: "Inbound",
+        priority,
+        sourcePortRange: "*",
+        sourceAddressPrefix: "Internet",
+        destinationAddressPrefixes: NODE_IPS,
+        destinationPortRanges: ports.map(String).sort(),
+      },
+    });
+    // A's node ports, and B's (node ports are unique in a cluster), and one upstream split of both.
+    fake.put(SUB, RG, "networkSecurityGroups", "adoptfix-nsg", {
+      location: REGION,
+      properties: {
+        securityRules: [rule([30080, 30443], 500), rule([31080], 501), rule([30080, 31081], 502)],
+      },
+    });
+    const annotations = { [AZURE_ANNOTATIONS.disableFloatingIp]: "true" };
+    const a = target("adoptfix", uidA, { scope: { adoptFrom: { vendorCcmClusterName: "vendorfix" } } });
+    await settle(() => lbs.ensure(a, spec({ annotations, sourceRanges: ["203.0.113.0/24"] })));
+    const internet = nsgRules("adoptfix").filter((r) => srcOf(r).includes("Internet"));
+    expect(internet.map((r) => [r.name, dstOf(r), portsOfRule(r)])).toEqual([
+      [vendorAllowName("Tcp", ["Internet"], [31080]), NODE_IPS, ["31080"]],
+      [vendorAllowName("Tcp", ["Internet"], [31081]), NODE_IPS, ["31081"]],
+    ]);
+    await settle(() => lbs.ensureDeleted(a, undefined, { annotations, ingress: [] }));
+    expect(nsgRules("adoptfix").every((r) => srcOf(r).includes("Internet"))).toBe(true);
   });
 });

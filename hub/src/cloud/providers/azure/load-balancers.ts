@@ -2,9 +2,11 @@
  * Load balancers as cloud-provider-azure builds them (azure_loadbalancer.go): one shared Standard
  * load balancer per cluster (`<cluster>`, `<cluster>-internal`), in it per Service a frontend IP
  * configuration `a<uid>` (public: the Service's public IP `<cluster>-a<uid>` or the one
- * `azure-pip-name` names; internal: on the cluster's subnet), a probe and a rule per port and
- * protocol (`a<uid>-<Protocol>-<port>`), and the cluster's backend pool `<cluster>`; NSG rules
- * `a<uid>-<Protocol>-<port>-<source>` admit the source ranges (or service tags) to the frontend.
+ * `azure-pip-name` names; internal: on the cluster's subnet), a rule and (TCP, or Local) a probe
+ * per port and protocol (`a<uid>-<Protocol>-<port>`), and the cluster's backend pool `<cluster>`; NSG rules
+ * `a<uid>-<Protocol>-<port>-<source>` admit the source ranges (or service tags) to the frontend
+ * (with floating IP off, to the backends' node ports), and the Service's addresses leave the
+ * shared rules cloud-provider-azure made (vendor-rules.ts).
  *
  * The backend pool holds the nodes by IP address (loadBalancerBackendAddresses), upstream's
  * `nodeIP` mode, not by NIC IP configuration (its default): a node-set change is then one write
@@ -24,7 +26,7 @@ import type {
   SecurityRule,
 } from "@azure/arm-network";
 import { AnnotationError } from "../../annotation-bounds.js";
-import { CloudError, OperationFailedError } from "../../errors.js";
+import { CloudError, NeedsEnsureError, OperationFailedError } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
   type InProgress,
@@ -41,7 +43,7 @@ import {
   type ProviderContext,
   type ServiceTarget,
 } from "../../provider.js";
-import { AZURE_ANNOTATIONS, readAzureAnnotations } from "./annotations.js";
+import { AZURE_ANNOTATIONS, type AzureLbAnnotations, readAzureAnnotations } from "./annotations.js";
 import type { AzureApi } from "./api.js";
 import { hasCode, isNotFound } from "./errors.js";
 import { type AzureInstances, firstPage, primaryIpConfig } from "./instances.js";
@@ -59,11 +61,16 @@ import { NicPools, type PoolMode, poolMode } from "./nic-pool.js";
 import type { AzureOptions } from "./options.js";
 import { readServices, TAG_BACKENDS, TAG_CLUSTER, TAG_SERVICE_UID, withServices } from "./records.js";
 import { type ObjectIo, SharedWriter, type WriteResult } from "./shared-writer.js";
+import {
+  destinationsOf,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  type Withdrawal,
+  withDestinations,
+  withdrawFromVendorRules,
+} from "./vendor-rules.js";
 
 const NETWORK = "Microsoft.Network";
-/** NSG rule priorities upstream takes (consts.LoadBalancerMinimumPriority .. Maximum). */
-const MIN_PRIORITY = 500;
-const MAX_PRIORITY = 4096;
 
 const strip = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 const lower = (s: string | undefined) => (s ?? "").toLowerCase();
@@ -384,6 +391,8 @@ export class AzureLoadBalancers implements LoadBalancers {
     // The cluster's load balancer and NSG are held while this Service reads what its edits need:
     // the writes of a wave of Service changes wait for each other's edits (shared-writer.ts).
     const n = this.names(t, spec);
+    // Both kinds of ranges are refused before any write (upstream's ErrSetBothLoadBalancerSourceRanges…).
+    allowedSources(spec, n.a);
     // The other kind's frontend of this Service (internal switched to public, say) goes first,
     // before the holds: a Service waiting on the other load balancer's write holds nothing.
     const other = this.names(t, { ...spec, internal: !spec.internal });
@@ -430,8 +439,12 @@ export class AzureLoadBalancers implements LoadBalancers {
     // (a public IP, a static internal address): that write then records the spec digest. An
     // internal address Azure picks is known only after it: the digest takes one more write then.
     const known = spec.internal ? privateIp : pipIp;
+    const nsgTarget = (frontendIp: string): NsgTarget =>
+      floating
+        ? { frontendIp }
+        : { frontendIp, nodeIps: [...ips.values()], nodePorts: nodePortsOf(spec.listeners) };
     if (known !== undefined) {
-      const nsg = await this.ensureNsg(t, n, spec, known, signal, release.nsg);
+      const nsg = await this.ensureNsg(t, n, spec, nsgTarget(known), signal, release.nsg);
       if (nsg?.pending === true) return inProgress(poll, "network security group updating");
     }
     const nsgAfter = this.options.securityGroupName !== undefined && known === undefined;
@@ -480,10 +493,17 @@ export class AzureLoadBalancers implements LoadBalancers {
         ];
         setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
         const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
+        const http = spec.healthCheck.protocol === "HTTP";
+        const local =
+          http &&
+          spec.healthCheck.port > 0 &&
+          !spec.listeners.some((l) => l.nodePort === spec.healthCheck.port);
         for (const l of spec.listeners) {
           const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
           const name = ruleName(n.frontend, l.protocol, l.port);
-          const http = spec.healthCheck.protocol === "HTTP";
+          // Upstream probes no UDP port (healthprobe.go:57-59) but for externalTrafficPolicy
+          // Local, whose HTTP probe on the health-check node port serves every rule.
+          const probed = protocol === "Tcp" || local;
           const probe: Probe = {
             name,
             protocol: http ? "Http" : "Tcp",
@@ -499,13 +519,13 @@ export class AzureLoadBalancers implements LoadBalancers {
             backendPort: floating ? l.port : l.nodePort,
             frontendIPConfiguration: { id: feId },
             backendAddressPool: { id: poolId },
-            probe: { id: `${lbId}/probes/${name}` },
+            ...(probed && { probe: { id: `${lbId}/probes/${name}` } }),
             enableFloatingIP: floating,
             loadDistribution: spec.sessionAffinity === "ClientIP" ? "SourceIP" : "Default",
             ...(protocol === "Tcp" && { idleTimeoutInMinutes: idle, enableTcpReset: true }),
             disableOutboundSnat: false,
           };
-          props.probes = [...(props.probes ?? []), probe];
+          if (probed) props.probes = [...(props.probes ?? []), probe];
           props.loadBalancingRules = [...(props.loadBalancingRules ?? []), rule];
         }
         return lb;
@@ -519,7 +539,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     const ip = spec.internal ? fe?.privateIPAddress : pipIp;
     if (ip === undefined) return inProgress(poll, "frontend address pending");
     if (nsgAfter) {
-      const nsg = await this.ensureNsg(t, n, spec, ip, signal);
+      const nsg = await this.ensureNsg(t, n, spec, nsgTarget(ip), signal);
       if (nsg?.pending === true) return inProgress(poll, "network security group updating");
     }
     const nicBased = mode === "nodeIPConfiguration";
@@ -612,7 +632,7 @@ export class AzureLoadBalancers implements LoadBalancers {
     t: ServiceTarget,
     n: ReturnType<AzureLoadBalancers["names"]>,
     spec: LoadBalancerSpec | undefined,
-    destination: string | undefined,
+    target: NsgTarget | undefined,
     signal?: AbortSignal,
     release?: () => void,
   ): Promise<WriteResult<NetworkSecurityGroup> | undefined> {
@@ -625,42 +645,96 @@ export class AzureLoadBalancers implements LoadBalancers {
       (cur) => {
         if (cur === undefined) return cur;
         const mine = (r: SecurityRule) => r.name?.startsWith(`${n.prefix}-`) === true;
-        const kept = (cur.securityRules ?? []).filter((r) => !mine(r));
-        if (spec === undefined || destination === undefined) return { ...cur, securityRules: kept };
+        const others = (cur.securityRules ?? []).filter((r) => !mine(r));
+        const kept = withdrawals(target).reduce(withdrawFromVendorRules, others);
+        if (spec === undefined || target === undefined) return { ...cur, securityRules: kept };
         const used = new Set(kept.map((r) => r.priority));
         const old = new Map((cur.securityRules ?? []).filter(mine).map((r) => [r.name, r.priority]));
-        const sources =
-          n.a.serviceTags.length > 0
-            ? n.a.serviceTags
-            : spec.sourceRanges.length > 0
-              ? spec.sourceRanges
-              : ["Internet"];
+        // A rule keeps its priority; a new one takes the first free from the start (allows) or
+        // the end (the deny), as upstream's nextRulePriority.
+        const priorityOf = (ruleNameOf: string, fromEnd = false) => {
+          let priority = old.get(ruleNameOf);
+          if (priority === undefined || used.has(priority)) {
+            const step = fromEnd ? -1 : 1;
+            priority = fromEnd ? MAX_PRIORITY - 1 : MIN_PRIORITY;
+            while (used.has(priority) && priority + step >= MIN_PRIORITY && priority + step <= MAX_PRIORITY)
+              priority += step;
+          }
+          used.add(priority);
+          return priority;
+        };
+        const destinations = target.nodeIps ?? [target.frontendIp];
+        if (destinations.length === 0) return { ...cur, securityRules: kept };
         const rules: SecurityRule[] = [];
         for (const l of spec.listeners)
-          for (const source of sources) {
+          for (const source of allowedSources(spec, n.a)) {
             const ruleNameOf = securityRuleName(n.frontend, l.protocol, l.port, source);
-            let priority = old.get(ruleNameOf);
-            if (priority === undefined || used.has(priority)) {
-              priority = MIN_PRIORITY;
-              while (used.has(priority) && priority < MAX_PRIORITY) priority++;
-            }
-            used.add(priority);
-            rules.push({
-              name: ruleNameOf,
-              protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
-              sourcePortRange: "*",
-              destinationPortRange: String(l.port),
-              sourceAddressPrefix: source,
-              destinationAddressPrefix: destination,
-              access: "Allow",
-              direction: "Inbound",
-              priority,
-            });
+            rules.push(
+              withDestinations(
+                {
+                  name: ruleNameOf,
+                  protocol: l.protocol === "UDP" ? "Udp" : "Tcp",
+                  sourcePortRange: "*",
+                  destinationPortRange: String(target.nodeIps === undefined ? l.port : l.nodePort),
+                  sourceAddressPrefix: source,
+                  access: "Allow",
+                  direction: "Inbound",
+                  priority: priorityOf(ruleNameOf),
+                },
+                destinations,
+              ),
+            );
           }
+        if (denyAllElse(spec, n.a)) {
+          const denyName = `${n.frontend}-deny-all`;
+          rules.push(
+            withDestinations(
+              {
+                name: denyName,
+                protocol: "*",
+                sourcePortRange: "*",
+                destinationPortRange: "*",
+                sourceAddressPrefix: "*",
+                access: "Deny",
+                direction: "Inbound",
+                priority: priorityOf(denyName, true),
+              },
+              destinations,
+            ),
+          );
+        }
         return { ...cur, securityRules: [...kept, ...rules] };
       },
       release,
     );
+  }
+
+  /**
+   * Where the Service's frontend meets the NSG now, read before a delete removes it: its address,
+   * and with floating IP off (its rules' `enableFloatingIP`) the backends' addresses and node ports.
+   */
+  private async currentNsgTarget(t: ServiceTarget, signal?: AbortSignal): Promise<NsgTarget | undefined> {
+    for (const internal of [false, true]) {
+      const n = this.names(t, { internal });
+      const lb = await this.readLb(n.lb, signal);
+      const fe = lb?.frontendIPConfigurations?.find(
+        (f) => f.name === n.prefix || f.name?.startsWith(`${n.prefix}-`) === true,
+      );
+      if (lb === undefined || fe === undefined) continue;
+      const ip = (await this.ingressOf(fe, signal))[0]?.ip;
+      if (ip === undefined) return undefined;
+      const fixed = (lb.loadBalancingRules ?? []).filter(
+        (r) => r.name?.startsWith(`${n.prefix}-`) === true && r.enableFloatingIP === false,
+      );
+      if (fixed.length === 0) return { frontendIp: ip };
+      const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
+      const nodeIps = await this.backendIps(await this.backendsOf(pool, signal), signal);
+      const nodePorts = new Map<string, number[]>();
+      for (const r of fixed)
+        nodePorts.set(r.protocol ?? "", [...(nodePorts.get(r.protocol ?? "") ?? []), r.backendPort ?? 0]);
+      return { frontendIp: ip, nodeIps: [...nodeIps.values()], nodePorts };
+    }
+    return undefined;
   }
 
   /**
@@ -684,11 +758,18 @@ export class AzureLoadBalancers implements LoadBalancers {
       const holds = (cur: LoadBalancer | undefined): cur is LoadBalancer =>
         cur?.frontendIPConfigurations?.some((f) => f.name?.startsWith(n.prefix) === true) === true;
       let found = false;
+      let fixed = false;
       let mode: PoolMode = this.options.backendPoolType;
       // Decided on the fetched object (again on each 412 re-read: the last run is what is written).
       const r = await this.lbWriter.apply(n.lb, this.lbIo(n.lb, signal), (cur) => {
         found = holds(cur);
-        if (!found || cur === undefined) return cur;
+        // Floating IP off: the NSG rules name the backends' addresses, which a whole ensure writes.
+        fixed =
+          this.options.securityGroupName !== undefined &&
+          (cur?.loadBalancingRules ?? []).some(
+            (l) => l.name?.startsWith(`${n.prefix}-`) === true && l.enableFloatingIP === false,
+          );
+        if (!found || fixed || cur === undefined) return cur;
         mode = poolMode(
           cur.backendAddressPools?.find((p) => p.name === n.cluster),
           this.options.backendPoolType,
@@ -700,6 +781,7 @@ export class AzureLoadBalancers implements LoadBalancers {
       });
       if (r.pending) return inProgress(poll, "load balancer updating");
       if (!found) continue;
+      if (fixed) throw new NeedsEnsureError("floating IP off: the NSG rules name the backends' addresses");
       if (mode === "nodeIP") return undefined;
       // NIC-based: the NICs name the pool; only then does the digest claim them.
       const synced = await this.nicPools.sync(
@@ -715,7 +797,6 @@ export class AzureLoadBalancers implements LoadBalancers {
       });
       return recorded.pending ? inProgress(poll, "load balancer updating") : undefined;
     }
-    const { NeedsEnsureError } = await import("../../errors.js");
     throw new NeedsEnsureError("the Service's frontend is gone from its cluster's load balancer");
   }
 
@@ -799,14 +880,17 @@ export class AzureLoadBalancers implements LoadBalancers {
   ): Promise<undefined | InProgress> {
     const poll = this.options.operationPollMs;
     const annotations = hints?.annotations ?? {};
+    const n = this.names(t, { internal: false, annotations });
+    // The NSG first, as upstream: the frontend tells which addresses leave its shared rules.
+    if (this.options.securityGroupName !== undefined) {
+      const target = await this.currentNsgTarget(t, signal);
+      const nsg = await this.ensureNsg(t, n, undefined, target, signal);
+      if (nsg?.pending === true) return inProgress(poll, "network security group updating");
+    }
     for (const internal of [false, true]) {
-      const n = this.names(t, { internal, annotations });
-      const r = await this.removeFrontend(t, n, signal);
+      const r = await this.removeFrontend(t, this.names(t, { internal, annotations }), signal);
       if (r.pending) return inProgress(poll, "load balancer updating");
     }
-    const n = this.names(t, { internal: false, annotations });
-    const nsg = await this.ensureNsg(t, n, undefined, undefined, signal);
-    if (nsg?.pending === true) return inProgress(poll, "network security group updating");
     // The Service's own public IP, only if it carries this owner's tags (never a user's).
     const pip = await this.readPip(n.pipRg, n.pip, signal);
     const tags = pip?.tags ?? {};
@@ -855,6 +939,56 @@ function setPool(
             .map((ip) => ({ name: ip, ipAddress: ip, virtualNetwork: { id: byIp.vnetId } })),
         };
   lb.backendAddressPools = [...(lb.backendAddressPools ?? []).filter((p) => p.name !== name), pool];
+}
+
+/**
+ * Where the Service's traffic meets the NSG (azure_loadbalancer.go:3474-3482): its frontend
+ * address, or with floating IP off the backends' addresses on the node ports.
+ */
+interface NsgTarget {
+  readonly frontendIp: string;
+  readonly nodeIps?: readonly string[];
+  /** With nodeIps: protocol (`Tcp`, `Udp`) → the Service's node ports. */
+  readonly nodePorts?: ReadonlyMap<string, readonly number[]>;
+}
+
+/** What the Service takes out of upstream's shared rules: its frontend address, its node ports at the backends'. */
+function withdrawals(target: NsgTarget | undefined): Withdrawal[] {
+  if (target === undefined) return [];
+  const nodes =
+    target.nodeIps === undefined ? [] : [{ addresses: target.nodeIps, ports: target.nodePorts ?? new Map() }];
+  return [{ addresses: [target.frontendIp] }, ...nodes];
+}
+
+function nodePortsOf(listeners: LoadBalancerSpec["listeners"]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const l of listeners) {
+    const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
+    out.set(protocol, [...(out.get(protocol) ?? []), l.nodePort]);
+  }
+  return out;
+}
+
+/**
+ * The NSG rules' sources (upstream's AccessControl): the service tags, else the source ranges or
+ * `azure-allowed-ip-ranges`, else the Internet. Both kinds of ranges at once are refused, as upstream does.
+ */
+function allowedSources(spec: LoadBalancerSpec, a: AzureLbAnnotations): readonly string[] {
+  if (a.allowedIpRanges.length > 0 && spec.sourceRanges.length > 0)
+    throw new AnnotationError(
+      AZURE_ANNOTATIONS.allowedIpRanges,
+      a.allowedIpRanges.join(","),
+      "no spec.loadBalancerSourceRanges beside it",
+      "cannot set both spec.loadBalancerSourceRanges and this annotation",
+    );
+  if (a.serviceTags.length > 0) return a.serviceTags;
+  const ranges = [...spec.sourceRanges, ...a.allowedIpRanges];
+  return ranges.length > 0 ? ranges : ["Internet"];
+}
+
+/** Upstream's DenyAllExceptSourceRanges: the annotation with ranges to allow. */
+function denyAllElse(spec: LoadBalancerSpec, a: AzureLbAnnotations): boolean {
+  return a.denyAllExceptSourceRanges && (spec.sourceRanges.length > 0 || a.allowedIpRanges.length > 0);
 }
 
 function newLb(location: string): LoadBalancer {
@@ -964,13 +1098,15 @@ function comparable(lb: LoadBalancer | undefined): unknown {
 }
 
 function comparableRules(rules: readonly SecurityRule[] | undefined): unknown {
+  const sorted = (one: string | undefined, many: readonly string[] | undefined) =>
+    [...(one ? [one] : []), ...(many ?? [])].sort();
   return (rules ?? [])
     .map((r) => [
       r.name,
       r.protocol,
-      r.sourceAddressPrefix,
-      r.destinationAddressPrefix,
-      r.destinationPortRange,
+      sorted(r.sourceAddressPrefix, r.sourceAddressPrefixes),
+      destinationsOf(r).sort(),
+      sorted(r.destinationPortRange, r.destinationPortRanges),
       r.priority,
       r.access,
     ])
