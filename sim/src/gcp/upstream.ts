@@ -2,12 +2,42 @@
  * What cloud-provider-gcp leaves in a project for a Service (gce_loadbalancer_external.go),
  * put in the fake as it stands once upstream's ensure finished, for adoption tests: the
  * firewall `k8s-fw-<lbName>` (source ranges → the nodes' tags, destination the IP), the
- * cluster's shared legacy health check `k8s-<clusterid>-node` and its firewall
- * `k8s-<clusterid>-node-http-hc`, the target pool `<lbName>` and the forwarding rule `<lbName>`
- * — and no address: upstream releases its reservation once the rule holds the IP (the IP stays
- * the rule's, ephemeral). Descriptions are upstream's JSON.
+ * health check and its firewall for Google's checkers (the cluster's shared legacy check
+ * `k8s-<clusterid>-node` and `k8s-<clusterid>-node-http-hc`, or with externalTrafficPolicy
+ * Local the Service's own `<lbName>` on healthCheckNodePort and `k8s-<lbName>-http-hc`), the
+ * target pool `<lbName>` and the forwarding rule `<lbName>` — and no address: upstream releases
+ * its reservation once the rule holds the IP (the IP stays the rule's, ephemeral).
+ *
+ * Every firewall is upstream's firewallObject: description, network, source ranges, the
+ * nodes' tags, one `allowed` with the ports as getPortRanges joins them (`80-81`), priority
+ * 1000 (firewallPriorityDefault; the deny-rule flag off) and destination the IP — the
+ * health-check ones too (ensureHTTPHealthCheckFirewall passes the IP). The shared firewall,
+ * like the shared check, is made by the cluster's first Service and left as it is by the
+ * others (upstream compares neither destination nor tags), so it names the first one's IP.
  */
 import { GCE_BASE, type GcpComputeFake, type Json } from "./fake.js";
+
+/** Upstream's L4LBSrcRanges: Google's health checkers. */
+const HEALTH_CHECK_RANGES = ["130.211.0.0/22", "35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"];
+/** Upstream's firewallPriorityDefault. */
+const FIREWALL_PRIORITY = 1000;
+
+/** Upstream's getPortRanges (gce_loadbalancer_internal.go): sorted, runs of ports joined as `a-b`. */
+export function upstreamPortRanges(ports: readonly number[]): string[] {
+  const sorted = [...new Set(ports)].sort((a, b) => a - b);
+  const out: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === (sorted[j] ?? 0) + 1) j++;
+    out.push(i === j ? String(sorted[i]) : `${sorted[i]}-${sorted[j]}`);
+    i = j + 1;
+  }
+  return out;
+}
+
+/** Upstream's makeFirewallDescription. */
+const firewallDescription = (serviceName: string, ip: string) =>
+  `{"kubernetes.io/service-name":"${serviceName}", "kubernetes.io/service-ip":"${ip}"}`;
 
 export interface UpstreamExternalLb {
   /** Upstream's --cluster-name / cluster id. */
@@ -20,9 +50,12 @@ export interface UpstreamExternalLb {
   readonly protocol?: "TCP" | "UDP";
   /** Instance ids `<zone>/<name>`. */
   readonly backends: readonly string[];
+  /** The tags upstream's computeHostTags picks for the nodes. */
   readonly nodeTags: readonly string[];
   readonly sourceRanges?: readonly string[];
   readonly network?: string;
+  /** externalTrafficPolicy Local: the Service's healthCheckNodePort (its own check and firewall). */
+  readonly healthCheckNodePort?: number;
 }
 
 /** Builds it; answers the forwarding rule's IP. */
@@ -35,7 +68,10 @@ export function putUpstreamExternalLb(
   const base = `${GCE_BASE}projects/${project}`;
   const svc = JSON.stringify({ "kubernetes.io/service-name": lb.serviceName });
   const network = `${base}/global/networks/${lb.network ?? "default"}`;
-  const hcName = `k8s-${lb.clusterId}-node`;
+  const local = lb.healthCheckNodePort !== undefined;
+  const hcName = local ? lb.lbName : `k8s-${lb.clusterId}-node`;
+  const hcPort = lb.healthCheckNodePort ?? 10256;
+  const hcFwName = local ? `k8s-${lb.lbName}-http-hc` : `${hcName}-http-hc`;
   const ports = [...lb.ports].sort((a, b) => a - b);
   const protocol = lb.protocol ?? "TCP";
   // The IP the (released) address had: the rule's, allocated by the fake as an external one.
@@ -51,32 +87,38 @@ export function putUpstreamExternalLb(
   const ip = String(rule.IPAddress);
   fake.put(project, "global", "firewalls", {
     name: `k8s-fw-${lb.lbName}`,
-    description: `{"kubernetes.io/service-name":"${lb.serviceName}", "kubernetes.io/service-ip":"${ip}"}`,
+    description: firewallDescription(lb.serviceName, ip),
     network,
     sourceRanges: [...(lb.sourceRanges ?? ["0.0.0.0/0"])],
     destinationRanges: [ip],
     targetTags: [...lb.nodeTags],
-    allowed: [{ IPProtocol: protocol.toLowerCase(), ports: ports.map(String) }],
+    allowed: [{ IPProtocol: protocol.toLowerCase(), ports: upstreamPortRanges(ports) }],
+    priority: FIREWALL_PRIORITY,
   });
+  // makeHTTPHealthCheck: the description names the check (the Service's own: the lbName too).
   if (!fake.list(project, "httpHealthChecks").some((h) => h.name === hcName))
     fake.put(project, "global", "httpHealthChecks", {
       name: hcName,
       description: JSON.stringify({ "kubernetes.io/service-name": hcName }),
-      port: 10256,
+      port: hcPort,
       requestPath: "/healthz",
       checkIntervalSec: 8,
       timeoutSec: 1,
       healthyThreshold: 1,
       unhealthyThreshold: 3,
     });
-  if (!fake.list(project, "firewalls").some((f) => f.name === `${hcName}-http-hc`))
+  if (!fake.list(project, "firewalls").some((f) => f.name === hcFwName))
     fake.put(project, "global", "firewalls", {
-      name: `${hcName}-http-hc`,
-      description: JSON.stringify({ "kubernetes.io/cluster-id": lb.clusterId }),
+      name: hcFwName,
+      description: local
+        ? firewallDescription(lb.serviceName, ip)
+        : JSON.stringify({ "kubernetes.io/cluster-id": lb.clusterId }),
       network,
-      sourceRanges: ["130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"],
+      sourceRanges: [...HEALTH_CHECK_RANGES],
+      destinationRanges: [ip],
       targetTags: [...lb.nodeTags],
-      allowed: [{ IPProtocol: "tcp", ports: ["10256"] }],
+      allowed: [{ IPProtocol: "tcp", ports: [String(hcPort)] }],
+      priority: FIREWALL_PRIORITY,
     });
   fake.put(project, `regions/${region}`, "targetPools", {
     name: lb.lbName,
@@ -156,7 +198,7 @@ export function putUpstreamInternalLb(
       name: `${hcName}-hc`,
       description: "",
       network,
-      sourceRanges: ["130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"],
+      sourceRanges: [...HEALTH_CHECK_RANGES],
       targetTags: [...lb.nodeTags],
       allowed: [{ IPProtocol: "tcp", ports: ["10256"] }],
     });
@@ -182,12 +224,12 @@ export function putUpstreamInternalLb(
   const ip = String(rule.IPAddress);
   fake.put(project, "global", "firewalls", {
     name: `k8s-fw-${lb.lbName}`,
-    description: `{"kubernetes.io/service-name":"${lb.serviceName}", "kubernetes.io/service-ip":"${ip}"}`,
+    description: firewallDescription(lb.serviceName, ip),
     network,
     sourceRanges: ["0.0.0.0/0"],
     destinationRanges: [ip],
     targetTags: [...lb.nodeTags],
-    allowed: [{ IPProtocol: protocol.toLowerCase(), ports }],
+    allowed: [{ IPProtocol: protocol.toLowerCase(), ports: upstreamPortRanges(lb.ports) }],
   });
   return ip;
 }

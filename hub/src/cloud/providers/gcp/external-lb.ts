@@ -3,7 +3,8 @@
  * with its names: a regional address `<lbName>`, the firewall `k8s-fw-<lbName>` (source ranges →
  * the nodes' network tags, the Service ports), a legacy HTTP health check (the cluster's shared
  * `k8s-<cluster>-node` on kube-proxy's port, or `<lbName>` on healthCheckNodePort for
- * externalTrafficPolicy Local) and its firewall for Google's checkers, the target pool
+ * externalTrafficPolicy Local) and its firewall for Google's checkers (destination the
+ * address, as upstream's firewallObject), the target pool
  * `<lbName>` with the backends, and a forwarding rule per protocol. Every step reads the cloud
  * first, so a repeat changes nothing and a crash between any two operations is finished by the
  * next call; a step whose operation runs answers InProgress.
@@ -145,10 +146,11 @@ export class ExternalLb extends GcpLbBase {
     const local = isLocal(spec);
     const hcName = local ? lbName : gceNodesHealthCheckName(target.cluster);
     const hcPort = local ? spec.healthCheck.port : this.options.nodeHealthCheckPort;
-    // Upstream's descriptions of the shared check and its firewall: the check's own name, the cluster id.
+    // Upstream's descriptions of the shared check and its firewall: the check's own name, the
+    // cluster id; the Service's own firewall names the address it guards, as the client one.
     const hcDescription = local ? description : JSON.stringify({ "kubernetes.io/service-name": hcName });
     const hcFwDescription = local
-      ? description
+      ? ownerDescription(target, spec.serviceName, { "kubernetes.io/service-ip": ip })
       : JSON.stringify({ "kubernetes.io/cluster-id": target.cluster });
     const hcStep = await this.ensureHealthCheck(
       hcName,
@@ -162,6 +164,9 @@ export class ExternalLb extends GcpLbBase {
         description: hcFwDescription,
         network,
         sourceRanges: HEALTH_CHECK_RANGES,
+        // As upstream's firewallObject (gce_loadbalancer_external.go): the checkers reach the
+        // check's port on the load balancer's address only (the shared one: each Service's).
+        destinationRanges: [ip],
         allowed: [{ IPProtocol: "tcp", ports: [String(hcPort)] }],
       },
       tags,

@@ -233,14 +233,27 @@ export abstract class GcpLbBase {
         : shared
           ? [...new Set([...(fw.targetTags ?? []), ...tags])].sort()
           : tags;
+    // Destinations are compared only where this provider sets them: a patch cannot clear them
+    // (Compute's merge patch keeps a field the body leaves out, and the SDK drops an empty list),
+    // so a firewall built without them (upstream's internal health-check one) is left as it is.
+    // A shared firewall keeps every Service's address (upstream's names only the address of the
+    // Service that made it): this one's is added; one open to every destination stays so.
+    const fwDestinations = fw.destinationRanges ?? [];
+    const destinationRanges =
+      want.destinationRanges === undefined || (shared && fwDestinations.length === 0)
+        ? undefined
+        : shared
+          ? [...new Set([...fwDestinations, ...want.destinationRanges])].sort()
+          : want.destinationRanges;
     const same =
       sameSet(fw.sourceRanges, want.sourceRanges) &&
-      sameSet(fw.destinationRanges, want.destinationRanges ?? []) &&
+      (destinationRanges === undefined || sameSet(fwDestinations, destinationRanges)) &&
       sameSet(fw.targetTags, targetTags) &&
       tail(fw.network) === tail(want.network) &&
       JSON.stringify((fw.allowed ?? []).map((a) => [a.IPProtocol, [...(a.ports ?? [])].sort()])) ===
         JSON.stringify(want.allowed.map((a) => [a.IPProtocol, a.ports]));
     if (same) return undefined;
+    const { destinationRanges: _asked, ...rest } = want;
     const pending = await this.ops.pending("global", this.global("firewalls", name), signal);
     if (pending !== undefined) return pending;
     return this.ops.after(
@@ -252,7 +265,8 @@ export abstract class GcpLbBase {
               project: this.api.project,
               firewall: name,
               firewallResource: {
-                ...want,
+                ...rest,
+                ...(destinationRanges !== undefined && { destinationRanges }),
                 ...(shared && { description: fw.description ?? want.description }),
                 targetTags,
               } as Firewall,

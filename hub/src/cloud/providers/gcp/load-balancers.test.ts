@@ -259,6 +259,99 @@ describe("external: adoption of cloud-provider-gcp's load balancer", () => {
   });
 });
 
+describe("external: health-check firewalls carry the load balancer's IP (upstream's firewallObject)", () => {
+  const localSpec = (serviceName: string) =>
+    sampleLoadBalancerSpec(backends, {
+      serviceName,
+      healthCheck: {
+        protocol: "HTTP",
+        port: 31888,
+        path: "/healthz",
+        intervalSeconds: 10,
+        timeoutSeconds: 5,
+        healthyThreshold: 2,
+        unhealthyThreshold: 3,
+      },
+    });
+  /** Passes of ensure, as the hub makes them, until one answers; at most `max`. */
+  async function passes(call: () => Promise<unknown>, max: number): Promise<number> {
+    for (let n = 1; n <= max; n++) {
+      const answer = await call();
+      if (Array.isArray(answer)) return n;
+      await new Promise((r) => setTimeout(r, Math.max(fake.operationMs, 20)));
+    }
+    throw new Error(`not done after ${max} passes`);
+  }
+  const firewallPatches = (mark: number) =>
+    fake.log
+      .requests({ afterSeq: mark })
+      .filter((r) => r.operation === "firewalls.patch")
+      .map((r) => r.path.split("/").pop());
+
+  test.each([
+    ["externalTrafficPolicy Local: the Service's own k8s-<lbName>-http-hc", "legacy", true],
+    ["the shared k8s-<clusterid>-node-http-hc, the hub's cluster named as the vendor's", "prod", false],
+  ])(
+    "adopting upstream's load balancer with operations taking time settles, no firewall patched (%s)",
+    async (_, clusterId, local) => {
+      const p = await lbs();
+      const t = { ...target(), scope: { adoptFrom: { vendorCcmClusterName: clusterId } } };
+      const lbName = gceLoadBalancerName(t.serviceUid);
+      const ip = putUpstreamExternalLb(fake, PROJECT, REGION, {
+        clusterId,
+        lbName,
+        serviceName: "default/hcfw",
+        ports: [80, 443],
+        backends,
+        nodeTags: ["gke-node"],
+        ...(local && { healthCheckNodePort: 31888 }),
+      });
+      const hcFw = local ? `k8s-${lbName}-http-hc` : `k8s-${clusterId}-node-http-hc`;
+      expect(named("firewalls", hcFw)?.destinationRanges).toEqual([ip]);
+      fake.operationMs = 150;
+      const spec = local
+        ? localSpec("default/hcfw")
+        : sampleLoadBalancerSpec(backends, { serviceName: "default/hcfw" });
+      const mark = fake.log.mark();
+      expect(await passes(() => p.ensure(t, spec), 6)).toBeLessThanOrEqual(6);
+      expect(firewallPatches(mark)).toEqual([]);
+      expect(named("firewalls", hcFw)?.destinationRanges).toEqual([ip]);
+      expect(poolChecks(lbName)).toEqual([local ? lbName : "k8s-prod-node"]);
+      // Settled: a repeat is one pass and changes nothing.
+      const again = fake.log.mark();
+      expect(await p.ensure(t, spec)).toEqual([{ ip }]);
+      expect(fake.log.requests({ afterSeq: again }).filter((r) => r.method !== "GET")).toEqual([]);
+      fake.operationMs = 0;
+      await settle(() => p.ensureDeleted(t));
+      expect(leftOf(lbName)).toEqual([]);
+    },
+  );
+
+  test("the hub's own: the Service's firewall to its IP; the shared one to every Service's IP", async () => {
+    const p = await lbs();
+    const [tl, t1, t2] = [target(), target(), target()];
+    const [ipl] = (await settle(() => p.ensure(tl, localSpec("default/l")))).map((i) => i.ip);
+    const own = named("firewalls", `k8s-${gceLoadBalancerName(tl.serviceUid)}-http-hc`);
+    expect(own).toMatchObject({
+      destinationRanges: [ipl],
+      sourceRanges: ["130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"],
+      allowed: [{ IPProtocol: "tcp", ports: ["31888"] }],
+      targetTags: ["gke-node"],
+    });
+    expect(JSON.parse(String(own?.description))).toMatchObject({ "kubernetes.io/service-ip": ipl });
+    const [ip1] = (await settle(() => p.ensure(t1, sampleLoadBalancerSpec(backends)))).map((i) => i.ip);
+    expect(named("firewalls", "k8s-prod-node-http-hc")?.destinationRanges).toEqual([ip1]);
+    const [ip2] = (await settle(() => p.ensure(t2, sampleLoadBalancerSpec(backends)))).map((i) => i.ip);
+    expect(named("firewalls", "k8s-prod-node-http-hc")?.destinationRanges).toEqual([ip1, ip2].sort());
+    // Both settled: repeats patch nothing.
+    const mark = fake.log.mark();
+    for (const t of [t1, t2]) await settle(() => p.ensure(t, sampleLoadBalancerSpec(backends)));
+    expect(firewallPatches(mark)).toEqual([]);
+    for (const t of [tl, t1, t2]) await settle(() => p.ensureDeleted(t));
+    expect(named("firewalls", "k8s-prod-node-http-hc")).toBeUndefined();
+  });
+});
+
 describe("internal load balancers", () => {
   const internal = (overrides: Partial<LoadBalancerSpec> = {}, annotations: Record<string, string> = {}) =>
     sampleLoadBalancerSpec([`${A}/node-0`, `${A}/node-1`, `${B}/node-2`], {
@@ -308,6 +401,8 @@ describe("internal load balancers", () => {
     expect(named("firewalls", "k8s-prod-node-hc")).toMatchObject({
       allowed: [{ IPProtocol: "tcp", ports: ["10256"] }],
     });
+    // As upstream's ensureInternalFirewalls: the health-check firewall names no destination.
+    expect(named("firewalls", "k8s-prod-node-hc")?.destinationRanges).toBeUndefined();
     // A repeat changes nothing.
     const mark = fake.log.mark();
     expect(
