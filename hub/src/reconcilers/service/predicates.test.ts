@@ -6,6 +6,7 @@ import {
   backendSubset,
   ingressEqual,
   loadBalancerSpec,
+  sourceRanges,
   specKey,
   toWireIngress,
   vendorNodeAnnotations,
@@ -149,5 +150,16 @@ describe("ingress ipMode", () => {
     // No LoadBalancerIPMode feature on the API server: the field is dropped, never patched again.
     expect(ingressEqual(shown(""), proxy)).toBe(true);
     expect(ingressEqual(shown(""), vip)).toBe(true);
+  });
+});
+
+describe("sourceRanges", () => {
+  const svc = (loadBalancerSourceRanges: string[]) => Service.fromPartial({ loadBalancerSourceRanges });
+
+  test("0.0.0.0/0 alone, or with ::/0, is open (no rule); ::/0 alone stays an IPv6 range", () => {
+    expect(sourceRanges(svc(["0.0.0.0/0"]))).toEqual([]);
+    expect(sourceRanges(svc(["::/0", "0.0.0.0/0"]))).toEqual([]);
+    expect(sourceRanges(svc(["::/0"]))).toEqual(["::/0"]);
+    expect(sourceRanges(svc(["::/0", "203.0.113.0/24"]))).toEqual(["203.0.113.0/24", "::/0"]);
   });
 });

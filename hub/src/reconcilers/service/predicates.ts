@@ -124,8 +124,10 @@ export function sourceRanges(svc: Readonly<Service>): string[] {
         r,
         "CIDRs such as 203.0.113.0/24",
       );
-  // 0.0.0.0/0 (or ::/0) alone means open: the same as no rule.
-  return ranges.every((r) => r === "0.0.0.0/0" || r === "::/0") ? [] : [...new Set(ranges)].sort();
+  // 0.0.0.0/0 alone (::/0 beside it or not) means open, the same as no rule (upstream's
+  // IsAllowAll). ::/0 alone opens IPv6 only: kept as a range, never read as open to IPv4 too.
+  const open = ranges.includes("0.0.0.0/0") && ranges.every((r) => r === "0.0.0.0/0" || r === "::/0");
+  return open ? [] : [...new Set(ranges)].sort();
 }
 
 export function healthCheck(svc: Readonly<Service>, settings: LbSettings): LbHealthCheck {
