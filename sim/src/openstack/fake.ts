@@ -396,24 +396,31 @@ export class OpenStackFake extends VendorFake<Listing> {
   putLoadBalancer(
     account: string,
     region: string,
-    spec: { name: string; description?: string; subnetId: string; tags?: string[] },
+    spec: { name: string; description?: string; subnetId: string; tags?: string[]; provider?: string },
   ): FakeLoadBalancer {
     return this.newLoadBalancer(account, region, {
       name: spec.name,
       description: spec.description ?? "",
       subnetId: spec.subnetId,
       tags: spec.tags ?? [],
+      ...(spec.provider !== undefined && { provider: spec.provider }),
       active: true,
     });
   }
 
   /**
    * A listener with its default pool and members on an ACTIVE load balancer, straight into the
-   * store (as another client, or openstack-cloud-controller-manager, built it).
+   * store (as another client, or openstack-cloud-controller-manager, built it), and the pool's
+   * health monitor when given.
    */
   putListener(
     lbId: string,
-    spec: { protocol: string; port: number; members: readonly { address: string; port: number }[] },
+    spec: {
+      protocol: string;
+      port: number;
+      members: readonly { address: string; port: number; monitorPort?: number }[];
+      monitor?: { type: string; settings?: Record<string, unknown> };
+    },
   ): void {
     const lb = this.store.loadBalancers.get(lbId);
     if (lb === undefined) throw new Error(`no load balancer ${lbId}`);
@@ -443,20 +450,41 @@ export class OpenStackFake extends VendorFake<Listing> {
         address: m.address,
         port: m.port,
         subnetId: lb.vipSubnetId,
-        monitorPort: null,
+        monitorPort: m.monitorPort ?? null,
         name: m.address,
       })),
       tags: [],
     };
     this.store.pools.set(pool.id, pool);
     l.defaultPoolId = pool.id;
+    if (spec.monitor !== undefined) {
+      const h: FakeHealthMonitor = {
+        id: this.store.uuid(),
+        poolId: pool.id,
+        name: `monitor_${spec.port}_${lb.name}`,
+        type: spec.monitor.type,
+        settings: { ...spec.monitor.settings },
+        tags: [],
+      };
+      this.store.healthMonitors.set(h.id, h);
+    }
   }
 
-  /** A floating IP from `external` on the load balancer's VIP port. */
-  attachFloatingIpToLb(lbId: string, external: FakeNetwork): FakeFloatingIp {
+  /** A floating IP from `external` on the load balancer's VIP port (upstream describes its own). */
+  attachFloatingIpToLb(lbId: string, external: FakeNetwork, description = ""): FakeFloatingIp {
     const lb = this.store.loadBalancers.get(lbId);
     if (lb === undefined) throw new Error(`no load balancer ${lbId}`);
-    return this.newFloatingIp(lb.account, lb.region, external.id, lb.vipPortId, "");
+    return this.newFloatingIp(lb.account, lb.region, external.id, lb.vipPortId, description);
+  }
+
+  /** A floating IP from `external` on no port: an address the project reserved. */
+  reserveFloatingIp(
+    account: string,
+    region: string,
+    external: FakeNetwork,
+    description = "",
+  ): FakeFloatingIp {
+    return this.newFloatingIp(account, region, external.id, null, description);
   }
 
   // ---- routes -------------------------------------------------------------------------------
@@ -1379,12 +1407,15 @@ export class OpenStackFake extends VendorFake<Listing> {
     const region = c.params[0] ?? "";
     const devices = c.query.getAll("device_id");
     const network = c.query.get("network_id");
+    // Neutron's `security_groups` filter: the ports holding one of the groups.
+    const groups = c.query.getAll("security_groups");
     const ports = [...this.store.ports.values()].filter(
       (p) =>
         p.account === c.account &&
         p.region === region &&
         (devices.length === 0 || devices.includes(p.deviceId)) &&
         (network === null || p.networkId === network) &&
+        (groups.length === 0 || groups.some((g) => p.securityGroups.includes(g))) &&
         tagsMatch(p.tags, c.query),
     );
     return this.listing(
@@ -1864,6 +1895,13 @@ export class OpenStackFake extends VendorFake<Listing> {
     this.mutable(lb);
     if ([...this.store.healthMonitors.values()].some((h) => h.poolId === pool.id))
       throw new FakeError(409, "Conflict", `This Octavia pool ${pool.id} already has a health monitor`);
+    // ovn-octavia-provider monitors TCP, UDP-CONNECT and SCTP only; Octavia answers its refusal 501.
+    if (lb.provider === "ovn" && !["TCP", "UDP-CONNECT", "SCTP"].includes(String(b["type"])))
+      throw new FakeError(
+        501,
+        "ProviderUnsupportedOptionError",
+        `Provider 'ovn' does not support a requested option: OVN provider does not support ${String(b["type"])} health monitor type. Supported types: TCP, UDP-CONNECT and SCTP`,
+      );
     const { name, type, pool_id: _p, tags: _t, ...settings } = b;
     const h: FakeHealthMonitor = {
       id: this.store.uuid(),

@@ -25,7 +25,10 @@
  *   has a list of rules and integers; a rule's unset attributes are null (api-ref samples): read
  *   so in every `Security_Group*` schema;
  * - the ports list's `ports_links` (paging), which the document omits, typed as the api-ref's
- *   "Pagination" has it.
+ *   "Pagination" has it;
+ * - a floating IP on no port has `fixed_ip_address: null` (api-ref samples
+ *   floating-ips-list-response.json, floatingip-disassociate-response.json) where the document
+ *   types it a string: read so in every `Floatingip*Response` schema.
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
@@ -102,6 +105,7 @@ function readDocument(file: string, nullable: boolean): Json {
   const out = unnest({ ...doc, paths }) as Json;
   securityGroupTypes(out);
   portsLinks(out);
+  unassociatedFloatingIps(out);
   return nullable ? { ...out, components: withNull(out["components"]) } : out;
 }
 
@@ -126,6 +130,20 @@ function portsLinks(doc: Json): void {
       },
     },
   };
+}
+
+/** `fixed_ip_address` of the floating-IP answers may be null (see the note at the top). */
+function unassociatedFloatingIps(doc: Json): void {
+  const schemas = ((doc["components"] as Json | undefined)?.["schemas"] ?? {}) as Json;
+  const fix = (node: unknown): void => {
+    if (typeof node !== "object" || node === null) return;
+    const props = (node as Json)["properties"] as Json | undefined;
+    const fixed = props?.["fixed_ip_address"] as Json | undefined;
+    if (fixed !== undefined && fixed["type"] === "string") fixed["type"] = ["string", "null"];
+    for (const v of Object.values(node)) fix(v);
+  };
+  for (const [name, schema] of Object.entries(schemas))
+    if (name.startsWith("Floatingip") && name.endsWith("Response")) fix(schema);
 }
 
 /** The `Security_Group*` schemas with the api-ref's types (see the note at the top). */

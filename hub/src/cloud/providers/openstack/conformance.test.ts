@@ -106,7 +106,11 @@ function vendorModes(fake: OpenStackFake, net: FakeNetwork, ext: FakeNetwork): V
             port: l.port,
             members: spec.backends.map((b) => ({ address: ip(b), port: l.nodePort })),
           });
-        const fip = fake.attachFloatingIpToLb(lb.id, ext);
+        const fip = fake.attachFloatingIpToLb(
+          lb.id,
+          ext,
+          `Floating IP for Kubernetes external service default/svc-${owner.serviceUid} from cluster ${vendorCluster}`,
+        );
         return {
           ingress: [{ ip: fip.address }],
           annotations: { "loadbalancer.openstack.org/load-balancer-id": lb.id },

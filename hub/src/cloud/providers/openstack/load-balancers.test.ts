@@ -87,8 +87,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  expect(fake.specProblems()).toEqual([]);
+  // Closed whatever the answer, so a spec problem fails the suite instead of hanging it.
+  const problems = fake.specProblems();
   await fake.close();
+  expect(problems).toEqual([]);
 });
 
 describe("annotations", () => {
@@ -218,6 +220,183 @@ describe("annotations", () => {
       settle(() => lbs.ensure(t, spec(annotations), undefined, { annotations, ingress: [] })),
     ).rejects.toThrow(/no adoptFrom/);
     expect(fake.store.loadBalancers.get(theirs.id)?.tags).toEqual([]);
+  });
+});
+
+/** What openstack-cloud-controller-manager (cluster `kubernetes`) built for `default/web-<seq>`. */
+function vendorLb(
+  opts: {
+    provider?: string;
+    listeners?: readonly { protocol: string; port: number; nodePort: number }[];
+    monitor?: { type: string; settings?: Record<string, unknown> };
+    monitorPort?: number;
+  } = {},
+) {
+  const lb = fake.putLoadBalancer("demo", "RegionOne", {
+    name: `kube_service_kubernetes_default_web-${seq}`,
+    description: `Kubernetes external service default/web-${seq} from cluster kubernetes`,
+    subnetId: net.subnets[0]?.id ?? "",
+    ...(opts.provider !== undefined && { provider: opts.provider }),
+  });
+  const ip = (id: string) =>
+    [...fake.store.ports.values()].find((p) => p.deviceId === id)?.fixedIps[0]?.ip_address ?? "";
+  for (const l of opts.listeners ?? [{ protocol: "TCP", port: 80, nodePort: 30080 }])
+    fake.putListener(lb.id, {
+      protocol: l.protocol,
+      port: l.port,
+      members: backends.map((b) => ({
+        address: ip(b),
+        port: l.nodePort,
+        ...(opts.monitorPort !== undefined && { monitorPort: opts.monitorPort }),
+      })),
+      ...(opts.monitor !== undefined && { monitor: opts.monitor }),
+    });
+  return lb;
+}
+const adopting = (): ServiceTarget => ({
+  ...target(),
+  scope: { adoptFrom: { vendorCcmClusterName: "kubernetes" } },
+});
+
+describe("floating IPs, as upstream's ensureFloatingIP", () => {
+  test("an internal Service with keep-floatingip: the floating IP is detached from the VIP, kept", async () => {
+    const t = target();
+    const keep = { [A.keepFloatingIp]: "true" };
+    await settle(() => lbs.ensure(t, spec(keep)));
+    const lb = lbOf(t.serviceUid);
+    const [fip] = fipsOf(lb?.vipPortId ?? "");
+    expect(fip).toBeDefined();
+    const ingress = await settle(() => lbs.ensure(t, spec({ ...keep, [A.internal]: "true" })));
+    expect(ingress).toEqual([{ ip: lb?.vipAddress }]);
+    // Off the VIP port: the "internal" load balancer is no longer reachable from outside.
+    expect(fake.store.floatingIps.get(fip?.id ?? "")?.portId).toBeNull();
+    await settle(() => lbs.ensureDeleted(t));
+    fake.store.floatingIps.delete(fip?.id ?? "");
+  });
+
+  test("a floating IP ensure did not make (a user's, on an adopted VIP) is detached, never deleted: on a switch to internal and on delete", async () => {
+    const mine = (description: string) => {
+      const t = adopting();
+      const lb = vendorLb();
+      const fip = fake.attachFloatingIpToLb(lb.id, ext, description);
+      return { t, lb, fip };
+    };
+    const users = mine("reserved for www.example.com");
+    await settle(() => lbs.ensure(users.t, spec()));
+    expect(lbOf(users.t.serviceUid)?.id).toBe(users.lb.id);
+    await settle(() => lbs.ensure(users.t, spec({ [A.internal]: "true" })));
+    expect(fake.store.floatingIps.get(users.fip.id)?.portId).toBeNull();
+
+    const again = mine("reserved for api.example.com");
+    await settle(() => lbs.ensure(again.t, spec()));
+    await settle(() => lbs.ensureDeleted(again.t));
+    expect(fake.store.floatingIps.get(again.fip.id)?.portId).toBeNull();
+
+    // One upstream made (its description) is the Service's: deleted with it.
+    const upstreams = mine(
+      `Floating IP for Kubernetes external service default/web-${seq} from cluster kubernetes`,
+    );
+    await settle(() => lbs.ensure(upstreams.t, spec()));
+    await settle(() => lbs.ensureDeleted(upstreams.t));
+    expect(fake.store.floatingIps.has(upstreams.fip.id)).toBe(false);
+    await settle(() => lbs.ensureDeleted(users.t));
+    for (const f of [users.fip, again.fip]) fake.store.floatingIps.delete(f.id);
+  });
+
+  test("loadBalancerIP naming a free floating IP of the project attaches it; one on another port is refused", async () => {
+    const reserved = fake.reserveFloatingIp("demo", "RegionOne", ext, "our public address");
+    const t = target();
+    const ingress = await settle(() => lbs.ensure(t, { ...spec(), loadBalancerIP: reserved.address }));
+    expect(ingress).toEqual([{ ip: reserved.address }]);
+    const lb = lbOf(t.serviceUid);
+    expect(fipsOf(lb?.vipPortId ?? "").map((f) => f.id)).toEqual([reserved.id]);
+    const taken = target();
+    await expect(
+      settle(() => lbs.ensure(taken, { ...spec(), loadBalancerIP: reserved.address })),
+    ).rejects.toThrow(/is not available/);
+    // The user's address outlives the Service.
+    await settle(() => lbs.ensureDeleted(t));
+    expect(fake.store.floatingIps.get(reserved.id)?.portId).toBeNull();
+    await settle(() => lbs.ensureDeleted(taken));
+    fake.store.floatingIps.delete(reserved.id);
+  });
+});
+
+describe("health monitors, as upstream's buildMonitorCreateOpts", () => {
+  const HCNP = 32000;
+  const udp = [{ protocol: "UDP" as const, port: 53, nodePort: 30053, proxyProtocol: false }];
+  /** externalTrafficPolicy Local, as predicates.ts says it. */
+  const local = (listeners = spec().listeners) => ({
+    ...spec(),
+    listeners,
+    healthCheck: { ...spec().healthCheck, protocol: "HTTP" as const, port: HCNP, path: "/healthz" },
+  });
+  const monitors = (uid: string) =>
+    monitorsOf(lbOf(uid)?.id ?? "").map((m) => `${m.type} ${String(m.settings["url_path"] ?? "-")}`);
+  const monitorPorts = (uid: string) =>
+    poolsOf(lbOf(uid)?.id ?? "").flatMap((p) => p.members.map((m) => m.monitorPort));
+  let ovn: LoadBalancers;
+  beforeAll(async () => {
+    const bound = await bindRecorded(openstackProvider, account(), {
+      applicationCredentialId: "app-1",
+      loadBalancer: { floatingNetworkId: ext.id, provider: "ovn" },
+    });
+    if (bound.provider.loadBalancers === undefined) throw new Error("no load balancers");
+    ovn = bound.provider.loadBalancers;
+  });
+
+  test("UDP with externalTrafficPolicy Local: HTTP /healthz on the health-check node port, not UDP-CONNECT", async () => {
+    const t = target();
+    await settle(() => lbs.ensure(t, local(udp)));
+    expect(monitors(t.serviceUid)).toEqual(["HTTP /healthz"]);
+    expect(monitorPorts(t.serviceUid)).toEqual([HCNP, HCNP]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("monitor_port only for Local (not another port's node port), and not with monitors off", async () => {
+    const t = target();
+    await settle(() => lbs.ensure(t, spec()));
+    expect(monitors(t.serviceUid)).toEqual(["TCP -", "TCP -"]);
+    expect(monitorPorts(t.serviceUid)).toEqual([null, null, null, null]);
+    await settle(() => lbs.ensure(t, { ...local(), annotations: { [A.enableHealthMonitor]: "false" } }));
+    expect(monitors(t.serviceUid)).toEqual([]);
+    expect(monitorPorts(t.serviceUid)).toEqual([null, null, null, null]);
+    await settle(() => lbs.ensureDeleted(t));
+  });
+
+  test("Octavia's OVN provider, which refuses HTTP monitors: TCP and UDP-CONNECT, no monitor_port", async () => {
+    const t = target();
+    await settle(() => ovn.ensure(t, local([...spec().listeners.slice(0, 1), ...udp])));
+    expect(monitors(t.serviceUid).sort()).toEqual(["TCP -", "UDP-CONNECT -"]);
+    expect(monitorPorts(t.serviceUid)).toEqual([null, null, null, null]);
+    await settle(() => ovn.ensure(t, spec()));
+    await settle(() => ovn.ensureDeleted(t));
+  });
+
+  test("adopting the monitors upstream built right keeps them (no delete and recreate)", async () => {
+    const settings = { delay: 10, timeout: 5, max_retries: 2, max_retries_down: 3 };
+    const amphora = adopting();
+    const http = vendorLb({
+      listeners: [{ protocol: "UDP", port: 53, nodePort: 30053 }],
+      monitor: {
+        type: "HTTP",
+        settings: { ...settings, url_path: "/healthz", http_method: "GET", expected_codes: "200" },
+      },
+      monitorPort: HCNP,
+    });
+    const before = monitorsOf(http.id).map((m) => m.id);
+    await settle(() => lbs.ensure(amphora, local(udp)));
+    expect(monitorsOf(http.id).map((m) => m.id)).toEqual(before);
+    expect(monitorPorts(amphora.serviceUid)).toEqual([HCNP, HCNP]);
+
+    const onOvn = adopting();
+    const tcp = vendorLb({ provider: "ovn", monitor: { type: "TCP", settings } });
+    const tcpBefore = monitorsOf(tcp.id).map((m) => m.id);
+    await settle(() => ovn.ensure(onOvn, local(spec().listeners.slice(0, 1))));
+    expect(monitorsOf(tcp.id).map((m) => m.id)).toEqual(tcpBefore);
+    expect(monitorPorts(onOvn.serviceUid)).toEqual([null, null]);
+    await settle(() => lbs.ensureDeleted(amphora));
+    await settle(() => ovn.ensureDeleted(onOvn));
   });
 });
 

@@ -81,6 +81,8 @@ export const PENDING_RETRY_MS = 2_000;
 /** The node port (and health-check port) a pool's members take, kept on the pool for updateBackends. */
 const NODE_PORT_TAG = "fleet-ccm.io/node-port=";
 const MONITOR_PORT_TAG = "fleet-ccm.io/monitor-port=";
+/** How upstream (and this provider) describe the floating IPs they create: only those are deleted. */
+const OWN_FIP_DESCRIPTION = "Floating IP for Kubernetes external service";
 
 export interface WireLb {
   readonly id: string;
@@ -202,6 +204,16 @@ function listenerProtocol(
   if (tlsContainerRef !== undefined) return "TERMINATED_HTTPS";
   if (p.protocol === "HTTP") return "HTTP";
   return "TCP";
+}
+
+/**
+ * externalTrafficPolicy Local's health-check node port (kube-proxy's /healthz, predicates.ts: an
+ * HTTP check on a port that is no listener's node port), else undefined.
+ */
+function healthCheckNodePort(spec: LoadBalancerSpec): number | undefined {
+  const hc = spec.healthCheck;
+  const local = hc.protocol === "HTTP" && hc.port > 0 && !spec.listeners.some((l) => l.nodePort === hc.port);
+  return local ? hc.port : undefined;
 }
 
 /** Listeners that speak HTTP to clients: X-Forwarded-For can be inserted, their pools speak HTTP. */
@@ -522,37 +534,10 @@ export class OpenStackLoadBalancers implements LoadBalancers {
     );
     // The floating IP of a public Service, on the VIP port (adopting one a lost answer made).
     let fip = await this.fipOf(current, signal);
-    const network = s.floatingNetworkId ?? this.defaults.floatingNetworkId;
-    if (!internal && fip === undefined) {
-      if (network === undefined)
-        throw new CloudError(
-          `no floating network: set options.loadBalancer.floatingNetworkId or ${A.floatingNetworkId}`,
-        );
-      const subnet = s.floatingSubnetId ?? this.defaults.floatingSubnetId;
-      fip = (
-        await this.client.request<{ floatingip: WireFip }>(
-          "network",
-          LB_OPS.fipCreate,
-          "POST",
-          "/floatingips",
-          {
-            body: {
-              floatingip: {
-                floating_network_id: network,
-                port_id: current.vip_port_id,
-                description: `Floating IP for Kubernetes external service ${spec.serviceName ?? target.serviceUid} from cluster ${target.cluster}`,
-                ...(subnet !== undefined && { subnet_id: subnet }),
-                ...(spec.loadBalancerIP !== undefined && { floating_ip_address: spec.loadBalancerIP }),
-              },
-            },
-            signal,
-          },
-        )
-      ).floatingip;
-    } else if (internal && fip !== undefined && !s.keepFloatingIp) {
-      await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, { signal });
+    if (internal && fip !== undefined) {
+      await this.releaseFip(fip, s.keepFloatingIp, signal);
       fip = undefined;
-    }
+    } else if (!internal && fip === undefined) fip = await this.publicFip(target, spec, s, current, signal);
     const digests = [
       tag(DIGEST_TAG_SPEC, loadBalancerSpecDigest(spec)),
       tag(DIGEST_TAG_BACKENDS, backendsDigest(spec.backends, spec.backendAnnotations)),
@@ -576,6 +561,88 @@ export class OpenStackLoadBalancers implements LoadBalancers {
 
   private ownerTags(target: LbOwner): string[] {
     return [tag(OWNER_TAG_CLUSTER, target.cluster), tag(OWNER_TAG_SERVICE_UID, target.serviceUid)];
+  }
+
+  /**
+   * A floating IP for the VIP port, as upstream's ensureFloatingIP: the Service's loadBalancerIP
+   * when it is a floating IP of the project (attached if free: Neutron refuses to create an
+   * address that exists), else a new one from the floating network (with that address if given).
+   */
+  private async publicFip(
+    target: ServiceTarget,
+    spec: LoadBalancerSpec,
+    s: OpenStackLbAnnotations,
+    lb: WireLb,
+    signal?: AbortSignal,
+  ): Promise<WireFip> {
+    const reserved =
+      spec.loadBalancerIP === undefined ? undefined : await this.reservedFip(spec.loadBalancerIP, signal);
+    if (reserved !== undefined) return this.moveFip(reserved, lb.vip_port_id, signal);
+    const network = s.floatingNetworkId ?? this.defaults.floatingNetworkId;
+    if (network === undefined)
+      throw new CloudError(
+        `no floating network: set options.loadBalancer.floatingNetworkId or ${A.floatingNetworkId}`,
+      );
+    const subnet = s.floatingSubnetId ?? this.defaults.floatingSubnetId;
+    return (
+      await this.client.request<{ floatingip: WireFip }>(
+        "network",
+        LB_OPS.fipCreate,
+        "POST",
+        "/floatingips",
+        {
+          body: {
+            floatingip: {
+              floating_network_id: network,
+              port_id: lb.vip_port_id,
+              description: `${OWN_FIP_DESCRIPTION} ${spec.serviceName ?? target.serviceUid} from cluster ${target.cluster}`,
+              ...(subnet !== undefined && { subnet_id: subnet }),
+              ...(spec.loadBalancerIP !== undefined && { floating_ip_address: spec.loadBalancerIP }),
+            },
+          },
+          signal,
+        },
+      )
+    ).floatingip;
+  }
+
+  /** The project's floating IP with this address, if free; one on another port is refused, as upstream. */
+  private async reservedFip(address: string, signal?: AbortSignal): Promise<WireFip | undefined> {
+    const found = (
+      await this.client.list<WireFip>("network", LB_OPS.fips, "/floatingips", "floatingips", {
+        query: { floating_ip_address: address },
+        signal,
+      })
+    ).find((f) => f.floating_ip_address === address);
+    if (found?.port_id)
+      throw new CloudError(
+        `floating IP ${address} (loadBalancerIP) is not available: it is on port ${found.port_id}`,
+      );
+    return found;
+  }
+
+  /** The floating IP attached to `portId`, or detached with null (PUT /floatingips/{id}). */
+  private async moveFip(fip: WireFip, portId: string | null, signal?: AbortSignal): Promise<WireFip> {
+    return (
+      await this.client.request<{ floatingip: WireFip }>(
+        "network",
+        LB_OPS.fipUpdate,
+        "PUT",
+        `/floatingips/${fip.id}`,
+        { body: { floatingip: { port_id: portId } }, signal },
+      )
+    ).floatingip;
+  }
+
+  /**
+   * The floating IP off the VIP port, as upstream (deleteFIPIfCreatedByProvider): deleted only
+   * when created for a Service (its description) and not kept; else detached, so a user's
+   * reserved address outlives the load balancer and a kept one no longer reaches it.
+   */
+  private async releaseFip(fip: WireFip, keep: boolean, signal?: AbortSignal): Promise<void> {
+    if (keep || !fip.description?.includes(OWN_FIP_DESCRIPTION)) await this.moveFip(fip, null, signal);
+    else
+      await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, { signal });
   }
 
   /** The load balancer's tags set to `tags` (unchanged: no call); in progress while Octavia applies it. */
@@ -748,7 +815,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       // A TERMINATED_HTTPS listener hands plain HTTP to its pool, as upstream builds it.
       const poolProtocol = p.proxyProtocol ? "PROXY" : protocol === "TERMINATED_HTTPS" ? "HTTP" : protocol;
       const persistence = spec.sessionAffinity === "ClientIP" ? { type: "SOURCE_IP" } : null;
-      const monitorPort = spec.healthCheck.port !== p.nodePort ? spec.healthCheck.port : undefined;
+      const monitorPort = d.monitorOn && this.httpMonitors() ? healthCheckNodePort(spec) : undefined;
       const poolTags = [
         `${NODE_PORT_TAG}${p.nodePort}`,
         ...(monitorPort === undefined ? [] : [`${MONITOR_PORT_TAG}${monitorPort}`]),
@@ -795,7 +862,7 @@ export class OpenStackLoadBalancers implements LoadBalancers {
         return lbApi(LB_OPS.membersReplace, "PUT", `/lbaas/pools/${pool.id}/members`, { members: desired });
       const monitor = await this.monitor(pool, signal);
       const hc = spec.healthCheck;
-      const type = protocol === "UDP" ? "UDP-CONNECT" : hc.protocol === "HTTP" ? "HTTP" : "TCP";
+      const type = this.monitorType(spec, protocol, monitorPort);
       const monitorBody = {
         delay: hc.intervalSeconds,
         timeout: hc.timeoutSeconds,
@@ -827,6 +894,26 @@ export class OpenStackLoadBalancers implements LoadBalancers {
         return lbApi(LB_OPS.monitorDelete, "DELETE", `/lbaas/healthmonitors/${monitor.id}`);
     }
     return undefined;
+  }
+
+  /**
+   * Octavia's OVN provider takes no HTTP monitor (upstream's canUseHTTPMonitor). Upstream also
+   * asks Octavia's version for HTTP monitors on UDP pools (API 2.16, Ussuri); it is assumed here.
+   */
+  private httpMonitors(): boolean {
+    return this.defaults.provider !== "ovn";
+  }
+
+  /**
+   * As upstream's buildMonitorCreateOpts: HTTP GET /healthz on the members' monitor_port (the
+   * health-check node port) for externalTrafficPolicy Local, UDP ports included; else the port's
+   * own protocol (UDP-CONNECT, TCP), or HTTP where the Service's health check asks for it.
+   */
+  private monitorType(spec: LoadBalancerSpec, protocol: string, monitorPort: number | undefined): string {
+    if (monitorPort !== undefined) return "HTTP";
+    if (protocol === "UDP") return "UDP-CONNECT";
+    const local = healthCheckNodePort(spec) !== undefined;
+    return spec.healthCheck.protocol === "HTTP" && !local && this.httpMonitors() ? "HTTP" : "TCP";
   }
 
   private desiredMembers(
@@ -926,12 +1013,9 @@ export class OpenStackLoadBalancers implements LoadBalancers {
       // The node-port security group first, while the load balancer's name still says whose it
       // is (a group a cut-short ensure left untagged is found by that name).
       await this.sgs?.remove(target, serviceNameOf(lb.name), signal);
-      // The floating IP next, while the VIP port still names it (owned: it is on our VIP).
+      // The floating IP next, while the VIP port still names it (on our VIP: ours to release).
       const fip = await this.fipOf(lb, signal);
-      if (fip !== undefined && !s.keepFloatingIp)
-        await this.client.request("network", LB_OPS.fipDelete, "DELETE", `/floatingips/${fip.id}`, {
-          signal,
-        });
+      if (fip !== undefined) await this.releaseFip(fip, s.keepFloatingIp, signal);
       try {
         await this.client.request("load-balancer", LB_OPS.delete, "DELETE", `/lbaas/loadbalancers/${lb.id}`, {
           query: { cascade: "true" },

@@ -65,8 +65,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  expect(fake.specProblems()).toEqual([]);
+  // Closed whatever the answer, so a spec problem fails the suite instead of hanging it.
+  const problems = fake.specProblems();
   await fake.close();
+  expect(problems).toEqual([]);
 });
 
 test("a group per load balancer as upstream names it, node-port rules from the member subnet, on the members' ports, moved with the nodes, gone with the load balancer", async () => {
@@ -220,6 +222,32 @@ test("two Services taking their groups off the same ports at once never undo eac
   // B's three; A's three refused (B moved every port on after A listed them), then A's three.
   expect(writes).toBe(9);
   expect([...fake.store.securityGroups.values()]).toEqual([]);
+  expect(servers.map((s) => [portOf(s)?.securityGroups, portOf(s)?.tags])).toEqual(
+    servers.map(() => [[], []]),
+  );
+});
+
+test("upstream's group on a port it never tagged, outside the backends: found by security_groups, taken off, then deleted", async () => {
+  const lbs = await lbsWith({});
+  const t = target();
+  const upstream: FakeSecurityGroup = {
+    id: fake.store.uuid(),
+    account: PROJECT,
+    region: REGION,
+    name: securityGroupName(t.serviceUid, "default/untagged"),
+    description: "Security Group for default/untagged Service LoadBalancer in cluster kubernetes",
+    rules: [],
+    tags: [],
+  };
+  fake.store.securityGroups.set(upstream.id, upstream);
+  // Upstream put it on every node's port, untagged ("we don't tag ports with SG IDs anymore").
+  for (const s of servers) portOf(s)?.securityGroups.push(upstream.id);
+  // The third node is no backend any more (excluded from load balancers, say).
+  const members = servers.slice(0, 2);
+  await settle(() => lbs.ensure(t, sampleLoadBalancerSpec(members, { serviceName: "default/untagged" })));
+  expect(servers.map((s) => portOf(s)?.securityGroups.includes(upstream.id))).toEqual([true, true, false]);
+  await settle(() => lbs.ensureDeleted(t));
+  expect(fake.store.securityGroups.has(upstream.id)).toBe(false);
   expect(servers.map((s) => [portOf(s)?.securityGroups, portOf(s)?.tags])).toEqual(
     servers.map(() => [[], []]),
   );

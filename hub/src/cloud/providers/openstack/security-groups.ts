@@ -6,9 +6,10 @@
  * CIDR, or, with the OVN provider (which keeps the clients' source addresses), from
  * `loadBalancerSourceRanges` (else everywhere), as upstream does. The group is added to the
  * nodes' member ports (those with port security), each port first tagged with the group's id so
- * every port that has it is found again (`GET /ports?tags=<id>`), and taken off the ports of
- * nodes that left. On delete it comes off every tagged port, then the group goes (before the
- * load balancer, whose name says whose an untagged group is; upstream deletes it after).
+ * every port that has it is found again (`GET /ports?tags=<id>`, and `?security_groups=<id>` for
+ * the ports upstream gave it untagged), and taken off the ports of nodes that left. On delete it
+ * comes off every such port, then the group goes (before the load balancer, whose name says
+ * whose an untagged group is; upstream deletes it after).
  *
  * Ownership is in the group's tags (`fleet-ccm.io/cluster=`, `fleet-ccm.io/service-uid=`);
  * an untagged group with upstream's name is adopted (the name carries this Service's uid, so it
@@ -298,7 +299,7 @@ export class NodeSecurityGroups {
   /**
    * The group on exactly `ports` (those with port security): each tagged with the group's id
    * before the group is added (so it is found again whatever happens next), and the group taken
-   * off every other port tagged with it, tag last.
+   * off every other port tagged with it or holding it, tag (if any) last.
    */
   private async attach(groupId: string, ports: readonly SgPort[], signal?: AbortSignal): Promise<void> {
     let wanted = ports.filter((p) => p.port_security_enabled !== false);
@@ -312,17 +313,14 @@ export class NodeSecurityGroups {
     for (const p of wanted)
       await this.changeGroups(p, (gs) => (gs.includes(groupId) ? undefined : [...gs, groupId]), signal);
     const keep = new Set(wanted.map((p) => p.id));
-    const tagged = await this.client.list<SgPort>("network", SG_OPS.ports, "/ports", "ports", {
-      query: { tags: groupId },
-      signal,
-    });
-    for (const p of tagged) {
+    for (const p of await this.holders(groupId, signal)) {
       if (keep.has(p.id)) continue;
       await this.changeGroups(
         p,
         (gs) => (gs.includes(groupId) ? gs.filter((g) => g !== groupId) : undefined),
         signal,
       );
+      if (!p.tags?.includes(groupId)) continue;
       try {
         await this.client.request("network", SG_OPS.portUntag, "DELETE", `/ports/${p.id}/tags/${groupId}`, {
           signal,
@@ -331,6 +329,21 @@ export class NodeSecurityGroups {
         if (!isGone(err)) throw err;
       }
     }
+  }
+
+  /**
+   * Every port tagged with the group (ours) or holding it: upstream tags no port with its group
+   * (loadbalancer_sg.go lists them by `security_groups`), so an adopted group's ports are found so.
+   */
+  private async holders(groupId: string, signal?: AbortSignal): Promise<SgPort[]> {
+    const byId = new Map<string, SgPort>();
+    for (const query of [{ tags: groupId }, { security_groups: groupId }])
+      for (const p of await this.client.list<SgPort>("network", SG_OPS.ports, "/ports", "ports", {
+        query,
+        signal,
+      }))
+        byId.set(p.id, p);
+    return [...byId.values()];
   }
 
   /** The same ports as Neutron has them now (by their servers, 40 a call). */
