@@ -214,6 +214,7 @@ const SUBSETS = [
       "enable_public_interface_of_load_balancer",
       "disable_public_interface_of_load_balancer",
       "change_load_balancer_protection",
+      "change_reverse_dns_entry_for_this_load_balancer",
       "list_networks",
       "get_network",
       "replace_network",

@@ -423,6 +423,39 @@ describe("actions", () => {
     expect((await call("DELETE", `/load_balancers/${lb}`)).status).toBe(204);
   });
 
+  test("reverse DNS: change_dns_ptr sets the PTR of the load balancer's own public IPv4 or IPv6, null puts the default back; another IP or a name with a trailing dot is refused", async () => {
+    const made = await call("POST", "/load_balancers", {
+      name: "lb-rdns",
+      load_balancer_type: "lb11",
+      location: "fsn1",
+    });
+    const lb = made.body?.load_balancer.id;
+    const { ipv4, ipv6 } = made.body!.load_balancer.public_net;
+    const ptr = (ip: string, dns_ptr: string | null) =>
+      call("POST", `/load_balancers/${lb}/actions/change_dns_ptr`, { ip, dns_ptr });
+    expect((await ptr(ipv4.ip, "lb.example.com")).body?.action).toMatchObject({
+      command: "change_dns_ptr",
+      status: "success",
+    });
+    await ptr(ipv6.ip, "lb6.example.com");
+    expect((await call("GET", `/load_balancers/${lb}`)).body?.load_balancer.public_net).toMatchObject({
+      ipv4: { ip: ipv4.ip, dns_ptr: "lb.example.com" },
+      ipv6: { ip: ipv6.ip, dns_ptr: "lb6.example.com" },
+    });
+    await ptr(ipv4.ip, null);
+    expect((await call("GET", `/load_balancers/${lb}`)).body?.load_balancer.public_net.ipv4.dns_ptr).toBe(
+      ipv4.dns_ptr,
+    );
+    for (const [ip, name] of [
+      ["192.0.2.1", "lb.example.com"],
+      [ipv4.ip, "lb.example.com."],
+    ] as const) {
+      const r = await ptr(ip, name);
+      expect([r.status, r.body?.error.code]).toEqual([400, "invalid_input"]);
+    }
+    await call("DELETE", `/load_balancers/${lb}`);
+  });
+
   test("every request and answer matched the spec subset", () => {
     expect(fake.specProblems()).toEqual([]);
   });

@@ -199,6 +199,8 @@ function matchesSelector(labels: Readonly<Record<string, string>>, terms: readon
 
 const LABEL_VALUE = /^(|[a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
 const LABEL_NAME = /^([a-z0-9A-Z]|[a-z0-9A-Z][a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])$/;
+/** A fully qualified domain name without trailing dot (change_dns_ptr's `dns_ptr`). */
+const FQDN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
 /** Hetzner's label rules (Kubernetes' own): an optional DNS-subdomain prefix, a name, a value. */
 function checkLabels(raw: unknown): Record<string, string> {
@@ -610,6 +612,20 @@ export class HetznerFake extends VendorFake<Listing> {
         if (want !== undefined && typeof want !== "boolean") throw invalid("delete must be a boolean");
         if (want !== undefined) lb.deleteProtected = want;
         return { undo: () => (lb.deleteProtected = old) };
+      }),
+      lbAction("change_dns_ptr", (c, lb) => {
+        const ip = c.body["ip"];
+        const ptr = c.body["dns_ptr"];
+        if (ip !== lb.ipv4 && ip !== lb.ipv6) throw invalid("ip is not a public IP of this load balancer");
+        // "must be a fully qualified domain name (FQDN) without trailing dot"; null: the default again.
+        if (ptr !== null && (typeof ptr !== "string" || !FQDN.test(ptr)))
+          throw invalid("dns_ptr must be a fully qualified domain name without trailing dot");
+        const old = lb.dnsPtr;
+        const next = { ...old };
+        if (ptr === null) delete next[ip];
+        else next[ip] = ptr;
+        lb.dnsPtr = next;
+        return { undo: () => (lb.dnsPtr = old) };
       }),
       lbAction("change_type", (c, lb) => {
         const old = lb.type;

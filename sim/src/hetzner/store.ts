@@ -98,6 +98,8 @@ export interface FakeLoadBalancer {
   publicEnabled: boolean;
   /** `protection.delete`: a DELETE is refused (`protected`) while it is set. */
   deleteProtected?: boolean;
+  /** Reverse DNS set by change_dns_ptr, by public IP; absent: Hetzner's default for that IP. */
+  dnsPtr?: Record<string, string>;
   readonly ipv4: string;
   readonly ipv6: string;
   readonly privateNet: FakePrivateNet[];

@@ -154,9 +154,11 @@ export function wireLoadBalancer(lb: FakeLoadBalancer): Json {
     public_net: {
       enabled: lb.publicEnabled,
       ipv4: lb.publicEnabled
-        ? { ip: lb.ipv4, dns_ptr: `lb.${lb.ipv4}.example` }
+        ? { ip: lb.ipv4, dns_ptr: lb.dnsPtr?.[lb.ipv4] ?? `lb.${lb.ipv4}.example` }
         : { ip: null, dns_ptr: null },
-      ipv6: lb.publicEnabled ? { ip: lb.ipv6, dns_ptr: null } : { ip: null, dns_ptr: null },
+      ipv6: lb.publicEnabled
+        ? { ip: lb.ipv6, dns_ptr: lb.dnsPtr?.[lb.ipv6] ?? null }
+        : { ip: null, dns_ptr: null },
     },
     private_net: lb.privateNet.map((p) => ({ network: p.network, ip: p.ip })),
     services: lb.services.map((s) => ({

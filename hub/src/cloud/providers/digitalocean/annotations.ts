@@ -72,6 +72,8 @@ export const A = {
   tlsPassthrough: "tls-passthrough",
   redirectHttpToHttps: "redirect-http-to-https",
   hostname: "hostname",
+  ip: "ip",
+  subnetUuid: "subnet-uuid",
 } as const;
 
 /**
@@ -148,6 +150,11 @@ export interface DoLbSettings {
   readonly loadBalancerId?: string;
   /** The disown annotation (DISOWN) is true. */
   readonly disowned: boolean;
+  /**
+   * The `ip` annotation, trimmed: upstream's create-only BYOIP address. A create with it is
+   * refused (see createOnlyRefusal); an existing load balancer keeps its address, as upstream.
+   */
+  readonly reservedIp?: string;
 }
 
 /** How the DigitalOcean CCM finds a Service's load balancer: its id annotation, then its name. */
@@ -240,6 +247,37 @@ function tlsChecks(
       `${key(A.certificateId)} or ${key(A.certificateName)} beside it`,
       "certificate ID is required for HTTP3 (upstream's rule)",
     );
+}
+
+/**
+ * Upstream's subnet-uuid (its VPCSubnetUUID, sent on every create and update): DigitalOcean's
+ * OpenAPI document (sim/fixtures/digitalocean/) has no such field, so it cannot be built or
+ * checked here. Refused, never dropped: the load balancer would land in another subnet.
+ */
+function refuseSubnet(a: Readonly<Record<string, string>>): void {
+  const raw = a[key(A.subnetUuid)];
+  if (raw !== undefined && raw.trim() !== "")
+    throw new AnnotationError(
+      key(A.subnetUuid),
+      raw,
+      "no value",
+      "placing a load balancer in a VPC subnet is not supported by fleet-ccm (DigitalOcean's API document has no subnet field): remove it",
+    );
+}
+
+/**
+ * Why a new load balancer cannot be made for the Service: upstream's `ip` (a BYOIP address, sent
+ * only on create), which DigitalOcean's API document has only as the answered, read-only address.
+ */
+export function createOnlyRefusal(s: DoLbSettings): AnnotationError | undefined {
+  return s.reservedIp === undefined
+    ? undefined
+    : new AnnotationError(
+        key(A.ip),
+        s.reservedIp,
+        "no value for a new load balancer",
+        "creating a load balancer on a reserved (BYOIP) address is not supported by fleet-ccm (DigitalOcean's API document has no writable ip): remove it, or create the load balancer elsewhere and adopt it",
+      );
 }
 
 /** The disown annotation as upstream's getDisownLB reads it (strconv.ParseBool: a bad value is an error). */
@@ -360,6 +398,8 @@ export function parseDoAnnotations(
       cookieName,
       length(40, { pattern: /^[A-Za-z0-9_-]+$/, form: "letters, digits, '_' and '-'" }, 2),
     );
+  refuseSubnet(a);
+  const reservedIp = get(A.ip)?.trim();
   const sizeSlugRaw = get(A.sizeSlug);
   const networkRaw = get(A.network);
   const stackRaw = get(A.networkStack);
@@ -430,6 +470,8 @@ export function parseDoAnnotations(
     ...(type !== undefined && { type }),
     ...vendorRefs(a),
     disowned: isDisowned(a),
+    // As upstream's getLoadBalancerIP: trimmed, empty is none.
+    ...(reservedIp !== undefined && reservedIp !== "" && { reservedIp }),
   };
 }
 

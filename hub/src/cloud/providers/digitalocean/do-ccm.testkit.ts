@@ -119,7 +119,7 @@ export async function ccmLoadBalancer(api: DoApiAccess, svc: CcmService): Promis
     name: vendorDefaultName(svc.serviceUid),
     region: svc.region,
     ...(svc.vpcUuid !== undefined && { vpc_uuid: svc.vpcUuid }),
-    size_unit: 1,
+    // No size: without size-unit or size-slug upstream sends none (godo's omitempty).
     forwarding_rules: rules(svc),
     ...(svc.tls?.redirectHttpToHttps === true && { redirect_http_to_https: true }),
     health_check: {

@@ -900,3 +900,106 @@ describe("type and network stack of an existing load balancer (upstream's getTyp
     await provider.loadBalancers!.ensureDeleted(t);
   });
 });
+
+describe("ip and subnet-uuid (upstream's annDOLoadBalancerIP and annDOSubnetUUID)", () => {
+  const IP = `${P}ip`;
+  const SUBNET = `${P}subnet-uuid`;
+
+  test("subnet-uuid is refused before any call, naming the key (DigitalOcean's API document has no subnet field); empty is none, as upstream", async () => {
+    const { provider, ops } = await bound();
+    const a = { [SUBNET]: "0c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f" };
+    expect(() => provider.loadBalancers!.checkAnnotations!(a)).toThrow(AnnotationError);
+    const err = await provider
+      .loadBalancers!.ensure(target(), sampleLoadBalancerSpec(nodes, { annotations: a }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AnnotationError);
+    expect((err as AnnotationError).annotation).toBe(SUBNET);
+    expect(ops).toEqual([]);
+    expect(() => provider.loadBalancers!.checkAnnotations!({ [SUBNET]: " " })).not.toThrow();
+  });
+
+  test("a new load balancer on an ip is refused, naming the key, with nothing created", async () => {
+    const { provider, ops } = await bound();
+    const t = target();
+    const a = { [IP]: "203.0.113.7" };
+    const err = await provider
+      .loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations: a }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AnnotationError);
+    expect((err as AnnotationError).annotation).toBe(IP);
+    expect(ops).not.toContain("loadBalancers.create");
+    expect(lbOf(t)).toBeUndefined();
+  });
+
+  test("an existing load balancer keeps its address, as upstream (create-only): the same ip is quiet, another is warned about", async () => {
+    const t = target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+    const { made, annotations } = await vendorBuilt(t);
+    const { provider } = await bound();
+    const same = recordingHints({ ...annotations, [IP]: made.ip });
+    await settle(() =>
+      provider.loadBalancers!.ensure(
+        t,
+        sampleLoadBalancerSpec(nodes, { annotations: same.hints.annotations }),
+        undefined,
+        same.hints,
+      ),
+    );
+    expect(same.warned).toEqual([]);
+    const other = recordingHints({ ...annotations, [IP]: "203.0.113.7" });
+    const ingress = await settle(() =>
+      provider.loadBalancers!.ensure(
+        t,
+        sampleLoadBalancerSpec(nodes, { annotations: other.hints.annotations }),
+        undefined,
+        other.hints,
+      ),
+    );
+    expect(ingress).toEqual([{ ip: made.ip }]);
+    expect(other.warned).toEqual([
+      expect.stringMatching(/^LoadBalancerAnnotationIgnored: .*ip 203\.0\.113\.7/),
+    ]);
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+});
+
+describe("size (upstream sends none without size-unit or size-slug)", () => {
+  test("the hub's load balancer scaled in the console keeps its size_unit: no PUT, and a PUT for another change sends it back", async () => {
+    const { provider, ops } = await bound();
+    const t = target();
+    await settle(() => provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    expect(lbOf(t)?.size_unit).toBe(1);
+    lbOf(t)!.size_unit = 3;
+    const before = ops.length;
+    await settle(() => provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes)));
+    expect(ops.slice(before)).not.toContain("loadBalancers.update");
+    const keepalive = { [`${P}enable-backend-keepalive`]: "true" };
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations: keepalive })),
+    );
+    expect(lbOf(t)).toMatchObject({ size_unit: 3, enable_backend_keepalive: true });
+    // The annotation still sizes it.
+    await settle(() =>
+      provider.loadBalancers!.ensure(
+        t,
+        sampleLoadBalancerSpec(nodes, { annotations: { [`${P}size-unit`]: "2" } }),
+      ),
+    );
+    expect(lbOf(t)?.size_unit).toBe(2);
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+
+  test("adopted: the DigitalOcean CCM's load balancer, scaled to 3 nodes, keeps them", async () => {
+    const t = target({ scope: { adoptFrom: { vendorCcmClusterName: "old" } } });
+    const { made, annotations } = await vendorBuilt(t);
+    fake.store.loadBalancers.get(made.id)!.size_unit = 3;
+    const { provider } = await bound();
+    await settle(() =>
+      provider.loadBalancers!.ensure(t, sampleLoadBalancerSpec(nodes, { annotations }), undefined, {
+        annotations,
+        ingress: [],
+      }),
+    );
+    expect(fake.store.loadBalancers.get(made.id)).toMatchObject({ name: ownerName(t), size_unit: 3 });
+    await provider.loadBalancers!.ensureDeleted(t);
+  });
+});

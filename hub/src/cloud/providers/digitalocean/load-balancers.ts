@@ -54,6 +54,7 @@ import {
   A,
   ANNOTATION_PREFIX,
   CERTIFICATE_ID,
+  createOnlyRefusal,
   DISOWN,
   DO_BOUNDS,
   type DoLbSettings,
@@ -147,11 +148,22 @@ const backendsOf = (lb: WireLoadBalancer) => [...(lb.droplet_ids ?? [])].map(Str
 const checksKubeProxy = (spec: LoadBalancerSpec, port: number) =>
   port > 0 && !spec.listeners.some((l) => l.nodePort === port);
 
-/** What DigitalOcean fixes at creation, or (type) what decides the rules: a load balancer's, or a new one's. */
+/**
+ * What DigitalOcean fixes at creation, or (type) what decides the rules, and the size where the
+ * Service names none: a load balancer's, or a new one's.
+ */
 interface Kind {
   readonly type: LbType;
   readonly networkStack: LbNetworkStack;
+  readonly size: Pick<WireLbRequest, "size_unit" | "size">;
 }
+
+/**
+ * A load balancer's own size. Upstream sends none without a size annotation (omitempty), so one
+ * scaled in the console keeps its nodes: the hub sends back what it has.
+ */
+const sizeOf = (lb: WireLoadBalancer): Kind["size"] =>
+  lb.size_unit !== undefined ? { size_unit: lb.size_unit } : lb.size !== undefined ? { size: lb.size } : {};
 
 /** An existing load balancer's type as the hub builds it (GLOBAL ones front load balancers, not Droplets). */
 const typeOf = (lb: WireLoadBalancer): LbType =>
@@ -165,11 +177,7 @@ function requestOf(lb: WireLoadBalancer): WireLbRequest {
   return {
     name: lb.name,
     region: lb.region.slug,
-    ...(lb.size_unit !== undefined
-      ? { size_unit: lb.size_unit }
-      : lb.size !== undefined
-        ? { size: lb.size }
-        : {}),
+    ...sizeOf(lb),
     forwarding_rules: lb.forwarding_rules,
     health_check: lb.health_check,
     sticky_sessions: lb.sticky_sessions,
@@ -278,9 +286,13 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     parseDoAnnotations(annotations, this.defaultType);
   }
 
-  /** A new load balancer's type and stack: the annotations', else the account's default type and IPV4. */
+  /** A new load balancer's type and stack: the annotations', else the account's default type and IPV4; size_unit 1. */
   private newKind(s: DoLbSettings): Kind {
-    return { type: s.type ?? this.defaultType, networkStack: s.networkStack ?? "IPV4" };
+    return {
+      type: s.type ?? this.defaultType,
+      networkStack: s.networkStack ?? "IPV4",
+      size: { size_unit: 1 },
+    };
   }
 
   private key(o: LbOwner): string {
@@ -371,7 +383,11 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     return {
       name: ownerName(target),
       region: this.ctx.account.region,
-      ...(s.sizeSlug !== undefined ? { size: s.sizeSlug } : { size_unit: s.sizeUnit ?? 1 }),
+      ...(s.sizeSlug !== undefined
+        ? { size: s.sizeSlug }
+        : s.sizeUnit !== undefined
+          ? { size_unit: s.sizeUnit }
+          : kind.size),
       forwarding_rules: rules,
       health_check: {
         protocol: hcProtocol,
@@ -482,7 +498,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     if (lb === undefined) {
       const vendor = await this.vendorCandidate(target, s, found.all, signal);
       if (vendor === undefined)
-        return this.create(target, this.desired(target, spec, s, serviceCert, this.newKind(s)), signal);
+        return this.create(target, this.desired(target, spec, s, serviceCert, this.newKind(s)), s, signal);
       const why = this.refusal(target, vendor, s);
       if (why !== undefined) throw new CloudError(`${why}: not adopted, nothing changed`);
       lb = vendor.lb;
@@ -501,12 +517,19 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
     const kind: Kind = {
       type: s.type ?? typeOf(lb),
       networkStack: s.networkStack ?? (lb.network_stack === "DUALSTACK" ? "DUALSTACK" : "IPV4"),
+      size: sizeOf(lb),
     };
     const ignored = kind.type === "REGIONAL_NETWORK" ? proxyRuleKeysSet(annotations) : [];
     if (ignored.length > 0)
       hints?.warn?.(
         "LoadBalancerAnnotationIgnored",
         `${ignored.join(", ")} not applied: a REGIONAL_NETWORK load balancer forwards each Service port as tcp or udp to the same port, as the DigitalOcean CCM builds it`,
+      );
+    // As upstream: the address is create-only, so an existing load balancer keeps its own.
+    if (s.reservedIp !== undefined && lb.ip !== s.reservedIp)
+      hints?.warn?.(
+        "LoadBalancerAnnotationIgnored",
+        `${ANNOTATION_PREFIX}${A.ip} ${s.reservedIp} not applied: load balancer ${lb.id} keeps its address ${lb.ip === "" ? "(none yet)" : lb.ip} (the DigitalOcean CCM sets it only at creation)`,
       );
     const want = this.desired(target, spec, s, cert.id, kind);
     if (lb.status === "errored") {
@@ -533,7 +556,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       }
       await this.client.delete(LB_OPS.delete, `/load_balancers/${lb.id}`, signal);
       this.seen.delete(this.key(target));
-      return this.create(target, want, signal);
+      return this.create(target, want, s, signal);
     }
     if (lb.status === "new") return inProgress(this.pollMs, `load balancer ${lb.id} is new (provisioning)`);
     const have = requestOf(lb);
@@ -569,8 +592,11 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
   private async create(
     target: ServiceTarget,
     want: WireLbRequest,
+    s: DoLbSettings,
     signal?: AbortSignal,
   ): Promise<InProgress> {
+    const refused = createOnlyRefusal(s);
+    if (refused !== undefined) throw refused;
     const answer = await this.client.post<{ load_balancer?: unknown }>(
       LB_OPS.create,
       "/load_balancers",

@@ -54,6 +54,8 @@ export const A = {
   healthDomain: `${ANNOTATION_PREFIX}health-check-http-domain`,
   healthTls: `${ANNOTATION_PREFIX}health-check-http-validate-certificate`,
   nodeSelector: `${ANNOTATION_PREFIX}node-selector`,
+  ipv4Rdns: `${ANNOTATION_PREFIX}ipv4-rdns`,
+  ipv6Rdns: `${ANNOTATION_PREFIX}ipv6-rdns`,
 } as const;
 
 /**
@@ -97,6 +99,8 @@ export interface HetznerLbSettings {
   readonly hostname?: string;
   /** A name the Service asks for; fleet-ccm keeps its own deterministic name (warned). */
   readonly requestedName?: string;
+  /** The PTR of each public address the Service names (ipv4-rdns, ipv6-rdns); absent: left as it is. */
+  readonly reverseDns: Readonly<Partial<Record<"ipv4" | "ipv6", string>>>;
 }
 
 export interface AccountLbDefaults {
@@ -115,6 +119,11 @@ const NAME = length(63, {
   form: "lower-case letters, digits and '-'",
 });
 const HOSTNAME = length(253, { pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, form: "a DNS name" });
+/** change_dns_ptr's dns_ptr: "a fully qualified domain name (FQDN) without trailing dot". */
+const FQDN = length(253, {
+  pattern: /^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i,
+  form: "a fully qualified domain name without trailing dot",
+});
 
 const bool = (a: Readonly<Record<string, string>>, key: string): boolean | undefined => {
   const raw = a[key];
@@ -173,6 +182,13 @@ export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDe
   if (hostname !== undefined) parseLength(A.hostname, hostname, HOSTNAME);
   const name = a[A.name];
   if (name !== undefined) parseLength(A.name, name, NAME);
+  // Upstream sets the PTR whenever the key is there (changeIPv4RDNS); Hetzner takes an FQDN.
+  const rdns = (key: string) => {
+    const raw = a[key];
+    return raw === undefined ? undefined : parseLength(key, raw, FQDN);
+  };
+  const ipv4Rdns = rdns(A.ipv4Rdns);
+  const ipv6Rdns = rdns(A.ipv6Rdns);
   return {
     ...where,
     ...(type !== undefined && { type }),
@@ -183,6 +199,10 @@ export function lbSettingsOf(a: Readonly<Record<string, string>>, d: AccountLbDe
     ipv6Ingress: ipv6Disabled === undefined ? d.ipv6Ingress : !ipv6Disabled,
     ...(hostname !== undefined && { hostname }),
     ...(name !== undefined && { requestedName: name }),
+    reverseDns: {
+      ...(ipv4Rdns !== undefined && { ipv4: ipv4Rdns }),
+      ...(ipv6Rdns !== undefined && { ipv6: ipv6Rdns }),
+    },
   };
 }
 
@@ -239,13 +259,6 @@ export function vendorLbSettings(a: Readonly<Record<string, string>>): VendorLbS
   }
   const proxy = a[A.proxyProtocol];
   if (proxy !== undefined) out.proxyProtocol = parseBoolean(A.proxyProtocol, proxy, GO_BOOLEAN);
-  if (a[A.healthPort] !== undefined)
-    throw new AnnotationError(
-      A.healthPort,
-      a[A.healthPort] ?? "",
-      "no value",
-      "the health check goes to the Service's node port (or its healthCheckNodePort); remove it",
-    );
   return out;
 }
 

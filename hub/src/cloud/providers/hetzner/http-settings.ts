@@ -3,8 +3,8 @@
  * (internal/hcops/load_balancer.go): one protocol for every Service port (`protocol`), the
  * certificates of an https service (uploaded ones named by id or name in `http-certificates`,
  * or the one managed certificate the CCM requests for the Service with `certificate-type:
- * managed`), the HTTP options (redirect, sticky sessions and their cookie, idle timeout) and
- * the HTTP health check's domain, status codes and TLS. Parsed without any call; what Hetzner
+ * managed`), the HTTP options (redirect, sticky sessions and their cookie, idle timeout),
+ * the health check's port and the HTTP health check's domain, status codes and TLS. Parsed without any call; what Hetzner
  * would refuse (certificates on plain http, https without one, an HTTP option on tcp) is
  * refused here, naming the key, instead of reaching the cloud.
  */
@@ -16,6 +16,8 @@ import {
   parseBoolean,
   parseEnum,
   parseLength,
+  parseRange,
+  range,
 } from "../../annotation-bounds.js";
 import { A, type HetznerProtocol, serviceProtocolOf } from "./annotations.js";
 
@@ -49,6 +51,8 @@ export interface HetznerHttpSettings {
   readonly healthDomain?: string;
   readonly healthStatusCodes?: readonly string[];
   readonly healthTls?: boolean;
+  /** `health-check-port`: the port every service's check goes to, as given (upstream's Port). */
+  readonly healthPort?: number;
 }
 
 /** Upstream's default name of the Service's managed certificate. */
@@ -115,7 +119,9 @@ export function httpSettingsOf(a: Readonly<Record<string, string>>, serviceUid: 
   const domain = a[A.healthDomain];
   const codes = a[A.statusCodes];
   const tls = a[A.healthTls];
+  const port = a[A.healthPort];
   const health = {
+    ...(port !== undefined && { healthPort: parseRange(A.healthPort, port, range(1, 65535)) }),
     ...(domain !== undefined && { healthDomain: parseLength(A.healthDomain, domain, DOMAIN) }),
     ...(codes !== undefined && {
       healthStatusCodes: list(A.statusCodes, codes).map((c) => {

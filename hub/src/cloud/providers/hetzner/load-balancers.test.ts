@@ -522,3 +522,87 @@ describe("annotations", () => {
     await lbs.ensureDeleted(o);
   });
 });
+
+describe("reverse DNS (upstream's changeIPv4RDNS and changeIPv6RDNS)", () => {
+  test("ipv4-rdns and ipv6-rdns set the PTR of a new load balancer's public addresses by change_dns_ptr, once", async () => {
+    const o = owner();
+    const { lbs, ops } = await bind();
+    const a = { [A.ipv4Rdns]: "lb.example.com", [A.ipv6Rdns]: "lb6.example.com" };
+    await lbs.ensure(o, spec(a));
+    const lb = lbOf(o)!;
+    expect(lb.dnsPtr).toEqual({ [lb.ipv4]: "lb.example.com", [lb.ipv6]: "lb6.example.com" });
+    expect(ops.filter((x) => x === "lb.dns.update")).toHaveLength(2);
+    const before = ops.length;
+    await lbs.ensure(o, spec(a));
+    expect(ops.slice(before)).not.toContain("lb.dns.update");
+    await lbs.ensureDeleted(o);
+  });
+
+  test("adopted: a PTR the Hetzner CCM set is kept as it is; a changed key is applied to that address alone; without the key nothing is touched", async () => {
+    const o = owner(MIGRATING);
+    const made = vendorBuilt(o);
+    made.dnsPtr = { [made.ipv4]: "old.example.com" };
+    const { lbs, ops } = await bind();
+    await lbs.ensure(o, spec({ [A.ipv4Rdns]: "old.example.com" }));
+    expect(ops).not.toContain("lb.dns.update");
+    await lbs.ensure(o, spec({ [A.ipv4Rdns]: "new.example.com" }));
+    expect(ops.filter((x) => x === "lb.dns.update")).toHaveLength(1);
+    expect(lbOf(o)?.dnsPtr).toEqual({ [made.ipv4]: "new.example.com" });
+    await lbs.ensure(o, spec());
+    expect(ops.filter((x) => x === "lb.dns.update")).toHaveLength(1);
+    expect(lbOf(o)?.dnsPtr).toEqual({ [made.ipv4]: "new.example.com" });
+    await lbs.ensureDeleted(o);
+  });
+
+  test("a value that is no FQDN (empty, a trailing dot) is refused before any call, naming the key", async () => {
+    const { lbs, ops } = await bind();
+    for (const v of ["", "lb.example.com."]) {
+      const a = { [A.ipv6Rdns]: v };
+      expect(() => lbs.checkAnnotations?.(a)).toThrow(AnnotationError);
+      const err = await lbs.ensure(owner(), spec(a)).catch((e: unknown) => e);
+      expect((err as AnnotationError).annotation).toBe(A.ipv6Rdns);
+    }
+    expect(ops).toEqual([]);
+  });
+});
+
+describe("health-check-port (upstream's LBSvcHealthCheckPort)", () => {
+  test("every service's check goes to the port as given, on a new load balancer and, changed, on an existing one", async () => {
+    const o = owner();
+    const { lbs, ops } = await bind();
+    await lbs.ensure(o, spec({ [A.healthPort]: "10256" }));
+    expect(lbOf(o)?.services.map((x) => x.health_check.port)).toEqual([10256, 10256]);
+    await lbs.ensure(o, spec({ [A.healthPort]: "10257" }));
+    expect(lbOf(o)?.services.map((x) => x.health_check.port)).toEqual([10257, 10257]);
+    // Without the key: each service's node port again.
+    await lbs.ensure(o, spec());
+    expect(lbOf(o)?.services.map((x) => x.health_check.port)).toEqual(
+      lbOf(o)?.services.map((x) => x.destination_port),
+    );
+    expect(ops.filter((x) => x === "lb.service.update").length).toBeGreaterThan(0);
+    expect(() => lbs.checkAnnotations?.({ [A.healthPort]: "http" })).toThrow(AnnotationError);
+    await lbs.ensureDeleted(o);
+  });
+
+  test("adopted: the Hetzner CCM's check on the annotated port is left as it is", async () => {
+    const o = owner(MIGRATING);
+    const made = vendorBuilt(o);
+    made.services[0]!.health_check.port = 10256;
+    const { lbs, ops } = await bind();
+    // The rest of the check as the Hetzner CCM's (interval and timeout keys the reconciler read).
+    const base = spec();
+    await lbs.ensure(
+      o,
+      spec(
+        { [A.healthPort]: "10256" },
+        {
+          listeners: base.listeners.filter((l) => l.port === 80),
+          healthCheck: { ...base.healthCheck, intervalSeconds: 15, timeoutSeconds: 10 },
+        },
+      ),
+    );
+    expect(ops).not.toContain("lb.service.update");
+    expect(lbOf(o)?.services[0]?.health_check.port).toBe(10256);
+    await lbs.ensureDeleted(o);
+  });
+});

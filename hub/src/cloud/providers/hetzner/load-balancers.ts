@@ -7,7 +7,7 @@
  * Service port, tcp, http or https with their certificates (certificates.ts) and HTTP
  * settings, with the health check) and server targets in one call; afterwards
  * each change is one action (change_type, change_algorithm, attach_to_network,
- * delete/update/add_service, remove/add_target, disable/enable_public_interface), polled
+ * delete/update/add_service, remove/add_target, disable/enable_public_interface, change_dns_ptr), polled
  * once: a running action answers in-progress, and the next call reads the load balancer's
  * actions before changing anything.
  * An action ending in error is OperationFailedError, recorded on the load balancer
@@ -48,6 +48,7 @@ import {
 } from "../../provider.js";
 import { describeFailure, pollOnce, recentActions } from "./actions.js";
 import {
+  A,
   type AccountLbDefaults,
   checkRefused,
   DEFAULT_ALGORITHM,
@@ -79,6 +80,7 @@ export const LB_OPS = {
   algorithm: "lb.algorithm.update",
   attach: "lb.network.update",
   publicInterface: "lb.public.update",
+  reverseDns: "lb.dns.update",
   addService: "lb.service.create",
   updateService: "lb.service.update",
   deleteService: "lb.service.delete",
@@ -172,7 +174,8 @@ export function desiredService(
     proxyprotocol: l.proxyProtocol,
     health_check: {
       protocol: hc.protocol === "HTTP" ? "http" : "tcp",
-      port: ownPort ? l.nodePort : hc.port,
+      // health-check-port wins, on every service, as upstream sends it.
+      port: http.healthPort ?? (ownPort ? l.nodePort : hc.port),
       interval: hc.intervalSeconds,
       timeout: hc.timeoutSeconds,
       retries: hc.unhealthyThreshold,
@@ -556,6 +559,34 @@ export class HetznerLoadBalancers implements LoadBalancers {
     ];
   }
 
+  /**
+   * The reverse DNS the Service names where it differs (upstream's changeIPv4RDNS and
+   * changeIPv6RDNS). An address the load balancer does not show (public interface off) is warned
+   * about and set once it has one.
+   */
+  private reverseDnsSteps(lb: WireLoadBalancer, s: HetznerLbSettings, hints?: LbServiceHints): Step[] {
+    return (["ipv4", "ipv6"] as const).flatMap((family): Step[] => {
+      const want = s.reverseDns[family];
+      const have = lb.public_net[family];
+      if (want === undefined || have.dns_ptr === want) return [];
+      if (have.ip === null) {
+        hints?.warn?.(
+          "HetznerReverseDnsUnchanged",
+          `load balancer ${lb.name} shows no public ${family} address: ${A[`${family}Rdns`]} is set once it has one`,
+        );
+        return [];
+      }
+      return [
+        {
+          op: LB_OPS.reverseDns,
+          path: `/load_balancers/${lb.id}/actions/change_dns_ptr`,
+          body: { ip: have.ip, dns_ptr: want },
+          what: `load balancer ${lb.name}: reverse DNS of ${have.ip} ${want}`,
+        },
+      ];
+    });
+  }
+
   private settings(spec: LoadBalancerSpec): HetznerLbSettings {
     const s = lbSettingsOf(spec.annotations ?? {}, this.defaults);
     return spec.internal ? { ...s, publicInterface: false } : s;
@@ -685,6 +716,9 @@ export class HetznerLoadBalancers implements LoadBalancers {
         (await this.client.get<{ load_balancer?: unknown }>(LB_OPS.get, `/load_balancers/${lb.id}`, signal))
           .load_balancer,
       );
+    // After the public interface: its addresses are shown only while it is on.
+    const named = await this.run(lb, this.reverseDnsSteps(lb, s, hints), signal);
+    if (named !== undefined) return named;
     lb = await this.recordDigests(lb, target, s.usePrivateIP, spec, signal);
     return this.ingress(lb, s, proxied(spec));
   }
@@ -726,6 +760,8 @@ export class HetznerLoadBalancers implements LoadBalancers {
     const outcome = await pollOnce(this.client, answer, `load balancer ${name}: creating`, signal);
     if (isInProgress(outcome)) return outcome;
     if (outcome.kind === "failed") return this.failed(lb, outcome.action, signal);
+    const named = await this.run(lb, this.reverseDnsSteps(lb, s, hints), signal);
+    if (named !== undefined) return named;
     return this.ingress(await this.recordDigests(lb, target, s.usePrivateIP, spec, signal), s, proxied(spec));
   }
 

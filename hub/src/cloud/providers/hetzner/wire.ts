@@ -90,6 +90,12 @@ export interface WireLbTarget {
   readonly use_private_ip?: boolean;
 }
 
+/** A load balancer's public address and its reverse DNS (null while the public interface is off). */
+export interface WireLbPublicIp {
+  readonly ip: string | null;
+  readonly dns_ptr?: string | null;
+}
+
 export interface WireLoadBalancer {
   readonly id: number;
   readonly name: string;
@@ -99,8 +105,8 @@ export interface WireLoadBalancer {
   readonly location: WireLocation;
   readonly public_net: {
     readonly enabled: boolean;
-    readonly ipv4: { readonly ip: string | null };
-    readonly ipv6: { readonly ip: string | null };
+    readonly ipv4: WireLbPublicIp;
+    readonly ipv6: WireLbPublicIp;
   };
   readonly private_net: readonly WirePrivateNet[];
   /** `delete`: Hetzner refuses to delete it (the Hetzner CCM then keeps it). */
