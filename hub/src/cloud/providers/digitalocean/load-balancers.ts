@@ -477,7 +477,7 @@ export class DigitalOceanLoadBalancers implements LoadBalancers {
       throw new ImplementedElsewhereError(why);
     }
     this.disowned.delete(this.key(target));
-    const s = parseDoAnnotations(annotations);
+    const s = parseDoAnnotations(annotations, this.defaultType);
     if (s.name !== undefined && s.name !== ownerName(target))
       hints?.warn?.(
         "LoadBalancerNameIgnored",
