@@ -26,15 +26,17 @@ import {
   SetLoadBalancerPoliciesForBackendServerCommand,
 } from "@aws-sdk/client-elastic-load-balancing";
 import { CloudError, SuspectAnswerError } from "../../errors.js";
-import type { LbOwner, LoadBalancerSpec, LoadBalancerState, ServiceTarget } from "../../provider.js";
+import type { LbOwner, LoadBalancerState, ServiceTarget } from "../../provider.js";
 import { type AwsLbSettings, isSslPort } from "./annotations.js";
 import type { AwsApi } from "./api.js";
 import { hasCode } from "./errors.js";
+import type { AwsLbSpec } from "./health.js";
 import {
   awsLoadBalancerName,
   type EnsuredLb,
   type LbNetwork,
   type ListingPage,
+  pathMtuRule,
   type Tags,
   tagList,
   tagsOf,
@@ -58,7 +60,7 @@ const SSL_LISTENER: Readonly<Record<string, string>> = {
   tcp: "SSL",
 };
 
-export function classicListeners(spec: LoadBalancerSpec, s: AwsLbSettings): Listener[] {
+export function classicListeners(spec: AwsLbSpec, s: AwsLbSettings): Listener[] {
   return spec.listeners.map((l) => {
     if (l.protocol === "UDP" || l.protocol === "SCTP")
       throw new CloudError(`a classic ELB cannot carry ${l.protocol} (port ${l.port}): use an NLB`);
@@ -87,7 +89,7 @@ export function classicListeners(spec: LoadBalancerSpec, s: AwsLbSettings): List
 const listenerKey = (l: Listener) =>
   `${(l.Protocol ?? "").toUpperCase()}|${l.LoadBalancerPort}|${(l.InstanceProtocol ?? "").toUpperCase()}|${l.InstancePort}|${l.SSLCertificateId ?? ""}`;
 
-function healthTarget(spec: LoadBalancerSpec, s: AwsLbSettings): string {
+function healthTarget(spec: AwsLbSpec, s: AwsLbSettings): string {
   const h = spec.healthCheck;
   const port =
     s.healthCheckPort === undefined || s.healthCheckPort === "traffic-port"
@@ -95,8 +97,12 @@ function healthTarget(spec: LoadBalancerSpec, s: AwsLbSettings): string {
         ? (spec.listeners[0]?.nodePort ?? h.port)
         : h.port
       : Number(s.healthCheckPort);
-  return h.protocol === "HTTP" ? `HTTP:${port}${h.path || "/"}` : `TCP:${port}`;
+  // Upstream's target: protocol:port, and the path for HTTP and HTTPS (awsHealthCheck sets it).
+  return `${h.protocol}:${port}${h.path}`;
 }
+
+/** ELB's target with its protocol in capitals (upstream writes the annotation's as given). */
+const normalTarget = (t: string | undefined) => t?.replace(/^[^:]*/, (p) => p.toUpperCase());
 
 export class ClassicElb {
   constructor(
@@ -150,7 +156,7 @@ export class ClassicElb {
   /** Everything but the digests, which the caller records last (EnsuredLb). */
   async ensure(
     owner: ServiceTarget,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     s: AwsLbSettings,
     found: { lb: LoadBalancerDescription; tags: Tags } | undefined,
     signal?: AbortSignal,
@@ -164,8 +170,8 @@ export class ClassicElb {
       found?.lb.VPCId,
       (cidr) => [
         ...spec.listeners.map((l) => ({ protocol: "tcp", fromPort: l.port, toPort: l.port, cidr })),
-        // Upstream's ICMP "fragmentation needed" (type 3, code 4), for path MTU discovery.
-        { protocol: "icmp", fromPort: 3, toPort: 4, cidr },
+        // Upstream's ICMP "fragmentation needed", for path MTU discovery (ICMPv6's for IPv6).
+        pathMtuRule(cidr),
       ],
       signal,
     );
@@ -201,7 +207,8 @@ export class ClassicElb {
     await this.ensureAttributes(name, spec, s, signal);
     await this.ensureProxyProtocol(name, lb, spec, signal);
     await this.syncInstances(lb, base.backends, signal);
-    await this.net.finish(base, owner, signal);
+    // With user-given groups (no managed one), upstream admits the first of them on the nodes.
+    await this.net.finish(base, owner, signal, base.managedGroup ?? s.securityGroups?.[0]);
     return {
       ingress: lb.DNSName ? [{ hostname: lb.DNSName }] : [],
       ref: name,
@@ -267,7 +274,7 @@ export class ClassicElb {
   private async ensureHealthCheck(
     name: string,
     lb: LoadBalancerDescription,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     s: AwsLbSettings,
     signal?: AbortSignal,
   ): Promise<void> {
@@ -283,7 +290,8 @@ export class ClassicElb {
     };
     const hc = lb.HealthCheck;
     if (
-      hc?.Target === want.Target &&
+      hc !== undefined &&
+      normalTarget(hc.Target) === want.Target &&
       hc.Interval === want.Interval &&
       hc.Timeout === want.Timeout &&
       hc.HealthyThreshold === want.HealthyThreshold &&
@@ -299,7 +307,7 @@ export class ClassicElb {
 
   private async ensureAttributes(
     name: string,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     s: AwsLbSettings,
     signal?: AbortSignal,
   ): Promise<void> {
@@ -330,7 +338,7 @@ export class ClassicElb {
   private async ensureProxyProtocol(
     name: string,
     lb: LoadBalancerDescription,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     signal?: AbortSignal,
   ): Promise<void> {
     const want = spec.listeners.some((l) => l.proxyProtocol);
@@ -418,7 +426,7 @@ export class ClassicElb {
     const backends = await this.net.instances(backendIds, signal);
     await this.syncInstances(found.lb, backends, signal);
     const { LoadBalancerName: name, SecurityGroups: groups, VPCId: vpcId } = found.lb;
-    await this.net.followBackends({ name, groups, vpcId }, owner, backends, signal);
+    await this.net.followBackends({ name, groups, vpcId }, owner, backends, signal, true);
   }
 
   /**
@@ -454,11 +462,18 @@ export class ClassicElb {
     );
   }
 
-  /** The load balancer itself (its group goes after, see AwsLoadBalancers.ensureDeleted). */
+  /**
+   * The load balancer itself (its group goes after, see AwsLoadBalancers.ensureDeleted). With
+   * user-given groups, first the rule admitting the first of them on the cluster's groups, as
+   * upstream's delete revokes it; the user's groups themselves stay.
+   */
   async deleteLoadBalancer(owner: ServiceTarget, signal?: AbortSignal): Promise<void> {
     const found = await this.find(owner, signal);
     if (found === undefined) return;
     const name = awsLoadBalancerName(owner.serviceUid);
+    const { SecurityGroups: groups } = found.lb;
+    const admitted = await this.net.nodeRuleGroup({ name, groups }, owner, true, signal);
+    if (admitted?.managed === false) await this.net.revokeNodeRules(admitted.id, signal, owner);
     await this.api.call("elb.delete", signal, (abortSignal) =>
       this.api.elb.send(new DeleteLoadBalancerCommand({ LoadBalancerName: name }), { abortSignal }),
     );

@@ -47,7 +47,7 @@ import type { AwsLbSettings } from "./annotations.js";
 import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
 import { checkScope } from "./scope.js";
-import { clusterTagKey, clusterTagKeys, OWNED, SERVICE_NAME_TAG } from "./tags.js";
+import { clusterTagKey, clusterTagKeys, hasClusterTag, OWNED, SERVICE_NAME_TAG } from "./tags.js";
 
 /** Upstream's GetLoadBalancerName: "a" + the uid without dashes, at most 32 characters. */
 export function awsLoadBalancerName(serviceUid: string): string {
@@ -274,6 +274,15 @@ export const ruleKey = (r: Rule) =>
 
 const isIpv6 = (cidr: string) => cidr.includes(":");
 
+/**
+ * Upstream's path-MTU rule from `cidr`: ICMP "fragmentation needed" (type 3, code 4); for an
+ * IPv6 range ICMPv6 "packet too big" (type 2, code 0), its IPv6 counterpart.
+ */
+export const pathMtuRule = (cidr: string): Rule =>
+  isIpv6(cidr)
+    ? { protocol: "icmpv6", fromPort: 2, toPort: 0, cidr }
+    : { protocol: "icmp", fromPort: 3, toPort: 4, cidr };
+
 /** A group's permissions as one-source rules (EC2 groups sources by protocol and ports). */
 export function rulesOf(perms: readonly IpPermission[] | undefined): Rule[] {
   const out: Rule[] = [];
@@ -342,7 +351,7 @@ export class LbNetwork {
    */
   async prepare(
     owner: ServiceTarget,
-    spec: LoadBalancerSpec,
+    spec: Pick<LoadBalancerSpec, "serviceName" | "backends" | "sourceRanges">,
     s: AwsLbSettings,
     kind: "ELB" | "NLB",
     existingVpc: string | undefined,
@@ -397,23 +406,66 @@ export class LbNetwork {
     return { name, tags, backends, vpcId, managedGroup, groups };
   }
 
-  /** The shared last step: the node-group rules from the managed group, when there is one. */
-  async finish(base: LbBase, cluster: ClusterTarget, signal?: AbortSignal): Promise<void> {
-    if (base.managedGroup !== undefined)
-      await this.ensureNodeRules(base.managedGroup, base.vpcId, cluster, base.backends, signal);
+  /**
+   * The shared last step: the node-group rules admitting `admit`, the managed group when there
+   * is one (a classic ELB with user-given groups passes the first of them, as upstream).
+   */
+  async finish(
+    base: LbBase,
+    cluster: ClusterTarget,
+    signal?: AbortSignal,
+    admit = base.managedGroup,
+  ): Promise<void> {
+    if (admit !== undefined) await this.ensureNodeRules(admit, base.vpcId, cluster, base.backends, signal);
   }
 
-  /** After a backend change: the node-group rules from the load balancer's managed group, if it has one. */
+  /**
+   * After a backend change: the node-group rules from the load balancer's node-rule group
+   * (nodeRuleGroup), if it has one.
+   */
   async followBackends(
     lb: { name: string | undefined; groups: readonly string[] | undefined; vpcId: string | undefined },
     owner: ServiceTarget,
     backends: readonly Instance[],
     signal?: AbortSignal,
+    userGroups = false,
   ): Promise<void> {
-    const managed = await this.ownedGroups(lb.name ?? "", owner, signal);
-    const groupId = managed.find((g) => lb.groups?.includes(g));
-    if (groupId !== undefined && lb.vpcId !== undefined)
-      await this.ensureNodeRules(groupId, lb.vpcId, owner, backends, signal);
+    const group = await this.nodeRuleGroup(lb, owner, userGroups, signal);
+    if (group !== undefined && lb.vpcId !== undefined)
+      await this.ensureNodeRules(group.id, lb.vpcId, owner, backends, signal);
+  }
+
+  /**
+   * The group the nodes' groups admit for a load balancer: its managed group; else, with
+   * `userGroups` (a classic ELB's user-given groups, whose first upstream admits), the first of
+   * its groups that a cluster group admits (all traffic from it), as an ensure or upstream left it.
+   */
+  async nodeRuleGroup(
+    lb: { name: string | undefined; groups: readonly string[] | undefined },
+    owner: ServiceTarget,
+    userGroups: boolean,
+    signal?: AbortSignal,
+  ): Promise<{ id: string; managed: boolean } | undefined> {
+    const groups = lb.groups ?? [];
+    const managed = (await this.ownedGroups(lb.name ?? "", owner, signal)).find((g) => groups.includes(g));
+    if (managed !== undefined) return { id: managed, managed: true };
+    if (!userGroups || groups.length === 0) return undefined;
+    const admitting = await this.securityGroups(
+      [
+        { Name: "ip-permission.group-id", Values: [...groups] },
+        { Name: "tag-key", Values: clusterTagKeys(owner) },
+      ],
+      signal,
+    );
+    const admitted = new Set(
+      admitting.flatMap((g) =>
+        rulesOf(g.IpPermissions)
+          .filter((r) => r.protocol === "-1")
+          .map((r) => r.groupId),
+      ),
+    );
+    const id = groups.find((g) => admitted.has(g));
+    return id === undefined ? undefined : { id, managed: false };
   }
 
   async securityGroups(filters: Filter[], signal?: AbortSignal): Promise<SecurityGroup[]> {
@@ -585,8 +637,8 @@ export class LbNetwork {
 
   /**
    * Each backend's cluster security group as upstream picks it (findSecurityGroupForInstance):
-   * the one of its groups tagged kubernetes.io/cluster/<cluster> (or, with adoptFrom, the vendor
-   * CCM's cluster), else its only group; an
+   * the one of its groups tagged kubernetes.io/cluster/<cluster> or KubernetesCluster=<cluster>
+   * (or, with adoptFrom, the vendor CCM's cluster), else its only group; an
    * instance with several of either is left out with a warning. Each group once, as described.
    */
   async nodeGroups(
@@ -602,17 +654,13 @@ export class LbNetwork {
     const groups =
       ids.length === 0 ? [] : await this.securityGroups([{ Name: "group-id", Values: ids }], signal);
     const byId = new Map(groups.map((g) => [g.GroupId ?? "", g]));
-    const keys = clusterTagKeys(cluster);
     const picked = new Map<string, SecurityGroup>();
     for (const i of backends) {
       const mine = (i.SecurityGroups ?? []).flatMap((g) => {
         const found = g.GroupId === undefined ? undefined : byId.get(g.GroupId);
         return found === undefined ? [] : [found];
       });
-      const tagged = mine.filter((g) => {
-        const tags = tagsOf(g.Tags);
-        return keys.some((k) => tags[k] !== undefined);
-      });
+      const tagged = mine.filter((g) => hasClusterTag(tagsOf(g.Tags), cluster));
       const pick =
         tagged.length === 1 ? tagged[0] : tagged.length === 0 && mine.length === 1 ? mine[0] : undefined;
       if (pick?.GroupId !== undefined) picked.set(pick.GroupId, pick);
@@ -645,8 +693,15 @@ export class LbNetwork {
       ],
       signal,
     );
+    // As upstream, revoked only from the cluster's groups (never the group's own self-reference):
+    // another group's rule is not ours to judge.
     for (const g of referencing)
-      if (g.GroupId !== undefined && !wanted.has(g.GroupId))
+      if (
+        g.GroupId !== undefined &&
+        g.GroupId !== lbGroupId &&
+        !wanted.has(g.GroupId) &&
+        hasClusterTag(tagsOf(g.Tags), cluster)
+      )
         await this.syncRules(g.GroupId, [fromGroup(lbGroupId)], [], signal);
     const have = new Set(referencing.map((g) => g.GroupId));
     for (const id of [...wanted].sort())
@@ -669,10 +724,17 @@ export class LbNetwork {
       .flatMap((g) => (g.GroupId ? [g.GroupId] : []));
   }
 
-  /** Every node-group rule that lets `groupId` in, revoked (before the load balancer goes, as upstream). */
-  async revokeNodeRules(groupId: string, signal?: AbortSignal): Promise<void> {
+  /**
+   * Every node-group rule that lets `groupId` in, revoked (before the load balancer goes, as
+   * upstream); with `cluster` (a group that stays: a user-given one), only the cluster's groups',
+   * as upstream's delete revokes them.
+   */
+  async revokeNodeRules(groupId: string, signal?: AbortSignal, cluster?: ClusterTarget): Promise<void> {
     const referencing = await this.securityGroups(
-      [{ Name: "ip-permission.group-id", Values: [groupId] }],
+      [
+        { Name: "ip-permission.group-id", Values: [groupId] },
+        ...(cluster === undefined ? [] : [{ Name: "tag-key", Values: clusterTagKeys(cluster) }]),
+      ],
       signal,
     );
     for (const r of referencing)

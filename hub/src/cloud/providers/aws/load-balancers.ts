@@ -121,7 +121,10 @@ export class AwsLoadBalancers implements LoadBalancers {
     const replaced = existing !== undefined && existing.type !== type ? existing.type : undefined;
     const kindSettings = { ...settings, type };
     // The hints hold every annotation (the spec's only when a vendor key is among them).
-    const kindSpec = { ...spec, healthCheck: awsHealthCheck(spec, hints?.annotations ?? annotations, type) };
+    const kindSpec = {
+      ...spec,
+      healthCheck: awsHealthCheck(spec, hints?.annotations ?? annotations, type, settings),
+    };
     const made =
       type === "classic"
         ? await this.classic.ensure(

@@ -16,7 +16,7 @@
  */
 import type { Instance, SecurityGroup } from "@aws-sdk/client-ec2";
 import type { ClusterTarget } from "../../provider.js";
-import { type LbNetwork, type Rule, ruleKey, rulesOf } from "./lb-network.js";
+import { type LbNetwork, pathMtuRule, type Rule, ruleKey, rulesOf } from "./lb-network.js";
 import { clusterTagKeys } from "./tags.js";
 
 export const NLB_CLIENT_RULE = "kubernetes.io/rule/nlb/client";
@@ -27,7 +27,6 @@ export const clientRuleDescription = (lbName: string) => `${NLB_CLIENT_RULE}=${l
 export const healthRuleDescription = (lbName: string) => `${NLB_HEALTH_RULE}=${lbName}`;
 
 const ANY_IPV4 = "0.0.0.0/0";
-const isIpv6 = (cidr: string) => cidr.includes(":");
 
 /** One listener as the node group sees it: its nodePort, and the port its health check uses. */
 export interface NlbNodePort {
@@ -73,13 +72,7 @@ function mtuRules(rules: readonly Rule[]): Rule[] {
   const cidrs = new Set(
     rules.flatMap((r) => (r.description?.startsWith(NLB_CLIENT_RULE) && r.cidr ? [r.cidr] : [])),
   );
-  return [...cidrs]
-    .sort()
-    .map((cidr) =>
-      isIpv6(cidr)
-        ? { protocol: "icmpv6", fromPort: 2, toPort: 0, cidr, description: NLB_MTU_RULE }
-        : { protocol: "icmp", fromPort: 3, toPort: 4, cidr, description: NLB_MTU_RULE },
-    );
+  return [...cidrs].sort().map((cidr) => ({ ...pathMtuRule(cidr), description: NLB_MTU_RULE }));
 }
 
 /**

@@ -44,13 +44,13 @@ import {
   inProgress,
   type LbListener,
   type LbOwner,
-  type LoadBalancerSpec,
   type LoadBalancerState,
   type ServiceTarget,
 } from "../../provider.js";
-import { type AwsLbSettings, isSslPort } from "./annotations.js";
+import { AWS_ANNOTATION_PREFIX, type AwsLbSettings, isSslPort } from "./annotations.js";
 import { type AwsApi, allPages } from "./api.js";
 import { hasCode } from "./errors.js";
+import type { AwsLbSpec } from "./health.js";
 import {
   awsLoadBalancerName,
   type EnsuredLb,
@@ -99,7 +99,7 @@ interface WantedListener {
   readonly certificate?: string;
 }
 
-function wantedListeners(spec: LoadBalancerSpec, s: AwsLbSettings): WantedListener[] {
+function wantedListeners(spec: AwsLbSpec, s: AwsLbSettings): WantedListener[] {
   return spec.listeners.map((l: LbListener) => {
     if (l.protocol === "SCTP")
       throw new CloudError(`an NLB carries TCP, UDP and TLS, not SCTP (port ${l.port})`);
@@ -120,7 +120,7 @@ function wantedListeners(spec: LoadBalancerSpec, s: AwsLbSettings): WantedListen
 }
 
 interface HealthWant {
-  readonly HealthCheckProtocol: "TCP" | "HTTP";
+  readonly HealthCheckProtocol: "TCP" | "HTTP" | "HTTPS";
   readonly HealthCheckPort: string;
   readonly HealthCheckPath?: string;
   readonly HealthCheckIntervalSeconds: number;
@@ -129,14 +129,20 @@ interface HealthWant {
   readonly UnhealthyThresholdCount: number;
 }
 
-function healthOf(spec: LoadBalancerSpec, s: AwsLbSettings): HealthWant {
+function healthOf(spec: AwsLbSpec, s: AwsLbSettings): HealthWant {
   const h = spec.healthCheck;
-  // externalTrafficPolicy Local checks healthCheckNodePort; Cluster, the traffic port (upstream).
-  const port = s.healthCheckPort ?? (h.protocol === "HTTP" ? String(h.port) : "traffic-port");
+  // As upstream's buildNLBHealthCheckConfiguration, which refuses any other protocol.
+  if (h.protocol === "SSL")
+    throw new CloudError(
+      `${AWS_ANNOTATION_PREFIX}healthcheck-protocol: SSL: an NLB checks TCP, HTTP or HTTPS`,
+    );
+  // externalTrafficPolicy Local checks healthCheckNodePort; otherwise each target group its
+  // own traffic port, whatever the protocol (upstream's default port).
+  const port = s.healthCheckPort ?? (h.local ? String(h.port) : "traffic-port");
   return {
     HealthCheckProtocol: h.protocol,
     HealthCheckPort: port,
-    ...(h.protocol === "HTTP" && { HealthCheckPath: h.path || "/" }),
+    ...(h.protocol !== "TCP" && { HealthCheckPath: h.path }),
     HealthCheckIntervalSeconds: h.intervalSeconds,
     HealthCheckTimeoutSeconds: Math.min(h.timeoutSeconds, h.intervalSeconds),
     HealthyThresholdCount: h.healthyThreshold,
@@ -255,13 +261,14 @@ export class Nlb {
   /** Everything but the digests, which the caller records last (EnsuredLb); in progress while provisioning. */
   async ensure(
     owner: ServiceTarget,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     s: AwsLbSettings,
     found: { lb: LoadBalancer; tags: Tags } | undefined,
     signal?: AbortSignal,
   ): Promise<EnsuredLb | InProgress> {
     if (found?.lb.State?.Code === "failed") return this.replaceFailed(owner, found, signal);
     const want = wantedListeners(spec, s);
+    const health = healthOf(spec, s);
     // Made without security groups (upstream's default mode): AWS cannot add any, so no managed
     // group for it; its node-group rules admit the clients instead.
     const groupless = found !== undefined && (found.lb.SecurityGroups ?? []).length === 0;
@@ -324,7 +331,6 @@ export class Nlb {
 
     const listeners = await this.listeners(lbArn, signal);
     const attached = await this.attachedGroups(lbArn, signal);
-    const health = healthOf(spec, s);
     const keep = new Set<string>();
     for (const w of want) {
       const current = listeners.find((l) => l.Port === w.port);
@@ -451,7 +457,7 @@ export class Nlb {
   private async upstreamNodeRules(
     name: string,
     lb: LoadBalancer,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     want: readonly WantedListener[],
     health: HealthWant,
     signal?: AbortSignal,
@@ -569,7 +575,7 @@ export class Nlb {
   /** proxy_protocol_v2.enabled from the spec, and the target-group-attributes annotation, as upstream. */
   private async ensureTargetGroupAttributes(
     tgArn: string,
-    spec: LoadBalancerSpec,
+    spec: AwsLbSpec,
     s: AwsLbSettings,
     signal?: AbortSignal,
   ): Promise<void> {

@@ -21,3 +21,19 @@ export function clusterTagKeys(target: ClusterTarget): string[] {
     ? [clusterTagKey(target.cluster)]
     : [clusterTagKey(target.cluster), clusterTagKey(vendor)];
 }
+
+/** Upstream's legacy cluster tag (tags.go TagNameKubernetesClusterLegacy): KubernetesCluster=<cluster>. */
+export const LEGACY_CLUSTER_TAG = "KubernetesCluster";
+
+/**
+ * Whether tags mark a resource as the cluster's, as upstream's hasClusterTag reads them: a key
+ * of clusterTagKeys, or the legacy KubernetesCluster tag naming the cluster (or, with adoptFrom,
+ * the vendor CCM's).
+ */
+export function hasClusterTag(tags: Readonly<Record<string, string>>, target: ClusterTarget): boolean {
+  const legacy = tags[LEGACY_CLUSTER_TAG];
+  return (
+    clusterTagKeys(target).some((k) => tags[k] !== undefined) ||
+    (legacy !== undefined && [target.cluster, target.scope.adoptFrom?.vendorCcmClusterName].includes(legacy))
+  );
+}

@@ -47,6 +47,8 @@ export function awsLbSettings(a: Readonly<Record<string, string>>): VendorLbSett
   const protocol = a[key("healthcheck-protocol")];
   if (protocol !== undefined) {
     const p = parseEnum(key("healthcheck-protocol"), protocol, AWS_HEALTH_CHECK_PROTOCOLS);
+    // The hub's check knows TCP and HTTP only; the provider builds upstream's own (HTTPS, SSL,
+    // a path only for HTTP(S)) from the annotations again (health.ts).
     out.healthCheckProtocol = p === "HTTP" || p === "HTTPS" ? "HTTP" : "TCP";
   }
   const path = a[key("healthcheck-path")];
