@@ -219,6 +219,22 @@ export class AzureLoadBalancers implements LoadBalancers {
   }
 
   async get(t: ServiceTarget, signal?: AbortSignal): Promise<LoadBalancerState | undefined> {
+    const found = await this.frontendOf(t, signal);
+    if (found === undefined) return undefined;
+    const { n, lb, fe } = found;
+    const ingress = await this.ingressOf(fe, signal);
+    const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
+    return {
+      id: fe.id ?? "",
+      name: `${n.lb}/${fe.name}`,
+      owner: lbOwner(t),
+      ingress,
+      backends: await this.backendsOf(pool, signal),
+    };
+  }
+
+  /** The Service's frontend and the load balancer holding it: the public one, else the internal. */
+  private async frontendOf(t: ServiceTarget, signal?: AbortSignal) {
     for (const internal of [false, true]) {
       const n = this.names(t, { internal });
       const lb = await this.readLb(n.lb, signal);
@@ -226,15 +242,7 @@ export class AzureLoadBalancers implements LoadBalancers {
         (f) => f.name === n.prefix || f.name?.startsWith(`${n.prefix}-`) === true,
       );
       if (lb === undefined || fe === undefined) continue;
-      const ingress = await this.ingressOf(fe, signal);
-      const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
-      return {
-        id: fe.id ?? "",
-        name: `${n.lb}/${fe.name}`,
-        owner: lbOwner(t),
-        ingress,
-        backends: await this.backendsOf(pool, signal),
-      };
+      return { n, lb, fe };
     }
     return undefined;
   }
@@ -714,27 +722,21 @@ export class AzureLoadBalancers implements LoadBalancers {
    * and with floating IP off (its rules' `enableFloatingIP`) the backends' addresses and node ports.
    */
   private async currentNsgTarget(t: ServiceTarget, signal?: AbortSignal): Promise<NsgTarget | undefined> {
-    for (const internal of [false, true]) {
-      const n = this.names(t, { internal });
-      const lb = await this.readLb(n.lb, signal);
-      const fe = lb?.frontendIPConfigurations?.find(
-        (f) => f.name === n.prefix || f.name?.startsWith(`${n.prefix}-`) === true,
-      );
-      if (lb === undefined || fe === undefined) continue;
-      const ip = (await this.ingressOf(fe, signal))[0]?.ip;
-      if (ip === undefined) return undefined;
-      const fixed = (lb.loadBalancingRules ?? []).filter(
-        (r) => r.name?.startsWith(`${n.prefix}-`) === true && r.enableFloatingIP === false,
-      );
-      if (fixed.length === 0) return { frontendIp: ip };
-      const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
-      const nodeIps = await this.backendIps(await this.backendsOf(pool, signal), signal);
-      const nodePorts = new Map<string, number[]>();
-      for (const r of fixed)
-        nodePorts.set(r.protocol ?? "", [...(nodePorts.get(r.protocol ?? "") ?? []), r.backendPort ?? 0]);
-      return { frontendIp: ip, nodeIps: [...nodeIps.values()], nodePorts };
-    }
-    return undefined;
+    const found = await this.frontendOf(t, signal);
+    if (found === undefined) return undefined;
+    const { n, lb, fe } = found;
+    const ip = (await this.ingressOf(fe, signal))[0]?.ip;
+    if (ip === undefined) return undefined;
+    const fixed = (lb.loadBalancingRules ?? []).filter(
+      (r) => r.name?.startsWith(`${n.prefix}-`) === true && r.enableFloatingIP === false,
+    );
+    if (fixed.length === 0) return { frontendIp: ip };
+    const pool = lb.backendAddressPools?.find((p) => p.name === n.cluster);
+    const nodeIps = await this.backendIps(await this.backendsOf(pool, signal), signal);
+    const nodePorts = new Map<string, number[]>();
+    for (const r of fixed)
+      nodePorts.set(r.protocol ?? "", [...(nodePorts.get(r.protocol ?? "") ?? []), r.backendPort ?? 0]);
+    return { frontendIp: ip, nodeIps: [...nodeIps.values()], nodePorts };
   }
 
   /**
