@@ -94,6 +94,8 @@ export interface CreateDropletSpec {
   /** No IPv6 address. */
   readonly noIPv6?: boolean;
   readonly noPrivateIP?: boolean;
+  /** More IPv4 entries, listed after the usual private and public one. */
+  readonly extraV4?: readonly { readonly ip: string; readonly type: "public" | "private" }[];
 }
 
 export interface CreateCertificateSpec {
@@ -194,6 +196,7 @@ export class DigitalOceanFake extends VendorFake<Listing> {
       vpcUuid: spec.vpcUuid ?? null,
       tags: [...(spec.tags ?? [])],
       createdAtMs: this.now(),
+      ...(spec.extraV4 !== undefined && { extraV4: [...spec.extraV4] }),
     };
     this.store.droplets.set(id, d);
     return d;

@@ -15,6 +15,8 @@ export interface FakeDroplet {
   readonly vpcUuid: string | null;
   tags: string[];
   readonly createdAtMs: number;
+  /** More `networks.v4` entries after the usual private and public one (a reserved IP's anchor, a second NIC). */
+  readonly extraV4?: readonly { readonly ip: string; readonly type: "public" | "private" }[];
 }
 
 export type CertificateType = "custom" | "lets_encrypt";

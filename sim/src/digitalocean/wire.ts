@@ -35,6 +35,12 @@ export function wireDroplet(d: FakeDroplet): Json {
       gateway: d.publicIPv4.replace(/\.\d+$/, ".1"),
       type: "public",
     },
+    ...(d.extraV4 ?? []).map((n) => ({
+      ip_address: n.ip,
+      netmask: n.type === "private" ? "255.255.0.0" : "255.255.240.0",
+      gateway: n.ip.replace(/\.\d+$/, ".1"),
+      type: n.type,
+    })),
   ];
   const v6 =
     d.ipv6 === null

@@ -1,8 +1,9 @@
 /**
  * Droplets as the DigitalOcean CCM reports them: providerID `digitalocean://<id>`, the size
- * slug as instance type, the region slug as region (no zone), shutdown for `status: off`, and
- * the addresses in its order: Hostname = the Droplet's name, the private IPv4 (InternalIP),
- * the public IPv4 (ExternalIP), then the public IPv6 (ExternalIP). The Droplet's VPC is its
+ * slug as instance type, the region slug as region (no zone), shutdown for `status: off` (any
+ * other status of a Droplet the API answers, `archive` too, is not gone), and the addresses in
+ * its order: Hostname = the Droplet's name, the first private IPv4 (InternalIP), the first
+ * public IPv4 (ExternalIP), then the first public IPv6 (ExternalIP). The Droplet's VPC is its
  * network. An account is bound to one region: Droplets elsewhere are out of its scope.
  */
 import { isIP } from "node:net";
@@ -41,21 +42,28 @@ export function dropletState(status: string): InstanceState {
       return "stopped";
     case "new":
       return "pending";
-    case "archive":
-      return "terminated";
     default:
+      // `archive` included: upstream's InstanceExists says gone only on the API's 404, and
+      // InstanceShutdown says shut down only for `off`, so a Droplet the API still answers is
+      // neither (never "terminated", which would delete its node).
       return "unknown";
   }
 }
 
-/** The DigitalOcean CCM's address order. */
+/**
+ * The DigitalOcean CCM's addresses (do/common.go nodeAddresses): godo's PrivateIPv4,
+ * PublicIPv4 and PublicIPv6 each take the first network entry of that type, so later ones (a
+ * reserved IP's anchor, a second NIC) are left out.
+ */
 export function dropletAddresses(d: WireDroplet): NodeAddress[] {
   const out: NodeAddress[] = [{ type: "Hostname", address: d.name }];
   const v4 = d.networks.v4 ?? [];
-  for (const n of v4) if (n.type === "private") out.push({ type: "InternalIP", address: n.ip_address });
-  for (const n of v4) if (n.type === "public") out.push({ type: "ExternalIP", address: n.ip_address });
-  for (const n of d.networks.v6 ?? [])
-    if (n.type === "public") out.push({ type: "ExternalIP", address: n.ip_address });
+  const privateV4 = v4.find((n) => n.type === "private");
+  if (privateV4 !== undefined) out.push({ type: "InternalIP", address: privateV4.ip_address });
+  const publicV4 = v4.find((n) => n.type === "public");
+  if (publicV4 !== undefined) out.push({ type: "ExternalIP", address: publicV4.ip_address });
+  const publicV6 = (d.networks.v6 ?? []).find((n) => n.type === "public");
+  if (publicV6 !== undefined) out.push({ type: "ExternalIP", address: publicV6.ip_address });
   return out;
 }
 

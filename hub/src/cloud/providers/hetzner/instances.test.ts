@@ -87,6 +87,19 @@ describe("instances", () => {
     expect(opt.network).toBe("elsewhere-net");
   });
 
+  test("stopping is not shut down and deleting is not gone: upstream says shut down only for off, gone only on not_found", async () => {
+    const i = await bind();
+    const s = w.fake.createServer(ACCOUNT, { name: "going-1", location: REGION, status: "stopping" });
+    const stopping = await i.getByProviderID(`hcloud://${s.id}`);
+    expect(["stopped", "stopping", "terminated"]).not.toContain(stopping.state);
+    w.fake.setServerStatus(s.id, "deleting");
+    const deleting = await i.getByProviderID(`hcloud://${s.id}`);
+    expect(["stopped", "stopping", "terminated"]).not.toContain(deleting.state);
+    expect((await i.findByName("going-1")).map((m) => m.state)).toEqual([deleting.state]);
+    w.fake.setServerStatus(s.id, "off");
+    expect((await i.getByProviderID(`hcloud://${s.id}`)).state).toBe("stopped");
+  });
+
   test("providerIDs: hcloud://<id> only; Robot servers (hrobot://, hcloud://bm-) are refused without a call", async () => {
     const i = await bind();
     expect(i.parseProviderID("hcloud://42")).toBe("42");

@@ -47,16 +47,15 @@ export function serverState(status: string): InstanceState {
       return "running";
     case "off":
       return "stopped";
-    case "stopping":
-      return "stopping";
     case "initializing":
     case "starting":
     case "rebuilding":
     case "migrating":
       return "pending";
-    case "deleting":
-      return "terminated";
     default:
+      // `stopping` and `deleting` included: upstream's IsShutdown is `status == off` alone, and
+      // a server the API answers exists until its not_found, so neither is shut down or gone
+      // (fleet-ccm's "stopping" would taint the node as shut down, "terminated" delete it).
       return "unknown";
   }
 }
