@@ -324,6 +324,17 @@ export class OpenStackFake extends VendorFake<Listing> {
     return s;
   }
 
+  /**
+   * One more port of the server on `network` (its fixed IP from the network's subnet), in Neutron
+   * status `status` (a `DOWN` port: detached from the hypervisor, unbound, or still being built).
+   */
+  addServerPort(serverId: string, network: FakeNetwork, status: FakePort["status"] = "ACTIVE"): FakePort {
+    if (!this.store.servers.has(serverId)) throw new Error(`no server ${serverId}`);
+    const p = this.createPort(network, serverId, "compute:nova");
+    p.status = status;
+    return p;
+  }
+
   setServerStatus(id: string, status: ServerStatus): void {
     const s = this.store.servers.get(id);
     if (s === undefined) throw new Error(`no server ${id}`);
@@ -1358,7 +1369,12 @@ export class OpenStackFake extends VendorFake<Listing> {
       image: { id: "0a9e0000-0000-4000-8000-000000000000", links: [] },
       links: [{ rel: "self", href: `${this.url}/${s.region}/public/compute/v2.1/servers/${s.id}` }],
       "OS-EXT-AZ:availability_zone": s.az,
-      "OS-EXT-STS:vm_state": s.status === "SHUTOFF" ? "stopped" : s.status.toLowerCase(),
+      "OS-EXT-STS:vm_state":
+        s.status === "SHUTOFF"
+          ? "stopped"
+          : s.status === "SOFT_DELETED"
+            ? "soft-delete"
+            : s.status.toLowerCase(),
       "OS-EXT-STS:power_state": s.status === "ACTIVE" ? 1 : 4,
       "OS-DCF:diskConfig": "MANUAL",
       progress: 0,
@@ -1445,7 +1461,7 @@ export class OpenStackFake extends VendorFake<Listing> {
       project_id: project.id,
       mac_address: p.mac,
       admin_state_up: true,
-      status: "ACTIVE",
+      status: p.status ?? "ACTIVE",
       device_id: p.deviceId,
       device_owner: p.deviceOwner,
       fixed_ips: p.fixedIps,

@@ -13,6 +13,7 @@ export type ServerStatus =
   | "PAUSED"
   | "SHELVED_OFFLOADED"
   | "ERROR"
+  | "SOFT_DELETED"
   | "DELETED";
 
 export interface FakeProject {
@@ -73,6 +74,8 @@ export interface FakePort {
   readonly deviceOwner: string;
   readonly mac: string;
   readonly fixedIps: { readonly subnet_id: string; readonly ip_address: string }[];
+  /** Neutron's port status (`ACTIVE`, `DOWN`, `BUILD`, `ERROR`); absent: `ACTIVE`. */
+  status?: "ACTIVE" | "DOWN" | "BUILD" | "ERROR";
   allowedAddressPairs: { ip_address: string; mac_address: string }[];
   readonly name: string;
   securityGroups: string[];

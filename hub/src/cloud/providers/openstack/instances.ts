@@ -2,12 +2,16 @@
  * Nova servers as openstack-cloud-controller-manager reports them: providerID
  * `openstack:///<uuid>` (or `openstack://<region>/<uuid>` with `regionalProviderID`), the
  * flavor's name as instance type (embedded in the server from microversion 2.47), the
- * availability zone, the account's region; shutdown for SHUTOFF, SUSPENDED, PAUSED and
- * SHELVED_OFFLOADED as upstream treats them; DELETED and a Nova `itemNotFound` on the server's
- * own URL as gone. Addresses in upstream's order: the fixed IPs of the server's Neutron ports
- * (InternalIP), then Nova's addresses network by network, sorted by name (floating ones and
- * those on `publicNetworkName` ExternalIP, the rest InternalIP unless `internalNetworkName`
- * leaves them out), each address once. A full listing of more than one batch of servers
+ * availability zone (as upstream's `util.SanitizeLabel` makes it a label value), the account's
+ * region; shut down only for SHUTOFF, as upstream's `InstanceShutdown`; gone only for DELETED and
+ * a Nova `itemNotFound` on the server's own URL, as upstream's `InstanceExists` (a SOFT_DELETED
+ * server can be restored: it is not gone). Addresses as upstream's `nodeAddresses`
+ * (instances_addresses.go): the fixed IPs of the server's ACTIVE Neutron ports (InternalIP),
+ * then `accessIPv4`/`accessIPv6` (ExternalIP), then the server metadata's `hostname`
+ * (Hostname), then Nova's addresses network by network, sorted by name: floating ones
+ * ExternalIP; those on `publicNetworkName` ExternalIP, taken out first wherever they were listed;
+ * the rest InternalIP, or, outside a set `internalNetworkName`, taken out of the list. Each
+ * address and type once. A full listing of more than one batch of servers
  * reads the project's ports page by page, once (about one Neutron call per `pageSize` ports);
  * any other read takes its servers' ports by `device_id` in batches.
  */
@@ -88,10 +92,10 @@ export function serverState(status: string): InstanceState {
   switch (status) {
     case "ACTIVE":
       return "running";
+    // Upstream's InstanceShutdown: SHUTOFF only ("the only state where we can detach volumes
+    // immediately"). SUSPENDED, PAUSED, SHELVED, SHELVED_OFFLOADED and the rest are "unknown":
+    // neither shut down nor gone.
     case "SHUTOFF":
-    case "SUSPENDED":
-    case "PAUSED":
-    case "SHELVED_OFFLOADED":
       return "stopped";
     case "BUILD":
     case "REBUILD":
@@ -101,8 +105,10 @@ export function serverState(status: string): InstanceState {
     case "REBOOT":
     case "HARD_REBOOT":
       return "pending";
+    // Upstream's InstanceExists is false only on Nova's 404. SOFT_DELETED (a server deleted with
+    // `reclaim_instance_interval` set) is still answered and can be restored: "unknown", so its
+    // Node is never deleted for it.
     case "DELETED":
-    case "SOFT_DELETED":
       return "terminated";
     default:
       return "unknown";
@@ -122,27 +128,54 @@ export function checkServer(body: unknown): WireServer {
   return s as WireServer;
 }
 
-/** Upstream's address order (see the module comment), each address once. */
+/**
+ * Upstream's `SanitizeLabel` (pkg/util/util.go): each run of characters other than
+ * `[-a-zA-Z0-9_.]` becomes `-`, `-_.` trimmed from both ends, at most 63 characters.
+ */
+export function sanitizeLabel(input: string): string {
+  return input
+    .replace(/[^-a-zA-Z0-9_.]+/g, "-")
+    .replace(/^[-_.]+|[-_.]+$/g, "")
+    .slice(0, 63);
+}
+
+/**
+ * Upstream's `nodeAddresses` (instances_addresses.go; see the module comment): its list and
+ * order. Not built: trunk subports and `address-sort-order`.
+ */
 export function nodeAddresses(
   s: WireServer,
   ports: readonly WirePort[],
   settings: Pick<InstanceSettings, "internalNetworkName" | "publicNetworkName">,
 ): NodeAddress[] {
-  const out: NodeAddress[] = [];
+  let out: NodeAddress[] = [];
+  // addToNodeAddresses: an address of a type once.
   const add = (type: NodeAddress["type"], address: string) => {
     if (address !== "" && !out.some((a) => a.address === address && a.type === type))
       out.push({ type, address });
   };
-  for (const p of ports) for (const ip of p.fixed_ips) add("InternalIP", ip.ip_address);
+  // removeFromNodeAddresses with no type: the address, whatever its type.
+  const remove = (address: string) => {
+    out = out.filter((a) => a.address !== address);
+  };
+  for (const p of ports) {
+    if (p.status !== "ACTIVE") continue;
+    for (const ip of p.fixed_ips) add("InternalIP", ip.ip_address);
+  }
   if (s.accessIPv4) add("ExternalIP", s.accessIPv4);
   if (s.accessIPv6) add("ExternalIP", s.accessIPv6);
+  const hostname = s.metadata?.["hostname"];
+  if (hostname) add("Hostname", hostname);
   const nets = Object.keys(s.addresses ?? {}).sort();
   for (const net of nets)
     for (const a of s.addresses?.[net] ?? []) {
-      if (a["OS-EXT-IPS:type"] === "floating" || settings.publicNetworkName.includes(net))
+      if (a["OS-EXT-IPS:type"] === "floating") add("ExternalIP", a.addr);
+      else if (settings.publicNetworkName.includes(net)) {
+        remove(a.addr);
         add("ExternalIP", a.addr);
-      else if (settings.internalNetworkName.length === 0 || settings.internalNetworkName.includes(net))
+      } else if (settings.internalNetworkName.length === 0 || settings.internalNetworkName.includes(net))
         add("InternalIP", a.addr);
+      else remove(a.addr);
     }
   return out;
 }
@@ -185,7 +218,7 @@ export class OpenStackInstances implements Instances {
       name: s.name,
       instanceType: s.flavor?.original_name ?? s.flavor?.id ?? "",
       region: this.client.region,
-      zone: s["OS-EXT-AZ:availability_zone"] ?? "",
+      zone: sanitizeLabel(s["OS-EXT-AZ:availability_zone"] ?? ""),
       addresses: nodeAddresses(s, ports, this.settings),
       state: serverState(s.status),
       tags: { ...(s.metadata ?? {}) },

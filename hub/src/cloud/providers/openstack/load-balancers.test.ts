@@ -428,9 +428,12 @@ describe("instances", () => {
     expect(meta.addresses[0]?.type).toBe("InternalIP");
     expect(provider.instances.parseProviderID(`openstack://RegionOne/${id}`)).toBe(id);
     expect(provider.instances.parseProviderID(`openstack://RegionTwo/${id}`)).toBeUndefined();
-    for (const status of ["SHUTOFF", "SUSPENDED", "PAUSED", "SHELVED_OFFLOADED"] as const) {
+    // Shut down only SHUTOFF, as upstream's InstanceShutdown (node-instances.test.ts has the rest).
+    fake.setServerStatus(id, "SHUTOFF");
+    expect((await provider.instances.getByProviderID(`openstack:///${id}`)).state).toBe("stopped");
+    for (const status of ["SUSPENDED", "PAUSED", "SHELVED_OFFLOADED", "SOFT_DELETED"] as const) {
       fake.setServerStatus(id, status);
-      expect((await provider.instances.getByProviderID(`openstack:///${id}`)).state).toBe("stopped");
+      expect((await provider.instances.getByProviderID(`openstack:///${id}`)).state).toBe("unknown");
     }
     fake.setServerStatus(id, "DELETED");
     await expect(provider.instances.getByProviderID(`openstack:///${id}`)).rejects.toBeInstanceOf(
