@@ -21,7 +21,7 @@ export interface FakeLinode {
   label: string;
   readonly region: string;
   readonly type: string;
-  status: "running" | "offline" | "shutting_down" | "booting" | "provisioning" | "deleting";
+  status: "running" | "offline" | "shutting_down" | "stopped" | "booting" | "provisioning" | "deleting";
   readonly publicIPv4: string;
   readonly privateIPv4: string | null;
   readonly ipv6: string;

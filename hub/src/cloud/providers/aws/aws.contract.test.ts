@@ -188,8 +188,12 @@ describe("instances", () => {
     ]);
     world.fake.setInstanceState(i.id, "stopped");
     expect((await p.instances.getByProviderID(i.id)).state).toBe("stopped");
+    // Upstream's InstanceShutdownByProviderID: shut down only when stopped; the transitional
+    // states are neither shut down nor gone.
+    world.fake.setInstanceState(i.id, "stopping");
+    expect((await p.instances.getByProviderID(i.id)).state).toBe("unknown");
     world.fake.setInstanceState(i.id, "shutting-down");
-    expect((await p.instances.getByProviderID(i.id)).state).toBe("stopping");
+    expect((await p.instances.getByProviderID(i.id)).state).toBe("unknown");
     world.fake.setInstanceState(i.id, "terminated");
     expect((await p.instances.getByProviderID(i.id)).state).toBe("terminated");
   });

@@ -28,17 +28,18 @@ import { LABEL_ZONE_ID, parseAwsProviderID, providerIDOf } from "./provider-id.j
 /** Values per EC2 filter. */
 const BATCH_MAX = 200;
 
-/** EC2's states in the contract's terms; shutting-down is on its way to terminated but not there yet. */
+/**
+ * EC2's states in the contract's terms, as upstream (aws.go InstanceExistsByProviderID,
+ * InstanceShutdownByProviderID): `terminated` is gone, only `stopped` is shut down; `stopping`
+ * and `shutting-down` are neither.
+ */
 function stateOf(name: string | undefined): InstanceState {
   switch (name) {
     case "pending":
     case "running":
-    case "stopping":
     case "stopped":
     case "terminated":
       return name;
-    case "shutting-down":
-      return "stopping";
     default:
       return "unknown";
   }

@@ -191,6 +191,15 @@ describe("instances", () => {
     expect((await provider.instances.getByProviderID(`linode://${l.id}`)).state).toBe("pending");
   });
 
+  test("deleting and stopped are neither gone nor shut down (the Linode CCM: exists while listed, shutdown only offline or shutting_down)", async () => {
+    const l = h.fake.createLinode(ACCOUNT, { label: "going", region: REGION });
+    const { provider } = await h.provider();
+    h.fake.setLinodeStatus(l.id, "deleting");
+    expect((await provider.instances.getByProviderID(`linode://${l.id}`)).state).toBe("unknown");
+    h.fake.setLinodeStatus(l.id, "stopped");
+    expect((await provider.instances.getByProviderID(`linode://${l.id}`)).state).toBe("unknown");
+  });
+
   test("a deleted Linode is InstanceNotFoundError from its own URL; foreign and out-of-region ids are refused", async () => {
     const l = h.fake.createLinode(ACCOUNT, { label: "doomed", region: REGION });
     const elsewhere = h.fake.createLinode(ACCOUNT, { label: "far", region: "eu-west" });

@@ -40,8 +40,8 @@ export function linodeState(status: string): InstanceState {
   switch (status) {
     case "running":
       return "running";
+    // The Linode CCM's InstanceShutdown: only offline and shutting_down.
     case "offline":
-    case "stopped":
       return "stopped";
     case "shutting_down":
       return "stopping";
@@ -54,8 +54,8 @@ export function linodeState(status: string): InstanceState {
     case "restoring":
     case "resizing":
       return "pending";
-    case "deleting":
-      return "terminated";
+    // deleting and stopped: the Linode CCM's InstanceExists is true while the API lists the
+    // Linode, and neither is a shutdown state there. Gone is the 404 on its own URL.
     default:
       return "unknown";
   }
