@@ -167,6 +167,11 @@ export interface CreateVmSpec {
   readonly scaleSet?: string;
   /** A flexible scale set: the VM is a standalone VM (and NIC) that names the scale set. */
   readonly flexibleScaleSet?: string;
+  /**
+   * A uniform scale-set VM answered as ARM's own VirtualMachineScaleSetVM_Get example: its size
+   * only in `sku.name`, `hardwareProfile: {}` (no `vmSize`). Otherwise both carry it.
+   */
+  readonly sizeInSkuOnly?: boolean;
 }
 
 const renderer: ErrorRenderer = {
@@ -470,10 +475,12 @@ export class AzureFake extends VendorFake<ArmListing> {
         {
           location: spec.location,
           instanceId,
+          sku: { name: spec.size ?? "Standard_D2s_v3", tier: "Standard" },
           ...(spec.zone !== undefined && { zones: [spec.zone] }),
           ...(spec.tags !== undefined && { tags: spec.tags }),
           properties: {
             ...props,
+            ...(spec.sizeInSkuOnly === true && { hardwareProfile: {} }),
             osProfile: { computerName: `${uniform}${instanceId.padStart(6, "0")}` },
           },
         },
@@ -515,6 +522,22 @@ export class AzureFake extends VendorFake<ArmListing> {
     view.statuses = view.statuses.map((s) =>
       String(s["code"]).startsWith("PowerState/") ? { ...s, code: `PowerState/${power}` } : s,
     );
+  }
+
+  /**
+   * A VM's (or scale-set VM's) provisioningState, as ARM reports it while an operation runs
+   * ("Updating") or after one failed ("Failed"), with the instance view's status to match.
+   */
+  setProvisioningState(id: string, state: string): void {
+    const props = this.byId(id).body["properties"] as Json;
+    props["provisioningState"] = state;
+    const view = props["instanceView"] as { statuses: Json[] } | undefined;
+    if (view !== undefined)
+      view.statuses = view.statuses.map((s) =>
+        String(s["code"]).startsWith("ProvisioningState/")
+          ? { ...s, code: `ProvisioningState/${state.toLowerCase()}` }
+          : s,
+      );
   }
 
   /**

@@ -185,3 +185,31 @@ test("a VM removed from the scale set: its NIC is gone with it, and the node is 
   );
   expect((await listAll()).map((i) => i.name)).toEqual(["flex-0", `${SS}000000`, `${SS}000001`]);
 });
+
+test("a uniform scale-set VM's instance type is its sku.name, as upstream reads it, also when ARM leaves hardwareProfile empty", async () => {
+  const vm = fake.createVm(SUB, {
+    resourceGroup: RG,
+    name: "3",
+    scaleSet: SS,
+    location: "eastus",
+    zone: "1",
+    subnetId: `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes`,
+    privateIp: "10.224.0.7",
+    size: "Standard_D4s_v3",
+    sizeInSkuOnly: true,
+  });
+  // ARM's VirtualMachineScaleSetVM_Get shape: the size in sku.name, none in hardwareProfile.
+  expect(vm.body["sku"]).toMatchObject({ name: "Standard_D4s_v3" });
+  expect((vm.body["properties"] as Record<string, unknown>)["hardwareProfile"]).toEqual({});
+  expect((await provider.instances.getByProviderID(`azure://${ssVm("3")}`)).instanceType).toBe(
+    "Standard_D4s_v3",
+  );
+  const listed = await listAll();
+  expect(listed.map((i) => [i.name, i.instanceType])).toEqual([
+    ["flex-0", "Standard_D2s_v3"],
+    [`${SS}000000`, "Standard_D2s_v3"],
+    [`${SS}000001`, "Standard_D2s_v3"],
+    [`${SS}000003`, "Standard_D4s_v3"],
+  ]);
+  fake.remove(vm.id);
+});

@@ -104,3 +104,26 @@ test("a scale-set node by its hostname, in any case; a gone scale-set VM is not 
     ),
   ).rejects.toBeInstanceOf(InstanceNotFoundError);
 });
+
+test("shut down as upstream counts it: stopped, deallocated or deallocating with provisioningState Succeeded; stopping is not", async () => {
+  const id = `/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/cp-1`;
+  const providerID = `azure://${id.replace(RG, RG.toLowerCase())}`;
+  const rows: [power: string, provisioning: string, state: string][] = [
+    ["stopping", "Succeeded", "unknown"],
+    ["stopped", "Succeeded", "stopped"],
+    ["deallocated", "Succeeded", "stopped"],
+    ["deallocating", "Succeeded", "stopped"],
+    ["deallocated", "Updating", "unknown"],
+    ["deallocated", "Failed", "unknown"],
+    ["stopped", "Updating", "unknown"],
+    ["deallocating", "Updating", "unknown"],
+    ["running", "Succeeded", "running"],
+  ];
+  const got: [string, string, string][] = [];
+  for (const [power, provisioning] of rows) {
+    fake.setPower(id, power);
+    fake.setProvisioningState(id, provisioning);
+    got.push([power, provisioning, (await provider.instances.getByProviderID(providerID)).state]);
+  }
+  expect(got).toEqual(rows);
+});

@@ -65,7 +65,13 @@ export async function firstPage<T>(
   return { items: first.value, ...(link !== undefined && { link }) };
 }
 
-/** What the instance view's PowerState says, in the contract's states. */
+/**
+ * What the instance view's PowerState says, in the contract's states. Shut down as upstream's
+ * InstanceShutdownByProviderID (azure_instances_v1.go) counts it: PowerState stopped,
+ * deallocated or deallocating, and only with provisioningState Succeeded. Anything else that
+ * exists (PowerState/stopping, a deallocated VM being updated or failed) is "unknown": neither
+ * shut down nor gone.
+ */
 export function powerState(
   view: VirtualMachineInstanceView | undefined,
   provisioning?: string,
@@ -79,11 +85,11 @@ export function powerState(
     case "starting":
       return "pending";
     case "stopping":
-      return "stopping";
+      return "unknown";
     case "stopped":
     case "deallocated":
     case "deallocating":
-      return "stopped";
+      return provisioning?.toLowerCase() === "succeeded" ? "stopped" : "unknown";
     default:
       return provisioning?.toLowerCase() === "creating" ? "pending" : "unknown";
   }
@@ -487,7 +493,12 @@ export class AzureInstances implements Instances {
       providerID: providerIdOf(id),
       instanceID: id,
       name: ref.scaleSet === undefined ? ref.name : hostname,
-      instanceType: vm.hardwareProfile?.vmSize ?? "",
+      // A uniform scale-set VM's type is its SKU name (upstream azure_vmss.go
+      // GetInstanceTypeByNodeName); ARM may leave its hardwareProfile empty.
+      instanceType:
+        (ref.scaleSet !== undefined ? (vm as VirtualMachineScaleSetVM).sku?.name : undefined) ??
+        vm.hardwareProfile?.vmSize ??
+        "",
       region,
       zone: zone !== undefined ? `${region}-${zone}` : String(faultDomain),
       addresses,

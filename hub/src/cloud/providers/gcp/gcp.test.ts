@@ -92,6 +92,23 @@ describe("instances", () => {
     ]);
     fake.setInstanceStatus(PROJECT, `${REGION}-b`, "web-1", "TERMINATED");
     expect((await provider.instances.getByProviderID(meta.providerID)).state).toBe("stopped");
+    // Upstream reports no shutdown at all; only the documented settled states are "stopped".
+    // Transitions (and a host-error repair) are neither shut down nor gone.
+    for (const [status, state] of [
+      ["STOPPING", "unknown"],
+      ["SUSPENDING", "unknown"],
+      ["REPAIRING", "unknown"],
+      ["STOPPED", "stopped"],
+      ["SUSPENDED", "stopped"],
+      ["TERMINATED", "stopped"],
+      ["RUNNING", "running"],
+    ] as const) {
+      fake.setInstanceStatus(PROJECT, `${REGION}-b`, "web-1", status);
+      expect([status, (await provider.instances.getByProviderID(meta.providerID)).state]).toEqual([
+        status,
+        state,
+      ]);
+    }
     fake.deleteInstance(PROJECT, `${REGION}-b`, "web-1");
     await expect(provider.instances.getByProviderID(meta.providerID)).rejects.toBeInstanceOf(
       InstanceNotFoundError,

@@ -23,7 +23,13 @@ type Instance = Compute.protos.google.cloud.compute.v1.IInstance;
 
 const lastSegment = (url: string | null | undefined) => (url ?? "").split("/").pop() ?? "";
 
-/** Compute's instance states; TERMINATED is a stopped VM (a deleted one is a 404). */
+/**
+ * Compute's instance states; TERMINATED is a stopped VM (a deleted one is a 404). Upstream
+ * answers "not implemented" for shutdown (gce_instances.go InstanceShutdown); the documented
+ * deviation counts only the settled TERMINATED, STOPPED and SUSPENDED as shut down. STOPPING,
+ * SUSPENDING and REPAIRING (a host-error repair, not a stop) are transitions: "unknown", so the
+ * node gets no shutdown taint and is not deleted.
+ */
 function stateOf(status: string | null | undefined): InstanceState {
   switch (status) {
     case "PROVISIONING":
@@ -34,7 +40,7 @@ function stateOf(status: string | null | undefined): InstanceState {
     case "STOPPING":
     case "SUSPENDING":
     case "REPAIRING":
-      return "stopping";
+      return "unknown";
     case "STOPPED":
     case "SUSPENDED":
     case "TERMINATED":
