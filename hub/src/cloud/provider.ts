@@ -116,6 +116,15 @@ export function isInProgress(value: unknown): value is InProgress {
   );
 }
 
+/**
+ * externalTrafficPolicy Local, as the spec shows it: an HTTP check on a port no listener sends
+ * traffic to, kube-proxy's healthCheckNodePort (the reconciler's health check puts it there).
+ */
+export function checksHealthCheckNodePort(spec: LoadBalancerSpec): boolean {
+  const hc = spec.healthCheck;
+  return hc.protocol === "HTTP" && hc.port > 0 && !spec.listeners.some((l) => l.nodePort === hc.port);
+}
+
 // ---- Load balancers -------------------------------------------------------------------------
 
 export type LbProtocol = "TCP" | "UDP" | "SCTP" | "HTTP" | "HTTPS";

@@ -6,7 +6,7 @@
  * upstream's `aws-load-balancer-healthcheck-*`, the unified one winning) is used as it is.
  */
 import { parseEnum } from "../../annotation-bounds.js";
-import type { LbHealthCheck, LoadBalancerSpec } from "../../provider.js";
+import { checksHealthCheckNodePort, type LbHealthCheck, type LoadBalancerSpec } from "../../provider.js";
 import { AWS_ANNOTATION_PREFIX, AWS_HEALTH_CHECK_PROTOCOLS, type AwsLbSettings } from "./annotations.js";
 
 export type AwsHealthProtocol = "TCP" | "HTTP" | "HTTPS" | "SSL";
@@ -77,7 +77,7 @@ export function awsHealthCheck(
   const h = spec.healthCheck;
   // externalTrafficPolicy Local: HTTP on kube-proxy's healthCheckNodePort, which no listener
   // uses; upstream's NLB checks it with numbers of its own.
-  const local = h.protocol === "HTTP" && !spec.listeners.some((l) => l.nodePort === h.port);
+  const local = checksHealthCheckNodePort(spec);
   const classicSsl = kind === "classic" && (s.backendProtocol === "ssl" || s.backendProtocol === "https");
   const protocol = protocolOf(h, annotations, local, classicSsl);
   const defaults = UPSTREAM_HEALTH_DEFAULTS[kind === "nlb" && local ? "nlbLocal" : kind];

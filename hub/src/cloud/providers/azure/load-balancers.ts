@@ -29,6 +29,7 @@ import { AnnotationError } from "../../annotation-bounds.js";
 import { CloudError, NeedsEnsureError, OperationFailedError } from "../../errors.js";
 import { backendsDigest, loadBalancerSpecDigest } from "../../naming.js";
 import {
+  checksHealthCheckNodePort,
   type InProgress,
   inProgress,
   type LbIngress,
@@ -502,10 +503,7 @@ export class AzureLoadBalancers implements LoadBalancers {
         setPool(lb, n.cluster, mode === "nodeIP" ? { backends: spec.backends, ips, vnetId } : undefined);
         const idle = Math.min(100, Math.max(4, Math.ceil(spec.idleTimeoutSeconds / 60)));
         const http = spec.healthCheck.protocol === "HTTP";
-        const local =
-          http &&
-          spec.healthCheck.port > 0 &&
-          !spec.listeners.some((l) => l.nodePort === spec.healthCheck.port);
+        const local = checksHealthCheckNodePort(spec);
         for (const l of spec.listeners) {
           const protocol = l.protocol === "UDP" ? "Udp" : "Tcp";
           const name = ruleName(n.frontend, l.protocol, l.port);

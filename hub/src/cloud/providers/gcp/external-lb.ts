@@ -19,11 +19,11 @@ import type {
   LoadBalancerState,
   ServiceTarget,
 } from "../../provider.js";
-import { inProgress, lbOwner } from "../../provider.js";
+import { checksHealthCheckNodePort, inProgress, lbOwner } from "../../provider.js";
 import { type NetworkTier, parseGcpLbAnnotations } from "./annotations.js";
 import type { Operation } from "./api.js";
 import { hasReason } from "./errors.js";
-import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, tail, whyNotOwned } from "./lb-base.js";
+import { GcpLbBase, HC, HEALTH_CHECK_RANGES, tail, whyNotOwned } from "./lb-base.js";
 import {
   gceFirewallName,
   gceHealthCheckFirewallName,
@@ -143,7 +143,7 @@ export class ExternalLb extends GcpLbBase {
     if (fw !== undefined) return fw;
 
     // 3. The health check and its firewall.
-    const local = isLocal(spec);
+    const local = checksHealthCheckNodePort(spec);
     const hcName = local ? lbName : gceNodesHealthCheckName(target.cluster);
     const hcPort = local ? spec.healthCheck.port : this.options.nodeHealthCheckPort;
     // Upstream's descriptions of the shared check and its firewall: the check's own name, the

@@ -21,13 +21,13 @@ import type {
   ProviderContext,
   ServiceTarget,
 } from "../../provider.js";
-import { inProgress, lbOwner } from "../../provider.js";
+import { checksHealthCheckNodePort, inProgress, lbOwner } from "../../provider.js";
 import { parseGcpLbAnnotations } from "./annotations.js";
 import type { GcpApi } from "./api.js";
 import { hasReason } from "./errors.js";
 import { ClusterGroups } from "./instance-groups.js";
 import type { GcpInstances } from "./instances.js";
-import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, sameSet, tail, whyNotOwned } from "./lb-base.js";
+import { GcpLbBase, HC, HEALTH_CHECK_RANGES, sameSet, tail, whyNotOwned } from "./lb-base.js";
 import {
   gceFirewallName,
   gceInternalHealthCheckFirewallName,
@@ -156,7 +156,7 @@ export class InternalLb extends GcpLbBase {
     if (!Array.isArray(groups)) return groups as InProgress;
 
     // 2. The health check and its firewall.
-    const local = isLocal(spec);
+    const local = checksHealthCheckNodePort(spec);
     const hcName = local ? lbName : gceNodesHealthCheckName(target.cluster);
     const hcPort = local ? spec.healthCheck.port : this.options.nodeHealthCheckPort;
     const hcStep = await this.ensureHealthCheck(

@@ -7,7 +7,7 @@
  */
 import type * as Compute from "@google-cloud/compute";
 import { CloudError } from "../../errors.js";
-import type { LoadBalancerSpec, ProviderContext, ServiceTarget } from "../../provider.js";
+import type { ProviderContext, ServiceTarget } from "../../provider.js";
 import type { GcpApi, Operation } from "./api.js";
 import { hasReason, isNotFound } from "./errors.js";
 import type { GcpInstances } from "./instances.js";
@@ -50,13 +50,6 @@ export function whyNotOwned(
   if (serviceName !== undefined && serviceName !== "" && upstream !== serviceName)
     return `cloud-provider-gcp made it for Service ${upstream}, not ${serviceName}`;
   return undefined;
-}
-
-/** externalTrafficPolicy Local: an HTTP check on a port no listener sends traffic to (healthCheckNodePort). */
-export function isLocal(spec: LoadBalancerSpec): boolean {
-  return (
-    spec.healthCheck.protocol === "HTTP" && !spec.listeners.some((l) => l.nodePort === spec.healthCheck.port)
-  );
 }
 
 export abstract class GcpLbBase {

@@ -22,14 +22,14 @@ import type {
   ProviderContext,
   ServiceTarget,
 } from "../../provider.js";
-import { inProgress, lbOwner } from "../../provider.js";
+import { checksHealthCheckNodePort, inProgress, lbOwner } from "../../provider.js";
 import { type NetworkTier, parseGcpLbAnnotations } from "./annotations.js";
 import type { GcpApi } from "./api.js";
 import { hasReason } from "./errors.js";
 import { ExternalLb } from "./external-lb.js";
 import { ClusterGroups } from "./instance-groups.js";
 import type { GcpInstances } from "./instances.js";
-import { GcpLbBase, HC, HEALTH_CHECK_RANGES, isLocal, tail, whyNotOwned } from "./lb-base.js";
+import { GcpLbBase, HC, HEALTH_CHECK_RANGES, tail, whyNotOwned } from "./lb-base.js";
 import {
   gceFirewallName,
   gceLoadBalancerName,
@@ -157,7 +157,7 @@ export class RbsLb extends GcpLbBase {
     if (!Array.isArray(groups)) return groups as InProgress;
 
     // 5. The regional health check and its firewall.
-    const local = isLocal(spec);
+    const local = checksHealthCheckNodePort(spec);
     const hcName = local ? lbName : gceNodesHealthCheckName(target.cluster);
     const hcPort = local ? spec.healthCheck.port : this.options.nodeHealthCheckPort;
     const hcStep = await this.ensureHealthCheck(

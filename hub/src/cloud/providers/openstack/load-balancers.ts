@@ -32,6 +32,7 @@ import {
   OWNER_TAG_SERVICE_UID,
 } from "../../naming.js";
 import {
+  checksHealthCheckNodePort,
   type InProgress,
   inProgress,
   type LbIngress,
@@ -211,9 +212,7 @@ function listenerProtocol(
  * HTTP check on a port that is no listener's node port), else undefined.
  */
 function healthCheckNodePort(spec: LoadBalancerSpec): number | undefined {
-  const hc = spec.healthCheck;
-  const local = hc.protocol === "HTTP" && hc.port > 0 && !spec.listeners.some((l) => l.nodePort === hc.port);
-  return local ? hc.port : undefined;
+  return checksHealthCheckNodePort(spec) ? spec.healthCheck.port : undefined;
 }
 
 /** Listeners that speak HTTP to clients: X-Forwarded-For can be inserted, their pools speak HTTP. */
